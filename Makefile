@@ -1,0 +1,28 @@
+# One command sets up and runs the default benchmark (`make demo`), one sets up and runs
+# the tests (`make test`). Both create .venv/ themselves; `make setup` is idempotent.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: setup test demo clean
+
+setup: $(STAMP)
+
+# torch is pinned and installed first so that pyserini's unpinned `torch` requirement is
+# satisfied by the local CPU wheel instead of pulling several GB of CUDA packages.
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet torch==2.13.0
+	$(BIN)/python -m pip install --quiet -e '.[test]'
+	touch $(STAMP)
+
+test: setup
+	$(BIN)/python -m pytest -q
+
+demo: setup
+	$(BIN)/harness run configs/default.yaml
+
+clean:
+	rm -rf $(VENV) .cache

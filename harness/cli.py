@@ -1,0 +1,52 @@
+"""The `harness` command. Each subcommand lives in its own module and is imported only
+when it runs, so `harness eval` never pays for pyserini or torch."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+from harness.errors import HarnessError
+
+# subcommand -> (module defining `add_arguments(parser)` and `run(args) -> int`, one-line help)
+COMMANDS: dict[str, tuple[str, str]] = {
+    "eval": ("harness.evaluate.cli", "score TREC runs against qrels (trec_eval conventions)"),
+    "topics": ("harness.topics.cli", "list benchmarks and export their query streams"),
+    "segment": ("harness.corpus.cli_segment", "split documents into official iKAT/TREC DL passages"),
+    "index": ("harness.retrieve.cli_index", "build a Lucene index with Anserini"),
+    "run": ("harness.runner.cli", "run a benchmark config: topics -> queries -> runs -> scores"),
+    "compare": ("harness.report.cli_compare", "leaderboard of runs with significance tests"),
+    "arena": ("harness.report.cli_arena", "Elo / Bradley-Terry ratings from pairwise votes"),
+    "ikat": ("harness.ikat.cli", "write, validate and convert TREC iKAT submissions"),
+}
+
+
+def _parser(argv: list[str]) -> tuple[argparse.ArgumentParser, argparse.Namespace]:
+    parser = argparse.ArgumentParser(prog="harness", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    chosen = next((a for a in argv if not a.startswith("-")), None)
+    for name, (module_name, help_text) in COMMANDS.items():
+        command_parser = sub.add_parser(name, help=help_text, description=help_text)
+        if name == chosen:  # only the chosen command's module is imported
+            module = importlib.import_module(module_name)
+            module.add_arguments(command_parser)
+            command_parser.set_defaults(_run=module.run)
+    return parser, parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    _, args = _parser(argv)
+    try:
+        return int(args._run(args) or 0)
+    except HarnessError as error:
+        print(f"harness {args.command}: error: {error}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(f"harness {args.command}: interrupted; finished outputs are kept", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,32 @@
+"""Errors a user can act on: the CLI prints them as one line, without a traceback."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+class HarnessError(Exception):
+    """A problem with the user's input or setup, explained in one sentence."""
+
+
+class InputError(HarnessError):
+    """A malformed input file: names the file, the line or record, and what was expected."""
+
+    def __init__(
+        self,
+        path: str | Path,
+        problem: str,
+        *,
+        line: int | None = None,
+        record: str | None = None,
+    ) -> None:
+        self.path = str(path)
+        self.problem = problem
+        self.line = line
+        self.record = record
+        where = self.path
+        if line is not None:
+            where += f":{line}"
+        if record is not None:
+            where += f" (record {record})"
+        super().__init__(f"{where}: {problem}")

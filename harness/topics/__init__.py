@@ -1,0 +1,52 @@
+"""Topic adapters: each benchmark's files -> `Conversation`s, registered by name.
+
+An adapter is a callable `(split: str | None) -> Benchmark`. `load("ikat2023:train")`
+splits the name at ':'; a bare name gives the split the official qrels judge.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from harness.corpus import Corpus
+from harness.registry import Registry
+from harness.trec import Qrels
+from harness.topics.model import Conversation, PersonalStatement, Query, Turn
+
+
+@dataclass(frozen=True)
+class Benchmark:
+    """What an adapter returns. Qrels and corpus are callables so that loading stays lazy."""
+
+    name: str  # "NAME:SPLIT" as the user spells it
+    conversations: tuple[Conversation, ...]
+    qrels: Callable[[], Qrels] | None = None  # shipped official qrels, or ones the adapter derives
+    corpus: Corpus | None = None  # the benchmark's own corpus, where it brings one
+
+    @property
+    def turns(self) -> list[Turn]:
+        return [turn for conversation in self.conversations for turn in conversation.turns]
+
+
+Adapter = Callable[[str | None], Benchmark]
+ADAPTERS: Registry[Adapter] = Registry("topic adapter")
+
+
+def load(name: str) -> Benchmark:
+    """Load `NAME` or `NAME:SPLIT` through its registered adapter."""
+    _import_adapters()
+    base, _, split = name.partition(":")
+    return ADAPTERS.get(base)(split or None)
+
+
+def _import_adapters() -> None:
+    """Adapter modules register themselves on import; importing them is cheap (no I/O)."""
+    import importlib
+    import pkgutil
+
+    for module in pkgutil.iter_modules(__path__):
+        if module.name not in {"model"}:
+            importlib.import_module(f"{__name__}.{module.name}")
+
+
+__all__ = ["ADAPTERS", "Adapter", "Benchmark", "Conversation", "PersonalStatement", "Query", "Turn", "load"]
