@@ -30,3 +30,11 @@ class InputError(HarnessError):
         if record is not None:
             where += f" (record {record})"
         super().__init__(f"{where}: {problem}")
+
+    def __reduce__(self):
+        """Survives pickling, so errors raised in worker processes reach the user intact."""
+        return (_input_error, (self.path, self.problem, self.line, self.record))
+
+
+def _input_error(path: str, problem: str, line: int | None, record: str | None) -> InputError:
+    return InputError(path, problem, line=line, record=record)

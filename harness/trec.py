@@ -19,6 +19,7 @@ import math
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import IO
 
 from harness.atomic import atomic_write
 from harness.errors import InputError
@@ -40,10 +41,32 @@ class Run:
 
     def cut(self, depth: int | None) -> "Run":
         """The run limited to its top `depth` documents per query (trec_eval -M)."""
-        if depth is None:
+        if depth is None or all(len(ranking) <= depth for ranking in self.scores.values()):
             return self
-        cut = {qid: dict(self.ranked(qid, depth)) for qid in self.scores}
+        cut = {qid: dict(self.ranked(qid, depth)) if len(ranking) > depth else ranking
+               for qid, ranking in self.scores.items()}
         return Run(self.name, cut, self.duplicates, self.path)
+
+    def to_documents(self, separator: str) -> "Run":
+        """Passage run -> document run by MaxP (see `maxp`)."""
+        documents = {qid: dict(maxp(self.ranked(qid), separator)) for qid in self.scores}
+        return Run(self.name, documents, self.duplicates, self.path)
+
+
+def passage_document(passage_id: str, separator: str) -> str:
+    """The document of a passage id `<docid><separator><n>`; ids without that suffix are
+    already document ids (docids may themselves contain the separator, e.g. WAPO uuids)."""
+    head, sep, tail = passage_id.rpartition(separator)
+    return head if sep and tail.isdigit() else passage_id
+
+
+def maxp(ranking: Iterable[tuple[str, float]], separator: str) -> list[tuple[str, float]]:
+    """Document ranking from a best-first passage ranking: each document takes the score of
+    its best passage, i.e. its first occurrence (the CAsT 2021 de-duplication)."""
+    documents: dict[str, float] = {}
+    for passage_id, score in ranking:
+        documents.setdefault(passage_document(passage_id, separator), score)
+    return list(documents.items())
 
 
 def _canonical_key(item: tuple[str, float]) -> tuple[float, _Desc]:
@@ -70,15 +93,19 @@ class Qrels:
     path: Path | None = None
 
 
-def _lines(path: Path) -> Iterator[tuple[int, list[str]]]:
-    """Numbered, whitespace-split, non-blank lines; a missing file is an InputError."""
+def _open_text(path: Path) -> IO[str]:
     try:
-        handle = open(path, encoding="utf-8")
+        return open(path, encoding="utf-8")
     except FileNotFoundError:
         raise InputError(path, "no such file") from None
     except IsADirectoryError:
         raise InputError(path, "is a folder, expected a file") from None
-    with handle:
+
+
+def _lines(path: Path) -> Iterator[tuple[int, list[str]]]:
+    """Numbered, whitespace-split, non-blank lines; a missing file is an InputError."""
+    number = 0
+    with _open_text(path) as handle:
         try:
             for number, line in enumerate(handle, start=1):
                 fields = line.split()
@@ -92,39 +119,66 @@ def iter_run_lines(path: str | Path) -> Iterator[tuple[int, str, str, int, float
     """Validated (line number, qid, docid, rank, score, tag) tuples, streaming."""
     path = Path(path)
     for number, fields in _lines(path):
-        if len(fields) != 6:
-            raise InputError(
-                path, f"expected 6 fields 'qid Q0 docid rank score tag', found {len(fields)}", line=number
-            )
-        qid, _, docid, rank, score, tag = fields
-        try:
-            rank_value = int(rank)
-        except ValueError:
-            raise InputError(path, f"rank {rank!r} is not an integer", line=number) from None
-        try:
-            score_value = float(score)
-        except ValueError:
-            raise InputError(path, f"score {score!r} is not a number", line=number) from None
-        if not math.isfinite(score_value):
-            raise InputError(path, f"score {score!r} is not finite", line=number)
-        yield number, qid, docid, rank_value, score_value, tag
+        yield (number, *_parse_run_fields(path, number, fields))
+
+
+def _parse_run_fields(path: Path, number: int, fields: list[str]) -> tuple[str, str, int, float, str]:
+    if len(fields) != 6:
+        raise InputError(
+            path, f"expected 6 fields 'qid Q0 docid rank score tag', found {len(fields)}", line=number
+        )
+    qid, _, docid, rank, score, tag = fields
+    try:
+        rank_value = int(rank)
+    except ValueError:
+        raise InputError(path, f"rank {rank!r} is not an integer", line=number) from None
+    try:
+        score_value = float(score)
+    except ValueError:
+        raise InputError(path, f"score {score!r} is not a number", line=number) from None
+    if not math.isfinite(score_value):
+        raise InputError(path, f"score {score!r} is not finite", line=number)
+    return qid, docid, rank_value, score_value, tag
 
 
 def read_run(path: str | Path, *, strict: bool = False, name: str | None = None) -> Run:
+    """Read a whole run for evaluation.
+
+    Evaluating many large runs is dominated by this parse, so the loop is written flat: one
+    split per line and cheap checks; any anomaly re-parses that line with
+    `_parse_run_fields`, which raises the precise error.
+    """
     path = Path(path)
     scores: dict[str, dict[str, float]] = {}
     duplicates = 0
-    empty = True
-    for number, qid, docid, _rank, score, _tag in iter_run_lines(path):
-        empty = False
-        ranking = scores.setdefault(qid, {})
-        if docid in ranking:
-            if strict:
-                raise InputError(path, f"document {docid!r} appears twice for query {qid!r}", line=number)
-            duplicates += 1
-            continue
-        ranking[docid] = score
-    if empty:
+    with _open_text(path) as handle:
+        number = 0
+        try:
+            for number, line in enumerate(handle, start=1):
+                fields = line.split()
+                try:
+                    qid, _, docid, rank, score, _tag = fields
+                    value = float(score)
+                    # finite x gives x - x == 0.0; inf and nan give nan, which is truthy
+                    if value - value or not rank.lstrip("-").isdigit():
+                        raise ValueError
+                except ValueError:
+                    if not fields:
+                        continue  # blank line
+                    _parse_run_fields(path, number, fields)
+                    raise
+                ranking = scores.get(qid)
+                if ranking is None:
+                    ranking = scores[qid] = {}
+                if docid in ranking:
+                    if strict:
+                        raise InputError(path, f"document {docid!r} appears twice for query {qid!r}", line=number)
+                    duplicates += 1
+                    continue
+                ranking[docid] = value
+        except UnicodeDecodeError as error:
+            raise InputError(path, f"not UTF-8 text ({error.reason})", line=number + 1) from None
+    if not scores:
         raise InputError(path, "empty run: no result lines")
     return Run(name or path.stem, scores, duplicates, path)
 

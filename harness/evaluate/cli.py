@@ -1,0 +1,112 @@
+"""`harness eval`: score runs against qrels; numbers equal `trec_eval -c -M<depth>`."""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import io
+import json
+import sys
+
+from harness.errors import HarnessError
+from harness.evaluate import Evaluation, Evaluator, RunFileOptions, evaluate_files
+from harness.evaluate.presets import PRESETS
+from harness.trec import read_qrels
+
+DEFAULT_MEASURES = ["nDCG@10", "P@10", "AP", "RR", "R@1000"]
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--qrels", required=True, help="qrels file: qid iter docid grade")
+    parser.add_argument("--run", required=True, nargs="+", help="one or more TREC run files")
+    parser.add_argument("--measures", nargs="+", help="ir-measures names, e.g. nDCG@3 'P(rel=2)@3' RR")
+    parser.add_argument("--preset", choices=PRESETS.names(), help="a benchmark's official measure set")
+    parser.add_argument("--depth", type=int, help="evaluate the top N documents per query (trec_eval -M)")
+    parser.add_argument("--per-query", action="store_true", help="also report every query's value")
+    parser.add_argument("--strict", action="store_true", help="a duplicate (qid, docid) in a run is an error")
+    parser.add_argument(
+        "--passage-separator",
+        help="runs rank passages '<docid><SEP><n>': judge documents by their best passage (MaxP)",
+    )
+    parser.add_argument("--format", choices=["table", "csv", "json"], default="table")
+
+
+def run(args: argparse.Namespace) -> int:
+    measures, depth, separator = _settings(args)
+    evaluator = Evaluator(read_qrels(args.qrels), measures)
+    options = RunFileOptions(strict=args.strict, passage_separator=separator, depth=depth)
+    evaluations = evaluate_files(evaluator, args.run, options)
+    names = [e.run_name for e in evaluations]
+    if len(set(names)) != len(names):
+        raise HarnessError(f"two runs share a file name stem ({', '.join(names)}); rename one")
+    for evaluation in evaluations:
+        _report_coverage(evaluation, qrels_path=args.qrels)
+    sys.stdout.write(FORMATTERS[args.format](evaluations, args.per_query))
+    return 0
+
+
+def _settings(args: argparse.Namespace) -> tuple[list[str], int | None, str | None]:
+    preset = PRESETS.get(args.preset) if args.preset else None
+    measures = args.measures or (list(preset.measures) if preset else DEFAULT_MEASURES)
+    depth = args.depth if args.depth is not None else (preset.depth if preset else None)
+    if depth is not None and depth < 1:
+        raise HarnessError(f"--depth must be a positive number of documents, not {depth}")
+    separator = args.passage_separator or (preset.passage_separator if preset else None)
+    return measures, depth, separator
+
+
+def _report_coverage(evaluation: Evaluation, qrels_path: str) -> None:
+    """What trec_eval leaves silent: which queries counted as 0 and which were ignored."""
+    judged = evaluation.num_queries
+    if len(evaluation.missing_queries) == judged:
+        print(f"warning: run {evaluation.run_name!r} has no query in common with {qrels_path}; "
+              "every measure is 0", file=sys.stderr)
+    notes = [f"{judged} judged queries"]
+    if evaluation.missing_queries:
+        notes.append(f"{len(evaluation.missing_queries)} missing from the run (scored 0)")
+    if evaluation.unjudged_queries:
+        notes.append(f"{len(evaluation.unjudged_queries)} unjudged in the run (ignored)")
+    if evaluation.duplicates:
+        notes.append(f"{evaluation.duplicates} duplicate documents dropped (first kept)")
+    print(f"{evaluation.run_name}: " + "; ".join(notes), file=sys.stderr)
+
+
+def _as_json(evaluations: list[Evaluation], per_query: bool) -> str:
+    document = {}
+    for evaluation in evaluations:
+        entry: dict = dict(evaluation.means)
+        if per_query:
+            entry["per_query"] = evaluation.per_query
+        document[evaluation.run_name] = entry
+    return json.dumps(document, indent=2) + "\n"
+
+
+def _rows(evaluations: list[Evaluation], per_query: bool) -> list[list[str]]:
+    """run, qid ('all' for the mean, as trec_eval prints it), one value per measure."""
+    rows = []
+    for evaluation in evaluations:
+        if per_query:
+            for qid in next(iter(evaluation.per_query.values())):
+                rows.append([evaluation.run_name, qid] + [f"{evaluation.per_query[m][qid]:.4f}" for m in evaluation.measures])
+        rows.append([evaluation.run_name, "all"] + [f"{evaluation.means[m]:.4f}" for m in evaluation.measures])
+    return rows
+
+
+def _as_csv(evaluations: list[Evaluation], per_query: bool) -> str:
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(["run", "qid", *evaluations[0].measures])
+    writer.writerows(_rows(evaluations, per_query))
+    return out.getvalue()
+
+
+def _as_table(evaluations: list[Evaluation], per_query: bool) -> str:
+    header = ["run", "qid", *evaluations[0].measures]
+    rows = _rows(evaluations, per_query)
+    widths = [max(len(str(row[i])) for row in [header, *rows]) for i in range(len(header))]
+    lines = ["  ".join(cell.ljust(widths[i]) if i < 2 else cell.rjust(widths[i]) for i, cell in enumerate(row))
+             for row in [header, *rows]]
+    return "\n".join(lines) + "\n"
+
+
+FORMATTERS = {"table": _as_table, "csv": _as_csv, "json": _as_json}

@@ -1,0 +1,75 @@
+"""Per-benchmark measure sets, each with the convention it follows and where that comes from.
+
+`rel=2` marks measures computed with trec_eval's `-l2` (grades >= 2 count as relevant for
+binary measures); nDCG always uses the graded judgments. Depth is trec_eval's `-M`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from harness.registry import Registry
+
+
+@dataclass(frozen=True)
+class Preset:
+    measures: tuple[str, ...]
+    depth: int | None
+    source: str
+    # Passage runs whose ids are `<docid><sep><n>` are judged at document level: each
+    # document scores its best passage (MaxP) and its first occurrence wins.
+    passage_separator: str | None = None
+
+
+PRESETS: Registry[Preset] = Registry("measure preset")
+
+PRESETS.add("cast2019", Preset(
+    measures=("nDCG@3", "nDCG@1000", "AP(rel=2)@1000", "RR(rel=2)", "R(rel=2)@1000"),
+    depth=1000,
+    source="TREC CAsT 2019 overview (Dalton, Xiong, Callan), evaluation section: passage "
+    "ranking to depth 1000, nDCG@3 headline; binary measures count grade >= 2 (fairly relevant).",
+))
+PRESETS.add("cast2020", Preset(
+    measures=("nDCG@3", "nDCG@1000", "AP(rel=2)@1000", "RR(rel=2)", "R(rel=2)@1000"),
+    depth=1000,
+    source="TREC CAsT 2020 overview (Dalton, Xiong, Callan): same protocol as 2019, nDCG@3 "
+    "headline, binary relevance at grade >= 2.",
+))
+PRESETS.add("cast2021", Preset(
+    measures=("nDCG@3", "nDCG@5", "nDCG@500", "AP(rel=2)@500", "RR(rel=2)", "R(rel=2)@500"),
+    depth=500,
+    source="NIST evaluation letter for TREC CAsT 2021: document-level qrels, passage runs "
+    "de-duplicated to documents (MaxP, first occurrence), nDCG@3/5/500 and AP@500; binary "
+    "measures at grade >= 2; depth 500.",
+    passage_separator="-",
+))
+PRESETS.add("cast2022", Preset(
+    measures=("nDCG@3", "nDCG@5", "nDCG@1000", "AP(rel=2)@1000", "RR(rel=2)", "R(rel=2)@1000"),
+    depth=1000,
+    source="TREC CAsT 2022 overview: passage-level qrels (grades 0-4), nDCG@3 headline; "
+    "binary measures at grade >= 2; depth 1000.",
+))
+PRESETS.add("ikat2023", Preset(
+    measures=("nDCG@3", "nDCG@5", "nDCG@1000", "P(rel=2)@20", "AP(rel=2)@1000", "R(rel=2)@1000", "RR(rel=2)"),
+    depth=1000,
+    source="TREC iKAT 2023 overview (Aliannejadi et al.): passage ranking scored with nDCG@3/5, "
+    "nDCG, P@20, mAP and Recall@1000; binary measures count grade >= 2; depth 1000.",
+))
+PRESETS.add("ikat2024", Preset(
+    measures=("nDCG@5", "nDCG@10", "nDCG@1000", "P(rel=2)@20", "AP(rel=2)@1000", "R(rel=2)@1000", "RR(rel=2)"),
+    depth=1000,
+    source="TREC iKAT 2024 overview (Abbasiantaeb et al.): nDCG@5/10 headline, P@20, mAP, "
+    "Recall@1000; binary measures at grade >= 2; depth 1000.",
+))
+PRESETS.add("ptkb", Preset(
+    measures=("nDCG@3", "P@3", "R@3", "RR"),
+    depth=None,
+    source="TREC iKAT 2023 PTKB statement ranking task: nDCG@3, P@3, Recall@3 and MRR against "
+    "the NIST PTKB qrels (binary: grade 1 = relevant statement).",
+))
+PRESETS.add("recommendation", Preset(
+    measures=("R@1", "R@10", "R@50", "nDCG@10"),
+    depth=None,
+    source="Conversational recommendation convention (e.g. CRS evaluations on ReDial / "
+    "OpenDialKG): Recall@1/10/50 over the recommended items, with nDCG@10.",
+))

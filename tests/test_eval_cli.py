@@ -1,0 +1,63 @@
+"""`harness eval` on the command line: formats, presets, errors, and a light start-up."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+from harness.cli import main
+from tests.conftest import CAST2021_DOC_RUNS, CAST2021_PASSAGE_RUNS, CAST2021_QRELS
+
+
+def test_json_maps_run_stem_to_measure_to_mean(capsys):
+    assert main(["eval", "--qrels", str(CAST2021_QRELS), "--run", *map(str, CAST2021_DOC_RUNS),
+                 "--measures", "nDCG@3", "P(rel=2)@3", "--depth", "1000", "--format", "json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert sorted(result) == sorted(path.stem for path in CAST2021_DOC_RUNS)
+    assert set(result["org_convdr"]) == {"nDCG@3", "P(rel=2)@3"}
+    assert f"{result['org_convdr']['nDCG@3']:.4f}" == "0.3542"  # trec_eval -c -M1000 ndcg_cut_3
+
+
+def test_per_query_json_has_every_judged_query(capsys):
+    main(["eval", "--qrels", str(CAST2021_QRELS), "--run", str(CAST2021_DOC_RUNS[0]),
+          "--measures", "RR", "--per-query", "--format", "json"])
+    per_query = json.loads(capsys.readouterr().out)["org_convdr"]["per_query"]["RR"]
+    assert len(per_query) == 158  # judged turns of CAsT 2021
+
+
+def test_preset_cast2021_judges_passage_runs_at_document_level(capsys):
+    main(["eval", "--qrels", str(CAST2021_QRELS), "--run", str(CAST2021_PASSAGE_RUNS[0]),
+          "--preset", "cast2021", "--format", "csv"])
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == "run,qid,nDCG@3,nDCG@5,nDCG@500,AP(rel=2)@500,RR(rel=2),R(rel=2)@500"
+    assert out[1].startswith("org_convdr,all,")
+
+
+def test_coverage_is_reported_on_stderr(capsys):
+    main(["eval", "--qrels", str(CAST2021_QRELS), "--run", str(CAST2021_DOC_RUNS[0]), "--measures", "RR"])
+    assert "158 judged queries; 81 unjudged in the run (ignored)" in capsys.readouterr().err
+
+
+def test_malformed_run_exits_2_with_file_and_line(tmp_path, capsys):
+    bad = tmp_path / "bad.run"
+    bad.write_text("106_1 Q0 KILT_1 1 9.0 t\n106_1 Q0 KILT_2 2\n")
+    assert main(["eval", "--qrels", str(CAST2021_QRELS), "--run", str(bad)]) == 2
+    assert f"{bad}:2: expected 6 fields" in capsys.readouterr().err
+
+
+def test_malformed_run_among_many_is_named_from_the_worker_process(tmp_path, capsys):
+    bad = tmp_path / "bad.run"
+    bad.write_text("106_1 Q0 KILT_1 1 9.0 t\n106_1 Q0 KILT_2 x 1.0 t\n")
+    assert main(["eval", "--qrels", str(CAST2021_QRELS), "--run", *map(str, CAST2021_DOC_RUNS), str(bad)]) == 2
+    assert f"{bad}:2: rank 'x' is not an integer" in capsys.readouterr().err
+
+
+def test_eval_does_not_import_pyserini_or_torch():
+    code = (
+        "import sys; from harness.cli import main; "
+        f"main(['eval', '--qrels', {str(CAST2021_QRELS)!r}, '--run', {str(CAST2021_DOC_RUNS[0])!r}]); "
+        "heavy = {'pyserini', 'torch', 'sentence_transformers', 'jnius', 'spacy', 'faiss'} & set(sys.modules); "
+        "assert not heavy, heavy"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, capture_output=True)

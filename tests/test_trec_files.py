@@ -1,0 +1,85 @@
+"""Run writing (atomic, streaming, strictly decreasing scores) and passage -> document runs."""
+
+from __future__ import annotations
+
+import pytest
+
+from harness.trec import maxp, passage_document, read_run, write_run
+from tests.conftest import CAST2021_DOC_RUNS, CAST2021_PASSAGE_RUNS
+
+
+def test_written_run_reads_back_with_the_same_order(tmp_path):
+    path = tmp_path / "r.run"
+    write_run(path, [("q1", [("d3", 3.5), ("d1", 2.25)]), ("q2", [("d2", 1.0)])], tag="demo")
+    assert path.read_text() == (
+        "q1 Q0 d3 1 3.500000 demo\nq1 Q0 d1 2 2.250000 demo\nq2 Q0 d2 1 1.000000 demo\n")
+    assert read_run(path).ranked("q1") == [("d3", 3.5), ("d1", 2.25)]
+
+
+def test_tied_scores_are_written_strictly_decreasing_so_trec_eval_keeps_the_order(tmp_path):
+    path = tmp_path / "r.run"
+    write_run(path, [("q1", [("a", 1.0), ("b", 1.0), ("c", 1.0)])], tag="t")
+    assert [line.split()[4] for line in path.read_text().splitlines()] == ["1.000000", "0.999999", "0.999998"]
+    assert [docid for docid, _ in read_run(path).ranked("q1")] == ["a", "b", "c"]
+
+
+def test_a_failure_mid_stream_leaves_no_file_and_no_temp_file(tmp_path):
+    def rankings():
+        yield "q1", [("d1", 1.0)]
+        raise RuntimeError("retriever crashed")
+
+    with pytest.raises(RuntimeError):
+        write_run(tmp_path / "r.run", rankings(), tag="t")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_failure_keeps_the_previous_finished_file(tmp_path):
+    path = tmp_path / "r.run"
+    write_run(path, [("q1", [("d1", 1.0)])], tag="old")
+
+    def broken():
+        yield "q1", [("d9", 1.0)]
+        raise RuntimeError
+
+    with pytest.raises(RuntimeError):
+        write_run(path, broken(), tag="new")
+    assert path.read_text() == "q1 Q0 d1 1 1.000000 old\n"
+
+
+def test_writer_streams_one_query_at_a_time(tmp_path):
+    consumed = []
+
+    def rankings():
+        for index in range(3):
+            consumed.append(index)
+            yield f"q{index}", [("d", 1.0)]
+            assert (tmp_path / "r.run").exists() is False  # nothing final before the end
+
+    assert write_run(tmp_path / "r.run", rankings(), tag="t") == 3
+    assert consumed == [0, 1, 2]
+
+
+def test_passage_document_strips_only_a_numeric_passage_suffix():
+    assert passage_document("WAPO_1fbc40f4-279c-11e3-b3e9-d97fb087acd6-3", "-") == \
+        "WAPO_1fbc40f4-279c-11e3-b3e9-d97fb087acd6"
+    assert passage_document("WAPO_1fbc40f4-279c-11e3-b3e9-d97fb087acd6", "-") == \
+        "WAPO_1fbc40f4-279c-11e3-b3e9-d97fb087acd6"
+    assert passage_document("clueweb22-en0000-32-08101:4", ":") == "clueweb22-en0000-32-08101"
+
+
+def test_maxp_keeps_each_documents_best_passage():
+    ranking = [("D1-2", 9.0), ("D2-1", 8.0), ("D1-1", 7.0)]
+    assert maxp(ranking, "-") == [("D1", 9.0), ("D2", 8.0)]
+
+
+def test_maxp_of_the_organiser_passage_runs_matches_their_document_runs():
+    """The organisers' document runs are MaxP of their passage runs, except that their WAPO
+    ids are cut at the first '-'; with that cut applied, both give the same rankings."""
+    for passage_path, document_path in zip(CAST2021_PASSAGE_RUNS, CAST2021_DOC_RUNS, strict=True):
+        assert passage_path.stem == document_path.stem
+        derived = read_run(passage_path).to_documents("-")
+        official = read_run(document_path)
+        for qid in official.scores:
+            ours = [d.split("-")[0] if d.startswith("WAPO_") else d for d, _ in derived.ranked(qid)]
+            theirs = [d for d, _ in official.ranked(qid)]
+            assert ours[: len(theirs)] == theirs, (passage_path.stem, qid)
