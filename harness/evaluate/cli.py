@@ -32,7 +32,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    measures, depth, separator = _settings(args)
+    measures, depth, separator = measure_settings(args)
     evaluator = Evaluator(read_qrels(args.qrels), measures)
     options = RunFileOptions(strict=args.strict, passage_separator=separator, depth=depth)
     evaluations = evaluate_files(evaluator, args.run, options)
@@ -45,7 +45,9 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _settings(args: argparse.Namespace) -> tuple[list[str], int | None, str | None]:
+def measure_settings(args: argparse.Namespace) -> tuple[list[str], int | None, str | None]:
+    """Measures, depth and passage separator from --measures/--preset/--depth/--passage-separator
+    (shared with `harness compare`): explicit options win over the preset's."""
     preset = PRESETS.get(args.preset) if args.preset else None
     measures = args.measures or (list(preset.measures) if preset else DEFAULT_MEASURES)
     depth = args.depth if args.depth is not None else (preset.depth if preset else None)

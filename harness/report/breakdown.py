@@ -1,0 +1,127 @@
+"""Per-group means of per-query scores: by turn depth, by conversation, by any qid -> group map.
+
+Turn depth is read from the qid when no mapping is given: the last integer among the
+qid's `_`/`-` separated parts (`106_3` -> 3, iKAT `9-1-3` -> 3), and the conversation is
+everything before that part (`106_3` -> `106`, `9-1-3` -> `9-1`). Topic adapters know
+better for their own qids: `depths_from_topics` / `groups_from_topics` read the turn's
+position and any `Turn.extra` field (e.g. CoSRec's intent type) from a loaded benchmark.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Hashable, Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from harness.errors import HarnessError, InputError
+from harness.report.compare import Scores
+from harness.topics import Benchmark
+
+DEPTH = "turn depth"  # breakdown names the report draws specially (curves, heat map)
+CONVERSATION = "conversation"
+
+_LAST_INT = re.compile(r"^(?P<prefix>.*)[_-](?P<depth>\d+)$")
+
+
+def _split_qid(qid: str) -> tuple[str, int]:
+    match = _LAST_INT.match(qid)
+    if not match:
+        raise HarnessError(
+            f"cannot read a turn depth from qid {qid!r} (expected it to end in _N or -N); "
+            "pass an explicit qid -> depth mapping"
+        )
+    return match["prefix"], int(match["depth"])
+
+
+def turn_depth(qid: str) -> int:
+    return _split_qid(qid)[1]
+
+
+def conversation_of(qid: str) -> str:
+    return _split_qid(qid)[0]
+
+
+def depths(qids: Iterable[str]) -> dict[str, int]:
+    return {qid: turn_depth(qid) for qid in qids}
+
+
+def conversations(qids: Iterable[str]) -> dict[str, str]:
+    return {qid: conversation_of(qid) for qid in qids}
+
+
+def depths_from_topics(benchmark: Benchmark) -> dict[str, int]:
+    """Turn depth = 1-based position of the turn in its conversation, as the adapter read it."""
+    return {turn.qid: index + 1 for c in benchmark.conversations for index, turn in enumerate(c.turns)}
+
+
+def conversations_from_topics(benchmark: Benchmark) -> dict[str, str]:
+    return {turn.qid: c.id for c in benchmark.conversations for turn in c.turns}
+
+
+def groups_from_topics(benchmark: Benchmark, key: str) -> dict[str, str]:
+    """qid -> `Turn.extra[key]` for the turns that carry that field."""
+    groups = {turn.qid: str(turn.extra[key]) for turn in benchmark.turns if turn.extra.get(key) is not None}
+    if not groups:
+        raise HarnessError(f"no turn of {benchmark.name} carries the field {key!r} in Turn.extra")
+    return groups
+
+
+def read_groups(path: str | Path) -> dict[str, str]:
+    """A two-column 'qid group' file (whitespace separated, '#' comments allowed)."""
+    path = Path(path)
+    groups: dict[str, str] = {}
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except FileNotFoundError:
+        raise InputError(path, "no such file") from None
+    for number, line in enumerate(lines, start=1):
+        fields = line.split("#", 1)[0].split()
+        if not fields:
+            continue
+        if len(fields) != 2:
+            raise InputError(path, f"expected 2 fields 'qid group', found {len(fields)}", line=number)
+        qid, group = fields
+        if qid in groups:
+            raise InputError(path, f"qid {qid!r} is grouped twice", line=number)
+        groups[qid] = group
+    if not groups:
+        raise InputError(path, "empty group file: no 'qid group' lines")
+    return groups
+
+
+@dataclass(frozen=True)
+class Breakdown:
+    """Mean score per group for each run, on one measure."""
+
+    name: str  # e.g. "turn depth", "conversation", "intent"
+    measure: str
+    groups: list[Hashable]  # sorted
+    counts: dict[Hashable, int]  # queries per group
+    means: dict[str, dict[Hashable, float]]  # run -> group -> mean
+    unassigned: int  # queries of the comparison that the mapping does not cover
+
+
+def breakdown(scores: Scores, measure: str, groups: Mapping[str, Hashable], name: str) -> Breakdown:
+    members: dict[Hashable, list[int]] = {}
+    for index, qid in enumerate(scores.qids):
+        if qid in groups:
+            members.setdefault(groups[qid], []).append(index)
+    if not members:
+        raise HarnessError(f"the {name} mapping covers none of the {len(scores.qids)} compared queries")
+    ordered = sorted(members, key=lambda g: (str(type(g)), g))
+    means = {
+        run: {g: float(scores.values[measure][run][members[g]].mean()) for g in ordered}
+        for run in scores.runs
+    }
+    covered = sum(len(v) for v in members.values())
+    return Breakdown(name, measure, ordered, {g: len(members[g]) for g in ordered}, means,
+                     len(scores.qids) - covered)
+
+
+def conversation_means(scores: Scores, measure: str, conversation: Mapping[str, str]) -> dict[str, float]:
+    """Macro average: mean over each conversation's turns, then over conversations."""
+    by_conversation = breakdown(scores, measure, conversation, CONVERSATION)
+    return {run: float(np.mean(list(m.values()))) for run, m in by_conversation.means.items()}

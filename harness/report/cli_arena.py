@@ -1,0 +1,80 @@
+"""`harness arena`: Elo and Bradley-Terry ratings (with bootstrap intervals) from pairwise
+votes, win rates, and, given dialogues, satisfaction rates and their correlation."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from harness.errors import HarnessError
+from harness.report import arena as arena_lib
+from harness.report.arena import Arena, EloSettings
+from harness.report.formats import arena_dict
+from harness.report.markdown import arena_markdown, arena_rows, correlation_rows, win_rate_rows
+from harness.topics.crsarena import read_dialogues
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--votes", action="append", required=True, metavar="CSV",
+                        help="vote file (session_id,user_id,crs1,crs2,vote); repeat it: files are "
+                        "applied one after the other in the order given")
+    parser.add_argument("--dialogues", action="append", default=[], metavar="JSON",
+                        help="CRSArena-Dial dialogue file(s): satisfaction rate per system")
+    parser.add_argument("--format", choices=["table", "json", "md"], default="table")
+    parser.add_argument("--seed", type=int, default=42, help="bootstrap seed (default 42)")
+    parser.add_argument("--bootstrap", type=int, default=1000, help="bootstrap resamples (default 1000)")
+    parser.add_argument("--initial", type=float, default=1000.0, help="initial Elo rating (default 1000)")
+    parser.add_argument("--k", type=float, default=16.0, help="Elo K factor (default 16)")
+    parser.add_argument("--ties", choices=sorted(arena_lib.TIE_CONVENTIONS), default="half",
+                        help="Bradley-Terry: a tie is half a win for each side, or dropped (default half)")
+
+
+def build_arena(
+    vote_files: Sequence[str], dialogue_files: Sequence[str], seed: int, resamples: int,
+    settings: EloSettings = EloSettings(), ties: str = "half",
+) -> Arena:
+    if resamples < 1:
+        raise HarnessError(f"--bootstrap must be positive, not {resamples}")
+    votes = [vote for path in vote_files for vote in arena_lib.read_votes(path)]
+    conversations = [c for path in dialogue_files for c in read_dialogues(path)]
+    return arena_lib.arena(votes, conversations=conversations, settings=settings, ties=ties,
+                           resamples=resamples, seed=seed, sources=[Path(p).name for p in vote_files])
+
+
+def _is_number(cell: str) -> bool:
+    try:
+        float(cell.strip("[]%").split(",")[0])
+        return True
+    except ValueError:
+        return cell == "-"
+
+
+def _plain_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    """Aligned text columns: numbers (and intervals) to the right, text to the left."""
+    widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
+    numeric = [all(_is_number(str(r[i])) for r in rows) for i in range(len(header))]
+    return "\n".join(
+        "  ".join(str(c).rjust(widths[i]) if numeric[i] else str(c).ljust(widths[i]) for i, c in enumerate(row))
+        for row in [header, *rows]
+    ) + "\n"
+
+
+def render(arena: Arena, fmt: str) -> str:
+    if fmt == "json":
+        return json.dumps(arena_dict(arena), indent=2) + "\n"
+    if fmt == "md":
+        return arena_markdown(arena)
+    text = _plain_table(*arena_rows(arena)) + "\n" + arena.legend() + "\n\n" + _plain_table(*win_rate_rows(arena))
+    if arena.correlations:
+        text += "\n" + _plain_table(*correlation_rows(arena))
+    return text
+
+
+def run(args: argparse.Namespace) -> int:
+    arena = build_arena(args.votes, args.dialogues, args.seed, args.bootstrap,
+                        EloSettings(initial=args.initial, k=args.k), args.ties)
+    sys.stdout.write(render(arena, args.format))
+    return 0

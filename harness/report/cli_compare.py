@@ -1,0 +1,111 @@
+"""`harness compare`: a leaderboard of runs with corrected paired tests, breakdowns by turn
+depth / conversation / any qid grouping, optional arena ratings, as md, csv, json or html."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from tqdm import tqdm
+
+from harness.errors import HarnessError
+from harness.evaluate import evaluate
+from harness.evaluate.cli import measure_settings
+from harness.evaluate.presets import PRESETS
+from harness.report import breakdown as bd
+from harness.report import html, markdown  # noqa: F401  (register the md and html formats)
+from harness.report.compare import Leaderboard, leaderboard
+from harness.report.formats import FORMATS, Report, write_report
+from harness.report.stats import CORRECTIONS, DEFAULT_RESAMPLES, DEFAULT_SEED, TESTS, Resampling
+from harness.trec import read_qrels, read_run
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("runs", nargs="+", metavar="RUN", help="TREC run files (named by file stem)")
+    parser.add_argument("--qrels", required=True, help="qrels file: qid iter docid grade")
+    parser.add_argument("--baseline", nargs="+", metavar="RUN",
+                        help="run(s) every other run is tested against (name or path; default: the first run)")
+    parser.add_argument("--measures", nargs="+", help="ir-measures names, e.g. nDCG@3 'P(rel=2)@3' RR")
+    parser.add_argument("--preset", choices=PRESETS.names(), help="a benchmark's official measure set")
+    parser.add_argument("--depth", type=int, help="evaluate the top N documents per query (trec_eval -M)")
+    parser.add_argument("--passage-separator", help="judge passage runs '<docid><SEP><n>' by document (MaxP)")
+    parser.add_argument("--test", choices=TESTS.names(), default="paired-t", help="paired test (default paired-t)")
+    parser.add_argument("--correction", choices=CORRECTIONS.names(), default="holm",
+                        help="multiple-testing correction over all runs x baselines x measures (default holm)")
+    parser.add_argument("--alpha", type=float, default=0.05, help="significance level (default 0.05)")
+    parser.add_argument("--resamples", type=int, default=DEFAULT_RESAMPLES,
+                        help=f"resamples of the permutation / bootstrap tests (default {DEFAULT_RESAMPLES})")
+    parser.add_argument("--seed", type=int, default=DEFAULT_SEED, help=f"random seed (default {DEFAULT_SEED})")
+    parser.add_argument("--format", choices=FORMATS.names(), default="md")
+    parser.add_argument("--out", help="write the report here (atomically) instead of stdout")
+    parser.add_argument("--topics", metavar="BENCHMARK",
+                        help="take turn depths and conversations (and --group-field) from this benchmark's "
+                        "adapter, e.g. cast2021, instead of reading them from the qids")
+    parser.add_argument("--group-field", help="break results down by this Turn.extra field of --topics (e.g. intent)")
+    parser.add_argument("--groups", help="break results down by a 'qid group' file")
+    parser.add_argument("--arena-votes", nargs="+", metavar="CSV", help="add arena ratings from these vote files")
+    parser.add_argument("--dialogues", nargs="+", metavar="JSON", help="CRSArena dialogues for satisfaction rates")
+    parser.add_argument("--arena-bootstrap", type=int, default=1000,
+                        help="bootstrap resamples of the Bradley-Terry intervals (default 1000)")
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.group_field and not args.topics:
+        raise HarnessError("--group-field needs --topics (the benchmark whose turns carry that field)")
+    if args.resamples < 1:
+        raise HarnessError(f"--resamples must be positive, not {args.resamples}")
+    measures, depth, separator = measure_settings(args)
+    qrels = read_qrels(args.qrels)
+    evaluations = []
+    for path in tqdm(args.runs, desc="evaluating runs", unit="run", file=sys.stderr, disable=len(args.runs) < 3):
+        run_file = read_run(path)
+        if separator:
+            run_file = run_file.to_documents(separator)
+        evaluations.append(evaluate(qrels, run_file, measures, depth))
+    board = leaderboard(
+        evaluations,
+        [b if b in {e.run_name for e in evaluations} else Path(b).stem for b in args.baseline or []],
+        test=args.test, correction=args.correction, alpha=args.alpha,
+        resampling=Resampling(args.resamples, args.seed),
+    )
+    report = Report(board, title=f"Run comparison against {Path(args.qrels).name}")
+    add_breakdowns(report, args)
+    if args.arena_votes:
+        from harness.report.cli_arena import build_arena
+
+        report.arena = build_arena(args.arena_votes, args.dialogues or [], args.seed, args.arena_bootstrap)
+    content = write_report(report, args.format, args.out)
+    if args.out is None:
+        sys.stdout.buffer.write(content)
+    return 0
+
+
+def add_breakdowns(report: Report, args: argparse.Namespace) -> None:
+    """Depth and conversation breakdowns (from --topics or the qids), plus any grouping asked for."""
+    board: Leaderboard = report.leaderboard
+    scores = board.scores
+    if args.topics:
+        from harness.topics import load
+
+        benchmark = load(args.topics)
+        depths, conversations = bd.depths_from_topics(benchmark), bd.conversations_from_topics(benchmark)
+    else:
+        benchmark = None
+        try:
+            depths, conversations = bd.depths(scores.qids), bd.conversations(scores.qids)
+        except HarnessError as error:
+            print(f"note: no turn-depth or conversation breakdown: {error}", file=sys.stderr)
+            depths, conversations = {}, {}
+    if depths:
+        report.breakdowns += [bd.breakdown(scores, m, depths, bd.DEPTH) for m in board.measures]
+    if conversations:
+        report.conversation_means = {m: bd.conversation_means(scores, m, conversations) for m in board.measures}
+        report.breakdowns.append(bd.breakdown(scores, board.measures[0], conversations, bd.CONVERSATION))
+    groupings = []
+    if args.group_field:
+        groupings.append((args.group_field, bd.groups_from_topics(benchmark, args.group_field)))
+    if args.groups:
+        groupings.append((Path(args.groups).stem, bd.read_groups(args.groups)))
+    for name, groups in groupings:
+        report.breakdowns += [bd.breakdown(scores, m, groups, name) for m in board.measures]

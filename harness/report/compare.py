@@ -1,0 +1,210 @@
+"""Leaderboard of runs: per-measure means with intervals, paired tests against baselines.
+
+Runs are compared on the same queries: the union of the queries their evaluations list
+(the evaluator lists every qrels query, so this is the qrels' query set); a query missing
+from a run's evaluation scores 0, as trec_eval -c scores it. Every (run, baseline, measure)
+comparison is one member of a single family, and the correction is applied over all of
+them at once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+import numpy as np
+
+from harness.errors import HarnessError
+from harness.report import stats
+from harness.report.stats import Resampling
+
+BASELINE_LETTERS = "abcdefghijklmnopqrstuvwxyz"
+
+
+class EvaluationLike(Protocol):
+    """What the leaderboard reads from `harness.evaluate.Evaluation`."""
+
+    run_name: str
+    measures: list[str]
+    per_query: dict[str, dict[str, float]]
+
+
+@dataclass(frozen=True)
+class Scores:
+    """Per-query scores of several runs on one aligned query list."""
+
+    runs: list[str]
+    measures: list[str]
+    qids: list[str]
+    values: dict[str, dict[str, np.ndarray]]  # measure -> run -> scores in `qids` order
+
+    def per_query(self, measure: str, run: str) -> dict[str, float]:
+        return dict(zip(self.qids, self.values[measure][run].tolist()))
+
+
+def align(evaluations: Sequence[EvaluationLike]) -> Scores:
+    """Put the runs' per-query scores side by side; a query a run lacks scores 0."""
+    if not evaluations:
+        raise HarnessError("no runs to compare")
+    runs = [evaluation.run_name for evaluation in evaluations]
+    repeated = sorted({run for run in runs if runs.count(run) > 1})
+    if repeated:
+        raise HarnessError(f"two runs share the name {', '.join(repeated)}; rename one run file")
+    measures = list(evaluations[0].measures)
+    for evaluation in evaluations[1:]:
+        if list(evaluation.measures) != measures:
+            raise HarnessError(
+                f"run {evaluation.run_name} was scored with {evaluation.measures}, expected {measures}"
+            )
+    qids = sorted({qid for e in evaluations for m in measures for qid in e.per_query.get(m, {})})
+    values = {
+        measure: {
+            e.run_name: np.array([e.per_query.get(measure, {}).get(qid, 0.0) for qid in qids], dtype=float)
+            for e in evaluations
+        }
+        for measure in measures
+    }
+    return Scores(runs, measures, qids, values)
+
+
+@dataclass(frozen=True)
+class Summary:
+    run: str
+    measure: str
+    mean: float
+    ci_low: float
+    ci_high: float
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """One member of the test family: `run` against `baseline` on `measure`."""
+
+    run: str
+    baseline: str
+    measure: str
+    difference: float  # mean(run - baseline)
+    ci_low: float  # t-interval of the mean difference
+    ci_high: float
+    effect_size: float  # Cohen's d for paired samples
+    p_value: float
+    p_adjusted: float
+    wins: int
+    ties: int
+    losses: int
+
+
+@dataclass
+class Leaderboard:
+    scores: Scores
+    baselines: list[str]
+    test: str
+    correction: str
+    alpha: float
+    confidence: float
+    resampling: Resampling
+    summaries: dict[tuple[str, str], Summary] = field(default_factory=dict)  # (run, measure)
+    comparisons: list[Comparison] = field(default_factory=list)
+
+    @property
+    def measures(self) -> list[str]:
+        return self.scores.measures
+
+    @property
+    def ranked_runs(self) -> list[str]:
+        """Runs by their mean on the first measure, best first (input order breaks ties)."""
+        first = self.measures[0]
+        return sorted(self.scores.runs, key=lambda run: -self.summaries[run, first].mean)
+
+    def letter(self, baseline: str) -> str:
+        return BASELINE_LETTERS[self.baselines.index(baseline)]
+
+    def comparisons_of(self, run: str, measure: str) -> list[Comparison]:
+        return [c for c in self.comparisons if c.run == run and c.measure == measure]
+
+    def significant(self, comparison: Comparison) -> bool:
+        return comparison.p_adjusted < self.alpha
+
+    def marks(self, run: str, measure: str) -> str:
+        """'▲a' = significantly above baseline a, '▼a' = significantly below it."""
+        return "".join(
+            ("▲" if c.difference > 0 else "▼") + self.letter(c.baseline)
+            for c in self.comparisons_of(run, measure)
+            if self.significant(c)
+        )
+
+    def legend(self) -> str:
+        if not self.comparisons:
+            return (f"A single run: no paired tests. Intervals: {self.confidence:.0%} t-intervals on "
+                    f"{len(self.scores.qids)} queries. A query missing from a run scores 0.")
+        baselines = ", ".join(f"{self.letter(b)} = {b}" for b in self.baselines)
+        family = len(self.comparisons)
+        resampled = (
+            f" with {self.resampling.resamples} resamples (seed {self.resampling.seed})"
+            if self.test in {"permutation", "bootstrap"}
+            else ""
+        )
+        return (
+            f"▲x / ▼x: significantly higher / lower than baseline x ({baselines}); "
+            f"two-sided {self.test} test{resampled} on {len(self.scores.qids)} queries, "
+            f"p-values {self.correction}-corrected over the family of {family} comparisons "
+            f"(runs x baselines x measures), alpha = {self.alpha}. "
+            f"Intervals: {self.confidence:.0%} t-intervals. Effect size: Cohen's d (paired). "
+            "A query missing from a run scores 0."
+        )
+
+
+def comparison_pairs(runs: Sequence[str], baselines: Sequence[str]) -> list[tuple[str, str]]:
+    """(run, baseline) pairs; two baselines are compared once, the later against the earlier."""
+    pairs = []
+    for b_index, baseline in enumerate(baselines):
+        for run in runs:
+            if run == baseline or (run in baselines and baselines.index(run) < b_index):
+                continue
+            pairs.append((run, baseline))
+    return pairs
+
+
+def leaderboard(
+    evaluations: Sequence[EvaluationLike],
+    baselines: Sequence[str] | None = None,
+    *,
+    test: str = "paired-t",
+    correction: str = "holm",
+    alpha: float = 0.05,
+    confidence: float = 0.95,
+    resampling: Resampling = Resampling(),
+) -> Leaderboard:
+    """Summaries and the corrected test family. Baselines default to the first run given."""
+    scores = align(evaluations)
+    test_fn = stats.TESTS.get(test)
+    correct = stats.CORRECTIONS.get(correction)
+    baselines = list(baselines) if baselines else [scores.runs[0]]
+    unknown = [b for b in baselines if b not in scores.runs]
+    if unknown:
+        raise HarnessError(f"baseline {unknown[0]!r} is not among the runs ({', '.join(scores.runs)})")
+    if len(baselines) > len(BASELINE_LETTERS):
+        raise HarnessError(f"at most {len(BASELINE_LETTERS)} baselines")
+    board = Leaderboard(scores, baselines, test, correction, alpha, confidence, resampling)
+    for measure in scores.measures:
+        for run in scores.runs:
+            values = scores.values[measure][run]
+            low, high = stats.mean_ci(values, confidence)
+            board.summaries[run, measure] = Summary(run, measure, float(values.mean()), low, high)
+
+    raw = []
+    for measure in scores.measures:
+        for run, baseline in comparison_pairs(scores.runs, baselines):
+            a, b = scores.values[measure][run], scores.values[measure][baseline]
+            low, high = stats.mean_ci(a - b, confidence)
+            raw.append(
+                (run, baseline, measure, float((a - b).mean()), low, high,
+                 stats.cohens_d_paired(a, b), test_fn(a, b, resampling), stats.win_tie_loss(a, b))
+            )
+    adjusted = correct([item[7] for item in raw])
+    board.comparisons = [
+        Comparison(run, baseline, measure, diff, low, high, d, p, p_adj, *wtl)
+        for (run, baseline, measure, diff, low, high, d, p, wtl), p_adj in zip(raw, adjusted)
+    ]
+    return board

@@ -1,0 +1,115 @@
+"""A report (leaderboard, breakdowns, arena) and the output formats it is written in.
+
+Each format is a function `Report -> bytes` registered by name (`md`, `csv`, `json`,
+`html`); `write_report` writes through `atomic_write`.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from harness.atomic import atomic_write
+from harness.registry import Registry
+from harness.report.arena import Arena
+from harness.report.breakdown import Breakdown
+from harness.report.compare import Leaderboard
+
+
+@dataclass
+class Report:
+    leaderboard: Leaderboard
+    breakdowns: list[Breakdown] = field(default_factory=list)
+    # measure -> run -> mean over conversations of each conversation's mean over turns
+    conversation_means: dict[str, dict[str, float]] = field(default_factory=dict)
+    arena: Arena | None = None
+    title: str = "Run comparison"
+
+
+Formatter = Callable[[Report], bytes]
+FORMATS: Registry[Formatter] = Registry("report format")
+
+
+def write_report(report: Report, fmt: str, path: str | Path | None) -> bytes:
+    """Render `report` as `fmt`; write it atomically to `path` when given. Returns the bytes."""
+    import harness.report.html  # noqa: F401  (formats register on import)
+    import harness.report.markdown  # noqa: F401
+
+    content = FORMATS.get(fmt)(report)
+    if path is not None:
+        with atomic_write(path, "wb") as out:
+            out.write(content)
+    return content
+
+
+@FORMATS.register("csv")
+def as_csv(report: Report) -> bytes:
+    """One row per run and measure (kind 'mean') and per comparison (kind 'vs baseline')."""
+    board = report.leaderboard
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(["kind", "run", "measure", "baseline", "value", "ci_low", "ci_high", "effect_size",
+                     "p_value", "p_adjusted", "significant", "wins", "ties", "losses"])
+    for run in board.ranked_runs:
+        for measure in board.measures:
+            s = board.summaries[run, measure]
+            writer.writerow(["mean", run, measure, "", f"{s.mean:.6f}", f"{s.ci_low:.6f}", f"{s.ci_high:.6f}",
+                             "", "", "", "", "", "", ""])
+            for c in board.comparisons_of(run, measure):
+                writer.writerow(["vs baseline", run, measure, c.baseline, f"{c.difference:.6f}", f"{c.ci_low:.6f}",
+                                 f"{c.ci_high:.6f}", f"{c.effect_size:.4f}", f"{c.p_value:.6g}",
+                                 f"{c.p_adjusted:.6g}", int(board.significant(c)), c.wins, c.ties, c.losses])
+    return out.getvalue().encode()
+
+
+def arena_dict(arena: Arena) -> dict:
+    """system -> {elo, bt, ci_low, ci_high, votes[, satisfaction]}, ranked."""
+    systems = {}
+    for r in arena.ratings:
+        entry = {"elo": r.elo, "bt": r.bt, "ci_low": r.ci_low, "ci_high": r.ci_high, "votes": r.votes}
+        if r.satisfaction is not None:
+            entry["satisfaction"] = r.satisfaction
+        systems[r.system] = entry
+    return systems
+
+
+@FORMATS.register("json")
+def as_json(report: Report) -> bytes:
+    board = report.leaderboard
+    document = {
+        "title": report.title,
+        "legend": board.legend(),
+        "test": board.test,
+        "correction": board.correction,
+        "alpha": board.alpha,
+        "confidence": board.confidence,
+        "resamples": board.resampling.resamples,
+        "seed": board.resampling.seed,
+        "queries": len(board.scores.qids),
+        "baselines": board.baselines,
+        "runs": {
+            run: {m: {"mean": s.mean, "ci_low": s.ci_low, "ci_high": s.ci_high, "marks": board.marks(run, m)}
+                  for m in board.measures for s in [board.summaries[run, m]]}
+            for run in board.ranked_runs
+        },
+        "comparisons": [{**asdict(c), "significant": board.significant(c)} for c in board.comparisons],
+        "conversation_means": report.conversation_means,
+        "breakdowns": [
+            {"name": b.name, "measure": b.measure, "unassigned": b.unassigned,
+             "groups": [{"group": g, "queries": b.counts[g], **{run: b.means[run][g] for run in b.means}}
+                        for g in b.groups]}
+            for b in report.breakdowns
+        ],
+    }
+    if report.arena is not None:
+        document["arena"] = {
+            "systems": arena_dict(report.arena),
+            "legend": report.arena.legend(),
+            "correlations": [asdict(c) for c in report.arena.correlations],
+            "win_rates": {f"{a} vs {b}": rate for (a, b), rate in report.arena.win_rates.rate.items()},
+        }
+    return (json.dumps(document, indent=2, ensure_ascii=False) + "\n").encode()

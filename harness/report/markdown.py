@@ -1,0 +1,102 @@
+"""Markdown tables: leaderboard with significance marks, comparisons, breakdowns, arena."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from harness.report.arena import Arena
+from harness.report.breakdown import Breakdown
+from harness.report.compare import Leaderboard
+from harness.report.formats import FORMATS, Report
+
+
+def table(header: Sequence[str], rows: Sequence[Sequence[object]], align: str = "") -> str:
+    """A pipe table; `align` holds one 'l' or 'r' per column (default: first left, rest right)."""
+    align = align or "l" + "r" * (len(header) - 1)
+    rule = ["---" if a == "l" else "--:" for a in align]
+    lines = [header, rule, *[[str(cell) for cell in row] for row in rows]]
+    return "\n".join("| " + " | ".join(line) + " |" for line in lines) + "\n"
+
+
+def leaderboard_rows(board: Leaderboard) -> tuple[list[str], list[list[str]]]:
+    """Rank, run (baselines lettered), then 'mean marks' per measure."""
+    header = ["rank", "run", *board.measures]
+    rows = []
+    for rank, run in enumerate(board.ranked_runs, start=1):
+        name = f"{run} ({board.letter(run)})" if run in board.baselines else run
+        rows.append([str(rank), name, *[f"{board.summaries[run, m].mean:.4f}{board.marks(run, m)}" for m in board.measures]])
+    return header, rows
+
+
+def comparison_rows(board: Leaderboard) -> tuple[list[str], list[list[str]]]:
+    header = ["run", "baseline", "measure", "Δ mean", f"{board.confidence:.0%} CI", "Cohen's d", "p",
+              f"p ({board.correction})", "win/tie/loss"]
+    rows = [
+        [c.run, f"{c.baseline} ({board.letter(c.baseline)})", c.measure, f"{c.difference:+.4f}",
+         f"[{c.ci_low:+.4f}, {c.ci_high:+.4f}]", f"{c.effect_size:+.2f}", f"{c.p_value:.4g}",
+         f"{c.p_adjusted:.4g}{' *' if board.significant(c) else ''}", f"{c.wins}/{c.ties}/{c.losses}"]
+        for run in board.ranked_runs for m in board.measures for c in board.comparisons_of(run, m)
+    ]
+    return header, rows
+
+
+def breakdown_rows(breakdown: Breakdown) -> tuple[list[str], list[list[str]]]:
+    runs = list(breakdown.means)
+    header = [breakdown.name, "queries", *runs]
+    rows = [[str(g), str(breakdown.counts[g]), *[f"{breakdown.means[r][g]:.4f}" for r in runs]]
+            for g in breakdown.groups]
+    return header, rows
+
+
+def arena_rows(arena: Arena) -> tuple[list[str], list[list[str]]]:
+    with_satisfaction = any(r.satisfaction is not None for r in arena.ratings)
+    header = ["rank", "system", "Elo", "Bradley-Terry", "95% CI", "votes"] + (["satisfied"] if with_satisfaction else [])
+    rows = []
+    for rank, r in enumerate(arena.ratings, start=1):
+        row = [str(rank), r.system, f"{r.elo:.0f}", f"{r.bt:.0f}", f"[{r.ci_low:.0f}, {r.ci_high:.0f}]", str(r.votes)]
+        if with_satisfaction:
+            row.append("" if r.satisfaction is None else f"{r.satisfaction:.1%}")
+        rows.append(row)
+    return header, rows
+
+
+def win_rate_rows(arena: Arena) -> tuple[list[str], list[list[str]]]:
+    """Row system's win rate over the column system (ties = 1/2); columns are ranks."""
+    systems = [r.system for r in arena.ratings]
+    header = ["win rate (row over column)", *[str(i) for i in range(1, len(systems) + 1)]]
+    rows = [[f"{i} {a}", *[f"{arena.win_rates.rate[a, b]:.2f}" if (a, b) in arena.win_rates.rate else "-"
+                          for b in systems]] for i, a in enumerate(systems, start=1)]
+    return header, rows
+
+
+def correlation_rows(arena: Arena) -> tuple[list[str], list[list[str]]]:
+    header = ["rating vs satisfaction", "systems", "Spearman ρ", "p", "Kendall τ", "p"]
+    rows = [[c.rating, str(c.systems), f"{c.spearman:.3f}", f"{c.spearman_p:.3g}", f"{c.kendall:.3f}",
+             f"{c.kendall_p:.3g}"] for c in arena.correlations]
+    return header, rows
+
+
+def arena_markdown(arena: Arena) -> str:
+    parts = [table(*arena_rows(arena)), f"\n{arena.legend()}\n\n", table(*win_rate_rows(arena))]
+    if arena.correlations:
+        parts += ["\n", table(*correlation_rows(arena))]
+    return "".join(parts)
+
+
+@FORMATS.register("md")
+def as_markdown(report: Report) -> bytes:
+    board = report.leaderboard
+    parts = [f"# {report.title}\n\n", table(*leaderboard_rows(board), align="rl" + "r" * len(board.measures)), f"\n{board.legend()}\n"]
+    if report.conversation_means:
+        measures = list(report.conversation_means)
+        rows = [[run, *[f"{report.conversation_means[m][run]:.4f}" for m in measures]] for run in board.ranked_runs]
+        parts += ["\n## Mean over conversations (each conversation's turns averaged first)\n\n",
+                  table(["run", *measures], rows)]
+    parts += ["\n## Paired comparisons\n\n", table(*comparison_rows(board), align="lllrlrrrr")]
+    for b in report.breakdowns:
+        parts += [f"\n## {b.measure} by {b.name}\n\n", table(*breakdown_rows(b))]
+        if b.unassigned:
+            parts.append(f"\n{b.unassigned} compared queries have no {b.name} and are left out.\n")
+    if report.arena is not None:
+        parts += ["\n## Arena ratings\n\n", arena_markdown(report.arena)]
+    return "".join(parts).encode()

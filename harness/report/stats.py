@@ -1,0 +1,145 @@
+"""Paired significance tests, multiple-testing corrections, effect sizes and intervals.
+
+Conventions (stated once here; the report legend repeats them):
+
+- Every test is two-sided on the per-query differences `a - b` of two runs scored on the
+  same queries (a query a run misses scores 0 there, so the pairs are always complete).
+- `paired-t`: Student's paired t-test (scipy.stats.ttest_rel).
+- `permutation`: randomisation test that swaps each pair's two scores with probability
+  1/2 (scipy.stats.permutation_test, permutation_type="samples", statistic: mean
+  difference); exact when 2**n <= resamples.
+- `bootstrap`: the shift-method bootstrap test (Sakai 2006; Efron & Tibshirani 1993,
+  16.4): resample the differences re-centred to mean 0, p = share of resampled means at
+  least as far from 0 as the observed mean.
+- Randomised tests take a seed and a number of resamples, so a report is reproducible.
+- Effect size: Cohen's d for paired samples (d_z = mean difference / sd of differences).
+- Intervals: t-based confidence intervals (scipy), for a run's mean and for a mean
+  difference.
+- Corrections act on the whole family of p-values they are given at once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import stats as scipy_stats
+
+from harness.registry import Registry
+
+DEFAULT_RESAMPLES = 10_000
+DEFAULT_SEED = 42
+TIE_TOLERANCE = 1e-9  # |a - b| below this is a tie in win/tie/loss counts
+
+
+@dataclass(frozen=True)
+class Resampling:
+    resamples: int = DEFAULT_RESAMPLES
+    seed: int = DEFAULT_SEED
+
+
+PairedTest = Callable[[np.ndarray, np.ndarray, Resampling], float]
+TESTS: Registry[PairedTest] = Registry("significance test")
+
+
+def _differences(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    if a.shape != b.shape or a.ndim != 1:
+        raise ValueError(f"paired samples need equal 1-d shapes, got {a.shape} and {b.shape}")
+    return a - b
+
+
+@TESTS.register("paired-t")
+def paired_t(a: np.ndarray, b: np.ndarray, settings: Resampling) -> float:
+    d = _differences(a, b)
+    if not np.any(d):
+        return 1.0  # identical runs: scipy returns nan (0/0); there is no evidence of a difference
+    return float(scipy_stats.ttest_rel(a, b).pvalue)
+
+
+@TESTS.register("permutation")
+def permutation(a: np.ndarray, b: np.ndarray, settings: Resampling) -> float:
+    _differences(a, b)
+    result = scipy_stats.permutation_test(
+        (np.asarray(a, float), np.asarray(b, float)),
+        lambda x, y, axis: np.mean(x - y, axis=axis),
+        permutation_type="samples",
+        vectorized=True,
+        n_resamples=settings.resamples,
+        alternative="two-sided",
+        rng=np.random.default_rng(settings.seed),
+    )
+    return float(min(1.0, result.pvalue))
+
+
+@TESTS.register("bootstrap")
+def bootstrap(a: np.ndarray, b: np.ndarray, settings: Resampling) -> float:
+    d = _differences(a, b)
+    observed = abs(d.mean())
+    centred = d - d.mean()
+    rng = np.random.default_rng(settings.seed)
+    # resample in blocks so that 10^5 resamples of 10^3 queries stay within memory
+    extreme = 0
+    remaining = settings.resamples
+    while remaining:
+        block = min(remaining, 1000)
+        means = centred[rng.integers(0, len(d), size=(block, len(d)))].mean(axis=1)
+        extreme += int(np.count_nonzero(np.abs(means) >= observed - 1e-12))
+        remaining -= block
+    return extreme / settings.resamples
+
+
+Correction = Callable[[Sequence[float]], list[float]]
+CORRECTIONS: Registry[Correction] = Registry("multiple-testing correction")
+
+
+@CORRECTIONS.register("none")
+def no_correction(p_values: Sequence[float]) -> list[float]:
+    return [float(p) for p in p_values]
+
+
+@CORRECTIONS.register("bonferroni")
+def bonferroni(p_values: Sequence[float]) -> list[float]:
+    m = len(p_values)
+    return [min(1.0, float(p) * m) for p in p_values]
+
+
+@CORRECTIONS.register("holm")
+def holm(p_values: Sequence[float]) -> list[float]:
+    """Holm-Bonferroni step-down adjusted p-values (monotone, capped at 1)."""
+    m = len(p_values)
+    adjusted = [0.0] * m
+    running = 0.0
+    for rank, index in enumerate(sorted(range(m), key=lambda i: p_values[i])):
+        running = max(running, min(1.0, (m - rank) * float(p_values[index])))
+        adjusted[index] = running
+    return adjusted
+
+
+def cohens_d_paired(a: np.ndarray, b: np.ndarray) -> float:
+    """d_z: mean difference over the standard deviation of differences (0 when both are 0)."""
+    d = _differences(a, b)
+    sd = d.std(ddof=1) if len(d) > 1 else 0.0
+    if sd == 0:
+        return 0.0 if d.mean() == 0 else float(np.sign(d.mean()) * np.inf)
+    return float(d.mean() / sd)
+
+
+def mean_ci(values: np.ndarray, confidence: float = 0.95) -> tuple[float, float]:
+    """t-based confidence interval of a mean; a single value or no spread gives a point."""
+    values = np.asarray(values, dtype=float)
+    mean = float(values.mean())
+    if len(values) < 2 or values.std() == 0:
+        return mean, mean
+    low, high = scipy_stats.t.interval(
+        confidence, len(values) - 1, loc=mean, scale=scipy_stats.sem(values)
+    )
+    return float(low), float(high)
+
+
+def win_tie_loss(a: np.ndarray, b: np.ndarray) -> tuple[int, int, int]:
+    d = _differences(a, b)
+    wins = int(np.count_nonzero(d > TIE_TOLERANCE))
+    losses = int(np.count_nonzero(d < -TIE_TOLERANCE))
+    return wins, len(d) - wins - losses, losses

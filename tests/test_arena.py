@@ -1,0 +1,159 @@
+"""`harness arena` on the CRSArena-Dial votes: Elo (as the dataset's own analysis computes it),
+Bradley-Terry with bootstrap intervals, win rates, satisfaction and its correlation."""
+
+from __future__ import annotations
+
+import json
+import random
+
+import pytest
+from scipy import stats as scipy_stats
+
+from harness.cli import main
+from harness.errors import InputError
+from harness.paths import data_root
+from harness.report import arena as arena_lib
+from harness.topics import load
+
+VOTES = data_root() / "crsarena"
+OPEN, CLOSED = VOTES / "votes_open.csv", VOTES / "votes_closed.csv"
+
+# The CRSArena-Dial analysis (iai-group/crsarena-dial, DataAnalysis.md: initial 1000, K 16,
+# votes in file order, "global" = open then closed), rounded as published.
+PUBLISHED_ELO = {
+    "open": {"chatgpt_opendialkg": 1056, "barcor_redial": 1052, "chatgpt_redial": 1036, "kbrd_redial": 1027,
+             "unicrs_redial": 991, "unicrs_opendialkg": 974, "barcor_opendialkg": 968, "kbrd_opendialkg": 966,
+             "crbcrs_redial": 930},
+    "closed": {"chatgpt_redial": 1085, "chatgpt_opendialkg": 1066, "barcor_redial": 1044,
+               "barcor_opendialkg": 1008, "kbrd_redial": 985, "crbcrs_redial": 964, "unicrs_opendialkg": 953,
+               "unicrs_redial": 952, "kbrd_opendialkg": 942},
+    "global": {"chatgpt_opendialkg": 1102, "chatgpt_redial": 1102, "barcor_redial": 1077, "kbrd_redial": 994,
+               "barcor_opendialkg": 988, "unicrs_redial": 950, "unicrs_opendialkg": 937, "crbcrs_redial": 930,
+               "kbrd_opendialkg": 920},
+}
+
+
+@pytest.fixture(scope="module")
+def votes():
+    open_votes, closed_votes = arena_lib.read_votes(OPEN), arena_lib.read_votes(CLOSED)
+    return {"open": open_votes, "closed": closed_votes, "global": open_votes + closed_votes}
+
+
+def test_vote_files_hold_81_open_and_104_closed_votes(votes):
+    assert (len(votes["open"]), len(votes["closed"])) == (81, 104)
+    assert len(arena_lib.systems_of(votes["global"])) == 9
+
+
+def test_elo_matches_a_hand_computation_on_the_first_votes(votes):
+    # open votes 1-3: kbrd_redial vs kbrd_opendialkg: tie, kbrd_redial, kbrd_redial.
+    # 1: both 1000, expected 1/2, score 1/2: no change.
+    # 2: expected 1/2, win: 1000 + 16 * 1/2 = 1008, loser 992.
+    # 3: expected 1 / (1 + 10^(-16/400)) = 0.5230097, win: 1008 + 16 * 0.4769903 = 1015.63184
+    first = votes["open"][:3]
+    assert [(v.first, v.second, v.winner) for v in first] == [
+        ("kbrd_redial", "kbrd_opendialkg", None),
+        ("kbrd_redial", "kbrd_opendialkg", "kbrd_redial"),
+        ("kbrd_redial", "kbrd_opendialkg", "kbrd_redial"),
+    ]
+    assert arena_lib.elo(first[:2]) == {"kbrd_redial": 1008.0, "kbrd_opendialkg": 992.0}
+    ratings = arena_lib.elo(first)
+    assert ratings["kbrd_redial"] == pytest.approx(1015.63184, abs=1e-4)
+    assert ratings["kbrd_opendialkg"] == pytest.approx(984.36816, abs=1e-4)
+
+
+@pytest.mark.parametrize("setting", ["open", "closed", "global"])
+def test_elo_reproduces_the_published_crsarena_ratings(votes, setting):
+    assert {s: round(r) for s, r in arena_lib.elo(votes[setting]).items()} == PUBLISHED_ELO[setting]
+
+
+def test_elo_settings_are_configurable(votes):
+    k32 = arena_lib.elo(votes["open"][:2], arena_lib.EloSettings(initial=1500, k=32))
+    assert k32 == {"kbrd_redial": 1516.0, "kbrd_opendialkg": 1484.0}
+
+
+@pytest.mark.parametrize("setting", ["open", "closed", "global"])
+def test_bradley_terry_ranks_broadly_as_elo_does(votes, setting):
+    bt = arena_lib.bradley_terry(votes[setting])
+    elo = arena_lib.elo(votes[setting])
+    systems = sorted(bt)
+    assert sum(bt.values()) / len(bt) == pytest.approx(1000)  # centred on the initial rating
+    assert scipy_stats.spearmanr([bt[s] for s in systems], [elo[s] for s in systems]).statistic > 0.6
+    top_two = sorted(bt, key=bt.get, reverse=True)[:2]
+    assert set(top_two) <= {"chatgpt_redial", "chatgpt_opendialkg", "barcor_redial"}
+
+
+def test_bradley_terry_ignores_vote_order_unlike_elo(votes):
+    shuffled = list(votes["global"])
+    random.Random(0).shuffle(shuffled)
+    assert arena_lib.bradley_terry(shuffled) == pytest.approx(arena_lib.bradley_terry(votes["global"]), abs=1e-4)
+    assert arena_lib.elo(shuffled) != pytest.approx(arena_lib.elo(votes["global"]), abs=1)
+
+
+def test_bradley_terry_is_the_likelihood_maximum(votes):
+    # with l2 = 0 and ties dropped, each system's expected wins equal its observed wins
+    closed = [v for v in votes["global"] if v.winner is not None]
+    bt = arena_lib.bradley_terry(votes["global"], ties="drop", l2=0.0)
+    for system in ("chatgpt_redial", "barcor_redial", "crbcrs_redial"):
+        mine = [v for v in closed if system in (v.first, v.second)]
+        other = [v.second if v.first == system else v.first for v in mine]
+        expected = sum(1 / (1 + 10 ** ((bt[o] - bt[system]) / 400)) for o in other)
+        assert expected == pytest.approx(sum(v.winner == system for v in mine), abs=1e-3)
+
+
+def test_bootstrap_intervals_are_seeded_and_ordered(votes):
+    a = arena_lib.bootstrap_bt(votes["closed"], resamples=100, seed=5)
+    assert a == arena_lib.bootstrap_bt(votes["closed"], resamples=100, seed=5)
+    assert all(low < high for low, high in a.values())
+
+
+def test_win_rates_are_complementary(votes):
+    rates = arena_lib.win_rates(votes["global"])
+    for (a, b), rate in rates.rate.items():
+        assert rate + rates.rate[b, a] == pytest.approx(1.0)
+    assert rates.games["kbrd_redial", "kbrd_opendialkg"] == rates.games["kbrd_opendialkg", "kbrd_redial"]
+
+
+def test_satisfaction_correlates_with_elo_as_published():
+    # CRSArena-Dial analysis: combined satisfaction vs global Elo, Spearman 0.917
+    satisfied = arena_lib.satisfaction(load("crsarena").conversations)
+    assert satisfied["chatgpt_redial"] == pytest.approx(24 / 53)
+    assert satisfied["kbrd_opendialkg"] == pytest.approx(1 / 59)
+    elo = arena_lib.elo(arena_lib.read_votes(OPEN) + arena_lib.read_votes(CLOSED))
+    correlation = arena_lib.correlation("Elo", elo, satisfied)
+    assert round(correlation.spearman, 3) == 0.917
+    assert 0 < correlation.kendall < 1 and correlation.spearman_p < 0.01
+
+
+def test_malformed_vote_names_file_and_line(tmp_path):
+    bad = tmp_path / "votes.csv"
+    bad.write_text('session_id,user_id,crs1,crs2,vote,feedback\n1,u,a,b,a,"two\nlines"\n2,u,a,b,c,\n')
+    with pytest.raises(InputError, match=r"votes.csv:4: vote 'c' is neither 'a', 'b' nor 'tie'"):
+        arena_lib.read_votes(bad)
+
+
+def test_vote_file_without_vote_column_is_rejected(tmp_path):
+    bad = tmp_path / "votes.csv"
+    bad.write_text("session_id,user_id,crs1,crs2\n1,u,a,b\n")
+    with pytest.raises(InputError, match=r"votes.csv:1: header lacks column\(s\) vote"):
+        arena_lib.read_votes(bad)
+
+
+def test_cli_json_processes_vote_files_in_the_order_given(capsys):
+    assert main(["arena", "--votes", str(OPEN), "--votes", str(CLOSED), "--format", "json",
+                 "--bootstrap", "50", "--seed", "1"]) == 0
+    systems = json.loads(capsys.readouterr().out)
+    assert round(systems["kbrd_opendialkg"]["elo"]) == 920  # global = open then closed
+    assert set(systems["chatgpt_redial"]) == {"elo", "bt", "ci_low", "ci_high", "votes"}
+    assert sum(s["votes"] for s in systems.values()) == 2 * 185
+    main(["arena", "--votes", str(CLOSED), "--votes", str(OPEN), "--format", "json", "--bootstrap", "50"])
+    reversed_order = json.loads(capsys.readouterr().out)
+    assert {s: round(r["elo"]) for s, r in reversed_order.items()} != PUBLISHED_ELO["global"]
+
+
+def test_cli_table_ranks_systems_and_reports_satisfaction(capsys):
+    main(["arena", "--votes", str(OPEN), "--votes", str(CLOSED), "--bootstrap", "50",
+          "--dialogues", str(VOTES / "crs_arena_dial_open.json"), "--dialogues", str(VOTES / "crs_arena_dial_closed.json")])
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].split()[:3] == ["rank", "system", "Elo"]
+    assert lines[1].split()[:3] == ["1", "chatgpt_redial", "1102"]
+    assert any(line.split()[:3] == ["Elo", "9", "0.917"] for line in lines)

@@ -1,0 +1,190 @@
+"""`harness compare`: a leaderboard of the CAsT 2021 organiser runs with corrected tests and
+breakdowns by turn depth, conversation and any qid grouping."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+
+import numpy as np
+import pytest
+from scipy import stats as scipy_stats
+
+from harness.cli import main
+from harness.errors import HarnessError, InputError
+from harness.evaluate import Evaluation, evaluate
+from harness.evaluate.presets import PRESETS
+from harness.paths import data_root
+from harness.report import breakdown as bd
+from harness.report import stats
+from harness.report.compare import align, comparison_pairs, leaderboard
+from harness.topics import load
+from harness.trec import read_qrels, read_run
+from tests.conftest import CAST2021_DOC_RUNS, CAST2021_QRELS
+
+PRESET = PRESETS.get("cast2021")
+
+
+@pytest.fixture(scope="module")
+def evaluations():
+    qrels = read_qrels(CAST2021_QRELS)
+    return [evaluate(qrels, read_run(path), list(PRESET.measures), PRESET.depth) for path in CAST2021_DOC_RUNS]
+
+
+@pytest.fixture(scope="module")
+def board(evaluations):
+    return leaderboard(evaluations, ["org_manual_bm25"], test="paired-t", correction="holm")
+
+
+def test_leaderboard_ranks_runs_by_the_first_measure(board):
+    means = [board.summaries[run, "nDCG@3"].mean for run in board.ranked_runs]
+    assert means == sorted(means, reverse=True)
+    assert f"{board.summaries['org_convdr', 'nDCG@3'].mean:.4f}" == "0.3542"  # trec_eval -c -M500
+
+
+def test_manual_ance_beats_bm25_significantly_and_convdr_does_not(board):
+    assert board.marks("org_manual_ance", "nDCG@3") == "▲a"
+    assert board.marks("org_convdr", "nDCG@3") == ""
+
+
+def test_family_is_runs_times_baselines_times_measures_and_holm_corrected(board):
+    assert len(board.comparisons) == 4 * 1 * len(PRESET.measures)
+    raw = [c.p_value for c in board.comparisons]
+    assert [c.p_adjusted for c in board.comparisons] == stats.holm(raw)
+
+
+def test_each_comparison_is_a_paired_test_on_all_judged_queries(board, evaluations):
+    by_name = {e.run_name: e for e in evaluations}
+    c = next(c for c in board.comparisons if c.run == "org_convdr" and c.measure == "nDCG@3")
+    qids = sorted(by_name["org_convdr"].per_query["nDCG@3"])
+    a = [by_name["org_convdr"].per_query["nDCG@3"][q] for q in qids]
+    b = [by_name["org_manual_bm25"].per_query["nDCG@3"][q] for q in qids]
+    assert len(qids) == 158
+    assert c.p_value == pytest.approx(scipy_stats.ttest_rel(a, b).pvalue)
+    assert c.wins + c.ties + c.losses == 158
+    assert c.ci_low < c.difference < c.ci_high
+
+
+def test_a_query_missing_from_a_run_scores_zero(evaluations):
+    full = evaluations[0]
+    dropped = sorted(full.per_query["nDCG@3"])[0]
+    partial = Evaluation("partial", full.measures, {m: {q: v for q, v in values.items() if q != dropped}
+                                                    for m, values in full.per_query.items()}, full.means)
+    scores = align([full, partial])
+    assert scores.qids == sorted(full.per_query["nDCG@3"])
+    assert scores.per_query("nDCG@3", "partial")[dropped] == 0.0
+    assert scores.per_query("nDCG@3", "org_convdr")[dropped] == full.per_query["nDCG@3"][dropped]
+
+
+def test_runs_scored_with_different_measures_cannot_be_compared(evaluations):
+    qrels = read_qrels(CAST2021_QRELS)
+    other = evaluate(qrels, read_run(CAST2021_DOC_RUNS[1]), ["RR"])
+    with pytest.raises(HarnessError, match="was scored with"):
+        align([evaluations[0], other])
+
+
+def test_two_baselines_are_compared_once(board):
+    assert comparison_pairs(["a", "b", "c"], ["a", "b"]) == [("b", "a"), ("c", "a"), ("c", "b")]
+
+
+def test_unknown_baseline_is_an_error(evaluations):
+    with pytest.raises(HarnessError, match="baseline 'nope' is not among the runs"):
+        leaderboard(evaluations, ["nope"])
+
+
+def test_legend_names_test_correction_and_family(evaluations):
+    board = leaderboard(evaluations, ["org_manual_bm25"], test="permutation", correction="bonferroni",
+                        resampling=stats.Resampling(500, 3))
+    legend = board.legend()
+    assert "permutation test with 500 resamples (seed 3)" in legend
+    assert "bonferroni-corrected over the family of 24 comparisons" in legend
+
+
+def test_turn_depth_is_the_last_integer_of_the_qid():
+    assert bd.turn_depth("106_3") == 3
+    assert bd.turn_depth("9-1-12") == 12
+    assert bd.conversation_of("9-1-12") == "9-1"
+    with pytest.raises(HarnessError, match="cannot read a turn depth from qid 'q7x'"):
+        bd.turn_depth("q7x")
+
+
+def test_depth_breakdown_covers_every_query(board):
+    depth = bd.breakdown(board.scores, "nDCG@3", bd.depths(board.scores.qids), bd.DEPTH)
+    assert depth.groups[0] == 1 and sum(depth.counts.values()) == 158 and depth.unassigned == 0
+    turn_one = [q for q in board.scores.qids if q.endswith("_1")]
+    expected = np.mean([board.scores.per_query("nDCG@3", "org_convdr")[q] for q in turn_one])
+    assert depth.means["org_convdr"][1] == pytest.approx(expected)
+
+
+def test_conversation_mean_averages_turns_first(board):
+    per_query = board.scores.per_query("nDCG@3", "org_convdr")
+    by_topic: dict[str, list[float]] = {}
+    for qid, value in per_query.items():
+        by_topic.setdefault(qid.split("_")[0], []).append(value)
+    expected = np.mean([np.mean(v) for v in by_topic.values()])
+    got = bd.conversation_means(board.scores, "nDCG@3", bd.conversations(board.scores.qids))
+    assert got["org_convdr"] == pytest.approx(expected)
+
+
+def test_any_qid_grouping_can_be_read_from_a_file(board, tmp_path):
+    groups = tmp_path / "intent.tsv"
+    groups.write_text("# qid intent\n106_1 search\n106_2 recommendation\n")
+    by_intent = bd.breakdown(board.scores, "nDCG@3", bd.read_groups(groups), "intent")
+    assert by_intent.groups == ["recommendation", "search"] and by_intent.unassigned == 156
+
+
+def test_malformed_group_file_names_file_and_line(tmp_path):
+    groups = tmp_path / "groups.tsv"
+    groups.write_text("106_1 search\n106_2\n")
+    with pytest.raises(InputError, match=r"groups.tsv:2: expected 2 fields"):
+        bd.read_groups(groups)
+
+
+def test_cli_markdown_has_marked_leaderboard_breakdowns_and_arena(tmp_path):
+    out = tmp_path / "board.md"
+    votes = data_root() / "crsarena" / "votes_open.csv"
+    assert main(["compare", "--qrels", str(CAST2021_QRELS), *map(str, CAST2021_DOC_RUNS),
+                 "--baseline", "org_manual_bm25", "--preset", "cast2021", "--out", str(out),
+                 "--arena-votes", str(votes), "--arena-bootstrap", "50"]) == 0
+    text = out.read_text()
+    assert "| 1 | org_manual_ance | 0.5300▲a |" in text
+    assert "two-sided paired-t test on 158 queries, p-values holm-corrected" in text
+    assert "## nDCG@3 by turn depth" in text and "## Mean over conversations" in text
+    assert "## Arena ratings" in text and "| 1 | chatgpt_opendialkg | 1056 |" in text
+
+
+def test_a_single_run_gets_a_leaderboard_without_tests(evaluations):
+    board = leaderboard(evaluations[:1])
+    assert board.comparisons == [] and board.marks("org_convdr", "nDCG@3") == ""
+
+
+def test_cli_csv_and_json_agree(tmp_path, capsys):
+    args = ["compare", "--qrels", str(CAST2021_QRELS), *map(str, CAST2021_DOC_RUNS[:2]), "--measures", "nDCG@3",
+            "--depth", "500", "--test", "bootstrap", "--resamples", "1000"]
+    main(args + ["--format", "csv"])
+    rows = list(csv.DictReader(io.StringIO(capsys.readouterr().out)))
+    main(args + ["--format", "json"])
+    document = json.loads(capsys.readouterr().out)
+    (comparison,) = document["comparisons"]
+    row = next(r for r in rows if r["kind"] == "vs baseline")
+    assert row["baseline"] == comparison["baseline"] == "org_convdr"  # default: the first run
+    assert float(row["p_value"]) == pytest.approx(comparison["p_value"], rel=1e-5)
+    assert document["test"] == "bootstrap" and document["resamples"] == 1000
+
+
+def test_topic_adapter_depths_agree_with_the_qid_convention_on_cast2021():
+    benchmark = load("cast2021")
+    from_topics = bd.depths_from_topics(benchmark)
+    assert from_topics == bd.depths(from_topics)
+    assert bd.conversations_from_topics(benchmark) == bd.conversations(from_topics)
+
+
+def test_cosrec_intent_types_group_queries():
+    groups = bd.groups_from_topics(load("cosrec-curated"), "type")
+    assert set(groups.values()) == {"search", "recommendation", "product_details"}
+
+
+def test_grouping_by_a_field_no_turn_has_is_an_error():
+    with pytest.raises(HarnessError, match="carries the field 'intent'"):
+        bd.groups_from_topics(load("cast2021"), "intent")

@@ -1,0 +1,81 @@
+"""The HTML report is one self-contained file, and it renders in a real headless browser."""
+
+from __future__ import annotations
+
+import base64
+import io
+import re
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+from matplotlib import image as mpimg
+
+from harness.evaluate import evaluate
+from harness.evaluate.presets import PRESETS
+from harness.paths import data_root
+from harness.report import breakdown as bd
+from harness.report.cli_arena import build_arena
+from harness.report.compare import leaderboard
+from harness.report.formats import Report, write_report
+from harness.trec import read_qrels, read_run
+from tests.conftest import CAST2021_DOC_RUNS, CAST2021_QRELS
+
+CHROMIUM = Path("/usr/bin/chromium")
+BAR_BLUE = np.array([0x1F, 0x77, 0xB4]) / 255  # matplotlib C0: the best run's bars
+
+
+@pytest.fixture(scope="module")
+def report_file(tmp_path_factory) -> Path:
+    preset = PRESETS.get("cast2021")
+    qrels = read_qrels(CAST2021_QRELS)
+    evaluations = [evaluate(qrels, read_run(p), list(preset.measures), preset.depth) for p in CAST2021_DOC_RUNS]
+    board = leaderboard(evaluations, ["org_manual_bm25"])
+    scores = board.scores
+    report = Report(board, title="CAsT 2021 organiser runs")
+    report.breakdowns = [bd.breakdown(scores, m, bd.depths(scores.qids), bd.DEPTH) for m in board.measures]
+    report.breakdowns.append(bd.breakdown(scores, "nDCG@3", bd.conversations(scores.qids), bd.CONVERSATION))
+    crsarena = data_root() / "crsarena"
+    report.arena = build_arena([crsarena / "votes_open.csv", crsarena / "votes_closed.csv"],
+                               [crsarena / "crs_arena_dial_open.json"], seed=42, resamples=100)
+    path = tmp_path_factory.mktemp("report") / "report.html"
+    write_report(report, "html", path)
+    return path
+
+
+def test_report_is_self_contained(report_file):
+    html = report_file.read_text(encoding="utf-8")
+    assert "http" not in html and "<script" not in html and "<link" not in html
+    sources = re.findall(r'<img [^>]*src="([^"]+)"', html)
+    assert len(sources) == 4  # mean bars, depth curves, per-conversation heat map, arena
+    for source in sources:
+        assert source.startswith("data:image/png;base64,")
+        pixels = mpimg.imread(io.BytesIO(base64.b64decode(source.split(",", 1)[1])), format="png")
+        assert pixels.shape[0] > 100 and pixels.shape[1] > 100
+
+
+def test_report_holds_leaderboard_legend_and_arena(report_file):
+    html = report_file.read_text(encoding="utf-8")
+    assert "<td class=l>org_manual_ance</td><td>0.5300▲a</td>" in html
+    assert "two-sided paired-t test on 158 queries, p-values holm-corrected" in html
+    assert "<td class=l>chatgpt_redial</td><td>1102</td>" in html
+
+
+@pytest.mark.skipif(not CHROMIUM.exists(), reason="needs Debian's chromium at /usr/bin/chromium "
+                    "(apt-get install -y chromium) to render the report headless")
+def test_report_renders_in_headless_chromium(report_file, tmp_path):
+    screenshot = tmp_path / "report.png"
+    subprocess.run(
+        [str(CHROMIUM), "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+         "--disable-background-networking", "--disable-component-update", "--disable-sync",
+         f"--user-data-dir={tmp_path / 'profile'}", f"--screenshot={screenshot}", "--window-size=1200,2000",
+         report_file.resolve().as_uri()],
+        check=True, capture_output=True, timeout=120,
+    )
+    pixels = mpimg.imread(screenshot)[..., :3]
+    assert pixels.shape[:2] == (2000, 1200)
+    non_white = np.mean(np.any(pixels < 0.95, axis=-1))
+    assert non_white > 0.05 and pixels.std() > 0.05  # not a blank page
+    bar_pixels = np.count_nonzero(np.all(np.abs(pixels - BAR_BLUE) < 0.03, axis=-1))
+    assert bar_pixels > 10_000  # the embedded bar chart was decoded and drawn

@@ -1,0 +1,87 @@
+"""Paired tests, corrections, effect sizes and intervals, checked on numbers worked by hand."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from harness.report import stats
+from harness.report.stats import Resampling
+
+# Three queries, run a vs run b: differences d = (1, 2, 3), mean 2, sd 1, se 1/sqrt(3).
+A = np.array([3.0, 5.0, 7.0])
+B = np.array([2.0, 3.0, 4.0])
+
+
+def test_paired_t_gives_the_hand_computed_p_value():
+    # t = 2 / (1/sqrt 3) = sqrt 12 with 2 degrees of freedom. Student's t with 2 df has the
+    # closed-form CDF F(t) = 1/2 + t / (2 sqrt(2 + t^2)), so the two-sided
+    # p = 1 - t / sqrt(2 + t^2) = 1 - sqrt(12/14) = 0.0741799...
+    assert stats.TESTS.get("paired-t")(A, B, Resampling()) == pytest.approx(1 - math.sqrt(6 / 7), abs=1e-12)
+
+
+def test_paired_t_on_identical_runs_is_p_one():
+    assert stats.TESTS.get("paired-t")(A, A, Resampling()) == 1.0
+
+
+def test_permutation_test_is_exact_when_resamples_cover_all_sign_flips():
+    # 2^3 = 8 ways to swap pairs; |mean| >= 2 only for all-plus and all-minus: p = 2/8.
+    assert stats.TESTS.get("permutation")(A, B, Resampling(resamples=1000, seed=1)) == pytest.approx(0.25)
+
+
+def test_bootstrap_test_is_reproducible_with_a_seed():
+    rng = np.random.default_rng(0)
+    a, b = rng.random(50), rng.random(50)
+    test = stats.TESTS.get("bootstrap")
+    assert test(a, b, Resampling(2000, 7)) == test(a, b, Resampling(2000, 7))
+    assert test(a, a, Resampling(200, 7)) == 1.0
+    assert test(a + 0.5, a, Resampling(2000, 7)) == 0.0  # a constant shift is always as extreme
+
+
+def test_bootstrap_and_t_agree_on_a_clear_difference():
+    rng = np.random.default_rng(3)
+    base = rng.random(200)
+    better = np.clip(base + rng.normal(0.05, 0.1, 200), 0, 1)
+    p_t = stats.TESTS.get("paired-t")(better, base, Resampling())
+    p_boot = stats.TESTS.get("bootstrap")(better, base, Resampling(5000, 1))
+    assert p_t < 0.001 and p_boot < 0.001
+
+
+P_VALUES = [0.01, 0.04, 0.03, 0.005]
+
+
+def test_bonferroni_multiplies_by_family_size_and_caps_at_one():
+    assert stats.CORRECTIONS.get("bonferroni")(P_VALUES) == pytest.approx([0.04, 0.16, 0.12, 0.02])
+    assert stats.CORRECTIONS.get("bonferroni")([0.3, 0.5]) == [0.6, 1.0]
+
+
+def test_holm_steps_down_and_stays_monotone():
+    # sorted: 0.005*4 = 0.02, 0.01*3 = 0.03, 0.03*2 = 0.06, 0.04*1 = 0.04 -> raised to 0.06
+    assert stats.CORRECTIONS.get("holm")(P_VALUES) == pytest.approx([0.03, 0.06, 0.06, 0.02])
+
+
+def test_no_correction_keeps_p_values():
+    assert stats.CORRECTIONS.get("none")(P_VALUES) == P_VALUES
+
+
+def test_cohens_d_is_mean_difference_over_sd_of_differences():
+    assert stats.cohens_d_paired(A, B) == pytest.approx(2.0)
+    assert stats.cohens_d_paired(A, A) == 0.0
+
+
+def test_mean_ci_is_the_t_interval():
+    # t(0.975, 2 df) = (2p - 1) / sqrt(2p(1-p)) at p = 0.975 = 4.302653; se = 1/sqrt(3)
+    half_width = 0.95 / math.sqrt(2 * 0.975 * 0.025) / math.sqrt(3)
+    low, high = stats.mean_ci(A - B)
+    assert (low, high) == pytest.approx((2 - half_width, 2 + half_width))
+
+
+def test_win_tie_loss_counts_each_query_once():
+    assert stats.win_tie_loss(np.array([1.0, 0.5, 0.2, 0.3]), np.array([0.5, 0.5, 0.4, 0.3])) == (1, 2, 1)
+
+
+def test_unknown_test_names_the_known_ones():
+    with pytest.raises(Exception, match="bootstrap, paired-t, permutation"):
+        stats.TESTS.get("wilcoxon")
