@@ -1,0 +1,167 @@
+"""Checks of the 2025 run files: JSON Lines, one turn per line.
+
+From irlabamsterdam/iKAT 2025/scripts/validate_trec_ikat25.py. Its fix-ups (trimming long
+responses and references, written to a `.fixed` file, and not switchable off) are not
+reproduced: what they would change is reported instead.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from typing import Any
+
+from harness.ikat.checks import RUN_TYPES, Context, Finding, check, error, warning
+from harness.ikat.submission import PROVENANCE_LIMIT, RESPONSE_WORD_LIMIT, word_count
+
+CLUEWEB_2025 = re.compile(r"^clueweb22-en\d{4}-\d{2}-\d{5}:\d+$")
+METADATA_KEYS_2025 = ("team_id", "run_id", "run_type")
+
+
+def _objects(ctx: Context) -> Iterator[tuple[int, dict, str | None]]:
+    """(line, entry, its turn id if a string) for the lines that decoded to objects."""
+    for line, entry in ctx.entries:
+        if isinstance(entry, dict):
+            turn_id = entry.get("turn_id")
+            yield line, entry, turn_id if isinstance(turn_id, str) else None
+
+
+@check("json-object", (2025,))
+def _json_object(ctx: Context) -> Iterator[Finding]:
+    for line, entry in ctx.entries:
+        if isinstance(entry, json.JSONDecodeError):
+            yield error("json-object", f"not JSON: {entry.msg} (column {entry.colno})", line=line)
+        elif not isinstance(entry, dict):
+            yield error("json-object", "the line must be a JSON object", line=line)
+
+
+@check("turn-id", (2025,))
+def _turn_id_2025(ctx: Context) -> Iterator[Finding]:
+    """Not an explicit upstream check: upstream silently skips such a line, which then shows
+    as a missing turn; here the line itself is named."""
+    for line, entry, turn_id in _objects(ctx):
+        if turn_id is None:
+            yield error("turn-id", f"turn_id missing or not a string: {entry.get('turn_id')!r}", line=line)
+
+
+@check("metadata", (2025,))
+def _metadata(ctx: Context) -> Iterator[Finding]:
+    for line, entry, turn_id in _objects(ctx):
+        metadata = entry.get("metadata")
+        if not isinstance(metadata, dict):
+            yield error("metadata", "metadata must be an object", turn_id, line)
+            continue
+        missing = [key for key in METADATA_KEYS_2025 if key not in metadata]
+        if missing:
+            yield error("metadata", f"metadata lacks {', '.join(missing)}", turn_id, line)
+        if "run_type" not in metadata:
+            yield warning("metadata", "metadata has no run_type", turn_id, line)
+        elif metadata["run_type"] not in RUN_TYPES[2025]:
+            yield error(
+                "metadata",
+                f"run_type {metadata['run_type']!r} is not one of {', '.join(sorted(RUN_TYPES[2025]))}",
+                turn_id,
+                line,
+            )
+
+
+def _is_score_map(value: Any) -> bool:
+    return isinstance(value, dict) and all(
+        isinstance(score, (int, float)) and not isinstance(score, bool) for score in value.values()
+    )
+
+
+@check("references", (2025,))
+def _references(ctx: Context) -> Iterator[Finding]:
+    """references: {passage id: score} (error otherwise), ids in ClueWeb22 passage form (warning).
+
+    More than 1000 references is an error. Upstream trims them to 1000 (a fix-up that cannot
+    be switched off) and then rejects its own trimmed list as "not a dict": the file cannot
+    pass as it is either way.
+    """
+    for line, entry, turn_id in _objects(ctx):
+        references = entry.get("references")
+        if not _is_score_map(references):
+            yield error("references", "references must be an object {passage id: score}", turn_id, line)
+            continue
+        if len(references) > PROVENANCE_LIMIT:
+            yield error("references", f"{len(references)} references, more than {PROVENANCE_LIMIT}", turn_id, line)
+        for ref in references:
+            if not CLUEWEB_2025.match(ref):
+                yield warning("references", f"reference {ref!r} is not a ClueWeb22 passage id", turn_id, line)
+
+
+@check("responses", (2025,))
+def _responses_2025(ctx: Context) -> Iterator[Finding]:
+    """Each response has a text, citations {passage id: score} drawn from the references,
+    and a ptkb_provenance field (errors)."""
+    for line, entry, turn_id in _objects(ctx):
+        responses = entry.get("responses", [])
+        if not isinstance(responses, list):
+            yield error("responses", "responses must be a list", turn_id, line)
+            continue
+        references = entry.get("references")
+        checkable = _is_score_map(references)  # else the references check reports it
+        for index, response in enumerate(responses):
+            problems = []
+            if not isinstance(response, dict):
+                problems.append("must be an object")
+            else:
+                if not isinstance(response.get("text"), str):
+                    problems.append("text missing or not a string")
+                if "ptkb_provenance" not in response:
+                    problems.append("ptkb_provenance missing")
+                if "citations" not in response:
+                    problems.append("citations missing")
+                elif not _is_score_map(response["citations"]):
+                    problems.append("citations must be an object {passage id: score}")
+                elif checkable:
+                    problems += [f"citation {c!r} is not in references" for c in response["citations"] if c not in references]
+            for problem in problems:
+                yield error("responses", f"responses[{index}]: {problem}", turn_id, line)
+
+
+@check("response-length", (2025,))
+def _response_length(ctx: Context) -> Iterator[Finding]:
+    """The responses of a turn total at most 250 words (NFKC, whitespace-split).
+
+    A warning: upstream does not refuse the file but silently drops responses from the end
+    until the turn fits; here nothing is changed behind the user's back.
+    """
+    for line, entry, turn_id in _objects(ctx):
+        responses = entry.get("responses")
+        if not isinstance(responses, list):
+            continue
+        words = sum(word_count(r["text"]) for r in responses if isinstance(r, dict) and isinstance(r.get("text"), str))
+        if words > RESPONSE_WORD_LIMIT:
+            yield warning(
+                "response-length",
+                f"responses total {words} words, more than {RESPONSE_WORD_LIMIT}; the official validator drops "
+                "responses from the end to fit",
+                turn_id,
+                line,
+            )
+
+
+@check("turns-covered", (2025,))
+def _turns_covered(ctx: Context) -> Iterator[Finding]:
+    """Every turn of the topics, and no other, appears in the file (errors)."""
+    submitted = {turn_id for _, _, turn_id in _objects(ctx) if turn_id is not None}
+    expected = {qid for topic in ctx.topics.values() for qid in topic.turn_ids}
+    for turn_id in sorted(expected - submitted):
+        yield error("turns-covered", "turn missing from the file", turn_id)
+    for turn_id in sorted(submitted - expected):
+        yield error("turns-covered", "turn is not in the topics", turn_id)
+
+
+@check("turn-repeated", (2025,))
+def _turn_repeated(ctx: Context) -> Iterator[Finding]:
+    """Not an upstream check (it keeps a set of turn ids): a turn on two lines is ambiguous."""
+    lines: dict[str, list[int]] = {}
+    for line, _, turn_id in _objects(ctx):
+        if turn_id is not None:
+            lines.setdefault(turn_id, []).append(line)
+    for turn_id, at in lines.items():
+        if len(at) > 1:
+            yield warning("turn-repeated", f"turn appears on lines {', '.join(map(str, at))}", turn_id)

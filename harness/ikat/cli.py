@@ -1,0 +1,117 @@
+"""`harness ikat`: check a submission before uploading it, turn one into TREC runs, or
+write one from TREC runs."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from harness.topics.model import Conversation
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    sub = parser.add_subparsers(dest="ikat_command", required=True, metavar="ACTION")
+
+    validate = sub.add_parser("validate", help="check a run file as the official iKAT validators do")
+    validate.add_argument("run", type=Path, help="the submission (2023/2024 JSON, 2025 JSONL)")
+    validate.add_argument(
+        "--topics", required=True,
+        help="the year's test topics file (e.g. data/ikat/2023/data/2023_test_topics.json) or a benchmark name (ikat2023)",
+    )
+    validate.add_argument("--year", type=int, choices=(2023, 2024, 2025), help="format year (default: guessed from the file)")
+    validate.add_argument("--max-warnings", type=int, default=2000, help="2023/2024: more warnings is an error (default 2000)")
+    validate.add_argument(
+        "--partial", action="store_true",
+        help="check only the turns in the file (skip the checks that every test turn is answered)",
+    )
+    validate.add_argument("--quiet", action="store_true", help="print the summary only")
+    validate.set_defaults(ikat_run=_validate)
+
+    to_trec = sub.add_parser("to-trec", help="the submission's passage (and PTKB) ranking as TREC runs")
+    to_trec.add_argument("run", type=Path)
+    to_trec.add_argument("--out", type=Path, help="passage run (default: RUN with suffix .run)")
+    to_trec.add_argument("--ptkb-out", type=Path, help="also write the PTKB provenance ranking here")
+    to_trec.add_argument("--year", type=int, choices=(2023, 2024, 2025))
+    to_trec.add_argument("--tag", help="run tag (default: the submission's run name)")
+    to_trec.set_defaults(ikat_run=_to_trec)
+
+    from_trec = sub.add_parser("from-trec", help="write a submission from a TREC passage run")
+    from_trec.add_argument("trec_run", type=Path)
+    from_trec.add_argument("--benchmark", required=True, help="ikat2023, ikat2024 or ikat2025 (turn order, PTKB texts)")
+    from_trec.add_argument("--out", type=Path, required=True)
+    from_trec.add_argument("--year", type=int, choices=(2023, 2024, 2025), required=True)
+    from_trec.add_argument("--run-name", required=True)
+    from_trec.add_argument("--run-type", default="automatic")
+    from_trec.add_argument("--team-id", default="", help="2025 metadata.team_id")
+    from_trec.add_argument("--ptkb-run", type=Path, help="a TREC run of PTKB statements per turn")
+    from_trec.add_argument("--depth", type=int, default=1000, help="passages per turn (at most 1000)")
+    from_trec.set_defaults(ikat_run=_from_trec)
+
+
+def run(args: argparse.Namespace) -> int:
+    return args.ikat_run(args)
+
+
+def load_topics(spec: str) -> tuple[Conversation, ...]:
+    """A topics file path, or a benchmark name such as `ikat2023`."""
+    from harness.topics import load
+    from harness.topics.ikat import read_topics
+
+    path = Path(spec)
+    return read_topics(path) if path.exists() else load(spec).conversations
+
+
+def _validate(args: argparse.Namespace) -> int:
+    from harness.ikat.validate import COVERAGE_CHECKS, validate_file
+
+    report = validate_file(
+        args.run,
+        load_topics(args.topics),
+        args.year,
+        max_warnings=args.max_warnings,
+        skip=COVERAGE_CHECKS if args.partial else (),
+    )
+    if not args.quiet:
+        for finding in report.findings:
+            print(finding)
+    print(report.summary(), file=sys.stderr)
+    return 0 if report.ok else 1
+
+
+def _to_trec(args: argparse.Namespace) -> int:
+    from harness.ikat.convert import to_trec
+
+    out = args.out or args.run.with_suffix(".run")
+    runs = to_trec(args.run, out, args.ptkb_out, args.year, args.tag)
+    print(f"{out}: {sum(map(len, runs.passages.values()))} passages over {len(runs.passages)} turns", file=sys.stderr)
+    if args.ptkb_out is not None:
+        print(f"{args.ptkb_out}: PTKB provenance of {len(runs.ptkb)} turns", file=sys.stderr)
+    return 0
+
+
+def _from_trec(args: argparse.Namespace) -> int:
+    from harness.ikat.submission import build_submission, write_submission
+    from harness.topics import load
+    from harness.trec import read_run
+
+    benchmark = load(args.benchmark)
+    run = read_run(args.trec_run)
+    rankings = {qid: run.ranked(qid) for qid in run.scores}
+    ptkb = None
+    if args.ptkb_run is not None:
+        ptkb_run = read_run(args.ptkb_run)
+        ptkb = {qid: ptkb_run.ranked(qid) for qid in ptkb_run.scores}
+    submission = build_submission(
+        rankings,
+        benchmark.corpus if benchmark.corpus is not None else {},
+        run_name=args.run_name,
+        run_type=args.run_type,
+        ptkb_rankings=ptkb,
+        conversations=benchmark.conversations,
+        depth=args.depth,
+        team_id=args.team_id,
+    )
+    write_submission(args.out, submission, args.year)
+    print(f"{args.out}: {len(submission.turns)} turns (iKAT {args.year} format)", file=sys.stderr)
+    return 0

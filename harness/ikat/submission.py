@@ -1,0 +1,261 @@
+"""TREC iKAT submissions: records, writers, and a builder from TREC rankings.
+
+One model serves the three years; the writers lay it out as each year's run format asks:
+
+- 2023: one JSON object `{run_name, run_type, turns: [{turn_id, responses: [{rank, text,
+  passage_provenance: [{id, text, score, used}], ptkb_provenance: [{id, text, score}]}]}]}`
+  (data/ikat/2023/scripts/run_validation/protocol_buffers/run.proto).
+- 2024: as 2023, plus `eval_response` on the run, and `ptkb_provenance` is a list of PTKB
+  statement numbers (int32 in the 2024 run.proto).
+- 2025: JSON Lines, one object per turn: `{metadata: {team_id, run_id, run_type}, turn_id,
+  responses: [{text, citations: {passage id: score}, ptkb_provenance: [ids]}],
+  references: {passage id: score}}` (the layout irlabamsterdam/iKAT
+  2025/scripts/validate_trec_ikat25.py checks and 2025/scripts/generate_run.py reads).
+"""
+
+from __future__ import annotations
+
+import json
+import unicodedata
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from harness.atomic import atomic_write
+from harness.corpus import Corpus
+from harness.errors import HarnessError
+from harness.registry import Registry
+from harness.topics.model import Conversation
+
+RESPONSE_WORD_LIMIT = 250  # iKAT guidelines; the 2025 validator counts NFKC-normalised words
+PROVENANCE_LIMIT = 1000  # passages per response (2023/2024), references per turn (2025)
+YEARS = (2023, 2024, 2025)
+
+
+@dataclass(frozen=True)
+class PassageProvenance:
+    id: str
+    score: float
+    text: str = ""
+    used: bool = False  # the passage supports the response text (a 2025 citation)
+
+
+@dataclass(frozen=True)
+class PTKBProvenance:
+    id: str
+    score: float
+    text: str = ""
+
+
+@dataclass(frozen=True)
+class Response:
+    rank: int
+    text: str
+    passage_provenance: tuple[PassageProvenance, ...] = ()
+    ptkb_provenance: tuple[PTKBProvenance, ...] = ()
+
+
+@dataclass(frozen=True)
+class SubmissionTurn:
+    turn_id: str  # `<topic>_<turn>`, the qid the qrels use
+    responses: tuple[Response, ...]
+
+
+@dataclass(frozen=True)
+class Submission:
+    run_name: str
+    run_type: str  # automatic | manual (2024 adds only_response, 2025 generation-only)
+    turns: tuple[SubmissionTurn, ...]
+    team_id: str = ""  # 2025 metadata only
+    eval_response: bool = True  # 2024 only: whether assessors should judge the responses
+
+
+def word_count(text: str) -> int:
+    """Words as the 2025 validator counts them: NFKC-normalised, split on whitespace."""
+    return len(unicodedata.normalize("NFKC", text.strip()).split())
+
+
+def cap_words(text: str, limit: int = RESPONSE_WORD_LIMIT) -> str:
+    words = unicodedata.normalize("NFKC", text.strip()).split()
+    return " ".join(words[:limit])
+
+
+# --- writers -------------------------------------------------------------------------
+
+Writer = Callable[[Submission], Iterable[str]]
+WRITERS: Registry[Writer] = Registry("iKAT submission format")
+
+
+def _passages_2023(response: Response) -> list[dict]:
+    return [{"id": p.id, "text": p.text, "score": p.score, "used": p.used} for p in response.passage_provenance]
+
+
+@WRITERS.register("2023")
+def _lines_2023(submission: Submission) -> Iterable[str]:
+    turns = [
+        {
+            "turn_id": turn.turn_id,
+            "responses": [
+                {
+                    "rank": r.rank,
+                    "text": r.text,
+                    "passage_provenance": _passages_2023(r),
+                    "ptkb_provenance": [{"id": p.id, "text": p.text, "score": p.score} for p in r.ptkb_provenance],
+                }
+                for r in turn.responses
+            ],
+        }
+        for turn in submission.turns
+    ]
+    yield json.dumps({"run_name": submission.run_name, "run_type": submission.run_type, "turns": turns}, indent=1)
+
+
+@WRITERS.register("2024")
+def _lines_2024(submission: Submission) -> Iterable[str]:
+    turns = [
+        {
+            "turn_id": turn.turn_id,
+            "responses": [
+                {
+                    "rank": r.rank,
+                    "text": r.text,
+                    "passage_provenance": _passages_2023(r),
+                    "ptkb_provenance": [_ptkb_number(p.id) for p in r.ptkb_provenance],
+                }
+                for r in turn.responses
+            ],
+        }
+        for turn in submission.turns
+    ]
+    yield json.dumps(
+        {
+            "run_name": submission.run_name,
+            "run_type": submission.run_type,
+            "eval_response": submission.eval_response,
+            "turns": turns,
+        },
+        indent=1,
+    )
+
+
+def _ptkb_number(ptkb_id: str) -> int:
+    try:
+        return int(ptkb_id)
+    except ValueError:
+        raise HarnessError(f"PTKB id {ptkb_id!r} is not a number, as the 2024 format requires") from None
+
+
+@WRITERS.register("2025")
+def _lines_2025(submission: Submission) -> Iterable[str]:
+    metadata = {"team_id": submission.team_id, "run_id": submission.run_name, "run_type": submission.run_type}
+    for turn in submission.turns:
+        references: dict[str, float] = {}
+        for response in turn.responses:
+            for passage in response.passage_provenance:
+                references.setdefault(passage.id, passage.score)
+        responses = [
+            {
+                "text": r.text,
+                "citations": {p.id: p.score for p in r.passage_provenance if p.used},
+                "ptkb_provenance": [p.id for p in r.ptkb_provenance],
+            }
+            for r in turn.responses
+        ]
+        entry = {"metadata": metadata, "turn_id": turn.turn_id, "responses": responses, "references": references}
+        yield json.dumps(entry, ensure_ascii=False)
+
+
+def write_submission(path: str | Path, submission: Submission, year: int) -> None:
+    """Write `submission` in year's format (2025: one JSON object per line), atomically."""
+    if year == 2025 and not submission.team_id:
+        raise HarnessError("the 2025 format needs a team id (metadata.team_id)")
+    lines = WRITERS.get(str(year))(submission)
+    with atomic_write(path) as out:
+        for line in lines:
+            out.write(line + "\n")
+
+
+# --- building a submission from rankings -----------------------------------------------
+
+Ranking = Sequence[tuple[str, float]]
+# (turn qid, best-first passages with their texts) -> response text
+Responder = Callable[[str, Sequence[PassageProvenance]], str]
+
+
+def extractive_response(qid: str, passages: Sequence[PassageProvenance]) -> str:
+    """No generator configured: answer with the best passage that has text."""
+    return next((p.text for p in passages if p.text.strip()), "")
+
+
+def passage_texts(source: Corpus | Mapping[str, str], ids: set[str]) -> dict[str, str]:
+    """The texts of `ids`: one streaming pass over a corpus, or lookups in a dict."""
+    if isinstance(source, Corpus):
+        found: dict[str, str] = {}
+        for document in source.documents():
+            if document.id in ids:
+                found[document.id] = document.contents
+                if len(found) == len(ids):
+                    break
+        return found
+    return {pid: source[pid] for pid in ids if pid in source}
+
+
+def build_submission(
+    rankings: Mapping[str, Ranking],
+    passages: Corpus | Mapping[str, str],
+    *,
+    run_name: str,
+    run_type: str = "automatic",
+    ptkb_rankings: Mapping[str, Ranking] | None = None,
+    conversations: Sequence[Conversation] = (),
+    responder: Responder = extractive_response,
+    depth: int = PROVENANCE_LIMIT,
+    used: int = 1,
+    ptkb_depth: int = 3,
+    team_id: str = "",
+) -> Submission:
+    """One response per turn (rank 1) whose provenance is the turn's ranking.
+
+    The top `used` passages are marked as used (cited); the response text comes from
+    `responder`, capped at the guidelines' 250 words. PTKB provenance takes the top
+    `ptkb_depth` statements of `ptkb_rankings`, with their texts from the conversations'
+    PTKBs (the 2023 validator checks them). With `conversations`, every one of their turns
+    is answered, in conversation order (a turn the run lacks gets an empty response, which
+    the validators warn about, rather than a missing turn, which they refuse); without,
+    the turns of `rankings` in their order.
+    """
+    statements = {
+        turn.qid: {s.id: s.text for s in conversation.personal}
+        for conversation in conversations
+        for turn in conversation.turns
+    }
+    order = [turn.qid for c in conversations for turn in c.turns] or list(rankings)
+    needed = {pid for qid in order for pid, _ in rankings.get(qid, ())[:depth]}
+    texts = passage_texts(passages, needed)
+    turns = []
+    for qid in order:
+        provenance = tuple(
+            PassageProvenance(pid, float(score), texts.get(pid, ""), used=rank < used)
+            for rank, (pid, score) in enumerate(rankings.get(qid, ())[:depth])
+        )
+        ptkb = tuple(
+            PTKBProvenance(pid, float(score), statements.get(qid, {}).get(pid, ""))
+            for pid, score in (ptkb_rankings or {}).get(qid, ())[:ptkb_depth]
+        )
+        text = cap_words(responder(qid, provenance))
+        turns.append(SubmissionTurn(qid, (Response(1, text, provenance, ptkb),)))
+    return Submission(run_name, run_type, tuple(turns), team_id=team_id)
+
+
+__all__ = [
+    "PTKBProvenance",
+    "PassageProvenance",
+    "Response",
+    "Submission",
+    "SubmissionTurn",
+    "build_submission",
+    "cap_words",
+    "extractive_response",
+    "word_count",
+    "write_submission",
+]

@@ -1,0 +1,186 @@
+"""Check a TREC iKAT submission before uploading it, as the official validators do.
+
+The checks and their classes (error = the official tool refuses the file, warning = it is
+counted and reported) follow irlabamsterdam/iKAT 2023/scripts/run_validation (main.py,
+utils.py), 2024/scripts/run_validation (same, with the 2024 run.proto) and
+2025/scripts/validate_trec_ikat25.py. Each check is one function in `CHECKS`
+(harness/ikat/checks_2023.py, checks_2025.py); a check names the turn it is about. Where a
+check deliberately differs from the official tools, its docstring says so. Not
+reproduced: the gRPC lookup of passage ids in the ClueWeb22 collection (it needs the
+collection's hash database).
+
+Unlike the official tools, which stop at the first error, every error is reported, and the
+expected topics and turns come from the topics file given rather than constants (25 topics
+and 332 turns in 2023, 17 and 218 in 2024).
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from harness.errors import HarnessError, InputError
+from harness.ikat import checks_2023, checks_2025  # noqa: F401  (importing registers their checks)
+from harness.ikat.checks import CHECKS, RUN_TYPES, Context, Finding, error, topic_index
+from harness.ikat.checks_2023 import parse_submission
+from harness.ikat.submission import Submission
+from harness.topics.model import Conversation
+
+MAX_WARNINGS = 2000  # the 2023/2024 validators' default --max_warnings
+# Checks that need the whole test set in the file; skipped for a partial (development) run.
+COVERAGE_CHECKS = frozenset({"turn-count", "topics-covered", "turns-covered"})
+
+
+@dataclass
+class Report:
+    path: Path
+    year: int
+    findings: list[Finding] = field(default_factory=list)
+    turns: int = 0
+
+    @property
+    def errors(self) -> list[Finding]:
+        return [f for f in self.findings if f.level == "error"]
+
+    @property
+    def warnings(self) -> list[Finding]:
+        return [f for f in self.findings if f.level == "warning"]
+
+    @property
+    def ok(self) -> bool:
+        return not self.errors
+
+    def summary(self) -> str:
+        verdict = "valid" if self.ok else "INVALID"
+        by_check = Counter(f"{f.level} {f.check}" for f in self.findings)
+        detail = "; ".join(f"{n} x {key}" for key, n in sorted(by_check.items()))
+        return (
+            f"{self.path.name} (iKAT {self.year}): {self.turns} turns, {len(self.errors)} errors, "
+            f"{len(self.warnings)} warnings: {verdict}" + (f" ({detail})" if detail else "")
+        )
+
+
+# --- driver -----------------------------------------------------------------------------
+
+
+def guess_year(path: Path, text: str) -> int:
+    """2025 files are JSON Lines; a 2024 run has eval_response or bare PTKB numbers."""
+    try:
+        raw = json.loads(text)
+    except json.JSONDecodeError:
+        return 2025 if path.suffix == ".jsonl" or text.lstrip().startswith("{") else 2023
+    if isinstance(raw, dict) and "metadata" in raw:
+        return 2025
+    if isinstance(raw, dict) and ("eval_response" in raw or _bare_ptkb(raw)):
+        return 2024
+    return 2023
+
+
+def _bare_ptkb(raw: dict) -> bool:
+    turns = raw.get("turns") if isinstance(raw.get("turns"), list) else []
+    return any(
+        not isinstance(p, dict)
+        for t in turns if isinstance(t, dict) and isinstance(t.get("responses"), list)
+        for r in t["responses"] if isinstance(r, dict) and isinstance(r.get("ptkb_provenance"), list)
+        for p in r["ptkb_provenance"]
+    )
+
+
+def read_text(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise InputError(path, "no such file") from None
+    except UnicodeDecodeError as problem:
+        raise InputError(path, f"not UTF-8 text ({problem.reason})") from None
+
+
+def decode_lines(text: str) -> list[tuple[int, Any]]:
+    entries = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        if line.strip():
+            try:
+                entries.append((number, json.loads(line)))
+            except json.JSONDecodeError as problem:
+                entries.append((number, problem))
+    return entries
+
+
+def validate_file(
+    path: str | Path,
+    topics: Iterable[Conversation],
+    year: int | None = None,
+    *,
+    max_warnings: int | None = MAX_WARNINGS,
+    skip: Iterable[str] = (),
+) -> Report:
+    """Run every check registered for the year (guessed from the file when not given).
+
+    `skip` names checks to leave out (e.g. COVERAGE_CHECKS for a file that answers only
+    some turns); `max_warnings` (2023/2024: fatal when exceeded, as upstream) None for no limit.
+    """
+    path = Path(path)
+    text = read_text(path)
+    year = year or guess_year(path, text)
+    if year not in RUN_TYPES:
+        raise HarnessError(f"iKAT year must be one of {', '.join(map(str, RUN_TYPES))}, not {year}")
+    ctx = Context(year, topic_index(topics))
+    report = Report(path, year)
+    if year == 2025:
+        ctx.entries = decode_lines(text)
+        report.turns = len(ctx.entries)
+    else:
+        try:
+            ctx.raw = json.loads(text)
+        except json.JSONDecodeError as problem:
+            report.findings.append(error("json", f"not JSON: {problem.msg} (line {problem.lineno}, column {problem.colno})"))
+            return report
+    skip = set(skip)
+    checks = [CHECKS.get(name) for name in CHECKS if year in CHECKS.get(name).years and name not in skip]
+    for stage in (True, False):
+        for chosen in (c for c in checks if c.structural == stage):
+            report.findings.extend(chosen.run(ctx))
+        if stage and year != 2025:
+            if report.errors:
+                return report
+            ctx.submission = parse_submission(ctx.raw, year)
+            report.turns = len(ctx.submission.turns)
+    if year != 2025 and max_warnings is not None and len(report.warnings) > max_warnings:
+        report.findings.append(
+            error("max-warnings", f"{len(report.warnings)} warnings, more than the {max_warnings} allowed")
+        )
+    report.findings.sort(key=_file_order(ctx))
+    return report
+
+
+def _file_order(ctx: Context) -> Callable[[Finding], int]:
+    """Findings in the order of the file: whole-file findings first, then by line or turn."""
+    position: dict[str, int] = {}
+    for turn_id in (t.turn_id for t in ctx.submission.turns) if ctx.submission else ():
+        position.setdefault(turn_id, len(position) + 1)
+    return lambda f: f.line if f.line is not None else position.get(f.turn or "", 0)
+
+
+def read_submission(path: str | Path, year: int | None = None) -> tuple[Submission, int]:
+    """A 2023/2024 run file as a `Submission`; a file that is not well-formed is an InputError."""
+    path = Path(path)
+    text = read_text(path)
+    year = year or guess_year(path, text)
+    if year == 2025:
+        raise HarnessError("2025 files are JSON Lines; read them with harness.ikat.convert")
+    ctx = Context(year, {})
+    try:
+        ctx.raw = json.loads(text)
+    except json.JSONDecodeError as problem:
+        raise InputError(path, f"not JSON: {problem.msg}", line=problem.lineno) from None
+    for name in CHECKS:
+        chosen = CHECKS.get(name)
+        if chosen.structural and year in chosen.years:
+            finding = next(iter(chosen.run(ctx)), None)
+            if finding is not None and finding.level == "error":
+                raise InputError(path, finding.message, record=f"turn {finding.turn}" if finding.turn else None)
+    return parse_submission(ctx.raw, year), year

@@ -1,0 +1,52 @@
+"""`ptkb_topk[:K[:METHOD]]`: the utterance, then the K PTKB statements that rank highest for
+the turn (default 3, method bm25; see harness.ikat.ptkb), as the iKAT 2023 baselines expand
+their queries with the top PTKB statements.
+
+The statements are ranked against the conversation so far (the turn and the utterances
+before it); no later turn is read. One ranker is built per conversation, over that user's
+own statements, and kept for the conversation's next turns. (A strategy sees one
+conversation, so BM25's statistics here are those of the user's PTKB, where `rank_ptkb` on
+a whole benchmark pools every conversation's statements.)
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+from harness.errors import HarnessError
+from harness.queries import STRATEGIES
+from harness.topics.model import Conversation, PersonalStatement, Query
+
+DEFAULT_K = 3
+DEFAULT_METHOD = "bm25"
+
+
+def _parse(arg: str | None) -> tuple[int, str]:
+    k_text, _, method = (arg or "").partition(":")
+    try:
+        k = int(k_text) if k_text else DEFAULT_K
+    except ValueError:
+        raise HarnessError(f"ptkb_topk takes 'K' or 'K:METHOD' (e.g. ptkb_topk:3:bm25), not {arg!r}") from None
+    if k < 0:
+        raise HarnessError(f"ptkb_topk needs K >= 0, not {k}")
+    return k, method or DEFAULT_METHOD
+
+
+@lru_cache(maxsize=64)
+def _ranker(method: str, conversation_id: str, personal: tuple[PersonalStatement, ...]):
+    from harness.ikat.ptkb import METHODS
+
+    # Only the statements go in: the ranker cannot see any turn.
+    return METHODS.get(method)([Conversation(conversation_id, (), personal=personal)])
+
+
+@STRATEGIES.register("ptkb_topk")
+def ptkb_topk(conversation: Conversation, turn_index: int, arg: str | None = None) -> Query:
+    k, method = _parse(arg)
+    turn = conversation.turns[turn_index]
+    so_far = Conversation(conversation.id, conversation.turns[: turn_index + 1], personal=conversation.personal)
+    ranker = _ranker(method, conversation.id, conversation.personal)
+    ranking = ranker.rank([(so_far, turn_index)])[turn.qid][:k] if k else []
+    texts = {statement.id: statement.text for statement in conversation.personal}
+    chosen = [texts[pid] for pid, _ in ranking]
+    return Query(turn.qid, " ".join([turn.utterance, *chosen]), conversation.id, turn_index, (turn.utterance, *chosen))

@@ -1,0 +1,183 @@
+"""Writing iKAT submissions from TREC rankings, and converting them back (`harness ikat to-trec`)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from harness.cli import main
+from harness.evaluate import evaluate
+from harness.ikat.convert import read_rankings
+from harness.ikat.ptkb import rank_ptkb
+from harness.ikat.submission import build_submission, cap_words, word_count, write_submission
+from harness.ikat.validate import validate_file
+from harness.paths import data_root
+from harness.retrieve import SearchQuery, build
+from harness.topics import load
+from harness.topics.ikat import topics_path
+from harness.trec import read_run, write_run
+
+SAMPLE_2023 = data_root() / "ikat" / "2023" / "scripts" / "run_validation" / "tests" / "data" / "sample_run.json"
+
+
+@pytest.fixture(scope="module")
+def cache(tmp_path_factory):
+    """One index/embedding cache for every iKAT test module of the session."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("HARNESS_CACHE", str(tmp_path_factory.getbasetemp() / "ikat-cache"))
+        yield
+
+
+@pytest.fixture(scope="module")
+def ikat2023():
+    return load("ikat2023")
+
+
+@pytest.fixture(scope="module")
+def bm25_rankings(cache, ikat2023):
+    """BM25 over the real 2023 provenance passages, with the manual rewrites of all 332 turns."""
+    retriever = build("bm25", corpus=ikat2023.corpus)
+    queries = [SearchQuery(turn.qid, turn.manual_rewrite) for turn in ikat2023.turns]
+    hits = retriever.search(queries, 100)
+    return {qid: [(hit.docid, hit.score) for hit in ranking] for qid, ranking in hits.items()}
+
+
+@pytest.fixture(scope="module")
+def ptkb_rankings(cache, ikat2023):
+    return rank_ptkb(ikat2023, "bm25")
+
+
+@pytest.fixture(scope="module")
+def submission(ikat2023, bm25_rankings, ptkb_rankings):
+    return build_submission(
+        bm25_rankings,
+        ikat2023.corpus,
+        run_name="bm25 manual",
+        run_type="manual",
+        ptkb_rankings=ptkb_rankings,
+        conversations=ikat2023.conversations,
+        team_id="harness",
+    )
+
+
+def test_response_is_the_top_passage_capped_at_250_words(submission, ikat2023):
+    texts = {d.id: d.contents for d in ikat2023.corpus.documents()}
+    for turn in submission.turns:
+        (response,) = turn.responses
+        if response.passage_provenance:
+            top = response.passage_provenance[0]
+            assert top.used and response.text == cap_words(texts[top.id])
+            assert word_count(response.text) <= 250
+    assert any(word_count(texts[t.responses[0].passage_provenance[0].id]) > 250 for t in submission.turns if t.responses[0].passage_provenance)
+
+
+def test_ptkb_provenance_carries_the_topics_statement_texts(submission, ikat2023):
+    statements = {t.qid: {s.id: s.text for s in c.personal} for c in ikat2023.conversations for t in c.turns}
+    provenance = [(turn.turn_id, p) for turn in submission.turns for p in turn.responses[0].ptkb_provenance]
+    assert provenance
+    assert all(p.text == statements[qid][p.id] for qid, p in provenance)
+
+
+@pytest.mark.parametrize("year", [2023, 2025])
+def test_round_trip_rankings_submission_validates_and_converts_back(tmp_path, ikat2023, submission, bm25_rankings, year):
+    path = tmp_path / ("run.jsonl" if year == 2025 else "run.json")
+    write_submission(path, submission, year)
+    report = validate_file(path, ikat2023.conversations, year)
+    assert report.ok, [str(f) for f in report.errors]
+    assert report.turns == 332
+
+    original = tmp_path / "original.run"
+    write_run(original, bm25_rankings.items(), "bm25")
+    converted = tmp_path / "converted.run"
+    assert main(["ikat", "to-trec", str(path), "--out", str(converted)]) == 0
+    before, after = read_run(original), read_run(converted)
+    # 2023: the track's conversion divides a passage's score by (response rank + 1)
+    factor = 0.5 if year == 2023 else 1.0
+    assert read_rankings(path).passages == {
+        qid: [(docid, factor * score) for docid, score in ranking] for qid, ranking in bm25_rankings.items()
+    }
+    for qid in bm25_rankings:
+        assert [d for d, _ in after.ranked(qid)] == [d for d, _ in before.ranked(qid)]
+    qrels = ikat2023.qrels()
+    assert evaluate(qrels, after, ["nDCG@5"]).means == evaluate(qrels, before, ["nDCG@5"]).means
+
+
+def test_ptkb_provenance_converts_to_a_ptkb_run(tmp_path, submission, ptkb_rankings):
+    path = tmp_path / "run.json"
+    write_submission(path, submission, 2023)
+    runs = read_rankings(path)
+    assert runs.ptkb == {qid: ranking[:3] for qid, ranking in ptkb_rankings.items() if ranking}
+
+
+def test_2024_writes_ptkb_statement_numbers(tmp_path, submission):
+    path = tmp_path / "run.json"
+    write_submission(path, submission, 2024)
+    run = json.loads(path.read_text())
+    assert run["eval_response"] is True
+    numbers = [p for t in run["turns"] for r in t["responses"] for p in r["ptkb_provenance"]]
+    assert numbers and all(isinstance(n, int) for n in numbers)
+
+
+def test_2025_lines_cite_the_used_passages_among_the_references(tmp_path, submission):
+    path = tmp_path / "run.jsonl"
+    write_submission(path, submission, 2025)
+    entries = [json.loads(line) for line in path.read_text().splitlines()]
+    assert len(entries) == 332
+    assert entries[0]["metadata"] == {"team_id": "harness", "run_id": "bm25 manual", "run_type": "manual"}
+    for entry in entries:
+        for response in entry["responses"]:
+            assert set(response["citations"]) <= set(entry["references"])
+
+
+def test_official_conversion_first_occurrence_wins_scaled_by_response_rank():
+    """The sample run repeats passages across its three responses (ranks 1-3)."""
+    sample = json.loads(SAMPLE_2023.read_text())
+    runs = read_rankings(SAMPLE_2023)
+    for turn in sample["turns"]:
+        expected: dict[str, float] = {}
+        for response in turn["responses"]:
+            for passage in response["passage_provenance"]:
+                expected.setdefault(passage["id"], passage["score"] / (response["rank"] + 1))
+        ranking = runs.passages[turn["turn_id"]]
+        assert dict(ranking) == pytest.approx(expected, rel=1e-7)  # run.proto scores are 32-bit floats
+        assert [s for _, s in ranking] == pytest.approx(sorted(expected.values(), reverse=True), rel=1e-7)
+
+
+def test_cap_words_counts_as_the_2025_validator():
+    assert cap_words("a  b\u00a0c d", 3) == "a b c"  # NFKC turns the no-break space into a space
+    assert word_count("a  b\u00a0c d") == 4
+
+
+def test_2024_file_converts_back_to_the_same_ranking(tmp_path, submission, bm25_rankings):
+    path = tmp_path / "run.json"
+    write_submission(path, submission, 2024)
+    runs = read_rankings(path)
+    assert runs.passages == {
+        qid: [(docid, 0.5 * score) for docid, score in ranking] for qid, ranking in bm25_rankings.items()
+    }
+    assert all(ranking for ranking in runs.ptkb.values())
+
+
+def test_cli_writes_the_ptkb_run(tmp_path, submission, ptkb_rankings):
+    path = tmp_path / "run.json"
+    write_submission(path, submission, 2023)
+    out, ptkb_out = tmp_path / "passages.run", tmp_path / "ptkb.run"
+    assert main(["ikat", "to-trec", str(path), "--out", str(out), "--ptkb-out", str(ptkb_out)]) == 0
+    ptkb = read_run(ptkb_out)
+    assert ptkb.name == "ptkb" and set(ptkb.scores) == {qid for qid, ranking in ptkb_rankings.items() if ranking}
+    for qid, ranking in ptkb_rankings.items():
+        if ranking:
+            assert [pid for pid, _ in ptkb.ranked(qid)] == [pid for pid, _ in ranking[:3]]
+
+
+def test_cli_from_trec_writes_a_valid_submission(tmp_path, ikat2023, bm25_rankings, ptkb_rankings):
+    passages, ptkb = tmp_path / "bm25.run", tmp_path / "ptkb.run"
+    write_run(passages, bm25_rankings.items(), "bm25")
+    write_run(ptkb, ptkb_rankings.items(), "ptkb")
+    out = tmp_path / "submission.json"
+    code = main(["ikat", "from-trec", str(passages), "--benchmark", "ikat2023", "--year", "2023",
+                 "--run-name", "bm25", "--ptkb-run", str(ptkb), "--out", str(out)])  # fmt: skip
+    assert code == 0
+    assert main(["ikat", "validate", str(out), "--topics", str(topics_path(2023)), "--quiet"]) == 0
+    assert [t["turn_id"] for t in json.loads(out.read_text())["turns"]] == [t.qid for t in ikat2023.turns]

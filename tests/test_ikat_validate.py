@@ -1,0 +1,338 @@
+"""`harness ikat validate` judges runs as the official iKAT validators do.
+
+The files are the official validator's own sample runs (valid and deliberately broken);
+checks no sample breaks are shown on the valid sample with one field changed.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from harness.cli import main
+from harness.ikat.submission import Submission, SubmissionTurn, write_submission
+from harness.ikat.validate import CHECKS, COVERAGE_CHECKS, Report, read_submission, validate_file
+from harness.paths import data_root
+from harness.topics.ikat import read_topics, topics_path
+
+SAMPLES_2023 = data_root() / "ikat" / "2023" / "scripts" / "run_validation" / "tests" / "data"
+SAMPLE_2024 = data_root() / "ikat" / "2024" / "scripts" / "run_validation" / "tests" / "data" / "sample_run.json"
+TOPICS = {year: read_topics(topics_path(year)) for year in (2023, 2024, 2025)}
+
+
+def validate(path: Path, year: int, partial: bool = True) -> Report:
+    return validate_file(path, TOPICS[year], year, skip=COVERAGE_CHECKS if partial else ())
+
+
+def failing_checks(report: Report) -> set[str]:
+    return {finding.check for finding in report.errors}
+
+
+def warned_checks(report: Report) -> set[str]:
+    return {finding.check for finding in report.warnings}
+
+
+# --- the official sample runs --------------------------------------------------------------
+
+
+def test_sample_run_turns_pass_every_per_turn_check():
+    report = validate(SAMPLES_2023 / "sample_run.json", 2023)
+    assert report.turns == 6
+    assert report.findings == []
+
+
+def test_sample_run_covers_6_of_332_test_turns_which_is_fatal_for_a_submission():
+    report = validate(SAMPLES_2023 / "sample_run.json", 2023, partial=False)
+    assert failing_checks(report) == {"turn-count", "topics-covered"}
+    assert any("the run has 6 turns, the topics have 332" in f.message for f in report.errors)
+
+
+def test_invalid_scores_fail_the_schema_check_naming_the_turn():
+    report = validate(SAMPLES_2023 / "sample_run_invalid_scores.json", 2023)
+    assert failing_checks(report) == {"schema"}
+    assert {f.turn for f in report.errors} == {"9-1_1"}
+    assert any("passage_provenance[0].score: 'abcdef' is not a number" in f.message for f in report.errors)
+
+
+def test_renamed_fields_fail_the_schema_check():
+    report = validate(SAMPLES_2023 / "sample_run_renamed_fields.json", 2023)
+    assert failing_checks(report) == {"schema"}
+    unknown = {f.message.split(":")[0] for f in report.errors}
+    assert "turns[0].turn_number" in unknown and "turns[0].responses[0].order" in unknown
+
+
+def test_missing_ptkb_fields_fail_the_ptkb_id_check():
+    report = validate(SAMPLES_2023 / "sample_run_missing_ptkb_fields.json", 2023)
+    assert failing_checks(report) == {"ptkb-id"}
+    assert [(f.turn, "empty id" in f.message) for f in report.errors] == [("9-1_1", True)]
+
+
+def test_no_ptkb_run_warns_for_every_response():
+    report = validate(SAMPLES_2023 / "sample_run_no_ptkb.json", 2023)
+    assert report.ok
+    assert warned_checks(report) == {"ptkb-present"}
+    assert len(report.warnings) == 12 * 3  # 12 turns, 3 responses each
+
+
+def test_2024_sample_run_is_a_valid_complete_submission():
+    report = validate(SAMPLE_2024, 2024, partial=False)
+    assert report.turns == 218
+    assert report.findings == []
+
+
+def test_year_is_guessed_from_the_file():
+    assert validate_file(SAMPLE_2024, TOPICS[2024]).year == 2024
+    assert validate_file(SAMPLES_2023 / "sample_run.json", TOPICS[2023]).year == 2023
+
+
+# --- one test per remaining 2023/2024 check: the valid sample with one thing broken -----------
+
+Edit = Callable[[dict], None]
+
+
+def _response(run: dict, turn: int = 0, response: int = 0) -> dict:
+    return run["turns"][turn]["responses"][response]
+
+
+def _set(path: list, value) -> Edit:
+    def edit(run: dict) -> None:
+        target = run
+        for key in path[:-1]:
+            target = target[key]
+        target[path[-1]] = value
+
+    return edit
+
+
+def _passages_up(run: dict) -> None:
+    _response(run)["passage_provenance"][1]["score"] = 5.0
+
+
+def _ptkb_up(run: dict) -> None:
+    _response(run)["ptkb_provenance"][1]["score"] = 5.0
+
+
+def _no_used(run: dict) -> None:
+    for passage in _response(run)["passage_provenance"]:
+        passage["used"] = False
+
+
+def _too_many_passages(run: dict) -> None:
+    passages = _response(run)["passage_provenance"]
+    passages.extend(copy.deepcopy(passages[-1]) for _ in range(1001 - len(passages)))
+
+
+def _duplicate_turn(run: dict) -> None:
+    run["turns"][1]["turn_id"] = run["turns"][0]["turn_id"]
+
+
+def _drop_run_name(run: dict) -> None:
+    del run["run_name"]
+
+
+BROKEN_2023: list[tuple[str, str, Edit, str]] = [
+    # (check, level, edit, turn the finding names)
+    ("required-fields", "error", _drop_run_name, None),
+    ("non-empty", "error", _set(["turns"], []), None),
+    ("run-name", "warning", _set(["run_name"], ""), None),
+    ("run-type", "warning", _set(["run_type"], "semi-automatic"), None),
+    ("turn-id-format", "error", _set(["turns", 0, "turn_id"], "9-1-1"), "9-1-1"),
+    ("turn-id-known", "error", _set(["turns", 0, "turn_id"], "9-1_99"), "9-1_99"),
+    ("turn-id-unique", "error", _duplicate_turn, "9-1_1"),
+    ("response-rank", "warning", _set(["turns", 0, "responses", 1, "rank"], 1), "9-1_1"),
+    ("response-text", "warning", _set(["turns", 0, "responses", 0, "text"], ""), "9-1_1"),
+    ("passage-score-order", "warning", _passages_up, "9-1_1"),
+    ("passage-id-format", "warning", _set(["turns", 0, "responses", 0, "passage_provenance", 0, "id"], "msmarco_1"), "9-1_1"),
+    ("passage-used", "warning", _no_used, "9-1_1"),
+    ("ptkb-id", "error", _set(["turns", 0, "responses", 0, "ptkb_provenance", 0, "id"], "99"), "9-1_1"),
+    ("ptkb-text", "error", _set(["turns", 0, "responses", 0, "ptkb_provenance", 0, "text"], "I like tea."), "9-1_1"),
+    ("ptkb-score-order", "warning", _ptkb_up, "9-1_1"),
+]
+
+
+@pytest.mark.parametrize("check, level, edit, turn", BROKEN_2023, ids=[row[0] for row in BROKEN_2023])
+def test_2023_check_fires_on_its_own_breakage(tmp_path, check, level, edit, turn):
+    run = json.loads((SAMPLES_2023 / "sample_run.json").read_text())
+    edit(run)
+    path = tmp_path / "run.json"
+    path.write_text(json.dumps(run))
+    report = validate(path, 2023)
+    named = failing_checks(report) if level == "error" else warned_checks(report)
+    assert named == {check}, [str(f) for f in report.findings]
+    assert {f.turn for f in report.findings} == {turn}
+
+
+def test_more_than_1000_passages_is_a_warning(tmp_path):
+    run = json.loads((SAMPLES_2023 / "sample_run.json").read_text())
+    _too_many_passages(run)
+    (tmp_path / "run.json").write_text(json.dumps(run))
+    report = validate(tmp_path / "run.json", 2023)
+    assert warned_checks(report) == {"passage-count"} and report.ok
+    assert [f.message for f in report.warnings] == ["response #0 has 1001 passages, more than 1000"]
+
+
+def test_no_passages_warns_twice_as_upstream(tmp_path):
+    """No provenance at all: both 'none used' and 'none given', as the official tool counts."""
+    run = json.loads((SAMPLES_2023 / "sample_run.json").read_text())
+    _response(run)["passage_provenance"] = []
+    (tmp_path / "run.json").write_text(json.dumps(run))
+    assert warned_checks(validate(tmp_path / "run.json", 2023)) == {"passage-count", "passage-used"}
+
+
+def test_more_warnings_than_allowed_is_an_error():
+    report = validate_file(SAMPLES_2023 / "sample_run_no_ptkb.json", TOPICS[2023], 2023, max_warnings=10, skip=COVERAGE_CHECKS)
+    assert failing_checks(report) == {"max-warnings"}
+
+
+def test_2024_ptkb_numbers_must_be_statements_of_the_topic(tmp_path):
+    run = json.loads(SAMPLE_2024.read_text())
+    run["turns"][0]["responses"][0]["ptkb_provenance"] = [0]
+    (tmp_path / "run.json").write_text(json.dumps(run))
+    report = validate(tmp_path / "run.json", 2024)
+    assert failing_checks(report) == {"ptkb-id"} and report.errors[0].turn == "0_1"
+
+
+def test_2024_missing_topic_turns_are_fatal(tmp_path):
+    run = json.loads(SAMPLE_2024.read_text())
+    run["turns"] = [t for t in run["turns"] if t["turn_id"] != "0_3"]
+    (tmp_path / "run.json").write_text(json.dumps(run))
+    report = validate(tmp_path / "run.json", 2024, partial=False)
+    assert failing_checks(report) == {"turn-count", "topics-covered"}
+    assert any("topic 0 should have 12 turns but has 11" in f.message for f in report.errors)
+
+
+def test_2024_empty_text_is_fine_for_only_response_runs(tmp_path):
+    run = json.loads(SAMPLE_2024.read_text())
+    run["run_type"] = "only_response"
+    run["turns"][0]["responses"][0]["text"] = ""
+    (tmp_path / "run.json").write_text(json.dumps(run))
+    assert validate(tmp_path / "run.json", 2024).findings == []
+
+
+def test_not_json_is_an_error(tmp_path):
+    (tmp_path / "run.json").write_text('{"run_name": "x", ')
+    assert failing_checks(validate(tmp_path / "run.json", 2023)) == {"json"}
+
+
+# --- 2025: JSON Lines ------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def run_2025(tmp_path_factory) -> Path:
+    """The 2023 sample's answers, turn for turn, laid out for the 2025 test topics."""
+    sample, _ = read_submission(SAMPLES_2023 / "sample_run.json")
+    qids = [turn.qid for conversation in TOPICS[2025] for turn in conversation.turns]
+    turns = tuple(SubmissionTurn(qid, sample.turns[i % len(sample.turns)].responses) for i, qid in enumerate(qids))
+    path = tmp_path_factory.mktemp("ikat2025") / "run.jsonl"
+    write_submission(path, Submission("sample", "automatic", turns, team_id="harness"), 2025)
+    return path
+
+
+def _edit_line(source: Path, target: Path, edit: Callable[[dict], None], line: int = 0) -> Path:
+    lines = source.read_text().splitlines()
+    entry = json.loads(lines[line])
+    edit(entry)
+    lines[line] = json.dumps(entry)
+    target.write_text("\n".join(lines) + "\n")
+    return target
+
+
+def test_2025_run_written_by_harness_is_valid(run_2025):
+    report = validate(run_2025, 2025, partial=False)
+    assert report.turns == 188
+    assert report.findings == []
+
+
+def _del(*path) -> Edit:
+    def edit(entry: dict) -> None:
+        target = entry
+        for key in path[:-1]:
+            target = target[key]
+        del target[path[-1]]
+
+    return edit
+
+
+def _long_answer(entry: dict) -> None:
+    entry["responses"][0]["text"] = "word " * 251
+
+
+def _many_references(entry: dict) -> None:
+    entry["references"].update({f"clueweb22-en0000-00-{i:05d}:0": 0.01 for i in range(1001)})
+
+
+BROKEN_2025: list[tuple[str, str, Edit, str]] = [
+    ("turn-id", "error", _del("turn_id"), None),
+    ("metadata", "error", _del("metadata", "team_id"), "1-1_1"),
+    ("metadata", "error", _set(["metadata", "run_type"], "semi"), "1-1_1"),
+    ("references", "error", _set(["references"], ["clueweb22-en0004-67-08978:7"]), "1-1_1"),
+    ("references", "error", _many_references, "1-1_1"),
+    ("references", "warning", _set(["references", "msmarco_v2.1_doc_0"], 0.1), "1-1_1"),
+    ("responses", "error", _del("responses", 0, "ptkb_provenance"), "1-1_1"),
+    ("responses", "error", _del("responses", 0, "citations"), "1-1_1"),
+    ("responses", "error", _set(["responses", 0, "citations", "clueweb22-en0001-01-00001:1"], 1.0), "1-1_1"),
+    ("responses", "error", _set(["responses", 0, "text"], None), "1-1_1"),
+    ("response-length", "warning", _long_answer, "1-1_1"),
+]
+
+
+@pytest.mark.parametrize("check, level, edit, turn", BROKEN_2025, ids=[f"{r[0]}-{i}" for i, r in enumerate(BROKEN_2025)])
+def test_2025_check_fires_on_its_own_breakage(tmp_path, run_2025, check, level, edit, turn):
+    path = _edit_line(run_2025, tmp_path / "run.jsonl", edit)
+    report = validate(path, 2025)
+    named = failing_checks(report) if level == "error" else warned_checks(report)
+    assert named == {check}, [str(f) for f in report.findings]
+    assert {(f.turn, f.line) for f in report.findings} == {(turn, 1)}
+
+
+def test_2025_missing_and_extra_turns_are_errors(tmp_path, run_2025):
+    path = _edit_line(run_2025, tmp_path / "run.jsonl", _set(["turn_id"], "99-1_1"))
+    report = validate(path, 2025, partial=False)
+    assert failing_checks(report) == {"turns-covered"}
+    assert {(f.turn, f.message) for f in report.errors} == {
+        ("1-1_1", "turn missing from the file"),
+        ("99-1_1", "turn is not in the topics"),
+    }
+
+
+def test_2025_repeated_turn_is_a_warning(tmp_path, run_2025):
+    path = _edit_line(run_2025, tmp_path / "run.jsonl", _set(["turn_id"], "1-1_2"))
+    report = validate(path, 2025)
+    assert warned_checks(report) == {"turn-repeated"} and report.ok
+
+
+def test_2025_bad_json_line_is_an_error(tmp_path, run_2025):
+    lines = run_2025.read_text().splitlines()
+    (tmp_path / "run.jsonl").write_text("\n".join(["{oops", *lines[1:]]) + "\n")
+    report = validate(tmp_path / "run.jsonl", 2025)
+    assert failing_checks(report) == {"json-object"} and report.errors[0].line == 1
+
+
+def test_every_registered_check_is_exercised_above():
+    exercised = {row[0] for row in BROKEN_2023 + BROKEN_2025} | {
+        "schema", "turn-count", "topics-covered", "max-warnings", "json", "json-object",
+        "turns-covered", "turn-repeated", "ptkb-present", "passage-count",
+    }  # fmt: skip
+    assert set(CHECKS.names()) <= exercised
+
+
+# --- the command line ------------------------------------------------------------------------
+
+
+def test_cli_exits_non_zero_on_errors_and_names_the_turn(capsys):
+    topics = str(topics_path(2023))
+    code = main(["ikat", "validate", str(SAMPLES_2023 / "sample_run_missing_ptkb_fields.json"), "--topics", topics, "--partial"])
+    out, err = capsys.readouterr()
+    assert code == 1
+    assert "ERROR turn 9-1_1 [ptkb-id]" in out
+    assert "1 errors, 0 warnings: INVALID" in err
+
+
+def test_cli_exits_zero_on_a_valid_file(capsys):
+    code = main(["ikat", "validate", str(SAMPLE_2024), "--topics", "ikat2024"])
+    assert code == 0
+    assert "218 turns, 0 errors, 0 warnings: valid" in capsys.readouterr().err
