@@ -104,22 +104,24 @@ def evaluate_files(
     evaluator: Evaluator, paths: Sequence[str | Path], options: RunFileOptions, workers: int | None = None
 ) -> list[Evaluation]:
     """Read and score many run files, in order, on all cores (runs are independent)."""
-    workers = min(len(paths), workers or os.cpu_count() or 1)
+    workers = min(len(paths) // 2, workers or os.cpu_count() or 1)
     if workers <= 1:
         return [_evaluate_file(evaluator, path, options) for path in paths]
     import multiprocessing
 
-    # fork shares the evaluator (qrels already converted) with the workers without pickling it
-    global _worker_state
-    _worker_state = (evaluator, options)
-    try:
-        with multiprocessing.get_context("fork").Pool(workers) as pool:
-            return pool.map(_evaluate_in_worker, [str(path) for path in paths], chunksize=1)
-    finally:
-        _worker_state = None
+    # spawn, not fork: the caller may hold threads (a JVM, torch) that fork would copy mid-lock
+    context = multiprocessing.get_context("spawn")
+    with context.Pool(workers, initializer=_start_worker,
+                      initargs=(evaluator.qrels, evaluator.measures, options)) as pool:
+        return pool.map(_evaluate_in_worker, [str(path) for path in paths], chunksize=1)
 
 
 _worker_state: tuple[Evaluator, RunFileOptions] | None = None
+
+
+def _start_worker(qrels: Qrels, measures: list[str], options: RunFileOptions) -> None:
+    global _worker_state
+    _worker_state = (Evaluator(qrels, measures), options)
 
 
 def _evaluate_in_worker(path: str) -> Evaluation:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Protocol
 
+from harness.errors import HarnessError
 from harness.registry import Registry
 from harness.topics.model import Conversation, Query
 
@@ -37,8 +38,20 @@ def _import_strategies() -> None:
 
 
 def stream(conversations, strategy_name: str) -> Iterator[Query]:
-    """The query stream of a benchmark under one strategy, in conversation and turn order."""
+    """The query stream of a benchmark under one strategy, in conversation and turn order.
+
+    Each qid comes once: flattened trees (CAsT 2022) repeat a shared turn in every path
+    through it, with the same history and hence the same query; a repeat whose query
+    differs is an error.
+    """
     strategy, arg = get(strategy_name)
+    seen: dict[str, str] = {}
     for conversation in conversations:
         for index in range(len(conversation.turns)):
-            yield strategy(conversation, index, arg)
+            query = strategy(conversation, index, arg)
+            if query.qid in seen:
+                if seen[query.qid] != query.text:
+                    raise HarnessError(f"turn {query.qid} gets two different queries under {strategy_name!r}")
+                continue
+            seen[query.qid] = query.text
+            yield query

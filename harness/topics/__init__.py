@@ -39,6 +39,12 @@ def load(name: str) -> Benchmark:
     return ADAPTERS.get(base)(split or None)
 
 
+def names() -> list[str]:
+    """Every registered adapter name."""
+    _import_adapters()
+    return ADAPTERS.names()
+
+
 def _import_adapters() -> None:
     """Adapter modules register themselves on import; importing them is cheap (no I/O)."""
     import importlib
@@ -49,4 +55,4 @@ def _import_adapters() -> None:
             importlib.import_module(f"{__name__}.{module.name}")
 
 
-__all__ = ["ADAPTERS", "Adapter", "Benchmark", "Conversation", "PersonalStatement", "Query", "Turn", "load"]
+__all__ = ["ADAPTERS", "Adapter", "Benchmark", "Conversation", "PersonalStatement", "Query", "Turn", "load", "names"]

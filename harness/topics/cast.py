@@ -1,0 +1,379 @@
+"""TREC CAsT 2019-2022 topics, read from the files of daltonj/treccastweb.
+
+- 2019 (`cast2019`, splits `test` = evaluation topics, judged by 2019qrels.txt, and `train`):
+  raw utterances from the JSON topics, manual resolutions from the annotated TSV (all
+  evaluation turns; only the first 23 training turns have one).
+- 2020 (`cast2020`): the manual topic file (raw, manual and automatic rewrites, the manual
+  canonical result) merged with the automatic one (its canonical result id).
+- 2021 (`cast2021`): as 2020; the canonical response passage is `Turn.response` and its id
+  `<canonical_result_id>-<passage_id>` is `Turn.provenance` (the qrels are document-level).
+- 2022 (`cast2022`): topics are trees of User and System nodes linked by `parent`. Every
+  root-to-leaf path becomes one Conversation (id `<topic>/<leaf node>`); a user turn's
+  response is the System node after it on that path, `Turn.parent` the previous user turn's
+  qid. A turn shared by several paths appears in each of them with the same history, so
+  every strategy builds the same query for it; consumers dedupe by qid. The user turns must
+  be exactly those listed in 2022_evaluation_topics_turn_ids.json.
+
+qids are `<topic>_<turn>` as the qrels spell them (`31_1`, `132_1-3`).
+
+`from_ir_datasets("trec-cast/v1/2019" | "trec-cast/v1/2020")` reads the same years through
+ir_datasets, fully offline: the shipped files are linked where ir_datasets caches its
+downloads (IR_DATASETS_HOME = cache_root()/ir_datasets; nothing under ~/.ir_datasets).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+from harness.atomic import atomic_write
+from harness.errors import HarnessError, InputError
+from harness.paths import cache_root, data_root, qrels_root
+from harness.topics import ADAPTERS, Benchmark
+from harness.topics._common import QidSet, choose_split, shipped_qrels
+from harness.topics._json import Record, read_json, records
+from harness.topics.model import Conversation, Turn
+from harness.trec import Qrels, read_qrels
+
+TopicTurns = list[tuple[Record, list[tuple[str, Record]]]]
+
+
+def cast_dir() -> Path:
+    return data_root() / "cast"
+
+
+def _topic_turns(path: Path) -> TopicTurns:
+    """(topic, [(qid, turn)]) for a linear CAsT topic file (2019-2021)."""
+    qids = QidSet(path)
+    topics: TopicTurns = []
+    for topic in records(read_json(path), path, "topic"):
+        number = topic.get("number", int)
+        topic = topic.relabel(f"topic {number}")
+        turns = []
+        for turn in topic.records("turn", "turn"):
+            turn_number = turn.get("number", int)
+            label = f"topic {number}, turn {turn_number}"
+            turns.append((qids.add(f"{number}_{turn_number}", label), turn.relabel(label)))
+        topics.append((topic, turns))
+    return topics
+
+
+def _by_qid(path: Path, expected: TopicTurns, primary: Path) -> dict[str, Record]:
+    """The turns of a companion file, which must hold exactly the primary file's turns."""
+    found = {qid: turn for _, turns in _topic_turns(path) for qid, turn in turns}
+    wanted = [qid for _, turns in expected for qid, _ in turns]
+    missing = [qid for qid in wanted if qid not in found]
+    extra = sorted(set(found) - set(wanted))
+    if missing or extra:
+        problem = f"turn {missing[0]} of {primary.name} is missing" if missing else f"turn {extra[0]} is not in {primary.name}"
+        raise InputError(path, problem)
+    return found
+
+
+def read_resolved_tsv(path: Path) -> dict[str, str]:
+    """`qid<TAB>resolved utterance` lines (the 2019 manual rewrites)."""
+    resolved: dict[str, str] = {}
+    try:
+        handle = open(path, encoding="utf-8", newline="")
+    except FileNotFoundError:
+        raise InputError(path, "no such file") from None
+    with handle:
+        for number, line in enumerate(handle, start=1):
+            line = line.rstrip("\r\n")
+            if not line.strip():
+                continue
+            fields = line.split("\t")
+            if len(fields) != 2 or not fields[0] or not fields[1].strip():
+                raise InputError(path, f"expected 'qid<TAB>utterance', found {len(fields)} field(s)", line=number)
+            if fields[0] in resolved:
+                raise InputError(path, f"turn id {fields[0]!r} appears twice", line=number)
+            resolved[fields[0]] = fields[1].strip()
+    return resolved
+
+
+def read_2019(split: str) -> tuple[Conversation, ...]:
+    folder = cast_dir() / "2019" / "data" / ("evaluation" if split == "test" else "training")
+    stem = "evaluation" if split == "test" else "train"
+    topics_path = folder / f"{stem}_topics_v1.0.json"
+    tsv = folder / ("evaluation_topics_annotated_resolved_v1.0.tsv" if split == "test"
+                    else "train_topic_sample_annotated_resolved_v1.0.tsv")
+    topics = _topic_turns(topics_path)
+    resolved = read_resolved_tsv(tsv)
+    known = {qid for _, turns in topics for qid, _ in turns}
+    unknown = sorted(set(resolved) - known)
+    if unknown:
+        raise InputError(tsv, f"turn {unknown[0]} is not in {topics_path.name}")
+    return tuple(
+        Conversation(
+            str(topic.get("number", int)),
+            tuple(Turn(qid, turn.text("raw_utterance"), manual_rewrite=resolved.get(qid)) for qid, turn in turns),
+            title=topic.text("title"),
+            extra={"description": topic.text("description", optional=True)},
+        )
+        for topic, turns in topics
+    )
+
+
+def read_2020() -> tuple[Conversation, ...]:
+    manual_path = cast_dir() / "2020" / "2020_manual_evaluation_topics_v1.0.json"
+    automatic_path = cast_dir() / "2020" / "2020_automatic_evaluation_topics_v1.0.json"
+    topics = _topic_turns(manual_path)
+    automatic = _by_qid(automatic_path, topics, manual_path)
+    return tuple(
+        Conversation(
+            str(topic.get("number", int)),
+            tuple(
+                Turn(
+                    qid,
+                    turn.text("raw_utterance"),
+                    manual_rewrite=turn.text("manual_rewritten_utterance"),
+                    automatic_rewrite=automatic[qid].text("automatic_rewritten_utterance"),
+                    extra={
+                        "manual_canonical_result_id": turn.text("manual_canonical_result_id"),
+                        "automatic_canonical_result_id": automatic[qid].text("automatic_canonical_result_id"),
+                    },
+                )
+                for qid, turn in turns
+            ),
+        )
+        for topic, turns in topics
+    )
+
+
+def read_2021() -> tuple[Conversation, ...]:
+    manual_path = cast_dir() / "2021" / "2021_manual_evaluation_topics_v1.0.json"
+    automatic_path = cast_dir() / "2021" / "2021_automatic_evaluation_topics_v1.0.json"
+    topics = _topic_turns(manual_path)
+    automatic = _by_qid(automatic_path, topics, manual_path)
+    return tuple(
+        Conversation(
+            str(topic.get("number", int)),
+            tuple(
+                Turn(
+                    qid,
+                    turn.text("raw_utterance"),
+                    manual_rewrite=turn.text("manual_rewritten_utterance"),
+                    automatic_rewrite=automatic[qid].text("automatic_rewritten_utterance"),
+                    response=turn.text("passage"),
+                    provenance=(f"{turn.text('canonical_result_id')}-{turn.get('passage_id', int)}",),
+                    extra={"canonical_result_id": turn.text("canonical_result_id")},
+                )
+                for qid, turn in turns
+            ),
+        )
+        for topic, turns in topics
+    )
+
+
+def _tree_nodes(path: Path) -> dict[str, dict[str, Record]]:
+    """topic number -> node number -> node, for a CAsT 2022 tree file."""
+    trees: dict[str, dict[str, Record]] = {}
+    for topic in records(read_json(path), path, "topic"):
+        number = str(topic.get("number", int))
+        topic = topic.relabel(f"topic {number}")
+        nodes: dict[str, Record] = {}
+        for node in topic.records("turn", "turn"):
+            node_number = node.text("number")
+            node = node.relabel(f"topic {number}, turn {node_number}")
+            if node_number in nodes:
+                raise node.error(f"turn {node_number!r} appears twice")
+            if node.text("participant") not in {"User", "System"}:
+                raise node.error(f"participant should be 'User' or 'System', found {node.data['participant']!r}")
+            nodes[node_number] = node
+        for node in nodes.values():
+            parent = node.text("parent", optional=True)
+            if parent is not None and parent not in nodes:
+                raise node.error(f"parent {parent!r} is not a turn of this topic")
+        if number in trees:
+            raise topic.error(f"topic {number} appears twice")
+        trees[number] = nodes
+    return trees
+
+
+def _paths(nodes: dict[str, Record]) -> Iterator[list[Record]]:
+    """Every root-to-leaf path of a topic tree, children in file order."""
+    children: dict[str | None, list[Record]] = {}
+    for node in nodes.values():
+        children.setdefault(node.text("parent", optional=True), []).append(node)
+
+    def walk(path: list[Record]) -> Iterator[list[Record]]:
+        below = children.get(path[-1].text("number"), [])
+        if not below:
+            yield path
+        for child in below:
+            yield from walk(path + [child])
+
+    for root in children.get(None, []):
+        yield from walk([root])
+
+
+def read_2022() -> tuple[Conversation, ...]:
+    folder = cast_dir() / "2022"
+    manual_path = folder / "2022_evaluation_topics_tree_v1.0.json"
+    automatic_path = folder / "2022_automatic_evaluation_topics_tree_v1.0.json"
+    ids_path = folder / "2022_evaluation_topics_turn_ids.json"
+    manual, automatic = _tree_nodes(manual_path), _tree_nodes(automatic_path)
+    turn_ids = read_json(ids_path)
+    if not isinstance(turn_ids, dict):
+        raise InputError(ids_path, "expected an object: topic number -> [turn ids]")
+    conversations = []
+    for number, nodes in manual.items():
+        if number not in turn_ids:
+            raise InputError(ids_path, f"topic {number} of {manual_path.name} is missing")
+        users = {n for n, node in nodes.items() if node.text("participant") == "User"}
+        listed = Record({"ids": turn_ids[number]}, ids_path, f"topic {number}").strings("ids")
+        if set(listed) != users:
+            odd = sorted(set(listed) ^ users)[0]
+            raise InputError(ids_path, f"turn {odd} is listed but is no user turn of the tree, or the reverse",
+                             record=f"topic {number}")
+        other = automatic.get(number, {})
+        for path in _paths(nodes):
+            turns: list[Turn] = []
+            for position, node in enumerate(path):
+                if node.text("participant") != "User":
+                    continue
+                node_number = node.text("number")
+                if node_number not in other:
+                    raise InputError(automatic_path, f"turn {node_number} of {manual_path.name} is missing",
+                                     record=f"topic {number}")
+                after = path[position + 1] if position + 1 < len(path) else None
+                reply = after if after is not None and after.text("participant") == "System" else None
+                turns.append(
+                    Turn(
+                        f"{number}_{node_number}",
+                        node.text("utterance"),
+                        manual_rewrite=node.text("manual_rewritten_utterance"),
+                        automatic_rewrite=other[node_number].text("automatic_rewritten_utterance"),
+                        response=reply.text("response") if reply else None,
+                        provenance=reply.strings("provenance", optional=True) if reply else (),
+                        parent=turns[-1].qid if turns else None,
+                    )
+                )
+            conversations.append(Conversation(f"{number}/{path[-1].text('number')}", tuple(turns)))
+    return tuple(conversations)
+
+
+def _train_qrels_2019() -> Qrels:
+    """2019_train_topics_mod.qrel repeats two judgments verbatim (lines 527-528, same grade).
+
+    The strict reader refuses any repeat, so the exact repeats are dropped into a cached copy
+    first; a repeat with a different grade still fails there.
+    """
+    source = qrels_root() / "cast" / "2019_train_topics_mod.qrel"
+    copy = cache_root() / "qrels" / "cast2019-train.dedup.qrel"
+    try:
+        lines = source.read_text(encoding="utf-8").splitlines()
+    except FileNotFoundError:
+        raise InputError(source, "no such file") from None
+    with atomic_write(copy) as out:
+        seen: set[tuple[str, ...]] = set()
+        for line in lines:
+            key = tuple(line.split())
+            if key not in seen:
+                seen.add(key)
+                out.write(line + "\n")
+    return read_qrels(copy, name=source.stem)
+
+
+@ADAPTERS.register("cast2019")
+def cast2019(split: str | None) -> Benchmark:
+    """Splits `test` (evaluation topics, the default) and `train` (training topics)."""
+    split = choose_split("cast2019", split, ("test", "train"), "test")
+    qrels = shipped_qrels("cast", "2019qrels.txt") if split == "test" else _train_qrels_2019
+    return Benchmark(f"cast2019:{split}", read_2019(split), qrels=qrels)
+
+
+@ADAPTERS.register("cast2020")
+def cast2020(split: str | None) -> Benchmark:
+    choose_split("cast2020", split, ("test",), "test")
+    return Benchmark("cast2020:test", read_2020(), qrels=shipped_qrels("cast", "2020qrels.txt"))
+
+
+@ADAPTERS.register("cast2021")
+def cast2021(split: str | None) -> Benchmark:
+    """Document-level qrels (trec-cast-qrels-docs.2021.qrel)."""
+    choose_split("cast2021", split, ("test",), "test")
+    return Benchmark("cast2021:test", read_2021(), qrels=shipped_qrels("cast", "trec-cast-qrels-docs.2021.qrel"))
+
+
+@ADAPTERS.register("cast2022")
+def cast2022(split: str | None) -> Benchmark:
+    """The organisers' cast2022.qrel (unofficial: not the final NIST file, see its SOURCE.md)."""
+    choose_split("cast2022", split, ("test",), "test")
+    return Benchmark("cast2022:test", read_2022(), qrels=shipped_qrels("cast", "cast2022.qrel"))
+
+
+# --- the same topics through ir_datasets ---------------------------------------------------
+
+# ir_datasets cache path (under IR_DATASETS_HOME) -> shipped file; md5s equal ir_datasets' pins.
+def _ir_datasets_files() -> dict[str, Path]:
+    return {
+        "trec-cast/2019/evaluation_topics_v1.0.json": cast_dir() / "2019/data/evaluation/evaluation_topics_v1.0.json",
+        "trec-cast/2019/2019qrels.txt": qrels_root() / "cast/2019qrels.txt",
+        "trec-cast/2019/train_topics_v1.0.json": cast_dir() / "2019/data/training/train_topics_v1.0.json",
+        "trec-cast/2019/train_topics_mod.qrel": qrels_root() / "cast/2019_train_topics_mod.qrel",
+        "trec-cast/2020/2020_manual_evaluation_topics_v1.0.json": cast_dir() / "2020/2020_manual_evaluation_topics_v1.0.json",
+        "trec-cast/2020/2020qrels.txt": qrels_root() / "cast/2020qrels.txt",
+    }
+
+
+def ir_datasets_home() -> Path:
+    return cache_root() / "ir_datasets"
+
+
+def _link_shipped_files() -> None:
+    home = ir_datasets_home()
+    for relative, source in _ir_datasets_files().items():
+        target = home / relative
+        if target.is_symlink() and target.resolve() == source.resolve():
+            continue
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.unlink(missing_ok=True)
+        target.symlink_to(source.resolve())
+
+
+def _cached(download, dataset_id: str) -> None:
+    """Refuse to go on if ir_datasets would download: it must find the linked file.
+
+    `download` is the handler's Download (ir_datasets 0.6 keeps it in `_dlc` / `_qrels_dlc`);
+    `path(force=False)` only names the cache path, it never fetches.
+    """
+    path = Path(download.path(force=False))
+    if not path.exists():
+        raise HarnessError(
+            f"ir_datasets looks for {dataset_id} at {path}, not under {ir_datasets_home()}: "
+            f"it was imported before harness set IR_DATASETS_HOME; set IR_DATASETS_HOME={ir_datasets_home()}"
+        )
+
+
+def from_ir_datasets(dataset_id: str) -> Benchmark:
+    """CAsT 2019 / 2020 through ir_datasets (raw utterances; 2020 also both rewrites)."""
+    if dataset_id not in {"trec-cast/v1/2019", "trec-cast/v1/2020"}:
+        raise HarnessError(f"from_ir_datasets reads trec-cast/v1/2019 or trec-cast/v1/2020, not {dataset_id!r}")
+    _link_shipped_files()
+    if "ir_datasets" not in sys.modules:
+        os.environ["IR_DATASETS_HOME"] = str(ir_datasets_home())
+    import ir_datasets
+
+    dataset = ir_datasets.load(dataset_id)
+    _cached(dataset.queries_handler()._dlc, dataset_id)
+    _cached(dataset.qrels_handler()._qrels_dlc, dataset_id)
+    topics: dict[str, list[Turn]] = {}
+    for query in dataset.queries_iter():
+        turn = Turn(
+            query.query_id,
+            query.raw_utterance,
+            manual_rewrite=getattr(query, "manual_rewritten_utterance", None),
+            automatic_rewrite=getattr(query, "automatic_rewritten_utterance", None),
+        )
+        topics.setdefault(str(query.topic_number), []).append(turn)
+
+    def qrels() -> Qrels:
+        judgments: dict[str, dict[str, int]] = {}
+        for qrel in dataset.qrels_iter():
+            judgments.setdefault(qrel.query_id, {})[qrel.doc_id] = qrel.relevance
+        return Qrels(dataset_id, judgments)
+
+    return Benchmark(dataset_id, tuple(Conversation(t, tuple(turns)) for t, turns in topics.items()), qrels=qrels)

@@ -1,0 +1,138 @@
+"""TREC iKAT 2023, 2024 and 2025 topics: conversations with a personal text knowledge base.
+
+Three topic formats share one model:
+
+- 2023 / 2024: `{number, title, ptkb: {"1": text, ...}, turns: [{turn_id, utterance,
+  resolved_utterance, response, ptkb_provenance: [int], response_provenance: [passage id]}]}`;
+  2023 numbers are strings (`"9-1"`, topic-subtree), 2024 numbers integers.
+- 2025: `{number, title, ptkb: [text, ...], responses: [{turn_id, user_utterance,
+  resolved_utterance, response, relevant_ptkbs: [text], citations: [passage id]}]}`; a PTKB
+  statement's id is its 1-based position in the list, and `relevant_ptkbs` (texts) are
+  mapped back to those ids.
+
+Turn ids are `<number>_<turn_id>` as the NIST qrels spell them (`9-1_3`, `0_8`). The PTKB
+becomes `Conversation.personal`; the statements relevant to a turn are kept as
+`Turn.extra["ptkb_provenance"]` (ids) and the passages behind the canonical response as
+`Turn.provenance`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from harness.corpus import Corpus, Document
+from harness.paths import data_root, qrels_root
+from harness.topics import ADAPTERS, Benchmark
+from harness.topics._common import QidSet, choose_split, shipped_qrels
+from harness.topics._json import Record, read_json, read_jsonl, records
+from harness.topics.model import Conversation, PersonalStatement, Turn
+from harness.trec import Qrels, read_qrels
+
+
+def topics_path(year: int, split: str = "test") -> Path:
+    return data_root() / "ikat" / str(year) / "data" / f"{year}_{split}_topics.json"
+
+
+def read_topics(path: Path) -> tuple[Conversation, ...]:
+    """Any of the three iKAT topic formats (told apart per topic by its fields)."""
+    qids = QidSet(path)
+    return tuple(_conversation(topic, qids) for topic in records(read_json(path), path, "topic"))
+
+
+def _conversation(topic: Record, qids: QidSet) -> Conversation:
+    number = str(topic.get("number", str, int))
+    topic = topic.relabel(f"topic {number}")
+    if topic.has("responses"):  # 2025
+        texts = topic.items("ptkb", str)
+        personal = tuple(PersonalStatement(str(i), text) for i, text in enumerate(texts, start=1))
+        turn_records, utterance_key = topic.records("responses", "turn"), "user_utterance"
+    else:
+        ptkb = topic.child("ptkb")
+        personal = tuple(PersonalStatement(key, ptkb.text(key)) for key in ptkb.data)
+        turn_records, utterance_key = topic.records("turns", "turn"), "utterance"
+    by_text = {statement.text: statement.id for statement in personal}
+    ids = {statement.id for statement in personal}
+    turns = []
+    for turn in turn_records:
+        turn_id = turn.get("turn_id", int)
+        turn = turn.relabel(f"topic {number}, turn {turn_id}")
+        if turn.has("relevant_ptkbs"):
+            unknown = [text for text in turn.items("relevant_ptkbs", str) if text not in by_text]
+            if unknown:
+                raise turn.error(f"relevant_ptkbs {unknown[0]!r} is not a statement of the topic's ptkb")
+            ptkb_ids = tuple(by_text[text] for text in turn.items("relevant_ptkbs", str))
+            provenance = turn.strings("citations")
+        else:
+            ptkb_ids = tuple(str(i) for i in turn.items("ptkb_provenance", int))
+            unknown = [i for i in ptkb_ids if i not in ids]
+            if unknown:
+                raise turn.error(f"ptkb_provenance {unknown[0]} is not a statement id of the topic's ptkb")
+            provenance = turn.strings("response_provenance")
+        turns.append(
+            Turn(
+                qid=qids.add(f"{number}_{turn_id}", turn.label),
+                utterance=turn.text(utterance_key),
+                manual_rewrite=turn.text("resolved_utterance"),
+                response=turn.text("response"),
+                provenance=provenance,
+                extra={"ptkb_provenance": ptkb_ids},
+            )
+        )
+    return Conversation(number, tuple(turns), title=topic.text("title"), personal=personal)
+
+
+def passages_path(split: str) -> Path:
+    return data_root() / "ikat" / "2023" / "data" / f"2023_{split}_topics_psg_text.jsonl"
+
+
+def provenance_corpus(split: str) -> Corpus:
+    """The ClueWeb22 passages the 2023 responses cite, ids in iKAT form `<doc_id>:<passage_id>`."""
+    path = passages_path(split)
+
+    def documents():
+        seen: set[str] = set()
+        for line, value in read_jsonl(path):
+            record = Record(value, path, "passage", line)
+            docid = f"{record.text('doc_id')}:{record.get('passage_id', str, int)}"
+            if docid in seen:
+                raise record.error(f"passage {docid!r} appears twice")
+            seen.add(docid)
+            yield Document(docid, record.text("passage_text").strip())
+
+    return Corpus(f"ikat2023:{split}-provenance", documents)
+
+
+def ptkb_qrels(kind: str = "nist") -> Qrels:
+    """Relevance of PTKB statements per 2023 turn: docids are the statement ids ("1", "2", ...).
+
+    `nist` are the NIST assessors' judgments, `org` the organisers' own.
+    """
+    if kind not in {"nist", "org"}:
+        raise ValueError(f"PTKB qrels kind must be 'nist' or 'org', not {kind!r}")
+    return read_qrels(qrels_root() / "ikat" / f"ptkb_rel_{kind}")
+
+
+@ADAPTERS.register("ikat2023")
+def ikat2023(split: str | None) -> Benchmark:
+    """Splits `test` (judged by the NIST qrels, the default) and `train`; both bring the
+    provenance passages of their responses as a corpus."""
+    split = choose_split("ikat2023", split, ("test", "train"), "test")
+    return Benchmark(
+        f"ikat2023:{split}",
+        read_topics(topics_path(2023, split)),
+        qrels=shipped_qrels("ikat", "2023-qrels.all-turns.txt") if split == "test" else None,
+        corpus=provenance_corpus(split),
+    )
+
+
+@ADAPTERS.register("ikat2024")
+def ikat2024(split: str | None) -> Benchmark:
+    split = choose_split("ikat2024", split, ("test",), "test")
+    return Benchmark("ikat2024:test", read_topics(topics_path(2024)), qrels=shipped_qrels("ikat", "2024-qrels.txt"))
+
+
+@ADAPTERS.register("ikat2025")
+def ikat2025(split: str | None) -> Benchmark:
+    """No 2025 qrels are shipped: queries can be exported and run, not scored."""
+    split = choose_split("ikat2025", split, ("test",), "test")
+    return Benchmark("ikat2025:test", read_topics(topics_path(2025)))

@@ -1,0 +1,135 @@
+"""Query strategies: what each builds, and that none reads a turn after the current one."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from harness.errors import HarnessError
+from harness.queries import STRATEGIES, get, stream
+from harness.topics import load
+
+
+@pytest.fixture(scope="module")
+def throat():
+    """CAsT 2019 topic 31: 'What is throat cancer?', 'Is it treatable?', ..."""
+    return load("cast2019").conversations[0]
+
+
+def _texts(conversation, name):
+    return [query.text for query in stream([conversation], name)]
+
+
+def test_raw_and_manual(throat):
+    assert _texts(throat, "raw")[1] == "Is it treatable?"
+    assert _texts(throat, "manual")[1] == "Is throat cancer treatable?"
+
+
+def test_manual_without_rewrites_is_a_clear_error():
+    with pytest.raises(HarnessError, match="turn 3_1 has no manual rewrite"):
+        list(stream(load("cast2019:train").conversations, "manual"))
+
+
+def test_history_strategies(throat):
+    assert _texts(throat, "all_history")[2] == "What is throat cancer? Is it treatable? Tell me about lung cancer."
+    assert _texts(throat, "first_plus_current")[2] == "What is throat cancer? Tell me about lung cancer."
+    assert _texts(throat, "first_plus_current")[0] == "What is throat cancer?"
+
+
+def test_with_responses_adds_the_last_k_responses():
+    conversation = load("ikat2023").conversations[0]
+    query = get("with_responses:2")[0](conversation, 3, "2")
+    turns = conversation.turns
+    assert query.context == (turns[0].utterance, turns[1].utterance, turns[2].utterance,
+                             turns[1].response, turns[2].response, turns[3].utterance)
+    assert get("with_responses")[0](conversation, 2, "5").context[2:4] == (turns[0].response, turns[1].response)
+    with pytest.raises(HarnessError, match="with_responses takes"):
+        get("with_responses")[0](conversation, 3, "two")
+
+
+def test_hqe_expands_with_salient_earlier_words(throat):
+    texts = _texts(throat, "hqe:cast2019")
+    assert texts[0] == "What is throat cancer?"
+    assert texts[1] == "throat cancer Is it treatable?"  # topic keywords of turn 1 added
+
+
+def test_variants_read_the_intent():
+    conversation = load("cosrec-curated").conversations[0]
+    turn = conversation.turns[0]
+    variants = turn.extra["query_variants"]
+    assert get("variant")[0](conversation, 0, "1").text == variants[1]
+    assert get("variant")[0](conversation, 0, "99").text == variants[-1]
+    assert get("all_variants")[0](conversation, 0, None).context == tuple(dict.fromkeys(variants))
+    with pytest.raises(HarnessError, match="needs query variants"):
+        get("variant")[0](load("cast2019").conversations[0], 0, "1")
+
+
+def test_cosrec_history_skips_other_intents_of_the_same_utterance():
+    """Several intents of one user utterance are separate turns; none is 'history' of another."""
+    conversation = load("cosrec-curated").conversations[0]
+    second = conversation.turns[1]  # CoSRec-Curated_1_0_0#0, same utterance as turn 0
+    assert get("with_responses")[0](conversation, 1, None).context == (second.utterance,)
+
+
+def test_cast2022_repeated_turns_get_one_query():
+    queries = list(stream(load("cast2022").conversations, "with_responses"))
+    assert len(queries) == len({q.qid for q in queries}) == 205
+
+
+# --- no strategy reads a later turn --------------------------------------------------------
+
+SAMPLES = {"cast2019": 0, "ikat2023:train": 2, "cosrec-curated": 0, "cast2022": 2}
+EXTRA_ARGS = {"with_responses": ["3"], "hqe": ["{benchmark}"], "variant": ["1"], "ptkb_topk": ["2"]}
+
+
+def _poisoned(turn):
+    """The turn with every text a strategy could read replaced by a marker."""
+    extra = {**turn.extra, "query_variants": ("LEAK",), "annotations": ()}
+    return replace(turn, utterance="LEAK zebra", manual_rewrite="LEAK", automatic_rewrite="LEAK",
+                   response="LEAK", provenance=("LEAK",), extra=extra)
+
+
+def _cases():
+    import harness.queries as queries
+
+    queries._import_strategies()
+    for name in STRATEGIES.names():
+        for arg in [None, *EXTRA_ARGS.get(name, [])]:
+            for benchmark in SAMPLES:
+                yield pytest.param(name, arg, benchmark, id=f"{name}:{arg or ''}@{benchmark}")
+
+
+@pytest.mark.parametrize("name, arg, benchmark", list(_cases()))
+def test_no_strategy_reads_a_later_turn(name, arg, benchmark):
+    conversation = load(benchmark).conversations[SAMPLES[benchmark]]
+    strategy = STRATEGIES.get(name)
+    arg = arg.format(benchmark=benchmark) if arg else arg
+    try:
+        strategy(conversation, 0, arg)
+    except HarnessError:
+        pytest.skip(f"{name} does not apply to {benchmark}")
+    for index in range(len(conversation.turns)):
+        query = strategy(conversation, index, arg)
+        kept = conversation.turns[: index + 1]
+        cut = replace(conversation, turns=kept)
+        poisoned = replace(conversation, turns=kept + tuple(_poisoned(t) for t in conversation.turns[index + 1:]))
+        assert strategy(cut, index, arg) == query
+        assert strategy(poisoned, index, arg) == query
+        assert "LEAK" not in query.text
+        assert query.qid == conversation.turns[index].qid and query.turn_index == index
+
+
+def test_every_strategy_is_checked_on_some_benchmark():
+    checked = {name for name in STRATEGIES.names()
+               for benchmark in SAMPLES
+               if _applies(name, benchmark)}
+    assert checked == set(STRATEGIES.names())
+
+
+def _applies(name, benchmark):
+    try:
+        STRATEGIES.get(name)(load(benchmark).conversations[SAMPLES[benchmark]], 0, None)
+        return True
+    except HarnessError:
+        return False

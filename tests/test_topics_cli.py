@@ -1,0 +1,44 @@
+"""`harness topics list` and `harness topics export`."""
+
+from __future__ import annotations
+
+import json
+
+from harness.cli import main
+
+
+def test_list_shows_every_benchmark_with_its_counts(capsys):
+    assert main(["topics", "list"]) == 0
+    rows = {line.split()[0]: line.split()[1:] for line in capsys.readouterr().out.splitlines()[1:]}
+    assert rows["ikat2023"] == ["25", "332", "176"]
+    assert rows["cast2022"] == ["50", "205", "165"]  # distinct turns of the flattened paths
+    assert rows["cosrec-curated"] == ["20", "368", "268"]
+    assert {"cast2019", "cast2020", "cast2021", "ikat2024", "ikat2025", "pragmaticqa", "opendialkg",
+            "cosrec-crowd"} <= rows.keys()
+
+
+def test_export_jsonl(tmp_path):
+    out = tmp_path / "queries.jsonl"
+    assert main(["topics", "export", "cast2019", "--strategy", "manual", "--out", str(out)]) == 0
+    lines = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
+    assert len(lines) == 479
+    assert lines[1]["qid"] == "31_2" and lines[1]["query"] == "Is throat cancer treatable?"
+    assert lines[1]["conversation_id"] == "31" and lines[1]["turn_index"] == 1
+
+
+def test_export_tsv_with_split_and_each_qid_once(tmp_path):
+    out = tmp_path / "queries.tsv"
+    assert main(["topics", "export", "cast2022", "--strategy", "all_history", "--format", "tsv",
+                 "--out", str(out)]) == 0
+    rows = [line.split("\t") for line in out.read_text(encoding="utf-8").splitlines()]
+    assert len(rows) == len({qid for qid, _ in rows}) == 205
+    assert all(len(row) == 2 for row in rows)
+
+
+def test_unknown_benchmark_and_missing_rewrites_are_one_line_errors(capsys, tmp_path):
+    assert main(["topics", "export", "nope"]) == 2
+    assert "unknown topic adapter 'nope'" in capsys.readouterr().err
+    out = tmp_path / "never.jsonl"
+    assert main(["topics", "export", "cast2019:train", "--strategy", "manual", "--out", str(out)]) == 2
+    assert "turn 3_1 has no manual rewrite" in capsys.readouterr().err
+    assert not out.exists()  # atomic: nothing half-written

@@ -1,0 +1,61 @@
+"""CoSRec curated intents (with personalised copies) and crowd annotations."""
+
+from __future__ import annotations
+
+from harness.topics import load
+
+
+def test_curated_counts():
+    benchmark = load("cosrec-curated")
+    assert len(benchmark.conversations) == 20
+    intents = [t for t in benchmark.turns if "#" not in t.qid]
+    assert len(intents) == 143  # 62 recommendation intents, each with 3-4 personalised copies
+    assert len({t.qid for t in benchmark.turns}) == len(benchmark.turns) == 368
+    assert all(t.extra["type"] and t.manual_rewrite for t in benchmark.turns)
+
+
+def test_every_judged_curated_qid_comes_from_the_adapter():
+    benchmark = load("cosrec-curated")
+    judged = benchmark.qrels().judgments
+    assert len(judged) == 268
+    assert set(judged) <= {turn.qid for turn in benchmark.turns}
+
+
+def test_intent_carries_type_variants_and_canonical_longest_formulation():
+    turn = {t.qid: t for t in load("cosrec-curated").turns}["CoSRec-Curated_1_1_0"]
+    assert turn.extra["type"] == "recommendation"
+    assert len(turn.extra["query_variants"]) == 4
+    assert turn.manual_rewrite == max(turn.extra["query_variants"], key=len)
+
+
+def test_personalised_copies_follow_users_in_lexical_order():
+    conversation = load("cosrec-curated").conversations[0]
+    users = sorted(conversation.extra["keywords"])
+    turns = {t.qid: t for t in conversation.turns}
+    for k, user in enumerate(users):
+        copy = turns[f"CoSRec-Curated_1_0_0#{k}"]
+        assert copy.extra["user"] == user
+        keywords = " ".join(conversation.extra["keywords"][user])
+        assert all(variant.endswith(keywords) for variant in copy.extra["query_variants"])
+    assert turns[f"CoSRec-Curated_1_0_0#{len(users)}"].extra["user"] is None
+
+
+def test_search_intents_are_not_personalised():
+    qids = {t.qid for t in load("cosrec-curated").turns}
+    assert "CoSRec-Curated_1_2_0" in qids and "CoSRec-Curated_1_2_0#0" not in qids
+
+
+def test_crowd_keeps_each_annotators_intents():
+    benchmark = load("cosrec-crowd")
+    assert (len(benchmark.conversations), len(benchmark.turns)) == (291, 2329)
+    turn = benchmark.turns[0]
+    assert turn.qid == "CoSRec-Crowd_1_0"
+    assert len(turn.extra["annotations"]) == 4
+    assert turn.extra["annotations"][0][0] == {"type": "recommendation",
+                                               "query": "mistery novel about a serial killer in London"}
+    assert benchmark.qrels is None
+
+
+def test_crowd_consecutive_system_lines_form_one_response():
+    conversation = {c.id: c for c in load("cosrec-crowd").conversations}["CoSRec-Crowd_27"]
+    assert any("\n" in (turn.response or "") for turn in conversation.turns)
