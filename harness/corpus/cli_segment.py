@@ -1,0 +1,28 @@
+"""`harness segment CORPUS --out FILE`: official iKAT / TREC DL passages as JSONL."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from harness.corpus.readers import open_corpus
+from harness.corpus.segment import SPLITTERS, segment_corpus
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("corpus", help="JSONL or TREC file, irds:<ir_datasets id>, or benchmark:<name>")
+    parser.add_argument("--out", required=True, type=Path, help="passages JSONL to write (id, contents, md5)")
+    parser.add_argument(
+        "--splitter",
+        default="spacy",
+        help=f"sentence splitter: {', '.join(SPLITTERS.names())}; spacy:MODEL picks a spaCy model "
+        "(default spacy = en_core_web_sm 3.8.0 senter, the reference)",
+    )
+    parser.add_argument("--processes", type=int, default=None, help="worker processes (default: all cores)")
+
+
+def run(args: argparse.Namespace) -> int:
+    count = segment_corpus(open_corpus(args.corpus), args.out, splitter=args.splitter, processes=args.processes)
+    print(f"{count} passages written to {args.out}", file=sys.stderr)
+    return 0

@@ -1,0 +1,255 @@
+"""Corpus readers: JSONL dumps, TREC text/web files, ir_datasets ids, benchmark corpora.
+
+`open_corpus(spec)` picks the reader from the spec's form: an explicit `FORMAT:` prefix
+(`irds:msmarco-passage`, `benchmark:pragmaticqa:val`, `jsonl:dump.txt`), else the first
+registered format that claims the path (by suffix, then by sniffing the first line).
+Every reader streams: a corpus is re-read from disk each time its documents are iterated.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import html
+import json
+import re
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO
+
+from harness.corpus import Corpus, Document
+from harness.errors import HarnessError, InputError
+from harness.registry import Registry
+
+
+@dataclass(frozen=True)
+class CorpusFormat:
+    open: Callable[[str], Corpus]
+    # For a spec without a FORMAT: prefix: does this format recognise it?
+    claims: Callable[[str], bool]
+
+
+CORPUS_FORMATS: Registry[CorpusFormat] = Registry("corpus format")
+
+
+def open_corpus(spec: str) -> Corpus:
+    prefix, sep, rest = spec.partition(":")
+    if sep and prefix in CORPUS_FORMATS:
+        return CORPUS_FORMATS.get(prefix).open(rest)
+    for name in CORPUS_FORMATS:
+        corpus_format = CORPUS_FORMATS.get(name)
+        if corpus_format.claims(spec):
+            return corpus_format.open(spec)
+    known = ", ".join(f"{name}:" for name in CORPUS_FORMATS)
+    if not Path(spec).exists():
+        raise HarnessError(f"corpus {spec!r} is neither an existing file nor a spec starting with {known}")
+    raise HarnessError(f"cannot tell the format of corpus file {spec}; prefix it with one of {known}")
+
+
+# -- file-backed corpora -------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class FileCorpus(Corpus):
+    """A corpus read from one file: its fingerprint is the sha256 of the file's bytes,
+    computed on first use (hashing is far cheaper than parsing)."""
+
+    path: Path | None = None
+
+    @property
+    def fingerprint(self) -> str:
+        if self.known_fingerprint is None:
+            digest = hashlib.sha256()
+            with open(self.path, "rb") as handle:
+                for block in iter(lambda: handle.read(1 << 20), b""):
+                    digest.update(block)
+            object.__setattr__(self, "known_fingerprint", digest.hexdigest())
+        return self.known_fingerprint
+
+
+def _open_text(path: Path) -> IO[str]:
+    if path.suffix == ".gz":
+        return gzip.open(path, "rt", encoding="utf-8")
+    return open(path, encoding="utf-8")
+
+
+def _existing(spec: str) -> Path:
+    path = Path(spec)
+    if not path.is_file():
+        raise HarnessError(f"corpus file {spec} does not exist")
+    return path
+
+
+def _first_line(spec: str) -> str:
+    try:
+        with _open_text(Path(spec)) as handle:
+            for line in handle:
+                if line.strip():
+                    return line.strip()
+    except (OSError, UnicodeDecodeError, EOFError):
+        pass
+    return ""
+
+
+def _file_corpus(path: Path, parse: Callable[[Path], Iterator[Document]]) -> FileCorpus:
+    return FileCorpus(name=path.name, documents=lambda: parse(path), path=path)
+
+
+# -- JSONL ---------------------------------------------------------------------------------
+
+_ID_KEYS = ("id", "docid", "doc_id", "_id")
+_TEXT_KEYS = ("contents", "text", "body")
+
+
+def _first_key(record: dict, keys: tuple[str, ...]) -> str | None:
+    return next((key for key in keys if key in record), None)
+
+
+def _jsonl_documents(path: Path) -> Iterator[Document]:
+    with _open_text(path) as handle:
+        for number, line in enumerate(handle, start=1):
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError as error:
+                raise InputError(path, f"not valid JSON ({error.msg})", line=number) from None
+            if not isinstance(record, dict):
+                raise InputError(path, "expected a JSON object per line", line=number)
+            id_key, text_key = _first_key(record, _ID_KEYS), _first_key(record, _TEXT_KEYS)
+            if id_key is None or text_key is None:
+                raise InputError(
+                    path,
+                    f"expected an id field ({'/'.join(_ID_KEYS)}) and a text field "
+                    f"({'/'.join(_TEXT_KEYS)}); found {sorted(record)}",
+                    line=number,
+                )
+            docid, text, title = record[id_key], record[text_key], record.get("title")
+            if not isinstance(docid, (str, int)) or not str(docid).strip():
+                raise InputError(path, f"{id_key} must be a non-empty string", line=number)
+            if not isinstance(text, str) or not (title is None or isinstance(title, str)):
+                raise InputError(path, f"{text_key} and title must be strings", line=number, record=str(docid))
+            yield Document(id=str(docid), contents=text, title=title or None)
+
+
+def _claims_jsonl(spec: str) -> bool:
+    if not Path(spec).is_file():
+        return False
+    if re.search(r"\.jsonl?(\.gz)?$", spec):
+        return True
+    return _first_line(spec).startswith("{")
+
+
+CORPUS_FORMATS.add(
+    "jsonl", CorpusFormat(open=lambda spec: _file_corpus(_existing(spec), _jsonl_documents), claims=_claims_jsonl)
+)
+
+
+# -- TREC text / TREC web ------------------------------------------------------------------
+
+_DOCNO = re.compile(r"<DOCNO>\s*(.*?)\s*</DOCNO>", re.S | re.I)
+_DOCHDR = re.compile(r"<DOCHDR>.*?</DOCHDR>", re.S | re.I)
+_TITLE = re.compile(r"<TITLE>(.*?)</TITLE>", re.S | re.I)
+_INVISIBLE = re.compile(r"<(script|style)\b.*?</\1\s*>", re.S | re.I)
+_TAG = re.compile(r"<[^>]*>")
+_SPACE = re.compile(r"\s+")
+
+
+def _visible_text(markup: str) -> str:
+    """Text of a TREC/HTML fragment: tags and scripts dropped, entities decoded."""
+    text = _TAG.sub(" ", _INVISIBLE.sub(" ", markup))
+    return _SPACE.sub(" ", html.unescape(text)).strip()
+
+
+def _trec_document(path: Path, start_line: int, block: str) -> Document:
+    docnos = _DOCNO.findall(block)
+    if len(docnos) != 1 or not docnos[0]:
+        raise InputError(path, f"expected one non-empty <DOCNO> in the <DOC>, found {len(docnos)}", line=start_line)
+    body = _DOCHDR.sub(" ", _DOCNO.sub(" ", block))
+    title = _TITLE.search(body)
+    if title:
+        body = body[: title.start()] + " " + body[title.end() :]
+    return Document(
+        id=docnos[0],
+        contents=_visible_text(body),
+        title=_visible_text(title.group(1)) or None if title else None,
+    )
+
+
+def _trec_documents(path: Path) -> Iterator[Document]:
+    block: list[str] | None = None
+    start = 0
+    with _open_text(path) as handle:
+        for number, line in enumerate(handle, start=1):
+            stripped = line.strip()
+            opens = stripped.upper().startswith("<DOC>")
+            if block is None:
+                if not opens:
+                    if stripped:
+                        raise InputError(path, f"expected <DOC>, found {stripped[:40]!r}", line=number)
+                    continue
+                block, start, line = [], number, stripped[5:]
+            elif opens:
+                raise InputError(path, f"<DOC> opened at line {start} is not closed before this <DOC>", line=number)
+            if line.rstrip().upper().endswith("</DOC>"):
+                block.append(line.rstrip()[:-6])
+                yield _trec_document(path, start, "".join(block))
+                block = None
+            else:
+                block.append(line)
+    if block is not None:
+        raise InputError(path, "<DOC> is never closed with </DOC>", line=start)
+
+
+def _claims_trec(spec: str) -> bool:
+    return Path(spec).is_file() and _first_line(spec).upper().startswith("<DOC>")
+
+
+CORPUS_FORMATS.add(
+    "trec", CorpusFormat(open=lambda spec: _file_corpus(_existing(spec), _trec_documents), claims=_claims_trec)
+)
+
+
+# -- ir_datasets -----------------------------------------------------------------------------
+
+_IRDS_TEXT_FIELDS = ("text", "body", "passage", "contents")
+
+
+def _irds_corpus(dataset_id: str) -> Corpus:
+    import ir_datasets
+
+    try:
+        dataset = ir_datasets.load(dataset_id)
+    except KeyError:
+        raise HarnessError(f"ir_datasets has no dataset {dataset_id!r}") from None
+    if not dataset.has_docs():
+        raise HarnessError(f"ir_datasets dataset {dataset_id!r} has no documents")
+
+    def documents() -> Iterator[Document]:
+        for doc in dataset.docs_iter():
+            field = next((name for name in _IRDS_TEXT_FIELDS if hasattr(doc, name)), None)
+            text = getattr(doc, field) if field else doc.default_text()
+            yield Document(id=doc.doc_id, contents=text, title=getattr(doc, "title", None) or None)
+
+    # ir_datasets ids name fixed, checksummed content: the id is the fingerprint's key.
+    fingerprint = hashlib.sha256(f"irds:{dataset_id}".encode()).hexdigest()
+    return Corpus(name=dataset_id, documents=documents, known_fingerprint=fingerprint)
+
+
+CORPUS_FORMATS.add("irds", CorpusFormat(open=_irds_corpus, claims=lambda spec: False))
+
+
+# -- benchmark corpora (built by the topic adapters) ---------------------------------------
+
+
+def _benchmark_corpus(name: str) -> Corpus:
+    from harness import topics
+
+    corpus = topics.load(name).corpus
+    if corpus is None:
+        raise HarnessError(f"benchmark {name!r} ships no corpus")
+    return corpus
+
+
+CORPUS_FORMATS.add("benchmark", CorpusFormat(open=_benchmark_corpus, claims=lambda spec: False))

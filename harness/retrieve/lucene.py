@@ -1,0 +1,130 @@
+"""Lucene indexes built with Anserini's IndexCollection, as the iKAT organisers build theirs.
+
+The corpus is dumped as JsonCollection shards (title and text as one `contents` field) and
+indexed by a child JVM (positions, docvectors and raw documents stored), both inside a
+hidden build folder next to the target, renamed into place only when Anserini reports
+success. A folder under the
+target's name is therefore always a finished index; an interrupted build leaves at most a
+`.NAME.building-*` folder, which is removed when the interruption lets Python run.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections import deque
+from pathlib import Path
+
+from tqdm import tqdm
+
+from harness.corpus import Corpus
+from harness.corpus.segment import document_text
+from harness.errors import HarnessError
+from harness.paths import cache_root
+from harness.retrieve.java import java_command
+
+# Anserini indexes one file per thread: shards keep every thread busy on large corpora.
+SHARD_DOCS = 50_000
+# Written last into a finished index: what was indexed, for `cached_index` and for people.
+MANIFEST = "harness-index.json"
+_INDEXED = re.compile(r"([\d,]+) documents indexed")
+
+
+def default_threads() -> int:
+    return os.cpu_count() or 1
+
+
+def build_index(corpus: Corpus, out: Path, threads: int | None = None, force: bool = False) -> Path:
+    """Index `corpus` into `out`; refuses to replace a finished index unless `force`."""
+    out = Path(out)
+    if out.exists() and not force:
+        raise HarnessError(f"{out} already exists; pass --force to rebuild it")
+    threads = threads or default_threads()
+    command = _index_collection(threads)  # finds Java before any work is done
+    out.parent.mkdir(parents=True, exist_ok=True)
+    building = Path(tempfile.mkdtemp(prefix=f".{out.name}.building-", dir=out.parent))
+    try:
+        dump = building / "jsonl"  # next to the index, not in a possibly small /tmp
+        dump.mkdir()
+        count = _dump_jsonl(corpus, dump)
+        if count == 0:
+            raise HarnessError(f"corpus {corpus.name} has no documents to index")
+        indexed = _run_java(command + ["-input", str(dump), "-index", str(building / "index")], count)
+        manifest = {"corpus": corpus.name, "fingerprint": corpus.fingerprint, "documents": indexed}
+        (building / "index" / MANIFEST).write_text(json.dumps(manifest, indent=1) + "\n", encoding="utf-8")
+        if out.exists():  # --force: the old index goes only once the new one is complete
+            shutil.rmtree(out)
+        os.replace(building / "index", out)
+    finally:
+        shutil.rmtree(building, ignore_errors=True)
+    return out
+
+
+def cached_index(corpus: Corpus, threads: int | None = None) -> Path:
+    """The corpus's index under cache_root()/indexes/<fingerprint>, built on first use."""
+    out = cache_root() / "indexes" / corpus.fingerprint
+    if (out / MANIFEST).is_file():
+        return out
+    try:
+        return build_index(corpus, out, threads=threads)
+    except OSError:
+        if (out / MANIFEST).is_file():  # another process finished the same index first
+            return out
+        raise
+
+
+def _dump_jsonl(corpus: Corpus, folder: Path) -> int:
+    """Write the corpus as JsonCollection shards; returns the number of documents."""
+    count = 0
+    handle = None
+    try:
+        for document in tqdm(corpus.documents(), desc=f"dump {corpus.name}", unit=" docs", file=sys.stderr):
+            if count % SHARD_DOCS == 0:
+                if handle:
+                    handle.close()
+                handle = open(folder / f"shard{count // SHARD_DOCS:05d}.jsonl", "w", encoding="utf-8")
+            handle.write(json.dumps({"id": document.id, "contents": document_text(document)}) + "\n")
+            count += 1
+    finally:
+        if handle:
+            handle.close()
+    return count
+
+
+def _index_collection(threads: int) -> list[str]:
+    """IndexCollection as the iKAT organisers run it (their ikat_tools.py create_index)."""
+    return java_command("io.anserini.index.IndexCollection") + [
+        "-collection", "JsonCollection",
+        "-generator", "DefaultLuceneDocumentGenerator",
+        "-threads", str(threads),
+        "-storePositions", "-storeDocvectors", "-storeRaw",
+    ]  # fmt: skip
+
+
+def _run_java(command: list[str], total: int) -> int:
+    """Run IndexCollection with a progress bar fed by its log; returns documents indexed."""
+    log: deque[str] = deque(maxlen=20)
+    indexed = 0
+    with subprocess.Popen(
+        command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, errors="replace"
+    ) as java, tqdm(total=total, desc="index", unit=" docs", file=sys.stderr) as progress:
+        try:
+            for line in java.stdout:
+                log.append(line.rstrip())
+                match = _INDEXED.search(line)
+                if match:
+                    indexed = int(match.group(1).replace(",", ""))
+                    progress.update(indexed - progress.n)
+            java.wait()
+        finally:
+            if java.poll() is None:
+                java.kill()
+    if java.returncode != 0 or "Total" not in " ".join(log):
+        tail = " | ".join(line for line in log if line.strip())[-1500:]
+        raise HarnessError(f"Anserini IndexCollection failed (exit {java.returncode}): {tail}")
+    return indexed

