@@ -1,0 +1,1 @@
+"""Benchmark configs and the runner behind `harness run`."""

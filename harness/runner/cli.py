@@ -1,0 +1,44 @@
+"""`harness run CONFIG`: run a benchmark config and print its leaderboard."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import sys
+from pathlib import Path
+
+from harness.atomic import atomic_write
+from harness.runner.config import load_config
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("config", help="a benchmark config (YAML), e.g. configs/default.yaml")
+    parser.add_argument(
+        "--only", action="append", default=[], metavar="NAME",
+        help="run only this experiment (its name) or run (its tag); repeatable",
+    )
+    parser.add_argument("--force", action="store_true", help="redo runs even when finished with the same inputs")
+    parser.add_argument("--dry-run", action="store_true", help="check the config and list its runs; rank nothing")
+    parser.add_argument("--output", type=Path, help="write runs here instead of the config's `output`")
+
+
+def run(args: argparse.Namespace) -> int:
+    from harness.runner import leaderboard
+    from harness.runner.runner import plan, run_config
+
+    config = load_config(args.config)
+    if args.output is not None:
+        config = dataclasses.replace(config, output=args.output)
+    if args.dry_run:
+        for prepared, finished in plan(config, only=args.only):
+            state = "finished" if finished else "to run"
+            print(f"{prepared.run.tag}\t{len(prepared.queries)} queries\t"
+                  f"{len(prepared.qrels.judgments)} judged\t{state}")
+        return 0
+    outcomes = run_config(config, only=args.only, force=args.force)
+    board = leaderboard.render(outcomes, title=f"Leaderboard: {args.config}")
+    with atomic_write(config.output / "leaderboard.md") as handle:
+        handle.write(board)
+    sys.stdout.write(board)
+    print(f"leaderboard written to {config.output / 'leaderboard.md'}", file=sys.stderr)
+    return 0

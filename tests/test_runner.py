@@ -1,0 +1,164 @@
+"""`harness run`: run files and their JSON, resuming, determinism, the leaderboard.
+
+One small config (PragmatiCQA val, raw queries, BM25; iKAT 2023 PTKB ranking with BM25) is
+run once per session; the other tests run it again in other ways against that result.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+from harness.cli import main
+from harness.runner.config import load_config
+from harness.runner.runner import restrict_to_corpus
+from harness.topics import load
+from harness.trec import read_qrels, read_run
+
+PQA_TAG = "pragmaticqa-val.raw.bm25"
+PTKB_TAG = "ikat2023-test.ptkb.bm25"
+NOTE = "derived qrels: the spans each answer cites"
+
+
+def _config(folder: Path, k: int = 20) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / "small.yaml"
+    path.write_text(yaml.safe_dump({"k": k, "experiments": [
+        {"name": "pqa", "topics": "pragmaticqa:val", "strategies": ["raw"], "retrievers": ["bm25"],
+         "measures": ["nDCG@10", "R@20"], "note": NOTE},
+        {"name": "ptkb", "task": "ptkb", "topics": "ikat2023:test", "retrievers": ["bm25"]},
+    ]}), encoding="utf-8")
+    return path
+
+
+@pytest.fixture(scope="session")
+def finished(tmp_path_factory) -> Path:
+    """The output folder of one uninterrupted run of the small config."""
+    root = tmp_path_factory.mktemp("runner")
+    out = root / "runs"
+    assert main(["run", str(_config(root)), "--output", str(out)]) == 0
+    return out
+
+
+def test_each_run_has_a_run_file_and_a_json_written_after_it(finished):
+    for tag in (PQA_TAG, PTKB_TAG):
+        run_file, meta_file = finished / f"{tag}.run", finished / f"{tag}.json"
+        assert read_run(run_file).scores
+        assert meta_file.stat().st_mtime_ns >= run_file.stat().st_mtime_ns
+    meta = json.loads((finished / f"{PQA_TAG}.json").read_text())
+    assert meta["config"]["strategy"] == "raw" and meta["config"]["retriever"]["name"] == "bm25"
+    assert len(meta["hash"]) == 64 and set(meta["hashes"]) == {"queries", "qrels", "corpus"}
+    assert {"harness", "pyserini", "ir-measures"} <= set(meta["versions"])
+    assert meta["queries"] == 1526 and meta["timings"]["rank_and_write_s"] > 0
+    assert not list(finished.glob(".*.tmp"))
+
+
+def test_run_files_are_trec_runs_with_k_results_and_decreasing_scores(finished):
+    run = read_run(finished / f"{PQA_TAG}.run", strict=True)
+    assert max(len(ranking) for ranking in run.scores.values()) == 20
+    lines = (finished / f"{PQA_TAG}.run").read_text().splitlines()
+    for previous, line in zip(lines, lines[1:]):
+        a, b = previous.split(), line.split()
+        if a[0] == b[0]:
+            assert float(a[4]) > float(b[4]) and int(b[3]) == int(a[3]) + 1
+
+
+def test_leaderboard_has_a_section_per_benchmark_and_task(finished):
+    board = (finished / "leaderboard.md").read_text()
+    assert "## pragmaticqa:val — retrieval" in board and "## ikat2023:test — ptkb" in board
+    assert f"> {NOTE}" in board
+    assert f"| {PQA_TAG} | raw | bm25 |" in board
+    assert "nDCG@3 | P@3 | R@3 | RR" in board  # the PTKB task's measures
+
+
+def test_second_invocation_skips_finished_runs(finished, capsys):
+    before = {path.name: path.stat().st_mtime_ns for path in finished.glob("*.run")}
+    assert main(["run", str(_config(finished.parent)), "--output", str(finished)]) == 0
+    captured = capsys.readouterr()
+    assert f"{PQA_TAG}: finished with the same inputs, skipped" in captured.err
+    assert f"{PTKB_TAG}: finished with the same inputs, skipped" in captured.err
+    assert before == {path.name: path.stat().st_mtime_ns for path in finished.glob("*.run")}
+    assert f"| {PQA_TAG} |" in captured.out  # the leaderboard is printed again
+
+
+def test_changed_config_redoes_the_run(finished, tmp_path, capsys):
+    out = tmp_path / "runs"
+    out.mkdir()
+    for name in (f"{PQA_TAG}.run", f"{PQA_TAG}.json"):
+        (out / name).write_bytes((finished / name).read_bytes())
+    assert main(["run", str(_config(tmp_path, k=5)), "--output", str(out), "--only", "pqa"]) == 0
+    assert "skipped" not in capsys.readouterr().err
+    assert max(len(ranking) for ranking in read_run(out / f"{PQA_TAG}.run").scores.values()) == 5
+
+
+def test_force_redoes_finished_runs_byte_for_byte(finished, tmp_path, capsys):
+    """A second execution (forced over the first's files) writes the very same bytes."""
+    out = tmp_path / "runs"
+    out.mkdir()
+    for tag in (PQA_TAG, PTKB_TAG):
+        for suffix in (".run", ".json"):
+            (out / f"{tag}{suffix}").write_bytes((finished / f"{tag}{suffix}").read_bytes())
+    assert main(["run", str(_config(tmp_path)), "--output", str(out), "--force"]) == 0
+    assert "skipped" not in capsys.readouterr().err
+    for tag in (PQA_TAG, PTKB_TAG):
+        assert (out / f"{tag}.run").read_bytes() == (finished / f"{tag}.run").read_bytes()
+        assert json.loads((out / f"{tag}.json").read_text())["finished_at"]
+
+
+def test_a_killed_run_leaves_no_final_file_and_restarts_to_the_same_file(finished, tmp_path):
+    """SIGKILL the CLI once it is writing the run, then run again: same bytes as uninterrupted."""
+    config, out = _config(tmp_path), tmp_path / "runs"
+    command = [sys.executable, "-m", "harness.cli", "run", str(config), "--output", str(out), "--only", "pqa"]
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 120
+    try:
+        while not any(path.stat().st_size > 0 for path in out.glob(f".{PQA_TAG}.run.*.tmp")):
+            assert process.poll() is None, "the run ended before it could be killed"
+            assert time.monotonic() < deadline, "the run never started writing"
+            time.sleep(0.01)
+    finally:
+        os.kill(process.pid, signal.SIGKILL)
+        process.wait()
+    assert not (out / f"{PQA_TAG}.run").exists() and not (out / f"{PQA_TAG}.json").exists()
+    assert list(out.glob(f".{PQA_TAG}.run.*.tmp"))  # the half-written file never had the final name
+
+    assert main(["run", str(config), "--output", str(out), "--only", "pqa"]) == 0
+    assert (out / f"{PQA_TAG}.run").read_bytes() == (finished / f"{PQA_TAG}.run").read_bytes()
+    assert not list(out.glob(".*.tmp"))
+
+
+def test_qrels_restricted_to_the_corpus_keep_judged_pool_documents_only():
+    """iKAT 2023 qrels over the shipped provenance passages: what the small-scale run scores on."""
+    benchmark = load("ikat2023:test")
+    pool = {document.id for document in benchmark.corpus.documents()}
+    restricted = restrict_to_corpus(benchmark.qrels(), benchmark.corpus)
+    assert all(docid in pool for judged in restricted.judgments.values() for docid in judged)
+    assert all(any(grade > 0 for grade in judged.values()) for judged in restricted.judgments.values())
+    full = read_qrels(Path(benchmark.qrels().path))
+    assert 0 < len(restricted.judgments) < len(full.judgments)
+
+
+def test_dry_run_lists_runs_and_whether_they_are_finished(finished, capsys):
+    assert main(["run", str(_config(finished.parent)), "--output", str(finished), "--dry-run"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith(f"{PQA_TAG}\t1526 queries") and lines[0].endswith("finished")
+    assert len(lines) == len(load_config(_config(finished.parent)).runs())
+
+
+def test_default_ikat_pool_is_the_894_shipped_provenance_passages():
+    """The small-scale iKAT 2023 experiment searches both topic splits' provenance passages."""
+    from harness.paths import REPO_ROOT
+    from harness.runner.runner import Workspace
+
+    config = load_config(REPO_ROOT / "configs" / "default.yaml")
+    experiment = next(e for e in config.experiments if e.name == "ikat2023")
+    assert experiment.qrels_restrict_to_corpus and "894" in experiment.note
+    assert sum(1 for _ in Workspace().corpus(experiment).documents()) == 894
