@@ -1,0 +1,154 @@
+"""Fusion: one ranking from two or more retrievers' rankings of the same queries.
+
+    {name: rrf, k: 60, retrievers: [{name: bm25, k1: 0.9, b: 0.4}, {name: dense}]}
+    {name: linear, weights: [0.3, 0.7], retrievers: [{name: bm25}, {name: dense}]}
+
+Every sub-retriever is built with the same corpus and asked for `max(depth, k)` hits per
+query (depth 1000 by default, the depth of a TREC run and of pyserini's fusion), so a
+fused top-10 is the top of the same fused list as a fused top-1000. The fused list is cut
+to k. Sub-retrievers may themselves be fusions.
+
+Ties in the fused score are broken by docid, ascending (byte order of the string), so the
+output does not depend on the order in which sub-retrievers are listed.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Callable, Mapping, Sequence
+
+from harness.corpus import Corpus
+from harness.errors import HarnessError
+from harness.retrieve import RETRIEVERS, Hit, Retriever, SearchQuery, build
+
+Ranking = Sequence[Hit]
+DEFAULT_DEPTH = 1000
+
+
+def reciprocal_rank_fusion(rankings: Sequence[Ranking], k: float = 60) -> list[Hit]:
+    """Cormack, Clarke and Büttcher (SIGIR 2009): score(d) = sum over rankings of 1 / (k + rank),
+    rank 1-based (the position in the list). A document a ranking did not return adds nothing
+    from it; a docid repeated within one ranking counts once, at its best rank."""
+    fused: dict[str, float] = defaultdict(float)
+    for ranking in rankings:
+        seen: set[str] = set()
+        for rank, hit in enumerate(ranking, start=1):
+            if hit.docid not in seen:
+                seen.add(hit.docid)
+                fused[hit.docid] += 1.0 / (k + rank)
+    return _best_first(fused)
+
+
+def linear_fusion(rankings: Sequence[Ranking], weights: Sequence[float]) -> list[Hit]:
+    """score(d) = sum of weight_i * minmax_i(d), with each ranking's scores min-max
+    normalised to [0, 1] per query (all-equal scores become 1). A document a ranking did not
+    return gets 0 from it: the same as that ranking's lowest returned hit. A docid repeated
+    within one ranking counts once, with its best score."""
+    fused: dict[str, float] = defaultdict(float)
+    for ranking, weight in zip(rankings, weights, strict=True):
+        for docid, value in min_max(ranking).items():
+            fused[docid] += weight * value
+    return _best_first(fused)
+
+
+def min_max(ranking: Ranking) -> dict[str, float]:
+    best = _best_hits(ranking)
+    if not best:
+        return {}
+    low, high = min(best.values()), max(best.values())
+    if high == low:
+        return dict.fromkeys(best, 1.0)
+    return {docid: (score - low) / (high - low) for docid, score in best.items()}
+
+
+def _best_hits(ranking: Ranking) -> dict[str, float]:
+    best: dict[str, float] = {}
+    for hit in ranking:
+        best[hit.docid] = max(hit.score, best.get(hit.docid, hit.score))
+    return best
+
+
+def _best_first(scores: Mapping[str, float]) -> list[Hit]:
+    return [Hit(docid, score) for docid, score in sorted(scores.items(), key=lambda item: (-item[1], item[0]))]
+
+
+class FusionRetriever:
+    def __init__(self, retrievers: Sequence[Retriever], fuse: Callable[[list[Ranking]], list[Hit]], depth: int):
+        self.retrievers = list(retrievers)
+        self.fuse = fuse
+        self.depth = depth
+
+    def search(self, queries: Sequence[SearchQuery], k: int) -> dict[str, list[Hit]]:
+        depth = max(self.depth, k)
+        results = [retriever.search(queries, depth) for retriever in self.retrievers]
+        return {query.qid: self.fuse([result.get(query.qid, []) for result in results])[:k] for query in queries}
+
+
+def build_sub_retrievers(corpus: Corpus | None, specs: list[Mapping], index: str | None = None) -> list[Retriever]:
+    """Each built through the registry with the fusion's corpus, and its `index` (the runner's
+    corpus-as-an-index) unless the entry names its own."""
+    return [build_from_spec(spec, corpus, index) for spec in specs]
+
+
+def check_specs(specs: object) -> list[Mapping]:
+    """`retrievers: [{name: ..., param: ...}, ...]` from a config, checked before anything is built."""
+    if not isinstance(specs, Sequence) or isinstance(specs, str) or len(specs) < 2:
+        raise HarnessError("fusion needs `retrievers:` a list of two or more {name: ..., ...} entries")
+    for position, spec in enumerate(specs, start=1):
+        if not isinstance(spec, Mapping) or not isinstance(spec.get("name"), str):
+            raise HarnessError(f"fusion retriever #{position} must be a mapping with a `name:`; got {spec!r}")
+    return list(specs)
+
+
+def build_from_spec(spec: Mapping, corpus: Corpus | None, index: str | None) -> Retriever:
+    params = {key: value for key, value in spec.items() if key != "name"}
+    if index is not None:
+        params.setdefault("index", index)
+    return build(spec["name"], corpus=corpus, **params)
+
+
+def _check_depth(depth: int) -> int:
+    if not isinstance(depth, int) or depth < 1:
+        raise HarnessError(f"fusion depth must be a positive integer; got {depth!r}")
+    return depth
+
+
+@RETRIEVERS.register("rrf")
+def rrf(
+    corpus: Corpus | None = None,
+    *,
+    retrievers: object = None,
+    k: float = 60,
+    depth: int = DEFAULT_DEPTH,
+    index: str | None = None,
+) -> FusionRetriever:
+    """Reciprocal rank fusion; `k` is RRF's rank constant (60), not the number of hits."""
+    if not isinstance(k, (int, float)) or k < 0:
+        raise HarnessError(f"rrf k (the rank constant) must be a number >= 0; got {k!r}")
+    specs, depth = check_specs(retrievers), _check_depth(depth)
+    subs = build_sub_retrievers(corpus, specs, index)
+    return FusionRetriever(subs, lambda rankings: reciprocal_rank_fusion(rankings, k), depth)
+
+
+@RETRIEVERS.register("linear")
+def linear(
+    corpus: Corpus | None = None,
+    *,
+    retrievers: object = None,
+    weights: Sequence[float] | None = None,
+    depth: int = DEFAULT_DEPTH,
+    index: str | None = None,
+) -> FusionRetriever:
+    """Weighted sum of min-max normalised scores; equal weights (1/n) unless given."""
+    specs, depth = check_specs(retrievers), _check_depth(depth)
+    if weights is None:
+        weights = [1.0 / len(specs)] * len(specs)
+    if (
+        not isinstance(weights, Sequence)
+        or len(weights) != len(specs)
+        or not all(isinstance(weight, (int, float)) for weight in weights)
+    ):
+        raise HarnessError(f"linear fusion needs one number per retriever ({len(specs)}); got weights {weights!r}")
+    weights = [float(weight) for weight in weights]
+    subs = build_sub_retrievers(corpus, specs, index)
+    return FusionRetriever(subs, lambda rankings: linear_fusion(rankings, weights), depth)

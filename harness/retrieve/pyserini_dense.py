@@ -1,0 +1,106 @@
+"""pyserini's own dense search, for users who have one of its faiss indexes on disk.
+
+    {name: pyserini-dense, index: /indexes/faiss.cast2019.tct_colbert-v2,
+     encoder: /models/tct_colbert-v2-hnp-msmarco, encoder_class: tct_colbert}
+
+The index folder is pyserini's layout (`index`, the faiss file, and `docid`, one id per
+line), e.g. an unpacked prebuilt index; the query encoder is a local model folder. Nothing
+is downloaded: both must be on disk. The index, not the harness corpus, defines the
+collection searched, so the `corpus` argument is not used.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from harness.corpus import Corpus
+from harness.errors import HarnessError
+from harness.retrieve import RETRIEVERS, Hit, SearchQuery
+
+# pyserini query-encoder classes by the names its own CLI uses (`--encoder-class`).
+ENCODER_CLASSES = {
+    "auto": "AutoQueryEncoder",
+    "dpr": "DprQueryEncoder",
+    "tct_colbert": "TctColBertQueryEncoder",
+    "ance": "AnceQueryEncoder",
+    "bpr": "BprQueryEncoder",
+}
+
+
+class PyseriniDenseRetriever:
+    def __init__(self, searcher: Any, threads: int):
+        self.searcher = searcher
+        self.threads = threads
+
+    def search(self, queries: Sequence[SearchQuery], k: int) -> dict[str, list[Hit]]:
+        if not queries:
+            return {}
+        results = self.searcher.batch_search(
+            [query.text for query in queries], [query.qid for query in queries], k=k, threads=self.threads
+        )
+        return {qid: [Hit(result.docid, float(result.score)) for result in hits] for qid, hits in results.items()}
+
+
+@RETRIEVERS.register("pyserini-dense")
+def pyserini_dense(
+    corpus: Corpus | None = None,
+    *,
+    index: str | None = None,
+    encoder: str | None = None,
+    encoder_class: str | None = None,
+    pooling: str = "cls",
+    l2_norm: bool = False,
+    device: str = "cpu",
+    threads: int | None = None,
+) -> PyseriniDenseRetriever:
+    """index: local pyserini faiss index folder; encoder: local query-encoder folder;
+    encoder_class: auto, dpr, tct_colbert, ance or bpr (default: pyserini guesses from the
+    folder name); pooling and l2_norm apply to `auto`."""
+    index_dir = _index_folder(index)
+    encoder_dir = _encoder_folder(encoder)
+    if encoder_class is not None and encoder_class not in ENCODER_CLASSES:
+        raise HarnessError(f"unknown encoder_class {encoder_class!r}; known: {', '.join(ENCODER_CLASSES)}")
+    from harness.retrieve.java import ensure_jvm
+
+    ensure_jvm()  # pyserini's faiss module imports its Lucene searcher, hence Java
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    import pyserini.encode
+    from pyserini.search.faiss import FaissSearcher
+
+    query_encoder: Any = str(encoder_dir)  # FaissSearcher picks the class from the folder name
+    if encoder_class == "auto":
+        query_encoder = pyserini.encode.AutoQueryEncoder(
+            encoder_dir=str(encoder_dir), pooling=pooling, l2_norm=l2_norm, device=device
+        )
+    elif encoder_class is not None:
+        query_encoder = getattr(pyserini.encode, ENCODER_CLASSES[encoder_class])(encoder_dir=str(encoder_dir), device=device)
+    searcher = FaissSearcher(str(index_dir), query_encoder)
+    return PyseriniDenseRetriever(searcher, threads or len(os.sched_getaffinity(0)))
+
+
+def _index_folder(index: str | None) -> Path:
+    if not index:
+        raise HarnessError("pyserini-dense needs `index:` a local pyserini faiss index folder")
+    folder = Path(index).expanduser()
+    missing = [name for name in ("index", "docid") if not (folder / name).is_file()]
+    if missing:
+        raise HarnessError(
+            f"pyserini-dense index {folder} is not a pyserini faiss index: missing {' and '.join(missing)}; "
+            "unpack a prebuilt index there (nothing is downloaded at run time)"
+        )
+    return folder
+
+
+def _encoder_folder(encoder: str | None) -> Path:
+    if not encoder:
+        raise HarnessError("pyserini-dense needs `encoder:` a local query-encoder model folder")
+    folder = Path(encoder).expanduser()
+    if not (folder / "config.json").is_file():
+        raise HarnessError(
+            f"pyserini-dense query encoder {folder} not found (or has no config.json); "
+            "encoders load from local folders only"
+        )
+    return folder

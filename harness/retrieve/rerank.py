@@ -1,0 +1,162 @@
+"""Re-ranking: a cross-encoder re-scores the top hits of any first-stage retriever.
+
+    {name: rerank, model: /models/ms-marco-MiniLM-L-6-v2, depth: 100,
+     first_stage: {name: bm25, k1: 0.9, b: 0.4}}
+
+The first stage is asked for `depth` hits (default: the k asked of the re-ranker); all of
+them are re-scored by the cross-encoder (its raw logit, no sigmoid, so near-certain pairs
+still differ) and the result is cut to k. With depth < k the run has `depth` hits.
+Ties in the cross-encoder score keep first-stage order.
+
+Without a model this stage refuses to start (HarnessError) rather than passing the first
+stage through: a run labelled as re-ranked that silently is not would corrupt every
+comparison made with it. Models load from local folders only.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from harness.corpus import Corpus
+from harness.errors import HarnessError
+from harness.retrieve import RETRIEVERS, Hit, Retriever, SearchQuery
+from harness.retrieve._embeddings import default_device, passage_text, set_torch_threads
+from harness.retrieve.fusion import build_from_spec
+
+if TYPE_CHECKING:
+    from sentence_transformers import CrossEncoder
+
+
+class RerankRetriever:
+    def __init__(
+        self,
+        corpus: Corpus,
+        first_stage: Retriever,
+        model: CrossEncoder,
+        *,
+        depth: int | None,
+        batch_size: int,
+    ):
+        self.corpus = corpus
+        self.first_stage = first_stage
+        self.model = model
+        self.depth = depth
+        self.batch_size = batch_size
+
+    def search(self, queries: Sequence[SearchQuery], k: int) -> dict[str, list[Hit]]:
+        first = self.first_stage.search(queries, self.depth or k)
+        texts = self._texts({hit.docid for hits in first.values() for hit in hits})
+        pairs = [(query.text, texts[hit.docid]) for query in queries for hit in first.get(query.qid, [])]
+        scores = iter(self._score(pairs))
+        results = {}
+        for query in queries:
+            rescored = [(float(next(scores)), rank, hit.docid) for rank, hit in enumerate(first.get(query.qid, []))]
+            rescored.sort(key=lambda item: (-item[0], item[1]))
+            results[query.qid] = [Hit(docid, score) for score, _, docid in rescored[:k]]
+        return results
+
+    def _score(self, pairs: list[tuple[str, str]]) -> list[float]:
+        import torch
+
+        if not pairs:
+            return []
+        return self.model.predict(
+            pairs, batch_size=self.batch_size, activation_fn=torch.nn.Identity(), show_progress_bar=len(pairs) > 1000
+        ).tolist()
+
+    def _texts(self, docids: set[str]) -> dict[str, str]:
+        """One pass over the corpus for the candidates' texts (the corpus is a stream)."""
+        texts = {}
+        for document in self.corpus.documents():
+            if document.id in docids:
+                texts[document.id] = passage_text(document)
+                if len(texts) == len(docids):
+                    break
+        missing = docids - texts.keys()
+        if missing:
+            raise HarnessError(
+                f"rerank: the first stage returned {len(missing)} docid(s) not in corpus {self.corpus.name!r}, "
+                f"e.g. {sorted(missing)[0]!r}; the first stage must search the same corpus"
+            )
+        return texts
+
+
+@RETRIEVERS.register("rerank")
+def rerank(
+    corpus: Corpus | None = None,
+    *,
+    first_stage: object = None,
+    model: str | None = None,
+    depth: int | None = None,
+    max_length: int | None = None,
+    batch_size: int = 32,
+    device: str | None = None,
+    threads: int | None = None,
+    index: str | None = None,
+) -> RerankRetriever:
+    """model: local cross-encoder folder (required: none ships offline); depth: first-stage
+    hits re-scored (default: k); max_length: tokens per query+passage pair (default: the
+    model's); index: handed to the first stage (the runner's corpus-as-an-index)."""
+    if corpus is None:
+        raise HarnessError("rerank needs a corpus: the cross-encoder reads the passages' text")
+    if not isinstance(first_stage, Mapping) or not isinstance(first_stage.get("name"), str):
+        raise HarnessError("rerank needs `first_stage: {name: ..., ...}`, the retriever whose hits it re-scores")
+    if depth is not None and (not isinstance(depth, int) or depth < 1):
+        raise HarnessError(f"rerank depth must be a positive integer; got {depth!r}")
+    cross_encoder = load_cross_encoder(model, max_length=max_length, device=device, threads=threads)
+    first = build_from_spec(first_stage, corpus, index)
+    return RerankRetriever(corpus, first, cross_encoder, depth=depth, batch_size=batch_size)
+
+
+def load_cross_encoder(
+    model: str | None, *, max_length: int | None = None, device: str | None = None, threads: int | None = None
+) -> CrossEncoder:
+    if not model:
+        raise HarnessError(
+            "rerank needs `model:` a local cross-encoder folder (e.g. a copy of "
+            "cross-encoder/ms-marco-MiniLM-L-6-v2); none ships with the harness and none is downloaded"
+        )
+    path = Path(model).expanduser()
+    if not (path / "config.json").is_file():
+        raise HarnessError(
+            f"rerank model folder {path} not found (or has no config.json); cross-encoders load from "
+            "local folders only: copy one there, or remove the rerank stage"
+        )
+    if not _is_cross_encoder(path):
+        raise HarnessError(
+            f"rerank model {path} is not a cross-encoder (no *ForSequenceClassification architecture in its "
+            "config.json): loading it as one would score with an untrained head"
+        )
+    set_torch_threads(threads)
+    loaded = _load(str(path.resolve()), device or default_device(), max_length)
+    if loaded.num_labels != 1:
+        raise HarnessError(
+            f"rerank model {path} outputs {loaded.num_labels} labels; a re-ranker must output one relevance score"
+        )
+    return loaded
+
+
+def _is_cross_encoder(path: Path) -> bool:
+    """A sequence-classification checkpoint, or one sentence-transformers saved as a CrossEncoder."""
+    config = json.loads((path / "config.json").read_text(encoding="utf-8"))
+    if any(name.endswith("ForSequenceClassification") for name in config.get("architectures") or []):
+        return True
+    st_config = path / "config_sentence_transformers.json"
+    return st_config.is_file() and json.loads(st_config.read_text(encoding="utf-8")).get("model_type") == "CrossEncoder"
+
+
+@functools.lru_cache(maxsize=2)
+def _load(path: str, device: str, max_length: int | None) -> CrossEncoder:
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    from sentence_transformers import CrossEncoder
+
+    try:
+        return CrossEncoder(path, device=device, max_length=max_length, local_files_only=True)
+    except (OSError, ValueError) as error:
+        raise HarnessError(f"cannot load the cross-encoder in {path}: {error}") from error

@@ -1,0 +1,233 @@
+"""Dense retrieval on real iKAT 2023 passages with the shipped all-MiniLM-L6-v2."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import subprocess
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from harness.corpus import Corpus, Document
+from harness.errors import HarnessError
+from harness.paths import data_root
+from harness.retrieve import SearchQuery, build
+from harness.retrieve._embeddings import cache_folder, cache_key, default_model_path
+from harness.retrieve.dense import top_k
+
+IKAT_PASSAGES = data_root() / "ikat" / "2023" / "data" / "2023_test_topics_psg_text.jsonl"
+PASSAGES_USED = 32
+
+
+def ikat_passages(path: Path = IKAT_PASSAGES, limit: int = PASSAGES_USED) -> Iterator[Document]:
+    """The first `limit` provenance passages, with iKAT's passage ids (`doc_id:passage_id`)."""
+    with path.open(encoding="utf-8") as handle:
+        for _, line in zip(range(limit), handle):
+            record = json.loads(line)
+            yield Document(f"{record['doc_id']}:{record['passage_id']}", record["passage_text"].strip())
+
+
+@dataclass
+class CountingStream:
+    """A corpus's document stream that counts how often it is read (i.e. encoded)."""
+
+    limit: int
+    passes: int = 0
+
+    def __call__(self) -> Iterator[Document]:
+        self.passes += 1
+        return ikat_passages(limit=self.limit)
+
+
+def ikat_corpus(limit: int = PASSAGES_USED) -> Corpus:
+    digest = hashlib.sha256(IKAT_PASSAGES.read_bytes() + f"first {limit}".encode()).hexdigest()
+    return Corpus(f"ikat23-test-psg-{limit}", CountingStream(limit), known_fingerprint=digest)
+
+
+def shared_cache(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """An embeddings cache shared by the test modules that fuse or re-rank: encode once."""
+    return str(tmp_path_factory.getbasetemp() / "shared-embeddings")
+
+
+QUERIES = [
+    SearchQuery("email", "is email marketing more effective than social media?"),
+    SearchQuery("hybrid", "which hybrid car sells best in america"),
+    SearchQuery("goggins", "when was david goggins born"),
+]
+
+
+@pytest.fixture(scope="module")
+def first_run(tmp_path_factory):
+    corpus = ikat_corpus()
+    retriever = build("dense", corpus=corpus, cache_dir=str(tmp_path_factory.mktemp("embeddings")))
+    hits = retriever.search(QUERIES, 10)
+    return corpus, retriever, hits
+
+
+def test_first_run_encodes_the_corpus_once_and_caches_it(first_run):
+    corpus, retriever, _ = first_run
+    assert not retriever.passages.from_cache
+    assert corpus.documents.passes == 1
+    folder = retriever.passages.folder
+    assert sorted(p.name for p in folder.iterdir()) == ["ids.json", "meta.json", "vectors.npy"]
+    meta = json.loads((folder / "meta.json").read_text())
+    assert meta["corpus"] == corpus.fingerprint and meta["count"] == PASSAGES_USED and meta["dimension"] == 384
+    assert np.load(folder / "vectors.npy").dtype == np.float32
+
+
+def test_second_run_reads_the_cache_and_only_encodes_queries(first_run):
+    corpus, retriever, hits = first_run
+    again = build("dense", corpus=corpus, cache_dir=str(retriever.passages.folder.parent))
+    assert again.search(QUERIES, 10) == hits
+    assert again.passages.from_cache
+    assert corpus.documents.passes == 1  # the corpus was not streamed again
+
+
+def test_dtype_max_length_and_model_are_part_of_the_cache_key(first_run):
+    _, retriever, _ = first_run
+    encoder = retriever.encoder
+    base = cache_key("corpus-sha", encoder, "float32")
+    variants = [
+        cache_key("corpus-sha", encoder, "float16"),
+        cache_key("other-corpus-sha", encoder, "float32"),
+        {**base, "max_length": 128},
+        {**base, "model": "another-model-sha"},
+    ]
+    folders = {cache_folder(Path("/c"), "x", key) for key in [base, *variants]}
+    assert len(folders) == 5
+
+
+def test_retrievers_sharing_the_model_keep_their_own_max_length(first_run):
+    corpus, retriever, _ = first_run
+    short = build("dense", corpus=corpus, max_length=32)
+    assert short.encoder.model is retriever.encoder.model  # loaded once per process
+    short.encoder.encode_queries(["a query"])
+    assert build("dense", corpus=corpus).encoder.max_length == 256  # the model's saved max_seq_length
+
+
+def test_a_float16_cache_stores_half_precision_and_keeps_the_ranking(first_run, tmp_path):
+    _, retriever, _ = first_run
+    few = ikat_corpus(8)
+    half = build("dense", corpus=few, dtype="float16", cache_dir=str(tmp_path))
+    half_hits = half.search(QUERIES, 3)
+    assert np.load(half.passages.folder / "vectors.npy").dtype == np.float16
+    full_hits = retriever.search(QUERIES, PASSAGES_USED)
+    for query in QUERIES:
+        among_few = [hit.docid for hit in full_hits[query.qid] if hit.docid in set(half.passages.ids)]
+        assert [hit.docid for hit in half_hits[query.qid]] == among_few[:3]
+
+
+@pytest.mark.parametrize(
+    ("paraphrase", "passage"),
+    [
+        # Hand-written paraphrases of real passages, sharing few content words with them.
+        ("which cheese can people who cannot digest milk sugar still eat", "clueweb22-en0000-95-11958:2"),
+        ("what does the government charge you for owning an automobile in holland", "clueweb22-en0001-60-13167:0"),
+        ("what did the batman films by nolan do differently", "clueweb22-en0002-65-01351:4"),
+    ],
+)
+def test_a_paraphrase_finds_its_passage_first(first_run, paraphrase, passage):
+    _, retriever, _ = first_run
+    assert retriever.search([SearchQuery("q", paraphrase)], 3)["q"][0].docid == passage
+
+
+def test_numpy_faiss_and_torch_backends_agree(first_run):
+    corpus, retriever, _ = first_run
+    cache = str(retriever.passages.folder.parent)
+    results = {
+        backend: build("dense", corpus=corpus, cache_dir=cache, backend=backend).search(QUERIES, PASSAGES_USED)
+        for backend in ("numpy", "faiss", "torch")
+    }
+    for query in QUERIES:
+        reference = results["numpy"][query.qid]
+        assert len(reference) == PASSAGES_USED
+        for backend in ("faiss", "torch"):
+            other = results[backend][query.qid]
+            assert [hit.docid for hit in other] == [hit.docid for hit in reference]
+            assert np.allclose([hit.score for hit in other], [hit.score for hit in reference], atol=1e-5)
+
+
+def test_k_beyond_the_corpus_returns_every_passage_best_first(first_run):
+    _, retriever, _ = first_run
+    hits = retriever.search(QUERIES[:1], 1000)["email"]
+    assert len(hits) == PASSAGES_USED
+    assert [hit.score for hit in hits] == sorted((hit.score for hit in hits), reverse=True)
+
+
+def test_equal_scores_rank_in_corpus_order_also_at_the_cut_off():
+    scores = np.array([0.5, 0.9, 0.5, 0.9, 0.1, 0.5], dtype=np.float32)
+    assert top_k(scores, 3).tolist() == [1, 3, 0]
+    assert top_k(scores, 4).tolist() == [1, 3, 0, 2]
+    assert top_k(scores, 10).tolist() == [1, 3, 0, 2, 5, 4]
+
+
+def test_dense_without_a_corpus_is_a_clear_error():
+    with pytest.raises(HarnessError, match="needs a corpus"):
+        build("dense", corpus=None)
+
+
+def test_a_missing_model_folder_is_a_clear_error(tmp_path):
+    with pytest.raises(HarnessError, match="local folders only"):
+        build("dense", corpus=ikat_corpus(), model=str(tmp_path / "no-such-model"))
+
+
+def test_an_unknown_dtype_or_backend_is_a_clear_error(first_run):
+    corpus, retriever, _ = first_run
+    with pytest.raises(HarnessError, match="dense search backend 'annoy'"):
+        build("dense", corpus=corpus, backend="annoy")
+    with pytest.raises(HarnessError, match="dtype 'int8'"):
+        build("dense", corpus=corpus, dtype="int8")
+
+
+def test_looking_up_retrievers_imports_no_heavy_library():
+    code = (
+        "import sys, harness.retrieve as r; r._import_retrievers(); "
+        "print(sorted(m for m in ('torch', 'sentence_transformers', 'faiss', 'pyserini') if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
+
+
+# -- pyserini's dense search -------------------------------------------------------------------
+
+
+def test_pyserini_dense_on_a_missing_index_is_a_clear_error(tmp_path):
+    with pytest.raises(HarnessError, match="not a pyserini faiss index: missing index and docid"):
+        build("pyserini-dense", index=str(tmp_path), encoder=str(default_model_path()))
+
+
+def test_pyserini_dense_without_a_local_encoder_is_a_clear_error(tmp_path):
+    (tmp_path / "index").write_bytes(b"")
+    (tmp_path / "docid").write_text("")
+    with pytest.raises(HarnessError, match="encoders load from local folders only"):
+        build("pyserini-dense", index=str(tmp_path), encoder="castorini/tct_colbert-v2-hnp-msmarco")
+
+
+def test_pyserini_dense_agrees_with_dense_on_the_same_vectors(first_run, tmp_path):
+    """A faiss index in pyserini's layout (`index` + `docid`) of the cached passage vectors,
+    searched by pyserini's FaissSearcher with its own query encoder (mean pooling, l2)."""
+    import faiss
+
+    _, retriever, hits = first_run
+    passages = retriever.passages
+    index = faiss.IndexFlatIP(passages.vectors.shape[1])
+    index.add(passages.vectors)
+    faiss.write_index(index, str(tmp_path / "index"))
+    (tmp_path / "docid").write_text("".join(f"{docid}\n" for docid in passages.ids))
+    searcher = build(
+        "pyserini-dense",
+        index=str(tmp_path),
+        encoder=str(default_model_path()),
+        encoder_class="auto",
+        pooling="mean",
+        l2_norm=True,
+    )
+    theirs = searcher.search(QUERIES, 10)
+    for query in QUERIES:
+        assert [hit.docid for hit in theirs[query.qid]] == [hit.docid for hit in hits[query.qid]]
+        assert [hit.score for hit in theirs[query.qid]] == pytest.approx([hit.score for hit in hits[query.qid]], abs=1e-5)

@@ -1,0 +1,134 @@
+"""Fusion rules on hand-checked rankings, then fusion built from a config over real retrievers."""
+
+from __future__ import annotations
+
+import pytest
+
+from harness.errors import HarnessError
+from harness.retrieve import Hit, SearchQuery, build
+from harness.retrieve.fusion import linear_fusion, min_max, reciprocal_rank_fusion
+from tests.test_dense import ikat_corpus, shared_cache
+
+
+def hits(*pairs: tuple[str, float]) -> list[Hit]:
+    return [Hit(docid, score) for docid, score in pairs]
+
+
+def ranked(*docids: str) -> list[Hit]:
+    """A best-first list whose scores RRF ignores."""
+    return [Hit(docid, 100.0 - rank) for rank, docid in enumerate(docids)]
+
+
+def as_pairs(fused: list[Hit]) -> list[tuple[str, float]]:
+    return [(hit.docid, pytest.approx(hit.score, abs=1e-9)) for hit in fused]
+
+
+# -- reciprocal rank fusion ---------------------------------------------------------------------
+
+
+def test_rrf_sums_one_over_k_plus_rank():
+    fused = reciprocal_rank_fusion([ranked("d1", "d2", "d3"), ranked("d3", "d1", "d4")], k=60)
+    # d1: 1/61 + 1/62 = 0.0325225, d3: 1/63 + 1/61 = 0.0322665, d2: 1/62, d4: 1/63
+    assert as_pairs(fused) == [
+        ("d1", 0.0325224749),
+        ("d3", 0.0322664585),
+        ("d2", 0.0161290323),
+        ("d4", 0.0158730159),
+    ]
+
+
+def test_rrf_k_is_the_rank_constant():
+    fused = reciprocal_rank_fusion([ranked("a", "b"), ranked("b", "c")], k=0)
+    # a: 1/1, b: 1/2 + 1/1, c: 1/2
+    assert as_pairs(fused) == [("b", 1.5), ("a", 1.0), ("c", 0.5)]
+
+
+def test_rrf_ignores_scores_and_counts_a_repeated_docid_at_its_best_rank():
+    fused = reciprocal_rank_fusion([hits(("x", 0.1), ("x", 9.0), ("y", 5.0))], k=60)
+    assert as_pairs(fused) == [("x", 1 / 61), ("y", 1 / 63)]
+
+
+def test_ties_break_by_docid_whatever_the_order_of_the_retrievers():
+    first = reciprocal_rank_fusion([ranked("b", "a"), ranked("a", "b")], k=60)
+    second = reciprocal_rank_fusion([ranked("a", "b"), ranked("b", "a")], k=60)
+    assert [hit.docid for hit in first] == [hit.docid for hit in second] == ["a", "b"]
+
+
+# -- normalised linear interpolation --------------------------------------------------------------
+
+
+def test_min_max_maps_each_ranking_to_zero_one_and_all_equal_to_one():
+    assert min_max(hits(("d1", 10.0), ("d2", 6.0), ("d3", 2.0))) == {"d1": 1.0, "d2": 0.5, "d3": 0.0}
+    assert min_max(hits(("d1", -3.0), ("d2", -3.0))) == {"d1": 1.0, "d2": 1.0}
+    assert min_max([]) == {}
+
+
+def test_linear_weights_normalised_scores_and_a_missing_document_scores_zero():
+    first = hits(("d1", 10.0), ("d2", 6.0), ("d3", 2.0))  # normalised: d1 1, d2 0.5, d3 0
+    second = hits(("d3", 0.9), ("d4", 0.5), ("d1", 0.1))  # normalised: d3 1, d4 0.5, d1 0
+    fused = linear_fusion([first, second], weights=[0.3, 0.7])
+    # d3: 0.3*0 + 0.7*1; d4: (absent) 0 + 0.7*0.5; d1: 0.3*1 + 0.7*0; d2: 0.3*0.5 + (absent) 0
+    assert as_pairs(fused) == [("d3", 0.7), ("d4", 0.35), ("d1", 0.3), ("d2", 0.15)]
+
+
+def test_linear_ties_break_by_docid():
+    fused = linear_fusion([hits(("z", 2.0), ("m", 1.0)), hits(("m", 2.0), ("z", 1.0))], weights=[0.5, 0.5])
+    assert as_pairs(fused) == [("m", 0.5), ("z", 0.5)]
+
+
+# -- fusion built from a config over real dense retrievers -----------------------------------------
+
+SMALL = 12
+QUERIES = [
+    SearchQuery("email", "is email marketing more effective than social media?"),
+    SearchQuery("goggins", "when was david goggins born"),
+]
+
+
+@pytest.fixture(scope="module")
+def sub_configs(tmp_path_factory):
+    cache = shared_cache(tmp_path_factory)
+    # Two real, different dense retrievers: full passages, and only their first 32 tokens.
+    return [{"name": "dense", "cache_dir": cache}, {"name": "dense", "max_length": 32, "cache_dir": cache}]
+
+
+def test_rrf_from_config_fuses_each_sub_retriever_at_the_fusion_depth(sub_configs):
+    fused = build("rrf", corpus=ikat_corpus(SMALL), retrievers=sub_configs, depth=5)
+    results = fused.search(QUERIES, 3)
+    for query in QUERIES:
+        subs = [retriever.search(QUERIES, 5)[query.qid] for retriever in fused.retrievers]
+        assert results[query.qid] == reciprocal_rank_fusion(subs, k=60)[:3]
+
+
+def test_fusion_asks_for_at_least_k_hits(sub_configs):
+    fused = build("rrf", corpus=ikat_corpus(SMALL), retrievers=sub_configs, depth=2)
+    assert all(len(found) == SMALL for found in fused.search(QUERIES, 100).values())
+
+
+def test_linear_from_config_uses_the_given_weights(sub_configs):
+    fused = build("linear", corpus=ikat_corpus(SMALL), retrievers=sub_configs, weights=[0.2, 0.8])
+    results = fused.search(QUERIES, 10)
+    for query in QUERIES:
+        subs = [retriever.search(QUERIES, 1000)[query.qid] for retriever in fused.retrievers]
+        assert results[query.qid] == linear_fusion(subs, [0.2, 0.8])[:10]
+
+
+def test_a_corpus_given_as_an_index_is_handed_to_every_sub_retriever():
+    with pytest.raises(HarnessError, match="the index 'some-lucene-index' has no passage text"):
+        build("rrf", corpus=None, index="some-lucene-index", retrievers=[{"name": "dense"}, {"name": "dense"}])
+
+
+@pytest.mark.parametrize(
+    ("name", "params", "message"),
+    [
+        ("rrf", {"retrievers": [{"name": "dense"}]}, "two or more"),
+        ("rrf", {"retrievers": [{"k1": 0.9}, {"name": "dense"}]}, "#1 must be a mapping with a `name:`"),
+        ("rrf", {"retrievers": [{"name": "nope"}, {"name": "dense"}]}, "unknown retriever 'nope'"),
+        ("rrf", {"retrievers": [{"name": "dense"}] * 2, "k": -1}, "rank constant"),
+        ("rrf", {"retrievers": [{"name": "dense"}] * 2, "depth": 0}, "depth must be a positive integer"),
+        ("linear", {"retrievers": [{"name": "dense"}] * 2, "weights": [1.0]}, "one number per retriever"),
+    ],
+)
+def test_a_bad_fusion_config_is_a_clear_error(name, params, message):
+    with pytest.raises(HarnessError, match=message):
+        build(name, corpus=ikat_corpus(SMALL), **params)

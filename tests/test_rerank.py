@@ -1,0 +1,94 @@
+"""The cross-encoder re-ranking stage.
+
+No trained cross-encoder is available offline, so the real code path runs on a
+sentence-transformers CrossEncoder built from the shipped MiniLM weights with an untrained
+(seeded) scoring head: its scores are meaningless, but they are the library's own, and the
+stage must order hits exactly by them.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+
+import pytest
+
+from harness.errors import HarnessError
+from harness.retrieve import SearchQuery, build
+from harness.retrieve._embeddings import default_model_path, passage_text
+from tests.test_dense import ikat_corpus, ikat_passages, shared_cache
+
+SMALL = 12
+QUERIES = [
+    SearchQuery("email", "is email marketing more effective than social media?"),
+    SearchQuery("goggins", "when was david goggins born"),
+]
+
+
+@pytest.fixture(scope="module")
+def cross_encoder_dir(tmp_path_factory):
+    import torch
+    from sentence_transformers import CrossEncoder
+
+    bert = tmp_path_factory.mktemp("minilm-bert")
+    for name in ("config.json", "model.safetensors", "tokenizer.json", "tokenizer_config.json", "vocab.txt"):
+        shutil.copy(default_model_path() / name, bert / name)
+    torch.manual_seed(0)
+    model = CrossEncoder(str(bert), num_labels=1, local_files_only=True)
+    folder = tmp_path_factory.mktemp("cross-encoder")
+    model.save(str(folder))
+    return folder
+
+
+@pytest.fixture(scope="module")
+def first_stage(tmp_path_factory):
+    return {"name": "dense", "cache_dir": shared_cache(tmp_path_factory)}
+
+
+def test_rerank_orders_the_first_stage_hits_by_cross_encoder_score(cross_encoder_dir, first_stage):
+    import torch
+
+    corpus = ikat_corpus(SMALL)
+    reranker = build("rerank", corpus=corpus, first_stage=first_stage, model=str(cross_encoder_dir), depth=6)
+    results = reranker.search(QUERIES, 4)
+    first = reranker.first_stage.search(QUERIES, 6)
+    texts = {document.id: passage_text(document) for document in ikat_passages(limit=SMALL)}
+    for query in QUERIES:
+        candidates = [hit.docid for hit in first[query.qid]]
+        scores = reranker.model.predict([(query.text, texts[docid]) for docid in candidates], activation_fn=torch.nn.Identity())
+        expected = sorted(zip(scores.tolist(), candidates), key=lambda pair: -pair[0])[:4]
+        assert [hit.docid for hit in results[query.qid]] == [docid for _, docid in expected]
+        assert [hit.score for hit in results[query.qid]] == pytest.approx([score for score, _ in expected], abs=1e-5)
+
+
+def test_without_a_model_rerank_refuses_to_start_rather_than_pass_the_first_stage_through(first_stage):
+    with pytest.raises(HarnessError, match="rerank needs `model:` a local cross-encoder folder"):
+        build("rerank", corpus=ikat_corpus(SMALL), first_stage=first_stage)
+
+
+def test_a_missing_cross_encoder_folder_is_a_clear_error(first_stage, tmp_path):
+    with pytest.raises(HarnessError, match="not found .* local folders only"):
+        build("rerank", corpus=ikat_corpus(SMALL), first_stage=first_stage, model=str(tmp_path / "absent"))
+
+
+def test_a_bi_encoder_is_not_accepted_as_a_cross_encoder(first_stage):
+    # sentence-transformers would load the shipped bi-encoder as a cross-encoder with a random head.
+    with pytest.raises(HarnessError, match="is not a cross-encoder"):
+        build("rerank", corpus=ikat_corpus(SMALL), first_stage=first_stage, model=str(default_model_path()))
+
+
+@pytest.mark.parametrize(
+    ("params", "message"),
+    [
+        ({"model": "x"}, re.escape("needs `first_stage: {name: ..., ...}`")),
+        ({"model": "x", "first_stage": {"name": "dense"}, "depth": 0}, "depth must be a positive integer"),
+    ],
+)
+def test_a_bad_rerank_config_is_a_clear_error(params, message):
+    with pytest.raises(HarnessError, match=message):
+        build("rerank", corpus=ikat_corpus(SMALL), **params)
+
+
+def test_rerank_without_a_corpus_is_a_clear_error(first_stage):
+    with pytest.raises(HarnessError, match="rerank needs a corpus"):
+        build("rerank", corpus=None, first_stage=first_stage, model="x")
