@@ -2,6 +2,8 @@
 
 Modelled on ir-measures' measure registry: implementations register themselves by name at
 import time, and callers look them up by the name a user typed in a config or on the CLI.
+A registry bound to a package imports that package's modules on first look-up, so adding an
+implementation is adding a module; those modules keep heavy imports inside functions.
 """
 
 from __future__ import annotations
@@ -15,9 +17,20 @@ T = TypeVar("T")
 
 
 class Registry(Generic[T]):
-    def __init__(self, kind: str) -> None:
+    def __init__(self, kind: str, package: str | None = None) -> None:
         self.kind = kind
         self._items: dict[str, T] = {}
+        self._package = package  # imported (all its modules) on the first look-up
+
+    def _load(self) -> None:
+        if self._package is None:
+            return
+        import importlib
+        import pkgutil
+
+        package, self._package = importlib.import_module(self._package), None
+        for module in pkgutil.iter_modules(package.__path__):
+            importlib.import_module(f"{package.__name__}.{module.name}")
 
     def register(self, name: str) -> Callable[[T], T]:
         def decorator(item: T) -> T:
@@ -32,6 +45,7 @@ class Registry(Generic[T]):
         self.register(name)(item)
 
     def get(self, name: str) -> T:
+        self._load()
         try:
             return self._items[name]
         except KeyError:
@@ -39,10 +53,12 @@ class Registry(Generic[T]):
             raise HarnessError(f"unknown {self.kind} {name!r}; known: {known}") from None
 
     def __contains__(self, name: object) -> bool:
+        self._load()
         return name in self._items
 
     def __iter__(self) -> Iterator[str]:
-        return iter(sorted(self._items))
+        return iter(self.names())
 
     def names(self) -> list[str]:
+        self._load()
         return sorted(self._items)

@@ -21,8 +21,8 @@ from harness.cli import main
 from harness.corpus import Corpus, Document
 from harness.corpus.readers import open_corpus
 from harness.errors import HarnessError, InputError
-from harness.retrieve import RETRIEVERS, Hit, SearchQuery, build
-from harness.retrieve.bm25 import BM25, max_passage
+from harness.retrieve import RETRIEVERS, SearchQuery, build
+from harness.retrieve.bm25 import BM25
 from harness.retrieve.lucene import MANIFEST, build_index, cached_index
 
 REPO = Path(__file__).resolve().parent.parent
@@ -109,11 +109,6 @@ def test_maxp_gives_document_ranking(ikat_index, ikat_bm25):
         best.setdefault(hit.docid.rsplit(":", 1)[0], hit.score)
     assert [h.docid for h in documents] == list(best)[:20]
     assert all(h.score == best[h.docid] for h in documents)
-
-
-def test_max_passage_keeps_best_first_and_k():
-    hits = [Hit("d1:3", 9.0), Hit("d2:0", 8.0), Hit("d1:0", 7.0), Hit("d3:1", 6.0)]
-    assert max_passage(hits, k=2) == [Hit("d1", 9.0), Hit("d2", 8.0)]
 
 
 def test_bm25_is_registered():

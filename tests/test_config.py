@@ -170,3 +170,11 @@ def test_every_shipped_config_validates_and_plans(path, capsys):
 
 def test_shipped_configs_exist():
     assert REPO_ROOT / "configs" / "default.yaml" in SHIPPED
+
+
+def test_a_parameter_the_retriever_does_not_take_is_one_clear_sentence():
+    from harness.errors import HarnessError
+    from harness.retrieve import build
+
+    with pytest.raises(HarnessError, match="retriever 'bm25': got an unexpected keyword argument 'k3'"):
+        build("bm25", corpus=None, k3=1.0)

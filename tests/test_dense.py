@@ -2,57 +2,19 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 import subprocess
 import sys
-from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from harness.corpus import Corpus, Document
 from harness.errors import HarnessError
-from harness.paths import data_root
 from harness.retrieve import SearchQuery, build
 from harness.retrieve._embeddings import cache_folder, cache_key, default_model_path
 from harness.retrieve.dense import top_k
-
-IKAT_PASSAGES = data_root() / "ikat" / "2023" / "data" / "2023_test_topics_psg_text.jsonl"
-PASSAGES_USED = 32
-
-
-def ikat_passages(path: Path = IKAT_PASSAGES, limit: int = PASSAGES_USED) -> Iterator[Document]:
-    """The first `limit` provenance passages, with iKAT's passage ids (`doc_id:passage_id`)."""
-    with path.open(encoding="utf-8") as handle:
-        for _, line in zip(range(limit), handle):
-            record = json.loads(line)
-            yield Document(f"{record['doc_id']}:{record['passage_id']}", record["passage_text"].strip())
-
-
-@dataclass
-class CountingStream:
-    """A corpus's document stream that counts how often it is read (i.e. encoded)."""
-
-    limit: int
-    passes: int = 0
-
-    def __call__(self) -> Iterator[Document]:
-        self.passes += 1
-        return ikat_passages(limit=self.limit)
-
-
-def ikat_corpus(limit: int = PASSAGES_USED) -> Corpus:
-    digest = hashlib.sha256(IKAT_PASSAGES.read_bytes() + f"first {limit}".encode()).hexdigest()
-    return Corpus(f"ikat23-test-psg-{limit}", CountingStream(limit), known_fingerprint=digest)
-
-
-def shared_cache(tmp_path_factory: pytest.TempPathFactory) -> str:
-    """An embeddings cache shared by the test modules that fuse or re-rank: encode once."""
-    return str(tmp_path_factory.getbasetemp() / "shared-embeddings")
-
+from tests.conftest import PASSAGES_USED, ikat_corpus, ikat_passages, shared_cache
 
 QUERIES = [
     SearchQuery("email", "is email marketing more effective than social media?"),
@@ -186,7 +148,7 @@ def test_an_unknown_dtype_or_backend_is_a_clear_error(first_run):
 
 def test_looking_up_retrievers_imports_no_heavy_library():
     code = (
-        "import sys, harness.retrieve as r; r._import_retrievers(); "
+        "import sys, harness.retrieve as r; r.RETRIEVERS.names(); "
         "print(sorted(m for m in ('torch', 'sentence_transformers', 'faiss', 'pyserini') if m in sys.modules))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout

@@ -7,7 +7,7 @@ import pytest
 from harness.errors import HarnessError
 from harness.retrieve import Hit, SearchQuery, build
 from harness.retrieve.fusion import linear_fusion, min_max, reciprocal_rank_fusion
-from tests.test_dense import ikat_corpus, shared_cache
+from tests.conftest import ikat_corpus, shared_cache
 
 
 def hits(*pairs: tuple[str, float]) -> list[Hit]:

@@ -91,9 +91,6 @@ def _poisoned(turn):
 
 
 def _cases():
-    import harness.queries as queries
-
-    queries._import_strategies()
     for name in STRATEGIES.names():
         for arg in [None, *EXTRA_ARGS.get(name, [])]:
             for benchmark in SAMPLES:

@@ -16,7 +16,7 @@ import pytest
 from harness.errors import HarnessError
 from harness.retrieve import SearchQuery, build
 from harness.retrieve._embeddings import default_model_path, passage_text
-from tests.test_dense import ikat_corpus, ikat_passages, shared_cache
+from tests.conftest import ikat_corpus, ikat_passages, shared_cache
 
 SMALL = 12
 QUERIES = [

@@ -19,22 +19,12 @@ class Strategy(Protocol):
     def __call__(self, conversation: Conversation, turn_index: int, arg: str | None = None) -> Query: ...
 
 
-STRATEGIES: Registry[Strategy] = Registry("query strategy")
+STRATEGIES: Registry[Strategy] = Registry("query strategy", package=__name__)
 
 
 def get(name: str) -> tuple[Strategy, str | None]:
-    _import_strategies()
     base, _, arg = name.partition(":")
     return STRATEGIES.get(base), (arg or None)
-
-
-def _import_strategies() -> None:
-    """Strategy modules register themselves on import."""
-    import importlib
-    import pkgutil
-
-    for module in pkgutil.iter_modules(__path__):
-        importlib.import_module(f"{__name__}.{module.name}")
 
 
 def stream(conversations, strategy_name: str) -> Iterator[Query]:

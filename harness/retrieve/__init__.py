@@ -15,6 +15,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
+from harness.errors import HarnessError
 from harness.registry import Registry
 
 
@@ -37,17 +38,21 @@ class Retriever(Protocol):
 
 
 RetrieverFactory = Callable[..., Retriever]
-RETRIEVERS: Registry[RetrieverFactory] = Registry("retriever")
+RETRIEVERS: Registry[RetrieverFactory] = Registry("retriever", package=__name__)
 
 
 def build(name: str, **params) -> Retriever:
-    _import_retrievers()
-    return RETRIEVERS.get(name)(**params)
+    """The named retriever; a parameter it does not take is a one-line HarnessError."""
+    factory = RETRIEVERS.get(name)
+    check_parameters(name, factory, **params)
+    return factory(**params)
 
 
-def _import_retrievers() -> None:
-    import importlib
-    import pkgutil
+def check_parameters(name: str, target: Callable, *args, **params) -> None:
+    """A one-line HarnessError, before any work, when `target` cannot take these parameters."""
+    import inspect
 
-    for module in pkgutil.iter_modules(__path__):
-        importlib.import_module(f"{__name__}.{module.name}")
+    try:
+        inspect.signature(target).bind(*args, **params)
+    except TypeError as error:
+        raise HarnessError(f"retriever {name!r}: {error}") from None

@@ -14,28 +14,14 @@ from pathlib import Path
 
 from harness.corpus import Corpus
 from harness.errors import HarnessError
-from harness.retrieve import RETRIEVERS, Hit, SearchQuery
+from harness.retrieve import RETRIEVERS, Hit, SearchQuery, check_parameters
 from harness.retrieve.java import ensure_jvm
 from harness.retrieve.lucene import cached_index
+from harness.trec import maxp
 
 # MaxP searches this many passages per wanted document, as Anserini's MaxP regressions do
 # (-hits 10000 -selectMaxPassage.hits 1000).
 MAXP_PASSAGES_PER_DOC = 10
-
-
-def max_passage(hits: list[Hit], k: int, delimiter: str = ":") -> list[Hit]:
-    """Document ranking from best-first passage hits: a document scores its best passage.
-
-    The document id is the passage id up to its last delimiter (`clueweb22-...:4`).
-    """
-    best: dict[str, Hit] = {}
-    for hit in hits:
-        docid = hit.docid.rsplit(delimiter, 1)[0]
-        if docid not in best:
-            best[docid] = Hit(docid, hit.score)
-            if len(best) == k:
-                break
-    return list(best.values())
 
 
 class BM25:
@@ -72,8 +58,10 @@ class BM25:
         )
         rankings: dict[str, list[Hit]] = {}
         for qid in qids:
-            hits = [Hit(hit.docid, hit.score) for hit in results.get(qid, ())]
-            rankings[qid] = max_passage(hits, k) if self.maxp else hits
+            ranking = [(hit.docid, hit.score) for hit in results.get(qid, ())]
+            if self.maxp:  # iKAT/ClueWeb22 passage ids: `<docid>:<n>`
+                ranking = maxp(ranking, ":")[:k]
+            rankings[qid] = [Hit(docid, score) for docid, score in ranking]
         return rankings
 
 
@@ -97,6 +85,7 @@ def _open_searcher(index: str):
 @RETRIEVERS.register("bm25")
 def bm25(corpus: Corpus | None = None, *, index: str | None = None, **params) -> BM25:
     """Factory: `index` wins; else the corpus's cached index (built on first use)."""
+    check_parameters("bm25", BM25, "index", **params)
     if index is None:
         if corpus is None:
             raise HarnessError("bm25 needs an index (folder or pyserini prebuilt name) or a corpus")

@@ -59,7 +59,6 @@ class RetrievalTask:
     def retriever_names(self) -> list[str]:
         from harness import retrieve
 
-        retrieve._import_retrievers()
         return retrieve.RETRIEVERS.names()
 
     def default_measures(self) -> None:

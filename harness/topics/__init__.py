@@ -29,30 +29,18 @@ class Benchmark:
 
 
 Adapter = Callable[[str | None], Benchmark]
-ADAPTERS: Registry[Adapter] = Registry("topic adapter")
+ADAPTERS: Registry[Adapter] = Registry("topic adapter", package=__name__)
 
 
 def load(name: str) -> Benchmark:
     """Load `NAME` or `NAME:SPLIT` through its registered adapter."""
-    _import_adapters()
     base, _, split = name.partition(":")
     return ADAPTERS.get(base)(split or None)
 
 
 def names() -> list[str]:
     """Every registered adapter name."""
-    _import_adapters()
     return ADAPTERS.names()
-
-
-def _import_adapters() -> None:
-    """Adapter modules register themselves on import; importing them is cheap (no I/O)."""
-    import importlib
-    import pkgutil
-
-    for module in pkgutil.iter_modules(__path__):
-        if module.name not in {"model"}:
-            importlib.import_module(f"{__name__}.{module.name}")
 
 
 __all__ = ["ADAPTERS", "Adapter", "Benchmark", "Conversation", "PersonalStatement", "Query", "Turn", "load", "names"]
