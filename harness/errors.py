@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import IO
 
 
 class HarnessError(Exception):
@@ -38,3 +39,13 @@ class InputError(HarnessError):
 
 def _input_error(path: str, problem: str, line: int | None, record: str | None) -> InputError:
     return InputError(path, problem, line=line, record=record)
+
+
+def open_input(path: str | Path) -> IO[str]:
+    """Open a user's text input; a missing file or a folder is an InputError naming it."""
+    try:
+        return open(path, encoding="utf-8")
+    except FileNotFoundError:
+        raise InputError(path, "no such file") from None
+    except IsADirectoryError:
+        raise InputError(path, "is a folder, expected a file") from None

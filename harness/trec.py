@@ -19,10 +19,9 @@ import math
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO
 
 from harness.atomic import atomic_write
-from harness.errors import InputError
+from harness.errors import InputError, open_input
 
 
 @dataclass
@@ -93,19 +92,10 @@ class Qrels:
     path: Path | None = None
 
 
-def _open_text(path: Path) -> IO[str]:
-    try:
-        return open(path, encoding="utf-8")
-    except FileNotFoundError:
-        raise InputError(path, "no such file") from None
-    except IsADirectoryError:
-        raise InputError(path, "is a folder, expected a file") from None
-
-
 def _lines(path: Path) -> Iterator[tuple[int, list[str]]]:
     """Numbered, whitespace-split, non-blank lines; a missing file is an InputError."""
     number = 0
-    with _open_text(path) as handle:
+    with open_input(path) as handle:
         try:
             for number, line in enumerate(handle, start=1):
                 fields = line.split()
@@ -151,7 +141,7 @@ def read_run(path: str | Path, *, strict: bool = False, name: str | None = None)
     path = Path(path)
     scores: dict[str, dict[str, float]] = {}
     duplicates = 0
-    with _open_text(path) as handle:
+    with open_input(path) as handle:
         number = 0
         try:
             for number, line in enumerate(handle, start=1):

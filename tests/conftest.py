@@ -48,3 +48,18 @@ def ikat_corpus(limit: int = PASSAGES_USED) -> Corpus:
 def shared_cache(tmp_path_factory: pytest.TempPathFactory) -> str:
     """An embeddings cache shared by the test modules that fuse or re-rank: encode once."""
     return str(tmp_path_factory.getbasetemp() / "shared-embeddings")
+
+
+@pytest.fixture(scope="session")
+def ikat_cache(tmp_path_factory):
+    """One index/embedding cache for every iKAT test module of the session."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("HARNESS_CACHE", str(tmp_path_factory.getbasetemp() / "ikat-cache"))
+        yield
+
+
+@pytest.fixture(scope="session")
+def ikat2023():
+    from harness.topics import load
+
+    return load("ikat2023")

@@ -14,7 +14,7 @@ from harness.errors import HarnessError
 from harness.retrieve import SearchQuery, build
 from harness.retrieve._embeddings import cache_folder, cache_key, default_model_path
 from harness.retrieve.dense import top_k
-from tests.conftest import PASSAGES_USED, ikat_corpus, ikat_passages, shared_cache
+from tests.conftest import PASSAGES_USED, ikat_corpus
 
 QUERIES = [
     SearchQuery("email", "is email marketing more effective than social media?"),

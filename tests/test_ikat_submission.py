@@ -14,7 +14,6 @@ from harness.ikat.submission import build_submission, cap_words, word_count, wri
 from harness.ikat.validate import validate_file
 from harness.paths import data_root
 from harness.retrieve import SearchQuery, build
-from harness.topics import load
 from harness.topics.ikat import topics_path
 from harness.trec import read_run, write_run
 
@@ -22,20 +21,7 @@ SAMPLE_2023 = data_root() / "ikat" / "2023" / "scripts" / "run_validation" / "te
 
 
 @pytest.fixture(scope="module")
-def cache(tmp_path_factory):
-    """One index/embedding cache for every iKAT test module of the session."""
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("HARNESS_CACHE", str(tmp_path_factory.getbasetemp() / "ikat-cache"))
-        yield
-
-
-@pytest.fixture(scope="module")
-def ikat2023():
-    return load("ikat2023")
-
-
-@pytest.fixture(scope="module")
-def bm25_rankings(cache, ikat2023):
+def bm25_rankings(ikat_cache, ikat2023):
     """BM25 over the real 2023 provenance passages, with the manual rewrites of all 332 turns."""
     retriever = build("bm25", corpus=ikat2023.corpus)
     queries = [SearchQuery(turn.qid, turn.manual_rewrite) for turn in ikat2023.turns]
@@ -44,7 +30,7 @@ def bm25_rankings(cache, ikat2023):
 
 
 @pytest.fixture(scope="module")
-def ptkb_rankings(cache, ikat2023):
+def ptkb_rankings(ikat_cache, ikat2023):
     return rank_ptkb(ikat2023, "bm25")
 
 

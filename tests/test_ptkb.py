@@ -11,26 +11,12 @@ from harness.errors import HarnessError
 from harness.evaluate import parse_measures
 from harness.ikat.ptkb import PTKB_MEASURES, evaluate_ptkb, rank_ptkb, turn_query
 from harness.queries import get
-from harness.topics import load
 from harness.topics.ikat import ptkb_qrels
 from harness.topics.model import Conversation, Turn
 
 
 @pytest.fixture(scope="module")
-def cache(tmp_path_factory):
-    """One index/embedding cache for every iKAT test module of the session."""
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("HARNESS_CACHE", str(tmp_path_factory.getbasetemp() / "ikat-cache"))
-        yield
-
-
-@pytest.fixture(scope="module")
-def ikat2023():
-    return load("ikat2023")
-
-
-@pytest.fixture(scope="module")
-def bm25_rankings(cache, ikat2023):
+def bm25_rankings(ikat_cache, ikat2023):
     return rank_ptkb(ikat2023, "bm25")
 
 
@@ -59,7 +45,7 @@ def test_bm25_run_against_nist_qrels(bm25_rankings):
     assert evaluation.means == pytest.approx({"nDCG@3": 0.5287, "P@3": 0.3673, "R@3": 0.5415, "RR": 0.6214}, abs=1e-4)
 
 
-def test_dense_run_against_nist_qrels(cache, ikat2023):
+def test_dense_run_against_nist_qrels(ikat_cache, ikat2023):
     evaluation = evaluate_ptkb(rank_ptkb(ikat2023, "dense"), "dense")
     print("PTKB dense (utterances so far) vs NIST:", evaluation.means)
     assert evaluation.means == pytest.approx({"nDCG@3": 0.6701, "P@3": 0.4456, "R@3": 0.6507, "RR": 0.7356}, abs=2e-3)
@@ -95,7 +81,7 @@ def test_turn_query_is_the_conversation_so_far(ikat2023):
 
 
 @pytest.mark.parametrize("name", ["ptkb_topk", "ptkb_topk:2:gold"])
-def test_ptkb_topk_reads_no_later_turn(cache, ikat2023, name):
+def test_ptkb_topk_reads_no_later_turn(ikat_cache, ikat2023, name):
     strategy, arg = get(name)
     conversation = ikat2023.conversations[1]
     for index in (0, 3):
@@ -114,7 +100,7 @@ def test_ptkb_topk_appends_the_top_k_statements(ikat2023):
         assert (query.qid, query.turn_index) == (turn.qid, index)
 
 
-def test_ptkb_topk_default_is_three_bm25_statements(cache, ikat2023):
+def test_ptkb_topk_default_is_three_bm25_statements(ikat_cache, ikat2023):
     strategy, arg = get("ptkb_topk")
     conversation = ikat2023.conversations[0]
     queries = [strategy(conversation, i, arg) for i in range(len(conversation.turns))]

@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from harness.errors import InputError
+from harness.errors import InputError, open_input
 
 _KIND_NAMES = {str: "a string", int: "an integer", float: "a number", bool: "a boolean",
                list: "a list", dict: "an object", type(None): "null"}
@@ -23,19 +23,10 @@ def _kind(value: Any) -> str:
     return _KIND_NAMES.get(type(value), type(value).__name__)
 
 
-def _open(path: Path):
-    try:
-        return open(path, encoding="utf-8")
-    except FileNotFoundError:
-        raise InputError(path, "no such file") from None
-    except IsADirectoryError:
-        raise InputError(path, "is a folder, expected a file") from None
-
-
 def read_json(path: str | Path) -> Any:
     """One JSON document; syntax errors (e.g. a truncated file) name the line."""
     path = Path(path)
-    with _open(path) as handle:
+    with open_input(path) as handle:
         try:
             return json.load(handle)
         except json.JSONDecodeError as error:
@@ -47,7 +38,7 @@ def read_json(path: str | Path) -> Any:
 def read_jsonl(path: str | Path) -> Iterator[tuple[int, Any]]:
     """(line number, value) for each non-blank line of a JSON-lines file."""
     path = Path(path)
-    with _open(path) as handle:
+    with open_input(path) as handle:
         number = 0
         try:
             for number, line in enumerate(handle, start=1):
