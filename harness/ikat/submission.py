@@ -19,6 +19,7 @@ import json
 import unicodedata
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 from pathlib import Path
 
 from harness.atomic import atomic_write
@@ -90,8 +91,8 @@ def _passages_2023(response: Response) -> list[dict]:
     return [{"id": p.id, "text": p.text, "score": p.score, "used": p.used} for p in response.passage_provenance]
 
 
-@WRITERS.register("2023")
-def _lines_2023(submission: Submission) -> Iterable[str]:
+def _json_run(submission: Submission, ptkb_entry: Callable[[Any], Any], **header: Any) -> str:
+    """The 2023/2024 JSON layout; the years differ in the PTKB entries and the header."""
     turns = [
         {
             "turn_id": turn.turn_id,
@@ -100,42 +101,26 @@ def _lines_2023(submission: Submission) -> Iterable[str]:
                     "rank": r.rank,
                     "text": r.text,
                     "passage_provenance": _passages_2023(r),
-                    "ptkb_provenance": [{"id": p.id, "text": p.text, "score": p.score} for p in r.ptkb_provenance],
+                    "ptkb_provenance": [ptkb_entry(p) for p in r.ptkb_provenance],
                 }
                 for r in turn.responses
             ],
         }
         for turn in submission.turns
     ]
-    yield json.dumps({"run_name": submission.run_name, "run_type": submission.run_type, "turns": turns}, indent=1)
+    document = {"run_name": submission.run_name, "run_type": submission.run_type, **header, "turns": turns}
+    return json.dumps(document, indent=1)
+
+
+@WRITERS.register("2023")
+def _lines_2023(submission: Submission) -> Iterable[str]:
+    yield _json_run(submission, lambda p: {"id": p.id, "text": p.text, "score": p.score})
 
 
 @WRITERS.register("2024")
 def _lines_2024(submission: Submission) -> Iterable[str]:
-    turns = [
-        {
-            "turn_id": turn.turn_id,
-            "responses": [
-                {
-                    "rank": r.rank,
-                    "text": r.text,
-                    "passage_provenance": _passages_2023(r),
-                    "ptkb_provenance": [_ptkb_number(p.id) for p in r.ptkb_provenance],
-                }
-                for r in turn.responses
-            ],
-        }
-        for turn in submission.turns
-    ]
-    yield json.dumps(
-        {
-            "run_name": submission.run_name,
-            "run_type": submission.run_type,
-            "eval_response": submission.eval_response,
-            "turns": turns,
-        },
-        indent=1,
-    )
+    """2024 lists PTKB statements by number and says whether the response is to be judged."""
+    yield _json_run(submission, lambda p: _ptkb_number(p.id), eval_response=submission.eval_response)
 
 
 def _ptkb_number(ptkb_id: str) -> int:

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from harness.atomic import atomic_write
@@ -116,9 +116,11 @@ def read_2019(split: str) -> tuple[Conversation, ...]:
     )
 
 
-def read_2020() -> tuple[Conversation, ...]:
-    manual_path = cast_dir() / "2020" / "2020_manual_evaluation_topics_v1.0.json"
-    automatic_path = cast_dir() / "2020" / "2020_automatic_evaluation_topics_v1.0.json"
+def _read_manual_and_automatic(year: str, turn_fields: Callable[[Record, Record], dict]) -> tuple[Conversation, ...]:
+    """2020 and 2021: manual topics (with rewrites) joined turn by turn to the automatic ones;
+    `turn_fields(manual turn, automatic turn)` gives the year's own Turn fields."""
+    manual_path = cast_dir() / year / f"{year}_manual_evaluation_topics_v1.0.json"
+    automatic_path = cast_dir() / year / f"{year}_automatic_evaluation_topics_v1.0.json"
     topics = _topic_turns(manual_path)
     automatic = _by_qid(automatic_path, topics, manual_path)
     return tuple(
@@ -130,41 +132,29 @@ def read_2020() -> tuple[Conversation, ...]:
                     turn.text("raw_utterance"),
                     manual_rewrite=turn.text("manual_rewritten_utterance"),
                     automatic_rewrite=automatic[qid].text("automatic_rewritten_utterance"),
-                    extra={
-                        "manual_canonical_result_id": turn.text("manual_canonical_result_id"),
-                        "automatic_canonical_result_id": automatic[qid].text("automatic_canonical_result_id"),
-                    },
+                    **turn_fields(turn, automatic[qid]),
                 )
                 for qid, turn in turns
             ),
         )
         for topic, turns in topics
     )
+
+
+def read_2020() -> tuple[Conversation, ...]:
+    return _read_manual_and_automatic("2020", lambda turn, automatic: {"extra": {
+        "manual_canonical_result_id": turn.text("manual_canonical_result_id"),
+        "automatic_canonical_result_id": automatic.text("automatic_canonical_result_id"),
+    }})
 
 
 def read_2021() -> tuple[Conversation, ...]:
-    manual_path = cast_dir() / "2021" / "2021_manual_evaluation_topics_v1.0.json"
-    automatic_path = cast_dir() / "2021" / "2021_automatic_evaluation_topics_v1.0.json"
-    topics = _topic_turns(manual_path)
-    automatic = _by_qid(automatic_path, topics, manual_path)
-    return tuple(
-        Conversation(
-            str(topic.get("number", int)),
-            tuple(
-                Turn(
-                    qid,
-                    turn.text("raw_utterance"),
-                    manual_rewrite=turn.text("manual_rewritten_utterance"),
-                    automatic_rewrite=automatic[qid].text("automatic_rewritten_utterance"),
-                    response=turn.text("passage"),
-                    provenance=(f"{turn.text('canonical_result_id')}-{turn.get('passage_id', int)}",),
-                    extra={"canonical_result_id": turn.text("canonical_result_id")},
-                )
-                for qid, turn in turns
-            ),
-        )
-        for topic, turns in topics
-    )
+    """2021 carries the canonical response passage of each turn."""
+    return _read_manual_and_automatic("2021", lambda turn, _automatic: {
+        "response": turn.text("passage"),
+        "provenance": (f"{turn.text('canonical_result_id')}-{turn.get('passage_id', int)}",),
+        "extra": {"canonical_result_id": turn.text("canonical_result_id")},
+    })
 
 
 def _tree_nodes(path: Path) -> dict[str, dict[str, Record]]:
