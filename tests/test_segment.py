@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections import defaultdict
 from itertools import groupby
 
 import pytest
@@ -16,12 +15,14 @@ from harness.corpus import Corpus, Document
 from harness.corpus.readers import open_corpus
 from harness.corpus.segment import (
     MAX_CHARS,
+    SPACY_MODEL,
+    document_text,
     get_splitter,
     prepare,
     segment_corpus,
     segment_documents,
 )
-from harness.paths import data_root
+from harness.ikat.passages import RebuiltDocument, agreement, rebuilt_documents
 
 
 @pytest.fixture(scope="module")
@@ -39,50 +40,51 @@ def pragmaticqa_pages() -> list[Document]:
     return pages
 
 
-def ikat_consecutive_pairs() -> list[tuple[Document, list[str]]]:
-    """Documents rebuilt from two consecutive official passages of one ClueWeb22 document.
-
-    Passage i+1 repeats the last 5 sentences of passage i, so passage i followed by the
-    unrepeated tail of i+1 is 15 (or fewer, at the document's end) consecutive sentences
-    of the original: the reference chunker must turn it back into exactly [i, i+1].
-    The files print each passage between newlines, as the organisers' trecweb writer does.
-    """
-    passages: dict[str, dict[int, str]] = defaultdict(dict)
-    for split in ("test", "train"):
-        path = data_root() / "ikat" / "2023" / "data" / f"2023_{split}_topics_psg_text.jsonl"
-        for line in path.read_text(encoding="utf-8").splitlines():
-            record = json.loads(line)
-            passages[record["doc_id"]][int(record["passage_id"])] = record["passage_text"][1:-1]
-    pairs = []
-    for docid, texts in passages.items():
-        for i, first in texts.items():
-            second = texts.get(i + 1)
-            if second is None:
-                continue
-            overlaps = [
-                n for n in range(1, min(len(first), len(second)) + 1)
-                if first.endswith(second[:n]) and (n == len(first) or first[-n - 1] == " ")
-            ]  # fmt: skip
-            if overlaps:
-                rebuilt = first + second[max(overlaps) :]
-                pairs.append((Document(f"{docid}:{i}+", rebuilt), [first, second]))
-    return pairs
+@pytest.fixture(scope="module")
+def ikat_rebuilt() -> list[RebuiltDocument]:
+    return rebuilt_documents()
 
 
-def test_reproduces_official_ikat_passages(senter):
-    """Measured: 200 of 263 pairs (76%) whitespace-normalised. The organisers segmented with
-    en_core_web_sm 3.4.1 (iKAT 2023/scripts/requirements.txt); the 3.8.0 senter places a few
-    boundaries differently, and rebuilding joins sentences with one space where the page
-    may have had more, so neither the model nor the test can reach 100%."""
-    pairs = ikat_consecutive_pairs()
-    assert len(pairs) > 250
-    segmented = segment_documents([document for document, _ in pairs], senter)
-    normalised = lambda texts: [" ".join(text.split()) for text in texts]  # noqa: E731
-    same = sum(
-        normalised([p.contents for p in passages]) == normalised(expected)
-        for passages, (_, expected) in zip(segmented, pairs)
-    )
-    assert same / len(pairs) >= 0.74
+def reference_chunker(nlp, text: str) -> list[str]:
+    """The organisers' procedure (iKAT 2023/scripts: ikat_tools.py feeding
+    spacy_passage_chunker.py), spelled out on plain spaCy calls as the test's oracle."""
+    doc = nlp(text.replace("\r", " ").replace("\n", " ").strip()[:10_000])
+    sentences = [str(sentence) for sentence in doc.sents]
+    passages, start = [], 0
+    while start < len(sentences):
+        passages.append(" ".join(sentences[start : start + 10]))
+        if start + 10 >= len(sentences):
+            break
+        start += 5
+    return passages
+
+
+def test_same_passages_as_reference_chunker(senter, ikat_rebuilt, pragmaticqa_pages):
+    """Byte for byte, with the pinned model loaded as the reference loads it, one document
+    at a time (harness batches them). Also checked outside the suite against the
+    organisers' own chunker code: 3158 of 3158 documents identical."""
+    import spacy
+
+    nlp = spacy.load(SPACY_MODEL, exclude=["parser", "tagger", "ner", "attribute_ruler", "lemmatizer", "tok2vec"])
+    nlp.enable_pipe("senter")
+    documents = [rebuilt.document for rebuilt in ikat_rebuilt] + pragmaticqa_pages
+    for document, passages in zip(documents, segment_documents(documents, senter), strict=True):
+        assert [p.contents for p in passages] == reference_chunker(nlp, document_text(document)), document.id
+
+
+def test_reproduces_official_ikat_passages(senter, ikat_rebuilt):
+    """Measured with the pinned en_core_web_sm 3.8.0: 75/107 rebuilt documents, 268/357
+    official passages (75%). The organisers ran en_core_web_sm 3.4.1 (iKAT
+    2023/scripts/requirements.txt), which no registry carries, and the weights are what
+    differ: the 3.6.0 weights give 91/107 and 314/357, under spaCy 3.6.1 and 3.8 alike
+    (107/107 documents identical across the two libraries), and the differences lie inside
+    the text (list numbers such as "7 .", citations such as "[ 17 ]."), not at its edges."""
+    assert len(ikat_rebuilt) == 107
+    segmented = ([p.contents for p in passages] for passages in segment_documents(
+        [rebuilt.document for rebuilt in ikat_rebuilt], senter))  # fmt: skip
+    measured = agreement(ikat_rebuilt, segmented)
+    assert measured.passages == 357
+    assert measured.passages_same >= 268 and measured.documents_same >= 75, str(measured)
 
 
 def test_windows_of_ten_sentences_with_stride_five(senter, pragmaticqa_pages):
@@ -126,6 +128,16 @@ def test_faster_splitters_same_interface(name, pragmaticqa_pages):
         pytest.importorskip("blingfire", reason="the fast splitter is BlingFire")
     passages = next(segment_documents(pragmaticqa_pages[:1], get_splitter(name)))
     assert len(passages) > 1 and passages[0].id == f"{pragmaticqa_pages[0].id}:0"
+
+
+def test_model_folder_as_splitter(senter, pragmaticqa_pages):
+    """`spacy:PATH` takes a model folder, e.g. the organisers' en_core_web_sm 3.4.1."""
+    import spacy.util
+
+    folder = next(spacy.util.get_package_path(SPACY_MODEL).glob(f"{SPACY_MODEL}-*"))
+    pages = pragmaticqa_pages[:5]
+    by_folder = segment_documents(pages, get_splitter(f"spacy:{folder}"))
+    assert list(by_folder) == list(segment_documents(pages, senter))
 
 
 def test_unknown_splitter_fails_before_any_work(tmp_path, pragmaticqa_pages):

@@ -16,7 +16,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--splitter",
         default="spacy",
-        help=f"sentence splitter: {', '.join(SPLITTERS.names())}; spacy:MODEL picks a spaCy model "
+        help=f"sentence splitter: {', '.join(SPLITTERS.names())}; spacy:MODEL picks an installed spaCy model or model folder "
         "(default spacy = en_core_web_sm 3.8.0 senter, the reference)",
     )
     parser.add_argument("--processes", type=int, default=None, help="worker processes (default: all cores)")

