@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from harness.errors import HarnessError
-from harness.retrieve import Hit, SearchQuery, build
+from harness.retrieve import Hit, SearchQuery, build, shared_retrievers
 from harness.retrieve.fusion import linear_fusion, min_max, reciprocal_rank_fusion
 from tests.conftest import ikat_corpus, shared_cache
 
@@ -132,3 +132,47 @@ def test_a_corpus_given_as_an_index_is_handed_to_every_sub_retriever():
 def test_a_bad_fusion_config_is_a_clear_error(name, params, message):
     with pytest.raises(HarnessError, match=message):
         build(name, corpus=ikat_corpus(SMALL), **params)
+
+
+def counted(retriever, calls: list):
+    """Record each search that reaches the real retriever behind the shared one."""
+    real = retriever.retriever.search
+
+    def search(queries, k):
+        calls.append((tuple(q.text for q in queries), k))
+        return real(queries, k)
+
+    retriever.retriever.search = search
+    return retriever
+
+
+def test_shared_retrievers_build_once_per_parameters_and_corpus(sub_configs):
+    with shared_retrievers():
+        first = build(corpus=ikat_corpus(SMALL), **sub_configs[0])
+        assert build(corpus=ikat_corpus(SMALL), **sub_configs[0]) is first
+        assert build(corpus=ikat_corpus(SMALL), **sub_configs[1]) is not first
+        assert build(corpus=ikat_corpus(SMALL + 1), **sub_configs[0]) is not first
+    assert build(corpus=ikat_corpus(SMALL), **sub_configs[0]) is not first
+
+
+def test_a_fusion_after_its_component_runs_searches_only_what_they_did_not(sub_configs):
+    unshared = build("rrf", corpus=ikat_corpus(SMALL), retrievers=sub_configs, depth=5).search(QUERIES, 5)
+    calls: list = []
+    with shared_retrievers():
+        component = counted(build(corpus=ikat_corpus(SMALL), **sub_configs[0]), calls)
+        component.search(QUERIES, 5)
+        fused = build("rrf", corpus=ikat_corpus(SMALL), retrievers=sub_configs, depth=5)
+        assert fused.search(QUERIES, 5) == unshared
+        assert calls == [(tuple(q.text for q in QUERIES), 5)]  # the component's own search only
+        component.search([SearchQuery("other-qid", QUERIES[0].text)], 5)  # same text, any qid
+        component.search(QUERIES[:1], 4)  # another depth is another question
+        assert calls[1:] == [((QUERIES[0].text,), 4)]
+
+
+def test_shared_results_are_kept_only_within_the_hit_budget(sub_configs):
+    calls: list = []
+    with shared_retrievers(max_hits=0):
+        component = counted(build(corpus=ikat_corpus(SMALL), **sub_configs[0]), calls)
+        first = component.search(QUERIES, 5)
+        assert component.search(QUERIES, 5) == first
+        assert len(calls) == 2

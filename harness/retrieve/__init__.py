@@ -11,9 +11,12 @@ implementations, never at module import: `harness eval` must start fast.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import json
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 from harness.errors import HarnessError
 from harness.registry import Registry
@@ -42,10 +45,78 @@ RETRIEVERS: Registry[RetrieverFactory] = Registry("retriever", package=__name__)
 
 
 def build(name: str, **params) -> Retriever:
-    """The named retriever; a parameter it does not take is a one-line HarnessError."""
+    """The named retriever; a parameter it does not take is a one-line HarnessError.
+    Inside `shared_retrievers()`, the one already built with the same parameters."""
     factory = RETRIEVERS.get(name)
     check_parameters(name, factory, **params)
-    return factory(**params)
+    shared = _SHARED.get()
+    if shared is None:
+        return factory(**params)
+    return shared.retriever(name, params, lambda: factory(**params))
+
+
+class _Remembering:
+    """A retriever that answers each (query text, k) once; results are kept while the
+    shared budget of hits lasts, then simply searched again."""
+
+    def __init__(self, retriever: Retriever, shared: "_Shared") -> None:
+        self.retriever, self.shared = retriever, shared
+        self.answers: dict[tuple[str, int], list[Hit]] = {}
+
+    def search(self, queries: Sequence[SearchQuery], k: int) -> dict[str, list[Hit]]:
+        missing = [query for query in queries if (query.text, k) not in self.answers]
+        found = self.retriever.search(missing, k) if missing else {}
+        results = {}
+        for query in queries:
+            if (query.text, k) in self.answers:
+                results[query.qid] = self.answers[query.text, k]
+            else:
+                results[query.qid] = hits = found.get(query.qid, [])
+                if self.shared.keep(len(hits)):
+                    self.answers[query.text, k] = hits
+        return results
+
+
+@dataclass
+class _Shared:
+    hits_left: int
+    retrievers: dict[tuple[str, str], _Remembering]
+
+    def retriever(self, name: str, params: dict[str, Any], make: Callable[[], Retriever]) -> Retriever:
+        key = (name, _identity(params))
+        if key not in self.retrievers:
+            self.retrievers[key] = _Remembering(make(), self)
+        return self.retrievers[key]
+
+    def keep(self, hits: int) -> bool:
+        self.hits_left -= hits
+        return self.hits_left >= 0
+
+
+def _identity(params: dict[str, Any]) -> str:
+    """Parameters as one canonical string; a corpus stands for its content (its fingerprint)."""
+    from harness.corpus import Corpus
+
+    def plain(value: Any) -> Any:
+        return f"corpus:{value.fingerprint}" if isinstance(value, Corpus) else repr(value)
+
+    return json.dumps(params, sort_keys=True, default=plain)
+
+
+_SHARED: ContextVar[_Shared | None] = ContextVar("shared_retrievers", default=None)
+
+
+@contextmanager
+def shared_retrievers(max_hits: int = 5_000_000) -> Iterator[None]:
+    """Within the block, `build` makes one retriever per name, parameters and corpus, and each
+    answers a (query text, k) once: a fusion of bm25 and dense after the bm25 and dense runs
+    searches nothing again, and strategies that give a turn the same text share its hits.
+    Up to `max_hits` hits are kept in all (about 1 GB at 5 million)."""
+    token = _SHARED.set(_Shared(max_hits, {}))
+    try:
+        yield
+    finally:
+        _SHARED.reset(token)
 
 
 def check_parameters(name: str, target: Callable, *args, **params) -> None:

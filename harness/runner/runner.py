@@ -25,9 +25,9 @@ from harness.atomic import atomic_write
 from harness.corpus import Corpus, Document
 from harness.errors import HarnessError
 from harness.evaluate import Evaluation, evaluate
-from harness.retrieve import Retriever, SearchQuery, build
+from harness.retrieve import Retriever, SearchQuery, build, shared_retrievers
 from harness.runner import provenance
-from harness.runner.config import Config, Experiment, RunSpec, canonical_json
+from harness.runner.config import Config, Experiment, RunSpec
 from harness.runner.tasks import TASKS, Ranker, Ranking
 from harness.topics import Benchmark, load
 from harness.trec import Qrels, read_qrels, read_run, write_run
@@ -37,13 +37,13 @@ BATCH = 64  # queries per retriever call; the progress display moves once per ba
 
 @dataclass
 class Workspace:
-    """Loads each benchmark, corpus, qrels and retriever once per invocation, on first use:
-    three strategies over one BM25 index build the index once; skipped runs build nothing."""
+    """Loads each benchmark, corpus and qrels once per invocation, on first use; retrievers
+    are shared the same way (`shared_retrievers`, entered by `run_config`): three strategies
+    over one BM25 index build the index once, and skipped runs build nothing."""
 
     _benchmarks: dict[str, Benchmark] = field(default_factory=dict)
     _corpora: dict[Any, Corpus | None] = field(default_factory=dict)
     _qrels: dict[Any, Qrels] = field(default_factory=dict)
-    _retrievers: dict[Any, Retriever] = field(default_factory=dict)
 
     def benchmark(self, topics: str) -> Benchmark:
         if topics not in self._benchmarks:
@@ -86,14 +86,10 @@ class Workspace:
 
     def retriever(self, run: RunSpec) -> Retriever:
         experiment = run.experiment
-        key = (run.retriever.name, canonical_json(dict(run.retriever.params)),
-               self.corpus_fingerprint(experiment))
-        if key not in self._retrievers:
-            params = dict(run.retriever.params)
-            if experiment.corpus.index is not None:
-                params["index"] = experiment.corpus.index
-            self._retrievers[key] = build(run.retriever.name, corpus=self.corpus(experiment), **params)
-        return self._retrievers[key]
+        params = dict(run.retriever.params)
+        if experiment.corpus.index is not None:
+            params["index"] = experiment.corpus.index
+        return build(run.retriever.name, corpus=self.corpus(experiment), **params)
 
 
 def concatenate(corpora: list[Corpus]) -> Corpus:
@@ -249,19 +245,21 @@ def run_config(
     output.mkdir(parents=True, exist_ok=True)
     workspace = Workspace()
     outcomes = []
-    for run in config.runs(only):
-        prepared = prepare(run, workspace)
-        skipped = not force and is_finished(prepared, output)
-        if skipped:
-            print(f"{run.tag}: finished with the same inputs, skipped ({run_path(output, run)})", file=log)
-        else:
-            execute(prepared, workspace, output, config.path, log)
-        outcomes.append(Outcome(run, run_path(output, run), skipped, prepared.qrels, score(prepared, output)))
+    with shared_retrievers():
+        for run in config.runs(only):
+            prepared = prepare(run, workspace)
+            skipped = not force and is_finished(prepared, output)
+            if skipped:
+                print(f"{run.tag}: finished with the same inputs, skipped ({run_path(output, run)})", file=log)
+            else:
+                execute(prepared, workspace, output, config.path, log)
+            outcomes.append(Outcome(run, run_path(output, run), skipped, prepared.qrels, score(prepared, output)))
     return outcomes
 
 
 def plan(config: Config, *, only: Iterable[str] = ()) -> list[tuple[Prepared, bool]]:
     """Dry run: every selected run with its inputs loaded and hashed, and whether it is finished."""
     workspace = Workspace()
-    prepared = [prepare(run, workspace) for run in config.runs(only)]
+    with shared_retrievers():
+        prepared = [prepare(run, workspace) for run in config.runs(only)]
     return [(p, is_finished(p, config.output)) for p in prepared]
