@@ -158,15 +158,18 @@ def test_shared_retrievers_build_once_per_parameters_and_corpus(sub_configs):
 def test_a_fusion_after_its_component_runs_searches_only_what_they_did_not(sub_configs):
     unshared = build("rrf", corpus=ikat_corpus(SMALL), retrievers=sub_configs, depth=5).search(QUERIES, 5)
     calls: list = []
+    texts = tuple(q.text for q in QUERIES)
     with shared_retrievers():
         component = counted(build(corpus=ikat_corpus(SMALL), **sub_configs[0]), calls)
         component.search(QUERIES, 5)
         fused = build("rrf", corpus=ikat_corpus(SMALL), retrievers=sub_configs, depth=5)
         assert fused.search(QUERIES, 5) == unshared
-        assert calls == [(tuple(q.text for q in QUERIES), 5)]  # the component's own search only
-        component.search([SearchQuery("other-qid", QUERIES[0].text)], 5)  # same text, any qid
-        component.search(QUERIES[:1], 4)  # another depth is another question
-        assert calls[1:] == [((QUERIES[0].text,), 4)]
+        assert calls == [(texts, 5)]  # the component's own search only
+        renamed = [SearchQuery(f"other-{q.qid}", q.text) for q in QUERIES]
+        assert list(component.search(renamed, 5)) == [q.qid for q in renamed]  # same texts, any qids
+        component.search(QUERIES[:1], 5)  # part of a batch is another batch: searched as it comes
+        component.search(QUERIES, 4)  # another depth is another question
+        assert calls[1:] == [(texts[:1], 5), (texts, 4)]
 
 
 def test_shared_results_are_kept_only_within_the_hit_budget(sub_configs):

@@ -6,5 +6,6 @@
   registry, checks_2023.py the 2023/2024 JSON checks, checks_2025.py the 2025 JSONL ones);
 - convert.py: a submission -> TREC runs of its passages and PTKB statements;
 - ptkb.py: `rank_ptkb` (bm25, dense, gold) and its evaluation against the NIST PTKB qrels;
+- passages.py: documents rebuilt from consecutive official passages, to check segmentation;
 - cli.py: `harness ikat validate | to-trec | from-trec`.
 """

@@ -56,25 +56,24 @@ def build(name: str, **params) -> Retriever:
 
 
 class _Remembering:
-    """A retriever that answers each (query text, k) once; results are kept while the
-    shared budget of hits lasts, then simply searched again."""
+    """A retriever that answers a batch it has answered before from memory. Only whole
+    batches: a batch is searched as it comes, so dense scores, which move in the last float
+    digits with the other queries of their batch, are those of a retriever not shared.
+    Results are kept while the shared budget of hits lasts."""
 
     def __init__(self, retriever: Retriever, shared: "_Shared") -> None:
         self.retriever, self.shared = retriever, shared
-        self.answers: dict[tuple[str, int], list[Hit]] = {}
+        self.answers: dict[tuple[tuple[str, ...], int], list[list[Hit]]] = {}
 
     def search(self, queries: Sequence[SearchQuery], k: int) -> dict[str, list[Hit]]:
-        missing = [query for query in queries if (query.text, k) not in self.answers]
-        found = self.retriever.search(missing, k) if missing else {}
-        results = {}
-        for query in queries:
-            if (query.text, k) in self.answers:
-                results[query.qid] = self.answers[query.text, k]
-            else:
-                results[query.qid] = hits = found.get(query.qid, [])
-                if self.shared.keep(len(hits)):
-                    self.answers[query.text, k] = hits
-        return results
+        key = (tuple(query.text for query in queries), k)
+        if key not in self.answers:
+            found = self.retriever.search(queries, k)
+            answers = [found.get(query.qid, []) for query in queries]
+            if self.shared.keep(sum(map(len, answers))):
+                self.answers[key] = answers
+            return found
+        return {query.qid: hits for query, hits in zip(queries, self.answers[key])}
 
 
 @dataclass
@@ -109,9 +108,9 @@ _SHARED: ContextVar[_Shared | None] = ContextVar("shared_retrievers", default=No
 @contextmanager
 def shared_retrievers(max_hits: int = 5_000_000) -> Iterator[None]:
     """Within the block, `build` makes one retriever per name, parameters and corpus, and each
-    answers a (query text, k) once: a fusion of bm25 and dense after the bm25 and dense runs
-    searches nothing again, and strategies that give a turn the same text share its hits.
-    Up to `max_hits` hits are kept in all (about 1 GB at 5 million)."""
+    answers a batch of query texts at a depth once: a fusion of bm25 and dense after the bm25
+    and dense runs (the runner's batches are the same) searches nothing again. Up to
+    `max_hits` hits are kept in all (about 1 GB at 5 million)."""
     token = _SHARED.set(_Shared(max_hits, {}))
     try:
         yield
