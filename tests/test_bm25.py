@@ -159,6 +159,17 @@ def test_failed_build_leaves_nothing(tmp_path, ikat_corpus):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["corpus.jsonl"]
 
 
+def anserini_running(pid: int) -> bool:
+    """Whether the process has an IndexCollection child (Linux /proc)."""
+    for child in Path(f"/proc/{pid}/task/{pid}/children").read_text().split():
+        try:
+            if b"IndexCollection" in Path(f"/proc/{child}/cmdline").read_bytes():
+                return True
+        except FileNotFoundError:
+            continue
+    return False
+
+
 def test_interrupted_build_leaves_no_finished_index(tmp_path):
     """Ctrl-C while Anserini runs: no folder under the index's name, no build leftovers."""
     out = tmp_path / "index"
@@ -169,9 +180,9 @@ def test_interrupted_build_leaves_no_finished_index(tmp_path):
         cwd=REPO,
     )
     deadline = time.monotonic() + 60
-    while not list(tmp_path.glob(".index.building-*/index")) and harness.poll() is None:
-        assert time.monotonic() < deadline
-        time.sleep(0.05)
+    while not (list(tmp_path.glob(".index.building-*")) and anserini_running(harness.pid)):
+        assert harness.poll() is None and time.monotonic() < deadline
+        time.sleep(0.02)
     harness.send_signal(signal.SIGINT)
     _, err = harness.communicate(timeout=60)
     assert harness.returncode == 130, err
