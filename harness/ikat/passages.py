@@ -21,7 +21,6 @@ from harness.topics.ikat import passages_path
 class RebuiltDocument:
     document: Document
     passages: tuple[str, ...]  # the official passage texts, first to last
-    first: int  # the passage number of passages[0] in the ClueWeb22 document
 
 
 @dataclass(frozen=True)
@@ -80,7 +79,7 @@ def rebuilt_documents() -> list[RebuiltDocument]:
                 text = _append_unrepeated(text, texts[number]) if text is not None else None
             if text is not None:
                 document = Document(f"{docid}:{run[0]}-{run[-1]}", text)
-                rebuilt.append(RebuiltDocument(document, tuple(texts[n] for n in run), run[0]))
+                rebuilt.append(RebuiltDocument(document, tuple(texts[n] for n in run)))
     return rebuilt
 
 
