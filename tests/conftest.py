@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import bz2
+import gzip
 import hashlib
 import itertools
+import json
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
 
@@ -63,3 +67,23 @@ def ikat2023():
     from harness.topics import load
 
     return load("ikat2023")
+
+
+def write_clueweb22_txt(folder: Path, documents: list[Document]) -> Path:
+    """ClueWeb22's `txt` layout (en/en00/en0000/en0000-32.json.gz), one record per line, with
+    the two fields the iKAT segmentation reads; one file bzip2-compressed, as iKAT copies are."""
+    files: dict[Path, list[str]] = {}
+    for document in documents:
+        stream, section = document.id.split("-")[1:3]  # clueweb22-en0000-32-08101
+        path = folder / "txt" / "en" / stream[:4] / stream / f"{stream}-{section}.json.gz"
+        record = {"ClueWeb22-ID": document.id, "Clean-Text": document.contents}
+        files.setdefault(path, []).append(json.dumps(record) + "\n")
+    for number, (path, lines) in enumerate(sorted(files.items())):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if number == 0:
+            with bz2.open(path.with_suffix(".bz2"), "wt", encoding="utf-8") as handle:
+                handle.writelines(lines)
+        else:
+            with gzip.open(path, "wt", encoding="utf-8") as handle:
+                handle.writelines(lines)
+    return folder / "txt"

@@ -1,4 +1,4 @@
-"""Corpus readers: JSONL, TREC text/web, ir_datasets, benchmark corpora, one dispatcher."""
+"""Corpus readers: JSONL, TREC text/web, ClueWeb22 records, ir_datasets, benchmark corpora, one dispatcher."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from harness.corpus import Document
 from harness.corpus.readers import CORPUS_FORMATS, open_corpus
 from harness.errors import HarnessError, InputError
 from harness.paths import data_root
+from tests.conftest import write_clueweb22_txt
 
 IKAT_PASSAGES = data_root() / "ikat" / "2023" / "data" / "2023_test_topics_psg_text.jsonl"
 
@@ -140,8 +141,39 @@ def test_benchmark_corpus(ikat_documents):
     assert list(open_corpus("benchmark:ikat2023").documents()) == ikat_documents
 
 
+def clueweb22_documents(ikat_documents: list[Document]) -> list[Document]:
+    """Real ClueWeb22 ids and text: one iKAT passage per document, in path order."""
+    first = {}
+    for document in ikat_documents:
+        first.setdefault(document.id.split(":")[0], document.contents)
+    return [Document(docid, text) for docid, text in sorted(first.items())]
+
+
+def test_clueweb22_txt_folder_in_path_order(tmp_path, ikat_documents):
+    documents = clueweb22_documents(ikat_documents)
+    folder = write_clueweb22_txt(tmp_path, documents)
+    corpus = open_corpus(str(folder))
+    assert list(corpus.documents()) == documents
+    assert open_corpus(f"clueweb22:{folder}").fingerprint == corpus.fingerprint
+    single = next(folder.rglob("*.json.gz"))
+    assert [d.id for d in open_corpus(str(single)).documents()]  # one file is a corpus too
+
+
+def test_clueweb22_record_without_clean_text_names_file_and_line(tmp_path, ikat_documents):
+    path = tmp_path / "en0000-00.json"
+    good = {"ClueWeb22-ID": "clueweb22-en0000-00-00001", "Clean-Text": ikat_documents[0].contents}
+    write_jsonl(path, [good, {"ClueWeb22-ID": "clueweb22-en0000-00-00002", "URL": "x"}])
+    with pytest.raises(InputError, match=r"en0000-00\.json:2: expected a ClueWeb22 record"):
+        list(open_corpus(str(path)).documents())
+
+
+def test_empty_clueweb22_folder_is_one_clear_error(tmp_path):
+    with pytest.raises(HarnessError, match="holds no .json, .json.gz or .json.bz2 files"):
+        open_corpus(f"clueweb22:{tmp_path}")
+
+
 def test_formats_come_from_a_registry():
-    assert {"jsonl", "trec", "irds", "benchmark"} <= set(CORPUS_FORMATS.names())
+    assert {"jsonl", "trec", "clueweb22", "irds", "benchmark"} <= set(CORPUS_FORMATS.names())
 
 
 def test_missing_file_is_one_clear_error(tmp_path):

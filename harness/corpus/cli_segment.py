@@ -11,7 +11,9 @@ from harness.corpus.segment import SPLITTERS, segment_corpus
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("corpus", help="JSONL or TREC file, irds:<ir_datasets id>, or benchmark:<name>")
+    parser.add_argument(
+        "corpus", help="JSONL or TREC file, a ClueWeb22 txt folder or file, irds:<ir_datasets id>, or benchmark:<name>"
+    )
     parser.add_argument("--out", required=True, type=Path, help="passages JSONL to write (id, contents, md5)")
     parser.add_argument(
         "--splitter",

@@ -1,4 +1,5 @@
-"""Corpus readers: JSONL dumps, TREC text/web files, ir_datasets ids, benchmark corpora.
+"""Corpus readers: JSONL dumps, TREC text/web files, ClueWeb22 text records, ir_datasets ids,
+benchmark corpora.
 
 `open_corpus(spec)` picks the reader from the spec's form: an explicit `FORMAT:` prefix
 (`irds:msmarco-passage`, `benchmark:pragmaticqa:val`, `jsonl:dump.txt`), else the first
@@ -8,6 +9,7 @@ Every reader streams: a corpus is re-read from disk each time its documents are 
 
 from __future__ import annotations
 
+import bz2
 import gzip
 import hashlib
 import html
@@ -52,18 +54,22 @@ def open_corpus(spec: str) -> Corpus:
 
 @dataclass(frozen=True)
 class FileCorpus(Corpus):
-    """A corpus read from one file: its fingerprint is the sha256 of the file's bytes,
-    computed on first use (hashing is far cheaper than parsing)."""
+    """A corpus read from files: its fingerprint is the sha256 of their bytes (for a folder,
+    with each file's path in it), computed on first use (hashing is far cheaper than parsing)."""
 
-    path: Path | None = None
+    paths: tuple[Path, ...] = ()
+    folder: Path | None = None
 
     @property
     def fingerprint(self) -> str:
         if self.known_fingerprint is None:
             digest = hashlib.sha256()
-            with open(self.path, "rb") as handle:
-                for block in iter(lambda: handle.read(1 << 20), b""):
-                    digest.update(block)
+            for path in self.paths:
+                if self.folder is not None:
+                    digest.update(f"{path.relative_to(self.folder)}\0".encode())
+                with open(path, "rb") as handle:
+                    for block in iter(lambda: handle.read(1 << 20), b""):
+                        digest.update(block)
             object.__setattr__(self, "known_fingerprint", digest.hexdigest())
         return self.known_fingerprint
 
@@ -71,6 +77,8 @@ class FileCorpus(Corpus):
 def _open_text(path: Path) -> IO[str]:
     if path.suffix == ".gz":
         return gzip.open(path, "rt", encoding="utf-8")
+    if path.suffix == ".bz2":
+        return bz2.open(path, "rt", encoding="utf-8")
     return open(path, encoding="utf-8")
 
 
@@ -87,13 +95,13 @@ def _first_line(spec: str) -> str:
             for line in handle:
                 if line.strip():
                     return line.strip()
-    except (OSError, UnicodeDecodeError, EOFError):
+    except (OSError, UnicodeDecodeError, EOFError, ValueError):
         pass
     return ""
 
 
 def _file_corpus(path: Path, parse: Callable[[Path], Iterator[Document]]) -> FileCorpus:
-    return FileCorpus(name=path.name, documents=lambda: parse(path), path=path)
+    return FileCorpus(name=path.name, documents=lambda: parse(path), paths=(path,))
 
 
 # -- JSONL ---------------------------------------------------------------------------------
@@ -209,6 +217,59 @@ def _claims_trec(spec: str) -> bool:
 CORPUS_FORMATS.add(
     "trec", CorpusFormat(open=lambda spec: _file_corpus(_existing(spec), _trec_documents), claims=_claims_trec)
 )
+
+
+# -- ClueWeb22 text records (the iKAT collection) ----------------------------------------------
+
+_CLUEWEB22_FILE = re.compile(r"\.json(\.gz|\.bz2)?$")
+
+
+def _clueweb22_files(spec: str) -> list[Path]:
+    """The record files of a ClueWeb22 `txt` folder (any depth), in path order; or one file."""
+    path = Path(spec)
+    if path.is_file():
+        return [path]
+    if not path.is_dir():
+        raise HarnessError(f"ClueWeb22 corpus {spec} is neither a folder nor a file")
+    files = sorted(p for p in path.rglob("*") if p.is_file() and _CLUEWEB22_FILE.search(p.name))
+    if not files:
+        raise HarnessError(f"ClueWeb22 folder {spec} holds no .json, .json.gz or .json.bz2 files")
+    return files
+
+
+def _clueweb22_documents(files: list[Path]) -> Iterator[Document]:
+    """`Clean-Text` whole, title line included, as the iKAT organisers segment it."""
+    for path in files:
+        with _open_text(path) as handle:
+            for number, line in enumerate(handle, start=1):
+                if not line.strip():
+                    continue
+                try:
+                    record = json.loads(line)
+                except json.JSONDecodeError as error:
+                    raise InputError(path, f"not valid JSON ({error.msg})", line=number) from None
+                if not isinstance(record, dict) or not all(
+                    isinstance(record.get(key), str) for key in ("ClueWeb22-ID", "Clean-Text")
+                ):
+                    raise InputError(path, "expected a ClueWeb22 record with string ClueWeb22-ID and Clean-Text",
+                                     line=number)
+                yield Document(id=record["ClueWeb22-ID"], contents=record["Clean-Text"])
+
+
+def _clueweb22_corpus(spec: str) -> Corpus:
+    files, path = _clueweb22_files(spec), Path(spec)
+    return FileCorpus(name=path.name, documents=lambda: _clueweb22_documents(files), paths=tuple(files),
+                      folder=path if path.is_dir() else None)
+
+
+def _claims_clueweb22(spec: str) -> bool:
+    path = Path(spec)
+    if path.is_dir():
+        return any(_CLUEWEB22_FILE.search(p.name) for p in path.rglob("*") if p.is_file())
+    return path.is_file() and '"ClueWeb22-ID"' in _first_line(spec)
+
+
+CORPUS_FORMATS.add("clueweb22", CorpusFormat(open=_clueweb22_corpus, claims=_claims_clueweb22))
 
 
 # -- ir_datasets -----------------------------------------------------------------------------

@@ -12,7 +12,9 @@ from harness.retrieve.lucene import build_index, default_threads
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "corpus", help="JSONL or TREC file, irds:<ir_datasets id>, or benchmark:<name> (e.g. benchmark:ikat2023)"
+        "corpus",
+        help="JSONL or TREC file, a ClueWeb22 txt folder or file, irds:<ir_datasets id>, or benchmark:<name> "
+        "(e.g. benchmark:ikat2023)",
     )
     parser.add_argument("--out", required=True, type=Path, help="index folder to create")
     parser.add_argument("--threads", type=int, default=default_threads(), help="indexing threads (default: all cores)")
