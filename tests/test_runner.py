@@ -89,6 +89,41 @@ def test_second_invocation_skips_finished_runs(finished, capsys):
     assert f"| {PQA_TAG} |" in captured.out  # the leaderboard is printed again
 
 
+def test_a_skipped_run_reuses_the_scores_its_json_records(finished, tmp_path, monkeypatch, capsys):
+    out = tmp_path / "runs"
+    out.mkdir()
+    for name in (f"{PQA_TAG}.run", f"{PQA_TAG}.json"):
+        (out / name).write_bytes((finished / name).read_bytes())
+    recorded = json.loads((finished / f"{PQA_TAG}.json").read_text())["scores"]
+    assert recorded["for"] == {"measures": ["nDCG@10", "R@20"], "depth": 20, "passage_separator": None}
+    assert len(recorded["evaluation"]["per_query"]["nDCG@10"]) == 1480
+
+    def no_scoring(*args, **kwargs):
+        raise AssertionError("a skipped run was scored again")
+
+    monkeypatch.setattr("harness.runner.runner.evaluate", no_scoring)
+    assert main(["run", str(_config(tmp_path)), "--output", str(out), "--only", "pqa"]) == 0
+    board = capsys.readouterr().out
+    ndcg = recorded["evaluation"]["means"]["nDCG@10"]
+    assert f"| {PQA_TAG} | raw | bm25 | {ndcg:.4f} |" in board
+
+
+def test_changed_measures_rescore_a_finished_run_without_ranking_again(finished, tmp_path, capsys):
+    out = tmp_path / "runs"
+    out.mkdir()
+    for name in (f"{PQA_TAG}.run", f"{PQA_TAG}.json"):
+        (out / name).write_bytes((finished / name).read_bytes())
+    config = _config(tmp_path)
+    settings = yaml.safe_load(config.read_text())
+    settings["experiments"][0]["measures"] = ["P@5"]
+    config.write_text(yaml.safe_dump(settings), encoding="utf-8")
+    assert main(["run", str(config), "--output", str(out), "--only", "pqa"]) == 0
+    assert f"{PQA_TAG}: finished with the same inputs, skipped" in capsys.readouterr().err
+    assert (out / f"{PQA_TAG}.run").read_bytes() == (finished / f"{PQA_TAG}.run").read_bytes()
+    recorded = json.loads((out / f"{PQA_TAG}.json").read_text())["scores"]
+    assert recorded["for"]["measures"] == ["P@5"] and list(recorded["evaluation"]["means"]) == ["P@5"]
+
+
 def test_changed_config_redoes_the_run(finished, tmp_path, capsys):
     out = tmp_path / "runs"
     out.mkdir()

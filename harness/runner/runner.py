@@ -2,8 +2,9 @@
 
 Per run: load the topics -> build the query stream -> hash queries, qrels and config ->
 skip if `<tag>.run` and a `<tag>.json` with that hash exist -> rank (a batch of queries at a
-time, with progress) -> stream into `<tag>.run` (atomic) -> write `<tag>.json` (atomic,
-after the run file, so a JSON always describes a complete run) -> evaluate.
+time, with progress) -> stream into `<tag>.run` (atomic) -> evaluate -> write `<tag>.json`
+with the scores (atomic, after the run file, so a JSON always describes a complete run).
+A skipped run reuses the scores its JSON records, unless the measures or depth changed.
 A run killed half-way leaves only a dot-named temp file, removed when the run is redone.
 """
 
@@ -14,7 +15,7 @@ import json
 import sys
 import time
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, TextIO
@@ -174,8 +175,8 @@ def is_finished(prepared: Prepared, output: Path) -> bool:
     return recorded == prepared.digest
 
 
-def execute(prepared: Prepared, workspace: Workspace, output: Path, config_path: Path, log: TextIO) -> None:
-    """Rank every query and write the run file, then its JSON."""
+def execute(prepared: Prepared, workspace: Workspace, output: Path, config_path: Path, log: TextIO) -> Evaluation:
+    """Rank every query and write the run file, score it, then write its JSON."""
     run = prepared.run
     for stale in output.glob(f".{run.tag}.*.tmp"):  # left by a killed earlier attempt
         stale.unlink(missing_ok=True)
@@ -205,9 +206,42 @@ def execute(prepared: Prepared, workspace: Workspace, output: Path, config_path:
         },
         "finished_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
     }
-    with atomic_write(json_path(output, run)) as handle:
+    evaluation = score(prepared, output)
+    _write_metadata(json_path(output, run), {**metadata, "scores": _scores_record(prepared, evaluation)})
+    return evaluation
+
+
+def _write_metadata(path: Path, metadata: dict[str, Any]) -> None:
+    with atomic_write(path) as handle:
         json.dump(metadata, handle, indent=2, ensure_ascii=False)
         handle.write("\n")
+
+
+def _scoring(prepared: Prepared) -> dict[str, Any]:
+    """What a run's scores depend on besides its run file and qrels (both in its hash)."""
+    experiment = prepared.run.experiment
+    return {"measures": list(experiment.measures), "depth": experiment.depth or experiment.k,
+            "passage_separator": experiment.passage_separator}
+
+
+def _scores_record(prepared: Prepared, evaluation: Evaluation) -> dict[str, Any]:
+    return {"for": _scoring(prepared), "evaluation": asdict(evaluation)}
+
+
+def finished_scores(prepared: Prepared, output: Path) -> Evaluation:
+    """A skipped run's scores: those its JSON records when they were taken the same way,
+    else scored again and recorded."""
+    path = json_path(output, prepared.run)
+    metadata = json.loads(path.read_text(encoding="utf-8"))
+    recorded = metadata.get("scores")
+    if isinstance(recorded, dict) and recorded.get("for") == _scoring(prepared):
+        try:
+            return Evaluation(**recorded["evaluation"])
+        except TypeError:  # not the layout this version writes: score again
+            pass
+    evaluation = score(prepared, output)
+    _write_metadata(path, {**metadata, "scores": _scores_record(prepared, evaluation)})
+    return evaluation
 
 
 def _rankings(queries: list[SearchQuery], rank: Ranker, progress: tqdm) -> Iterator[Ranking]:
@@ -251,9 +285,10 @@ def run_config(
             skipped = not force and is_finished(prepared, output)
             if skipped:
                 print(f"{run.tag}: finished with the same inputs, skipped ({run_path(output, run)})", file=log)
+                evaluation = finished_scores(prepared, output)
             else:
-                execute(prepared, workspace, output, config.path, log)
-            outcomes.append(Outcome(run, run_path(output, run), skipped, prepared.qrels, score(prepared, output)))
+                evaluation = execute(prepared, workspace, output, config.path, log)
+            outcomes.append(Outcome(run, run_path(output, run), skipped, prepared.qrels, evaluation))
     return outcomes
 
 
