@@ -114,7 +114,8 @@ def _first_key(record: dict, keys: tuple[str, ...]) -> str | None:
     return next((key for key in keys if key in record), None)
 
 
-def _jsonl_documents(path: Path) -> Iterator[Document]:
+def _json_objects(path: Path) -> Iterator[tuple[int, dict]]:
+    """(line number, object) for each non-blank line of a JSON-lines file."""
     with _open_text(path) as handle:
         for number, line in enumerate(handle, start=1):
             if not line.strip():
@@ -125,20 +126,25 @@ def _jsonl_documents(path: Path) -> Iterator[Document]:
                 raise InputError(path, f"not valid JSON ({error.msg})", line=number) from None
             if not isinstance(record, dict):
                 raise InputError(path, "expected a JSON object per line", line=number)
-            id_key, text_key = _first_key(record, _ID_KEYS), _first_key(record, _TEXT_KEYS)
-            if id_key is None or text_key is None:
-                raise InputError(
-                    path,
-                    f"expected an id field ({'/'.join(_ID_KEYS)}) and a text field "
-                    f"({'/'.join(_TEXT_KEYS)}); found {sorted(record)}",
-                    line=number,
-                )
-            docid, text, title = record[id_key], record[text_key], record.get("title")
-            if not isinstance(docid, (str, int)) or not str(docid).strip():
-                raise InputError(path, f"{id_key} must be a non-empty string", line=number)
-            if not isinstance(text, str) or not (title is None or isinstance(title, str)):
-                raise InputError(path, f"{text_key} and title must be strings", line=number, record=str(docid))
-            yield Document(id=str(docid), contents=text, title=title or None)
+            yield number, record
+
+
+def _jsonl_documents(path: Path) -> Iterator[Document]:
+    for number, record in _json_objects(path):
+        id_key, text_key = _first_key(record, _ID_KEYS), _first_key(record, _TEXT_KEYS)
+        if id_key is None or text_key is None:
+            raise InputError(
+                path,
+                f"expected an id field ({'/'.join(_ID_KEYS)}) and a text field "
+                f"({'/'.join(_TEXT_KEYS)}); found {sorted(record)}",
+                line=number,
+            )
+        docid, text, title = record[id_key], record[text_key], record.get("title")
+        if not isinstance(docid, (str, int)) or not str(docid).strip():
+            raise InputError(path, f"{id_key} must be a non-empty string", line=number)
+        if not isinstance(text, str) or not (title is None or isinstance(title, str)):
+            raise InputError(path, f"{text_key} and title must be strings", line=number, record=str(docid))
+        yield Document(id=str(docid), contents=text, title=title or None)
 
 
 def _claims_jsonl(spec: str) -> bool:
@@ -240,20 +246,11 @@ def _clueweb22_files(spec: str) -> list[Path]:
 def _clueweb22_documents(files: list[Path]) -> Iterator[Document]:
     """`Clean-Text` whole, title line included, as the iKAT organisers segment it."""
     for path in files:
-        with _open_text(path) as handle:
-            for number, line in enumerate(handle, start=1):
-                if not line.strip():
-                    continue
-                try:
-                    record = json.loads(line)
-                except json.JSONDecodeError as error:
-                    raise InputError(path, f"not valid JSON ({error.msg})", line=number) from None
-                if not isinstance(record, dict) or not all(
-                    isinstance(record.get(key), str) for key in ("ClueWeb22-ID", "Clean-Text")
-                ):
-                    raise InputError(path, "expected a ClueWeb22 record with string ClueWeb22-ID and Clean-Text",
-                                     line=number)
-                yield Document(id=record["ClueWeb22-ID"], contents=record["Clean-Text"])
+        for number, record in _json_objects(path):
+            if not all(isinstance(record.get(key), str) for key in ("ClueWeb22-ID", "Clean-Text")):
+                raise InputError(path, "expected a ClueWeb22 record with string ClueWeb22-ID and Clean-Text",
+                                 line=number)
+            yield Document(id=record["ClueWeb22-ID"], contents=record["Clean-Text"])
 
 
 def _clueweb22_corpus(spec: str) -> Corpus:
