@@ -8,13 +8,12 @@ stretch of the original document, and segmenting it again must give those passag
 
 from __future__ import annotations
 
-import json
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
 
 from harness.corpus import Document
-from harness.topics.ikat import passages_path
+from harness.topics.ikat import provenance_passages
 
 
 @dataclass(frozen=True)
@@ -42,9 +41,11 @@ def official_passages() -> dict[str, dict[int, str]]:
     between newlines, as the organisers' trecweb writer does, so one character goes each side."""
     passages: dict[str, dict[int, str]] = defaultdict(dict)
     for split in ("test", "train"):
-        for line in passages_path(split).read_text(encoding="utf-8").splitlines():
-            record = json.loads(line)
-            passages[record["doc_id"]][int(record["passage_id"])] = record["passage_text"][1:-1]
+        for record, passage_id, text in provenance_passages(split):
+            docid, _, number = passage_id.rpartition(":")
+            if not number.isdigit():
+                raise record.error(f"passage_id {number!r} is not a passage number")
+            passages[docid][int(number)] = text[1:-1]
     return passages
 
 

@@ -18,6 +18,7 @@ becomes `Conversation.personal`; the statements relevant to a turn are kept as
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 from harness.corpus import Corpus, Document
@@ -85,19 +86,25 @@ def passages_path(split: str) -> Path:
     return data_root() / "ikat" / "2023" / "data" / f"2023_{split}_topics_psg_text.jsonl"
 
 
+def provenance_passages(split: str) -> Iterator[tuple[Record, str, str]]:
+    """(record, passage id `<doc_id>:<passage_id>`, text as the file prints it: between newlines)."""
+    path = passages_path(split)
+    for line, value in read_jsonl(path):
+        record = Record(value, path, "passage", line)
+        passage_id = f"{record.text('doc_id')}:{record.get('passage_id', str, int)}"
+        yield record, passage_id, record.text("passage_text")
+
+
 def provenance_corpus(split: str) -> Corpus:
     """The ClueWeb22 passages the 2023 responses cite, ids in iKAT form `<doc_id>:<passage_id>`."""
-    path = passages_path(split)
 
     def documents():
         seen: set[str] = set()
-        for line, value in read_jsonl(path):
-            record = Record(value, path, "passage", line)
-            docid = f"{record.text('doc_id')}:{record.get('passage_id', str, int)}"
+        for record, docid, text in provenance_passages(split):
             if docid in seen:
                 raise record.error(f"passage {docid!r} appears twice")
             seen.add(docid)
-            yield Document(docid, record.text("passage_text").strip())
+            yield Document(docid, text.strip())
 
     return Corpus(f"ikat2023:{split}-provenance", documents)
 
