@@ -15,12 +15,19 @@ import pytest
 
 from harness.corpus import Corpus, Document
 from harness.paths import data_root, qrels_root
+from harness.retrieve import SearchQuery
 
 CAST2021_QRELS = qrels_root() / "cast" / "trec-cast-qrels-docs.2021.qrel"
 CAST2021_DOC_RUNS = sorted((data_root() / "cast" / "2021" / "baselines" / "document_runs").glob("*.run"))
 CAST2021_PASSAGE_RUNS = sorted((data_root() / "cast" / "2021" / "baselines").glob("*.trec"))
 
 PASSAGES_USED = 32
+# A smaller slice, and two questions its passages answer (on email marketing and David Goggins).
+SMALL = 12
+SMALL_QUERIES = [
+    SearchQuery("email", "is email marketing more effective than social media?"),
+    SearchQuery("goggins", "when was david goggins born"),
+]
 
 
 def ikat_passages(limit: int = PASSAGES_USED) -> Iterator[Document]:

@@ -7,7 +7,7 @@ import pytest
 from harness.errors import HarnessError
 from harness.retrieve import Hit, SearchQuery, build, shared_retrievers
 from harness.retrieve.fusion import linear_fusion, min_max, reciprocal_rank_fusion
-from tests.conftest import ikat_corpus, shared_cache
+from tests.conftest import SMALL, SMALL_QUERIES as QUERIES, ikat_corpus, shared_cache
 
 
 def hits(*pairs: tuple[str, float]) -> list[Hit]:
@@ -78,11 +78,6 @@ def test_linear_ties_break_by_docid():
 
 # -- fusion built from a config over real dense retrievers -----------------------------------------
 
-SMALL = 12
-QUERIES = [
-    SearchQuery("email", "is email marketing more effective than social media?"),
-    SearchQuery("goggins", "when was david goggins born"),
-]
 
 
 @pytest.fixture(scope="module")

@@ -14,15 +14,10 @@ import shutil
 import pytest
 
 from harness.errors import HarnessError
-from harness.retrieve import SearchQuery, build
+from harness.retrieve import build
 from harness.retrieve._embeddings import default_model_path, passage_text
-from tests.conftest import ikat_corpus, ikat_passages, shared_cache
+from tests.conftest import SMALL, SMALL_QUERIES as QUERIES, ikat_corpus, ikat_passages, shared_cache
 
-SMALL = 12
-QUERIES = [
-    SearchQuery("email", "is email marketing more effective than social media?"),
-    SearchQuery("goggins", "when was david goggins born"),
-]
 
 
 @pytest.fixture(scope="module")
