@@ -43,6 +43,17 @@ def _edit_json(shadow, relative, edit) -> Path:
     return broken
 
 
+def _edit_jsonl_record(shadow, relative, index, edit) -> Path:
+    """The file with its `index`-th line's record changed by `edit`."""
+    real, broken = shadow(relative)
+    lines = real.read_text(encoding="utf-8").splitlines()
+    record = json.loads(lines[index])
+    edit(record)
+    lines[index] = json.dumps(record)
+    broken.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return broken
+
+
 def test_missing_field_names_file_and_record(shadow):
     def drop(topics):
         del topics[0]["turns"][2]["utterance"]
@@ -91,12 +102,10 @@ def test_truncated_jsonl_line_names_its_line(shadow):
 
 
 def test_wrong_type_in_a_jsonl_record(shadow):
-    real, broken = shadow("opendialkg/ievalm/test_data_processed.jsonl")
-    lines = real.read_text(encoding="utf-8").splitlines()
-    record = json.loads(lines[2])
-    record["context"] = "not a list"
-    lines[2] = json.dumps(record)
-    broken.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    def no_list(record):
+        record["context"] = "not a list"
+
+    _edit_jsonl_record(shadow, "opendialkg/ievalm/test_data_processed.jsonl", 2, no_list)
     with pytest.raises(InputError, match=r"test_data_processed.jsonl:3 \(record dialog 11, turn 3\): "
                                          r"field 'context' should be a list, found a string"):
         load("opendialkg")
@@ -131,12 +140,10 @@ def test_tree_parent_must_exist(shadow):
 
 
 def test_unknown_intent_type(shadow):
-    real, broken = shadow("cosrec/dataset/curated/intents.jsonl")
-    lines = real.read_text(encoding="utf-8").splitlines()
-    record = json.loads(lines[0])
-    record["CoSRec-Curated_1"][0]["intents"][0]["type"] = "shopping"
-    lines[0] = json.dumps(record)
-    broken.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    def shopping(record):
+        record["CoSRec-Curated_1"][0]["intents"][0]["type"] = "shopping"
+
+    _edit_jsonl_record(shadow, "cosrec/dataset/curated/intents.jsonl", 0, shopping)
     with pytest.raises(InputError, match=r"intents.jsonl:1 \(record CoSRec-Curated_1, intent CoSRec-Curated_1_0_0\): "
                                          r"intent type should be one of"):
         load("cosrec-curated")
