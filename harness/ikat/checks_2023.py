@@ -13,7 +13,7 @@ from collections import Counter
 from collections.abc import Iterator
 from typing import Any
 
-from harness.ikat.checks import RUN_TYPES, Context, Finding, check, error, warning
+from harness.ikat.checks import RUN_TYPES, Context, Finding, TopicInfo, check, error, warning
 from harness.ikat.submission import (
     PROVENANCE_LIMIT,
     PassageProvenance,
@@ -289,6 +289,15 @@ def _responses(ctx: Context) -> Iterator[tuple[str, int, Response]]:
             yield turn.turn_id, index, response
 
 
+def _ptkb_provenances(ctx: Context) -> Iterator[tuple[str, int, TopicInfo | None, PTKBProvenance]]:
+    """(turn id, response index, the turn's topic if known, provenance) for every PTKB provenance."""
+    for turn in ctx.submission.turns:
+        topic = ctx.turn_topic(turn.turn_id)
+        for index, response in enumerate(turn.responses):
+            for ptkb in response.ptkb_provenance:
+                yield turn.turn_id, index, topic, ptkb
+
+
 @check("response-rank", JSON_YEARS)
 def _response_rank(ctx: Context) -> Iterator[Finding]:
     """Ranks start at 1 and increase down the responses (warnings).
@@ -384,33 +393,29 @@ def _ptkb_id(ctx: Context) -> Iterator[Finding]:
     1..PTKB size. Deliberate difference: the 2024 tool also lets 0 through, though its
     docstring asks for ids above 0 and no statement 0 exists.
     """
-    for turn_id, index, response in _responses(ctx):
-        topic = ctx.turn_topic(turn_id)
-        for ptkb in response.ptkb_provenance:
-            if not ptkb.id:
-                yield error("ptkb-id", f"response #{index} has a PTKB provenance with an empty id", turn_id)
-            elif topic is not None and ptkb.id not in topic.ptkb:
-                yield error(
-                    "ptkb-id",
-                    f"response #{index}: PTKB provenance {ptkb.id!r} is not a statement of topic {topic.id} "
-                    f"(its ids: {', '.join(topic.ptkb)})",
-                    turn_id,
-                )
+    for turn_id, index, topic, ptkb in _ptkb_provenances(ctx):
+        if not ptkb.id:
+            yield error("ptkb-id", f"response #{index} has a PTKB provenance with an empty id", turn_id)
+        elif topic is not None and ptkb.id not in topic.ptkb:
+            yield error(
+                "ptkb-id",
+                f"response #{index}: PTKB provenance {ptkb.id!r} is not a statement of topic {topic.id} "
+                f"(its ids: {', '.join(topic.ptkb)})",
+                turn_id,
+            )
 
 
 @check("ptkb-text", (2023,))
 def _ptkb_text(ctx: Context) -> Iterator[Finding]:
     """The provenance repeats the statement's text exactly (2023 only; error)."""
-    for turn_id, index, response in _responses(ctx):
-        topic = ctx.turn_topic(turn_id)
-        for ptkb in response.ptkb_provenance:
-            if topic is not None and ptkb.id in topic.ptkb and ptkb.text != topic.ptkb[ptkb.id]:
-                yield error(
-                    "ptkb-text",
-                    f"response #{index}: the text of PTKB provenance {ptkb.id} differs from statement {ptkb.id} "
-                    f"of topic {topic.id} ({topic.ptkb[ptkb.id]!r})",
-                    turn_id,
-                )
+    for turn_id, index, topic, ptkb in _ptkb_provenances(ctx):
+        if topic is not None and ptkb.id in topic.ptkb and ptkb.text != topic.ptkb[ptkb.id]:
+            yield error(
+                "ptkb-text",
+                f"response #{index}: the text of PTKB provenance {ptkb.id} differs from statement {ptkb.id} "
+                f"of topic {topic.id} ({topic.ptkb[ptkb.id]!r})",
+                turn_id,
+            )
 
 
 @check("ptkb-score-order", (2023,))
