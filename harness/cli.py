@@ -19,6 +19,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "compare": ("harness.report.cli_compare", "leaderboard of runs with significance tests"),
     "arena": ("harness.report.cli_arena", "Elo / Bradley-Terry ratings from pairwise votes"),
     "ikat": ("harness.ikat.cli", "write, validate and convert TREC iKAT submissions"),
+    "serve": ("harness.serve.cli_serve", "host a leaderboard: teams submit runs, scored against hidden qrels"),
+    "submit": ("harness.serve.cli_submit", "upload a run to a leaderboard server"),
 }
 
 

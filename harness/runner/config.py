@@ -289,6 +289,11 @@ def _lookup(node: _Node, check) -> Any:
 
 def load_config(path: str | Path) -> Config:
     path = Path(path)
+    return parse_config(path, read_yaml(path))
+
+
+def read_yaml(path: Path) -> Any:
+    """A config file's YAML document; a missing file, bad YAML or a repeated key is an InputError."""
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
@@ -301,7 +306,7 @@ def load_config(path: str | Path) -> Config:
         mark = getattr(error, "problem_mark", None)
         problem = getattr(error, "problem", None) or str(error)
         raise InputError(path, f"not valid YAML: {problem}", line=mark.line + 1 if mark else None) from None
-    return parse_config(path, document)
+    return document
 
 
 def parse_config(path: Path, document: Any) -> Config:

@@ -1,0 +1,14 @@
+"""A hosted leaderboard: teams upload runs, the server validates them, scores them against
+hidden qrels in the background and ranks them with significance tiers.
+
+- config.py: the YAML config (tasks, teams with token hashes, quota, database, storage);
+- store.py: the SQLAlchemy tables and the content-addressed file store (durable before 202);
+- tasks.py: one task's checks, scoring and ranking, all through the harness's own
+  validator, converter, evaluator and report code;
+- service.py: accepting an upload and the background scorer;
+- app.py, pages.py: the FastAPI routes and the Jinja2 pages;
+- cli_serve.py, cli_submit.py: `harness serve` and `harness submit`.
+
+FastAPI, uvicorn, SQLAlchemy and Jinja2 are imported only by these modules (the `serve`
+extra), so the rest of the harness never loads them.
+"""

@@ -1,0 +1,50 @@
+"""`harness serve CONFIG`: run the leaderboard server (uvicorn), or print a new team token."""
+
+from __future__ import annotations
+
+import argparse
+import secrets
+import sys
+
+from harness.errors import HarnessError
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("config", nargs="?", help="leaderboard config, e.g. configs/leaderboard.yaml")
+    parser.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
+    parser.add_argument("--port", type=int, default=8000, help="port (default 8000)")
+    parser.add_argument("--new-token", action="store_true",
+                        help="print a new random team token and the config line holding its hash, then exit")
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.new_token:
+        from harness.serve.store import sha256_hex
+
+        token = secrets.token_urlsafe(32)
+        print(f"token (give it to the team; it is not stored): {token}")
+        print(f"config line under teams:  - {{name: TEAM, token_sha256: {sha256_hex(token)}}}")
+        return 0
+    if not args.config:
+        raise HarnessError("give the leaderboard config (e.g. configs/leaderboard.yaml), or --new-token")
+    import logging
+
+    import uvicorn
+
+    from harness.serve.app import create_app
+    from harness.serve.config import load_serve_config
+    from harness.serve.service import Service
+
+    config = load_serve_config(args.config)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s", stream=sys.stderr)
+    print(f"harness serve: {len(config.tasks)} tasks, {len(config.teams)} teams, database {_redacted(config.database)}, "
+          f"on http://{args.host}:{args.port}/", file=sys.stderr)
+    uvicorn.run(create_app(Service(config)), host=args.host, port=args.port, log_level="info")
+    return 0
+
+
+def _redacted(url: str) -> str:
+    """A database URL without its password, for the log."""
+    from sqlalchemy.engine import make_url
+
+    return make_url(url).render_as_string(hide_password=True)

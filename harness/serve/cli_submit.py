@@ -1,0 +1,73 @@
+"""`harness submit`: upload a run to a leaderboard server; with --wait, print its scores."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+from harness.errors import HarnessError, InputError
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("file", type=Path, help="the run: iKAT 2023/2024 JSON, 2025 JSONL or a TREC run")
+    parser.add_argument("--server", required=True, help="e.g. http://127.0.0.1:8000")
+    parser.add_argument("--token", required=True, help="your team's token")
+    parser.add_argument("--task", required=True, help="task name (see the server's front page)")
+    parser.add_argument("--description", default="", help="shown beside the run on the leaderboard")
+    parser.add_argument("--wait", action="store_true", help="wait until it is scored and print the measures")
+    parser.add_argument("--timeout", type=float, default=600, help="seconds --wait waits at most (default 600)")
+
+
+def run(args: argparse.Namespace) -> int:
+    import httpx
+
+    if not args.file.is_file():
+        raise InputError(args.file, "no such file")
+    base = args.server.rstrip("/")
+    headers = {"Authorization": f"Bearer {args.token}"}
+    try:
+        with httpx.Client(base_url=base, headers=headers, timeout=120) as client, args.file.open("rb") as handle:
+            answer = client.post(f"/api/tasks/{args.task}/submissions",
+                                 files={"file": (args.file.name, handle)}, data={"description": args.description})
+            body = _json(answer)
+            if answer.status_code == 422:
+                for error in body.get("errors", []):
+                    where = f":{error['line']}" if error.get("line") is not None else ""
+                    turn = f" turn {error['turn']}" if error.get("turn") else ""
+                    print(f"{error['file']}{where}{turn} [{error['check']}]: {error['message']}")
+                print(f"harness submit: rejected: {body.get('detail')}", file=sys.stderr)
+                return 1
+            if answer.status_code != 202:
+                raise HarnessError(f"the server answered {answer.status_code}: {body.get('detail', answer.text[:200])}")
+            ident = body["id"]
+            print(f"accepted: submission {ident}", file=sys.stderr)
+            print(ident)
+            if args.wait:
+                return _wait(client, ident, args.timeout)
+    except httpx.HTTPError as problem:
+        raise HarnessError(f"cannot reach {base}: {problem}") from None
+    return 0
+
+
+def _wait(client, ident: str, timeout: float) -> int:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        body = _json(client.get(f"/api/submissions/{ident}"))
+        if body.get("status") == "scored":
+            for measure, value in body["measures"].items():
+                print(f"{measure}\t{value:.4f}")
+            return 0
+        if body.get("status") == "failed":
+            raise HarnessError(f"submission {ident} could not be scored: {body.get('error')}")
+        time.sleep(0.5)
+    raise HarnessError(f"submission {ident} was not scored within {timeout:g} s; it stays queued on the server")
+
+
+def _json(answer) -> dict:
+    try:
+        body = answer.json()
+    except ValueError:
+        return {"detail": answer.text[:200]}
+    return body if isinstance(body, dict) else {"detail": str(body)[:200]}

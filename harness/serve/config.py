@@ -1,0 +1,169 @@
+"""The leaderboard server's config: tasks, teams (token hashes), quota, database, storage.
+
+    database: sqlite:///leaderboard/leaderboard.db   # or postgresql://user@host/db
+    storage: leaderboard/files        # uploaded files, named by their SHA-256
+    quota: 5                          # accepted submissions per team per UTC day
+    max_upload_mb: 64                 # larger uploads get 413
+    tasks:
+      - name: ikat2023                # the URL name: /tasks/ikat2023
+        title: "TREC iKAT 2023 passage ranking"
+        topics: ikat2023              # a benchmark name or an iKAT topics file
+        qrels: "{qrels}/ikat/2023-qrels.all-turns.txt"   # hidden: never served
+        preset: ikat2023              # or measures: [nDCG@5, ...] (+ depth: 1000)
+        main_measure: nDCG@5          # ranks the board; one of the measures
+        formats: [ikat-2023-json, trec]   # ikat-2023-json ikat-2024-json ikat-2025-jsonl trec
+        partial: false                # true: runs may answer only some turns
+    teams:
+      - name: alpha
+        token_sha256: 6f1c...         # `harness serve --new-token` prints a token and this line
+
+Checked as strictly as run configs (harness/runner/config.py, whose key-path nodes this
+reuses): an unknown key, a missing file, an unknown measure or preset is an error naming
+the file and the key path. Relative paths are relative to the folder the server starts in.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from harness.errors import HarnessError
+from harness.runner.config import _lookup, _Node, read_yaml
+
+FORMATS = ("ikat-2023-json", "ikat-2024-json", "ikat-2025-jsonl", "trec")
+DEFAULT_DATABASE = "sqlite:///leaderboard/leaderboard.db"
+DEFAULT_STORAGE = "leaderboard/files"
+DEFAULT_QUOTA = 5
+DEFAULT_MAX_UPLOAD_MB = 64
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+_SHA256 = re.compile(r"^[0-9a-f]{64}$")
+
+
+@dataclass(frozen=True)
+class TaskConfig:
+    name: str
+    title: str
+    topics: str  # benchmark name or topics file
+    qrels: Path
+    measures: tuple[str, ...]  # the main measure first
+    depth: int | None
+    passage_separator: str | None
+    main_measure: str
+    formats: tuple[str, ...]
+    partial: bool
+
+
+@dataclass(frozen=True)
+class TeamConfig:
+    name: str
+    token_sha256: str
+
+
+@dataclass(frozen=True)
+class ServeConfig:
+    path: Path
+    database: str
+    storage: Path
+    quota: int
+    max_upload_bytes: int
+    tasks: dict[str, TaskConfig]
+    teams: dict[str, TeamConfig]
+
+    def team_by_hash(self, token_hash: str) -> TeamConfig | None:
+        return next((t for t in self.teams.values() if t.token_sha256 == token_hash), None)
+
+
+def load_serve_config(path: str | Path) -> ServeConfig:
+    path = Path(path)
+    return parse_serve_config(path, read_yaml(path))
+
+
+def parse_serve_config(path: Path, document: Any) -> ServeConfig:
+    root = _Node(path, "", document)
+    top = root.mapping(("database", "storage", "quota", "max_upload_mb", "tasks", "teams"), required=("tasks", "teams"))
+    database = top["database"].text() if "database" in top else DEFAULT_DATABASE
+    if "://" not in database:
+        raise top["database"].error(f"expected a database URL (sqlite:///FILE or postgresql://...), found {database!r}")
+    tasks = [_task(node) for node in top["tasks"].items()]
+    teams = [_team(node) for node in top["teams"].items()]
+    for kind, items, node in (("task", tasks, top["tasks"]), ("team", teams, top["teams"])):
+        names = [item.name for item in items]
+        repeated = sorted({n for n in names if names.count(n) > 1})
+        if repeated:
+            raise node.error(f"two {kind}s are named {repeated[0]!r}")
+    hashes = [team.token_sha256 for team in teams]
+    if len(set(hashes)) != len(hashes):
+        raise top["teams"].error("two teams share a token hash; give each team its own token")
+    return ServeConfig(
+        path=path,
+        database=database,
+        storage=top["storage"].path() if "storage" in top else Path(DEFAULT_STORAGE),
+        quota=top["quota"].positive_int() if "quota" in top else DEFAULT_QUOTA,
+        max_upload_bytes=(top["max_upload_mb"].positive_int() if "max_upload_mb" in top else DEFAULT_MAX_UPLOAD_MB) << 20,
+        tasks={task.name: task for task in tasks},
+        teams={team.name: team for team in teams},
+    )
+
+
+def _name(node: _Node) -> str:
+    name = node.text()
+    if not _NAME.match(name):
+        raise node.error(f"expected a name of letters, digits, '_', '.', '-' (at most 64), found {name!r}")
+    return name
+
+
+def _task(node: _Node) -> TaskConfig:
+    from harness.evaluate import parse_measures
+    from harness.evaluate.presets import PRESETS
+
+    keys = node.mapping(
+        ("name", "title", "topics", "qrels", "measures", "preset", "depth", "main_measure", "formats", "partial"),
+        required=("name", "topics", "qrels", "main_measure", "formats"),
+    )
+    name = _name(keys["name"])
+    if ("measures" in keys) == ("preset" in keys):
+        raise node.error("give either 'measures' or 'preset'")
+    preset = _lookup(keys["preset"], lambda: PRESETS.get(keys["preset"].text())) if "preset" in keys else None
+    if preset is not None:
+        measures = list(preset.measures)
+    else:
+        names = [item.text() for item in keys["measures"].items()]
+        measures = [str(m) for m in _lookup(keys["measures"], lambda: parse_measures(names))]
+    main = str(_lookup(keys["main_measure"], lambda: parse_measures([keys["main_measure"].text()])[0]))
+    if main not in measures:
+        raise keys["main_measure"].error(f"{main} is not among the task's measures ({', '.join(measures)})")
+    formats = tuple(item.text() for item in keys["formats"].items())
+    for index, fmt in enumerate(formats):
+        if fmt not in FORMATS:
+            raise keys["formats"].child(index, fmt).error(f"unknown format {fmt!r}; known: {', '.join(FORMATS)}")
+    topics = keys["topics"].text()
+    _lookup(keys["topics"], lambda: _check_topics(topics))
+    return TaskConfig(
+        name=name,
+        title=keys["title"].text() if "title" in keys else name,
+        topics=topics,
+        qrels=keys["qrels"].existing_path(),
+        measures=(main, *[m for m in measures if m != main]),
+        depth=keys["depth"].positive_int() if "depth" in keys else (preset.depth if preset else None),
+        passage_separator=preset.passage_separator if preset else None,
+        main_measure=main,
+        formats=formats,
+        partial=keys["partial"].flag() if "partial" in keys else False,
+    )
+
+
+def _check_topics(spec: str) -> None:
+    from harness.topics import names
+
+    if not Path(spec).exists() and spec.partition(":")[0] not in names():
+        raise HarnessError(f"{spec!r} is neither a topics file nor a benchmark; benchmarks: {', '.join(names())}")
+
+
+def _team(node: _Node) -> TeamConfig:
+    keys = node.mapping(("name", "token_sha256"), required=("name", "token_sha256"))
+    digest = keys["token_sha256"].text()
+    if not _SHA256.match(digest):
+        raise keys["token_sha256"].error("expected the 64 hex digits of the token's SHA-256 (harness serve --new-token)")
+    return TeamConfig(_name(keys["name"]), digest)

@@ -1,0 +1,106 @@
+"""The web pages: Jinja2 templates with autoescaping on, so a run name or description is
+always shown as text, never read as markup. Plots are `harness compare`'s own (PNG inline)."""
+
+from __future__ import annotations
+
+from functools import cache
+
+LAYOUT = """<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><title>{{ title }}</title>
+<style>
+body { font-family: sans-serif; margin: 1.5em auto; max-width: 1150px; color: #222; }
+nav a, nav form { margin-right: 1em; display: inline; }
+table { border-collapse: collapse; margin: 1em 0; font-size: 0.9em; }
+th, td { border: 1px solid #bbb; padding: 0.25em 0.6em; text-align: right; }
+th { background: #eef; } .l { text-align: left; } .main { font-weight: bold; }
+.errors { background: #fee; border: 1px solid #c00; padding: 0.5em 1em; }
+.ok { background: #efe; border: 1px solid #090; padding: 0.5em 1em; }
+.tier-top { background: #dfd; } .tier-tied { background: #f4f4d8; }
+p.legend { font-size: 0.85em; color: #444; max-width: 60em; }
+img { max-width: 100%; display: block; }
+label { display: block; margin: 0.6em 0 0.2em; }
+</style></head><body>
+<nav><a href="/">Tasks</a>{% if team %}<a href="/submit">Submit</a><a href="/team">Team {{ team }}</a>
+<form method="post" action="/logout"><input type="hidden" name="csrf" value="{{ csrf }}"><button>Log out</button></form>
+{% else %}<a href="/login">Log in</a>{% endif %}</nav>
+<h1>{{ title }}</h1>
+{% block content %}{% endblock %}
+</body></html>"""
+
+TEMPLATES = {
+    "layout.html": LAYOUT,
+    "index.html": """{% extends "layout.html" %}{% block content %}
+<table><tr><th class="l">task</th><th class="l">ranked by</th><th class="l">accepted formats</th></tr>
+{% for task in tasks %}<tr><td class="l"><a href="/tasks/{{ task.name }}">{{ task.title }}</a></td>
+<td class="l">{{ task.main_measure }}</td><td class="l">{{ task.formats|join(", ") }}</td></tr>{% endfor %}
+</table>{% endblock %}""",
+    "leaderboard.html": """{% extends "layout.html" %}{% block content %}
+{% if not board.rows %}<p>No scored runs yet.</p>{% else %}
+<table id="leaderboard"><thead><tr><th>#</th><th class="l">team</th><th class="l">run</th><th class="l">description</th>
+{% for m in board.measures %}<th{% if m == board.main_measure %} class="main"{% endif %}>{{ m }}</th>{% endfor %}
+<th class="l">vs. top ({{ board.main_measure }})</th><th>p (Holm)</th><th class="l">submitted</th></tr></thead><tbody>
+{% for row in board.rows %}<tr class="tier-{{ row.tier }}"><td>{{ row.rank }}</td><td class="l">{{ row.team }}</td>
+<td class="l">{{ row.run_name }}</td><td class="l">{{ row.description }}</td>
+{% for m in board.measures %}<td{% if m == board.main_measure %} class="main"{% endif %}>{{ "%.4f"|format(row.measures[m]) }}</td>{% endfor %}
+<td class="l">{{ tiers[row.tier] }}</td><td>{% if row.p_adjusted is not none %}{{ "%.4f"|format(row.p_adjusted) }}{% endif %}</td>
+<td class="l">{{ row.submitted }}</td></tr>{% endfor %}</tbody></table>
+<p class="legend">Tiers: each run against the top run on {{ board.main_measure }}. {{ board.legend }}</p>
+<h2>{{ board.main_measure }} by turn depth (top {{ board.depth.means|length }} runs)</h2>
+{{ depth_plot }}
+{% endif %}{% endblock %}""",
+    "login.html": """{% extends "layout.html" %}{% block content %}
+{% if error %}<div class="errors" id="errors">{{ error }}</div>{% endif %}
+<form method="post" action="/login"><input type="hidden" name="csrf" value="{{ login_csrf }}">
+<label for="token">Team token</label><input id="token" name="token" type="password" size="50" autocomplete="off">
+<button type="submit">Log in</button></form>{% endblock %}""",
+    "submit.html": """{% extends "layout.html" %}{% block content %}
+{% if detail %}<div class="errors" id="errors"><p>{{ detail }}</p>{% if messages %}<ul>
+{% for m in messages %}<li>{{ m.file }}{% if m.line is not none %}:{{ m.line }}{% endif %}{% if m.turn %} turn {{ m.turn }}{% endif %} [{{ m.check }}]: {{ m.message }}</li>
+{% endfor %}</ul>{% endif %}</div>{% endif %}
+<form method="post" action="/submit" enctype="multipart/form-data"><input type="hidden" name="csrf" value="{{ csrf }}">
+<label for="task">Task</label><select id="task" name="task">{% for task in tasks %}
+<option value="{{ task.name }}"{% if task.name == chosen %} selected{% endif %}>{{ task.title }}</option>{% endfor %}</select>
+<label for="file">Run file</label><input id="file" name="file" type="file">
+<label for="description">Description</label><textarea id="description" name="description" rows="3" cols="60">{{ description }}</textarea>
+<p><button type="submit">Submit</button></p></form>
+<p class="legend">{{ quota }} accepted submissions per team per day (UTC); the same file again is the same submission.</p>
+{% endblock %}""",
+    "team.html": """{% extends "layout.html" %}{% block content %}
+{% if accepted %}<div class="ok" id="accepted">Submission {{ accepted }} is stored and queued for scoring.</div>{% endif %}
+<table id="submissions"><thead><tr><th class="l">id</th><th class="l">task</th><th class="l">run</th><th class="l">description</th>
+<th class="l">status</th><th class="l">scores</th><th>warnings</th><th class="l">submitted</th></tr></thead><tbody>
+{% for s in submissions %}<tr><td class="l">{{ s.id }}</td><td class="l"><a href="/tasks/{{ s.task }}">{{ s.task }}</a></td>
+<td class="l">{{ s.run_name }}</td><td class="l">{{ s.description }}</td><td class="l">{{ s.status }}</td>
+<td class="l">{% if s.means %}{% for m, v in s.means.items() %}{{ m }} {{ "%.4f"|format(v) }}{% if not loop.last %}, {% endif %}{% endfor %}{% elif s.error %}{{ s.error }}{% endif %}</td>
+<td>{{ s.warnings|length }}{% if s.warnings|length >= max_messages %}+{% endif %}</td><td class="l">{{ s.created_at.isoformat(timespec="seconds") }}Z</td></tr>{% endfor %}
+</tbody></table>{% endblock %}""",
+}
+
+TIERS = {
+    "top": "top run",
+    "tied": "not significantly different",
+    "below": "significantly lower",
+    "above": "significantly higher",
+}
+
+
+@cache
+def environment():
+    from jinja2 import DictLoader, Environment
+
+    return Environment(loader=DictLoader(TEMPLATES), autoescape=True)
+
+
+def render(name: str, **values) -> str:
+    from harness.serve.tasks import MAX_MESSAGES
+
+    return environment().get_template(name).render(tiers=TIERS, max_messages=MAX_MESSAGES, **values)
+
+
+def depth_plot(board: dict) -> str:
+    """The per-turn-depth curves of `harness compare --format html`, for the top runs."""
+    from markupsafe import Markup
+
+    from harness.report.html import depth_curves
+
+    return Markup(depth_curves([board["depth"]])) if board.get("depth") else Markup("")

@@ -1,0 +1,240 @@
+"""What the server does, apart from HTTP: accept an upload, score in the background, rank.
+
+The API and the pages both call `Service.submit`, so a browser and a script meet the same
+checks in the same order: task and quota, size, validation, duplicate, durable storage.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any
+
+from sqlalchemy import select
+from sqlalchemy.exc import IntegrityError
+
+from harness.serve import store as st
+from harness.serve.config import ServeConfig
+from harness.serve.tasks import MAX_MESSAGES, ScoredRun, TaskRuntime, ranked_board
+
+log = logging.getLogger("harness.serve")
+MAX_DESCRIPTION = 2000
+_DISPLAY = re.compile(r"[^A-Za-z0-9_.+-]")
+
+
+@dataclass
+class Outcome:
+    """An upload's answer: 202 (stored, `id`), 422 (`messages`), 404, 413 or 429 (`detail`)."""
+
+    status: int
+    id: str | None = None
+    detail: str = ""
+    messages: list[dict] = field(default_factory=list)
+
+    def body(self) -> dict[str, Any]:
+        if self.status == 202:
+            return {"id": self.id, "status": "accepted"}
+        body: dict[str, Any] = {"detail": self.detail}
+        if self.messages:
+            body["errors"] = self.messages
+        return body
+
+
+def display_name(filename: str | None) -> str:
+    """The uploader's file name, reduced to a safe base name, for messages only."""
+    base = (filename or "upload").replace("\\", "/").rsplit("/", 1)[-1]
+    return _DISPLAY.sub("_", base)[:100] or "upload"
+
+
+class Service:
+    def __init__(self, config: ServeConfig) -> None:
+        self.config = config
+        self.store = st.Store(config.database, config.storage)
+        self.tasks = {name: TaskRuntime(task) for name, task in config.tasks.items()}
+        self._quota_lock = threading.Lock()  # count-then-insert per team (one server process)
+        self._wake = threading.Event()
+        self._stop = threading.Event()
+        self._worker: threading.Thread | None = None
+        self._boards: dict[str, tuple[tuple, Any]] = {}
+
+    # --- lifecycle -----------------------------------------------------------------------
+
+    def start(self) -> None:
+        removed = self.store.discard_incomplete()
+        if removed:
+            log.info("removed %d incomplete uploads", removed)
+        for runtime in self.tasks.values():  # read topics and qrels now, not on the first upload
+            runtime.prepare()
+        self._worker = threading.Thread(target=self._work, name="harness-serve-scorer", daemon=True)
+        self._worker.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._wake.set()
+        if self._worker is not None:
+            self._worker.join(timeout=30)
+        self.store.close()
+
+    # --- accepting -----------------------------------------------------------------------
+
+    def submit(self, team: str, task: str, source: IO[bytes], filename: str | None, description: str) -> Outcome:
+        runtime = self.tasks.get(task)
+        if runtime is None:
+            return Outcome(404, detail=f"no task {task!r}")
+        received = self.store.receive(source, self.config.max_upload_bytes)
+        if received is None:
+            return Outcome(413, detail=f"the file is larger than the {self.config.max_upload_bytes >> 20} MiB allowed")
+        temp, sha256 = received
+        try:
+            return self._submit(team, runtime, temp, sha256, display_name(filename), description[:MAX_DESCRIPTION])
+        finally:
+            temp.unlink(missing_ok=True)
+
+    def _submit(self, team: str, runtime: TaskRuntime, temp: Path, sha256: str, display: str, description: str) -> Outcome:
+        task = runtime.config.name
+        ident = st.submission_id(task, team, sha256)
+        with self.store.session() as session:
+            if session.get(st.Submission, ident) is not None:
+                self.store.audit(session, team=team, task=task, sha256=sha256, event="duplicate", detail=ident)
+                session.commit()
+                return Outcome(202, id=ident)
+            over = self._over_quota(session, team, task, sha256)  # before spending time on validation
+            if over is not None:
+                return over
+        verdict = runtime.check(temp, display)
+        if not verdict.ok:
+            with self.store.session() as session:
+                self.store.audit(session, team=team, task=task, sha256=sha256, event="rejected",
+                                 detail=f"{len(verdict.errors)} errors, first: {verdict.errors[0]}"[:2000])
+                session.commit()
+            count = len(verdict.errors)
+            return Outcome(422, detail=f"{display} is not a valid run for {task}: {count} error{'s' * (count != 1)}",
+                           messages=[m.as_dict() for m in verdict.errors[:MAX_MESSAGES]])
+        with self._quota_lock, self.store.session() as session:
+            over = self._over_quota(session, team, task, sha256)  # again, now that no one else can add
+            if over is not None:
+                return over
+            self.store.keep(temp, sha256)
+            session.add(st.Submission(
+                id=ident, task=task, team=team, sha256=sha256, format=verdict.format,
+                run_name=(verdict.run_name or display)[:200], description=description,
+                warnings=[str(w) for w in verdict.warnings[:MAX_MESSAGES]], status=st.QUEUED,
+            ))
+            self.store.audit(session, team=team, task=task, sha256=sha256, event="accepted", detail=ident)
+            try:
+                session.commit()  # the 202 goes out only after this
+            except IntegrityError:  # the same file raced in twice: one row, one id
+                session.rollback()
+                return Outcome(202, id=ident)
+        log.info("accepted submission %s of team %s for task %s", ident, team, task)
+        self._wake.set()
+        return Outcome(202, id=ident)
+
+    def _over_quota(self, session, team: str, task: str, sha256: str) -> Outcome | None:
+        if self.store.accepted_today(session, team) < self.config.quota:
+            return None
+        self.store.audit(session, team=team, task=task, sha256=sha256, event="quota")
+        session.commit()
+        return Outcome(429, detail=f"team {team} has used its {self.config.quota} submissions for today (UTC)")
+
+    # --- scoring -------------------------------------------------------------------------
+
+    def _work(self) -> None:
+        while not self._stop.is_set():
+            try:
+                busy = self.score_next()
+            except Exception as problem:  # noqa: BLE001  (e.g. the database is away: retry, do not die)
+                log.error("scoring worker: %s; retrying", type(problem).__name__)
+                busy = False
+            if not busy:
+                self._wake.wait(timeout=1.0)
+                self._wake.clear()
+
+    def score_next(self) -> bool:
+        """Score the oldest queued submission; False when none waits."""
+        with self.store.session() as session:
+            row = session.scalars(select(st.Submission).where(st.Submission.status == st.QUEUED)
+                                  .order_by(st.Submission.created_at, st.Submission.id).limit(1)).first()
+        if row is None:
+            return False
+        started = time.perf_counter()
+        try:
+            evaluation = self.tasks[row.task].score(self.store.file(row.sha256), row.format)
+        except Exception as problem:  # noqa: BLE001  (a scoring bug must not stop the worker)
+            log.error("scoring submission %s failed: %s", row.id, type(problem).__name__)
+            row.status, row.error = st.FAILED, "scoring failed; the organisers have been told"
+        else:
+            row.means, row.per_query = evaluation.means, evaluation.per_query
+            row.status = st.SCORED
+        row.scored_at = st.now()
+        with self.store.session() as session:
+            session.merge(row)
+            session.commit()
+        log.info("scored submission %s in %.2f s", row.id, time.perf_counter() - started)
+        return True
+
+    # --- reading -------------------------------------------------------------------------
+
+    def submission(self, ident: str) -> st.Submission | None:
+        with self.store.session() as session:
+            return session.get(st.Submission, ident)
+
+    def team_submissions(self, team: str) -> list[st.Submission]:
+        with self.store.session() as session:
+            query = select(st.Submission).where(st.Submission.team == team).order_by(st.Submission.created_at.desc())
+            return list(session.scalars(query))
+
+    def board(self, task: str) -> dict[str, Any]:
+        """Ranked rows (means only: per-query scores never leave the server) and the
+        significance tier of each run against the top run on the main measure."""
+        runtime = self.tasks[task]
+        with self.store.session() as session:
+            rows = list(session.scalars(select(st.Submission).where(
+                st.Submission.task == task, st.Submission.status == st.SCORED).order_by(st.Submission.created_at)))
+        key = tuple(row.id for row in rows)
+        cached = self._boards.get(task)
+        if cached is not None and cached[0] == key:
+            return cached[1]
+        result = _board(runtime, rows)
+        self._boards[task] = (key, result)
+        return result
+
+
+def _board(runtime: TaskRuntime, rows: list[st.Submission]) -> dict[str, Any]:
+    from harness.report import breakdown as bd
+
+    measures = list(runtime.config.measures)
+    main = runtime.config.main_measure
+    result: dict[str, Any] = {"task": runtime.config.name, "title": runtime.config.title, "main_measure": main,
+                              "measures": measures, "rows": [], "legend": "", "depth": None}
+    if not rows:
+        return result
+    label = {row.id: f"{row.team}/{row.run_name} ({row.id[:6]})" for row in rows}
+    by_label = {label[row.id]: row for row in rows}
+    board = ranked_board([ScoredRun(label[row.id], measures, row.per_query) for row in rows])
+    top = board.baselines[0]
+    for rank, name in enumerate(board.ranked_runs, start=1):
+        row = by_label[name]
+        comparison = next(iter(board.comparisons_of(name, main)), None)
+        if comparison is None:
+            tier, p = "top", None
+        else:
+            tier = ("below" if comparison.difference < 0 else "above") if board.significant(comparison) else "tied"
+            p = comparison.p_adjusted
+        result["rows"].append({
+            "rank": rank, "team": row.team, "run_name": row.run_name, "description": row.description,
+            "submitted": row.created_at.isoformat(timespec="seconds") + "Z",
+            "measures": {m: board.summaries[name, m].mean for m in measures},
+            "tier": tier, "p_adjusted": p,
+        })
+    result["top"] = by_label[top].run_name
+    result["legend"] = board.legend()
+    depth = bd.breakdown(board.scores, main, runtime.depths, bd.DEPTH)
+    ranked = board.ranked_runs[:10]
+    result["depth"] = bd.Breakdown(depth.name, depth.measure, depth.groups, depth.counts,
+                                   {run: depth.means[run] for run in ranked}, depth.unassigned)
+    return result

@@ -1,0 +1,219 @@
+"""What the leaderboard tests and benchmarks/serve_load.py share: real runs built from the
+shipped iKAT 2023 topics and qrels, a config with teams, and a server in a subprocess."""
+
+from __future__ import annotations
+
+import os
+import random
+import signal
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
+
+import yaml
+
+from harness.paths import REPO_ROOT, qrels_root
+
+QRELS = qrels_root() / "ikat" / "2023-qrels.all-turns.txt"
+TASK = "ikat2023"
+
+
+@cache
+def _judged() -> dict[str, list[str]]:
+    from harness.trec import read_qrels
+
+    return {qid: sorted(judged) for qid, judged in read_qrels(QRELS).judgments.items()}
+
+
+@cache
+def _topics():
+    from harness.topics import load
+
+    return load("ikat2023").conversations
+
+
+def rankings(seed: int, depth: int = 20) -> dict[str, list[tuple[str, float]]]:
+    """A ranking per judged turn: judged passages in a seeded random order (real ids, so
+    every run scores differently), best first."""
+    rng = random.Random(seed)
+    result = {}
+    for qid, docs in _judged().items():
+        chosen = rng.sample(docs, min(depth, len(docs)))
+        result[qid] = [(doc, round(1.0 - rank / (depth + 1), 4)) for rank, doc in enumerate(chosen)]
+    return result
+
+
+def ikat_run(path: Path, seed: int, run_name: str = "", depth: int = 20) -> Path:
+    """A valid iKAT 2023 submission answering every test turn."""
+    from harness.ikat.submission import build_submission, write_submission
+
+    submission = build_submission(rankings(seed, depth), {}, run_name=run_name or f"run-{seed}",
+                                  conversations=_topics())
+    write_submission(path, submission, 2023)
+    return path
+
+
+def trec_run(path: Path, seed: int, tag: str = "", depth: int = 20) -> Path:
+    from harness.trec import write_run
+
+    write_run(path, rankings(seed, depth).items(), tag or f"trec-{seed}")
+    return path
+
+
+def team_token(name: str) -> str:
+    return f"token-of-{name}-0123456789abcdef"
+
+
+def write_config(folder: Path, teams: int = 2, quota: int = 5, max_upload_mb: int = 64,
+                 database: str | None = None, formats: tuple[str, ...] = ("ikat-2023-json", "trec")) -> Path:
+    from harness.serve.store import sha256_hex
+
+    config = {
+        "database": database or f"sqlite:///{folder / 'state' / 'board.db'}",
+        "storage": str(folder / "state" / "files"),
+        "quota": quota,
+        "max_upload_mb": max_upload_mb,
+        "tasks": [{"name": TASK, "title": "iKAT 2023 test", "topics": "ikat2023", "qrels": str(QRELS),
+                   "preset": "ikat2023", "main_measure": "nDCG@5", "formats": list(formats)}],
+        "teams": [{"name": f"team{i}", "token_sha256": sha256_hex(team_token(f"team{i}"))} for i in range(teams)],
+    }
+    path = folder / "leaderboard.yaml"
+    folder.mkdir(parents=True, exist_ok=True)
+    path.write_text(yaml.safe_dump(config, sort_keys=False), encoding="utf-8")
+    return path
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+@dataclass
+class ServerProcess:
+    """`harness serve CONFIG` in a subprocess on 127.0.0.1, its log in a file."""
+
+    config: Path
+    port: int = field(default_factory=free_port)
+    process: subprocess.Popen | None = None
+    starts: int = 0
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def log(self) -> Path:
+        return self.config.parent / "server.log"
+
+    def start(self, timeout: float = 60) -> "ServerProcess":
+        import httpx
+
+        env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
+        with self.log.open("a") as log:
+            self.process = subprocess.Popen(
+                [sys.executable, "-m", "harness.cli", "serve", str(self.config), "--port", str(self.port)],
+                cwd=self.config.parent, env=env, stdout=log, stderr=subprocess.STDOUT,
+            )
+        self.starts += 1
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"server exited with {self.process.returncode}:\n{self.log.read_text()[-3000:]}")
+            try:
+                if httpx.get(f"{self.url}/health", timeout=1).status_code == 200:
+                    return self
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.2)
+        raise RuntimeError("server did not start in time")
+
+    def kill9(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.send_signal(signal.SIGKILL)
+            self.process.wait(timeout=30)
+
+    def stop(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.send_signal(signal.SIGINT)
+            try:
+                self.process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.kill9()
+
+    def __enter__(self) -> "ServerProcess":
+        return self if self.process is not None and self.process.poll() is None else self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+
+def wait_scored(url: str, owners: dict[str, str], timeout: float = 300) -> dict[str, dict]:
+    """Poll until every submission (id -> its team's token) is scored; their API bodies."""
+    import httpx
+
+    pending, done = dict(owners), {}
+    deadline = time.monotonic() + timeout
+    with httpx.Client(base_url=url, timeout=30) as client:
+        while pending and time.monotonic() < deadline:
+            for ident, token in sorted(pending.items()):
+                body = client.get(f"/api/submissions/{ident}", headers={"Authorization": f"Bearer {token}"}).json()
+                if body.get("status") in ("scored", "failed"):
+                    done[ident] = body
+                    del pending[ident]
+            if pending:
+                time.sleep(0.5)
+    if pending:
+        raise AssertionError(f"{len(pending)} submissions not scored within {timeout} s")
+    return done
+
+
+@dataclass(frozen=True)
+class Upload:
+    team: str
+    path: Path
+
+
+@dataclass(frozen=True)
+class Answer:
+    upload: Upload
+    status: int | None  # None: no answer (connection broken)
+    id: str | None
+    seconds: float
+
+
+def make_uploads(folder: Path, teams: int, per_team: int, seed: int = 0) -> list[Upload]:
+    """Distinct real runs, alternating iKAT 2023 JSON and TREC files."""
+    folder.mkdir(parents=True, exist_ok=True)
+    uploads = []
+    for number in range(teams * per_team):
+        seed_n = seed + number
+        path = (ikat_run(folder / f"run{seed_n}.json", seed_n) if number % 2 == 0
+                else trec_run(folder / f"run{seed_n}.trec", seed_n))
+        uploads.append(Upload(f"team{number % teams}", path))
+    return uploads
+
+
+def submit_concurrently(url: str, uploads: list[Upload], workers: int | None = None) -> list[Answer]:
+    """POST every upload at once (one thread each unless `workers`); the answers, in order."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    import httpx
+
+    def one(upload: Upload) -> Answer:
+        started = time.perf_counter()
+        try:
+            with upload.path.open("rb") as handle:
+                answer = httpx.post(f"{url}/api/tasks/{TASK}/submissions", files={"file": (upload.path.name, handle)},
+                                    headers={"Authorization": f"Bearer {team_token(upload.team)}"}, timeout=300)
+            body = answer.json()
+            return Answer(upload, answer.status_code, body.get("id"), time.perf_counter() - started)
+        except (httpx.HTTPError, ValueError):
+            return Answer(upload, None, None, time.perf_counter() - started)
+
+    with ThreadPoolExecutor(max_workers=workers or len(uploads)) as pool:
+        return list(pool.map(one, uploads))

@@ -1,0 +1,372 @@
+"""The hosted leaderboard's API and pages, in-process (FastAPI's TestClient): one test per rule
+of the issue. Runs are built from the shipped iKAT 2023 topics and qrels."""
+
+from __future__ import annotations
+
+import glob
+import json
+import logging
+import re
+import shutil
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("fastapi", reason="the serve extra is not installed (pip install -e '.[serve]')")
+
+from fastapi.testclient import TestClient  # noqa: E402
+
+from harness.cli import main  # noqa: E402
+from harness.serve import store as st  # noqa: E402
+from harness.serve.app import create_app  # noqa: E402
+from harness.serve.config import load_serve_config  # noqa: E402
+from harness.serve.service import Service  # noqa: E402
+from tests.serve_support import QRELS, TASK, ikat_run, team_token, trec_run, write_config  # noqa: E402
+
+pytestmark = pytest.mark.server
+SUBMIT = f"/api/tasks/{TASK}/submissions"
+
+
+def auth(team: str = "team0") -> dict[str, str]:
+    return {"Authorization": f"Bearer {team_token(team)}"}
+
+
+def post(client: TestClient, path: Path, team: str = "team0", description: str = ""):
+    with path.open("rb") as handle:
+        return client.post(SUBMIT, headers=auth(team), files={"file": (path.name, handle)},
+                           data={"description": description})
+
+
+def scored(client: TestClient, ident: str, team: str = "team0", timeout: float = 60) -> dict:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        body = client.get(f"/api/submissions/{ident}", headers=auth(team)).json()
+        if body["status"] != "queued":
+            return body
+        time.sleep(0.1)
+    raise AssertionError(f"{ident} not scored in {timeout} s")
+
+
+def open_client(folder: Path, **settings) -> tuple[TestClient, Service]:
+    service = Service(load_serve_config(write_config(folder, **settings)))
+    return TestClient(create_app(service), base_url="http://testserver"), service
+
+
+@pytest.fixture
+def server(tmp_path):
+    client, service = open_client(tmp_path)
+    with client:
+        yield client, service
+
+
+def login(client: TestClient, team: str = "team0") -> str:
+    """Log in through the form; the CSRF token of the pages that follow."""
+    answer = client.post("/login", data={"token": team_token(team), "csrf": login_csrf(client)}, follow_redirects=False)
+    assert answer.status_code == 303
+    return re.search(r'name="csrf" value="([^"]+)"', client.get("/submit").text)[1]
+
+
+def login_csrf(client: TestClient) -> str:
+    return re.search(r'action="/login"><input type="hidden" name="csrf" value="([^"]+)"', client.get("/login").text)[1]
+
+
+def harness_eval(run: Path, tmp_path: Path, capsys) -> dict[str, float]:
+    """What `harness ikat to-trec` + `harness eval --preset ikat2023` print for the file."""
+    if run.suffix == ".json":
+        assert main(["ikat", "to-trec", str(run), "--out", str(tmp_path / "converted.run")]) == 0
+        run = tmp_path / "converted.run"
+    capsys.readouterr()
+    assert main(["eval", "--qrels", str(QRELS), "--run", str(run), "--preset", "ikat2023", "--format", "json"]) == 0
+    return next(iter(json.loads(capsys.readouterr().out).values()))
+
+
+# --- accepting and scoring -----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("kind", ["ikat-json", "trec"])
+def test_scores_equal_harness_eval_on_the_same_file(server, tmp_path, capsys, kind):
+    client, _ = server
+    run = ikat_run(tmp_path / "run.json", seed=1) if kind == "ikat-json" else trec_run(tmp_path / "run.trec", seed=2)
+    answer = post(client, run)
+    assert answer.status_code == 202
+    body = scored(client, answer.json()["id"])
+    assert body["status"] == "scored"
+    assert body["measures"] == harness_eval(run, tmp_path, capsys)
+
+
+def test_stored_file_is_named_by_its_content_hash(server, tmp_path):
+    client, service = server
+    run = ikat_run(tmp_path / "run.json", seed=3)
+    with run.open("rb") as handle:  # a path in the file name is never used as one
+        answer = client.post(SUBMIT, headers=auth(), files={"file": ("../../evil name.json", handle)})
+    assert answer.status_code == 202
+    digest = st.hashlib.sha256(run.read_bytes()).hexdigest()
+    stored = [p.name for p in service.store.storage.iterdir() if p.is_file()]
+    assert stored == [digest]
+    assert client.get(f"/api/submissions/{answer.json()['id']}", headers=auth()).json()["sha256"] == digest
+
+
+def test_resubmitted_identical_file_returns_the_same_id(server, tmp_path):
+    client, service = server
+    run = ikat_run(tmp_path / "run.json", seed=4)
+    first, second = post(client, run), post(client, run)
+    assert (first.status_code, second.status_code) == (202, 202)
+    assert first.json()["id"] == second.json()["id"]
+    assert len(service.team_submissions("team0")) == 1
+
+
+def test_invalid_run_gets_422_with_the_validators_messages_and_only_an_audit_row(server, tmp_path):
+    client, service = server
+    run = ikat_run(tmp_path / "broken.json", seed=5)
+    document = json.loads(run.read_text())
+    turn = next(t for t in document["turns"] if t["responses"][0]["passage_provenance"])
+    turn["responses"][0]["passage_provenance"][0]["score"] = "high"
+    run.write_text(json.dumps(document))
+    answer = post(client, run)
+    assert answer.status_code == 422
+    errors = answer.json()["errors"]
+    assert errors[0]["file"] == "broken.json" and errors[0]["check"] == "schema"
+    assert errors[0]["turn"] == turn["turn_id"] and "is not a number" in errors[0]["message"]
+    assert service.team_submissions("team0") == []
+    assert [p for p in service.store.storage.rglob("*") if p.is_file()] == []
+    with service.store.session() as session:
+        assert [(a.team, a.event) for a in session.scalars(st.select(st.Audit))] == [("team0", "rejected")]
+
+
+def test_trec_run_with_an_unknown_query_is_422_naming_it(server, tmp_path):
+    client, _ = server
+    run = trec_run(tmp_path / "run.trec", seed=6)
+    run.write_text(run.read_text() + "99-9_9 Q0 some-doc 1 1.0 tag\n")
+    answer = post(client, run)
+    assert answer.status_code == 422
+    assert answer.json()["errors"][0]["message"] == "query '99-9_9' is not a turn of the task's topics"
+
+
+# --- security ------------------------------------------------------------------------------
+
+
+def test_wrong_or_missing_token_is_401(server, tmp_path):
+    client, _ = server
+    run = trec_run(tmp_path / "run.trec", seed=7)
+    with run.open("rb") as handle:
+        assert client.post(SUBMIT, files={"file": handle}).status_code == 401
+    with run.open("rb") as handle:
+        wrong = client.post(SUBMIT, files={"file": handle}, headers={"Authorization": "Bearer guess"})
+    assert wrong.status_code == 401 and wrong.headers["www-authenticate"] == "Bearer"
+    assert client.get("/api/submissions/abc", headers={"Authorization": "Bearer guess"}).status_code == 401
+
+
+def test_quota_over_is_429(tmp_path):
+    client, service = open_client(tmp_path, quota=2)
+    with client:
+        answers = [post(client, trec_run(tmp_path / f"r{i}.trec", seed=10 + i)).status_code for i in range(3)]
+        assert answers == [202, 202, 429]
+        assert post(client, tmp_path / "r0.trec").status_code == 202  # the same file again is not a new one
+        assert post(client, tmp_path / "r2.trec", team="team1").status_code == 202  # quotas are per team
+
+
+def test_upload_over_the_size_limit_is_413_and_stores_nothing(tmp_path):
+    client, service = open_client(tmp_path, max_upload_mb=1)
+    with client:
+        big = trec_run(tmp_path / "big.trec", seed=20, depth=1000)
+        assert big.stat().st_size > 1 << 20
+        assert post(client, big).status_code == 413
+        big.write_bytes(big.read_bytes()[: (1 << 20) + 100])  # over the limit by less than the form's slack
+        assert post(client, big).status_code == 413
+        assert [p for p in service.store.storage.rglob("*") if p.is_file()] == []
+
+
+def test_a_team_sees_only_its_own_submissions_details(server, tmp_path):
+    client, _ = server
+    mine = post(client, trec_run(tmp_path / "a.trec", seed=30), team="team0").json()["id"]
+    theirs = post(client, trec_run(tmp_path / "b.trec", seed=31), team="team1").json()["id"]
+    assert scored(client, mine)["per_query"]
+    assert client.get(f"/api/submissions/{theirs}", headers=auth("team0")).status_code == 404
+
+
+def test_no_per_query_scores_of_any_team_are_shown(server, tmp_path):
+    client, _ = server
+    for team, seed in (("team0", 40), ("team1", 41)):
+        scored(client, post(client, trec_run(tmp_path / f"{team}.trec", seed=seed), team=team).json()["id"], team)
+    qid = re.compile(r"\b\d+-\d+_\d+\b")  # an iKAT turn id: 9-1_3
+    board = client.get(f"/api/tasks/{TASK}/leaderboard")
+    assert len(board.json()["rows"]) == 2 and "per_query" not in board.text and not qid.search(board.text)
+    login(client, "team0")
+    for path in ("/", f"/tasks/{TASK}", "/team"):
+        assert not qid.search(client.get(path).text), path
+
+
+def test_hidden_qrels_are_never_served_in_routes_errors_or_logs(server, tmp_path, caplog):
+    client, _ = server
+    caplog.set_level(logging.DEBUG)
+    judged = set(QRELS.read_text().split())  # every qid, docid and grade token of the qrels
+    passages = {token for token in judged if token.startswith("clueweb22-")}
+    run = trec_run(tmp_path / "run.trec", seed=50)
+    scored(client, post(client, run).json()["id"])
+    broken = tmp_path / "broken.trec"
+    broken.write_text("1 2 3\n")
+    answers = [post(client, broken)]
+    login(client)
+    for path in ["/", f"/tasks/{TASK}", "/team", "/submit", "/login", "/api/tasks", f"/api/tasks/{TASK}/leaderboard",
+                 f"/api/tasks/{TASK}/qrels", "/qrels", f"/{QRELS}", "/../qrels/ikat/2023-qrels.all-turns.txt",
+                 "/files/..%2f..%2fqrels", f"/api/submissions/{'0' * 16}", "/tasks/nope", "/static/qrels"]:
+        answers.append(client.get(path))
+    server_logs = [r.getMessage() for r in caplog.records if not r.name.startswith(("httpx", "httpcore"))]
+    texts = [answer.text for answer in answers] + server_logs
+    for text in texts:
+        assert QRELS.name not in text and "qrels/" not in text
+        assert not passages & set(re.findall(r"clueweb22-[\w:-]+", text))
+
+
+def test_tokens_and_sessions_are_stored_hashed(server):
+    client, service = server
+    login(client)
+    cookie = client.cookies["harness_session"]
+    database = Path(service.config.database.removeprefix("sqlite:///"))
+    stored = b"".join(p.read_bytes() for p in database.parent.glob(database.name + "*"))
+    assert cookie.encode() not in stored and st.sha256_hex(cookie).encode() in stored
+    config_text = service.config.path.read_text()
+    assert team_token("team0") not in config_text and st.sha256_hex(team_token("team0")) in config_text
+
+
+def test_run_names_and_descriptions_are_escaped_in_pages(server, tmp_path):
+    client, _ = server
+    name = "<script>alert(1)</script>"
+    run = ikat_run(tmp_path / "run.json", seed=60, run_name=name)
+    ident = post(client, run, description='<img src=x onerror="alert(2)">').json()["id"]
+    scored(client, ident)
+    login(client)
+    for path in (f"/tasks/{TASK}", "/team"):
+        page = client.get(path).text
+        assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page and "<script" not in page
+        assert "&lt;img src=x onerror=&#34;alert(2)&#34;&gt;" in page and "<img src=x" not in page
+    assert "script-src" not in client.get("/").headers["content-security-policy"]  # default-src 'none': no scripts
+
+
+def test_forms_refuse_cross_site_requests(server, tmp_path):
+    client, _ = server
+    csrf = login(client)
+    run = trec_run(tmp_path / "run.trec", seed=70)
+
+    def submit(data: dict, headers: dict | None = None) -> int:
+        with run.open("rb") as handle:
+            return client.post("/submit", data={"task": TASK, **data}, files={"file": handle},
+                               headers=headers or {}, follow_redirects=False).status_code
+
+    assert submit({}) == 403  # no token
+    assert submit({"csrf": "forged"}) == 403
+    assert submit({"csrf": csrf}, {"Origin": "http://evil.example"}) == 403
+    assert client.post("/login", data={"token": team_token("team0")}).status_code == 403  # login needs its form token
+    assert submit({"csrf": csrf}, {"Origin": "http://testserver"}) == 303
+    answer = client.post("/login", data={"token": team_token("team0"), "csrf": login_csrf(client)}, follow_redirects=False)
+    assert "samesite=strict" in answer.headers["set-cookie"].lower() and "httponly" in answer.headers["set-cookie"].lower()
+
+
+def test_submit_page_shows_validation_errors_inline(server, tmp_path):
+    client, _ = server
+    csrf = login(client)
+    broken = tmp_path / "broken.trec"
+    broken.write_text("9-1_1 Q0 doc one 1.0 tag\n")
+    with broken.open("rb") as handle:
+        answer = client.post("/submit", data={"task": TASK, "csrf": csrf}, files={"file": (broken.name, handle)})
+    assert answer.status_code == 422
+    assert 'id="errors"' in answer.text and "broken.trec:1 [trec]:" in answer.text
+
+
+# --- configuration -------------------------------------------------------------------------
+
+
+def test_shipped_config_loads():
+    config = load_serve_config(Path(__file__).parent.parent / "configs" / "leaderboard.yaml")
+    task = config.tasks["ikat2023"]
+    assert task.main_measure == "nDCG@5" and task.measures[0] == "nDCG@5" and task.depth == 1000
+    assert task.formats == ("ikat-2023-json", "trec")
+
+
+@pytest.mark.parametrize(("edit", "message"), [
+    (lambda c: c.update(quota=0), "quota: expected a positive integer, found 0"),
+    (lambda c: c.update(colour="red"), "colour: unknown key"),
+    (lambda c: c["tasks"][0].update(main_measure="nDCG@7"), "tasks[0].main_measure: nDCG@7 is not among the task's measures"),
+    (lambda c: c["tasks"][0].update(formats=["ikat-2023-json", "pdf"]), "tasks[0].formats[1]: unknown format 'pdf'"),
+    (lambda c: c["tasks"][0].update(qrels="missing.qrels"), "tasks[0].qrels: no such file: missing.qrels"),
+    (lambda c: c["tasks"][0].update(preset="ikat2099"), "tasks[0].preset: unknown measure preset 'ikat2099'"),
+    (lambda c: c["teams"][1].update(token_sha256="secret"), "teams[1].token_sha256: expected the 64 hex digits"),
+    (lambda c: c["teams"][1].update(name="team0"), "teams: two teams are named 'team0'"),
+])
+def test_config_errors_name_the_key_path(tmp_path, edit, message):
+    import yaml
+
+    from harness.errors import InputError
+
+    path = write_config(tmp_path)
+    config = yaml.safe_load(path.read_text())
+    edit(config)
+    path.write_text(yaml.safe_dump(config))
+    with pytest.raises(InputError) as error:
+        load_serve_config(path)
+    assert str(error.value).startswith(f"{path}: {message}")
+
+
+# --- PostgreSQL ----------------------------------------------------------------------------
+
+
+@pytest.fixture
+def postgres(tmp_path):
+    """A throwaway PostgreSQL cluster on 127.0.0.1 (initdb + pg_ctl), as the postgres user when root."""
+    import os
+
+    # Debian's postgresql package keeps them off PATH, in /usr/lib/postgresql/<version>/bin
+    bins = [Path(p).parent for p in [shutil.which("initdb"), *sorted(glob.glob("/usr/lib/postgresql/*/bin/initdb"))] if p]
+    if not bins or not (bins[0] / "pg_ctl").exists():
+        pytest.skip("PostgreSQL test: needs initdb and pg_ctl (apt-get install postgresql)")
+    initdb, pg_ctl = str(bins[0] / "initdb"), str(bins[0] / "pg_ctl")
+    pytest.importorskip("psycopg", reason="PostgreSQL test: needs psycopg 3 (the serve extra)")
+    from tests.serve_support import free_port
+
+    folder = Path(tempfile.mkdtemp(prefix="harness-pg-"))  # outside pytest's root-only tmp
+    prefix = []
+    if os.geteuid() == 0:  # PostgreSQL refuses to run as root
+        shutil.chown(folder, "postgres")
+        prefix = ["runuser", "-u", "postgres", "--"]
+    port = free_port()
+    data = folder / "data"
+    subprocess.run([*prefix, initdb, "-D", str(data), "-U", "harness", "--auth=trust"], check=True, capture_output=True)
+    subprocess.run([*prefix, pg_ctl, "-D", str(data), "-l", str(folder / "log"), "-w", "-o",
+                    f"-h 127.0.0.1 -p {port} -k {folder}", "start"], check=True, capture_output=True)
+    try:
+        yield f"postgresql://harness@127.0.0.1:{port}/postgres"
+    finally:
+        subprocess.run([*prefix, pg_ctl, "-D", str(data), "-m", "immediate", "stop"], capture_output=True)
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+@pytest.mark.slow
+def test_postgresql_by_url_through_the_same_code(postgres, tmp_path, capsys):
+    client, service = open_client(tmp_path, database=postgres)
+    with client:
+        run = ikat_run(tmp_path / "run.json", seed=80)
+        first, again = post(client, run), post(client, run)
+        assert first.status_code == 202 and again.json()["id"] == first.json()["id"]
+        body = scored(client, first.json()["id"])
+        assert body["measures"] == harness_eval(run, tmp_path, capsys)
+        assert client.get(f"/api/tasks/{TASK}/leaderboard").json()["rows"][0]["run_name"] == "run-80"
+
+
+# --- command line --------------------------------------------------------------------------
+
+
+def test_new_token_prints_a_token_and_the_config_line_with_its_hash(capsys):
+    assert main(["serve", "--new-token"]) == 0
+    out = capsys.readouterr().out
+    token = re.search(r"token \(give it to the team; it is not stored\): (\S+)", out)[1]
+    assert f"token_sha256: {st.sha256_hex(token)}" in out
+
+
+def test_serve_with_a_bad_config_is_a_one_line_error(tmp_path, capsys):
+    path = write_config(tmp_path)
+    path.write_text(path.read_text().replace("quota: 5", "quota: many"))
+    assert main(["serve", str(path)]) == 2
+    assert capsys.readouterr().err == f"harness serve: error: {path}: quota: expected a positive integer, found 'many'\n"
