@@ -6,6 +6,9 @@ Conventions (those of trec_eval, stated once here and tested in tests/test_trec.
   separated by any whitespace. Blank lines are skipped; any other line with the wrong
   number of fields, a non-numeric score or a non-integer grade is an error naming the
   file, the line number and the problem.
+- A score is a plain decimal or scientific number in ASCII (`SCORE`): `12`, `-0.5`, `.5`,
+  `1e-3`. Anything trec_eval's atof would read differently from Python's float is refused:
+  `1_0` (atof reads 1, float 10), `inf`, `nan`, `0x1p3`, non-ASCII digits.
 - The rank column is read for validation only and otherwise ignored: the order of a
   ranking is score descending, ties broken by docid descending (trec_eval's order).
 - A (qid, docid) pair seen twice in a run: the first occurrence is kept and the
@@ -16,12 +19,17 @@ Conventions (those of trec_eval, stated once here and tested in tests/test_trec.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Iterator, Sequence
+import re
+from operator import itemgetter
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from harness.atomic import atomic_write
 from harness.errors import InputError, open_input
+
+
+SCORE = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
 
 
 @dataclass
@@ -35,16 +43,8 @@ class Run:
 
     def ranked(self, qid: str, depth: int | None = None) -> list[tuple[str, float]]:
         """Canonical order: score descending, then docid descending (as trec_eval)."""
-        ranking = sorted(self.scores.get(qid, {}).items(), key=_canonical_key)
+        ranking = canonical_order(self.scores.get(qid, {}).items())
         return ranking if depth is None else ranking[:depth]
-
-    def cut(self, depth: int | None) -> "Run":
-        """The run limited to its top `depth` documents per query (trec_eval -M)."""
-        if depth is None or all(len(ranking) <= depth for ranking in self.scores.values()):
-            return self
-        cut = {qid: dict(self.ranked(qid, depth)) if len(ranking) > depth else ranking
-               for qid, ranking in self.scores.items()}
-        return Run(self.name, cut, self.duplicates, self.path)
 
     def to_documents(self, separator: str) -> "Run":
         """Passage run -> document run by MaxP (see `maxp`)."""
@@ -52,9 +52,17 @@ class Run:
         return Run(self.name, documents, self.duplicates, self.path)
 
 
+# A document id ending in a whole uuid (8-4-4-4-12 hex digits), as CAsT's WAPO ids do: its
+# last group may be all digits, which must not be read as a passage number.
+_UUID_END = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$")
+
+
 def passage_document(passage_id: str, separator: str) -> str:
     """The document of a passage id `<docid><separator><n>`; ids without that suffix are
-    already document ids (docids may themselves contain the separator, e.g. WAPO uuids)."""
+    already document ids. Docids may themselves contain the separator: a WAPO uuid such as
+    `WAPO_627b180c-85ae-11e1-abb4-839961045500` is kept whole, though its last group is digits."""
+    if _UUID_END.search(passage_id):
+        return passage_id
     head, sep, tail = passage_id.rpartition(separator)
     return head if sep and tail.isdigit() else passage_id
 
@@ -68,19 +76,16 @@ def maxp(ranking: Iterable[tuple[str, float]], separator: str) -> list[tuple[str
     return list(documents.items())
 
 
-def _canonical_key(item: tuple[str, float]) -> tuple[float, _Desc]:
-    docid, score = item
-    return (-score, _Desc(docid))
+def canonical_order(items: Iterable[tuple[str, float]]) -> list[tuple[str, float]]:
+    """trec_eval's order: score descending, ties by docid descending (strcmp order, which
+    for UTF-8 is code point order, as Python compares strings). Two stable sorts."""
+    by_docid = sorted(items, key=itemgetter(0), reverse=True)
+    by_docid.sort(key=_negated_score)
+    return by_docid
 
 
-@dataclass(frozen=True, order=False)
-class _Desc:
-    """Wraps a string so that sorting ascending orders it descending."""
-
-    value: str
-
-    def __lt__(self, other: "_Desc") -> bool:
-        return self.value > other.value
+def _negated_score(item: tuple[str, float]) -> float:
+    return -item[1]
 
 
 @dataclass
@@ -122,13 +127,21 @@ def _parse_run_fields(path: Path, number: int, fields: list[str]) -> tuple[str, 
         rank_value = int(rank)
     except ValueError:
         raise InputError(path, f"rank {rank!r} is not an integer", line=number) from None
+    if not SCORE.fullmatch(score):
+        problem = "is not finite" if _is_float(score) and not math.isfinite(float(score)) else "is not a number"
+        raise InputError(
+            path, f"score {score!r} {problem}: expected a plain decimal or scientific number such as 12.5 or 1e-3",
+            line=number,
+        )
+    return qid, docid, rank_value, float(score), tag
+
+
+def _is_float(text: str) -> bool:
     try:
-        score_value = float(score)
+        float(text)
     except ValueError:
-        raise InputError(path, f"score {score!r} is not a number", line=number) from None
-    if not math.isfinite(score_value):
-        raise InputError(path, f"score {score!r} is not finite", line=number)
-    return qid, docid, rank_value, score_value, tag
+        return False
+    return True
 
 
 def read_run(path: str | Path, *, strict: bool = False, name: str | None = None) -> Run:
@@ -149,8 +162,9 @@ def read_run(path: str | Path, *, strict: bool = False, name: str | None = None)
                 try:
                     qid, _, docid, rank, score, _tag = fields
                     value = float(score)
-                    # finite x gives x - x == 0.0; inf and nan give nan, which is truthy
-                    if value - value or not rank.lstrip("-").isdigit():
+                    # finite x gives x - x == 0.0; inf and nan give nan, which is truthy. An
+                    # ASCII float without '_' that is finite is exactly what SCORE matches.
+                    if value - value or "_" in score or not score.isascii() or not rank.lstrip("-").isdigit():
                         raise ValueError
                 except ValueError:
                     if not fields:
@@ -208,13 +222,15 @@ def write_run(
     path: str | Path,
     rankings: Iterable[tuple[str, Sequence[tuple[str, float]]]],
     tag: str,
+    printed: Callable[[float], str] | None = None,
 ) -> int:
     """Stream (qid, best-first [(docid, score), ...]) into a TREC run file, atomically.
 
-    Only one query's ranking is held at a time. Printed scores are made strictly
+    Only one query's ranking is held at a time. By default printed scores are made strictly
     decreasing within a query (a tie is printed one unit of the last decimal below its
-    predecessor), so that trec_eval's re-sort by score cannot reorder the file. Returns
-    the number of lines written.
+    predecessor), so that trec_eval's re-sort by score cannot reorder the file. With
+    `printed`, each score is printed by it unchanged, ties kept: the rankings must then
+    already be in canonical order (`canonical_order`). Returns the number of lines written.
     """
     if not tag or any(c.isspace() for c in tag):
         raise ValueError(f"run tag {tag!r} must be non-empty and contain no whitespace")
@@ -223,11 +239,15 @@ def write_run(
         for qid, ranking in rankings:
             previous: float | None = None
             for rank, (docid, score) in enumerate(ranking, start=1):
-                printed = round(score, 6)
-                if previous is not None and printed >= previous:
-                    printed = round(previous - 1e-6, 6)
-                previous = printed
-                out.write(f"{qid} Q0 {docid} {rank} {format_score(printed)} {tag}\n")
+                if printed is not None:
+                    out.write(f"{qid} Q0 {docid} {rank} {printed(score)} {tag}\n")
+                    written += 1
+                    continue
+                value = round(score, 6)
+                if previous is not None and value >= previous:
+                    value = round(previous - 1e-6, 6)
+                previous = value
+                out.write(f"{qid} Q0 {docid} {rank} {format_score(value)} {tag}\n")
                 written += 1
     return written
 

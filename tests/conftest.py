@@ -7,6 +7,9 @@ import gzip
 import hashlib
 import itertools
 import json
+import os
+import shutil
+import subprocess
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -14,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from harness.corpus import Corpus, Document
-from harness.paths import data_root, qrels_root
+from harness.paths import REPO_ROOT, data_root, qrels_root
 from harness.retrieve import SearchQuery
 
 CAST2021_QRELS = qrels_root() / "cast" / "trec-cast-qrels-docs.2021.qrel"
@@ -94,3 +97,34 @@ def write_clueweb22_txt(folder: Path, documents: list[Document]) -> Path:
             with gzip.open(path, "wt", encoding="utf-8") as handle:
                 handle.writelines(lines)
     return folder / "txt"
+
+
+# --- the reference implementations in ../shared/reference (trec_eval, official iKAT tools) ---
+
+
+def shared_root() -> Path | None:
+    """`../shared` beside the repo (or $HARNESS_SHARED): reference code and data the tests
+    compare against; None in a clone that has none."""
+    root = Path(os.environ.get("HARNESS_SHARED", REPO_ROOT.parent / "shared"))
+    return root if root.is_dir() else None
+
+
+def reference_dir(*parts: str) -> Path:
+    """A folder of ../shared/reference, or skip the test with one clear line."""
+    root = shared_root()
+    if root is None:
+        pytest.skip("reference comparison skipped: ../shared is absent (set HARNESS_SHARED to the shared folder)")
+    folder = root / "reference" / Path(*parts)
+    if not folder.is_dir():
+        pytest.skip(f"reference comparison skipped: no {folder}")
+    return folder
+
+
+@pytest.fixture(scope="session")
+def trec_eval(tmp_path_factory) -> Path:
+    """trec_eval built from its C sources in ../shared/reference/trec_eval (a temporary copy)."""
+    sources = reference_dir("trec_eval")
+    build = tmp_path_factory.mktemp("trec_eval") / "src"
+    shutil.copytree(sources, build)
+    subprocess.run(["make", "-s", "-C", str(build)], check=True, capture_output=True)
+    return build / "trec_eval"

@@ -16,6 +16,7 @@ from harness.evaluate import evaluate
 from harness.trec import Qrels, read_qrels, read_run
 from tests.conftest import CAST2021_QRELS
 
+PLAIN = "expected a plain decimal or scientific number such as 12.5 or 1e-3"
 REL4, REL2, REL1, NONREL = "KILT_19782967", "KILT_262039", "KILT_35286032", "KILT_105219"
 
 
@@ -101,8 +102,8 @@ def test_run_and_qrels_with_no_common_query_score_zero(tmp_path, qrels):
 @pytest.mark.parametrize(("line", "problem"), [
     ("106_1 Q0 KILT_1 1 9.0", "expected 6 fields 'qid Q0 docid rank score tag', found 5"),
     ("106_1 Q0 KILT_1 one 9.0 t", "rank 'one' is not an integer"),
-    ("106_1 Q0 KILT_1 1 high t", "score 'high' is not a number"),
-    ("106_1 Q0 KILT_1 1 nan t", "score 'nan' is not finite"),
+    ("106_1 Q0 KILT_1 1 high t", f"score 'high' is not a number: {PLAIN}"),
+    ("106_1 Q0 KILT_1 1 nan t", f"score 'nan' is not finite: {PLAIN}"),
 ])
 def test_malformed_run_line_names_file_line_and_problem(tmp_path, line, problem):
     path = write_run(tmp_path, ["106_1 Q0 KILT_0 1 9.5 t", line])

@@ -183,6 +183,28 @@ def test_no_passages_warns_twice_as_upstream(tmp_path):
     assert warned_checks(validate(tmp_path / "run.json", 2023)) == {"passage-count", "passage-used"}
 
 
+def test_passage_not_in_the_collection_warns_once_per_turn_as_the_official_service(tmp_path, capsys):
+    """The official validator asks its gRPC service about each distinct passage id of a turn."""
+    run = json.loads((SAMPLES_2023 / "sample_run.json").read_text())
+    first = _response(run)["passage_provenance"][0]["id"]
+    known = {p["id"] for t in run["turns"] for r in t["responses"] for p in r["passage_provenance"]} - {first}
+    ids = tmp_path / "ids.txt"
+    ids.write_text("".join(f"{pid}\n" for pid in sorted(known)))
+    (tmp_path / "run.json").write_text(json.dumps(run))
+    main(["ikat", "validate", str(tmp_path / "run.json"), "--topics", "ikat2023", "--partial", "--passages", str(ids)])
+    out = capsys.readouterr().out
+    assert out.count("[passage-exists]") == 1 and first in out
+
+
+def test_passage_collection_reads_from_a_benchmark_or_its_passage_file():
+    from harness.ikat.validate import read_passage_ids
+    from harness.topics.ikat import passages_path
+
+    from_file = read_passage_ids(str(passages_path("test")))
+    assert len(from_file) == 700 and "clueweb22-en0000-32-08101:4" in from_file
+    assert read_passage_ids("benchmark:ikat2023") == from_file
+
+
 def test_more_warnings_than_allowed_is_an_error():
     report = validate_file(SAMPLES_2023 / "sample_run_no_ptkb.json", TOPICS[2023], 2023, max_warnings=10, skip=COVERAGE_CHECKS)
     assert failing_checks(report) == {"max-warnings"}
@@ -315,7 +337,7 @@ def test_2025_bad_json_line_is_an_error(tmp_path, run_2025):
 def test_every_registered_check_is_exercised_above():
     exercised = {row[0] for row in BROKEN_2023 + BROKEN_2025} | {
         "schema", "turn-count", "topics-covered", "max-warnings", "json", "json-object",
-        "turns-covered", "turn-repeated", "ptkb-present", "passage-count",
+        "turns-covered", "turn-repeated", "ptkb-present", "passage-count", "passage-exists",
     }  # fmt: skip
     assert set(CHECKS.names()) <= exercised
 

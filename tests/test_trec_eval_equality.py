@@ -2,13 +2,12 @@
 
 The reference is trec_eval's own C code, reached two independent ways: pytrec_eval (the
 trec_eval 9.0.8 sources compiled into pytrec-eval-terrier, fed by its own file parsers,
-with trec_eval's -c done here by hand), and, when $TREC_EVAL names a trec_eval binary, the
-binary itself run as `trec_eval -c -M1000 [-l2]`.
+with trec_eval's -c done here by hand), and the trec_eval binary built from
+../shared/reference/trec_eval, run as `trec_eval -c -M1000 [-l2]`.
 """
 
 from __future__ import annotations
 
-import os
 import subprocess
 from pathlib import Path
 
@@ -56,14 +55,14 @@ def test_equals_trec_eval_c_code_via_pytrec_eval(run_path: Path) -> None:
             assert f"{ours[name]:.4f}" == f"{reference[trec_name]:.4f}", (name, level)
 
 
-@pytest.mark.skipif(not os.environ.get("TREC_EVAL"), reason="set TREC_EVAL to a trec_eval binary to run")
+@pytest.mark.reference
 @pytest.mark.parametrize("run_path", CAST2021_DOC_RUNS, ids=lambda p: p.stem)
-def test_equals_trec_eval_binary(run_path: Path) -> None:
+def test_equals_trec_eval_binary(trec_eval: Path, run_path: Path) -> None:
     ours = evaluate(read_qrels(CAST2021_QRELS), read_run(run_path), list(MEASURES), depth=1000).means
     for level in (1, 2):
         wanted = {name: trec for name, (trec, lvl) in MEASURES.items() if lvl == level}
         output = subprocess.run(
-            [os.environ["TREC_EVAL"], "-c", "-M1000", f"-l{level}",
+            [str(trec_eval), "-c", "-M1000", f"-l{level}",
              *(arg for measure in TREC_EVAL_MEASURES for arg in ("-m", measure)),
              str(CAST2021_QRELS), str(run_path)],
             check=True, capture_output=True, text=True,

@@ -1,13 +1,19 @@
 """Scoring runs against qrels with ir-measures, under trec_eval's conventions.
 
 ir-measures computes the per-query values (through pytrec_eval, i.e. trec_eval's own C
-code, for the trec_eval family of measures). What ir-measures leaves to the caller, this
-module pins down so that the means equal `trec_eval -c -M<depth>`:
+code, for most families; see `harness.evaluate.measures` for the accepted ones). What
+ir-measures leaves to the caller, this module pins down so that every value equals
+`trec_eval -q -c -M<depth>`:
 
-- depth (trec_eval -M): only the top `depth` documents per query in canonical order
-  (score descending, docid descending) are evaluated;
-- missing queries (trec_eval -c): a query in the qrels but absent from the run scores 0
-  for every measure, and the mean is over all qrels queries;
+- order: every ranking is put into trec_eval's canonical order (score descending, docid
+  descending), cut to `depth` (trec_eval -M), and handed on with strictly decreasing
+  scores n, n-1, ..., 1, so no provider's own tie rule (some break ties by docid
+  ascending) can change a value;
+- missing queries (trec_eval -c): a query in the qrels but absent from the run is scored on
+  an empty ranking: 0 for the rank measures, its real relevant count for NumRel, 1 for
+  NumQ, and no unjudged document (Judged@k = 1) as trec_eval's unj says;
+- `all`: counts (NumQ, NumRel, NumRet) are summed, every other measure averaged over all
+  qrels queries;
 - unjudged queries: a query in the run but not in the qrels is ignored (and counted);
 - duplicates: a repeated (qid, docid) in the run keeps its first occurrence (counted).
 """
@@ -19,8 +25,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from harness.errors import HarnessError
+from harness.evaluate.measures import family, parse_measures
 from harness.trec import Qrels, Run, read_run
+
+__all__ = ["Evaluation", "Evaluator", "RunFileOptions", "evaluate", "evaluate_files", "parse_measures"]
 
 
 @dataclass
@@ -28,33 +36,23 @@ class Evaluation:
     run_name: str
     measures: list[str]  # canonical ir-measures names, in the order asked for
     per_query: dict[str, dict[str, float]]  # measure -> qid -> value, every qrels query
-    means: dict[str, float]
+    means: dict[str, float]  # the `all` value: the mean, or the sum for a count measure
     missing_queries: list[str] = field(default_factory=list)  # judged, absent from the run
     unjudged_queries: list[str] = field(default_factory=list)  # in the run, not judged
     duplicates: int = 0
     depth: int | None = None
+    counts: list[str] = field(default_factory=list)  # measures summed, not averaged, on `all`
 
     @property
     def num_queries(self) -> int:
         return len(next(iter(self.per_query.values()), {}))
 
 
-def parse_measures(names: Sequence[str]) -> list:
-    """ir-measures objects for measure names, with a one-line error for a bad name."""
-    import ir_measures
-
-    parsed = []
-    for name in names:
-        try:
-            parsed.append(ir_measures.parse_measure(name))
-        except (ValueError, NameError, SyntaxError, TypeError) as error:
-            raise HarnessError(
-                f"cannot read measure {name!r} ({error}); use ir-measures syntax, e.g. nDCG@10, "
-                "P(rel=2)@5, AP(rel=2)@1000, RR, R@100"
-            ) from None
-    if len({str(m) for m in parsed}) != len(parsed):
-        raise HarnessError(f"a measure is listed twice in {list(names)}")
-    return parsed
+def canonical_scores(run: Run, qid: str, depth: int | None) -> dict[str, float]:
+    """One ranking in trec_eval's order, cut to depth, scored n, n-1, ..., 1."""
+    ranking = run.ranked(qid, depth)
+    n = len(ranking)
+    return {docid: float(n - i) for i, (docid, _) in enumerate(ranking)}
 
 
 class Evaluator:
@@ -67,26 +65,69 @@ class Evaluator:
         self.qrels = qrels
         self.measures = [str(m) for m in parsed]
         self._names = {measure: str(measure) for measure in parsed}
-        self._scorer = ir_measures.evaluator(parsed, qrels.judgments)
+        self._counts = [str(m) for m in parsed if family(m).summed]
+        judged_measures = [m for m in parsed if m.NAME == "Judged"]
+        others = [m for m in parsed if m.NAME != "Judged"]
+        self._judged = {str(m): m["cutoff"] for m in judged_measures}
+        self._scorer = ir_measures.evaluator(others, qrels.judgments) if others else None
+        # trec_eval's unj: a document graded below 0 is in the pool but unjudged
+        judged_qrels = {qid: kept for qid, docs in qrels.judgments.items()
+                        if (kept := {d: g for d, g in docs.items() if g >= 0})}
+        self._judged_scorer = (ir_measures.evaluator(judged_measures, judged_qrels)
+                               if judged_measures and judged_qrels else None)
+        self._empty = {str(m): _on_empty_ranking(m, qrels.judgments) for m in parsed}
 
     def __call__(self, run: Run, depth: int | None = None) -> Evaluation:
         judged = self.qrels.judgments
-        cut = run.cut(depth)
-        evaluated_run = {qid: ranking for qid, ranking in cut.scores.items() if qid in judged and ranking}
-        per_query = {name: dict.fromkeys(sorted(judged), 0.0) for name in self.measures}
-        for metric in self._scorer.iter_calc(evaluated_run):
-            per_query[self._names[metric.measure]][metric.query_id] = float(metric.value)
-        means = {name: sum(values.values()) / len(values) for name, values in per_query.items()}
+        evaluated_run = {qid: canonical_scores(run, qid, depth) for qid, ranking in run.scores.items()
+                         if qid in judged and ranking}
+        per_query = {name: {qid: self._empty[name][qid] for qid in sorted(judged)} for name in self.measures}
+        if self._scorer is not None:
+            for metric in self._scorer.iter_calc(evaluated_run):
+                # ir-measures also yields its default (0) for the queries the run lacks
+                if metric.query_id in evaluated_run:
+                    per_query[self._names[metric.measure]][metric.query_id] = float(metric.value)
+        self._judged_fractions(evaluated_run, per_query)
+        means = {name: sum(values.values()) / (1 if name in self._counts else len(values))
+                 for name, values in per_query.items()}
         return Evaluation(
             run_name=run.name,
             measures=self.measures,
             per_query=per_query,
             means=means,
             missing_queries=sorted(set(judged) - set(evaluated_run)),
-            unjudged_queries=sorted(set(cut.scores) - set(judged)),
+            unjudged_queries=sorted(set(run.scores) - set(judged)),
             duplicates=run.duplicates,
             depth=depth,
+            counts=list(self._counts),
         )
+
+    def _judged_fractions(self, run: dict[str, dict[str, float]], per_query: dict[str, dict[str, float]]) -> None:
+        """Judged@k as 1 - trec_eval's unj@k: ir-measures gives the judged fraction of the first
+        min(k, n) documents; trec_eval divides the unjudged count by k (empty ranks are not
+        unjudged). A query with no judgment of 0 or more has every document unjudged."""
+        if not self._judged:
+            return
+        fractions: dict[tuple[str, str], float] = {}
+        if self._judged_scorer is not None:
+            for metric in self._judged_scorer.iter_calc(run):
+                fractions[self._names[metric.measure], metric.query_id] = float(metric.value)
+        for name, cutoff in self._judged.items():
+            for qid, ranking in run.items():
+                shown = min(cutoff, len(ranking))
+                judged_count = round(fractions.get((name, qid), 0.0) * shown)
+                per_query[name][qid] = 1.0 - (shown - judged_count) / cutoff
+
+
+def _on_empty_ranking(measure, judgments: dict[str, dict[str, int]]) -> dict[str, float]:
+    """Per query, the value trec_eval -c gives a query the run does not answer."""
+    if measure.NAME == "NumQ":
+        return dict.fromkeys(judgments, 1.0)
+    if measure.NAME == "NumRel":
+        return {qid: float(sum(g >= 1 for g in docs.values())) for qid, docs in judgments.items()}
+    if measure.NAME == "Judged":
+        return dict.fromkeys(judgments, 1.0)
+    return dict.fromkeys(judgments, 0.0)
 
 
 def evaluate(qrels: Qrels, run: Run, measures: Sequence[str], depth: int | None = None) -> Evaluation:

@@ -65,7 +65,7 @@ def _report_coverage(evaluation: Evaluation, qrels_path: str) -> None:
               "every measure is 0", file=sys.stderr)
     notes = [f"{judged} judged queries"]
     if evaluation.missing_queries:
-        notes.append(f"{len(evaluation.missing_queries)} missing from the run (scored 0)")
+        notes.append(f"{len(evaluation.missing_queries)} missing from the run (scored as empty rankings)")
     if evaluation.unjudged_queries:
         notes.append(f"{len(evaluation.unjudged_queries)} unjudged in the run (ignored)")
     if evaluation.duplicates:
@@ -89,9 +89,15 @@ def _rows(evaluations: list[Evaluation], per_query: bool) -> list[list[str]]:
     for evaluation in evaluations:
         if per_query:
             for qid in next(iter(evaluation.per_query.values())):
-                rows.append([evaluation.run_name, qid] + [f"{evaluation.per_query[m][qid]:.4f}" for m in evaluation.measures])
-        rows.append([evaluation.run_name, "all"] + [f"{evaluation.means[m]:.4f}" for m in evaluation.measures])
+                rows.append([evaluation.run_name, qid] + [_cell(evaluation, m, evaluation.per_query[m][qid])
+                                                          for m in evaluation.measures])
+        rows.append([evaluation.run_name, "all"] + [_cell(evaluation, m, evaluation.means[m]) for m in evaluation.measures])
     return rows
+
+
+def _cell(evaluation: Evaluation, measure: str, value: float) -> str:
+    """Counts as whole numbers, other measures to 4 decimals, as trec_eval prints them."""
+    return f"{value:.0f}" if measure in evaluation.counts else f"{value:.4f}"
 
 
 def _as_csv(evaluations: list[Evaluation], per_query: bool) -> str:

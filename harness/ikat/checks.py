@@ -9,7 +9,7 @@ checks_2025.py (the 2025 JSON Lines runs).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Container, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -65,6 +65,7 @@ class Context:
     raw: Any = None  # 2023/2024: the decoded JSON object
     entries: list[tuple[int, Any]] = field(default_factory=list)  # 2025: (line, decoded object)
     submission: Submission | None = None  # 2023/2024, once the structure checks passed
+    passages: Container[str] | None = None  # the passage collection's ids, when given
 
     def turn_topic(self, turn_id: str) -> TopicInfo | None:
         topic, sep, number = turn_id.rpartition("_")

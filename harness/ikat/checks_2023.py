@@ -58,34 +58,60 @@ def _camel(name: str) -> str:
 
 
 def _scalar_problem(kind: str, value: Any) -> str | None:
-    """Why protobuf's JSON parser would refuse `value` for a field of type `kind`, if it would."""
+    """Why protobuf's JSON parser (json_format.ParseDict) would refuse `value` for a field of
+    type `kind`, if it would. Its rules are followed, odd ones included: `true` is a float
+    (1.0), `"1_0"` an int32 or float (10), `" 1"` is no int32 (a space) but `" 1.5"` is a
+    float. One deliberate difference: protobuf takes the quoted "NaN", "Infinity",
+    "-Infinity" (and "inf", or "1e39" which overflows a float32) as scores; a score must
+    order passages, so here a non-finite score is refused."""
     if kind == "string":
         return None if isinstance(value, str) else f"{value!r} is not a string"
     if kind == "bool":
         return None if isinstance(value, bool) else f"{value!r} is not true or false"
     if kind == "int32":
-        if isinstance(value, bool):
-            return f"{value!r} is not an integer"
-        try:
-            number = int(value) if not isinstance(value, float) or value.is_integer() else None
-        except (TypeError, ValueError):
-            number = None
+        number = protobuf_int(value)
         if number is None or not -(2**31) <= number < 2**31:
             return f"{value!r} is not a 32-bit integer"
         return None
-    if isinstance(value, bool):
+    number = protobuf_float(value)
+    if number is None:
         return f"{value!r} is not a number"
-    try:
-        number = float(value)
-    except (TypeError, ValueError):
-        return f"{value!r} is not a number"
-    # protobuf accepts the quoted "NaN"/"Infinity"; a score must order passages, so we do not.
     if not math.isfinite(number):
         return f"{value!r} is not a finite number"
     return None if abs(number) <= FLOAT32_MAX else f"{value!r} is too large for a 32-bit float"
 
 
-def _float32(value: Any) -> float:
+def protobuf_int(value: Any) -> int | None:
+    """An integer field's value as json_format reads it (None: refused)."""
+    if isinstance(value, bool) or (isinstance(value, float) and not value.is_integer()):
+        return None
+    if isinstance(value, str) and " " in value:
+        return None
+    try:
+        return int(value)
+    except (TypeError, ValueError, OverflowError):
+        try:
+            number = float(value)
+        except (TypeError, ValueError):
+            return None
+        return int(number) if number.is_integer() else None
+
+
+def protobuf_float(value: Any) -> float | None:
+    """A float field's value as json_format reads it (None: refused)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None  # an unquoted NaN/Infinity (Python's json reads them)
+    if isinstance(value, float) and abs(value) > FLOAT32_MAX:
+        return None
+    if value == "nan":
+        return None
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return {"Infinity": math.inf, "-Infinity": -math.inf, "NaN": math.nan}.get(value) if isinstance(value, str) else None
+
+
+def float32(value: Any) -> float:
     """Scores are 32-bit floats in run.proto: compare and convert them as the official tools see them."""
     return struct.unpack("f", struct.pack("f", float(value)))[0]
 
@@ -130,20 +156,21 @@ def parse_submission(raw: dict, year: int) -> Submission:
 
     def passage(p: dict) -> PassageProvenance:
         return PassageProvenance(
-            _field(p, "id", ""), _float32(_field(p, "score", 0.0)), _field(p, "text", ""), _field(p, "used", False)
+            _field(p, "id", ""), float32(protobuf_float(_field(p, "score", 0.0))), _field(p, "text", ""),
+            _field(p, "used", False),
         )
 
     def ptkb(p: Any) -> PTKBProvenance:
         if year == 2024:  # a bare statement number
-            return PTKBProvenance(str(int(p)), 0.0)
-        return PTKBProvenance(_field(p, "id", ""), _float32(_field(p, "score", 0.0)), _field(p, "text", ""))
+            return PTKBProvenance(str(protobuf_int(p)), 0.0)
+        return PTKBProvenance(_field(p, "id", ""), float32(protobuf_float(_field(p, "score", 0.0))), _field(p, "text", ""))
 
     turns = tuple(
         SubmissionTurn(
             _field(t, "turn_id", ""),
             tuple(
                 Response(
-                    int(_field(r, "rank", 0)),
+                    protobuf_int(_field(r, "rank", 0)),
                     _field(r, "text", ""),
                     tuple(passage(p) for p in _field(r, "passage_provenance", [])),
                     tuple(ptkb(p) for p in _field(r, "ptkb_provenance", [])),
@@ -179,7 +206,9 @@ def _required_fields(ctx: Context) -> Iterator[Finding]:
 
 @check("schema", JSON_YEARS, structural=True)
 def _schema(ctx: Context) -> Iterator[Finding]:
-    """Field names and types as run.proto defines them (protobuf ParseDict: fatal)."""
+    """Field names and types as run.proto defines them, read as protobuf's ParseDict reads
+    them (fatal). Deliberate difference: a non-finite score (the quoted "NaN", "Infinity",
+    which protobuf takes) is refused here, since a score must order passages."""
     if not isinstance(ctx.raw, dict):
         return
     turns = ctx.raw.get("turns")
@@ -276,8 +305,9 @@ def _turn_id_known(ctx: Context) -> Iterator[Finding]:
 
 @check("turn-id-unique", JSON_YEARS)
 def _turn_id_unique(ctx: Context) -> Iterator[Finding]:
-    """Not an upstream check: a repeated turn that stands in for a missing one of the same
-    topic passes the official per-topic counts, yet leaves that turn unanswered."""
+    """Deliberate difference (not an upstream check): a repeated turn that stands in for a
+    missing one of the same topic passes the official per-topic counts, yet leaves that
+    turn unanswered."""
     for turn_id, n in Counter(t.turn_id for t in ctx.submission.turns).items():
         if n > 1:
             yield error("turn-id-unique", f"turn {turn_id} appears {n} times", turn_id)
@@ -302,22 +332,24 @@ def _ptkb_provenances(ctx: Context) -> Iterator[tuple[str, int, TopicInfo | None
 def _response_rank(ctx: Context) -> Iterator[Finding]:
     """Ranks start at 1 and increase down the responses (warnings).
 
-    Deliberate difference: upstream never updates the previous rank (it stays 0), so its
-    "rank not increasing" warning only ever fires for rank 0; here it compares with the
-    response before.
+    As upstream (utils.check_response), a rank of 0, or a missing or null one (proto3 reads
+    it as 0), draws two warnings: one for being 0, one for not being above the previous
+    rank, which upstream never updates from 0 (so a negative rank draws one).
+    Deliberate difference: here the previous rank is the highest rank before it, so ranks
+    that stop increasing (1, 3, 2) also draw that warning; upstream lets them pass.
     """
     for turn in ctx.submission.turns:
         previous = 0
         for index, response in enumerate(turn.responses):
-            if response.rank <= 0:
-                yield warning("response-rank", f"response #{index} has rank {response.rank}; ranks start at 1", turn.turn_id)
-            elif response.rank <= previous:
+            if response.rank == 0:
+                yield warning("response-rank", f"response #{index} has rank 0 (or none); ranks start at 1", turn.turn_id)
+            if response.rank <= previous:
                 yield warning(
                     "response-rank",
                     f"response #{index} has rank {response.rank}, not above the previous rank {previous}",
                     turn.turn_id,
                 )
-            previous = response.rank
+            previous = max(previous, response.rank)
 
 
 @check("response-text", JSON_YEARS)
@@ -332,6 +364,12 @@ def _response_text(ctx: Context) -> Iterator[Finding]:
 
 @check("passage-score-order", JSON_YEARS)
 def _passage_score_order(ctx: Context) -> Iterator[Finding]:
+    """A passage scoring above the one before it is a warning (scores as float32).
+
+    Deliberate difference: upstream starts each response from a previous score of 1e9, so
+    a first passage scoring above 1e9 draws a warning there; here the first passage has
+    nothing to be out of order with, whatever its score.
+    """
     for turn_id, index, response in _responses(ctx):
         for before, passage in zip(response.passage_provenance, response.passage_provenance[1:]):
             if passage.score > before.score:
@@ -355,6 +393,19 @@ def _passage_id_format(ctx: Context) -> Iterator[Finding]:
                 yield warning(
                     "passage-id-format", f"passage id {passage.id!r} is not '<doc id>:<passage number>'", turn_id
                 )
+
+
+@check("passage-exists", JSON_YEARS)
+def _passage_exists(ctx: Context) -> Iterator[Finding]:
+    """Each distinct passage id of a turn is in the collection (a warning per unknown id), as
+    upstream asks its gRPC passage service; only when a collection is given (--passages)."""
+    if ctx.passages is None:
+        return
+    for turn in ctx.submission.turns:
+        ids = dict.fromkeys(p.id for r in turn.responses for p in r.passage_provenance)
+        for passage_id in ids:
+            if passage_id not in ctx.passages:
+                yield warning("passage-exists", f"passage {passage_id!r} is not in the passage collection", turn.turn_id)
 
 
 @check("passage-used", JSON_YEARS)

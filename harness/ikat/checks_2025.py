@@ -76,6 +76,9 @@ def _is_score_map(value: Any) -> bool:
 def _references(ctx: Context) -> Iterator[Finding]:
     """references: {passage id: score} (error otherwise), ids in ClueWeb22 passage form (warning).
 
+    Deliberate difference: upstream only sorts the scores, so all-string scores pass there;
+    here a score that is not a number is an error (it could not rank the references).
+
     More than 1000 references is an error. Upstream trims them to 1000 (a fix-up that cannot
     be switched off) and then rejects its own trimmed list as "not a dict": the file cannot
     pass as it is either way.
@@ -126,8 +129,8 @@ def _responses_2025(ctx: Context) -> Iterator[Finding]:
 def _response_length(ctx: Context) -> Iterator[Finding]:
     """The responses of a turn total at most 250 words (NFKC, whitespace-split).
 
-    A warning: upstream does not refuse the file but silently drops responses from the end
-    until the turn fits; here nothing is changed behind the user's back.
+    Deliberate difference: upstream prints no warning but silently drops responses from the
+    end until the turn fits; here nothing is changed behind the user's back, and it is said.
     """
     for line, entry, turn_id in _objects(ctx):
         responses = entry.get("responses")
@@ -157,7 +160,8 @@ def _turns_covered(ctx: Context) -> Iterator[Finding]:
 
 @check("turn-repeated", (2025,))
 def _turn_repeated(ctx: Context) -> Iterator[Finding]:
-    """Not an upstream check (it keeps a set of turn ids): a turn on two lines is ambiguous."""
+    """Deliberate difference (not an upstream check, which keeps a set of turn ids): a turn
+    on two lines is ambiguous, so it draws a warning."""
     lines: dict[str, list[int]] = {}
     for line, _, turn_id in _objects(ctx):
         if turn_id is not None:

@@ -25,6 +25,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--partial", action="store_true",
         help="check only the turns in the file (skip the checks that every test turn is answered)",
     )
+    validate.add_argument(
+        "--passages",
+        help="2023/2024: warn for passage ids not in this collection, as the official gRPC service does "
+        "(benchmark:NAME, an iKAT passage .jsonl, or a file of ids)",
+    )
     validate.add_argument("--quiet", action="store_true", help="print the summary only")
     validate.set_defaults(ikat_run=_validate)
 
@@ -63,7 +68,7 @@ def load_topics(spec: str) -> tuple[Conversation, ...]:
 
 
 def _validate(args: argparse.Namespace) -> int:
-    from harness.ikat.validate import COVERAGE_CHECKS, validate_file
+    from harness.ikat.validate import COVERAGE_CHECKS, read_passage_ids, validate_file
 
     report = validate_file(
         args.run,
@@ -71,6 +76,7 @@ def _validate(args: argparse.Namespace) -> int:
         args.year,
         max_warnings=args.max_warnings,
         skip=COVERAGE_CHECKS if args.partial else (),
+        passages=read_passage_ids(args.passages) if args.passages else None,
     )
     if not args.quiet:
         for finding in report.findings:

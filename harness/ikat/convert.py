@@ -3,11 +3,14 @@
 Passages (2023/2024) follow the track's conversion (irlabamsterdam/iKAT
 2023/scripts/run_validation/generate_run.py, unchanged in 2024): responses are read in file
 order and, within one, its passages in file order; a passage's first occurrence wins and
-its score becomes `score / (response rank + 1)`. That script writes the passages in that
-order with those scores, and trec_eval then orders them by score; `write_run` needs a
-best-first list, so the list is sorted by the normalised score (stably: ties keep the
-first-occurrence order). 2025 (generate_run.py beside the 2025 validator): a turn's
-`references` sorted by decreasing score.
+its score becomes `(1 / (response rank + 1)) * score`, stored in run.proto's 32-bit float
+and printed as Python prints that value. 2025 (generate_run.py beside the 2025 validator):
+a turn's `references`, each score printed with 6 decimals.
+
+The scores written are exactly the ones the official script writes, ties included, and the
+lines are in the order trec_eval ranks them (score descending, ties by passage id
+descending), so the file evaluates as the official one does. A response rank of -1 (whose
+scale 1 / 0 crashes the official script) is a one-line error.
 
 PTKB provenance has no official conversion; the same rule is applied: first occurrence in
 response order, then by decreasing PTKB score. 2024 and 2025 provenance is a bare list of
@@ -17,14 +20,16 @@ statement ids, ranked as listed (scores n, n-1, ..., 1).
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
 from harness.errors import InputError
+from harness.ikat.checks_2023 import float32
 from harness.ikat.submission import Submission
 from harness.ikat.validate import decode_lines, guess_year, read_submission, read_text
-from harness.trec import write_run
+from harness.trec import canonical_order, write_run
 
 Rankings = dict[str, list[tuple[str, float]]]
 
@@ -34,13 +39,31 @@ class TrecRuns:
     run_name: str
     passages: Rankings  # {turn id: best-first [(passage id, score)]}
     ptkb: Rankings  # {turn id: best-first [(PTKB statement id, score)]}
+    year: int = 2023
+
+    def print_score(self, score: float) -> str:
+        """The passage scores as the official generate_run.py prints them."""
+        return f"{score:.6f}" if self.year == 2025 else str(score)
 
 
 def _best_first(items: list[tuple[str, float]]) -> list[tuple[str, float]]:
     return sorted(items, key=lambda item: -item[1])  # stable: ties keep their order
 
 
-def submission_rankings(submission: Submission, year: int) -> TrecRuns:
+def _scaled_score(score: float, rank: int, path: Path, turn_id: str) -> float:
+    """generate_run.py's normalised score, as run.proto's float32 field stores it."""
+    if rank == -1:
+        raise InputError(path, "a response has rank -1: its scale 1 / (rank + 1) is a division by zero; "
+                               "ranks start at 1", record=f"turn {turn_id}")
+    return float32((1 / (rank + 1)) * score)
+
+
+def _printed_2025(score: float) -> float:
+    """The 2025 generate_run.py prints `{score:.6f}`: the value trec_eval reads back."""
+    return float(f"{score:.6f}")
+
+
+def submission_rankings(submission: Submission, year: int, path: Path = Path("submission")) -> TrecRuns:
     passages: Rankings = {}
     ptkb: Rankings = {}
     for turn in submission.turns:
@@ -48,13 +71,14 @@ def submission_rankings(submission: Submission, year: int) -> TrecRuns:
         seen_ptkb: dict[str, float] = {}
         for response in turn.responses:
             for passage in response.passage_provenance:
-                seen.setdefault(passage.id, passage.score / (response.rank + 1))
+                if passage.id not in seen:
+                    seen[passage.id] = _scaled_score(passage.score, response.rank, path, turn.turn_id)
             for statement in response.ptkb_provenance:
                 seen_ptkb.setdefault(statement.id, statement.score)
-        passages[turn.turn_id] = _best_first(list(seen.items()))
+        passages[turn.turn_id] = canonical_order(seen.items())
         if seen_ptkb:
             ptkb[turn.turn_id] = _best_first(list(seen_ptkb.items())) if year == 2023 else _by_position(seen_ptkb)
-    return TrecRuns(submission.run_name, passages, ptkb)
+    return TrecRuns(submission.run_name, passages, ptkb, year=year)
 
 
 def _by_position(ids: Iterable[str]) -> list[tuple[str, float]]:
@@ -76,14 +100,17 @@ def _rankings_2025(path: Path) -> TrecRuns:
             raise InputError(path, "expected turn_id (string) and references {passage id: score}", line=line)
         metadata = entry.get("metadata") if isinstance(entry.get("metadata"), dict) else {}
         run_name = run_name or metadata.get("run_id")
-        passages[turn_id] = _best_first([(pid, float(score)) for pid, score in references.items()])
+        if not all(isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+                   for v in references.values()):
+            raise InputError(path, "reference scores must be finite numbers", line=line)
+        passages[turn_id] = canonical_order((pid, _printed_2025(score)) for pid, score in references.items())
         ids: dict[str, None] = {}
         for response in entry.get("responses", []):
             for statement in response.get("ptkb_provenance", []) if isinstance(response, dict) else []:
                 ids.setdefault(str(statement))
         if ids:
             ptkb[turn_id] = _by_position(ids)
-    return TrecRuns(run_name or "default_run", passages, ptkb)
+    return TrecRuns(run_name or "default_run", passages, ptkb, year=2025)
 
 
 def read_rankings(path: str | Path, year: int | None = None) -> TrecRuns:
@@ -93,7 +120,7 @@ def read_rankings(path: str | Path, year: int | None = None) -> TrecRuns:
     if year == 2025:
         return _rankings_2025(path)
     submission, year = read_submission(path, year)
-    return submission_rankings(submission, year)
+    return submission_rankings(submission, year, path)
 
 
 def to_trec(
@@ -106,7 +133,7 @@ def to_trec(
     """Write the submission's passage ranking (and, if asked, its PTKB ranking) as TREC runs."""
     runs = read_rankings(path, year)
     tag = tag or "".join(runs.run_name.split()) or "ikat"
-    write_run(out, runs.passages.items(), tag)
+    write_run(out, runs.passages.items(), tag, printed=runs.print_score)
     if ptkb_out is not None:
         write_run(ptkb_out, runs.ptkb.items(), tag)
     return runs

@@ -5,9 +5,10 @@ counted and reported) follow irlabamsterdam/iKAT 2023/scripts/run_validation (ma
 utils.py), 2024/scripts/run_validation (same, with the 2024 run.proto) and
 2025/scripts/validate_trec_ikat25.py. Each check is one function in `CHECKS`
 (harness/ikat/checks_2023.py, checks_2025.py); a check names the turn it is about. Where a
-check deliberately differs from the official tools, its docstring says so. Not
-reproduced: the gRPC lookup of passage ids in the ClueWeb22 collection (it needs the
-collection's hash database).
+check deliberately differs from the official tools, its docstring says so (and the README
+lists them). Fields are read as protobuf's JSON parser reads them. The official gRPC lookup
+of passage ids in the ClueWeb22 collection is the `passage-exists` check, run against the
+collection given with `--passages` (`read_passage_ids`).
 
 Unlike the official tools, which stop at the first error, every error is reported, and the
 expected topics and turns come from the topics file given rather than constants (25 topics
@@ -18,7 +19,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Container, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -117,18 +118,20 @@ def validate_file(
     *,
     max_warnings: int | None = MAX_WARNINGS,
     skip: Iterable[str] = (),
+    passages: Container[str] | None = None,
 ) -> Report:
     """Run every check registered for the year (guessed from the file when not given).
 
     `skip` names checks to leave out (e.g. COVERAGE_CHECKS for a file that answers only
-    some turns); `max_warnings` (2023/2024: fatal when exceeded, as upstream) None for no limit.
+    some turns); `max_warnings` (2023/2024: fatal when exceeded, as upstream) None for no limit;
+    `passages` the collection's passage ids, to check that every cited passage exists.
     """
     path = Path(path)
     text = read_text(path)
     year = year or guess_year(path, text)
     if year not in RUN_TYPES:
         raise HarnessError(f"iKAT year must be one of {', '.join(map(str, RUN_TYPES))}, not {year}")
-    ctx = Context(year, topic_index(topics))
+    ctx = Context(year, topic_index(topics), passages=passages)
     report = Report(path, year)
     if year == 2025:
         ctx.entries = decode_lines(text)
@@ -184,3 +187,29 @@ def read_submission(path: str | Path, year: int | None = None) -> tuple[Submissi
             if finding is not None and finding.level == "error":
                 raise InputError(path, finding.message, record=f"turn {finding.turn}" if finding.turn else None)
     return parse_submission(ctx.raw, year), year
+
+
+def read_passage_ids(spec: str) -> frozenset[str]:
+    """The passage ids of a collection, for the `passage-exists` check: `benchmark:NAME` (its
+    corpus), an iKAT passage file (.jsonl: `doc_id` + `passage_id`, or `id`), or a text file
+    of ids, one per line."""
+    if spec.startswith("benchmark:"):
+        from harness.topics import load
+
+        corpus = load(spec.removeprefix("benchmark:")).corpus
+        if corpus is None:
+            raise HarnessError(f"benchmark {spec.removeprefix('benchmark:')!r} has no passage collection")
+        return frozenset(document.id for document in corpus.documents())
+    path = Path(spec)
+    text = read_text(path)
+    if path.suffix != ".jsonl":
+        return frozenset(line.split()[0] for line in text.splitlines() if line.strip())
+    ids = set()
+    for line, record in decode_lines(text):
+        if isinstance(record, dict) and isinstance(record.get("doc_id"), str) and "passage_id" in record:
+            ids.add(f"{record['doc_id']}:{record['passage_id']}")
+        elif isinstance(record, dict) and isinstance(record.get("id"), str):
+            ids.add(record["id"])
+        else:
+            raise InputError(path, "expected a JSON object with doc_id and passage_id, or id", line=line)
+    return frozenset(ids)

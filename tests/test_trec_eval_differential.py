@@ -1,0 +1,152 @@
+"""Every measure family the harness accepts equals `trec_eval -q -c -M` to 4 decimals.
+
+The reference is trec_eval itself, built from its C sources in ../shared/reference. Inputs
+are the real qrels of CAsT 2019-2022 and iKAT 2023/2024 (a seeded sample of queries, with
+some judgments turned into -1, trec_eval's "in the pool but unjudged"), and seeded random
+runs made to hit the edges: many tied scores, negative and scientific scores, duplicate
+documents (trec_eval refuses a file with duplicates, so it gets the file with the
+duplicates removed, first kept), queries missing from the run, queries not in the qrels,
+empty rankings, at depth none and 25. Per query and on the `all` line.
+"""
+
+from __future__ import annotations
+
+import random
+import subprocess
+from collections import defaultdict
+from pathlib import Path
+
+import pytest
+
+from harness.evaluate import evaluate
+from harness.trec import Qrels, read_qrels, read_run
+from tests.conftest import qrels_root
+
+pytestmark = [pytest.mark.reference, pytest.mark.slow]
+
+QRELS = {
+    "cast2019": qrels_root() / "cast" / "2019qrels.txt",
+    "cast2020": qrels_root() / "cast" / "2020qrels.txt",
+    "cast2021": qrels_root() / "cast" / "trec-cast-qrels-docs.2021.qrel",
+    "cast2022": qrels_root() / "cast" / "cast2022.qrel",
+    "ikat2023": qrels_root() / "ikat" / "2023-qrels.all-turns.txt",
+    "ikat2024": qrels_root() / "ikat" / "2024-qrels.txt",
+}
+DEPTHS = (None, 25)
+
+# harness measure -> (trec_eval measure name as printed, relevance level -l, depth -M override)
+# RR@k is trec_eval's recip_rank on the top k (-M k); Judged@k is 1 - unj_k.
+MEASURES: dict[str, tuple[str, int, int | None]] = {
+    "nDCG": ("ndcg", 1, None), "nDCG@3": ("ndcg_cut_3", 1, None), "nDCG@10": ("ndcg_cut_10", 1, None),
+    "P@5": ("P_5", 1, None), "P(rel=2)@5": ("P_5", 2, None),
+    "R@10": ("recall_10", 1, None), "R(rel=2)@10": ("recall_10", 2, None),
+    "AP": ("map", 1, None), "AP(rel=2)": ("map", 2, None),
+    "AP@10": ("map_cut_10", 1, None), "AP(rel=2)@10": ("map_cut_10", 2, None),
+    "RR": ("recip_rank", 1, None), "RR(rel=2)": ("recip_rank", 2, None),
+    "RR@5": ("recip_rank", 1, 5), "RR(rel=2)@5": ("recip_rank", 2, 5),
+    "Rprec": ("Rprec", 1, None), "Rprec(rel=2)": ("Rprec", 2, None),
+    "Bpref": ("bpref", 1, None), "Bpref(rel=2)": ("bpref", 2, None),
+    "Success@5": ("success_5", 1, None), "Success(rel=2)@5": ("success_5", 2, None),
+    "Judged@5": ("unj_5", 1, None), "Judged@20": ("unj_20", 1, None),
+    "infAP": ("infAP", 1, None), "infAP(rel=2)": ("infAP", 2, None),
+    "NumQ": ("num_q", 1, None), "NumRel": ("num_rel", 1, None), "NumRet": ("num_ret", 1, None),
+    "NumRelRet": ("num_rel_ret", 1, None), "NumRet(rel=2)": ("num_rel_ret", 2, None),
+}
+TREC_EVAL_ARGS = [
+    "-m", "ndcg", "-m", "ndcg_cut.3,10", "-m", "P.5", "-m", "recall.10", "-m", "map", "-m", "map_cut.10",
+    "-m", "recip_rank", "-m", "Rprec", "-m", "bpref", "-m", "success.5", "-m", "unj.5,20", "-m", "infAP",
+    "-m", "num_q", "-m", "num_rel", "-m", "num_ret", "-m", "num_rel_ret",
+]
+SCORE_FORMATS = ("{:d}", "{:.1f}", "{:.3e}", "{:.2E}", "{:+.2f}")
+
+
+def sample_qrels(name: str, rng: random.Random, folder: Path) -> Path:
+    """20 real queries of the qrels, with about 1 judgment in 12 turned into -1."""
+    judgments = read_qrels(QRELS[name]).judgments
+    chosen = rng.sample(sorted(judgments), 20)
+    path = folder / f"{name}.qrels"
+    with path.open("w") as out:
+        for qid in chosen:
+            for docid, grade in judgments[qid].items():
+                out.write(f"{qid} 0 {docid} {-1 if rng.random() < 1 / 12 else grade}\n")
+    return path
+
+
+def random_run(qrels: Qrels, rng: random.Random, folder: Path) -> tuple[Path, Path]:
+    """A run full of edges, and the same run without its duplicates for trec_eval."""
+    qids = sorted(qrels.judgments)
+    answered = rng.sample(qids, 16) + ["999_1", "999_2"]  # 4 judged queries missing, 2 unjudged
+    lines: list[tuple[str, str, str]] = []
+    for qid in answered:
+        judged = list(qrels.judgments.get(qid, {}))
+        size = rng.choice([0, 1, 3, 10, 30, 60])
+        docs = [rng.choice(judged) if judged and rng.random() < 0.6 else f"UNJ_{rng.randrange(500)}"
+                for _ in range(size)]
+        for docid in docs:
+            value = rng.choice([rng.randrange(-3, 4), rng.randrange(-3, 4), rng.uniform(-50, 50), 0])
+            text = rng.choice(SCORE_FORMATS)
+            score = text.format(int(value)) if text == "{:d}" else text.format(value)
+            lines.append((qid, docid, score))
+    full, deduplicated = folder / "run.txt", folder / "run-dedup.txt"
+    seen: set[tuple[str, str]] = set()
+    with full.open("w") as out_full, deduplicated.open("w") as out_dedup:
+        for rank, (qid, docid, score) in enumerate(lines, start=1):
+            line = f"{qid} Q0 {docid} {rank} {score} rnd\n"
+            out_full.write(line)
+            if (qid, docid) not in seen:
+                seen.add((qid, docid))
+                out_dedup.write(line)
+    return full, deduplicated
+
+
+def trec_eval_values(binary: Path, qrels: Path, run: Path, level: int, depth: int | None) -> dict:
+    """(trec_eval measure, qid) -> value, `all` included."""
+    args = [str(binary), "-q", "-c", f"-l{level}", *([f"-M{depth}"] if depth else []), *TREC_EVAL_ARGS]
+    output = subprocess.run([*args, str(qrels), str(run)], check=True, capture_output=True, text=True).stdout
+    values = {}
+    for line in output.splitlines():
+        measure, qid, value = line.split()
+        values[measure, qid] = float(value)
+    return values
+
+
+def test_every_accepted_measure_equals_trec_eval_per_query_and_all(trec_eval, tmp_path):
+    compared: dict[str, int] = defaultdict(int)
+    worst: dict[str, float] = defaultdict(float)
+    mismatches = []
+    for seed, name in enumerate(QRELS):
+        rng = random.Random(seed)
+        folder = tmp_path / name
+        folder.mkdir()
+        qrels_path = sample_qrels(name, rng, folder)
+        qrels = read_qrels(qrels_path)
+        full, deduplicated = random_run(qrels, rng, folder)
+        run = read_run(full)
+        assert run.duplicates > 0
+        for depth in DEPTHS:
+            ours = evaluate(qrels, run, list(MEASURES), depth=depth)
+            canonical = dict(zip(MEASURES, ours.measures, strict=True))  # NumRelRet is NumRet(rel=1)
+            reference: dict[tuple[int, int | None], dict] = {}
+            for measure, (trec_name, level, cut) in MEASURES.items():
+                effective = min(filter(None, (depth, cut)), default=None)
+                key = (level, effective)
+                if key not in reference:
+                    reference[key] = trec_eval_values(trec_eval, qrels_path, deduplicated, level, effective)
+                theirs = reference[key]
+                rows = {qid: value for (m, qid), value in theirs.items() if m == trec_name}
+                # trec_eval prints num_q on the `all` line only
+                assert set(rows) == ({"all"} if trec_name == "num_q" else set(qrels.judgments) | {"all"}), measure
+                for qid, value in rows.items():
+                    mine = ours.means[canonical[measure]] if qid == "all" else ours.per_query[canonical[measure]][qid]
+                    if trec_name.startswith("unj_"):
+                        value = 1 - value
+                    difference = abs(mine - value)
+                    family = measure.split("(")[0].split("@")[0]
+                    compared[family] += 1
+                    worst[family] = max(worst[family], difference)
+                    if difference > 5e-5 + 1e-9:
+                        mismatches.append((name, depth, measure, qid, mine, value))
+    print("\nfamily      values compared  max difference")
+    for family in compared:
+        print(f"{family:<11} {compared[family]:>15}  {worst[family]:.2g}")
+    assert not mismatches, mismatches[:20]
