@@ -1,8 +1,18 @@
-"""Atomic output: a file appears under its final name complete, or not at all."""
+"""Atomic output: a file appears under its final name complete, or not at all.
+
+Temporary names carry the writer's pid (`.NAME.PID.XXXXXXXX.tmp`, and for folders
+`.NAME.building.PID.XXXXXXXX`), so that a later writer removes what a killed process left
+and never what a live one is still writing. A process id reused by an unrelated live
+process keeps its leftover until that process ends: at worst a stale file stays, nothing
+live is ever deleted.
+"""
 
 from __future__ import annotations
 
+import fcntl
 import os
+import shutil
+import sys
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -20,7 +30,8 @@ def atomic_write(path: str | Path, mode: str = "w", encoding: str | None = "utf-
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    remove_leftovers(path.parent, f".{path.name}", ".tmp")
+    fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.{os.getpid()}.", suffix=".tmp", dir=path.parent)
     os.fchmod(fd, 0o666 & ~_umask())  # mkstemp makes 0600; outputs get the usual permissions
     binary = "b" in mode
     try:
@@ -38,3 +49,58 @@ def _umask() -> int:
     current = os.umask(0)
     os.umask(current)
     return current
+
+
+def temp_folder(parent: Path, stem: str) -> Path:
+    """A new hidden folder `parent/STEM.PID.XXXXXXXX`, after removing the ones dead
+    processes left under the same stem (e.g. `.NAME.building` for an index being built)."""
+    parent.mkdir(parents=True, exist_ok=True)
+    remove_leftovers(parent, stem)
+    return Path(tempfile.mkdtemp(prefix=f"{stem}.{os.getpid()}.", dir=parent))
+
+
+def remove_leftovers(folder: Path, stem: str, suffix: str = "") -> None:
+    """Remove `STEM.PID.*SUFFIX` entries of `folder` whose process PID is no longer alive."""
+    if not folder.is_dir():
+        return
+    for entry in folder.iterdir():
+        name = entry.name
+        if not (name.startswith(stem + ".") and name.endswith(suffix)):
+            continue
+        pid = name[len(stem) + 1:].split(".", 1)[0]
+        if pid.isdigit() and not _alive(int(pid)):
+            if entry.is_dir() and not entry.is_symlink():
+                shutil.rmtree(entry, ignore_errors=True)
+            else:
+                entry.unlink(missing_ok=True)
+
+
+def _alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's live process
+        return True
+    return True
+
+
+@contextmanager
+def folder_lock(folder: Path, log=None) -> Iterator[None]:
+    """Hold an exclusive lock on an output folder (flock on the folder itself: no lock file to
+    leave behind; the kernel releases it when the holder dies, however it dies). A second
+    process says so in one line and waits."""
+    folder.mkdir(parents=True, exist_ok=True)
+    fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            print(f"another harness run is writing to {folder}; waiting for it to finish",
+                  file=log or sys.stderr, flush=True)
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import io
+from collections.abc import Iterator
 from pathlib import Path
 from typing import IO
 
@@ -41,11 +43,87 @@ def _input_error(path: str, problem: str, line: int | None, record: str | None) 
     return InputError(path, problem, line=line, record=record)
 
 
-def open_input(path: str | Path) -> IO[str]:
-    """Open a user's text input; a missing file or a folder is an InputError naming it."""
+class TextInput:
+    """A user's text file, opened by `open_input`: iterate it by lines inside `with`, or
+    `read()` it whole.
+
+    A byte-order mark is read away. A byte that is not UTF-8 is an InputError naming the
+    line it is on (found by re-reading the raw lines: a decoder that works in blocks only
+    knows the block), so every reader reports it the same way.
+    """
+
+    def __init__(self, path: Path, handle: IO[str]) -> None:
+        self.path = path
+        self._handle = handle
+
+    def __enter__(self) -> "TextInput":
+        return self
+
+    def __exit__(self, kind: type | None, error: BaseException | None, traceback: object) -> None:
+        """A decoding error raised while the file was read inside the `with` block becomes the
+        InputError naming its line (iterating the file object itself stays at full speed)."""
+        self.close()
+        if isinstance(error, UnicodeDecodeError):
+            raise _bad_byte(self.path, error) from None
+        if isinstance(error, (OSError, EOFError)) and self.path.suffix in (".gz", ".bz2"):
+            raise InputError(self.path, f"cannot be read ({error})") from None  # a damaged stream
+
+    def close(self) -> None:
+        self._handle.close()
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._handle)
+
+    def read(self) -> str:
+        with self:
+            return self._handle.read()
+
+
+def _raw(path: Path) -> IO[bytes]:
+    """The file's bytes, decompressed by suffix (.gz, .bz2)."""
+    if path.suffix == ".gz":
+        import gzip
+
+        return gzip.open(path, "rb")
+    if path.suffix == ".bz2":
+        import bz2
+
+        return bz2.open(path, "rb")
+    return open(path, "rb")
+
+
+def _bad_byte(path: Path, error: UnicodeDecodeError) -> InputError:
+    """The line holding the first byte that is not UTF-8."""
     try:
-        return open(path, encoding="utf-8")
+        with _raw(path) as raw:
+            for number, line in enumerate(raw, start=1):
+                try:
+                    line.decode("utf-8-sig" if number == 1 else "utf-8")
+                except UnicodeDecodeError as found:
+                    return InputError(path, f"not UTF-8 text (byte 0x{line[found.start]:02x} at column "
+                                            f"{len(line[:found.start].decode('utf-8', 'replace')) + 1})",
+                                      line=number)
+    except (OSError, EOFError):
+        pass
+    return InputError(path, f"not UTF-8 text ({error.reason})")
+
+
+def open_input(path: str | Path, *, newline: str | None = None) -> TextInput:
+    """Open a user's text input (.gz/.bz2 decompressed): a missing file or a folder is an
+    InputError naming it; see TextInput for the BOM and bad bytes."""
+    path = Path(path)
+    try:
+        raw = _raw(path)
     except FileNotFoundError:
         raise InputError(path, "no such file") from None
     except IsADirectoryError:
         raise InputError(path, "is a folder, expected a file") from None
+    except PermissionError:
+        raise InputError(path, "cannot be read (permission denied)") from None
+    return TextInput(path, io.TextIOWrapper(raw, encoding="utf-8-sig", newline=newline))
+
+
+def read_input(path: str | Path) -> str:
+    """The whole text of a user's input file, read as `open_input` reads it."""
+    with open_input(path) as handle:
+        return handle.read()

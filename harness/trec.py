@@ -18,12 +18,15 @@ Conventions (those of trec_eval, stated once here and tested in tests/test_trec.
 
 from __future__ import annotations
 
+import heapq
 import math
 import re
-from operator import itemgetter
+from array import array
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
+from operator import itemgetter
 from pathlib import Path
+from typing import Any
 
 from harness.atomic import atomic_write
 from harness.errors import InputError, open_input
@@ -99,15 +102,11 @@ class Qrels:
 
 def _lines(path: Path) -> Iterator[tuple[int, list[str]]]:
     """Numbered, whitespace-split, non-blank lines; a missing file is an InputError."""
-    number = 0
     with open_input(path) as handle:
-        try:
-            for number, line in enumerate(handle, start=1):
-                fields = line.split()
-                if fields:
-                    yield number, fields
-        except UnicodeDecodeError as error:
-            raise InputError(path, f"not UTF-8 text ({error.reason})", line=number + 1) from None
+        for number, line in enumerate(handle, start=1):
+            fields = line.split()
+            if fields:
+                yield number, fields
 
 
 def iter_run_lines(path: str | Path) -> Iterator[tuple[int, str, str, int, float, str]]:
@@ -144,47 +143,86 @@ def _is_float(text: str) -> bool:
     return True
 
 
-def read_run(path: str | Path, *, strict: bool = False, name: str | None = None) -> Run:
-    """Read a whole run for evaluation.
-
-    Evaluating many large runs is dominated by this parse, so the loop is written flat: one
-    split per line and cheap checks; any anomaly re-parses that line with
-    `_parse_run_fields`, which raises the precise error.
+def read_run(
+    path: str | Path, *, strict: bool = False, name: str | None = None, depth: int | None = None
+) -> Run:
+    """Read a run for evaluation; with `depth`, only the top `depth` documents of each query
+    (canonical order) are kept while streaming, so memory follows the depth evaluated, not
+    the file (the result holds what `Run.ranked(qid, depth)` of the whole run holds).
     """
     path = Path(path)
-    scores: dict[str, dict[str, float]] = {}
+    read = _read_scores(path, depth if not strict else None, strict)
+    if read is None:  # a query repeats a document: keeping its first occurrence needs every line
+        read = _read_scores(path, None, strict)
+    scores, duplicates = read
+    if not scores:
+        raise InputError(path, "empty run: no result lines")
+    if depth is not None:  # the whole run was read (strict, or a repeated document)
+        scores = {qid: dict(canonical_order(ranking.items())[:depth]) if len(ranking) > depth else ranking
+                  for qid, ranking in scores.items()}
+    return Run(name or path.stem, scores, duplicates, path)
+
+
+def _read_scores(path: Path, depth: int | None, strict: bool) -> tuple[dict[str, dict[str, float]], int] | None:
+    """({qid: {docid: score}}, duplicates dropped): every document, or with `depth` the top
+    `depth` per query, from a min-heap of (score, docid) per query (the largest pairs are the
+    canonical top: score descending, docid descending). With `depth`, a repeated document
+    gives None, and besides the heaps only 8 bytes per line are held (each docid's hash).
+
+    Parsing dominates evaluating large runs, so the loop is flat: one split per line and
+    cheap checks; any anomaly re-parses the line with `_parse_run_fields`, which raises the
+    precise error. Runs come grouped by query, so a query is looked up once per group.
+    """
+    rankings: dict[str, Any] = {}  # {qid: {docid: score}}, or {qid: heap} with depth
+    hashes: dict[str, array] = {}
     duplicates = 0
+    push, replace = heapq.heappush, heapq.heapreplace
+    current = None
     with open_input(path) as handle:
-        number = 0
-        try:
-            for number, line in enumerate(handle, start=1):
-                fields = line.split()
-                try:
-                    qid, _, docid, rank, score, _tag = fields
-                    value = float(score)
-                    # finite x gives x - x == 0.0; inf and nan give nan, which is truthy. An
-                    # ASCII float without '_' that is finite is exactly what SCORE matches.
-                    if value - value or "_" in score or not score.isascii() or not rank.lstrip("-").isdigit():
-                        raise ValueError
-                except ValueError:
-                    if not fields:
-                        continue  # blank line
-                    _parse_run_fields(path, number, fields)
-                    raise
-                ranking = scores.get(qid)
+        for number, fields in enumerate(map(str.split, handle), start=1):
+            try:
+                qid, _, docid, rank, score, _tag = fields
+                value = float(score)
+                # finite x gives x - x == 0.0; inf and nan give nan, which is truthy. An
+                # ASCII float without '_' that is finite is exactly what SCORE matches.
+                if value - value or "_" in score or not score.isascii() or not (
+                    rank.isdigit() or rank.lstrip("-").isdigit()
+                ):
+                    raise ValueError
+            except ValueError:
+                if not fields:
+                    continue  # blank line
+                _parse_run_fields(path, number, fields)
+                raise
+            if qid != current:
+                current, ranking = qid, rankings.get(qid)
                 if ranking is None:
-                    ranking = scores[qid] = {}
+                    ranking = rankings[qid] = {} if depth is None else []
+                    hashes[qid] = array("q")
+                remember = hashes[qid].append
+                # with depth: the lowest score that may still enter the full heap
+                floor = ranking[0][0] if depth is not None and len(ranking) >= depth else -math.inf
+            if depth is None:
                 if docid in ranking:
                     if strict:
                         raise InputError(path, f"document {docid!r} appears twice for query {qid!r}", line=number)
                     duplicates += 1
-                    continue
-                ranking[docid] = value
-        except UnicodeDecodeError as error:
-            raise InputError(path, f"not UTF-8 text ({error.reason})", line=number + 1) from None
-    if not scores:
-        raise InputError(path, "empty run: no result lines")
-    return Run(name or path.stem, scores, duplicates, path)
+                else:
+                    ranking[docid] = value
+                continue
+            remember(hash(docid))
+            if value >= floor:
+                if len(ranking) < depth:
+                    push(ranking, (value, docid))
+                elif (value, docid) > ranking[0]:
+                    replace(ranking, (value, docid))
+                if len(ranking) >= depth:
+                    floor = ranking[0][0]
+    if depth is None:
+        return rankings, duplicates
+    if any(len(set(seen)) != len(seen) for seen in hashes.values()):
+        return None
+    return {qid: {docid: score for score, docid in heap} for qid, heap in rankings.items()}, 0
 
 
 def read_qrels(path: str | Path, *, name: str | None = None) -> Qrels:

@@ -180,7 +180,7 @@ def test_interrupted_build_leaves_no_finished_index(tmp_path):
         cwd=REPO,
     )
     deadline = time.monotonic() + 60
-    while not (list(tmp_path.glob(".index.building-*")) and anserini_running(harness.pid)):
+    while not (list(tmp_path.glob(".index.building.*")) and anserini_running(harness.pid)):
         assert harness.poll() is None and time.monotonic() < deadline
         time.sleep(0.02)
     harness.send_signal(signal.SIGINT)

@@ -9,8 +9,6 @@ Every reader streams: a corpus is re-read from disk each time its documents are 
 
 from __future__ import annotations
 
-import bz2
-import gzip
 import hashlib
 import html
 import json
@@ -18,10 +16,9 @@ import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO
 
 from harness.corpus import Corpus, Document
-from harness.errors import HarnessError, InputError
+from harness.errors import HarnessError, InputError, open_input
 from harness.registry import Registry
 
 
@@ -74,14 +71,6 @@ class FileCorpus(Corpus):
         return self.known_fingerprint
 
 
-def _open_text(path: Path) -> IO[str]:
-    if path.suffix == ".gz":
-        return gzip.open(path, "rt", encoding="utf-8")
-    if path.suffix == ".bz2":
-        return bz2.open(path, "rt", encoding="utf-8")
-    return open(path, encoding="utf-8")
-
-
 def _existing(spec: str) -> Path:
     path = Path(spec)
     if not path.is_file():
@@ -91,11 +80,11 @@ def _existing(spec: str) -> Path:
 
 def _first_line(spec: str) -> str:
     try:
-        with _open_text(Path(spec)) as handle:
+        with open_input(Path(spec)) as handle:
             for line in handle:
                 if line.strip():
                     return line.strip()
-    except (OSError, UnicodeDecodeError, EOFError, ValueError):
+    except (OSError, UnicodeDecodeError, EOFError, ValueError, InputError):
         pass
     return ""
 
@@ -116,7 +105,7 @@ def _first_key(record: dict, keys: tuple[str, ...]) -> str | None:
 
 def _json_objects(path: Path) -> Iterator[tuple[int, dict]]:
     """(line number, object) for each non-blank line of a JSON-lines file."""
-    with _open_text(path) as handle:
+    with open_input(path) as handle:
         for number, line in enumerate(handle, start=1):
             if not line.strip():
                 continue
@@ -194,7 +183,7 @@ def _trec_document(path: Path, start_line: int, block: str) -> Document:
 def _trec_documents(path: Path) -> Iterator[Document]:
     block: list[str] | None = None
     start = 0
-    with _open_text(path) as handle:
+    with open_input(path) as handle:
         for number, line in enumerate(handle, start=1):
             stripped = line.strip()
             opens = stripped.upper().startswith("<DOC>")

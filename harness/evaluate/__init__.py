@@ -172,7 +172,9 @@ def _evaluate_in_worker(path: str) -> Evaluation:
 
 
 def _evaluate_file(evaluator: Evaluator, path: str | Path, options: RunFileOptions) -> Evaluation:
-    run = read_run(path, strict=options.strict)
+    # MaxP needs every passage of a query, so passage runs are cut after conversion
+    stream_depth = None if options.passage_separator else options.depth
+    run = read_run(path, strict=options.strict, depth=stream_depth)
     if options.passage_separator:
         run = run.to_documents(options.passage_separator)
     return evaluator(run, options.depth)

@@ -8,6 +8,7 @@ reproduced: what they would change is reported instead.
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections.abc import Iterator
 from typing import Any
@@ -67,8 +68,11 @@ def _metadata(ctx: Context) -> Iterator[Finding]:
 
 
 def _is_score_map(value: Any) -> bool:
+    """{passage id: finite number}: Python's JSON reader accepts NaN and Infinity, which no
+    TREC run can rank by (they would reach `to-trec` and `harness eval`)."""
     return isinstance(value, dict) and all(
-        isinstance(score, (int, float)) and not isinstance(score, bool) for score in value.values()
+        isinstance(score, (int, float)) and not isinstance(score, bool) and math.isfinite(score)
+        for score in value.values()
     )
 
 
@@ -86,7 +90,7 @@ def _references(ctx: Context) -> Iterator[Finding]:
     for line, entry, turn_id in _objects(ctx):
         references = entry.get("references")
         if not _is_score_map(references):
-            yield error("references", "references must be an object {passage id: score}", turn_id, line)
+            yield error("references", "references must be an object {passage id: finite number}", turn_id, line)
             continue
         if len(references) > PROVENANCE_LIMIT:
             yield error("references", f"{len(references)} references, more than {PROVENANCE_LIMIT}", turn_id, line)
@@ -118,7 +122,7 @@ def _responses_2025(ctx: Context) -> Iterator[Finding]:
                 if "citations" not in response:
                     problems.append("citations missing")
                 elif not _is_score_map(response["citations"]):
-                    problems.append("citations must be an object {passage id: score}")
+                    problems.append("citations must be an object {passage id: finite number}")
                 elif checkable:
                     problems += [f"citation {c!r} is not in references" for c in response["citations"] if c not in references]
             for problem in problems:

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.errors import HarnessError, InputError
+from harness.errors import HarnessError, InputError, read_input
 from harness.ikat import checks_2023, checks_2025  # noqa: F401  (importing registers their checks)
 from harness.ikat.checks import CHECKS, RUN_TYPES, Context, Finding, error, topic_index
 from harness.ikat.checks_2023 import parse_submission
@@ -92,12 +92,7 @@ def _bare_ptkb(raw: dict) -> bool:
 
 
 def read_text(path: Path) -> str:
-    try:
-        return path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise InputError(path, "no such file") from None
-    except UnicodeDecodeError as problem:
-        raise InputError(path, f"not UTF-8 text ({problem.reason})") from None
+    return read_input(path)
 
 
 def decode_lines(text: str) -> list[tuple[int, Any]]:

@@ -25,7 +25,7 @@ import numpy as np
 from scipy import optimize
 from scipy import stats as scipy_stats
 
-from harness.errors import HarnessError, InputError
+from harness.errors import HarnessError, InputError, open_input
 from harness.topics.model import Conversation
 
 VOTE_COLUMNS = ("session_id", "user_id", "crs1", "crs2", "vote")
@@ -50,12 +50,8 @@ class Vote:
 def read_votes(path: str | Path) -> list[Vote]:
     """A CRSArena vote file (CSV with a header naming at least VOTE_COLUMNS), in file order."""
     path = Path(path)
-    try:
-        handle = open(path, encoding="utf-8", newline="")
-    except FileNotFoundError:
-        raise InputError(path, "no such file") from None
     votes = []
-    with handle:
+    with open_input(path, newline="") as handle:
         reader = csv.DictReader(handle)
         missing = [c for c in VOTE_COLUMNS if c not in (reader.fieldnames or [])]
         if missing:

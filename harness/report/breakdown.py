@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from harness.errors import HarnessError, InputError
+from harness.errors import HarnessError, InputError, read_input
 from harness.report.compare import Scores
 from harness.topics import Benchmark
 
@@ -73,10 +73,7 @@ def read_groups(path: str | Path) -> dict[str, str]:
     """A two-column 'qid group' file (whitespace separated, '#' comments allowed)."""
     path = Path(path)
     groups: dict[str, str] = {}
-    try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except FileNotFoundError:
-        raise InputError(path, "no such file") from None
+    lines = read_input(path).splitlines()
     for number, line in enumerate(lines, start=1):
         fields = line.split("#", 1)[0].split()
         if not fields:

@@ -61,6 +61,16 @@ def java_command(main_class: str) -> list[str]:
     return [str(home / "bin" / "java"), f"-Xmx{heap()}", "-cp", str(anserini_jar()), main_class]
 
 
+def die_with_parent() -> None:
+    """preexec_fn for Java children: the kernel kills the child when the harness dies (even
+    by SIGKILL), so no orphaned IndexCollection goes on writing."""
+    import ctypes
+    import signal
+
+    PR_SET_PDEATHSIG = 1
+    ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+
+
 def ensure_jvm() -> None:
     """Start the in-process JVM for pyserini once; later calls are free.
 
@@ -77,6 +87,10 @@ def ensure_jvm() -> None:
     options = [opt for opt in jnius_config.get_options() if "jdk.incubator.vector" not in opt]
     if not any(opt.startswith("-Xmx") for opt in options):
         options.append(f"-Xmx{heap()}")
+    if "-Xrs" not in options:
+        # Leave SIGINT/SIGTERM to Python: the JVM's own handler exits the process from a Java
+        # thread, which crashed Ctrl-C with SIGSEGV and an hs_err file
+        options.append("-Xrs")
     jnius_config.set_options(*options)
     jnius_config.set_classpath(jar)
     import jnius  # noqa: F401  (importing pyjnius starts the JVM with the options above)

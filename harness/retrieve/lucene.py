@@ -5,7 +5,9 @@ indexed by a child JVM (positions, docvectors and raw documents stored), both in
 hidden build folder next to the target, renamed into place only when Anserini reports
 success. A folder under the
 target's name is therefore always a finished index; an interrupted build leaves at most a
-`.NAME.building-*` folder, which is removed when the interruption lets Python run.
+`.NAME.building.PID.*` folder, removed when the interruption lets Python run, else (a kill)
+by the next build beside it once that process is dead. The Java child is killed with its
+parent (PR_SET_PDEATHSIG), so it never runs on orphaned.
 """
 
 from __future__ import annotations
@@ -16,17 +18,17 @@ import re
 import shutil
 import subprocess
 import sys
-import tempfile
 from collections import deque
 from pathlib import Path
 
 from tqdm import tqdm
 
+from harness.atomic import temp_folder
 from harness.corpus import Corpus
 from harness.corpus.segment import document_text
 from harness.errors import HarnessError
 from harness.paths import cache_root
-from harness.retrieve.java import java_command
+from harness.retrieve.java import die_with_parent, java_command
 
 # Anserini indexes one file per thread: shards keep every thread busy on large corpora.
 SHARD_DOCS = 50_000
@@ -46,8 +48,7 @@ def build_index(corpus: Corpus, out: Path, threads: int | None = None, force: bo
         raise HarnessError(f"{out} already exists; pass --force to rebuild it")
     threads = threads or default_threads()
     command = _index_collection(threads)  # finds Java before any work is done
-    out.parent.mkdir(parents=True, exist_ok=True)
-    building = Path(tempfile.mkdtemp(prefix=f".{out.name}.building-", dir=out.parent))
+    building = temp_folder(out.parent, f".{out.name}.building")
     try:
         dump = building / "jsonl"  # next to the index, not in a possibly small /tmp
         dump.mkdir()
@@ -111,7 +112,8 @@ def _run_java(command: list[str], total: int) -> int:
     log: deque[str] = deque(maxlen=20)
     indexed = 0
     with subprocess.Popen(
-        command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, errors="replace"
+        command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, errors="replace",
+        preexec_fn=die_with_parent,
     ) as java, tqdm(total=total, desc="index", unit=" docs", file=sys.stderr) as progress:
         try:
             for line in java.stdout:

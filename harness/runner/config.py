@@ -40,8 +40,8 @@ from typing import Any
 
 import yaml
 
-from harness.errors import HarnessError, InputError
-from harness.paths import cache_root, data_root, qrels_root
+from harness.errors import HarnessError, InputError, read_input
+from harness.paths import cache_root, data_root, name_problem, qrels_root
 
 DEFAULT_OUTPUT = "runs"
 DEFAULT_TAG = "{benchmark}.{strategy}.{retriever}"
@@ -294,12 +294,9 @@ def load_config(path: str | Path) -> Config:
 
 def read_yaml(path: Path) -> Any:
     """A config file's YAML document; a missing file, bad YAML or a repeated key is an InputError."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise InputError(path, "no such config file") from None
-    except (IsADirectoryError, UnicodeDecodeError) as error:
-        raise InputError(path, f"cannot read config ({error})") from None
+    if not path.exists():
+        raise InputError(path, "no such config file")
+    text = read_input(path)
     try:
         document = yaml.load(text, Loader=_UniqueKeyLoader)
     except yaml.YAMLError as error:
@@ -313,6 +310,8 @@ def parse_config(path: Path, document: Any) -> Config:
     root = _Node(path, "", document)
     top = root.mapping(("output", "tag", "k", "experiments"), required=("experiments",))
     output = top["output"].path() if "output" in top else Path(DEFAULT_OUTPUT)
+    if output.exists() and not output.is_dir():
+        raise (top["output"] if "output" in top else root).error(f"output {str(output)!r} is a file, expected a folder")
     defaults = {
         "tag": _tag_pattern(top["tag"]) if "tag" in top else DEFAULT_TAG,
         "k": top["k"].positive_int() if "k" in top else DEFAULT_K,
@@ -467,9 +466,9 @@ def _check_unique(path: Path, experiments: tuple[Experiment, ...]) -> None:
                               f"used by {names[experiment.name]}; give each experiment its own name")
         names[experiment.name] = experiment.key
         for run in expand(experiment):
-            if not run.tag or any(c.isspace() for c in run.tag) or run.tag.startswith("."):
-                raise ConfigError(path, f"{experiment.key}.tag", f"run tag {run.tag!r} must be non-empty, "
-                                  "without whitespace, and not start with '.'")
+            problem = name_problem(run.tag)
+            if problem:  # tags name the run files: never a path out of `output`
+                raise ConfigError(path, f"{experiment.key}.tag", f"run tag {run.tag!r} {problem}")
             if run.tag in tags:
                 raise ConfigError(path, f"{experiment.key}.tag", f"run tag {run.tag!r} is also produced by "
                                   f"{tags[run.tag]}; add {{name}} or {{task}} to the tag pattern")

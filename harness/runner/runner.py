@@ -6,6 +6,8 @@ time, with progress) -> stream into `<tag>.run` (atomic) -> evaluate -> write `<
 with the scores (atomic, after the run file, so a JSON always describes a complete run).
 A skipped run reuses the scores its JSON records, unless the measures or depth changed.
 A run killed half-way leaves only a dot-named temp file, removed when the run is redone.
+One `harness run` at a time writes to an output folder (a lock on the folder); another
+waits for it, says so in one line, and then skips the runs it finished.
 """
 
 from __future__ import annotations
@@ -22,11 +24,12 @@ from typing import Any, TextIO
 
 from tqdm import tqdm
 
-from harness.atomic import atomic_write
+from harness.atomic import atomic_write, folder_lock
 from harness.corpus import Corpus, Document
 from harness.errors import HarnessError
 from harness.evaluate import Evaluation, evaluate
 from harness.retrieve import Retriever, SearchQuery, build, shared_retrievers
+from harness.paths import file_in
 from harness.runner import provenance
 from harness.runner.config import Config, Experiment, RunSpec
 from harness.runner.tasks import TASKS, Ranker, Ranking
@@ -156,11 +159,11 @@ def prepare(run: RunSpec, workspace: Workspace) -> Prepared:
 
 
 def run_path(output: Path, run: RunSpec) -> Path:
-    return output / f"{run.tag}.run"
+    return file_in(output, f"{run.tag}.run")
 
 
 def json_path(output: Path, run: RunSpec) -> Path:
-    return output / f"{run.tag}.json"
+    return file_in(output, f"{run.tag}.json")
 
 
 def is_finished(prepared: Prepared, output: Path) -> bool:
@@ -178,8 +181,6 @@ def is_finished(prepared: Prepared, output: Path) -> bool:
 def execute(prepared: Prepared, workspace: Workspace, output: Path, config_path: Path, log: TextIO) -> Evaluation:
     """Rank every query and write the run file, score it, then write its JSON."""
     run = prepared.run
-    for stale in output.glob(f".{run.tag}.*.tmp"):  # left by a killed earlier attempt
-        stale.unlink(missing_ok=True)
     task = TASKS.get(run.experiment.task)
     started = time.perf_counter()
     rank = task.ranker(run, prepared.benchmark, workspace)
@@ -263,10 +264,11 @@ class Outcome:
 
 def score(prepared: Prepared, output: Path) -> Evaluation:
     experiment = prepared.run.experiment
-    run = read_run(run_path(output, prepared.run))
+    depth = experiment.depth or experiment.k
+    run = read_run(run_path(output, prepared.run), depth=None if experiment.passage_separator else depth)
     if experiment.passage_separator:
         run = run.to_documents(experiment.passage_separator)
-    return evaluate(prepared.qrels, run, list(experiment.measures), experiment.depth or experiment.k)
+    return evaluate(prepared.qrels, run, list(experiment.measures), depth)
 
 
 def run_config(
@@ -276,10 +278,12 @@ def run_config(
     (stderr by default)."""
     log = log or sys.stderr
     output = config.output
-    output.mkdir(parents=True, exist_ok=True)
+    if output.exists() and not output.is_dir():
+        raise HarnessError(f"output {str(output)!r} is a file, expected a folder")
     workspace = Workspace()
     outcomes = []
-    with shared_retrievers():
+    # one writer per output folder: a second run waits, then skips what the first finished
+    with folder_lock(output, log), shared_retrievers():
         for run in config.runs(only):
             prepared = prepare(run, workspace)
             skipped = not force and is_finished(prepared, output)

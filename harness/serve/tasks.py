@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 
-from harness.errors import HarnessError, InputError
+from harness.errors import HarnessError, InputError, open_input, read_input
 from harness.serve.config import TaskConfig
 
 MAX_MESSAGES = 200  # findings returned for one upload
@@ -106,9 +106,9 @@ class TaskRuntime:
     def check(self, path: Path, display: str) -> Verdict:
         """The validator's verdict on an upload; `display` is the name messages give it."""
         try:
-            text = path.read_text(encoding="utf-8")
-        except UnicodeDecodeError as problem:
-            return Verdict(None, "", [Message("error", "encoding", f"not UTF-8 text ({problem.reason})", display)])
+            text = read_input(path)  # a BOM read away; a bad byte named at its line
+        except InputError as problem:
+            return Verdict(None, "", [Message("error", "encoding", problem.problem, display, problem.line)])
         fmt = detect_format(text)
         if fmt not in self.config.formats:
             problem = f"this is a {fmt} file; the task accepts {', '.join(self.config.formats)}"
@@ -148,7 +148,7 @@ class TaskRuntime:
                 verdict.warnings.append(Message("warning", "coverage", f"{missing} turns have no results (scored 0)", display))
         if run.duplicates:
             verdict.warnings.append(Message("warning", "duplicate", f"{run.duplicates} repeated documents (first kept)", display))
-        with path.open(encoding="utf-8") as handle:
+        with open_input(path) as handle:
             verdict.run_name = next((line.split()[5] for line in handle if len(line.split()) == 6), "")
         return verdict
 

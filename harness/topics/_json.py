@@ -31,26 +31,20 @@ def read_json(path: str | Path) -> Any:
             return json.load(handle)
         except json.JSONDecodeError as error:
             raise InputError(path, f"invalid JSON: {error.msg} (column {error.colno})", line=error.lineno) from None
-        except UnicodeDecodeError as error:
-            raise InputError(path, f"not UTF-8 text ({error.reason})") from None
 
 
 def read_jsonl(path: str | Path) -> Iterator[tuple[int, Any]]:
     """(line number, value) for each non-blank line of a JSON-lines file."""
     path = Path(path)
     with open_input(path) as handle:
-        number = 0
-        try:
-            for number, line in enumerate(handle, start=1):
-                if line.strip():
-                    try:
-                        yield number, json.loads(line)
-                    except json.JSONDecodeError as error:
-                        raise InputError(
-                            path, f"invalid JSON: {error.msg} (column {error.colno})", line=number
-                        ) from None
-        except UnicodeDecodeError as error:
-            raise InputError(path, f"not UTF-8 text ({error.reason})", line=number + 1) from None
+        for number, line in enumerate(handle, start=1):
+            if line.strip():
+                try:
+                    yield number, json.loads(line)
+                except json.JSONDecodeError as error:
+                    raise InputError(
+                        path, f"invalid JSON: {error.msg} (column {error.colno})", line=number
+                    ) from None
 
 
 class Record:

@@ -29,7 +29,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from harness.atomic import atomic_write
-from harness.errors import HarnessError, InputError
+from harness.errors import HarnessError, InputError, open_input, read_input
 from harness.paths import cache_root, data_root, qrels_root
 from harness.topics import ADAPTERS, Benchmark
 from harness.topics._common import QidSet, choose_split, shipped_qrels
@@ -75,11 +75,7 @@ def _by_qid(path: Path, expected: TopicTurns, primary: Path) -> dict[str, Record
 def read_resolved_tsv(path: Path) -> dict[str, str]:
     """`qid<TAB>resolved utterance` lines (the 2019 manual rewrites)."""
     resolved: dict[str, str] = {}
-    try:
-        handle = open(path, encoding="utf-8", newline="")
-    except FileNotFoundError:
-        raise InputError(path, "no such file") from None
-    with handle:
+    with open_input(path, newline="") as handle:
         for number, line in enumerate(handle, start=1):
             line = line.rstrip("\r\n")
             if not line.strip():
@@ -253,10 +249,7 @@ def _train_qrels_2019() -> Qrels:
     """
     source = qrels_root() / "cast" / "2019_train_topics_mod.qrel"
     copy = cache_root() / "qrels" / "cast2019-train.dedup.qrel"
-    try:
-        lines = source.read_text(encoding="utf-8").splitlines()
-    except FileNotFoundError:
-        raise InputError(source, "no such file") from None
+    lines = read_input(source).splitlines()
     with atomic_write(copy) as out:
         seen: set[tuple[str, ...]] = set()
         for line in lines:

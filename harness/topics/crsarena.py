@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from harness.errors import HarnessError, InputError
+from harness.errors import HarnessError, InputError, read_input
 from harness.paths import data_root
 from harness.topics import ADAPTERS, Benchmark
 from harness.topics.model import Conversation, Turn
@@ -75,9 +75,7 @@ def read_dialogues(path: str | Path, setting: str | None = None) -> tuple[Conver
     if setting is None:
         setting = next((s for s in SETTINGS if s in path.stem), path.stem)
     try:
-        records = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise InputError(path, "no such file") from None
+        records = json.loads(read_input(path))
     except json.JSONDecodeError as error:
         raise InputError(path, f"not valid JSON ({error.msg})", line=error.lineno) from None
     if not isinstance(records, list):

@@ -1,0 +1,179 @@
+"""Every reader, reached through the user's command, answers a malformed file with one line
+naming the file and line, and no traceback; a byte-order mark is read away.
+
+The corpus: `tests/malformed/<reader>/<case>[@<line>].<ext>`, one small text file per case
+(`@<line>`: the line the error must name). The binary cases (a BOM, a byte that is not
+UTF-8, compressed files) are made at test time from a good file of each reader, itself cut
+from the shipped real data.
+"""
+
+from __future__ import annotations
+
+import bz2
+import gzip
+import itertools
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from harness.cli import main
+from harness.paths import data_root
+from tests.conftest import CAST2021_DOC_RUNS, CAST2021_QRELS
+from tests.test_topics_malformed import shadow  # noqa: F401  (fixture)
+
+MALFORMED = Path(__file__).parent / "malformed"
+TOPIC_FILE = "cosrec/dataset/curated/conversations.jsonl"
+
+
+def _head(path: Path, lines: int) -> str:
+    with path.open(encoding="utf-8") as handle:
+        return "".join(itertools.islice(handle, lines))
+
+
+def _good_config() -> str:
+    return "k: 10\nexperiments:\n  # pragmaticqa with bm25\n  - name: pqa\n    topics: pragmaticqa:val\n    strategies: [raw]\n" \
+           "    retrievers: [bm25]\n    measures: [nDCG@10]\n"
+
+
+def _good_corpus() -> str:
+    """iKAT 2023 provenance passages as a JSONL corpus {id, contents}."""
+    source = data_root() / "ikat" / "2023" / "data" / "2023_train_topics_psg_text.jsonl"
+    records = [json.loads(line) for line in _head(source, 4).splitlines()]
+    return "".join(json.dumps({"id": f"{r['doc_id']}:{r['passage_id']}", "contents": r["passage_text"]}) + "\n"
+                   for r in records)
+
+
+def _good_2025() -> str:
+    """Four turns of the 2025 layout, passages and scores of the iKAT 2023 sample run."""
+    sample = json.loads((data_root() / "ikat" / "2023" / "scripts" / "run_validation" / "tests" / "data" /
+                         "sample_run.json").read_text(encoding="utf-8"))
+    lines = []
+    for number, turn in enumerate(sample["turns"][:4], start=1):
+        passages = turn["responses"][0]["passage_provenance"]
+        references = {p["id"]: p["score"] for p in passages}
+        lines.append(json.dumps({"metadata": {"team_id": "harness", "run_id": "sample", "run_type": "automatic"},
+                                 "turn_id": f"1-{number}", "responses": [], "references": references}))
+    return "\n".join(lines) + "\n"
+
+
+@dataclass(frozen=True)
+class Reader:
+    """How a user reaches one reader: the command (argv given the file and a scratch folder),
+    the file's extension, and a good file (text) to derive the BOM and bad-byte cases from."""
+
+    command: Callable[[Path, Path], list[str]]
+    ext: str
+    good: Callable[[], str]
+    place: str | None = None  # a data file the reader loads by benchmark name (shadowed)
+
+
+def _tiny_run(folder: Path) -> Path:
+    path = folder / "tiny.run"
+    path.write_text(_head(CAST2021_DOC_RUNS[0], 20), encoding="utf-8")
+    return path
+
+
+READERS: dict[str, Reader] = {
+    "run": Reader(lambda f, d: ["eval", "--qrels", str(CAST2021_QRELS), "--run", str(f), "--format", "json"],
+                  "run", lambda: _head(CAST2021_DOC_RUNS[0], 20)),
+    "qrels": Reader(lambda f, d: ["eval", "--qrels", str(f), "--run", str(_tiny_run(d)), "--format", "json"],
+                    "qrel", lambda: _head(CAST2021_QRELS, 30)),
+    "config": Reader(lambda f, d: ["run", str(f), "--dry-run", "--output", str(d / "runs")], "yaml", _good_config),
+    "topics": Reader(lambda f, d: ["topics", "export", "cosrec-curated", "--out", str(d / "out.jsonl")], "jsonl",
+                     lambda: (data_root() / TOPIC_FILE).read_text(encoding="utf-8"), place=TOPIC_FILE),
+    "ikat2025": Reader(lambda f, d: ["ikat", "to-trec", str(f), "--out", str(d / "out.run")], "jsonl", _good_2025),
+    "corpus": Reader(lambda f, d: ["segment", str(f), "--out", str(d / "out.jsonl"), "--splitter", "fast",
+                                   "--processes", "1"], "jsonl", _good_corpus),
+    "votes": Reader(lambda f, d: ["arena", "--votes", str(f), "--bootstrap", "10"], "csv",
+                    lambda: _head(data_root() / "crsarena" / "votes_open.csv", 12)),
+}
+
+CASES = sorted(
+    (reader.name, case) for reader in MALFORMED.iterdir() if reader.is_dir() for case in sorted(reader.iterdir())
+)
+
+
+def _expected_line(case: Path) -> int | None:
+    _, at, line = case.name.split(".")[0].partition("@")
+    return int(line) if at else None
+
+
+def _run(argv: list[str], capsys) -> tuple[int, str, str]:
+    code = main(argv)
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def _place(tmp_path: Path, reader: Reader, content: bytes, shadow, name: str = "input") -> Path:  # noqa: F811
+    """Write the input where the reader will read it: a scratch file, or over a shadowed data file."""
+    if reader.place:
+        _, target = shadow(reader.place)
+    else:
+        target = tmp_path / "in" / f"{name}.{reader.ext}"
+        target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_bytes(content)
+    return target
+
+
+def assert_one_line_error(code: int, err: str, path: Path, line: int | None) -> None:
+    errors = [text for text in err.splitlines() if text.startswith("harness ") and ": error: " in text]
+    assert code == 2 and len(errors) == 1, err
+    assert "Traceback" not in err
+    where = f"{path}:{line}:" if line is not None else str(path)
+    assert where in errors[0], errors[0]
+
+
+def test_the_corpus_covers_every_reader():
+    assert {reader for reader, _ in CASES} == set(READERS)
+
+
+@pytest.mark.parametrize(("reader", "case"), CASES, ids=[f"{r}/{c.name}" for r, c in CASES])
+def test_malformed_input_is_one_line_naming_file_and_line(reader, case, tmp_path, capsys, shadow):  # noqa: F811
+    spec = READERS[reader]
+    path = _place(tmp_path, spec, case.read_bytes(), shadow)
+    code, _, err = _run(spec.command(path, tmp_path), capsys)
+    assert_one_line_error(code, err, path, _expected_line(case))
+
+
+@pytest.mark.parametrize("reader", sorted(READERS))
+def test_a_byte_order_mark_is_read_away(reader, tmp_path, capsys, shadow):  # noqa: F811
+    """Same output with and without a BOM (no BOM glued to the first qid or key)."""
+    spec = READERS[reader]
+    good = spec.good().encode("utf-8")
+    outputs = []
+    for variant, content in (("plain", good), ("bom", b"\xef\xbb\xbf" + good)):
+        folder = tmp_path / variant
+        folder.mkdir()
+        path = _place(folder, spec, content, shadow)
+        code, out, err = _run(spec.command(path, folder), capsys)
+        assert code == 0, err
+        written = sorted(p.read_bytes() for p in folder.glob("out.*"))
+        outputs.append((out.replace(str(folder), "<folder>"), written))
+    assert outputs[0] == outputs[1]
+
+
+@pytest.mark.parametrize("reader", sorted(READERS))
+def test_a_bad_byte_is_reported_at_its_real_line(reader, tmp_path, capsys, shadow):  # noqa: F811
+    spec = READERS[reader]
+    lines = spec.good().encode("utf-8").splitlines(keepends=True)
+    bad = min(len(lines), 3)  # past the first line: the old reader said line 1 whatever the line
+    lines[bad - 1] = lines[bad - 1].replace(b" ", b" \xff", 1)
+    path = _place(tmp_path, spec, b"".join(lines), shadow)
+    code, _, err = _run(spec.command(path, tmp_path), capsys)
+    assert_one_line_error(code, err, path, bad)
+
+
+@pytest.mark.parametrize(("compress", "suffix"), [(gzip.compress, "gz"), (bz2.compress, "bz2")])
+def test_a_bad_byte_in_a_compressed_corpus_is_reported_at_its_real_line(compress, suffix, tmp_path, capsys):
+    """Far past the decoder's first 8 KB block, in a compressed file."""
+    good = _good_corpus().encode("utf-8")
+    lines = (good * 60).splitlines(keepends=True)
+    lines = [line.replace(b'"id": "', b'"id": "%d-' % n, 1) for n, line in enumerate(lines)]
+    lines[200] = lines[200].replace(b"contents", b"con\xfftents", 1)
+    path = tmp_path / f"corpus.jsonl.{suffix}"
+    path.write_bytes(compress(b"".join(lines)))
+    code, _, err = _run(READERS["corpus"].command(path, tmp_path), capsys)
+    assert_one_line_error(code, err, path, 201)

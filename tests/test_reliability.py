@@ -1,0 +1,288 @@
+"""No silent wrong answer, no write outside the output folder, no crash under concurrency or
+kill: one test per rule. The malformed-input corpus is in test_malformed_inputs.py.
+
+The process tests run `harness run` on one small config (iKAT 2023 test turns, raw
+utterances, BM25 over the 894 shipped provenance passages) as a user would, in child
+processes, each bounded in time.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+from harness.atomic import atomic_write, temp_folder
+from harness.cli import main
+from harness.errors import HarnessError
+from harness.paths import REPO_ROOT, file_in
+from harness.trec import read_run
+from tests.conftest import CAST2021_DOC_RUNS
+from tests.test_ikat_validate import _edit_line, failing_checks, run_2025, validate  # noqa: F401
+
+TAG = "ikat2023-test.raw.bm25"
+LIMIT = 600  # seconds any one child `harness run` may take
+
+
+# --- silent wrong answers ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("where", ["references", "citations"])
+@pytest.mark.parametrize("value", [math.nan, math.inf, -math.inf], ids=["NaN", "Infinity", "-Infinity"])
+def test_ikat2025_nan_or_infinite_scores_fail_validate(run_2025, tmp_path, where, value):  # noqa: F811
+    def edit(entry: dict) -> None:
+        passage = next(iter(entry["references"]))
+        target = entry["references"] if where == "references" else entry["responses"][0]["citations"]
+        target[passage] = value
+
+    broken = _edit_line(run_2025, tmp_path / "run.jsonl", edit)
+    assert "NaN" in broken.read_text() or "Infinity" in broken.read_text()
+    report = validate(broken, 2025)
+    assert ("references" if where == "references" else "responses") in failing_checks(report)
+    assert any("finite number" in finding.message for finding in report.errors)
+
+
+def _top(run, depth: int) -> dict[str, dict[str, float]]:
+    return {qid: dict(run.ranked(qid, depth)) for qid in run.scores}
+
+
+def test_streaming_the_top_depth_equals_reading_all_then_cutting(tmp_path):
+    shuffled = tmp_path / "shuffled.run"  # lines in no order: late lines must still enter the top
+    lines = CAST2021_DOC_RUNS[0].read_text().splitlines(keepends=True)
+    random.Random(14).shuffle(lines)
+    shuffled.write_text("".join(lines))
+    for path in [*CAST2021_DOC_RUNS, shuffled]:
+        for depth in (1, 10, 1000):
+            assert read_run(path, depth=depth).scores == _top(read_run(path), depth)
+
+
+def test_a_run_repeating_a_document_keeps_its_first_occurrence_when_streamed(tmp_path):
+    path = tmp_path / "dup.run"
+    path.write_text("q1 Q0 d1 1 1.0 t\nq1 Q0 d2 2 0.5 t\nq1 Q0 d3 3 0.4 t\nq1 Q0 d3 4 9.0 t\n")
+    streamed, whole = read_run(path, depth=2), read_run(path)
+    assert streamed.scores == _top(whole, 2) == {"q1": {"d1": 1.0, "d2": 0.5}}
+    assert streamed.duplicates == whole.duplicates == 1
+
+
+# --- writes outside the output folder ----------------------------------------------------
+
+
+@pytest.mark.parametrize("name", ["a/../../../x", "/tmp/x", "..", ".", ".hidden", "a\\b", "with space", ""])
+def test_file_in_refuses_names_that_leave_their_folder(tmp_path, name):
+    with pytest.raises(HarnessError, match="cannot name a file"):
+        file_in(tmp_path, name)
+    assert file_in(tmp_path, "pqa.raw.bm25.run") == tmp_path / "pqa.raw.bm25.run"
+
+
+def _config(folder: Path, **top) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / "tiny.yaml"
+    path.write_text(yaml.safe_dump({**top, "k": 20, "experiments": [
+        {"name": "ikat", "topics": "ikat2023:test", "strategies": ["raw"], "retrievers": ["bm25"],
+         "measures": ["nDCG@10"]}]}), encoding="utf-8")
+    return path
+
+
+def test_output_naming_a_file_is_a_one_line_error(tmp_path, capsys):
+    existing = tmp_path / "runs"
+    existing.write_text("not a folder\n")
+    for argv in (["run", str(_config(tmp_path / "a", output=str(existing))), "--dry-run"],
+                 ["run", str(_config(tmp_path / "b")), "--output", str(existing)]):
+        assert main(argv) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and "is a file, expected a folder" in err, err
+
+
+# --- temp files and children of dead processes -------------------------------------------
+
+
+def _dead_pid() -> int:
+    child = subprocess.Popen(["true"])
+    child.wait()
+    return child.pid
+
+
+def test_a_writer_removes_temp_files_of_dead_processes_only(tmp_path):
+    target = tmp_path / "x.run"
+    dead = tmp_path / f".x.run.{_dead_pid()}.abcdefgh.tmp"
+    live = tmp_path / f".x.run.{os.getppid()}.abcdefgh.tmp"  # pytest's parent: alive
+    other = tmp_path / f".y.run.{_dead_pid()}.abcdefgh.tmp"  # another target's: not ours to judge now
+    for path in (dead, live, other):
+        path.write_text("half\n")
+    with atomic_write(target) as handle:
+        assert [p.name for p in tmp_path.glob(f".x.run.{os.getpid()}.*.tmp")]
+        handle.write("whole\n")
+    assert not dead.exists() and live.exists() and other.exists()
+    assert target.read_text() == "whole\n"
+
+
+def test_an_index_build_removes_building_folders_of_dead_processes_only(tmp_path):
+    dead = tmp_path / f".idx.building.{_dead_pid()}.abcdefgh"
+    live = tmp_path / f".idx.building.{os.getppid()}.abcdefgh"
+    for folder in (dead, live):
+        (folder / "jsonl").mkdir(parents=True)
+    new = temp_folder(tmp_path, ".idx.building")
+    assert new.name.startswith(f".idx.building.{os.getpid()}.")
+    assert not dead.exists() and live.exists()
+
+
+def test_java_children_die_with_their_parent(tmp_path):
+    """The IndexCollection child is started with die_with_parent: SIGKILL the parent, the child goes."""
+    script = ("import subprocess, sys, time\n"
+              "from harness.retrieve.java import die_with_parent\n"
+              "child = subprocess.Popen(['sleep', '120'], preexec_fn=die_with_parent)\n"
+              "print(child.pid, flush=True)\n"
+              "time.sleep(120)\n")
+    parent = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True, env=_env())
+    child = int(parent.stdout.readline())
+    parent.kill()
+    parent.wait()
+    assert _gone(child, within=10)
+
+
+def _gone(pid: int, within: float) -> bool:
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        try:
+            with open(f"/proc/{pid}/stat") as handle:
+                if handle.read().split(")")[-1].split()[0] == "Z":
+                    return True  # a zombie: dead, waiting for its (gone) parent's reaper
+        except FileNotFoundError:
+            return True
+        time.sleep(0.1)
+    return False
+
+
+# --- concurrency and kills: real `harness run` processes ----------------------------------
+
+
+def _env(cache: Path | None = None) -> dict[str, str]:
+    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
+    env.setdefault("HARNESS_JAVA_HEAP", "1g")
+    if cache is not None:
+        env["HARNESS_CACHE"] = str(cache)
+    return env
+
+
+def _start(config: Path, out: Path, cache: Path, cwd: Path) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "harness.cli", "run", str(config), "--output", str(out)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_env(cache), cwd=cwd)
+
+
+def _finish(process: subprocess.Popen) -> tuple[int, str, str]:
+    try:
+        out, err = process.communicate(timeout=LIMIT)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        raise
+    return process.returncode, out, err
+
+
+def _wait_for(process: subprocess.Popen, found, what: str, within: float = LIMIT):
+    deadline = time.monotonic() + within
+    while True:
+        value = found()
+        if value:
+            return value
+        assert process.poll() is None, f"the run ended before {what}"
+        assert time.monotonic() < deadline, f"no {what} within {within} s"
+        time.sleep(0.02)
+
+
+@pytest.fixture(scope="module")
+def single(tmp_path_factory) -> tuple[Path, Path]:
+    """(output folder, cache) of one uninterrupted run of the tiny config."""
+    root = tmp_path_factory.mktemp("single")
+    code, _, err = _finish(_start(_config(root), root / "runs", root / "cache", root))
+    assert code == 0, err
+    return root / "runs", root / "cache"
+
+
+def _leftovers(*folders: Path) -> list[Path]:
+    return [p for folder in folders if folder.exists() for p in folder.rglob(".*") if "hs_err" not in p.name]
+
+
+@pytest.mark.slow
+@pytest.mark.java
+def test_two_simultaneous_runs_of_one_config_end_cleanly_with_single_run_bytes(single, tmp_path):
+    out, cache = single
+    config, shared = _config(tmp_path), tmp_path / "runs"
+    first, second = (_start(config, shared, cache, tmp_path) for _ in range(2))
+    results = [_finish(first), _finish(second)]
+    assert [code for code, _, _ in results] == [0, 0], [err for _, _, err in results]
+    errs = "".join(err for _, _, err in results)
+    assert "Traceback" not in errs
+    assert errs.count("another harness run is writing to") == 1  # the waiter says so, once
+    assert errs.count("finished with the same inputs, skipped") == 1  # ... then skips the finished run
+    assert (shared / f"{TAG}.run").read_bytes() == (out / f"{TAG}.run").read_bytes()
+    assert not _leftovers(shared)
+
+
+@pytest.mark.slow
+@pytest.mark.java
+def test_ctrl_c_once_the_jvm_is_up_exits_130_keeping_finished_outputs(single, tmp_path):
+    _, cache = single
+    out = tmp_path / "runs"
+    process = _start(_config(tmp_path), out, cache, tmp_path)
+    # the run file is opened once the retriever (and so the in-process JVM) is up
+    _wait_for(process, lambda: list(out.glob(f".{TAG}.run.*.tmp")), "run file being written")
+    process.send_signal(signal.SIGINT)
+    code, stdout, err = _finish(process)
+    assert code == 130, err
+    assert err.strip().splitlines()[-1] == "harness run: interrupted; finished outputs are kept"
+    assert "SIGSEGV" not in stdout + err and not list(tmp_path.glob("hs_err_pid*.log"))
+    assert not (out / f"{TAG}.run").exists() and not _leftovers(out)
+
+
+def _java_child(pid: int) -> int | None:
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        for child in (task / "children").read_text().split():
+            if "java" in Path(f"/proc/{child}/cmdline").read_bytes().decode(errors="replace"):
+                return int(child)
+    return None
+
+
+@pytest.mark.slow
+@pytest.mark.java
+def test_sigkill_while_indexing_kills_the_java_child_and_the_rerun_removes_every_leftover(single, tmp_path):
+    out, cache = tmp_path / "runs", tmp_path / "cache"
+    process = _start(_config(tmp_path), out, cache, tmp_path)
+    java = _wait_for(process, lambda: _java_child(process.pid), "IndexCollection child")
+    assert list((cache / "indexes").glob(".*.building.*"))
+    process.kill()
+    process.wait()
+    assert _gone(java, within=10), "the IndexCollection child outlived the harness"
+    code, _, err = _finish(_start(_config(tmp_path), out, cache, tmp_path))
+    assert code == 0, err
+    assert not _leftovers(out, cache)
+    assert (out / f"{TAG}.run").read_bytes() == (single[0] / f"{TAG}.run").read_bytes()
+
+
+@pytest.mark.slow
+@pytest.mark.java
+@pytest.mark.parametrize("point", ["run file opened", "run file half written"])
+def test_sigkill_while_writing_then_rerun_leaves_nothing_and_the_same_bytes(single, tmp_path, point):
+    finished, cache = single
+    out = tmp_path / "runs"
+    process = _start(_config(tmp_path), out, cache, tmp_path)
+
+    def reached():
+        temps = list(out.glob(f".{TAG}.run.*.tmp"))
+        return temps if temps and (point == "run file opened" or temps[0].stat().st_size > 20_000) else None
+
+    _wait_for(process, reached, point)
+    process.kill()
+    process.wait()
+    assert _leftovers(out)  # the killed writer's temp file, under a hidden name
+    code, _, err = _finish(_start(_config(tmp_path), out, cache, tmp_path))
+    assert code == 0, err
+    assert not _leftovers(out)
+    assert (out / f"{TAG}.run").read_bytes() == (finished / f"{TAG}.run").read_bytes()
