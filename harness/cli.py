@@ -14,6 +14,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "eval": ("harness.evaluate.cli", "score TREC runs against qrels (trec_eval conventions)"),
     "topics": ("harness.topics.cli", "list benchmarks and export their query streams"),
     "segment": ("harness.corpus.cli_segment", "split documents into official iKAT/TREC DL passages"),
+    "encode": ("harness.scale.cli_encode", "encode passages into sharded embedding files (local or on Ray)"),
     "index": ("harness.retrieve.cli_index", "build a Lucene index with Anserini"),
     "run": ("harness.runner.cli", "run a benchmark config: topics -> queries -> runs -> scores"),
     "compare": ("harness.report.cli_compare", "leaderboard of runs with significance tests"),

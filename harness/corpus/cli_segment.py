@@ -22,9 +22,26 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "(default spacy = en_core_web_sm 3.8.0 senter, the reference)",
     )
     parser.add_argument("--processes", type=int, default=None, help="worker processes (default: all cores)")
+    from harness.scale.engines import add_engine_arguments
+    from harness.scale.segment import SHARD_DOCS
+
+    add_engine_arguments(parser, SHARD_DOCS)  # sharded and resumable with --engine ray or --shard-docs
 
 
 def run(args: argparse.Namespace) -> int:
-    count = segment_corpus(open_corpus(args.corpus), args.out, splitter=args.splitter, processes=args.processes)
+    from harness.scale.engines import engine_spec, start_engine
+
+    spec = engine_spec(args)
+    if spec.name == "local" and args.shard_docs is None:
+        count = segment_corpus(open_corpus(args.corpus), args.out, splitter=args.splitter, processes=args.processes)
+    else:
+        from harness.scale.segment import segment_sharded
+
+        corpus, engine = open_corpus(args.corpus), start_engine(spec)
+        try:
+            count = segment_sharded(corpus, args.out, engine, splitter=args.splitter, shard_docs=args.shard_docs,
+                                    processes=args.processes)
+        finally:
+            engine.close()
     print(f"{count} passages written to {args.out}", file=sys.stderr)
     return 0

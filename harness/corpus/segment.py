@@ -195,6 +195,11 @@ def iter_passages(corpus: Corpus, splitter: str = "spacy", processes: int | None
             yield from result
 
 
+def passage_line(passage: Passage) -> str:
+    """One JSONL record {"id", "contents", "md5"}: the same bytes whichever engine wrote it."""
+    return json.dumps({"id": passage.id, "contents": passage.contents, "md5": passage.md5}) + "\n"
+
+
 def segment_corpus(corpus: Corpus, out: Path, splitter: str = "spacy", processes: int | None = None) -> int:
     """Write `out` as JSONL passages {"id", "contents", "md5"}; returns the passage count."""
     count = 0
@@ -202,9 +207,7 @@ def segment_corpus(corpus: Corpus, out: Path, splitter: str = "spacy", processes
         progress = tqdm(desc=f"segment {corpus.name}", unit=" docs", file=sys.stderr)
         with progress:
             for passages in iter_passages(corpus, splitter, processes):
-                for passage in passages:
-                    record = {"id": passage.id, "contents": passage.contents, "md5": passage.md5}
-                    handle.write(json.dumps(record) + "\n")
+                handle.writelines(passage_line(passage) for passage in passages)
                 count += len(passages)
                 progress.update(1)
     return count

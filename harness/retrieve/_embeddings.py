@@ -220,13 +220,25 @@ def _encode_corpus(corpus: Corpus, encoder: Encoder) -> tuple[list[str], np.ndar
     ids: list[str] = []
     blocks: list[np.ndarray] = []
     with tqdm(desc=f"encoding {corpus.name}", unit=" passages", file=sys.stderr) as progress:
-        for chunk in _chunks(corpus.documents(), _BATCHES_PER_CHUNK * encoder.batch_size):
+        for chunk, vectors in encode_chunks(encoder, corpus.documents()):
             ids.extend(document.id for document in chunk)
-            blocks.append(encoder.encode_documents([passage_text(document) for document in chunk]))
+            blocks.append(vectors)
             progress.update(len(chunk))
     if not ids:
         raise HarnessError(f"corpus {corpus.name!r} has no documents to encode")
     return ids, np.concatenate(blocks)
+
+
+def chunk_size(encoder: Encoder) -> int:
+    """Passages per model call. The vectors of a passage depend (in the last float bits) on
+    the passages it is batched with, so sharded encoding cuts shards at multiples of this."""
+    return _BATCHES_PER_CHUNK * encoder.batch_size
+
+
+def encode_chunks(encoder: Encoder, documents: Iterator[Document]) -> Iterator[tuple[list[Document], np.ndarray]]:
+    """(documents, float32 vectors) per chunk of chunk_size(encoder), from the stream's start."""
+    for chunk in _chunks(documents, chunk_size(encoder)):
+        yield chunk, encoder.encode_documents([passage_text(document) for document in chunk])
 
 
 def _chunks(documents: Iterator[Document], size: int) -> Iterator[list[Document]]:

@@ -9,8 +9,10 @@ its queries. Search is exhaustive (exact), by one of three interchangeable backe
 below 10,000 passages and `faiss` from there on (measured on the 2-core machines, k=1000,
 benchmarks/dense_speed.py: numpy 2.5x faster at 1,000 passages, level at 10,000, faiss
 1.35x faster at 30,000-100,000 and 2.5x at 500,000).
-Ties: equal scores rank in corpus order; `numpy` applies this exactly, also at the k-th
-place, `faiss` and `torch` within the k hits they return.
+The backend only proposes candidates: each is re-scored as a float64 dot product rounded to
+float32 (harness/scale/exact.py), so a run does not depend on the backend, BLAS blocking or
+sharding; equal scores rank in corpus order, also at the k-th place. With `engine: ray` the
+same search runs shard by shard on a Ray cluster (harness/scale/search.py), same run.
 """
 
 from __future__ import annotations
@@ -24,8 +26,9 @@ import numpy as np
 from harness.corpus import Corpus
 from harness.errors import HarnessError
 from harness.registry import Registry
-from harness.retrieve import RETRIEVERS, Hit, SearchQuery
+from harness.retrieve import RETRIEVERS, Hit, Retriever, SearchQuery
 from harness.retrieve._embeddings import Encoder, PassageVectors, check_dtype, load_encoder, passage_vectors
+from harness.scale.exact import exact_search, longest_norm
 
 # (query vectors [q x d], k) -> (scores [q x k], corpus rows [q x k]), best first.
 SearchFn = Callable[[np.ndarray, int], tuple[np.ndarray, np.ndarray]]
@@ -39,7 +42,9 @@ FAISS_FROM = 10_000
 
 
 class DenseRetriever:
-    def __init__(self, corpus: Corpus, encoder: Encoder, *, dtype: str, backend: str | None, cache_dir: Path | None):
+    def __init__(self, corpus: Corpus, encoder: Encoder, *, dtype: str, backend: str | None, cache_dir: Path | None,
+                 approx: str | None = None, approx_depth: int | None = None):
+        self.approx, self.approx_depth = approx, approx_depth
         self.corpus = corpus
         self.encoder = encoder
         self.dtype = dtype
@@ -54,6 +59,10 @@ class DenseRetriever:
     @cached_property
     def _search(self) -> SearchFn:
         vectors = self.passages.vectors
+        if self.approx is not None:
+            from harness.scale.approx import load_or_build, proposer
+
+            return proposer(load_or_build(self.approx, vectors, self.passages.folder / f"vectors.{self.approx}.faiss"))
         if self.backend is not None:
             name = self.backend
         elif str(self.encoder.model.device).startswith("cuda"):
@@ -62,11 +71,18 @@ class DenseRetriever:
             name = "numpy" if len(vectors) < FAISS_FROM else "faiss"
         return SEARCH_BACKENDS.get(name)(vectors)
 
+    @cached_property
+    def _longest(self) -> float:
+        return longest_norm(self.passages.vectors)
+
     def search(self, queries: Sequence[SearchQuery], k: int) -> dict[str, list[Hit]]:
         if not queries or k < 1:
             return {query.qid: [] for query in queries}
         ids = self.passages.ids
-        scores, rows = self._search(self.encoder.encode_queries([query.text for query in queries]), min(k, len(ids)))
+        vectors = self.encoder.encode_queries([query.text for query in queries])
+        # the backend proposes, exact_search re-scores: scores independent of BLAS blocking and sharding
+        scores, rows = exact_search(self.passages.vectors, vectors, k, self._search, longest=self._longest,
+                                    exhaustive=self.approx is None, depth=self.approx_depth)
         return {
             query.qid: [Hit(ids[row], float(score)) for score, row in zip(query_scores, query_rows)]
             for query, query_scores, query_rows in zip(queries, scores, rows)
@@ -87,7 +103,11 @@ def dense(
     threads: int | None = None,
     cache_dir: str | None = None,
     index: str | None = None,
-) -> DenseRetriever:
+    engine: str | dict | None = None,
+    shard_docs: int | None = None,
+    approx: str | None = None,
+    approx_depth: int | None = None,
+) -> Retriever:
     """Bi-encoder retrieval over `corpus`.
 
     model: local sentence-transformers folder (default: all-MiniLM-L6-v2 from the
@@ -98,6 +118,10 @@ def dense(
     threads: torch threads (default: the cores this process may use); cache_dir: where
     vectors are cached (default: cache_root()/embeddings). A corpus given only as a Lucene
     `index` cannot be encoded (use `pyserini-dense` for a prebuilt dense index).
+    engine: local (default) or ray, or {name: ray, address: ..., workers: N}: encode in
+    shards of shard_docs passages and search each shard where it lives (harness/scale/);
+    same run as without it. approx: hnsw or ivfpq, an approximate faiss index proposing
+    approx_depth candidates (default k) per shard, re-scored exactly.
     """
     if corpus is None:
         why = f"; the index {index!r} has no passage text to encode (pyserini-dense searches faiss indexes)"
@@ -105,12 +129,26 @@ def dense(
     check_dtype(dtype)
     if backend is not None:
         SEARCH_BACKENDS.get(backend)  # an unknown name fails before the model loads
+    if approx is not None:
+        from harness.scale.approx import APPROX
+
+        APPROX.get(approx)
+    spec = None
+    if engine is not None or shard_docs is not None:
+        from harness.scale.engines import EngineSpec
+
+        spec = EngineSpec.from_mapping(engine or "local", "dense retriever engine")
     encoder = load_encoder(
         model, max_length=max_length, normalize=normalize, batch_size=batch_size, device=device, threads=threads
     )
-    return DenseRetriever(
-        corpus, encoder, dtype=dtype, backend=backend, cache_dir=Path(cache_dir) if cache_dir else None
-    )
+    cache = Path(cache_dir) if cache_dir else None
+    if spec is not None:
+        from harness.scale.search import ShardedDenseRetriever
+
+        return ShardedDenseRetriever(corpus, encoder, dtype=dtype, engine=spec, shard_docs=shard_docs, approx=approx,
+                                     approx_depth=approx_depth, cache_dir=cache)
+    return DenseRetriever(corpus, encoder, dtype=dtype, backend=backend, cache_dir=cache, approx=approx,
+                          approx_depth=approx_depth)
 
 
 # -- exact inner-product search backends ------------------------------------------------------

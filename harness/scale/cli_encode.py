@@ -1,0 +1,40 @@
+"""`harness encode CORPUS --out DIR`: passage embeddings as sharded .npy files and a manifest."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from harness.scale.encode import SHARD_DOCS
+from harness.scale.engines import add_engine_arguments
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("corpus", help="passages to encode: JSONL (e.g. `harness segment` output), "
+                        "irds:<ir_datasets id> or benchmark:<name>")
+    parser.add_argument("--out", required=True, type=Path, help="folder for shard-NNNNN.npy/.ids and manifest.json")
+    parser.add_argument("--model", default=None, help="local sentence-transformers folder (default: all-MiniLM-L6-v2)")
+    parser.add_argument("--dtype", default="float32", choices=["float32", "float16"], help="stored vector type")
+    parser.add_argument("--batch-size", type=int, default=32, help="passages per model batch (GPUs: 256 or more)")
+    parser.add_argument("--max-length", type=int, default=None, help="tokens per passage (default: the model's)")
+    add_engine_arguments(parser, SHARD_DOCS)
+
+
+def run(args: argparse.Namespace) -> int:
+    from harness.corpus.readers import open_corpus
+    from harness.retrieve._embeddings import load_encoder
+    from harness.scale.encode import encode_sharded
+    from harness.scale.engines import engine_spec, start_engine
+
+    spec = engine_spec(args)
+    corpus = open_corpus(args.corpus)
+    encoder = load_encoder(args.model, max_length=args.max_length, batch_size=args.batch_size)
+    engine = start_engine(spec)
+    try:
+        manifest = encode_sharded(corpus, encoder, args.out, engine, dtype=args.dtype, shard_docs=args.shard_docs)
+    finally:
+        engine.close()
+    print(f"{manifest['count']} passage vectors in {len(manifest['shards'])} shards written to {args.out}",
+          file=sys.stderr)
+    return 0

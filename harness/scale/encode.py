@@ -1,0 +1,103 @@
+"""Sharded passage encoding: `harness encode CORPUS --out DIR [--engine ray]`.
+
+DIR holds shard-NNNNN.npy (vectors, the chosen dtype, corpus order) and shard-NNNNN.ids
+(one passage id a line) per shard, and manifest.json with each shard's count and sha256.
+Shards are cut at multiples of the encoder's chunk (8 batches), the unit the one-machine
+cache encodes in, so the vectors equal those of the local cache bit for bit on the same
+hardware. On a GPU the model runs in float16 when float16 vectors are asked for.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from harness.atomic import atomic_write
+from harness.corpus import Corpus
+from harness.retrieve._embeddings import Encoder, cache_key, check_dtype, chunk_size, encode_chunks, load_encoder
+from harness.scale.engines import Engine
+from harness.scale.shards import ShardResult, ShardTask, plan, run_shards
+
+SHARD_DOCS = 8192
+
+
+def encoder_settings(encoder: Encoder, dtype: str) -> dict[str, Any]:
+    """What a worker needs to load the same encoder, and what changes the vectors."""
+    return {
+        "model": str(encoder.path.resolve()),
+        "model_identity": encoder.identity,
+        "max_length": encoder.max_length,
+        "normalize": encoder.normalize,
+        "batch_size": encoder.batch_size,
+        "dtype": check_dtype(dtype),
+    }
+
+
+def _write_hashed(path: Path, data: bytes) -> str:
+    with atomic_write(path, "wb") as handle:
+        handle.write(data)
+    return hashlib.sha256(data).hexdigest()
+
+
+def encode_shard(task: ShardTask) -> ShardResult:
+    settings = task.settings
+    # a Ray task gets OMP_NUM_THREADS = its CPUs: one torch thread per CPU it holds, not per core of
+    # the node (the vectors do not depend on the thread count)
+    threads = int(os.environ["OMP_NUM_THREADS"]) if os.environ.get("OMP_NUM_THREADS", "").isdigit() else None
+    encoder = load_encoder(settings["model"], max_length=settings["max_length"], normalize=settings["normalize"],
+                           batch_size=settings["batch_size"], threads=threads)
+    if str(encoder.model.device).startswith("cuda") and settings["dtype"] == "float16":
+        encoder.model.half()
+    ids: list[str] = []
+    blocks = []
+    for chunk, vectors in encode_chunks(encoder, task.read()):
+        ids.extend(document.id for document in chunk)
+        blocks.append(vectors.astype(settings["dtype"], copy=False))
+    buffer = io.BytesIO()
+    np.save(buffer, np.concatenate(blocks), allow_pickle=False)
+    folder = Path(task.folder)
+    files = {
+        f"{task.stem}.npy": _write_hashed(folder / f"{task.stem}.npy", buffer.getvalue()),
+        f"{task.stem}.ids": _write_hashed(folder / f"{task.stem}.ids", "".join(f"{i}\n" for i in ids).encode()),
+    }
+    return ShardResult(docs=len(ids), count=len(ids), files=files)
+
+
+def encode_sharded(
+    corpus: Corpus, encoder: Encoder, folder: Path, engine: Engine, *, dtype: str = "float32",
+    shard_docs: int | None = None,
+) -> dict[str, Any]:
+    """Encode every shard not already done; returns the manifest."""
+    settings = {**encoder_settings(encoder, dtype), "shard_docs": shard_docs or SHARD_DOCS}
+    tasks = plan(corpus, folder, settings, settings["shard_docs"], align=chunk_size(encoder))
+    return run_shards(engine, "encode", encode_shard, tasks, folder, settings)
+
+
+@dataclass(frozen=True)
+class VectorShard:
+    offset: int  # corpus row of its first vector
+    count: int
+    vectors: str  # .npy path
+    ids: str
+
+
+def vector_shards(folder: Path, manifest: dict[str, Any]) -> list[VectorShard]:
+    shards, offset = [], 0
+    for entry in manifest["shards"]:
+        names = sorted(entry["files"])  # .ids, .npy
+        shards.append(VectorShard(offset, entry["count"], str(folder / names[1]), str(folder / names[0])))
+        offset += entry["count"]
+    return shards
+
+
+def sharded_cache_folder(cache_dir: Path, corpus: Corpus, encoder: Encoder, dtype: str, shard_docs: int) -> Path:
+    from harness.retrieve._embeddings import cache_folder
+
+    return cache_folder(cache_dir, corpus.name, {**cache_key(corpus.fingerprint, encoder, dtype),
+                                                 "shards": shard_docs})

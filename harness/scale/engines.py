@@ -1,0 +1,186 @@
+"""Engines: where shard tasks run and shard searchers live. `local` runs them in this
+process (today's behaviour, the default); `ray` runs them on a Ray cluster, started here or
+joined at an address. Both hand results back in completion order; outputs never depend on
+that order (the shard plan fixes them), only progress does."""
+
+from __future__ import annotations
+
+import argparse
+import os
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, fields
+from typing import Any, Protocol, TypeVar
+
+from harness.errors import HarnessError
+from harness.registry import Registry
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+
+@dataclass(frozen=True)
+class EngineSpec:
+    """What the CLI's --engine/--address/--workers and a config's `engine:` mapping say."""
+
+    name: str = "local"
+    address: str | None = None  # ray: a running cluster ("auto", "HOST:6379", "ray://HOST:10001"); none: start one here
+    workers: int | None = None  # shard tasks in flight at once (default: the cluster's CPUs, locally 1)
+    gpus: float = 0.0  # ray: GPUs per encoding task (a fraction shares one GPU between tasks)
+    retries: int = 3  # ray: times a task is retried after its worker process or node dies
+
+    @classmethod
+    def from_mapping(cls, value: Any, where: str = "engine") -> EngineSpec:
+        """`engine: ray` or `engine: {name: ray, address: ..., workers: 2}`."""
+        if isinstance(value, str):
+            value = {"name": value}
+        if not isinstance(value, dict):
+            raise HarnessError(f"{where} must be an engine name or a mapping with a name; got {value!r}")
+        known = {field.name for field in fields(cls)}
+        unknown = sorted(set(value) - known)
+        if unknown:
+            raise HarnessError(f"{where}: unknown key(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}")
+        spec = cls(**value)
+        ENGINES.get(spec.name)  # an unknown engine fails before any work
+        return spec
+
+
+class Held(Protocol):
+    """A shard searcher (or any object) living on the engine: its methods return futures."""
+
+    def call(self, method: str, *args: Any) -> Any: ...
+
+
+class Engine(Protocol):
+    workers: int
+
+    def map(self, function: Callable[[T], R], tasks: Iterable[T]) -> Iterator[tuple[T, R]]:
+        """(task, result) as tasks finish; tasks are pulled lazily, `workers` in flight."""
+        ...
+
+    def hold(self, cls: type, *args: Any) -> Held:
+        """An instance of cls built where the engine puts it (a Ray actor: spread over nodes)."""
+        ...
+
+    def get(self, futures: list[Any]) -> list[Any]: ...
+
+    def close(self) -> None: ...
+
+
+ENGINES: Registry[Callable[[EngineSpec], Engine]] = Registry("engine")
+
+
+class _Local:
+    def __init__(self, instance: Any) -> None:
+        self.instance = instance
+
+    def call(self, method: str, *args: Any) -> Any:
+        return getattr(self.instance, method)(*args)
+
+
+@ENGINES.register("local")
+class LocalEngine:
+    """In this process, one task after another (segmentation still uses its worker processes)."""
+
+    def __init__(self, spec: EngineSpec) -> None:
+        self.workers = 1
+
+    def map(self, function, tasks):
+        for task in tasks:
+            yield task, function(task)
+
+    def hold(self, cls, *args):
+        return _Local(cls(*args))
+
+    def get(self, futures):
+        return list(futures)
+
+    def close(self) -> None:
+        pass
+
+
+class _Actor:
+    def __init__(self, handle: Any) -> None:
+        self.handle = handle
+
+    def call(self, method: str, *args: Any) -> Any:
+        return getattr(self.handle, method).remote(*args)
+
+
+@ENGINES.register("ray")
+class RayEngine:
+    """Ray Core tasks and actors. Without an address, a one-machine Ray instance is started
+    (and stopped by close); with one, the driver joins that cluster. Every node must be able
+    to import `harness` and read the input and output paths (a shared file system)."""
+
+    def __init__(self, spec: EngineSpec) -> None:
+        try:
+            import ray
+        except ImportError:
+            raise HarnessError("the ray engine needs Ray: pip install 'ray[default]'") from None
+        self.ray, self.spec = ray, spec
+        self._started = not ray.is_initialized()
+        if self._started:
+            options: dict[str, Any] = {"log_to_driver": False, "configure_logging": False}
+            if spec.address:
+                options["address"] = spec.address
+            else:  # "local": a new instance, never a cluster some other process started on this machine
+                options.update(address="local", num_cpus=spec.workers or os.cpu_count() or 1, include_dashboard=False)
+            try:
+                ray.init(**options)
+            except (ConnectionError, RuntimeError, ValueError) as error:
+                raise HarnessError(f"cannot start or join the Ray cluster {spec.address or '(local)'}: {error}") from None
+        self.workers = spec.workers or max(1, int(ray.cluster_resources().get("CPU", 1)))
+
+    def map(self, function, tasks):
+        ray = self.ray
+        remote = ray.remote(function).options(num_cpus=1, num_gpus=self.spec.gpus, max_retries=self.spec.retries)
+        tasks = iter(tasks)
+        in_flight: dict[Any, Any] = {}
+        while True:
+            while len(in_flight) < self.workers and (task := next(tasks, None)) is not None:
+                in_flight[remote.remote(task)] = task
+            if not in_flight:
+                return
+            (done,), _ = ray.wait(list(in_flight), num_returns=1)
+            task = in_flight.pop(done)
+            try:
+                result = ray.get(done)
+            except ray.exceptions.RayError as error:
+                raise HarnessError(f"shard task failed on the Ray cluster: {error}") from None
+            yield task, result
+
+    def hold(self, cls, *args):
+        actor = self.ray.remote(cls).options(num_cpus=0, scheduling_strategy="SPREAD")
+        return _Actor(actor.remote(*args))
+
+    def get(self, futures):
+        return self.ray.get(list(futures))
+
+    def close(self) -> None:
+        if self._started:
+            self.ray.shutdown()
+
+
+def start_engine(spec: EngineSpec) -> Engine:
+    return ENGINES.get(spec.name)(spec)
+
+
+def add_engine_arguments(parser: argparse.ArgumentParser, shard_docs_default: int) -> None:
+    """--engine, --address, --workers, --shard-docs: the same on every scaled command."""
+    parser.add_argument("--engine", default="local", choices=["local", "ray"],
+                        help="where shards are processed: local (this machine, default) or ray")
+    parser.add_argument("--address", default=None,
+                        help="ray: address of a running cluster (auto, HOST:6379); default: start Ray here")
+    parser.add_argument("--workers", type=int, default=None,
+                        help="shard tasks in flight (ray default: the cluster's CPUs)")
+    parser.add_argument("--shard-docs", type=int, default=None,
+                        help=f"documents per shard (default {shard_docs_default}; a ClueWeb22 folder is "
+                        "split one shard per file)")
+
+
+def engine_spec(args: argparse.Namespace) -> EngineSpec:
+    if args.workers is not None and args.workers < 1:
+        raise HarnessError("--workers must be at least 1")
+    if args.shard_docs is not None and args.shard_docs < 1:
+        raise HarnessError("--shard-docs must be at least 1")
+    return EngineSpec(name=args.engine, address=args.address, workers=args.workers)

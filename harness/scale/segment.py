@@ -1,0 +1,62 @@
+"""Sharded segmentation: `harness segment CORPUS --out OUT --engine ray` (or `--shard-docs N`).
+
+Shards go to OUT.shards/ (shard-00000.jsonl, ..., manifest.json); OUT is then their
+concatenation in shard order, so it is byte-identical to what one process writes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+from harness.atomic import atomic_write
+from harness.corpus import Corpus
+from harness.corpus.segment import iter_passages, passage_line
+from harness.scale.engines import Engine
+from harness.scale.shards import ShardResult, ShardTask, plan, run_shards
+
+SHARD_DOCS = 10_000
+
+
+def segment_shard(task: ShardTask) -> ShardResult:
+    """Segment one shard into its own JSONL file (written atomically)."""
+    name = f"{task.stem}.jsonl"
+    shard = Corpus(name, documents=task.read)
+    docs = count = 0
+    digest = hashlib.sha256()
+    with atomic_write(Path(task.folder) / name) as handle:
+        for passages in iter_passages(shard, task.settings["splitter"], task.settings.get("processes") or 1):
+            for passage in passages:
+                line = passage_line(passage)
+                digest.update(line.encode("utf-8"))
+                handle.write(line)
+            docs += 1
+            count += len(passages)
+    return ShardResult(docs=docs, count=count, files={name: digest.hexdigest()})
+
+
+def shards_folder(out: Path) -> Path:
+    return out.parent / f"{out.name}.shards"
+
+
+def segment_sharded(
+    corpus: Corpus, out: Path, engine: Engine, *, splitter: str = "spacy", shard_docs: int | None = None,
+    processes: int | None = None,
+) -> int:
+    """Segment shard by shard on `engine`, then write OUT; returns the passage count."""
+    from harness.corpus.segment import get_splitter
+
+    get_splitter(splitter)  # a bad name or a missing model fails here, before any shard
+    folder = shards_folder(out)
+    settings = {"splitter": splitter, "shard_docs": shard_docs or SHARD_DOCS}
+    # worker processes per local shard: a speed setting, not part of the output's identity
+    task_settings = {**settings, "processes": processes if engine.workers == 1 else 1}
+    tasks = plan(corpus, folder, task_settings, settings["shard_docs"])
+    manifest = run_shards(engine, "segment", segment_shard, tasks, folder, settings)
+    with atomic_write(out, "wb") as handle:
+        for entry in manifest["shards"]:
+            for name in entry["files"]:
+                with open(folder / name, "rb") as shard:
+                    while block := shard.read(1 << 20):
+                        handle.write(block)
+    return manifest["count"]

@@ -1,0 +1,177 @@
+"""Shards and their manifest, and the resumable driver loop that runs them on an engine.
+
+A shard is fixed by the input alone: one file of a multi-file corpus (a ClueWeb22 `txt`
+folder), else a range of `shard_docs` consecutive documents. Each shard's files are written
+atomically by its task, which returns their sha256; the driver records them in
+`manifest.json` (rewritten atomically after every shard), so a killed worker, node or
+driver loses at most the shards in flight. A rerun skips a shard whose input key, settings
+and output checksums all still match, and redoes the rest.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sys
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from harness.atomic import atomic_write
+from harness.corpus import Corpus, Document
+from harness.errors import HarnessError
+from harness.scale.engines import Engine
+
+MANIFEST = "manifest.json"
+
+
+@dataclass(frozen=True)
+class ShardTask:
+    index: int
+    folder: str
+    key: str  # the input's identity: a file's path, size and mtime, or the sha256 of the documents
+    settings: dict[str, Any]
+    source: str | None = None  # a corpus spec the task opens itself (one ClueWeb22 file)
+    documents: tuple[Document, ...] | None = None  # or the documents, cut from the corpus stream
+
+    @property
+    def stem(self) -> str:
+        return f"shard-{self.index:05d}"
+
+    def read(self) -> Iterator[Document]:
+        if self.documents is not None:
+            return iter(self.documents)
+        from harness.corpus.readers import open_corpus
+
+        return open_corpus(self.source).documents()
+
+
+@dataclass(frozen=True)
+class ShardResult:
+    docs: int  # documents read
+    count: int  # records written (passages, vectors)
+    files: dict[str, str] = field(default_factory=dict)  # file name -> sha256
+
+
+def file_sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _documents_key(documents: tuple[Document, ...]) -> str:
+    digest = hashlib.sha256()
+    for document in documents:
+        for part in (document.id, document.title or "", document.contents):
+            digest.update(part.encode("utf-8") + b"\0")
+    return digest.hexdigest()
+
+
+def plan(corpus: Corpus, folder: Path, settings: dict[str, Any], shard_docs: int, align: int = 1) -> Iterator[ShardTask]:
+    """The shards of `corpus`, in corpus order: one per file of a ClueWeb22 folder, else
+    ranges of shard_docs documents (rounded up to a multiple of `align`)."""
+    paths, root = getattr(corpus, "paths", ()), getattr(corpus, "folder", None)
+    if root is not None and len(paths) > 1:
+        for index, path in enumerate(paths):
+            stat = path.stat()
+            key = f"{path.relative_to(root).as_posix()}:{stat.st_size}:{stat.st_mtime_ns}"
+            yield ShardTask(index, str(folder), key, settings, source=f"clueweb22:{path}")
+        return
+    size = -(-shard_docs // align) * align
+    documents = corpus.documents()
+    index = 0
+    while True:
+        chunk = []
+        for document in documents:
+            chunk.append(document)
+            if len(chunk) == size:
+                break
+        if not chunk:
+            return
+        chunk = tuple(chunk)
+        yield ShardTask(index, str(folder), _documents_key(chunk), settings, documents=chunk)
+        index += 1
+
+
+def read_manifest(folder: Path) -> dict[str, Any] | None:
+    try:
+        return json.loads((folder / MANIFEST).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+
+
+def _write_manifest(folder: Path, manifest: dict[str, Any]) -> None:
+    with atomic_write(folder / MANIFEST) as handle:
+        json.dump(manifest, handle, indent=1, sort_keys=True)
+
+
+def _still_valid(folder: Path, entry: dict[str, Any] | None, task: ShardTask) -> bool:
+    if entry is None or entry.get("input") != task.key:
+        return False
+    return all((folder / name).is_file() and file_sha256(folder / name) == sha for name, sha in entry["files"].items())
+
+
+def run_shards(
+    engine: Engine,
+    job: str,
+    function: Callable[[ShardTask], ShardResult],
+    tasks: Iterator[ShardTask],
+    folder: Path,
+    settings: dict[str, Any],
+) -> dict[str, Any]:
+    """Run every shard not already done (per the manifest and the files' checksums); returns
+    the complete manifest. Progress on stderr: shards done, documents per second."""
+    from tqdm import tqdm
+
+    folder.mkdir(parents=True, exist_ok=True)
+    old = read_manifest(folder)
+    previous = {}
+    if old is not None and old.get("job") == job and old.get("settings") == settings:
+        previous = {entry["index"]: entry for entry in old.get("shards", [])}
+    entries: dict[int, dict[str, Any]] = {}
+    manifest = {"job": job, "settings": settings, "complete": False, "shards": []}
+    redone = 0
+
+    def save(complete: bool = False) -> None:
+        manifest["shards"] = [entries[index] for index in sorted(entries)]
+        manifest["complete"] = complete
+        _write_manifest(folder, manifest)
+
+    started = time.monotonic()
+    progress = tqdm(desc=f"{job} shards", unit=" docs", file=sys.stderr, dynamic_ncols=True)
+
+    def pending() -> Iterator[ShardTask]:
+        for task in tasks:
+            entry = previous.get(task.index)
+            if _still_valid(folder, entry, task):
+                entries[task.index] = entry
+                progress.update(entry["docs"])
+                continue
+            yield task
+
+    with progress:
+        for task, result in engine.map(function, pending()):
+            entries[task.index] = {"index": task.index, "input": task.key, "source": task.source,
+                                   "docs": result.docs, "count": result.count, "files": result.files}
+            redone += 1
+            progress.set_postfix_str(f"{len(entries)} shards, {redone} run", refresh=False)
+            progress.update(result.docs)
+            save()
+    planned = set(entries)
+    for index, entry in previous.items():  # shards past the end of a shorter input
+        if index not in planned:
+            for name in entry["files"]:
+                (folder / name).unlink(missing_ok=True)
+    manifest["docs"] = sum(entry["docs"] for entry in entries.values())
+    manifest["count"] = sum(entry["count"] for entry in entries.values())
+    manifest["seconds"] = round(time.monotonic() - started, 3)
+    save(complete=True)
+    if not entries:
+        raise HarnessError(f"{job}: the corpus has no documents")
+    print(f"{job}: {len(entries)} shards, {redone} run, {len(entries) - redone} already done "
+          f"({folder / MANIFEST})", file=sys.stderr)
+    return manifest

@@ -1,0 +1,92 @@
+"""The scale-out pieces that need no cluster: shape-independent exact scores, engine specs,
+and sharded, resumable segmentation on the local engine."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from harness.cli import main
+from harness.corpus.readers import open_corpus
+from harness.corpus.segment import segment_corpus
+from harness.errors import HarnessError
+from harness.retrieve.dense import SEARCH_BACKENDS
+from harness.scale.engines import EngineSpec
+from harness.scale.exact import exact_search, longest_norm, rank
+from harness.scale.shards import MANIFEST
+
+
+@pytest.fixture(scope="module")
+def matrix() -> np.ndarray:
+    """Unit vectors with exact duplicates and near-ties (the cases BLAS blocking reorders)."""
+    rng = np.random.default_rng(7)
+    base = rng.normal(size=(400, 48)).astype(np.float32)
+    base[200:260] = base[100:160]  # duplicates: equal exact scores, ranked by row
+    base[300:340] = base[0:40] + np.float32(1e-6)  # near-ties
+    return base / np.linalg.norm(base, axis=1, keepdims=True)
+
+
+def search(matrix: np.ndarray, queries: np.ndarray, k: int, backend: str = "numpy"):
+    return exact_search(matrix, queries, k, SEARCH_BACKENDS.get(backend)(matrix), longest=longest_norm(matrix))
+
+
+def test_exact_scores_do_not_depend_on_sharding_or_backend(matrix):
+    queries = matrix[[5, 105, 305]] + np.float32(1e-3)
+    whole_scores, whole_rows = search(matrix, queries, 50)
+    for backend in ("faiss", "torch"):
+        scores, rows = search(matrix, queries, 50, backend)
+        assert all(np.array_equal(a, b) for a, b in zip(rows, whole_rows))
+        assert all(np.array_equal(a, b) for a, b in zip(scores, whole_scores))
+    cuts = [0, 37, 150, 151, 290, 400]
+    parts = [search(matrix[a:b], queries, 50) for a, b in zip(cuts, cuts[1:])]
+    for query in range(len(queries)):
+        scores = np.concatenate([part[0][query] for part in parts])
+        rows = np.concatenate([part[1][query] + start for part, start in zip(parts, cuts)])
+        merged_scores, merged_rows = rank(scores, rows, 50)
+        assert np.array_equal(merged_rows, whole_rows[query])
+        assert merged_scores.tobytes() == whole_scores[query].tobytes()
+
+
+def test_equal_exact_scores_rank_by_corpus_row(matrix):
+    scores, rows = search(matrix, matrix[[110]], 4)
+    assert rows[0].tolist()[:2] == [110, 210]  # row 210 duplicates row 110
+    assert scores[0][0] == scores[0][1]
+
+
+@pytest.mark.parametrize("value, message", [
+    ({"name": "spark"}, "unknown engine 'spark'"),
+    ({"name": "ray", "adress": "auto"}, "unknown key\\(s\\) adress"),
+    (3, "must be an engine name or a mapping"),
+])
+def test_a_bad_engine_spec_is_a_clear_error(value, message):
+    with pytest.raises(HarnessError, match=message):
+        EngineSpec.from_mapping(value)
+
+
+def test_local_shards_give_the_same_passages_and_resume(tmp_path, capsys):
+    spec = "benchmark:pragmaticqa:val"
+    reference = tmp_path / "one.jsonl"
+    segment_corpus(open_corpus(spec), reference, splitter="fast", processes=1)
+    out = tmp_path / "sharded.jsonl"
+    command = ["segment", spec, "--out", str(out), "--splitter", "fast", "--shard-docs", "150", "--processes", "1"]
+    assert main(command) == 0
+    assert out.read_bytes() == reference.read_bytes()
+    folder = tmp_path / "sharded.jsonl.shards"
+    manifest = json.loads((folder / MANIFEST).read_text())
+    assert manifest["complete"] and manifest["count"] == out.read_text().count("\n")
+    (folder / "shard-00001.jsonl").write_text("changed\n")  # a shard whose checksum no longer matches
+    capsys.readouterr()
+    assert main(command) == 0
+    assert f"{len(manifest['shards'])} shards, 1 run" in capsys.readouterr().err
+    assert out.read_bytes() == reference.read_bytes()
+
+
+def test_changing_the_splitter_redoes_every_shard(tmp_path, capsys):
+    out = tmp_path / "p.jsonl"
+    base = ["segment", "benchmark:ikat2023:test", "--out", str(out), "--shard-docs", "400", "--processes", "1"]
+    assert main([*base, "--splitter", "fast"]) == 0
+    capsys.readouterr()
+    assert main([*base, "--splitter", "sentencizer"]) == 0
+    assert "2 shards, 2 run, 0 already done" in capsys.readouterr().err
