@@ -198,13 +198,13 @@ def main() -> None:
         for workers in worker_counts:
             passages = work / f"passages-{size}-{workers}.jsonl"
             row[f"segment_{workers}"] = measure(harness(
-                "segment", str(corpus), "--out", str(passages), "--splitter", "fast", "--engine", "ray",
+                "segment", str(corpus), "--output", str(passages), "--splitter", "fast", "--engine", "ray",
                 "--workers", str(workers), "--shard-docs", "5000"), manifest_seconds(Path(f"{passages}.shards")))
         row["passages"] = sum(1 for _ in open(passages, encoding="utf-8"))
         row["passages_file"] = str(passages)
         for workers in worker_counts:
             row[f"index_{workers}"] = measure(harness(
-                "index", str(passages), "--out", str(work / f"index-{size}-{workers}"), "--threads", str(workers)))
+                "index", str(passages), "--output", str(work / f"index-{size}-{workers}"), "--threads", str(workers)))
         if not rows:  # encoding cost per passage does not depend on the corpus size: measured once
             sample = work / "sample.jsonl"
             with open(passages, encoding="utf-8") as source, open(sample, "w", encoding="utf-8") as out:
@@ -212,7 +212,7 @@ def main() -> None:
             for workers in worker_counts:
                 vectors = work / f"vectors-{workers}"
                 row[f"encode_{workers}"] = measure(harness(
-                    "encode", str(sample), "--out", str(vectors), "--engine", "ray", "--workers", str(workers),
+                    "encode", str(sample), "--output", str(vectors), "--engine", "ray", "--workers", str(workers),
                     "--batch-size", "16", "--shard-docs", str(max(1, args.sample // 2))), manifest_seconds(vectors))
             encoded = np.concatenate([np.load(p) for p in sorted(vectors.glob("shard-*.npy"))]).astype(np.float32)
         else:

@@ -1,5 +1,9 @@
 """The `harness` command. Each subcommand lives in its own module and is imported only
-when it runs, so `harness eval` never pays for pyserini or torch."""
+when it runs, so `harness eval` never pays for pyserini or torch.
+
+One convention for every subcommand (README, "Command-line conventions"): run files are
+positional arguments (`--run` is kept as an alias), and the file or folder a command writes
+is `--output` (`--out` is kept as an alias). The helpers below declare both."""
 
 from __future__ import annotations
 
@@ -23,6 +27,26 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "serve": ("harness.serve.cli_serve", "host a leaderboard: teams submit runs, scored against hidden qrels"),
     "submit": ("harness.serve.cli_submit", "upload a run to a leaderboard server"),
 }
+
+
+def add_runs(parser: argparse.ArgumentParser, help_text: str = "TREC run files") -> None:
+    """Run files as positional arguments, and `--run` as an alias (older spelling)."""
+    parser.add_argument("runs", nargs="*", metavar="RUN", help=help_text)
+    parser.add_argument("--run", dest="run_alias", nargs="+", action="extend", default=[], metavar="RUN",
+                        help=argparse.SUPPRESS)
+
+
+def runs(args: argparse.Namespace) -> list[str]:
+    """The run files given, positional first; none is a one-line error."""
+    given = [*args.runs, *args.run_alias]
+    if not given:
+        raise HarnessError("give at least one run file")
+    return given
+
+
+def add_output(parser: argparse.ArgumentParser, dest: str = "out", **kwargs) -> None:
+    """`--output`, with `--out` as an alias (older spelling)."""
+    parser.add_argument("--output", "--out", dest=dest, **kwargs)
 
 
 def _parser(argv: list[str]) -> tuple[argparse.ArgumentParser, argparse.Namespace]:

@@ -3,7 +3,10 @@
 Modelled on ir-measures' measure registry: implementations register themselves by name at
 import time, and callers look them up by the name a user typed in a config or on the CLI.
 A registry bound to a package imports that package's modules on first look-up, so adding an
-implementation is adding a module; those modules keep heavy imports inside functions.
+implementation is adding a module; those modules keep heavy imports inside functions. The
+package's command-line modules (`cli`, `cli_*`) are not implementations and are skipped: a
+registry never pulls in a CLI. `plugins` names modules of higher layers that register into
+it (by name, so that the registry's package does not import them).
 """
 
 from __future__ import annotations
@@ -17,20 +20,26 @@ T = TypeVar("T")
 
 
 class Registry(Generic[T]):
-    def __init__(self, kind: str, package: str | None = None) -> None:
+    def __init__(self, kind: str, package: str | None = None, plugins: tuple[str, ...] = ()) -> None:
         self.kind = kind
         self._items: dict[str, T] = {}
         self._package = package  # imported (all its modules) on the first look-up
+        self._plugins = plugins  # modules imported on the first look-up too
 
     def _load(self) -> None:
-        if self._package is None:
+        if self._package is None and not self._plugins:
             return
         import importlib
         import pkgutil
 
-        package, self._package = importlib.import_module(self._package), None
-        for module in pkgutil.iter_modules(package.__path__):
-            importlib.import_module(f"{package.__name__}.{module.name}")
+        if self._package is not None:
+            package, self._package = importlib.import_module(self._package), None
+            for module in pkgutil.iter_modules(package.__path__):
+                if module.name != "cli" and not module.name.startswith("cli_"):
+                    importlib.import_module(f"{package.__name__}.{module.name}")
+        plugins, self._plugins = self._plugins, ()
+        for plugin in plugins:
+            importlib.import_module(plugin)
 
     def register(self, name: str) -> Callable[[T], T]:
         def decorator(item: T) -> T:

@@ -1,6 +1,7 @@
-"""TREC run and qrels files: strict readers, streaming atomic writers.
+"""The shared vocabulary (`Hit`, `Ranking`, `Run`, `Qrels`), defined once for every layer,
+and TREC run and qrels files: strict readers, a streaming atomic writer.
 
-Conventions (those of trec_eval, stated once here and tested in tests/test_trec.py):
+Conventions (those of trec_eval, stated once here and tested in tests/test_trec_files.py):
 
 - Run lines are `qid Q0 docid rank score tag`, qrels lines `qid iter docid grade`, fields
   separated by any whitespace. Blank lines are skipped; any other line with the wrong
@@ -33,6 +34,18 @@ from harness.errors import InputError, open_input
 
 
 SCORE = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
+
+
+@dataclass(frozen=True)
+class Hit:
+    """One retrieved document and its score, as a retriever returns it."""
+
+    docid: str
+    score: float
+
+
+# One query's ranking, best first: [(docid, score), ...] (a run file's lines for one qid).
+Ranking = Sequence[tuple[str, float]]
 
 
 @dataclass
@@ -107,13 +120,6 @@ def _lines(path: Path) -> Iterator[tuple[int, list[str]]]:
             fields = line.split()
             if fields:
                 yield number, fields
-
-
-def iter_run_lines(path: str | Path) -> Iterator[tuple[int, str, str, int, float, str]]:
-    """Validated (line number, qid, docid, rank, score, tag) tuples, streaming."""
-    path = Path(path)
-    for number, fields in _lines(path):
-        yield (number, *_parse_run_fields(path, number, fields))
 
 
 def _parse_run_fields(path: Path, number: int, fields: list[str]) -> tuple[str, str, int, float, str]:
@@ -258,7 +264,7 @@ def format_score(score: float) -> str:
 
 def write_run(
     path: str | Path,
-    rankings: Iterable[tuple[str, Sequence[tuple[str, float]]]],
+    rankings: Iterable[tuple[str, Ranking]],
     tag: str,
     printed: Callable[[float], str] | None = None,
 ) -> int:
@@ -288,10 +294,3 @@ def write_run(
                 out.write(f"{qid} Q0 {docid} {rank} {format_score(value)} {tag}\n")
                 written += 1
     return written
-
-
-def write_qrels(path: str | Path, judgments: Iterable[tuple[str, str, int]]) -> None:
-    """Stream (qid, docid, grade) triples into a qrels file, atomically."""
-    with atomic_write(path) as out:
-        for qid, docid, grade in judgments:
-            out.write(f"{qid} 0 {docid} {grade}\n")

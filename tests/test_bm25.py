@@ -25,6 +25,8 @@ from harness.retrieve import RETRIEVERS, SearchQuery, build
 from harness.retrieve.bm25 import BM25
 from harness.retrieve.lucene import MANIFEST, build_index, cached_index
 
+pytestmark = [pytest.mark.java, pytest.mark.slow]
+
 REPO = Path(__file__).resolve().parent.parent
 
 

@@ -161,6 +161,7 @@ def test_only_selects_by_experiment_name_or_tag(tmp_path):
 
 
 @pytest.mark.parametrize("path", SHIPPED, ids=[path.name for path in SHIPPED])
+@pytest.mark.slow
 def test_every_shipped_config_validates_and_plans(path, capsys):
     """A dry run loads topics, queries and qrels of every run; it ranks nothing."""
     assert main(["run", str(path), "--dry-run", "--output", "/nonexistent-output"]) == 0
@@ -179,3 +180,45 @@ def test_a_parameter_the_retriever_does_not_take_is_one_clear_sentence():
 
     with pytest.raises(HarnessError, match="retriever 'bm25': got an unexpected keyword argument 'k3'"):
         build("bm25", corpus=None, k3=1.0)
+
+
+def test_a_retriever_parameter_of_the_wrong_kind_names_its_key_path(tmp_path):
+    bad = {"name": "bm25", "params": {"k1": "fast"}}
+    message = _error(tmp_path, {"experiments": [_experiment(retrievers=["dense", bad])]})
+    assert "experiments[0].retrievers[1].params.k1: expected a number, got 'fast'" in message
+
+
+def test_an_unknown_retriever_parameter_is_an_error_when_the_config_is_read(tmp_path):
+    message = _error(tmp_path, {"experiments": [_experiment(retrievers=[{"name": "bm25", "params": {"k1b": 1}}])]})
+    assert "experiments[0].retrievers[0].params.k1b: unknown parameter of retriever 'bm25'; known: b," in message
+
+
+def test_nested_fusion_specs_are_checked_with_their_key_path(tmp_path):
+    fused = {"name": "rrf", "params": {"retrievers": [{"name": "bm25", "params": {"rm3": "yes"}}, {"name": "dense"}]}}
+    message = _error(tmp_path, {"experiments": [_experiment(retrievers=[fused])]})
+    assert "experiments[0].retrievers[0].params.retrievers[0].params.rm3: expected true or false, got 'yes'" in message
+    fused["params"]["retrievers"][0] = {"name": "bm26"}
+    message = _error(tmp_path, {"experiments": [_experiment(retrievers=[fused])]})
+    assert "experiments[0].retrievers[0].params.retrievers[0].name: unknown retriever 'bm26'" in message
+
+
+def test_the_old_flat_fusion_shape_reads_as_an_alias(tmp_path):
+    from harness.retrieve.specs import parts
+
+    flat = {"name": "rrf", "params": {"retrievers": [{"name": "bm25", "k1": 1.2}, {"name": "dense"}]}}
+    path = _write(tmp_path, {"experiments": [_experiment(retrievers=[flat])]})
+    nested = load_config(path).runs()[0].retriever.params["retrievers"][0]
+    assert parts(nested) == parts({"name": "bm25", "params": {"k1": 1.2}}) == ("bm25", {"k1": 1.2})
+    flat["params"]["retrievers"][0]["k1"] = "fast"
+    message = _error(tmp_path, {"experiments": [_experiment(retrievers=[flat])]})
+    assert "experiments[0].retrievers[0].params.retrievers[0].k1: expected a number, got 'fast'" in message
+
+
+def test_ptkb_method_parameters_are_checked_when_the_config_is_read(tmp_path):
+    experiment = {"name": "p", "task": "ptkb", "topics": "ikat2023:test", "retrievers": [
+        {"name": "bm25", "params": {"history": "all"}}]}
+    message = _error(tmp_path, {"experiments": [experiment]})
+    assert "experiments[0].retrievers[0].params.history: expected an integer or null, got 'all'" in message
+    experiment["retrievers"] = [{"name": "gold", "params": {"k1": 1}}]
+    assert "experiments[0].retrievers[0].params.k1: the gold PTKB method takes no parameters" in _error(
+        tmp_path, {"experiments": [experiment]})

@@ -16,6 +16,8 @@ from harness.retrieve._embeddings import cache_folder, cache_key, default_model_
 from harness.retrieve.dense import top_k
 from tests.conftest import PASSAGES_USED, ikat_corpus
 
+pytestmark = [pytest.mark.model, pytest.mark.slow]
+
 QUERIES = [
     SearchQuery("email", "is email marketing more effective than social media?"),
     SearchQuery("hybrid", "which hybrid car sells best in america"),
@@ -163,6 +165,7 @@ def test_pyserini_dense_on_a_missing_index_is_a_clear_error(tmp_path):
         build("pyserini-dense", index=str(tmp_path), encoder=str(default_model_path()))
 
 
+@pytest.mark.java
 def test_pyserini_dense_without_a_local_encoder_is_a_clear_error(tmp_path):
     (tmp_path / "index").write_bytes(b"")
     (tmp_path / "docid").write_text("")
@@ -170,6 +173,7 @@ def test_pyserini_dense_without_a_local_encoder_is_a_clear_error(tmp_path):
         build("pyserini-dense", index=str(tmp_path), encoder="castorini/tct_colbert-v2-hnp-msmarco")
 
 
+@pytest.mark.java
 def test_pyserini_dense_agrees_with_dense_on_the_same_vectors(first_run, tmp_path):
     """A faiss index in pyserini's layout (`index` + `docid`) of the cached passage vectors,
     searched by pyserini's FaissSearcher with its own query encoder (mean pooling, l2)."""

@@ -61,3 +61,24 @@ def test_eval_does_not_import_pyserini_or_torch():
         "assert not heavy, heavy"
     )
     subprocess.run([sys.executable, "-c", code], check=True, capture_output=True)
+
+
+def test_run_files_are_positional_and_run_is_an_alias(capsys):
+    common = ["--qrels", str(CAST2021_QRELS), "--measures", "RR", "--format", "json"]
+    assert main(["eval", *common, *map(str, CAST2021_DOC_RUNS[:2])]) == 0
+    positional = capsys.readouterr().out
+    assert main(["eval", *common, "--run", *map(str, CAST2021_DOC_RUNS[:2])]) == 0
+    assert capsys.readouterr().out == positional
+    assert sorted(json.loads(positional)) == sorted(path.stem for path in CAST2021_DOC_RUNS[:2])
+
+
+def test_no_run_file_is_one_line_error(capsys):
+    assert main(["eval", "--qrels", str(CAST2021_QRELS), "--measures", "RR"]) == 2
+    assert capsys.readouterr().err == "harness eval: error: give at least one run file\n"
+
+
+def test_output_and_its_alias_out_write_the_same_file(tmp_path):
+    new, old = tmp_path / "new.jsonl", tmp_path / "old.jsonl"
+    assert main(["topics", "export", "cast2019", "--strategy", "manual", "--output", str(new)]) == 0
+    assert main(["topics", "export", "cast2019", "--strategy", "manual", "--out", str(old)]) == 0
+    assert new.read_bytes() == old.read_bytes() and new.stat().st_size > 0

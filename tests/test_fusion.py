@@ -87,6 +87,8 @@ def sub_configs(tmp_path_factory):
     return [{"name": "dense", "cache_dir": cache}, {"name": "dense", "max_length": 32, "cache_dir": cache}]
 
 
+@pytest.mark.model
+@pytest.mark.slow
 def test_rrf_from_config_fuses_each_sub_retriever_at_the_fusion_depth(sub_configs):
     fused = build("rrf", corpus=ikat_corpus(SMALL), retrievers=sub_configs, depth=5)
     results = fused.search(QUERIES, 3)
@@ -95,11 +97,15 @@ def test_rrf_from_config_fuses_each_sub_retriever_at_the_fusion_depth(sub_config
         assert results[query.qid] == reciprocal_rank_fusion(subs, k=60)[:3]
 
 
+@pytest.mark.model
+@pytest.mark.slow
 def test_fusion_asks_for_at_least_k_hits(sub_configs):
     fused = build("rrf", corpus=ikat_corpus(SMALL), retrievers=sub_configs, depth=2)
     assert all(len(found) == SMALL for found in fused.search(QUERIES, 100).values())
 
 
+@pytest.mark.model
+@pytest.mark.slow
 def test_linear_from_config_uses_the_given_weights(sub_configs):
     fused = build("linear", corpus=ikat_corpus(SMALL), retrievers=sub_configs, weights=[0.2, 0.8])
     results = fused.search(QUERIES, 10)
@@ -141,6 +147,8 @@ def counted(retriever, calls: list):
     return retriever
 
 
+@pytest.mark.model
+@pytest.mark.slow
 def test_shared_retrievers_build_once_per_parameters_and_corpus(sub_configs):
     with shared_retrievers():
         first = build(corpus=ikat_corpus(SMALL), **sub_configs[0])
@@ -150,6 +158,8 @@ def test_shared_retrievers_build_once_per_parameters_and_corpus(sub_configs):
     assert build(corpus=ikat_corpus(SMALL), **sub_configs[0]) is not first
 
 
+@pytest.mark.model
+@pytest.mark.slow
 def test_a_fusion_after_its_component_runs_searches_only_what_they_did_not(sub_configs):
     unshared = build("rrf", corpus=ikat_corpus(SMALL), retrievers=sub_configs, depth=5).search(QUERIES, 5)
     calls: list = []
@@ -167,6 +177,8 @@ def test_a_fusion_after_its_component_runs_searches_only_what_they_did_not(sub_c
         assert calls[1:] == [(texts[:1], 5), (texts, 4)]
 
 
+@pytest.mark.model
+@pytest.mark.slow
 def test_shared_results_are_kept_only_within_the_hit_budget(sub_configs):
     calls: list = []
     with shared_retrievers(max_hits=0):

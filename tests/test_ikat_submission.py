@@ -17,6 +17,8 @@ from harness.retrieve import SearchQuery, build
 from harness.topics.ikat import topics_path
 from harness.trec import canonical_order, read_run, write_run
 
+pytestmark = [pytest.mark.java, pytest.mark.slow]
+
 SAMPLE_2023 = data_root() / "ikat" / "2023" / "scripts" / "run_validation" / "tests" / "data" / "sample_run.json"
 
 

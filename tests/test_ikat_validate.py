@@ -15,7 +15,7 @@ import pytest
 
 from harness.cli import main
 from harness.ikat.submission import Submission, SubmissionTurn, write_submission
-from harness.ikat.validate import CHECKS, COVERAGE_CHECKS, Report, read_submission, validate_file
+from harness.ikat.validate import CHECKS, COVERAGE_CHECKS, ValidationReport, read_submission, validate_file
 from harness.paths import data_root
 from harness.topics.ikat import read_topics, topics_path
 
@@ -24,15 +24,15 @@ SAMPLE_2024 = data_root() / "ikat" / "2024" / "scripts" / "run_validation" / "te
 TOPICS = {year: read_topics(topics_path(year)) for year in (2023, 2024, 2025)}
 
 
-def validate(path: Path, year: int, partial: bool = True) -> Report:
+def validate(path: Path, year: int, partial: bool = True) -> ValidationReport:
     return validate_file(path, TOPICS[year], year, skip=COVERAGE_CHECKS if partial else ())
 
 
-def failing_checks(report: Report) -> set[str]:
+def failing_checks(report: ValidationReport) -> set[str]:
     return {finding.check for finding in report.errors}
 
 
-def warned_checks(report: Report) -> set[str]:
+def warned_checks(report: ValidationReport) -> set[str]:
     return {finding.check for finding in report.warnings}
 
 
@@ -358,3 +358,16 @@ def test_cli_exits_zero_on_a_valid_file(capsys):
     code = main(["ikat", "validate", str(SAMPLE_2024), "--topics", "ikat2024"])
     assert code == 0
     assert "218 turns, 0 errors, 0 warnings: valid" in capsys.readouterr().err
+
+
+def test_ikat_years_are_one_table():
+    """A year is one entry of submission.YEARS: its run types, writer and checks module."""
+    from harness.ikat.checks import RUN_TYPES
+    from harness.ikat.submission import WRITERS, YEARS
+
+    assert sorted(YEARS) == [2023, 2024, 2025]
+    assert RUN_TYPES == {year: set(entry.run_types) for year, entry in YEARS.items()}
+    for year, entry in YEARS.items():
+        assert entry.format in WRITERS
+        assert any(year in CHECKS.get(name).years for name in CHECKS), year
+    assert [y for y, e in YEARS.items() if e.json_lines] == [2025]

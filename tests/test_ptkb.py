@@ -9,7 +9,8 @@ import pytest
 
 from harness.errors import HarnessError
 from harness.evaluate import parse_measures
-from harness.ikat.ptkb import PTKB_MEASURES, evaluate_ptkb, rank_ptkb, turn_query
+from harness.evaluate.presets import PRESETS
+from harness.ikat.ptkb import evaluate_ptkb, rank_ptkb, turn_query
 from harness.queries import get
 from harness.topics.ikat import ptkb_qrels
 from harness.topics.model import Conversation, Turn
@@ -21,7 +22,7 @@ def bm25_rankings(ikat_cache, ikat2023):
 
 
 def test_measures_are_ir_measures_names():
-    assert [str(m) for m in parse_measures(PTKB_MEASURES)] == ["nDCG@3", "P@3", "R@3", "RR"]
+    assert [str(m) for m in parse_measures(PRESETS.get("ptkb").measures)] == ["nDCG@3", "P@3", "R@3", "RR"]
 
 
 def test_gold_ranking_reproduces_the_organisers_ptkb_judgments(ikat2023):
@@ -38,6 +39,8 @@ def test_gold_against_nist_judgments(ikat2023):
     assert evaluation.means["nDCG@3"] == pytest.approx(0.2356, abs=1e-4)
 
 
+@pytest.mark.java
+@pytest.mark.slow
 def test_bm25_run_against_nist_qrels(bm25_rankings):
     assert len(bm25_rankings) == 332
     evaluation = evaluate_ptkb(bm25_rankings, "bm25")
@@ -45,12 +48,16 @@ def test_bm25_run_against_nist_qrels(bm25_rankings):
     assert evaluation.means == pytest.approx({"nDCG@3": 0.5287, "P@3": 0.3673, "R@3": 0.5415, "RR": 0.6214}, abs=1e-4)
 
 
+@pytest.mark.model
+@pytest.mark.slow
 def test_dense_run_against_nist_qrels(ikat_cache, ikat2023):
     evaluation = evaluate_ptkb(rank_ptkb(ikat2023, "dense"), "dense")
     print("PTKB dense (utterances so far) vs NIST:", evaluation.means)
     assert evaluation.means == pytest.approx({"nDCG@3": 0.6701, "P@3": 0.4456, "R@3": 0.6507, "RR": 0.7356}, abs=2e-3)
 
 
+@pytest.mark.java
+@pytest.mark.slow
 def test_rankings_hold_only_the_turns_own_statements(ikat2023, bm25_rankings):
     for conversation in ikat2023.conversations:
         own = {s.id for s in conversation.personal}
@@ -81,6 +88,8 @@ def test_turn_query_is_the_conversation_so_far(ikat2023):
 
 
 @pytest.mark.parametrize("name", ["ptkb_topk", "ptkb_topk:2:gold"])
+@pytest.mark.java
+@pytest.mark.slow
 def test_ptkb_topk_reads_no_later_turn(ikat_cache, ikat2023, name):
     strategy, arg = get(name)
     conversation = ikat2023.conversations[1]
@@ -100,6 +109,8 @@ def test_ptkb_topk_appends_the_top_k_statements(ikat2023):
         assert (query.qid, query.turn_index) == (turn.qid, index)
 
 
+@pytest.mark.java
+@pytest.mark.slow
 def test_ptkb_topk_default_is_three_bm25_statements(ikat_cache, ikat2023):
     strategy, arg = get("ptkb_topk")
     conversation = ikat2023.conversations[0]

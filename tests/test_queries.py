@@ -48,6 +48,7 @@ def test_with_responses_adds_the_last_k_responses():
         get("with_responses")[0](conversation, 3, "two")
 
 
+@pytest.mark.slow
 def test_hqe_expands_with_salient_earlier_words(throat):
     texts = _texts(throat, "hqe:cast2019")
     assert texts[0] == "What is throat cancer?"
@@ -98,6 +99,8 @@ def _cases():
 
 
 @pytest.mark.parametrize("name, arg, benchmark", list(_cases()))
+@pytest.mark.java
+@pytest.mark.slow
 def test_no_strategy_reads_a_later_turn(name, arg, benchmark):
     conversation = load(benchmark).conversations[SAMPLES[benchmark]]
     strategy = STRATEGIES.get(name)
@@ -117,6 +120,7 @@ def test_no_strategy_reads_a_later_turn(name, arg, benchmark):
         assert query.qid == conversation.turns[index].qid and query.turn_index == index
 
 
+@pytest.mark.slow
 def test_every_strategy_is_checked_on_some_benchmark():
     checked = {name for name in STRATEGIES.names()
                for benchmark in SAMPLES

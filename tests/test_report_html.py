@@ -18,7 +18,8 @@ from harness.paths import data_root
 from harness.report import breakdown as bd
 from harness.report.cli_arena import build_arena
 from harness.report.compare import leaderboard
-from harness.report.formats import Report, write_report
+from harness.report.formats import write_report
+from harness.report.model import Report
 from harness.trec import read_qrels, read_run
 from tests.conftest import CAST2021_DOC_RUNS, CAST2021_QRELS
 
@@ -44,6 +45,7 @@ def report_file(tmp_path_factory) -> Path:
     return path
 
 
+@pytest.mark.slow
 def test_report_is_self_contained(report_file):
     html = report_file.read_text(encoding="utf-8")
     assert "http" not in html and "<script" not in html and "<link" not in html
@@ -55,6 +57,7 @@ def test_report_is_self_contained(report_file):
         assert pixels.shape[0] > 100 and pixels.shape[1] > 100
 
 
+@pytest.mark.slow
 def test_report_holds_leaderboard_legend_and_arena(report_file):
     html = report_file.read_text(encoding="utf-8")
     assert "<td class=l>org_manual_ance</td><td>0.5300▲a</td>" in html
@@ -64,6 +67,8 @@ def test_report_holds_leaderboard_legend_and_arena(report_file):
 
 @pytest.mark.skipif(not CHROMIUM.exists(), reason="needs Debian's chromium at /usr/bin/chromium "
                     "(apt-get install -y chromium) to render the report headless")
+@pytest.mark.browser
+@pytest.mark.slow
 def test_report_renders_in_headless_chromium(report_file, tmp_path):
     screenshot = tmp_path / "report.png"
     subprocess.run(

@@ -18,6 +18,8 @@ from harness.retrieve import build
 from harness.retrieve._embeddings import default_model_path, passage_text
 from tests.conftest import SMALL, SMALL_QUERIES as QUERIES, ikat_corpus, ikat_passages, shared_cache
 
+pytestmark = [pytest.mark.model, pytest.mark.slow]
+
 
 
 @pytest.fixture(scope="module")

@@ -48,6 +48,8 @@ def finished(tmp_path_factory) -> Path:
     return out
 
 
+@pytest.mark.java
+@pytest.mark.slow
 def test_each_run_has_a_run_file_and_a_json_written_after_it(finished):
     for tag in (PQA_TAG, PTKB_TAG):
         run_file, meta_file = finished / f"{tag}.run", finished / f"{tag}.json"
@@ -61,6 +63,8 @@ def test_each_run_has_a_run_file_and_a_json_written_after_it(finished):
     assert not list(finished.glob(".*.tmp"))
 
 
+@pytest.mark.java
+@pytest.mark.slow
 def test_run_files_are_trec_runs_with_k_results_and_decreasing_scores(finished):
     run = read_run(finished / f"{PQA_TAG}.run", strict=True)
     assert max(len(ranking) for ranking in run.scores.values()) == 20
@@ -71,6 +75,8 @@ def test_run_files_are_trec_runs_with_k_results_and_decreasing_scores(finished):
             assert float(a[4]) > float(b[4]) and int(b[3]) == int(a[3]) + 1
 
 
+@pytest.mark.java
+@pytest.mark.slow
 def test_leaderboard_has_a_section_per_benchmark_and_task(finished):
     board = (finished / "leaderboard.md").read_text()
     assert "## pragmaticqa:val — retrieval" in board and "## ikat2023:test — ptkb" in board
@@ -79,6 +85,8 @@ def test_leaderboard_has_a_section_per_benchmark_and_task(finished):
     assert "nDCG@3 | P@3 | R@3 | RR" in board  # the PTKB task's measures
 
 
+@pytest.mark.java
+@pytest.mark.slow
 def test_second_invocation_skips_finished_runs(finished, capsys):
     before = {path.name: path.stat().st_mtime_ns for path in finished.glob("*.run")}
     assert main(["run", str(_config(finished.parent)), "--output", str(finished)]) == 0
@@ -89,6 +97,8 @@ def test_second_invocation_skips_finished_runs(finished, capsys):
     assert f"| {PQA_TAG} |" in captured.out  # the leaderboard is printed again
 
 
+@pytest.mark.java
+@pytest.mark.slow
 def test_a_skipped_run_reuses_the_scores_its_json_records(finished, tmp_path, monkeypatch, capsys):
     out = tmp_path / "runs"
     out.mkdir()
@@ -108,6 +118,8 @@ def test_a_skipped_run_reuses_the_scores_its_json_records(finished, tmp_path, mo
     assert f"| {PQA_TAG} | raw | bm25 | {ndcg:.4f} |" in board
 
 
+@pytest.mark.java
+@pytest.mark.slow
 def test_changed_measures_rescore_a_finished_run_without_ranking_again(finished, tmp_path, capsys):
     out = tmp_path / "runs"
     out.mkdir()
@@ -124,6 +136,8 @@ def test_changed_measures_rescore_a_finished_run_without_ranking_again(finished,
     assert recorded["for"]["measures"] == ["P@5"] and list(recorded["evaluation"]["means"]) == ["P@5"]
 
 
+@pytest.mark.java
+@pytest.mark.slow
 def test_changed_config_redoes_the_run(finished, tmp_path, capsys):
     out = tmp_path / "runs"
     out.mkdir()
@@ -134,6 +148,8 @@ def test_changed_config_redoes_the_run(finished, tmp_path, capsys):
     assert max(len(ranking) for ranking in read_run(out / f"{PQA_TAG}.run").scores.values()) == 5
 
 
+@pytest.mark.java
+@pytest.mark.slow
 def test_force_redoes_finished_runs_byte_for_byte(finished, tmp_path, capsys):
     """A second execution (forced over the first's files) writes the very same bytes."""
     out = tmp_path / "runs"
@@ -148,6 +164,8 @@ def test_force_redoes_finished_runs_byte_for_byte(finished, tmp_path, capsys):
         assert json.loads((out / f"{tag}.json").read_text())["finished_at"]
 
 
+@pytest.mark.java
+@pytest.mark.slow
 def test_a_killed_run_leaves_no_final_file_and_restarts_to_the_same_file(finished, tmp_path):
     """SIGKILL the CLI once it is writing the run, then run again: same bytes as uninterrupted."""
     config, out = _config(tmp_path), tmp_path / "runs"
@@ -181,6 +199,8 @@ def test_qrels_restricted_to_the_corpus_keep_judged_pool_documents_only():
     assert 0 < len(restricted.judgments) < len(full.judgments)
 
 
+@pytest.mark.java
+@pytest.mark.slow
 def test_dry_run_lists_runs_and_whether_they_are_finished(finished, capsys):
     assert main(["run", str(_config(finished.parent)), "--output", str(finished), "--dry-run"]) == 0
     lines = capsys.readouterr().out.splitlines()

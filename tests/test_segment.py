@@ -60,6 +60,7 @@ def reference_chunker(nlp, text: str) -> list[str]:
     return passages
 
 
+@pytest.mark.slow
 def test_same_passages_as_reference_chunker(senter, ikat_rebuilt, pragmaticqa_pages):
     """Byte for byte, with the pinned model loaded as the reference loads it, one document
     at a time (harness batches them). Also checked outside the suite against the
@@ -73,6 +74,7 @@ def test_same_passages_as_reference_chunker(senter, ikat_rebuilt, pragmaticqa_pa
         assert [p.contents for p in passages] == reference_chunker(nlp, document_text(document)), document.id
 
 
+@pytest.mark.slow
 def test_reproduces_official_ikat_passages(senter, ikat_rebuilt):
     """Measured with the pinned en_core_web_sm 3.8.0: 75/107 rebuilt documents, 268/357
     official passages (75%). The organisers ran en_core_web_sm 3.4.1 (iKAT
@@ -88,6 +90,7 @@ def test_reproduces_official_ikat_passages(senter, ikat_rebuilt):
     assert measured.passages_same >= 268 and measured.documents_same >= 75, str(measured)
 
 
+@pytest.mark.slow
 def test_clueweb22_records_segment_to_official_passage_ids(tmp_path, senter, ikat_rebuilt):
     """The iKAT route end to end: ClueWeb22 `txt` records in, `<ClueWeb22-ID>:<i>` passages
     out. Documents rebuilt from passage 0 on carry their real ids, so the ids line up with
@@ -114,6 +117,7 @@ def test_clueweb22_records_segment_to_official_passage_ids(tmp_path, senter, ika
         [official[d.id] for d in ordered], ([p.contents for p in ps] for ps in direct))
 
 
+@pytest.mark.slow
 def test_windows_of_ten_sentences_with_stride_five(senter, pragmaticqa_pages):
     pages = [page for page in pragmaticqa_pages if len(prepare(page.contents)) > 3000][:20]
     assert pages
@@ -127,6 +131,7 @@ def test_windows_of_ten_sentences_with_stride_five(senter, pragmaticqa_pages):
         assert 5 * (len(passages) - 2) + 10 < len(sentences) <= 5 * (len(passages) - 1) + 10
 
 
+@pytest.mark.slow
 def test_ids_and_md5(senter, pragmaticqa_pages):
     passages = next(segment_documents(pragmaticqa_pages[:1], senter))
     page = pragmaticqa_pages[0]
@@ -134,6 +139,7 @@ def test_ids_and_md5(senter, pragmaticqa_pages):
     assert all(p.md5 == hashlib.md5(p.contents.encode("utf-8")).hexdigest() for p in passages)
 
 
+@pytest.mark.slow
 def test_only_first_10000_characters_one_line(senter, pragmaticqa_pages):
     page = max(pragmaticqa_pages, key=lambda d: len(d.contents))
     assert len(page.contents) > 2 * MAX_CHARS
@@ -145,6 +151,7 @@ def test_only_first_10000_characters_one_line(senter, pragmaticqa_pages):
     assert kept.rstrip().endswith(passages[-1].contents.split()[-1])
 
 
+@pytest.mark.slow
 def test_empty_document_has_no_passages(senter):
     assert next(segment_documents([Document("empty", " \n ")], senter)) == []
 
@@ -157,6 +164,7 @@ def test_faster_splitters_same_interface(name, pragmaticqa_pages):
     assert len(passages) > 1 and passages[0].id == f"{pragmaticqa_pages[0].id}:0"
 
 
+@pytest.mark.slow
 def test_model_folder_as_splitter(senter, pragmaticqa_pages):
     """`spacy:PATH` takes a model folder, e.g. the organisers' en_core_web_sm 3.4.1."""
     import spacy.util
@@ -176,6 +184,7 @@ def test_unknown_splitter_fails_before_any_work(tmp_path, pragmaticqa_pages):
     assert list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.slow
 def test_segment_corpus_two_processes_matches_one(tmp_path, pragmaticqa_pages):
     corpus = Corpus("pages", lambda: iter(pragmaticqa_pages[:40]))
     one, two = tmp_path / "one.jsonl", tmp_path / "two.jsonl"
@@ -188,6 +197,7 @@ def test_segment_corpus_two_processes_matches_one(tmp_path, pragmaticqa_pages):
     assert [d.id for d in open_corpus(str(one)).documents()] == [r["id"] for r in records]
 
 
+@pytest.mark.slow
 def test_cli_segment(tmp_path, capsys):
     out = tmp_path / "ikat-passages.jsonl"
     assert main(["segment", "benchmark:ikat2023:train", "--out", str(out), "--processes", "1"]) == 0

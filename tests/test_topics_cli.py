@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from harness.cli import main
 
 
+@pytest.mark.slow
 def test_list_shows_every_benchmark_with_its_counts(capsys):
     assert main(["topics", "list"]) == 0
     rows = {line.split()[0]: line.split()[1:] for line in capsys.readouterr().out.splitlines()[1:]}

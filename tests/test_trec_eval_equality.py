@@ -57,6 +57,7 @@ def test_equals_trec_eval_c_code_via_pytrec_eval(run_path: Path) -> None:
 
 @pytest.mark.reference
 @pytest.mark.parametrize("run_path", CAST2021_DOC_RUNS, ids=lambda p: p.stem)
+@pytest.mark.slow
 def test_equals_trec_eval_binary(trec_eval: Path, run_path: Path) -> None:
     ours = evaluate(read_qrels(CAST2021_QRELS), read_run(run_path), list(MEASURES), depth=1000).means
     for level in (1, 2):

@@ -1,4 +1,4 @@
-"""`harness segment CORPUS --out FILE`: official iKAT / TREC DL passages as JSONL."""
+"""`harness segment CORPUS --output FILE`: official iKAT / TREC DL passages as JSONL."""
 
 from __future__ import annotations
 
@@ -6,15 +6,16 @@ import argparse
 import sys
 from pathlib import Path
 
-from harness.corpus.readers import open_corpus
+from harness.cli import add_output
 from harness.corpus.segment import SPLITTERS, segment_corpus
+from harness.topics import open_corpus
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "corpus", help="JSONL or TREC file, a ClueWeb22 txt folder or file, irds:<ir_datasets id>, or benchmark:<name>"
     )
-    parser.add_argument("--out", required=True, type=Path, help="passages JSONL to write (id, contents, md5)")
+    add_output(parser, required=True, type=Path, help="passages JSONL to write (id, contents, md5)")
     parser.add_argument(
         "--splitter",
         default="spacy",

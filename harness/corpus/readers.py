@@ -1,8 +1,9 @@
-"""Corpus readers: JSONL dumps, TREC text/web files, ClueWeb22 text records, ir_datasets ids,
-benchmark corpora.
+"""Corpus readers: JSONL dumps, TREC text/web files, ClueWeb22 text records, ir_datasets ids.
+(`benchmark:NAME` specs, the corpora topic adapters build, are resolved a layer up by
+`harness.topics.open_corpus`, which hands every other spec to this module.)
 
 `open_corpus(spec)` picks the reader from the spec's form: an explicit `FORMAT:` prefix
-(`irds:msmarco-passage`, `benchmark:pragmaticqa:val`, `jsonl:dump.txt`), else the first
+(`irds:msmarco-passage`, `jsonl:dump.txt`), else the first
 registered format that claims the path (by suffix, then by sniffing the first line).
 Every reader streams: a corpus is re-read from disk each time its documents are iterated.
 """
@@ -11,12 +12,12 @@ from __future__ import annotations
 
 import hashlib
 import html
-import json
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from harness import jsonl
 from harness.corpus import Corpus, Document
 from harness.errors import HarnessError, InputError, open_input
 from harness.registry import Registry
@@ -104,18 +105,11 @@ def _first_key(record: dict, keys: tuple[str, ...]) -> str | None:
 
 
 def _json_objects(path: Path) -> Iterator[tuple[int, dict]]:
-    """(line number, object) for each non-blank line of a JSON-lines file."""
-    with open_input(path) as handle:
-        for number, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError as error:
-                raise InputError(path, f"not valid JSON ({error.msg})", line=number) from None
-            if not isinstance(record, dict):
-                raise InputError(path, "expected a JSON object per line", line=number)
-            yield number, record
+    """(line number, object) for each non-blank line of a JSON-lines file (harness.jsonl)."""
+    for number, record in jsonl.read(path):
+        if not isinstance(record, dict):
+            raise InputError(path, "expected a JSON object per line", line=number)
+        yield number, record
 
 
 def _jsonl_documents(path: Path) -> Iterator[Document]:
@@ -285,18 +279,3 @@ def _irds_corpus(dataset_id: str) -> Corpus:
 
 
 CORPUS_FORMATS.add("irds", CorpusFormat(open=_irds_corpus, claims=lambda spec: False))
-
-
-# -- benchmark corpora (built by the topic adapters) ---------------------------------------
-
-
-def _benchmark_corpus(name: str) -> Corpus:
-    from harness import topics
-
-    corpus = topics.load(name).corpus
-    if corpus is None:
-        raise HarnessError(f"benchmark {name!r} ships no corpus")
-    return corpus
-
-
-CORPUS_FORMATS.add("benchmark", CorpusFormat(open=_benchmark_corpus, claims=lambda spec: False))

@@ -8,6 +8,7 @@ import io
 import json
 import sys
 
+from harness.cli import add_runs, runs
 from harness.errors import HarnessError
 from harness.evaluate import Evaluation, Evaluator, RunFileOptions, evaluate_files
 from harness.evaluate.presets import PRESETS
@@ -18,7 +19,7 @@ DEFAULT_MEASURES = ["nDCG@10", "P@10", "AP", "RR", "R@1000"]
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--qrels", required=True, help="qrels file: qid iter docid grade")
-    parser.add_argument("--run", required=True, nargs="+", help="one or more TREC run files")
+    add_runs(parser, "one or more TREC run files")
     parser.add_argument("--measures", nargs="+", help="ir-measures names, e.g. nDCG@3 'P(rel=2)@3' RR")
     parser.add_argument("--preset", choices=PRESETS.names(), help="a benchmark's official measure set")
     parser.add_argument("--depth", type=int, help="evaluate the top N documents per query (trec_eval -M)")
@@ -35,7 +36,7 @@ def run(args: argparse.Namespace) -> int:
     measures, depth, separator = measure_settings(args)
     evaluator = Evaluator(read_qrels(args.qrels), measures)
     options = RunFileOptions(strict=args.strict, passage_separator=separator, depth=depth)
-    evaluations = evaluate_files(evaluator, args.run, options)
+    evaluations = evaluate_files(evaluator, runs(args), options)
     names = [e.run_name for e in evaluations]
     if len(set(names)) != len(names):
         raise HarnessError(f"two runs share a file name stem ({', '.join(names)}); rename one")

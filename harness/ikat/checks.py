@@ -3,7 +3,8 @@ and `@check(name, years)` to register one.
 
 A check is a function `(Context) -> findings`. The official validators' classes are kept:
 an error is what makes the official tool refuse the file, a warning what it counts and
-reports. The checks themselves live in checks_2023.py (the 2023 and 2024 JSON runs) and
+reports. The checks themselves live in the module each year names in
+harness.ikat.submission.YEARS: checks_2023.py (the 2023 and 2024 JSON runs) and
 checks_2025.py (the 2025 JSON Lines runs).
 """
 
@@ -13,16 +14,12 @@ from collections.abc import Callable, Container, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from harness.ikat.submission import Submission
+from harness.ikat.submission import YEARS, Submission
 from harness.registry import Registry
 from harness.topics.model import Conversation
 
 Level = Literal["error", "warning"]
-RUN_TYPES = {
-    2023: {"automatic", "manual"},
-    2024: {"automatic", "manual", "only_response"},
-    2025: {"automatic", "manual", "generation-only"},
-}
+RUN_TYPES = {year: set(entry.run_types) for year, entry in YEARS.items()}
 
 
 @dataclass(frozen=True)
@@ -83,7 +80,8 @@ class Check:
     run: CheckFn
 
 
-CHECKS: Registry[Check] = Registry("iKAT check")
+# each year's checks module (harness.ikat.submission.YEARS) registers its checks when first looked up
+CHECKS: Registry[Check] = Registry("iKAT check", plugins=tuple(dict.fromkeys(e.checks for e in YEARS.values())))
 
 
 def check(name: str, years: Sequence[int], structural: bool = False) -> Callable[[CheckFn], CheckFn]:

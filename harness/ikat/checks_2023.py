@@ -16,11 +16,13 @@ from typing import Any
 from harness.ikat.checks import RUN_TYPES, Context, Finding, TopicInfo, check, error, warning
 from harness.ikat.submission import (
     PROVENANCE_LIMIT,
+    YEARS,
     PassageProvenance,
     PTKBProvenance,
     Response,
     Submission,
     SubmissionTurn,
+    checked_by,
 )
 
 FLOAT32_MAX = 3.4028234663852886e38
@@ -161,7 +163,7 @@ def parse_submission(raw: dict, year: int) -> Submission:
         )
 
     def ptkb(p: Any) -> PTKBProvenance:
-        if year == 2024:  # a bare statement number
+        if not YEARS[year].scored_ptkb:  # a bare statement number (2024)
             return PTKBProvenance(str(protobuf_int(p)), 0.0)
         return PTKBProvenance(_field(p, "id", ""), float32(protobuf_float(_field(p, "score", 0.0))), _field(p, "text", ""))
 
@@ -190,7 +192,7 @@ def parse_submission(raw: dict, year: int) -> Submission:
 
 # --- 2023/2024 checks --------------------------------------------------------------------
 
-JSON_YEARS = (2023, 2024)
+JSON_YEARS = checked_by(__name__)  # 2023 and 2024 (harness.ikat.submission.YEARS)
 
 
 @check("required-fields", JSON_YEARS, structural=True)

@@ -14,7 +14,9 @@ from collections.abc import Iterator
 from typing import Any
 
 from harness.ikat.checks import RUN_TYPES, Context, Finding, check, error, warning
-from harness.ikat.submission import PROVENANCE_LIMIT, RESPONSE_WORD_LIMIT, word_count
+from harness.ikat.submission import PROVENANCE_LIMIT, RESPONSE_WORD_LIMIT, checked_by, word_count
+
+JSONL_YEARS = checked_by(__name__)  # 2025 (harness.ikat.submission.YEARS)
 
 CLUEWEB_2025 = re.compile(r"^clueweb22-en\d{4}-\d{2}-\d{5}:\d+$")
 METADATA_KEYS_2025 = ("team_id", "run_id", "run_type")
@@ -28,7 +30,7 @@ def _objects(ctx: Context) -> Iterator[tuple[int, dict, str | None]]:
             yield line, entry, turn_id if isinstance(turn_id, str) else None
 
 
-@check("json-object", (2025,))
+@check("json-object", JSONL_YEARS)
 def _json_object(ctx: Context) -> Iterator[Finding]:
     for line, entry in ctx.entries:
         if isinstance(entry, json.JSONDecodeError):
@@ -37,7 +39,7 @@ def _json_object(ctx: Context) -> Iterator[Finding]:
             yield error("json-object", "the line must be a JSON object", line=line)
 
 
-@check("turn-id", (2025,))
+@check("turn-id", JSONL_YEARS)
 def _turn_id_2025(ctx: Context) -> Iterator[Finding]:
     """Not an explicit upstream check: upstream silently skips such a line, which then shows
     as a missing turn; here the line itself is named."""
@@ -46,7 +48,7 @@ def _turn_id_2025(ctx: Context) -> Iterator[Finding]:
             yield error("turn-id", f"turn_id missing or not a string: {entry.get('turn_id')!r}", line=line)
 
 
-@check("metadata", (2025,))
+@check("metadata", JSONL_YEARS)
 def _metadata(ctx: Context) -> Iterator[Finding]:
     for line, entry, turn_id in _objects(ctx):
         metadata = entry.get("metadata")
@@ -76,7 +78,7 @@ def _is_score_map(value: Any) -> bool:
     )
 
 
-@check("references", (2025,))
+@check("references", JSONL_YEARS)
 def _references(ctx: Context) -> Iterator[Finding]:
     """references: {passage id: score} (error otherwise), ids in ClueWeb22 passage form (warning).
 
@@ -99,7 +101,7 @@ def _references(ctx: Context) -> Iterator[Finding]:
                 yield warning("references", f"reference {ref!r} is not a ClueWeb22 passage id", turn_id, line)
 
 
-@check("responses", (2025,))
+@check("responses", JSONL_YEARS)
 def _responses_2025(ctx: Context) -> Iterator[Finding]:
     """Each response has a text, citations {passage id: score} drawn from the references,
     and a ptkb_provenance field (errors)."""
@@ -129,7 +131,7 @@ def _responses_2025(ctx: Context) -> Iterator[Finding]:
                 yield error("responses", f"responses[{index}]: {problem}", turn_id, line)
 
 
-@check("response-length", (2025,))
+@check("response-length", JSONL_YEARS)
 def _response_length(ctx: Context) -> Iterator[Finding]:
     """The responses of a turn total at most 250 words (NFKC, whitespace-split).
 
@@ -151,7 +153,7 @@ def _response_length(ctx: Context) -> Iterator[Finding]:
             )
 
 
-@check("turns-covered", (2025,))
+@check("turns-covered", JSONL_YEARS)
 def _turns_covered(ctx: Context) -> Iterator[Finding]:
     """Every turn of the topics, and no other, appears in the file (errors)."""
     submitted = {turn_id for _, _, turn_id in _objects(ctx) if turn_id is not None}
@@ -162,7 +164,7 @@ def _turns_covered(ctx: Context) -> Iterator[Finding]:
         yield error("turns-covered", "turn is not in the topics", turn_id)
 
 
-@check("turn-repeated", (2025,))
+@check("turn-repeated", JSONL_YEARS)
 def _turn_repeated(ctx: Context) -> Iterator[Finding]:
     """Deliberate difference (not an upstream check, which keeps a set of turn ids): a turn
     on two lines is ambiguous, so it draws a warning."""

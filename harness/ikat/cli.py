@@ -7,6 +7,8 @@ import argparse
 import sys
 from pathlib import Path
 
+from harness.cli import add_output
+from harness.ikat.submission import YEARS
 from harness.topics.model import Conversation
 
 
@@ -19,7 +21,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--topics", required=True,
         help="the year's test topics file (e.g. data/ikat/2023/data/2023_test_topics.json) or a benchmark name (ikat2023)",
     )
-    validate.add_argument("--year", type=int, choices=(2023, 2024, 2025), help="format year (default: guessed from the file)")
+    validate.add_argument("--year", type=int, choices=sorted(YEARS), help="format year (default: guessed from the file)")
     validate.add_argument("--max-warnings", type=int, default=2000, help="2023/2024: more warnings is an error (default 2000)")
     validate.add_argument(
         "--partial", action="store_true",
@@ -35,17 +37,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
     to_trec = sub.add_parser("to-trec", help="the submission's passage (and PTKB) ranking as TREC runs")
     to_trec.add_argument("run", type=Path)
-    to_trec.add_argument("--out", type=Path, help="passage run (default: RUN with suffix .run)")
+    add_output(to_trec, type=Path, help="passage run (default: RUN with suffix .run)")
     to_trec.add_argument("--ptkb-out", type=Path, help="also write the PTKB provenance ranking here")
-    to_trec.add_argument("--year", type=int, choices=(2023, 2024, 2025))
+    to_trec.add_argument("--year", type=int, choices=sorted(YEARS))
     to_trec.add_argument("--tag", help="run tag (default: the submission's run name)")
     to_trec.set_defaults(ikat_run=_to_trec)
 
     from_trec = sub.add_parser("from-trec", help="write a submission from a TREC passage run")
     from_trec.add_argument("trec_run", type=Path)
     from_trec.add_argument("--benchmark", required=True, help="ikat2023, ikat2024 or ikat2025 (turn order, PTKB texts)")
-    from_trec.add_argument("--out", type=Path, required=True)
-    from_trec.add_argument("--year", type=int, choices=(2023, 2024, 2025), required=True)
+    add_output(from_trec, type=Path, required=True)
+    from_trec.add_argument("--year", type=int, choices=sorted(YEARS), required=True)
     from_trec.add_argument("--run-name", required=True)
     from_trec.add_argument("--run-type", default="automatic")
     from_trec.add_argument("--team-id", default="", help="2025 metadata.team_id")

@@ -27,7 +27,7 @@ from pathlib import Path
 
 from harness.errors import InputError
 from harness.ikat.checks_2023 import float32
-from harness.ikat.submission import Submission
+from harness.ikat.submission import YEARS, Submission
 from harness.ikat.validate import decode_lines, guess_year, read_submission, read_text
 from harness.trec import canonical_order, write_run
 
@@ -43,7 +43,8 @@ class TrecRuns:
 
     def print_score(self, score: float) -> str:
         """The passage scores as the official generate_run.py prints them."""
-        return f"{score:.6f}" if self.year == 2025 else str(score)
+        decimals = YEARS[self.year].score_decimals
+        return str(score) if decimals is None else f"{score:.{decimals}f}"
 
 
 def _best_first(items: list[tuple[str, float]]) -> list[tuple[str, float]]:
@@ -60,7 +61,7 @@ def _scaled_score(score: float, rank: int, path: Path, turn_id: str) -> float:
 
 def _printed_2025(score: float) -> float:
     """The 2025 generate_run.py prints `{score:.6f}`: the value trec_eval reads back."""
-    return float(f"{score:.6f}")
+    return float(f"{score:.{YEARS[2025].score_decimals}f}")
 
 
 def submission_rankings(submission: Submission, year: int, path: Path = Path("submission")) -> TrecRuns:
@@ -77,7 +78,7 @@ def submission_rankings(submission: Submission, year: int, path: Path = Path("su
                 seen_ptkb.setdefault(statement.id, statement.score)
         passages[turn.turn_id] = canonical_order(seen.items())
         if seen_ptkb:
-            ptkb[turn.turn_id] = _best_first(list(seen_ptkb.items())) if year == 2023 else _by_position(seen_ptkb)
+            ptkb[turn.turn_id] = _best_first(list(seen_ptkb.items())) if YEARS[year].scored_ptkb else _by_position(seen_ptkb)
     return TrecRuns(submission.run_name, passages, ptkb, year=year)
 
 
@@ -117,7 +118,7 @@ def read_rankings(path: str | Path, year: int | None = None) -> TrecRuns:
     """The passage and PTKB rankings of an iKAT submission of any year."""
     path = Path(path)
     year = year or guess_year(path, read_text(path))
-    if year == 2025:
+    if YEARS[year].json_lines:
         return _rankings_2025(path)
     submission, year = read_submission(path, year)
     return submission_rankings(submission, year, path)

@@ -9,28 +9,25 @@ before it), never a later turn. Methods, registered by name in `METHODS`:
 
 The statements of every conversation given form one corpus (ids `<conversation>/<statement
 id>`), and a turn's results are filtered to its own conversation's statements. Runs are
-evaluated against the NIST PTKB qrels (qrels/ikat/ptkb_rel_nist, 2023 test turns) with
-`PTKB_MEASURES`.
+evaluated against the NIST PTKB qrels (qrels/ikat/ptkb_rel_nist, 2023 test turns) with the
+`ptkb` measure preset (harness.evaluate.presets).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
-from typing import TYPE_CHECKING, Protocol
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Protocol
 
 from harness.corpus import Corpus, Document
 from harness.errors import HarnessError
 from harness.registry import Registry
 from harness.topics import Benchmark
 from harness.topics.model import Conversation
-from harness.trec import Qrels, Run
+from harness.trec import Qrels, Ranking, Run
 
 if TYPE_CHECKING:
     from harness.evaluate import Evaluation
 
-PTKB_MEASURES = ["nDCG@3", "P@3", "R@3", "RR"]
-
-Ranking = list[tuple[str, float]]
 QUERY_FIELDS = ("utterance", "manual_rewrite", "automatic_rewrite")
 
 
@@ -122,6 +119,24 @@ def dense(conversations: Sequence[Conversation], **params) -> PTKBRanker:
     return RetrievalRanker("dense", conversations, **params)
 
 
+def check_params(method: str, params: Mapping[str, Any]) -> None:
+    """What a config may give a method, checked when it is read: `field` and `history`, and
+    for bm25 and dense their retriever's parameters (a SpecError at `params.<key>`)."""
+    from harness.retrieve.specs import SpecError, check_spec
+
+    if method == "gold":
+        if params:
+            raise SpecError(f"params.{sorted(params)[0]}", "the gold PTKB method takes no parameters")
+        return
+    rest = dict(params)
+    field, history = rest.pop("field", "utterance"), rest.pop("history", None)
+    if field not in QUERY_FIELDS:
+        raise SpecError("params.field", f"expected one of {', '.join(QUERY_FIELDS)}, got {field!r}")
+    if history is not None and (isinstance(history, bool) or not isinstance(history, int)):
+        raise SpecError("params.history", f"expected an integer or null, got {history!r}")
+    check_spec(method, rest)
+
+
 class GoldRanker:
     """The turn's own PTKB provenance from the topics (Turn.extra["ptkb_provenance"]), in the
     listed order: a manual run, not a system."""
@@ -147,8 +162,9 @@ def ptkb_run(rankings: dict[str, Ranking], name: str) -> Run:
 
 
 def evaluate_ptkb(rankings: dict[str, Ranking], name: str, qrels: Qrels | None = None) -> Evaluation:
-    """Score a PTKB ranking with PTKB_MEASURES against the NIST PTKB qrels (by default)."""
+    """Score a PTKB ranking with the `ptkb` preset's measures against the NIST PTKB qrels (by default)."""
     from harness.evaluate import evaluate
+    from harness.evaluate.presets import PRESETS
     from harness.topics.ikat import ptkb_qrels
 
-    return evaluate(qrels or ptkb_qrels("nist"), ptkb_run(rankings, name), PTKB_MEASURES)
+    return evaluate(qrels or ptkb_qrels("nist"), ptkb_run(rankings, name), list(PRESETS.get("ptkb").measures))

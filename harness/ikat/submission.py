@@ -27,10 +27,41 @@ from harness.corpus import Corpus
 from harness.errors import HarnessError
 from harness.registry import Registry
 from harness.topics.model import Conversation
+from harness.trec import Ranking
 
 RESPONSE_WORD_LIMIT = 250  # iKAT guidelines; the 2025 validator counts NFKC-normalised words
 PROVENANCE_LIMIT = 1000  # passages per response (2023/2024), references per turn (2025)
-YEARS = (2023, 2024, 2025)
+
+
+@dataclass(frozen=True)
+class Year:
+    """What differs between iKAT years, in one place: a new year is one entry in `YEARS` plus
+    its checks_<year>.py (or the name of an earlier year's checks module, format unchanged)."""
+
+    run_types: frozenset[str]
+    format: str  # the writer in WRITERS that lays out this year's files
+    checks: str  # the module whose @check functions validate this year's files
+    json_lines: bool = False  # one JSON object per turn, with metadata (team id), not one document
+    scored_ptkb: bool = False  # PTKB provenance as scored statements, not bare ids in rank order
+    score_decimals: int | None = None  # generate_run.py prints passage scores so (None: Python's repr)
+
+
+YEARS: dict[int, Year] = {
+    2023: Year(frozenset({"automatic", "manual"}), "2023", "harness.ikat.checks_2023", scored_ptkb=True),
+    2024: Year(frozenset({"automatic", "manual", "only_response"}), "2024", "harness.ikat.checks_2023"),
+    2025: Year(frozenset({"automatic", "manual", "generation-only"}), "2025", "harness.ikat.checks_2025",
+               json_lines=True, score_decimals=6),
+}
+
+
+def file_format(year: int) -> str:
+    """The name a hosted leaderboard gives this year's files: ikat-2023-json, ikat-2025-jsonl."""
+    return f"ikat-{year}-{'jsonl' if YEARS[year].json_lines else 'json'}"
+
+
+def checked_by(module: str) -> tuple[int, ...]:
+    """The years whose files the checks module `module` validates."""
+    return tuple(year for year, entry in YEARS.items() if entry.checks == module)
 
 
 @dataclass(frozen=True)
@@ -152,9 +183,9 @@ def _lines_2025(submission: Submission) -> Iterable[str]:
 
 def write_submission(path: str | Path, submission: Submission, year: int) -> None:
     """Write `submission` in year's format (2025: one JSON object per line), atomically."""
-    if year == 2025 and not submission.team_id:
-        raise HarnessError("the 2025 format needs a team id (metadata.team_id)")
-    lines = WRITERS.get(str(year))(submission)
+    if YEARS[year].json_lines and not submission.team_id:
+        raise HarnessError(f"the {year} format needs a team id (metadata.team_id)")
+    lines = WRITERS.get(YEARS[year].format)(submission)
     with atomic_write(path) as out:
         for line in lines:
             out.write(line + "\n")
@@ -162,7 +193,6 @@ def write_submission(path: str | Path, submission: Submission, year: int) -> Non
 
 # --- building a submission from rankings -----------------------------------------------
 
-Ranking = Sequence[tuple[str, float]]
 # (turn qid, best-first passages with their texts) -> response text
 Responder = Callable[[str, Sequence[PassageProvenance]], str]
 

@@ -24,11 +24,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from harness import jsonl
 from harness.errors import HarnessError, InputError, read_input
-from harness.ikat import checks_2023, checks_2025  # noqa: F401  (importing registers their checks)
-from harness.ikat.checks import CHECKS, RUN_TYPES, Context, Finding, error, topic_index
+from harness.ikat.checks import CHECKS, Context, Finding, error, topic_index
 from harness.ikat.checks_2023 import parse_submission
-from harness.ikat.submission import Submission
+from harness.ikat.submission import YEARS, Submission
 from harness.topics.model import Conversation
 
 MAX_WARNINGS = 2000  # the 2023/2024 validators' default --max_warnings
@@ -37,7 +37,9 @@ COVERAGE_CHECKS = frozenset({"turn-count", "topics-covered", "turns-covered"})
 
 
 @dataclass
-class Report:
+class ValidationReport:
+    """What `harness ikat validate` found in one submission (not a comparison report)."""
+
     path: Path
     year: int
     findings: list[Finding] = field(default_factory=list)
@@ -96,14 +98,8 @@ def read_text(path: Path) -> str:
 
 
 def decode_lines(text: str) -> list[tuple[int, Any]]:
-    entries = []
-    for number, line in enumerate(text.splitlines(), start=1):
-        if line.strip():
-            try:
-                entries.append((number, json.loads(line)))
-            except json.JSONDecodeError as problem:
-                entries.append((number, problem))
-    return entries
+    """(line number, value or its JSONDecodeError) per non-blank line (harness.jsonl)."""
+    return list(jsonl.decode(text.splitlines()))
 
 
 def validate_file(
@@ -114,7 +110,7 @@ def validate_file(
     max_warnings: int | None = MAX_WARNINGS,
     skip: Iterable[str] = (),
     passages: Container[str] | None = None,
-) -> Report:
+) -> ValidationReport:
     """Run every check registered for the year (guessed from the file when not given).
 
     `skip` names checks to leave out (e.g. COVERAGE_CHECKS for a file that answers only
@@ -124,11 +120,11 @@ def validate_file(
     path = Path(path)
     text = read_text(path)
     year = year or guess_year(path, text)
-    if year not in RUN_TYPES:
-        raise HarnessError(f"iKAT year must be one of {', '.join(map(str, RUN_TYPES))}, not {year}")
+    if year not in YEARS:
+        raise HarnessError(f"iKAT year must be one of {', '.join(map(str, YEARS))}, not {year}")
     ctx = Context(year, topic_index(topics), passages=passages)
-    report = Report(path, year)
-    if year == 2025:
+    report = ValidationReport(path, year)
+    if YEARS[year].json_lines:
         ctx.entries = decode_lines(text)
         report.turns = len(ctx.entries)
     else:
@@ -142,12 +138,12 @@ def validate_file(
     for stage in (True, False):
         for chosen in (c for c in checks if c.structural == stage):
             report.findings.extend(chosen.run(ctx))
-        if stage and year != 2025:
+        if stage and not YEARS[year].json_lines:
             if report.errors:
                 return report
             ctx.submission = parse_submission(ctx.raw, year)
             report.turns = len(ctx.submission.turns)
-    if year != 2025 and max_warnings is not None and len(report.warnings) > max_warnings:
+    if not YEARS[year].json_lines and max_warnings is not None and len(report.warnings) > max_warnings:
         report.findings.append(
             error("max-warnings", f"{len(report.warnings)} warnings, more than the {max_warnings} allowed")
         )
@@ -168,8 +164,8 @@ def read_submission(path: str | Path, year: int | None = None) -> tuple[Submissi
     path = Path(path)
     text = read_text(path)
     year = year or guess_year(path, text)
-    if year == 2025:
-        raise HarnessError("2025 files are JSON Lines; read them with harness.ikat.convert")
+    if YEARS[year].json_lines:
+        raise HarnessError(f"{year} files are JSON Lines; read them with harness.ikat.convert")
     ctx = Context(year, {})
     try:
         ctx.raw = json.loads(text)

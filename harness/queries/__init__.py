@@ -3,6 +3,10 @@
 A strategy may read the current turn and `conversation.history(i)`, never a later turn
 (no leakage). Names take an optional argument after ':' (e.g. `variant:2`), passed as the
 string `arg`.
+
+Strategies that need more than the topics (`ptkb_topk` ranks PTKB statements with a
+retriever) live in the higher layer that has it and are named here as plug-ins, loaded on
+first look-up, so that this package imports nothing above it.
 """
 
 from __future__ import annotations
@@ -19,7 +23,7 @@ class Strategy(Protocol):
     def __call__(self, conversation: Conversation, turn_index: int, arg: str | None = None) -> Query: ...
 
 
-STRATEGIES: Registry[Strategy] = Registry("query strategy", package=__name__)
+STRATEGIES: Registry[Strategy] = Registry("query strategy", package=__name__, plugins=("harness.ikat.ptkb_topk",))
 
 
 def get(name: str) -> tuple[Strategy, str | None]:

@@ -9,20 +9,21 @@ from pathlib import Path
 
 from tqdm import tqdm
 
+from harness.cli import add_output, add_runs, runs
 from harness.errors import HarnessError
 from harness.evaluate import evaluate
 from harness.evaluate.cli import measure_settings
 from harness.evaluate.presets import PRESETS
 from harness.report import breakdown as bd
-from harness.report import html, markdown  # noqa: F401  (register the md and html formats)
 from harness.report.compare import Leaderboard, leaderboard
-from harness.report.formats import FORMATS, Report, write_report
+from harness.report.formats import FORMATS, write_report
+from harness.report.model import Report
 from harness.report.stats import CORRECTIONS, DEFAULT_RESAMPLES, DEFAULT_SEED, TESTS, Resampling
 from harness.trec import read_qrels, read_run
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("runs", nargs="+", metavar="RUN", help="TREC run files (named by file stem)")
+    add_runs(parser, "TREC run files (named by file stem)")
     parser.add_argument("--qrels", required=True, help="qrels file: qid iter docid grade")
     parser.add_argument("--baseline", nargs="+", metavar="RUN",
                         help="run(s) every other run is tested against (name or path; default: the first run)")
@@ -38,7 +39,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help=f"resamples of the permutation / bootstrap tests (default {DEFAULT_RESAMPLES})")
     parser.add_argument("--seed", type=int, default=DEFAULT_SEED, help=f"random seed (default {DEFAULT_SEED})")
     parser.add_argument("--format", choices=FORMATS.names(), default="md")
-    parser.add_argument("--out", help="write the report here (atomically) instead of stdout")
+    add_output(parser, help="write the report here (atomically) instead of stdout")
     parser.add_argument("--topics", metavar="BENCHMARK",
                         help="take turn depths and conversations (and --group-field) from this benchmark's "
                         "adapter, e.g. cast2021, instead of reading them from the qids")
@@ -58,7 +59,8 @@ def run(args: argparse.Namespace) -> int:
     measures, depth, separator = measure_settings(args)
     qrels = read_qrels(args.qrels)
     evaluations = []
-    for path in tqdm(args.runs, desc="evaluating runs", unit="run", file=sys.stderr, disable=len(args.runs) < 3):
+    files = runs(args)
+    for path in tqdm(files, desc="evaluating runs", unit="run", file=sys.stderr, disable=len(files) < 3):
         run_file = read_run(path)
         if separator:
             run_file = run_file.to_documents(separator)

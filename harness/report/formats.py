@@ -1,7 +1,8 @@
-"""A report (leaderboard, breakdowns, arena) and the output formats it is written in.
+"""The output formats a report (harness.report.model) is written in, registered here, all four.
 
 Each format is a function `Report -> bytes` registered by name (`md`, `csv`, `json`,
-`html`); `write_report` writes through `atomic_write`.
+`html`); `write_report` writes through `atomic_write`. Markdown and HTML are rendered by
+their own modules, which know nothing of this registry.
 """
 
 from __future__ import annotations
@@ -10,35 +11,23 @@ import csv
 import io
 import json
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict
 from pathlib import Path
 
 from harness.atomic import atomic_write
 from harness.registry import Registry
+from harness.report import html, markdown
 from harness.report.arena import Arena
-from harness.report.breakdown import Breakdown
-from harness.report.compare import Leaderboard
-
-
-@dataclass
-class Report:
-    leaderboard: Leaderboard
-    breakdowns: list[Breakdown] = field(default_factory=list)
-    # measure -> run -> mean over conversations of each conversation's mean over turns
-    conversation_means: dict[str, dict[str, float]] = field(default_factory=dict)
-    arena: Arena | None = None
-    title: str = "Run comparison"
-
+from harness.report.model import Report
 
 Formatter = Callable[[Report], bytes]
 FORMATS: Registry[Formatter] = Registry("report format")
+FORMATS.add("md", markdown.as_markdown)
+FORMATS.add("html", html.as_html)
 
 
 def write_report(report: Report, fmt: str, path: str | Path | None) -> bytes:
     """Render `report` as `fmt`; write it atomically to `path` when given. Returns the bytes."""
-    import harness.report.html  # noqa: F401  (formats register on import)
-    import harness.report.markdown  # noqa: F401
-
     content = FORMATS.get(fmt)(report)
     if path is not None:
         with atomic_write(path, "wb") as out:

@@ -17,7 +17,7 @@ from harness.report import markdown
 from harness.report.arena import Arena
 from harness.report.breakdown import Breakdown
 from harness.report.compare import Leaderboard
-from harness.report.formats import FORMATS, Report
+from harness.report.model import Report
 
 BASELINE_COLOURS = ("#888888", "#444444")  # baselines in grey, the other runs in the default cycle
 
@@ -136,7 +136,6 @@ def arena_plots(arena: Arena) -> str:
     return _png(figure, "arena ratings and win-rate matrix")
 
 
-@FORMATS.register("html")
 def as_html(report: Report) -> bytes:
     board = report.leaderboard
     parts = [

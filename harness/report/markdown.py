@@ -1,13 +1,15 @@
-"""Markdown tables: leaderboard with significance marks, comparisons, breakdowns, arena."""
+"""Markdown tables: leaderboard with significance marks, comparisons, breakdowns, arena, and
+the sectioned leaderboard of a `harness run` (`run_leaderboard`): the one Markdown renderer."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 from harness.report.arena import Arena
 from harness.report.breakdown import Breakdown
 from harness.report.compare import Leaderboard
-from harness.report.formats import FORMATS, Report
+from harness.report.model import Report
 
 
 def table(header: Sequence[str], rows: Sequence[Sequence[object]], align: str = "") -> str:
@@ -16,6 +18,51 @@ def table(header: Sequence[str], rows: Sequence[Sequence[object]], align: str = 
     rule = ["---" if a == "l" else "--:" for a in align]
     lines = [header, rule, *[[str(cell) for cell in row] for row in rows]]
     return "\n".join("| " + " | ".join(line) + " |" for line in lines) + "\n"
+
+
+@dataclass(frozen=True)
+class Row:
+    """One run of a `harness run` leaderboard: its label cells and its mean per measure."""
+
+    cells: Sequence[str]
+    measures: Sequence[str]
+    means: Mapping[str, float]
+
+
+@dataclass(frozen=True)
+class Section:
+    """One benchmark and task: a heading, quoted notes, lines about the qrels, and its runs."""
+
+    heading: str
+    notes: Sequence[str]
+    qrels: Sequence[str]
+    rows: Sequence[Row]
+
+
+def run_leaderboard(title: str, sections: Sequence[Section], header: Sequence[str]) -> str:
+    """`# title`, then per section its heading, notes and qrels lines, and one row per run with
+    the best value of each measure in bold (when there is more than one run)."""
+    return "\n".join([f"# {title}\n", *(_section(section, header) for section in sections)])
+
+
+def _section(section: Section, header: Sequence[str]) -> str:
+    rows = section.rows
+    measures = list(dict.fromkeys(m for row in rows for m in row.measures))
+    lines = [f"## {section.heading}", ""]
+    for note in section.notes:
+        lines += [f"> {note}", ""]
+    lines += [*section.qrels, ""]
+    best = {m: max(row.means[m] for row in rows if m in row.means) for m in measures}
+    cells = []
+    for row in rows:
+        values = []
+        for measure in measures:
+            value = row.means.get(measure)
+            text = "–" if value is None else f"{value:.4f}"
+            values.append(f"**{text}**" if value is not None and len(rows) > 1 and value == best[measure] else text)
+        cells.append([*row.cells, *values])
+    align = "l" * len(header) + "r" * len(measures)
+    return "\n".join(lines) + "\n" + table([*header, *measures], cells, align=align)
 
 
 def leaderboard_rows(board: Leaderboard) -> tuple[list[str], list[list[str]]]:
@@ -83,7 +130,6 @@ def arena_markdown(arena: Arena) -> str:
     return "".join(parts)
 
 
-@FORMATS.register("md")
 def as_markdown(report: Report) -> bytes:
     board = report.leaderboard
     parts = [f"# {report.title}\n\n", table(*leaderboard_rows(board), align="rl" + "r" * len(board.measures)), f"\n{board.legend()}\n"]

@@ -20,12 +20,7 @@ from typing import Any, Protocol
 
 from harness.errors import HarnessError
 from harness.registry import Registry
-
-
-@dataclass(frozen=True)
-class Hit:
-    docid: str
-    score: float
+from harness.trec import Hit
 
 
 @dataclass(frozen=True)

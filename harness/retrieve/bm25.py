@@ -91,3 +91,6 @@ def bm25(corpus: Corpus | None = None, *, index: str | None = None, **params) ->
             raise HarnessError("bm25 needs an index (folder or pyserini prebuilt name) or a corpus")
         index = str(cached_index(corpus, threads=params.get("threads")))
     return BM25(index, **params)
+
+
+bm25.accepts = BM25  # the parameters a config may give (harness.retrieve.specs)

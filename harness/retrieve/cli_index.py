@@ -1,4 +1,4 @@
-"""`harness index CORPUS --out DIR`: a Lucene index (positions, docvectors, raw) via Anserini."""
+"""`harness index CORPUS --output DIR`: a Lucene index (positions, docvectors, raw) via Anserini."""
 
 from __future__ import annotations
 
@@ -6,8 +6,9 @@ import argparse
 import sys
 from pathlib import Path
 
-from harness.corpus.readers import open_corpus
+from harness.cli import add_output
 from harness.retrieve.lucene import build_index, default_threads
+from harness.topics import open_corpus
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -16,7 +17,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="JSONL or TREC file, a ClueWeb22 txt folder or file, irds:<ir_datasets id>, or benchmark:<name> "
         "(e.g. benchmark:ikat2023)",
     )
-    parser.add_argument("--out", required=True, type=Path, help="index folder to create")
+    add_output(parser, required=True, type=Path, help="index folder to create")
     parser.add_argument("--threads", type=int, default=default_threads(), help="indexing threads (default: all cores)")
     parser.add_argument("--force", action="store_true", help="replace an existing index")
 

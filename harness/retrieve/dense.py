@@ -34,6 +34,11 @@ from harness.scale.exact import exact_search, longest_norm
 SearchFn = Callable[[np.ndarray, int], tuple[np.ndarray, np.ndarray]]
 # Built once per corpus matrix [n x d], float32.
 SEARCH_BACKENDS: Registry[Callable[[np.ndarray], SearchFn]] = Registry("dense search backend")
+# Dense retrievers that search vector shards where they live (an engine was given):
+# harness.scale.search registers "sharded", named here by string as retrieve sits below scale.
+SHARDED_SEARCH: Registry[Callable[..., Retriever]] = Registry(
+    "sharded dense search", plugins=("harness.scale.search",)
+)
 
 # Score-matrix budget per query block of the numpy backend (float32 cells).
 _BLOCK_CELLS = 64 * 1024 * 1024
@@ -143,10 +148,8 @@ def dense(
     )
     cache = Path(cache_dir) if cache_dir else None
     if spec is not None:
-        from harness.scale.search import ShardedDenseRetriever
-
-        return ShardedDenseRetriever(corpus, encoder, dtype=dtype, engine=spec, shard_docs=shard_docs, approx=approx,
-                                     approx_depth=approx_depth, cache_dir=cache)
+        return SHARDED_SEARCH.get("sharded")(corpus, encoder, dtype=dtype, engine=spec, shard_docs=shard_docs,
+                                             approx=approx, approx_depth=approx_depth, cache_dir=cache)
     return DenseRetriever(corpus, encoder, dtype=dtype, backend=backend, cache_dir=cache, approx=approx,
                           approx_depth=approx_depth)
 

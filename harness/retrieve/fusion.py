@@ -20,12 +20,12 @@ from collections.abc import Callable, Mapping, Sequence
 from harness.corpus import Corpus
 from harness.errors import HarnessError
 from harness.retrieve import RETRIEVERS, Hit, Retriever, SearchQuery, build
+from harness.retrieve.specs import parts
 
-Ranking = Sequence[Hit]
 DEFAULT_DEPTH = 1000
 
 
-def reciprocal_rank_fusion(rankings: Sequence[Ranking], k: float = 60) -> list[Hit]:
+def reciprocal_rank_fusion(rankings: Sequence[Sequence[Hit]], k: float = 60) -> list[Hit]:
     """Cormack, Clarke and Büttcher (SIGIR 2009): score(d) = sum over rankings of 1 / (k + rank),
     rank 1-based (the position in the list). A document a ranking did not return adds nothing
     from it; a docid repeated within one ranking counts once, at its best rank."""
@@ -39,7 +39,7 @@ def reciprocal_rank_fusion(rankings: Sequence[Ranking], k: float = 60) -> list[H
     return _best_first(fused)
 
 
-def linear_fusion(rankings: Sequence[Ranking], weights: Sequence[float]) -> list[Hit]:
+def linear_fusion(rankings: Sequence[Sequence[Hit]], weights: Sequence[float]) -> list[Hit]:
     """score(d) = sum of weight_i * minmax_i(d), with each ranking's scores min-max
     normalised to [0, 1] per query (all-equal scores become 1). A document a ranking did not
     return gets 0 from it: the same as that ranking's lowest returned hit. A docid repeated
@@ -51,7 +51,7 @@ def linear_fusion(rankings: Sequence[Ranking], weights: Sequence[float]) -> list
     return _best_first(fused)
 
 
-def min_max(ranking: Ranking) -> dict[str, float]:
+def min_max(ranking: Sequence[Hit]) -> dict[str, float]:
     best = _best_hits(ranking)
     if not best:
         return {}
@@ -61,7 +61,7 @@ def min_max(ranking: Ranking) -> dict[str, float]:
     return {docid: (score - low) / (high - low) for docid, score in best.items()}
 
 
-def _best_hits(ranking: Ranking) -> dict[str, float]:
+def _best_hits(ranking: Sequence[Hit]) -> dict[str, float]:
     best: dict[str, float] = {}
     for hit in ranking:
         best[hit.docid] = max(hit.score, best.get(hit.docid, hit.score))
@@ -73,7 +73,7 @@ def _best_first(scores: Mapping[str, float]) -> list[Hit]:
 
 
 class FusionRetriever:
-    def __init__(self, retrievers: Sequence[Retriever], fuse: Callable[[list[Ranking]], list[Hit]], depth: int):
+    def __init__(self, retrievers: Sequence[Retriever], fuse: Callable[[list[Sequence[Hit]]], list[Hit]], depth: int):
         self.retrievers = list(retrievers)
         self.fuse = fuse
         self.depth = depth
@@ -91,9 +91,9 @@ def build_sub_retrievers(corpus: Corpus | None, specs: list[Mapping], index: str
 
 
 def check_specs(specs: object) -> list[Mapping]:
-    """`retrievers: [{name: ..., param: ...}, ...]` from a config, checked before anything is built."""
+    """`retrievers: [{name: ..., params: {...}}, ...]` from a config, checked before anything is built."""
     if not isinstance(specs, Sequence) or isinstance(specs, str) or len(specs) < 2:
-        raise HarnessError("fusion needs `retrievers:` a list of two or more {name: ..., ...} entries")
+        raise HarnessError("fusion needs `retrievers:` a list of two or more {name: ..., params: {...}} entries")
     for position, spec in enumerate(specs, start=1):
         if not isinstance(spec, Mapping) or not isinstance(spec.get("name"), str):
             raise HarnessError(f"fusion retriever #{position} must be a mapping with a `name:`; got {spec!r}")
@@ -101,10 +101,11 @@ def check_specs(specs: object) -> list[Mapping]:
 
 
 def build_from_spec(spec: Mapping, corpus: Corpus | None, index: str | None) -> Retriever:
-    params = {key: value for key, value in spec.items() if key != "name"}
+    """A nested `{name, params, label}` spec (or the old flat `{name, param: ...}` shape) built."""
+    name, params = parts(spec)
     if index is not None:
         params.setdefault("index", index)
-    return build(spec["name"], corpus=corpus, **params)
+    return build(name, corpus=corpus, **params)
 
 
 def _check_depth(depth: int) -> int:

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 from harness.atomic import atomic_write
+from harness.cli import add_output
 from harness.runner.config import load_config
 
 
@@ -19,7 +20,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--force", action="store_true", help="redo runs even when finished with the same inputs")
     parser.add_argument("--dry-run", action="store_true", help="check the config and list its runs; rank nothing")
-    parser.add_argument("--output", type=Path, help="write runs here instead of the config's `output`")
+    add_output(parser, dest="output", type=Path, help="write runs here instead of the config's `output`")
 
 
 def run(args: argparse.Namespace) -> int:

@@ -23,6 +23,9 @@ the key path (`configs/x.yaml: experiments[2].retrievers[0]: unknown retriever '
 known: bm25, dense`), and an unknown key is an error, so a typo never silently falls back to
 a default. Names (adapters and splits, strategies, retrievers, measures, presets, tasks) are
 checked here, before anything slow runs; topic files are small and are loaded to do so.
+Retriever parameters are checked here too, nested fusion and rerank specs included
+(`experiments[0].retrievers[1].params.k1: expected a number, got 'fast'`; see
+harness.retrieve.specs); a retriever spec is `{name, params, label}` at every level.
 
 Relative paths are relative to the folder `harness run` is started from, as on the command
 line; `{data}`, `{qrels}` and `{cache}` expand to the shipped data, qrels and cache folders.
@@ -30,10 +33,9 @@ line; `{data}`, `{qrels}` and `{cache}` expand to the shipped data, qrels and ca
 
 from __future__ import annotations
 
-import json
 import re
 import string
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -42,6 +44,8 @@ import yaml
 
 from harness.errors import HarnessError, InputError, read_input
 from harness.paths import cache_root, data_root, name_problem, qrels_root
+from harness.retrieve.specs import SpecError
+from harness.runner.tasks import TASKS
 
 DEFAULT_OUTPUT = "runs"
 DEFAULT_TAG = "{benchmark}.{strategy}.{retriever}"
@@ -72,7 +76,7 @@ class RetrieverSpec:
 class CorpusSpec:
     """Where documents come from: the benchmark's own corpus, a corpus spec, or an index name."""
 
-    # for harness.corpus.readers.open_corpus (a file, `irds:ID`, `benchmark:NAME`...); several
+    # for harness.topics.open_corpus (a file, `irds:ID`, `benchmark:NAME`...); several
     # are searched as one corpus, in order
     specs: tuple[str, ...] = ()
     index: str | None = None  # a prebuilt or local index, handed to the retriever as `index=`
@@ -208,8 +212,9 @@ def _construct_mapping(loader: _UniqueKeyLoader, node: yaml.MappingNode, deep: b
 _UniqueKeyLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
 
 
-class _Node:
-    """A value of the YAML document with its key path, so that every error can say where."""
+class Node:
+    """A value of the YAML document with its key path, so that every error can say where
+    (public: harness.serve reads its own config file with it)."""
 
     def __init__(self, file: Path, key: str, value: Any) -> None:
         self.file, self.key, self.value = file, key, value
@@ -217,12 +222,12 @@ class _Node:
     def error(self, problem: str) -> ConfigError:
         return ConfigError(self.file, self.key, problem)
 
-    def child(self, key: str | int, value: Any) -> "_Node":
+    def child(self, key: str | int, value: Any) -> "Node":
         if isinstance(key, int):
-            return _Node(self.file, f"{self.key}[{key}]", value)
-        return _Node(self.file, f"{self.key}.{key}" if self.key else key, value)
+            return Node(self.file, f"{self.key}[{key}]", value)
+        return Node(self.file, f"{self.key}.{key}" if self.key else key, value)
 
-    def mapping(self, allowed: Iterable[str], required: Iterable[str] = ()) -> dict[str, "_Node"]:
+    def mapping(self, allowed: Iterable[str], required: Iterable[str] = ()) -> dict[str, "Node"]:
         if not isinstance(self.value, dict):
             raise self.error(f"expected a mapping, found {_kind(self.value)}")
         allowed = tuple(allowed)
@@ -240,7 +245,7 @@ class _Node:
             raise self.error(f"expected a mapping of names to values, found {_kind(self.value)}")
         return dict(self.value)
 
-    def items(self) -> list["_Node"]:
+    def items(self) -> list["Node"]:
         values = self.value if isinstance(self.value, list) else [self.value]
         if not values:
             raise self.error("expected at least one entry, found an empty list")
@@ -279,7 +284,7 @@ def _kind(value: Any) -> str:
     return "nothing" if value is None else f"{type(value).__name__} {value!r}"
 
 
-def _lookup(node: _Node, check) -> Any:
+def lookup(node: Node, check: Callable[[], Any]) -> Any:
     """Run a registry lookup; its 'unknown X; known: ...' becomes an error at this key."""
     try:
         return check()
@@ -307,7 +312,7 @@ def read_yaml(path: Path) -> Any:
 
 
 def parse_config(path: Path, document: Any) -> Config:
-    root = _Node(path, "", document)
+    root = Node(path, "", document)
     top = root.mapping(("output", "tag", "k", "experiments"), required=("experiments",))
     output = top["output"].path() if "output" in top else Path(DEFAULT_OUTPUT)
     if output.exists() and not output.is_dir():
@@ -327,12 +332,10 @@ _EXPERIMENT_KEYS = (
 )
 
 
-def _experiment(node: _Node, defaults: dict[str, Any]) -> Experiment:
-    from harness.runner.tasks import TASKS
-
+def _experiment(node: Node, defaults: dict[str, Any]) -> Experiment:
     keys = node.mapping(_EXPERIMENT_KEYS, required=("topics", "retrievers"))
     task_name = keys["task"].text() if "task" in keys else "retrieval"
-    task = _lookup(keys.get("task", node), lambda: TASKS.get(task_name))
+    task = lookup(keys.get("task", node), lambda: TASKS.get(task_name))
     benchmark = _topics(keys["topics"])
     topics = keys["topics"].value
     strategies = _strategies(keys.get("strategies"), task, node)
@@ -367,15 +370,15 @@ def _experiment(node: _Node, defaults: dict[str, Any]) -> Experiment:
     )
 
 
-def _topics(node: _Node):
+def _topics(node: Node):
     """The benchmark, loaded now (topic files are small) so that a bad split fails here."""
     from harness import topics
 
     name = node.text()
-    return _lookup(node, lambda: topics.load(name))
+    return lookup(node, lambda: topics.load(name))
 
 
-def _strategies(node: _Node | None, task, parent: _Node) -> tuple[str, ...]:
+def _strategies(node: Node | None, task, parent: Node) -> tuple[str, ...]:
     from harness import queries
 
     if not task.uses_strategies:
@@ -387,14 +390,14 @@ def _strategies(node: _Node | None, task, parent: _Node) -> tuple[str, ...]:
     names = []
     for item in node.items():
         name = item.text()
-        _lookup(item, lambda: queries.get(name))
+        lookup(item, lambda: queries.get(name))
         names.append(name)
     if len(set(names)) != len(names):
         raise node.error(f"a strategy is listed twice in {names}")
     return tuple(names)
 
 
-def _retriever(node: _Node, task) -> RetrieverSpec:
+def _retriever(node: Node, task) -> RetrieverSpec:
     if isinstance(node.value, str):
         name, params, label = node.text(), {}, node.value
     else:
@@ -405,12 +408,16 @@ def _retriever(node: _Node, task) -> RetrieverSpec:
     known = task.retriever_names()
     if name not in known:
         raise node.error(f"unknown {task.retriever_kind} {name!r}; known: {', '.join(known) or 'none'}")
+    try:
+        task.check_params(name, params)
+    except SpecError as error:
+        raise node.child(error.key, None).error(error.problem) from None
     return RetrieverSpec(name, params, label)
 
 
-def _corpus(node: _Node) -> CorpusSpec:
+def _corpus(node: Node) -> CorpusSpec:
     """`corpus: SPEC`, a list of specs (each opened now, to check it) or `corpus: {index: NAME}`."""
-    from harness.corpus.readers import open_corpus
+    from harness.topics import open_corpus
 
     if isinstance(node.value, dict):
         keys = node.mapping(("index",), required=("index",))
@@ -418,12 +425,12 @@ def _corpus(node: _Node) -> CorpusSpec:
     specs = []
     for item in node.items():
         spec = str(item.path())
-        _lookup(item, lambda: open_corpus(spec))
+        lookup(item, lambda: open_corpus(spec))
         specs.append(spec)
     return CorpusSpec(specs=tuple(specs))
 
 
-def _measures(keys: dict[str, _Node], parent: _Node, task) -> tuple[tuple[str, ...], int | None, str | None]:
+def _measures(keys: dict[str, Node], parent: Node, task) -> tuple[tuple[str, ...], int | None, str | None]:
     """(measures, evaluation depth, passage separator) from `measures:`, `preset:` or the task."""
     from harness.evaluate import parse_measures
     from harness.evaluate.presets import PRESETS
@@ -436,16 +443,16 @@ def _measures(keys: dict[str, _Node], parent: _Node, task) -> tuple[tuple[str, .
         names = [item.text() for item in node.items()]
     elif "preset" in keys:
         node = keys["preset"]
-        preset = _lookup(node, lambda: PRESETS.get(node.text()))
+        preset = lookup(node, lambda: PRESETS.get(node.text()))
         names, depth, separator = list(preset.measures), preset.depth, preset.passage_separator
     elif task.default_measures() is not None:
         node, names = parent, task.default_measures()
     else:
         raise parent.error("missing 'measures' (ir-measures names) or 'preset'")
-    return tuple(str(m) for m in _lookup(node, lambda: parse_measures(names))), depth, separator
+    return tuple(str(m) for m in lookup(node, lambda: parse_measures(names))), depth, separator
 
 
-def _tag_pattern(node: _Node) -> str:
+def _tag_pattern(node: Node) -> str:
     pattern = node.text()
     try:
         fields = [f for _, f, _, _ in string.Formatter().parse(pattern) if f is not None]
@@ -473,8 +480,3 @@ def _check_unique(path: Path, experiments: tuple[Experiment, ...]) -> None:
                 raise ConfigError(path, f"{experiment.key}.tag", f"run tag {run.tag!r} is also produced by "
                                   f"{tags[run.tag]}; add {{name}} or {{task}} to the tag pattern")
             tags[run.tag] = experiment.key
-
-
-def canonical_json(value: Any) -> str:
-    """The one serialisation used for hashing configs."""
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)

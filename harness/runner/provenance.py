@@ -9,13 +9,13 @@ a new library version does not invalidate finished runs, but the JSON says which
 from __future__ import annotations
 
 import hashlib
+import json
 import platform
 from collections.abc import Iterable
 from importlib import metadata
 from typing import Any
 
 from harness.retrieve import SearchQuery
-from harness.runner.config import canonical_json
 from harness.trec import Qrels
 
 # Distributions whose version can change a run or its scores, recorded when installed.
@@ -45,6 +45,11 @@ def qrels_hash(qrels: Qrels) -> str:
         for qid in sorted(qrels.judgments)
         for docid, grade in sorted(qrels.judgments[qid].items())
     )
+
+
+def canonical_json(value: Any) -> str:
+    """The one serialisation used for hashing configs."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
 
 
 def run_hash(parts: dict[str, str], identity: dict[str, Any]) -> str:

@@ -32,9 +32,9 @@ from harness.retrieve import Retriever, SearchQuery, build, shared_retrievers
 from harness.paths import file_in
 from harness.runner import provenance
 from harness.runner.config import Config, Experiment, RunSpec
-from harness.runner.tasks import TASKS, Ranker, Ranking
+from harness.runner.tasks import TASKS, Ranker
 from harness.topics import Benchmark, load
-from harness.trec import Qrels, read_qrels, read_run, write_run
+from harness.trec import Qrels, Ranking, read_qrels, read_run, write_run
 
 BATCH = 64  # queries per retriever call; the progress display moves once per batch
 
@@ -62,7 +62,7 @@ class Workspace:
             if spec.index is not None:
                 self._corpora[key] = None
             elif spec.specs:
-                from harness.corpus.readers import open_corpus
+                from harness.topics import open_corpus
 
                 self._corpora[key] = concatenate([open_corpus(part) for part in spec.specs])
             else:
@@ -147,7 +147,7 @@ def prepare(run: RunSpec, workspace: Workspace) -> Prepared:
     experiment = run.experiment
     task = TASKS.get(experiment.task)
     benchmark = workspace.benchmark(experiment.topics)
-    queries = task.queries(run, benchmark)
+    queries = task.queries(run.strategy, benchmark)
     qrels = workspace.qrels(experiment)
     hashes = {
         "queries": provenance.queries_hash(queries, task.context(benchmark)),
@@ -183,7 +183,8 @@ def execute(prepared: Prepared, workspace: Workspace, output: Path, config_path:
     run = prepared.run
     task = TASKS.get(run.experiment.task)
     started = time.perf_counter()
-    rank = task.ranker(run, prepared.benchmark, workspace)
+    rank = task.ranker(prepared.benchmark, run.retriever.name, run.retriever.params, run.experiment.k,
+                       lambda: workspace.retriever(run))
     set_up = time.perf_counter() - started
     started = time.perf_counter()
     with tqdm(total=len(prepared.queries), desc=run.tag, unit="turn", file=log, mininterval=0.5) as progress:
@@ -245,7 +246,7 @@ def finished_scores(prepared: Prepared, output: Path) -> Evaluation:
     return evaluation
 
 
-def _rankings(queries: list[SearchQuery], rank: Ranker, progress: tqdm) -> Iterator[Ranking]:
+def _rankings(queries: list[SearchQuery], rank: Ranker, progress: tqdm) -> Iterator[tuple[str, Ranking]]:
     """Rank a batch at a time, so that progress shows and only a batch of rankings is held."""
     for start in range(0, len(queries), BATCH):
         batch = queries[start:start + BATCH]

@@ -1,25 +1,22 @@
 """What an experiment ranks, by task name: passages per query (`retrieval`) or PTKB statements
-per turn (`ptkb`). A task turns a run spec into the query list (hashed for resuming) and the
-per-query rankings that `write_run` streams; the runner does the rest the same way for all.
+per turn (`ptkb`). A task turns a run's plain values (strategy, retriever name and parameters,
+depth) into the query list (hashed for resuming) and the per-query rankings that `write_run`
+streams; the runner does the rest the same way for all. Tasks know neither the config nor the
+runner: they sit below both.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
-from typing import TYPE_CHECKING, Protocol
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any, Protocol
 
 from harness.errors import HarnessError
 from harness.registry import Registry
-from harness.retrieve import SearchQuery
+from harness.retrieve import Retriever, SearchQuery
 from harness.topics import Benchmark
-from harness.trec import Qrels
+from harness.trec import Qrels, Ranking
 
-if TYPE_CHECKING:
-    from harness.runner.config import RunSpec
-    from harness.runner.runner import Workspace
-
-Ranking = tuple[str, list[tuple[str, float]]]  # (qid, best-first [(docid, score)])
-Ranker = Callable[[Sequence[SearchQuery]], list[Ranking]]  # a batch of queries -> their rankings
+Ranker = Callable[[Sequence[SearchQuery]], list[tuple[str, Ranking]]]  # a batch of queries -> (qid, ranking)s
 
 
 class Task(Protocol):
@@ -29,20 +26,27 @@ class Task(Protocol):
 
     def retriever_names(self) -> list[str]: ...
 
+    def check_params(self, name: str, params: Mapping[str, Any]) -> None:
+        """Config-time check: a SpecError (harness.retrieve.specs) at `params.<key>`."""
+        ...
+
     def default_measures(self) -> Sequence[str] | None: ...
 
     def has_default_qrels(self, benchmark: Benchmark) -> bool: ...
 
     def default_qrels(self, benchmark: Benchmark) -> Qrels: ...
 
-    def queries(self, run: "RunSpec", benchmark: Benchmark) -> list[SearchQuery]: ...
+    def queries(self, strategy: str | None, benchmark: Benchmark) -> list[SearchQuery]: ...
 
     def context(self, benchmark: Benchmark) -> Iterable[str]:
         """Inputs besides the queries that the rankings depend on (hashed with them)."""
         ...
 
-    def ranker(self, run: "RunSpec", benchmark: Benchmark, workspace: "Workspace") -> Ranker:
-        """Does the set-up (index, model) up front, so that ranking time is measured apart."""
+    def ranker(
+        self, benchmark: Benchmark, name: str, params: Mapping[str, Any], k: int, retriever: Callable[[], Retriever]
+    ) -> Ranker:
+        """Does the set-up (index, model) up front, so that ranking time is measured apart.
+        `retriever` builds the named retriever over the experiment's corpus, for tasks that search one."""
         ...
 
 
@@ -61,6 +65,11 @@ class RetrievalTask:
 
         return retrieve.RETRIEVERS.names()
 
+    def check_params(self, name: str, params: Mapping[str, Any]) -> None:
+        from harness.retrieve.specs import check_spec
+
+        check_spec(name, params)
+
     def default_measures(self) -> None:
         return None
 
@@ -72,20 +81,21 @@ class RetrievalTask:
             raise HarnessError(f"benchmark {benchmark.name!r} ships no qrels; give 'qrels: FILE'")
         return benchmark.qrels()
 
-    def queries(self, run: "RunSpec", benchmark: Benchmark) -> list[SearchQuery]:
+    def queries(self, strategy: str | None, benchmark: Benchmark) -> list[SearchQuery]:
         from harness.queries import stream
 
-        return [SearchQuery(query.qid, query.text) for query in stream(benchmark.conversations, run.strategy)]
+        return [SearchQuery(query.qid, query.text) for query in stream(benchmark.conversations, strategy)]
 
     def context(self, benchmark: Benchmark) -> Iterable[str]:
         return ()
 
-    def ranker(self, run: "RunSpec", benchmark: Benchmark, workspace: "Workspace") -> Ranker:
-        retriever = workspace.retriever(run)
-        k = run.experiment.k
+    def ranker(
+        self, benchmark: Benchmark, name: str, params: Mapping[str, Any], k: int, retriever: Callable[[], Retriever]
+    ) -> Ranker:
+        searcher = retriever()
 
-        def rank(batch: Sequence[SearchQuery]) -> list[Ranking]:
-            hits = retriever.search(batch, k)
+        def rank(batch: Sequence[SearchQuery]) -> list[tuple[str, Ranking]]:
+            hits = searcher.search(batch, k)
             return [(query.qid, [(hit.docid, hit.score) for hit in hits.get(query.qid, [])[:k]]) for query in batch]
 
         return rank
@@ -103,10 +113,15 @@ class PtkbTask:
 
         return ptkb.METHODS.names()
 
-    def default_measures(self) -> Sequence[str]:
-        from harness.ikat.ptkb import PTKB_MEASURES
+    def check_params(self, name: str, params: Mapping[str, Any]) -> None:
+        from harness.ikat.ptkb import check_params
 
-        return [str(measure) for measure in PTKB_MEASURES]
+        check_params(name, params)
+
+    def default_measures(self) -> Sequence[str]:
+        from harness.evaluate.presets import PRESETS
+
+        return [str(measure) for measure in PRESETS.get("ptkb").measures]
 
     def has_default_qrels(self, benchmark: Benchmark) -> bool:
         return benchmark.name == "ikat2023:test"  # the NIST PTKB qrels judge these turns only
@@ -116,7 +131,7 @@ class PtkbTask:
 
         return ptkb_qrels("nist")
 
-    def queries(self, run: "RunSpec", benchmark: Benchmark) -> list[SearchQuery]:
+    def queries(self, strategy: str | None, benchmark: Benchmark) -> list[SearchQuery]:
         return [SearchQuery(turn.qid, turn.utterance) for turn in benchmark.turns]
 
     def context(self, benchmark: Benchmark) -> Iterable[str]:
@@ -124,11 +139,12 @@ class PtkbTask:
             for statement in conversation.personal:
                 yield f"{conversation.id}\t{statement.id}\t{statement.text}"
 
-    def ranker(self, run: "RunSpec", benchmark: Benchmark, workspace: "Workspace") -> Ranker:
+    def ranker(
+        self, benchmark: Benchmark, name: str, params: Mapping[str, Any], k: int, retriever: Callable[[], Retriever]
+    ) -> Ranker:
         from harness.ikat.ptkb import rank_ptkb
 
-        ranked = rank_ptkb(benchmark, run.retriever.name, **run.retriever.params)
-        k = run.experiment.k
+        ranked = rank_ptkb(benchmark, name, **params)
         return lambda batch: [(query.qid, list(ranked.get(query.qid, []))[:k]) for query in batch]
 
 

@@ -12,4 +12,9 @@ on the engine or the number of workers. Ray is imported only when the `ray` engi
     encode.py   `harness encode`: passage vectors per shard (.npy + ids)
     exact.py    shape-independent exact scores (float64 dot products rounded to float32)
     search.py   sharded exact / approximate dense search, each shard searched where it lives
+    approx.py   approximate faiss indexes (hnsw, ivfpq) proposing candidates to re-score
+
+engines.py, exact.py and approx.py import nothing above harness.registry: they sit below
+harness.retrieve, whose dense retriever uses them (README, "Layers"). search.py sits above
+it and plugs into the dense retriever's SHARDED_SEARCH registry, named there by string.
 """

@@ -1,4 +1,4 @@
-"""`harness encode CORPUS --out DIR`: passage embeddings as sharded .npy files and a manifest."""
+"""`harness encode CORPUS --output DIR`: passage embeddings as sharded .npy files and a manifest."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from harness.cli import add_output
 from harness.scale.encode import SHARD_DOCS
 from harness.scale.engines import add_engine_arguments
 
@@ -13,7 +14,7 @@ from harness.scale.engines import add_engine_arguments
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("corpus", help="passages to encode: JSONL (e.g. `harness segment` output), "
                         "irds:<ir_datasets id> or benchmark:<name>")
-    parser.add_argument("--out", required=True, type=Path, help="folder for shard-NNNNN.npy/.ids and manifest.json")
+    add_output(parser, required=True, type=Path, help="folder for shard-NNNNN.npy/.ids and manifest.json")
     parser.add_argument("--model", default=None, help="local sentence-transformers folder (default: all-MiniLM-L6-v2)")
     parser.add_argument("--dtype", default="float32", choices=["float32", "float16"], help="stored vector type")
     parser.add_argument("--batch-size", type=int, default=32, help="passages per model batch (GPUs: 256 or more)")
@@ -22,10 +23,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from harness.corpus.readers import open_corpus
     from harness.retrieve._embeddings import load_encoder
     from harness.scale.encode import encode_sharded
     from harness.scale.engines import engine_spec, start_engine
+    from harness.topics import open_corpus
 
     spec = engine_spec(args)
     corpus = open_corpus(args.corpus)

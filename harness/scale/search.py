@@ -18,6 +18,7 @@ from harness.corpus import Corpus
 from harness.paths import cache_root
 from harness.retrieve import Hit, SearchQuery
 from harness.retrieve._embeddings import Encoder
+from harness.retrieve.dense import SEARCH_BACKENDS, SHARDED_SEARCH
 from harness.scale.encode import VectorShard, encode_sharded, sharded_cache_folder, vector_shards
 from harness.scale.engines import EngineSpec, start_engine
 from harness.scale.exact import exact_search, longest_norm, rank
@@ -38,7 +39,6 @@ class ShardSearcher:
     cached beside it) otherwise."""
 
     def __init__(self, shards: list[VectorShard], approx: str | None, depth: int | None) -> None:
-        from harness.retrieve.dense import SEARCH_BACKENDS
         from harness.scale import approx as approx_indexes
 
         self.approx, self.depth, self.parts = approx, depth, []
@@ -85,6 +85,7 @@ def _has_gpu() -> bool:
     return torch.cuda.is_available()
 
 
+@SHARDED_SEARCH.register("sharded")
 class ShardedDenseRetriever:
     """The dense retriever on an engine: vectors encoded shard by shard (resumable), searched
     by one ShardSearcher per worker, per-shard top-k merged here."""

@@ -30,9 +30,12 @@ from pathlib import Path
 from typing import Any
 
 from harness.errors import HarnessError
-from harness.runner.config import _lookup, _Node, read_yaml
+from harness.ikat.submission import YEARS, file_format
+from harness.runner.config import Node, lookup, read_yaml
 
-FORMATS = ("ikat-2023-json", "ikat-2024-json", "ikat-2025-jsonl", "trec")
+# upload formats: each iKAT year's file (harness.ikat.submission.YEARS), and TREC runs
+FORMAT_YEARS = {file_format(year): year for year in YEARS}
+FORMATS = (*FORMAT_YEARS, "trec")
 DEFAULT_DATABASE = "sqlite:///leaderboard/leaderboard.db"
 DEFAULT_STORAGE = "leaderboard/files"
 DEFAULT_QUOTA = 5
@@ -81,7 +84,7 @@ def load_serve_config(path: str | Path) -> ServeConfig:
 
 
 def parse_serve_config(path: Path, document: Any) -> ServeConfig:
-    root = _Node(path, "", document)
+    root = Node(path, "", document)
     top = root.mapping(("database", "storage", "quota", "max_upload_mb", "tasks", "teams"), required=("tasks", "teams"))
     database = top["database"].text() if "database" in top else DEFAULT_DATABASE
     if "://" not in database:
@@ -107,14 +110,14 @@ def parse_serve_config(path: Path, document: Any) -> ServeConfig:
     )
 
 
-def _name(node: _Node) -> str:
+def _name(node: Node) -> str:
     name = node.text()
     if not _NAME.match(name):
         raise node.error(f"expected a name of letters, digits, '_', '.', '-' (at most 64), found {name!r}")
     return name
 
 
-def _task(node: _Node) -> TaskConfig:
+def _task(node: Node) -> TaskConfig:
     from harness.evaluate import parse_measures
     from harness.evaluate.presets import PRESETS
 
@@ -125,13 +128,13 @@ def _task(node: _Node) -> TaskConfig:
     name = _name(keys["name"])
     if ("measures" in keys) == ("preset" in keys):
         raise node.error("give either 'measures' or 'preset'")
-    preset = _lookup(keys["preset"], lambda: PRESETS.get(keys["preset"].text())) if "preset" in keys else None
+    preset = lookup(keys["preset"], lambda: PRESETS.get(keys["preset"].text())) if "preset" in keys else None
     if preset is not None:
         measures = list(preset.measures)
     else:
         names = [item.text() for item in keys["measures"].items()]
-        measures = [str(m) for m in _lookup(keys["measures"], lambda: parse_measures(names))]
-    main = str(_lookup(keys["main_measure"], lambda: parse_measures([keys["main_measure"].text()])[0]))
+        measures = [str(m) for m in lookup(keys["measures"], lambda: parse_measures(names))]
+    main = str(lookup(keys["main_measure"], lambda: parse_measures([keys["main_measure"].text()])[0]))
     if main not in measures:
         raise keys["main_measure"].error(f"{main} is not among the task's measures ({', '.join(measures)})")
     formats = tuple(item.text() for item in keys["formats"].items())
@@ -139,7 +142,7 @@ def _task(node: _Node) -> TaskConfig:
         if fmt not in FORMATS:
             raise keys["formats"].child(index, fmt).error(f"unknown format {fmt!r}; known: {', '.join(FORMATS)}")
     topics = keys["topics"].text()
-    _lookup(keys["topics"], lambda: _check_topics(topics))
+    lookup(keys["topics"], lambda: _check_topics(topics))
     return TaskConfig(
         name=name,
         title=keys["title"].text() if "title" in keys else name,
@@ -161,7 +164,7 @@ def _check_topics(spec: str) -> None:
         raise HarnessError(f"{spec!r} is neither a topics file nor a benchmark; benchmarks: {', '.join(names())}")
 
 
-def _team(node: _Node) -> TeamConfig:
+def _team(node: Node) -> TeamConfig:
     keys = node.mapping(("name", "token_sha256"), required=("name", "token_sha256"))
     digest = keys["token_sha256"].text()
     if not _SHA256.match(digest):

@@ -14,10 +14,10 @@ from functools import cached_property
 from pathlib import Path
 
 from harness.errors import HarnessError, InputError, open_input, read_input
-from harness.serve.config import TaskConfig
+from harness.ikat.submission import file_format
+from harness.serve.config import FORMAT_YEARS, TaskConfig
 
 MAX_MESSAGES = 200  # findings returned for one upload
-FORMAT_YEARS = {"ikat-2023-json": 2023, "ikat-2024-json": 2024, "ikat-2025-jsonl": 2025}
 
 
 @dataclass(frozen=True)
@@ -68,7 +68,7 @@ def detect_format(text: str) -> str:
     if not text.lstrip().startswith(("{", "[")):
         return "trec"
     year = guess_year(Path("upload"), text)
-    return "ikat-2025-jsonl" if year == 2025 else f"ikat-{year}-json"
+    return file_format(year)
 
 
 class TaskRuntime:

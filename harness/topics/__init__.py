@@ -2,6 +2,8 @@
 
 An adapter is a callable `(split: str | None) -> Benchmark`. `load("ikat2023:train")`
 splits the name at ':'; a bare name gives the split the official qrels judge.
+`open_corpus(spec)` is where corpus specs are resolved: `benchmark:NAME[:SPLIT]` here, every
+other spec by harness.corpus.readers (which knows nothing of benchmarks).
 """
 
 from __future__ import annotations
@@ -9,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from harness.corpus import Corpus
+from harness.errors import HarnessError
 from harness.registry import Registry
 from harness.trec import Qrels
 from harness.topics.model import Conversation, PersonalStatement, Query, Turn
@@ -43,4 +46,19 @@ def names() -> list[str]:
     return ADAPTERS.names()
 
 
-__all__ = ["ADAPTERS", "Adapter", "Benchmark", "Conversation", "PersonalStatement", "Query", "Turn", "load", "names"]
+def open_corpus(spec: str) -> Corpus:
+    """A corpus spec: `benchmark:NAME[:SPLIT]` (the corpus the adapter builds), else a file,
+    folder or `FORMAT:` spec read by harness.corpus.readers."""
+    from harness.corpus.readers import open_corpus as open_spec
+
+    prefix, sep, name = spec.partition(":")
+    if not (sep and prefix == "benchmark"):
+        return open_spec(spec)
+    corpus = load(name).corpus
+    if corpus is None:
+        raise HarnessError(f"benchmark {name!r} ships no corpus")
+    return corpus
+
+
+__all__ = ["ADAPTERS", "Adapter", "Benchmark", "Conversation", "PersonalStatement", "Query", "Turn", "load", "names",
+           "open_corpus"]

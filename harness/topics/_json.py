@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from harness import jsonl
 from harness.errors import InputError, open_input
 
 _KIND_NAMES = {str: "a string", int: "an integer", float: "a number", bool: "a boolean",
@@ -34,17 +35,8 @@ def read_json(path: str | Path) -> Any:
 
 
 def read_jsonl(path: str | Path) -> Iterator[tuple[int, Any]]:
-    """(line number, value) for each non-blank line of a JSON-lines file."""
-    path = Path(path)
-    with open_input(path) as handle:
-        for number, line in enumerate(handle, start=1):
-            if line.strip():
-                try:
-                    yield number, json.loads(line)
-                except json.JSONDecodeError as error:
-                    raise InputError(
-                        path, f"invalid JSON: {error.msg} (column {error.colno})", line=number
-                    ) from None
+    """(line number, value) for each non-blank line of a JSON-lines file (harness.jsonl)."""
+    return jsonl.read(path)
 
 
 class Record:

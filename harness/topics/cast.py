@@ -9,8 +9,7 @@
   `<canonical_result_id>-<passage_id>` is `Turn.provenance` (the qrels are document-level).
 - 2022 (`cast2022`): topics are trees of User and System nodes linked by `parent`. Every
   root-to-leaf path becomes one Conversation (id `<topic>/<leaf node>`); a user turn's
-  response is the System node after it on that path, `Turn.parent` the previous user turn's
-  qid. A turn shared by several paths appears in each of them with the same history, so
+  response is the System node after it on that path. A turn shared by several paths appears in each of them with the same history, so
   every strategy builds the same query for it; consumers dedupe by qid. The user turns must
   be exactly those listed in 2022_evaluation_topics_turn_ids.json.
 
@@ -234,7 +233,6 @@ def read_2022() -> tuple[Conversation, ...]:
                         automatic_rewrite=other[node_number].text("automatic_rewritten_utterance"),
                         response=reply.text("response") if reply else None,
                         provenance=reply.strings("provenance", optional=True) if reply else (),
-                        parent=turns[-1].qid if turns else None,
                     )
                 )
             conversations.append(Conversation(f"{number}/{path[-1].text('number')}", tuple(turns)))

@@ -11,6 +11,7 @@ from contextlib import contextmanager
 from typing import IO
 
 from harness.atomic import atomic_write
+from harness.cli import add_output
 from harness.errors import HarnessError
 from harness.queries import stream
 from harness.topics import Benchmark, load, names
@@ -27,7 +28,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     export.add_argument("--format", choices=FORMATS, default="jsonl",
                         help="jsonl: one object per query (qid, query, conversation_id, turn_index, context); "
                              "tsv: 'qid<TAB>query' (default jsonl)")
-    export.add_argument("--out", help="output file (written atomically); default standard output")
+    add_output(export, help="output file (written atomically); default standard output")
 
 
 def run(args: argparse.Namespace) -> int:

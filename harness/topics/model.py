@@ -23,7 +23,6 @@ class Turn:
     automatic_rewrite: str | None = None
     response: str | None = None
     provenance: tuple[str, ...] = ()
-    parent: str | None = None  # qid of the previous turn on this path (tree-shaped topics)
     extra: dict = field(default_factory=dict, compare=False, hash=False)
 
 

@@ -7,6 +7,9 @@ before it); no later turn is read. One ranker is built per conversation, over th
 own statements, and kept for the conversation's next turns. (A strategy sees one
 conversation, so BM25's statistics here are those of the user's PTKB, where `rank_ptkb` on
 a whole benchmark pools every conversation's statements.)
+
+It lives in harness/ikat, beside the ranking it uses, and registers into the query strategies
+as a plug-in (harness.queries names it): queries sit below retrieval and import none of it.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from __future__ import annotations
 from functools import lru_cache
 
 from harness.errors import HarnessError
+from harness.ikat.ptkb import METHODS
 from harness.queries import STRATEGIES
 from harness.topics.model import Conversation, PersonalStatement, Query
 
@@ -34,8 +38,6 @@ def _parse(arg: str | None) -> tuple[int, str]:
 
 @lru_cache(maxsize=64)
 def _ranker(method: str, conversation_id: str, personal: tuple[PersonalStatement, ...]):
-    from harness.ikat.ptkb import METHODS
-
     # Only the statements go in: the ranker cannot see any turn.
     return METHODS.get(method)([Conversation(conversation_id, (), personal=personal)])
 

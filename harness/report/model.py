@@ -1,0 +1,20 @@
+"""What a report holds: a leaderboard, breakdowns and arena ratings. Every format renders
+this one record (harness.report.formats)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from harness.report.arena import Arena
+from harness.report.breakdown import Breakdown
+from harness.report.compare import Leaderboard
+
+
+@dataclass
+class Report:
+    leaderboard: Leaderboard
+    breakdowns: list[Breakdown] = field(default_factory=list)
+    # measure -> run -> mean over conversations of each conversation's mean over turns
+    conversation_means: dict[str, dict[str, float]] = field(default_factory=dict)
+    arena: Arena | None = None
+    title: str = "Run comparison"
