@@ -15,14 +15,14 @@ $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet torch==2.13.0
-	$(BIN)/python -m pip install --quiet -e '.[test,serve,scale]'
+	$(BIN)/python -m pip install --quiet -e '.[all,test]'
 	touch $(STAMP)
 
 test: setup
 	$(BIN)/python -m pytest -q --durations=15
 
 demo: setup
-	$(BIN)/harness run configs/default.yaml
+	$(BIN)/harness run configs/default.yaml --report
 
 clean:
 	rm -rf $(VENV) .cache

@@ -70,6 +70,13 @@ def main(argv: list[str] | None = None) -> int:
     except HarnessError as error:
         print(f"harness {args.command}: error: {error}", file=sys.stderr)
         return 2
+    except ModuleNotFoundError as error:  # an optional extra is not installed: say which one
+        from harness.extras import missing_extra
+
+        if missing_extra(error) is None:
+            raise
+        print(f"harness {args.command}: error: {missing_extra(error)}", file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
         print(f"harness {args.command}: interrupted; finished outputs are kept", file=sys.stderr)
         return 130

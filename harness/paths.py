@@ -1,8 +1,9 @@
 """Where the shipped benchmark files live.
 
 The repo ships the topics, qrels and small corpora its default benchmark and tests use
-(as Anserini ships its topics and qrels). `HARNESS_DATA` / `HARNESS_QRELS` point elsewhere,
-e.g. at a full copy of the upstream files.
+(as Anserini ships its topics and qrels). A wheel carries a copy as `harness/_data/` (see
+setup.py); a clone or an editable install reads the repo's own `data/` and `qrels/`.
+`HARNESS_DATA` / `HARNESS_QRELS` point elsewhere, e.g. at a full copy of the upstream files.
 """
 
 from __future__ import annotations
@@ -10,21 +11,33 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
+PACKAGE_ROOT = Path(__file__).resolve().parent
+REPO_ROOT = PACKAGE_ROOT.parent
+PACKAGED = PACKAGE_ROOT / "_data"  # present in an installed wheel only
+
+
+def _shipped(name: str) -> Path:
+    packaged = PACKAGED / name
+    return packaged if packaged.is_dir() else REPO_ROOT / name
 
 
 def data_root() -> Path:
     """Topic files and small corpora, laid out as their upstream repositories lay them out."""
-    return Path(os.environ.get("HARNESS_DATA", REPO_ROOT / "data"))
+    return Path(os.environ.get("HARNESS_DATA") or _shipped("data"))
 
 
 def qrels_root() -> Path:
-    return Path(os.environ.get("HARNESS_QRELS", REPO_ROOT / "qrels"))
+    return Path(os.environ.get("HARNESS_QRELS") or _shipped("qrels"))
 
 
 def cache_root() -> Path:
-    """Derived artefacts (indexes, embeddings, segmented corpora) that can be rebuilt."""
-    return Path(os.environ.get("HARNESS_CACHE", REPO_ROOT / ".cache"))
+    """Derived artefacts (indexes, embeddings, segmented corpora) that can be rebuilt: in the
+    clone's .cache/, or for an installed wheel in the user's cache folder."""
+    if os.environ.get("HARNESS_CACHE"):
+        return Path(os.environ["HARNESS_CACHE"])
+    if PACKAGED.is_dir():
+        return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "harness"
+    return REPO_ROOT / ".cache"
 
 
 def name_problem(name: str) -> str | None:

@@ -10,6 +10,7 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -128,3 +129,28 @@ def trec_eval(tmp_path_factory) -> Path:
     shutil.copytree(sources, build)
     subprocess.run(["make", "-s", "-C", str(build)], check=True, capture_output=True)
     return build / "trec_eval"
+
+
+@dataclass
+class LLMServer:
+    """tests/llm_server.py running on 127.0.0.1: its base URL and the requests it received."""
+
+    base_url: str
+    log: Path
+
+    def requests(self) -> list[dict]:
+        return [json.loads(line) for line in self.log.read_text(encoding="utf-8").splitlines()]
+
+
+@pytest.fixture(scope="session")
+def llm_server(tmp_path_factory):
+    log = tmp_path_factory.mktemp("llm") / "requests.jsonl"
+    log.touch()
+    server = subprocess.Popen([sys.executable, str(Path(__file__).with_name("llm_server.py")), str(log)],
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        port = int(server.stdout.readline())
+        yield LLMServer(f"http://127.0.0.1:{port}/v1", log)
+    finally:
+        server.terminate()
+        server.wait(timeout=10)

@@ -50,7 +50,7 @@ def test_every_user_utterance_becomes_one_turn():
 
 
 def test_unknown_split_is_an_error():
-    with pytest.raises(HarnessError, match="unknown crsarena split 'test'"):
+    with pytest.raises(HarnessError, match="crsarena has no split 'test'"):
         load("crsarena:test")
 
 

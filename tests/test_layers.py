@@ -19,7 +19,7 @@ ROOT = Path(harness.__file__).parent
 LAYERS: list[tuple[str, ...]] = [
     ("harness.errors",),
     ("harness.paths", "harness.atomic"),
-    ("harness", "harness.registry", "harness.jsonl"),
+    ("harness.registry", "harness.jsonl", "harness.extras"),
     ("harness.trec",),
     ("harness.corpus",),
     ("harness.topics",),
@@ -29,7 +29,8 @@ LAYERS: list[tuple[str, ...]] = [
     ("harness.evaluate",),
     ("harness.report", "harness.ikat"),
     ("harness.runner", "harness.scale"),
-    ("harness.cli", "harness.serve"),
+    ("harness.irds",),
+    ("harness", "harness._irds_hook", "harness.cli", "harness.api", "harness.serve"),
 ]
 TOP = len(LAYERS) - 1
 

@@ -81,7 +81,28 @@ def test_cast2022_repeated_turns_get_one_query():
 # --- no strategy reads a later turn --------------------------------------------------------
 
 SAMPLES = {"cast2019": 0, "ikat2023:train": 2, "cosrec-curated": 0, "cast2022": 2}
-EXTRA_ARGS = {"with_responses": ["3"], "hqe": ["{benchmark}"], "variant": ["1"], "ptkb_topk": ["2"]}
+EXTRA_ARGS = {"with_responses": ["3"], "hqe": ["{benchmark}"], "variant": ["1"], "ptkb_topk": ["2"],
+              "rewrites": ["{rewrites}"], "llm": ["leaktest"]}
+
+
+@pytest.fixture(scope="module")
+def external(tmp_path_factory, llm_server):
+    """Inputs of the strategies that read outside the topics: a rewrites file per benchmark
+    (made from its turns) and the test LLM endpoint `leaktest` (answers echo the prompt)."""
+    from harness.queries.llm import Endpoint, configure
+
+    folder = tmp_path_factory.mktemp("external")
+    files = {}
+    for benchmark in SAMPLES:
+        rewrites = {t.qid: f"rewritten {t.utterance}" for t in load(benchmark).turns}
+        files[benchmark] = folder / f"{benchmark}.tsv"
+        files[benchmark].write_text("".join(f"{q}\t{text}\n" for q, text in rewrites.items()), encoding="utf-8")
+    prompt = folder / "prompt.txt"
+    prompt.write_text("Rewrite the last question.\n{history}\nPTKB: {ptkb}\nQuestion: {utterance}\n", encoding="utf-8")
+    configure("leaktest", Endpoint("test-model", llm_server.base_url, prompt))
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("HARNESS_CACHE", str(folder / "cache"))
+        yield lambda arg, benchmark: arg.format(benchmark=benchmark, rewrites=files[benchmark])
 
 
 def _poisoned(turn):
@@ -101,10 +122,10 @@ def _cases():
 @pytest.mark.parametrize("name, arg, benchmark", list(_cases()))
 @pytest.mark.java
 @pytest.mark.slow
-def test_no_strategy_reads_a_later_turn(name, arg, benchmark):
+def test_no_strategy_reads_a_later_turn(name, arg, benchmark, external):
     conversation = load(benchmark).conversations[SAMPLES[benchmark]]
     strategy = STRATEGIES.get(name)
-    arg = arg.format(benchmark=benchmark) if arg else arg
+    arg = external(arg, benchmark) if arg else arg
     try:
         strategy(conversation, 0, arg)
     except HarnessError:
@@ -121,16 +142,17 @@ def test_no_strategy_reads_a_later_turn(name, arg, benchmark):
 
 
 @pytest.mark.slow
-def test_every_strategy_is_checked_on_some_benchmark():
+def test_every_strategy_is_checked_on_some_benchmark(external):
     checked = {name for name in STRATEGIES.names()
                for benchmark in SAMPLES
-               if _applies(name, benchmark)}
+               for arg in [None, *EXTRA_ARGS.get(name, [])]
+               if _applies(name, arg and external(arg, benchmark), benchmark)}
     assert checked == set(STRATEGIES.names())
 
 
-def _applies(name, benchmark):
+def _applies(name, arg, benchmark):
     try:
-        STRATEGIES.get(name)(load(benchmark).conversations[SAMPLES[benchmark]], 0, None)
+        STRATEGIES.get(name)(load(benchmark).conversations[SAMPLES[benchmark]], 0, arg)
         return True
     except HarnessError:
         return False

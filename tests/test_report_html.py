@@ -84,3 +84,31 @@ def test_report_renders_in_headless_chromium(report_file, tmp_path):
     assert non_white > 0.05 and pixels.std() > 0.05  # not a blank page
     bar_pixels = np.count_nonzero(np.all(np.abs(pixels - BAR_BLUE) < 0.03, axis=-1))
     assert bar_pixels > 10_000  # the embedded bar chart was decoded and drawn
+
+
+def _images(html: str) -> list[np.ndarray]:
+    return [mpimg.imread(io.BytesIO(base64.b64decode(data)), format="png")[..., :3]
+            for data in re.findall(r'<img [^>]*src="data:image/png;base64,([^"]+)"', html)]
+
+
+def test_each_run_keeps_one_colour_in_every_plot(report_file):
+    """Mean bars and turn-depth curves draw a run in the same colour; the baseline is grey."""
+    from matplotlib.colors import to_rgb
+
+    from harness.report.html import BASELINE_COLOURS, RUN_COLOURS
+
+    bars, curves = _images(report_file.read_text(encoding="utf-8"))[:2]
+    others = len(CAST2021_DOC_RUNS) - 1
+    for colour in [BASELINE_COLOURS[0], *RUN_COLOURS[:others]]:
+        rgb = np.array(to_rgb(colour))
+        for image in (bars, curves):
+            assert np.count_nonzero(np.all(np.abs(image - rgb) < 0.02, axis=-1)) > 50, colour
+    unused = np.array(to_rgb(RUN_COLOURS[others]))
+    assert not np.count_nonzero(np.all(np.abs(curves - unused) < 0.02, axis=-1))
+
+
+def test_sparse_turn_depths_are_marked_with_their_counts(report_file):
+    html = report_file.read_text(encoding="utf-8")
+    assert "hollow points: few queries" in html  # the depth plot's alt text
+    counts = re.search(r"<th class=l>turn depth</th><th>queries</th>.*?</table>", html).group(0)
+    assert any(int(n) < 10 for n in re.findall(r"<tr><td class=l>\d+</td><td>(\d+)</td>", counts))

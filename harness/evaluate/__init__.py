@@ -21,6 +21,7 @@ ir-measures leaves to the caller, this module pins down so that every value equa
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -178,3 +179,29 @@ def _evaluate_file(evaluator: Evaluator, path: str | Path, options: RunFileOptio
     if options.passage_separator:
         run = run.to_documents(options.passage_separator)
     return evaluator(run, options.depth)
+
+
+def score_runs(runs, qrels, measures: Sequence[str] | None = None, *, preset: str | None = None,
+               depth: int | None = None, passage_separator: str | None = None) -> list[Evaluation]:
+    """Runs (files, `Run`s or DataFrames; one, a list or {name: run}) scored as `harness eval`
+    scores them: the same default measures, presets and depth."""
+    from harness.evaluate.frames import as_qrels, run_list
+    from harness.evaluate.presets import measure_settings
+
+    measures, depth, separator = measure_settings(measures, preset, depth, passage_separator)
+    evaluator = Evaluator(as_qrels(qrels), measures)
+    return [evaluator(run.to_documents(separator) if separator else run, depth) for run in run_list(runs)]
+
+
+class _CallablePackage(type(sys.modules[__name__])):
+    """`harness.evaluate(runs, qrels, measures)`: the notebook API's scoring, as DataFrames
+    (per query, aggregate), under the name of the package that does it, which Python binds to
+    `harness.evaluate`; takes `score_runs`' arguments."""
+
+    def __call__(self, *args, **kwargs):
+        from harness.evaluate.frames import frames
+
+        return frames(score_runs(*args, **kwargs))
+
+
+sys.modules[__name__].__class__ = _CallablePackage

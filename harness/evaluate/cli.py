@@ -11,10 +11,9 @@ import sys
 from harness.cli import add_runs, runs
 from harness.errors import HarnessError
 from harness.evaluate import Evaluation, Evaluator, RunFileOptions, evaluate_files
+from harness.evaluate import presets
 from harness.evaluate.presets import PRESETS
 from harness.trec import read_qrels
-
-DEFAULT_MEASURES = ["nDCG@10", "P@10", "AP", "RR", "R@1000"]
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -48,14 +47,8 @@ def run(args: argparse.Namespace) -> int:
 
 def measure_settings(args: argparse.Namespace) -> tuple[list[str], int | None, str | None]:
     """Measures, depth and passage separator from --measures/--preset/--depth/--passage-separator
-    (shared with `harness compare`): explicit options win over the preset's."""
-    preset = PRESETS.get(args.preset) if args.preset else None
-    measures = args.measures or (list(preset.measures) if preset else DEFAULT_MEASURES)
-    depth = args.depth if args.depth is not None else (preset.depth if preset else None)
-    if depth is not None and depth < 1:
-        raise HarnessError(f"--depth must be a positive number of documents, not {depth}")
-    separator = args.passage_separator or (preset.passage_separator if preset else None)
-    return measures, depth, separator
+    (shared with `harness compare`)."""
+    return presets.measure_settings(args.measures, args.preset, args.depth, args.passage_separator)
 
 
 def _report_coverage(evaluation: Evaluation, qrels_path: str) -> None:

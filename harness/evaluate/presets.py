@@ -6,9 +6,13 @@ binary measures); nDCG always uses the graded judgments. Depth is trec_eval's `-
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
+from harness.errors import HarnessError
 from harness.registry import Registry
+
+DEFAULT_MEASURES = ["nDCG@10", "P@10", "AP", "RR", "R@1000"]
 
 
 @dataclass(frozen=True)
@@ -73,3 +77,16 @@ PRESETS.add("recommendation", Preset(
     source="Conversational recommendation convention (e.g. CRS evaluations on ReDial / "
     "OpenDialKG): Recall@1/10/50 over the recommended items, with nDCG@10.",
 ))
+
+
+def measure_settings(measures: Sequence[str] | None, preset: str | None, depth: int | None,
+                     passage_separator: str | None) -> tuple[list[str], int | None, str | None]:
+    """Measures, depth and passage separator as `harness eval` / `compare` / the Python API
+    take them: explicit values win over the preset's, the preset's over the defaults."""
+    chosen = PRESETS.get(preset) if preset else None
+    measures = list(measures) if measures else (list(chosen.measures) if chosen else DEFAULT_MEASURES)
+    depth = depth if depth is not None else (chosen.depth if chosen else None)
+    if depth is not None and depth < 1:
+        raise HarnessError(f"--depth must be a positive number of documents, not {depth}")
+    separator = passage_separator or (chosen.passage_separator if chosen else None)
+    return measures, depth, separator

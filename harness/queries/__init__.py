@@ -23,12 +23,32 @@ class Strategy(Protocol):
     def __call__(self, conversation: Conversation, turn_index: int, arg: str | None = None) -> Query: ...
 
 
+class ExternalStrategy(Strategy, Protocol):
+    """A strategy reading inputs outside the topics (a rewrites file, an LLM): it checks its
+    argument when a config is read, the whole stream once it is built, and says what it
+    read, for the run's JSON."""
+
+    def check(self, arg: str | None) -> None: ...
+
+    def check_stream(self, arg: str | None, qids: set[str]) -> None: ...
+
+    def inputs(self, arg: str | None) -> dict: ...
+
+
 STRATEGIES: Registry[Strategy] = Registry("query strategy", package=__name__, plugins=("harness.ikat.ptkb_topk",))
 
 
 def get(name: str) -> tuple[Strategy, str | None]:
     base, _, arg = name.partition(":")
     return STRATEGIES.get(base), (arg or None)
+
+
+def check(name: str) -> None:
+    """A strategy name and its argument, checked before any query is built (a config names
+    the key on error): the strategy exists, and an external one's inputs can be read."""
+    strategy, arg = get(name)
+    if hasattr(strategy, "check"):
+        strategy.check(arg)
 
 
 def stream(conversations, strategy_name: str) -> Iterator[Query]:
@@ -49,3 +69,11 @@ def stream(conversations, strategy_name: str) -> Iterator[Query]:
                 continue
             seen[query.qid] = query.text
             yield query
+    if hasattr(strategy, "check_stream"):
+        strategy.check_stream(arg, set(seen))
+
+
+def inputs(strategy_name: str) -> dict:
+    """What a strategy read besides the topics (file hashes, model), recorded in the run JSON."""
+    strategy, arg = get(strategy_name)
+    return strategy.inputs(arg) if hasattr(strategy, "inputs") else {}

@@ -20,6 +20,9 @@ from harness.report.compare import Leaderboard
 from harness.report.model import Report
 
 BASELINE_COLOURS = ("#888888", "#444444")  # baselines in grey, the other runs in the default cycle
+# matplotlib's default cycle without its grey, which marks baselines
+RUN_COLOURS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#bcbd22", "#17becf")
+FEW_QUERIES = 10  # a turn depth with fewer queries is drawn hollow and dotted: its mean is noise
 
 STYLE = """
 body { font-family: sans-serif; margin: 2em auto; max-width: 1100px; color: #222; }
@@ -54,9 +57,19 @@ def _table(header: Sequence[str], rows: Sequence[Sequence[str]], text_columns: i
     return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
+def run_colours(board: Leaderboard) -> dict[str, str]:
+    """One colour per run for every plot of a report: baselines grey, the other runs the
+    default cycle in the order they were given (not ranked, so a colour never moves)."""
+    others = [run for run in board.scores.runs if run not in board.baselines]
+    colours = {run: RUN_COLOURS[i % len(RUN_COLOURS)] for i, run in enumerate(others)}
+    colours.update({run: BASELINE_COLOURS[i % 2] for i, run in enumerate(board.baselines)})
+    return {run: colours[run] for run in board.scores.runs}
+
+
 def mean_bars(board: Leaderboard) -> str:
     """Grouped bars: per measure, each run's mean with its confidence interval (one axes: fast)."""
     runs = board.ranked_runs
+    colours = run_colours(board)
     figure = _figure(min(14, 3 + 1.4 * len(board.measures)), 4)
     axes = figure.add_subplot()
     width = 0.8 / len(runs)
@@ -64,7 +77,7 @@ def mean_bars(board: Leaderboard) -> str:
         s = [board.summaries[run, m] for m in board.measures]
         axes.bar([m + i * width for m in range(len(s))], [x.mean for x in s], width,
                  yerr=[[x.mean - x.ci_low for x in s], [x.ci_high - x.mean for x in s]], capsize=2,
-                 color=BASELINE_COLOURS[board.baselines.index(run) % 2] if run in board.baselines else None,
+                 color=colours[run],
                  label=f"{run} (baseline)" if run in board.baselines else run)
     axes.set_xticks([m + 0.4 - width / 2 for m in range(len(board.measures))], board.measures, fontsize=8)
     axes.set_title(f"mean with {board.confidence:.0%} confidence interval", fontsize=9)
@@ -72,18 +85,39 @@ def mean_bars(board: Leaderboard) -> str:
     return _png(figure, "mean of each run per measure, with confidence intervals")
 
 
-def depth_curves(items: Sequence[Breakdown]) -> str:
+def depth_curves(items: Sequence[Breakdown], colours: dict[str, str], baselines: Sequence[str] = ()) -> str:
+    """Mean per turn depth, a line per run in its report colour; depths with fewer than
+    FEW_QUERIES queries are hollow points on dotted lines, and every depth shows its count."""
+    from matplotlib.lines import Line2D
+
     columns = min(3, len(items))
     rows = -(-len(items) // columns)
-    figure = _figure(4 * columns, 0.8 + 3 * rows)
+    figure = _figure(4 * columns, 1.0 + 3 * rows)
     for index, b in enumerate(items):
         axes = figure.add_subplot(rows, columns, index + 1)
+        positions = range(len(b.groups))
+        few = [b.counts[g] < FEW_QUERIES for g in b.groups]
         for run, means in b.means.items():
-            axes.plot(b.groups, [means[g] for g in b.groups], marker="o", markersize=3, label=run)
+            values = [means[g] for g in b.groups]
+            axes.plot(positions, values, ":", color=colours[run], linewidth=1)  # solid only between
+            axes.plot(positions, [float("nan") if few[i] else v for i, v in enumerate(values)], "-",  # full depths
+                      color=colours[run])
+            for i, value in enumerate(values):
+                axes.plot(i, value, "o", markersize=4, color=colours[run],
+                          markerfacecolor="white" if few[i] else colours[run])
+        axes.set_xticks(list(positions), [str(g) for g in b.groups], fontsize=7)
         axes.set_xlabel("turn depth", fontsize=8)
+        counts = axes.secondary_xaxis("top")  # queries per depth, above the plot
+        counts.set_xticks(list(positions), [str(b.counts[g]) for g in b.groups], fontsize=6,
+                          rotation=90 if len(b.groups) > 12 else 0)
+        counts.set_xlabel("queries", fontsize=7)
         axes.set_title(b.measure, fontsize=9)
-    figure.legend(*axes.get_legend_handles_labels(), loc="outside lower center", ncols=3, fontsize=7)
-    return _png(figure, "mean score by turn depth, one line per run")
+    handles = [Line2D([], [], color=colour, marker="o", label=f"{run} (baseline)" if run in baselines else run)
+               for run, colour in colours.items()]
+    handles.append(Line2D([], [], color="black", linestyle=":", marker="o", markerfacecolor="white",
+                          label=f"fewer than {FEW_QUERIES} queries"))
+    figure.legend(handles=handles, loc="outside lower center", ncols=3, fontsize=7)
+    return _png(figure, "mean score by turn depth, one line per run; hollow points: few queries")
 
 
 def heat_map(b: Breakdown) -> str:
@@ -99,14 +133,14 @@ def heat_map(b: Breakdown) -> str:
     return _png(figure, f"{b.measure} per {b.name} and run")
 
 
-def group_bars(b: Breakdown) -> str:
+def group_bars(b: Breakdown, colours: dict[str, str]) -> str:
     runs = list(b.means)
     figure = _figure(8, 3.5)
     axes = figure.add_subplot()
     width = 0.8 / len(runs)
     for i, run in enumerate(runs):
         axes.bar([g + i * width for g in range(len(b.groups))], [b.means[run][g] for g in b.groups],
-                 width, label=run)
+                 width, label=run, color=colours[run])
     axes.set_xticks([g + 0.4 - width / 2 for g in range(len(b.groups))], [str(g) for g in b.groups])
     axes.set_title(f"{b.measure} by {b.name}", fontsize=9)
     axes.legend(fontsize=7)
@@ -136,35 +170,48 @@ def arena_plots(arena: Arena) -> str:
     return _png(figure, "arena ratings and win-rate matrix")
 
 
-def as_html(report: Report) -> bytes:
+def page(title: str, body: Sequence[str]) -> bytes:
+    """The one-file HTML document around report sections."""
+    head = (f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>{escape(title)}</title>"
+            f"<style>{STYLE}</style></head><body><h1>{escape(title)}</h1>")
+    return (head + "".join(body) + "</body></html>\n").encode()
+
+
+def sections(report: Report, h: str = "h2") -> list[str]:
+    """The report's tables and plots, under `h` headings (a run report nests them per experiment)."""
     board = report.leaderboard
+    colours = run_colours(board)
+    untested = (f"<p class='legend'>{escape(', '.join(report.untested))}: shown beside the measures, not tested.</p>"
+                if report.untested else "")
     parts = [
-        f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>{escape(report.title)}</title>"
-        f"<style>{STYLE}</style></head><body><h1>{escape(report.title)}</h1>",
-        "<h2>Leaderboard</h2>", _table(*markdown.leaderboard_rows(board), text_columns=2),
-        f"<p class='legend'>{escape(board.legend())}</p>", mean_bars(board),
+        f"<{h}>Leaderboard</{h}>", _table(*markdown.leaderboard_rows(board, report.untested), text_columns=2),
+        f"<p class='legend'>{escape(board.legend())}</p>", untested, mean_bars(board),
     ]
     if report.conversation_means:
         measures = list(report.conversation_means)
         rows = [[run, *[f"{report.conversation_means[m][run]:.4f}" for m in measures]] for run in board.ranked_runs]
-        parts += ["<h2>Mean over conversations</h2><p class='legend'>Each conversation's turns are averaged "
+        parts += [f"<{h}>Mean over conversations</{h}><p class='legend'>Each conversation's turns are averaged "
                   "first, then the conversations.</p>", _table(["run", *measures], rows)]
-    parts += ["<h2>Paired comparisons</h2>", _table(*markdown.comparison_rows(board), text_columns=3)]
+    if board.comparisons:
+        parts += [f"<{h}>Paired comparisons</{h}>", _table(*markdown.comparison_rows(board), text_columns=3)]
     depth = [b for b in report.breakdowns if b.name == breakdowns.DEPTH]
     if depth:
-        parts += ["<h2>Score by turn depth</h2>", depth_curves(depth)]
+        parts += [f"<{h}>Score by turn depth</{h}>", depth_curves(depth, colours, board.baselines)]
         parts += [_table(*markdown.breakdown_rows(b)) for b in depth[:1]]
     for b in report.breakdowns:
         if b.name == breakdowns.CONVERSATION:
-            parts += [f"<h2>{escape(b.measure)} per conversation</h2>", heat_map(b)]
+            parts += [f"<{h}>{escape(b.measure)} per conversation</{h}>", heat_map(b)]
         elif b.name != breakdowns.DEPTH:
-            parts += [f"<h2>{escape(b.measure)} by {escape(b.name)}</h2>", group_bars(b),
+            parts += [f"<{h}>{escape(b.measure)} by {escape(b.name)}</{h}>", group_bars(b, colours),
                       _table(*markdown.breakdown_rows(b))]
     if report.arena is not None:
         arena = report.arena
-        parts += ["<h2>Arena ratings</h2>", _table(*markdown.arena_rows(arena), text_columns=2),
+        parts += [f"<{h}>Arena ratings</{h}>", _table(*markdown.arena_rows(arena), text_columns=2),
                   f"<p class='legend'>{escape(arena.legend())}</p>", arena_plots(arena)]
         if arena.correlations:
             parts.append(_table(*markdown.correlation_rows(arena)))
-    parts.append("</body></html>\n")
-    return "".join(parts).encode()
+    return parts
+
+
+def as_html(report: Report) -> bytes:
+    return page(report.title, sections(report))

@@ -4,7 +4,7 @@ the sectioned leaderboard of a `harness run` (`run_leaderboard`): the one Markdo
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from harness.report.arena import Arena
 from harness.report.breakdown import Breakdown
@@ -27,6 +27,7 @@ class Row:
     cells: Sequence[str]
     measures: Sequence[str]
     means: Mapping[str, float]
+    marks: Mapping[str, str] = field(default_factory=dict)  # measure -> significance marks, e.g. "▲a"
 
 
 @dataclass(frozen=True)
@@ -37,11 +38,13 @@ class Section:
     notes: Sequence[str]
     qrels: Sequence[str]
     rows: Sequence[Row]
+    legend: str = ""  # what the marks mean, below the table
 
 
 def run_leaderboard(title: str, sections: Sequence[Section], header: Sequence[str]) -> str:
     """`# title`, then per section its heading, notes and qrels lines, and one row per run with
-    the best value of each measure in bold (when there is more than one run)."""
+    the best value of each measure in bold (when there is more than one run), its marks after
+    it, and the section's legend below."""
     return "\n".join([f"# {title}\n", *(_section(section, header) for section in sections)])
 
 
@@ -59,19 +62,24 @@ def _section(section: Section, header: Sequence[str]) -> str:
         for measure in measures:
             value = row.means.get(measure)
             text = "–" if value is None else f"{value:.4f}"
-            values.append(f"**{text}**" if value is not None and len(rows) > 1 and value == best[measure] else text)
+            text = f"**{text}**" if value is not None and len(rows) > 1 and value == best[measure] else text
+            values.append(text + row.marks.get(measure, ""))
         cells.append([*row.cells, *values])
     align = "l" * len(header) + "r" * len(measures)
-    return "\n".join(lines) + "\n" + table([*header, *measures], cells, align=align)
+    legend = f"\n{section.legend}\n" if section.legend else ""
+    return "\n".join(lines) + "\n" + table([*header, *measures], cells, align=align) + legend
 
 
-def leaderboard_rows(board: Leaderboard) -> tuple[list[str], list[list[str]]]:
-    """Rank, run (baselines lettered), then 'mean marks' per measure."""
-    header = ["rank", "run", *board.measures]
+def leaderboard_rows(board: Leaderboard, untested: dict[str, dict[str, float]] | None = None
+                     ) -> tuple[list[str], list[list[str]]]:
+    """Rank, run (baselines lettered), then 'mean marks' per measure, then any untested measure."""
+    untested = untested or {}
+    header = ["rank", "run", *board.measures, *untested]
     rows = []
     for rank, run in enumerate(board.ranked_runs, start=1):
         name = f"{run} ({board.letter(run)})" if run in board.baselines else run
-        rows.append([str(rank), name, *[f"{board.summaries[run, m].mean:.4f}{board.marks(run, m)}" for m in board.measures]])
+        rows.append([str(rank), name, *[f"{board.summaries[run, m].mean:.4f}{board.marks(run, m)}" for m in board.measures],
+                     *[f"{values[run]:.4f}" for values in untested.values()]])
     return header, rows
 
 
@@ -132,7 +140,9 @@ def arena_markdown(arena: Arena) -> str:
 
 def as_markdown(report: Report) -> bytes:
     board = report.leaderboard
-    parts = [f"# {report.title}\n\n", table(*leaderboard_rows(board), align="rl" + "r" * len(board.measures)), f"\n{board.legend()}\n"]
+    parts = [f"# {report.title}\n\n", table(*leaderboard_rows(board, report.untested),
+                                            align="rl" + "r" * (len(board.measures) + len(report.untested))),
+             f"\n{board.legend()}\n"]
     if report.conversation_means:
         measures = list(report.conversation_means)
         rows = [[run, *[f"{report.conversation_means[m][run]:.4f}" for m in measures]] for run in board.ranked_runs]

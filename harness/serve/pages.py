@@ -101,6 +101,10 @@ def depth_plot(board: dict) -> str:
     """The per-turn-depth curves of `harness compare --format html`, for the top runs."""
     from markupsafe import Markup
 
-    from harness.report.html import depth_curves
+    from harness.report.html import RUN_COLOURS, depth_curves
 
-    return Markup(depth_curves([board["depth"]])) if board.get("depth") else Markup("")
+    if not board.get("depth"):
+        return Markup("")
+    runs = board["depth"].means  # ranked; a hosted board has no baseline, so none is grey
+    colours = {run: RUN_COLOURS[i % len(RUN_COLOURS)] for i, run in enumerate(runs)}
+    return Markup(depth_curves([board["depth"]], colours))

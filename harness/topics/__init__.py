@@ -46,6 +46,18 @@ def names() -> list[str]:
     return ADAPTERS.names()
 
 
+def splits(name: str) -> tuple[str, ...]:
+    """The splits adapter `name` knows, as its own refusal of an unknown split lists them
+    (adapters check the split before reading any file, so this is cheap)."""
+    from harness.topics._common import UnknownSplit
+
+    try:
+        ADAPTERS.get(name)("\0")
+    except UnknownSplit as error:
+        return error.splits
+    raise HarnessError(f"topic adapter {name!r} accepted the split '\\0'; it must refuse unknown splits")
+
+
 def open_corpus(spec: str) -> Corpus:
     """A corpus spec: `benchmark:NAME[:SPLIT]` (the corpus the adapter builds), else a file,
     folder or `FORMAT:` spec read by harness.corpus.readers."""
@@ -61,4 +73,4 @@ def open_corpus(spec: str) -> Corpus:
 
 
 __all__ = ["ADAPTERS", "Adapter", "Benchmark", "Conversation", "PersonalStatement", "Query", "Turn", "load", "names",
-           "open_corpus"]
+           "open_corpus", "splits"]

@@ -10,12 +10,20 @@ from harness.paths import qrels_root
 from harness.trec import Qrels, read_qrels
 
 
+class UnknownSplit(HarnessError):
+    """A split the adapter does not have; `splits` lists those it has (see `topics.splits`)."""
+
+    def __init__(self, name: str, split: str, splits: Iterable[str]) -> None:
+        self.splits = tuple(splits)
+        super().__init__(f"{name} has no split {split!r}; known: {', '.join(self.splits)}")
+
+
 def choose_split(name: str, split: str | None, splits: Iterable[str], default: str) -> str:
     """The split asked for, or the default (the split the official qrels judge)."""
     splits = tuple(splits)
     chosen = split or default
     if chosen not in splits:
-        raise HarnessError(f"{name} has no split {chosen!r}; known: {', '.join(splits)}")
+        raise UnknownSplit(name, chosen, splits)
     return chosen
 
 

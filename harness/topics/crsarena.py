@@ -17,9 +17,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from harness.errors import HarnessError, InputError, read_input
+from harness.errors import InputError, read_input
 from harness.paths import data_root
 from harness.topics import ADAPTERS, Benchmark
+from harness.topics._common import UnknownSplit
 from harness.topics.model import Conversation, Turn
 
 SETTINGS = ("open", "closed")
@@ -86,7 +87,7 @@ def read_dialogues(path: str | Path, setting: str | None = None) -> tuple[Conver
 @ADAPTERS.register("crsarena")
 def crsarena(split: str | None) -> Benchmark:
     if split is not None and split not in SETTINGS:
-        raise HarnessError(f"unknown crsarena split {split!r}; known: {', '.join(SETTINGS)}")
+        raise UnknownSplit("crsarena", split, SETTINGS)
     settings = SETTINGS if split is None else (split,)
     conversations = tuple(c for s in settings for c in read_dialogues(dialogue_file(s), s))
     return Benchmark(name=f"crsarena:{split}" if split else "crsarena", conversations=conversations)

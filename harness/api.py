@@ -1,0 +1,85 @@
+"""The notebook API: the CLI's numbers as pandas DataFrames.
+
+    import harness
+    per_query, aggregate = harness.evaluate("runs/x.run", "qrels/cast/2019qrels.txt", ["nDCG@3", "AP"])
+    board = harness.compare(["a.run", "b.run"], "qrels.txt", ["nDCG@3"])   # one row per run x measure
+    per_query, aggregate = harness.run("configs/quick.yaml")
+
+Runs are TREC run files, `harness.trec.Run`s or DataFrames with `qid`, `docno` (or `doc_id`)
+and `score` columns (a PyTerrier result frame); qrels are a qrels file, a `Qrels` or a
+DataFrame with `qid`, `docno`/`doc_id` and `label`/`relevance`. Scoring goes through the same
+code as `harness eval` / `compare` / `run`: trec_eval's conventions, the same values.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from harness.evaluate import score_runs
+from harness.evaluate.frames import Frames, QrelsLike, RunLike, as_qrels, as_run, frames
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+__all__ = ["Frames", "as_qrels", "as_run", "compare", "evaluate", "frames", "run"]
+
+
+def evaluate(runs: RunLike | Sequence[RunLike] | dict[str, RunLike], qrels: QrelsLike,
+             measures: Sequence[str] | None = None, *, preset: str | None = None, depth: int | None = None,
+             passage_separator: str | None = None) -> Frames:
+    """Score one or more runs as `harness eval` does (same defaults, presets and depth)."""
+    return frames(score_runs(runs, qrels, measures, preset=preset, depth=depth, passage_separator=passage_separator))
+
+
+def compare(runs: Sequence[RunLike] | dict[str, RunLike], qrels: QrelsLike, measures: Sequence[str] | None = None,
+            *, baseline: str | Sequence[str] | None = None, preset: str | None = None, depth: int | None = None,
+            passage_separator: str | None = None, test: str = "paired-t", correction: str = "holm",
+            alpha: float = 0.05, resamples: int | None = None, seed: int | None = None) -> "pd.DataFrame":
+    """`harness compare`'s leaderboard: per run and measure the mean and its interval, and
+    against each baseline (default: the first run) the difference, corrected p-value and
+    whether it is significant."""
+    import pandas as pd
+
+    from harness.report.compare import leaderboard
+    from harness.report.stats import DEFAULT_RESAMPLES, DEFAULT_SEED, Resampling
+
+    scored = score_runs(runs, qrels, measures, preset=preset, depth=depth, passage_separator=passage_separator)
+    baselines = [baseline] if isinstance(baseline, str) else list(baseline or [])
+    board = leaderboard(scored, baselines, test=test, correction=correction, alpha=alpha,
+                        resampling=Resampling(resamples or DEFAULT_RESAMPLES,
+                                              DEFAULT_SEED if seed is None else seed))
+    rows = []
+    for run in board.scores.runs:
+        for measure in board.measures:
+            summary = board.summaries[run, measure]
+            row = {"run": run, "measure": measure, "mean": summary.mean, "ci_low": summary.ci_low,
+                   "ci_high": summary.ci_high}
+            for c in board.comparisons_of(run, measure):
+                row.update({f"vs {c.baseline}": c.difference, f"p vs {c.baseline}": c.p_adjusted,
+                            f"significant vs {c.baseline}": board.significant(c)})
+            rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def run(config: str | Path, *, only: Iterable[str] = (), force: bool = False, output: str | Path | None = None,
+        quiet: bool = False) -> Frames:
+    """Run (or reuse the finished runs of) a benchmark config as `harness run` does; the
+    frames carry experiment, tag, strategy and retriever columns in front."""
+    import dataclasses
+    import io
+
+    from harness.runner.config import load_config
+    from harness.runner.runner import run_config
+
+    loaded = load_config(config)
+    if output is not None:
+        loaded = dataclasses.replace(loaded, output=Path(output))
+    outcomes = run_config(loaded, only=only, force=force, log=io.StringIO() if quiet else None)
+    labels = {
+        "experiment": [o.run.experiment.name for o in outcomes],
+        "strategy": [o.run.strategy for o in outcomes],
+        "retriever": [o.run.retriever.label for o in outcomes],
+    }
+    return frames((o.evaluation for o in outcomes), **labels)

@@ -1,0 +1,170 @@
+"""`llm[:NAME]`: rewrite each turn with a chat model behind an OpenAI-compatible endpoint
+(vLLM, Ollama, llama.cpp's server, OpenAI), at temperature 0.
+
+The endpoint NAME (default `default`) is given in the run config,
+
+    llm:
+      default: {model: qwen2.5:7b-instruct, base_url: "http://127.0.0.1:11434/v1", prompt: prompts/rewrite.txt}
+
+or, outside a config (`harness topics export`), by HARNESS_LLM_MODEL, HARNESS_LLM_BASE_URL and
+HARNESS_LLM_PROMPT for `default`. The prompt template is a text file with `{utterance}` (the
+current turn), `{history}` (earlier turns, "User: ..." / "System: ..." lines), `{ptkb}` (the
+user's statements) and `{title}`; it reads only the turn and the turns before it, never a
+later one. The rewrite is the answer's first non-empty line.
+
+Answers are cached on disk (cache_root()/llm/), keyed by model and the filled-in prompt, each
+written atomically: a rerun sends nothing. An API key, if the endpoint needs one, is read from
+the environment variable `api_key_env` names (OPENAI_API_KEY by default).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import string
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+from harness.atomic import atomic_write
+from harness.errors import HarnessError, InputError
+from harness.paths import cache_root
+from harness.queries import STRATEGIES
+from harness.queries.history import build, current
+from harness.topics.model import Conversation, Query
+
+DEFAULT = "default"
+FIELDS = ("utterance", "history", "ptkb", "title")
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    model: str
+    base_url: str
+    prompt: Path  # template file
+    api_key_env: str = "OPENAI_API_KEY"
+    timeout_s: float = 120.0
+
+    def template(self) -> str:
+        try:
+            text = self.prompt.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as error:
+            raise InputError(self.prompt, f"cannot read the prompt template ({error})") from None
+        try:
+            names = {name for _, name, _, _ in string.Formatter().parse(text) if name is not None}
+        except ValueError as error:
+            raise InputError(self.prompt, f"bad prompt template ({error}); a literal brace is {{{{ or }}}}") from None
+        unknown = sorted(names - set(FIELDS))
+        if unknown:
+            raise InputError(self.prompt, f"unknown field {{{unknown[0]}}}; known: {', '.join(FIELDS)}")
+        return text
+
+    def record(self) -> dict:
+        """What the run JSON records (the key is never recorded)."""
+        return {"model": self.model, "base_url": self.base_url, "prompt": str(self.prompt),
+                "prompt_sha256": hashlib.sha256(self.prompt.read_bytes()).hexdigest(), "temperature": 0}
+
+
+ENDPOINTS: dict[str, Endpoint] = {}  # set by the run config's `llm:` section
+
+
+def configure(name: str, endpoint: Endpoint) -> None:
+    ENDPOINTS[name] = endpoint
+
+
+def use_endpoints(endpoints: dict[str, Endpoint]) -> None:
+    """A run config's `llm:` section as the whole set: a config without one leaves none from
+    a config read before it."""
+    ENDPOINTS.clear()
+    ENDPOINTS.update(endpoints)
+
+
+def endpoint(name: str) -> Endpoint:
+    if name in ENDPOINTS:
+        return ENDPOINTS[name]
+    if name == DEFAULT and os.environ.get("HARNESS_LLM_BASE_URL") and os.environ.get("HARNESS_LLM_MODEL"):
+        prompt = os.environ.get("HARNESS_LLM_PROMPT")
+        if not prompt:
+            raise HarnessError("HARNESS_LLM_PROMPT must name the prompt template file for llm")
+        return Endpoint(os.environ["HARNESS_LLM_MODEL"], os.environ["HARNESS_LLM_BASE_URL"], Path(prompt))
+    raise HarnessError(f"llm:{name} has no endpoint: give `llm: {{{name}: {{model, base_url, prompt}}}}` in the "
+                       "run config, or set HARNESS_LLM_BASE_URL, HARNESS_LLM_MODEL and HARNESS_LLM_PROMPT")
+
+
+def prompt_for(template: str, conversation: Conversation, turn_index: int) -> str:
+    turn = current(conversation, turn_index)
+    history = []
+    for earlier in conversation.history(turn_index):
+        history.append(f"User: {earlier.utterance}")
+        if earlier.response:
+            history.append(f"System: {earlier.response}")
+    return template.format(
+        utterance=turn.utterance,
+        history="\n".join(history),
+        ptkb="\n".join(f"- {statement.text}" for statement in conversation.personal),
+        title=conversation.title or "",
+    )
+
+
+def _cache_path(model: str, prompt: str) -> Path:
+    key = hashlib.sha256(json.dumps([model, prompt], ensure_ascii=False).encode("utf-8")).hexdigest()
+    return cache_root() / "llm" / key[:2] / f"{key}.json"
+
+
+def complete(target: Endpoint, prompt: str) -> str:
+    """The model's answer to one prompt: from the cache, else asked once and cached."""
+    path = _cache_path(target.model, prompt)
+    if path.is_file():
+        try:
+            return json.loads(path.read_text(encoding="utf-8"))["answer"]
+        except (json.JSONDecodeError, KeyError, UnicodeDecodeError):
+            pass  # a damaged entry is asked again and replaced
+    answer = _ask(target, prompt)
+    with atomic_write(path) as handle:
+        json.dump({"model": target.model, "prompt": prompt, "answer": answer}, handle, ensure_ascii=False)
+    return answer
+
+
+@lru_cache(maxsize=4)
+def _client(base_url: str, api_key: str, timeout_s: float):
+    """One client (one connection pool) per endpoint."""
+    import openai
+
+    return openai.OpenAI(base_url=base_url, api_key=api_key, timeout=timeout_s, max_retries=2)
+
+
+def _ask(target: Endpoint, prompt: str) -> str:
+    import openai
+
+    client = _client(target.base_url, os.environ.get(target.api_key_env) or "none", target.timeout_s)
+    try:
+        response = client.chat.completions.create(
+            model=target.model, messages=[{"role": "user", "content": prompt}], temperature=0)
+    except openai.APIConnectionError:
+        raise HarnessError(f"cannot reach the LLM endpoint at {target.base_url}; is the server running?") from None
+    except openai.APIStatusError as error:
+        raise HarnessError(f"the LLM endpoint at {target.base_url} answered HTTP {error.status_code} "
+                           f"for model {target.model!r}") from None
+    return response.choices[0].message.content or ""
+
+
+class LLM:
+    def __call__(self, conversation: Conversation, turn_index: int, arg: str | None = None) -> Query:
+        target = endpoint(arg or DEFAULT)
+        answer = complete(target, prompt_for(target.template(), conversation, turn_index))
+        rewrite = next((line.strip() for line in answer.splitlines() if line.strip()), "")
+        if not rewrite:
+            raise HarnessError(f"the LLM ({target.model}) gave an empty rewrite for turn "
+                               f"{conversation.turns[turn_index].qid}")
+        return build(conversation, turn_index, [rewrite])
+
+    def check(self, arg: str | None) -> None:
+        """The endpoint is configured and its prompt template reads (nothing is sent)."""
+        endpoint(arg or DEFAULT).template()
+
+    def inputs(self, arg: str | None) -> dict:
+        return endpoint(arg or DEFAULT).record()
+
+
+STRATEGIES.add("llm", LLM())

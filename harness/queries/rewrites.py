@@ -1,0 +1,104 @@
+"""`rewrites:FILE`: rewrites made elsewhere (an LLM, T5, a colleague), one per turn.
+
+FILE is TSV (`qid<TAB>text`, no header) or JSON lines (`{"qid": ..., "text": ...}`, `.jsonl`).
+Each qid of the benchmark must be there exactly once: a missing, repeated or extra qid is an
+error naming the file (and line). The rewrite is read for the current turn only, so this
+strategy cannot read a later turn unless the file itself was made from one. The run JSON
+records the file and its sha256 (`inputs`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+from harness.errors import HarnessError, InputError
+from harness.queries import STRATEGIES
+from harness.queries.history import build, current
+from harness.topics.model import Conversation, Query
+
+
+@dataclass(frozen=True)
+class RewritesFile:
+    path: Path
+    sha256: str
+    texts: dict[str, str]
+
+
+def _records(path: Path, data: bytes):
+    """(line number, qid, text) of a TSV or JSONL rewrites file."""
+    try:
+        lines = data.decode("utf-8").splitlines()
+    except UnicodeDecodeError as error:
+        raise InputError(path, f"not UTF-8 text ({error.reason})") from None
+    jsonl = path.suffix.lower() in {".jsonl", ".json"}
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        if jsonl:
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError as error:
+                raise InputError(path, f"not valid JSON ({error.msg})", line=number) from None
+            if not isinstance(record, dict) or not isinstance(record.get("qid"), str) \
+                    or not isinstance(record.get("text"), str):
+                raise InputError(path, 'expected {"qid": "...", "text": "..."}', line=number)
+            yield number, record["qid"], record["text"]
+        else:
+            qid, tab, text = line.partition("\t")
+            if not tab or not qid.strip():
+                raise InputError(path, "expected 'qid<TAB>text'", line=number)
+            yield number, qid.strip(), text
+
+
+@lru_cache(maxsize=8)
+def _read(path: Path, stamp: tuple[int, int]) -> RewritesFile:
+    data = path.read_bytes()
+    texts: dict[str, str] = {}
+    for number, qid, text in _records(path, data):
+        if qid in texts:
+            raise InputError(path, f"qid {qid!r} appears twice", line=number)
+        if not text.strip():
+            raise InputError(path, f"qid {qid!r} has an empty rewrite", line=number)
+        texts[qid] = " ".join(text.split())
+    return RewritesFile(path, hashlib.sha256(data).hexdigest(), texts)
+
+
+def load(arg: str | None) -> RewritesFile:
+    if not arg:
+        raise HarnessError("rewrites needs a file: rewrites:FILE (TSV 'qid<TAB>text' or JSONL)")
+    path = Path(arg)
+    try:
+        stat = os.stat(path)
+    except OSError:
+        raise InputError(path, "no such rewrites file") from None
+    return _read(path.resolve(), (stat.st_mtime_ns, stat.st_size))
+
+
+class Rewrites:
+    def __call__(self, conversation: Conversation, turn_index: int, arg: str | None = None) -> Query:
+        rewrites = load(arg)
+        turn = current(conversation, turn_index)
+        if turn.qid not in rewrites.texts:
+            raise InputError(rewrites.path, f"no rewrite for turn {turn.qid}")
+        return build(conversation, turn_index, [rewrites.texts[turn.qid]])
+
+    def check(self, arg: str | None) -> None:
+        load(arg)
+
+    def check_stream(self, arg: str | None, qids: set[str]) -> None:
+        rewrites = load(arg)
+        extra = sorted(set(rewrites.texts) - qids)
+        if extra:
+            raise InputError(rewrites.path, f"{len(extra)} qid(s) are not turns of this benchmark, e.g. {extra[0]!r}")
+
+    def inputs(self, arg: str | None) -> dict:
+        rewrites = load(arg)
+        return {"rewrites_file": str(rewrites.path), "sha256": rewrites.sha256}
+
+
+STRATEGIES.add("rewrites", Rewrites())

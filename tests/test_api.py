@@ -1,0 +1,79 @@
+"""The notebook API gives the CLI's numbers, as pandas DataFrames."""
+
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+import pytest
+
+import harness
+from harness.cli import main
+from tests.conftest import CAST2021_PASSAGE_RUNS, CAST2021_QRELS
+
+RUNS = [str(path) for path in CAST2021_PASSAGE_RUNS[:3]]
+MEASURES = ["nDCG@3", "P(rel=2)@5", "AP"]
+
+
+def _cli_json(capsys, args: list[str]) -> dict:
+    assert main(args) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def test_evaluate_equals_harness_eval(capsys):
+    cli = _cli_json(capsys, ["eval", "--qrels", str(CAST2021_QRELS), *RUNS, "--measures", *MEASURES,
+                             "--depth", "100", "--passage-separator", "-", "--per-query", "--format", "json"])
+    per_query, aggregate = harness.evaluate(RUNS, CAST2021_QRELS, MEASURES, depth=100, passage_separator="-")
+    assert list(aggregate.run) == list(cli)
+    for _, row in aggregate.iterrows():
+        assert {m: row[m] for m in MEASURES} == {m: cli[row.run][m] for m in MEASURES}
+    for _, row in per_query.iterrows():
+        assert all(row[m] == cli[row.run]["per_query"][m][row.qid] for m in MEASURES)
+    assert len(per_query) == 3 * aggregate.queries[0] == 3 * 158
+
+
+def test_evaluate_takes_dataframes_as_pyterrier_gives_them():
+    from harness.trec import read_qrels, read_run
+
+    run = read_run(RUNS[0])
+    frame = pd.DataFrame([(q, d, s) for q, docs in run.scores.items() for d, s in docs.items()],
+                         columns=["qid", "docno", "score"])
+    qrels = read_qrels(CAST2021_QRELS)
+    qrels_frame = pd.DataFrame([(q, d, g) for q, docs in qrels.judgments.items() for d, g in docs.items()],
+                               columns=["qid", "docno", "label"])
+    from_files = harness.evaluate(RUNS[0], CAST2021_QRELS, MEASURES).aggregate
+    from_frames = harness.evaluate({run.name: frame}, qrels_frame, MEASURES).aggregate
+    pd.testing.assert_frame_equal(from_files, from_frames)
+
+
+@pytest.mark.slow
+def test_compare_equals_harness_compare(capsys):
+    cli = _cli_json(capsys, ["compare", *RUNS, "--qrels", str(CAST2021_QRELS), "--measures", *MEASURES,
+                             "--passage-separator", "-", "--format", "json"])
+    board = harness.compare(RUNS, CAST2021_QRELS, MEASURES, passage_separator="-")
+    for _, row in board.iterrows():
+        assert row["mean"] == cli["runs"][row.run][row.measure]["mean"]
+        assert (row.ci_low, row.ci_high) == (cli["runs"][row.run][row.measure]["ci_low"],
+                                             cli["runs"][row.run][row.measure]["ci_high"])
+    baseline = cli["baselines"][0]
+    for comparison in cli["comparisons"]:
+        row = board[(board.run == comparison["run"]) & (board.measure == comparison["measure"])].iloc[0]
+        assert row[f"p vs {baseline}"] == comparison["p_adjusted"]
+        assert row[f"significant vs {baseline}"] == comparison["significant"]
+
+
+@pytest.mark.slow
+@pytest.mark.java
+def test_run_equals_harness_run(tmp_path, capsys):
+    config = tmp_path / "ptkb.yaml"
+    config.write_text("experiments:\n  - name: ikat2023-ptkb\n    task: ptkb\n    topics: ikat2023:test\n"
+                      "    retrievers: [bm25]\n    preset: ptkb\n", encoding="utf-8")
+    assert main(["run", str(config), "--output", str(tmp_path / "cli")]) == 0
+    capsys.readouterr()
+    per_query, aggregate = harness.run(config, output=tmp_path / "api", quiet=True)
+    recorded = json.loads((tmp_path / "cli" / f"{aggregate.run[0]}.json").read_text(encoding="utf-8"))
+    evaluation = recorded["scores"]["evaluation"]
+    assert aggregate.iloc[0][evaluation["measures"]].to_dict() == evaluation["means"]
+    assert list(aggregate.experiment) == ["ikat2023-ptkb"] and aggregate.retriever[0] == "bm25"
+    for measure in evaluation["measures"]:
+        assert dict(zip(per_query.qid, per_query[measure])) == evaluation["per_query"][measure]

@@ -1,0 +1,173 @@
+"""Rewrites from anywhere: `rewrites:FILE` and `llm[:NAME]` (an OpenAI-compatible endpoint).
+The no-later-turn rule for both is checked with every strategy in tests/test_queries.py."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+import pytest
+
+from harness.cli import main
+from harness.errors import HarnessError, InputError
+from harness.queries import inputs, stream
+from harness.topics import load
+
+PROMPT = "Earlier turns:\n{history}\nRewrite as a stand-alone question: {utterance}\n"
+
+
+def _manual_pairs(name: str, strategy: str = "manual") -> list[tuple[str, str]]:
+    return [(q.qid, q.text) for q in stream(load(name).conversations, strategy)]
+
+
+@pytest.fixture
+def tsv(tmp_path):
+    path = tmp_path / "rewrites.tsv"
+    path.write_text("".join(f"{qid}\t{text}\n" for qid, text in _manual_pairs("cast2019")), encoding="utf-8")
+    return path
+
+
+def test_rewrites_tsv_and_jsonl_give_the_file_texts(tsv, tmp_path):
+    jsonl = tmp_path / "rewrites.jsonl"
+    jsonl.write_text("".join(json.dumps({"qid": q, "text": t}) + "\n" for q, t in _manual_pairs("cast2019")),
+                     encoding="utf-8")
+    for path in (tsv, jsonl):
+        assert [(q.qid, q.text) for q in stream(load("cast2019").conversations, f"rewrites:{path}")] \
+            == _manual_pairs("cast2019")
+    assert inputs(f"rewrites:{tsv}") == {"rewrites_file": str(tsv.resolve()),
+                                         "sha256": hashlib.sha256(tsv.read_bytes()).hexdigest()}
+
+
+def test_a_missing_qid_names_the_file(tsv):
+    lines = tsv.read_text(encoding="utf-8").splitlines(keepends=True)
+    tsv.write_text("".join(lines[:5] + lines[6:]), encoding="utf-8")
+    missing = lines[5].split("\t")[0]
+    with pytest.raises(InputError, match=f"{tsv.name}: no rewrite for turn {missing}"):
+        list(stream(load("cast2019").conversations, f"rewrites:{tsv}"))
+
+
+def test_a_repeated_qid_names_the_file_and_line(tsv):
+    lines = tsv.read_text(encoding="utf-8").splitlines(keepends=True)
+    tsv.write_text("".join(lines + [lines[0]]), encoding="utf-8")
+    with pytest.raises(InputError, match=f"{tsv.name}:{len(lines) + 1}: qid '31_1' appears twice"):
+        list(stream(load("cast2019").conversations, f"rewrites:{tsv}"))
+
+
+def test_an_extra_qid_names_the_file(tsv):
+    with tsv.open("a", encoding="utf-8") as handle:
+        handle.write("999_1\tnot a turn of cast2019\n")
+    with pytest.raises(InputError, match=f"{tsv.name}: 1 qid\\(s\\) are not turns of this benchmark, e.g. '999_1'"):
+        list(stream(load("cast2019").conversations, f"rewrites:{tsv}"))
+
+
+def test_rewrites_without_a_file_or_with_a_bad_line_is_one_sentence(tmp_path):
+    with pytest.raises(HarnessError, match="rewrites needs a file"):
+        list(stream(load("cast2019").conversations, "rewrites"))
+    bad = tmp_path / "bad.tsv"
+    bad.write_text("31_1 no tab here\n", encoding="utf-8")
+    with pytest.raises(InputError, match="bad.tsv:1: expected 'qid<TAB>text'"):
+        list(stream(load("cast2019").conversations, f"rewrites:{bad}"))
+
+
+# --- llm ---------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def llm_env(monkeypatch, tmp_path, llm_server):
+    prompt = tmp_path / "prompt.txt"
+    prompt.write_text(PROMPT, encoding="utf-8")
+    monkeypatch.setenv("HARNESS_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("HARNESS_LLM_BASE_URL", llm_server.base_url)
+    monkeypatch.setenv("HARNESS_LLM_MODEL", "test-model")
+    monkeypatch.setenv("HARNESS_LLM_PROMPT", str(prompt))
+    return prompt
+
+
+@pytest.mark.slow
+def test_llm_sends_history_and_turn_at_temperature_0_and_a_rerun_sends_nothing(llm_env, llm_server, tmp_path):
+    before = len(llm_server.requests())
+    out = tmp_path / "first.tsv"
+    assert main(["topics", "export", "cast2019", "--strategy", "llm", "--format", "tsv", "--output", str(out)]) == 0
+    sent = llm_server.requests()[before:]
+    assert len(sent) == 479 and all(r["temperature"] == 0 and r["model"] == "test-model" for r in sent)
+    second = sent[1]["messages"][0]["content"]
+    assert second == PROMPT.format(history="User: What is throat cancer?", utterance="Is it treatable?")
+    rows = dict(line.split("\t") for line in out.read_text(encoding="utf-8").splitlines())
+    assert rows["31_2"] == "rewrite: " + " ".join(second.split())
+    again = tmp_path / "again.tsv"
+    assert main(["topics", "export", "cast2019", "--strategy", "llm", "--format", "tsv", "--output", str(again)]) == 0
+    assert len(llm_server.requests()) == before + 479  # every answer came from the disk cache
+    assert again.read_bytes() == out.read_bytes()
+
+
+def test_llm_without_an_endpoint_is_one_sentence(monkeypatch, capsys):
+    monkeypatch.delenv("HARNESS_LLM_BASE_URL", raising=False)
+    assert main(["topics", "export", "cast2019", "--strategy", "llm"]) == 2
+    assert capsys.readouterr().err.strip().splitlines() == [
+        "harness topics: error: llm:default has no endpoint: give `llm: {default: {model, base_url, prompt}}` in "
+        "the run config, or set HARNESS_LLM_BASE_URL, HARNESS_LLM_MODEL and HARNESS_LLM_PROMPT"]
+
+
+def test_llm_with_an_unreachable_endpoint_or_unknown_model_is_one_sentence(llm_env, monkeypatch, capsys):
+    monkeypatch.setenv("HARNESS_LLM_MODEL", "missing-model")
+    assert main(["topics", "export", "cast2019", "--strategy", "llm"]) == 2
+    assert "answered HTTP 404 for model 'missing-model'" in capsys.readouterr().err
+    monkeypatch.setenv("HARNESS_LLM_BASE_URL", "http://127.0.0.1:9/v1")
+    assert main(["topics", "export", "cast2019", "--strategy", "llm"]) == 2
+    assert capsys.readouterr().err.strip().endswith("cannot reach the LLM endpoint at http://127.0.0.1:9/v1; "
+                                                    "is the server running?")
+
+
+def test_a_prompt_with_an_unknown_field_names_the_file(llm_env):
+    llm_env.write_text("Rewrite {utterance} given {histroy}", encoding="utf-8")
+    with pytest.raises(InputError, match="prompt.txt: unknown field {histroy}; known: utterance, history"):
+        list(stream(load("cast2019").conversations, "llm"))
+
+
+@pytest.mark.slow
+@pytest.mark.java
+def test_a_run_records_the_rewrites_hash_and_the_llm_and_reruns_send_nothing(tmp_path, tsv, llm_server, monkeypatch):
+    monkeypatch.setenv("HARNESS_CACHE", str(tmp_path / "cache"))
+    prompt = tmp_path / "prompt.txt"
+    prompt.write_text(PROMPT, encoding="utf-8")
+    config = tmp_path / "run.yaml"
+    config.write_text(
+        f"llm:\n  local: {{model: test-model, base_url: '{llm_server.base_url}', prompt: '{prompt}'}}\n"
+        "experiments:\n  - name: ikat\n    topics: ikat2023:test\n"
+        f"    strategies: ['rewrites:{tmp_path / 'ikat.tsv'}', 'llm:local']\n"
+        "    retrievers: [bm25]\n    measures: [nDCG@3]\n    k: 10\n", encoding="utf-8")
+    (tmp_path / "ikat.tsv").write_text("".join(f"{q}\t{t}\n" for q, t in _manual_pairs("ikat2023:test", "raw")),
+                                       encoding="utf-8")
+    assert main(["run", str(config), "--output", str(tmp_path / "runs")]) == 0
+    sent = len(llm_server.requests())
+    records = [json.loads(p.read_text(encoding="utf-8")) for p in sorted((tmp_path / "runs").glob("*.json"))]
+    by_strategy = {r["config"]["strategy"]: r["strategy_inputs"] for r in records}
+    assert by_strategy[f"rewrites:{tmp_path / 'ikat.tsv'}"]["sha256"] == \
+        hashlib.sha256((tmp_path / "ikat.tsv").read_bytes()).hexdigest()
+    assert by_strategy["llm:local"]["model"] == "test-model" and by_strategy["llm:local"]["temperature"] == 0
+    assert main(["run", str(config), "--output", str(tmp_path / "runs"), "--force"]) == 0
+    assert len(llm_server.requests()) == sent
+
+
+def test_config_llm_endpoints_are_checked_where_they_are_written(tmp_path):
+    from harness.runner.config import ConfigError, parse_config
+
+    experiments = [{"topics": "cast2019", "strategies": ["llm:local"], "retrievers": ["bm25"], "measures": ["RR"]}]
+    with pytest.raises(ConfigError, match="x.yaml: llm.local: missing required key 'prompt'"):
+        parse_config(tmp_path / "x.yaml", {"llm": {"local": {"model": "m", "base_url": "u"}}, "experiments": experiments})
+    with pytest.raises(ConfigError, match=r"llm.local.prompt: no such file: .*nope.txt"):
+        parse_config(tmp_path / "x.yaml", {"llm": {"local": {"model": "m", "base_url": "u", "prompt": "nope.txt"}},
+                                           "experiments": experiments})
+
+
+def test_config_strategies_are_checked_with_their_key_path_when_the_config_is_read(tmp_path, monkeypatch):
+    from harness.runner.config import ConfigError, parse_config
+
+    monkeypatch.delenv("HARNESS_LLM_BASE_URL", raising=False)
+    experiment = {"topics": "cast2019", "strategies": ["raw", f"rewrites:{tmp_path / 'none.tsv'}"],
+                  "retrievers": ["bm25"], "measures": ["RR"]}
+    with pytest.raises(ConfigError, match=r"x.yaml: experiments\[0\].strategies\[1\]: .*none.tsv: no such rewrites file"):
+        parse_config(tmp_path / "x.yaml", {"experiments": [experiment]})
+    experiment["strategies"] = ["llm:local"]
+    with pytest.raises(ConfigError, match=r"experiments\[0\].strategies\[0\]: llm:local has no endpoint"):
+        parse_config(tmp_path / "x.yaml", {"experiments": [experiment]})

@@ -1,0 +1,89 @@
+"""`harness run --report`: leaderboard.md marks significant differences against each section's
+first run, and report.html holds, per experiment, the Holm-corrected tests, Judged@10 and the
+scores by turn depth, self-contained, rendering in headless Chromium."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+from matplotlib import image as mpimg
+
+from harness.evaluate import evaluate
+from harness.report.compare import leaderboard
+from harness.topics import load
+from harness.trec import read_run
+
+pytestmark = [pytest.mark.slow, pytest.mark.java]
+CHROMIUM = Path("/usr/bin/chromium")
+TAGS = ["pragmaticqa-val.raw.bm25", "pragmaticqa-val.all_history.bm25"]
+
+
+@pytest.fixture(scope="module")
+def finished(tmp_path_factory):
+    root = tmp_path_factory.mktemp("run-report")
+    config = root / "pqa.yaml"
+    config.write_text(yaml.safe_dump({"k": 20, "experiments": [
+        {"name": "pqa", "topics": "pragmaticqa:val", "strategies": ["raw", "all_history"], "retrievers": ["bm25"],
+         "measures": ["nDCG@10", "R@20"]}]}), encoding="utf-8")
+    return root, config
+
+
+@pytest.fixture(scope="module")
+def report(finished):
+    root, config = finished
+    out = root / "runs"
+    result = subprocess.run([sys.executable, "-c", "import sys; from harness.cli import main; sys.exit(main())",
+                             "run", str(config), "--output", str(out), "--report"],
+                            capture_output=True, text=True, timeout=900)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip().splitlines()[-1] == f"report written to {(out / 'report.html').resolve()}"
+    return out
+
+
+def _board(out: Path):
+    qrels = load("pragmaticqa:val").qrels()
+    evaluations = [evaluate(qrels, read_run(out / f"{tag}.run"), ["nDCG@10", "R@20"], 20) for tag in TAGS]
+    return leaderboard(evaluations, [TAGS[0]], correction="holm")
+
+
+def test_leaderboard_marks_significant_differences_against_the_first_run(report):
+    board = _board(report)
+    text = (report / "leaderboard.md").read_text(encoding="utf-8")
+    assert f"| {TAGS[0]} (a) |" in text and "holm-corrected" in text
+    marks = board.marks(TAGS[1], "nDCG@10")
+    assert marks  # all_history differs from raw significantly on 1480 queries
+    row = next(line for line in text.splitlines() if line.startswith(f"| {TAGS[1]} |"))
+    assert marks in row
+
+
+def test_report_holds_tests_judged_and_depths_in_one_file(report):
+    html = (report / "report.html").read_text(encoding="utf-8")
+    assert "http" not in html and "<script" not in html
+    assert "<h2>pqa: pragmaticqa:val, retrieval</h2>" in html
+    assert "<th>Judged@10</th>" in html and "holm-corrected" in html and "Score by turn depth" in html
+    recorded = json.loads((report / f"{TAGS[0]}.json").read_text(encoding="utf-8"))
+    assert recorded["config"]["experiment"] == "pqa"
+    row = re.search(rf"<td class=l>{re.escape(TAGS[0])} \(a\)</td>(.*?)</tr>", html).group(1)
+    judged = float(re.findall(r"<td>([\d.]+)</td>", row)[-1])
+    assert 0 < judged <= 1
+
+
+@pytest.mark.browser
+@pytest.mark.skipif(not CHROMIUM.exists(), reason="needs Debian's chromium at /usr/bin/chromium "
+                    "(apt-get install -y chromium) to render the report headless")
+def test_report_renders_in_headless_chromium(report, tmp_path):
+    screenshot = tmp_path / "report.png"
+    subprocess.run([str(CHROMIUM), "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+                    f"--user-data-dir={tmp_path / 'profile'}", f"--screenshot={screenshot}", "--window-size=1200,2400",
+                    (report / "report.html").resolve().as_uri()], check=True, capture_output=True, timeout=120)
+    pixels = mpimg.imread(screenshot)[..., :3]
+    assert pixels.shape[:2] == (2400, 1200) and pixels.std() > 0.05
+    grey = np.array([0x88, 0x88, 0x88]) / 255  # the baseline's bars and curve
+    assert np.count_nonzero(np.all(np.abs(pixels - grey) < 0.03, axis=-1)) > 1000
