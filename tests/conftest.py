@@ -20,6 +20,7 @@ import pytest
 from harness.corpus import Corpus, Document
 from harness.paths import REPO_ROOT, data_root, qrels_root
 from harness.retrieve import SearchQuery
+from harness.trec import Qrels, read_qrels
 
 CAST2021_QRELS = qrels_root() / "cast" / "trec-cast-qrels-docs.2021.qrel"
 CAST2021_DOC_RUNS = sorted((data_root() / "cast" / "2021" / "baselines" / "document_runs").glob("*.run"))
@@ -154,3 +155,17 @@ def llm_server(tmp_path_factory):
     finally:
         server.terminate()
         server.wait(timeout=10)
+
+
+@pytest.fixture(scope="session")
+def qrels_106() -> Qrels:
+    """CAsT 2021 topic 106's first two turns: a small slice of real graded judgments."""
+    full = read_qrels(CAST2021_QRELS)
+    return Qrels("cast2021-106", {qid: full.judgments[qid] for qid in ("106_1", "106_2")})
+
+
+def write_run(tmp_path: Path, lines: list[str], name: str = "run") -> Path:
+    """TREC run lines written to tmp_path/<name>.run."""
+    path = tmp_path / f"{name}.run"
+    path.write_text("".join(line + "\n" for line in lines))
+    return path

@@ -6,55 +6,42 @@ KILT_262039 2, KILT_35286032 1, KILT_105219 0; for 106_2, KILT_18403722 is grade
 
 from __future__ import annotations
 
-from pathlib import Path
 
 import pytest
 import pytrec_eval
 
 from harness.errors import HarnessError, InputError
 from harness.evaluate import evaluate
-from harness.trec import Qrels, read_qrels, read_run
-from tests.conftest import CAST2021_QRELS
+from harness.trec import read_qrels, read_run
+from tests.conftest import write_run
 
 PLAIN = "expected a plain decimal or scientific number such as 12.5 or 1e-3"
 REL4, REL2, REL1, NONREL = "KILT_19782967", "KILT_262039", "KILT_35286032", "KILT_105219"
 
 
-@pytest.fixture(scope="module")
-def qrels() -> Qrels:
-    full = read_qrels(CAST2021_QRELS)
-    return Qrels("cast2021-106", {qid: full.judgments[qid] for qid in ("106_1", "106_2")})
-
-
-def write_run(tmp_path: Path, lines: list[str], name: str = "run") -> Path:
-    path = tmp_path / f"{name}.run"
-    path.write_text("".join(line + "\n" for line in lines))
-    return path
-
-
-def test_ties_are_broken_by_docid_descending_like_trec_eval(tmp_path, qrels):
+def test_ties_are_broken_by_docid_descending_like_trec_eval(tmp_path, qrels_106):
     # Same score: trec_eval ranks 'KILT_262039' (relevant) below 'MARCO_D1' (unjudged) since
     # 'MARCO_D1' > 'KILT_262039'; the file order and the rank column do not matter.
     path = write_run(tmp_path, ["106_1 Q0 KILT_262039 1 5.0 t", "106_1 Q0 MARCO_D1 2 5.0 t"])
-    ours = evaluate(qrels, read_run(path), ["P@1", "RR"])
-    reference = pytrec_eval.RelevanceEvaluator(qrels.judgments, {"P.1", "recip_rank"}).evaluate(
+    ours = evaluate(qrels_106, read_run(path), ["P@1", "RR"])
+    reference = pytrec_eval.RelevanceEvaluator(qrels_106.judgments, {"P.1", "recip_rank"}).evaluate(
         {"106_1": {"KILT_262039": 5.0, "MARCO_D1": 5.0}})["106_1"]
     assert ours.per_query["P@1"]["106_1"] == reference["P_1"] == 0.0
     assert ours.per_query["RR"]["106_1"] == reference["recip_rank"] == 0.5
 
 
-def test_rank_column_is_ignored(tmp_path, qrels):
+def test_rank_column_is_ignored(tmp_path, qrels_106):
     path = write_run(tmp_path, ["106_1 Q0 KILT_105219 1 1.0 t", "106_1 Q0 KILT_19782967 2 9.0 t"])
-    assert evaluate(qrels, read_run(path), ["RR"]).per_query["RR"]["106_1"] == 1.0
+    assert evaluate(qrels_106, read_run(path), ["RR"]).per_query["RR"]["106_1"] == 1.0
 
 
-def test_duplicate_document_keeps_first_occurrence_and_is_counted(tmp_path, qrels):
+def test_duplicate_document_keeps_first_occurrence_and_is_counted(tmp_path, qrels_106):
     path = write_run(tmp_path, [
         "106_1 Q0 KILT_105219 1 9.0 t", "106_1 Q0 KILT_19782967 2 8.0 t", "106_1 Q0 KILT_105219 3 1.0 t"])
     run = read_run(path)
     assert run.duplicates == 1
     assert run.scores["106_1"]["KILT_105219"] == 9.0
-    assert evaluate(qrels, run, ["RR"]).duplicates == 1
+    assert evaluate(qrels_106, run, ["RR"]).duplicates == 1
 
 
 def test_strict_mode_rejects_a_duplicate_naming_file_and_line(tmp_path):
@@ -63,38 +50,38 @@ def test_strict_mode_rejects_a_duplicate_naming_file_and_line(tmp_path):
         read_run(path, strict=True)
 
 
-def test_query_missing_from_the_run_scores_zero_and_is_reported(tmp_path, qrels):
+def test_query_missing_from_the_run_scores_zero_and_is_reported(tmp_path, qrels_106):
     path = write_run(tmp_path, ["106_1 Q0 KILT_19782967 1 9.0 t"])
-    evaluation = evaluate(qrels, read_run(path), ["RR"])
+    evaluation = evaluate(qrels_106, read_run(path), ["RR"])
     assert evaluation.missing_queries == ["106_2"]
     assert evaluation.per_query["RR"] == {"106_1": 1.0, "106_2": 0.0}
     assert evaluation.means["RR"] == 0.5  # trec_eval -c: averaged over both judged queries
 
 
-def test_unjudged_query_in_the_run_is_ignored_and_counted(tmp_path, qrels):
+def test_unjudged_query_in_the_run_is_ignored_and_counted(tmp_path, qrels_106):
     path = write_run(tmp_path, ["106_1 Q0 KILT_19782967 1 9.0 t", "999_9 Q0 KILT_19782967 1 9.0 t"])
-    evaluation = evaluate(qrels, read_run(path), ["RR"])
+    evaluation = evaluate(qrels_106, read_run(path), ["RR"])
     assert evaluation.unjudged_queries == ["999_9"]
     assert set(evaluation.per_query["RR"]) == {"106_1", "106_2"}
 
 
-def test_depth_keeps_only_the_top_documents_like_trec_eval_M(tmp_path, qrels):
+def test_depth_keeps_only_the_top_documents_like_trec_eval_M(tmp_path, qrels_106):
     path = write_run(tmp_path, ["106_1 Q0 KILT_105219 1 9.0 t", "106_1 Q0 KILT_19782967 2 8.0 t"])
-    assert evaluate(qrels, read_run(path), ["RR"], depth=1).per_query["RR"]["106_1"] == 0.0
-    assert evaluate(qrels, read_run(path), ["RR"], depth=2).per_query["RR"]["106_1"] == 0.5
+    assert evaluate(qrels_106, read_run(path), ["RR"], depth=1).per_query["RR"]["106_1"] == 0.0
+    assert evaluate(qrels_106, read_run(path), ["RR"], depth=2).per_query["RR"]["106_1"] == 0.5
 
 
-def test_relevance_threshold_applies_to_binary_measures(tmp_path, qrels):
+def test_relevance_threshold_applies_to_binary_measures(tmp_path, qrels_106):
     path = write_run(tmp_path, ["106_1 Q0 KILT_35286032 1 9.0 t", "106_1 Q0 KILT_262039 2 8.0 t"])
-    evaluation = evaluate(qrels, read_run(path), ["RR", "RR(rel=2)", "P(rel=2)@1"])
+    evaluation = evaluate(qrels_106, read_run(path), ["RR", "RR(rel=2)", "P(rel=2)@1"])
     assert evaluation.per_query["RR"]["106_1"] == 1.0  # grade 1 counts at the default level
     assert evaluation.per_query["RR(rel=2)"]["106_1"] == 0.5  # grade 1 does not at rel=2
     assert evaluation.per_query["P(rel=2)@1"]["106_1"] == 0.0
 
 
-def test_run_and_qrels_with_no_common_query_score_zero(tmp_path, qrels):
+def test_run_and_qrels_with_no_common_query_score_zero(tmp_path, qrels_106):
     path = write_run(tmp_path, ["999_9 Q0 KILT_19782967 1 9.0 t"])
-    evaluation = evaluate(qrels, read_run(path), ["nDCG@3"])
+    evaluation = evaluate(qrels_106, read_run(path), ["nDCG@3"])
     assert evaluation.means["nDCG@3"] == 0.0
     assert evaluation.missing_queries == ["106_1", "106_2"]
 
@@ -139,7 +126,7 @@ def test_missing_file_is_named(tmp_path):
         read_run(tmp_path / "nothere.run")
 
 
-def test_unknown_measure_gets_one_clear_sentence(qrels, tmp_path):
+def test_unknown_measure_gets_one_clear_sentence(qrels_106, tmp_path):
     path = write_run(tmp_path, ["106_1 Q0 KILT_19782967 1 9.0 t"])
     with pytest.raises(HarnessError, match="cannot read measure 'nDCG@@3'"):
-        evaluate(qrels, read_run(path), ["nDCG@@3"])
+        evaluate(qrels_106, read_run(path), ["nDCG@@3"])

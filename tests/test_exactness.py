@@ -20,7 +20,7 @@ from harness.ikat.validate import COVERAGE_CHECKS, validate_file
 from harness.paths import data_root
 from harness.topics.ikat import read_topics, topics_path
 from harness.trec import Qrels, read_qrels, read_run
-from tests.conftest import CAST2021_DOC_RUNS, CAST2021_QRELS
+from tests.conftest import CAST2021_DOC_RUNS, CAST2021_QRELS, write_run
 
 REL2, NONREL = "KILT_262039", "KILT_105219"
 WAPO_DIGITS = "WAPO_627b180c-85ae-11e1-abb4-839961045500"  # last uuid group all digits
@@ -31,17 +31,6 @@ SAMPLE_2024 = data_root() / "ikat" / "2024" / "scripts" / "run_validation" / "te
 @pytest.fixture(scope="module")
 def cast2021() -> Qrels:
     return read_qrels(CAST2021_QRELS)
-
-
-@pytest.fixture(scope="module")
-def qrels_106(cast2021) -> Qrels:
-    return Qrels("cast2021-106", {qid: cast2021.judgments[qid] for qid in ("106_1", "106_2")})
-
-
-def write_run(tmp_path: Path, lines: list[str], name: str = "run") -> Path:
-    path = tmp_path / f"{name}.run"
-    path.write_text("".join(line + "\n" for line in lines))
-    return path
 
 
 # --- 1. RR@k and Judged@k break ties as trec_eval does; Judged@k is 1 - unj@k ---------------
