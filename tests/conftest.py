@@ -9,6 +9,7 @@ import itertools
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -169,3 +170,9 @@ def write_run(tmp_path: Path, lines: list[str], name: str = "run") -> Path:
     path = tmp_path / f"{name}.run"
     path.write_text("".join(line + "\n" for line in lines))
     return path
+
+
+def interruptible() -> None:
+    """preexec_fn for a child the test will Ctrl-C: one started from a background job
+    inherits an ignored SIGINT, and Python then never raises KeyboardInterrupt."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)

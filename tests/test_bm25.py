@@ -24,6 +24,7 @@ from harness.errors import HarnessError, InputError
 from harness.retrieve import RETRIEVERS, SearchQuery, build
 from harness.retrieve.bm25 import BM25
 from harness.retrieve.lucene import MANIFEST, build_index, cached_index
+from tests.conftest import interruptible
 
 pytestmark = [pytest.mark.java, pytest.mark.slow]
 
@@ -180,6 +181,7 @@ def test_interrupted_build_leaves_no_finished_index(tmp_path):
         stderr=subprocess.PIPE,
         text=True,
         cwd=REPO,
+        preexec_fn=interruptible,
     )
     deadline = time.monotonic() + 60
     while not (list(tmp_path.glob(".index.building.*")) and anserini_running(harness.pid)):
