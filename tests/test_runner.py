@@ -111,7 +111,7 @@ def test_a_skipped_run_reuses_the_scores_its_json_records(finished, tmp_path, mo
     def no_scoring(*args, **kwargs):
         raise AssertionError("a skipped run was scored again")
 
-    monkeypatch.setattr("harness.runner.runner.evaluate", no_scoring)
+    monkeypatch.setattr("harness.runner.runner.evaluate_file", no_scoring)
     assert main(["run", str(_config(tmp_path)), "--output", str(out), "--only", "pqa"]) == 0
     board = capsys.readouterr().out
     ndcg = recorded["evaluation"]["means"]["nDCG@10"]

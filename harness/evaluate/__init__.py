@@ -148,7 +148,7 @@ def evaluate_files(
     """Read and score many run files, in order, on all cores (runs are independent)."""
     workers = min(len(paths) // 2, workers or os.cpu_count() or 1)
     if workers <= 1:
-        return [_evaluate_file(evaluator, path, options) for path in paths]
+        return [evaluate_file(evaluator, path, options) for path in paths]
     import multiprocessing
 
     # spawn, not fork: the caller may hold threads (a JVM, torch) that fork would copy mid-lock
@@ -169,11 +169,12 @@ def _start_worker(qrels: Qrels, measures: list[str], options: RunFileOptions) ->
 def _evaluate_in_worker(path: str) -> Evaluation:
     assert _worker_state is not None
     evaluator, options = _worker_state
-    return _evaluate_file(evaluator, path, options)
+    return evaluate_file(evaluator, path, options)
 
 
-def _evaluate_file(evaluator: Evaluator, path: str | Path, options: RunFileOptions) -> Evaluation:
-    # MaxP needs every passage of a query, so passage runs are cut after conversion
+def evaluate_file(evaluator: Evaluator, path: str | Path, options: RunFileOptions) -> Evaluation:
+    """One run file read as `harness eval` reads it: streamed to `options.depth` per query,
+    except passage runs, which MaxP needs whole and are cut after conversion."""
     stream_depth = None if options.passage_separator else options.depth
     run = read_run(path, strict=options.strict, depth=stream_depth)
     if options.passage_separator:

@@ -11,11 +11,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from harness.atomic import atomic_write
-from harness.evaluate import evaluate
+from harness.evaluate import Evaluator, evaluate_file
 from harness.report import breakdown as bd
 from harness.report.compare import Leaderboard, leaderboard
 from harness.report.model import Report
-from harness.trec import read_run
+from harness.runner.runner import run_file_options
 
 if TYPE_CHECKING:
     from harness.runner.runner import Outcome
@@ -37,11 +37,9 @@ def tested(outcomes: Sequence["Outcome"]) -> Leaderboard:
 
 
 def judged_at_10(outcome: "Outcome") -> float:
-    experiment = outcome.run.experiment
-    run = read_run(outcome.path)
-    if experiment.passage_separator:
-        run = run.to_documents(experiment.passage_separator)
-    return evaluate(outcome.qrels, run, [JUDGED], experiment.depth or experiment.k).means[JUDGED]
+    """The run file read as it was scored (cut to depth, MaxP for passages)."""
+    options = run_file_options(outcome.run.experiment)
+    return evaluate_file(Evaluator(outcome.qrels, [JUDGED]), outcome.path, options).means[JUDGED]
 
 
 def experiment_report(outcomes: Sequence["Outcome"]) -> Report:

@@ -27,7 +27,7 @@ from tqdm import tqdm
 from harness.atomic import atomic_write, folder_lock
 from harness.corpus import Corpus, Document
 from harness.errors import HarnessError
-from harness.evaluate import Evaluation, evaluate
+from harness.evaluate import Evaluation, Evaluator, RunFileOptions, evaluate_file
 from harness.queries import inputs as strategy_inputs
 from harness.retrieve import Retriever, SearchQuery, build, shared_retrievers
 from harness.paths import file_in
@@ -35,7 +35,7 @@ from harness.runner import provenance
 from harness.runner.config import Config, Experiment, RunSpec
 from harness.runner.tasks import TASKS, Ranker
 from harness.topics import Benchmark, load
-from harness.trec import Qrels, Ranking, read_qrels, read_run, write_run
+from harness.trec import Qrels, Ranking, read_qrels, write_run
 
 BATCH = 64  # queries per retriever call; the progress display moves once per batch
 
@@ -267,11 +267,13 @@ class Outcome:
 
 def score(prepared: Prepared, output: Path) -> Evaluation:
     experiment = prepared.run.experiment
-    depth = experiment.depth or experiment.k
-    run = read_run(run_path(output, prepared.run), depth=None if experiment.passage_separator else depth)
-    if experiment.passage_separator:
-        run = run.to_documents(experiment.passage_separator)
-    return evaluate(prepared.qrels, run, list(experiment.measures), depth)
+    evaluator = Evaluator(prepared.qrels, list(experiment.measures))
+    return evaluate_file(evaluator, run_path(output, prepared.run), run_file_options(experiment))
+
+
+def run_file_options(experiment: Experiment) -> RunFileOptions:
+    """How an experiment's run files are read for scoring: its depth, MaxP if it has passages."""
+    return RunFileOptions(passage_separator=experiment.passage_separator, depth=experiment.depth or experiment.k)
 
 
 def run_config(
