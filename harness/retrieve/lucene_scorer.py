@@ -33,9 +33,11 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
+from pathlib import Path
 
 import numpy as np
 
+from harness.atomic import temp_folder
 from harness.errors import HarnessError
 
 FIELD = "contents"  # Anserini's analysed text field
@@ -77,7 +79,7 @@ def read_index(reader) -> LuceneIndex | str:
     if postings_total > MAX_POSTINGS:
         return f"{postings_total:,} postings (over {MAX_POSTINGS:,})"
 
-    folder = tempfile.mkdtemp(prefix="harness-simpletext-")
+    folder = str(temp_folder(Path(tempfile.gettempdir()), ".harness-simpletext"))  # a dead run's copy is removed
     try:
         config = autoclass("org.apache.lucene.index.IndexWriterConfig")()
         config.setCodec(autoclass("org.apache.lucene.codecs.simpletext.SimpleTextCodec")())

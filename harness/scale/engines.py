@@ -169,7 +169,7 @@ def start_engine(spec: EngineSpec) -> Engine:
 
 def add_engine_arguments(parser: argparse.ArgumentParser, shard_docs_default: int) -> None:
     """--engine, --address, --workers, --shard-docs: the same on every scaled command."""
-    parser.add_argument("--engine", default="local", choices=["local", "ray"],
+    parser.add_argument("--engine", default="local", choices=ENGINES.names(),
                         help="where shards are processed: local (this machine, default) or ray")
     parser.add_argument("--address", default=None,
                         help="ray: address of a running cluster (auto, HOST:6379); default: start Ray here")

@@ -17,7 +17,7 @@ import numpy as np
 from harness.corpus import Corpus
 from harness.paths import cache_root
 from harness.retrieve import Hit, SearchQuery
-from harness.retrieve._embeddings import Encoder
+from harness.retrieve._embeddings import Encoder, default_device
 from harness.retrieve.dense import SEARCH_BACKENDS, SHARDED_SEARCH
 from harness.scale.encode import VectorShard, encode_sharded, sharded_cache_folder, vector_shards
 from harness.scale.engines import EngineSpec, start_engine
@@ -42,7 +42,7 @@ class ShardSearcher:
         from harness.scale import approx as approx_indexes
 
         self.approx, self.depth, self.parts = approx, depth, []
-        backend = SEARCH_BACKENDS.get("torch" if _has_gpu() else "numpy")  # proposes only: same run either way
+        backend = SEARCH_BACKENDS.get("torch" if default_device() == "cuda" else "numpy")  # proposes only: same run either way
         for shard in shards:
             ids = Path(shard.ids).read_text(encoding="utf-8").splitlines()
             if approx is None:
@@ -75,14 +75,6 @@ class ShardSearcher:
             if part.shard.offset <= row < part.shard.offset + part.shard.count:
                 return part.ids[row - part.shard.offset]
         raise IndexError(row)
-
-
-def _has_gpu() -> bool:
-    try:
-        import torch
-    except ImportError:
-        return False
-    return torch.cuda.is_available()
 
 
 @SHARDED_SEARCH.register("sharded")

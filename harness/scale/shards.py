@@ -64,11 +64,8 @@ def file_sha256(path: Path) -> str:
 
 
 def _documents_key(documents: tuple[Document, ...]) -> str:
-    digest = hashlib.sha256()
-    for document in documents:
-        for part in (document.id, document.title or "", document.contents):
-            digest.update(part.encode("utf-8") + b"\0")
-    return digest.hexdigest()
+    """The shard's documents fingerprinted as a corpus is (ids, titles, texts)."""
+    return Corpus("shard", lambda: iter(documents)).fingerprint
 
 
 def plan(corpus: Corpus, folder: Path, settings: dict[str, Any], shard_docs: int, align: int = 1) -> Iterator[ShardTask]:
