@@ -69,6 +69,16 @@ def test_rewrites_without_a_file_or_with_a_bad_line_is_one_sentence(tmp_path):
         list(stream(load("cast2019").conversations, f"rewrites:{bad}"))
 
 
+def test_rewrites_are_read_as_every_user_file_is_bom_away_folder_one_line(tsv, tmp_path):
+    bom = tmp_path / "bom.tsv"
+    bom.write_bytes(b"\xef\xbb\xbf" + tsv.read_bytes())
+    assert [q.text for q in stream(load("cast2019").conversations, f"rewrites:{bom}")] \
+        == [text for _, text in _manual_pairs("cast2019")]
+    assert inputs(f"rewrites:{bom}")["sha256"] == hashlib.sha256(bom.read_bytes()).hexdigest()
+    with pytest.raises(InputError, match="is a folder, expected a file"):
+        list(stream(load("cast2019").conversations, f"rewrites:{tmp_path}"))
+
+
 # --- llm ---------------------------------------------------------------------------------
 
 

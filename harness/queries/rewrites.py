@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-from harness.errors import HarnessError, InputError
+from harness.errors import HarnessError, InputError, read_input
 from harness.queries import STRATEGIES
 from harness.queries.history import build, current
 from harness.topics.model import Conversation, Query
@@ -29,12 +29,10 @@ class RewritesFile:
     texts: dict[str, str]
 
 
-def _records(path: Path, data: bytes):
-    """(line number, qid, text) of a TSV or JSONL rewrites file."""
-    try:
-        lines = data.decode("utf-8").splitlines()
-    except UnicodeDecodeError as error:
-        raise InputError(path, f"not UTF-8 text ({error.reason})") from None
+def _records(path: Path):
+    """(line number, qid, text) of a TSV or JSONL rewrites file, read as every user file is
+    (a BOM read away, a bad byte named at its line)."""
+    lines = read_input(path).splitlines()
     jsonl = path.suffix.lower() in {".jsonl", ".json"}
     for number, line in enumerate(lines, start=1):
         if not line.strip():
@@ -57,15 +55,16 @@ def _records(path: Path, data: bytes):
 
 @lru_cache(maxsize=8)
 def _read(path: Path, stamp: tuple[int, int]) -> RewritesFile:
-    data = path.read_bytes()
     texts: dict[str, str] = {}
-    for number, qid, text in _records(path, data):
+    for number, qid, text in _records(path):
         if qid in texts:
             raise InputError(path, f"qid {qid!r} appears twice", line=number)
         if not text.strip():
             raise InputError(path, f"qid {qid!r} has an empty rewrite", line=number)
         texts[qid] = " ".join(text.split())
-    return RewritesFile(path, hashlib.sha256(data).hexdigest(), texts)
+    with open(path, "rb") as handle:
+        digest = hashlib.file_digest(handle, "sha256").hexdigest()
+    return RewritesFile(path, digest, texts)
 
 
 def load(arg: str | None) -> RewritesFile:
