@@ -293,6 +293,7 @@ def test_shipped_config_loads():
     (lambda c: c["tasks"][0].update(formats=["ikat-2023-json", "pdf"]), "tasks[0].formats[1]: unknown format 'pdf'"),
     (lambda c: c["tasks"][0].update(qrels="missing.qrels"), "tasks[0].qrels: no such file: missing.qrels"),
     (lambda c: c["tasks"][0].update(preset="ikat2099"), "tasks[0].preset: unknown measure preset 'ikat2099'"),
+    (lambda c: c["tasks"][0].update(topics="ikat2023:bogus"), "tasks[0].topics: ikat2023 has no split 'bogus'; known: test, train"),
     (lambda c: c["teams"][1].update(token_sha256="secret"), "teams[1].token_sha256: expected the 64 hex digits"),
     (lambda c: c["teams"][1].update(name="team0"), "teams: two teams are named 'team0'"),
 ])

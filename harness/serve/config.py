@@ -29,7 +29,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harness.errors import HarnessError
 from harness.ikat.submission import YEARS, file_format
 from harness.runner.config import Node, lookup, read_yaml
 
@@ -158,10 +157,11 @@ def _task(node: Node) -> TaskConfig:
 
 
 def _check_topics(spec: str) -> None:
-    from harness.topics import names
+    """Read the topics now, as the task will (topic files are small), so that an unknown
+    benchmark, split or a bad topics file fails here with its key path, not at start-up."""
+    from harness.ikat.cli import load_topics
 
-    if not Path(spec).exists() and spec.partition(":")[0] not in names():
-        raise HarnessError(f"{spec!r} is neither a topics file nor a benchmark; benchmarks: {', '.join(names())}")
+    load_topics(spec)
 
 
 def _team(node: Node) -> TeamConfig:
