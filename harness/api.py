@@ -9,6 +9,7 @@ Runs are TREC run files, `harness.trec.Run`s or DataFrames with `qid`, `docno` (
 and `score` columns (a PyTerrier result frame); qrels are a qrels file, a `Qrels` or a
 DataFrame with `qid`, `docno`/`doc_id` and `label`/`relevance`. Scoring goes through the same
 code as `harness eval` / `compare` / `run`: trec_eval's conventions, the same values.
+`harness.evaluate` is the package harness/evaluate itself, made callable (score_runs' arguments).
 """
 
 from __future__ import annotations
@@ -23,14 +24,7 @@ from harness.evaluate.frames import Frames, QrelsLike, RunLike, as_qrels, as_run
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["Frames", "as_qrels", "as_run", "compare", "evaluate", "frames", "run"]
-
-
-def evaluate(runs: RunLike | Sequence[RunLike] | dict[str, RunLike], qrels: QrelsLike,
-             measures: Sequence[str] | None = None, *, preset: str | None = None, depth: int | None = None,
-             passage_separator: str | None = None) -> Frames:
-    """Score one or more runs as `harness eval` does (same defaults, presets and depth)."""
-    return frames(score_runs(runs, qrels, measures, preset=preset, depth=depth, passage_separator=passage_separator))
+__all__ = ["Frames", "as_qrels", "as_run", "compare", "frames", "run"]
 
 
 def compare(runs: Sequence[RunLike] | dict[str, RunLike], qrels: QrelsLike, measures: Sequence[str] | None = None,

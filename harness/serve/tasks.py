@@ -83,7 +83,7 @@ class TaskRuntime:
 
     @cached_property
     def turn_ids(self) -> frozenset[str]:
-        return frozenset(turn.qid for c in self.conversations for turn in c.turns)
+        return frozenset(self.depths)
 
     @cached_property
     def depths(self) -> dict[str, int]:
