@@ -74,6 +74,16 @@ def test_retrievers_sharing_the_model_keep_their_own_max_length(first_run):
     assert build("dense", corpus=corpus).encoder.max_length == 256  # the model's saved max_seq_length
 
 
+def test_a_batch_of_queries_encoded_before_is_reused_as_it_was_encoded(first_run):
+    _, retriever, _ = first_run
+    texts = [query.text for query in QUERIES]
+    first = retriever.encoder.encode_queries(texts)
+    assert retriever.encoder.encode_queries(list(texts)) is first  # not encoded again
+    assert not first.flags.writeable  # shared, so nobody may change it
+    other_batch = retriever.encoder.encode_queries(texts[:1])
+    assert other_batch is not first and np.allclose(other_batch[0], first[0], atol=1e-6)
+
+
 def test_a_float16_cache_stores_half_precision_and_keeps_the_ranking(first_run, tmp_path):
     _, retriever, _ = first_run
     few = ikat_corpus(8)

@@ -105,7 +105,9 @@ def test_a_skipped_run_reuses_the_scores_its_json_records(finished, tmp_path, mo
     for name in (f"{PQA_TAG}.run", f"{PQA_TAG}.json"):
         (out / name).write_bytes((finished / name).read_bytes())
     recorded = json.loads((finished / f"{PQA_TAG}.json").read_text())["scores"]
-    assert recorded["for"] == {"measures": ["nDCG@10", "R@20"], "depth": 20, "passage_separator": None}
+    assert recorded["for"] == {"measures": ["nDCG@10", "R@20"], "depth": 20, "passage_separator": None,
+                               "judged": "Judged@10"}
+    assert 0 <= recorded["judged"] <= 1  # the report's Judged@10, from the same reading
     assert len(recorded["evaluation"]["per_query"]["nDCG@10"]) == 1480
 
     def no_scoring(*args, **kwargs):

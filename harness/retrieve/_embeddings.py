@@ -50,12 +50,10 @@ class Encoder:
     batch_size: int
 
     def encode_queries(self, texts: Sequence[str]) -> np.ndarray:
-        """Query vectors (float32), with the model's own query prompt if it defines one."""
-        self.model.max_seq_length = self.max_length  # the model object is shared between encoders
-        vectors = self.model.encode_query(
-            list(texts), batch_size=self.batch_size, normalize_embeddings=self.normalize, show_progress_bar=False
-        )
-        return np.asarray(vectors, dtype=np.float32)
+        """Query vectors (float32, read-only), with the model's own query prompt if it defines
+        one. A batch this process encoded before (a fused retriever re-running a strategy at a
+        greater depth) is not encoded again."""
+        return _query_batch(self, tuple(texts))
 
     def encode_documents(self, texts: Sequence[str]) -> np.ndarray:
         self.model.max_seq_length = self.max_length
@@ -63,6 +61,18 @@ class Encoder:
             list(texts), batch_size=self.batch_size, normalize_embeddings=self.normalize, show_progress_bar=False
         )
         return np.asarray(vectors, dtype=np.float32)
+
+
+@functools.lru_cache(maxsize=64)
+def _query_batch(encoder: Encoder, texts: tuple[str, ...]) -> np.ndarray:
+    """Whole batches only: a vector moves in its last bits with the other texts of its batch,
+    so a batch is reused only as it was encoded, and rankings match an unshared retriever's."""
+    encoder.model.max_seq_length = encoder.max_length  # the model object is shared between encoders
+    vectors = np.asarray(encoder.model.encode_query(
+        list(texts), batch_size=encoder.batch_size, normalize_embeddings=encoder.normalize, show_progress_bar=False
+    ), dtype=np.float32)
+    vectors.flags.writeable = False
+    return vectors
 
 
 def default_model_path() -> Path:

@@ -11,17 +11,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from harness.atomic import atomic_write
-from harness.evaluate import Evaluator, evaluate_file
 from harness.report import breakdown as bd
 from harness.report.compare import Leaderboard, leaderboard
 from harness.report.model import Report
-from harness.runner.runner import run_file_options
+from harness.runner.runner import JUDGED
 
 if TYPE_CHECKING:
     from harness.runner.runner import Outcome
-
-JUDGED = "Judged@10"  # share of the top 10 that is judged: low values mean the scores rest on unjudged documents
-
 
 def groups(outcomes: Sequence["Outcome"]) -> dict[str, list["Outcome"]]:
     """Outcomes by experiment, in config order."""
@@ -36,19 +32,13 @@ def tested(outcomes: Sequence["Outcome"]) -> Leaderboard:
     return leaderboard([o.evaluation for o in outcomes], [outcomes[0].evaluation.run_name], correction="holm")
 
 
-def judged_at_10(outcome: "Outcome") -> float:
-    """The run file read as it was scored (cut to depth, MaxP for passages)."""
-    options = run_file_options(outcome.run.experiment)
-    return evaluate_file(Evaluator(outcome.qrels, [JUDGED]), outcome.path, options).means[JUDGED]
-
-
 def experiment_report(outcomes: Sequence["Outcome"]) -> Report:
     from harness.topics import load
 
     experiment = outcomes[0].run.experiment
     board = tested(outcomes)
     report = Report(board, title=experiment.name)
-    report.untested = {JUDGED: {o.evaluation.run_name: judged_at_10(o) for o in outcomes}}
+    report.untested = {JUDGED: {o.evaluation.run_name: o.judged for o in outcomes}}
     depths = bd.depths_from_topics(load(experiment.topics))
     report.breakdowns = [bd.breakdown(board.scores, m, depths, bd.DEPTH) for m in board.measures]
     return report

@@ -17,7 +17,7 @@ import json
 import sys
 import time
 from collections.abc import Iterable, Iterator
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, TextIO
@@ -38,6 +38,7 @@ from harness.topics import Benchmark, load
 from harness.trec import Qrels, Ranking, read_qrels, write_run
 
 BATCH = 64  # queries per retriever call; the progress display moves once per batch
+JUDGED = "Judged@10"  # share of the top 10 that is judged (the report shows it beside the measures)
 
 
 @dataclass
@@ -179,7 +180,7 @@ def is_finished(prepared: Prepared, output: Path) -> bool:
     return recorded == prepared.digest
 
 
-def execute(prepared: Prepared, workspace: Workspace, output: Path, config_path: Path, log: TextIO) -> Evaluation:
+def execute(prepared: Prepared, workspace: Workspace, output: Path, config_path: Path, log: TextIO) -> Scored:
     """Rank every query and write the run file, score it, then write its JSON."""
     run = prepared.run
     task = TASKS.get(run.experiment.task)
@@ -210,9 +211,9 @@ def execute(prepared: Prepared, workspace: Workspace, output: Path, config_path:
         },
         "finished_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
     }
-    evaluation = score(prepared, output)
-    _write_metadata(json_path(output, run), {**metadata, "scores": _scores_record(prepared, evaluation)})
-    return evaluation
+    scored = score(prepared, output)
+    _write_metadata(json_path(output, run), {**metadata, "scores": _scores_record(prepared, scored)})
+    return scored
 
 
 def _write_metadata(path: Path, metadata: dict[str, Any]) -> None:
@@ -225,14 +226,14 @@ def _scoring(prepared: Prepared) -> dict[str, Any]:
     """What a run's scores depend on besides its run file and qrels (both in its hash)."""
     experiment = prepared.run.experiment
     return {"measures": list(experiment.measures), "depth": experiment.depth or experiment.k,
-            "passage_separator": experiment.passage_separator}
+            "passage_separator": experiment.passage_separator, "judged": JUDGED}
 
 
-def _scores_record(prepared: Prepared, evaluation: Evaluation) -> dict[str, Any]:
-    return {"for": _scoring(prepared), "evaluation": asdict(evaluation)}
+def _scores_record(prepared: Prepared, scored: Scored) -> dict[str, Any]:
+    return {"for": _scoring(prepared), "evaluation": asdict(scored.evaluation), "judged": scored.judged}
 
 
-def finished_scores(prepared: Prepared, output: Path) -> Evaluation:
+def finished_scores(prepared: Prepared, output: Path) -> Scored:
     """A skipped run's scores: those its JSON records when they were taken the same way,
     else scored again and recorded."""
     path = json_path(output, prepared.run)
@@ -240,12 +241,12 @@ def finished_scores(prepared: Prepared, output: Path) -> Evaluation:
     recorded = metadata.get("scores")
     if isinstance(recorded, dict) and recorded.get("for") == _scoring(prepared):
         try:
-            return Evaluation(**recorded["evaluation"])
-        except TypeError:  # not the layout this version writes: score again
+            return Scored(Evaluation(**recorded["evaluation"]), float(recorded["judged"]))
+        except (TypeError, KeyError, ValueError):  # not the layout this version writes: score again
             pass
-    evaluation = score(prepared, output)
-    _write_metadata(path, {**metadata, "scores": _scores_record(prepared, evaluation)})
-    return evaluation
+    scored = score(prepared, output)
+    _write_metadata(path, {**metadata, "scores": _scores_record(prepared, scored)})
+    return scored
 
 
 def _rankings(queries: list[SearchQuery], rank: Ranker, progress: tqdm) -> Iterator[tuple[str, Ranking]]:
@@ -256,6 +257,12 @@ def _rankings(queries: list[SearchQuery], rank: Ranker, progress: tqdm) -> Itera
         progress.update(len(batch))
 
 
+@dataclass(frozen=True)
+class Scored:
+    evaluation: Evaluation  # the experiment's measures
+    judged: float  # mean Judged@10, for the report
+
+
 @dataclass
 class Outcome:
     run: RunSpec
@@ -263,12 +270,18 @@ class Outcome:
     skipped: bool
     qrels: Qrels
     evaluation: Evaluation
+    judged: float
 
 
-def score(prepared: Prepared, output: Path) -> Evaluation:
+def score(prepared: Prepared, output: Path) -> Scored:
+    """The run file read once for the experiment's measures and Judged@10."""
     experiment = prepared.run.experiment
-    evaluator = Evaluator(prepared.qrels, list(experiment.measures))
-    return evaluate_file(evaluator, run_path(output, prepared.run), run_file_options(experiment))
+    evaluator = Evaluator(prepared.qrels, [*experiment.measures, JUDGED])
+    both = evaluate_file(evaluator, run_path(output, prepared.run), run_file_options(experiment))
+    kept = Evaluator(prepared.qrels, list(experiment.measures)).measures
+    evaluation = replace(both, measures=kept, per_query={m: both.per_query[m] for m in kept},
+                         means={m: both.means[m] for m in kept}, counts=[m for m in both.counts if m in kept])
+    return Scored(evaluation, both.means[JUDGED])
 
 
 def run_file_options(experiment: Experiment) -> RunFileOptions:
@@ -294,10 +307,11 @@ def run_config(
             skipped = not force and is_finished(prepared, output)
             if skipped:
                 print(f"{run.tag}: finished with the same inputs, skipped ({run_path(output, run)})", file=log)
-                evaluation = finished_scores(prepared, output)
+                scored = finished_scores(prepared, output)
             else:
-                evaluation = execute(prepared, workspace, output, config.path, log)
-            outcomes.append(Outcome(run, run_path(output, run), skipped, prepared.qrels, evaluation))
+                scored = execute(prepared, workspace, output, config.path, log)
+            outcomes.append(Outcome(run, run_path(output, run), skipped, prepared.qrels, scored.evaluation,
+                                    scored.judged))
     return outcomes
 
 

@@ -34,9 +34,9 @@ class _Part:
 
 
 class ShardSearcher:
-    """Holds some vector shards: in RAM as float32 for exact search (proposed on the GPU when
-    the worker has one), memory-mapped with an approximate index (built once per shard,
-    cached beside it) otherwise."""
+    """Holds some vector shards, memory-mapped (a worker's shards need not fit in its RAM):
+    searched exactly (proposed on the GPU when the worker has one), or through an approximate
+    index built once per shard and cached beside it."""
 
     def __init__(self, shards: list[VectorShard], approx: str | None, depth: int | None) -> None:
         from harness.scale import approx as approx_indexes
@@ -45,11 +45,10 @@ class ShardSearcher:
         backend = SEARCH_BACKENDS.get("torch" if default_device() == "cuda" else "numpy")  # proposes only: same run either way
         for shard in shards:
             ids = Path(shard.ids).read_text(encoding="utf-8").splitlines()
+            vectors = np.load(shard.vectors, mmap_mode="r", allow_pickle=False)
             if approx is None:
-                vectors = np.load(shard.vectors, allow_pickle=False).astype(np.float32, copy=False)
                 propose = backend(vectors)
             else:
-                vectors = np.load(shard.vectors, mmap_mode="r", allow_pickle=False)
                 index_path = Path(shard.vectors).with_suffix(f".{approx}.faiss")
                 index = approx_indexes.load_or_build(approx, vectors, index_path)
                 propose = approx_indexes.proposer(index)
