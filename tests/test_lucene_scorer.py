@@ -3,6 +3,8 @@ scores, for every iKAT 2023 test turn (manual and raw), BM25 and BM25+RM3, at k=
 
 from __future__ import annotations
 
+import shutil
+
 import numpy as np
 import pytest
 
@@ -12,7 +14,7 @@ from harness.errors import HarnessError
 from harness.retrieve import SearchQuery, build, lucene_scorer
 from harness.retrieve.bm25 import _read_index
 from harness.retrieve.lucene import build_index
-from harness.retrieve.lucene_scorer import _adjust_ties
+from harness.retrieve.lucene_scorer import ID_FIELD, _adjust_ties
 
 CORPORA = ("ikat2023:test", "ikat2023:train")  # the 894 passages the demo's iKAT experiment searches
 
@@ -70,6 +72,31 @@ def test_an_index_numpy_does_not_read_is_searched_by_pyserini(index, turns, monk
     assert f"bm25: searching {index} through pyserini:" in capsys.readouterr().err
     pyserini = build("bm25", corpus=None, index=index, backend="pyserini")
     assert retriever.search(turns[:20], k=100) == pyserini.search(turns[:20], k=100)
+
+
+@pytest.mark.java
+def test_an_index_with_deleted_documents_is_searched_by_pyserini(index, turns, tmp_path, capsys):
+    """A real deletion (Lucene's IndexWriter.deleteDocuments, committed as a live-docs file):
+    the numpy route would score the deleted passage, so pyserini searches instead."""
+    from jnius import autoclass
+
+    copy = tmp_path / "with-deletion"
+    shutil.copytree(index, copy)
+    deleted = build("bm25", corpus=None, index=index).search(turns[:1], k=1)[turns[0].qid][0].docid
+    directory = autoclass("org.apache.lucene.store.FSDirectory").open(autoclass("java.io.File")(str(copy)).toPath())
+    writer = autoclass("org.apache.lucene.index.IndexWriter")(
+        directory, autoclass("org.apache.lucene.index.IndexWriterConfig")())
+    term = autoclass("org.apache.lucene.index.Term")(ID_FIELD, deleted)
+    writer.deleteDocuments(autoclass("org.apache.lucene.search.TermQuery")(term))
+    writer.close()
+    directory.close()
+
+    retriever = build("bm25", corpus=None, index=str(copy))
+    assert retriever.scorer is None
+    assert f"bm25: searching {copy} through pyserini: the index has deleted documents" in capsys.readouterr().err
+    found = retriever.search(turns[:20], k=100)
+    assert deleted not in {hit.docid for hits in found.values() for hit in hits}
+    assert found == build("bm25", corpus=None, index=str(copy), backend="pyserini").search(turns[:20], k=100)
 
 
 def test_unknown_backend_is_one_line():
