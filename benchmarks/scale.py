@@ -140,13 +140,11 @@ def search_stage(folder: Path, queries: Path, workers: int, k: int) -> None:
     """Run in a subprocess: shard searchers on a Ray engine, 100 queries, k hits each."""
     from harness.scale.encode import vector_shards
     from harness.scale.engines import EngineSpec, start_engine
-    from harness.scale.search import ShardSearcher
+    from harness.scale.search import ShardSearcher, shard_groups
 
     engine = start_engine(EngineSpec("ray", workers=workers))
     shards = vector_shards(folder, json.loads((folder / "manifest.json").read_text()))
-    groups = min(len(shards), workers)
-    searchers = [engine.hold(ShardSearcher, [s for i, s in enumerate(shards) if i * groups // len(shards) == g],
-                             None, None) for g in range(groups)]
+    searchers = [engine.hold(ShardSearcher, group, None, None) for group in shard_groups(shards, workers)]
     vectors = np.load(queries)
     engine.get([s.call("search", vectors[:1], 1) for s in searchers])  # loaded
     started = time.monotonic()

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 PACKAGE_ROOT = Path(__file__).resolve().parent
 REPO_ROOT = PACKAGE_ROOT.parent
@@ -64,3 +65,11 @@ def file_in(folder: Path, name: str) -> Path:
     if problem:
         raise HarnessError(f"{name!r} cannot name a file in {folder}: it {problem}")
     return path
+
+
+def feed_file(digest: Any, path: str | Path) -> Any:
+    """`digest` (a hashlib object) updated with a file's bytes, 1 MiB at a time; returned."""
+    with open(path, "rb") as handle:
+        while block := handle.read(1 << 20):
+            digest.update(block)
+    return digest

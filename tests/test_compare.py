@@ -175,7 +175,7 @@ def test_cli_csv_and_json_agree(tmp_path, capsys):
 
 def test_topic_adapter_depths_agree_with_the_qid_convention_on_cast2021():
     benchmark = load("cast2021")
-    from_topics = bd.depths_from_topics(benchmark)
+    from_topics = bd.depths_from_topics(benchmark.conversations)
     assert from_topics == bd.depths(from_topics)
     assert bd.conversations_from_topics(benchmark) == bd.conversations(from_topics)
 

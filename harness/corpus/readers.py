@@ -20,6 +20,7 @@ from pathlib import Path
 from harness import jsonl
 from harness.corpus import Corpus, Document
 from harness.errors import HarnessError, InputError, open_input
+from harness.paths import feed_file
 from harness.registry import Registry
 
 
@@ -65,9 +66,7 @@ class FileCorpus(Corpus):
             for path in self.paths:
                 if self.folder is not None:
                     digest.update(f"{path.relative_to(self.folder)}\0".encode())
-                with open(path, "rb") as handle:
-                    for block in iter(lambda: handle.read(1 << 20), b""):
-                        digest.update(block)
+                feed_file(digest, path)
             object.__setattr__(self, "known_fingerprint", digest.hexdigest())
         return self.known_fingerprint
 

@@ -18,7 +18,7 @@ import numpy as np
 
 from harness.errors import HarnessError, InputError, read_input
 from harness.report.compare import Scores
-from harness.topics import Benchmark
+from harness.topics import Benchmark, Conversation
 
 DEPTH = "turn depth"  # breakdown names the report draws specially (curves, heat map)
 CONVERSATION = "conversation"
@@ -52,9 +52,9 @@ def conversations(qids: Iterable[str]) -> dict[str, str]:
     return {qid: conversation_of(qid) for qid in qids}
 
 
-def depths_from_topics(benchmark: Benchmark) -> dict[str, int]:
+def depths_from_topics(conversations: Iterable[Conversation]) -> dict[str, int]:
     """Turn depth = 1-based position of the turn in its conversation, as the adapter read it."""
-    return {turn.qid: index + 1 for c in benchmark.conversations for index, turn in enumerate(c.turns)}
+    return {turn.qid: index + 1 for c in conversations for index, turn in enumerate(c.turns)}
 
 
 def conversations_from_topics(benchmark: Benchmark) -> dict[str, str]:

@@ -91,7 +91,7 @@ def add_breakdowns(report: Report, args: argparse.Namespace) -> None:
         from harness.topics import load
 
         benchmark = load(args.topics)
-        depths, conversations = bd.depths_from_topics(benchmark), bd.conversations_from_topics(benchmark)
+        depths, conversations = bd.depths_from_topics(benchmark.conversations), bd.conversations_from_topics(benchmark)
     else:
         benchmark = None
         try:

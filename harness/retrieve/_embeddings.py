@@ -27,7 +27,7 @@ import numpy as np
 from harness.atomic import atomic_write
 from harness.corpus import Corpus, Document
 from harness.errors import HarnessError
-from harness.paths import cache_root
+from harness.paths import cache_root, feed_file
 
 if TYPE_CHECKING:
     from sentence_transformers import SentenceTransformer
@@ -162,9 +162,7 @@ def model_identity(path: str) -> str:
     root = Path(path)
     for file in sorted(p for p in root.rglob("*") if p.is_file()):
         digest.update(file.relative_to(root).as_posix().encode("utf-8") + b"\0")
-        with file.open("rb") as handle:
-            for block in iter(lambda: handle.read(1 << 20), b""):
-                digest.update(block)
+        feed_file(digest, file)
     return digest.hexdigest()
 
 

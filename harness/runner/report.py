@@ -39,7 +39,7 @@ def experiment_report(outcomes: Sequence["Outcome"]) -> Report:
     board = tested(outcomes)
     report = Report(board, title=experiment.name)
     report.untested = {JUDGED: {o.evaluation.run_name: o.judged for o in outcomes}}
-    depths = bd.depths_from_topics(load(experiment.topics))
+    depths = bd.depths_from_topics(load(experiment.topics).conversations)
     report.breakdowns = [bd.breakdown(board.scores, m, depths, bd.DEPTH) for m in board.measures]
     return report
 

@@ -33,6 +33,12 @@ class _Part:
     propose: object
 
 
+def shard_groups(shards: list[VectorShard], workers: int) -> list[list[VectorShard]]:
+    """Consecutive shards in at most `workers` groups of near-equal count: one searcher each."""
+    groups = min(len(shards), workers)
+    return [[s for i, s in enumerate(shards) if i * groups // len(shards) == g] for g in range(groups)]
+
+
 class ShardSearcher:
     """Holds some vector shards, memory-mapped (a worker's shards need not fit in its RAM):
     searched exactly (proposed on the GPU when the worker has one), or through an approximate
@@ -103,11 +109,8 @@ class ShardedDenseRetriever:
     def _searchers(self):
         manifest = encode_sharded(self.corpus, self.encoder, self.folder, self.engine, dtype=self.dtype,
                                   shard_docs=self.shard_docs)
-        shards = vector_shards(self.folder, manifest)
-        groups = min(len(shards), self.engine.workers)
-        return [self.engine.hold(ShardSearcher, [s for i, s in enumerate(shards) if i * groups // len(shards) == g],
-                                 self.approx, self.approx_depth)
-                for g in range(groups)]
+        return [self.engine.hold(ShardSearcher, group, self.approx, self.approx_depth)
+                for group in shard_groups(vector_shards(self.folder, manifest), self.engine.workers)]
 
     def search(self, queries: Sequence[SearchQuery], k: int) -> dict[str, list[Hit]]:
         if not queries or k < 1:

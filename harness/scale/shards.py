@@ -22,6 +22,7 @@ from typing import Any
 from harness.atomic import atomic_write
 from harness.corpus import Corpus, Document
 from harness.errors import HarnessError
+from harness.paths import feed_file
 from harness.scale.engines import Engine
 
 MANIFEST = "manifest.json"
@@ -56,11 +57,7 @@ class ShardResult:
 
 
 def file_sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
+    return feed_file(hashlib.sha256(), path).hexdigest()
 
 
 def _documents_key(documents: tuple[Document, ...]) -> str:

@@ -87,8 +87,9 @@ class TaskRuntime:
 
     @cached_property
     def depths(self) -> dict[str, int]:
-        """Turn depth = position of the turn in its conversation, as the topics give it."""
-        return {turn.qid: i + 1 for c in self.conversations for i, turn in enumerate(c.turns)}
+        from harness.report.breakdown import depths_from_topics
+
+        return depths_from_topics(self.conversations)
 
     @cached_property
     def evaluator(self):
