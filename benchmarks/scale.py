@@ -251,7 +251,7 @@ def report(rows: list[dict], worker_counts: list[int], sample: int, queries: int
                  if len(rows) > 1 else float("nan"))
         if stage == "search":
             print(f"- search: exponent {slope:.2f}; linear: {own * scale / queries:,.1f} s per query (k=1000) "
-                  f"on {top} workers holding the float32 vectors in RAM")
+                  f"on {top} workers, float32 shards memory-mapped (here all in the page cache)")
         else:
             print(f"- {stage}: exponent {slope:.2f}; linear: {own * scale / 3600:,.1f} h on {top} workers "
                   f"({own * scale * top / 3600:,.0f} core-hours)")
