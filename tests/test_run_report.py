@@ -72,7 +72,9 @@ def test_report_holds_tests_judged_and_depths_in_one_file(report):
     assert recorded["config"]["experiment"] == "pqa"
     row = re.search(rf"<td class=l>{re.escape(TAGS[0])} \(a\)</td>(.*?)</tr>", html).group(1)
     judged = float(re.findall(r"<td>([\d.]+)</td>", row)[-1])
-    assert 0 < judged <= 1
+    qrels = load("pragmaticqa:val").qrels()
+    expected = evaluate(qrels, read_run(report / f"{TAGS[0]}.run"), ["Judged@10"], 20).means["Judged@10"]
+    assert 0 < judged <= 1 and abs(judged - expected) < 5e-5  # as `harness eval` scores the run file
 
 
 @pytest.mark.browser

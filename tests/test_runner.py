@@ -129,13 +129,15 @@ def test_changed_measures_rescore_a_finished_run_without_ranking_again(finished,
         (out / name).write_bytes((finished / name).read_bytes())
     config = _config(tmp_path)
     settings = yaml.safe_load(config.read_text())
-    settings["experiments"][0]["measures"] = ["P@5"]
+    settings["experiments"][0]["measures"] = ["P@5", "Judged@10"]  # the report's Judged@10 may be listed too
     config.write_text(yaml.safe_dump(settings), encoding="utf-8")
     assert main(["run", str(config), "--output", str(out), "--only", "pqa"]) == 0
     assert f"{PQA_TAG}: finished with the same inputs, skipped" in capsys.readouterr().err
     assert (out / f"{PQA_TAG}.run").read_bytes() == (finished / f"{PQA_TAG}.run").read_bytes()
     recorded = json.loads((out / f"{PQA_TAG}.json").read_text())["scores"]
-    assert recorded["for"]["measures"] == ["P@5"] and list(recorded["evaluation"]["means"]) == ["P@5"]
+    assert recorded["for"]["measures"] == ["P@5", "Judged@10"]
+    assert list(recorded["evaluation"]["means"]) == ["P@5", "Judged@10"]
+    assert recorded["judged"] == recorded["evaluation"]["means"]["Judged@10"]
 
 
 @pytest.mark.java

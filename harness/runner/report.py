@@ -19,6 +19,7 @@ from harness.runner.runner import JUDGED
 if TYPE_CHECKING:
     from harness.runner.runner import Outcome
 
+
 def groups(outcomes: Sequence["Outcome"]) -> dict[str, list["Outcome"]]:
     """Outcomes by experiment, in config order."""
     grouped: dict[str, list[Outcome]] = {}

@@ -27,7 +27,7 @@ from tqdm import tqdm
 from harness.atomic import atomic_write, folder_lock
 from harness.corpus import Corpus, Document
 from harness.errors import HarnessError
-from harness.evaluate import Evaluation, Evaluator, RunFileOptions, evaluate_file
+from harness.evaluate import Evaluation, Evaluator, RunFileOptions, evaluate_file, parse_measures
 from harness.queries import inputs as strategy_inputs
 from harness.retrieve import Retriever, SearchQuery, build, shared_retrievers
 from harness.paths import file_in
@@ -276,9 +276,9 @@ class Outcome:
 def score(prepared: Prepared, output: Path) -> Scored:
     """The run file read once for the experiment's measures and Judged@10."""
     experiment = prepared.run.experiment
-    evaluator = Evaluator(prepared.qrels, [*experiment.measures, JUDGED])
+    kept = [str(measure) for measure in parse_measures(experiment.measures)]
+    evaluator = Evaluator(prepared.qrels, kept if JUDGED in kept else [*kept, JUDGED])
     both = evaluate_file(evaluator, run_path(output, prepared.run), run_file_options(experiment))
-    kept = Evaluator(prepared.qrels, list(experiment.measures)).measures
     evaluation = replace(both, measures=kept, per_query={m: both.per_query[m] for m in kept},
                          means={m: both.means[m] for m in kept}, counts=[m for m in both.counts if m in kept])
     return Scored(evaluation, both.means[JUDGED])
