@@ -86,8 +86,10 @@ class DenseRetriever:
         ids = self.passages.ids
         vectors = self.encoder.encode_queries([query.text for query in queries])
         # the backend proposes, exact_search re-scores: scores independent of BLAS blocking and sharding
-        scores, rows = exact_search(self.passages.vectors, vectors, k, self._search, longest=self._longest,
-                                    exhaustive=self.approx is None, depth=self.approx_depth)
+        exhaustive = self.approx is None  # approximate candidates are re-scored: no margin, no norm needed
+        scores, rows = exact_search(self.passages.vectors, vectors, k, self._search,
+                                    longest=self._longest if exhaustive else 0.0, exhaustive=exhaustive,
+                                    depth=self.approx_depth)
         return {
             query.qid: [Hit(ids[row], float(score)) for score, row in zip(query_scores, query_rows)]
             for query, query_scores, query_rows in zip(queries, scores, rows)

@@ -9,6 +9,7 @@ hardware. On a GPU the model runs in float16 when float16 vectors are asked for.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import io
 import os
@@ -45,6 +46,14 @@ def _write_hashed(path: Path, data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
+def _half_precision(on: bool) -> contextlib.AbstractContextManager:
+    if not on:
+        return contextlib.nullcontext()
+    import torch
+
+    return torch.autocast("cuda", dtype=torch.float16)
+
+
 def encode_shard(task: ShardTask) -> ShardResult:
     settings = task.settings
     # a Ray task gets OMP_NUM_THREADS = its CPUs: one torch thread per CPU it holds, not per core of
@@ -52,13 +61,14 @@ def encode_shard(task: ShardTask) -> ShardResult:
     threads = int(os.environ["OMP_NUM_THREADS"]) if os.environ.get("OMP_NUM_THREADS", "").isdigit() else None
     encoder = load_encoder(settings["model"], max_length=settings["max_length"], normalize=settings["normalize"],
                            batch_size=settings["batch_size"], threads=threads)
-    if str(encoder.model.device).startswith("cuda") and settings["dtype"] == "float16":
-        encoder.model.half()
     ids: list[str] = []
     blocks = []
-    for chunk, vectors in encode_chunks(encoder, task.read()):
-        ids.extend(document.id for document in chunk)
-        blocks.append(vectors.astype(settings["dtype"], copy=False))
+    # float16 on a GPU by autocast: the model object is shared (queries are encoded by it too)
+    # and must stay float32
+    with _half_precision(str(encoder.model.device).startswith("cuda") and settings["dtype"] == "float16"):
+        for chunk, vectors in encode_chunks(encoder, task.read()):
+            ids.extend(document.id for document in chunk)
+            blocks.append(vectors.astype(settings["dtype"], copy=False))
     buffer = io.BytesIO()
     np.save(buffer, np.concatenate(blocks), allow_pickle=False)
     folder = Path(task.folder)

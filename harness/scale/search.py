@@ -7,6 +7,7 @@ worker and only its index's candidates are read to re-score them.
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
@@ -58,7 +59,9 @@ class ShardSearcher:
                 index_path = Path(shard.vectors).with_suffix(f".{approx}.faiss")
                 index = approx_indexes.load_or_build(approx, vectors, index_path)
                 propose = approx_indexes.proposer(index)
-            self.parts.append(_Part(shard, vectors, ids, longest_norm(vectors), propose))
+            longest = longest_norm(vectors) if approx is None else 0.0  # approximate: re-scored, no margin
+            self.parts.append(_Part(shard, vectors, ids, longest, propose))
+        self._starts = [part.shard.offset for part in self.parts]
 
     def search(self, queries: np.ndarray, k: int) -> list[tuple[np.ndarray, np.ndarray, list[str]]]:
         """Per query: exact scores, corpus rows and docids of this searcher's best k."""
@@ -76,10 +79,8 @@ class ShardSearcher:
         return results
 
     def _docid(self, row: int) -> str:
-        for part in self.parts:
-            if part.shard.offset <= row < part.shard.offset + part.shard.count:
-                return part.ids[row - part.shard.offset]
-        raise IndexError(row)
+        part = self.parts[bisect_right(self._starts, row) - 1]
+        return part.ids[row - part.shard.offset]
 
 
 @SHARDED_SEARCH.register("sharded")
