@@ -204,10 +204,10 @@ def _read_scores(path: Path, depth: int | None, strict: bool) -> tuple[dict[str,
                 current, ranking = qid, rankings.get(qid)
                 if ranking is None:
                     ranking = rankings[qid] = {} if depth is None else []
-                    hashes[qid] = array("q")
-                remember = hashes[qid].append
-                # with depth: the lowest score that may still enter the full heap
-                floor = ranking[0][0] if depth is not None and len(ranking) >= depth else -math.inf
+                if depth is not None:
+                    remember = hashes.setdefault(qid, array("q")).append
+                    # the lowest score that may still enter the full heap
+                    floor = ranking[0][0] if len(ranking) >= depth else -math.inf
             if depth is None:
                 if docid in ranking:
                     if strict:
