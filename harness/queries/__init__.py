@@ -20,19 +20,11 @@ from harness.topics.model import Conversation, Query
 
 
 class Strategy(Protocol):
+    """A strategy reading inputs outside the topics (a rewrites file, an LLM) may also define
+    `check(arg)` (run when a config is read), `check_stream(arg, qids)` (once the whole stream
+    is built) and `inputs(arg)` (what it read, for the run's JSON); each is used if present."""
+
     def __call__(self, conversation: Conversation, turn_index: int, arg: str | None = None) -> Query: ...
-
-
-class ExternalStrategy(Strategy, Protocol):
-    """A strategy reading inputs outside the topics (a rewrites file, an LLM): it checks its
-    argument when a config is read, the whole stream once it is built, and says what it
-    read, for the run's JSON."""
-
-    def check(self, arg: str | None) -> None: ...
-
-    def check_stream(self, arg: str | None, qids: set[str]) -> None: ...
-
-    def inputs(self, arg: str | None) -> dict: ...
 
 
 STRATEGIES: Registry[Strategy] = Registry("query strategy", package=__name__, plugins=("harness.ikat.ptkb_topk",))

@@ -29,7 +29,7 @@ from pathlib import Path
 
 from harness.atomic import atomic_write
 from harness.errors import HarnessError, InputError
-from harness.paths import cache_root
+from harness.paths import cache_root, feed_file
 from harness.queries import STRATEGIES
 from harness.queries.history import build, current
 from harness.topics.model import Conversation, Query
@@ -47,23 +47,33 @@ class Endpoint:
     timeout_s: float = 120.0
 
     def template(self) -> str:
+        """The checked template, read once per version of the file (it is asked for every turn)."""
         try:
-            text = self.prompt.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as error:
+            stat = os.stat(self.prompt)
+        except OSError as error:
             raise InputError(self.prompt, f"cannot read the prompt template ({error})") from None
-        try:
-            names = {name for _, name, _, _ in string.Formatter().parse(text) if name is not None}
-        except ValueError as error:
-            raise InputError(self.prompt, f"bad prompt template ({error}); a literal brace is {{{{ or }}}}") from None
-        unknown = sorted(names - set(FIELDS))
-        if unknown:
-            raise InputError(self.prompt, f"unknown field {{{unknown[0]}}}; known: {', '.join(FIELDS)}")
-        return text
+        return _template(self.prompt, (stat.st_mtime_ns, stat.st_size))
 
     def record(self) -> dict:
         """What the run JSON records (the key is never recorded)."""
         return {"model": self.model, "base_url": self.base_url, "prompt": str(self.prompt),
-                "prompt_sha256": hashlib.sha256(self.prompt.read_bytes()).hexdigest(), "temperature": 0}
+                "prompt_sha256": feed_file(hashlib.sha256(), self.prompt).hexdigest(), "temperature": 0}
+
+
+@lru_cache(maxsize=8)
+def _template(path: Path, stamp: tuple[int, int]) -> str:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as error:
+        raise InputError(path, f"cannot read the prompt template ({error})") from None
+    try:
+        names = {name for _, name, _, _ in string.Formatter().parse(text) if name is not None}
+    except ValueError as error:
+        raise InputError(path, f"bad prompt template ({error}); a literal brace is {{{{ or }}}}") from None
+    unknown = sorted(names - set(FIELDS))
+    if unknown:
+        raise InputError(path, f"unknown field {{{unknown[0]}}}; known: {', '.join(FIELDS)}")
+    return text
 
 
 ENDPOINTS: dict[str, Endpoint] = {}  # set by the run config's `llm:` section

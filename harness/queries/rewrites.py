@@ -17,6 +17,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from harness.errors import HarnessError, InputError, read_input
+from harness.paths import feed_file
 from harness.queries import STRATEGIES
 from harness.queries.history import build, current
 from harness.topics.model import Conversation, Query
@@ -62,9 +63,7 @@ def _read(path: Path, stamp: tuple[int, int]) -> RewritesFile:
         if not text.strip():
             raise InputError(path, f"qid {qid!r} has an empty rewrite", line=number)
         texts[qid] = " ".join(text.split())
-    with open(path, "rb") as handle:
-        digest = hashlib.file_digest(handle, "sha256").hexdigest()
-    return RewritesFile(path, digest, texts)
+    return RewritesFile(path, feed_file(hashlib.sha256(), path).hexdigest(), texts)
 
 
 def load(arg: str | None) -> RewritesFile:
