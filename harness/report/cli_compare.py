@@ -11,7 +11,7 @@ from tqdm import tqdm
 
 from harness.cli import add_output, add_runs, runs
 from harness.errors import HarnessError
-from harness.evaluate import evaluate
+from harness.evaluate import Evaluator, RunFileOptions, evaluate_file
 from harness.evaluate.cli import measure_settings
 from harness.evaluate.presets import PRESETS
 from harness.report import breakdown as bd
@@ -19,7 +19,7 @@ from harness.report.compare import Leaderboard, leaderboard
 from harness.report.formats import FORMATS, write_report
 from harness.report.model import Report
 from harness.report.stats import CORRECTIONS, DEFAULT_RESAMPLES, DEFAULT_SEED, TESTS, Resampling
-from harness.trec import read_qrels, read_run
+from harness.trec import read_qrels
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -57,14 +57,11 @@ def run(args: argparse.Namespace) -> int:
     if args.resamples < 1:
         raise HarnessError(f"--resamples must be positive, not {args.resamples}")
     measures, depth, separator = measure_settings(args)
-    qrels = read_qrels(args.qrels)
-    evaluations = []
+    evaluator = Evaluator(read_qrels(args.qrels), measures)
+    options = RunFileOptions(passage_separator=separator, depth=depth)  # as `harness eval` reads them
     files = runs(args)
-    for path in tqdm(files, desc="evaluating runs", unit="run", file=sys.stderr, disable=len(files) < 3):
-        run_file = read_run(path)
-        if separator:
-            run_file = run_file.to_documents(separator)
-        evaluations.append(evaluate(qrels, run_file, measures, depth))
+    evaluations = [evaluate_file(evaluator, path, options)
+                   for path in tqdm(files, desc="evaluating runs", unit="run", file=sys.stderr, disable=len(files) < 3)]
     board = leaderboard(
         evaluations,
         [b if b in {e.run_name for e in evaluations} else Path(b).stem for b in args.baseline or []],

@@ -27,7 +27,7 @@ from tqdm import tqdm
 from harness.atomic import atomic_write, folder_lock
 from harness.corpus import Corpus, Document
 from harness.errors import HarnessError
-from harness.evaluate import Evaluation, Evaluator, RunFileOptions, evaluate_file, parse_measures
+from harness.evaluate import Evaluation, Evaluator, RunFileOptions, evaluate_file
 from harness.queries import inputs as strategy_inputs
 from harness.retrieve import Retriever, SearchQuery, build, shared_retrievers
 from harness.paths import file_in
@@ -276,7 +276,7 @@ class Outcome:
 def score(prepared: Prepared, output: Path) -> Scored:
     """The run file read once for the experiment's measures and Judged@10."""
     experiment = prepared.run.experiment
-    kept = [str(measure) for measure in parse_measures(experiment.measures)]
+    kept = list(experiment.measures)  # canonical names since the config was read
     evaluator = Evaluator(prepared.qrels, kept if JUDGED in kept else [*kept, JUDGED])
     both = evaluate_file(evaluator, run_path(output, prepared.run), run_file_options(experiment))
     evaluation = replace(both, measures=kept, per_query={m: both.per_query[m] for m in kept},
