@@ -269,6 +269,18 @@ def test_2025_run_written_by_harness_is_valid(run_2025):
     assert report.findings == []
 
 
+def test_2025_text_may_hold_unicode_line_separators(tmp_path, run_2025):
+    """Lines end at '\\n' only: the harness writes text unescaped (ensure_ascii=False), and a
+    response may contain U+2028 or U+0085, which str.splitlines would break the line at."""
+    lines = run_2025.read_text(encoding="utf-8").split("\n")
+    entry = json.loads(lines[0])
+    entry["responses"][0]["text"] += " one\u2028two\x85three"
+    lines[0] = json.dumps(entry, ensure_ascii=False)
+    path = tmp_path / "run.jsonl"
+    path.write_text("\n".join(lines), encoding="utf-8")
+    assert validate(path, 2025, partial=False).findings == []
+
+
 def _del(*path) -> Edit:
     def edit(entry: dict) -> None:
         target = entry

@@ -25,10 +25,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness.errors import InputError
+from harness.errors import InputError, read_input
 from harness.ikat.checks_2023 import float32
 from harness.ikat.submission import YEARS, Submission
-from harness.ikat.validate import decode_lines, guess_year, read_submission, read_text
+from harness.ikat.validate import decode_lines, guess_year, read_submission
 from harness.trec import canonical_order, write_run
 
 Rankings = dict[str, list[tuple[str, float]]]
@@ -92,7 +92,7 @@ def _rankings_2025(path: Path) -> TrecRuns:
     passages: Rankings = {}
     ptkb: Rankings = {}
     run_name = None
-    for line, entry in decode_lines(read_text(path)):
+    for line, entry in decode_lines(read_input(path)):
         if isinstance(entry, json.JSONDecodeError) or not isinstance(entry, dict):
             raise InputError(path, "not a JSON object", line=line)
         turn_id = entry.get("turn_id")
@@ -117,7 +117,7 @@ def _rankings_2025(path: Path) -> TrecRuns:
 def read_rankings(path: str | Path, year: int | None = None) -> TrecRuns:
     """The passage and PTKB rankings of an iKAT submission of any year."""
     path = Path(path)
-    year = year or guess_year(path, read_text(path))
+    year = year or guess_year(path, read_input(path))
     if YEARS[year].json_lines:
         return _rankings_2025(path)
     submission, year = read_submission(path, year)

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from harness import jsonl
-from harness.errors import HarnessError, InputError, read_input
+from harness.errors import HarnessError, InputError, open_input, read_input
 from harness.ikat.checks import CHECKS, Context, Finding, error, topic_index
 from harness.ikat.checks_2023 import parse_submission
 from harness.ikat.submission import YEARS, Submission
@@ -93,13 +93,10 @@ def _bare_ptkb(raw: dict) -> bool:
     )
 
 
-def read_text(path: Path) -> str:
-    return read_input(path)
-
-
 def decode_lines(text: str) -> list[tuple[int, Any]]:
-    """(line number, value or its JSONDecodeError) per non-blank line (harness.jsonl)."""
-    return list(jsonl.decode(text.splitlines()))
+    """(line number, value or its JSONDecodeError) per non-blank line (harness.jsonl). Lines end
+    at '\n' only, as in a file read line by line: a JSON string may hold U+2028 or U+0085."""
+    return list(jsonl.decode(text.split("\n")))
 
 
 def validate_file(
@@ -118,7 +115,7 @@ def validate_file(
     `passages` the collection's passage ids, to check that every cited passage exists.
     """
     path = Path(path)
-    text = read_text(path)
+    text = read_input(path)
     year = year or guess_year(path, text)
     if year not in YEARS:
         raise HarnessError(f"iKAT year must be one of {', '.join(map(str, YEARS))}, not {year}")
@@ -162,7 +159,7 @@ def _file_order(ctx: Context) -> Callable[[Finding], int]:
 def read_submission(path: str | Path, year: int | None = None) -> tuple[Submission, int]:
     """A 2023/2024 run file as a `Submission`; a file that is not well-formed is an InputError."""
     path = Path(path)
-    text = read_text(path)
+    text = read_input(path)
     year = year or guess_year(path, text)
     if YEARS[year].json_lines:
         raise HarnessError(f"{year} files are JSON Lines; read them with harness.ikat.convert")
@@ -185,18 +182,15 @@ def read_passage_ids(spec: str) -> frozenset[str]:
     corpus), an iKAT passage file (.jsonl: `doc_id` + `passage_id`, or `id`), or a text file
     of ids, one per line."""
     if spec.startswith("benchmark:"):
-        from harness.topics import load
+        from harness.topics import open_corpus
 
-        corpus = load(spec.removeprefix("benchmark:")).corpus
-        if corpus is None:
-            raise HarnessError(f"benchmark {spec.removeprefix('benchmark:')!r} has no passage collection")
-        return frozenset(document.id for document in corpus.documents())
+        return frozenset(document.id for document in open_corpus(spec).documents())
     path = Path(spec)
-    text = read_text(path)
-    if path.suffix != ".jsonl":
-        return frozenset(line.split()[0] for line in text.splitlines() if line.strip())
+    if ".jsonl" not in path.suffixes:  # ids, one per line (also .txt.gz)
+        with open_input(path) as handle:
+            return frozenset(line.split()[0] for line in handle if line.strip())
     ids = set()
-    for line, record in decode_lines(text):
+    for line, record in jsonl.read(path):  # streamed: a collection's passage file can be large
         if isinstance(record, dict) and isinstance(record.get("doc_id"), str) and "passage_id" in record:
             ids.add(f"{record['doc_id']}:{record['passage_id']}")
         elif isinstance(record, dict) and isinstance(record.get("id"), str):
