@@ -63,16 +63,17 @@ def remove_leftovers(folder: Path, stem: str, suffix: str = "") -> None:
     """Remove `STEM.PID.*SUFFIX` entries of `folder` whose process PID is no longer alive."""
     if not folder.is_dir():
         return
-    for entry in folder.iterdir():
-        name = entry.name
-        if not (name.startswith(stem + ".") and name.endswith(suffix)):
-            continue
-        pid = name[len(stem) + 1:].split(".", 1)[0]
-        if pid.isdigit() and not _alive(int(pid)):
-            if entry.is_dir() and not entry.is_symlink():
-                shutil.rmtree(entry, ignore_errors=True)
-            else:
-                entry.unlink(missing_ok=True)
+    with os.scandir(folder) as entries:  # every atomic write looks: names only, no Path per entry
+        for entry in entries:
+            name = entry.name
+            if not (name.startswith(stem + ".") and name.endswith(suffix)):
+                continue
+            pid = name[len(stem) + 1:].split(".", 1)[0]
+            if pid.isdigit() and not _alive(int(pid)):
+                if entry.is_dir(follow_symlinks=False):
+                    shutil.rmtree(entry.path, ignore_errors=True)
+                else:
+                    Path(entry.path).unlink(missing_ok=True)
 
 
 def _alive(pid: int) -> bool:
