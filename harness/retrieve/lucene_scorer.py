@@ -145,8 +145,6 @@ def _index_writer():
 
 
 def _segment_files(folder: str) -> tuple[str, str]:
-    from pathlib import Path
-
     postings = list(Path(folder).glob("*.pst"))
     norms = list(Path(folder).glob("*.len"))
     if len(postings) != 1 or len(norms) != 1:

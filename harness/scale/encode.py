@@ -21,7 +21,8 @@ import numpy as np
 
 from harness.atomic import atomic_write
 from harness.corpus import Corpus
-from harness.retrieve._embeddings import Encoder, cache_key, check_dtype, chunk_size, encode_chunks, load_encoder
+from harness.retrieve._embeddings import (Encoder, cache_folder, cache_key, check_dtype, chunk_size, encode_chunks,
+                                          load_encoder)
 from harness.scale.engines import Engine
 from harness.scale.shards import ShardResult, ShardTask, plan, run_shards
 
@@ -107,7 +108,5 @@ def vector_shards(folder: Path, manifest: dict[str, Any]) -> list[VectorShard]:
 
 
 def sharded_cache_folder(cache_dir: Path, corpus: Corpus, encoder: Encoder, dtype: str, shard_docs: int) -> Path:
-    from harness.retrieve._embeddings import cache_folder
-
     return cache_folder(cache_dir, corpus.name, {**cache_key(corpus.fingerprint, encoder, dtype),
                                                  "shards": shard_docs})

@@ -7,6 +7,7 @@ concatenation in shard order, so it is byte-identical to what one process writes
 from __future__ import annotations
 
 import hashlib
+import shutil
 from pathlib import Path
 
 from harness.atomic import atomic_write
@@ -57,6 +58,5 @@ def segment_sharded(
         for entry in manifest["shards"]:
             for name in entry["files"]:
                 with open(folder / name, "rb") as shard:
-                    while block := shard.read(1 << 20):
-                        handle.write(block)
+                    shutil.copyfileobj(shard, handle, 1 << 20)
     return manifest["count"]
