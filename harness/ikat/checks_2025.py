@@ -60,16 +60,16 @@ def _metadata(ctx: Context) -> Iterator[Finding]:
             yield error("metadata", f"metadata lacks {', '.join(missing)}", turn_id, line)
         if "run_type" not in metadata:
             yield warning("metadata", "metadata has no run_type", turn_id, line)
-        elif metadata["run_type"] not in RUN_TYPES[2025]:
+        elif metadata["run_type"] not in RUN_TYPES[ctx.year]:
             yield error(
                 "metadata",
-                f"run_type {metadata['run_type']!r} is not one of {', '.join(sorted(RUN_TYPES[2025]))}",
+                f"run_type {metadata['run_type']!r} is not one of {', '.join(sorted(RUN_TYPES[ctx.year]))}",
                 turn_id,
                 line,
             )
 
 
-def _is_score_map(value: Any) -> bool:
+def is_score_map(value: Any) -> bool:
     """{passage id: finite number}: Python's JSON reader accepts NaN and Infinity, which no
     TREC run can rank by (they would reach `to-trec` and `harness eval`)."""
     return isinstance(value, dict) and all(
@@ -91,7 +91,7 @@ def _references(ctx: Context) -> Iterator[Finding]:
     """
     for line, entry, turn_id in _objects(ctx):
         references = entry.get("references")
-        if not _is_score_map(references):
+        if not is_score_map(references):
             yield error("references", "references must be an object {passage id: finite number}", turn_id, line)
             continue
         if len(references) > PROVENANCE_LIMIT:
@@ -111,7 +111,7 @@ def _responses_2025(ctx: Context) -> Iterator[Finding]:
             yield error("responses", "responses must be a list", turn_id, line)
             continue
         references = entry.get("references")
-        checkable = _is_score_map(references)  # else the references check reports it
+        checkable = is_score_map(references)  # else the references check reports it
         for index, response in enumerate(responses):
             problems = []
             if not isinstance(response, dict):
@@ -123,7 +123,7 @@ def _responses_2025(ctx: Context) -> Iterator[Finding]:
                     problems.append("ptkb_provenance missing")
                 if "citations" not in response:
                     problems.append("citations missing")
-                elif not _is_score_map(response["citations"]):
+                elif not is_score_map(response["citations"]):
                     problems.append("citations must be an object {passage id: finite number}")
                 elif checkable:
                     problems += [f"citation {c!r} is not in references" for c in response["citations"] if c not in references]

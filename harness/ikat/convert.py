@@ -20,13 +20,13 @@ statement ids, ranked as listed (scores n, n-1, ..., 1).
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
 from harness.errors import InputError, read_input
 from harness.ikat.checks_2023 import float32
+from harness.ikat.checks_2025 import is_score_map
 from harness.ikat.submission import YEARS, Submission
 from harness.ikat.validate import decode_lines, guess_year, read_submission
 from harness.trec import canonical_order, write_run
@@ -101,8 +101,7 @@ def _rankings_2025(path: Path) -> TrecRuns:
             raise InputError(path, "expected turn_id (string) and references {passage id: score}", line=line)
         metadata = entry.get("metadata") if isinstance(entry.get("metadata"), dict) else {}
         run_name = run_name or metadata.get("run_id")
-        if not all(isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
-                   for v in references.values()):
+        if not is_score_map(references):
             raise InputError(path, "reference scores must be finite numbers", line=line)
         passages[turn_id] = canonical_order((pid, _printed_2025(score)) for pid, score in references.items())
         ids: dict[str, None] = {}
