@@ -73,9 +73,10 @@ def main(argv: list[str] | None = None) -> int:
     except ModuleNotFoundError as error:  # an optional extra is not installed: say which one
         from harness.extras import missing_extra
 
-        if missing_extra(error) is None:
+        message = missing_extra(error)
+        if message is None:
             raise
-        print(f"harness {args.command}: error: {missing_extra(error)}", file=sys.stderr)
+        print(f"harness {args.command}: error: {message}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print(f"harness {args.command}: interrupted; finished outputs are kept", file=sys.stderr)

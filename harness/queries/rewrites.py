@@ -10,12 +10,12 @@ records the file and its sha256 (`inputs`).
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
+from harness import jsonl
 from harness.errors import HarnessError, InputError, read_input
 from harness.paths import feed_file
 from harness.queries import STRATEGIES
@@ -33,25 +33,20 @@ class RewritesFile:
 def _records(path: Path):
     """(line number, qid, text) of a TSV or JSONL rewrites file, read as every user file is
     (a BOM read away, a bad byte named at its line)."""
-    lines = read_input(path).splitlines()
-    jsonl = path.suffix.lower() in {".jsonl", ".json"}
-    for number, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
-        if jsonl:
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError as error:
-                raise InputError(path, f"not valid JSON ({error.msg})", line=number) from None
+    if path.suffix.lower() in {".jsonl", ".json"}:
+        for number, record in jsonl.read(path):
             if not isinstance(record, dict) or not isinstance(record.get("qid"), str) \
                     or not isinstance(record.get("text"), str):
                 raise InputError(path, 'expected {"qid": "...", "text": "..."}', line=number)
             yield number, record["qid"], record["text"]
-        else:
-            qid, tab, text = line.partition("\t")
-            if not tab or not qid.strip():
-                raise InputError(path, "expected 'qid<TAB>text'", line=number)
-            yield number, qid.strip(), text
+        return
+    for number, line in enumerate(read_input(path).split("\n"), start=1):  # lines end at '\n' only
+        if not line.strip():
+            continue
+        qid, tab, text = line.partition("\t")
+        if not tab or not qid.strip():
+            raise InputError(path, "expected 'qid<TAB>text'", line=number)
+        yield number, qid.strip(), text
 
 
 @lru_cache(maxsize=8)
