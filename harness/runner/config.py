@@ -367,7 +367,7 @@ def _experiment(node: Node, defaults: dict[str, Any]) -> Experiment:
                                    "or {index: NAME})")
     if "qrels" not in keys and not task.has_default_qrels(benchmark):
         raise keys["topics"].error(f"{benchmark.name} ships no qrels; give 'qrels: FILE'")
-    measures, depth, separator = _measures(keys, node, task)
+    measures, depth, separator = measures_of(keys, node, task)
     restrict = keys["qrels_restrict_to_corpus"].flag() if "qrels_restrict_to_corpus" in keys else False
     if restrict and corpus.index is not None:
         raise keys["qrels_restrict_to_corpus"].error("needs the corpus documents, not an index name")
@@ -450,8 +450,11 @@ def _corpus(node: Node) -> CorpusSpec:
     return CorpusSpec(specs=tuple(specs))
 
 
-def _measures(keys: dict[str, Node], parent: Node, task) -> tuple[tuple[str, ...], int | None, str | None]:
-    """(measures, evaluation depth, passage separator) from `measures:`, `preset:` or the task."""
+def measures_of(
+    keys: dict[str, Node], parent: Node, task=None
+) -> tuple[tuple[str, ...], int | None, str | None]:
+    """(canonical measures, evaluation depth, passage separator) from `measures:`, `preset:` or
+    the task's defaults (a serve task has none)."""
     from harness.evaluate import parse_measures
     from harness.evaluate.presets import PRESETS
 
@@ -465,7 +468,7 @@ def _measures(keys: dict[str, Node], parent: Node, task) -> tuple[tuple[str, ...
         node = keys["preset"]
         preset = lookup(node, lambda: PRESETS.get(node.text()))
         names, depth, separator = list(preset.measures), preset.depth, preset.passage_separator
-    elif task.default_measures() is not None:
+    elif task is not None and task.default_measures() is not None:
         node, names = parent, task.default_measures()
     else:
         raise parent.error("missing 'measures' (ir-measures names) or 'preset'")

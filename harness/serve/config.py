@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.ikat.submission import YEARS, file_format
-from harness.runner.config import Node, lookup, read_yaml
+from harness.runner.config import Node, lookup, measures_of, read_yaml
 
 # upload formats: each iKAT year's file (harness.ikat.submission.YEARS), and TREC runs
 FORMAT_YEARS = {file_format(year): year for year in YEARS}
@@ -118,21 +118,13 @@ def _name(node: Node) -> str:
 
 def _task(node: Node) -> TaskConfig:
     from harness.evaluate import parse_measures
-    from harness.evaluate.presets import PRESETS
 
     keys = node.mapping(
         ("name", "title", "topics", "qrels", "measures", "preset", "depth", "main_measure", "formats", "partial"),
         required=("name", "topics", "qrels", "main_measure", "formats"),
     )
     name = _name(keys["name"])
-    if ("measures" in keys) == ("preset" in keys):
-        raise node.error("give either 'measures' or 'preset'")
-    preset = lookup(keys["preset"], lambda: PRESETS.get(keys["preset"].text())) if "preset" in keys else None
-    if preset is not None:
-        measures = list(preset.measures)
-    else:
-        names = [item.text() for item in keys["measures"].items()]
-        measures = [str(m) for m in lookup(keys["measures"], lambda: parse_measures(names))]
+    measures, preset_depth, passage_separator = measures_of(keys, node)
     main = str(lookup(keys["main_measure"], lambda: parse_measures([keys["main_measure"].text()])[0]))
     if main not in measures:
         raise keys["main_measure"].error(f"{main} is not among the task's measures ({', '.join(measures)})")
@@ -148,8 +140,8 @@ def _task(node: Node) -> TaskConfig:
         topics=topics,
         qrels=keys["qrels"].existing_path(),
         measures=(main, *[m for m in measures if m != main]),
-        depth=keys["depth"].positive_int() if "depth" in keys else (preset.depth if preset else None),
-        passage_separator=preset.passage_separator if preset else None,
+        depth=keys["depth"].positive_int() if "depth" in keys else preset_depth,
+        passage_separator=passage_separator,
         main_measure=main,
         formats=formats,
         partial=keys["partial"].flag() if "partial" in keys else False,
