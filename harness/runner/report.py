@@ -34,13 +34,11 @@ def tested(outcomes: Sequence["Outcome"]) -> Leaderboard:
 
 
 def experiment_report(outcomes: Sequence["Outcome"]) -> Report:
-    from harness.topics import load
-
     experiment = outcomes[0].run.experiment
     board = tested(outcomes)
     report = Report(board, title=experiment.name)
     report.untested = {JUDGED: {o.evaluation.run_name: o.judged for o in outcomes}}
-    depths = bd.depths_from_topics(load(experiment.topics).conversations)
+    depths = bd.depths_from_topics(outcomes[0].benchmark.conversations)
     report.breakdowns = [bd.breakdown(board.scores, m, depths, bd.DEPTH) for m in board.measures]
     return report
 

@@ -271,6 +271,7 @@ class Outcome:
     qrels: Qrels
     evaluation: Evaluation
     judged: float
+    benchmark: Benchmark  # the topics the run answered (the report's turn depths)
 
 
 def score(prepared: Prepared, output: Path) -> Scored:
@@ -311,7 +312,7 @@ def run_config(
             else:
                 scored = execute(prepared, workspace, output, config.path, log)
             outcomes.append(Outcome(run, run_path(output, run), skipped, prepared.qrels, scored.evaluation,
-                                    scored.judged))
+                                    scored.judged, prepared.benchmark))
     return outcomes
 
 
