@@ -64,7 +64,7 @@ def _printed_2025(score: float) -> float:
     return float(f"{score:.{YEARS[2025].score_decimals}f}")
 
 
-def submission_rankings(submission: Submission, year: int, path: Path = Path("submission")) -> TrecRuns:
+def submission_rankings(submission: Submission, year: int, path: Path) -> TrecRuns:
     passages: Rankings = {}
     ptkb: Rankings = {}
     for turn in submission.turns:
