@@ -16,7 +16,7 @@ import json
 import os
 import re
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from itertools import islice
 from pathlib import Path
@@ -225,16 +225,27 @@ def check_dtype(dtype: str) -> str:
 def _encode_corpus(corpus: Corpus, encoder: Encoder) -> tuple[list[str], np.ndarray]:
     from tqdm import tqdm
 
-    ids: list[str] = []
-    blocks: list[np.ndarray] = []
     with tqdm(desc=f"encoding {corpus.name}", unit=" passages", file=sys.stderr) as progress:
-        for chunk, vectors in encode_chunks(encoder, corpus.documents()):
-            ids.extend(document.id for document in chunk)
-            blocks.append(vectors)
-            progress.update(len(chunk))
+        ids, vectors = encode_all(encoder, corpus.documents(), progress=progress.update)
     if not ids:
         raise HarnessError(f"corpus {corpus.name!r} has no documents to encode")
-    return ids, np.concatenate(blocks)
+    return ids, vectors
+
+
+def encode_all(
+    encoder: Encoder, documents: Iterator[Document], *, dtype: str = "float32",
+    progress: Callable[[int], object] | None = None,
+) -> tuple[list[str], np.ndarray]:
+    """The ids and vectors (stored as `dtype`) of a document stream, in order, chunk by chunk;
+    `progress(n)` after each chunk of n documents."""
+    ids: list[str] = []
+    blocks: list[np.ndarray] = []
+    for chunk, vectors in encode_chunks(encoder, documents):
+        ids.extend(document.id for document in chunk)
+        blocks.append(vectors.astype(dtype, copy=False))
+        if progress is not None:
+            progress(len(chunk))
+    return ids, np.concatenate(blocks) if blocks else np.zeros((0, 0), dtype=dtype)
 
 
 def chunk_size(encoder: Encoder) -> int:

@@ -21,7 +21,7 @@ import numpy as np
 
 from harness.atomic import atomic_write
 from harness.corpus import Corpus
-from harness.retrieve._embeddings import (Encoder, cache_folder, cache_key, check_dtype, chunk_size, encode_chunks,
+from harness.retrieve._embeddings import (Encoder, cache_folder, cache_key, check_dtype, chunk_size, encode_all,
                                           load_encoder)
 from harness.scale.engines import Engine
 from harness.scale.shards import ShardResult, ShardTask, plan, run_shards
@@ -62,16 +62,12 @@ def encode_shard(task: ShardTask) -> ShardResult:
     threads = int(os.environ["OMP_NUM_THREADS"]) if os.environ.get("OMP_NUM_THREADS", "").isdigit() else None
     encoder = load_encoder(settings["model"], max_length=settings["max_length"], normalize=settings["normalize"],
                            batch_size=settings["batch_size"], threads=threads)
-    ids: list[str] = []
-    blocks = []
     # float16 on a GPU by autocast: the model object is shared (queries are encoded by it too)
     # and must stay float32
     with _half_precision(str(encoder.model.device).startswith("cuda") and settings["dtype"] == "float16"):
-        for chunk, vectors in encode_chunks(encoder, task.read()):
-            ids.extend(document.id for document in chunk)
-            blocks.append(vectors.astype(settings["dtype"], copy=False))
+        ids, vectors = encode_all(encoder, task.read(), dtype=settings["dtype"])
     buffer = io.BytesIO()
-    np.save(buffer, np.concatenate(blocks), allow_pickle=False)
+    np.save(buffer, vectors, allow_pickle=False)
     folder = Path(task.folder)
     files = {
         f"{task.stem}.npy": _write_hashed(folder / f"{task.stem}.npy", buffer.getvalue()),
