@@ -1,6 +1,7 @@
 """`harness run --report`: leaderboard.md marks significant differences against each section's
-first run, and report.html holds, per experiment, the Holm-corrected tests, Judged@10 and the
-scores by turn depth, self-contained, rendering in headless Chromium."""
+first run, and report.html holds, per family of comparable runs (the leaderboard's sections),
+the Holm-corrected tests, Judged@10 and the scores by turn depth, self-contained, rendering in
+headless Chromium."""
 
 from __future__ import annotations
 
@@ -29,9 +30,12 @@ TAGS = ["pragmaticqa-val.raw.bm25", "pragmaticqa-val.all_history.bm25"]
 def finished(tmp_path_factory):
     root = tmp_path_factory.mktemp("run-report")
     config = root / "pqa.yaml"
+    same = {"topics": "pragmaticqa:val", "retrievers": ["bm25"], "measures": ["nDCG@10", "R@20"]}
     config.write_text(yaml.safe_dump({"k": 20, "experiments": [
-        {"name": "pqa", "topics": "pragmaticqa:val", "strategies": ["raw", "all_history"], "retrievers": ["bm25"],
-         "measures": ["nDCG@10", "R@20"]}]}), encoding="utf-8")
+        {"name": "pqa", "strategies": ["raw"], **same},
+        {"name": "pqa-history", "strategies": ["all_history"], **same},  # comparable: tested against pqa's run
+        {**same, "name": "pqa-rr", "strategies": ["hqe"], "measures": ["RR"]},  # other measures: its own section
+    ]}), encoding="utf-8")
     return root, config
 
 
@@ -63,10 +67,19 @@ def test_leaderboard_marks_significant_differences_against_the_first_run(report)
     assert marks in row
 
 
+def test_runs_are_tested_in_the_same_families_in_both_outputs(report):
+    text = (report / "leaderboard.md").read_text(encoding="utf-8")
+    html = (report / "report.html").read_text(encoding="utf-8")
+    assert "## pragmaticqa:val — retrieval (pqa + pqa-history)" in text
+    assert "## pragmaticqa:val — retrieval (pqa-rr)" in text and "<h2>pqa-rr: pragmaticqa:val, retrieval</h2>" in html
+    legend = f"a = {TAGS[0]}"
+    assert text.count(legend) == html.count(legend) == 1  # the hqe run (RR only) is not tested against it
+
+
 def test_report_holds_tests_judged_and_depths_in_one_file(report):
     html = (report / "report.html").read_text(encoding="utf-8")
     assert "http" not in html and "<script" not in html
-    assert "<h2>pqa: pragmaticqa:val, retrieval</h2>" in html
+    assert "<h2>pqa + pqa-history: pragmaticqa:val, retrieval</h2>" in html
     assert "<th>Judged@10</th>" in html and "holm-corrected" in html and "Score by turn depth" in html
     recorded = json.loads((report / f"{TAGS[0]}.json").read_text(encoding="utf-8"))
     assert recorded["config"]["experiment"] == "pqa"

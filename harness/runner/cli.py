@@ -22,7 +22,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--dry-run", action="store_true", help="check the config and list its runs; rank nothing")
     add_output(parser, dest="output", type=Path, help="write runs here instead of the config's `output`")
     parser.add_argument("--report", action="store_true",
-                        help="also write OUTPUT/report.html: tests against each experiment's first run, plots")
+                        help="also write OUTPUT/report.html: tests against each leaderboard section's first run, plots")
 
 
 def run(args: argparse.Namespace) -> int:

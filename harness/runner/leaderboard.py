@@ -1,8 +1,9 @@
-"""The Markdown leaderboard of a `harness run`: one section per benchmark and task, one row
-per run, the best value of each measure in bold, and ▲a / ▼a where a run is significantly
-above / below the section's first run (a), paired t-test, Holm-corrected (runner/report.py).
-The outcomes are turned into plain sections here; harness.report.markdown renders them, as
-it renders every Markdown leaderboard."""
+"""The Markdown leaderboard of a `harness run`: one section per family of comparable runs
+(runner/report.py families(): same topics, task, qrels, measures and depth), one row per run,
+the best value of each measure in bold, and ▲a / ▼a where a run is significantly above /
+below the section's first run (a), paired t-test, Holm-corrected, as in report.html. The
+outcomes are turned into plain sections here; harness.report.markdown renders them, as it
+renders every Markdown leaderboard."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from harness.report.markdown import Row, Section, run_leaderboard
-from harness.runner.report import tested
+from harness.runner.report import families, family_name, tested
 
 if TYPE_CHECKING:
     from harness.runner.runner import Outcome
@@ -19,29 +20,23 @@ HEADER = ("run", "strategy", "retriever")
 
 
 def render(outcomes: Sequence["Outcome"], title: str) -> str:
-    groups: dict[tuple[str, str], list[Outcome]] = {}
-    for outcome in outcomes:
-        experiment = outcome.run.experiment
-        groups.setdefault((experiment.topics, experiment.task), []).append(outcome)
-    return run_leaderboard(title, [_section(topics, task, rows) for (topics, task), rows in groups.items()], HEADER)
+    grouped = families(outcomes)
+    headings = [f"{rows[0].run.experiment.topics} — {rows[0].run.experiment.task}" for rows in grouped]
+    # topics and task shared by several families (other qrels or measures): named by experiment too
+    headings = [f"{h} ({family_name(rows)})" if headings.count(h) > 1 else h for h, rows in zip(headings, grouped)]
+    return run_leaderboard(title, [_section(h, rows) for h, rows in zip(headings, grouped)], HEADER)
 
 
-def _section(topics: str, task: str, rows: list["Outcome"]) -> Section:
+def _section(heading: str, rows: list["Outcome"]) -> Section:
+    first = rows[0]
     notes = list(dict.fromkeys(row.run.experiment.note for row in rows if row.run.experiment.note))
-    qrels = [
-        f"Qrels `{qrels_name}`: {judged} judged queries; evaluated to depth {depth}; "
-        "a judged query missing from a run scores 0."
-        for qrels_name, judged, depth in dict.fromkeys(
-            (row.qrels.name, len(row.qrels.judgments), row.evaluation.depth) for row in rows
-        )
-    ]
-    measures = rows[0].evaluation.measures
-    comparable = len({row.qrels.name for row in rows}) == 1 and all(r.evaluation.measures == measures for r in rows)
-    board = tested(rows) if len(rows) > 1 and comparable else None  # paired tests need the same queries
+    qrels = [f"Qrels `{first.qrels.name}`: {len(first.qrels.judgments)} judged queries; evaluated to depth "
+             f"{first.evaluation.depth}; a judged query missing from a run scores 0."]
+    board = tested(rows) if len(rows) > 1 else None
     cells = []
     for row in rows:
-        name = f"{row.run.tag} (a)" if board and row is rows[0] else row.run.tag
+        name = f"{row.run.tag} (a)" if board and row is first else row.run.tag
         marks = {m: board.marks(row.evaluation.run_name, m) for m in row.evaluation.measures} if board else {}
         cells.append(Row((name, row.run.strategy or "–", row.run.retriever.label), row.evaluation.measures,
                          row.evaluation.means, marks))
-    return Section(f"{topics} — {task}", notes, qrels, cells, board.legend() if board else "")
+    return Section(heading, notes, qrels, cells, board.legend() if board else "")

@@ -1,6 +1,8 @@
-"""The report of a `harness run`: per experiment, its runs tested against the experiment's
-first run (paired t-test, Holm-corrected over runs x measures), Judged@10 beside the
-measures, and the scores by turn depth; written as one self-contained HTML file.
+"""The report of a `harness run`: per family of comparable runs (families()), its runs
+tested against the family's first run (paired t-test, Holm-corrected over runs x measures),
+Judged@10 beside the measures, and the scores by turn depth; written as one self-contained
+HTML file. The Markdown leaderboard (runner/leaderboard.py) has the same families and
+baselines, so the two never disagree on a mark.
 """
 
 from __future__ import annotations
@@ -20,12 +22,17 @@ if TYPE_CHECKING:
     from harness.runner.runner import Outcome
 
 
-def groups(outcomes: Sequence["Outcome"]) -> dict[str, list["Outcome"]]:
-    """Outcomes by experiment, in config order."""
-    grouped: dict[str, list[Outcome]] = {}
+def families(outcomes: Sequence["Outcome"]) -> list[list["Outcome"]]:
+    """The runs that can be tested against each other, in config order: the same topics and
+    task, scored on the same qrels with the same measures to the same depth, whichever
+    experiments they come from (the paired tests need the same queries and scores)."""
+    grouped: dict[tuple, list[Outcome]] = {}
     for outcome in outcomes:
-        grouped.setdefault(outcome.run.experiment.name, []).append(outcome)
-    return grouped
+        experiment = outcome.run.experiment
+        key = (experiment.topics, experiment.task, outcome.qrels.name, tuple(outcome.evaluation.measures),
+               outcome.evaluation.depth)
+        grouped.setdefault(key, []).append(outcome)
+    return list(grouped.values())
 
 
 def tested(outcomes: Sequence["Outcome"]) -> Leaderboard:
@@ -33,10 +40,14 @@ def tested(outcomes: Sequence["Outcome"]) -> Leaderboard:
     return leaderboard([o.evaluation for o in outcomes], [outcomes[0].evaluation.run_name], correction="holm")
 
 
-def experiment_report(outcomes: Sequence["Outcome"]) -> Report:
-    experiment = outcomes[0].run.experiment
+def family_name(outcomes: Sequence["Outcome"]) -> str:
+    """The names of the experiments a family's runs come from."""
+    return " + ".join(dict.fromkeys(outcome.run.experiment.name for outcome in outcomes))
+
+
+def family_report(outcomes: Sequence["Outcome"]) -> Report:
     board = tested(outcomes)
-    report = Report(board, title=experiment.name)
+    report = Report(board, title=family_name(outcomes))
     report.untested = {JUDGED: {o.evaluation.run_name: o.judged for o in outcomes}}
     depths = bd.depths_from_topics(outcomes[0].benchmark.conversations)
     report.breakdowns = [bd.breakdown(board.scores, m, depths, bd.DEPTH) for m in board.measures]
@@ -47,12 +58,12 @@ def write_html(outcomes: Sequence["Outcome"], path: str | Path, title: str) -> P
     from harness.report.html import page, sections
 
     body = []
-    for name, members in groups(outcomes).items():
+    for members in families(outcomes):
         experiment = members[0].run.experiment
-        report = experiment_report(members)
-        body.append(f"<hr><h2>{escape(name)}: {escape(experiment.topics)}, {escape(experiment.task)}</h2>")
-        if experiment.note:
-            body.append(f"<p class='legend'>{escape(experiment.note)}</p>")
+        report = family_report(members)
+        body.append(f"<hr><h2>{escape(report.title)}: {escape(experiment.topics)}, {escape(experiment.task)}</h2>")
+        for note in dict.fromkeys(member.run.experiment.note for member in members if member.run.experiment.note):
+            body.append(f"<p class='legend'>{escape(note)}</p>")
         body += sections(report, h="h3")
     with atomic_write(path, "wb") as handle:
         handle.write(page(title, body))
