@@ -1,4 +1,4 @@
-"""Where the shipped benchmark files live.
+"""Where the shipped benchmark files and the caches live, and files' content digests.
 
 The repo ships the topics, qrels and small corpora its default benchmark and tests use
 (as Anserini ships its topics and qrels). A wheel carries a copy as `harness/_data/` (see
@@ -8,9 +8,18 @@ setup.py); a clone or an editable install reads the repo's own `data/` and `qrel
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
+import time
 from pathlib import Path
 from typing import Any
+
+# Files this large are hashed once per version (file_sha256): a 100 GB corpus is not read
+# again each time a run opens it.
+MEMO_BYTES = 64 << 20
+# A file changed this recently may change again within its mtime's resolution: not memoised.
+_SETTLED_NS = 2_000_000_000
 
 PACKAGE_ROOT = Path(__file__).resolve().parent
 REPO_ROOT = PACKAGE_ROOT.parent
@@ -73,3 +82,37 @@ def feed_file(digest: Any, path: str | Path) -> Any:
         while block := handle.read(1 << 20):
             digest.update(block)
     return digest
+
+
+def file_sha256(path: str | Path) -> str:
+    """The sha256 of a file's bytes. A file of MEMO_BYTES or more is read once per version: its
+    digest is kept under cache_root()/digests/ and trusted while the file's size, mtime and
+    inode stay the same, as git and make trust a file's stat (a file rewritten with its old
+    size and mtime put back is not noticed)."""
+    path = Path(path).resolve()
+    stat = path.stat()
+    if stat.st_size < MEMO_BYTES:
+        return feed_file(hashlib.sha256(), path).hexdigest()
+    version = [stat.st_size, stat.st_mtime_ns, stat.st_ino]
+    memo = cache_root() / "digests" / f"{hashlib.sha256(os.fsencode(path)).hexdigest()[:32]}.json"
+    try:
+        known = json.loads(memo.read_text(encoding="utf-8"))
+        if known["path"] == str(path) and known["version"] == version:
+            return known["sha256"]
+    except (OSError, ValueError, KeyError, TypeError):
+        pass
+    digest = feed_file(hashlib.sha256(), path).hexdigest()  # the stat was taken before reading
+    if time.time_ns() - stat.st_mtime_ns >= _SETTLED_NS:
+        _remember(memo, {"path": str(path), "version": version, "sha256": digest})
+    return digest
+
+
+def _remember(memo: Path, record: dict[str, Any]) -> None:
+    from harness.atomic import atomic_write
+
+    try:
+        memo.parent.mkdir(parents=True, exist_ok=True)
+        with atomic_write(memo) as handle:
+            json.dump(record, handle)
+    except OSError:
+        pass  # a read-only cache only costs the next reader a re-hash

@@ -5,11 +5,12 @@ from __future__ import annotations
 import gzip
 import hashlib
 import json
+import os
 from pathlib import Path
 
 import pytest
 
-from harness import topics
+from harness import paths, topics
 from harness.corpus import Document
 from harness.corpus.readers import CORPUS_FORMATS, open_corpus
 from harness.errors import HarnessError, InputError
@@ -53,6 +54,40 @@ def test_jsonl_gzip(tmp_path, ikat_documents):
 def test_file_fingerprint_is_sha256_of_bytes(tmp_path, ikat_documents):
     path = write_jsonl(tmp_path / "ikat.jsonl", [{"id": d.id, "contents": d.contents} for d in ikat_documents])
     assert open_corpus(str(path)).fingerprint == hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+@pytest.fixture
+def memo_everything(tmp_path, monkeypatch):
+    """Every file counts as big (memoised), the cache is the test's own; returns the hashing log."""
+    monkeypatch.setattr("harness.paths.MEMO_BYTES", 0)
+    monkeypatch.setenv("HARNESS_CACHE", str(tmp_path / "cache"))
+    hashed: list[Path] = []
+    feed = paths.feed_file
+    monkeypatch.setattr("harness.paths.feed_file", lambda digest, path: hashed.append(Path(path)) or feed(digest, path))
+    return hashed
+
+
+def _settled(path: Path, seconds_ago: int = 60) -> Path:
+    """A file last changed a minute ago (a file changed this instant is not memoised)."""
+    mtime = path.stat().st_mtime_ns - seconds_ago * 10**9
+    os.utime(path, ns=(mtime, mtime))
+    return path
+
+
+def test_a_big_corpus_file_is_hashed_once_per_version(tmp_path, ikat_documents, memo_everything):
+    path = _settled(write_jsonl(tmp_path / "ikat.jsonl", [{"id": d.id, "contents": d.contents} for d in ikat_documents]))
+    expected = hashlib.sha256(path.read_bytes()).hexdigest()
+    assert [open_corpus(str(path)).fingerprint for _ in range(3)] == [expected] * 3
+    assert memo_everything == [path]
+    path.write_text(path.read_text() + "\n")  # a new version: hashed again
+    assert open_corpus(str(path)).fingerprint == hashlib.sha256(path.read_bytes()).hexdigest()
+    assert memo_everything == [path, path]
+
+
+def test_a_file_changed_this_instant_is_not_memoised(tmp_path, ikat_documents, memo_everything):
+    path = write_jsonl(tmp_path / "ikat.jsonl", [{"id": d.id, "contents": d.contents} for d in ikat_documents])
+    assert open_corpus(str(path)).fingerprint == open_corpus(str(path)).fingerprint
+    assert memo_everything == [path, path]
 
 
 def test_corpus_streams_from_disk_on_each_pass(tmp_path, ikat_documents):
@@ -138,7 +173,7 @@ def test_unknown_ir_datasets_id():
 
 
 def test_benchmark_corpus(ikat_documents):
-    from harness import topics
+    from harness import paths, topics
 
     assert list(topics.open_corpus("benchmark:ikat2023").documents()) == ikat_documents
 

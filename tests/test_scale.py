@@ -3,7 +3,9 @@ and sharded, resumable segmentation on the local engine."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import os
 
 import numpy as np
 import pytest
@@ -13,8 +15,9 @@ from harness.topics import open_corpus
 from harness.corpus.segment import segment_corpus
 from harness.errors import HarnessError
 from harness.retrieve.dense import SEARCH_BACKENDS
-from harness.scale.engines import EngineSpec
+from harness.scale.engines import EngineSpec, start_engine
 from harness.scale.exact import exact_search, longest_norm, rank
+from harness.scale.segment import segment_sharded, shards_folder
 from harness.scale.shards import MANIFEST
 
 
@@ -90,3 +93,57 @@ def test_changing_the_splitter_redoes_every_shard(tmp_path, capsys):
     capsys.readouterr()
     assert main([*base, "--splitter", "sentencizer"]) == 0
     assert "2 shards, 2 run, 0 already done" in capsys.readouterr().err
+
+
+@pytest.fixture
+def passages_file(tmp_path):
+    """The iKAT 2023 test passages as a JSONL file: a file corpus, identified by its stat."""
+    path = tmp_path / "ikat-passages.jsonl"
+    segment_corpus(open_corpus("benchmark:ikat2023:test"), path, splitter="fast", processes=1)
+    return path
+
+
+def _counting(corpus, calls: list[str]):
+    def documents():
+        calls.append("documents")
+        return corpus.documents()
+    return dataclasses.replace(corpus, documents=documents)
+
+
+def test_a_finished_shard_folder_is_reused_without_reading_the_corpus_or_the_shards(passages_file, tmp_path,
+                                                                                   monkeypatch, capsys):
+    out, engine = tmp_path / "again.jsonl", start_engine(EngineSpec())
+    calls: list[str] = []
+    segment_sharded(_counting(open_corpus(str(passages_file)), calls), out, engine, splitter="fast", shard_docs=300)
+    first = out.read_bytes()
+    assert calls
+    monkeypatch.setattr("harness.paths.feed_file", lambda *args: calls.append("hashed"))
+    calls.clear()
+    capsys.readouterr()
+    segment_sharded(_counting(open_corpus(str(passages_file)), calls), out, engine, splitter="fast", shard_docs=300)
+    assert calls == [] and out.read_bytes() == first
+    shards = len(json.loads((shards_folder(out) / MANIFEST).read_text())["shards"])
+    assert f"segment: {shards} shards, 0 run, {shards} already done" in capsys.readouterr().err
+
+
+def test_a_shard_file_touched_but_unchanged_is_hashed_once_then_kept(passages_file, tmp_path, capsys):
+    out, engine = tmp_path / "again.jsonl", start_engine(EngineSpec())
+    segment_sharded(open_corpus(str(passages_file)), out, engine, splitter="fast", shard_docs=300)
+    shard = shards_folder(out) / "shard-00000.jsonl"
+    os.utime(shard, ns=(shard.stat().st_atime_ns, shard.stat().st_mtime_ns + 10**9))  # e.g. copied, same bytes
+    capsys.readouterr()
+    segment_sharded(open_corpus(str(passages_file)), out, engine, splitter="fast", shard_docs=300)
+    assert ", 0 run," in capsys.readouterr().err
+    entry = json.loads((shards_folder(out) / MANIFEST).read_text())["shards"][0]
+    assert entry["stat"]["shard-00000.jsonl"] == [shard.stat().st_size, shard.stat().st_mtime_ns]
+
+
+def test_a_changed_corpus_file_is_planned_again(passages_file, tmp_path, capsys):
+    out, engine = tmp_path / "again.jsonl", start_engine(EngineSpec())
+    segment_sharded(open_corpus(str(passages_file)), out, engine, splitter="fast", shard_docs=300)
+    lines = passages_file.read_text().splitlines(keepends=True)
+    passages_file.write_text("".join(lines[:-1]))  # the last passage removed: the last shard changes
+    capsys.readouterr()
+    segment_sharded(open_corpus(str(passages_file)), out, engine, splitter="fast", shard_docs=300)
+    assert ", 1 run," in capsys.readouterr().err
+    assert out.read_text().count("\n") == len(lines) - 1

@@ -23,7 +23,8 @@ from harness.corpus import Corpus
 from harness.topics import open_corpus
 from harness.corpus.segment import segment_corpus
 from harness.retrieve import SearchQuery, build
-from harness.scale.shards import MANIFEST, file_sha256
+from harness.paths import file_sha256
+from harness.scale.shards import MANIFEST
 from harness.trec import write_run
 from tests.conftest import ikat_passages, write_clueweb22_txt
 

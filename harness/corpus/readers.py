@@ -20,7 +20,7 @@ from pathlib import Path
 from harness import jsonl
 from harness.corpus import Corpus, Document
 from harness.errors import HarnessError, InputError, open_input
-from harness.paths import feed_file
+from harness.paths import file_sha256
 from harness.registry import Registry
 
 
@@ -53,8 +53,9 @@ def open_corpus(spec: str) -> Corpus:
 
 @dataclass(frozen=True)
 class FileCorpus(Corpus):
-    """A corpus read from files: its fingerprint is the sha256 of their bytes (for a folder,
-    with each file's path in it), computed on first use (hashing is far cheaper than parsing)."""
+    """A corpus read from files: its fingerprint is the sha256 of its file's bytes (for a
+    folder, over each file's path and sha256), computed on first use (hashing is far cheaper
+    than parsing) and, for big files, read back from the digest memo (paths.file_sha256)."""
 
     paths: tuple[Path, ...] = ()
     folder: Path | None = None
@@ -62,12 +63,15 @@ class FileCorpus(Corpus):
     @property
     def fingerprint(self) -> str:
         if self.known_fingerprint is None:
-            digest = hashlib.sha256()
-            for path in self.paths:
-                if self.folder is not None:
-                    digest.update(f"{path.relative_to(self.folder)}\0".encode())
-                feed_file(digest, path)
-            object.__setattr__(self, "known_fingerprint", digest.hexdigest())
+            if self.folder is None:
+                (path,) = self.paths
+                fingerprint = file_sha256(path)
+            else:
+                digest = hashlib.sha256()
+                for path in self.paths:
+                    digest.update(f"{path.relative_to(self.folder)}\0{file_sha256(path)}\n".encode())
+                fingerprint = digest.hexdigest()
+            object.__setattr__(self, "known_fingerprint", fingerprint)
         return self.known_fingerprint
 
 

@@ -29,7 +29,7 @@ from pathlib import Path
 
 from harness.atomic import atomic_write
 from harness.errors import HarnessError, InputError
-from harness.paths import cache_root, feed_file
+from harness.paths import cache_root, file_sha256
 from harness.queries import STRATEGIES
 from harness.queries.history import build, current
 from harness.topics.model import Conversation, Query
@@ -57,7 +57,7 @@ class Endpoint:
     def record(self) -> dict:
         """What the run JSON records (the key is never recorded)."""
         return {"model": self.model, "base_url": self.base_url, "prompt": str(self.prompt),
-                "prompt_sha256": feed_file(hashlib.sha256(), self.prompt).hexdigest(), "temperature": 0}
+                "prompt_sha256": file_sha256(self.prompt), "temperature": 0}
 
 
 @lru_cache(maxsize=8)

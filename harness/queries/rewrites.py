@@ -9,7 +9,6 @@ records the file and its sha256 (`inputs`).
 
 from __future__ import annotations
 
-import hashlib
 import os
 from dataclasses import dataclass
 from functools import lru_cache
@@ -17,7 +16,7 @@ from pathlib import Path
 
 from harness import jsonl
 from harness.errors import HarnessError, InputError, read_input
-from harness.paths import feed_file
+from harness.paths import file_sha256
 from harness.queries import STRATEGIES
 from harness.queries.history import build, current
 from harness.topics.model import Conversation, Query
@@ -58,7 +57,7 @@ def _read(path: Path, stamp: tuple[int, int]) -> RewritesFile:
         if not text.strip():
             raise InputError(path, f"qid {qid!r} has an empty rewrite", line=number)
         texts[qid] = " ".join(text.split())
-    return RewritesFile(path, feed_file(hashlib.sha256(), path).hexdigest(), texts)
+    return RewritesFile(path, file_sha256(path), texts)
 
 
 def load(arg: str | None) -> RewritesFile:

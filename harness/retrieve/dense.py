@@ -217,7 +217,8 @@ def torch_backend(matrix: np.ndarray) -> SearchFn:
         all_scores, all_rows = [], []
         with torch.inference_mode():
             for start in range(0, len(queries), block):
-                vectors = torch.from_numpy(np.ascontiguousarray(queries[start : start + block])).to(device)
+                # a writable copy where needed: encoded query batches are read-only (shared by the memo)
+                vectors = torch.from_numpy(np.require(queries[start : start + block], requirements=("C", "W"))).to(device)
                 top = torch.topk(vectors @ passages.T, k, dim=1)
                 all_scores.append(top.values.cpu().numpy())
                 all_rows.append(top.indices.cpu().numpy())

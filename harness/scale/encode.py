@@ -24,7 +24,7 @@ from harness.corpus import Corpus
 from harness.retrieve._embeddings import (Encoder, cache_folder, cache_key, check_dtype, chunk_size, encode_all,
                                           load_encoder)
 from harness.scale.engines import Engine
-from harness.scale.shards import ShardResult, ShardTask, plan, run_shards
+from harness.scale.shards import ShardResult, ShardTask, plan, run_shards, source_key
 
 SHARD_DOCS = 8192
 
@@ -83,7 +83,7 @@ def encode_sharded(
     """Encode every shard not already done; returns the manifest."""
     settings = {**encoder_settings(encoder, dtype), "shard_docs": shard_docs or SHARD_DOCS}
     tasks = plan(corpus, folder, settings, settings["shard_docs"], align=chunk_size(encoder))
-    return run_shards(engine, "encode", encode_shard, tasks, folder, settings)
+    return run_shards(engine, "encode", encode_shard, tasks, folder, settings, source_key(corpus))
 
 
 @dataclass(frozen=True)

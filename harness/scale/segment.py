@@ -14,7 +14,7 @@ from harness.atomic import atomic_write
 from harness.corpus import Corpus
 from harness.corpus.segment import iter_passages, passage_line
 from harness.scale.engines import Engine
-from harness.scale.shards import ShardResult, ShardTask, plan, run_shards
+from harness.scale.shards import ShardResult, ShardTask, plan, run_shards, source_key
 
 SHARD_DOCS = 10_000
 
@@ -53,7 +53,7 @@ def segment_sharded(
     # worker processes per local shard: a speed setting, not part of the output's identity
     task_settings = {**settings, "processes": processes if engine.workers == 1 else 1}
     tasks = plan(corpus, folder, task_settings, settings["shard_docs"])
-    manifest = run_shards(engine, "segment", segment_shard, tasks, folder, settings)
+    manifest = run_shards(engine, "segment", segment_shard, tasks, folder, settings, source_key(corpus))
     with atomic_write(out, "wb") as handle:
         for entry in manifest["shards"]:
             for name in entry["files"]:
