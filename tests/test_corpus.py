@@ -173,9 +173,7 @@ def test_unknown_ir_datasets_id():
 
 
 def test_benchmark_corpus(ikat_documents):
-    from harness import paths, topics
-
-    assert list(topics.open_corpus("benchmark:ikat2023").documents()) == ikat_documents
+    assert list(open_corpus("benchmark:ikat2023").documents()) == ikat_documents
 
 
 def clueweb22_documents(ikat_documents: list[Document]) -> list[Document]:
@@ -210,8 +208,7 @@ def test_empty_clueweb22_folder_is_one_clear_error(tmp_path):
 
 
 def test_formats_come_from_a_registry():
-    assert {"jsonl", "trec", "clueweb22", "irds"} <= set(CORPUS_FORMATS.names())
-    assert "benchmark" not in CORPUS_FORMATS  # benchmark corpora are resolved by harness.topics.open_corpus
+    assert {"jsonl", "trec", "clueweb22", "irds", "benchmark"} <= set(CORPUS_FORMATS.names())
 
 
 def test_missing_file_is_one_clear_error(tmp_path):

@@ -17,8 +17,8 @@ ROOT = Path(harness.__file__).parent
 
 # The README's layer table, lowest first: a module imports only from lower rows (and its own package).
 LAYERS: list[tuple[str, ...]] = [
-    ("harness.errors",),
-    ("harness.paths", "harness.atomic"),
+    ("harness.errors", "harness.atomic"),
+    ("harness.paths",),
     ("harness.registry", "harness.jsonl", "harness.extras"),
     ("harness.trec",),
     ("harness.corpus",),

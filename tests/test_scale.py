@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from harness.cli import main
-from harness.topics import open_corpus
+from harness.corpus.readers import open_corpus
 from harness.corpus.segment import segment_corpus
 from harness.errors import HarnessError
 from harness.retrieve.dense import SEARCH_BACKENDS

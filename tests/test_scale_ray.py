@@ -20,7 +20,7 @@ import pytest
 from harness import topics
 from harness.cli import main
 from harness.corpus import Corpus
-from harness.topics import open_corpus
+from harness.corpus.readers import open_corpus
 from harness.corpus.segment import segment_corpus
 from harness.retrieve import SearchQuery, build
 from harness.paths import file_sha256

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from harness.cli import add_output
 from harness.corpus.segment import SPLITTERS, segment_corpus
-from harness.topics import open_corpus
+from harness.corpus.readers import open_corpus
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -1,6 +1,6 @@
-"""Corpus readers: JSONL dumps, TREC text/web files, ClueWeb22 text records, ir_datasets ids.
-(`benchmark:NAME` specs, the corpora topic adapters build, are resolved a layer up by
-`harness.topics.open_corpus`, which hands every other spec to this module.)
+"""Corpus readers: JSONL dumps, TREC text/web files, ClueWeb22 text records, ir_datasets ids,
+and (registered a layer up, by harness.topics) `benchmark:NAME[:SPLIT]`, the corpus a topic
+adapter builds.
 
 `open_corpus(spec)` picks the reader from the spec's form: an explicit `FORMAT:` prefix
 (`irds:msmarco-passage`, `jsonl:dump.txt`), else the first
@@ -31,7 +31,8 @@ class CorpusFormat:
     claims: Callable[[str], bool]
 
 
-CORPUS_FORMATS: Registry[CorpusFormat] = Registry("corpus format")
+# harness.topics registers `benchmark:` (topics sit above corpora: named, not imported, here)
+CORPUS_FORMATS: Registry[CorpusFormat] = Registry("corpus format", plugins=("harness.topics",))
 
 
 def open_corpus(spec: str) -> Corpus:

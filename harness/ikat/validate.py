@@ -182,7 +182,7 @@ def read_passage_ids(spec: str) -> frozenset[str]:
     corpus), an iKAT passage file (.jsonl: `doc_id` + `passage_id`, or `id`), or a text file
     of ids, one per line."""
     if spec.startswith("benchmark:"):
-        from harness.topics import open_corpus
+        from harness.corpus.readers import open_corpus
 
         return frozenset(document.id for document in open_corpus(spec).documents())
     path = Path(spec)

@@ -77,7 +77,7 @@ class RetrieverSpec:
 class CorpusSpec:
     """Where documents come from: the benchmark's own corpus, a corpus spec, or an index name."""
 
-    # for harness.topics.open_corpus (a file, `irds:ID`, `benchmark:NAME`...); several
+    # for harness.corpus.readers.open_corpus (a file, `irds:ID`, `benchmark:NAME`...); several
     # are searched as one corpus, in order
     specs: tuple[str, ...] = ()
     index: str | None = None  # a prebuilt or local index, handed to the retriever as `index=`
@@ -437,7 +437,7 @@ def _retriever(node: Node, task) -> RetrieverSpec:
 
 def _corpus(node: Node) -> CorpusSpec:
     """`corpus: SPEC`, a list of specs (each opened now, to check it) or `corpus: {index: NAME}`."""
-    from harness.topics import open_corpus
+    from harness.corpus.readers import open_corpus
 
     if isinstance(node.value, dict):
         keys = node.mapping(("index",), required=("index",))

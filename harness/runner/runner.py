@@ -64,7 +64,7 @@ class Workspace:
             if spec.index is not None:
                 self._corpora[key] = None
             elif spec.specs:
-                from harness.topics import open_corpus
+                from harness.corpus.readers import open_corpus
 
                 self._corpora[key] = concatenate([open_corpus(part) for part in spec.specs])
             else:

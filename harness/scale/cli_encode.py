@@ -26,7 +26,7 @@ def run(args: argparse.Namespace) -> int:
     from harness.retrieve._embeddings import load_encoder
     from harness.scale.encode import encode_sharded
     from harness.scale.engines import engine_spec, start_engine
-    from harness.topics import open_corpus
+    from harness.corpus.readers import open_corpus
 
     spec = engine_spec(args)
     corpus = open_corpus(args.corpus)

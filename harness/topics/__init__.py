@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from harness.corpus import Corpus
+from harness.corpus.readers import CORPUS_FORMATS, CorpusFormat
 from harness.errors import HarnessError
 from harness.registry import Registry
 from harness.trec import Qrels
@@ -58,19 +59,16 @@ def splits(name: str) -> tuple[str, ...]:
     raise HarnessError(f"topic adapter {name!r} accepted the split '\\0'; it must refuse unknown splits")
 
 
-def open_corpus(spec: str) -> Corpus:
-    """A corpus spec: `benchmark:NAME[:SPLIT]` (the corpus the adapter builds), else a file,
-    folder or `FORMAT:` spec read by harness.corpus.readers."""
-    from harness.corpus.readers import open_corpus as open_spec
-
-    prefix, sep, name = spec.partition(":")
-    if not (sep and prefix == "benchmark"):
-        return open_spec(spec)
+def _benchmark_corpus(name: str) -> Corpus:
     corpus = load(name).corpus
     if corpus is None:
         raise HarnessError(f"benchmark {name!r} ships no corpus")
     return corpus
 
 
+# `benchmark:NAME[:SPLIT]` wherever a corpus is named (claims no path: only ever by its prefix)
+CORPUS_FORMATS.add("benchmark", CorpusFormat(open=_benchmark_corpus, claims=lambda spec: False))
+
+
 __all__ = ["ADAPTERS", "Adapter", "Benchmark", "Conversation", "PersonalStatement", "Query", "Turn", "load", "names",
-           "open_corpus", "splits"]
+           "splits"]
