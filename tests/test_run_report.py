@@ -31,10 +31,20 @@ def finished(tmp_path_factory):
     root = tmp_path_factory.mktemp("run-report")
     config = root / "pqa.yaml"
     same = {"topics": "pragmaticqa:val", "retrievers": ["bm25"], "measures": ["nDCG@10", "R@20"]}
+    judgments = load("pragmaticqa:val").qrels().judgments
+    lines = [f"{qid} 0 {docid} {grade}\n" for qid in sorted(judgments) for docid, grade in judgments[qid].items()]
+    for version, kept in (("v1", lines), ("v2", lines[1:])):  # one file name, two sets of judgments
+        (root / version).mkdir()
+        (root / version / "qrels.txt").write_text("".join(kept), encoding="utf-8")
     config.write_text(yaml.safe_dump({"k": 20, "experiments": [
         {"name": "pqa", "strategies": ["raw"], **same},
         {"name": "pqa-history", "strategies": ["all_history"], **same},  # comparable: tested against pqa's run
         {**same, "name": "pqa-rr", "strategies": ["hqe"], "measures": ["RR"]},  # other measures: its own section
+        # the same judgments as pqa's from a file: one family; other judgments under the same file name: not
+        {**same, "name": "pqa-v1", "strategies": ["hqe"], "qrels": str(root / "v1" / "qrels.txt"),
+         "tag": "{benchmark}.{strategy}.{retriever}.v1"},
+        {**same, "name": "pqa-v2", "strategies": ["hqe"], "qrels": str(root / "v2" / "qrels.txt"),
+         "tag": "{benchmark}.{strategy}.{retriever}.v2"},
     ]}), encoding="utf-8")
     return root, config
 
@@ -70,16 +80,18 @@ def test_leaderboard_marks_significant_differences_against_the_first_run(report)
 def test_runs_are_tested_in_the_same_families_in_both_outputs(report):
     text = (report / "leaderboard.md").read_text(encoding="utf-8")
     html = (report / "report.html").read_text(encoding="utf-8")
-    assert "## pragmaticqa:val — retrieval (pqa + pqa-history)" in text
-    assert "## pragmaticqa:val — retrieval (pqa-rr)" in text and "<h2>pqa-rr: pragmaticqa:val, retrieval</h2>" in html
+    headings = [line for line in text.splitlines() if line.startswith("## ")]
+    assert headings == [f"## pragmaticqa:val — retrieval ({name})" for name in ("pqa + pqa-history + pqa-v1", "pqa-rr",
+                                                                               "pqa-v2")]
+    assert "<h2>pqa + pqa-history + pqa-v1: pragmaticqa:val, retrieval</h2>" in html
+    assert "<h2>pqa-rr: pragmaticqa:val, retrieval</h2>" in html and "<h2>pqa-v2: pragmaticqa:val, retrieval</h2>" in html
     legend = f"a = {TAGS[0]}"
-    assert text.count(legend) == html.count(legend) == 1  # the hqe run (RR only) is not tested against it
+    assert text.count(legend) == html.count(legend) == 1  # only the family with pqa's judgments and measures
 
 
 def test_report_holds_tests_judged_and_depths_in_one_file(report):
     html = (report / "report.html").read_text(encoding="utf-8")
     assert "http" not in html and "<script" not in html
-    assert "<h2>pqa + pqa-history: pragmaticqa:val, retrieval</h2>" in html
     assert "<th>Judged@10</th>" in html and "holm-corrected" in html and "Score by turn depth" in html
     recorded = json.loads((report / f"{TAGS[0]}.json").read_text(encoding="utf-8"))
     assert recorded["config"]["experiment"] == "pqa"

@@ -178,7 +178,7 @@ def page(title: str, body: Sequence[str]) -> bytes:
 
 
 def sections(report: Report, h: str = "h2") -> list[str]:
-    """The report's tables and plots, under `h` headings (a run report nests them per experiment)."""
+    """The report's tables and plots, under `h` headings (a run report nests them per family of comparable runs)."""
     board = report.leaderboard
     colours = run_colours(board)
     untested = (f"<p class='legend'>{escape(', '.join(report.untested))}: shown beside the measures, not tested.</p>"

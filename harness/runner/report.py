@@ -16,6 +16,7 @@ from harness.atomic import atomic_write
 from harness.report import breakdown as bd
 from harness.report.compare import Leaderboard, leaderboard
 from harness.report.model import Report
+from harness.runner import provenance
 from harness.runner.runner import JUDGED
 
 if TYPE_CHECKING:
@@ -23,16 +24,21 @@ if TYPE_CHECKING:
 
 
 def families(outcomes: Sequence["Outcome"]) -> list[list["Outcome"]]:
-    """The runs that can be tested against each other, in config order: the same topics and
-    task, scored on the same qrels with the same measures to the same depth, whichever
-    experiments they come from (the paired tests need the same queries and scores)."""
+    """The runs that can be tested against each other: the same topics and task, scored on the
+    same judgments (by content, not file name) with the same measures to the same depth,
+    whichever experiments they come from (the paired tests need the same queries and scores).
+    In config order, families on the same topics and task next to each other."""
+    judgments: dict[int, str] = {}  # the runs of an experiment share one Qrels object
     grouped: dict[tuple, list[Outcome]] = {}
     for outcome in outcomes:
-        experiment = outcome.run.experiment
-        key = (experiment.topics, experiment.task, outcome.qrels.name, tuple(outcome.evaluation.measures),
+        experiment, qrels = outcome.run.experiment, outcome.qrels
+        if id(qrels) not in judgments:
+            judgments[id(qrels)] = provenance.qrels_hash(qrels)
+        key = (experiment.topics, experiment.task, judgments[id(qrels)], tuple(outcome.evaluation.measures),
                outcome.evaluation.depth)
         grouped.setdefault(key, []).append(outcome)
-    return list(grouped.values())
+    first_of_topic = {key[:2]: index for index, key in reversed(list(enumerate(grouped)))}
+    return [grouped[key] for key in sorted(grouped, key=lambda key: first_of_topic[key[:2]])]
 
 
 def tested(outcomes: Sequence["Outcome"]) -> Leaderboard:
