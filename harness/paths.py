@@ -19,7 +19,7 @@ from typing import Any
 # again each time a run opens it.
 MEMO_BYTES = 64 << 20
 # A file changed this recently may change again within its mtime's resolution: not memoised.
-_SETTLED_NS = 2_000_000_000
+SETTLED_NS = 2_000_000_000
 
 PACKAGE_ROOT = Path(__file__).resolve().parent
 REPO_ROOT = PACKAGE_ROOT.parent
@@ -84,16 +84,27 @@ def feed_file(digest: Any, path: str | Path) -> Any:
     return digest
 
 
+def file_version(path: str | Path) -> list[int]:
+    """What changes whenever a file's bytes may have: size, mtime, inode and ctime (which
+    `cp -p`, `tar`, `rsync -a` or `os.utime` cannot put back, unlike the mtime)."""
+    stat = os.stat(path)
+    return [stat.st_size, stat.st_mtime_ns, stat.st_ino, stat.st_ctime_ns]
+
+
+def settled(version: list[int]) -> bool:
+    """Unchanged for a while: a file changed this instant may change again within the same
+    timestamp, so its version does not yet vouch for its bytes."""
+    return time.time_ns() - max(version[1], version[3]) >= SETTLED_NS
+
+
 def file_sha256(path: str | Path) -> str:
     """The sha256 of a file's bytes. A file of MEMO_BYTES or more is read once per version: its
-    digest is kept under cache_root()/digests/ and trusted while the file's size, mtime and
-    inode stay the same, as git and make trust a file's stat (a file rewritten with its old
-    size and mtime put back is not noticed)."""
+    digest is kept under cache_root()/digests/ and trusted while file_version() stays the same,
+    as git and make trust a file's stat."""
     path = Path(path).resolve()
-    stat = path.stat()
-    if stat.st_size < MEMO_BYTES:
+    version = file_version(path)
+    if version[0] < MEMO_BYTES:
         return feed_file(hashlib.sha256(), path).hexdigest()
-    version = [stat.st_size, stat.st_mtime_ns, stat.st_ino]
     memo = cache_root() / "digests" / f"{hashlib.sha256(os.fsencode(path)).hexdigest()[:32]}.json"
     try:
         known = json.loads(memo.read_text(encoding="utf-8"))
@@ -101,8 +112,8 @@ def file_sha256(path: str | Path) -> str:
             return known["sha256"]
     except (OSError, ValueError, KeyError, TypeError):
         pass
-    digest = feed_file(hashlib.sha256(), path).hexdigest()  # the stat was taken before reading
-    if time.time_ns() - stat.st_mtime_ns >= _SETTLED_NS:
+    digest = feed_file(hashlib.sha256(), path).hexdigest()  # the version was taken before reading
+    if settled(version):
         _remember(memo, {"path": str(path), "version": version, "sha256": digest})
     return digest
 

@@ -58,8 +58,10 @@ def test_file_fingerprint_is_sha256_of_bytes(tmp_path, ikat_documents):
 
 @pytest.fixture
 def memo_everything(tmp_path, monkeypatch):
-    """Every file counts as big (memoised), the cache is the test's own; returns the hashing log."""
+    """Every file counts as big and as settled (memoised), the cache is the test's own; returns
+    the hashing log."""
     monkeypatch.setattr("harness.paths.MEMO_BYTES", 0)
+    monkeypatch.setattr("harness.paths.SETTLED_NS", 0)
     monkeypatch.setenv("HARNESS_CACHE", str(tmp_path / "cache"))
     hashed: list[Path] = []
     feed = paths.feed_file
@@ -67,15 +69,8 @@ def memo_everything(tmp_path, monkeypatch):
     return hashed
 
 
-def _settled(path: Path, seconds_ago: int = 60) -> Path:
-    """A file last changed a minute ago (a file changed this instant is not memoised)."""
-    mtime = path.stat().st_mtime_ns - seconds_ago * 10**9
-    os.utime(path, ns=(mtime, mtime))
-    return path
-
-
 def test_a_big_corpus_file_is_hashed_once_per_version(tmp_path, ikat_documents, memo_everything):
-    path = _settled(write_jsonl(tmp_path / "ikat.jsonl", [{"id": d.id, "contents": d.contents} for d in ikat_documents]))
+    path = write_jsonl(tmp_path / "ikat.jsonl", [{"id": d.id, "contents": d.contents} for d in ikat_documents])
     expected = hashlib.sha256(path.read_bytes()).hexdigest()
     assert [open_corpus(str(path)).fingerprint for _ in range(3)] == [expected] * 3
     assert memo_everything == [path]
@@ -84,7 +79,18 @@ def test_a_big_corpus_file_is_hashed_once_per_version(tmp_path, ikat_documents, 
     assert memo_everything == [path, path]
 
 
-def test_a_file_changed_this_instant_is_not_memoised(tmp_path, ikat_documents, memo_everything):
+def test_new_bytes_behind_an_old_mtime_are_hashed_again(tmp_path, ikat_documents, memo_everything):
+    path = write_jsonl(tmp_path / "ikat.jsonl", [{"id": d.id, "contents": d.contents} for d in ikat_documents])
+    before = open_corpus(str(path)).fingerprint
+    stat = path.stat()
+    path.write_text(path.read_text().replace("a", "e"), encoding="utf-8")  # same size
+    os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns))  # as `cp -p` or `tar x` put an mtime back
+    assert path.stat().st_size == stat.st_size
+    assert open_corpus(str(path)).fingerprint == hashlib.sha256(path.read_bytes()).hexdigest() != before
+
+
+def test_a_file_changed_this_instant_is_not_memoised(tmp_path, ikat_documents, memo_everything, monkeypatch):
+    monkeypatch.setattr("harness.paths.SETTLED_NS", 10**12)
     path = write_jsonl(tmp_path / "ikat.jsonl", [{"id": d.id, "contents": d.contents} for d in ikat_documents])
     assert open_corpus(str(path)).fingerprint == open_corpus(str(path)).fingerprint
     assert memo_everything == [path, path]

@@ -13,7 +13,9 @@ import pytest
 from harness.cli import main
 from harness.corpus.readers import open_corpus
 from harness.corpus.segment import segment_corpus
+from harness import paths
 from harness.errors import HarnessError
+from harness.paths import file_version
 from harness.retrieve.dense import SEARCH_BACKENDS
 from harness.scale.engines import EngineSpec, start_engine
 from harness.scale.exact import exact_search, longest_norm, rank
@@ -96,8 +98,10 @@ def test_changing_the_splitter_redoes_every_shard(tmp_path, capsys):
 
 
 @pytest.fixture
-def passages_file(tmp_path):
-    """The iKAT 2023 test passages as a JSONL file: a file corpus, identified by its stat."""
+def passages_file(tmp_path, monkeypatch):
+    """The iKAT 2023 test passages as a JSONL file: a file corpus, identified by its file
+    versions (taken as settled at once: a real file must be unchanged for 2 s)."""
+    monkeypatch.setattr("harness.paths.SETTLED_NS", 0)
     path = tmp_path / "ikat-passages.jsonl"
     segment_corpus(open_corpus("benchmark:ikat2023:test"), path, splitter="fast", processes=1)
     return path
@@ -135,15 +139,47 @@ def test_a_shard_file_touched_but_unchanged_is_hashed_once_then_kept(passages_fi
     segment_sharded(open_corpus(str(passages_file)), out, engine, splitter="fast", shard_docs=300)
     assert ", 0 run," in capsys.readouterr().err
     entry = json.loads((shards_folder(out) / MANIFEST).read_text())["shards"][0]
-    assert entry["stat"]["shard-00000.jsonl"] == [shard.stat().st_size, shard.stat().st_mtime_ns]
+    assert entry["versions"]["shard-00000.jsonl"] == file_version(shard)
 
 
-def test_a_changed_corpus_file_is_planned_again(passages_file, tmp_path, capsys):
+def test_a_corpus_file_changed_behind_its_old_mtime_is_segmented_again(passages_file, tmp_path):
     out, engine = tmp_path / "again.jsonl", start_engine(EngineSpec())
     segment_sharded(open_corpus(str(passages_file)), out, engine, splitter="fast", shard_docs=300)
-    lines = passages_file.read_text().splitlines(keepends=True)
-    passages_file.write_text("".join(lines[:-1]))  # the last passage removed: the last shard changes
+    stat = passages_file.stat()
+    passages_file.write_text(passages_file.read_text().replace("the", "THE"))  # same size, new text
+    os.utime(passages_file, ns=(stat.st_atime_ns, stat.st_mtime_ns))  # the mtime put back, as `cp -p` does
+    segment_sharded(open_corpus(str(passages_file)), out, engine, splitter="fast", shard_docs=300)
+    expected = tmp_path / "expected.jsonl"
+    segment_corpus(open_corpus(str(passages_file)), expected, splitter="fast", processes=1)
+    assert out.read_bytes() == expected.read_bytes()
+
+
+def test_a_manifest_without_file_versions_is_checked_by_sha256_once(passages_file, tmp_path, monkeypatch, capsys):
+    """As an older harness wrote it: every file hashed on the next run, then recorded."""
+    out, engine = tmp_path / "again.jsonl", start_engine(EngineSpec())
+    segment_sharded(open_corpus(str(passages_file)), out, engine, splitter="fast", shard_docs=300)
+    manifest_file = shards_folder(out) / MANIFEST
+    manifest = json.loads(manifest_file.read_text())
+    del manifest["source"]
+    for entry in manifest["shards"]:
+        del entry["versions"]
+    manifest_file.write_text(json.dumps(manifest))
+    hashed = []
+    feed = paths.feed_file
+    monkeypatch.setattr("harness.paths.feed_file", lambda digest, path: hashed.append(path) or feed(digest, path))
     capsys.readouterr()
     segment_sharded(open_corpus(str(passages_file)), out, engine, splitter="fast", shard_docs=300)
-    assert ", 1 run," in capsys.readouterr().err
-    assert out.read_text().count("\n") == len(lines) - 1
+    assert ", 0 run," in capsys.readouterr().err and len(hashed) == len(manifest["shards"])
+    assert all("versions" in entry for entry in json.loads(manifest_file.read_text())["shards"])
+    hashed.clear()
+    segment_sharded(open_corpus(str(passages_file)), out, engine, splitter="fast", shard_docs=300)
+    assert hashed == []
+
+
+def test_a_corpus_without_documents_fails_on_every_run(tmp_path):
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("")
+    for _ in range(2):
+        with pytest.raises(HarnessError, match="the corpus has no documents"):
+            segment_sharded(open_corpus(f"jsonl:{empty}"), tmp_path / "out.jsonl", start_engine(EngineSpec()),
+                            splitter="fast")

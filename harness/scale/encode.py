@@ -73,7 +73,7 @@ def encode_shard(task: ShardTask) -> ShardResult:
         f"{task.stem}.npy": _write_hashed(folder / f"{task.stem}.npy", buffer.getvalue()),
         f"{task.stem}.ids": _write_hashed(folder / f"{task.stem}.ids", "".join(f"{i}\n" for i in ids).encode()),
     }
-    return ShardResult(docs=len(ids), count=len(ids), files=files)
+    return ShardResult.written(len(ids), len(ids), folder, files)
 
 
 def encode_sharded(

@@ -33,7 +33,7 @@ def segment_shard(task: ShardTask) -> ShardResult:
                 handle.write(line)
             docs += 1
             count += len(passages)
-    return ShardResult(docs=docs, count=count, files={name: digest.hexdigest()})
+    return ShardResult.written(docs, count, Path(task.folder), {name: digest.hexdigest()})
 
 
 def shards_folder(out: Path) -> Path:

@@ -13,6 +13,7 @@ passage corpus costs a stat per shard file).
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import sys
@@ -25,7 +26,7 @@ from typing import Any
 from harness.atomic import atomic_write
 from harness.corpus import Corpus, Document
 from harness.errors import HarnessError
-from harness.paths import file_sha256
+from harness.paths import file_sha256, file_version, settled
 from harness.scale.engines import Engine
 
 MANIFEST = "manifest.json"
@@ -57,6 +58,12 @@ class ShardResult:
     docs: int  # documents read
     count: int  # records written (passages, vectors)
     files: dict[str, str] = field(default_factory=dict)  # file name -> sha256
+    versions: dict[str, list[int]] = field(default_factory=dict)  # file name -> file_version, taken by the task
+
+    @classmethod
+    def written(cls, docs: int, count: int, folder: Path, files: dict[str, str]) -> ShardResult:
+        """The result of a task that wrote `files` (name -> sha256 of the bytes it wrote) to folder."""
+        return cls(docs, count, files, {name: file_version(folder / name) for name in files})
 
 
 def _documents_key(documents: tuple[Document, ...]) -> str:
@@ -64,14 +71,17 @@ def _documents_key(documents: tuple[Document, ...]) -> str:
     return Corpus("shard", lambda: iter(documents)).fingerprint
 
 
-def source_key(corpus: Corpus) -> str:
-    """The input's identity for a rerun: a file corpus's paths, sizes and mtimes (hashing a
-    ClueWeb22 folder would cost a pass over it), any other corpus's fingerprint."""
+def source_key(corpus: Corpus) -> str | None:
+    """The input's identity for a rerun: a file corpus's paths and file versions (hashing a
+    ClueWeb22 folder would cost a pass over it), any other corpus's fingerprint. None while a
+    file was changed too recently for its version to vouch for it."""
     paths = getattr(corpus, "paths", ())
     if not paths:
         return corpus.fingerprint
-    stats = [[str(path.resolve()), *(_stat(path) or [])] for path in paths]
-    return hashlib.sha256(json.dumps(stats).encode("utf-8")).hexdigest()
+    versions = [[str(path.resolve()), *file_version(path)] for path in paths]
+    if not all(settled(version[1:]) for version in versions):
+        return None
+    return hashlib.sha256(json.dumps(versions).encode("utf-8")).hexdigest()
 
 
 def plan(corpus: Corpus, folder: Path, settings: dict[str, Any], shard_docs: int, align: int = 1) -> Iterator[ShardTask]:
@@ -112,26 +122,19 @@ def _write_manifest(folder: Path, manifest: dict[str, Any]) -> None:
         json.dump(manifest, handle, indent=1, sort_keys=True)
 
 
-def _stat(path: Path) -> list[int] | None:
-    try:
-        stat = path.stat()
-    except OSError:
-        return None
-    return [stat.st_size, stat.st_mtime_ns]
-
-
 def _files_intact(folder: Path, entry: dict[str, Any]) -> bool:
-    """Each file as recorded: the same size and mtime, or else the same sha256 (the new stat is
-    then recorded, so the next check is a stat again)."""
-    stats = entry.setdefault("stat", {})
+    """Each file as its task wrote it: the same file_version, or else the same sha256 (the new
+    version is then recorded, so the next check is a stat again)."""
+    versions = entry.setdefault("versions", {})
     for name, sha in entry["files"].items():
-        now = _stat(folder / name)
-        if now is None:
+        try:
+            now = file_version(folder / name)
+        except OSError:
             return False
-        if stats.get(name) != now:
+        if versions.get(name) != now:
             if file_sha256(folder / name) != sha:
                 return False
-            stats[name] = now
+            versions[name] = now
     return True
 
 
@@ -139,10 +142,12 @@ def _still_valid(folder: Path, entry: dict[str, Any] | None, task: ShardTask) ->
     return entry is not None and entry.get("input") == task.key and _files_intact(folder, entry)
 
 
-def _finished(folder: Path, manifest: dict[str, Any] | None, job: str, settings: dict[str, Any], source: str) -> bool:
-    """A complete manifest of this job, settings and input whose files are all as recorded."""
-    return (manifest is not None and manifest.get("complete") is True and manifest.get("job") == job
-            and manifest.get("settings") == settings and manifest.get("source") == source
+def _finished(folder: Path, manifest: dict[str, Any] | None, job: str, settings: dict[str, Any],
+              source: str | None) -> bool:
+    """A complete manifest of this job, settings and input whose files are all as written."""
+    return (source is not None and manifest is not None and manifest.get("complete") is True
+            and manifest.get("job") == job and manifest.get("settings") == settings
+            and manifest.get("source") == source and bool(manifest.get("shards"))
             and all(_files_intact(folder, entry) for entry in manifest["shards"]))
 
 
@@ -153,7 +158,7 @@ def run_shards(
     tasks: Iterator[ShardTask],
     folder: Path,
     settings: dict[str, Any],
-    source: str,
+    source: str | None,
 ) -> dict[str, Any]:
     """Run every shard not already done (per the manifest and the files' checksums); returns
     the complete manifest. `source` is the input's fingerprint: with a complete manifest of the
@@ -165,7 +170,8 @@ def run_shards(
     before = json.dumps(old, sort_keys=True)
     if _finished(folder, old, job, settings, source):
         if json.dumps(old, sort_keys=True) != before:
-            _write_manifest(folder, old)  # a file re-hashed: its new stat, so it is not re-hashed again
+            with contextlib.suppress(OSError):  # a read-only folder: re-hashed again next time, nothing lost
+                _write_manifest(folder, old)  # a file re-hashed: its new version, not to re-hash it again
         _report(job, folder, len(old["shards"]), 0)
         return old
     previous = {}
@@ -196,7 +202,7 @@ def run_shards(
         for task, result in engine.map(function, pending()):
             entries[task.index] = {"index": task.index, "input": task.key, "source": task.source,
                                    "docs": result.docs, "count": result.count, "files": result.files,
-                                   "stat": {name: _stat(folder / name) for name in result.files}}
+                                   "versions": result.versions}
             redone += 1
             progress.set_postfix_str(f"{len(entries)} shards, {redone} run", refresh=False)
             progress.update(result.docs)
@@ -209,9 +215,9 @@ def run_shards(
     manifest["docs"] = sum(entry["docs"] for entry in entries.values())
     manifest["count"] = sum(entry["count"] for entry in entries.values())
     manifest["seconds"] = round(time.monotonic() - started, 3)
-    save(complete=True)
-    if not entries:
+    if not entries:  # raised before the manifest says complete, so that a rerun raises too
         raise HarnessError(f"{job}: the corpus has no documents")
+    save(complete=True)
     _report(job, folder, len(entries), redone)
     return manifest
 

@@ -2,8 +2,8 @@
 
 An adapter is a callable `(split: str | None) -> Benchmark`. `load("ikat2023:train")`
 splits the name at ':'; a bare name gives the split the official qrels judge.
-`open_corpus(spec)` is where corpus specs are resolved: `benchmark:NAME[:SPLIT]` here, every
-other spec by harness.corpus.readers (which knows nothing of benchmarks).
+`benchmark:NAME[:SPLIT]`, the corpus an adapter builds, is registered here as a format of
+harness.corpus.readers.open_corpus (whose registry names this module as a plugin).
 """
 
 from __future__ import annotations
