@@ -47,7 +47,7 @@ class TextInput:
     """A user's text file, opened by `open_input`: iterate it by lines inside `with`, or
     `read()` it whole.
 
-    A byte-order mark is read away. A byte that is not UTF-8 is an InputError naming the
+    A byte-order mark is read away (kept with `encoding="utf-8"`). A byte that is not UTF-8 is an InputError naming the
     line it is on (found by re-reading the raw lines: a decoder that works in blocks only
     knows the block), so every reader reports it the same way.
     """
@@ -108,9 +108,9 @@ def _bad_byte(path: Path, error: UnicodeDecodeError) -> InputError:
     return InputError(path, f"not UTF-8 text ({error.reason})")
 
 
-def open_input(path: str | Path, *, newline: str | None = None) -> TextInput:
+def open_input(path: str | Path, *, newline: str | None = None, encoding: str = "utf-8-sig") -> TextInput:
     """Open a user's text input (.gz/.bz2 decompressed): a missing file or a folder is an
-    InputError naming it; see TextInput for the BOM and bad bytes."""
+    InputError naming it; see TextInput for the BOM (`encoding="utf-8"` keeps it) and bad bytes."""
     path = Path(path)
     try:
         raw = _raw(path)
@@ -120,7 +120,7 @@ def open_input(path: str | Path, *, newline: str | None = None) -> TextInput:
         raise InputError(path, "is a folder, expected a file") from None
     except PermissionError:
         raise InputError(path, "cannot be read (permission denied)") from None
-    return TextInput(path, io.TextIOWrapper(raw, encoding="utf-8-sig", newline=newline))
+    return TextInput(path, io.TextIOWrapper(raw, encoding=encoding, newline=newline))
 
 
 def read_input(path: str | Path) -> str:

@@ -4,16 +4,24 @@ and TREC run and qrels files: strict readers, a streaming atomic writer.
 Conventions (those of trec_eval, stated once here and tested in tests/test_trec_files.py):
 
 - Run lines are `qid Q0 docid rank score tag`, qrels lines `qid iter docid grade`, fields
-  separated by any whitespace. Blank lines are skipped; any other line with the wrong
-  number of fields, a non-numeric score or a non-integer grade is an error naming the
-  file, the line number and the problem.
-- A score is a plain decimal or scientific number in ASCII (`SCORE`): `12`, `-0.5`, `.5`,
-  `1e-3`. Anything trec_eval's atof would read differently from Python's float is refused:
-  `1_0` (atof reads 1, float 10), `inf`, `nan`, `0x1p3`, non-ASCII digits.
+  separated by ASCII whitespace (C's isspace: a no-break space is part of an id, as in
+  trec_eval), lines ending at `\n` only. Blank lines are skipped, and so are comments: a
+  run line whose first non-blank character is `#`, a qrels line starting with `#`. Any
+  other line with the wrong number of fields, a non-numeric score or a non-integer grade is
+  an error naming the file, the line number and the problem.
+- A score is a plain, finite decimal or scientific number in ASCII (`SCORE`): `12`, `-0.5`,
+  `.5`, `1e-3`. Anything trec_eval's atof would read differently from Python's float is
+  refused: `1_0` (atof reads 1, float 10), `inf`, `nan`, `1e400`, `0x1p3`, non-ASCII digits.
+  A grade and a rank are ASCII integers (`INTEGER`) for the same reason (atol reads `1_0`
+  as 1 and `١` as 0).
+- A file starting with a byte-order mark is refused: trec_eval reads it as part of the
+  first query id.
 - The rank column is read for validation only and otherwise ignored: the order of a
   ranking is score descending, ties broken by docid descending (trec_eval's order).
-- A (qid, docid) pair seen twice in a run: the first occurrence is kept and the
-  duplicate counted (the CAsT 2021 protocol); `strict=True` makes it an error instead.
+- A (qid, docid) pair seen twice in a run: its highest-scored occurrence is kept (the
+  first, in a run written in rank order: the CAsT 2021 protocol) and the duplicate counted.
+  That is the copy `trec_eval -M` keeps when the other falls below its depth; with both
+  above, trec_eval refuses the file. `strict=True` makes any duplicate an error.
 - A (qid, docid) pair judged twice in a qrels file is an error: trec_eval refuses it too.
 """
 
@@ -30,10 +38,12 @@ from pathlib import Path
 from typing import Any
 
 from harness.atomic import atomic_write
-from harness.errors import InputError, open_input
+from harness.errors import InputError, TextInput, open_input
 
 
 SCORE = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
+INTEGER = re.compile(r"[+-]?[0-9]+")
+_ASCII_FIELDS = re.compile(r"[^ \t\n\r\f\v]+")
 
 
 @dataclass(frozen=True)
@@ -113,32 +123,51 @@ class Qrels:
     path: Path | None = None
 
 
+def _fields(line: str) -> list[str]:
+    """A line's fields, split at ASCII whitespace only (str.split also splits at U+00A0 and
+    other Unicode spaces, which trec_eval keeps inside an id)."""
+    return line.split() if line.isascii() else _ASCII_FIELDS.findall(line)
+
+
+def _open(path: Path) -> TextInput:
+    """A TREC file: lines end at `\n` only (a lone `\r` is whitespace to trec_eval), and a
+    byte-order mark is kept, to be refused by _bom_check."""
+    return open_input(path, newline="\n", encoding="utf-8")
+
+
+def _bom_check(path: Path, number: int, fields: list[str]) -> None:
+    if number == 1 and fields and fields[0].startswith("\ufeff"):
+        raise InputError(path, "starts with a byte-order mark (U+FEFF), which trec_eval reads as part of the "
+                               "first query id: save the file without it", line=1)
+
+
 def _lines(path: Path) -> Iterator[tuple[int, list[str]]]:
-    """Numbered, whitespace-split, non-blank lines; a missing file is an InputError."""
-    with open_input(path) as handle:
+    """Numbered, split, non-blank, non-comment qrels lines (a comment starts with `#`, as in
+    trec_eval's qrels reader); a missing file is an InputError."""
+    with _open(path) as handle:
         for number, line in enumerate(handle, start=1):
-            fields = line.split()
-            if fields:
+            fields = _fields(line)
+            _bom_check(path, number, fields)
+            if fields and not line.startswith("#"):
                 yield number, fields
 
 
 def _parse_run_fields(path: Path, number: int, fields: list[str]) -> tuple[str, str, int, float, str]:
+    _bom_check(path, number, fields)
     if len(fields) != 6:
         raise InputError(
             path, f"expected 6 fields 'qid Q0 docid rank score tag', found {len(fields)}", line=number
         )
     qid, _, docid, rank, score, tag = fields
-    try:
-        rank_value = int(rank)
-    except ValueError:
-        raise InputError(path, f"rank {rank!r} is not an integer", line=number) from None
-    if not SCORE.fullmatch(score):
+    if not INTEGER.fullmatch(rank):
+        raise InputError(path, f"rank {rank!r} is not an integer", line=number)
+    if not SCORE.fullmatch(score) or not math.isfinite(float(score)):
         problem = "is not finite" if _is_float(score) and not math.isfinite(float(score)) else "is not a number"
         raise InputError(
             path, f"score {score!r} {problem}: expected a plain decimal or scientific number such as 12.5 or 1e-3",
             line=number,
         )
-    return qid, docid, rank_value, float(score), tag
+    return qid, docid, int(rank), float(score), tag
 
 
 def _is_float(text: str) -> bool:
@@ -184,22 +213,23 @@ def _read_scores(path: Path, depth: int | None, strict: bool) -> tuple[dict[str,
     duplicates = 0
     push, replace = heapq.heappush, heapq.heapreplace
     current = None
-    with open_input(path) as handle:
-        for number, fields in enumerate(map(str.split, handle), start=1):
+    ascii_fields = _ASCII_FIELDS.findall
+    with _open(path) as handle:
+        for number, line in enumerate(handle, start=1):
+            fields = line.split() if line.isascii() else ascii_fields(line)  # _fields, inlined
             try:
                 qid, _, docid, rank, score, _tag = fields
                 value = float(score)
                 # finite x gives x - x == 0.0; inf and nan give nan, which is truthy. An
-                # ASCII float without '_' that is finite is exactly what SCORE matches.
-                if value - value or "_" in score or not score.isascii() or not (
-                    rank.isdigit() or rank.lstrip("-").isdigit()
-                ):
+                # ASCII float without '_' that is finite is exactly what SCORE matches. The
+                # first character of a comment ('#') or of a byte-order mark is checked below.
+                if value - value or "_" in score or not score.isascii() or not (rank.isdigit() and rank.isascii()) \
+                        or qid[0] in "#\ufeff":
                     raise ValueError
             except ValueError:
-                if not fields:
-                    continue  # blank line
-                _parse_run_fields(path, number, fields)
-                raise
+                if not fields or fields[0][0] == "#":
+                    continue  # a blank line or a comment
+                qid, docid, _, value, _ = _parse_run_fields(path, number, fields)  # or the precise error
             if qid != current:
                 current, ranking = qid, rankings.get(qid)
                 if ranking is None:
@@ -213,6 +243,8 @@ def _read_scores(path: Path, depth: int | None, strict: bool) -> tuple[dict[str,
                     if strict:
                         raise InputError(path, f"document {docid!r} appears twice for query {qid!r}", line=number)
                     duplicates += 1
+                    if value > ranking[docid]:
+                        ranking[docid] = value
                 else:
                     ranking[docid] = value
                 continue
@@ -241,10 +273,9 @@ def read_qrels(path: str | Path, *, name: str | None = None) -> Qrels:
                 path, f"expected 4 fields 'qid iter docid grade', found {len(fields)}", line=number
             )
         qid, _, docid, grade = fields
-        try:
-            grade_value = int(grade)
-        except ValueError:
-            raise InputError(path, f"grade {grade!r} is not an integer", line=number) from None
+        if not INTEGER.fullmatch(grade):
+            raise InputError(path, f"grade {grade!r} is not an integer", line=number)
+        grade_value = int(grade)
         key = (qid, docid)
         if key in seen_at:
             raise InputError(

@@ -35,13 +35,15 @@ def test_rank_column_is_ignored(tmp_path, qrels_106):
     assert evaluate(qrels_106, read_run(path), ["RR"]).per_query["RR"]["106_1"] == 1.0
 
 
-def test_duplicate_document_keeps_first_occurrence_and_is_counted(tmp_path, qrels_106):
-    path = write_run(tmp_path, [
-        "106_1 Q0 KILT_105219 1 9.0 t", "106_1 Q0 KILT_19782967 2 8.0 t", "106_1 Q0 KILT_105219 3 1.0 t"])
-    run = read_run(path)
-    assert run.duplicates == 1
-    assert run.scores["106_1"]["KILT_105219"] == 9.0
-    assert evaluate(qrels_106, run, ["RR"]).duplicates == 1
+def test_duplicate_document_keeps_its_highest_score_and_is_counted(tmp_path, qrels_106):
+    """The first occurrence in a run written in rank order; the copy trec_eval -M keeps when
+    the other falls below its depth, whatever the file order."""
+    for lines in (["106_1 Q0 KILT_105219 1 9.0 t", "106_1 Q0 KILT_19782967 2 8.0 t", "106_1 Q0 KILT_105219 3 1.0 t"],
+                  ["106_1 Q0 KILT_105219 3 1.0 t", "106_1 Q0 KILT_19782967 2 8.0 t", "106_1 Q0 KILT_105219 1 9.0 t"]):
+        run = read_run(write_run(tmp_path, lines))
+        assert run.duplicates == 1
+        assert run.scores["106_1"]["KILT_105219"] == 9.0
+        assert evaluate(qrels_106, run, ["RR"]).duplicates == 1
 
 
 def test_strict_mode_rejects_a_duplicate_naming_file_and_line(tmp_path):

@@ -64,11 +64,11 @@ def test_streaming_the_top_depth_equals_reading_all_then_cutting(tmp_path):
             assert read_run(path, depth=depth).scores == _top(read_run(path), depth)
 
 
-def test_a_run_repeating_a_document_keeps_its_first_occurrence_when_streamed(tmp_path):
+def test_a_run_repeating_a_document_keeps_its_highest_score_when_streamed(tmp_path):
     path = tmp_path / "dup.run"
     path.write_text("q1 Q0 d1 1 1.0 t\nq1 Q0 d2 2 0.5 t\nq1 Q0 d3 3 0.4 t\nq1 Q0 d3 4 9.0 t\n")
     streamed, whole = read_run(path, depth=2), read_run(path)
-    assert streamed.scores == _top(whole, 2) == {"q1": {"d1": 1.0, "d2": 0.5}}
+    assert streamed.scores == _top(whole, 2) == {"q1": {"d3": 9.0, "d1": 1.0}}
     assert streamed.duplicates == whole.duplicates == 1
 
 

@@ -5,8 +5,9 @@ are the real qrels of CAsT 2019-2022 and iKAT 2023/2024 (a seeded sample of quer
 some judgments turned into -1, trec_eval's "in the pool but unjudged"), and seeded random
 runs made to hit the edges: many tied scores, negative and scientific scores, duplicate
 documents (trec_eval refuses a file with duplicates, so it gets the file with the
-duplicates removed, first kept), queries missing from the run, queries not in the qrels,
-empty rankings, at depth none and 25. Per query and on the `all` line.
+duplicates removed, the highest-scored copy kept), queries missing from the run, queries not
+in the qrels, empty rankings, at depth none and 25. Per query and on the `all` line. Then
+small files at the edges of the file formats, each given to both as it is.
 """
 
 from __future__ import annotations
@@ -88,13 +89,16 @@ def random_run(qrels: Qrels, rng: random.Random, folder: Path) -> tuple[Path, Pa
             score = text.format(int(value)) if text == "{:d}" else text.format(value)
             lines.append((qid, docid, score))
     full, deduplicated = folder / "run.txt", folder / "run-dedup.txt"
-    seen: set[tuple[str, str]] = set()
+    best: dict[tuple[str, str], int] = {}  # (qid, docid) -> the line of its highest score (the first of equals)
+    for number, (qid, docid, score) in enumerate(lines):
+        if (qid, docid) not in best or float(score) > float(lines[best[qid, docid]][2]):
+            best[qid, docid] = number
+    kept = set(best.values())
     with full.open("w") as out_full, deduplicated.open("w") as out_dedup:
-        for rank, (qid, docid, score) in enumerate(lines, start=1):
-            line = f"{qid} Q0 {docid} {rank} {score} rnd\n"
+        for number, (qid, docid, score) in enumerate(lines):
+            line = f"{qid} Q0 {docid} {number + 1} {score} rnd\n"
             out_full.write(line)
-            if (qid, docid) not in seen:
-                seen.add((qid, docid))
+            if number in kept:
                 out_dedup.write(line)
     return full, deduplicated
 
@@ -150,3 +154,41 @@ def test_every_accepted_measure_equals_trec_eval_per_query_and_all(trec_eval, tm
     for family in compared:
         print(f"{family:<11} {compared[family]:>15}  {worst[family]:.2g}")
     assert not mismatches, mismatches[:20]
+
+
+# Real CAsT 2019 judgments of query 31_1 (grades 0-3) and a run over their documents; each
+# case as (qrels, run, depth).
+_Q = "".join(f"31_1 Q0 CAR_{doc} {grade}\n" for doc, grade in (
+    ("116d829c4c800c2fc70f11692fec5e8c7e975250", 0), ("1463f964653c5c9f614a0a88d26b175e4a8120f1", 1),
+    ("172e16e89ea3d5546e53384a27c3be299bcfe968", 2), ("2174ad0aa50712ff24035c23f59a3c2b43267650", 3)))
+_R = ("31_1 Q0 CAR_1463f964653c5c9f614a0a88d26b175e4a8120f1 1 3.0 r\n"
+      "31_1 Q0 CAR_172e16e89ea3d5546e53384a27c3be299bcfe968 2 2.0 r\n"
+      "31_1 Q0 CAR_2174ad0aa50712ff24035c23f59a3c2b43267650 3 1.0 r\n")
+EDGES = {
+    "comment lines": ("# judged by NIST\n" + _Q, "# run 1\n   # indented\n" + _R, None),
+    "a qrels line starting with '#' is a comment, not query '#31_1'": (
+        _Q.replace("\n", "\n#31_1 0 CAR_x 1\n", 1), _R, None),
+    "a no-break space inside an id": (_Q, _R.replace("CAR_172e", "CAR_\u00a0172e"), None),
+    "signed rank": (_Q, _R.replace(" 1 3.0", " +1 3.0"), None),
+    "a duplicate below the depth: the higher copy is ranked": (
+        _Q, "31_1 Q0 CAR_172e16e89ea3d5546e53384a27c3be299bcfe968 1 0.5 r\n" + _R, 2),
+    "CRLF line ends": (_Q.replace("\n", "\r\n"), _R.replace("\n", "\r\n"), None),
+}
+
+
+@pytest.mark.parametrize("case", EDGES)
+def test_files_at_the_edges_of_the_format_equal_trec_eval(trec_eval, tmp_path, case):
+    qrels_text, run_text, depth = EDGES[case]
+    qrels_path, run_path = tmp_path / "qrels.txt", tmp_path / "run.txt"
+    qrels_path.write_bytes(qrels_text.encode())
+    run_path.write_bytes(run_text.encode())
+    ours = evaluate(read_qrels(qrels_path), read_run(run_path), list(MEASURES), depth=depth)
+    canonical = dict(zip(MEASURES, ours.measures, strict=True))
+    for level in (1, 2):
+        theirs = trec_eval_values(trec_eval, qrels_path, run_path, level, depth)
+        for measure, (trec_name, measure_level, cut) in MEASURES.items():
+            if measure_level != level or cut is not None:
+                continue
+            value = theirs[trec_name, "all"]
+            value = 1 - value if trec_name.startswith("unj_") else value
+            assert abs(ours.means[canonical[measure]] - value) <= 5e-5, (case, measure)

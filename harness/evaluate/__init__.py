@@ -15,7 +15,10 @@ ir-measures leaves to the caller, this module pins down so that every value equa
 - `all`: counts (NumQ, NumRel, NumRet) are summed, every other measure averaged over all
   qrels queries;
 - unjudged queries: a query in the run but not in the qrels is ignored (and counted);
-- duplicates: a repeated (qid, docid) in the run keeps its first occurrence (counted).
+- duplicates: a repeated (qid, docid) in the run keeps its highest-scored occurrence
+  (counted; see harness.trec);
+- a qrels query whose grades are all negative is refused: trec_eval (and pytrec_eval, in
+  this process) stops or crashes on it.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from harness.evaluate.measures import family, parse_measures
+from harness.errors import HarnessError, InputError
 from harness.trec import Qrels, Run, read_run
 
 __all__ = ["Evaluation", "Evaluator", "RunFileOptions", "evaluate", "evaluate_files", "parse_measures"]
@@ -49,6 +53,18 @@ class Evaluation:
         return len(next(iter(self.per_query.values()), {}))
 
 
+def _check_scorable(qrels: Qrels) -> None:
+    """trec_eval sizes its relevance levels by a query's highest grade: with none at 0 or
+    above it stops with "Can't calculate measure" or reads out of bounds, and pytrec_eval,
+    the same C code, would take this process down with it."""
+    for qid, grades in qrels.judgments.items():
+        if grades and max(grades.values()) < 0:
+            message = (f"query {qid!r} has only negative grades ({', '.join(map(str, sorted(set(grades.values()))))}): "
+                       "trec_eval cannot score such a query (it stops or crashes); grade one of its documents "
+                       "0 or above, or leave the query out")
+            raise InputError(qrels.path, message) if qrels.path else HarnessError(f"qrels {qrels.name}: {message}")
+
+
 def canonical_scores(run: Run, qid: str, depth: int | None) -> dict[str, float]:
     """One ranking in trec_eval's order, cut to depth, scored n, n-1, ..., 1."""
     ranking = run.ranked(qid, depth)
@@ -63,6 +79,7 @@ class Evaluator:
         import ir_measures
 
         parsed = parse_measures(measures)
+        _check_scorable(qrels)
         self.qrels = qrels
         self.measures = [str(m) for m in parsed]
         self._names = {measure: str(measure) for measure in parsed}

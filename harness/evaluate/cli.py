@@ -63,7 +63,7 @@ def _report_coverage(evaluation: Evaluation, qrels_path: str) -> None:
     if evaluation.unjudged_queries:
         notes.append(f"{len(evaluation.unjudged_queries)} unjudged in the run (ignored)")
     if evaluation.duplicates:
-        notes.append(f"{evaluation.duplicates} duplicate documents dropped (first kept)")
+        notes.append(f"{evaluation.duplicates} duplicate documents dropped (highest score kept)")
     print(f"{evaluation.run_name}: " + "; ".join(notes), file=sys.stderr)
 
 

@@ -148,7 +148,7 @@ class TaskRuntime:
             if missing:
                 verdict.warnings.append(Message("warning", "coverage", f"{missing} turns have no results (scored 0)", display))
         if run.duplicates:
-            verdict.warnings.append(Message("warning", "duplicate", f"{run.duplicates} repeated documents (first kept)", display))
+            verdict.warnings.append(Message("warning", "duplicate", f"{run.duplicates} repeated documents (highest score kept)", display))
         with open_input(path) as handle:
             verdict.run_name = next((line.split()[5] for line in handle if len(line.split()) == 6), "")
         return verdict
