@@ -123,7 +123,7 @@ def open_input(path: str | Path, *, newline: str | None = None, encoding: str = 
     return TextInput(path, io.TextIOWrapper(raw, encoding=encoding, newline=newline))
 
 
-def read_input(path: str | Path) -> str:
+def read_input(path: str | Path, *, encoding: str = "utf-8-sig") -> str:
     """The whole text of a user's input file, read as `open_input` reads it."""
-    with open_input(path) as handle:
+    with open_input(path, encoding=encoding) as handle:
         return handle.read()

@@ -225,6 +225,11 @@ def _bad_ids(passage: dict) -> None:
     passage["id"] = "x"
 
 
+def _both_spellings(run: dict) -> None:
+    """turn_id, then turnId: json_format reads the object in order, so the later one counts."""
+    run["turns"][0]["turnId"] = "bogus_1"
+
+
 # (name, years, edit, deliberate difference: the harness check that marks it, or None)
 VARIANTS: list[tuple[str, tuple[int, ...], Edit, str | None]] = [
     ("no-run-name-field", (2023, 2024), _at("run_name", delete=True), None),
@@ -282,6 +287,14 @@ VARIANTS: list[tuple[str, tuple[int, ...], Edit, str | None]] = [
     ("ptkb-string-2024", (2024,), _at(*R0, "ptkb_provenance", value=["1"]), None),
     ("ptkb-spaced-string-2024", (2024,), _at(*R0, "ptkb_provenance", value=[" 1"]), None),
     ("eval-response-word-2024", (2024,), _at("eval_response", value="yes"), None),
+    ("text-unpaired-surrogate", (2023, 2024), _at(*R0, "text", value="\ud800"), None),
+    ("turn-id-both-spellings", (2023, 2024), _both_spellings, None),
+    ("score-integer-beyond-any-float", (2023, 2024), _at(*P0, "score", value=10**400), None),
+    ("score-quoted-float32-max", (2023, 2024), _at(*P0, "score", value="3.4028235e38"), "passage-score-order"),
+    ("turn-number-leading-zero", (2023, 2024),
+     lambda run: run["turns"][0].update(turn_id=run["turns"][0]["turn_id"].replace("_", "_0")), "turn-id-known"),
+    ("response-empty-list", (2023, 2024), _at("turns", 0, "responses", 0, value=[]), "schema"),
+    ("passage-empty-string", (2023, 2024), _at(*P0, value=""), "schema"),
 ]
 
 
@@ -380,6 +393,12 @@ VARIANTS_2025: list[tuple[str, Edit2025, str | None]] = [
     ("turn-id-missing", _first(lambda e: e.pop("turn_id")), None),
     ("turn-repeated", lambda lines: [*lines, lines[0]], "turn-repeated"),
     ("not-json", lambda lines: ["{oops", *lines[1:]], None),
+    ("byte-order-mark", lambda lines: ["\ufeff" + json.dumps(lines[0]), *lines[1:]], None),
+    ("line-ends-not-json-whitespace", lambda lines: [json.dumps(lines[0]) + "\x0c\u00a0\u2028", *lines[1:]], None),
+    ("extra-line-without-turn-id", lambda lines: [*lines, {k: v for k, v in lines[0].items() if k != "turn_id"}], None),
+    ("reference-score-integer-beyond-any-float",
+     _first(lambda e: e["references"].update({next(iter(e["references"])): 10**400})), None),
+    ("run-type-list", _first(lambda e: e["metadata"].update(run_type=["automatic"])), None),
 ]
 UPSTREAM_WARNINGS_2025 = {"references", "metadata"}  # the checks whose warnings upstream prints
 
@@ -458,6 +477,7 @@ def test_to_trec_2025_equals_generate_run(tmp_path, shipped_passages):
     rng = random.Random(7)
     for line in lines:
         line["references"] = {pid: rng.choice([3.0, 3.0000001, 2.5, 1e-7]) for pid in line["references"]}
+        line["metadata"]["run_id"] = 7  # not a string: printed as generate_run.py prints it
     submission = tmp_path / "run.jsonl"
     submission.write_text("".join(json.dumps(line) + "\n" for line in lines))
     theirs_path, ours_path = tmp_path / "official.run", tmp_path / "harness.run"
@@ -467,3 +487,4 @@ def test_to_trec_2025_equals_generate_run(tmp_path, shipped_passages):
     theirs = [line.split() for line in theirs_path.read_text().splitlines()]
     ours = sorted((line.split() for line in ours_path.read_text().splitlines()), key=lambda f: f[0])
     assert [(f[0], f[2], f[4]) for f in ours] == trec_eval_order(theirs)
+    assert {f[5] for f in ours} == {f[5] for f in theirs} == {"7"}

@@ -300,7 +300,7 @@ def _many_references(entry: dict) -> None:
 
 
 BROKEN_2025: list[tuple[str, str, Edit, str]] = [
-    ("turn-id", "error", _del("turn_id"), None),
+    ("turn-id", "warning", _del("turn_id"), None),  # upstream counts no turn for the line; coverage decides
     ("metadata", "error", _del("metadata", "team_id"), "1-1_1"),
     ("metadata", "error", _set(["metadata", "run_type"], "semi"), "1-1_1"),
     ("references", "error", _set(["references"], ["clueweb22-en0004-67-08978:7"]), "1-1_1"),

@@ -67,7 +67,9 @@ def _scalar_problem(kind: str, value: Any) -> str | None:
     "-Infinity" (and "inf", or "1e39" which overflows a float32) as scores; a score must
     order passages, so here a non-finite score is refused."""
     if kind == "string":
-        return None if isinstance(value, str) else f"{value!r} is not a string"
+        if not isinstance(value, str):
+            return f"{value!r} is not a string"
+        return None if _encodable(value) else f"{value[:40]!r} holds an unpaired surrogate (protobuf refuses it)"
     if kind == "bool":
         return None if isinstance(value, bool) else f"{value!r} is not true or false"
     if kind == "int32":
@@ -80,7 +82,17 @@ def _scalar_problem(kind: str, value: Any) -> str | None:
         return f"{value!r} is not a number"
     if not math.isfinite(number):
         return f"{value!r} is not a finite number"
-    return None if abs(number) <= FLOAT32_MAX else f"{value!r} is too large for a 32-bit float"
+    # a quoted number is stored rounded to float32: "3.4028235e38" becomes its largest value
+    return None if math.isfinite(float32(number)) else f"{value!r} is too large for a 32-bit float"
+
+
+def _encodable(text: str) -> bool:
+    """Valid Unicode: JSON's \\ud800 escapes decode to lone surrogates, which UTF-8 cannot hold."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def protobuf_int(value: Any) -> int | None:
@@ -109,6 +121,8 @@ def protobuf_float(value: Any) -> float | None:
         return None
     try:
         return float(value)
+    except OverflowError:
+        return math.inf  # an integer beyond any float: json_format stops on it ("int too large")
     except (TypeError, ValueError):
         return {"Infinity": math.inf, "-Infinity": -math.inf, "NaN": math.nan}.get(value) if isinstance(value, str) else None
 
@@ -147,10 +161,10 @@ def _schema_problems(value: Any, schema: Any, path: str) -> Iterator[tuple[str, 
 
 
 def _field(record: dict, name: str, default: Any) -> Any:
-    for key in (name, _camel(name)):
-        if record.get(key) is not None:
-            return record[key]
-    return default
+    """A field under either spelling; with both, the later key in the object wins, as in
+    json_format (which reads the object in order), and null is the default."""
+    keys = [key for key in record if key in (name, _camel(name))]
+    return default if not keys or record[keys[-1]] is None else record[keys[-1]]
 
 
 def parse_submission(raw: dict, year: int) -> Submission:
@@ -209,8 +223,10 @@ def _required_fields(ctx: Context) -> Iterator[Finding]:
 @check("schema", JSON_YEARS, structural=True)
 def _schema(ctx: Context) -> Iterator[Finding]:
     """Field names and types as run.proto defines them, read as protobuf's ParseDict reads
-    them (fatal). Deliberate difference: a non-finite score (the quoted "NaN", "Infinity",
-    which protobuf takes) is refused here, since a score must order passages."""
+    them (fatal). Deliberate differences: a non-finite score (the quoted "NaN", "Infinity",
+    which protobuf takes) is refused here, since a score must order passages; and a response
+    or passage written as `[]` or `""`, which protobuf's parser takes for an empty message,
+    is refused as not an object."""
     if not isinstance(ctx.raw, dict):
         return
     turns = ctx.raw.get("turns")
@@ -292,7 +308,10 @@ def _topics_covered(ctx: Context) -> Iterator[Finding]:
 
 @check("turn-id-known", JSON_YEARS)
 def _turn_id_known(ctx: Context) -> Iterator[Finding]:
-    """The turn exists in the topics (upstream: its number is within 1..turns of its topic)."""
+    """The turn exists in the topics (upstream: its number is within 1..turns of its topic).
+    Deliberate difference: upstream reads the numbers with int(), so `9-1_01`, `9-1_ 1`,
+    `9-1_+1` pass there; here the id must be the topic's own, since the run's lines would
+    never meet the qrels' `9-1_1`."""
     for turn in (t for t in ctx.submission.turns if _well_formed(t.turn_id, ctx.year)):
         topic = ctx.turn_topic(turn.turn_id)
         if topic is None:

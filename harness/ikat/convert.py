@@ -24,11 +24,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness.errors import InputError, read_input
+from harness.errors import InputError
 from harness.ikat.checks_2023 import float32
 from harness.ikat.checks_2025 import is_score_map
 from harness.ikat.submission import YEARS, Submission
-from harness.ikat.validate import decode_lines, guess_year, read_submission
+from harness.ikat.validate import decode_lines, guess_year, read_submission, submission_text
 from harness.trec import canonical_order, write_run
 
 Rankings = dict[str, list[tuple[str, float]]]
@@ -92,7 +92,7 @@ def _rankings_2025(path: Path) -> TrecRuns:
     passages: Rankings = {}
     ptkb: Rankings = {}
     run_name = None
-    for line, entry in decode_lines(read_input(path)):
+    for line, entry in decode_lines(submission_text(path)):
         if isinstance(entry, json.JSONDecodeError) or not isinstance(entry, dict):
             raise InputError(path, "not a JSON object", line=line)
         turn_id = entry.get("turn_id")
@@ -100,10 +100,14 @@ def _rankings_2025(path: Path) -> TrecRuns:
         if not isinstance(turn_id, str) or not isinstance(references, dict):
             raise InputError(path, "expected turn_id (string) and references {passage id: score}", line=line)
         metadata = entry.get("metadata") if isinstance(entry.get("metadata"), dict) else {}
-        run_name = run_name or metadata.get("run_id")
+        if run_name is None and metadata.get("run_id") is not None:
+            run_name = str(metadata["run_id"])  # the first line's, as text (generate_run.py prints it)
         if not is_score_map(references):
             raise InputError(path, "reference scores must be finite numbers", line=line)
-        passages[turn_id] = canonical_order((pid, _printed_2025(score)) for pid, score in references.items())
+        try:
+            passages[turn_id] = canonical_order((pid, _printed_2025(score)) for pid, score in references.items())
+        except OverflowError:
+            raise InputError(path, "a reference score is too large for a floating-point number", line=line) from None
         ids: dict[str, None] = {}
         for response in entry.get("responses", []):
             for statement in response.get("ptkb_provenance", []) if isinstance(response, dict) else []:
@@ -116,7 +120,7 @@ def _rankings_2025(path: Path) -> TrecRuns:
 def read_rankings(path: str | Path, year: int | None = None) -> TrecRuns:
     """The passage and PTKB rankings of an iKAT submission of any year."""
     path = Path(path)
-    year = year or guess_year(path, read_input(path))
+    year = year or guess_year(path, submission_text(path))
     if YEARS[year].json_lines:
         return _rankings_2025(path)
     submission, year = read_submission(path, year)

@@ -95,8 +95,22 @@ def _bare_ptkb(raw: dict) -> bool:
 
 def decode_lines(text: str) -> list[tuple[int, Any]]:
     """(line number, value or its JSONDecodeError) per non-blank line (harness.jsonl). Lines end
-    at '\n' only, as in a file read line by line: a JSON string may hold U+2028 or U+0085."""
-    return list(jsonl.decode(text.split("\n")))
+    at '\n' only, as in a file read line by line: a JSON string may hold U+2028 or U+0085. Each
+    line is stripped first, as the official 2025 validator strips it (str.strip: a form feed, a
+    no-break space or U+2028 at either end is not JSON whitespace, yet passes there)."""
+    return list(jsonl.decode(map(str.strip, text.split("\n"))))
+
+
+_BOM_PROBLEM = ("starts with a byte-order mark (U+FEFF), on which the official iKAT tools stop "
+                "('Unexpected UTF-8 BOM'): save the file without it")
+
+
+def submission_text(path: Path) -> str:
+    """A submission's text as the official tools read it: UTF-8, a byte-order mark refused."""
+    text = read_input(path, encoding="utf-8")
+    if text.startswith("\ufeff"):
+        raise InputError(path, _BOM_PROBLEM, line=1)
+    return text
 
 
 def validate_file(
@@ -115,12 +129,15 @@ def validate_file(
     `passages` the collection's passage ids, to check that every cited passage exists.
     """
     path = Path(path)
-    text = read_input(path)
-    year = year or guess_year(path, text)
+    text = read_input(path, encoding="utf-8")
+    year = year or guess_year(path, text.removeprefix("\ufeff"))
     if year not in YEARS:
         raise HarnessError(f"iKAT year must be one of {', '.join(map(str, YEARS))}, not {year}")
     ctx = Context(year, topic_index(topics), passages=passages)
     report = ValidationReport(path, year)
+    if text.startswith("\ufeff"):
+        report.findings.append(error("bom", _BOM_PROBLEM, line=1))
+        return report
     if YEARS[year].json_lines:
         ctx.entries = decode_lines(text)
         report.turns = len(ctx.entries)
@@ -159,7 +176,7 @@ def _file_order(ctx: Context) -> Callable[[Finding], int]:
 def read_submission(path: str | Path, year: int | None = None) -> tuple[Submission, int]:
     """A 2023/2024 run file as a `Submission`; a file that is not well-formed is an InputError."""
     path = Path(path)
-    text = read_input(path)
+    text = submission_text(path)
     year = year or guess_year(path, text)
     if YEARS[year].json_lines:
         raise HarnessError(f"{year} files are JSON Lines; read them with harness.ikat.convert")
