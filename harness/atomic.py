@@ -12,12 +12,15 @@ from __future__ import annotations
 import fcntl
 import os
 import shutil
+import stat
 import sys
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import IO
+from typing import IO, TypeVar
+
+from harness.errors import HarnessError
 
 
 @contextmanager
@@ -26,23 +29,59 @@ def atomic_write(path: str | Path, mode: str = "w", encoding: str | None = "utf-
 
     An exception (or a kill) leaves the previous file, if any, untouched; the temp file
     is removed on exceptions and is never mistaken for a finished output because its
-    name starts with '.' and ends with '.tmp'.
+    name starts with '.' and ends with '.tmp'. A symlink's target is written (the link
+    stays); a device or a pipe (`/dev/null`, `/dev/stdout`) is written to as it is, never
+    replaced. A target that cannot be written (a folder, a read-only folder, a file where
+    a folder should be) is a HarnessError naming it.
     """
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    remove_leftovers(path.parent, f".{path.name}", ".tmp")
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.{os.getpid()}.", suffix=".tmp", dir=path.parent)
-    os.fchmod(fd, 0o666 & ~_umask())  # mkstemp makes 0600; outputs get the usual permissions
+    target = Path(os.path.realpath(path))
     binary = "b" in mode
+    kind = _kind(target)
+    if kind == "folder":
+        raise HarnessError(f"cannot write {path}: it is a folder")
+    if kind == "special":
+        with _opened(path, lambda: open(target, mode, encoding=None if binary else encoding)) as handle:
+            yield handle
+        return
+    fd, tmp_name = _opened(path, lambda: _temp_file(target))
     try:
         with os.fdopen(fd, mode, encoding=None if binary else encoding) as handle:
             yield handle
             handle.flush()
             os.fsync(handle.fileno())
-        os.replace(tmp_name, path)
+        _opened(path, lambda: os.replace(tmp_name, target))
     except BaseException:
         Path(tmp_name).unlink(missing_ok=True)
         raise
+
+
+def _kind(target: Path) -> str | None:
+    """'folder', 'special' (a device, pipe or socket), 'file', or None where nothing is yet."""
+    try:
+        mode = target.stat().st_mode
+    except OSError:
+        return None
+    return "folder" if stat.S_ISDIR(mode) else "file" if stat.S_ISREG(mode) else "special"
+
+
+def _temp_file(target: Path) -> tuple[int, str]:
+    target.parent.mkdir(parents=True, exist_ok=True)
+    remove_leftovers(target.parent, f".{target.name}", ".tmp")
+    fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.{os.getpid()}.", suffix=".tmp", dir=target.parent)
+    os.fchmod(fd, 0o666 & ~_umask())  # mkstemp makes 0600; outputs get the usual permissions
+    return fd, tmp_name
+
+
+T = TypeVar("T")
+
+
+def _opened(path: Path, action: Callable[[], T]) -> T:
+    """`action()`, its OSError (permission denied, a file where a folder should be) as a HarnessError."""
+    try:
+        return action()
+    except OSError as error:
+        raise HarnessError(f"cannot write {path}: {error.strerror or error}") from None
 
 
 def _umask() -> int:

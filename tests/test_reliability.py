@@ -12,6 +12,7 @@ import math
 import os
 import random
 import signal
+import stat
 import subprocess
 import sys
 import time
@@ -99,6 +100,40 @@ def test_output_naming_a_file_is_a_one_line_error(tmp_path, capsys):
         assert main(argv) == 2
         err = capsys.readouterr().err
         assert err.count("\n") == 1 and "is a file, expected a folder" in err, err
+
+
+def test_an_output_through_a_symlink_writes_its_target_and_keeps_the_link(tmp_path):
+    target, link = tmp_path / "real" / "board.md", tmp_path / "board.md"
+    target.parent.mkdir()
+    target.write_text("old\n")
+    link.symlink_to(target)
+    with atomic_write(link) as handle:
+        handle.write("new\n")
+    assert link.is_symlink() and target.read_text() == "new\n"
+
+
+def test_an_output_to_a_device_writes_to_it_and_leaves_it_a_device(tmp_path):
+    device = tmp_path / "null"
+    try:
+        os.mknod(device, stat.S_IFCHR | 0o666, os.makedev(1, 3))  # /dev/null's numbers
+    except PermissionError:
+        pytest.skip("creating a device needs CAP_MKNOD")
+    with atomic_write(device) as handle:
+        handle.write("discarded\n")
+    assert stat.S_ISCHR(device.stat().st_mode)
+
+
+@pytest.mark.parametrize("where", ["a folder", "below a file"])
+def test_an_output_that_cannot_be_written_is_a_one_line_error(tmp_path, capsys, where):
+    runs = [tmp_path / "a.run", tmp_path / "b.run"]
+    for run in runs:
+        run.write_text("31_1 Q0 CAR_1 1 1.0 r\n")
+    output = tmp_path if where == "a folder" else runs[0] / "board.md"
+    qrels = tmp_path / "q.txt"
+    qrels.write_text("31_1 0 CAR_1 1\n")
+    assert main(["compare", "--qrels", str(qrels), *map(str, runs), "--measures", "P@1", "--output", str(output)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"cannot write {output}" in err, err
 
 
 # --- temp files and children of dead processes -------------------------------------------
