@@ -38,12 +38,17 @@ from pathlib import Path
 from typing import Any
 
 from harness.atomic import atomic_write
-from harness.errors import InputError, TextInput, open_input
+from harness.errors import HarnessError, InputError, TextInput, open_input
 
 
 SCORE = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
 INTEGER = re.compile(r"[+-]?[0-9]+")
 _ASCII_FIELDS = re.compile(r"[^ \t\n\r\f\v]+")
+_SEPARATOR = re.compile(r"[ \t\n\r\f\v]")  # what splits a TREC line's fields (C's isspace)
+
+
+def _field_ok(text: str) -> bool:
+    return bool(text) and not _SEPARATOR.search(text)
 
 
 @dataclass(frozen=True)
@@ -307,13 +312,19 @@ def write_run(
     `printed`, each score is printed by it unchanged, ties kept: the rankings must then
     already be in canonical order (`canonical_order`). Returns the number of lines written.
     """
-    if not tag or any(c.isspace() for c in tag):
-        raise ValueError(f"run tag {tag!r} must be non-empty and contain no whitespace")
+    if not _field_ok(tag):
+        raise HarnessError(f"run tag {tag!r} must be non-empty and contain no whitespace")
     written = 0
     with atomic_write(path) as out:
         for qid, ranking in rankings:
+            if not _field_ok(qid):
+                raise HarnessError(f"cannot write {path}: query id {qid!r} is empty or holds whitespace, "
+                                   "which would shift the fields of a TREC run line")
             previous: float | None = None
             for rank, (docid, score) in enumerate(ranking, start=1):
+                if not docid or _SEPARATOR.search(docid):
+                    raise HarnessError(f"cannot write {path}: query {qid!r}: document id {docid!r} is empty or "
+                                       "holds whitespace, which would shift the fields of a TREC run line")
                 if printed is not None:
                     out.write(f"{qid} Q0 {docid} {rank} {printed(score)} {tag}\n")
                     written += 1

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from harness.errors import HarnessError
 from harness.trec import maxp, passage_document, read_run, write_run
 from tests.conftest import CAST2021_DOC_RUNS, CAST2021_PASSAGE_RUNS
 
@@ -21,6 +22,23 @@ def test_tied_scores_are_written_strictly_decreasing_so_trec_eval_keeps_the_orde
     write_run(path, [("q1", [("a", 1.0), ("b", 1.0), ("c", 1.0)])], tag="t")
     assert [line.split()[4] for line in path.read_text().splitlines()] == ["1.000000", "0.999999", "0.999998"]
     assert [docid for docid, _ in read_run(path).ranked("q1")] == ["a", "b", "c"]
+
+
+@pytest.mark.parametrize("qid, docid, tag", [
+    ("31_1", "CAR_1 extra", "t"), ("31_1", "CAR_1\nq 0 x 1 1 t", "t"), ("31_1", "", "t"),
+    ("31 1", "CAR_1", "t"), ("", "CAR_1", "t"), ("31_1", "CAR_1", "a b"), ("31_1", "CAR_1", ""),
+])
+def test_no_line_is_written_with_a_field_that_would_shift_the_others(tmp_path, qid, docid, tag):
+    path = tmp_path / "r.run"
+    with pytest.raises(HarnessError, match="empty|whitespace"):
+        write_run(path, [(qid, [(docid, 1.0)])], tag=tag)
+    assert not path.exists() and not list(tmp_path.iterdir())
+
+
+def test_a_no_break_space_stays_inside_an_id(tmp_path):
+    path = tmp_path / "r.run"
+    write_run(path, [("31_1", [("CAR_\u00a01", 1.0)])], tag="t")
+    assert read_run(path).ranked("31_1") == [("CAR_\u00a01", 1.0)]
 
 
 def test_a_failure_mid_stream_leaves_no_file_and_no_temp_file(tmp_path):
