@@ -43,6 +43,7 @@ from harness.errors import HarnessError, InputError, TextInput, open_input
 
 SCORE = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
 INTEGER = re.compile(r"[+-]?[0-9]+")
+GRADE_LIMIT = 2**31  # grades are C ints in trec_eval and pytrec_eval
 _ASCII_FIELDS = re.compile(r"[^ \t\n\r\f\v]+")
 _SEPARATOR = re.compile(r"[ \t\n\r\f\v]")  # what splits a TREC line's fields (C's isspace)
 
@@ -281,6 +282,9 @@ def read_qrels(path: str | Path, *, name: str | None = None) -> Qrels:
         if not INTEGER.fullmatch(grade):
             raise InputError(path, f"grade {grade!r} is not an integer", line=number)
         grade_value = int(grade)
+        if not -GRADE_LIMIT <= grade_value < GRADE_LIMIT:
+            raise InputError(path, f"grade {grade} is out of range ({-GRADE_LIMIT} to {GRADE_LIMIT - 1}): "
+                                   "pytrec_eval would wrap it around, scoring the query 0, or fail", line=number)
         key = (qid, docid)
         if key in seen_at:
             raise InputError(

@@ -65,6 +65,10 @@ def _refuse(name: str, reason: str) -> HarnessError:
     return HarnessError(f"measure {name!r} is refused: {reason}")
 
 
+# trec_eval keeps cutoffs and relevance levels in C ints: beyond, pytrec_eval fails or wraps around
+C_INT_MAX = 2**31 - 1
+
+
 def check_measure(name: str, measure) -> Family:
     """The family of a parsed measure, or a one-line error saying why it cannot equal trec_eval."""
     family_name = measure.NAME
@@ -86,13 +90,13 @@ def check_measure(name: str, measure) -> Family:
     if cutoff is not None:
         if family.cutoff == "none":
             raise _refuse(name, f"{family_name} takes no cutoff")
-        if not isinstance(cutoff, int) or isinstance(cutoff, bool) or cutoff < 1:
-            raise _refuse(name, f"the cutoff must be a whole number of documents, 1 or more, not {cutoff!r}")
+        if not isinstance(cutoff, int) or isinstance(cutoff, bool) or not 1 <= cutoff <= C_INT_MAX:
+            raise _refuse(name, f"the cutoff must be a whole number of documents from 1 to {C_INT_MAX}, not {cutoff!r}")
     if rel is not None:
         if not family.rel:
             raise _refuse(name, f"{family_name} takes no rel= (it uses the graded judgments)")
-        if not isinstance(rel, int) or isinstance(rel, bool) or rel < 1:
-            raise _refuse(name, f"rel= must be a grade of 1 or more (trec_eval -l), not {rel!r}")
+        if not isinstance(rel, int) or isinstance(rel, bool) or not 1 <= rel <= C_INT_MAX:
+            raise _refuse(name, f"rel= must be a grade from 1 to {C_INT_MAX} (trec_eval -l), not {rel!r}")
         if family_name == "NumRel" and rel != 1:
             raise _refuse(name, "pytrec_eval counts num_rel at level 1 whatever the level; use NumRet(rel=k) "
                                 "for relevant retrieved at level k")
