@@ -13,6 +13,7 @@ import json
 import os
 import time
 from pathlib import Path
+from collections.abc import Iterable
 from typing import Any
 
 # Files this large are hashed once per version (file_sha256): a 100 GB corpus is not read
@@ -127,3 +128,18 @@ def _remember(memo: Path, record: dict[str, Any]) -> None:
             json.dump(record, handle)
     except OSError:
         pass  # a read-only cache only costs the next reader a re-hash
+
+
+def refuse_overwriting(inputs: Iterable[str | Path | None], outputs: Iterable[tuple[str, str | Path | None]]) -> None:
+    """A command's outputs ((option, path) pairs) must not name one of its input files or each
+    other: writing would destroy the input, or the later output the earlier one."""
+    from harness.errors import HarnessError
+
+    seen: dict[str, str] = {os.path.realpath(path): "an input" for path in inputs if path is not None}
+    for option, path in outputs:
+        if path is None:
+            continue
+        real = os.path.realpath(path)
+        if real in seen:
+            raise HarnessError(f"{option} {path} would overwrite {seen[real]}: choose another file")
+        seen[real] = f"the {option} file"

@@ -171,3 +171,24 @@ def test_cli_from_trec_writes_a_valid_submission(tmp_path, ikat2023, bm25_rankin
     assert code == 0
     assert main(["ikat", "validate", str(out), "--topics", str(topics_path(2023)), "--quiet"]) == 0
     assert [t["turn_id"] for t in json.loads(out.read_text())["turns"]] == [t.qid for t in ikat2023.turns]
+
+
+@pytest.mark.parametrize("change, message", [
+    ({}, "none of its"),  # a CAsT run: not one of its queries is an iKAT turn
+    ({"--benchmark": "cast2021"}, "takes an iKAT benchmark"),
+    ({"--run-type": "semi-automatic"}, "is not one of automatic, manual"),
+    ({"--depth": "0"}, "must be a whole number from 1 to 1000"),
+    ({"--depth": "2000"}, "must be a whole number from 1 to 1000"),
+])
+def test_from_trec_refuses_what_would_make_an_empty_or_invalid_submission(tmp_path, capsys, change, message):
+    from tests.conftest import CAST2021_DOC_RUNS
+
+    options = {"--benchmark": "ikat2023", "--year": "2023", "--run-name": "x", "--output": str(tmp_path / "s.json"),
+               **change}
+    argv = ["ikat", "from-trec", str(CAST2021_DOC_RUNS[0]), *[item for pair in options.items() for item in pair]]
+    try:
+        code = main(argv)
+    except SystemExit as stop:  # argparse's own usage error
+        code = stop.code
+    assert code == 2 and message in capsys.readouterr().err
+    assert not (tmp_path / "s.json").exists()

@@ -26,7 +26,7 @@ from harness.cli import main
 from harness.errors import HarnessError
 from harness.paths import REPO_ROOT, file_in
 from harness.trec import read_run
-from tests.conftest import CAST2021_DOC_RUNS, interruptible
+from tests.conftest import CAST2021_DOC_RUNS, CAST2021_QRELS, interruptible
 from tests.test_ikat_validate import _edit_line, failing_checks, run_2025, validate  # noqa: F401
 
 TAG = "ikat2023-test.raw.bm25"
@@ -134,6 +134,39 @@ def test_an_output_that_cannot_be_written_is_a_one_line_error(tmp_path, capsys, 
     assert main(["compare", "--qrels", str(qrels), *map(str, runs), "--measures", "P@1", "--output", str(output)]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and f"cannot write {output}" in err, err
+
+
+def _overwriting_commands(tmp_path: Path) -> dict[str, tuple[list[str], Path]]:
+    """(argv, the file it must leave as it was) per command that reads and writes files."""
+    from harness.paths import data_root
+
+    sample = tmp_path / "sample.json"
+    sample.write_bytes((data_root() / "ikat" / "2023" / "scripts" / "run_validation" / "tests" / "data" /
+                        "sample_run.json").read_bytes())
+    corpus = tmp_path / "corpus.jsonl"
+    corpus.write_text('{"id": "d1", "contents": "One sentence. Another one."}\n')
+    runs = [tmp_path / f"{i}.run" for i in range(2)]
+    for run, source in zip(runs, CAST2021_DOC_RUNS):
+        run.write_bytes(source.read_bytes())
+    return {
+        "to-trec over its input": (["ikat", "to-trec", str(sample), "--output", str(sample)], sample),
+        "to-trec's two outputs": (["ikat", "to-trec", str(sample), "--output", str(tmp_path / "x.run"),
+                                   "--ptkb-out", str(tmp_path / "x.run")], sample),
+        "segment over its corpus": (["segment", str(corpus), "--output", str(corpus), "--splitter", "fast"], corpus),
+        "compare over a run": (["compare", "--qrels", str(CAST2021_QRELS), *map(str, runs), "--measures", "P@5",
+                                "--output", str(runs[1])], runs[1]),
+    }
+
+
+@pytest.mark.parametrize("case", ["to-trec over its input", "to-trec's two outputs", "segment over its corpus",
+                                  "compare over a run"])
+def test_an_output_naming_an_input_or_another_output_is_refused(tmp_path, capsys, case):
+    argv, kept = _overwriting_commands(tmp_path)[case]
+    before = kept.read_bytes()
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "would overwrite" in err, err
+    assert kept.read_bytes() == before and not (tmp_path / "x.run").exists()
 
 
 # --- temp files and children of dead processes -------------------------------------------

@@ -9,6 +9,7 @@ from pathlib import Path
 from harness.cli import add_output
 from harness.corpus.segment import SPLITTERS, segment_corpus
 from harness.corpus.readers import open_corpus
+from harness.paths import refuse_overwriting
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -33,6 +34,7 @@ def run(args: argparse.Namespace) -> int:
     from harness.scale.engines import engine_spec, start_engine
 
     spec = engine_spec(args)
+    refuse_overwriting([args.corpus] if Path(args.corpus).is_file() else [], [("--output", args.out)])
     if spec.name == "local" and args.shard_docs is None:
         count = segment_corpus(open_corpus(args.corpus), args.out, splitter=args.splitter, processes=args.processes)
     else:

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from harness.cli import add_output
 from harness.ikat.submission import YEARS
+from harness.paths import refuse_overwriting
 from harness.topics.model import Conversation
 
 
@@ -52,7 +53,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     from_trec.add_argument("--run-type", default="automatic")
     from_trec.add_argument("--team-id", default="", help="2025 metadata.team_id")
     from_trec.add_argument("--ptkb-run", type=Path, help="a TREC run of PTKB statements per turn")
-    from_trec.add_argument("--depth", type=int, default=1000, help="passages per turn (at most 1000)")
+    from_trec.add_argument("--depth", type=_provenance_depth, default=1000, help="passages per turn (1 to 1000)")
     from_trec.set_defaults(ikat_run=_from_trec)
 
 
@@ -91,6 +92,7 @@ def _to_trec(args: argparse.Namespace) -> int:
     from harness.ikat.convert import to_trec
 
     out = args.out or args.run.with_suffix(".run")
+    refuse_overwriting([args.run], [("--output", out), ("--ptkb-out", args.ptkb_out)])
     runs = to_trec(args.run, out, args.ptkb_out, args.year, args.tag)
     print(f"{out}: {sum(map(len, runs.passages.values()))} passages over {len(runs.passages)} turns", file=sys.stderr)
     if args.ptkb_out is not None:
@@ -98,13 +100,37 @@ def _to_trec(args: argparse.Namespace) -> int:
     return 0
 
 
+def _provenance_depth(text: str) -> int:
+    from harness.ikat.submission import PROVENANCE_LIMIT
+
+    if not text.strip().isdigit() or not 1 <= int(text) <= PROVENANCE_LIMIT:
+        raise argparse.ArgumentTypeError(f"must be a whole number from 1 to {PROVENANCE_LIMIT}, not {text!r}")
+    return int(text)
+
+
 def _from_trec(args: argparse.Namespace) -> int:
+    from harness.errors import HarnessError
     from harness.ikat.submission import build_submission, write_submission
     from harness.topics import load
     from harness.trec import read_run
 
+    if not args.benchmark.startswith("ikat"):
+        raise HarnessError(f"--benchmark {args.benchmark!r}: from-trec writes iKAT submissions, so it takes an iKAT "
+                           "benchmark (ikat2023, ikat2024, ikat2025)")
+    if args.run_type not in YEARS[args.year].run_types:
+        raise HarnessError(f"--run-type {args.run_type!r} is not one of {', '.join(sorted(YEARS[args.year].run_types))} "
+                           f"(iKAT {args.year})")
+    refuse_overwriting([args.trec_run, args.ptkb_run], [("--output", args.out)])
     benchmark = load(args.benchmark)
     run = read_run(args.trec_run)
+    turns = [turn.qid for conversation in benchmark.conversations for turn in conversation.turns]
+    answered = set(run.scores) & set(turns)
+    if not answered:
+        raise HarnessError(f"{args.trec_run}: none of its {len(run.scores)} queries is a turn of {args.benchmark} "
+                           f"(its first is {next(iter(run.scores))!r}; {args.benchmark}'s first turn is {turns[0]!r})")
+    if len(answered) < len(turns):
+        print(f"{args.trec_run}: {len(turns) - len(answered)} of {len(turns)} turns of {args.benchmark} have no "
+              "passages in the run (written with none)", file=sys.stderr)
     rankings = {qid: run.ranked(qid) for qid in run.scores}
     ptkb = None
     if args.ptkb_run is not None:

@@ -19,6 +19,7 @@ from harness.report.compare import Leaderboard, leaderboard
 from harness.report.formats import FORMATS, write_report
 from harness.report.model import Report
 from harness.report.stats import CORRECTIONS, DEFAULT_RESAMPLES, DEFAULT_SEED, TESTS, Resampling
+from harness.paths import refuse_overwriting
 from harness.trec import read_qrels
 
 
@@ -57,9 +58,10 @@ def run(args: argparse.Namespace) -> int:
     if args.resamples < 1:
         raise HarnessError(f"--resamples must be positive, not {args.resamples}")
     measures, depth, separator = measure_settings(args)
+    files = runs(args)
+    refuse_overwriting([args.qrels, *files], [("--output", args.out)])
     evaluator = Evaluator(read_qrels(args.qrels), measures)
     options = RunFileOptions(passage_separator=separator, depth=depth)  # as `harness eval` reads them
-    files = runs(args)
     evaluations = [evaluate_file(evaluator, path, options)
                    for path in tqdm(files, desc="evaluating runs", unit="run", file=sys.stderr, disable=len(files) < 3)]
     board = leaderboard(
