@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import math
 import sys
+from collections.abc import Callable
 
 from harness.errors import HarnessError
 
@@ -42,6 +44,28 @@ def runs(args: argparse.Namespace) -> list[str]:
     if not given:
         raise HarnessError("give at least one run file")
     return given
+
+
+def number_in(low: float, high: float, *, whole: bool = False, open_low: bool = False) -> Callable[[str], float]:
+    """An argparse type: a finite number (a whole one with `whole`) from low to high, else a
+    usage error saying so (not a traceback, not a NaN carried into every result)."""
+
+    def parse(text: str) -> float:
+        try:
+            value = int(text) if whole else float(text)
+        except ValueError:
+            value = None
+        if value is None or not math.isfinite(value) or not (low < value if open_low else low <= value) \
+                or value > high:
+            kind = "a whole number" if whole else "a number"
+            if high == math.inf:
+                bounds = f"above {low}" if open_low else f"of {low} or more" if low != -math.inf else ""
+            else:
+                bounds = f"above {low} and at most {high}" if open_low else f"from {low} to {high}"
+            raise argparse.ArgumentTypeError(f"must be {kind} {bounds}, not {text!r}".replace("  ", " "))
+        return value
+
+    return parse
 
 
 def add_output(parser: argparse.ArgumentParser, dest: str = "out", **kwargs) -> None:

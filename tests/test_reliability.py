@@ -359,3 +359,21 @@ def test_sigkill_while_writing_then_rerun_leaves_nothing_and_the_same_bytes(sing
     assert code == 0, err
     assert not _leftovers(out)
     assert (out / f"{TAG}.run").read_bytes() == (finished / f"{TAG}.run").read_bytes()
+
+
+@pytest.mark.parametrize("command, option, value", [
+    ("compare", "--alpha", "5"), ("compare", "--alpha", "nan"), ("compare", "--alpha", "0"),
+    ("compare", "--seed", "-1"), ("compare", "--resamples", "0"), ("compare", "--arena-bootstrap", "0"),
+    ("arena", "--k", "nan"), ("arena", "--k", "-1"), ("arena", "--initial", "inf"), ("arena", "--seed", "-1"),
+])
+def test_a_number_option_out_of_its_range_is_a_usage_error(capsys, command, option, value):
+    from harness.paths import data_root
+
+    if command == "compare":
+        argv = ["compare", "--qrels", str(CAST2021_QRELS), *map(str, CAST2021_DOC_RUNS[:2]), "--measures", "P@5"]
+    else:
+        argv = ["arena", "--votes", str(data_root() / "crsarena" / "votes_open.csv")]
+    with pytest.raises(SystemExit) as stop:
+        main([*argv, f"{option}={value}"])
+    err = capsys.readouterr().err
+    assert stop.value.code == 2 and f"argument {option}: must be a" in err and "Traceback" not in err

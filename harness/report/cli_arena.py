@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from harness.cli import number_in
 from harness.errors import HarnessError
 from harness.report import arena as arena_lib
 from harness.report.arena import Arena, EloSettings
@@ -24,10 +26,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--dialogues", action="append", default=[], metavar="JSON",
                         help="CRSArena-Dial dialogue file(s): satisfaction rate per system")
     parser.add_argument("--format", choices=["table", "json", "md"], default="table")
-    parser.add_argument("--seed", type=int, default=42, help="bootstrap seed (default 42)")
-    parser.add_argument("--bootstrap", type=int, default=1000, help="bootstrap resamples (default 1000)")
-    parser.add_argument("--initial", type=float, default=1000.0, help="initial Elo rating (default 1000)")
-    parser.add_argument("--k", type=float, default=16.0, help="Elo K factor (default 16)")
+    parser.add_argument("--seed", type=number_in(0, 2**32 - 1, whole=True), default=42, help="bootstrap seed (default 42)")
+    parser.add_argument("--bootstrap", type=number_in(1, math.inf, whole=True), default=1000,
+                        help="bootstrap resamples (default 1000)")
+    parser.add_argument("--initial", type=number_in(-math.inf, math.inf), default=1000.0,
+                        help="initial Elo rating (default 1000)")
+    parser.add_argument("--k", type=number_in(0, math.inf, open_low=True), default=16.0, help="Elo K factor (default 16)")
     parser.add_argument("--ties", choices=sorted(arena_lib.TIE_CONVENTIONS), default="half",
                         help="Bradley-Terry: a tie is half a win for each side, or dropped (default half)")
 
@@ -37,7 +41,7 @@ def build_arena(
     settings: EloSettings = EloSettings(), ties: str = "half",
 ) -> Arena:
     if resamples < 1:
-        raise HarnessError(f"--bootstrap must be positive, not {resamples}")
+        raise HarnessError(f"bootstrap resamples must be positive, not {resamples}")
     votes = [vote for path in vote_files for vote in arena_lib.read_votes(path)]
     conversations = [c for path in dialogue_files for c in read_dialogues(path)]
     return arena_lib.arena(votes, conversations=conversations, settings=settings, ties=ties,

@@ -4,12 +4,13 @@ depth / conversation / any qid grouping, optional arena ratings, as md, csv, jso
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 from pathlib import Path
 
 from tqdm import tqdm
 
-from harness.cli import add_output, add_runs, runs
+from harness.cli import add_output, add_runs, number_in, runs
 from harness.errors import HarnessError
 from harness.evaluate import Evaluator, RunFileOptions, evaluate_file
 from harness.evaluate.cli import measure_settings
@@ -35,10 +36,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--test", choices=TESTS.names(), default="paired-t", help="paired test (default paired-t)")
     parser.add_argument("--correction", choices=CORRECTIONS.names(), default="holm",
                         help="multiple-testing correction over all runs x baselines x measures (default holm)")
-    parser.add_argument("--alpha", type=float, default=0.05, help="significance level (default 0.05)")
-    parser.add_argument("--resamples", type=int, default=DEFAULT_RESAMPLES,
+    parser.add_argument("--alpha", type=number_in(0, 1, open_low=True), default=0.05,
+                        help="significance level, above 0 to 1 (default 0.05)")
+    parser.add_argument("--resamples", type=number_in(1, math.inf, whole=True), default=DEFAULT_RESAMPLES,
                         help=f"resamples of the permutation / bootstrap tests (default {DEFAULT_RESAMPLES})")
-    parser.add_argument("--seed", type=int, default=DEFAULT_SEED, help=f"random seed (default {DEFAULT_SEED})")
+    parser.add_argument("--seed", type=number_in(0, 2**32 - 1, whole=True), default=DEFAULT_SEED,
+                        help=f"random seed (default {DEFAULT_SEED})")
     parser.add_argument("--format", choices=FORMATS.names(), default="md")
     add_output(parser, help="write the report here (atomically) instead of stdout")
     parser.add_argument("--topics", metavar="BENCHMARK",
@@ -48,15 +51,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--groups", help="break results down by a 'qid group' file")
     parser.add_argument("--arena-votes", nargs="+", metavar="CSV", help="add arena ratings from these vote files")
     parser.add_argument("--dialogues", nargs="+", metavar="JSON", help="CRSArena dialogues for satisfaction rates")
-    parser.add_argument("--arena-bootstrap", type=int, default=1000,
+    parser.add_argument("--arena-bootstrap", type=number_in(1, math.inf, whole=True), default=1000,
                         help="bootstrap resamples of the Bradley-Terry intervals (default 1000)")
 
 
 def run(args: argparse.Namespace) -> int:
     if args.group_field and not args.topics:
         raise HarnessError("--group-field needs --topics (the benchmark whose turns carry that field)")
-    if args.resamples < 1:
-        raise HarnessError(f"--resamples must be positive, not {args.resamples}")
     measures, depth, separator = measure_settings(args)
     files = runs(args)
     refuse_overwriting([args.qrels, *files], [("--output", args.out)])
