@@ -241,3 +241,14 @@ def test_index_built_inside_the_jvm_equals_a_child_jvms(tmp_path):
     child = build_index(corpus, tmp_path / "child", threads=1, in_process=False)
     inside = build_index(corpus, tmp_path / "inside", threads=1)
     assert lucene_contents(inside) == lucene_contents(child)
+
+
+@pytest.mark.parametrize("params, message", [
+    ({"k1": -1}, "k1 must be a number of 0 or more"), ({"k1": float("nan")}, "k1 must be"),
+    ({"b": 7}, "b must be a number from 0 to 1"), ({"b": "0.4"}, "b must be"),
+    ({"rm3": True, "fb_terms": 0}, "fb_terms must be a whole number of 1 or more"),
+    ({"rm3": True, "original_weight": 1.5}, "original_weight must be a number from 0 to 1"),
+])
+def test_a_bm25_setting_lucene_would_refuse_is_a_clear_error_before_any_index_work(params, message):
+    with pytest.raises(HarnessError, match=message):
+        BM25("no-such-index", **params)

@@ -15,6 +15,7 @@ corpus (built on first use). Two backends give the same hits:
 from __future__ import annotations
 
 import gc
+import math
 import os
 import sys
 from collections.abc import Iterator, Sequence
@@ -37,6 +38,14 @@ BACKENDS = ("numpy", "pyserini")
 PYSERINI_BATCH = 64
 
 
+def _check_range(name: str, value: object, low: float, high: float, *, whole: bool = False) -> None:
+    number = isinstance(value, int) if whole else isinstance(value, (int, float))
+    if isinstance(value, bool) or not number or not math.isfinite(value) or not low <= value <= high:
+        kind = "a whole number" if whole else "a number"
+        bounds = f"of {low} or more" if high == math.inf else f"from {low} to {high}"
+        raise HarnessError(f"bm25 {name} must be {kind} {bounds}, not {value!r}")
+
+
 class BM25:
     def __init__(
         self,
@@ -54,6 +63,11 @@ class BM25:
     ) -> None:
         if backend not in BACKENDS:
             raise HarnessError(f"bm25 backend must be one of {', '.join(BACKENDS)}, not {backend!r}")
+        _check_range("k1", k1, 0, math.inf)  # Lucene's BM25Similarity refuses the rest, as a Java exception
+        _check_range("b", b, 0, 1)
+        _check_range("original_weight", original_weight, 0, 1)
+        _check_range("fb_terms", fb_terms, 1, math.inf, whole=True)
+        _check_range("fb_docs", fb_docs, 1, math.inf, whole=True)
         self.threads = threads or os.cpu_count() or 1
         self.maxp = maxp
         self.rm3 = rm3
