@@ -23,7 +23,9 @@ def decode(lines: Iterable[str]) -> Iterator[tuple[int, Any]]:
     for number, line in enumerate(lines, start=1):
         if line.strip():
             try:
-                yield number, json.loads(line)
+                # without its line end: an error at the end of the line is placed there, not at
+                # column 1 of a line that follows it
+                yield number, json.loads(line.rstrip("\r\n"))
             except json.JSONDecodeError as problem:
                 yield number, problem
 

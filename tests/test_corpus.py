@@ -107,8 +107,8 @@ def test_jsonl_malformed_line_names_file_and_line(tmp_path):
     converted = [json.dumps({"id": json.loads(line)["doc_id"], "contents": "x"}) for line in lines]
     path = tmp_path / "broken.jsonl"
     path.write_text("\n".join([converted[0], converted[1][:-5], converted[2]]) + "\n", encoding="utf-8")
-    with pytest.raises(InputError, match=r"broken\.jsonl:2: invalid JSON"):
-        list(open_corpus(str(path)).documents())
+    with pytest.raises(InputError, match=rf"broken\.jsonl:2: invalid JSON: .* \(column {len(converted[1]) - 4}\)"):
+        list(open_corpus(str(path)).documents())  # just past the cut end, not column 1
 
 
 def test_jsonl_record_without_text_field_is_rejected(tmp_path):

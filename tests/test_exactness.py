@@ -164,6 +164,13 @@ def test_plain_decimal_and_scientific_scores_are_read_as_trec_eval_reads_them(tm
     assert read_run(path).scores["106_1"]["KILT_1"] == float(score)
 
 
+@pytest.mark.parametrize("separator", ["", " "])
+def test_an_empty_or_blank_passage_separator_is_refused(capsys, separator):
+    assert main(["eval", "--qrels", str(CAST2021_QRELS), "--run", str(CAST2021_DOC_RUNS[0]),
+                 "--passage-separator", separator]) == 2
+    assert "--passage-separator must be" in capsys.readouterr().err
+
+
 # --- 6. a bad measure name is a one-line error ---------------------------------------------
 
 

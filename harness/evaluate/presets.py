@@ -88,5 +88,8 @@ def measure_settings(measures: Sequence[str] | None, preset: str | None, depth: 
     depth = depth if depth is not None else (chosen.depth if chosen else None)
     if depth is not None and depth < 1:
         raise HarnessError(f"--depth must be a positive number of documents, not {depth}")
+    if passage_separator is not None and (not passage_separator or passage_separator.isspace()):
+        raise HarnessError(f"--passage-separator must be the character(s) between a document id and its passage "
+                           f"number, such as '-' or ':', not {passage_separator!r}")
     separator = passage_separator or (chosen.passage_separator if chosen else None)
     return measures, depth, separator
