@@ -67,6 +67,9 @@ def test_rewrites_without_a_file_or_with_a_bad_line_is_one_sentence(tmp_path):
     bad.write_text("31_1 no tab here\n", encoding="utf-8")
     with pytest.raises(InputError, match="bad.tsv:1: expected 'qid<TAB>text'"):
         list(stream(load("cast2019").conversations, f"rewrites:{bad}"))
+    bad.write_text("31_1\tWhat is throat cancer?\tmanual\n", encoding="utf-8")  # a third column
+    with pytest.raises(InputError, match="bad.tsv:1: expected 'qid<TAB>text', found 3 tab-separated fields"):
+        list(stream(load("cast2019").conversations, f"rewrites:{bad}"))
 
 
 def test_rewrites_are_read_as_every_user_file_is_bom_away_folder_one_line(tsv, tmp_path):

@@ -84,9 +84,18 @@ def test_2024_sample_run_is_a_valid_complete_submission():
     assert report.findings == []
 
 
-def test_year_is_guessed_from_the_file():
+def test_year_is_guessed_from_the_file(tmp_path):
     assert validate_file(SAMPLE_2024, TOPICS[2024]).year == 2024
     assert validate_file(SAMPLES_2023 / "sample_run.json", TOPICS[2023]).year == 2023
+    cut = tmp_path / "cut.json"  # a 2023 run cut short: still 2023, reported as not JSON
+    cut.write_text((SAMPLES_2023 / "sample_run.json").read_text(encoding="utf-8")[:5000], encoding="utf-8")
+    report = validate_file(cut, TOPICS[2023])
+    assert report.year == 2023 and [f.check for f in report.errors] == ["json"]
+
+
+def test_a_topics_file_that_does_not_exist_is_named(capsys):
+    assert main(["ikat", "validate", str(SAMPLES_2023 / "sample_run.json"), "--topics", "nope.json"]) == 2
+    assert "--topics nope.json: no such file" in capsys.readouterr().err
 
 
 # --- one test per remaining 2023/2024 check: the valid sample with one thing broken -----------

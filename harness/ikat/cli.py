@@ -67,6 +67,10 @@ def load_topics(spec: str) -> tuple[Conversation, ...]:
     from harness.topics.ikat import read_topics
 
     path = Path(spec)
+    if not path.exists() and (path.suffix or len(path.parts) > 1):  # a file name, not a benchmark name
+        from harness.errors import HarnessError
+
+        raise HarnessError(f"--topics {spec}: no such file (give a topics file or a benchmark name such as ikat2023)")
     return read_topics(path) if path.exists() else load(spec).conversations
 
 

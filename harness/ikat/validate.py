@@ -75,7 +75,13 @@ def guess_year(path: Path, text: str) -> int:
     try:
         raw = json.loads(text)
     except json.JSONDecodeError:
-        return 2025 if path.suffix == ".jsonl" or text.lstrip().startswith("{") else 2023
+        # JSON Lines if its first line is a whole object (a cut-off 2023 file starts with "{" too)
+        first = next((line for line in text.split("\n") if line.strip()), "")
+        try:
+            whole_line = isinstance(json.loads(first), dict)
+        except json.JSONDecodeError:
+            whole_line = False
+        return 2025 if path.suffix == ".jsonl" or whole_line else 2023
     if isinstance(raw, dict) and "metadata" in raw:
         return 2025
     if isinstance(raw, dict) and ("eval_response" in raw or _bare_ptkb(raw)):
