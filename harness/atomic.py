@@ -35,15 +35,15 @@ def atomic_write(path: str | Path, mode: str = "w", encoding: str | None = "utf-
     a folder should be) is a HarnessError naming it.
     """
     path = Path(path)
-    target = Path(os.path.realpath(path))
     binary = "b" in mode
-    kind = _kind(target)
+    kind = _kind(path)  # through symlinks: /dev/stdout is a link to a pipe or a terminal
     if kind == "folder":
         raise HarnessError(f"cannot write {path}: it is a folder")
     if kind == "special":
-        with _opened(path, lambda: open(target, mode, encoding=None if binary else encoding)) as handle:
+        with _opened(path, lambda: open(path, mode, encoding=None if binary else encoding)) as handle:
             yield handle
         return
+    target = Path(os.path.realpath(path))  # a symlink's file is replaced, not the link
     fd, tmp_name = _opened(path, lambda: _temp_file(target))
     try:
         with os.fdopen(fd, mode, encoding=None if binary else encoding) as handle:

@@ -118,9 +118,12 @@ def test_an_output_to_a_device_writes_to_it_and_leaves_it_a_device(tmp_path):
         os.mknod(device, stat.S_IFCHR | 0o666, os.makedev(1, 3))  # /dev/null's numbers
     except PermissionError:
         pytest.skip("creating a device needs CAP_MKNOD")
-    with atomic_write(device) as handle:
-        handle.write("discarded\n")
-    assert stat.S_ISCHR(device.stat().st_mode)
+    link = tmp_path / "stdout"  # as /dev/stdout links to a terminal or a pipe
+    link.symlink_to(device)
+    for output in (device, link):
+        with atomic_write(output) as handle:
+            handle.write("discarded\n")
+    assert stat.S_ISCHR(device.stat().st_mode) and link.is_symlink()
 
 
 @pytest.mark.parametrize("where", ["a folder", "below a file"])
