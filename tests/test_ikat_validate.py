@@ -335,11 +335,13 @@ def test_2025_check_fires_on_its_own_breakage(tmp_path, run_2025, check, level, 
 def test_2025_missing_and_extra_turns_are_errors(tmp_path, run_2025):
     path = _edit_line(run_2025, tmp_path / "run.jsonl", _set(["turn_id"], "99-1_1"))
     report = validate(path, 2025, partial=False)
-    assert failing_checks(report) == {"turns-covered"}
+    assert failing_checks(report) == {"turns-covered", "turns-known"}
     assert {(f.turn, f.message) for f in report.errors} == {
         ("1-1_1", "turn missing from the file"),
         ("99-1_1", "turn is not in the topics"),
     }
+    partial = validate(path, 2025, partial=True)  # a partial file may miss turns, not invent them
+    assert {(f.turn, f.message) for f in partial.errors} == {("99-1_1", "turn is not in the topics")}
 
 
 def test_2025_repeated_turn_is_a_warning(tmp_path, run_2025):
@@ -358,7 +360,7 @@ def test_2025_bad_json_line_is_an_error(tmp_path, run_2025):
 def test_every_registered_check_is_exercised_above():
     exercised = {row[0] for row in BROKEN_2023 + BROKEN_2025} | {
         "schema", "turn-count", "topics-covered", "max-warnings", "json", "json-object",
-        "turns-covered", "turn-repeated", "ptkb-present", "passage-count", "passage-exists",
+        "turns-covered", "turns-known", "turn-repeated", "ptkb-present", "passage-count", "passage-exists",
     }  # fmt: skip
     assert set(CHECKS.names()) <= exercised
 

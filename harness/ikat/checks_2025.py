@@ -156,15 +156,25 @@ def _response_length(ctx: Context) -> Iterator[Finding]:
             )
 
 
+def _submitted_and_expected(ctx: Context) -> tuple[set[str], set[str]]:
+    submitted = {turn_id for _, _, turn_id in _objects(ctx) if turn_id is not None}
+    return submitted, {qid for topic in ctx.topics.values() for qid in topic.turn_ids}
+
+
 @check("turns-covered", JSONL_YEARS)
 def _turns_covered(ctx: Context) -> Iterator[Finding]:
-    """Every turn of the topics, and no other, appears in the file (errors)."""
-    submitted = {turn_id for _, _, turn_id in _objects(ctx) if turn_id is not None}
-    expected = {qid for topic in ctx.topics.values() for qid in topic.turn_ids}
+    """Every turn of the topics appears in the file (errors; skipped for a partial file)."""
+    submitted, expected = _submitted_and_expected(ctx)
     for turn_id in sorted(expected - submitted):
         yield error("turns-covered", "turn missing from the file", turn_id)
+
+
+@check("turns-known", JSONL_YEARS)
+def _turns_known(ctx: Context) -> Iterator[Finding]:
+    """No turn outside the topics appears in the file (errors, as upstream; a partial file too)."""
+    submitted, expected = _submitted_and_expected(ctx)
     for turn_id in sorted(submitted - expected):
-        yield error("turns-covered", "turn is not in the topics", turn_id)
+        yield error("turns-known", "turn is not in the topics", turn_id)
 
 
 @check("turn-repeated", JSONL_YEARS)
