@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import fcntl
 import os
+import re
 import shutil
 import stat
 import sys
@@ -36,9 +37,14 @@ def atomic_write(path: str | Path, mode: str = "w", encoding: str | None = "utf-
     """
     path = Path(path)
     binary = "b" in mode
-    kind = _kind(path)  # through symlinks: /dev/stdout is a link to a pipe or a terminal
+    descriptor = _standard_stream(path)
+    if descriptor is not None:  # /dev/stdout redirected to a file: write where the shell writes, as `>` does
+        with os.fdopen(os.dup(descriptor), mode, encoding=None if binary else encoding) as handle:
+            yield handle
+        return
+    kind = _kind(path)  # through symlinks
     if kind == "folder":
-        raise HarnessError(f"cannot write {path}: it is a folder")
+        raise OutputError(f"cannot write {path}: it is a folder")
     if kind == "special":
         with _opened(path, lambda: open(path, mode, encoding=None if binary else encoding)) as handle:
             yield handle
@@ -54,6 +60,24 @@ def atomic_write(path: str | Path, mode: str = "w", encoding: str | None = "utf-
     except BaseException:
         Path(tmp_name).unlink(missing_ok=True)
         raise
+
+
+class OutputError(HarnessError, OSError):
+    """An output that cannot be written: a HarnessError for the CLI's one line, an OSError for
+    callers that may go on without it (a cache)."""
+
+
+_DESCRIPTOR = re.compile(r"/dev/(?:std(out|err)|fd/(\d+))|/proc/(?:self|\d+)/fd/(\d+)")
+
+
+def _standard_stream(path: Path) -> int | None:
+    """The descriptor a /dev/stdout, /dev/stderr, /dev/fd/N or /proc/self/fd/N path names: such a
+    path may resolve to the very file the shell redirected to, which must not be replaced."""
+    match = _DESCRIPTOR.fullmatch(str(path))
+    if match is None:
+        return None
+    stream, *numbers = match.groups()
+    return {"out": 1, "err": 2}[stream] if stream else int(next(n for n in numbers if n))
 
 
 def _kind(target: Path) -> str | None:
@@ -81,7 +105,7 @@ def _opened(path: Path, action: Callable[[], T]) -> T:
     try:
         return action()
     except OSError as error:
-        raise HarnessError(f"cannot write {path}: {error.strerror or error}") from None
+        raise OutputError(f"cannot write {path}: {error.strerror or error}") from None
 
 
 def _umask() -> int:

@@ -59,10 +59,11 @@ def number_in(low: float, high: float, *, whole: bool = False, open_low: bool = 
                 or value > high:
             kind = "a whole number" if whole else "a number"
             if high == math.inf:
-                bounds = f"above {low}" if open_low else f"of {low} or more" if low != -math.inf else ""
+                bounds = f" above {low}" if open_low else f" of {low} or more" if low != -math.inf else ""
             else:
-                bounds = f"above {low} and at most {high}" if open_low else f"from {low} to {high}"
-            raise argparse.ArgumentTypeError(f"must be {kind} {bounds}, not {text!r}".replace("  ", " "))
+                bounds = f" above {low} and at most {high}" if open_low else f" from {low} to {high}"
+            raise argparse.ArgumentTypeError(f"must be {'a finite ' + kind[2:] if not bounds else kind}{bounds}, "
+                                             f"not {text!r}")
         return value
 
     return parse

@@ -137,8 +137,8 @@ def refuse_overwriting(inputs: Iterable[str | Path | None], outputs: Iterable[tu
 
     seen: dict[str, str] = {os.path.realpath(path): "an input" for path in inputs if path is not None}
     for option, path in outputs:
-        if path is None:
-            continue
+        if path is None or (os.path.exists(path) and not os.path.isfile(path)):
+            continue  # a device (/dev/null) may take several outputs
         real = os.path.realpath(path)
         if real in seen:
             raise HarnessError(f"{option} {path} would overwrite {seen[real]}: choose another file")

@@ -45,7 +45,8 @@ SCORE = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
 INTEGER = re.compile(r"[+-]?[0-9]+")
 GRADE_LIMIT = 2**31  # grades are C ints in trec_eval and pytrec_eval
 _ASCII_FIELDS = re.compile(r"[^ \t\n\r\f\v]+")
-_SEPARATOR = re.compile(r"[ \t\n\r\f\v]")  # what splits a TREC line's fields (C's isspace)
+# what splits a TREC line's fields: C's isspace, and 0x1C-0x1F, which the reader's str.split splits at too
+_SEPARATOR = re.compile(r"[ \t\n\r\f\v\x1c-\x1f]")
 
 
 def _field_ok(text: str) -> bool:

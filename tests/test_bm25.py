@@ -252,3 +252,11 @@ def test_index_built_inside_the_jvm_equals_a_child_jvms(tmp_path):
 def test_a_bm25_setting_lucene_would_refuse_is_a_clear_error_before_any_index_work(params, message):
     with pytest.raises(HarnessError, match=message):
         BM25("no-such-index", **params)
+
+
+def test_bm25_settings_are_checked_before_an_index_is_built(tmp_path, monkeypatch):
+    monkeypatch.setenv("HARNESS_CACHE", str(tmp_path / "cache"))
+    corpus = Corpus("two", lambda: iter([Document("d1", "one text"), Document("d2", "another text")]))
+    with pytest.raises(HarnessError, match="bm25 k1 must be"):
+        build("bm25", corpus=corpus, k1=-1)
+    assert not (tmp_path / "cache").exists()

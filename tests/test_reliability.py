@@ -380,3 +380,25 @@ def test_a_number_option_out_of_its_range_is_a_usage_error(capsys, command, opti
         main([*argv, f"{option}={value}"])
     err = capsys.readouterr().err
     assert stop.value.code == 2 and f"argument {option}: must be a" in err and "Traceback" not in err
+
+
+def test_an_output_to_dev_stdout_redirected_to_a_file_keeps_what_the_shell_wrote(tmp_path):
+    out = tmp_path / "out.txt"
+    write = "from harness.atomic import atomic_write\nwith atomic_write('/dev/stdout') as h: h.write('report\\n')"
+    subprocess.run(["sh", "-c", f'{{ echo header; "{sys.executable}" -c "{write}"; echo footer; }} > "{out}"'],
+                   check=True, timeout=60)
+    assert out.read_text() == "header\nreport\nfooter\n"
+
+
+def test_a_cache_entry_that_cannot_be_written_costs_only_a_rehash(tmp_path, monkeypatch):
+    """An unwritable output is an OSError too, which a cache writer may ignore."""
+    from harness import paths
+
+    monkeypatch.setattr("harness.paths.MEMO_BYTES", 0)
+    monkeypatch.setattr("harness.paths.SETTLED_NS", 0)
+    monkeypatch.setenv("HARNESS_CACHE", str(tmp_path / "cache"))
+    corpus = tmp_path / "c.jsonl"
+    corpus.write_text('{"id": "d1", "contents": "x"}\n')
+    memo = tmp_path / "cache" / "digests" / f"{paths.hashlib.sha256(os.fsencode(corpus.resolve())).hexdigest()[:32]}.json"
+    memo.mkdir(parents=True)  # a folder where the memo file should go
+    assert paths.file_sha256(corpus) == paths.hashlib.sha256(corpus.read_bytes()).hexdigest()

@@ -96,7 +96,8 @@ def _to_trec(args: argparse.Namespace) -> int:
     from harness.ikat.convert import to_trec
 
     out = args.out or args.run.with_suffix(".run")
-    refuse_overwriting([args.run], [("--output", out), ("--ptkb-out", args.ptkb_out)])
+    refuse_overwriting([args.run], [("--output" if args.out else "the default output", out),
+                                    ("--ptkb-out", args.ptkb_out)])
     runs = to_trec(args.run, out, args.ptkb_out, args.year, args.tag)
     print(f"{out}: {sum(map(len, runs.passages.values()))} passages over {len(runs.passages)} turns", file=sys.stderr)
     if args.ptkb_out is not None:

@@ -45,7 +45,7 @@ def _records(path: Path):
         qid, tab, text = line.partition("\t")
         if not tab or not qid.strip():
             raise InputError(path, "expected 'qid<TAB>text'", line=number)
-        if "\t" in text.rstrip("\r"):  # a third column would silently become part of the query
+        if "\t" in text.rstrip():  # a third column would silently become part of the query
             raise InputError(path, f"expected 'qid<TAB>text', found {line.count(chr(9)) + 1} tab-separated fields",
                              line=number)
         yield number, qid.strip(), text

@@ -60,7 +60,8 @@ def run(args: argparse.Namespace) -> int:
         raise HarnessError("--group-field needs --topics (the benchmark whose turns carry that field)")
     measures, depth, separator = measure_settings(args)
     files = runs(args)
-    refuse_overwriting([args.qrels, *files], [("--output", args.out)])
+    inputs = [args.qrels, *files, args.groups, *(args.arena_votes or []), *(args.dialogues or [])]
+    refuse_overwriting(inputs, [("--output", args.out)])
     evaluator = Evaluator(read_qrels(args.qrels), measures)
     options = RunFileOptions(passage_separator=separator, depth=depth)  # as `harness eval` reads them
     evaluations = [evaluate_file(evaluator, path, options)

@@ -38,6 +38,20 @@ BACKENDS = ("numpy", "pyserini")
 PYSERINI_BATCH = 64
 
 
+# (low, high, whole) per setting: Lucene's BM25Similarity and Anserini's RM3 refuse the rest,
+# as a Java exception in the middle of a run
+SETTING_RANGES = {"k1": (0, math.inf, False), "b": (0, 1, False), "original_weight": (0, 1, False),
+                  "fb_terms": (1, math.inf, True), "fb_docs": (1, math.inf, True)}
+
+
+def check_settings(**settings: object) -> None:
+    """A one-line error for a setting out of its range (before any index is built or read)."""
+    for name, value in settings.items():
+        if name in SETTING_RANGES:
+            low, high, whole = SETTING_RANGES[name]
+            _check_range(name, value, low, high, whole=whole)
+
+
 def _check_range(name: str, value: object, low: float, high: float, *, whole: bool = False) -> None:
     number = isinstance(value, int) if whole else isinstance(value, (int, float))
     if isinstance(value, bool) or not number or not math.isfinite(value) or not low <= value <= high:
@@ -63,11 +77,7 @@ class BM25:
     ) -> None:
         if backend not in BACKENDS:
             raise HarnessError(f"bm25 backend must be one of {', '.join(BACKENDS)}, not {backend!r}")
-        _check_range("k1", k1, 0, math.inf)  # Lucene's BM25Similarity refuses the rest, as a Java exception
-        _check_range("b", b, 0, 1)
-        _check_range("original_weight", original_weight, 0, 1)
-        _check_range("fb_terms", fb_terms, 1, math.inf, whole=True)
-        _check_range("fb_docs", fb_docs, 1, math.inf, whole=True)
+        check_settings(k1=k1, b=b, original_weight=original_weight, fb_terms=fb_terms, fb_docs=fb_docs)
         self.threads = threads or os.cpu_count() or 1
         self.maxp = maxp
         self.rm3 = rm3
@@ -182,6 +192,7 @@ def _index_folder(index: str) -> tuple[str, str | None]:
 def bm25(corpus: Corpus | None = None, *, index: str | None = None, **params) -> BM25:
     """Factory: `index` wins; else the corpus's cached index (built on first use)."""
     check_parameters("bm25", BM25, "index", **params)
+    check_settings(**params)
     if index is None:
         if corpus is None:
             raise HarnessError("bm25 needs an index (folder or pyserini prebuilt name) or a corpus")
