@@ -246,7 +246,8 @@ def test_deliberate_difference_first_score_above_1e9_draws_no_warning(tmp_path):
 
 
 def test_deliberate_difference_2025_non_numeric_scores_are_errors(tmp_path):
-    line = {"metadata": {"team_id": "t", "run_id": "r", "run_type": "automatic"}, "turn_id": "1_1",
+    turn = read_topics(topics_path(2025))[0].turns[0].qid  # a real turn: the file is partial, not invented
+    line = {"metadata": {"team_id": "t", "run_id": "r", "run_type": "automatic"}, "turn_id": turn,
             "references": {"clueweb22-en0000-00-00001:1": "high"},
             "responses": [{"text": "x", "citations": {}, "ptkb_provenance": []}]}
     (tmp_path / "run.jsonl").write_text(json.dumps(line) + "\n")
