@@ -101,7 +101,7 @@ T = TypeVar("T")
 
 
 def _opened(path: Path, action: Callable[[], T]) -> T:
-    """`action()`, its OSError (permission denied, a file where a folder should be) as a HarnessError."""
+    """`action()`, its OSError (permission denied, a file where a folder should be) as an OutputError."""
     try:
         return action()
     except OSError as error:

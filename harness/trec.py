@@ -327,7 +327,7 @@ def write_run(
                                    "which would shift the fields of a TREC run line")
             previous: float | None = None
             for rank, (docid, score) in enumerate(ranking, start=1):
-                if not docid or _SEPARATOR.search(docid):
+                if not _field_ok(docid):
                     raise HarnessError(f"cannot write {path}: query {qid!r}: document id {docid!r} is empty or "
                                        "holds whitespace, which would shift the fields of a TREC run line")
                 if printed is not None:

@@ -7,8 +7,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from harness.cli import add_output
-from harness.ikat.submission import YEARS
+from harness.cli import add_output, number_in
+from harness.ikat.submission import PROVENANCE_LIMIT, YEARS
 from harness.paths import refuse_overwriting
 from harness.topics.model import Conversation
 
@@ -53,7 +53,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     from_trec.add_argument("--run-type", default="automatic")
     from_trec.add_argument("--team-id", default="", help="2025 metadata.team_id")
     from_trec.add_argument("--ptkb-run", type=Path, help="a TREC run of PTKB statements per turn")
-    from_trec.add_argument("--depth", type=_provenance_depth, default=1000, help="passages per turn (1 to 1000)")
+    from_trec.add_argument("--depth", type=number_in(1, PROVENANCE_LIMIT, whole=True), default=PROVENANCE_LIMIT,
+                           help=f"passages per turn (1 to {PROVENANCE_LIMIT})")
     from_trec.set_defaults(ikat_run=_from_trec)
 
 
@@ -103,14 +104,6 @@ def _to_trec(args: argparse.Namespace) -> int:
     if args.ptkb_out is not None:
         print(f"{args.ptkb_out}: PTKB provenance of {len(runs.ptkb)} turns", file=sys.stderr)
     return 0
-
-
-def _provenance_depth(text: str) -> int:
-    from harness.ikat.submission import PROVENANCE_LIMIT
-
-    if not text.strip().isdigit() or not 1 <= int(text) <= PROVENANCE_LIMIT:
-        raise argparse.ArgumentTypeError(f"must be a whole number from 1 to {PROVENANCE_LIMIT}, not {text!r}")
-    return int(text)
 
 
 def _from_trec(args: argparse.Namespace) -> int:

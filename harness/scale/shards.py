@@ -2,13 +2,13 @@
 
 A shard is fixed by the input alone: one file of a multi-file corpus (a ClueWeb22 `txt`
 folder), else a range of `shard_docs` consecutive documents. Each shard's files are written
-atomically by its task, which returns their sha256; the driver records them, with each
-file's size and mtime, in `manifest.json` (rewritten atomically after every shard), so a
-killed worker, node or driver loses at most the shards in flight. A rerun skips a shard
+atomically by its task, which returns their sha256 and file versions (size, mtime, inode,
+ctime); the driver records them in `manifest.json` (rewritten atomically after every shard),
+so a killed worker, node or driver loses at most the shards in flight. A rerun skips a shard
 whose input key, settings and output files all still match, and redoes the rest. A file is
-re-hashed only when its size or mtime changed; a complete manifest whose input, settings
-and files all match is taken as it is, without reading the corpus (a start-up on a 100M
-passage corpus costs a stat per shard file).
+re-hashed only when its version changed; a complete manifest whose input, settings and files
+all match is taken as it is, without reading the corpus (a start-up on a 100M passage corpus
+costs a stat per shard file).
 """
 
 from __future__ import annotations
