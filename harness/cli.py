@@ -28,6 +28,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "ikat": ("harness.ikat.cli", "write, validate and convert TREC iKAT submissions"),
     "serve": ("harness.serve.cli_serve", "host a leaderboard: teams submit runs, scored against hidden qrels"),
     "submit": ("harness.serve.cli_submit", "upload a run to a leaderboard server"),
+    "judge": ("harness.judge.cli_judge", "label the unjudged pairs in runs' top k with an LLM, reproducibly"),
+    "qrels": ("harness.judge.cli_qrels", "agreement of two qrels: kappa on shared pairs, tau / tau_AP of run orderings"),
 }
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import bz2
+import contextlib
 import gzip
 import hashlib
 import itertools
@@ -144,18 +145,29 @@ class LLMServer:
         return [json.loads(line) for line in self.log.read_text(encoding="utf-8").splitlines()]
 
 
-@pytest.fixture(scope="session")
-def llm_server(tmp_path_factory):
-    log = tmp_path_factory.mktemp("llm") / "requests.jsonl"
+@contextlib.contextmanager
+def start_llm_server(folder: Path, judge: dict | None = None) -> Iterator[LLMServer]:
+    """tests/llm_server.py on 127.0.0.1, logging to folder/requests.jsonl; with `judge` (its
+    JSON config), a judge answering from recorded labels."""
+    log = folder / "requests.jsonl"
     log.touch()
-    server = subprocess.Popen([sys.executable, str(Path(__file__).with_name("llm_server.py")), str(log)],
-                              stdout=subprocess.PIPE, text=True)
+    command = [sys.executable, str(Path(__file__).with_name("llm_server.py")), str(log)]
+    if judge is not None:
+        (folder / "judge.json").write_text(json.dumps(judge), encoding="utf-8")
+        command.append(str(folder / "judge.json"))
+    server = subprocess.Popen(command, stdout=subprocess.PIPE, text=True)
     try:
         port = int(server.stdout.readline())
         yield LLMServer(f"http://127.0.0.1:{port}/v1", log)
     finally:
         server.terminate()
         server.wait(timeout=10)
+
+
+@pytest.fixture(scope="session")
+def llm_server(tmp_path_factory):
+    with start_llm_server(tmp_path_factory.mktemp("llm")) as server:
+        yield server
 
 
 @pytest.fixture(scope="session")

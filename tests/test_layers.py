@@ -25,6 +25,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("harness.corpus",),
     ("harness.topics",),
     ("harness.queries",),
+    ("harness.judge",),
     ("harness.scale.engines", "harness.scale.exact", "harness.scale.approx"),
     ("harness.retrieve",),
     ("harness.evaluate",),

@@ -13,7 +13,9 @@ from harness.errors import HarnessError
 from harness.evaluate import Evaluation, Evaluator, RunFileOptions, evaluate_files
 from harness.evaluate import presets
 from harness.evaluate.presets import PRESETS
-from harness.trec import read_qrels
+from harness.trec import Qrels, read_qrels
+
+JUDGED = "Judged@10"  # the share of the top 10 that is judged, before and after --fill
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -29,11 +31,38 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="runs rank passages '<docid><SEP><n>': judge documents by their best passage (MaxP)",
     )
     parser.add_argument("--format", choices=["table", "csv", "json"], default="table")
+    add_fill(parser)
+
+
+def add_fill(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--fill", metavar="QRELS",
+                        help="fill the holes of --qrels with these labels (e.g. from `harness judge`): human "
+                             f"labels first; {JUDGED} with and without the fill is reported")
+
+
+def scoring_qrels(args: argparse.Namespace) -> tuple[Qrels, list[str]]:
+    """--qrels, with its holes filled from --fill if given, and the notes saying so (what filled
+    them and who made those labels: a score must never hide that some labels are a model's)."""
+    human = read_qrels(args.qrels)
+    if not args.fill:
+        return human, []
+    from harness.judge.fill import fill
+
+    filled = fill(human, args.fill)
+    return filled.qrels, filled.notes(args.fill)
+
+
+def judged_before_after(human_path: str, filled: Qrels, files: list[str],
+                        options: RunFileOptions) -> dict[str, tuple[float, float]]:
+    """Each run's mean Judged@10 with the human labels alone and with the holes filled."""
+    sides = [evaluate_files(Evaluator(qrels, [JUDGED]), files, options) for qrels in (read_qrels(human_path), filled)]
+    return {before.run_name: (before.means[JUDGED], after.means[JUDGED]) for before, after in zip(*sides)}
 
 
 def run(args: argparse.Namespace) -> int:
     measures, depth, separator = measure_settings(args)
-    evaluator = Evaluator(read_qrels(args.qrels), measures)
+    qrels, notes = scoring_qrels(args)
+    evaluator = Evaluator(qrels, measures)
     options = RunFileOptions(strict=args.strict, passage_separator=separator, depth=depth)
     evaluations = evaluate_files(evaluator, runs(args), options)
     names = [e.run_name for e in evaluations]
@@ -41,6 +70,12 @@ def run(args: argparse.Namespace) -> int:
         raise HarnessError(f"two runs share a file name stem ({', '.join(names)}); rename one")
     for evaluation in evaluations:
         _report_coverage(evaluation, qrels_path=args.qrels)
+    for note in notes:
+        print(f"note: {note}", file=sys.stderr)
+    if args.fill:
+        for name, (before, after) in judged_before_after(args.qrels, qrels, runs(args), options).items():
+            print(f"{name}: {JUDGED} {before:.4f} with the human labels, {after:.4f} with the holes filled",
+                  file=sys.stderr)
     sys.stdout.write(FORMATTERS[args.format](evaluations, args.per_query))
     return 0
 

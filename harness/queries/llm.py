@@ -102,16 +102,22 @@ def endpoint(name: str) -> Endpoint:
                        "run config, or set HARNESS_LLM_BASE_URL, HARNESS_LLM_MODEL and HARNESS_LLM_PROMPT")
 
 
+def history_text(conversation: Conversation, turn_index: int) -> str:
+    """The turns before `turn_index` as "User: ..." / "System: ..." lines (also what an LLM
+    judge reads as the conversation)."""
+    lines = []
+    for earlier in conversation.history(turn_index):
+        lines.append(f"User: {earlier.utterance}")
+        if earlier.response:
+            lines.append(f"System: {earlier.response}")
+    return "\n".join(lines)
+
+
 def prompt_for(template: str, conversation: Conversation, turn_index: int) -> str:
     turn = current(conversation, turn_index)
-    history = []
-    for earlier in conversation.history(turn_index):
-        history.append(f"User: {earlier.utterance}")
-        if earlier.response:
-            history.append(f"System: {earlier.response}")
     return template.format(
         utterance=turn.utterance,
-        history="\n".join(history),
+        history=history_text(conversation, turn_index),
         ptkb="\n".join(f"- {statement.text}" for statement in conversation.personal),
         title=conversation.title or "",
     )

@@ -13,7 +13,7 @@ from tqdm import tqdm
 from harness.cli import add_output, add_runs, number_in, runs
 from harness.errors import HarnessError
 from harness.evaluate import Evaluator, RunFileOptions, evaluate_file
-from harness.evaluate.cli import measure_settings
+from harness.evaluate.cli import JUDGED, add_fill, judged_before_after, measure_settings, scoring_qrels
 from harness.evaluate.presets import PRESETS
 from harness.report import breakdown as bd
 from harness.report.compare import Leaderboard, leaderboard
@@ -21,7 +21,6 @@ from harness.report.formats import FORMATS, write_report
 from harness.report.model import Report
 from harness.report.stats import CORRECTIONS, DEFAULT_RESAMPLES, DEFAULT_SEED, TESTS, Resampling
 from harness.paths import refuse_overwriting
-from harness.trec import read_qrels
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -53,6 +52,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--dialogues", nargs="+", metavar="JSON", help="CRSArena dialogues for satisfaction rates")
     parser.add_argument("--arena-bootstrap", type=number_in(1, math.inf, whole=True), default=1000,
                         help="bootstrap resamples of the Bradley-Terry intervals (default 1000)")
+    add_fill(parser)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -60,9 +60,10 @@ def run(args: argparse.Namespace) -> int:
         raise HarnessError("--group-field needs --topics (the benchmark whose turns carry that field)")
     measures, depth, separator = measure_settings(args)
     files = runs(args)
-    inputs = [args.qrels, *files, args.groups, *(args.arena_votes or []), *(args.dialogues or [])]
+    inputs = [args.qrels, args.fill, *files, args.groups, *(args.arena_votes or []), *(args.dialogues or [])]
     refuse_overwriting(inputs, [("--output", args.out)])
-    evaluator = Evaluator(read_qrels(args.qrels), measures)
+    qrels, notes = scoring_qrels(args)
+    evaluator = Evaluator(qrels, measures)
     options = RunFileOptions(passage_separator=separator, depth=depth)  # as `harness eval` reads them
     evaluations = [evaluate_file(evaluator, path, options)
                    for path in tqdm(files, desc="evaluating runs", unit="run", file=sys.stderr, disable=len(files) < 3)]
@@ -72,7 +73,12 @@ def run(args: argparse.Namespace) -> int:
         test=args.test, correction=args.correction, alpha=args.alpha,
         resampling=Resampling(args.resamples, args.seed),
     )
-    report = Report(board, title=f"Run comparison against {Path(args.qrels).name}")
+    report = Report(board, title=f"Run comparison against {Path(args.qrels).name}", notes=notes)
+    if args.fill:
+        report.title += f", holes filled from {Path(args.fill).name}"
+        judged = judged_before_after(args.qrels, qrels, files, options)
+        report.untested = {f"{JUDGED} human": {run: before for run, (before, _) in judged.items()},
+                           f"{JUDGED} filled": {run: after for run, (_, after) in judged.items()}}
     add_breakdowns(report, args)
     if args.arena_votes:
         from harness.report.cli_arena import build_arena

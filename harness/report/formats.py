@@ -37,9 +37,11 @@ def write_report(report: Report, fmt: str, path: str | Path | None) -> bytes:
 
 @FORMATS.register("csv")
 def as_csv(report: Report) -> bytes:
-    """One row per run and measure (kind 'mean') and per comparison (kind 'vs baseline')."""
+    """One row per run and measure (kind 'mean') and per comparison (kind 'vs baseline'),
+    after the report's notes as '#' lines."""
     board = report.leaderboard
     out = io.StringIO()
+    out.writelines(f"# {note}\n" for note in report.notes)
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(["kind", "run", "measure", "baseline", "value", "ci_low", "ci_high", "effect_size",
                      "p_value", "p_adjusted", "significant", "wins", "ties", "losses"])
@@ -71,6 +73,8 @@ def as_json(report: Report) -> bytes:
     board = report.leaderboard
     document = {
         "title": report.title,
+        **({"notes": report.notes} if report.notes else {}),
+        **({"untested": report.untested} if report.untested else {}),
         "legend": board.legend(),
         "test": board.test,
         "correction": board.correction,

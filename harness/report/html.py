@@ -184,6 +184,7 @@ def sections(report: Report, h: str = "h2") -> list[str]:
     untested = (f"<p class='legend'>{escape(', '.join(report.untested))}: shown beside the measures, not tested.</p>"
                 if report.untested else "")
     parts = [
+        *(f"<p class='legend'>{escape(note)}</p>" for note in report.notes),
         f"<{h}>Leaderboard</{h}>", _table(*markdown.leaderboard_rows(board, report.untested), text_columns=2),
         f"<p class='legend'>{escape(board.legend())}</p>", untested, mean_bars(board),
     ]

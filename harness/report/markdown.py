@@ -140,7 +140,7 @@ def arena_markdown(arena: Arena) -> str:
 
 def as_markdown(report: Report) -> bytes:
     board = report.leaderboard
-    parts = [f"# {report.title}\n\n", table(*leaderboard_rows(board, report.untested),
+    parts = [f"# {report.title}\n\n", *(f"{note}\n\n" for note in report.notes), table(*leaderboard_rows(board, report.untested),
                                             align="rl" + "r" * (len(board.measures) + len(report.untested))),
              f"\n{board.legend()}\n"]
     if report.conversation_means:

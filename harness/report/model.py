@@ -20,3 +20,5 @@ class Report:
     title: str = "Run comparison"
     # measures shown beside the tested ones but outside the test family (e.g. Judged@10): name -> run -> mean
     untested: dict[str, dict[str, float]] = field(default_factory=dict)
+    # lines every format prints under the title (e.g. where filled-in labels came from)
+    notes: list[str] = field(default_factory=list)

@@ -1,0 +1,108 @@
+"""The judge protocol, the registry of judges, and qrels written with their provenance.
+
+Provenance rule: a qrels file a judge writes gets a sidecar `QRELS.provenance.json` (judge,
+model, endpoint, prompt sha256, scale, date, counts, and the qrels file's own sha256); a
+score or report that uses those labels quotes it (`describe_provenance`).
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Protocol
+
+from harness.atomic import atomic_write
+from harness.errors import InputError
+from harness.judge.model import STATUSES, Item, Judgment
+from harness.judge.scales import Scale
+from harness.paths import file_sha256
+from harness.registry import Registry
+
+SIDECAR_SUFFIX = ".provenance.json"
+
+
+class Judge(Protocol):
+    name: str
+    scale: Scale
+
+    def judge(self, items: Sequence[Item], progress: bool = False) -> list[Judgment]:
+        """One judgment per item, in the items' order."""
+        ...
+
+    def provenance(self) -> dict:
+        """judge, model, prompt sha256, endpoint, scale, date and the counts of the last judge()."""
+        ...
+
+
+# name -> factory(**options) -> Judge; higher rooms register theirs through `plugins`
+JUDGES: Registry = Registry("judge", package="harness.judge")
+
+
+def counts(judgments: Iterable[Judgment]) -> dict[str, int]:
+    """Pairs by status, and how many were answered from the cache."""
+    found = {"pairs": 0, **{status: 0 for status in STATUSES}, "cached": 0}
+    for judgment in judgments:
+        found["pairs"] += 1
+        found[judgment.status] += 1
+        found["cached"] += judgment.cached
+    return found
+
+
+def now() -> str:
+    return datetime.datetime.now(datetime.timezone.utc).replace(microsecond=0).isoformat()
+
+
+def sidecar(qrels: str | Path) -> Path:
+    return Path(str(qrels) + SIDECAR_SUFFIX)
+
+
+def write_qrels(path: str | Path, judgments: Iterable[Judgment], provenance: dict) -> int:
+    """The labelled (status ok) (qid, docid) judgments as a qrels file, then its provenance
+    sidecar, each atomically. Returns the number of qrels lines."""
+    written = 0
+    with atomic_write(path) as out:
+        for judgment in judgments:
+            if judgment.status == "ok":
+                qid, docid = judgment.item_key
+                out.write(f"{qid} 0 {docid} {judgment.label}\n")
+                written += 1
+    record = {**provenance, "qrels": str(path), "qrels_sha256": file_sha256(path), "labels_written": written}
+    with atomic_write(sidecar(path)) as out:
+        json.dump(record, out, indent=2, ensure_ascii=False)
+        out.write("\n")
+    return written
+
+
+def read_provenance(qrels: str | Path) -> dict | None:
+    """The sidecar of a judge-made qrels file, or None for a file without one (human labels,
+    or labels from elsewhere). A sidecar written for another version of the file says so."""
+    path = sidecar(qrels)
+    try:
+        record = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError) as error:
+        raise InputError(path, f"unreadable provenance sidecar ({error})") from None
+    if not isinstance(record, dict):
+        raise InputError(path, "a provenance sidecar must be a JSON object")
+    record["matches_file"] = record.get("qrels_sha256") == file_sha256(qrels)
+    return record
+
+
+def describe_provenance(qrels: str | Path) -> str:
+    """One line on who made the labels in `qrels`, for reports."""
+    record = read_provenance(qrels)
+    if record is None:
+        return f"{Path(qrels).name}: no provenance sidecar (labels of unknown origin)"
+    parts = [f"judge {record.get('judge')}"]
+    for key, label in (("model", "model"), ("endpoint", "endpoint"), ("prompt_sha256", "prompt sha256"),
+                       ("labels", "labels from"), ("scale", "scale"), ("date", "made")):
+        if record.get(key):
+            value = record[key][:12] if key == "prompt_sha256" else record[key]
+            parts.append(f"{label} {value}")
+    line = f"{Path(qrels).name}: " + ", ".join(parts)
+    if not record["matches_file"]:
+        line += " (WARNING: the file changed since its sidecar was written)"
+    return line

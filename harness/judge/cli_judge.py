@@ -1,0 +1,125 @@
+"""`harness judge`: label the unjudged (query, passage) pairs in the top k of runs with an LLM
+(or with recorded labels), and write the new labels as a qrels file with a provenance sidecar."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+from harness.cli import add_output, add_runs, number_in, runs
+from harness.errors import HarnessError
+from harness.judge.base import JUDGES, sidecar, write_qrels
+from harness.judge.pairs import QUERY_FIELDS, relevance_items, unjudged_pairs
+from harness.judge.scales import SCALES, Scale
+from harness.paths import file_sha256, refuse_overwriting
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    add_runs(parser, "TREC run files whose top-k pairs to judge")
+    parser.add_argument("--topics", required=True, metavar="BENCHMARK",
+                        help="the benchmark the runs answer (queries and their conversations), e.g. ikat2024")
+    parser.add_argument("--corpus", metavar="SPEC",
+                        help="where the passages' text is: any corpus spec (file, irds:ID, benchmark:NAME); "
+                             "default: the benchmark's own corpus (the file judge needs none)")
+    add_output(parser, required=True, metavar="QRELS",
+               help="the qrels file of the new labels (and its sidecar QRELS.provenance.json)")
+    parser.add_argument("--qrels", help="labels already made (e.g. NIST's): pairs they judge are not judged again")
+    parser.add_argument("--depth", type=number_in(1, 10**6, whole=True), default=10,
+                        help="judge each run's top K per query (default 10)")
+    parser.add_argument("--judge", choices=["llm", "file"], default="llm", help="which judge (default llm)")
+    parser.add_argument("--labels", help="the file judge's recorded labels (a qrels file)")
+    parser.add_argument("--scale", choices=SCALES.names(), default="relevance-0-4",
+                        help="the label scale (default relevance-0-4, iKAT's)")
+    parser.add_argument("--query-field", choices=QUERY_FIELDS, default="utterance",
+                        help="what the judge reads as the question (default: the user's utterance, "
+                             "with the conversation before it)")
+    add_llm_arguments(parser, "harness/judge/prompts/relevance.txt")
+
+
+def add_llm_arguments(parser: argparse.ArgumentParser, default_prompt: str) -> None:
+    """The llm judge's endpoint, prompt, concurrency, retries, timeout and cache options (also
+    for other commands that judge with it)."""
+    llm = parser.add_argument_group("llm judge (an OpenAI-compatible chat endpoint)")
+    llm.add_argument("--model", default=os.environ.get("HARNESS_LLM_MODEL"),
+                     help="model name (default $HARNESS_LLM_MODEL)")
+    llm.add_argument("--base-url", default=os.environ.get("HARNESS_LLM_BASE_URL"),
+                     help="e.g. http://127.0.0.1:8000/v1 (default $HARNESS_LLM_BASE_URL)")
+    llm.add_argument("--api-key-env", default="OPENAI_API_KEY",
+                     help="environment variable holding the key, if the endpoint needs one (default OPENAI_API_KEY)")
+    llm.add_argument("--prompt", help=f"prompt template file (default: the harness's {default_prompt})")
+    llm.add_argument("--concurrency", type=number_in(1, 1024, whole=True), default=8,
+                     help="requests at once (default 8)")
+    llm.add_argument("--retries", type=number_in(0, 100, whole=True), default=4,
+                     help="retries of a timeout, 429 or 5xx, with exponential backoff (default 4)")
+    llm.add_argument("--timeout", type=number_in(0, 3600, open_low=True), default=120.0,
+                     help="seconds to wait for one answer (default 120)")
+    llm.add_argument("--cache", help="answer cache folder (default: the harness cache's judge/)")
+
+
+def make_judge(args: argparse.Namespace):
+    """The judge the options name (checked before any pair is read)."""
+    scale = SCALES.get(args.scale)
+    if args.judge == "file":
+        if not args.labels:
+            raise HarnessError("--judge file needs --labels FILE (a qrels file of recorded labels)")
+        return JUDGES.get("file")(args.labels, scale)
+    return make_llm_judge(args, "relevance", scale)
+
+
+def make_llm_judge(args: argparse.Namespace, prompt_name: str, scale: Scale):
+    """The llm judge add_llm_arguments' options describe; without --prompt, the shipped
+    harness/judge/prompts/<prompt_name>.txt."""
+    if not args.model or not args.base_url:
+        raise HarnessError("the llm judge needs --model and --base-url (or HARNESS_LLM_MODEL and HARNESS_LLM_BASE_URL)")
+    from harness.judge.llm import default_prompt
+    from harness.queries.llm import Endpoint
+
+    prompt = Path(args.prompt) if args.prompt else default_prompt(prompt_name)
+    endpoint = Endpoint(args.model, args.base_url, prompt, api_key_env=args.api_key_env, timeout_s=args.timeout)
+    return JUDGES.get("llm")(endpoint, prompt, scale, concurrency=args.concurrency, retries=args.retries,
+                             cache_dir=Path(args.cache) if args.cache else None)
+
+
+def run(args: argparse.Namespace) -> int:
+    from harness.topics import load
+    from harness.trec import read_qrels, read_run
+
+    files = runs(args)
+    refuse_overwriting([*files, args.qrels, args.labels], [("--output", args.out),
+                                                            ("--output", sidecar(args.out))])
+    judge = make_judge(args)
+    benchmark = load(args.topics)
+    if args.corpus:
+        from harness.corpus.readers import open_corpus
+
+        corpus = open_corpus(args.corpus)
+    elif benchmark.corpus is not None:
+        corpus = benchmark.corpus
+    elif args.judge == "file":
+        corpus = None  # recorded labels: no passage text needed
+    else:
+        raise HarnessError(f"{args.topics} brings no corpus: give --corpus, the corpus the runs were made on")
+    human = read_qrels(args.qrels) if args.qrels else None
+    pairs, skipped = unjudged_pairs([read_run(path, depth=args.depth) for path in files], args.depth, human)
+    items = relevance_items(pairs, benchmark, corpus, args.query_field)
+    judgments = judge.judge(items, progress=True)
+    provenance = judge.provenance()
+    provenance["inputs"] = {
+        "runs": {path: file_sha256(path) for path in files}, "depth": args.depth, "topics": args.topics,
+        "corpus": args.corpus or f"benchmark:{args.topics}", "query_field": args.query_field,
+        "qrels": {args.qrels: file_sha256(args.qrels)} if args.qrels else None, "skipped_judged": skipped,
+    }
+    written = write_qrels(args.out, judgments, provenance)
+    tally = provenance["counts"]
+    sent = f", {provenance['requests']} requests" if "requests" in provenance else ""
+    print(f"judged {tally.get('pairs', 0)} pairs ({tally.get('cached', 0)} from the cache{sent}; "
+          f"{tally.get('unparseable', 0)} unparseable, {tally.get('failed', 0)} failed, "
+          f"{tally.get('missing', 0)} missing); {skipped} pairs already in --qrels skipped; "
+          f"wrote {written} labels to {args.out} and {sidecar(args.out)}", file=sys.stderr)
+    if tally.get("failed"):
+        print(f"warning: {tally['failed']} pairs got no answer after the retries; run again to ask them "
+              "again (the answers received are cached)", file=sys.stderr)
+        return 1
+    return 0

@@ -1,0 +1,231 @@
+"""`harness qrels`: how far two sets of labels agree.
+
+    harness qrels agree A B            # kappa on the shared pairs, confusion, per-query kappa
+    harness qrels rank-agree A B RUN...  # Kendall's tau and tau_AP between the system orderings
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import io
+import json
+import math
+import sys
+
+from harness.cli import add_output, add_runs, number_in, runs
+from harness.judge.agree import WEIGHTINGS, Agreement, PairAgreement, RankingAgreement
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    sub = parser.add_subparsers(dest="action", required=True, metavar="ACTION")
+    agree = sub.add_parser("agree", help="Cohen's kappa, weighted kappa and confusion of two qrels on shared pairs",
+                           description="Agreement of qrels A and B on the (qid, docid) pairs both judge.")
+    agree.add_argument("a", metavar="A", help="qrels file A (e.g. the human labels)")
+    agree.add_argument("b", metavar="B", help="qrels file B (e.g. an LLM's labels)")
+    agree.add_argument("--thresholds", nargs="+", type=number_in(-2**31, 2**31 - 1, whole=True), default=[1, 2],
+                       metavar="T", help="binary kappa of grade >= T, for each T (default 1 2)")
+    agree.add_argument("--per-query", action="store_true", help="also every query's kappas (table; CSV and JSON always have them)")
+    agree.add_argument("--format", choices=["table", "csv", "json"], default="table")
+    add_output(agree, help="write here (atomically) instead of stdout")
+    agree.set_defaults(_action=run_agree)
+
+    rank = sub.add_parser("rank-agree", help="Kendall's tau and tau_AP between the run orderings two qrels give",
+                          description="Score the runs with qrels A and with qrels B and compare the two orderings "
+                                      "per measure (tau_AP takes A's ordering as the truth).")
+    rank.add_argument("a", metavar="A", help="qrels file A (the reference ordering, e.g. human labels)")
+    rank.add_argument("b", metavar="B", help="qrels file B (the ordering compared, e.g. LLM labels)")
+    add_runs(rank, "TREC run files (two or more)")
+    rank.add_argument("--measures", nargs="+", help="ir-measures names, e.g. nDCG@5 'P(rel=2)@10'")
+    rank.add_argument("--preset", help="a benchmark's official measure set")
+    rank.add_argument("--depth", type=int, help="evaluate the top N documents per query (trec_eval -M)")
+    rank.add_argument("--passage-separator", help="judge passage runs '<docid><SEP><n>' by document (MaxP)")
+    rank.add_argument("--moves", type=number_in(0, 10**6, whole=True), default=3,
+                      help="list the runs whose rank changes most (default 3 per measure)")
+    rank.add_argument("--format", choices=["table", "csv", "json"], default="table")
+    add_output(rank, help="write here (atomically) instead of stdout")
+    rank.set_defaults(_action=run_rank_agree)
+
+
+def run(args: argparse.Namespace) -> int:
+    return args._action(args)
+
+
+def _emit(text: str, out: str | None) -> None:
+    if out is None:
+        sys.stdout.write(text)
+        return
+    from harness.atomic import atomic_write
+
+    with atomic_write(out) as handle:
+        handle.write(text)
+
+
+def _number(value: float) -> str:
+    return "n/a" if math.isnan(value) else f"{value:.4f}"
+
+
+def _json_number(value: float) -> float | None:
+    return None if math.isnan(value) else round(value, 6)
+
+
+# -- agree ------------------------------------------------------------------------------
+
+
+def run_agree(args: argparse.Namespace) -> int:
+    from harness.judge.agree import compare_labels
+    from harness.paths import refuse_overwriting
+    from harness.trec import read_qrels
+
+    refuse_overwriting([args.a, args.b], [("--output", args.out)])
+    a, b = read_qrels(args.a), read_qrels(args.b)
+    result = compare_labels(a, b, args.thresholds)
+    if not result.overall.pairs:
+        print(f"warning: {args.a} and {args.b} judge no (qid, docid) pair in common: every kappa is n/a",
+              file=sys.stderr)
+    formats = {"table": _agree_table, "csv": _agree_csv, "json": _agree_json}
+    _emit(formats[args.format](result, args), args.out)
+    return 0
+
+
+def _columns(args: argparse.Namespace) -> list[str]:
+    return [f"kappa(>={t})" for t in args.thresholds] + [f"kappa({w})" for w in WEIGHTINGS]
+
+
+def _values(part: PairAgreement) -> list[float]:
+    return [*part.kappa.values(), *(part.weighted[w] for w in WEIGHTINGS)]
+
+
+def _agree_table(result: Agreement, args: argparse.Namespace) -> str:
+    overall = result.overall
+    lines = [f"A: {_origin(args.a)}", f"B: {_origin(args.b)}",
+             f"pairs: {overall.pairs} in both, {result.a_only} in A only, {result.b_only} in B only; queries: "
+             f"{result.queries['both']} in both ({result.queries['A']} in A, {result.queries['B']} in B)", ""]
+    for threshold, value in overall.kappa.items():
+        lines.append(f"Cohen's kappa, grade >= {threshold}: {_number(value)}")
+    for weighting in WEIGHTINGS:
+        lines.append(f"weighted kappa ({weighting}): {_number(overall.weighted[weighting])}")
+    lines += ["", "confusion of grades (rows A, columns B):"]
+    header = ["A \\ B", *map(str, overall.grades), "total"]
+    rows = [[str(grade), *map(str, row), str(sum(row))] for grade, row in zip(overall.grades, overall.confusion)]
+    rows.append(["total", *(str(sum(column)) for column in zip(*overall.confusion)), str(overall.pairs)])
+    lines += _aligned([header, *rows])
+    if args.per_query:
+        lines += ["", "per query:"]
+        lines += _aligned([["qid", "pairs", *_columns(args)]] +
+                          [[qid, str(part.pairs), *map(_number, _values(part))]
+                           for qid, part in result.per_query.items()])
+    return "\n".join(lines) + "\n"
+
+
+def _origin(path: str) -> str:
+    """The path, and who made its labels where a judge wrote it (its provenance sidecar)."""
+    from harness.judge.base import describe_provenance, read_provenance
+
+    return f"{path} ({describe_provenance(path)})" if read_provenance(path) is not None else path
+
+
+def _aligned(rows: list[list[str]]) -> list[str]:
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    return ["  ".join(cell.rjust(widths[i]) if i else cell.ljust(widths[i]) for i, cell in enumerate(row))
+            for row in rows]
+
+
+def _agree_csv(result: Agreement, args: argparse.Namespace) -> str:
+    """One row per query and one 'all' row: pairs, kappas, and the confusion cells A<g>_B<h>."""
+    grades = result.overall.grades
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(["qid", "pairs", *_columns(args), *(f"A{g}_B{h}" for g in grades for h in grades)])
+    for qid, part in [*result.per_query.items(), ("all", result.overall)]:
+        writer.writerow([qid, part.pairs, *(_number(v).replace("n/a", "") for v in _values(part)),
+                         *(cell for row in part.confusion for cell in row)])
+    return out.getvalue()
+
+
+def _part_json(part: PairAgreement) -> dict:
+    return {"pairs": part.pairs,
+            "kappa": {str(t): _json_number(v) for t, v in part.kappa.items()},
+            "weighted_kappa": {w: _json_number(part.weighted[w]) for w in WEIGHTINGS},
+            "confusion": part.confusion}
+
+
+def _agree_json(result: Agreement, args: argparse.Namespace) -> str:
+    from harness.judge.base import read_provenance
+
+    document = {
+        "a": args.a, "b": args.b, "provenance": {"a": read_provenance(args.a), "b": read_provenance(args.b)},
+        "grades": result.overall.grades,
+        "counts": {"both": result.overall.pairs, "a_only": result.a_only, "b_only": result.b_only},
+        "queries": result.queries, **_part_json(result.overall),
+        "per_query": {qid: _part_json(part) for qid, part in result.per_query.items()},
+    }
+    return json.dumps(document, indent=2) + "\n"
+
+
+# -- rank-agree -------------------------------------------------------------------------
+
+
+def run_rank_agree(args: argparse.Namespace) -> int:
+    from harness.errors import HarnessError
+    from harness.evaluate import Evaluator, RunFileOptions, evaluate_file
+    from harness.evaluate.presets import measure_settings
+    from harness.judge.agree import compare_orderings
+    from harness.paths import refuse_overwriting
+    from harness.trec import read_qrels
+
+    files = runs(args)
+    if len(files) < 2:
+        raise HarnessError("rank-agree needs two or more runs to order")
+    refuse_overwriting([args.a, args.b, *files], [("--output", args.out)])
+    measures, depth, separator = measure_settings(args.measures, args.preset, args.depth, args.passage_separator)
+    options = RunFileOptions(passage_separator=separator, depth=depth)
+    means = {}
+    for side, path in (("A", args.a), ("B", args.b)):
+        evaluator = Evaluator(read_qrels(path), measures)
+        means[side] = [evaluate_file(evaluator, file, options) for file in files]
+    names = [evaluation.run_name for evaluation in means["A"]]
+    if len(set(names)) != len(names):
+        raise HarnessError(f"two runs share a file name stem ({', '.join(names)}); rename one")
+    results = [compare_orderings(measure,
+                                 {e.run_name: e.means[measure] for e in means["A"]},
+                                 {e.run_name: e.means[measure] for e in means["B"]})
+               for measure in means["A"][0].measures]
+    formats = {"table": _rank_table, "csv": _rank_csv, "json": _rank_json}
+    _emit(formats[args.format](results, args), args.out)
+    return 0
+
+
+def _rank_table(results: list[RankingAgreement], args: argparse.Namespace) -> str:
+    lines = [f"orderings of {results[0].runs} runs under A: {_origin(args.a)} and B: {_origin(args.b)} "
+             "(tau_AP: A's ordering taken as the truth)"]
+    lines += _aligned([["measure", "tau", "tau_AP", "largest moves (run: rank A -> rank B)"]] +
+                      [[r.measure, _number(r.tau), _number(r.tau_ap), _moves(r, args.moves)] for r in results])
+    return "\n".join(lines) + "\n"
+
+
+def _moves(result: RankingAgreement, limit: int) -> str:
+    return ", ".join(f"{run}: {a} -> {b}" for run, a, b in result.moves[:limit] if a != b) or "none"
+
+
+def _rank_csv(results: list[RankingAgreement], args: argparse.Namespace) -> str:
+    """One row per (measure, run): the measure's tau and tau_AP, the run's ranks under A and B."""
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(["measure", "tau", "tau_ap", "run", "rank_a", "rank_b"])
+    for result in results:
+        for run, a, b in result.moves:
+            writer.writerow([result.measure, _number(result.tau).replace("n/a", ""),
+                             _number(result.tau_ap).replace("n/a", ""), run, a, b])
+    return out.getvalue()
+
+
+def _rank_json(results: list[RankingAgreement], args: argparse.Namespace) -> str:
+    from harness.judge.base import read_provenance
+
+    document = {"a": args.a, "b": args.b, "provenance": {"a": read_provenance(args.a), "b": read_provenance(args.b)},
+                "measures": {
+        r.measure: {"runs": r.runs, "tau": _json_number(r.tau), "tau_ap": _json_number(r.tau_ap),
+                    "moves": [{"run": run, "rank_a": a, "rank_b": b} for run, a, b in r.moves]}
+        for r in results}}
+    return json.dumps(document, indent=2) + "\n"

@@ -1,0 +1,50 @@
+"""`file`: labels recorded earlier (a qrels file, e.g. the iKAT organisers' GPT-4 judgments of
+the 2024 pool), answered by (qid, docid), so published labels are used and compared exactly."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from harness.judge.base import JUDGES, counts, now, read_provenance
+from harness.judge.model import Item, Judgment
+from harness.judge.scales import Scale
+from harness.paths import file_sha256
+from harness.trec import read_qrels
+
+
+class FileJudge:
+    name = "file"
+
+    def __init__(self, path: str | Path, scale: Scale) -> None:
+        self.path = Path(path)
+        self.scale = scale
+        self.labels = read_qrels(self.path).judgments
+        self._counts: dict[str, int] = {}
+
+    def judge(self, items: Sequence[Item], progress: bool = False) -> list[Judgment]:
+        """A recorded label off the scale is "unparseable" (kept in `raw`); a pair the file
+        does not hold is "missing"."""
+        judgments = []
+        for item in items:
+            qid, docid = item.key[:2]
+            label = self.labels.get(qid, {}).get(docid)
+            if label is None:
+                judgments.append(Judgment(item.key, None, "missing", "", cached=False))
+            elif label in self.scale.labels:
+                judgments.append(Judgment(item.key, label, "ok", str(label), cached=False))
+            else:
+                judgments.append(Judgment(item.key, None, "unparseable", str(label), cached=False))
+        self._counts = counts(judgments)
+        return judgments
+
+    def provenance(self) -> dict:
+        record = {"judge": self.name, "labels": str(self.path), "labels_sha256": file_sha256(self.path),
+                  "scale": self.scale.name, "date": now(), "counts": dict(self._counts)}
+        source = read_provenance(self.path)
+        if source is not None:  # labels a judge made earlier: keep who made them
+            record["source_provenance"] = source
+        return record
+
+
+JUDGES.add("file", FileJudge)

@@ -1,0 +1,54 @@
+"""Human qrels with their holes filled from a judge's qrels (`harness eval/compare --fill`).
+
+Human labels come first: a filled label is used only for a (qid, docid) the human qrels do not
+judge, and only on queries they judge (a query no person judged stays out of the scores, as
+it is without the fill).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from harness.errors import InputError
+from harness.judge.base import describe_provenance
+from harness.trec import Qrels, read_qrels
+
+
+@dataclass(frozen=True)
+class Filled:
+    qrels: Qrels  # human labels plus the filled holes
+    added: int  # labels taken from the fill
+    overlapping: int  # pairs both judge: the human label kept
+    other_queries: int  # fill labels on queries without human judgments: not used
+    provenance: str  # one line: who made the filled labels
+
+    def notes(self, fill_path: str | Path) -> list[str]:
+        return [f"holes filled from {fill_path}: {self.added} labels added, {self.overlapping} pairs already "
+                f"judged by people (their label kept), {self.other_queries} on queries people did not judge "
+                "(not used)", f"filled labels: {self.provenance}"]
+
+
+def fill(human: Qrels, fill_path: str | Path) -> Filled:
+    """An empty fill file (a judge found no holes) fills nothing."""
+    try:
+        extra = read_qrels(fill_path).judgments
+    except InputError as error:
+        if not error.problem.startswith("empty qrels"):
+            raise
+        extra = {}
+    judgments = {qid: dict(docs) for qid, docs in human.judgments.items()}
+    added = overlapping = other = 0
+    for qid, docs in extra.items():
+        target = judgments.get(qid)
+        if target is None:
+            other += len(docs)
+            continue
+        for docid, grade in docs.items():
+            if docid in target:
+                overlapping += 1
+            else:
+                target[docid] = grade
+                added += 1
+    name = f"{human.name}+{Path(fill_path).stem}"
+    return Filled(Qrels(name, judgments), added, overlapping, other, describe_provenance(fill_path))

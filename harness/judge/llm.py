@@ -1,0 +1,311 @@
+"""`llm`: a judge behind any OpenAI-compatible chat endpoint (vLLM, Ollama, llama.cpp's
+server, OpenAI), at temperature 0, reproducible by construction.
+
+- The prompt template is a text file with named fields (`{query}`, `{context}`, `{passage}`,
+  ... as the items carry them) plus `{scale}` (the scale's labels and what each means) and
+  `{labels}` ("0, 1, 2, 3"), which the judge fills in. The harness ships its own under
+  harness/judge/prompts/ (`relevance.txt`).
+- Every answer is cached on disk, keyed by model, the template's sha256, the filled prompt
+  and the scale: one append-only JSON-lines file per (model, template, scale) under
+  cache_root()/judge/, one line per answer, written as soon as the answer arrives. A rerun
+  sends nothing; a kill or Ctrl-C loses only the requests in flight (a line torn by a kill
+  is ignored), and the rerun resumes from the cache.
+- Answers are parsed strictly (harness.judge.scales): one off the scale is "unparseable",
+  counted and cached (the model said it), never mapped to a label.
+- At most `concurrency` requests at once (default 8); a timeout, HTTP 429 or 5xx is retried
+  `retries` times with exponential backoff (honouring Retry-After); still failing, the pair
+  is "failed" and not cached, so a rerun asks again. An endpoint that cannot be reached is a
+  one-line error; so is any other HTTP error (a wrong model name, a missing key).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import string
+import sys
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from harness.errors import HarnessError, InputError
+from harness.judge.base import JUDGES, counts, now
+from harness.judge.model import Item, Judgment
+from harness.judge.scales import Scale
+from harness.paths import cache_root
+from harness.queries.llm import Endpoint
+
+PROMPTS = Path(__file__).with_name("prompts")
+JUDGE_FIELDS = ("scale", "labels")  # filled by the judge, not by the items
+BACKOFF_CAP_S = 60.0
+
+
+def default_prompt(name: str = "relevance") -> Path:
+    """A prompt the harness ships (harness/judge/prompts/NAME.txt)."""
+    return PROMPTS / f"{name}.txt"
+
+
+@dataclass(frozen=True)
+class Template:
+    text: str
+    source: str  # the file it came from, or "<text>"
+    sha256: str
+    names: frozenset[str]
+
+    @classmethod
+    def load(cls, template: Path | str) -> Template:
+        """A Path, or a one-line str naming an existing file, is a template file; any other
+        str is the template's text."""
+        if isinstance(template, str) and "\n" not in template and "{" not in template and Path(template).is_file():
+            template = Path(template)
+        if isinstance(template, Path):
+            try:
+                data = template.read_bytes()
+                text = data.decode("utf-8")
+            except (OSError, UnicodeDecodeError) as error:
+                raise InputError(template, f"cannot read the prompt template ({error})") from None
+            source = str(template)
+        else:
+            text, source = template, "<text>"
+            data = text.encode("utf-8")
+        try:
+            names = frozenset(name for _, name, _, _ in string.Formatter().parse(text) if name is not None)
+        except ValueError as error:
+            raise InputError(source, f"bad prompt template ({error}); a literal brace is {{{{ or }}}}") from None
+        odd = sorted(name for name in names if not name.isidentifier())
+        if odd:
+            raise InputError(source, f"bad field {{{odd[0]}}} in the prompt template: a field is a plain name")
+        return cls(text, source, hashlib.sha256(data).hexdigest(), names)
+
+    def fill(self, fields: Mapping[str, str], scale: Scale) -> str:
+        values = {"scale": scale.describe(), "labels": ", ".join(map(str, scale.labels)), **fields}
+        missing = sorted(self.names - set(values))
+        if missing:
+            raise InputError(self.source, f"the prompt template uses {{{missing[0]}}}, which the items do not "
+                                          f"carry; they have: {', '.join(sorted(values))}")
+        return self.text.format_map(values)
+
+
+class AnswerCache:
+    """Answers of one (model, template, scale), keyed by the filled prompt's sha256: an
+    append-only JSON-lines file, loaded once, appended to (one whole line per answer) as
+    answers arrive."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.answers: dict[str, str] = {}
+        self._lock = threading.Lock()
+        self._handle = None
+        try:
+            with open(path, encoding="utf-8", errors="replace") as handle:
+                for line in handle:
+                    try:
+                        record = json.loads(line)
+                        self.answers[record["key"]] = record["answer"]
+                    except (ValueError, KeyError, TypeError):
+                        pass  # a line torn by a kill: that answer is asked again
+        except FileNotFoundError:
+            pass
+
+    def put(self, key: str, answer: str, item_key: tuple[str, ...]) -> None:
+        """Appended and flushed at once (kept open between answers)."""
+        line = json.dumps({"key": key, "item": list(item_key), "answer": answer}, ensure_ascii=False) + "\n"
+        with self._lock:
+            self.answers[key] = answer
+            if self._handle is None:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                self._handle = open(self.path, "a+b")
+                self._handle.seek(0, os.SEEK_END)
+                if self._handle.tell():  # after a line torn by a kill, start a new one
+                    self._handle.seek(-1, os.SEEK_END)
+                    if self._handle.read(1) != b"\n":
+                        line = "\n" + line
+            self._handle.write(line.encode("utf-8"))
+            self._handle.flush()
+
+    def close(self) -> None:
+        with self._lock:
+            if self._handle is not None:
+                self._handle.close()
+                self._handle = None
+
+
+@dataclass
+class Stats:
+    """What the last judge() did: requests sent, failed requests by cause, retries sent, wall time."""
+
+    requests: int = 0
+    retries: int = 0
+    causes: dict[str, int] = field(default_factory=dict)  # "timeout", "HTTP 429", ... -> failed requests
+    seconds: float = 0.0
+
+
+class LLMJudge:
+    name = "llm"
+
+    def __init__(self, endpoint: Endpoint, template: Path | str, scale: Scale, concurrency: int = 8,
+                 retries: int = 4, cache_dir: Path | None = None, backoff_s: float = 0.5) -> None:
+        if concurrency < 1 or retries < 0:
+            raise HarnessError("the llm judge needs concurrency >= 1 and retries >= 0")
+        self.endpoint = endpoint
+        self.template = Template.load(template)
+        self.scale = scale
+        self.concurrency = concurrency
+        self.retries = retries
+        self.backoff_s = backoff_s
+        key = hashlib.sha256(json.dumps([endpoint.model, self.template.sha256, scale.name]).encode()).hexdigest()
+        self.cache = AnswerCache(Path(cache_dir or cache_root() / "judge") / f"{key[:32]}.jsonl")
+        self.stats = Stats()
+        self._counts: dict[str, int] = {}
+        self._reached = False
+        self._client = None
+        self._stats_lock = threading.Lock()
+
+    # -- judging ------------------------------------------------------------------------
+
+    def prompt(self, item: Item) -> str:
+        return self.template.fill(item.fields, self.scale)
+
+    def judge(self, items: Sequence[Item], progress: bool = False) -> list[Judgment]:
+        from tqdm import tqdm
+
+        self.stats = Stats()
+        started = time.perf_counter()
+        prompts = [self.prompt(item) for item in items]  # every template problem before any request
+        import openai  # noqa: F401 (imported once here, not by eight threads at once)
+
+        keys = [hashlib.sha256(prompt.encode("utf-8")).hexdigest() for prompt in prompts]
+        results: list[Judgment | None] = [None] * len(items)
+        todo = []
+        for index, (item, key) in enumerate(zip(items, keys)):
+            if key in self.cache.answers:
+                results[index] = self._judgment(item, self.cache.answers[key], cached=True)
+            else:
+                todo.append(index)
+        bar = tqdm(total=len(items), desc=f"judging ({self.endpoint.model})", unit="pair", file=sys.stderr,
+                   disable=not progress, initial=len(items) - len(todo))
+        hits = len(items) - len(todo)
+        bar.set_postfix_str(f"cache hits {hits}, 0.0 req/s", refresh=False)
+        pool = ThreadPoolExecutor(max_workers=self.concurrency, thread_name_prefix="judge")
+        pending: dict[Future, int] = {}
+        try:
+            queue = iter(todo)
+            while True:
+                while len(pending) < 2 * self.concurrency:  # a short queue: Ctrl-C drops little
+                    index = next(queue, None)
+                    if index is None:
+                        break
+                    pending[pool.submit(self._ask_and_keep, prompts[index], keys[index], items[index].key)] = index
+                if not pending:
+                    break
+                done, _ = wait(pending, return_when=FIRST_COMPLETED)
+                for future in done:
+                    index = pending.pop(future)
+                    answer = future.result()  # a fatal endpoint error is raised here
+                    if answer is None:
+                        results[index] = Judgment(items[index].key, None, "failed", "", cached=False)
+                    else:
+                        results[index] = self._judgment(items[index], answer, cached=False)
+                    bar.update(1)
+                rate = self.stats.requests / max(time.perf_counter() - started, 1e-9)
+                bar.set_postfix_str(f"cache hits {hits}, {rate:.1f} req/s", refresh=False)
+        finally:
+            pool.shutdown(wait=False, cancel_futures=True)
+            if not pending:  # answers still in flight (an interrupt) may yet append
+                self.cache.close()
+            bar.close()
+            self.stats.seconds = time.perf_counter() - started
+        judgments = [result for result in results if result is not None]
+        self._counts = counts(judgments)
+        return judgments
+
+    def _judgment(self, item: Item, answer: str, cached: bool) -> Judgment:
+        label = self.scale.parse(answer)
+        return Judgment(item.key, label, "ok" if label is not None else "unparseable", answer, cached)
+
+    def _client_for(self):
+        if self._client is None:
+            import openai
+
+            self._client = openai.OpenAI(base_url=self.endpoint.base_url, timeout=self.endpoint.timeout_s,
+                                         api_key=os.environ.get(self.endpoint.api_key_env) or "none",
+                                         max_retries=0)  # retries are ours: counted, with our backoff
+        return self._client
+
+    def _count(self, cause: str | None = None, retry: bool = False) -> None:
+        """One request sent (failed for `cause`, and retried if `retry`)."""
+        with self._stats_lock:
+            self.stats.requests += 1
+            self.stats.retries += retry
+            if cause is not None:
+                self.stats.causes[cause] = self.stats.causes.get(cause, 0) + 1
+
+    def _ask_and_keep(self, prompt: str, key: str, item_key: tuple[str, ...]) -> str | None:
+        """Asked in a worker thread and cached there: an answer that arrives is kept even
+        when the main thread is interrupted meanwhile."""
+        answer = self._ask(prompt)
+        if answer is not None:
+            self.cache.put(key, answer, item_key)
+        return answer
+
+    def _ask(self, prompt: str) -> str | None:
+        """The answer, or None after `retries` retries of timeouts, 429s and 5xx answers."""
+        import openai
+
+        client = self._client_for()
+        where = f"the LLM endpoint at {self.endpoint.base_url}"
+        for attempt in range(self.retries + 1):
+            wait_s = self.backoff_s * 2 ** attempt
+            try:
+                response = client.chat.completions.create(
+                    model=self.endpoint.model, messages=[{"role": "user", "content": prompt}], temperature=0)
+                self._reached = True
+                self._count()
+                return response.choices[0].message.content or ""
+            except openai.APITimeoutError:
+                cause = "timeout"
+            except openai.APIConnectionError:
+                if not self._reached:
+                    raise HarnessError(f"cannot reach {where}; is the server running?") from None
+                cause = "connection"
+            except (openai.RateLimitError, openai.InternalServerError) as error:
+                cause = f"HTTP {error.status_code}"
+                wait_s = max(wait_s, _retry_after(error.response))
+            except openai.APIStatusError as error:
+                raise HarnessError(f"{where} answered HTTP {error.status_code} for model "
+                                   f"{self.endpoint.model!r}: {_message(error)}") from None
+            self._count(cause, retry=attempt < self.retries)
+            if attempt < self.retries:
+                time.sleep(min(wait_s, BACKOFF_CAP_S))
+        return None
+
+    # -- provenance ---------------------------------------------------------------------
+
+    def provenance(self) -> dict:
+        return {
+            "judge": self.name, "model": self.endpoint.model, "endpoint": self.endpoint.base_url,
+            "prompt": self.template.source, "prompt_sha256": self.template.sha256, "scale": self.scale.name,
+            "temperature": 0, "date": now(), "counts": dict(self._counts),
+            "requests": self.stats.requests, "retries": self.stats.retries, "failed_requests": dict(self.stats.causes),
+            "cache": str(self.cache.path),
+        }
+
+
+def _retry_after(response) -> float:
+    try:
+        return float(response.headers.get("retry-after", 0))
+    except (TypeError, ValueError):
+        return 0.0
+
+
+def _message(error) -> str:
+    body = error.body if isinstance(error.body, dict) else {}
+    inner = body.get("error", body) if isinstance(body.get("error", body), dict) else {}
+    return str(inner.get("message") or body.get("message") or error.message).splitlines()[0][:200]
+
+
+JUDGES.add("llm", LLMJudge)

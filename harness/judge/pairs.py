@@ -1,0 +1,86 @@
+"""The (query, passage) pairs `harness judge` asks about: the unjudged ones in the top k of
+runs, with the query and its conversation from the benchmark and the passage's text from the
+corpus the runs were made on."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from harness.corpus import Corpus
+from harness.errors import HarnessError
+from harness.judge.model import Item
+from harness.queries.llm import history_text
+from harness.topics import Benchmark
+from harness.trec import Qrels, Run
+
+QUERY_FIELDS = ("utterance", "manual_rewrite", "automatic_rewrite")
+# what each item carries for the prompt template
+ITEM_FIELDS = ("query", "context", "passage", "title", "ptkb")
+
+
+def unjudged_pairs(runs: Sequence[Run], depth: int, judged: Qrels | None) -> tuple[list[tuple[str, str]], int]:
+    """(qid, docid) pairs in the top `depth` of any run that `judged` does not label, each
+    once, by query then by first appearance; and how many judged pairs were skipped."""
+    known = judged.judgments if judged is not None else {}
+    pairs: dict[tuple[str, str], None] = {}
+    skipped: set[tuple[str, str]] = set()
+    qids = sorted({qid for run in runs for qid in run.scores}, key=_natural)
+    for qid in qids:
+        labelled = known.get(qid, {})
+        for run in runs:
+            for docid, _ in run.ranked(qid, depth):
+                (skipped.add if docid in labelled else pairs.setdefault)((qid, docid))
+    return list(pairs), len(skipped)
+
+
+def _natural(qid: str) -> list:
+    """'2_10' after '2_9': numbers compared as numbers."""
+    return [int(part) if part.isdigit() else part for part in re.split(r"(\d+)", qid)]
+
+
+def relevance_items(pairs: Sequence[tuple[str, str]], benchmark: Benchmark, corpus: Corpus | None,
+                    query_field: str = "utterance") -> list[Item]:
+    """Items keyed (qid, docid) with the fields of ITEM_FIELDS. A query that is not a turn of
+    the benchmark, a turn without the chosen query field, or a passage the corpus lacks is a
+    one-line error (a judge must not grade an empty text). Without a corpus (a judge that
+    answers from recorded labels reads no text) the passage field is empty."""
+    if query_field not in QUERY_FIELDS:
+        raise HarnessError(f"unknown query field {query_field!r}; known: {', '.join(QUERY_FIELDS)}")
+    turns = {turn.qid: (conversation, index) for conversation in benchmark.conversations
+             for index, turn in enumerate(conversation.turns)}
+    strange = sorted({qid for qid, _ in pairs if qid not in turns}, key=_natural)
+    if strange:
+        raise HarnessError(f"{len(strange)} queries of the runs are not turns of {benchmark.name} "
+                           f"(e.g. {strange[0]!r}); is --topics the benchmark the runs answer?")
+    texts = passages(corpus, {docid for _, docid in pairs}) if corpus is not None else {}
+    items = []
+    for qid, docid in pairs:
+        conversation, index = turns[qid]
+        turn = conversation.turns[index]
+        query = getattr(turn, query_field)
+        if not query:
+            raise HarnessError(f"turn {qid} of {benchmark.name} has no {query_field}")
+        items.append(Item((qid, docid), {
+            "query": query,
+            "context": history_text(conversation, index) or "(none: this is the first message)",
+            "passage": texts.get(docid, ""),
+            "title": conversation.title or "",
+            "ptkb": "\n".join(f"- {statement.text}" for statement in conversation.personal) or "(none)",
+        }))
+    return items
+
+
+def passages(corpus: Corpus, wanted: set[str]) -> dict[str, str]:
+    """The text (title, then contents) of each wanted passage, from one pass over the corpus."""
+    texts: dict[str, str] = {}
+    for document in corpus.documents():
+        if document.id in wanted:
+            texts[document.id] = f"{document.title}\n{document.contents}" if document.title else document.contents
+            if len(texts) == len(wanted):
+                break
+    absent = sorted(wanted - set(texts))
+    if absent:
+        raise HarnessError(f"{len(absent)} of the {len(wanted)} passages to judge are not in corpus {corpus.name} "
+                           f"(e.g. {absent[0]!r}); give the corpus the runs were made on")
+    return texts

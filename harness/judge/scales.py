@@ -1,0 +1,66 @@
+"""Label scales a judge answers on, and strict parsing of an answer.
+
+An answer counts only when it is exactly one label of the scale (surrounding whitespace and
+one trailing full stop aside): "2" is 2 on a 0-3 scale; "2/3", "Score: 2", "5" or "two" are
+unparseable, never mapped to 0 or clipped to the scale.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from harness.registry import Registry
+
+_LABEL = re.compile(r"\s*(\d+)\.?\s*")
+
+
+@dataclass(frozen=True)
+class Scale:
+    name: str
+    labels: tuple[int, ...]
+    meaning: tuple[str, ...]  # one line per label, in the order of `labels`
+
+    def parse(self, answer: str) -> int | None:
+        """The label the answer names, or None when it is not exactly one label on the scale."""
+        match = _LABEL.fullmatch(answer)
+        if match is None:
+            return None
+        label = int(match.group(1))
+        return label if label in self.labels else None
+
+    def describe(self) -> str:
+        """'0 = ..., 1 = ...': the scale as a prompt or a report states it."""
+        return "\n".join(f"{label} = {text}" for label, text in zip(self.labels, self.meaning))
+
+
+SCALES: Registry[Scale] = Registry("scale")
+
+
+def _scale(name: str, meaning: tuple[str, ...]) -> Scale:
+    scale = Scale(name, tuple(range(len(meaning))), meaning)
+    SCALES.add(name, scale)
+    return scale
+
+
+# UMBRELA's four grades (TREC RAG 2024), in our words
+RELEVANCE_0_3 = _scale("relevance-0-3", (
+    "the passage has nothing to do with the question",
+    "the passage is on the topic but does not answer the question",
+    "the passage answers the question in part, or the answer is unclear or buried",
+    "the passage is dedicated to the question and answers it",
+))
+# iKAT's assessors' five grades (and the organisers' GPT-4 pool judgments)
+RELEVANCE_0_4 = _scale("relevance-0-4", (
+    "not relevant: nothing useful for the user's question",
+    "related: on the topic, but no answer",
+    "partially relevant: part of an answer, or an answer that needs more to be useful",
+    "relevant: answers the question",
+    "highly relevant: answers the question fully, suited to this user and conversation",
+))
+SUPPORT_0_2 = _scale("support-0-2", (
+    "no support: the text does not back the statement",
+    "partial support: the text backs part of the statement",
+    "support: the text backs the whole statement",
+))
+YES_NO = _scale("yes-no", ("no", "yes"))

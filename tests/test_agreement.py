@@ -1,0 +1,217 @@
+"""`harness qrels agree` and `harness qrels rank-agree` equal independent implementations:
+scikit-learn's cohen_kappa_score / confusion_matrix for labels, scipy's kendalltau for
+orderings, and the definition of tau_AP (Yilmaz, Aslam and Robertson 2008) worked by hand.
+
+Real data: the NIST iKAT 2024 qrels against the organisers' GPT-4 judgments of the 2024 pool,
+the two shipped iKAT 2023 PTKB qrels (NIST's and the organisers'), and a sweep of BM25
+settings and query fields ranking the 2023 PTKB statements (bm25s)."""
+
+from __future__ import annotations
+
+import csv
+import functools
+import io
+import json
+import math
+import warnings
+
+import pytest
+from scipy.stats import kendalltau
+from sklearn.metrics import cohen_kappa_score, confusion_matrix
+
+from harness.cli import main
+from harness.judge.agree import kendall_tau, ranks, tau_ap
+from harness.paths import qrels_root
+from harness.trec import read_qrels
+from tests.conftest import shared_root
+
+PTKB_NIST = qrels_root() / "ikat" / "ptkb_rel_nist"
+PTKB_ORG = qrels_root() / "ikat" / "ptkb_rel_org"
+THRESHOLDS = ["1", "2", "3", "4"]
+
+
+def ikat_2024_pair() -> tuple[str, str]:
+    root = shared_root()
+    if root is None or not (root / "data/ikat/qrels/2024-qrels.txt").is_file():
+        pytest.skip("iKAT 2024 comparison skipped: ../shared/data/ikat is absent (HARNESS_SHARED)")
+    pool = root / "data/ikat/2024/cone-rag/resources/automatic_resources/llm-gpt4-pool-depth-30.txt"
+    return str(root / "data/ikat/qrels/2024-qrels.txt"), str(pool)
+
+
+def agree_json(a: str, b: str, capsys) -> dict:
+    assert main(["qrels", "agree", a, b, "--thresholds", *THRESHOLDS, "--format", "json"]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+@functools.lru_cache(maxsize=4)
+def judgments(path: str) -> dict[str, dict[str, int]]:
+    return read_qrels(path).judgments
+
+
+def shared_labels(a: str, b: str, qid: str | None = None) -> tuple[list[int], list[int]]:
+    """The (A, B) grades of the pairs both judge, read independently of harness.judge."""
+    left, right = judgments(a), judgments(b)
+    pairs = [(grade, right[q][d]) for q, docs in left.items() if qid in (None, q)
+             for d, grade in docs.items() if d in right.get(q, {})]
+    return [x for x, _ in pairs], [y for _, y in pairs]
+
+
+def same(value: float | None, expected: float) -> bool:
+    return (value is None and math.isnan(expected)) or (value is not None and abs(value - expected) < 1e-6)
+
+
+def check_against_sklearn(document: dict, a: str, b: str, qid: str | None = None) -> None:
+    x, y = shared_labels(a, b, qid)
+    part = document if qid is None else document["per_query"][qid]
+    grades = document["grades"]
+    assert grades == list(range(min(x + y), max(x + y) + 1)) or qid is not None
+    assert part["pairs"] == len(x)
+    assert part["confusion"] == confusion_matrix(x, y, labels=grades).tolist()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # scikit-learn warns where kappa is undefined (NaN); we answer n/a
+        for threshold in THRESHOLDS:
+            t = int(threshold)
+            expected = cohen_kappa_score([g >= t for g in x], [g >= t for g in y], labels=[False, True])
+            assert same(part["kappa"][threshold], expected), (qid, threshold)
+        for weighting in ("linear", "quadratic"):
+            expected = cohen_kappa_score(x, y, labels=grades, weights=weighting)
+            assert same(part["weighted_kappa"][weighting], expected), (qid, weighting)
+
+
+# -- labels --------------------------------------------------------------------------------
+
+
+@pytest.mark.reference
+def test_kappa_on_nist_2024_vs_gpt4_equals_scikit_learn_at_every_threshold_and_weighting(capsys):
+    a, b = ikat_2024_pair()
+    document = agree_json(a, b, capsys)
+    check_against_sklearn(document, a, b)
+    assert document["grades"] == [0, 1, 2, 3, 4]
+    for qid in document["per_query"]:
+        check_against_sklearn(document, a, b, qid)
+
+
+@pytest.mark.reference
+def test_the_counts_are_pairs_in_a_only_b_only_and_both(capsys):
+    a, b = ikat_2024_pair()
+    document = agree_json(a, b, capsys)
+    left = {(q, d) for q, docs in read_qrels(a).judgments.items() for d in docs}
+    right = {(q, d) for q, docs in read_qrels(b).judgments.items() for d in docs}
+    assert document["counts"] == {"both": len(left & right), "a_only": len(left - right), "b_only": len(right - left)}
+    assert document["queries"]["both"] == len({q for q, _ in left} & {q for q, _ in right})
+
+
+def test_kappa_on_the_two_ptkb_qrels_equals_scikit_learn(capsys):
+    document = agree_json(str(PTKB_NIST), str(PTKB_ORG), capsys)
+    assert document["grades"] == [0, 1]
+    check_against_sklearn(document, str(PTKB_NIST), str(PTKB_ORG))
+    for qid in document["per_query"]:
+        check_against_sklearn(document, str(PTKB_NIST), str(PTKB_ORG), qid)
+    assert document["kappa"]["2"] is None  # no grade 2 on either side: undefined, never a made-up 0
+
+
+def test_csv_and_table_say_what_json_says(capsys):
+    document = agree_json(str(PTKB_NIST), str(PTKB_ORG), capsys)
+    assert main(["qrels", "agree", str(PTKB_NIST), str(PTKB_ORG), "--thresholds", *THRESHOLDS, "--format", "csv"]) == 0
+    rows = list(csv.DictReader(io.StringIO(capsys.readouterr().out)))
+    overall = rows[-1]
+    assert overall["qid"] == "all" and int(overall["pairs"]) == document["pairs"]
+    assert float(overall["kappa(>=1)"]) == pytest.approx(document["kappa"]["1"], abs=1e-4)
+    assert overall["kappa(>=2)"] == ""  # undefined
+    assert int(overall["A1_B0"]) == document["confusion"][1][0]
+    assert [row["qid"] for row in rows[:-1]] == list(document["per_query"])
+    assert main(["qrels", "agree", str(PTKB_NIST), str(PTKB_ORG)]) == 0
+    table = capsys.readouterr().out
+    assert f"Cohen's kappa, grade >= 1: {document['kappa']['1']:.4f}" in table
+    assert f"pairs: {document['counts']['both']} in both, {document['counts']['a_only']} in A only" in table
+
+
+# -- orderings -----------------------------------------------------------------------------
+
+
+def test_tau_ap_is_the_papers_formula_on_hand_worked_orderings():
+    """Truth A > B > C > D (scores 4 3 2 1). The estimate swaps one adjacent pair:
+    at the top, C(2) = 0, C(3) = 2, C(4) = 3 -> 2/3 * (0/1 + 2/2 + 3/3) - 1 = 1/3;
+    at the bottom, C(2) = 1, C(3) = 2, C(4) = 2 -> 2/3 * (1 + 1 + 2/3) - 1 = 7/9;
+    tau is 2/3 for both: tau_AP weighs the swap at the top more."""
+    truth = [4, 3, 2, 1]
+    assert tau_ap(truth, truth) == 1
+    assert tau_ap(truth, [1, 2, 3, 4]) == -1
+    assert tau_ap(truth, [3, 4, 2, 1]) == pytest.approx(1 / 3)
+    assert tau_ap(truth, [4, 3, 1, 2]) == pytest.approx(7 / 9)
+    assert kendall_tau(truth, [3, 4, 2, 1]) == kendall_tau(truth, [4, 3, 1, 2]) == pytest.approx(2 / 3)
+    # asymmetric: the estimate's ordering is walked, the truth judges
+    assert tau_ap([3, 4, 2, 1], truth) == pytest.approx(1 / 3)
+    # truth A > C > B > D, estimate A > B > D > C: B gets 1/1, D 2/2, C 1/3 (only A is right)
+    assert tau_ap([4, 2, 3, 1], [4, 3, 1, 2]) == pytest.approx(2 / 3 * (1 + 1 + 1 / 3) - 1)
+
+
+def test_tau_ap_with_ties_counts_half_and_skips_runs_tied_at_the_top():
+    """Truth ties B and C (4 3 3 1); the estimate orders them B > C: C(C) gets 1/2 for B,
+    2/3 * (1/1 + (1 + 1/2)/2 + 3/3) - 1 = 5/6. An estimate tying A and B at the top compares
+    neither with the other: C(C) = 2/2, C(D) = 3/3 -> 2/2 * (1 + 1) - 1 = 1."""
+    assert tau_ap([4, 3, 3, 1], [4, 3, 2, 1]) == pytest.approx(5 / 6)
+    assert tau_ap([4, 3, 2, 1], [4, 4, 2, 1]) == 1
+    assert math.isnan(tau_ap([1, 2], [5, 5]))  # nothing is above anything
+    assert ranks({"a": 0.5, "b": 0.7, "c": 0.5}) == {"b": 1, "a": 2, "c": 2}
+
+
+@pytest.fixture(scope="module")
+def ptkb_sweep(tmp_path_factory):
+    """Twelve real PTKB statement rankings of the iKAT 2023 test turns: bm25s (Lucene's BM25)
+    over each conversation's statements, k1 x b x query field (the utterance, or the
+    utterance with the turns before it)."""
+    import bm25s
+
+    from harness.topics import load
+    from harness.trec import write_run
+
+    folder = tmp_path_factory.mktemp("ptkb-sweep")
+    conversations = load("ikat2023").conversations
+    paths = []
+    for k1 in (0.6, 1.2, 2.0):
+        for b in (0.3, 0.9):
+            for field in ("utterance", "history"):
+                rankings = []
+                for conversation in conversations:
+                    statements = conversation.personal
+                    retriever = bm25s.BM25(k1=k1, b=b)
+                    retriever.index(bm25s.tokenize([s.text for s in statements], stopwords="en", show_progress=False),
+                                    show_progress=False)
+                    for index, turn in enumerate(conversation.turns):
+                        text = turn.utterance if field == "utterance" else \
+                            " ".join(t.utterance for t in conversation.turns[: index + 1])
+                        tokens = bm25s.tokenize([text], stopwords="en", return_ids=False, show_progress=False)[0]
+                        scores = retriever.get_scores(tokens)
+                        rankings.append((turn.qid, sorted(((s.id, float(v)) for s, v in zip(statements, scores)),
+                                                          key=lambda item: (-item[1], item[0]))))
+                path = folder / f"bm25-k{k1}-b{b}-{field}.run"
+                write_run(path, rankings, tag=path.stem)
+                paths.append(str(path))
+    return paths
+
+
+def test_tau_of_the_run_orderings_equals_scipy_on_a_bm25_sweep(ptkb_sweep, capsys):
+    assert main(["qrels", "rank-agree", str(PTKB_NIST), str(PTKB_ORG), *ptkb_sweep, "--preset", "ptkb",
+                 "--format", "json"]) == 0
+    document = json.loads(capsys.readouterr().out)
+    means = {}
+    for side, qrels in (("a", PTKB_NIST), ("b", PTKB_ORG)):
+        assert main(["eval", "--qrels", str(qrels), *ptkb_sweep, "--preset", "ptkb", "--format", "json"]) == 0
+        means[side] = json.loads(capsys.readouterr().out)
+    names = list(means["a"])
+    assert len(names) == 12
+    for measure, result in document["measures"].items():
+        a = [means["a"][name][measure] for name in names]
+        b = [means["b"][name][measure] for name in names]
+        expected = kendalltau(a, b).statistic
+        assert same(result["tau"], expected), measure
+        assert same(result["tau_ap"], tau_ap(a, b)), measure
+        rank_a, rank_b = ranks(dict(zip(names, a))), ranks(dict(zip(names, b)))
+        moves = [abs(m["rank_b"] - m["rank_a"]) for m in result["moves"]]
+        assert moves == sorted(moves, reverse=True)
+        assert {(m["run"], m["rank_a"], m["rank_b"]) for m in result["moves"]} == \
+            {(name, rank_a[name], rank_b[name]) for name in names}
+    assert main(["qrels", "rank-agree", str(PTKB_NIST), str(PTKB_ORG), *ptkb_sweep, "--preset", "ptkb"]) == 0
+    table = capsys.readouterr().out
+    assert "tau_AP" in table and "nDCG@3" in table and " -> " in table

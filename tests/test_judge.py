@@ -1,0 +1,339 @@
+"""The judge layer and `harness judge`, end to end against a local OpenAI-protocol server that
+answers each (turn, passage) pair with the label the iKAT organisers' GPT-4 judge gave it in
+their 2024 pool file (`llm-gpt4-pool-depth-30.txt`).
+
+The queries and conversations are the real iKAT 2024 topics; ClueWeb22 is not on this machine,
+so each passage's text is a stand-in naming its id ("[passage ID] ..."), which is how the
+server knows which pair it is asked about (with the turn's utterances as needles).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import shared_root, start_llm_server
+from harness.cli import main
+from harness.errors import HarnessError
+from harness.judge.base import JUDGES, read_provenance, sidecar
+from harness.judge.llm import LLMJudge, default_prompt
+from harness.judge.model import Item
+from harness.judge.scales import RELEVANCE_0_3, RELEVANCE_0_4, SCALES, SUPPORT_0_2, YES_NO
+from harness.queries.llm import Endpoint
+from harness.trec import read_qrels
+
+pytestmark = [pytest.mark.server, pytest.mark.reference]
+
+QUERIES = 12  # turns of the pool, spread over its conversations
+DEPTH = 30  # the pool's depth: 12 x 30 = 360 pairs
+SHALLOW = 10  # the fault tests judge the top 10 (120 pairs)
+
+
+def pool_file() -> Path:
+    root = shared_root()
+    path = root / "data/ikat/2024/cone-rag/resources/automatic_resources/llm-gpt4-pool-depth-30.txt" if root else None
+    if path is None or not path.is_file():
+        pytest.skip("GPT-4 pool comparison skipped: ../shared/data/ikat/2024/cone-rag is absent (HARNESS_SHARED)")
+    return path
+
+
+def nist_2024() -> Path:
+    return pool_file().parents[4] / "qrels" / "2024-qrels.txt"
+
+
+@pytest.fixture(scope="module")
+def pool(tmp_path_factory):
+    """A run of 30 pool passages for each of 12 turns, the stand-in corpus, the expected
+    labels {(qid, docid): grade} and the judge server's config. On a turn NIST judged, the
+    run alternates passages NIST judged with ones it did not (holes), as a new system's would."""
+    from harness.topics import load
+
+    folder = tmp_path_factory.mktemp("pool")
+    order: dict[str, list[str]] = {}
+    labels: dict[tuple[str, str], int] = {}
+    for line in pool_file().read_text(encoding="utf-8").splitlines():
+        qid, _, docid, grade = line.split()
+        order.setdefault(qid, []).append(docid)
+        labels[qid, docid] = int(grade)
+    qids = list(order)[:: len(order) // QUERIES][:QUERIES]
+    nist = read_qrels(nist_2024()).judgments
+    for qid in set(qids) & set(nist):
+        judged = [docid for docid in order[qid] if docid in nist[qid]]
+        holes = [docid for docid in order[qid] if docid not in nist[qid]]
+        order[qid] = [docid for pair in zip(holes, judged) for docid in pair]
+    chosen = {(qid, docid): labels[qid, docid] for qid in qids for docid in order[qid][:DEPTH]}
+    run = folder / "pool.run"
+    run.write_text("".join(f"{qid} Q0 {docid} {rank} {100 - rank} pool\n"
+                           for qid in qids for rank, docid in enumerate(order[qid][:DEPTH], start=1)))
+    corpus = folder / "corpus.jsonl"
+    docids = sorted({docid for _, docid in chosen})
+    corpus.write_text("".join(json.dumps({"id": d, "contents": f"[passage {d}] stand-in text for {d}"}) + "\n"
+                              for d in docids))
+    turns = {turn.qid: (conversation, index) for conversation in load("ikat2024").conversations
+             for index, turn in enumerate(conversation.turns)}
+    needles: dict[str, list[str]] = {}
+    for qid in qids:
+        conversation, index = turns[qid]
+        needles[qid] = [conversation.turns[i].utterance for i in range(index + 1)]
+    config = {"labels": {}}
+    for (qid, docid), grade in chosen.items():
+        config["labels"].setdefault(docid, []).append([*needles[qid], str(grade)])
+    shallow = {(qid, docid): labels[qid, docid] for qid in qids for docid in order[qid][:SHALLOW]}
+    return {"run": run, "corpus": corpus, "labels": chosen, "shallow": shallow, "config": config}
+
+
+def judge_args(pool: dict, server, out: Path, *extra: str, depth: int = DEPTH) -> list[str]:
+    return ["judge", str(pool["run"]), "--topics", "ikat2024", "--corpus", str(pool["corpus"]), "--depth", str(depth),
+            "--model", "gpt-4-as-recorded", "--base-url", server.base_url, "--output", str(out),
+            "--cache", str(out.parent / "cache"), *extra]
+
+
+def written(path: Path) -> dict[tuple[str, str], int]:
+    return {(qid, docid): grade for qid, docs in read_qrels(path).judgments.items() for docid, grade in docs.items()}
+
+
+def prompts(server) -> list[str]:
+    return [request["messages"][-1]["content"] for request in server.requests()]
+
+
+# -- scales ------------------------------------------------------------------------------
+
+
+def test_an_answer_counts_only_when_it_is_exactly_one_label_on_the_scale():
+    assert [RELEVANCE_0_3.parse(a) for a in ["2", " 3\n", "0.", "1 "]] == [2, 3, 0, 1]
+    for answer in ["4", "-1", "+1", "2/3", "Score: 2", "two", "2 3", "", "2.5", "1\n\nbecause"]:
+        assert RELEVANCE_0_3.parse(answer) is None, answer
+    assert RELEVANCE_0_4.parse("4") == 4
+    assert (SUPPORT_0_2.labels, YES_NO.labels) == ((0, 1, 2), (0, 1))
+    assert set(SCALES.names()) == {"relevance-0-3", "relevance-0-4", "support-0-2", "yes-no"}
+
+
+def test_judges_are_registered_by_name():
+    assert {"llm", "file"} <= set(JUDGES.names())
+
+
+def test_the_shipped_prompt_fills_query_context_passage_and_the_scale(tmp_path):
+    judge = LLMJudge(Endpoint("m", "http://127.0.0.1:9/v1", default_prompt()), default_prompt(), RELEVANCE_0_4,
+                     cache_dir=tmp_path)
+    prompt = judge.prompt(Item(("q", "d"), {"query": "QUERY", "context": "CONTEXT", "passage": "PASSAGE",
+                                            "ptkb": "PTKB"}))
+    assert all(part in prompt for part in ["QUERY", "CONTEXT", "PASSAGE", "PTKB", "4 = highly relevant",
+                                           "0, 1, 2, 3, 4"])
+    assert judge.provenance()["prompt_sha256"] == __import__("hashlib").sha256(default_prompt().read_bytes()).hexdigest()
+
+
+def test_a_template_field_the_items_lack_is_a_one_line_error(tmp_path):
+    judge = LLMJudge(Endpoint("m", "http://127.0.0.1:9/v1", tmp_path), "Is {passage} about {topic}?", YES_NO,
+                     cache_dir=tmp_path)
+    with pytest.raises(HarnessError, match=r"uses \{topic\}, which the items do not carry"):
+        judge.judge([Item(("q", "d"), {"passage": "p"})])
+
+
+# -- harness judge against the recorded GPT-4 labels ---------------------------------------
+
+
+def test_judge_reproduces_the_gpt4_pool_labels_and_a_rerun_sends_nothing(pool, tmp_path):
+    with start_llm_server(tmp_path, pool["config"]) as server:
+        out = tmp_path / "llm.qrels"
+        assert main(judge_args(pool, server, out)) == 0
+        assert len(pool["labels"]) >= 300
+        assert written(out) == pool["labels"]
+        assert len(server.requests()) == len(pool["labels"])
+        assert all(request["temperature"] == 0 for request in server.requests())
+        out.unlink()
+        assert main(judge_args(pool, server, out)) == 0  # from the cache
+        assert len(server.requests()) == len(pool["labels"])
+        assert written(out) == pool["labels"]
+    record = read_provenance(out)
+    assert record["counts"]["cached"] == record["counts"]["pairs"] == len(pool["labels"]) and record["requests"] == 0
+
+
+def test_the_sidecar_says_judge_model_prompt_endpoint_date_and_counts(pool, tmp_path):
+    with start_llm_server(tmp_path, pool["config"]) as server:
+        out = tmp_path / "llm.qrels"
+        assert main(judge_args(pool, server, out)) == 0
+    record = json.loads(sidecar(out).read_text())
+    assert record["judge"] == "llm" and record["model"] == "gpt-4-as-recorded"
+    assert record["endpoint"] == server.base_url and record["scale"] == "relevance-0-4"
+    assert len(record["prompt_sha256"]) == 64 and record["date"].endswith("+00:00")
+    assert record["counts"]["ok"] == record["labels_written"] == len(pool["labels"])
+    assert record["inputs"]["depth"] == DEPTH and str(pool["run"]) in record["inputs"]["runs"]
+    assert read_provenance(out)["matches_file"]
+
+
+def test_agreement_reports_say_who_made_judge_written_labels(pool, tmp_path, capsys):
+    with start_llm_server(tmp_path, pool["config"]) as server:
+        out = tmp_path / "llm.qrels"
+        assert main(judge_args(pool, server, out, depth=SHALLOW)) == 0
+    capsys.readouterr()
+    assert main(["qrels", "agree", str(pool_file()), str(out)]) == 0
+    table = capsys.readouterr().out
+    assert f"B: {out} (llm.qrels: judge llm, model gpt-4-as-recorded, endpoint {server.base_url}" in table
+    assert "Cohen's kappa, grade >= 1: 1.0000" in table and "weighted kappa (quadratic): 1.0000" in table
+    out.write_text(out.read_text() + "x 0 y 1\n")
+    assert main(["qrels", "agree", str(pool_file()), str(out), "--format", "json"]) == 0
+    document = json.loads(capsys.readouterr().out)
+    assert document["provenance"]["a"] is None and document["provenance"]["b"]["matches_file"] is False
+
+
+def test_pairs_people_judged_are_not_judged_again(pool, tmp_path):
+    nist = read_qrels(nist_2024()).judgments
+    new = {pair: grade for pair, grade in pool["labels"].items() if pair[1] not in nist.get(pair[0], {})}
+    assert 0 < len(new) < len(pool["labels"])
+    with start_llm_server(tmp_path, pool["config"]) as server:
+        out = tmp_path / "holes.qrels"
+        assert main(judge_args(pool, server, out, "--qrels", str(nist_2024()))) == 0
+        assert len(server.requests()) == len(new)
+    assert written(out) == new
+
+
+def test_429_500_and_timeouts_are_retried_with_backoff(pool, tmp_path, monkeypatch):
+    monkeypatch.setattr("harness.judge.llm.BACKOFF_CAP_S", 0.05)
+    config = {**pool["config"], "faults": {"429": 5, "500": 7, "timeout": 11}, "timeout_s": 0.6}
+    with start_llm_server(tmp_path, config) as server:
+        out = tmp_path / "llm.qrels"
+        assert main(judge_args(pool, server, out, "--timeout", "0.2", depth=SHALLOW)) == 0
+        asked = Counter(prompts(server))
+    assert written(out) == pool["shallow"]
+    assert set(asked.values()) == {1, 2}  # a failed first request is asked once more
+    record = read_provenance(out)
+    assert record["retries"] == sum(n - 1 for n in asked.values()) > 0
+    assert sum(record["failed_requests"].values()) == record["retries"]
+    assert {"HTTP 429", "HTTP 500", "timeout"} == set(record["failed_requests"])
+
+
+def test_an_answer_off_the_scale_is_counted_unparseable_never_a_label(pool, tmp_path, capsys):
+    """On the 0-3 scale the recorded 4s are off the scale: counted, not clipped to 3 or set to 0."""
+    fours = {pair for pair, grade in pool["labels"].items() if grade == 4}
+    assert fours
+    with start_llm_server(tmp_path, pool["config"]) as server:
+        out = tmp_path / "llm.qrels"
+        assert main(judge_args(pool, server, out, "--scale", "relevance-0-3")) == 0
+    assert written(out) == {pair: grade for pair, grade in pool["labels"].items() if pair not in fours}
+    assert all(grade != 0 for pair, grade in pool["labels"].items() if pair in fours)
+    assert read_provenance(out)["counts"]["unparseable"] == len(fours)
+    assert f"{len(fours)} unparseable" in capsys.readouterr().err
+
+
+def test_a_pair_failing_after_every_retry_is_counted_and_asked_again_next_time(pool, tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr("harness.judge.llm.BACKOFF_CAP_S", 0.01)
+    with start_llm_server(tmp_path, {**pool["config"], "always_503": 20}) as server:
+        out = tmp_path / "llm.qrels"
+        assert main(judge_args(pool, server, out, "--retries", "2", depth=SHALLOW)) == 1
+        failed = read_provenance(out)["counts"]["failed"]
+        assert failed > 0 and len(written(out)) == len(pool["shallow"]) - failed
+        assert len(server.requests()) == len(pool["shallow"]) + 2 * failed
+        record = read_provenance(out)
+        assert record["retries"] == 2 * failed and record["failed_requests"] == {"HTTP 503": 3 * failed}
+        assert "got no answer after the retries" in capsys.readouterr().err
+        before = len(server.requests())
+        assert main(judge_args(pool, server, out, "--retries", "0", depth=SHALLOW)) == 1
+        assert len(server.requests()) - before == failed  # only the failed pairs are asked again
+
+
+def test_an_unreachable_endpoint_is_a_one_line_error(pool, tmp_path, capsys):
+    assert main(judge_args(pool, type("S", (), {"base_url": "http://127.0.0.1:9/v1"}), tmp_path / "x.qrels")) == 2
+    error = capsys.readouterr().err.strip().splitlines()[-1]
+    assert error == "harness judge: error: cannot reach the LLM endpoint at http://127.0.0.1:9/v1; is the server running?"
+    assert not (tmp_path / "x.qrels").exists()
+
+
+def test_a_wrong_model_is_a_one_line_error(pool, tmp_path, capsys):
+    with start_llm_server(tmp_path, pool["config"]) as server:
+        args = judge_args(pool, server, tmp_path / "x.qrels")
+        args[args.index("gpt-4-as-recorded")] = "missing-model"
+        assert main(args) == 2
+    assert "answered HTTP 404 for model 'missing-model': no model missing-model" in capsys.readouterr().err
+
+
+def test_a_kill_mid_run_resumes_without_asking_again(pool, tmp_path):
+    with start_llm_server(tmp_path, {**pool["config"], "delay_s": 0.01}) as server:
+        out = tmp_path / "llm.qrels"
+        command = [sys.executable, "-m", "harness.cli", *judge_args(pool, server, out)]
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(Path(__file__).parents[1]), os.environ.get("PYTHONPATH", "")])}
+        child = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + 60
+        while len(server.requests()) < len(pool["labels"]) // 3 and time.monotonic() < deadline:
+            time.sleep(0.02)
+        os.kill(child.pid, signal.SIGKILL)
+        child.wait()
+        assert not out.exists()
+        first = Counter(prompts(server))
+        assert 0 < len(first) < len(pool["labels"])
+        assert main(judge_args(pool, server, out)) == 0
+        again = Counter(prompts(server)) - first
+    asked_twice = [prompt for prompt in again if prompt in first]
+    assert len(asked_twice) <= 8  # only the requests in flight at the kill (concurrency 8)
+    assert sum(again.values()) == len(pool["labels"]) - len(first) + len(asked_twice)
+    assert written(out) == pool["labels"]
+
+
+def test_a_passage_the_corpus_lacks_or_a_query_the_benchmark_lacks_is_a_one_line_error(pool, tmp_path, capsys):
+    corpus = tmp_path / "short.jsonl"
+    corpus.write_text("".join(pool["corpus"].read_text().splitlines(keepends=True)[1:]))
+    args = judge_args(pool, type("S", (), {"base_url": "http://127.0.0.1:9/v1"}), tmp_path / "x.qrels")
+    assert main([*args, "--corpus", str(corpus)]) == 2
+    assert capsys.readouterr().err.strip().endswith(
+        f"are not in corpus short.jsonl (e.g. {sorted(d for _, d in pool['labels'])[0]!r}); "
+        "give the corpus the runs were made on")
+    args[args.index("ikat2024")] = "ikat2023"
+    assert main(args) == 2
+    assert "queries of the runs are not turns of ikat2023" in capsys.readouterr().err
+
+
+def test_nothing_left_to_judge_writes_an_empty_qrels_that_fills_nothing(pool, tmp_path, capsys):
+    out = tmp_path / "none.qrels"
+    args = ["judge", str(pool["run"]), "--topics", "ikat2024", "--judge", "file", "--labels", str(pool_file()),
+            "--qrels", str(pool_file()), "--output", str(out)]
+    assert main(args) == 0 and out.read_text() == "" and read_provenance(out)["counts"]["pairs"] == 0
+    assert main(["eval", "--qrels", str(nist_2024()), str(pool["run"]), "--fill", str(out)]) == 0
+    assert "0 labels added" in capsys.readouterr().err
+
+
+def test_the_file_judge_answers_from_recorded_labels(pool, tmp_path):
+    out = tmp_path / "file.qrels"
+    assert main(["judge", str(pool["run"]), "--topics", "ikat2024", "--depth", str(DEPTH),
+                 "--judge", "file", "--labels", str(pool_file()), "--output", str(out)]) == 0
+    assert written(out) == pool["labels"]
+    record = read_provenance(out)
+    assert record["judge"] == "file" and record["labels"] == str(pool_file())
+
+
+# -- eval / compare --fill -----------------------------------------------------------------
+
+
+def test_fill_scores_human_labels_first_and_reports_judged_before_and_after(pool, tmp_path, capsys):
+    with start_llm_server(tmp_path, pool["config"]) as server:
+        out = tmp_path / "holes.qrels"
+        assert main(judge_args(pool, server, out, "--qrels", str(nist_2024()), depth=SHALLOW)) == 0
+    capsys.readouterr()
+    assert main(["eval", "--qrels", str(nist_2024()), str(pool["run"]), "--measures", "nDCG@10", "--fill", str(out),
+                 "--format", "json"]) == 0
+    captured = capsys.readouterr()
+    filled = json.loads(captured.out)["pool"]["nDCG@10"]
+    assert "judge llm, model gpt-4-as-recorded" in captured.err
+    before, after = (float(x) for x in captured.err.split("pool: Judged@10 ")[1].split(" with the holes")[0]
+                     .split(" with the human labels, "))
+    assert before < 1.0 and after == 1.0
+    # the same as scoring a qrels file that merges the two by hand, human labels first
+    merged = tmp_path / "merged.qrels"
+    nist = read_qrels(nist_2024()).judgments
+    lines = [f"{q} 0 {d} {g}\n" for q, docs in nist.items() for d, g in docs.items()]
+    lines += [f"{q} 0 {d} {g}\n" for (q, d), g in written(out).items() if q in nist]
+    merged.write_text("".join(lines))
+    assert main(["eval", "--qrels", str(merged), str(pool["run"]), "--measures", "nDCG@10", "--format", "json"]) == 0
+    assert json.loads(capsys.readouterr().out)["pool"]["nDCG@10"] == filled
+    report = tmp_path / "report.md"
+    assert main(["compare", "--qrels", str(nist_2024()), str(pool["run"]), "--measures", "nDCG@10", "--fill", str(out),
+                 "--format", "md", "--output", str(report)]) == 0
+    text = report.read_text()
+    assert "holes filled from holes.qrels" in text and "judge llm, model gpt-4-as-recorded" in text
+    assert "Judged@10 human" in text and "Judged@10 filled" in text
