@@ -2,13 +2,8 @@
 
 __version__ = "0.1.0"
 
-import os as _os
-
-from harness.paths import cache_root as _cache_root
-
-# ir_datasets fixes its home folder when first imported; point it into the harness cache so
-# the offline CAsT route finds the shipped files and nothing is written to ~/.ir_datasets.
-_os.environ.setdefault("IR_DATASETS_HOME", str(_cache_root() / "ir_datasets"))
+# `import harness` changes no other library's settings: ir_datasets keeps its own home folder
+# (the harness reads its CAsT files through ir_datasets from its own paths, topics/cast.py).
 
 # `harness/<benchmark>[/<split>]` ids for ir_datasets (and PyTerrier's irds:), registered
 # when ir_datasets is imported (harness/irds.py)

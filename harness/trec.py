@@ -5,7 +5,8 @@ Conventions (those of trec_eval, stated once here and tested in tests/test_trec_
 
 - Run lines are `qid Q0 docid rank score tag`, qrels lines `qid iter docid grade`, fields
   separated by ASCII whitespace (C's isspace: a no-break space is part of an id, as in
-  trec_eval), lines ending at `\n` only. Blank lines are skipped, and so are comments: a
+  trec_eval), lines ending at `\n` only. Text after a run line's sixth field is ignored, as
+  trec_eval ignores it (NIST's own test/results.trunc has some); `Run.trailing` counts such lines. Blank lines are skipped, and so are comments: a
   run line whose first non-blank character is `#`, a qrels line starting with `#`. Any
   other line with the wrong number of fields, a non-numeric score or a non-integer grade is
   an error naming the file, the line number and the problem.
@@ -73,6 +74,7 @@ class Run:
     scores: dict[str, dict[str, float]]
     duplicates: int = 0  # (qid, docid) repeats dropped while reading
     path: Path | None = None
+    trailing: int = 0  # lines with text after the sixth field (ignored, as trec_eval does)
 
     def ranked(self, qid: str, depth: int | None = None) -> list[tuple[str, float]]:
         """Canonical order: score descending, then docid descending (as trec_eval)."""
@@ -82,7 +84,7 @@ class Run:
     def to_documents(self, separator: str) -> "Run":
         """Passage run -> document run by MaxP (see `maxp`)."""
         documents = {qid: dict(maxp(self.ranked(qid), separator)) for qid in self.scores}
-        return Run(self.name, documents, self.duplicates, self.path)
+        return Run(self.name, documents, self.duplicates, self.path, self.trailing)
 
 
 # A document id ending in a whole uuid (8-4-4-4-12 hex digits), as CAsT's WAPO ids do: its
@@ -159,15 +161,38 @@ def _lines(path: Path) -> Iterator[tuple[int, list[str]]]:
                 yield number, fields
 
 
+_HEADER_WORDS = {"qid", "query", "query_id", "topic", "q0", "iter", "docid", "docno", "doc_id", "rank", "score",
+                 "tag", "run", "rel", "relevance", "label", "grade", "judgment"}
+
+
+def _looks_like(number: int, fields: list[str], kind: str) -> str:
+    """What a line that is not a TREC `kind` line looks like it is, and what to do: the
+    classic mistakes (a header row, a CSV file, a qrels without its iteration column, a run
+    given as qrels or the other way round). '' when it looks like none of them."""
+    line = " ".join(fields)
+    if "," in line:
+        return (f": the line is comma-separated (a CSV file?); TREC {kind} files separate fields by spaces or tabs, "
+                "with no header: write it with sep=' ', e.g. pandas' to_csv(path, sep=' ', header=False, index=False)")
+    if number == 1 and sum(field.lower() in _HEADER_WORDS for field in fields) >= 2:
+        return f": line 1 looks like a header row ({line!r}); TREC {kind} files have none: delete it"
+    if kind == "qrels" and len(fields) == 3 and INTEGER.fullmatch(fields[2]):
+        return (": this looks like 'qid docid grade' without the iteration column trec_eval requires; add 0 as the "
+                "second field, e.g. awk '{print $1, 0, $2, $3}'")
+    if kind == "qrels" and len(fields) >= 6:
+        return ": this looks like a run line ('qid Q0 docid rank score tag'): is a run file given as the qrels?"
+    if kind == "run" and len(fields) == 4 and INTEGER.fullmatch(fields[3]):
+        return ": this looks like a qrels line ('qid iter docid grade'): is the qrels file given as a run?"
+    return ""
+
+
 def _parse_run_fields(path: Path, number: int, fields: list[str]) -> tuple[str, str, int, float, str]:
     _bom_check(path, number, fields)
-    if len(fields) != 6:
-        raise InputError(
-            path, f"expected 6 fields 'qid Q0 docid rank score tag', found {len(fields)}", line=number
-        )
-    qid, _, docid, rank, score, tag = fields
+    if len(fields) < 6:
+        raise InputError(path, f"expected 6 fields 'qid Q0 docid rank score tag', found {len(fields)}"
+                               + _looks_like(number, fields, "run"), line=number)
+    qid, _, docid, rank, score, tag = fields[:6]  # trec_eval ignores the rest of the line
     if not INTEGER.fullmatch(rank):
-        raise InputError(path, f"rank {rank!r} is not an integer", line=number)
+        raise InputError(path, f"rank {rank!r} is not an integer" + _looks_like(number, fields, "run"), line=number)
     if not SCORE.fullmatch(score) or not math.isfinite(float(score)):
         problem = "is not finite" if _is_float(score) and not math.isfinite(float(score)) else "is not a number"
         raise InputError(
@@ -196,17 +221,17 @@ def read_run(
     read = _read_scores(path, depth if not strict else None, strict)
     if read is None:  # a query repeats a document: keeping its first occurrence needs every line
         read = _read_scores(path, None, strict)
-    scores, duplicates = read
+    scores, duplicates, trailing = read
     if not scores:
         raise InputError(path, "empty run: no result lines")
     if depth is not None:  # the whole run was read (strict, or a repeated document)
         scores = {qid: dict(canonical_order(ranking.items())[:depth]) if len(ranking) > depth else ranking
                   for qid, ranking in scores.items()}
-    return Run(name or path.stem, scores, duplicates, path)
+    return Run(name or path.stem, scores, duplicates, path, trailing)
 
 
-def _read_scores(path: Path, depth: int | None, strict: bool) -> tuple[dict[str, dict[str, float]], int] | None:
-    """({qid: {docid: score}}, duplicates dropped): every document, or with `depth` the top
+def _read_scores(path: Path, depth: int | None, strict: bool) -> tuple[dict[str, dict[str, float]], int, int] | None:
+    """({qid: {docid: score}}, duplicates dropped, lines with trailing fields): every document, or with `depth` the top
     `depth` per query, from a min-heap of (score, docid) per query (the largest pairs are the
     canonical top: score descending, docid descending). With `depth`, a repeated document
     gives None, and besides the heaps only 8 bytes per line are held (each docid's hash).
@@ -217,7 +242,7 @@ def _read_scores(path: Path, depth: int | None, strict: bool) -> tuple[dict[str,
     """
     rankings: dict[str, Any] = {}  # {qid: {docid: score}}, or {qid: heap} with depth
     hashes: dict[str, array] = {}
-    duplicates = 0
+    duplicates = trailing = 0
     push, replace = heapq.heappush, heapq.heapreplace
     current = None
     ascii_fields = _ASCII_FIELDS.findall
@@ -237,6 +262,7 @@ def _read_scores(path: Path, depth: int | None, strict: bool) -> tuple[dict[str,
                 if not fields or fields[0][0] == "#":
                     continue  # a blank line or a comment
                 qid, docid, _, value, _ = _parse_run_fields(path, number, fields)  # or the precise error
+                trailing += len(fields) > 6
             if qid != current:
                 current, ranking = qid, rankings.get(qid)
                 if ranking is None:
@@ -264,10 +290,10 @@ def _read_scores(path: Path, depth: int | None, strict: bool) -> tuple[dict[str,
                 if len(ranking) >= depth:
                     floor = ranking[0][0]
     if depth is None:
-        return rankings, duplicates
+        return rankings, duplicates, trailing
     if any(len(set(seen)) != len(seen) for seen in hashes.values()):
         return None
-    return {qid: {docid: score for score, docid in heap} for qid, heap in rankings.items()}, 0
+    return {qid: {docid: score for score, docid in heap} for qid, heap in rankings.items()}, 0, trailing
 
 
 def read_qrels(path: str | Path, *, name: str | None = None) -> Qrels:
@@ -276,12 +302,12 @@ def read_qrels(path: str | Path, *, name: str | None = None) -> Qrels:
     seen_at: dict[tuple[str, str], int] = {}
     for number, fields in _lines(path):
         if len(fields) != 4:
-            raise InputError(
-                path, f"expected 4 fields 'qid iter docid grade', found {len(fields)}", line=number
-            )
+            raise InputError(path, f"expected 4 fields 'qid iter docid grade', found {len(fields)}"
+                                   + _looks_like(number, fields, "qrels"), line=number)
         qid, _, docid, grade = fields
         if not INTEGER.fullmatch(grade):
-            raise InputError(path, f"grade {grade!r} is not an integer", line=number)
+            raise InputError(path, f"grade {grade!r} is not an integer" + _looks_like(number, fields, "qrels"),
+                             line=number)
         grade_value = int(grade)
         if not -GRADE_LIMIT <= grade_value < GRADE_LIMIT:
             raise InputError(path, f"grade {grade} is out of range ({-GRADE_LIMIT} to {GRADE_LIMIT - 1}): "

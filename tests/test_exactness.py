@@ -80,7 +80,7 @@ def test_count_measures_are_summed_and_a_missing_query_gets_its_real_counts(tmp_
     evaluation = evaluate(qrels_106, read_run(path), ["NumQ", "NumRel", "NumRet", "NumRelRet"])
     relevant = {qid: sum(g >= 1 for g in docs.values()) for qid, docs in qrels_106.judgments.items()}
     assert evaluation.per_query["NumRel"] == {qid: float(n) for qid, n in relevant.items()}  # 106_2 is missing
-    assert evaluation.means == {"NumQ": 2, "NumRel": sum(relevant.values()), "NumRet": 2, "NumRet(rel=1)": 1}
+    assert evaluation.means == {"NumQ": 2, "NumRel": sum(relevant.values()), "NumRet": 2, "NumRelRet": 1}
 
 
 def test_cli_prints_counts_as_whole_numbers(capsys):

@@ -31,6 +31,17 @@ def test_manual_without_rewrites_is_a_clear_error():
         list(stream(load("cast2019:train").conversations, "manual"))
 
 
+def test_an_empty_official_rewrite_is_sent_as_it_is_with_a_warning_once(capsys, monkeypatch):
+    monkeypatch.setattr("harness.queries.history._warned_empty", set())
+    conversations = load("ikat2023").conversations
+    for _ in range(2):
+        queries = {query.qid: query.text for query in stream(conversations, "manual")}
+    assert queries["12-1_12"] == ""
+    err = capsys.readouterr().err
+    assert err.count("warning: turn 12-1_12: the benchmark's manual rewrite is empty, so its query is empty") == 1
+    assert err.count("warning:") == 1  # every other iKAT 2023 turn has its rewrite
+
+
 def test_history_strategies(throat):
     assert _texts(throat, "all_history")[2] == "What is throat cancer? Is it treatable? Tell me about lung cancer."
     assert _texts(throat, "first_plus_current")[2] == "What is throat cancer? Tell me about lung cancer."

@@ -122,6 +122,29 @@ def test_a_skipped_run_reuses_the_scores_its_json_records(finished, tmp_path, mo
 
 @pytest.mark.java
 @pytest.mark.slow
+def test_only_rewrites_the_whole_leaderboard_from_every_finished_run(finished, tmp_path, capsys):
+    out = tmp_path / "runs"
+    out.mkdir()
+    for path in finished.glob("*.*"):
+        if path.suffix in {".run", ".json"}:
+            (out / path.name).write_bytes(path.read_bytes())
+    assert main(["run", str(_config(tmp_path)), "--output", str(out), "--only", "pqa", "--report"]) == 0
+    board = (out / "leaderboard.md").read_text()
+    assert board == (finished / "leaderboard.md").read_text().replace(str(finished.parent), str(tmp_path))
+    assert f"| {PQA_TAG} |" in board and f"| {PTKB_TAG} |" in board
+    report = (out / "report.html").read_text()
+    assert PQA_TAG in report and PTKB_TAG in report
+    # a run whose files record other inputs is left out, in one line
+    stale = json.loads((out / f"{PTKB_TAG}.json").read_text()) | {"hash": "0" * 64}
+    (out / f"{PTKB_TAG}.json").write_text(json.dumps(stale))
+    capsys.readouterr()
+    assert main(["run", str(_config(tmp_path)), "--output", str(out), "--only", "pqa"]) == 0
+    assert f"| {PTKB_TAG} |" not in (out / "leaderboard.md").read_text()
+    assert f"{PTKB_TAG}: left out of the leaderboard: its files were made from other inputs" in capsys.readouterr().err
+
+
+@pytest.mark.java
+@pytest.mark.slow
 def test_changed_measures_rescore_a_finished_run_without_ranking_again(finished, tmp_path, capsys):
     out = tmp_path / "runs"
     out.mkdir()
@@ -138,6 +161,27 @@ def test_changed_measures_rescore_a_finished_run_without_ranking_again(finished,
     assert recorded["for"]["measures"] == ["P@5", "Judged@10"]
     assert list(recorded["evaluation"]["means"]) == ["P@5", "Judged@10"]
     assert recorded["judged"] == recorded["evaluation"]["means"]["Judged@10"]
+
+
+@pytest.mark.java
+@pytest.mark.slow
+def test_a_configs_measures_are_reported_under_the_names_it_gives(finished, tmp_path, capsys):
+    out = tmp_path / "runs"
+    out.mkdir()
+    for name in (f"{PQA_TAG}.run", f"{PQA_TAG}.json"):
+        (out / name).write_bytes((finished / name).read_bytes())
+    means = json.loads((finished / f"{PQA_TAG}.json").read_text())["scores"]["evaluation"]["means"]
+    config = _config(tmp_path)
+    settings = yaml.safe_load(config.read_text())
+    settings["experiments"][0]["measures"] = ["ndcg_cut_10", "recall_20", "judged@10"]
+    config.write_text(yaml.safe_dump(settings), encoding="utf-8")
+    assert main(["run", str(config), "--output", str(out), "--only", "pqa"]) == 0
+    board = capsys.readouterr().out
+    assert "| run | strategy | retriever | ndcg_cut_10 | recall_20 | judged@10 |" in board
+    recorded = json.loads((out / f"{PQA_TAG}.json").read_text())["scores"]
+    assert recorded["evaluation"]["means"]["ndcg_cut_10"] == means["nDCG@10"]
+    assert recorded["evaluation"]["means"]["recall_20"] == means["R@20"]
+    assert recorded["judged"] == recorded["evaluation"]["means"]["judged@10"]
 
 
 @pytest.mark.java

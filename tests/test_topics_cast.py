@@ -12,6 +12,7 @@ import pytest
 
 from harness.paths import data_root
 from harness.topics import load
+from harness.topics.cast import from_ir_datasets
 
 
 @pytest.mark.parametrize(
@@ -95,29 +96,41 @@ def test_2022_a_shared_turn_has_the_same_history_in_every_path():
             assert histories.setdefault(turn.qid, history) == history
 
 
-_IR_DATASETS_ROUTE = """
-import json, sys
-from harness.topics.cast import from_ir_datasets
-benchmark = from_ir_datasets(sys.argv[1])
-json.dump({"turns": [[t.qid, t.utterance, t.manual_rewrite, t.automatic_rewrite] for t in benchmark.turns],
-           "qrels": benchmark.qrels().judgments}, sys.stdout)
-"""
-
-
 @pytest.mark.parametrize("year", [2019, 2020])
-@pytest.mark.slow
-def test_ir_datasets_route_gives_the_same_queries_and_qrels(year, tmp_path):
-    """Run in a fresh interpreter: IR_DATASETS_HOME must be set before ir_datasets is imported."""
-    env = {k: v for k, v in os.environ.items() if k != "IR_DATASETS_HOME"} | {"HARNESS_CACHE": str(tmp_path)}
-    done = subprocess.run([sys.executable, "-c", _IR_DATASETS_ROUTE, f"trec-cast/v1/{year}"],
-                          capture_output=True, text=True, env=env, timeout=300)
-    assert done.returncode == 0, done.stderr
-    route = json.loads(done.stdout)
+def test_ir_datasets_route_gives_the_same_queries_and_qrels(year):
+    route = from_ir_datasets(f"trec-cast/v1/{year}")
     native = load(f"cast{year}")
     manual = year == 2020  # ir_datasets' 2019 queries carry no rewrites
-    assert route["turns"] == [
+    assert [[t.qid, t.utterance, t.manual_rewrite, t.automatic_rewrite] for t in route.turns] == [
         [t.qid, t.utterance, t.manual_rewrite if manual else None, t.automatic_rewrite if manual else None]
         for t in native.turns
     ]
-    assert route["qrels"] == native.qrels().judgments
-    assert (tmp_path / "ir_datasets" / "trec-cast" / f"{year}").is_dir()
+    assert route.qrels().judgments == native.qrels().judgments
+
+
+_HOME_AFTER_IMPORT = """
+import os, sys
+first, second = sys.argv[1:]
+__import__(first)
+import ir_datasets
+before = ir_datasets.util.home_path()
+__import__(second)
+from harness.topics.cast import from_ir_datasets
+from_ir_datasets("trec-cast/v1/2020").qrels()
+print(before == ir_datasets.util.home_path(), os.environ.get("IR_DATASETS_HOME"), os.path.exists(before / "trec-cast"))
+"""
+
+
+@pytest.mark.parametrize("home, order", [("set", ("ir_datasets", "harness")), ("default", ("harness", "ir_datasets"))])
+def test_import_harness_leaves_ir_datasets_home_as_it_was(tmp_path, home, order):
+    """A researcher's ir_datasets home (IR_DATASETS_HOME, or ~/.ir_datasets) is neither changed
+    nor used for the harness's CAsT files, whichever is imported first."""
+    env = {k: v for k, v in os.environ.items() if k != "IR_DATASETS_HOME"} | {"HOME": str(tmp_path)}
+    mine = tmp_path / "my-ir-datasets"
+    if home == "set":
+        env["IR_DATASETS_HOME"] = str(mine)
+    done = subprocess.run([sys.executable, "-c", _HOME_AFTER_IMPORT, *order], capture_output=True, text=True,
+                          env=env, timeout=120)
+    assert done.returncode == 0, done.stderr
+    expected = str(mine) if home == "set" else None
+    assert done.stdout.split() == ["True", str(expected), "False"]

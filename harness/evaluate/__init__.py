@@ -25,10 +25,12 @@ from __future__ import annotations
 
 import os
 import sys
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from harness.evaluate.coverage import docid_warning
 from harness.evaluate.measures import family, parse_measures
 from harness.errors import HarnessError, InputError
 from harness.trec import Qrels, Run, read_run
@@ -39,7 +41,7 @@ __all__ = ["Evaluation", "Evaluator", "RunFileOptions", "evaluate", "evaluate_fi
 @dataclass
 class Evaluation:
     run_name: str
-    measures: list[str]  # canonical ir-measures names, in the order asked for
+    measures: list[str]  # the names asked for (ir-measures or trec_eval syntax), in that order
     per_query: dict[str, dict[str, float]]  # measure -> qid -> value, every qrels query
     means: dict[str, float]  # the `all` value: the mean, or the sum for a count measure
     missing_queries: list[str] = field(default_factory=list)  # judged, absent from the run
@@ -47,6 +49,8 @@ class Evaluation:
     duplicates: int = 0
     depth: int | None = None
     counts: list[str] = field(default_factory=list)  # measures summed, not averaged, on `all`
+    trailing: int = 0  # run lines with text after the sixth field (ignored, as trec_eval does)
+    docid_warning: str | None = None  # the run's top documents are almost never judged (coverage.py)
 
     @property
     def num_queries(self) -> int:
@@ -75,25 +79,27 @@ def canonical_scores(run: Run, qid: str, depth: int | None) -> dict[str, float]:
 class Evaluator:
     """Measures bound to one qrels, reused across runs (the qrels are converted once)."""
 
-    def __init__(self, qrels: Qrels, measures: Sequence[str]) -> None:
+    def __init__(self, qrels: Qrels, measures: Sequence[str], *, announce: bool = True) -> None:
+        """`measures` in ir-measures or trec_eval syntax; results are keyed by the names as given."""
         import ir_measures
 
-        parsed = parse_measures(measures)
+        names = [measures] if isinstance(measures, str) else list(measures)
+        parsed = parse_measures(names, announce=announce)
         _check_scorable(qrels)
         self.qrels = qrels
-        self.measures = [str(m) for m in parsed]
-        self._names = {measure: str(measure) for measure in parsed}
-        self._counts = [str(m) for m in parsed if family(m).summed]
+        self.measures = names
+        self._names = {measure: name for measure, name in zip(parsed, names)}
+        self._counts = [name for name, m in zip(names, parsed) if family(m).summed]
         judged_measures = [m for m in parsed if m.NAME == "Judged"]
         others = [m for m in parsed if m.NAME != "Judged"]
-        self._judged = {str(m): m["cutoff"] for m in judged_measures}
+        self._judged = {self._names[m]: m["cutoff"] for m in judged_measures}
         self._scorer = ir_measures.evaluator(others, qrels.judgments) if others else None
         # trec_eval's unj: a document graded below 0 is in the pool but unjudged
         judged_qrels = {qid: kept for qid, docs in qrels.judgments.items()
                         if (kept := {d: g for d, g in docs.items() if g >= 0})}
         self._judged_scorer = (ir_measures.evaluator(judged_measures, judged_qrels)
                                if judged_measures and judged_qrels else None)
-        self._empty = {str(m): _on_empty_ranking(m, qrels.judgments) for m in parsed}
+        self._empty = {name: _on_empty_ranking(m, qrels.judgments) for name, m in zip(names, parsed)}
 
     def __call__(self, run: Run, depth: int | None = None) -> Evaluation:
         judged = self.qrels.judgments
@@ -118,6 +124,8 @@ class Evaluator:
             duplicates=run.duplicates,
             depth=depth,
             counts=list(self._counts),
+            trailing=run.trailing,
+            docid_warning=docid_warning(run.name, evaluated_run, judged, str(self.qrels.path or self.qrels.name)),
         )
 
     def _judged_fractions(self, run: dict[str, dict[str, float]], per_query: dict[str, dict[str, float]]) -> None:
@@ -180,7 +188,7 @@ _worker_state: tuple[Evaluator, RunFileOptions] | None = None
 
 def _start_worker(qrels: Qrels, measures: list[str], options: RunFileOptions) -> None:
     global _worker_state
-    _worker_state = (Evaluator(qrels, measures), options)
+    _worker_state = (Evaluator(qrels, measures, announce=False), options)  # the parent announced
 
 
 def _evaluate_in_worker(path: str) -> Evaluation:
@@ -208,7 +216,11 @@ def score_runs(runs, qrels, measures: Sequence[str] | None = None, *, preset: st
 
     measures, depth, separator = measure_settings(measures, preset, depth, passage_separator)
     evaluator = Evaluator(as_qrels(qrels), measures)
-    return [evaluator(run.to_documents(separator) if separator else run, depth) for run in run_list(runs)]
+    evaluations = [evaluator(run.to_documents(separator) if separator else run, depth) for run in run_list(runs)]
+    for evaluation in evaluations:
+        if evaluation.docid_warning:
+            warnings.warn(evaluation.docid_warning, stacklevel=3)
+    return evaluations
 
 
 class _CallablePackage(type(sys.modules[__name__])):

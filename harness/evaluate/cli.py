@@ -7,11 +7,13 @@ import csv
 import io
 import json
 import sys
+from pathlib import Path
 
 from harness.cli import add_runs, runs
 from harness.errors import HarnessError
 from harness.evaluate import Evaluation, Evaluator, RunFileOptions, evaluate_files
 from harness.evaluate import presets
+from harness.evaluate.names import CASE_RULE
 from harness.evaluate.presets import PRESETS
 from harness.trec import Qrels, read_qrels
 
@@ -21,7 +23,9 @@ JUDGED = "Judged@10"  # the share of the top 10 that is judged, before and after
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--qrels", required=True, help="qrels file: qid iter docid grade")
     add_runs(parser, "one or more TREC run files")
-    parser.add_argument("--measures", nargs="+", help="ir-measures names, e.g. nDCG@3 'P(rel=2)@3' RR")
+    parser.add_argument("--measures", nargs="+",
+                        help="ir-measures names (nDCG@3 'P(rel=2)@3' RR) or trec_eval's (ndcg_cut_3 P_5 map); "
+                        f"{CASE_RULE}. Give run files before it, or end it with --")
     parser.add_argument("--preset", choices=PRESETS.names(), help="a benchmark's official measure set")
     parser.add_argument("--depth", type=int, help="evaluate the top N documents per query (trec_eval -M)")
     parser.add_argument("--per-query", action="store_true", help="also report every query's value")
@@ -82,8 +86,24 @@ def run(args: argparse.Namespace) -> int:
 
 def measure_settings(args: argparse.Namespace) -> tuple[list[str], int | None, str | None]:
     """Measures, depth and passage separator from --measures/--preset/--depth/--passage-separator
-    (shared with `harness compare`)."""
+    (shared with `harness compare`). Run files swallowed by --measures are a usage error that
+    says so: an option taking several values takes every word after it."""
+    swallowed = [name for name in args.measures or [] if Path(name).is_file()]
+    if swallowed:
+        raise HarnessError(f"--measures took {', '.join(swallowed)}, which {'is a file' if len(swallowed) == 1 else 'are files'}"
+                           ", not measures (an option with several values takes every word after it): put the run "
+                           "files before --measures, or end the measures with -- (--measures nDCG@10 AP -- RUN...)")
     return presets.measure_settings(args.measures, args.preset, args.depth, args.passage_separator)
+
+
+def report_reading(evaluation: Evaluation) -> None:
+    """What reading the run found that the numbers do not show (shared with `harness compare`):
+    documents almost never judged, text after the sixth field."""
+    if evaluation.docid_warning:
+        print(f"warning: {evaluation.docid_warning}", file=sys.stderr)
+    if evaluation.trailing:
+        print(f"{evaluation.run_name}: {evaluation.trailing} lines with text after the sixth field (ignored, as "
+              "trec_eval does)", file=sys.stderr)
 
 
 def _report_coverage(evaluation: Evaluation, qrels_path: str) -> None:
@@ -92,6 +112,7 @@ def _report_coverage(evaluation: Evaluation, qrels_path: str) -> None:
     if len(evaluation.missing_queries) == judged:
         print(f"warning: run {evaluation.run_name!r} has no query in common with {qrels_path}; "
               "every measure is 0", file=sys.stderr)
+    report_reading(evaluation)
     notes = [f"{judged} judged queries"]
     if evaluation.missing_queries:
         notes.append(f"{len(evaluation.missing_queries)} missing from the run (scored as empty rankings)")

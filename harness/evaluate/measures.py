@@ -14,9 +14,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from harness.errors import HarnessError
+from harness.evaluate.names import EXAMPLES
 from harness.registry import Registry
 
-EXAMPLES = "e.g. nDCG@10, P(rel=2)@5, AP(rel=2)@1000, RR, R@100"
 
 
 @dataclass(frozen=True)
@@ -39,6 +39,10 @@ FAMILIES.add("Success", Family("success.k", cutoff="required"))
 FAMILIES.add("Judged", Family("1 - unj.k (negative grades are unjudged, empty ranks are not)",
                               rel=False, cutoff="required"))
 FAMILIES.add("infAP", Family("infAP", cutoff="none"))
+# set measures score the whole ranking handed on, which the harness has already cut to the depth (-M)
+FAMILIES.add("SetP", Family("set_P", cutoff="none"))
+FAMILIES.add("SetR", Family("set_recall", cutoff="none"))
+FAMILIES.add("SetAP", Family("set_map", cutoff="none"))
 FAMILIES.add("NumQ", Family("num_q", rel=False, cutoff="none", summed=True))
 FAMILIES.add("NumRel", Family("num_rel (rel=1 only)", cutoff="none", summed=True))
 FAMILIES.add("NumRet", Family("num_ret; with rel=: num_rel_ret", cutoff="none", summed=True))
@@ -46,10 +50,7 @@ FAMILIES.add("NumRet", Family("num_ret; with rel=: num_rel_ret", cutoff="none", 
 # Why the families ir-measures offers beyond the table are refused.
 REFUSED = {
     "ERR": "ERR comes from gdeval, not trec_eval, and gdeval breaks ties its own way",
-    "SetP": "set measures ignore the ranking depth trec_eval applies (-M); use P@k",
-    "SetR": "set measures ignore the ranking depth trec_eval applies (-M); use R@k",
     "SetF": "trec_eval's set_F takes only the first beta it is given",
-    "SetAP": "set measures ignore the ranking depth trec_eval applies (-M); use AP",
     "IPrec": "ir-measures' interpolated precision is not trec_eval's iprec_at_recall at every level",
     "Compat": "compatibility has no trec_eval counterpart",
     "alpha_nDCG": "alpha-nDCG needs subtopic qrels (ndeval), not trec_eval",
@@ -105,28 +106,62 @@ def check_measure(name: str, measure) -> Family:
 
 def _unreadable(name: str, error: Exception) -> HarnessError:
     detail = str(error).splitlines()[0] if str(error) else type(error).__name__
-    return HarnessError(f"cannot read measure {name!r} ({detail}); use ir-measures syntax, {EXAMPLES}")
+    return HarnessError(f"cannot read measure {name!r} ({detail}); use ir-measures syntax, {EXAMPLES}, "
+                        "or a trec_eval name (ndcg_cut_10, P_5, map)")
 
 
-def parse_measures(names: Sequence[str]) -> list:
-    """ir-measures objects for measure names, each checked against the table, with a one-line
-    error for a name that cannot be read or a measure that cannot equal trec_eval's."""
+def _parse_one(name: str):
+    """The checked ir-measures object for one name in either syntax (harness.evaluate.names)."""
     import ir_measures
 
-    parsed = []
+    from harness.evaluate.names import MeasureNameError, canonical
+
+    if not isinstance(name, str):
+        raise HarnessError(f"a measure name is text such as 'nDCG@10', not {name!r}")
+    try:
+        spelled = canonical(name, FAMILIES.names())
+    except MeasureNameError as error:
+        raise HarnessError(f"cannot read measure {name!r}: {error}") from None
+    try:
+        measure = ir_measures.parse_measure(spelled)
+    except Exception as error:  # noqa: BLE001 - ir-measures raises many kinds for a bad name
+        raise _unreadable(name, error) from None
+    check_measure(name, measure)
+    try:
+        measure.validate_params()
+    except Exception as error:  # noqa: BLE001 - an AssertionError, KeyError or ValueError
+        raise _unreadable(name, error) from None
+    return measure
+
+
+def parse_measures(names: Sequence[str], *, announce: bool = True) -> list:
+    """ir-measures objects for measure names (ir-measures or trec_eval syntax, in any case),
+    each checked against the table. Every name that cannot be read, or whose measure cannot
+    equal trec_eval's, is named in one error; a translated name's measure is said once on
+    stderr (`announce`)."""
+    from harness.evaluate.names import announce as tell
+
+    if isinstance(names, str):  # a single name, not its characters
+        names = [names]
+    parsed, problems = [], []
     for name in names:
         try:
-            measure = ir_measures.parse_measure(name)
-        except Exception as error:  # noqa: BLE001 - ir-measures raises many kinds for a bad name
-            raise _unreadable(name, error) from None
-        check_measure(name, measure)
-        try:
-            measure.validate_params()
-        except Exception as error:  # noqa: BLE001 - an AssertionError, KeyError or ValueError
-            raise _unreadable(name, error) from None
-        parsed.append(measure)
-    if len({str(m) for m in parsed}) != len(parsed):
-        raise HarnessError(f"a measure is listed twice in {list(names)}")
+            parsed.append(_parse_one(name))
+        except HarnessError as error:
+            problems.append(str(error))
+    if len(problems) == 1:
+        raise HarnessError(problems[0])
+    if problems:
+        raise HarnessError(f"{len(problems)} of {len(names)} measures refused: " + "; ".join(problems))
+    seen: dict[str, str] = {}
+    for name, measure in zip(names, parsed):
+        if str(measure) in seen:
+            first = seen[str(measure)]
+            what = f"{first!r} and {name!r} are the same measure ({measure})" if first != name else f"{name!r} is"
+            raise HarnessError(f"{what} listed twice in {list(names)}")
+        seen[str(measure)] = name
+    if announce:
+        tell([(name, str(measure)) for name, measure in zip(names, parsed)])
     return parsed
 
 

@@ -55,6 +55,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     from_trec.add_argument("--ptkb-run", type=Path, help="a TREC run of PTKB statements per turn")
     from_trec.add_argument("--depth", type=number_in(1, PROVENANCE_LIMIT, whole=True), default=PROVENANCE_LIMIT,
                            help=f"passages per turn (1 to {PROVENANCE_LIMIT})")
+    from_trec.add_argument(
+        "--passages", metavar="SPEC",
+        help="where the passage texts come from: any corpus the harness reads (an iKAT passages .jsonl, TREC "
+        "or ClueWeb22 files, irds:ID, benchmark:NAME) or a Lucene index folder with stored contents or raw "
+        "documents (default: the benchmark's shipped passages, the provenance pool)",
+    )
     from_trec.set_defaults(ikat_run=_from_trec)
 
 
@@ -118,7 +124,7 @@ def _from_trec(args: argparse.Namespace) -> int:
     if args.run_type not in YEARS[args.year].run_types:
         raise HarnessError(f"--run-type {args.run_type!r} is not one of {', '.join(sorted(YEARS[args.year].run_types))} "
                            f"(iKAT {args.year})")
-    refuse_overwriting([args.trec_run, args.ptkb_run], [("--output", args.out)])
+    refuse_overwriting([args.trec_run, args.ptkb_run, Path(args.passages) if args.passages else None], [("--output", args.out)])
     benchmark = load(args.benchmark)
     run = read_run(args.trec_run)
     turns = [turn.qid for conversation in benchmark.conversations for turn in conversation.turns]
@@ -134,9 +140,10 @@ def _from_trec(args: argparse.Namespace) -> int:
     if args.ptkb_run is not None:
         ptkb_run = read_run(args.ptkb_run)
         ptkb = {qid: ptkb_run.ranked(qid) for qid in ptkb_run.scores}
+    source, source_name = _passage_source(args.passages, benchmark)
     submission = build_submission(
         rankings,
-        benchmark.corpus if benchmark.corpus is not None else {},
+        source,
         run_name=args.run_name,
         run_type=args.run_type,
         ptkb_rankings=ptkb,
@@ -146,4 +153,50 @@ def _from_trec(args: argparse.Namespace) -> int:
     )
     write_submission(args.out, submission, args.year)
     print(f"{args.out}: {len(submission.turns)} turns (iKAT {args.year} format)", file=sys.stderr)
+    _report_texts(submission, source_name)
+    _report_size(args.out, args.depth)
     return 0
+
+
+def _passage_source(spec: str | None, benchmark):
+    """The passage texts from --passages (a corpus spec or a Lucene index), else the benchmark's own."""
+    if spec is None:
+        return (benchmark.corpus if benchmark.corpus is not None else {}), f"{benchmark.name}'s shipped passages"
+    from harness.retrieve.lucene import is_index
+
+    if is_index(spec):
+        from functools import partial
+
+        from harness.retrieve.lucene import stored_texts
+
+        return partial(stored_texts, spec), f"the Lucene index {spec}"
+    from harness.corpus.readers import open_corpus
+
+    return open_corpus(spec), spec
+
+
+def _report_texts(submission, source_name: str) -> None:
+    """Passages written without text: say how many, and where texts would come from."""
+    passages = [p for turn in submission.turns for r in turn.responses for p in r.passage_provenance]
+    empty = sum(not p.text for p in passages)
+    if empty:
+        print(f"warning: {empty} of {len(passages)} passages have no text in {source_name} (written with an empty "
+              "text): give --passages the collection the run retrieved from (its passages file or a Lucene "
+              "index with stored contents)", file=sys.stderr)
+
+
+# a hosted harness leaderboard's default upload limit (harness.serve.config.DEFAULT_MAX_UPLOAD_MB,
+# which imports this package: a test keeps the two equal)
+DEFAULT_MAX_UPLOAD_MB = 64
+
+
+def _report_size(path: Path, depth: int) -> None:
+    """The size of the file to upload, against a hosted leaderboard's default limit."""
+    size = path.stat().st_size
+    limit = DEFAULT_MAX_UPLOAD_MB << 20
+    message = f"{path}: {size / 2**20:.1f} MiB to upload"
+    if size > limit:
+        fitting = max(1, int(depth * limit / size * 0.95))
+        message = (f"warning: {message}, over the {DEFAULT_MAX_UPLOAD_MB} MiB a hosted harness leaderboard takes by "
+                   f"default (max_upload_mb): about --depth {fitting} would fit")
+    print(message, file=sys.stderr)

@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 import unicodedata
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 from pathlib import Path
 
@@ -193,17 +193,23 @@ def write_submission(path: str | Path, submission: Submission, year: int) -> Non
 
 # --- building a submission from rankings -----------------------------------------------
 
-# (turn qid, best-first passages with their texts) -> response text
-Responder = Callable[[str, Sequence[PassageProvenance]], str]
+# (turn qid, best-first passages with their texts) -> (response text, ids of the passages
+# it is made from: those marked `used`, the 2025 citations)
+Responder = Callable[[str, Sequence[PassageProvenance]], tuple[str, Sequence[str]]]
+# where passage texts come from: a corpus (streamed once), {id: text}, or a look-up by ids
+PassageSource = Corpus | Mapping[str, str] | Callable[[set[str]], dict[str, str]]
 
 
-def extractive_response(qid: str, passages: Sequence[PassageProvenance]) -> str:
-    """No generator configured: answer with the best passage that has text."""
-    return next((p.text for p in passages if p.text.strip()), "")
+def extractive_response(qid: str, passages: Sequence[PassageProvenance]) -> tuple[str, Sequence[str]]:
+    """No generator configured: answer with the best passage that has text (so it is used)."""
+    chosen = next((p for p in passages if p.text.strip()), None)
+    return (chosen.text, (chosen.id,)) if chosen is not None else ("", ())
 
 
-def passage_texts(source: Corpus | Mapping[str, str], ids: set[str]) -> dict[str, str]:
-    """The texts of `ids`: one streaming pass over a corpus, or lookups in a dict."""
+def passage_texts(source: PassageSource, ids: set[str]) -> dict[str, str]:
+    """The texts of `ids`: one streaming pass over a corpus, lookups in a dict, or the look-up."""
+    if callable(source) and not isinstance(source, Corpus):
+        return source(ids)
     if isinstance(source, Corpus):
         found: dict[str, str] = {}
         for document in source.documents():
@@ -217,7 +223,7 @@ def passage_texts(source: Corpus | Mapping[str, str], ids: set[str]) -> dict[str
 
 def build_submission(
     rankings: Mapping[str, Ranking],
-    passages: Corpus | Mapping[str, str],
+    passages: PassageSource,
     *,
     run_name: str,
     run_type: str = "automatic",
@@ -225,14 +231,13 @@ def build_submission(
     conversations: Sequence[Conversation] = (),
     responder: Responder = extractive_response,
     depth: int = PROVENANCE_LIMIT,
-    used: int = 1,
     ptkb_depth: int = 3,
     team_id: str = "",
 ) -> Submission:
     """One response per turn (rank 1) whose provenance is the turn's ranking.
 
-    The top `used` passages are marked as used (cited); the response text comes from
-    `responder`, capped at the guidelines' 250 words. PTKB provenance takes the top
+    The response text comes from `responder`, capped at the guidelines' 250 words, and the
+    passages it says the text is made from are marked as used (cited). PTKB provenance takes the top
     `ptkb_depth` statements of `ptkb_rankings`, with their texts from the conversations'
     PTKBs (the 2023 validator checks them). With `conversations`, every one of their turns
     is answered, in conversation order (a turn the run lacks gets an empty response, which
@@ -249,16 +254,15 @@ def build_submission(
     texts = passage_texts(passages, needed)
     turns = []
     for qid in order:
-        provenance = tuple(
-            PassageProvenance(pid, float(score), texts.get(pid, ""), used=rank < used)
-            for rank, (pid, score) in enumerate(rankings.get(qid, ())[:depth])
-        )
+        provenance = tuple(PassageProvenance(pid, float(score), texts.get(pid, ""))
+                           for pid, score in rankings.get(qid, ())[:depth])
         ptkb = tuple(
             PTKBProvenance(pid, float(score), statements.get(qid, {}).get(pid, ""))
             for pid, score in (ptkb_rankings or {}).get(qid, ())[:ptkb_depth]
         )
-        text = cap_words(responder(qid, provenance))
-        turns.append(SubmissionTurn(qid, (Response(1, text, provenance, ptkb),)))
+        text, used = responder(qid, provenance)
+        provenance = tuple(replace(p, used=True) if p.id in used else p for p in provenance)
+        turns.append(SubmissionTurn(qid, (Response(1, cap_words(text), provenance, ptkb),)))
     return Submission(run_name, run_type, tuple(turns), team_id=team_id)
 
 

@@ -5,7 +5,8 @@ registered strategy):
 
 - `raw`: the current utterance.
 - `manual` / `automatic`: the benchmark's resolved (manual) or automatic rewrite of the turn;
-  a HarnessError names the first turn without one.
+  a HarnessError names the first turn without one; an empty rewrite (iKAT 2023 12-1_12) is
+  sent as it is, an empty query, with a warning on stderr.
 - `all_history`: the earlier user utterances, then the current one.
 - `first_plus_current`: the conversation's first utterance, then the current one.
 - `with_responses[:K]`: as `all_history`, plus the system responses of the last K (default 1)
@@ -23,6 +24,7 @@ from __future__ import annotations
 
 import math
 import re
+import sys
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -61,11 +63,21 @@ def raw(conversation: Conversation, turn_index: int, arg: str | None = None) -> 
     return build(conversation, turn_index, [current(conversation, turn_index).utterance])
 
 
+_warned_empty: set[tuple[str, str]] = set()
+
+
 def _rewrite(kind: str, conversation: Conversation, turn_index: int) -> Query:
+    """The benchmark's own rewrite, as it is. An empty one (iKAT 2023 12-1_12's official
+    rewrite) gives an empty query, which retrieves nothing, and a warning, once per turn."""
     turn = current(conversation, turn_index)
     text = turn.manual_rewrite if kind == "manual" else turn.automatic_rewrite
     if text is None:
         raise HarnessError(f"turn {turn.qid} has no {kind} rewrite: this benchmark does not provide one for it")
+    if not text.strip() and (kind, turn.qid) not in _warned_empty:
+        _warned_empty.add((kind, turn.qid))
+        print(f"warning: turn {turn.qid}: the benchmark's {kind} rewrite is empty, so its query is empty and "
+              "retrieves nothing (the strategy sends the official rewrite as it is; use another strategy for "
+              "this turn's text)", file=sys.stderr)
     return build(conversation, turn_index, [text])
 
 

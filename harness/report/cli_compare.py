@@ -13,7 +13,7 @@ from tqdm import tqdm
 from harness.cli import add_output, add_runs, number_in, runs
 from harness.errors import HarnessError
 from harness.evaluate import Evaluator, RunFileOptions, evaluate_file
-from harness.evaluate.cli import JUDGED, add_fill, judged_before_after, measure_settings, scoring_qrels
+from harness.evaluate.cli import JUDGED, add_fill, judged_before_after, measure_settings, report_reading, scoring_qrels
 from harness.evaluate.presets import PRESETS
 from harness.report import breakdown as bd
 from harness.report.compare import Leaderboard, leaderboard
@@ -67,6 +67,8 @@ def run(args: argparse.Namespace) -> int:
     options = RunFileOptions(passage_separator=separator, depth=depth)  # as `harness eval` reads them
     evaluations = [evaluate_file(evaluator, path, options)
                    for path in tqdm(files, desc="evaluating runs", unit="run", file=sys.stderr, disable=len(files) < 3)]
+    for evaluation in evaluations:
+        report_reading(evaluation)
     board = leaderboard(
         evaluations,
         [b if b in {e.run_name for e in evaluations} else Path(b).stem for b in args.baseline or []],

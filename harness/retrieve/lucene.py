@@ -109,6 +109,38 @@ def _dump_jsonl(corpus: Corpus, folder: Path) -> int:
     return count
 
 
+def is_index(path: str | Path) -> bool:
+    """A Lucene index folder (it holds a segments_N file)."""
+    path = Path(path)
+    return path.is_dir() and any(path.glob("segments_*"))
+
+
+def stored_texts(index: str | Path, ids: set[str]) -> dict[str, str]:
+    """The stored text of each of `ids` in a Lucene index, looked up by id: its stored
+    `contents` field, else the `contents` of its stored raw JSON document (as IndexCollection
+    keeps it with -storeRaw), else the raw text; ids without a stored text are left out."""
+    ensure_jvm(Path(index))
+    from pyserini.search.lucene import LuceneSearcher
+
+    searcher = LuceneSearcher(str(index))
+    found: dict[str, str] = {}
+    for docid in ids:
+        document = searcher.doc(docid)
+        if document is None:
+            continue
+        text = document.contents()
+        if text is None and (raw := document.raw()) is not None:
+            try:
+                record = json.loads(raw)
+            except json.JSONDecodeError:
+                record = None
+            text = record.get("contents", raw) if isinstance(record, dict) else raw
+        if text is not None:
+            found[docid] = text
+    searcher.close()
+    return found
+
+
 def _index_options(threads: int) -> list[str]:
     """IndexCollection as the iKAT organisers run it (their ikat_tools.py create_index)."""
     return [

@@ -16,7 +16,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("config", help="a benchmark config (YAML), e.g. configs/default.yaml")
     parser.add_argument(
         "--only", action="append", default=[], metavar="NAME",
-        help="run only this experiment (its name) or run (its tag); repeatable",
+        help="run only this experiment (its name) or run (its tag); repeatable. The leaderboard still lists every finished run",
     )
     parser.add_argument("--force", action="store_true", help="redo runs even when finished with the same inputs")
     parser.add_argument("--dry-run", action="store_true", help="check the config and list its runs; rank nothing")
@@ -38,7 +38,8 @@ def run(args: argparse.Namespace) -> int:
             print(f"{prepared.run.tag}\t{len(prepared.queries)} queries\t"
                   f"{len(prepared.qrels.judgments)} judged\t{state}")
         return 0
-    outcomes = run_config(config, only=args.only, force=args.force)
+    # the leaderboard and report show every finished run of the config, not only those run now
+    outcomes = run_config(config, only=args.only, force=args.force, with_finished=True)
     board = leaderboard.render(outcomes, title=f"Leaderboard: {args.config}")
     with atomic_write(config.output / "leaderboard.md") as handle:
         handle.write(board)

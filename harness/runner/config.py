@@ -367,7 +367,7 @@ def _experiment(node: Node, defaults: dict[str, Any]) -> Experiment:
                                    "or {index: NAME})")
     if "qrels" not in keys and not task.has_default_qrels(benchmark):
         raise keys["topics"].error(f"{benchmark.name} ships no qrels; give 'qrels: FILE'")
-    measures, depth, separator = measures_of(keys, node, task)
+    measures, depth, separator = measures_of(keys, node, task, as_given=True)
     restrict = keys["qrels_restrict_to_corpus"].flag() if "qrels_restrict_to_corpus" in keys else False
     if restrict and corpus.index is not None:
         raise keys["qrels_restrict_to_corpus"].error("needs the corpus documents, not an index name")
@@ -451,10 +451,11 @@ def _corpus(node: Node) -> CorpusSpec:
 
 
 def measures_of(
-    keys: dict[str, Node], parent: Node, task=None
+    keys: dict[str, Node], parent: Node, task=None, *, as_given: bool = False
 ) -> tuple[tuple[str, ...], int | None, str | None]:
-    """(canonical measures, evaluation depth, passage separator) from `measures:`, `preset:` or
-    the task's defaults (a serve task has none)."""
+    """(measures, evaluation depth, passage separator) from `measures:`, `preset:` or the task's
+    defaults (a serve task has none). The measures are checked, and named as the config names
+    them with `as_given` (results keep the user's names), else canonically (ir-measures)."""
     from harness.evaluate import parse_measures
     from harness.evaluate.presets import PRESETS
 
@@ -472,7 +473,8 @@ def measures_of(
         node, names = parent, task.default_measures()
     else:
         raise parent.error("missing 'measures' (ir-measures names) or 'preset'")
-    return tuple(str(m) for m in lookup(node, lambda: parse_measures(names))), depth, separator
+    parsed = lookup(node, lambda: parse_measures(names))
+    return tuple(names) if as_given else tuple(str(m) for m in parsed), depth, separator
 
 
 def _tag_pattern(node: Node) -> str:

@@ -27,7 +27,7 @@ from tqdm import tqdm
 from harness.atomic import atomic_write, folder_lock
 from harness.corpus import Corpus, Document
 from harness.errors import HarnessError
-from harness.evaluate import Evaluation, Evaluator, RunFileOptions, evaluate_file
+from harness.evaluate import Evaluation, Evaluator, RunFileOptions, evaluate_file, parse_measures
 from harness.queries import inputs as strategy_inputs
 from harness.retrieve import Retriever, SearchQuery, build, shared_retrievers
 from harness.paths import file_in
@@ -277,12 +277,14 @@ class Outcome:
 def score(prepared: Prepared, output: Path) -> Scored:
     """The run file read once for the experiment's measures and Judged@10."""
     experiment = prepared.run.experiment
-    kept = list(experiment.measures)  # canonical names since the config was read
-    evaluator = Evaluator(prepared.qrels, kept if JUDGED in kept else [*kept, JUDGED])
+    kept = list(experiment.measures)  # as the config names them, checked when it was read
+    judged = next((name for name, measure in zip(kept, parse_measures(kept, announce=False))
+                   if str(measure) == JUDGED), None)  # the experiment's own Judged@10, however spelled
+    evaluator = Evaluator(prepared.qrels, kept if judged else [*kept, JUDGED], announce=False)
     both = evaluate_file(evaluator, run_path(output, prepared.run), run_file_options(experiment))
     evaluation = replace(both, measures=kept, per_query={m: both.per_query[m] for m in kept},
                          means={m: both.means[m] for m in kept}, counts=[m for m in both.counts if m in kept])
-    return Scored(evaluation, both.means[JUDGED])
+    return Scored(evaluation, both.means[judged or JUDGED])
 
 
 def run_file_options(experiment: Experiment) -> RunFileOptions:
@@ -291,19 +293,27 @@ def run_file_options(experiment: Experiment) -> RunFileOptions:
 
 
 def run_config(
-    config: Config, *, only: Iterable[str] = (), force: bool = False, log: TextIO | None = None
+    config: Config, *, only: Iterable[str] = (), force: bool = False, log: TextIO | None = None,
+    with_finished: bool = False,
 ) -> list[Outcome]:
     """Produce (or reuse) every selected run of the config and score it; messages go to `log`
-    (stderr by default)."""
+    (stderr by default). With `with_finished`, the outcomes also hold every other run of the
+    config already finished with the current inputs (a leaderboard after `--only X` shows all
+    runs, not X alone), in config order."""
     log = log or sys.stderr
     output = config.output
     if output.exists() and not output.is_dir():
         raise HarnessError(f"output {str(output)!r} is a file, expected a folder")
     workspace = Workspace()
     outcomes = []
+    selected = {run.tag for run in config.runs(only)}
     # one writer per output folder: a second run waits, then skips what the first finished
     with folder_lock(output, log), shared_retrievers():
-        for run in config.runs(only):
+        for run in config.runs():
+            if run.tag not in selected:
+                if with_finished and (outcome := _finished_outcome(run, workspace, output, log)) is not None:
+                    outcomes.append(outcome)
+                continue
             prepared = prepare(run, workspace)
             skipped = not force and is_finished(prepared, output)
             if skipped:
@@ -314,6 +324,21 @@ def run_config(
             outcomes.append(Outcome(run, run_path(output, run), skipped, prepared.qrels, scored.evaluation,
                                     scored.judged, prepared.benchmark))
     return outcomes
+
+
+def _finished_outcome(run: RunSpec, workspace: Workspace, output: Path, log: TextIO) -> Outcome | None:
+    """A run not selected this time, if its files record the current inputs; else None (said
+    in one line when files of other inputs are there)."""
+    if not (run_path(output, run).is_file() and json_path(output, run).is_file()):
+        return None
+    prepared = prepare(run, workspace)
+    if not is_finished(prepared, output):
+        print(f"{run.tag}: left out of the leaderboard: its files were made from other inputs "
+              f"(run it with --only {run.tag})", file=log)
+        return None
+    scored = finished_scores(prepared, output)
+    return Outcome(run, run_path(output, run), True, prepared.qrels, scored.evaluation, scored.judged,
+                   prepared.benchmark)
 
 
 def plan(config: Config, *, only: Iterable[str] = ()) -> list[tuple[Prepared, bool]]:

@@ -16,14 +16,12 @@
 qids are `<topic>_<turn>` as the qrels spell them (`31_1`, `132_1-3`).
 
 `from_ir_datasets("trec-cast/v1/2019" | "trec-cast/v1/2020")` reads the same years through
-ir_datasets, fully offline: the shipped files are linked where ir_datasets caches its
-downloads (IR_DATASETS_HOME = cache_root()/ir_datasets; nothing under ~/.ir_datasets).
+ir_datasets' own CAsT classes, fully offline, from the shipped files (ir_datasets' home
+folder is neither read nor changed).
 """
 
 from __future__ import annotations
 
-import os
-import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -288,59 +286,32 @@ def cast2022(split: str | None) -> Benchmark:
 
 # --- the same topics through ir_datasets ---------------------------------------------------
 
-# ir_datasets cache path (under IR_DATASETS_HOME) -> shipped file; md5s equal ir_datasets' pins.
-def _ir_datasets_files() -> dict[str, Path]:
+# ir_datasets' dataset -> (its query record type, the shipped topics file, the shipped qrels):
+# the same files ir_datasets downloads (md5s equal its pins), read by its own CAsT classes.
+def _ir_datasets_files() -> dict[str, tuple[str, Path, Path]]:
     return {
-        "trec-cast/2019/evaluation_topics_v1.0.json": cast_dir() / "2019/data/evaluation/evaluation_topics_v1.0.json",
-        "trec-cast/2019/2019qrels.txt": qrels_root() / "cast/2019qrels.txt",
-        "trec-cast/2019/train_topics_v1.0.json": cast_dir() / "2019/data/training/train_topics_v1.0.json",
-        "trec-cast/2019/train_topics_mod.qrel": qrels_root() / "cast/2019_train_topics_mod.qrel",
-        "trec-cast/2020/2020_manual_evaluation_topics_v1.0.json": cast_dir() / "2020/2020_manual_evaluation_topics_v1.0.json",
-        "trec-cast/2020/2020qrels.txt": qrels_root() / "cast/2020qrels.txt",
+        "trec-cast/v1/2019": ("Cast2019Query", cast_dir() / "2019/data/evaluation/evaluation_topics_v1.0.json",
+                              qrels_root() / "cast/2019qrels.txt"),
+        "trec-cast/v1/2020": ("Cast2020Query", cast_dir() / "2020/2020_manual_evaluation_topics_v1.0.json",
+                              qrels_root() / "cast/2020qrels.txt"),
     }
 
 
-def ir_datasets_home() -> Path:
-    return cache_root() / "ir_datasets"
-
-
-def _link_shipped_files() -> None:
-    home = ir_datasets_home()
-    for relative, source in _ir_datasets_files().items():
-        target = home / relative
-        if target.is_symlink() and target.resolve() == source.resolve():
-            continue
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.unlink(missing_ok=True)
-        target.symlink_to(source.resolve())
-
-
-def _cached(download, dataset_id: str) -> None:
-    """Refuse to go on if ir_datasets would download: it must find the linked file.
-
-    `download` is the handler's Download (ir_datasets 0.6 keeps it in `_dlc` / `_qrels_dlc`);
-    `path(force=False)` only names the cache path, it never fetches.
-    """
-    path = Path(download.path(force=False))
-    if not path.exists():
-        raise HarnessError(
-            f"ir_datasets looks for {dataset_id} at {path}, not under {ir_datasets_home()}: "
-            f"it was imported before harness set IR_DATASETS_HOME; set IR_DATASETS_HOME={ir_datasets_home()}"
-        )
-
-
 def from_ir_datasets(dataset_id: str) -> Benchmark:
-    """CAsT 2019 / 2020 through ir_datasets (raw utterances; 2020 also both rewrites)."""
-    if dataset_id not in {"trec-cast/v1/2019", "trec-cast/v1/2020"}:
-        raise HarnessError(f"from_ir_datasets reads trec-cast/v1/2019 or trec-cast/v1/2020, not {dataset_id!r}")
-    _link_shipped_files()
-    if "ir_datasets" not in sys.modules:
-        os.environ["IR_DATASETS_HOME"] = str(ir_datasets_home())
-    import ir_datasets
+    """CAsT 2019 / 2020 read by ir_datasets' own CAsT query and qrels classes (raw utterances;
+    2020 also both rewrites), from the shipped files: offline, and without touching
+    ir_datasets' home folder or settings (a researcher's own ir_datasets set-up stays as it is)."""
+    files = _ir_datasets_files()
+    if dataset_id not in files:
+        raise HarnessError(f"from_ir_datasets reads {' or '.join(files)}, not {dataset_id!r}")
+    from ir_datasets.datasets import trec_cast
+    from ir_datasets.datasets.base import Dataset
+    from ir_datasets.formats import TrecQrels
+    from ir_datasets.util import LocalDownload
 
-    dataset = ir_datasets.load(dataset_id)
-    _cached(dataset.queries_handler()._dlc, dataset_id)
-    _cached(dataset.qrels_handler()._qrels_dlc, dataset_id)
+    query_type, topics_file, qrels_file = files[dataset_id]
+    dataset = Dataset(trec_cast.CastQueries(LocalDownload(topics_file, mkdir=False), getattr(trec_cast, query_type)),
+                      TrecQrels(LocalDownload(qrels_file, mkdir=False), trec_cast.QRELS_DEFS))
     topics: dict[str, list[Turn]] = {}
     for query in dataset.queries_iter():
         turn = Turn(

@@ -1,0 +1,60 @@
+"""Whether a run's documents are the qrels' documents at all: a run whose retrieved ids almost
+never occur in the judgments scores 0 everywhere, which trec_eval prints without a word (a
+passage run against document qrels, lower-cased ids, another collection's ids).
+
+`docid_warning` looks at the top 10 of each judged query the run answers and, when fewer than
+`RARELY` of them are judged, says how many are and what the ids look like: passage ids
+`<docid><sep><n>` of judged documents (naming --passage-separator and the preset that sets
+it), or judged ids in another case.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from itertools import islice
+
+from harness.trec import passage_document
+
+TOP = 10
+RARELY = 0.05  # under 1 judged document in 20 of the top 10s: "almost never"
+SEPARATORS = ("-", ":", "_", "#", ".")
+
+
+def _judged(rankings: Mapping[str, list[str]], judgments: Mapping[str, Mapping[str, int]], key=None) -> int:
+    return sum((key(docid) if key else docid) in judgments[qid] for qid, docids in rankings.items() for docid in docids)
+
+
+def docid_warning(run_name: str, rankings: Mapping[str, Iterable[str]], judgments: Mapping[str, Mapping[str, int]],
+                  qrels_name: str) -> str | None:
+    """A one-line warning when the run's top-10 documents (`rankings`: best-first docids of
+    the judged queries it answers) are almost never judged; None otherwise."""
+    top = {qid: top_docids for qid, docids in rankings.items() if (top_docids := list(islice(docids, TOP)))}
+    shown = sum(map(len, top.values()))
+    judged = _judged(top, judgments)
+    if not shown or judged >= RARELY * shown:
+        return None
+    message = (f"run {run_name!r}: only {judged} of the {shown} documents in its top {TOP}s are judged in "
+               f"{qrels_name}, so nearly every measure is 0")
+    return message + _why(top, judgments, judged, shown)
+
+
+def _why(top: Mapping[str, list[str]], judgments: Mapping[str, Mapping[str, int]], judged: int, shown: int) -> str:
+    from harness.evaluate.presets import PRESETS
+
+    best = max(((_judged(top, judgments, lambda d, s=s: passage_document(d, s)), s) for s in SEPARATORS),
+               default=(0, ""))
+    if best[0] > max(judged, RARELY * shown):
+        separator = best[1]
+        presets = [name for name in PRESETS.names() if PRESETS.get(name).passage_separator == separator]
+        preset = f" (the preset {' / '.join(presets)} sets it)" if presets else ""
+        example = next(d for docids in top.values() for d in docids if passage_document(d, separator) != d)
+        return (f"; its ids look like passage ids of judged documents ({example!r} is passage "
+                f"{example.rpartition(separator)[2]} of {passage_document(example, separator)!r}): judge documents "
+                f"by their best passage with --passage-separator '{separator}'{preset}; read so, {best[0]} of the "
+                f"{shown} would be judged")
+    folded = {qid: {docid.casefold() for docid in docs} for qid, docs in judgments.items()}
+    in_other_case = sum(docid.casefold() in folded[qid] for qid, docids in top.items() for docid in docids)
+    if in_other_case > max(judged, RARELY * shown):
+        return (f"; {in_other_case} of them are judged ids written in another case (ids are compared exactly, "
+                "as trec_eval compares them): write the run's ids as the qrels write them")
+    return "; check that the run and the qrels use the same collection and document ids"

@@ -1,0 +1,54 @@
+"""A run whose documents are almost never judged is warned about, with what its ids look like
+(harness.evaluate.coverage): the CAsT 2021 passage runs against the document qrels without
+--preset, and a run with lower-cased ids, in `harness eval`, `harness compare` and the
+Python API."""
+
+from __future__ import annotations
+
+import warnings
+
+import pytest
+
+import harness
+from harness.cli import main
+from tests.conftest import CAST2021_DOC_RUNS, CAST2021_PASSAGE_RUNS, CAST2021_QRELS
+
+QRELS = str(CAST2021_QRELS)
+
+
+@pytest.mark.parametrize("run", CAST2021_PASSAGE_RUNS, ids=lambda path: path.stem)
+def test_passage_ids_of_judged_documents_name_the_separator_and_the_preset(capsys, run):
+    assert main(["eval", "--qrels", QRELS, str(run), "--measures", "nDCG@3"]) == 0
+    warning = next(line for line in capsys.readouterr().err.splitlines() if line.startswith("warning:"))
+    assert f"run {run.stem!r}: only 0 of the 1580 documents in its top 10s are judged" in warning
+    assert "--passage-separator '-' (the preset cast2021 sets it)" in warning
+
+
+def test_a_run_read_with_its_preset_is_not_warned_about(capsys):
+    assert main(["eval", "--qrels", QRELS, str(CAST2021_PASSAGE_RUNS[0]), "--preset", "cast2021"]) == 0
+    assert "warning:" not in capsys.readouterr().err
+
+
+def test_lower_cased_ids_are_said_to_differ_from_the_qrels_in_case(tmp_path, capsys):
+    lowered = tmp_path / "lowered.run"
+    lowered.write_text(CAST2021_DOC_RUNS[0].read_text().lower())
+    assert main(["eval", "--qrels", QRELS, str(lowered), "--measures", "nDCG@3"]) == 0
+    err = capsys.readouterr().err
+    assert "run 'lowered': only 0 of the 1580 documents in its top 10s are judged" in err
+    assert "judged ids written in another case" in err
+
+
+def test_compare_warns_as_eval_does(capsys):
+    assert main(["compare", "--qrels", QRELS, str(CAST2021_DOC_RUNS[0]), str(CAST2021_PASSAGE_RUNS[-1]),
+                 "--measures", "nDCG@3"]) == 0
+    err = capsys.readouterr().err
+    assert f"warning: run {CAST2021_PASSAGE_RUNS[-1].stem!r}: only 0 of the 1580" in err
+    assert f"run {CAST2021_DOC_RUNS[0].stem!r}" not in err
+
+
+def test_the_python_api_warns_too():
+    with pytest.warns(UserWarning, match="--passage-separator '-' \\(the preset cast2021 sets it\\)"):
+        harness.evaluate(str(CAST2021_PASSAGE_RUNS[0]), QRELS, ["nDCG@3"])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        harness.evaluate(str(CAST2021_PASSAGE_RUNS[0]), QRELS, preset="cast2021")

@@ -1,0 +1,98 @@
+"""`harness ikat from-trec` on a run whose passages lie outside the shipped iKAT 2023 test pool
+(the train split's provenance passages, real ClueWeb22 passages the test pool lacks): their
+texts come from any corpus the harness reads (--passages: a corpus spec, a passages file, a
+Lucene index with stored documents); the passage the response is made from is `used`; the
+size of the file to upload is said."""
+
+from __future__ import annotations
+
+import json
+from itertools import islice
+
+import pytest
+
+from harness.cli import main
+from harness.corpus.readers import open_corpus
+from harness.topics import load
+from harness.trec import write_run
+
+TRAIN_POOL = "benchmark:ikat2023:train"
+
+
+@pytest.fixture(scope="module")
+def outside():
+    """Three train-pool passages, none in the test pool, with their texts."""
+    return {d.id: d.contents for d in islice(open_corpus(TRAIN_POOL).documents(), 3)}
+
+
+@pytest.fixture(scope="module")
+def run_file(tmp_path_factory, outside):
+    """Turn 9-1_1 ranks a passage no source has, then the three outside passages."""
+    path = tmp_path_factory.mktemp("from-trec") / "outside.run"
+    write_run(path, [("9-1_1", [("clueweb22-en0000-00-00000:0", 9.0), *[(pid, 5.0 - i) for i, pid in enumerate(outside)]])],
+              "outside")
+    return path
+
+
+def from_trec(tmp_path, run_file, *options: str) -> dict:
+    out = tmp_path / "submission.json"
+    assert main(["ikat", "from-trec", str(run_file), "--benchmark", "ikat2023", "--year", "2023", "--run-name", "x",
+                 "--output", str(out), *options]) == 0
+    (turn,) = [t for t in json.loads(out.read_text())["turns"] if t["turn_id"] == "9-1_1"]
+    return turn["responses"][0]
+
+
+def test_without_passages_the_missing_texts_are_counted_and_the_fix_named(tmp_path, run_file, capsys):
+    response = from_trec(tmp_path, run_file)
+    assert [p["text"] for p in response["passage_provenance"]] == ["", "", "", ""]
+    err = capsys.readouterr().err
+    assert "warning: 4 of 4 passages have no text in ikat2023:test's shipped passages" in err
+    assert "give --passages the collection the run retrieved from" in err
+
+
+def test_passage_texts_come_from_a_corpus_spec(tmp_path, run_file, outside, capsys):
+    response = from_trec(tmp_path, run_file, "--passages", TRAIN_POOL)
+    texts = {p["id"]: p["text"] for p in response["passage_provenance"]}
+    assert {pid: texts[pid] for pid in outside} == outside
+    assert "warning: 1 of 4 passages have no text in benchmark:ikat2023:train" in capsys.readouterr().err
+
+
+def test_passage_texts_come_from_a_passages_file(tmp_path, run_file, outside):
+    passages = tmp_path / "passages.jsonl"
+    passages.write_text("".join(json.dumps({"id": pid, "contents": text}) + "\n" for pid, text in outside.items()))
+    response = from_trec(tmp_path, run_file, "--passages", str(passages))
+    assert {p["id"]: p["text"] for p in response["passage_provenance"][1:]} == outside
+
+
+def test_the_passage_the_response_is_made_from_is_used(tmp_path, run_file, outside):
+    response = from_trec(tmp_path, run_file, "--passages", TRAIN_POOL)
+    first_with_text = next(iter(outside))
+    assert response["text"] == " ".join(outside[first_with_text].split())
+    assert [(p["id"], p["used"]) for p in response["passage_provenance"]] == [
+        ("clueweb22-en0000-00-00000:0", False), *[(pid, pid == first_with_text) for pid in outside]]
+
+
+def test_the_size_of_the_upload_is_said_against_the_hosted_limit(tmp_path, run_file, capsys, monkeypatch):
+    from harness.ikat import cli
+    from harness.serve.config import DEFAULT_MAX_UPLOAD_MB
+
+    assert cli.DEFAULT_MAX_UPLOAD_MB == DEFAULT_MAX_UPLOAD_MB
+    from_trec(tmp_path, run_file)
+    size = (tmp_path / "submission.json").stat().st_size
+    assert f"submission.json: {size / 2**20:.1f} MiB to upload" in capsys.readouterr().err
+    monkeypatch.setattr(cli, "DEFAULT_MAX_UPLOAD_MB", 0)  # every file is over it
+    from_trec(tmp_path, run_file, "--depth", "500")
+    assert "MiB to upload, over the 0 MiB a hosted harness leaderboard takes by default (max_upload_mb): " \
+           "about --depth 1 would fit" in capsys.readouterr().err
+
+
+@pytest.mark.java
+@pytest.mark.slow
+def test_passage_texts_come_from_a_lucene_index_with_stored_documents(tmp_path, run_file, outside, ikat_cache):
+    from harness.corpus import Corpus, Document
+    from harness.retrieve.lucene import build_index
+
+    documents = [Document(pid, text) for pid, text in outside.items()]
+    index = build_index(Corpus("outside", lambda: iter(documents), known_fingerprint="outside"), tmp_path / "index")
+    response = from_trec(tmp_path, run_file, "--passages", str(index))
+    assert {p["id"]: p["text"] for p in response["passage_provenance"][1:]} == outside

@@ -1,0 +1,58 @@
+"""The classic first-day mistakes get a one-line error saying what the file looks like and
+what to do (harness.trec's readers, `harness eval`'s options), on the CAsT 2021 files."""
+
+from __future__ import annotations
+
+import pytest
+
+from harness.cli import main
+from tests.conftest import CAST2021_DOC_RUNS, CAST2021_QRELS
+
+QRELS = str(CAST2021_QRELS)
+RUN = CAST2021_DOC_RUNS[0]
+
+
+def error_of(capsys, *argv: str) -> str:
+    assert main(["eval", *argv]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1, err
+    return err[0]
+
+
+def test_a_header_line_in_a_run_is_named_as_a_header(tmp_path, capsys):
+    run = tmp_path / "header.run"
+    run.write_text("qid Q0 docno rank score tag\n" + RUN.read_text())
+    assert error_of(capsys, "--qrels", QRELS, str(run)).endswith(
+        "header.run:1: rank 'rank' is not an integer: line 1 looks like a header row "
+        "('qid Q0 docno rank score tag'); TREC run files have none: delete it")
+
+
+def test_a_csv_run_is_named_as_csv(tmp_path, capsys):
+    run = tmp_path / "frame.csv"
+    run.write_text("".join(",".join(line.split()) + "\n" for line in RUN.read_text().splitlines()))
+    error = error_of(capsys, "--qrels", QRELS, str(run))
+    assert "frame.csv:1: expected 6 fields 'qid Q0 docid rank score tag', found 1: the line is comma-separated" in error
+    assert "sep=' '" in error
+
+
+def test_a_three_column_qrels_is_told_to_add_the_iteration_column(tmp_path, capsys):
+    qrels = tmp_path / "three.qrels"
+    qrels.write_text("".join(f"{q} {d} {g}\n" for q, _, d, g in map(str.split, CAST2021_QRELS.read_text().splitlines())))
+    error = error_of(capsys, "--qrels", str(qrels), str(RUN))
+    assert "three.qrels:1: expected 4 fields 'qid iter docid grade', found 3: this looks like 'qid docid grade'" in error
+    assert "add 0 as the second field" in error
+
+
+@pytest.mark.parametrize("qrels, run, told", [
+    (str(RUN), str(RUN), "is a run file given as the qrels?"),
+    (QRELS, QRELS, "is the qrels file given as a run?"),
+])
+def test_a_run_and_qrels_given_the_wrong_way_round_are_named(capsys, qrels, run, told):
+    assert error_of(capsys, "--qrels", qrels, run).endswith(told)
+
+
+def test_run_files_swallowed_by_measures_are_named_with_the_fix(capsys):
+    error = error_of(capsys, "--qrels", QRELS, "--measures", "nDCG@3", *map(str, CAST2021_DOC_RUNS[:2]))
+    assert f"--measures took {CAST2021_DOC_RUNS[0]}, {CAST2021_DOC_RUNS[1]}, which are files, not measures" in error
+    assert "put the run files before --measures, or end the measures with --" in error
+    assert main(["eval", "--qrels", QRELS, "--measures", "nDCG@3", "--", str(RUN)]) == 0
