@@ -44,17 +44,7 @@ def compare(runs: Sequence[RunLike] | dict[str, RunLike], qrels: QrelsLike, meas
     board = leaderboard(scored, baselines, test=test, correction=correction, alpha=alpha,
                         resampling=Resampling(resamples or DEFAULT_RESAMPLES,
                                               DEFAULT_SEED if seed is None else seed))
-    rows = []
-    for run in board.scores.runs:
-        for measure in board.measures:
-            summary = board.summaries[run, measure]
-            row = {"run": run, "measure": measure, "mean": summary.mean, "ci_low": summary.ci_low,
-                   "ci_high": summary.ci_high}
-            for c in board.comparisons_of(run, measure):
-                row.update({f"vs {c.baseline}": c.difference, f"p vs {c.baseline}": c.p_adjusted,
-                            f"significant vs {c.baseline}": board.significant(c)})
-            rows.append(row)
-    return pd.DataFrame(rows)
+    return pd.DataFrame(board.rows())
 
 
 def run(config: str | Path, *, only: Iterable[str] = (), force: bool = False, output: str | Path | None = None,

@@ -26,6 +26,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "compare": ("harness.report.cli_compare", "leaderboard of runs with significance tests"),
     "arena": ("harness.report.cli_arena", "Elo / Bradley-Terry ratings from pairwise votes"),
     "ikat": ("harness.ikat.cli", "write, validate and convert TREC iKAT submissions"),
+    "responses": ("harness.responses.cli", "score generated responses: nuggets and citation support"),
     "serve": ("harness.serve.cli_serve", "host a leaderboard: teams submit runs, scored against hidden qrels"),
     "submit": ("harness.serve.cli_submit", "upload a run to a leaderboard server"),
     "judge": ("harness.judge.cli_judge", "label the unjudged pairs in runs' top k with an LLM, reproducibly"),

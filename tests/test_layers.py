@@ -30,7 +30,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("harness.retrieve",),
     ("harness.evaluate",),
     ("harness.report", "harness.ikat"),
-    ("harness.runner", "harness.scale"),
+    ("harness.runner", "harness.scale", "harness.responses"),
     ("harness.irds",),
     ("harness", "harness._irds_hook", "harness.cli", "harness.api", "harness.serve"),
 ]

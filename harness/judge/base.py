@@ -37,7 +37,7 @@ class Judge(Protocol):
 
 
 # name -> factory(**options) -> Judge; higher rooms register theirs through `plugins`
-JUDGES: Registry = Registry("judge", package="harness.judge")
+JUDGES: Registry = Registry("judge", package="harness.judge", plugins=("harness.responses.baseline",))
 
 
 def counts(judgments: Iterable[Judgment]) -> dict[str, int]:

@@ -134,6 +134,21 @@ class Leaderboard:
             if self.significant(c)
         )
 
+    def rows(self) -> list[dict]:
+        """Per run and measure: the mean and its interval, and against each baseline the
+        difference, corrected p-value and whether it is significant (the API's DataFrame rows)."""
+        rows = []
+        for run in self.scores.runs:
+            for measure in self.measures:
+                summary = self.summaries[run, measure]
+                row = {"run": run, "measure": measure, "mean": summary.mean, "ci_low": summary.ci_low,
+                       "ci_high": summary.ci_high}
+                for c in self.comparisons_of(run, measure):
+                    row.update({f"vs {c.baseline}": c.difference, f"p vs {c.baseline}": c.p_adjusted,
+                                f"significant vs {c.baseline}": self.significant(c)})
+                rows.append(row)
+        return rows
+
     def legend(self) -> str:
         if not self.comparisons:
             return (f"A single run: no paired tests. Intervals: {self.confidence:.0%} t-intervals on "

@@ -35,6 +35,10 @@ from harness.runner.config import Node, lookup, measures_of, read_yaml
 # upload formats: each iKAT year's file (harness.ikat.submission.YEARS), and TREC runs
 FORMAT_YEARS = {file_format(year): year for year in YEARS}
 FORMATS = (*FORMAT_YEARS, "trec")
+# a response task's upload formats -> harness.responses readers
+RESPONSE_FORMATS = {"ikat-2024-json": "ikat-json", "ikat-2025-jsonl": "ikat-2025-jsonl",
+                    "trec-rag-jsonl": "trec-rag-jsonl"}
+JUDGE_KEYS = ("model", "base_url", "prompt")  # a response task's `llm:` endpoint
 DEFAULT_DATABASE = "sqlite:///leaderboard/leaderboard.db"
 DEFAULT_STORAGE = "leaderboard/files"
 DEFAULT_QUOTA = 5
@@ -55,6 +59,11 @@ class TaskConfig:
     main_measure: str
     formats: tuple[str, ...]
     partial: bool
+    # a response task (harness.serve.responses): the hidden nugget bank and the judge
+    nuggets: Path | None = None
+    judge: str = ""
+    judge_settings: tuple[tuple[str, str], ...] = ()
+    vital_grade: int = 3
 
 
 @dataclass(frozen=True)
@@ -119,6 +128,9 @@ def _name(node: Node) -> str:
 def _task(node: Node) -> TaskConfig:
     from harness.evaluate import parse_measures
 
+    if isinstance(node.value, dict) and "nuggets" in node.value:
+        return _response_task(node)
+
     keys = node.mapping(
         ("name", "title", "topics", "qrels", "measures", "preset", "depth", "main_measure", "formats", "partial"),
         required=("name", "topics", "qrels", "main_measure", "formats"),
@@ -162,3 +174,34 @@ def _team(node: Node) -> TeamConfig:
     if not _SHA256.match(digest):
         raise keys["token_sha256"].error("expected the 64 hex digits of the token's SHA-256 (harness serve --new-token)")
     return TeamConfig(_name(keys["name"]), digest)
+
+
+def _response_task(node: Node) -> TaskConfig:
+    """A task scoring generated responses against hidden nuggets (harness.serve.responses)."""
+    from harness.responses.evaluate import MEASURES
+
+    keys = node.mapping(("name", "title", "topics", "nuggets", "vital_grade", "judge", "llm", "main_measure",
+                         "formats"), required=("name", "topics", "nuggets", "judge", "formats"))
+    main = keys["main_measure"].text() if "main_measure" in keys else MEASURES[0]
+    if main not in MEASURES:
+        raise keys["main_measure"].error(f"expected one of {', '.join(MEASURES)}, found {main!r}")
+    formats = tuple(item.text() for item in keys["formats"].items())
+    for index, fmt in enumerate(formats):
+        if fmt not in RESPONSE_FORMATS:
+            raise keys["formats"].child(index, fmt).error(f"unknown response format {fmt!r}; known: "
+                                                          f"{', '.join(RESPONSE_FORMATS)}")
+    judge = keys["judge"].text()
+    llm = keys["llm"].mapping(JUDGE_KEYS, required=("model", "base_url")) if "llm" in keys else {}
+    if judge == "llm" and not llm:
+        raise keys["judge"].error("judge: llm needs llm: {model, base_url[, prompt]}")
+    if judge.startswith("file:") and not Path(judge[5:]).is_file():
+        raise keys["judge"].error(f"no file {judge[5:]}")
+    topics = keys["topics"].text()
+    lookup(keys["topics"], lambda: _check_topics(topics))
+    nuggets = keys["nuggets"].existing_path()
+    return TaskConfig(
+        name=_name(keys["name"]), title=keys["title"].text() if "title" in keys else keys["name"].text(),
+        topics=topics, qrels=nuggets, measures=(main, *[m for m in MEASURES if m != main]), depth=None,
+        passage_separator=None, main_measure=main, formats=formats, partial=True, nuggets=nuggets, judge=judge,
+        judge_settings=tuple((key, llm[key].text()) for key in JUDGE_KEYS if key in llm),
+        vital_grade=keys["vital_grade"].positive_int() if "vital_grade" in keys else 3)

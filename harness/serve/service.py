@@ -19,6 +19,7 @@ from sqlalchemy.exc import IntegrityError
 
 from harness.serve import store as st
 from harness.serve.config import ServeConfig
+from harness.serve.responses import ResponseTaskRuntime
 from harness.serve.tasks import MAX_MESSAGES, ScoredRun, TaskRuntime, ranked_board
 
 log = logging.getLogger("harness.serve")
@@ -54,7 +55,8 @@ class Service:
     def __init__(self, config: ServeConfig) -> None:
         self.config = config
         self.store = st.Store(config.database, config.storage)
-        self.tasks = {name: TaskRuntime(task) for name, task in config.tasks.items()}
+        self.tasks = {name: (TaskRuntime if task.nuggets is None else ResponseTaskRuntime)(task)
+                      for name, task in config.tasks.items()}
         self._quota_lock = threading.Lock()  # count-then-insert per team (one server process)
         self._wake = threading.Event()
         self._stop = threading.Event()

@@ -1,0 +1,68 @@
+"""The response evaluation as DataFrames, for notebooks (`harness responses eval`'s numbers).
+
+    from harness.responses import evaluate, compare
+    per_turn, aggregate = evaluate("run.jsonl", "nuggets.json", judge="minilm")
+    board = compare(["a.jsonl", "b.jsonl"], "nuggets.json", judge="minilm")   # paired t, Holm
+
+Responses are files (any format harness.responses.readers reads) or `ResponseRun`s; the bank
+a file or a `NuggetBank`; the judge a name (`minilm`, `file:PATH`, `llm` with `model` and
+`base_url`) or a judge object.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from harness.responses.evaluate import ResponseEvaluation
+    from harness.responses.model import NuggetBank, ResponseRun
+
+
+def _evaluation(responses: Any, nuggets: Any, judge: Any, *, citations: bool, passages: dict | None,
+                vital_grade: int, **judge_settings: Any) -> ResponseEvaluation:
+    from harness.responses.evaluate import evaluate_runs
+    from harness.responses.judges import make_judge
+    from harness.responses.model import NuggetBank, ResponseRun
+    from harness.responses.nuggets import read_bank
+    from harness.responses.readers import read_responses
+
+    given: Sequence = [responses] if isinstance(responses, (str, Path, ResponseRun)) else responses
+    runs = [item for x in given for item in ([x] if isinstance(x, ResponseRun) else read_responses(x))]
+    bank = nuggets if isinstance(nuggets, NuggetBank) else read_bank(nuggets, vital_grade=vital_grade)
+    nugget_judge = make_judge(judge, **judge_settings) if isinstance(judge, str) else judge
+    citation_judge = None
+    if citations:
+        citation_judge = make_judge(judge, task="citations", **judge_settings) if isinstance(judge, str) else judge
+    return evaluate_runs(runs, bank, nugget_judge, citation_judge=citation_judge, passages=passages)
+
+
+def evaluate(responses: str | Path | ResponseRun | Sequence[str | Path | ResponseRun], nuggets: str | Path | NuggetBank,
+             judge: Any = "minilm", *, citations: bool = False, passages: dict[str, str] | None = None,
+             vital_grade: int = 3, **judge_settings: Any) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(per turn: one row per run and evaluated turn; aggregate: one row per run, with the judge)."""
+    evaluation = _evaluation(responses, nuggets, judge, citations=citations, passages=passages,
+                             vital_grade=vital_grade, **judge_settings)
+    from harness.responses.report import judge_label
+
+    aggregate = evaluation.aggregate()
+    aggregate["judge"] = judge_label(evaluation)
+    return evaluation.per_turn(), aggregate
+
+
+def compare(responses: Sequence[str | Path | ResponseRun], nuggets: str | Path | NuggetBank, judge: Any = "minilm",
+            *, baseline: str | Sequence[str] | None = None, test: str = "paired-t", correction: str = "holm",
+            alpha: float = 0.05, vital_grade: int = 3, **judge_settings: Any) -> pd.DataFrame:
+    """The leaderboard on per-turn scores, as `harness.compare` gives it for rankings."""
+    import pandas as pd
+
+    from harness.responses.report import build_report
+
+    evaluation = _evaluation(responses, nuggets, judge, citations=False, passages=None, vital_grade=vital_grade,
+                             **judge_settings)
+    baselines = [baseline] if isinstance(baseline, str) else list(baseline or [])
+    board = build_report(evaluation, baselines, test=test, correction=correction, alpha=alpha).leaderboard
+    return pd.DataFrame(board.rows())

@@ -1,0 +1,145 @@
+"""Assignment: every nugget of a turn against the response, and every cited (sentence,
+passage) pair, as judge items; judges' labels as nuggetizer's assignments; recorded
+assignments (nuggetizer's assignment output) as a judge.
+
+Item keys: (turn, run, nugget id) for a nugget, (turn, run, sentence index, passage id) for a
+citation. Item fields: `question` (the turn's question where known, else empty), `nugget` and
+`response`; or `question`, `sentence` and `passage`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from harness import jsonl
+from harness.atomic import atomic_write
+from harness.errors import HarnessError, InputError
+from harness.judge.base import counts, now
+from harness.judge.model import Item, Judgment
+from harness.judge.scales import SUPPORT_0_2, YES_NO, Scale
+from harness.responses.model import Nugget, Response
+from harness.responses.scores import NOT, PARTIAL, SUPPORT
+
+# a judge's label as nuggetizer's assignment, per scale
+ASSIGNMENTS: dict[str, dict[int, str]] = {
+    SUPPORT_0_2.name: {2: SUPPORT, 1: PARTIAL, 0: NOT},
+    YES_NO.name: {1: SUPPORT, 0: NOT},
+}
+LABELS = {SUPPORT: 2, PARTIAL: 1, NOT: 0}  # nuggetizer's assignment on the support-0-2 scale
+
+
+def assignment_of(scale: Scale, label: int) -> str:
+    try:
+        return ASSIGNMENTS[scale.name][label]
+    except KeyError:
+        raise HarnessError(f"a judge on the {scale.name} scale cannot assign nuggets; use one on "
+                           f"{' or '.join(ASSIGNMENTS)}") from None
+
+
+def nugget_items(run: str, response: Response, nuggets: Sequence[Nugget], question: str = "") -> list[Item]:
+    return [Item((response.turn, run, nugget.id), {"question": question, "nugget": nugget.text,
+                                                   "response": response.text}) for nugget in nuggets]
+
+
+def citation_items(run: str, response: Response, passages: Mapping[str, str], question: str = "") -> list[Item]:
+    items = []
+    for index, sentence in enumerate(response.sentences):
+        for pid in sentence.citations:
+            text = response.passages.get(pid, passages.get(pid))
+            if text is None:
+                raise HarnessError(f"run {run}, turn {response.turn}: cited passage {pid} has no text in the run "
+                                   "file; give the collection with --passages")
+            items.append(Item((response.turn, run, str(index), pid),
+                              {"question": question, "sentence": sentence.text, "passage": text}))
+    return items
+
+
+@dataclass(frozen=True)
+class AssignedNugget:
+    nugget: Nugget
+    assignment: str
+    judged: bool  # False: the judge gave no label (failed, unparseable, missing): counted as not_support
+
+
+class RecordedAssignments:
+    """The `file` judge for nugget assignments recorded elsewhere: nuggetizer's assignment
+    output (JSON lines `{qid, run_id, nuggets: [{text, importance, assignment}]}`, a nugget
+    identified by its `id` where written, else by its 1-based position). A recorded nugget's
+    text must equal the bank's; an item with no recorded assignment is a "missing" judgment."""
+
+    scale = SUPPORT_0_2
+
+    def __init__(self, path: str | Path) -> None:
+        self.name = "file"
+        self.path = Path(path)
+        self.labels: dict[tuple[str, str, str], tuple[int, str, int]] = {}  # key -> (label, text, line)
+        for line, record in jsonl.read(self.path):
+            if not isinstance(record, dict) or not isinstance(record.get("nuggets"), list):
+                raise InputError(self.path, "expected {qid, run_id, nuggets: [...]}", line=line)
+            qid, run = record.get("qid"), record.get("run_id", self.path.stem)
+            if isinstance(qid, bool) or not isinstance(qid, (str, int)) or not isinstance(run, str):
+                raise InputError(self.path, "qid / run_id: expected a string qid and run_id", line=line)
+            for index, nugget in enumerate(record["nuggets"]):
+                assignment = nugget.get("assignment") if isinstance(nugget, dict) else None
+                if assignment not in LABELS:
+                    raise InputError(self.path, f"nuggets[{index}].assignment: expected support, partial_support "
+                                                f"or not_support, got {assignment!r}", line=line)
+                nugget_id = str(nugget.get("id", index + 1))
+                key = (str(qid), run, nugget_id)
+                if key in self.labels:
+                    raise InputError(self.path, f"turn {qid}, run {run}, nugget {nugget_id} is assigned twice",
+                                     line=line)
+                self.labels[key] = (LABELS[assignment], str(nugget.get("text", "")), line)
+        self._counts: dict[str, int] = {}
+
+    def judge(self, items: Sequence[Item], progress: bool = False) -> list[Judgment]:
+        found = []
+        for item in items:
+            recorded = self.labels.get(item.key)
+            if recorded is None:
+                found.append(Judgment(item.key, None, "missing", "", False))
+                continue
+            label, text, line = recorded
+            if text and "nugget" in item.fields and text.strip() != item.fields["nugget"].strip():
+                raise InputError(self.path, f"turn {item.key[0]}, run {item.key[1]}, nugget {item.key[2]}: the "
+                                            "recorded text differs from the nugget bank's; were the assignments "
+                                            "made with another bank?", line=line)
+            found.append(Judgment(item.key, label, "ok", str(label), False))
+        self._counts = counts(found)
+        return found
+
+    def provenance(self) -> dict:
+        from harness.paths import file_sha256
+
+        return {"judge": self.name, "file": str(self.path), "sha256": file_sha256(self.path),
+                "scale": self.scale.name, "date": now(), "recorded": len(self.labels), "counts": dict(self._counts)}
+
+
+def assigned(scale: Scale, nuggets: Sequence[Nugget], judgments: Iterable[Judgment]) -> list[AssignedNugget]:
+    return [AssignedNugget(nugget, assignment_of(scale, j.label) if j.label is not None else NOT, j.label is not None)
+            for nugget, j in zip(nuggets, judgments, strict=True)]
+
+
+def nuggetizer_record(turn: str, run: str, response: Response, nuggets: Sequence[AssignedNugget]) -> dict:
+    """One line of nuggetizer's assignment output (plus each nugget's id and grade)."""
+    return {"qid": turn, "run_id": run, "answer_text": response.text,
+            "nuggets": [{"id": a.nugget.id, "text": a.nugget.text, "importance": "vital" if a.nugget.vital else "okay",
+                         "grade": a.nugget.grade, "assignment": a.assignment} for a in nuggets]}
+
+
+def write_assignments(path: str | Path, records: Iterable[dict], provenance: dict) -> None:
+    """The assignments as nuggetizer's assignment output, then their provenance sidecar
+    (PATH.provenance.json: the judge's provenance and the file's sha256), each atomically."""
+    from harness.judge.base import sidecar
+    from harness.paths import file_sha256
+
+    with atomic_write(path) as handle:
+        for record in records:
+            handle.write(json.dumps(record, ensure_ascii=False) + "\n")
+    with atomic_write(sidecar(path)) as handle:
+        json.dump({**provenance, "assignments": str(path), "assignments_sha256": file_sha256(path)}, handle,
+                  indent=2, ensure_ascii=False)
+        handle.write("\n")

@@ -1,0 +1,147 @@
+"""`minilm`: an offline BASELINE judge of support, not a substitute for an LLM or a person.
+
+It embeds the claim (a nugget, or an answer sentence) and each sentence of the evidence (the
+response, or the cited passage) with the shipped all-MiniLM-L6-v2 (harness.retrieve's local
+encoder, never a hub), takes the highest cosine similarity, and answers on the support-0-2
+scale: 2 (support) at or above `support`, 1 (partial support) at or above `partial`, else 0.
+The thresholds (0.7 and 0.5 by default) are settings, not calibrated on people's labels;
+how well the judge agrees with people must be measured before its scores are trusted.
+
+Similarities are cached on disk per model (cache_root()/judge/minilm/), keyed by the claim
+and the evidence, so a rerun loads no model and changing a threshold re-judges for free.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Sequence
+from pathlib import Path
+
+from harness.atomic import atomic_write
+from harness.errors import HarnessError
+from harness.judge.base import JUDGES, counts, now
+from harness.judge.model import Item, Judgment
+from harness.judge.scales import SUPPORT_0_2
+from harness.paths import cache_root
+
+SUPPORT_THRESHOLD = 0.7
+PARTIAL_THRESHOLD = 0.5
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
+
+
+def sentences(text: str) -> list[str]:
+    """The text split after . ! ? followed by space, and at line breaks (a plain baseline rule)."""
+    return [part.strip() for part in _SENTENCE_END.split(text) if part.strip()]
+
+
+def claim_and_evidence(item: Item) -> tuple[str, str]:
+    """(nugget, response) for nugget assignment, (sentence, passage) for citation support."""
+    if "nugget" in item.fields:
+        return item.fields["nugget"], item.fields.get("response", "")
+    if "sentence" in item.fields:
+        return item.fields["sentence"], item.fields.get("passage", "")
+    raise HarnessError(f"the minilm judge needs nugget+response or sentence+passage fields, got "
+                       f"{', '.join(sorted(item.fields))}")
+
+
+def _keys(pairs: Sequence[tuple[str, str]]) -> list[str]:
+    """The cache key of each pair: sha256 of json.dumps([claim, evidence]), built from each
+    distinct text's JSON once (a response is paired with every nugget of its turn)."""
+    encoded: dict[str, str] = {}
+
+    def dumped(text: str) -> str:
+        found = encoded.get(text)
+        if found is None:
+            found = encoded[text] = json.dumps(text, ensure_ascii=False)
+        return found
+
+    return [hashlib.sha256(f"[{dumped(claim)}, {dumped(evidence)}]".encode("utf-8")).hexdigest()[:32]
+            for claim, evidence in pairs]
+
+
+class MiniLMJudge:
+    """The offline baseline (see the module docstring)."""
+
+    scale = SUPPORT_0_2
+
+    def __init__(self, support: float = SUPPORT_THRESHOLD, partial: float = PARTIAL_THRESHOLD,
+                 model: str | None = None, cache_dir: Path | None = None, batch_size: int = 64) -> None:
+        if not 0 <= partial <= support <= 1:
+            raise HarnessError(f"minilm thresholds must satisfy 0 <= partial <= support <= 1, got "
+                               f"partial {partial}, support {support}")
+        self.name = "minilm"
+        self.support, self.partial = support, partial
+        self.model = model
+        self.batch_size = batch_size
+        self._cache_dir = cache_dir
+        self._counts: dict[str, int] = {}
+        self.encoded = 0  # texts the last judge() encoded (0 when every pair came from the cache)
+
+    def _model_path(self) -> Path:
+        from harness.retrieve._embeddings import default_model_path
+
+        return Path(self.model).expanduser() if self.model else default_model_path()
+
+    def _cache_file(self) -> Path:
+        from harness.retrieve._embeddings import model_identity
+
+        identity = model_identity(str(self._model_path().resolve()))
+        return (self._cache_dir or cache_root() / "judge" / "minilm") / f"{identity[:24]}.json"
+
+    def label(self, similarity: float) -> int:
+        return 2 if similarity >= self.support else 1 if similarity >= self.partial else 0
+
+    def similarities(self, pairs: Sequence[tuple[str, str]]) -> tuple[list[float], list[bool]]:
+        """Highest claim-sentence cosine per (claim, evidence) pair, and whether it came from the cache."""
+        path = self._cache_file()
+        try:
+            cache = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+        except (json.JSONDecodeError, UnicodeDecodeError):
+            cache = {}  # a damaged cache is rebuilt
+        keys = _keys(pairs)
+        todo = {key: pair for key, pair in zip(keys, pairs) if key not in cache}
+        if todo:
+            cache.update(self._compute(list(todo.items())))
+            with atomic_write(path) as handle:
+                json.dump(cache, handle)
+        return [cache[key] for key in keys], [key not in todo for key in keys]
+
+    def _compute(self, todo: list[tuple[str, tuple[str, str]]]) -> dict[str, float]:
+        import numpy as np
+
+        from harness.retrieve._embeddings import load_encoder
+
+        split = {key: sentences(evidence) for key, (_, evidence) in todo}
+        texts = list(dict.fromkeys([claim for _, (claim, _) in todo] + [s for parts in split.values() for s in parts]))
+        encoder = load_encoder(self.model, normalize=True, batch_size=self.batch_size)
+        vectors = encoder.encode_documents(texts)
+        self.encoded = len(texts)
+        row = {text: index for index, text in enumerate(texts)}
+        found = {}
+        for key, (claim, _) in todo:
+            parts = split[key]
+            if not parts:
+                found[key] = 0.0
+                continue
+            similarity = vectors[[row[s] for s in parts]] @ vectors[row[claim]]
+            found[key] = round(float(np.max(similarity)), 6)
+        return found
+
+    def judge(self, items: Sequence[Item], progress: bool = False) -> list[Judgment]:
+        pairs = [claim_and_evidence(item) for item in items]
+        self.encoded = 0
+        values, hits = self.similarities(pairs) if pairs else ([], [])
+        judgments = [Judgment(item.key, self.label(value), "ok", f"{value:.6f}", hit)
+                     for item, value, hit in zip(items, values, hits)]
+        self._counts = counts(judgments)
+        return judgments
+
+    def provenance(self) -> dict:
+        return {"judge": self.name, "kind": "offline baseline (MiniLM cosine similarity with thresholds)",
+                "model": str(self._model_path()), "thresholds": {"support": self.support, "partial": self.partial},
+                "scale": self.scale.name, "date": now(), "counts": dict(self._counts), "encoded_texts": self.encoded}
+
+
+JUDGES.add("minilm", MiniLMJudge)

@@ -1,0 +1,134 @@
+"""`harness responses eval`: score generated responses (iKAT 2024/2025 runs, TREC RAG answers,
+CONE-RAG files) against a nugget bank through a judge: nuggetizer's scores, grade-weighted
+recall, citation support, a leaderboard with paired tests, breakdowns, md/csv/json/html."""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+from pathlib import Path
+
+from harness.cli import add_output, number_in
+from harness.errors import HarnessError
+from harness.paths import refuse_overwriting
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from harness.judge.cli_judge import add_llm_arguments
+    from harness.report.stats import CORRECTIONS, DEFAULT_RESAMPLES, DEFAULT_SEED, TESTS
+    from harness.responses.judges import JUDGE_NAMES
+
+    sub = parser.add_subparsers(dest="responses_command", required=True, metavar="ACTION")
+    ev = sub.add_parser("eval", help="score response runs against nuggets, with a leaderboard and paired tests")
+    ev.add_argument("responses", nargs="+", metavar="RESPONSES",
+                    help="response files: iKAT 2023/2024 JSON, iKAT 2025 JSONL, TREC RAG 2024/2025 JSONL, "
+                         "CONE-RAG {turn: {run: response}} JSON (several runs)")
+    ev.add_argument("--response-format", choices=("ikat-json", "ikat-2025-jsonl", "trec-rag-jsonl", "cone-rag-json"),
+                    help="the responses' format (default: told from the content)")
+    ev.add_argument("--nuggets", required=True, metavar="BANK",
+                    help="nugget bank: CONE-RAG gold nuggets JSON (grades 1-4) or nuggetizer nuggets JSONL")
+    ev.add_argument("--vital-grade", type=number_in(0, math.inf, whole=True), default=3,
+                    help="graded nuggets at or above this grade are vital (default 3)")
+    ev.add_argument("--judge", required=True, metavar="NAME",
+                    help=f"who assigns nuggets: {', '.join(JUDGE_NAMES)} (minilm is an offline baseline)")
+    ev.add_argument("--citations", action="store_true",
+                    help="also judge each cited (sentence, passage) pair: support precision and recall")
+    ev.add_argument("--passages", metavar="CORPUS",
+                    help="texts of cited passages the responses do not carry (a corpus file or spec)")
+    ev.add_argument("--topics", metavar="BENCHMARK",
+                    help="the benchmark's turns: their questions fill the prompts, and a response to another "
+                         "turn is an error")
+    add_llm_arguments(ev, "nugget_support.txt ({question}, {nugget}, {response})")
+    ev.add_argument("--citation-prompt", help="llm judge: the citation template (default: the harness's "
+                                              "citation_support.txt: {question}, {sentence}, {passage})")
+    ev.add_argument("--assignments-out", metavar="JSONL",
+                    help="write every assignment as nuggetizer's assignment output (readable by --judge file:)")
+    ev.add_argument("--baseline", nargs="+", metavar="RUN", help="run(s) the others are tested against (default: the first)")
+    ev.add_argument("--test", choices=TESTS.names(), default="paired-t", help="paired test (default paired-t)")
+    ev.add_argument("--correction", choices=CORRECTIONS.names(), default="holm",
+                    help="multiple-testing correction over runs x baselines x measures (default holm)")
+    ev.add_argument("--alpha", type=number_in(0, 1, open_low=True), default=0.05, help="significance level (default 0.05)")
+    ev.add_argument("--resamples", type=number_in(1, math.inf, whole=True), default=DEFAULT_RESAMPLES,
+                    help=f"resamples of the permutation / bootstrap tests (default {DEFAULT_RESAMPLES})")
+    ev.add_argument("--seed", type=number_in(0, 2**32 - 1, whole=True), default=DEFAULT_SEED)
+    ev.add_argument("--format", choices=("md", "csv", "json", "html"), default="md")
+    ev.add_argument("--per-turn", action="store_true", help="json: add every (run, turn) row")
+    add_output(ev, help="write the report here (atomically) instead of stdout")
+    ev.set_defaults(responses_run=_eval)
+
+
+def run(args: argparse.Namespace) -> int:
+    return args.responses_run(args)
+
+
+def _passages(spec: str | None, runs) -> dict[str, str]:
+    if spec is None:
+        return {}
+    from harness.corpus.readers import open_corpus
+
+    wanted = {pid for run in runs for r in run.responses.values() for s in r.sentences for pid in s.citations}
+    return {d.id: d.contents for d in open_corpus(spec).documents() if d.id in wanted}
+
+
+def _judge(args: argparse.Namespace, task: str):
+    """--judge's judge for nugget assignment or citation support; `llm` from the judge
+    layer's options (--model, --base-url, --prompt, ...), with the task's shipped prompt."""
+    if args.judge != "llm":
+        from harness.responses.judges import make_judge
+
+        return make_judge(args.judge, task=task)
+    from harness.judge.cli_judge import make_llm_judge
+    from harness.judge.scales import SUPPORT_0_2
+
+    if task == "citations":
+        args = argparse.Namespace(**{**vars(args), "prompt": args.citation_prompt})
+    return make_llm_judge(args, "nugget_support" if task == "nuggets" else "citation_support", SUPPORT_0_2)
+
+
+def _eval(args: argparse.Namespace) -> int:
+    from harness.judge.base import sidecar
+    from harness.report.stats import Resampling
+    from harness.responses.assign import write_assignments
+    from harness.responses.evaluate import evaluate_runs
+    from harness.responses.nuggets import read_bank
+    from harness.responses.readers import read_responses
+    from harness.responses.report import build_report, render
+
+    refuse_overwriting([*args.responses, args.nuggets, args.passages],
+                       [("--output", args.out), ("--assignments-out", args.assignments_out),
+                        ("--assignments-out", args.assignments_out and sidecar(args.assignments_out))])
+    runs = [run for path in args.responses for run in read_responses(path, args.response_format)]
+    bank = read_bank(args.nuggets, vital_grade=args.vital_grade)
+    questions, turns = {}, None
+    if args.topics:
+        from harness.topics import load
+
+        benchmark = load(args.topics)
+        questions = {t.qid: t.utterance for c in benchmark.conversations for t in c.turns}
+        turns = set(questions)
+    judge = _judge(args, "nuggets")
+    citation_judge = _judge(args, "citations") if args.citations else None
+    if args.citations and not any(r.cited for run in runs for r in run.responses.values()):
+        raise HarnessError("--citations: none of the responses cites a passage")
+    evaluation = evaluate_runs(runs, bank, judge, citation_judge=citation_judge, passages=_passages(args.passages, runs),
+                               questions=questions, turns=turns, progress=sys.stderr.isatty())
+    for note in evaluation.notes:
+        print(f"note: {note}", file=sys.stderr)
+    if args.assignments_out:
+        write_assignments(args.assignments_out, evaluation.records,
+                          {**evaluation.judge, "nuggets": str(args.nuggets), "nugget_rule": evaluation.rule,
+                           "responses": [str(path) for path in args.responses]})
+    names = {run.name for run in runs}
+    baselines = [b if b in names else Path(b).stem for b in args.baseline or []]
+    report = build_report(evaluation, baselines, test=args.test, correction=args.correction, alpha=args.alpha,
+                          resampling=Resampling(args.resamples, args.seed))
+    content = render(evaluation, report, args.format, per_turn=args.per_turn)
+    if args.out is not None:
+        from harness.atomic import atomic_write
+
+        with atomic_write(args.out, "wb") as handle:
+            handle.write(content)
+    else:
+        sys.stdout.buffer.write(content)
+    return 0

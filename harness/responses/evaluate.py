@@ -1,0 +1,220 @@
+"""Score response runs against a nugget bank through a judge: per-turn rows, run means, and a
+leaderboard with the harness's paired tests (harness.report).
+
+Declared rules (each tested in tests/test_responses.py):
+- The evaluated turns are the turns some given run answers and the bank has nuggets for
+  (the runs' shared test set, as qrels define it for rankings).
+- A run that does not answer an evaluated turn scores 0 there (as trec_eval -c does).
+- An empty response (blank text) supports no nugget: scored 0, the judge is not asked.
+- A turn whose bank entry has no nugget is not scored (no recall is defined); it is listed.
+- A response to a turn the bank does not have is not scored and is listed; with known turns
+  given (`turns`, e.g. a benchmark's), a response to a turn outside them is an error naming
+  the file and line, as harness ikat validate refuses invented turns.
+- A nugget the judge gave no label (a failed request, an unparseable or a missing answer) is
+  counted as not supported and counted in `unjudged`; the run's notes say how many.
+- Citation support (when asked) is scored on responses with citations; a response without
+  any has no support precision (NaN, left out of the run's mean) and support recall 0.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING
+
+from harness.errors import HarnessError, InputError
+from harness.judge.base import Judge
+from harness.responses import assign
+from harness.responses.model import NuggetBank, Response, ResponseRun
+from harness.responses.scores import CITATION_SCORES, NUGGET_SCORES, SUPPORT_WEIGHT, citation_scores, nugget_scores
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+MEASURES = ("all", "vital", "strict_all", "strict_vital", "weighted")  # leaderboard order: `all` ranks
+
+
+@dataclass(frozen=True)
+class TurnResult:
+    run: str
+    turn: str
+    answered: bool
+    empty: bool
+    nuggets: int
+    vital_nuggets: int
+    unjudged: int
+    strict_vital: float
+    strict_all: float
+    vital: float
+    all: float
+    weighted: float
+    cited_pairs: int = 0
+    support_precision: float = math.nan
+    support_recall: float = math.nan
+
+
+@dataclass
+class ResponseEvaluation:
+    runs: list[str]
+    turns: list[str]
+    results: list[TurnResult]
+    judge: dict  # the judge's provenance
+    rule: str  # the bank's importance rule
+    notes: list[str] = field(default_factory=list)
+    records: list[dict] = field(default_factory=list)  # nuggetizer assignment records
+    judgments: int = 0
+    seconds: float = 0.0
+    citations: bool = False
+
+    def per_turn(self) -> pd.DataFrame:
+        import pandas as pd
+
+        frame = pd.DataFrame([asdict(r) for r in self.results])
+        return frame if self.citations else frame.drop(columns=["cited_pairs", *CITATION_SCORES])
+
+    def aggregate(self) -> pd.DataFrame:
+        """One row per run: the mean of each score over the evaluated turns, and counts."""
+        frame = self.per_turn()
+        scores = list(MEASURES) + (list(CITATION_SCORES) if self.citations else [])
+        grouped = frame.groupby("run", sort=False)
+        table = grouped[scores].mean()  # NaN support precision (nothing cited) is left out
+        table["turns"] = grouped.size()
+        table["answered"] = grouped["answered"].sum()
+        table["empty"] = grouped["empty"].sum()
+        table["unjudged"] = grouped["unjudged"].sum()
+        return table.reset_index()
+
+    def measure_scores(self, measure: str) -> dict[str, dict[str, float]]:
+        """run -> turn -> score, for the leaderboard."""
+        found: dict[str, dict[str, float]] = {run: {} for run in self.runs}
+        for r in self.results:
+            found[r.run][r.turn] = getattr(r, measure)
+        return found
+
+
+@dataclass(frozen=True)
+class RunScores:
+    """One run's per-turn scores in the shape harness.report's leaderboard reads."""
+
+    run_name: str
+    measures: list[str]
+    per_query: dict[str, dict[str, float]]
+
+
+def run_scores(evaluation: ResponseEvaluation) -> list[RunScores]:
+    measures = list(MEASURES) + (["support_recall"] if evaluation.citations else [])
+    tables = {m: evaluation.measure_scores(m) for m in measures}
+    return [RunScores(run, measures, {m: tables[m][run] for m in measures}) for run in evaluation.runs]
+
+
+def _check_names(runs: Sequence[ResponseRun]) -> None:
+    names = [run.name for run in runs]
+    repeated = sorted({name for name in names if names.count(name) > 1})
+    if repeated:
+        raise HarnessError(f"two runs share the name {repeated[0]}; each run needs its own name")
+
+
+def evaluate_runs(
+    runs: Sequence[ResponseRun],
+    bank: NuggetBank,
+    judge: Judge,
+    *,
+    citation_judge: Judge | None = None,
+    passages: Mapping[str, str] | None = None,
+    questions: Mapping[str, str] | None = None,
+    turns: Collection[str] | None = None,
+    evaluated_turns: Collection[str] | None = None,
+    progress: bool = False,
+) -> ResponseEvaluation:
+    """Judge and score every run (see the module docstring for the rules). `evaluated_turns`
+    fixes the test set instead (a hosted task: every turn of its topics with nuggets)."""
+    if not runs:
+        raise HarnessError("no response runs to evaluate")
+    _check_names(runs)
+    questions = questions or {}
+    notes = []
+    for run in runs:
+        if turns is not None:
+            invented = next((r for r in run.responses.values() if r.turn not in turns), None)
+            if invented is not None:
+                raise InputError(run.path, f"turn {invented.turn} is not a turn of the topics", line=invented.line,
+                                 record=None if invented.line else f"run {run.name}, turn {invented.turn}")
+        unknown = sorted(t for t in run.responses if t not in bank.nuggets)
+        if unknown:
+            notes.append(f"{run.name}: {len(unknown)} responses answer turns the nugget bank does not have "
+                         f"(not scored): {', '.join(unknown[:5])}{' ...' if len(unknown) > 5 else ''}")
+    answered = set(evaluated_turns) if evaluated_turns is not None else {t for run in runs for t in run.responses}
+    empty_turns = sorted(t for t in answered if t in bank.nuggets and not bank.nuggets[t])
+    if empty_turns:
+        notes.append(f"turns without nuggets (not scored): {', '.join(empty_turns)}")
+    evaluated = sorted(t for t in answered if bank.of(t))
+    if not evaluated:
+        raise HarnessError(f"no answered turn has nuggets in {bank.name}: do the runs and the bank use the same "
+                           "turn ids?")
+
+    started = time.perf_counter()
+    items, slots = [], []
+    cite_items, cite_slots = [], []
+    for run in runs:
+        for turn in evaluated:
+            response = run.responses.get(turn)
+            if response is None or not response.text.strip():
+                continue
+            new = assign.nugget_items(run.name, response, bank.of(turn), questions.get(turn, ""))
+            slots.append((run.name, turn, len(items), len(new)))
+            items += new
+            if citation_judge is not None and response.cited:
+                new = assign.citation_items(run.name, response, passages or {}, questions.get(turn, ""))
+                cite_slots.append((run.name, turn, len(cite_items), len(new)))
+                cite_items += new
+    judgments = judge.judge(items, progress=progress)
+    cite_judgments = citation_judge.judge(cite_items, progress=progress) if citation_judge and cite_items else []
+    if cite_judgments and citation_judge.scale.name != "support-0-2":
+        raise HarnessError(f"citation support needs a judge on the support-0-2 scale, not {citation_judge.scale.name}")
+    by_slot = {(run, turn): judgments[start:start + n] for run, turn, start, n in slots}
+    cite_by_slot = {(run, turn): cite_judgments[start:start + n] for run, turn, start, n in cite_slots}
+
+    results, records = [], []
+    unjudged_total = 0
+    for run in runs:
+        for turn in evaluated:
+            nuggets = bank.of(turn)
+            response = run.responses.get(turn)
+            found = by_slot.get((run.name, turn))
+            if found is None:  # unanswered or empty: nothing supported
+                labelled = [assign.AssignedNugget(n, assign.NOT, True) for n in nuggets]
+            else:
+                labelled = assign.assigned(judge.scale, nuggets, found)
+            scores = nugget_scores(nuggets, [a.assignment for a in labelled])
+            unjudged = sum(not a.judged for a in labelled)
+            unjudged_total += unjudged
+            extra = {}
+            if citation_judge is not None and response is not None:
+                extra = _citation_fields(response, cite_by_slot.get((run.name, turn), []))
+            results.append(TurnResult(run.name, turn, response is not None,
+                                      response is not None and not response.text.strip(), len(nuggets),
+                                      sum(n.vital for n in nuggets), unjudged, **asdict(scores), **extra))
+            if response is not None:
+                records.append(assign.nuggetizer_record(turn, run.name, response, labelled))
+    if unjudged_total:
+        notes.append(f"{unjudged_total} of {len(items)} nugget judgments have no label (failed, unparseable or "
+                     "missing): counted as not supported; a rerun asks the failed ones again")
+    provenance = judge.provenance()
+    if citation_judge is not None:
+        provenance = {"nuggets": provenance, "citations": citation_judge.provenance()}
+    return ResponseEvaluation([run.name for run in runs], evaluated, results, provenance, bank.rule, notes, records,
+                              len(items) + len(cite_items), time.perf_counter() - started, citation_judge is not None)
+
+
+def _citation_fields(response: Response, judgments: Sequence) -> dict:
+    weights = {}
+    for judgment in judgments:
+        _, _, index, pid = judgment.item_key
+        weights[int(index), pid] = SUPPORT_WEIGHT.get(judgment.label, 0.0) if judgment.label is not None else 0.0
+    precision, recall = citation_scores(response.sentences, weights)
+    return {"cited_pairs": len(weights), "support_precision": precision, "support_recall": recall}
+
+
+__all__ = ["MEASURES", "NUGGET_SCORES", "ResponseEvaluation", "TurnResult", "evaluate_runs", "run_scores"]

@@ -1,0 +1,54 @@
+"""The judges `harness responses` names: `minilm[:SUPPORT,PARTIAL]` (the offline baseline),
+`file:PATH` (recorded nuggetizer assignments) and `llm` (an OpenAI-compatible endpoint with
+the shipped support prompts, or your own)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from harness.errors import HarnessError
+from harness.judge.base import Judge
+from harness.judge.llm import default_prompt
+
+TEMPLATES = {"nuggets": default_prompt("nugget_support"), "citations": default_prompt("citation_support")}
+JUDGE_NAMES = ("minilm[:SUPPORT,PARTIAL]", "file:PATH", "llm")
+
+
+def make_judge(spec: str, *, task: str = "nuggets", model: str | None = None, base_url: str | None = None,
+               prompt: str | Path | None = None, concurrency: int = 8, retries: int = 3,
+               cache_dir: Path | None = None) -> Judge:
+    """A judge from its name on the command line (JUDGE_NAMES)."""
+    name, _, argument = spec.partition(":")
+    if name == "minilm":
+        from harness.responses.baseline import MiniLMJudge
+
+        if not argument:
+            return MiniLMJudge(cache_dir=cache_dir)
+        try:
+            support, partial = (float(x) for x in argument.split(","))
+        except ValueError:
+            raise HarnessError(f"--judge {spec}: expected minilm:SUPPORT,PARTIAL thresholds, e.g. minilm:0.7,0.5") from None
+        return MiniLMJudge(support, partial, cache_dir=cache_dir)
+    if name == "file":
+        if not argument:
+            raise HarnessError("--judge file:PATH names the recorded assignments (nuggetizer's assignment output)")
+        if task != "nuggets":
+            raise HarnessError("recorded assignments (file:PATH) judge nuggets, not citations")
+        from harness.responses.assign import RecordedAssignments
+
+        return RecordedAssignments(argument)
+    if name == "llm":
+        from harness.judge.llm import LLMJudge
+        from harness.judge.scales import SUPPORT_0_2
+        from harness.queries.llm import Endpoint
+
+        model = model or os.environ.get("HARNESS_LLM_MODEL")
+        base_url = base_url or os.environ.get("HARNESS_LLM_BASE_URL")
+        if not model or not base_url:
+            raise HarnessError("the llm judge needs a model and a base URL (or HARNESS_LLM_MODEL and "
+                               "HARNESS_LLM_BASE_URL)")
+        template = Path(prompt) if prompt else TEMPLATES[task]
+        return LLMJudge(Endpoint(model, base_url, template), template, SUPPORT_0_2, concurrency=concurrency,
+                        retries=retries, cache_dir=cache_dir)
+    raise HarnessError(f"unknown judge {spec!r}; known: {', '.join(JUDGE_NAMES)}")

@@ -1,0 +1,57 @@
+"""Records of response evaluation: what a system answered, and the nuggets it should say."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+
+@dataclass(frozen=True)
+class Sentence:
+    """A stretch of a response with the passages it cites (TREC RAG: one answer sentence;
+    iKAT: the whole response, citing its passages as a whole)."""
+
+    text: str
+    citations: tuple[str, ...] = ()  # passage ids
+
+
+@dataclass(frozen=True)
+class Response:
+    turn: str  # the qid the nugget bank uses, e.g. iKAT `12_1`
+    text: str
+    sentences: tuple[Sentence, ...] = ()
+    passages: Mapping[str, str] = field(default_factory=dict)  # cited passage id -> text, where the file has it
+    line: int | None = None  # where the file gives it, for messages
+
+    @property
+    def cited(self) -> bool:
+        return any(sentence.citations for sentence in self.sentences)
+
+
+@dataclass(frozen=True)
+class ResponseRun:
+    """One system's responses, one per turn."""
+
+    name: str
+    path: Path
+    format: str
+    responses: dict[str, Response]  # turn -> response
+
+
+@dataclass(frozen=True)
+class Nugget:
+    id: str
+    text: str
+    grade: int  # the bank's grade (CONE-RAG 1-4; nuggetizer: vital 2, okay 1)
+    vital: bool
+
+
+@dataclass(frozen=True)
+class NuggetBank:
+    name: str
+    nuggets: dict[str, tuple[Nugget, ...]]  # turn -> nuggets
+    rule: str  # how grades became vital / okay, in words (recorded with every score)
+
+    def of(self, turn: str) -> tuple[Nugget, ...]:
+        return self.nuggets.get(turn, ())

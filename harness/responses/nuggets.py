@@ -1,0 +1,90 @@
+"""Nugget banks: what a good response to each turn says, with how much each nugget matters.
+
+- `cone-rag-json`: the CONE-RAG resource's gold nuggets (human `gold_nuggets_human*.json`,
+  LLM `gold_nuggets_llm*.json`): `{turn: {nugget id: {text, relevance: "1".."4"}}}`.
+- `nuggetizer-jsonl`: nuggetizer's nugget files, one turn a line, `{qid, query, nuggets:
+  [{text, importance: vital|okay}]}` (its assignment output, which adds `assignment`, reads
+  too); a nugget's id is its 1-based position in the line.
+
+The importance rule, declared (IMPORTANCE_RULE; recorded with every score):
+- a graded nugget is vital when its grade is at least `vital_grade` (3 by default: the upper
+  half of CONE-RAG's 1-4 grades, the relevance of the passage the nugget came from), okay
+  otherwise; its weight in grade-weighted recall is its grade;
+- a nuggetizer nugget keeps its importance; its grade (and weight) is 2 when vital, 1 when okay.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from harness import jsonl
+from harness.errors import InputError
+from harness.registry import Registry
+from harness.responses.model import Nugget, NuggetBank
+from harness.responses.readers import json_object
+
+VITAL_GRADE = 3
+NUGGETIZER_GRADES = {"vital": 2, "okay": 1}
+IMPORTANCE_RULE = ("graded nuggets: vital when grade >= {vital_grade}, weight = grade; "
+                   "nuggetizer nuggets: vital/okay as given, weight 2/1")
+
+BankReader = Callable[[Path, int], NuggetBank]
+BANKS: Registry[BankReader] = Registry("nugget bank format")
+
+
+def read_bank(path: str | Path, format: str | None = None, vital_grade: int = VITAL_GRADE) -> NuggetBank:
+    path = Path(path)
+    if format is None:
+        format = "nuggetizer-jsonl" if ".jsonl" in path.suffixes else "cone-rag-json"
+    return BANKS.get(format)(path, vital_grade)
+
+
+def _rule(vital_grade: int) -> str:
+    return IMPORTANCE_RULE.format(vital_grade=vital_grade)
+
+
+@BANKS.register("cone-rag-json")
+def read_cone_rag_bank(path: Path, vital_grade: int) -> NuggetBank:
+    document = json_object(path, "{turn: {nugget id: {text, relevance}}}")
+    nuggets = {}
+    for turn, entries in document.items():
+        if not isinstance(entries, dict):
+            raise InputError(path, "expected an object {nugget id: {text, relevance}}", record=f"turn {turn}")
+        found = []
+        for nugget_id, entry in entries.items():
+            where = f"turn {turn}, nugget {nugget_id}"
+            if not isinstance(entry, dict) or not isinstance(entry.get("text"), str):
+                raise InputError(path, "text: expected the nugget's text (a string)", record=where)
+            grade = entry.get("relevance")
+            if isinstance(grade, bool) or not (isinstance(grade, int) or (isinstance(grade, str) and grade.isdigit())):
+                raise InputError(path, f"relevance: expected a whole-number grade, got {grade!r}", record=where)
+            grade = int(grade)
+            found.append(Nugget(nugget_id, entry["text"], grade, grade >= vital_grade))
+        nuggets[turn] = tuple(found)
+    return NuggetBank(path.name, nuggets, _rule(vital_grade))
+
+
+@BANKS.register("nuggetizer-jsonl")
+def read_nuggetizer_bank(path: Path, vital_grade: int) -> NuggetBank:
+    nuggets = {}
+    for line, record in jsonl.read(path):
+        if not isinstance(record, dict) or isinstance(record.get("qid"), bool) \
+                or not isinstance(record.get("qid"), (str, int)):
+            raise InputError(path, "qid: expected the topic id (a string or integer)", line=line)
+        if not isinstance(record.get("nuggets"), list):
+            raise InputError(path, "nuggets: expected a list of {text, importance}", line=line)
+        turn = str(record["qid"])
+        if turn in nuggets:
+            raise InputError(path, f"qid {turn} appears twice", line=line)
+        found = []
+        for index, nugget in enumerate(record["nuggets"]):
+            if not isinstance(nugget, dict) or not isinstance(nugget.get("text"), str):
+                raise InputError(path, f"nuggets[{index}].text: expected a string", line=line)
+            importance = nugget.get("importance")
+            if importance not in NUGGETIZER_GRADES:
+                raise InputError(path, f"nuggets[{index}].importance: expected 'vital' or 'okay', got {importance!r}",
+                                 line=line)
+            found.append(Nugget(str(index + 1), nugget["text"], NUGGETIZER_GRADES[importance], importance == "vital"))
+        nuggets[turn] = tuple(found)
+    return NuggetBank(path.name, nuggets, _rule(vital_grade))

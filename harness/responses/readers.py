@@ -1,0 +1,211 @@
+"""Responses in the formats people submit, as `ResponseRun`s.
+
+- `ikat-json`: an iKAT 2023/2024 run (one JSON object, `turns[].responses[]`), read by
+  harness.ikat's reader with its structure checks. The response of rank 1 (the lowest rank)
+  is the one scored; its `passage_provenance` entries with `used: true` are its citations,
+  with their `text` where the file gives it.
+- `ikat-2025-jsonl`: one turn per line, `{metadata, turn_id, responses: [{text, citations:
+  {passage id: score}}], references}`, checked by harness.ikat's 2025 checks; the first
+  response is scored, citing its `citations`.
+- `trec-rag-jsonl`: TREC RAG 2024 (`{run_id, topic_id, topic, references: [ids],
+  response_length, answer: [{text, citations: [index into references]}]}`, ragnarok's
+  output and rag24 validator) and 2025 (`metadata: {team_id, run_id, narrative_id}`; citations
+  as indexes or as segment ids). The response text is the sentences joined by one space, as
+  nuggetizer joins them.
+- `cone-rag-json`: the CONE-RAG resource's participant files, `{turn: {run: text}}` (or
+  `{turn: {run: {response: text, ...}}}`, as in its `*_response_nuggets.json`): several runs.
+
+iKAT responses cite passages for the response as a whole: they read as one sentence citing
+them all. A malformed file is an InputError naming the file, the line (or the turn) and the
+field.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from harness.errors import InputError
+from harness.registry import Registry
+from harness.responses.model import Response, ResponseRun, Sentence
+
+Reader = Callable[[Path], list[ResponseRun]]
+FORMATS: Registry[Reader] = Registry("response format")
+
+
+def _text(path: Path) -> str:
+    from harness.ikat.validate import submission_text
+
+    return submission_text(path)
+
+
+def json_object(path: Path, shape: str) -> dict:
+    """A file holding one JSON object (a syntax error names its line)."""
+    from harness.topics._json import read_json
+
+    document = read_json(path)
+    if not isinstance(document, dict):
+        raise InputError(path, f"expected a JSON object {shape}")
+    return document
+
+
+def detect_format(path: Path) -> str:
+    """The format by content: one JSON document (iKAT `turns`, else CONE-RAG's turn map) or
+    JSON Lines (a `turn_id` line: iKAT 2025; an `answer` line: TREC RAG)."""
+    text = _text(path)
+    try:
+        document = json.loads(text)
+    except json.JSONDecodeError:
+        document = None
+    if isinstance(document, dict) and not ({"turn_id", "answer"} & set(document)):
+        return "ikat-json" if "turns" in document else "cone-rag-json"
+    first = next((line for line in text.split("\n") if line.strip()), "")
+    try:
+        entry = json.loads(first)
+    except json.JSONDecodeError as problem:
+        raise InputError(path, f"neither one JSON document nor JSON Lines: {problem.msg} "
+                               f"(column {problem.colno})", line=1) from None
+    if isinstance(entry, dict) and "turn_id" in entry:
+        return "ikat-2025-jsonl"
+    if isinstance(entry, dict) and "answer" in entry:
+        return "trec-rag-jsonl"
+    raise InputError(path, "not a response format: expected an iKAT run (turns / turn_id), a TREC RAG answer "
+                           "line (answer) or a CONE-RAG {turn: {run: response}} file", line=1)
+
+
+def read_responses(path: str | Path, format: str | None = None) -> list[ResponseRun]:
+    """The runs in one file (CONE-RAG files hold several)."""
+    path = Path(path)
+    return FORMATS.get(format or detect_format(path))(path)
+
+
+def _add(responses: dict[str, Response], response: Response, path: Path) -> None:
+    if response.turn in responses:
+        first = responses[response.turn].line
+        raise InputError(path, f"turn {response.turn} is answered twice"
+                               + (f" (first on line {first})" if first else ""), line=response.line,
+                         record=None if response.line else f"turn {response.turn}")
+    responses[response.turn] = response
+
+
+@FORMATS.register("ikat-json")
+def read_ikat_json(path: Path) -> list[ResponseRun]:
+    from harness.ikat.validate import read_submission
+
+    submission, year = read_submission(path)
+    responses: dict[str, Response] = {}
+    for turn in submission.turns:
+        if not turn.responses:
+            raise InputError(path, "responses: the turn has no response", record=f"turn {turn.turn_id}")
+        best = min(turn.responses, key=lambda r: r.rank)
+        used = [p for p in best.passage_provenance if p.used]
+        sentence = Sentence(best.text, tuple(dict.fromkeys(p.id for p in used)))
+        _add(responses, Response(turn.turn_id, best.text, (sentence,), {p.id: p.text for p in used if p.text}), path)
+    return [ResponseRun(submission.run_name or path.stem, path, f"ikat-{year}-json", responses)]
+
+
+def _lines(path: Path) -> list[tuple[int, Any]]:
+    from harness.ikat.validate import decode_lines
+
+    entries = decode_lines(_text(path))
+    for line, entry in entries:
+        if isinstance(entry, json.JSONDecodeError):
+            raise InputError(path, f"invalid JSON: {entry.msg} (column {entry.colno})", line=line)
+        if not isinstance(entry, dict):
+            raise InputError(path, "the line must be a JSON object", line=line)
+    return entries
+
+
+@FORMATS.register("ikat-2025-jsonl")
+def read_ikat_2025(path: Path) -> list[ResponseRun]:
+    from harness.ikat.checks import CHECKS, Context
+
+    entries = _lines(path)
+    context = Context(2025, {}, entries=entries)
+    for name in ("metadata", "references", "responses", "turn-repeated"):
+        finding = next((f for f in CHECKS.get(name).run(context) if f.level == "error"), None)
+        if finding is not None:
+            raise InputError(path, f"{name}: {finding.message}", line=finding.line)
+    responses: dict[str, Response] = {}
+    run_name = None
+    for line, entry in entries:
+        turn = entry.get("turn_id")
+        if not isinstance(turn, str) or not turn:
+            raise InputError(path, f"turn_id: expected the turn's id as a string, got {turn!r}", line=line)
+        run_name = run_name or str(entry["metadata"]["run_id"])
+        answers = entry.get("responses", [])
+        if not answers:
+            raise InputError(path, "responses: the turn has no response", line=line)
+        first = answers[0]
+        citations = tuple(first["citations"])
+        _add(responses, Response(turn, first["text"], (Sentence(first["text"], citations),), line=line), path)
+    return [ResponseRun(run_name or path.stem, path, "ikat-2025-jsonl", responses)]
+
+
+@FORMATS.register("trec-rag-jsonl")
+def read_trec_rag(path: Path) -> list[ResponseRun]:
+    responses: dict[str, Response] = {}
+    run_name = None
+    for line, entry in _lines(path):
+        metadata = entry.get("metadata")
+        if isinstance(metadata, dict):  # 2025
+            turn, run = metadata.get("narrative_id"), metadata.get("run_id")
+            turn_field, run_field = "metadata.narrative_id", "metadata.run_id"
+        else:  # 2024
+            turn, run = entry.get("topic_id"), entry.get("run_id")
+            turn_field, run_field = "topic_id", "run_id"
+        if isinstance(turn, bool) or not isinstance(turn, (str, int)) or str(turn) == "":
+            raise InputError(path, f"{turn_field}: expected the topic id (a string or integer), got {turn!r}", line=line)
+        if run is not None and not isinstance(run, str):
+            raise InputError(path, f"{run_field}: expected a string, got {run!r}", line=line)
+        if run_name is not None and run is not None and run != run_name:
+            raise InputError(path, f"{run_field}: {run!r} differs from the first line's {run_name!r}; "
+                                   "one file holds one run", line=line)
+        run_name = run_name or run
+        references = entry.get("references", [])
+        if not isinstance(references, list) or not all(isinstance(r, str) for r in references):
+            raise InputError(path, "references: expected a list of passage ids (strings)", line=line)
+        answer = entry.get("answer")
+        if not isinstance(answer, list):
+            raise InputError(path, "answer: expected a list of {text, citations} sentences", line=line)
+        sentences = []
+        for index, sentence in enumerate(answer):
+            if not isinstance(sentence, dict) or not isinstance(sentence.get("text"), str):
+                raise InputError(path, f"answer[{index}].text: expected a string", line=line)
+            cited = sentence.get("citations", [])
+            if not isinstance(cited, list):
+                raise InputError(path, f"answer[{index}].citations: expected a list", line=line)
+            ids = []
+            for citation in cited:
+                if isinstance(citation, int) and not isinstance(citation, bool):
+                    if not 0 <= citation < len(references):
+                        raise InputError(path, f"answer[{index}].citations: index {citation} is outside the "
+                                               f"{len(references)} references", line=line)
+                    ids.append(references[citation])
+                elif isinstance(citation, str) and citation in references:
+                    ids.append(citation)
+                else:
+                    raise InputError(path, f"answer[{index}].citations: {citation!r} is neither an index into "
+                                           "references nor one of its ids", line=line)
+            sentences.append(Sentence(sentence["text"], tuple(dict.fromkeys(ids))))
+        text = " ".join(s.text for s in sentences)
+        _add(responses, Response(str(turn), text, tuple(sentences), line=line), path)
+    return [ResponseRun(run_name or path.stem, path, "trec-rag-jsonl", responses)]
+
+
+@FORMATS.register("cone-rag-json")
+def read_cone_rag(path: Path) -> list[ResponseRun]:
+    document = json_object(path, "{turn: {run: response}}")
+    runs: dict[str, dict[str, Response]] = {}
+    for turn, answers in document.items():
+        if not isinstance(answers, dict):
+            raise InputError(path, "expected an object {run: response}", record=f"turn {turn}")
+        for run, answer in answers.items():
+            text = answer.get("response") if isinstance(answer, dict) else answer
+            if not isinstance(text, str):
+                raise InputError(path, f"{run}: expected the response text (or an object with a string "
+                                       "'response')", record=f"turn {turn}")
+            runs.setdefault(run, {})[turn] = Response(turn, text, (Sentence(text),))
+    return [ResponseRun(run, path, "cone-rag-json", responses) for run, responses in runs.items()]

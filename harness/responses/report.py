@@ -1,0 +1,70 @@
+"""Response runs as a harness report: the leaderboard of per-turn scores with paired tests
+(harness.report.compare: Holm-corrected by default), breakdowns by turn depth and
+conversation, and the judge named on every page (a baseline judge says so)."""
+
+from __future__ import annotations
+
+import json
+from html import escape
+
+from harness.errors import HarnessError
+from harness.report import breakdown as bd
+from harness.report.compare import leaderboard
+from harness.report.model import Report
+from harness.report.stats import Resampling
+from harness.responses.evaluate import ResponseEvaluation, run_scores
+
+
+def judge_label(evaluation: ResponseEvaluation) -> str:
+    """The judge as every output names it; the offline judge is called a baseline."""
+    provenance = evaluation.judge.get("nuggets", evaluation.judge)
+    name = provenance.get("judge", "?")
+    if "baseline" in provenance.get("kind", ""):
+        return f"{name} (offline baseline, not calibrated against people)"
+    return f"{name} ({provenance['model']})" if provenance.get("model") else name
+
+
+def build_report(evaluation: ResponseEvaluation, baselines: list[str] | None = None, *, test: str = "paired-t",
+                 correction: str = "holm", alpha: float = 0.05, resampling: Resampling = Resampling()) -> Report:
+    board = leaderboard(run_scores(evaluation), baselines, test=test, correction=correction, alpha=alpha,
+                        resampling=resampling)
+    report = Report(board, title=f"Response evaluation, judge: {judge_label(evaluation)}")
+    if evaluation.citations:
+        means = evaluation.aggregate().set_index("run")["support_precision"]
+        report.untested = {"support_precision": {run: float(means[run]) for run in evaluation.runs}}
+    try:
+        depths, conversations = bd.depths(board.scores.qids), bd.conversations(board.scores.qids)
+    except HarnessError:
+        return report  # turn ids without a depth (TREC RAG topics): no breakdown
+    report.breakdowns = [bd.breakdown(board.scores, m, depths, bd.DEPTH) for m in board.measures]
+    report.conversation_means = {m: bd.conversation_means(board.scores, m, conversations) for m in board.measures}
+    report.breakdowns.append(bd.breakdown(board.scores, board.measures[0], conversations, bd.CONVERSATION))
+    return report
+
+
+def notes(evaluation: ResponseEvaluation) -> list[str]:
+    return [f"Judge: {judge_label(evaluation)}.", f"Nugget importance: {evaluation.rule}.",
+            f"{len(evaluation.turns)} evaluated turns (answered by some run and with nuggets); a turn a run does "
+            "not answer scores 0.", *evaluation.notes]
+
+
+def render(evaluation: ResponseEvaluation, report: Report, fmt: str, per_turn: bool = False) -> bytes:
+    """The report as md, csv, json or html, with the judge, the rules and the notes."""
+    from harness.report import html, markdown
+    from harness.report.formats import FORMATS
+
+    if fmt == "html":
+        body = ["<p class='legend'>" + "<br>".join(escape(n) for n in notes(evaluation)) + "</p>",
+                *html.sections(report)]
+        return html.page(report.title, body)
+    if fmt == "md":
+        return markdown.as_markdown(report) + ("\n## Notes\n\n" + "".join(f"- {n}\n" for n in notes(evaluation))).encode()
+    if fmt == "json":
+        document = json.loads(FORMATS.get("json")(report))
+        document.update({"judge": evaluation.judge, "nugget_rule": evaluation.rule, "notes": evaluation.notes,
+                         "turns": evaluation.turns,
+                         "aggregate": json.loads(evaluation.aggregate().to_json(orient="records", double_precision=15))})
+        if per_turn:
+            document["per_turn"] = json.loads(evaluation.per_turn().to_json(orient="records", double_precision=15))
+        return (json.dumps(document, indent=2, ensure_ascii=False) + "\n").encode()
+    return FORMATS.get(fmt)(report)

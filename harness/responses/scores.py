@@ -1,0 +1,72 @@
+"""Scores of one response: nugget recall in nuggetizer's four variants, grade-weighted recall,
+and citation support.
+
+Nugget scores (castorini/nuggetizer, nuggetizer.core.metrics.calculate_nugget_scores; the
+tests check equality with it): each nugget is assigned `support` (credit 1),
+`partial_support` (0.5 in the non-strict scores, 0 in the strict ones) or `not_support` (0).
+- `strict_vital` / `vital`: the mean credit over the turn's vital nuggets (0 when the turn
+  has no vital nugget, as nuggetizer scores it);
+- `strict_all` / `all`: the mean credit over all the turn's nuggets;
+- `weighted`: recall weighted by the nuggets' grades, sum(grade x credit) / sum(grade), with
+  partial support 0.5 (harness.responses.nuggets declares the grades).
+
+Citation support, as the TREC 2024 RAG Track's support evaluation defines it (Thakur et al.,
+"Support Evaluation for the TREC 2024 RAG Track: Comparing Human versus LLM Judges", SIGIR
+2025, arXiv:2504.15205: its weighted precision and weighted recall): every (answer sentence,
+cited passage) pair is judged full support (1), partial support (0.5) or no support (0);
+- `support_precision`: the mean of those weights over all the response's cited pairs (the
+  share of citations that support their sentence); a response citing nothing has none (NaN);
+- `support_recall`: over all the response's sentences, the mean of each sentence's best
+  weight among its citations, a sentence citing nothing counting 0 (the share of sentences
+  their citations support; "best" is our reading for a sentence with several citations).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from harness.responses.model import Nugget, Sentence
+
+SUPPORT, PARTIAL, NOT = "support", "partial_support", "not_support"
+CREDIT = {SUPPORT: 1.0, PARTIAL: 0.5, NOT: 0.0}
+NUGGET_SCORES = ("strict_vital", "strict_all", "vital", "all", "weighted")
+CITATION_SCORES = ("support_precision", "support_recall")
+
+
+@dataclass(frozen=True)
+class NuggetScores:
+    strict_vital: float
+    strict_all: float
+    vital: float
+    all: float
+    weighted: float
+
+
+def _mean_credit(assigned: Sequence[str], strict: bool) -> float:
+    if not assigned:
+        return 0.0
+    return sum(1.0 if a == SUPPORT else 0.5 if a == PARTIAL and not strict else 0.0 for a in assigned) / len(assigned)
+
+
+def nugget_scores(nuggets: Sequence[Nugget], assigned: Sequence[str]) -> NuggetScores:
+    """The five nugget scores of one response; `assigned[i]` is nuggets[i]'s assignment."""
+    vital = [a for nugget, a in zip(nuggets, assigned, strict=True) if nugget.vital]
+    total_grade = sum(n.grade for n in nuggets)
+    weighted = (sum(n.grade * CREDIT[a] for n, a in zip(nuggets, assigned)) / total_grade) if total_grade else 0.0
+    return NuggetScores(_mean_credit(vital, True), _mean_credit(assigned, True), _mean_credit(vital, False),
+                        _mean_credit(assigned, False), weighted)
+
+
+SUPPORT_WEIGHT = {2: 1.0, 1: 0.5, 0: 0.0}  # full / partial / no support on the support-0-2 scale
+
+
+def citation_scores(sentences: Sequence[Sentence], weights: Mapping[tuple[int, str], float]) -> tuple[float, float]:
+    """(support precision, support recall); weights[(sentence index, passage id)] per cited pair."""
+    pairs = [weights[index, pid] for index, sentence in enumerate(sentences) for pid in sentence.citations]
+    precision = sum(pairs) / len(pairs) if pairs else math.nan
+    best = [max((weights[index, pid] for pid in sentence.citations), default=0.0)
+            for index, sentence in enumerate(sentences)]
+    recall = sum(best) / len(best) if best else 0.0
+    return precision, recall

@@ -1,0 +1,88 @@
+"""Response tasks on the hosted leaderboard: teams upload generated responses, scored against
+nuggets the organiser keeps hidden (like qrels) by the judge the organiser configures.
+
+    tasks:
+      - name: ikat2024-responses
+        topics: ikat2024                     # the turns a response may answer
+        nuggets: nuggets/gold_nuggets_human.json   # hidden: never served (CONE-RAG or nuggetizer JSONL)
+        judge: llm                           # or file:ASSIGNMENTS.jsonl, or minilm (an offline baseline)
+        llm: {model: qwen2.5:7b-instruct, base_url: "http://127.0.0.1:11434/v1"}   # for judge: llm
+        main_measure: all                    # all, vital, strict_all, strict_vital or weighted
+        formats: [ikat-2024-json, ikat-2025-jsonl, trec-rag-jsonl]
+
+The config is read by harness.serve.config (`_response_task`). Scoring is `harness responses
+eval`'s (harness.responses) on the task's test set: every turn of its topics the bank has
+nuggets for; a turn a run does not answer scores 0.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+
+from harness.errors import InputError
+from harness.serve.config import RESPONSE_FORMATS
+from harness.serve.tasks import Message, TaskRuntime, Verdict
+
+
+@dataclass(frozen=True)
+class ScoredResponses:
+    """What the service keeps of a scored upload (as of an Evaluation)."""
+
+    means: dict[str, float]
+    per_query: dict[str, dict[str, float]]
+
+
+class ResponseTaskRuntime(TaskRuntime):
+    @cached_property
+    def bank(self):
+        from harness.responses.nuggets import read_bank
+
+        return read_bank(self.config.nuggets, vital_grade=self.config.vital_grade)
+
+    @cached_property
+    def judge(self):
+        from harness.responses.judges import make_judge
+
+        settings = dict(self.config.judge_settings)
+        return make_judge(self.config.judge, model=settings.get("model"), base_url=settings.get("base_url"),
+                          prompt=settings.get("prompt"))
+
+    @cached_property
+    def evaluated_turns(self) -> frozenset[str]:
+        return frozenset(t for t in self.turn_ids if self.bank.of(t))
+
+    def prepare(self) -> None:
+        _ = self.turn_ids, self.depths, self.evaluated_turns
+
+    def check(self, path: Path, display: str) -> Verdict:
+        from harness.responses.readers import detect_format, read_responses
+
+        try:
+            reader = detect_format(path)
+            fmt = next((name for name, known in RESPONSE_FORMATS.items() if known == reader), reader)
+            if fmt not in self.config.formats:
+                return Verdict(fmt, "", [Message("error", "format", f"this is a {fmt} file; the task accepts "
+                                                                    f"{', '.join(self.config.formats)}", display)])
+            runs = read_responses(path, reader)
+        except InputError as problem:
+            return Verdict(None, "", [Message("error", "read", problem.problem, display, problem.line)])
+        if len(runs) != 1:
+            return Verdict(fmt, "", [Message("error", "runs", f"the file holds {len(runs)} runs; upload one", display)])
+        verdict = Verdict(fmt, runs[0].name)
+        for response in runs[0].responses.values():
+            if response.turn not in self.turn_ids:
+                verdict.errors.append(Message("error", "turn", f"turn {response.turn!r} is not a turn of the task's "
+                                                               "topics", display, response.line, response.turn))
+        return verdict
+
+    def score(self, path: Path, fmt: str) -> ScoredResponses:
+        from harness.responses.evaluate import MEASURES, evaluate_runs
+        from harness.responses.readers import read_responses
+
+        [run] = read_responses(path, RESPONSE_FORMATS[fmt])
+        evaluation = evaluate_runs([run], self.bank, self.judge, turns=self.turn_ids,
+                                   evaluated_turns=self.evaluated_turns)
+        per_query = {m: evaluation.measure_scores(m)[run.name] for m in MEASURES}
+        return ScoredResponses({m: sum(v.values()) / len(v) for m, v in per_query.items()}, per_query)

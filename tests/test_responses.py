@@ -1,0 +1,448 @@
+"""Response evaluation (harness.responses): readers, nugget banks, the scores and their rules,
+assignment through the judge layer, and `harness responses eval`.
+
+The reference for the four nugget scores is the `nuggetizer` package's own metric function
+(nuggetizer.core.metrics), compared per turn and on the mean; the real data is the CONE-RAG
+resource in ../shared (23 iKAT 2024 runs' responses, human gold nuggets graded 1-4).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+from pathlib import Path
+
+import pytest
+
+from harness.cli import main
+from harness.errors import HarnessError, InputError
+from harness.judge.llm import LLMJudge
+from harness.judge.scales import SUPPORT_0_2
+from harness.queries.llm import Endpoint
+from harness.responses import evaluate
+from harness.responses.assign import RecordedAssignments
+from harness.responses.evaluate import evaluate_runs
+from harness.responses.judges import TEMPLATES
+from harness.responses.model import Nugget, NuggetBank, Response, ResponseRun, Sentence
+from harness.responses.nuggets import read_bank
+from harness.responses.readers import read_responses
+from harness.responses.scores import citation_scores, nugget_scores
+from tests.conftest import shared_root, start_llm_server
+
+SCORES = ("strict_vital", "strict_all", "vital", "all")
+
+
+def cone_rag(*parts: str) -> Path:
+    root = shared_root()
+    path = root / "data/ikat/2024/cone-rag/resources" / Path(*parts) if root else None
+    if path is None or not path.exists():
+        pytest.skip("CONE-RAG comparison skipped: ../shared/data/ikat/2024/cone-rag is absent (HARNESS_SHARED)")
+    return path
+
+
+@pytest.fixture(scope="module")
+def cone_runs():
+    return (read_responses(cone_rag("participant_resources", "automatic_responses.json"))
+            + read_responses(cone_rag("participant_resources", "manual_responses.json")))
+
+
+@pytest.fixture(scope="module")
+def human_bank():
+    return read_bank(cone_rag("human_resources", "gold_nuggets_human.json"))
+
+
+def nuggetizer_scores(records: list[dict]) -> tuple[dict[tuple[str, str], dict], dict]:
+    """nuggetizer's own numbers for assignment records: per (run, qid), and the mean."""
+    from nuggetizer.core.metrics import calculate_global_metrics, calculate_nugget_scores
+
+    per_turn = {}
+    for record in records:
+        metrics = calculate_nugget_scores(record["qid"], record["nuggets"])
+        per_turn[record["run_id"], record["qid"]] = {s: getattr(metrics, f"{s}_score") for s in SCORES}
+    return per_turn, calculate_global_metrics(records)
+
+
+def assert_equal_to_nuggetizer(evaluation, records: list[dict]) -> None:
+    expected, _ = nuggetizer_scores(records)
+    frame = evaluation.per_turn()
+    assert len(frame) == len(expected)
+    for row in frame.itertuples():
+        for score in SCORES:
+            assert getattr(row, score) == pytest.approx(expected[row.run, row.turn][score], abs=1e-12)
+    for run in evaluation.runs:
+        _, means = nuggetizer_scores([r for r in records if r["run_id"] == run])
+        mine = evaluation.aggregate().set_index("run").loc[run]
+        for score in SCORES:
+            assert mine[score] == pytest.approx(means[f"{score}_score"], abs=1e-12)
+
+
+# --- readers ------------------------------------------------------------------------------
+
+
+@pytest.mark.reference
+def test_cone_rag_participant_files_read_as_23_runs_of_79_turns(cone_runs):
+    assert len(cone_runs) == 23
+    assert {len(run.responses) for run in cone_runs} == {79}
+    assert "manual-out-rr-debertav3" in {run.name for run in cone_runs}
+
+
+def test_an_ikat_2024_run_is_scored_by_its_rank_1_response_citing_its_used_passages(tmp_path):
+    from harness.ikat.submission import PassageProvenance, Submission, SubmissionTurn, write_submission
+    from harness.ikat.submission import Response as IkatResponse
+
+    used = PassageProvenance("clueweb22-en0000-00-00000:1", 0.9, "The visa costs 25 dollars.", True)
+    unused = PassageProvenance("clueweb22-en0000-00-00001:0", 0.5, "Egypt is in Africa.", False)
+    turn = SubmissionTurn("1_1", (IkatResponse(2, "second answer", (unused,)),
+                                  IkatResponse(1, "A visa costs 25 dollars.", (used, unused))))
+    write_submission(tmp_path / "run.json", Submission("my-run", "automatic", (turn,)), 2024)
+    [run] = read_responses(tmp_path / "run.json")
+    response = run.responses["1_1"]
+    assert (run.name, run.format, response.text) == ("my-run", "ikat-2024-json", "A visa costs 25 dollars.")
+    assert response.sentences == (Sentence("A visa costs 25 dollars.", (used.id,)),)
+    assert response.passages == {used.id: "The visa costs 25 dollars."}
+
+
+def test_an_ikat_2025_line_gives_the_first_response_and_its_citations(tmp_path):
+    line = {"metadata": {"team_id": "t", "run_id": "r25", "run_type": "automatic"}, "turn_id": "3_2",
+            "responses": [{"text": "Answer.", "citations": {"clueweb22-en0000-00-00000:1": 0.9},
+                           "ptkb_provenance": []}],
+            "references": {"clueweb22-en0000-00-00000:1": 0.9, "clueweb22-en0000-00-00002:3": 0.4}}
+    (tmp_path / "run.jsonl").write_text(json.dumps(line) + "\n")
+    [run] = read_responses(tmp_path / "run.jsonl")
+    assert run.name == "r25" and run.format == "ikat-2025-jsonl"
+    assert run.responses["3_2"].sentences == (Sentence("Answer.", ("clueweb22-en0000-00-00000:1",)),)
+
+
+def rag_line(topic, run="rag-run", sentences=(("One fact.", [0]), ("Another.", [])), references=("d0", "d1")):
+    return {"run_id": run, "topic_id": topic, "topic": "a question", "references": list(references),
+            "response_length": 3, "answer": [{"text": t, "citations": c} for t, c in sentences]}
+
+
+def test_trec_rag_2024_citations_are_indexes_into_references(tmp_path):
+    (tmp_path / "rag.jsonl").write_text(json.dumps(rag_line(23287, sentences=(("A.", [1, 0]), ("B.", [])))) + "\n")
+    [run] = read_responses(tmp_path / "rag.jsonl")
+    assert run.format == "trec-rag-jsonl" and run.name == "rag-run"
+    response = run.responses["23287"]  # an integer topic id reads as the string the nuggets use
+    assert response.text == "A. B."  # the sentences joined by a space, as nuggetizer joins them
+    assert response.sentences == (Sentence("A.", ("d1", "d0")), Sentence("B.", ()))
+
+
+def test_trec_rag_2025_reads_metadata_and_segment_id_citations(tmp_path):
+    line = {"metadata": {"team_id": "t", "run_id": "r", "narrative_id": "n7", "type": "automatic"},
+            "references": ["seg-a", "seg-b"], "answer": [{"text": "X.", "citations": ["seg-b"]}]}
+    (tmp_path / "rag25.jsonl").write_text(json.dumps(line) + "\n")
+    [run] = read_responses(tmp_path / "rag25.jsonl")
+    assert run.name == "r" and run.responses["n7"].sentences == (Sentence("X.", ("seg-b",)),)
+
+
+@pytest.mark.parametrize("lines, expected", [
+    ([rag_line(1), {**rag_line(2), "answer": "text"}], ":2: answer: expected a list"),
+    ([rag_line(1, sentences=(("A.", [5]),))], ":1: answer[0].citations: index 5 is outside the 2 references"),
+    ([{**rag_line(1), "topic_id": None}], ":1: topic_id: expected the topic id"),
+    ([rag_line(1), rag_line(2, run="other")], ":2: run_id: 'other' differs from the first line's 'rag-run'"),
+    ([rag_line(1), rag_line(1)], ":2: turn 1 is answered twice (first on line 1)"),
+    ([{"metadata": {"team_id": "t", "run_id": "r", "run_type": "automatic"}, "turn_id": "1_1",
+       "responses": [{"text": "x", "ptkb_provenance": []}], "references": {}}], ":1: responses: responses[0]: citations missing"),
+])
+def test_a_malformed_response_file_is_an_error_naming_file_line_and_field(tmp_path, lines, expected):
+    path = tmp_path / "bad.jsonl"
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    with pytest.raises(InputError) as error:
+        read_responses(path)
+    assert str(error.value) == f"{path}{expected}" or str(error.value).startswith(f"{path}{expected}")
+
+
+# --- nugget banks -------------------------------------------------------------------------
+
+
+@pytest.mark.reference
+def test_cone_rag_human_nuggets_are_2279_graded_1_to_4_vital_from_grade_3(human_bank):
+    nuggets = [n for turn in human_bank.nuggets.values() for n in turn]
+    assert len(human_bank.nuggets) == 116 and len(nuggets) == 2279
+    assert {n.grade for n in nuggets} == {1, 2, 3, 4}
+    assert all(n.vital == (n.grade >= 3) for n in nuggets) and sum(n.vital for n in nuggets) == 644
+    assert "vital when grade >= 3" in human_bank.rule
+    assert sum(n.vital for turn in read_bank(cone_rag("human_resources", "gold_nuggets_human.json"),
+                                             vital_grade=4).nuggets.values() for n in turn) == 57
+
+
+def test_nuggetizer_nuggets_keep_vital_and_okay_weighted_2_and_1(tmp_path):
+    path = tmp_path / "nuggets.jsonl"
+    path.write_text(json.dumps({"qid": "q1", "query": "?", "nuggets": [
+        {"text": "a", "importance": "vital"}, {"text": "b", "importance": "okay"}]}) + "\n")
+    bank = read_bank(path)
+    assert bank.of("q1") == (Nugget("1", "a", 2, True), Nugget("2", "b", 1, False))
+    path.write_text(json.dumps({"qid": "q1", "nuggets": [{"text": "a", "importance": "high"}]}) + "\n")
+    with pytest.raises(InputError, match=r"nuggets.jsonl:1: nuggets\[0\].importance: expected 'vital' or 'okay'"):
+        read_bank(path)
+
+
+# --- scores -------------------------------------------------------------------------------
+
+A, B, C = Nugget("1", "a", 4, True), Nugget("2", "b", 2, False), Nugget("3", "c", 1, False)
+
+
+def test_partial_support_counts_half_except_in_the_strict_scores():
+    scores = nugget_scores([A, B, C], ["partial_support", "support", "not_support"])
+    assert (scores.strict_vital, scores.vital, scores.strict_all, scores.all) == (0.0, 0.5, 1 / 3, 0.5)
+
+
+def test_grade_weighted_recall_weights_each_nugget_by_its_grade():
+    scores = nugget_scores([A, B, C], ["partial_support", "support", "not_support"])
+    assert scores.weighted == pytest.approx((4 * 0.5 + 2 * 1) / 7)
+
+
+def test_a_turn_without_vital_nuggets_scores_0_on_the_vital_scores_as_nuggetizer_does():
+    scores = nugget_scores([B, C], ["support", "support"])
+    assert (scores.strict_vital, scores.vital, scores.all) == (0.0, 0.0, 1.0)
+
+
+def test_support_precision_and_recall_follow_the_trec_rag_2024_definitions():
+    sentences = [Sentence("s0", ("p", "q")), Sentence("s1", ("p",)), Sentence("s2", ())]
+    weights = {(0, "p"): 1.0, (0, "q"): 0.0, (1, "p"): 0.5}
+    precision, recall = citation_scores(sentences, weights)
+    assert precision == pytest.approx((1 + 0 + 0.5) / 3)  # over the cited pairs
+    assert recall == pytest.approx((1 + 0.5 + 0) / 3)  # each sentence's best citation; uncited counts 0
+    assert math.isnan(citation_scores([Sentence("s", ())], {})[0])  # nothing cited: no precision
+
+
+# --- the evaluation's rules ---------------------------------------------------------------
+
+
+class CountingJudge:
+    """Every nugget supported; counts the items it is asked (a stand-in for the rule tests
+    only: the judges themselves are tested against nuggetizer and a local server below)."""
+
+    name, scale = "all-support", SUPPORT_0_2
+
+    def __init__(self):
+        self.asked = []
+
+    def judge(self, items, progress=False):
+        from harness.judge.model import Judgment
+
+        self.asked += items
+        return [Judgment(item.key, 2, "ok", "2", False) for item in items]
+
+    def provenance(self):
+        return {"judge": self.name}
+
+
+def small_bank() -> NuggetBank:
+    return NuggetBank("bank", {"1_1": (A, B), "1_2": (C,), "1_3": ()}, "rule")
+
+
+def run_of(name: str, texts: dict[str, str]) -> ResponseRun:
+    return ResponseRun(name, Path(f"{name}.jsonl"),
+                       "test", {t: Response(t, x, (Sentence(x),), line=i + 1) for i, (t, x) in enumerate(texts.items())})
+
+
+def test_an_empty_response_supports_nothing_and_the_judge_is_not_asked():
+    judge = CountingJudge()
+    evaluation = evaluate_runs([run_of("r", {"1_1": "  ", "1_2": "text"})], small_bank(), judge)
+    row = evaluation.per_turn().set_index("turn").loc["1_1"]
+    assert bool(row["empty"]) and row["all"] == 0.0
+    assert [item.key[0] for item in judge.asked] == ["1_2"]
+
+
+def test_a_turn_some_run_answers_and_another_does_not_scores_0_for_the_other():
+    evaluation = evaluate_runs([run_of("a", {"1_1": "x", "1_2": "y"}), run_of("b", {"1_1": "x"})],
+                               small_bank(), CountingJudge())
+    rows = evaluation.per_turn().set_index(["run", "turn"])
+    assert rows.loc[("b", "1_2"), "all"] == 0.0 and not rows.loc[("b", "1_2"), "answered"]
+    assert evaluation.aggregate().set_index("run").loc["b", "all"] == 0.5
+
+
+def test_a_turn_without_nuggets_is_not_scored_and_is_listed():
+    evaluation = evaluate_runs([run_of("a", {"1_1": "x", "1_3": "z"})], small_bank(), CountingJudge())
+    assert evaluation.turns == ["1_1"]
+    assert "turns without nuggets (not scored): 1_3" in evaluation.notes
+
+
+def test_a_response_to_a_turn_the_bank_lacks_is_listed_and_with_topics_refused():
+    runs = [run_of("a", {"1_1": "x", "9_9": "?"})]
+    evaluation = evaluate_runs(runs, small_bank(), CountingJudge())
+    assert evaluation.turns == ["1_1"] and any("9_9" in note and "not scored" in note for note in evaluation.notes)
+    with pytest.raises(InputError, match=r"a.jsonl:2: turn 9_9 is not a turn of the topics"):
+        evaluate_runs(runs, small_bank(), CountingJudge(), turns={"1_1", "1_2", "1_3"})
+
+
+@pytest.mark.reference
+def test_the_four_scores_equal_nuggetizers_on_recorded_assignments_for_all_23_runs(cone_runs, human_bank, tmp_path):
+    """A recorded assignment file in nuggetizer's output format (assignments drawn at random,
+    seeded) read by the `file` judge: every per-turn score and every run's mean equal
+    nuggetizer's metric on the same records. CONE-RAG's turn 4_7 has no human nugget."""
+    rng = random.Random(25)
+    records = []
+    for run in cone_runs:
+        for turn, response in run.responses.items():
+            if human_bank.of(turn):
+                records.append({"qid": turn, "run_id": run.name, "answer_text": response.text, "nuggets": [
+                    {"id": n.id, "text": n.text, "importance": "vital" if n.vital else "okay",
+                     "assignment": rng.choice(["support", "partial_support", "not_support"])}
+                    for n in human_bank.of(turn)]})
+    path = tmp_path / "assignments.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    evaluation = evaluate_runs(cone_runs, human_bank, RecordedAssignments(path))
+    assert len(evaluation.turns) == 78 and "turns without nuggets (not scored): 4_7" in evaluation.notes
+    assert_equal_to_nuggetizer(evaluation, records)
+
+
+@pytest.mark.reference
+@pytest.mark.model
+@pytest.mark.slow
+def test_the_offline_baseline_scores_equal_nuggetizers_and_replay_from_its_assignment_file(
+        cone_runs, human_bank, tmp_path, monkeypatch, capsys):
+    """Two runs on 6 turns through the minilm judge and `harness responses eval`: its
+    --assignments-out file (nuggetizer's format) gives nuggetizer's scores, and read back with
+    `--judge file:` gives the same per-turn scores."""
+    monkeypatch.setenv("HARNESS_CACHE", str(tmp_path / "cache"))
+    turns = sorted(t for t in cone_runs[0].responses if human_bank.of(t))[:6]
+    rows = {}
+    for run in cone_runs[:2]:
+        for turn in turns:
+            rows.setdefault(turn, {})[run.name] = run.responses[turn].text
+    (tmp_path / "two.json").write_text(json.dumps(rows))
+    bank = cone_rag("human_resources", "gold_nuggets_human.json")
+    out = tmp_path / "assigned.jsonl"
+    assert main(["responses", "eval", str(tmp_path / "two.json"), "--nuggets", str(bank), "--judge", "minilm",
+                 "--assignments-out", str(out), "--format", "json", "--per-turn"]) == 0
+    first = json.loads(capsys.readouterr().out)
+    assert "offline baseline" in first["title"] and first["judge"]["kind"].startswith("offline baseline")
+    records = [json.loads(line) for line in out.read_text().splitlines()]
+    provenance = json.loads(Path(f"{out}.provenance.json").read_text())
+    assert provenance["judge"] == "minilm" and provenance["thresholds"] == {"support": 0.7, "partial": 0.5}
+    expected, _ = nuggetizer_scores(records)
+    assert len(first["per_turn"]) == len(expected) == 12
+    for row in first["per_turn"]:
+        for score in SCORES:
+            assert row[score] == pytest.approx(expected[row["run"], row["turn"]][score], abs=1e-12)
+    assert main(["responses", "eval", str(tmp_path / "two.json"), "--nuggets", str(bank), "--judge", f"file:{out}",
+                 "--format", "json", "--per-turn"]) == 0
+    assert json.loads(capsys.readouterr().out)["per_turn"] == first["per_turn"]
+
+
+# --- the llm judge end to end -------------------------------------------------------------
+
+RUNS = {"run-a": {"q1": "Paris is the capital. It has 2 million people.", "q2": "Water boils at 100 C."},
+        "run-b": {"q1": "Lyon is big.", "q2": "Water boils at 90 C."}}
+NUGGETS = {"q1": [("[passage q1n1] Paris is the capital of France", "vital"), ("[passage q1n2] Population", "okay")],
+           "q2": [("[passage q2n1] Boiling point 100 C at sea level", "vital")]}
+# what the server answers for (nugget, the response's distinctive words)
+ANSWERS = {"q1n1": [["Paris is the capital.", "2"], ["Lyon is big.", "0"]],
+           "q1n2": [["2 million", "1"], ["Lyon is big.", "definitely"]],  # off the scale: unparseable
+           "q2n1": [["at 100 C.", "2"], ["at 90 C.", "1"]]}
+
+
+def write_llm_inputs(folder: Path) -> tuple[list[str], Path]:
+    files = []
+    for run, texts in RUNS.items():
+        path = folder / f"{run}.jsonl"
+        path.write_text("".join(json.dumps({"run_id": run, "topic_id": q, "topic": "?", "references": [],
+                                            "response_length": 1, "answer": [{"text": t, "citations": []}]}) + "\n"
+                                for q, t in texts.items()))
+        files.append(str(path))
+    bank = folder / "nuggets.jsonl"
+    bank.write_text("".join(json.dumps({"qid": q, "query": "?", "nuggets": [{"text": t, "importance": i}
+                                                                             for t, i in found]}) + "\n"
+                            for q, found in NUGGETS.items()))
+    return files, bank
+
+
+def llm_judge(server, folder: Path, **settings) -> LLMJudge:
+    return LLMJudge(Endpoint("judge-model", server.base_url, TEMPLATES["nuggets"]), TEMPLATES["nuggets"], SUPPORT_0_2,
+                    cache_dir=folder / "cache", backoff_s=0.01, **settings)
+
+
+@pytest.mark.server
+def test_llm_judge_scores_follow_the_answers_exactly_and_a_rerun_sends_nothing(tmp_path):
+    files, bank = write_llm_inputs(tmp_path)
+    with start_llm_server(tmp_path, {"labels": ANSWERS}) as server:
+        per_turn, aggregate = evaluate(files, bank, llm_judge(server, tmp_path))
+        sent = len(server.requests())
+        again, _ = evaluate(files, bank, llm_judge(server, tmp_path))
+        assert len(server.requests()) == sent == 6  # 2 runs x 3 nuggets, then none
+    rows = per_turn.set_index(["run", "turn"])
+    assert rows.loc[("run-a", "q1"), ["strict_all", "all", "vital"]].tolist() == [0.5, 0.75, 1.0]
+    assert rows.loc[("run-b", "q1"), ["all", "unjudged"]].tolist() == [0.0, 1]  # 0 and an unparseable answer
+    assert rows.loc[("run-b", "q2"), ["strict_vital", "vital"]].tolist() == [0.0, 0.5]
+    assert rows.loc[("run-a", "q1"), "weighted"] == pytest.approx((2 * 1 + 1 * 0.5) / 3)
+    assert aggregate.set_index("run").loc["run-a", "all"] == pytest.approx((0.75 + 1.0) / 2)
+    assert again.equals(per_turn)
+    assert "Piece of information" in server.requests()[0]["messages"][0]["content"]
+
+
+@pytest.mark.server
+def test_llm_failures_are_retried_and_what_still_fails_is_counted_unjudged(tmp_path):
+    files, bank = write_llm_inputs(tmp_path)
+    (tmp_path / "flaky").mkdir()
+    with start_llm_server(tmp_path / "flaky", {"labels": ANSWERS, "faults": {"500": 1}}) as server:
+        judge = llm_judge(server, tmp_path)
+        per_turn, _ = evaluate(files, bank, judge)
+        assert judge.stats.retries == 6 and per_turn["unjudged"].sum() == 1  # every first try failed, then answered
+    (tmp_path / "down").mkdir()
+    with start_llm_server(tmp_path / "down", {"labels": ANSWERS, "always_503": 1}) as server:
+        judge = llm_judge(server, tmp_path / "down", retries=1)
+        per_turn, aggregate = evaluate(files, bank, judge)
+        assert per_turn["unjudged"].sum() == 6 and aggregate["all"].tolist() == [0.0, 0.0]
+        assert len(server.requests()) == 12  # each pair tried twice, none cached
+        evaluate(files, bank, llm_judge(server, tmp_path / "down", retries=1))
+        assert len(server.requests()) == 24  # the failed pairs are asked again
+
+
+@pytest.mark.server
+def test_citation_support_through_the_llm_judge_and_the_command(tmp_path, capsys):
+    files, bank = write_llm_inputs(tmp_path)
+    cited = tmp_path / "cited.jsonl"
+    cited.write_text(json.dumps({"run_id": "cited", "topic_id": "q2", "topic": "?", "references": ["p1", "p2"],
+                                 "response_length": 6, "answer": [{"text": "Water boils at 100 C.", "citations": [0, 1]},
+                                                                  {"text": "Ice is cold.", "citations": []}]}) + "\n")
+    passages = tmp_path / "passages.jsonl"
+    passages.write_text(json.dumps({"id": "p1", "contents": "[passage p1] boiling"}) + "\n"
+                        + json.dumps({"id": "p2", "contents": "[passage p2] freezing"}) + "\n")
+    labels = {**ANSWERS, "p1": [["Water boils at 100 C.", "2"]], "p2": [["Water boils at 100 C.", "1"]]}
+    with start_llm_server(tmp_path, {"labels": labels}) as server:
+        code = main(["responses", "eval", str(cited), "--nuggets", str(bank), "--judge", "llm", "--model", "m",
+                     "--base-url", server.base_url, "--cache", str(tmp_path / "cache"), "--citations", "--passages", f"jsonl:{passages}",
+                     "--format", "json", "--per-turn"])
+    assert code == 0
+    document = json.loads(capsys.readouterr().out)
+    [row] = document["per_turn"]
+    assert (row["cited_pairs"], row["support_precision"], row["support_recall"]) == (2, 0.75, 0.5)
+    assert document["judge"]["citations"]["counts"]["ok"] == 2
+
+
+# --- the command --------------------------------------------------------------------------
+
+
+@pytest.mark.reference
+def test_the_command_ranks_cone_rag_runs_by_a_recorded_judge_as_json_and_html(cone_runs, human_bank, tmp_path, capsys):
+    path = tmp_path / "all-support.jsonl"
+    path.write_text("".join(json.dumps({"qid": t, "run_id": "gpt4-QD1-rr", "nuggets": [
+        {"id": n.id, "text": n.text, "assignment": "support"} for n in human_bank.of(t)]}) + "\n"
+        for t in cone_runs[0].responses if human_bank.of(t)))
+    args = ["responses", "eval", str(cone_rag("participant_resources", "automatic_responses.json")),
+            "--nuggets", str(cone_rag("human_resources", "gold_nuggets_human.json")), "--judge", f"file:{path}"]
+    assert main([*args, "--format", "json"]) == 0
+    document = json.loads(capsys.readouterr().out)
+    assert next(iter(document["runs"])) == "gpt4-QD1-rr" and document["runs"]["gpt4-QD1-rr"]["all"]["mean"] == 1.0
+    assert document["queries"] == 78 and "holm" in document["legend"]
+    assert {b["name"] for b in document["breakdowns"]} == {"turn depth", "conversation"}
+    assert main([*args, "--format", "html", "--output", str(tmp_path / "report.html")]) == 0
+    html = (tmp_path / "report.html").read_text()
+    assert "Judge: file" in html and "Score by turn depth" in html and "Nugget importance" in html
+
+
+def test_a_malformed_bank_is_one_line_naming_file_and_record(tmp_path, capsys):
+    (tmp_path / "bank.json").write_text(json.dumps({"1_1": {"[1]": {"text": "a", "relevance": "high"}}}))
+    (tmp_path / "r.json").write_text(json.dumps({"1_1": {"run": "text"}}))
+    assert main(["responses", "eval", str(tmp_path / "r.json"), "--nuggets", str(tmp_path / "bank.json"),
+                 "--judge", "minilm"]) == 2
+    assert capsys.readouterr().err == (f"harness responses: error: {tmp_path / 'bank.json'} (record turn 1_1, nugget "
+                                       "[1]): relevance: expected a whole-number grade, got 'high'\n")
+
+
+def test_two_runs_with_one_name_are_refused():
+    with pytest.raises(HarnessError, match="two runs share the name a"):
+        evaluate_runs([run_of("a", {"1_1": "x"}), run_of("a", {"1_2": "y"})], small_bank(), CountingJudge())

@@ -1,0 +1,94 @@
+"""A hosted leaderboard task that accepts generated responses (harness.serve.responses):
+scored by the organiser's judge against hidden nuggets, as `harness responses eval` scores
+them. Topics: the shipped iKAT 2024 turns; nuggets and recorded assignments are written here."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+pytest.importorskip("fastapi", reason="the serve extra is not installed (pip install -e '.[serve]')")
+
+from fastapi.testclient import TestClient  # noqa: E402
+
+from harness.serve.app import create_app  # noqa: E402
+from harness.serve.config import load_serve_config  # noqa: E402
+from harness.serve.service import Service  # noqa: E402
+from harness.serve.store import sha256_hex  # noqa: E402
+from tests.serve_support import team_token  # noqa: E402
+
+pytestmark = pytest.mark.server
+TURNS = ("0_1", "0_2", "0_3")
+SECRET = "a secret nugget text"
+
+
+def rag_run(path: Path, run: str, answers: dict[str, str]) -> Path:
+    path.write_text("".join(json.dumps({"run_id": run, "topic_id": turn, "topic": "?", "references": [],
+                                        "response_length": 1, "answer": [{"text": text, "citations": []}]}) + "\n"
+                            for turn, text in answers.items()))
+    return path
+
+
+@pytest.fixture
+def board(tmp_path):
+    nuggets = tmp_path / "hidden" / "nuggets.jsonl"
+    nuggets.parent.mkdir()
+    nuggets.write_text("".join(json.dumps({"qid": t, "nuggets": [{"text": f"{SECRET} {t}", "importance": "vital"},
+                                                                  {"text": f"other {t}", "importance": "okay"}]}) + "\n"
+                               for t in TURNS))
+    # the organiser's recorded judge: run "good" supports everything, run "poor" only 0_1's vital nugget
+    assignments = tmp_path / "hidden" / "assignments.jsonl"
+    assignments.write_text("".join(
+        json.dumps({"qid": t, "run_id": run, "nuggets": [
+            {"assignment": "support" if run == "good" or (t == "0_1" and i == 0) else "not_support"}
+            for i in range(2)]}) + "\n" for run in ("good", "poor") for t in TURNS))
+    config = {"database": f"sqlite:///{tmp_path / 'state' / 'board.db'}", "storage": str(tmp_path / "state" / "files"),
+              "tasks": [{"name": "responses", "topics": "ikat2024", "nuggets": str(nuggets),
+                         "judge": f"file:{assignments}", "main_measure": "all", "formats": ["trec-rag-jsonl"]}],
+              "teams": [{"name": f"team{i}", "token_sha256": sha256_hex(team_token(f"team{i}"))} for i in range(2)]}
+    path = tmp_path / "leaderboard.yaml"
+    path.write_text(yaml.safe_dump(config))
+    service = Service(load_serve_config(path))
+    with TestClient(create_app(service), base_url="http://testserver") as client:
+        yield client, tmp_path
+
+
+def submit(client, path: Path, team: str):
+    with path.open("rb") as handle:
+        return client.post("/api/tasks/responses/submissions", headers={"Authorization": f"Bearer {team_token(team)}"},
+                           files={"file": (path.name, handle)})
+
+
+def test_a_response_task_scores_uploads_with_the_organisers_judge_and_ranks_them(board):
+    client, folder = board
+    good = submit(client, rag_run(folder / "good.jsonl", "good", {t: "an answer" for t in TURNS}), "team0")
+    poor = submit(client, rag_run(folder / "poor.jsonl", "poor", {"0_1": "short"}), "team1")  # answers one turn
+    assert (good.status_code, poor.status_code) == (202, 202)
+    deadline = time.monotonic() + 60
+    while len(client.get("/api/tasks/responses/leaderboard").json()["rows"]) < 2 and time.monotonic() < deadline:
+        time.sleep(0.1)
+    rows = client.get("/api/tasks/responses/leaderboard").json()["rows"]
+    assert [(r["run_name"], r["measures"]["all"]) for r in rows] == [("good", 1.0), ("poor", pytest.approx(0.5 / 3))]
+    assert rows[1]["measures"]["vital"] == pytest.approx(1 / 3)  # unanswered turns score 0
+    page = client.get("/tasks/responses").text + client.get("/api/tasks").text
+    assert SECRET not in page and "nuggets.jsonl" not in page  # the nuggets stay hidden, like qrels
+
+
+def test_a_response_to_a_turn_outside_the_topics_is_refused_naming_its_line(board):
+    client, folder = board
+    answer = submit(client, rag_run(folder / "bad.jsonl", "bad", {"0_1": "x", "99_9": "y"}), "team0")
+    assert answer.status_code == 422
+    [error] = answer.json()["errors"]
+    assert (error["line"], error["turn"], error["check"]) == (2, "99_9", "turn")
+
+
+def test_a_response_task_config_names_a_bad_format_by_its_key_path(tmp_path, capsys):
+    config = {"tasks": [{"name": "r", "topics": "ikat2024", "nuggets": __file__, "judge": "minilm",
+                         "formats": ["trec"]}], "teams": []}
+    (tmp_path / "c.yaml").write_text(yaml.safe_dump(config))
+    with pytest.raises(Exception, match=r"tasks\[0\]\.formats\[0\].*unknown response format 'trec'"):
+        load_serve_config(tmp_path / "c.yaml")
