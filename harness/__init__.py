@@ -2,6 +2,8 @@
 
 __version__ = "0.1.0"
 
+import sys as _sys
+
 # `import harness` changes no other library's settings: ir_datasets keeps its own home folder
 # (the harness reads its CAsT files through ir_datasets from its own paths, topics/cast.py).
 
@@ -12,15 +14,28 @@ from harness._irds_hook import install as _install_irds
 _install_irds()
 
 
+class _Package(type(_sys)):
+    """`harness.evaluate` stays the API's function: importing the subpackage of the same name
+    (`from harness.evaluate import ...`, which the API itself does) would otherwise bind the
+    package over it. The package is still `sys.modules["harness.evaluate"]`."""
+
+    def __setattr__(self, name: str, value) -> None:
+        if name in _API and isinstance(value, type(_sys)):
+            return
+        super().__setattr__(name, value)
+
+
+_API = ("evaluate", "compare", "run")
+
+
 def __getattr__(name: str):
-    """The notebook API (harness/api.py), imported on first use: `harness.evaluate(...)`,
-    `harness.compare(...)`, `harness.run(config)`."""
-    if name in ("compare", "run"):
+    """The notebook API (harness/api.py), imported on first use so that `import harness`
+    stays fast: `harness.evaluate(...)`, `harness.compare(...)`, `harness.run(config)`."""
+    if name in _API:
         from harness import api
 
         return getattr(api, name)
-    if name == "evaluate":  # the package harness.evaluate, callable as the API's evaluate
-        import harness.evaluate
-
-        return harness.evaluate
     raise AttributeError(f"module 'harness' has no attribute {name!r}")
+
+
+_sys.modules[__name__].__class__ = _Package

@@ -9,7 +9,8 @@ Runs are TREC run files, `harness.trec.Run`s or DataFrames with `qid`, `docno` (
 and `score` columns (a PyTerrier result frame); qrels are a qrels file, a `Qrels` or a
 DataFrame with `qid`, `docno`/`doc_id` and `label`/`relevance`. Scoring goes through the same
 code as `harness eval` / `compare` / `run`: trec_eval's conventions, the same values.
-`harness.evaluate` is the package harness/evaluate itself, made callable (score_runs' arguments).
+`harness.evaluate` is this module's `evaluate`, not the package harness/evaluate (import from
+that with `from harness.evaluate import ...`).
 """
 
 from __future__ import annotations
@@ -24,10 +25,25 @@ from harness.evaluate.frames import Frames, QrelsLike, RunLike, as_qrels, as_run
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["Frames", "as_qrels", "as_run", "compare", "frames", "run"]
+__all__ = ["Frames", "as_qrels", "as_run", "compare", "evaluate", "frames", "run"]
 
 
-def compare(runs: Sequence[RunLike] | dict[str, RunLike], qrels: QrelsLike, measures: Sequence[str] | None = None,
+def evaluate(runs: RunLike | Sequence[RunLike] | dict[str, RunLike], qrels: QrelsLike,
+             measures: str | Sequence[str] | None = None, *, preset: str | None = None, depth: int | None = None,
+             passage_separator: str | None = None) -> Frames:
+    """`harness eval`'s numbers as DataFrames: `(per_query, aggregate)`, one row per run and
+    judged query, and one per run (the `all` line).
+
+    runs: one run or several (a list, or {name: run}); each a TREC run file, a `Run` or a
+    DataFrame (`qid`, `docno`, `score`). qrels: a file, a `Qrels` or a DataFrame (`qid`,
+    `docno`, `label`). measures: one name (`"nDCG@3"`) or several, in ir-measures syntax;
+    default: the preset's, else `harness eval`'s. depth: keep each query's top N (trec_eval
+    -M). passage_separator: judge `<docid><sep><n>` passages as their documents (MaxP).
+    """
+    return frames(score_runs(runs, qrels, measures, preset=preset, depth=depth, passage_separator=passage_separator))
+
+
+def compare(runs: Sequence[RunLike] | dict[str, RunLike], qrels: QrelsLike, measures: str | Sequence[str] | None = None,
             *, baseline: str | Sequence[str] | None = None, preset: str | None = None, depth: int | None = None,
             passage_separator: str | None = None, test: str = "paired-t", correction: str = "holm",
             alpha: float = 0.05, resamples: int | None = None, seed: int | None = None) -> "pd.DataFrame":

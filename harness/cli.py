@@ -15,6 +15,9 @@ from collections.abc import Callable
 
 from harness.errors import HarnessError
 
+DESCRIPTION = ("A TREC-style evaluation harness for conversational search and recommendation: run benchmark "
+               "configs, score and compare runs as trec_eval does, and write, check and host TREC iKAT submissions.")
+
 # subcommand -> (module defining `add_arguments(parser)` and `run(args) -> int`, one-line help)
 COMMANDS: dict[str, tuple[str, str]] = {
     "eval": ("harness.evaluate.cli", "score TREC runs against qrels (trec_eval conventions)"),
@@ -78,7 +81,8 @@ def add_output(parser: argparse.ArgumentParser, dest: str = "out", **kwargs) -> 
 
 
 def _parser(argv: list[str]) -> tuple[argparse.ArgumentParser, argparse.Namespace]:
-    parser = argparse.ArgumentParser(prog="harness", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="harness", description=DESCRIPTION,
+                                     epilog="`harness COMMAND --help` lists a command's options.")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     chosen = next((a for a in argv if not a.startswith("-")), None)
     for name, (module_name, help_text) in COMMANDS.items():

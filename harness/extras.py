@@ -1,11 +1,14 @@
 """Which optional extra brings which import, so that a command needing a missing one says
 what to install instead of printing a traceback.
 
-The core install (`pip install harness`) scores, compares and converts runs and exports
+The core install (the distribution convsearch-harness: `pip install -e .` in a clone, or its
+wheel) scores, compares and converts runs and exports
 topics; retrieval, segmentation and LLM rewriting come with extras (pyproject.toml).
 """
 
 from __future__ import annotations
+
+DISTRIBUTION = "convsearch-harness"  # pyproject.toml's name (PyPI's `harness` is another project)
 
 # top-level module -> extra that installs it
 EXTRA_OF: dict[str, str] = {
@@ -23,7 +26,8 @@ EXTRA_OF: dict[str, str] = {
 def needs_extra(module: str) -> str:
     """The one line that names the extra bringing `module` (one of EXTRA_OF's)."""
     extra = EXTRA_OF[module]
-    return f"this needs {module}, from the [{extra}] extra: pip install 'harness[{extra}]' (or 'harness[all]')"
+    return (f"this needs {module}, from the [{extra}] extra: pip install '{DISTRIBUTION}[{extra}]' "
+            f"(or '{DISTRIBUTION}[all]')")
 
 
 def missing_extra(error: ModuleNotFoundError) -> str | None:

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import inspect
 import json
+import subprocess
+import sys
 
 import pandas as pd
 import pytest
@@ -77,3 +80,32 @@ def test_run_equals_harness_run(tmp_path, capsys):
     assert list(aggregate.experiment) == ["ikat2023-ptkb"] and aggregate.retriever[0] == "bm25"
     for measure in evaluation["measures"]:
         assert dict(zip(per_query.qid, per_query[measure])) == evaluation["per_query"][measure]
+
+
+def test_one_measure_may_be_given_as_a_string():
+    as_string = harness.evaluate(RUNS[0], CAST2021_QRELS, "nDCG@3", passage_separator="-").aggregate
+    as_list = harness.evaluate(RUNS[0], CAST2021_QRELS, ["nDCG@3"], passage_separator="-").aggregate
+    pd.testing.assert_frame_equal(as_string, as_list)
+    assert list(as_string.columns) == ["run", "nDCG@3", "queries"]
+
+
+@pytest.mark.parametrize("name", ["evaluate", "compare", "run"])
+def test_api_functions_show_their_own_signature_and_docstring(name):
+    """help(harness.evaluate) documents the function, not the package harness/evaluate, even
+    after that package is imported (which binds a subpackage to its parent's attribute)."""
+    import pydoc
+
+    import harness.evaluate.measures  # noqa: F401
+
+    function = getattr(harness, name)
+    assert inspect.isfunction(function) and function.__module__ == "harness.api"
+    assert "runs" in inspect.signature(function).parameters or name == "run"
+    text = pydoc.render_doc(function, renderer=pydoc.plaintext)
+    assert "*args" not in text and function.__doc__.split()[0] in text
+
+
+def test_import_harness_imports_no_api_and_no_pandas():
+    """The API is imported on first use, so `import harness` stays at about 10 ms."""
+    code = "import sys, harness; print(sorted(m for m in ('harness.api', 'harness.evaluate', 'pandas') if m in sys.modules))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"

@@ -157,3 +157,13 @@ def test_cli_table_ranks_systems_and_reports_satisfaction(capsys):
     assert lines[0].split()[:3] == ["rank", "system", "Elo"]
     assert lines[1].split()[:3] == ["1", "chatgpt_redial", "1102"]
     assert any(line.split()[:3] == ["Elo", "9", "0.917"] for line in lines)
+
+
+def test_several_files_may_follow_one_option_as_when_it_is_repeated(capsys):
+    dialogues = [str(VOTES / "crs_arena_dial_open.json"), str(VOTES / "crs_arena_dial_closed.json")]
+    common = ["--format", "json", "--bootstrap", "20"]
+    assert main(["arena", "--votes", str(OPEN), str(CLOSED), "--dialogues", *dialogues, *common]) == 0
+    together = capsys.readouterr().out
+    assert main(["arena", "--votes", str(OPEN), "--votes", str(CLOSED),
+                 "--dialogues", dialogues[0], "--dialogues", dialogues[1], *common]) == 0
+    assert together == capsys.readouterr().out

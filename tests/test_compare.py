@@ -188,3 +188,18 @@ def test_cosrec_intent_types_group_queries():
 def test_grouping_by_a_field_no_turn_has_is_an_error():
     with pytest.raises(HarnessError, match="carries the field 'intent'"):
         bd.groups_from_topics(load("cast2021"), "intent")
+
+
+def test_compare_shows_judged_at_10_beside_the_measures_outside_the_tests(tmp_path):
+    """A run whose documents are mostly unjudged shows it at a glance; Judged@10 is not tested."""
+    out = tmp_path / "board.md"
+    assert main(["compare", "--qrels", str(CAST2021_QRELS), *map(str, CAST2021_DOC_RUNS),
+                 "--baseline", "org_manual_bm25", "--preset", "cast2021", "--out", str(out)]) == 0
+    text = out.read_text()
+    header = next(line for line in text.splitlines() if line.startswith("| rank |"))
+    assert header.split("|")[-2].strip() == "Judged@10"
+    qrels = read_qrels(CAST2021_QRELS)
+    judged = evaluate(qrels, read_run(CAST2021_DOC_RUNS[0]), ["Judged@10"], PRESET.depth).means["Judged@10"]
+    row = next(line for line in text.splitlines() if f"| {CAST2021_DOC_RUNS[0].stem} |" in line)
+    assert row.endswith(f"| {judged:.4f} |")
+    assert "family of 24 comparisons" in text  # 4 runs x 6 measures: Judged@10 is not in the family

@@ -112,3 +112,61 @@ def test_sparse_turn_depths_are_marked_with_their_counts(report_file):
     assert "hollow points: few queries" in html  # the depth plot's alt text
     counts = re.search(r"<th class=l>turn depth</th><th>queries</th>.*?</table>", html).group(0)
     assert any(int(n) < 10 for n in re.findall(r"<tr><td class=l>\d+</td><td>(\d+)</td>", counts))
+
+
+@pytest.mark.slow
+def test_turn_depth_table_says_which_measure_it_shows(report_file):
+    html = report_file.read_text(encoding="utf-8")
+    assert "<table><caption>nDCG@3 by turn depth: mean per run</caption><thead><tr><th class=l>turn depth</th>" in html
+
+
+def test_depth_plot_is_wide_and_its_legend_is_never_cut_off():
+    """One plot is drawn 8 in wide (it was 4), and its legend below takes as many columns as
+    fit: with long run names, nothing touches the image's left or right edge."""
+    from harness.report.html import RUN_COLOURS, depth_curves
+
+    groups = list(range(1, 13))
+    runs = [f"team{i}/ikat2023-test.ptkb_topk.bm25-with-a-long-name ({i:06x})" for i in range(6)]
+    means = {run: {g: (i + g) % 7 / 10 for g in groups} for i, run in enumerate(runs)}
+    depth = bd.Breakdown(bd.DEPTH, "nDCG@5", groups, {g: 20 - g for g in groups}, means, 0)
+    html = depth_curves([depth], {run: RUN_COLOURS[i] for i, run in enumerate(runs)})
+    image = _images(html)[0]
+    assert image.shape[1] >= 800
+    edges = np.concatenate([image[:, :1], image[:, -1:]], axis=1)
+    assert np.all(edges > 0.99), "something is drawn up to the image's edge (a cut-off legend)"
+
+
+@pytest.mark.skipif(not CHROMIUM.exists(), reason="needs Debian's chromium at /usr/bin/chromium "
+                    "(apt-get install -y chromium) to render the report headless")
+@pytest.mark.browser
+@pytest.mark.slow
+@pytest.mark.parametrize("width", [1400, 1024])
+def test_report_fits_the_window_and_no_number_wraps(tmp_path, width):
+    """At 1400 and 1024 px the page has no horizontal scrollbar, and every number cell (a
+    p-value with its star included) is one line, with run names as long as `harness run`'s
+    tags. Screenshots: /tmp/harness-report-<width>.png."""
+    from dataclasses import replace
+
+    preset = PRESETS.get("cast2021")
+    qrels = read_qrels(CAST2021_QRELS)
+    evaluations = [replace(evaluate(qrels, read_run(p), list(preset.measures), preset.depth),
+                           run_name=f"cast2021-test.{p.stem}.passages-maxp") for p in CAST2021_DOC_RUNS]
+    board = leaderboard(evaluations, [evaluations[0].run_name])
+    report = Report(board, title="CAsT 2021 organiser runs")
+    report.breakdowns = [bd.breakdown(board.scores, m, bd.depths(board.scores.qids), bd.DEPTH) for m in board.measures]
+    report_file = tmp_path / "report.html"
+    write_report(report, "html", report_file)
+    sync_api = pytest.importorskip("playwright.sync_api", reason="needs Playwright for Python (the test extra)")
+    with sync_api.sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=["--headless", "--no-sandbox"])
+        try:
+            page = browser.new_page(viewport={"width": width, "height": 900})
+            page.goto(report_file.resolve().as_uri())
+            assert page.evaluate("document.documentElement.scrollWidth") <= width
+            lines = page.evaluate("""[...document.querySelectorAll('td:not(.l)')].map(td => {
+                const range = document.createRange(); range.selectNodeContents(td);
+                return new Set([...range.getClientRects()].map(r => Math.round(r.top))).size; })""")
+            assert lines and max(lines) == 1
+            page.screenshot(path=f"/tmp/harness-report-{width}.png", full_page=True)
+        finally:
+            browser.close()

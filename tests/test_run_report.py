@@ -95,7 +95,7 @@ def test_report_holds_tests_judged_and_depths_in_one_file(report):
     assert "<th>Judged@10</th>" in html and "holm-corrected" in html and "Score by turn depth" in html
     recorded = json.loads((report / f"{TAGS[0]}.json").read_text(encoding="utf-8"))
     assert recorded["config"]["experiment"] == "pqa"
-    row = re.search(rf"<td class=l>{re.escape(TAGS[0])} \(a\)</td>(.*?)</tr>", html).group(1)
+    row = re.search(rf"<td class=[^>]+>{re.escape(TAGS[0])} \(a\)</td>(.*?)</tr>", html).group(1)
     judged = float(re.findall(r"<td>([\d.]+)</td>", row)[-1])
     qrels = load("pragmaticqa:val").qrels()
     expected = evaluate(qrels, read_run(report / f"{TAGS[0]}.run"), ["Judged@10"], 20).means["Judged@10"]

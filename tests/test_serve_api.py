@@ -371,3 +371,16 @@ def test_serve_with_a_bad_config_is_a_one_line_error(tmp_path, capsys):
     path.write_text(path.read_text().replace("quota: 5", "quota: many"))
     assert main(["serve", str(path)]) == 2
     assert capsys.readouterr().err == f"harness serve: error: {path}: quota: expected a positive integer, found 'many'\n"
+
+
+def test_leaderboard_legend_explains_the_tiers_and_p_values_it_shows_not_compare_marks(server, tmp_path):
+    client, _ = server
+    for seed, team in ((70, "team0"), (71, "team1")):
+        scored(client, post(client, trec_run(tmp_path / f"run{seed}.trec", seed=seed), team=team).json()["id"], team=team)
+    page = client.get(f"/tasks/{TASK}").text
+    legend = " ".join(re.search(r'<p class="legend">(.*?)</p>', page, re.S)[1].split())
+    assert "▲" not in page and "baseline x" not in legend
+    assert "green, the top run; yellow, not significantly different from it; white, significantly lower" in legend
+    assert "p-values holm-corrected over the family of 7 comparisons" in legend  # 1 run x the preset's 7 measures
+    api = client.get(f"/api/tasks/{TASK}/leaderboard").json()
+    assert "▲" not in api["legend"]

@@ -65,3 +65,35 @@ def test_a_team_logs_in_submits_sees_errors_inline_and_the_board_update(tmp_path
             page.screenshot(path="/tmp/harness-serve-board.png", full_page=True)
         finally:
             browser.close()
+
+
+def test_the_leaderboard_fits_1400_and_1024_px_windows_with_a_wide_uncut_depth_plot(tmp_path):
+    """Seven measures, the tiers, p (Holm) and long run names fit without a horizontal
+    scrollbar (neither the page's nor the table's own); the depth plot is drawn 800 px wide.
+    Screenshots: /tmp/harness-serve-board-<width>.png."""
+    config = write_config(tmp_path, teams=4)
+    uploads = [Upload(f"team{i}", trec_run(tmp_path / f"run{i}.trec", seed=10 + i,
+                                           tag=f"ikat2023-test.ptkb_topk-{i}.bm25-rm3.monot5")) for i in range(4)]
+    with ServerProcess(config) as server, sync_api.sync_playwright() as playwright:
+        assert all(answer.status == 202 for answer in submit_concurrently(server.url, uploads))
+        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
+        try:
+            page = browser.new_page(viewport={"width": 1400, "height": 900})
+            deadline = time.monotonic() + 120
+            while time.monotonic() < deadline:
+                page.goto(f"{server.url}/tasks/{TASK}")
+                if page.locator("#leaderboard tbody tr").count() == len(uploads):
+                    break
+                time.sleep(1)
+            for width in (1400, 1024):
+                page.set_viewport_size({"width": width, "height": 900})
+                page.goto(f"{server.url}/tasks/{TASK}")
+                assert page.locator("#leaderboard tbody tr").count() == len(uploads)
+                assert page.evaluate("document.documentElement.scrollWidth") <= width
+                box = page.evaluate("(e => [e.scrollWidth, e.clientWidth])(document.querySelector('.wide'))")
+                assert box[0] <= box[1], f"the table scrolls inside its box at {width} px"
+                plot = page.locator("img[alt^='mean score by turn depth']")
+                assert plot.evaluate("img => img.naturalWidth") >= 800
+                page.screenshot(path=f"/tmp/harness-serve-board-{width}.png", full_page=True)
+        finally:
+            browser.close()

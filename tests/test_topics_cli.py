@@ -45,3 +45,18 @@ def test_unknown_benchmark_and_missing_rewrites_are_one_line_errors(capsys, tmp_
     assert main(["topics", "export", "cast2019:train", "--strategy", "manual", "--out", str(out)]) == 2
     assert "turn 3_1 has no manual rewrite" in capsys.readouterr().err
     assert not out.exists()  # atomic: nothing half-written
+
+
+def test_export_context_is_the_texts_the_strategy_used_not_the_history(capsys):
+    """raw and manual make the query from the turn alone, so their `context` is that turn's
+    text; all_history's lists the earlier utterances too. `--help` says so."""
+    def third_turn(strategy: str) -> dict:
+        assert main(["topics", "export", "ikat2023", "--strategy", strategy]) == 0
+        return json.loads(capsys.readouterr().out.splitlines()[2])
+
+    raw, history = third_turn("raw"), third_turn("all_history")
+    assert raw["context"] == [raw["query"]] and raw["turn_index"] == 2
+    assert len(history["context"]) == 3 and history["context"][-1] == raw["query"]
+    with pytest.raises(SystemExit):
+        main(["topics", "export", "--help"])
+    assert "not the conversation history" in " ".join(capsys.readouterr().out.split())

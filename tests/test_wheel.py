@@ -41,7 +41,7 @@ def installed(tmp_path_factory) -> tuple[Path, Path]:
                    check=True, timeout=600)
     venv.create(root / "venv", with_pip=True)
     python = root / "venv" / "bin" / "python"
-    wheel = next((root / "wheel").glob("harness-*.whl"))
+    wheel = next((root / "wheel").glob("convsearch_harness-*.whl"))
     subprocess.run([str(python), "-m", "pip", "install", "-q", str(wheel)], check=True, timeout=900,
                    env={k: v for k, v in os.environ.items() if k != "PYTHONPATH" and not k.startswith("HARNESS_")})
     package = subprocess.run([str(python), "-c", "import harness, os; print(os.path.dirname(harness.__file__))"],
@@ -90,5 +90,5 @@ def test_a_command_needing_a_missing_extra_names_it(installed, tmp_path, args, m
                             cwd=tmp_path, capture_output=True, text=True, env=_env(tmp_path))
     assert result.returncode == 2
     assert result.stderr.strip().splitlines() == [
-        f"harness {args[0]}: error: this needs {module}, from the [{extra}] extra: pip install 'harness[{extra}]' "
-        "(or 'harness[all]')"]
+        f"harness {args[0]}: error: this needs {module}, from the [{extra}] extra: pip install 'convsearch-harness[{extra}]' "
+        "(or 'convsearch-harness[all]')"]

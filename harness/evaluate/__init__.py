@@ -24,10 +24,9 @@ ir-measures leaves to the caller, this module pins down so that every value equa
 from __future__ import annotations
 
 import os
-import sys
 import warnings
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from harness.evaluate.coverage import docid_warning
@@ -35,7 +34,10 @@ from harness.evaluate.measures import family, parse_measures
 from harness.errors import HarnessError, InputError
 from harness.trec import Qrels, Run, read_run
 
-__all__ = ["Evaluation", "Evaluator", "RunFileOptions", "evaluate", "evaluate_files", "parse_measures"]
+__all__ = ["JUDGED", "Evaluation", "Evaluator", "RunFileOptions", "evaluate", "evaluate_files", "keep_measures",
+           "parse_measures", "with_judged"]
+
+JUDGED = "Judged@10"  # share of the top 10 that is judged: reports show it beside the measures asked for
 
 
 @dataclass
@@ -55,6 +57,21 @@ class Evaluation:
     @property
     def num_queries(self) -> int:
         return len(next(iter(self.per_query.values()), {}))
+
+
+def with_judged(measures: Sequence[str]) -> tuple[list[str], str]:
+    """The measures to score so that JUDGED comes out of the same pass, and its name in the
+    results: the caller's own spelling when it asked for Judged@10, else JUDGED (added)."""
+    asked = next((name for name, measure in zip(measures, parse_measures(list(measures), announce=False))
+                  if str(measure) == JUDGED), None)
+    return (list(measures), asked) if asked else ([*measures, JUDGED], JUDGED)
+
+
+def keep_measures(evaluation: Evaluation, measures: Sequence[str]) -> Evaluation:
+    """The evaluation of `measures` alone (the names it was asked for), dropping one scored
+    alongside them in the same pass, such as a report's JUDGED (with_judged)."""
+    return replace(evaluation, measures=list(measures), per_query={m: evaluation.per_query[m] for m in measures},
+                   means={m: evaluation.means[m] for m in measures}, counts=[m for m in evaluation.counts if m in measures])
 
 
 def _check_scorable(qrels: Qrels) -> None:
@@ -207,7 +224,7 @@ def evaluate_file(evaluator: Evaluator, path: str | Path, options: RunFileOption
     return evaluator(run, options.depth)
 
 
-def score_runs(runs, qrels, measures: Sequence[str] | None = None, *, preset: str | None = None,
+def score_runs(runs, qrels, measures: str | Sequence[str] | None = None, *, preset: str | None = None,
                depth: int | None = None, passage_separator: str | None = None) -> list[Evaluation]:
     """Runs (files, `Run`s or DataFrames; one, a list or {name: run}) scored as `harness eval`
     scores them: the same default measures, presets and depth."""
@@ -221,17 +238,3 @@ def score_runs(runs, qrels, measures: Sequence[str] | None = None, *, preset: st
         if evaluation.docid_warning:
             warnings.warn(evaluation.docid_warning, stacklevel=3)
     return evaluations
-
-
-class _CallablePackage(type(sys.modules[__name__])):
-    """`harness.evaluate(runs, qrels, measures)`: the notebook API's scoring, as DataFrames
-    (per query, aggregate), under the name of the package that does it, which Python binds to
-    `harness.evaluate`; takes `score_runs`' arguments."""
-
-    def __call__(self, *args, **kwargs):
-        from harness.evaluate.frames import frames
-
-        return frames(score_runs(*args, **kwargs))
-
-
-sys.modules[__name__].__class__ = _CallablePackage

@@ -11,13 +11,11 @@ from pathlib import Path
 
 from harness.cli import add_runs, runs
 from harness.errors import HarnessError
-from harness.evaluate import Evaluation, Evaluator, RunFileOptions, evaluate_files
+from harness.evaluate import JUDGED, Evaluation, Evaluator, RunFileOptions, evaluate_files
 from harness.evaluate import presets
 from harness.evaluate.names import CASE_RULE
 from harness.evaluate.presets import PRESETS
 from harness.trec import Qrels, read_qrels
-
-JUDGED = "Judged@10"  # the share of the top 10 that is judged, before and after --fill
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

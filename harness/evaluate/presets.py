@@ -79,11 +79,13 @@ PRESETS.add("recommendation", Preset(
 ))
 
 
-def measure_settings(measures: Sequence[str] | None, preset: str | None, depth: int | None,
+def measure_settings(measures: str | Sequence[str] | None, preset: str | None, depth: int | None,
                      passage_separator: str | None) -> tuple[list[str], int | None, str | None]:
     """Measures, depth and passage separator as `harness eval` / `compare` / the Python API
     take them: explicit values win over the preset's, the preset's over the defaults."""
     chosen = PRESETS.get(preset) if preset else None
+    if isinstance(measures, str):  # one measure, not its characters
+        measures = [measures]
     measures = list(measures) if measures else (list(chosen.measures) if chosen else DEFAULT_MEASURES)
     depth = depth if depth is not None else (chosen.depth if chosen else None)
     if depth is not None and depth < 1:

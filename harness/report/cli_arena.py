@@ -20,10 +20,11 @@ from harness.topics.crsarena import read_dialogues
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--votes", action="append", required=True, metavar="CSV",
-                        help="vote file (session_id,user_id,crs1,crs2,vote); repeat it: files are "
-                        "applied one after the other in the order given")
-    parser.add_argument("--dialogues", action="append", default=[], metavar="JSON",
+    # several files after one option, or the option repeated
+    parser.add_argument("--votes", action="extend", nargs="+", required=True, metavar="CSV",
+                        help="vote file(s) (session_id,user_id,crs1,crs2,vote): applied one after the "
+                        "other in the order given")
+    parser.add_argument("--dialogues", action="extend", nargs="+", default=[], metavar="JSON",
                         help="CRSArena-Dial dialogue file(s): satisfaction rate per system")
     parser.add_argument("--format", choices=["table", "json", "md"], default="table")
     parser.add_argument("--seed", type=number_in(0, 2**32 - 1, whole=True), default=42, help="bootstrap seed (default 42)")

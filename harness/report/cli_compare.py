@@ -12,8 +12,8 @@ from tqdm import tqdm
 
 from harness.cli import add_output, add_runs, number_in, runs
 from harness.errors import HarnessError
-from harness.evaluate import Evaluator, RunFileOptions, evaluate_file
-from harness.evaluate.cli import JUDGED, add_fill, judged_before_after, measure_settings, report_reading, scoring_qrels
+from harness.evaluate import JUDGED, Evaluator, RunFileOptions, evaluate_file, keep_measures, with_judged
+from harness.evaluate.cli import add_fill, judged_before_after, measure_settings, report_reading, scoring_qrels
 from harness.evaluate.presets import PRESETS
 from harness.report import breakdown as bd
 from harness.report.compare import Leaderboard, leaderboard
@@ -63,10 +63,13 @@ def run(args: argparse.Namespace) -> int:
     inputs = [args.qrels, args.fill, *files, args.groups, *(args.arena_votes or []), *(args.dialogues or [])]
     refuse_overwriting(inputs, [("--output", args.out)])
     qrels, notes = scoring_qrels(args)
-    evaluator = Evaluator(qrels, measures)
+    # Judged@10 comes out of the same pass and is shown beside the measures, outside the test family
+    scored_measures, judged = with_judged(measures)
+    evaluator = Evaluator(qrels, scored_measures)
     options = RunFileOptions(passage_separator=separator, depth=depth)  # as `harness eval` reads them
-    evaluations = [evaluate_file(evaluator, path, options)
-                   for path in tqdm(files, desc="evaluating runs", unit="run", file=sys.stderr, disable=len(files) < 3)]
+    scored = [evaluate_file(evaluator, path, options)
+              for path in tqdm(files, desc="evaluating runs", unit="run", file=sys.stderr, disable=len(files) < 3)]
+    evaluations = [keep_measures(evaluation, measures) for evaluation in scored]
     for evaluation in evaluations:
         report_reading(evaluation)
     board = leaderboard(
@@ -78,9 +81,11 @@ def run(args: argparse.Namespace) -> int:
     report = Report(board, title=f"Run comparison against {Path(args.qrels).name}", notes=notes)
     if args.fill:
         report.title += f", holes filled from {Path(args.fill).name}"
-        judged = judged_before_after(args.qrels, qrels, files, options)
-        report.untested = {f"{JUDGED} human": {run: before for run, (before, _) in judged.items()},
-                           f"{JUDGED} filled": {run: after for run, (_, after) in judged.items()}}
+        judged_sides = judged_before_after(args.qrels, qrels, files, options)
+        report.untested = {f"{JUDGED} human": {run: before for run, (before, _) in judged_sides.items()},
+                           f"{JUDGED} filled": {run: after for run, (_, after) in judged_sides.items()}}
+    elif judged not in measures:
+        report.untested = {JUDGED: {evaluation.run_name: evaluation.means[JUDGED] for evaluation in scored}}
     add_breakdowns(report, args)
     if args.arena_votes:
         from harness.report.cli_arena import build_arena

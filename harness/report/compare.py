@@ -154,20 +154,22 @@ class Leaderboard:
             return (f"A single run: no paired tests. Intervals: {self.confidence:.0%} t-intervals on "
                     f"{len(self.scores.qids)} queries. A query missing from a run scores 0.")
         baselines = ", ".join(f"{self.letter(b)} = {b}" for b in self.baselines)
-        family = len(self.comparisons)
+        return (
+            f"▲x / ▼x: significantly higher / lower than baseline x ({baselines}); {self.test_note()} "
+            f"Intervals: {self.confidence:.0%} t-intervals. Effect size: Cohen's d (paired). "
+            "A query missing from a run scores 0."
+        )
+
+    def test_note(self) -> str:
+        """The test, its family and level, for a page that shows p-values without the marks."""
         resampled = (
             f" with {self.resampling.resamples} resamples (seed {self.resampling.seed})"
             if self.test in {"permutation", "bootstrap"}
             else ""
         )
-        return (
-            f"▲x / ▼x: significantly higher / lower than baseline x ({baselines}); "
-            f"two-sided {self.test} test{resampled} on {len(self.scores.qids)} queries, "
-            f"p-values {self.correction}-corrected over the family of {family} comparisons "
-            f"(runs x baselines x measures), alpha = {self.alpha}. "
-            f"Intervals: {self.confidence:.0%} t-intervals. Effect size: Cohen's d (paired). "
-            "A query missing from a run scores 0."
-        )
+        return (f"two-sided {self.test} test{resampled} on {len(self.scores.qids)} queries, "
+                f"p-values {self.correction}-corrected over the family of {len(self.comparisons)} comparisons "
+                f"(runs x baselines x measures), alpha = {self.alpha}.")
 
 
 def comparison_pairs(runs: Sequence[str], baselines: Sequence[str]) -> list[tuple[str, str]]:

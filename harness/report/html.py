@@ -22,13 +22,18 @@ from harness.report.model import Report
 BASELINE_COLOURS = ("#888888", "#444444")  # baselines in grey, the other runs in the default cycle
 # matplotlib's default cycle without its grey, which marks baselines
 RUN_COLOURS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#bcbd22", "#17becf")
+LONG_NAME = 20  # a table cell's name longer than this may break anywhere (see STYLE)
 FEW_QUERIES = 10  # a turn depth with fewer queries is drawn hollow and dotted: its mean is noise
 
+# numbers never wrap (a p-value and its star stay on one line); a long name (a `harness run` tag,
+# in a row or as a column header) may break anywhere, so that its table still fits the window
 STYLE = """
-body { font-family: sans-serif; margin: 2em auto; max-width: 1100px; color: #222; }
+body { font-family: sans-serif; margin: 2em auto; max-width: 1100px; padding: 0 1em; color: #222; }
 table { border-collapse: collapse; margin: 1em 0; font-size: 0.9em; }
 th, td { border: 1px solid #bbb; padding: 0.25em 0.6em; text-align: right; }
+td { white-space: nowrap; } td.l { white-space: normal; } .long { overflow-wrap: anywhere; }
 th { background: #eef; } .l { text-align: left; }
+caption { text-align: left; font-weight: bold; padding: 0.3em 0; }
 p.legend { font-size: 0.85em; color: #444; max-width: 60em; }
 img { max-width: 100%; display: block; margin: 1em 0; }
 """
@@ -47,14 +52,19 @@ def _png(figure, alt: str) -> str:
     return f'<img alt="{escape(alt)}" src="data:image/png;base64,{data}">'
 
 
-def _table(header: Sequence[str], rows: Sequence[Sequence[str]], text_columns: int = 1) -> str:
+def _table(header: Sequence[str], rows: Sequence[Sequence[str]], text_columns: int = 1, caption: str = "") -> str:
     """An HTML table whose first `text_columns` columns are left-aligned (the rest numbers)."""
     def cell(tag: str, index: int, value: object) -> str:
-        return f"<{tag}{' class=l' if index < text_columns else ''}>{escape(str(value))}</{tag}>"
+        text = str(value)
+        long = len(text) > LONG_NAME and (index < text_columns or tag == "th")
+        classes = " ".join(name for name, on in (("l", index < text_columns), ("long", long)) if on)
+        attribute = f" class='{classes}'" if " " in classes else f" class={classes}" if classes else ""
+        return f"<{tag}{attribute}>{escape(text)}</{tag}>"
 
     head = "".join(cell("th", i, h) for i, h in enumerate(header))
     body = "".join("<tr>" + "".join(cell("td", i, c) for i, c in enumerate(row)) + "</tr>" for row in rows)
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+    title = f"<caption>{escape(caption)}</caption>" if caption else ""
+    return f"<table>{title}<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
 def run_colours(board: Leaderboard) -> dict[str, str]:
@@ -92,7 +102,7 @@ def depth_curves(items: Sequence[Breakdown], colours: dict[str, str], baselines:
 
     columns = min(3, len(items))
     rows = -(-len(items) // columns)
-    figure = _figure(4 * columns, 1.0 + 3 * rows)
+    figure = _figure(12 if columns == 3 else 8, 1.0 + 3 * rows)  # one or two plots: 8 in wide, not 4
     for index, b in enumerate(items):
         axes = figure.add_subplot(rows, columns, index + 1)
         positions = range(len(b.groups))
@@ -116,8 +126,21 @@ def depth_curves(items: Sequence[Breakdown], colours: dict[str, str], baselines:
                for run, colour in colours.items()]
     handles.append(Line2D([], [], color="black", linestyle=":", marker="o", markerfacecolor="white",
                           label=f"fewer than {FEW_QUERIES} queries"))
-    figure.legend(handles=handles, loc="outside lower center", ncols=3, fontsize=7)
+    _fitting_legend(figure, handles, most_columns=3)
     return _png(figure, "mean score by turn depth, one line per run; hollow points: few queries")
+
+
+def _fitting_legend(figure, handles: list, most_columns: int) -> None:
+    """A legend below the plots in as many columns (up to `most_columns`) as fit the figure's
+    width: a wider one is cut off on both sides."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    renderer = FigureCanvasAgg(figure).get_renderer()
+    for columns in range(min(most_columns, len(handles)), 0, -1):
+        legend = figure.legend(handles=handles, loc="outside lower center", ncols=columns, fontsize=7)
+        if columns == 1 or legend.get_window_extent(renderer).width <= figure.bbox.width:
+            return
+        legend.remove()
 
 
 def heat_map(b: Breakdown) -> str:
@@ -198,7 +221,8 @@ def sections(report: Report, h: str = "h2") -> list[str]:
     depth = [b for b in report.breakdowns if b.name == breakdowns.DEPTH]
     if depth:
         parts += [f"<{h}>Score by turn depth</{h}>", depth_curves(depth, colours, board.baselines)]
-        parts += [_table(*markdown.breakdown_rows(b)) for b in depth[:1]]
+        parts += [_table(*markdown.breakdown_rows(b), caption=f"{b.measure} by turn depth: mean per run")
+                  for b in depth[:1]]
     for b in report.breakdowns:
         if b.name == breakdowns.CONVERSATION:
             parts += [f"<{h}>{escape(b.measure)} per conversation</{h}>", heat_map(b)]

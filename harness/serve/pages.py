@@ -8,10 +8,14 @@ from functools import cache
 LAYOUT = """<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>{{ title }}</title>
 <style>
-body { font-family: sans-serif; margin: 1.5em auto; max-width: 1150px; color: #222; }
+body { font-family: sans-serif; margin: 1.5em auto; max-width: 1320px; padding: 0 1em; color: #222; }
 nav a, nav form { margin-right: 1em; display: inline; }
-table { border-collapse: collapse; margin: 1em 0; font-size: 0.9em; }
-th, td { border: 1px solid #bbb; padding: 0.25em 0.6em; text-align: right; }
+.wide { overflow-x: auto; }  /* a table wider than the window scrolls in its box, not the page */
+table { border-collapse: collapse; margin: 1em 0; font-size: 0.85em; }
+th, td { border: 1px solid #bbb; padding: 0.25em 0.5em; text-align: right; }
+td, .nowrap { white-space: nowrap; } td.l { white-space: normal; }
+td.name { min-width: 7em; overflow-wrap: anywhere; }
+@media (max-width: 1200px) { table { font-size: 0.8em; } th, td { padding: 0.25em 0.35em; } }
 th { background: #eef; } .l { text-align: left; } .main { font-weight: bold; }
 .errors { background: #fee; border: 1px solid #c00; padding: 0.5em 1em; }
 .ok { background: #efe; border: 1px solid #090; padding: 0.5em 1em; }
@@ -36,15 +40,17 @@ TEMPLATES = {
 </table>{% endblock %}""",
     "leaderboard.html": """{% extends "layout.html" %}{% block content %}
 {% if not board.rows %}<p>No scored runs yet.</p>{% else %}
-<table id="leaderboard"><thead><tr><th>#</th><th class="l">team</th><th class="l">run</th><th class="l">description</th>
-{% for m in board.measures %}<th{% if m == board.main_measure %} class="main"{% endif %}>{{ m }}</th>{% endfor %}
-<th class="l">vs. top ({{ board.main_measure }})</th><th>p (Holm)</th><th class="l">submitted</th></tr></thead><tbody>
+<div class="wide"><table id="leaderboard"><thead><tr><th>#</th><th class="l">team</th><th class="l">run</th><th class="l">description</th>
+{% for m in board.measures %}<th{% if m == board.main_measure %} class="main"{% endif %}>{{ m|breakable }}</th>{% endfor %}
+<th class="l">vs. top ({{ board.main_measure }})</th><th>p (Holm)</th><th class="l">submitted (UTC)</th></tr></thead><tbody>
 {% for row in board.rows %}<tr class="tier-{{ row.tier }}"><td>{{ row.rank }}</td><td class="l">{{ row.team }}</td>
-<td class="l">{{ row.run_name }}</td><td class="l">{{ row.description }}</td>
+<td class="l name">{{ row.run_name }}</td><td class="l name">{{ row.description }}</td>
 {% for m in board.measures %}<td{% if m == board.main_measure %} class="main"{% endif %}>{{ "%.4f"|format(row.measures[m]) }}</td>{% endfor %}
 <td class="l">{{ tiers[row.tier] }}</td><td>{% if row.p_adjusted is not none %}{{ "%.4f"|format(row.p_adjusted) }}{% endif %}</td>
-<td class="l">{{ row.submitted }}</td></tr>{% endfor %}</tbody></table>
-<p class="legend">Tiers: each run against the top run on {{ board.main_measure }}. {{ board.legend }}</p>
+<td class="l"><span class="nowrap">{{ row.submitted[:10] }}</span> <span class="nowrap">{{ row.submitted[11:19] }}</span></td></tr>{% endfor %}</tbody></table></div>
+<p class="legend">Each run is tested against the top run on every measure; the table shows the test on
+{{ board.main_measure }}: green, the top run; yellow, not significantly different from it; white,
+significantly lower. Test: {{ board.legend }} A query missing from a run scores 0.</p>
 <h2>{{ board.main_measure }} by turn depth (top {{ board.depth.means|length }} runs)</h2>
 {{ depth_plot }}
 {% endif %}{% endblock %}""",
@@ -88,7 +94,12 @@ TIERS = {
 def environment():
     from jinja2 import DictLoader, Environment
 
-    return Environment(loader=DictLoader(TEMPLATES), autoescape=True)
+    from markupsafe import Markup, escape
+
+    environment = Environment(loader=DictLoader(TEMPLATES), autoescape=True)
+    # a long measure name (AP(rel=2)@1000) may break before its cutoff, so its column can be narrow
+    environment.filters["breakable"] = lambda name: Markup(str(escape(name)).replace("@", "<wbr>@"))
+    return environment
 
 
 def render(name: str, **values) -> str:

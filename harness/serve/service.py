@@ -234,7 +234,7 @@ def _board(runtime: TaskRuntime, rows: list[st.Submission]) -> dict[str, Any]:
             "tier": tier, "p_adjusted": p,
         })
     result["top"] = by_label[top].run_name
-    result["legend"] = board.legend()
+    result["legend"] = board.test_note()  # the page and the API show tiers and p-values, not compare's marks
     depth = bd.breakdown(board.scores, main, runtime.depths, bd.DEPTH)
     ranked = board.ranked_runs[:10]
     result["depth"] = bd.Breakdown(depth.name, depth.measure, depth.groups, depth.counts,

@@ -26,8 +26,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     export.add_argument("name", metavar="NAME[:SPLIT]", help="benchmark, e.g. ikat2023 or cast2019:train")
     export.add_argument("--strategy", default="raw", help="query strategy, e.g. raw, manual, hqe, variant:1 (default raw)")
     export.add_argument("--format", choices=FORMATS, default="jsonl",
-                        help="jsonl: one object per query (qid, query, conversation_id, turn_index, context); "
-                             "tsv: 'qid<TAB>query' (default jsonl)")
+                        help="jsonl: one object per query (qid, query, conversation_id, turn_index, context: "
+                             "the texts the strategy made the query from, in order; the turn's own utterance or "
+                             "rewrite alone for raw and manual, earlier turns too for all_history, hqe, ...; not "
+                             "the conversation history); tsv: 'qid<TAB>query' (default jsonl)")
     add_output(export, help="output file (written atomically); default standard output")
 
 
