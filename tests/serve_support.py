@@ -3,17 +3,21 @@ shipped iKAT 2023 topics and qrels, a config with teams, and a server in a subpr
 
 from __future__ import annotations
 
+import glob
 import os
 import random
+import shutil
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 
+import pytest
 import yaml
 
 from harness.paths import REPO_ROOT, qrels_root
@@ -69,7 +73,8 @@ def team_token(name: str) -> str:
 
 
 def write_config(folder: Path, teams: int = 2, quota: int = 5, max_upload_mb: int = 64,
-                 database: str | None = None, formats: tuple[str, ...] = ("ikat-2023-json", "trec")) -> Path:
+                 database: str | None = None, formats: tuple[str, ...] = ("ikat-2023-json", "trec"), **settings) -> Path:
+    """A config with `teams` teams (team0, team1, ...); `settings` are more top-level keys."""
     from harness.serve.store import sha256_hex
 
     config = {
@@ -80,11 +85,38 @@ def write_config(folder: Path, teams: int = 2, quota: int = 5, max_upload_mb: in
         "tasks": [{"name": TASK, "title": "iKAT 2023 test", "topics": "ikat2023", "qrels": str(QRELS),
                    "preset": "ikat2023", "main_measure": "nDCG@5", "formats": list(formats)}],
         "teams": [{"name": f"team{i}", "token_sha256": sha256_hex(team_token(f"team{i}"))} for i in range(teams)],
+        **settings,
     }
     path = folder / "leaderboard.yaml"
     folder.mkdir(parents=True, exist_ok=True)
     path.write_text(yaml.safe_dump(config, sort_keys=False), encoding="utf-8")
     return path
+
+
+@pytest.fixture
+def postgres(tmp_path):
+    """A throwaway PostgreSQL cluster on 127.0.0.1 (initdb + pg_ctl), as the postgres user when root."""
+    # Debian's postgresql package keeps them off PATH, in /usr/lib/postgresql/<version>/bin
+    bins = [Path(p).parent for p in [shutil.which("initdb"), *sorted(glob.glob("/usr/lib/postgresql/*/bin/initdb"))] if p]
+    if not bins or not (bins[0] / "pg_ctl").exists():
+        pytest.skip("PostgreSQL test: needs initdb and pg_ctl (apt-get install postgresql)")
+    initdb, pg_ctl = str(bins[0] / "initdb"), str(bins[0] / "pg_ctl")
+    pytest.importorskip("psycopg", reason="PostgreSQL test: needs psycopg 3 (the serve extra)")
+    folder = Path(tempfile.mkdtemp(prefix="harness-pg-"))  # outside pytest's root-only tmp
+    prefix = []
+    if os.geteuid() == 0:  # PostgreSQL refuses to run as root
+        shutil.chown(folder, "postgres")
+        prefix = ["runuser", "-u", "postgres", "--"]
+    port = free_port()
+    data = folder / "data"
+    subprocess.run([*prefix, initdb, "-D", str(data), "-U", "harness", "--auth=trust"], check=True, capture_output=True)
+    subprocess.run([*prefix, pg_ctl, "-D", str(data), "-l", str(folder / "log"), "-w", "-o",
+                    f"-h 127.0.0.1 -p {port} -k {folder}", "start"], check=True, capture_output=True)
+    try:
+        yield f"postgresql://harness@127.0.0.1:{port}/postgres"
+    finally:
+        subprocess.run([*prefix, pg_ctl, "-D", str(data), "-m", "immediate", "stop"], capture_output=True)
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def free_port() -> int:
@@ -101,6 +133,8 @@ class ServerProcess:
     port: int = field(default_factory=free_port)
     process: subprocess.Popen | None = None
     starts: int = 0
+    log_name: str = "server.log"
+    tree: Path = REPO_ROOT  # the harness checkout the server runs from (benchmarks: another branch's)
 
     @property
     def url(self) -> str:
@@ -108,12 +142,12 @@ class ServerProcess:
 
     @property
     def log(self) -> Path:
-        return self.config.parent / "server.log"
+        return self.config.parent / self.log_name
 
     def start(self, timeout: float = 60) -> "ServerProcess":
         import httpx
 
-        env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
+        env = {**os.environ, "PYTHONPATH": str(self.tree)}
         with self.log.open("a") as log:
             self.process = subprocess.Popen(
                 [sys.executable, "-m", "harness.cli", "serve", str(self.config), "--port", str(self.port)],

@@ -3,13 +3,9 @@ of the issue. Runs are built from the shipped iKAT 2023 topics and qrels."""
 
 from __future__ import annotations
 
-import glob
 import json
 import logging
 import re
-import shutil
-import subprocess
-import tempfile
 import time
 from pathlib import Path
 
@@ -24,7 +20,7 @@ from harness.serve import store as st  # noqa: E402
 from harness.serve.app import create_app  # noqa: E402
 from harness.serve.config import load_serve_config  # noqa: E402
 from harness.serve.service import Service  # noqa: E402
-from tests.serve_support import QRELS, TASK, ikat_run, team_token, trec_run, write_config  # noqa: E402
+from tests.serve_support import QRELS, TASK, ikat_run, postgres, team_token, trec_run, write_config  # noqa: E402,F401
 
 pytestmark = pytest.mark.server
 SUBMIT = f"/api/tasks/{TASK}/submissions"
@@ -312,36 +308,6 @@ def test_config_errors_name_the_key_path(tmp_path, edit, message):
 
 
 # --- PostgreSQL ----------------------------------------------------------------------------
-
-
-@pytest.fixture
-def postgres(tmp_path):
-    """A throwaway PostgreSQL cluster on 127.0.0.1 (initdb + pg_ctl), as the postgres user when root."""
-    import os
-
-    # Debian's postgresql package keeps them off PATH, in /usr/lib/postgresql/<version>/bin
-    bins = [Path(p).parent for p in [shutil.which("initdb"), *sorted(glob.glob("/usr/lib/postgresql/*/bin/initdb"))] if p]
-    if not bins or not (bins[0] / "pg_ctl").exists():
-        pytest.skip("PostgreSQL test: needs initdb and pg_ctl (apt-get install postgresql)")
-    initdb, pg_ctl = str(bins[0] / "initdb"), str(bins[0] / "pg_ctl")
-    pytest.importorskip("psycopg", reason="PostgreSQL test: needs psycopg 3 (the serve extra)")
-    from tests.serve_support import free_port
-
-    folder = Path(tempfile.mkdtemp(prefix="harness-pg-"))  # outside pytest's root-only tmp
-    prefix = []
-    if os.geteuid() == 0:  # PostgreSQL refuses to run as root
-        shutil.chown(folder, "postgres")
-        prefix = ["runuser", "-u", "postgres", "--"]
-    port = free_port()
-    data = folder / "data"
-    subprocess.run([*prefix, initdb, "-D", str(data), "-U", "harness", "--auth=trust"], check=True, capture_output=True)
-    subprocess.run([*prefix, pg_ctl, "-D", str(data), "-l", str(folder / "log"), "-w", "-o",
-                    f"-h 127.0.0.1 -p {port} -k {folder}", "start"], check=True, capture_output=True)
-    try:
-        yield f"postgresql://harness@127.0.0.1:{port}/postgres"
-    finally:
-        subprocess.run([*prefix, pg_ctl, "-D", str(data), "-m", "immediate", "stop"], capture_output=True)
-        shutil.rmtree(folder, ignore_errors=True)
 
 
 @pytest.mark.slow

@@ -135,6 +135,8 @@ def test_harness_submit_uploads_waits_and_prints_the_measures(tmp_path, capsys):
         lines = capsys.readouterr().out.splitlines()
         assert len(lines[0]) == 16 and lines[1].startswith("nDCG@5\t0.") and len(lines) == 8
         assert main([*common, str(broken)]) == 1
-        assert capsys.readouterr().out == "broken.trec:1 [trec]: expected 6 fields 'qid Q0 docid rank score tag', found 4\n"
+        assert capsys.readouterr().out == ("broken.trec:1 [trec]: expected 6 fields 'qid Q0 docid rank score tag', found "
+                                           "4: this looks like a qrels line ('qid iter docid grade'): is the qrels file "
+                                           "given as a run?\n")
         assert main([*common[:4], "wrong", *common[5:], str(run)]) == 2
         assert "the server answered 401: missing or wrong token" in capsys.readouterr().err

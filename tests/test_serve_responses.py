@@ -86,6 +86,14 @@ def test_a_response_to_a_turn_outside_the_topics_is_refused_naming_its_line(boar
     assert (error["line"], error["turn"], error["check"]) == (2, "99_9", "turn")
 
 
+@pytest.mark.parametrize("payload", [b"[" * 200_000 + b"]" * 200_000, b'{"run_id": ' + b"7" * 100_000 + b"}\n"])
+def test_a_response_upload_nested_too_deep_or_with_a_huge_integer_is_422(board, payload):
+    client, folder = board
+    (folder / "odd.jsonl").write_bytes(payload)
+    answer = submit(client, folder / "odd.jsonl", "team0")
+    assert answer.status_code == 422 and answer.json()["errors"][0]["check"] == "json"
+
+
 def test_a_response_task_config_names_a_bad_format_by_its_key_path(tmp_path, capsys):
     config = {"tasks": [{"name": "r", "topics": "ikat2024", "nuggets": __file__, "judge": "minilm",
                          "formats": ["trec"]}], "teams": []}

@@ -23,12 +23,13 @@ import json
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from harness.errors import InputError
 from harness.ikat.checks_2023 import float32
 from harness.ikat.checks_2025 import is_score_map
 from harness.ikat.submission import YEARS, Submission
-from harness.ikat.validate import decode_lines, guess_year, read_submission, submission_text
+from harness.ikat.validate import Decoded, decode_lines, guess_year, read_submission, submission_text
 from harness.trec import canonical_order, write_run
 
 Rankings = dict[str, list[tuple[str, float]]]
@@ -88,11 +89,11 @@ def _by_position(ids: Iterable[str]) -> list[tuple[str, float]]:
     return [(pid, float(len(ids) - i)) for i, pid in enumerate(ids)]
 
 
-def _rankings_2025(path: Path) -> TrecRuns:
+def _rankings_2025(path: Path, entries: list[tuple[int, Any]] | None = None) -> TrecRuns:
     passages: Rankings = {}
     ptkb: Rankings = {}
     run_name = None
-    for line, entry in decode_lines(submission_text(path)):
+    for line, entry in decode_lines(submission_text(path)) if entries is None else entries:
         if isinstance(entry, json.JSONDecodeError) or not isinstance(entry, dict):
             raise InputError(path, "not a JSON object", line=line)
         turn_id = entry.get("turn_id")
@@ -125,6 +126,13 @@ def read_rankings(path: str | Path, year: int | None = None) -> TrecRuns:
         return _rankings_2025(path)
     submission, year = read_submission(path, year)
     return submission_rankings(submission, year, path)
+
+
+def decoded_rankings(path: Path, decoded: Decoded, submission: Submission | None) -> TrecRuns:
+    """read_rankings on a file decoded (and, 2023/2024, parsed into `submission`) already."""
+    if YEARS[decoded.year].json_lines:
+        return _rankings_2025(path, decoded.entries)
+    return submission_rankings(submission, decoded.year, path)
 
 
 def to_trec(

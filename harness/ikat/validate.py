@@ -19,8 +19,9 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Callable, Container, Iterable
+from collections.abc import Callable, Container, Iterable, Iterator
 from dataclasses import dataclass, field
+from itertools import islice
 from pathlib import Path
 from typing import Any
 
@@ -44,6 +45,7 @@ class ValidationReport:
     year: int
     findings: list[Finding] = field(default_factory=list)
     turns: int = 0
+    submission: Submission | None = None  # 2023/2024, once the structure checks passed
 
     @property
     def errors(self) -> list[Finding]:
@@ -73,10 +75,19 @@ class ValidationReport:
 def guess_year(path: Path, text: str) -> int:
     """2025 files are JSON Lines; a 2024 run has eval_response or bare PTKB numbers."""
     try:
-        raw = json.loads(text)
+        return _year_of(path, text, json.loads(text))
     except json.JSONDecodeError:
+        return _year_of(path, text, _UNDECODED)
+
+
+_UNDECODED = object()  # the text is not one JSON document
+
+
+def _year_of(path: Path, text: str, raw: Any) -> int:
+    """guess_year on a text already decoded (`raw`), or found not to be one JSON document."""
+    if raw is _UNDECODED:
         # JSON Lines if its first line is a whole object (a cut-off 2023 file starts with "{" too)
-        first = next((line for line in text.split("\n") if line.strip()), "")
+        first = next((line for line in _lines(text) if line.strip()), "")
         try:
             whole_line = isinstance(json.loads(first), dict)
         except json.JSONDecodeError:
@@ -87,6 +98,16 @@ def guess_year(path: Path, text: str) -> int:
     if isinstance(raw, dict) and ("eval_response" in raw or _bare_ptkb(raw)):
         return 2024
     return 2023
+
+
+def _lines(text: str) -> Iterator[str]:
+    """The text's lines (ending at '\n'), one at a time: the first may be all that is needed."""
+    start = 0
+    while start <= len(text):
+        end = text.find("\n", start)
+        end = len(text) if end < 0 else end
+        yield text[start:end]
+        start = end + 1
 
 
 def _bare_ptkb(raw: dict) -> bool:
@@ -119,6 +140,42 @@ def submission_text(path: Path) -> str:
     return text
 
 
+@dataclass
+class Decoded:
+    """A submission's text decoded once: the year, and the JSON object (2023/2024) or the
+    lines (2025), or the finding that stops validation (a byte-order mark, not JSON)."""
+
+    year: int
+    raw: Any = None
+    entries: list[tuple[int, Any]] = field(default_factory=list)
+    problem: Finding | None = None
+
+
+def decode_submission(path: Path, text: str, year: int | None = None) -> Decoded:
+    """Decode a submission's text, guessing its year (when not given) from the same parse.
+    A text nested too deeply or holding a number too long raises RecursionError or ValueError."""
+    body = text.removeprefix("\ufeff")
+    raw, problem = _UNDECODED, None
+    if year is None or not YEARS[year].json_lines:
+        try:
+            raw = json.loads(body)
+        except json.JSONDecodeError as found:
+            problem = found
+    year = year or _year_of(path, body, raw)
+    if year not in YEARS:
+        raise HarnessError(f"iKAT year must be one of {', '.join(map(str, YEARS))}, not {year}")
+    decoded = Decoded(year)
+    if text.startswith("\ufeff"):
+        decoded.problem = error("bom", _BOM_PROBLEM, line=1)
+    elif YEARS[year].json_lines:
+        decoded.entries = decode_lines(text)
+    elif problem is not None:
+        decoded.problem = error("json", f"not JSON: {problem.msg} (line {problem.lineno}, column {problem.colno})")
+    else:
+        decoded.raw = raw
+    return decoded
+
+
 def validate_file(
     path: str | Path,
     topics: Iterable[Conversation],
@@ -135,33 +192,37 @@ def validate_file(
     `passages` the collection's passage ids, to check that every cited passage exists.
     """
     path = Path(path)
-    text = read_input(path, encoding="utf-8")
-    year = year or guess_year(path, text.removeprefix("\ufeff"))
-    if year not in YEARS:
-        raise HarnessError(f"iKAT year must be one of {', '.join(map(str, YEARS))}, not {year}")
-    ctx = Context(year, topic_index(topics), passages=passages)
-    report = ValidationReport(path, year)
-    if text.startswith("\ufeff"):
-        report.findings.append(error("bom", _BOM_PROBLEM, line=1))
+    decoded = decode_submission(path, read_input(path, encoding="utf-8"), year)
+    return validate_decoded(path, decoded, topics, max_warnings=max_warnings, skip=skip, passages=passages)
+
+
+def validate_decoded(
+    path: Path,
+    decoded: Decoded,
+    topics: Iterable[Conversation],
+    *,
+    max_warnings: int | None = MAX_WARNINGS,
+    skip: Iterable[str] = (),
+    passages: Container[str] | None = None,
+    per_check: int | None = None,
+) -> ValidationReport:
+    """validate_file on a decoded submission; `per_check` keeps at most that many findings of
+    each check (a server returning a few hundred need not hold one per turn per check)."""
+    year = decoded.year
+    ctx = Context(year, topic_index(topics), raw=decoded.raw, entries=decoded.entries, passages=passages)
+    report = ValidationReport(path, year, turns=len(decoded.entries))
+    if decoded.problem is not None:
+        report.findings.append(decoded.problem)
         return report
-    if YEARS[year].json_lines:
-        ctx.entries = decode_lines(text)
-        report.turns = len(ctx.entries)
-    else:
-        try:
-            ctx.raw = json.loads(text)
-        except json.JSONDecodeError as problem:
-            report.findings.append(error("json", f"not JSON: {problem.msg} (line {problem.lineno}, column {problem.colno})"))
-            return report
     skip = set(skip)
     checks = [CHECKS.get(name) for name in CHECKS if year in CHECKS.get(name).years and name not in skip]
     for stage in (True, False):
         for chosen in (c for c in checks if c.structural == stage):
-            report.findings.extend(chosen.run(ctx))
+            report.findings.extend(islice(chosen.run(ctx), per_check))
         if stage and not YEARS[year].json_lines:
             if report.errors:
                 return report
-            ctx.submission = parse_submission(ctx.raw, year)
+            ctx.submission = report.submission = parse_submission(ctx.raw, year)
             report.turns = len(ctx.submission.turns)
     if not YEARS[year].json_lines and max_warnings is not None and len(report.warnings) > max_warnings:
         report.findings.append(

@@ -4,11 +4,16 @@ Tokens and session ids are stored only as SHA-256 hashes (they are 256-bit rando
 plain hash is enough). A page form carries a CSRF token derived from the session id, which
 a cross-site page cannot read; a request whose Origin is another site is refused too, and
 the session cookie is SameSite=Strict and HttpOnly.
+
+What a client may cost (harness/serve/limits.py): a body limit per route counted while
+reading, a timeout on slow bodies, a rate of refused uploads per team and per address
+(checked before the body is read), and a doubling wait after repeated wrong tokens.
 """
 
 from __future__ import annotations
 
 import hmac
+import logging
 import secrets
 from contextlib import asynccontextmanager
 from datetime import timedelta
@@ -19,15 +24,21 @@ from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 from sqlalchemy import delete
 from starlette.datastructures import UploadFile
+from starlette.requests import ClientDisconnect
 
 from harness.serve import pages
 from harness.serve import store as st
+from harness.serve.limits import Backoff, BodyLimit, Window, too_many
 from harness.serve.service import Outcome, Service
+
+log = logging.getLogger("harness.serve")
 
 SESSION_COOKIE = "harness_session"
 LOGIN_COOKIE = "harness_login"
 SESSION_HOURS = 12
 MULTIPART_SLACK = 1 << 20  # form fields and boundaries around the file
+FORM_LIMIT = 64 << 10  # any other request body (the login form holds a 43-character token)
+UPLOAD_ROUTES = ("/submit", "/api/tasks/")  # POST: multipart uploads
 SECURITY_HEADERS = {
     "Content-Security-Policy": "default-src 'none'; img-src data:; style-src 'unsafe-inline'; "
                                "form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
@@ -45,6 +56,19 @@ def create_app(service: Service) -> FastAPI:
 
     app = FastAPI(title="harness leaderboard", lifespan=lifespan, docs_url=None, redoc_url=None, openapi_url=None)
     config = service.config
+    rejected_by_team, rejected_by_address = Window(config.rejects_per_hour), Window(2 * config.rejects_per_hour)
+    wrong_tokens = Backoff()
+
+    def body_limit(method: str, path: str) -> int:
+        upload = method == "POST" and path.startswith(UPLOAD_ROUTES)
+        return config.max_upload_bytes + MULTIPART_SLACK if upload else FORM_LIMIT
+
+    app.add_middleware(BodyLimit, limit_of=body_limit, timeout=lambda: config.client_timeout_s)
+
+    @app.exception_handler(ClientDisconnect)
+    async def client_gone(request: Request, _problem: ClientDisconnect):
+        log.info("%s %s: the client went away before sending the whole request", request.method, request.url.path)
+        return Response(status_code=400)
 
     @app.middleware("http")
     async def security_headers(request: Request, call_next):
@@ -54,12 +78,40 @@ def create_app(service: Service) -> FastAPI:
 
     # --- who is asking -------------------------------------------------------------------
 
+    def address(request: Request) -> str:
+        return request.client.host if request.client else "unknown"
+
+    def check_token(request: Request, token: object):
+        """The token's team, or None; after a few wrong tokens from one address, 429 until
+        the address's wait is over (wrong tokens are not even looked up meanwhile)."""
+        wait = wrong_tokens.wait(address(request))
+        if wait > 0:
+            raise too_many(wait, f"too many wrong tokens from your address; try again in {wait:.0f} s")
+        team = config.team_by_hash(st.sha256_hex(token)) if isinstance(token, str) and token else None
+        (wrong_tokens.failed if team is None else wrong_tokens.succeeded)(address(request))
+        return team
+
     def bearer_team(request: Request) -> str:
         scheme, _, token = request.headers.get("authorization", "").partition(" ")
-        team = config.team_by_hash(st.sha256_hex(token.strip())) if scheme.lower() == "bearer" and token else None
+        team = check_token(request, token.strip() if scheme.lower() == "bearer" else "")
         if team is None:
             raise HTTPException(401, "missing or wrong token", headers={"WWW-Authenticate": "Bearer"})
         return team.name
+
+    def check_rejections(request: Request, team: str) -> None:
+        """429 before the body is read, for a team or address whose uploads were refused
+        (422, 413) `rejects_per_hour` times (twice that per address) in the last hour."""
+        for window, key, who in ((rejected_by_team, team, f"team {team}"),
+                                 (rejected_by_address, address(request), "your address")):
+            wait = window.wait(key)
+            if wait > 0:
+                raise too_many(wait, f"{who} had {window.per_hour} uploads refused in the last hour; "
+                                     f"try again in {wait / 60:.0f} min")
+
+    def count_rejection(request: Request, team: str, status: int) -> None:
+        if status in (413, 422):
+            rejected_by_team.add(team)
+            rejected_by_address.add(address(request))
 
     def session_of(request: Request) -> tuple[str, str] | None:
         """(team, csrf token) of a logged-in browser."""
@@ -80,10 +132,6 @@ def create_app(service: Service) -> FastAPI:
         if not isinstance(sent, str) or not hmac.compare_digest(sent, csrf):
             raise HTTPException(403, "missing or wrong CSRF token; reload the page and try again")
 
-    def upload_size_ok(request: Request) -> bool:
-        length = request.headers.get("content-length")
-        return not (length and length.isdigit() and int(length) > config.max_upload_bytes + MULTIPART_SLACK)
-
     async def accept(team: str, task: str, form) -> Outcome:
         upload = form.get("file")
         if not isinstance(upload, UploadFile):
@@ -91,9 +139,6 @@ def create_app(service: Service) -> FastAPI:
         description = form.get("description")
         description = description if isinstance(description, str) else ""
         return await run_in_threadpool(service.submit, team, task, upload.file, upload.filename, description)
-
-    def too_large() -> Outcome:
-        return Outcome(413, detail=f"the upload is larger than the {config.max_upload_bytes >> 20} MiB allowed")
 
     # --- API -----------------------------------------------------------------------------
 
@@ -107,11 +152,14 @@ def create_app(service: Service) -> FastAPI:
         team = bearer_team(request)
         if task not in config.tasks:
             raise HTTPException(404, f"no task {task!r}")
-        if not upload_size_ok(request):
-            outcome = too_large()
-        else:
+        check_rejections(request, team)
+        try:
             async with request.form() as form:  # closes (deletes) the spooled upload afterwards
                 outcome = await accept(team, task, form)
+        except HTTPException as refused:  # the body limit, counted while reading
+            count_rejection(request, team, refused.status_code)
+            raise
+        count_rejection(request, team, outcome.status)
         return JSONResponse(outcome.body(), status_code=outcome.status)
 
     @app.get("/api/submissions/{ident}")
@@ -124,7 +172,8 @@ def create_app(service: Service) -> FastAPI:
             "id": row.id, "task": row.task, "team": row.team, "run_name": row.run_name,
             "description": row.description, "format": row.format, "sha256": row.sha256,
             "submitted": row.created_at.isoformat() + "Z", "status": row.status,
-            "measures": row.means, "per_query": row.per_query, "warnings": row.warnings, "error": row.error,
+            "measures": row.means, "warnings": row.warnings, "error": row.error,
+            "per_query": row.per_query if config.tasks[row.task].per_query_scores else None,
         }
 
     @app.get("/api/tasks/{task}/leaderboard")
@@ -149,9 +198,7 @@ def create_app(service: Service) -> FastAPI:
     def leaderboard_page(task: str, request: Request):
         if task not in config.tasks:
             raise HTTPException(404, f"no task {task!r}")
-        board = service.board(task)
-        if "depth_plot" not in board:  # drawn once per set of scored runs (the board is cached)
-            board["depth_plot"] = pages.depth_plot(board)
+        board = service.board(task, pages.depth_plot)  # built and drawn once per set of scored runs
         return page(request, "leaderboard.html", title=f"Leaderboard: {board['title']}", board=board,
                     depth_plot=board["depth_plot"])
 
@@ -170,8 +217,7 @@ def create_app(service: Service) -> FastAPI:
     async def login(request: Request):
         form = await request.form()
         check_form(request, form, request.cookies.get(LOGIN_COOKIE) or secrets.token_urlsafe(32))
-        token = form.get("token")
-        team = config.team_by_hash(st.sha256_hex(token)) if isinstance(token, str) and token else None
+        team = check_token(request, form.get("token"))
         if team is None:
             return _login_form(request, 401, "Wrong token.")
         cookie = secrets.token_urlsafe(32)
@@ -215,13 +261,19 @@ def create_app(service: Service) -> FastAPI:
         if who is None:
             raise HTTPException(401, "log in first")
         team, csrf = who
-        if not upload_size_ok(request):
-            return submit_form(request, 413, detail=too_large().detail)
-        async with request.form() as form:
-            check_form(request, form, csrf)
-            task = form.get("task")
-            outcome = await accept(team, task if isinstance(task, str) else "", form)
-            description = form.get("description")
+        check_rejections(request, team)
+        try:
+            async with request.form() as form:
+                check_form(request, form, csrf)
+                task = form.get("task")
+                outcome = await accept(team, task if isinstance(task, str) else "", form)
+                description = form.get("description")
+        except HTTPException as refused:
+            count_rejection(request, team, refused.status_code)
+            if refused.status_code != 413:
+                raise
+            return submit_form(request, 413, detail=refused.detail)
+        count_rejection(request, team, outcome.status)
         if outcome.status == 202:
             return RedirectResponse(f"/team?accepted={outcome.id}", status_code=303)
         return submit_form(request, outcome.status, detail=outcome.detail, messages=outcome.messages,

@@ -4,6 +4,8 @@
     storage: leaderboard/files        # uploaded files, named by their SHA-256
     quota: 5                          # accepted submissions per team per UTC day
     max_upload_mb: 64                 # larger uploads get 413
+    rejects_per_hour: 20              # refused uploads (422, 413) per team; twice that per address
+    client_timeout_s: 20              # a request head, or a gap in a body, longer than this: closed
     tasks:
       - name: ikat2023                # the URL name: /tasks/ikat2023
         title: "TREC iKAT 2023 passage ranking"
@@ -13,6 +15,8 @@
         main_measure: nDCG@5          # ranks the board; one of the measures
         formats: [ikat-2023-json, trec]   # ikat-2023-json ikat-2024-json ikat-2025-jsonl trec
         partial: false                # true: runs may answer only some turns
+        per_query_scores: true        # false: a team sees only its means (per-query scores
+                                      # reveal the grade class of judged documents)
     teams:
       - name: alpha
         token_sha256: 6f1c...         # `harness serve --new-token` prints a token and this line
@@ -43,6 +47,8 @@ DEFAULT_DATABASE = "sqlite:///leaderboard/leaderboard.db"
 DEFAULT_STORAGE = "leaderboard/files"
 DEFAULT_QUOTA = 5
 DEFAULT_MAX_UPLOAD_MB = 64
+DEFAULT_REJECTS_PER_HOUR = 20
+DEFAULT_CLIENT_TIMEOUT_S = 20
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")
 
@@ -59,6 +65,7 @@ class TaskConfig:
     main_measure: str
     formats: tuple[str, ...]
     partial: bool
+    per_query_scores: bool = True
     # a response task (harness.serve.responses): the hidden nugget bank and the judge
     nuggets: Path | None = None
     judge: str = ""
@@ -81,6 +88,8 @@ class ServeConfig:
     max_upload_bytes: int
     tasks: dict[str, TaskConfig]
     teams: dict[str, TeamConfig]
+    rejects_per_hour: int = DEFAULT_REJECTS_PER_HOUR
+    client_timeout_s: float = DEFAULT_CLIENT_TIMEOUT_S
 
     def team_by_hash(self, token_hash: str) -> TeamConfig | None:
         return next((t for t in self.teams.values() if t.token_sha256 == token_hash), None)
@@ -93,7 +102,8 @@ def load_serve_config(path: str | Path) -> ServeConfig:
 
 def parse_serve_config(path: Path, document: Any) -> ServeConfig:
     root = Node(path, "", document)
-    top = root.mapping(("database", "storage", "quota", "max_upload_mb", "tasks", "teams"), required=("tasks", "teams"))
+    top = root.mapping(("database", "storage", "quota", "max_upload_mb", "rejects_per_hour", "client_timeout_s",
+                        "tasks", "teams"), required=("tasks", "teams"))
     database = top["database"].text() if "database" in top else DEFAULT_DATABASE
     if "://" not in database:
         raise top["database"].error(f"expected a database URL (sqlite:///FILE or postgresql://...), found {database!r}")
@@ -115,6 +125,8 @@ def parse_serve_config(path: Path, document: Any) -> ServeConfig:
         max_upload_bytes=(top["max_upload_mb"].positive_int() if "max_upload_mb" in top else DEFAULT_MAX_UPLOAD_MB) << 20,
         tasks={task.name: task for task in tasks},
         teams={team.name: team for team in teams},
+        rejects_per_hour=top["rejects_per_hour"].positive_int() if "rejects_per_hour" in top else DEFAULT_REJECTS_PER_HOUR,
+        client_timeout_s=top["client_timeout_s"].positive_int() if "client_timeout_s" in top else DEFAULT_CLIENT_TIMEOUT_S,
     )
 
 
@@ -132,7 +144,8 @@ def _task(node: Node) -> TaskConfig:
         return _response_task(node)
 
     keys = node.mapping(
-        ("name", "title", "topics", "qrels", "measures", "preset", "depth", "main_measure", "formats", "partial"),
+        ("name", "title", "topics", "qrels", "measures", "preset", "depth", "main_measure", "formats", "partial",
+         "per_query_scores"),
         required=("name", "topics", "qrels", "main_measure", "formats"),
     )
     name = _name(keys["name"])
@@ -157,6 +170,7 @@ def _task(node: Node) -> TaskConfig:
         main_measure=main,
         formats=formats,
         partial=keys["partial"].flag() if "partial" in keys else False,
+        per_query_scores=keys["per_query_scores"].flag() if "per_query_scores" in keys else True,
     )
 
 
@@ -181,7 +195,7 @@ def _response_task(node: Node) -> TaskConfig:
     from harness.responses.evaluate import MEASURES
 
     keys = node.mapping(("name", "title", "topics", "nuggets", "vital_grade", "judge", "llm", "main_measure",
-                         "formats"), required=("name", "topics", "nuggets", "judge", "formats"))
+                         "formats", "per_query_scores"), required=("name", "topics", "nuggets", "judge", "formats"))
     main = keys["main_measure"].text() if "main_measure" in keys else MEASURES[0]
     if main not in MEASURES:
         raise keys["main_measure"].error(f"expected one of {', '.join(MEASURES)}, found {main!r}")
@@ -204,4 +218,5 @@ def _response_task(node: Node) -> TaskConfig:
         topics=topics, qrels=nuggets, measures=(main, *[m for m in MEASURES if m != main]), depth=None,
         passage_separator=None, main_measure=main, formats=formats, partial=True, nuggets=nuggets, judge=judge,
         judge_settings=tuple((key, llm[key].text()) for key in JUDGE_KEYS if key in llm),
-        vital_grade=keys["vital_grade"].positive_int() if "vital_grade" in keys else 3)
+        vital_grade=keys["vital_grade"].positive_int() if "vital_grade" in keys else 3,
+        per_query_scores=keys["per_query_scores"].flag() if "per_query_scores" in keys else True)

@@ -23,7 +23,7 @@ from pathlib import Path
 
 from harness.errors import InputError
 from harness.serve.config import RESPONSE_FORMATS
-from harness.serve.tasks import Message, TaskRuntime, Verdict
+from harness.serve.tasks import Message, TaskRuntime, Verdict, undecodable
 
 
 @dataclass(frozen=True)
@@ -59,6 +59,9 @@ class ResponseTaskRuntime(TaskRuntime):
     def check(self, path: Path, display: str) -> Verdict:
         from harness.responses.readers import detect_format, read_responses
 
+        over = self.budget.exceeded(path.read_bytes())  # the same bound as a run's, before decoding
+        if over:
+            return Verdict(None, "", [Message("error", "size", over, display)])
         try:
             reader = detect_format(path)
             fmt = next((name for name, known in RESPONSE_FORMATS.items() if known == reader), reader)
@@ -68,6 +71,8 @@ class ResponseTaskRuntime(TaskRuntime):
             runs = read_responses(path, reader)
         except InputError as problem:
             return Verdict(None, "", [Message("error", "read", problem.problem, display, problem.line)])
+        except (RecursionError, ValueError) as problem:
+            return Verdict(None, "", [undecodable(problem, display)])
         if len(runs) != 1:
             return Verdict(fmt, "", [Message("error", "runs", f"the file holds {len(runs)} runs; upload one", display)])
         verdict = Verdict(fmt, runs[0].name)

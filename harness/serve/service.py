@@ -10,8 +10,8 @@ import logging
 import re
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import IO, Any
 
 from sqlalchemy import select
@@ -24,12 +24,14 @@ from harness.serve.tasks import MAX_MESSAGES, ScoredRun, TaskRuntime, ranked_boa
 
 log = logging.getLogger("harness.serve")
 MAX_DESCRIPTION = 2000
+VALIDATIONS = 2  # uploads checked at once; the others wait (each may hold ~200 MB decoded)
+VALIDATION_WAIT_S = 120  # longer than this in the queue: 503, try again
 _DISPLAY = re.compile(r"[^A-Za-z0-9_.+-]")
 
 
 @dataclass
 class Outcome:
-    """An upload's answer: 202 (stored, `id`), 422 (`messages`), 404, 413 or 429 (`detail`)."""
+    """An upload's answer: 202 (stored, `id`), 422 (`messages`), 404, 413, 429 or 503 (`detail`)."""
 
     status: int
     id: str | None = None
@@ -57,7 +59,9 @@ class Service:
         self.store = st.Store(config.database, config.storage)
         self.tasks = {name: (TaskRuntime if task.nuggets is None else ResponseTaskRuntime)(task)
                       for name, task in config.tasks.items()}
-        self._quota_lock = threading.Lock()  # count-then-insert per team (one server process)
+        self._quota_lock = threading.Lock()  # count-then-insert per team (in the database too: lock_team)
+        self._validations = threading.BoundedSemaphore(VALIDATIONS)
+        self._board_locks = {name: threading.Lock() for name in config.tasks}
         self._wake = threading.Event()
         self._stop = threading.Event()
         self._worker: threading.Thread | None = None
@@ -66,6 +70,7 @@ class Service:
     # --- lifecycle -----------------------------------------------------------------------
 
     def start(self) -> None:
+        self.store.add_teams(self.config.teams)
         removed = self.store.discard_incomplete()
         if removed:
             log.info("removed %d incomplete uploads", removed)
@@ -90,14 +95,13 @@ class Service:
         received = self.store.receive(source, self.config.max_upload_bytes)
         if received is None:
             return Outcome(413, detail=f"the file is larger than the {self.config.max_upload_bytes >> 20} MiB allowed")
-        temp, sha256 = received
         try:
-            return self._submit(team, runtime, temp, sha256, display_name(filename), description[:MAX_DESCRIPTION])
+            return self._submit(team, runtime, received, display_name(filename), description[:MAX_DESCRIPTION])
         finally:
-            temp.unlink(missing_ok=True)
+            received.done()
 
-    def _submit(self, team: str, runtime: TaskRuntime, temp: Path, sha256: str, display: str, description: str) -> Outcome:
-        task = runtime.config.name
+    def _submit(self, team: str, runtime: TaskRuntime, received: st.Received, display: str, description: str) -> Outcome:
+        task, sha256 = runtime.config.name, received.sha256
         ident = st.submission_id(task, team, sha256)
         with self.store.session() as session:
             if session.get(st.Submission, ident) is not None:
@@ -107,7 +111,12 @@ class Service:
             over = self._over_quota(session, team, task, sha256)  # before spending time on validation
             if over is not None:
                 return over
-        verdict = runtime.check(temp, display)
+        if not self._validations.acquire(timeout=VALIDATION_WAIT_S):
+            return Outcome(503, detail="the server is busy checking other uploads; try again in a few minutes")
+        try:
+            verdict = runtime.check(received.path, display)
+        finally:
+            self._validations.release()
         if not verdict.ok:
             with self.store.session() as session:
                 self.store.audit(session, team=team, task=task, sha256=sha256, event="rejected",
@@ -117,10 +126,11 @@ class Service:
             return Outcome(422, detail=f"{display} is not a valid run for {task}: {count} error{'s' * (count != 1)}",
                            messages=[m.as_dict() for m in verdict.errors[:MAX_MESSAGES]])
         with self._quota_lock, self.store.session() as session:
+            self.store.lock_team(session, team)  # no other thread or process adds for the team now
             over = self._over_quota(session, team, task, sha256)  # again, now that no one else can add
             if over is not None:
                 return over
-            self.store.keep(temp, sha256)
+            self.store.keep(received)
             session.add(st.Submission(
                 id=ident, task=task, team=team, sha256=sha256, format=verdict.format,
                 run_name=(verdict.run_name or display)[:200], description=description,
@@ -149,6 +159,9 @@ class Service:
         while not self._stop.is_set():
             try:
                 busy = self.score_next()
+                if not busy:  # the queue is empty: rank the new scores now, not for the next visitor
+                    for task in self.tasks:
+                        self.board(task)
             except Exception as problem:  # noqa: BLE001  (e.g. the database is away: retry, do not die)
                 log.error("scoring worker: %s; retrying", type(problem).__name__)
                 busy = False
@@ -157,26 +170,28 @@ class Service:
                 self._wake.clear()
 
     def score_next(self) -> bool:
-        """Score the oldest queued submission; False when none waits."""
+        """Score the oldest queued submission; False when none waits. With PostgreSQL its
+        row stays locked until the score is committed, and another process's worker skips
+        it (SKIP LOCKED); a process killed meanwhile leaves it queued for the next."""
         with self.store.session() as session:
             row = session.scalars(select(st.Submission).where(st.Submission.status == st.QUEUED)
-                                  .order_by(st.Submission.created_at, st.Submission.id).limit(1)).first()
-        if row is None:
-            return False
-        started = time.perf_counter()
-        try:
-            evaluation = self.tasks[row.task].score(self.store.file(row.sha256), row.format)
-        except Exception as problem:  # noqa: BLE001  (a scoring bug must not stop the worker)
-            log.error("scoring submission %s failed: %s", row.id, type(problem).__name__)
-            row.status, row.error = st.FAILED, "scoring failed; the organisers have been told"
-        else:
-            row.means, row.per_query = evaluation.means, evaluation.per_query
-            row.status = st.SCORED
-        row.scored_at = st.now()
-        with self.store.session() as session:
-            session.merge(row)
+                                  .order_by(st.Submission.created_at, st.Submission.id).limit(1)
+                                  .with_for_update(skip_locked=True)).first()
+            if row is None:
+                return False
+            started = time.perf_counter()
+            try:
+                evaluation = self.tasks[row.task].score(self.store.stored_file(row.sha256), row.format)
+            except Exception as problem:  # noqa: BLE001  (a scoring bug must not stop the worker)
+                log.error("scoring submission %s failed: %s", row.id, type(problem).__name__)
+                row.status, row.error = st.FAILED, "scoring failed; the organisers have been told"
+            else:
+                row.means, row.per_query = evaluation.means, evaluation.per_query
+                row.status = st.SCORED
+            row.scored_at = st.now()
             session.commit()
-        log.info("scored submission %s in %.2f s", row.id, time.perf_counter() - started)
+        if row.status == st.SCORED:
+            log.info("scored submission %s in %.2f s", row.id, time.perf_counter() - started)
         return True
 
     # --- reading -------------------------------------------------------------------------
@@ -190,20 +205,23 @@ class Service:
             query = select(st.Submission).where(st.Submission.team == team).order_by(st.Submission.created_at.desc())
             return list(session.scalars(query))
 
-    def board(self, task: str) -> dict[str, Any]:
+    def board(self, task: str, draw: Callable[[dict], Any] | None = None) -> dict[str, Any]:
         """Ranked rows (means only: per-query scores never leave the server) and the
-        significance tier of each run against the top run on the main measure."""
-        runtime = self.tasks[task]
-        with self.store.session() as session:
-            rows = list(session.scalars(select(st.Submission).where(
-                st.Submission.task == task, st.Submission.status == st.SCORED).order_by(st.Submission.created_at)))
-        key = tuple(row.id for row in rows)
-        cached = self._boards.get(task)
-        if cached is not None and cached[0] == key:
+        significance tier of each run against the top run on the main measure. Built once
+        per set of scored runs, under the task's lock: visitors arriving meanwhile wait for
+        that one build; `draw(board)`, once per build too, becomes board["depth_plot"]."""
+        scored = (st.Submission.task == task, st.Submission.status == st.SCORED)
+        with self._board_locks[task]:
+            with self.store.session() as session:
+                key = tuple(session.scalars(select(st.Submission.id).where(*scored).order_by(st.Submission.id)))
+                cached = self._boards.get(task)
+                if cached is None or cached[0] != key:
+                    rows = list(session.scalars(select(st.Submission).where(*scored).order_by(st.Submission.created_at)))
+                    cached = (key, _board(self.tasks[task], rows))
+                    self._boards[task] = cached
+            if draw is not None and "depth_plot" not in cached[1]:
+                cached[1]["depth_plot"] = draw(cached[1])
             return cached[1]
-        result = _board(runtime, rows)
-        self._boards[task] = (key, result)
-        return result
 
 
 def _board(runtime: TaskRuntime, rows: list[st.Submission]) -> dict[str, Any]:

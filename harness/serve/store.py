@@ -4,20 +4,31 @@ uploaded files, stored under their SHA-256 so that no user input ever names a pa
 A submission is acknowledged only after its file is fsynced under its final name (and the
 folder entry with it) and its row is committed, so a `kill -9` after the 202 loses
 nothing; an upload cut off earlier leaves at most a temp file in `.incoming/`, which the
-next start removes.
+next start removes (unless a live process holds it: with PostgreSQL several share the folder).
+
+Everything is created private (0600 files, 0700 folders) and no path is followed through a
+link: temp files are O_EXCL | O_NOFOLLOW, and a stored file replaces whatever is at its
+hash name. A SQLite database is locked (DATABASE.lock) for the life of the process.
 """
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import os
 import secrets
+import stat
+from collections.abc import Iterable
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import IO, Any
 
 from sqlalchemy import JSON, DateTime, Integer, String, Text, UniqueConstraint, create_engine, event, func, select
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column, sessionmaker
+
+from harness.errors import HarnessError
 
 QUEUED, SCORED, FAILED = "queued", "scored", "failed"
 CHUNK = 1 << 20
@@ -84,13 +95,27 @@ def submission_id(task: str, team: str, sha256: str) -> str:
     return sha256_hex(f"{task}\0{team}\0{sha256}")[:16]
 
 
+class TeamLock(Base):
+    """One row per team, locked (SELECT ... FOR UPDATE) while its quota is counted and a
+    submission added: with PostgreSQL, several server processes count the same quota."""
+
+    __tablename__ = "team_locks"
+
+    team: Mapped[str] = mapped_column(String(64), primary_key=True)
+
+
 class Store:
     def __init__(self, database: str, storage: Path) -> None:
         self.storage = Path(storage)
         self.incoming = self.storage / ".incoming"
-        self.incoming.mkdir(parents=True, exist_ok=True)
+        _private_folder(self.storage)
+        _private_folder(self.incoming)
+        self._lock_fd: int | None = None
         if database.startswith("sqlite:///"):
-            Path(database.removeprefix("sqlite:///")).parent.mkdir(parents=True, exist_ok=True)
+            path = Path(database.removeprefix("sqlite:///"))
+            _private_folder(path.parent)
+            self._lock_fd = _exclusive(path)
+            _private_file(path)
             self.engine = create_engine(database, connect_args={"check_same_thread": False, "timeout": 60})
             event.listen(self.engine, "connect", _sqlite_pragmas)
         else:
@@ -100,6 +125,9 @@ class Store:
 
     def close(self) -> None:
         self.engine.dispose()
+        if self._lock_fd is not None:
+            os.close(self._lock_fd)  # releases the lock
+            self._lock_fd = None
 
     def session(self) -> Session:
         return self.sessions()
@@ -107,47 +135,83 @@ class Store:
     # --- files ---------------------------------------------------------------------------
 
     def discard_incomplete(self) -> int:
-        """Remove uploads a previous process was killed in the middle of."""
-        leftovers = list(self.incoming.iterdir())
-        for path in leftovers:
+        """Remove uploads a killed process left in `.incoming/`; one another live process is
+        still writing or checking (it holds the file's lock) stays."""
+        removed = 0
+        for path in self.incoming.iterdir():
+            try:
+                fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+            except OSError:  # a link (never the server's own) or gone already
+                path.unlink(missing_ok=True)
+                removed += 1
+                continue
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                continue
+            finally:
+                os.close(fd)
             path.unlink(missing_ok=True)
-        return len(leftovers)
+            removed += 1
+        return removed
 
-    def receive(self, source: IO[bytes], limit: int) -> tuple[Path, str] | None:
-        """Copy an upload into `.incoming/`, hashing it; None (and nothing kept) past `limit`."""
-        fd, name = _temp(self.incoming)
+    def receive(self, source: IO[bytes], limit: int) -> Received | None:
+        """Copy an upload into `.incoming/`, hashing it; None (and nothing kept) past `limit`.
+        The file is private, locked (see discard_incomplete) and open until `done`."""
+        name = self.incoming / f"{secrets.token_hex(8)}.part"
+        fd = os.open(name, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        received = Received(name, "", fd)
         digest, size = hashlib.sha256(), 0
         try:
-            with os.fdopen(fd, "wb") as out:
-                while chunk := source.read(CHUNK):
-                    size += len(chunk)
-                    if size > limit:
-                        raise _TooLarge
-                    digest.update(chunk)
-                    out.write(chunk)
-                out.flush()
-                os.fsync(out.fileno())
-        except BaseException as problem:
-            Path(name).unlink(missing_ok=True)
-            if isinstance(problem, _TooLarge):
-                return None
+            while chunk := source.read(CHUNK):
+                size += len(chunk)
+                if size > limit:
+                    received.done()
+                    return None
+                digest.update(chunk)
+                os.write(fd, chunk)
+            os.fsync(fd)
+        except BaseException:
+            received.done()
             raise
-        return Path(name), digest.hexdigest()
+        received.sha256 = digest.hexdigest()
+        return received
 
-    def keep(self, temp: Path, sha256: str) -> Path:
-        """Move a received file to its content-hash name, durably (file and folder entry)."""
-        final = self.file(sha256)
-        if final.exists():
-            temp.unlink()
-        else:
-            os.replace(temp, final)
-            _fsync_folder(self.storage)
+    def keep(self, received: Received) -> Path:
+        """Move a received file to its content-hash name, durably (file and folder entry).
+        Whatever is at that name is replaced, never followed: a link planted there is gone."""
+        final = self.file(received.sha256)
+        os.replace(received.path, final)
+        _fsync_folder(self.storage)
         return final
 
     def file(self, sha256: str) -> Path:
         return self.storage / sha256
 
+    def stored_file(self, sha256: str) -> Path:
+        """The stored file, refused unless it is a plain file (the server writes no links)."""
+        path = self.file(sha256)
+        if not stat.S_ISREG(os.lstat(path).st_mode):
+            raise OSError(f"{path.name} is not a plain file")
+        return path
+
     # --- rows ----------------------------------------------------------------------------
+
+    def add_teams(self, teams: Iterable[str]) -> None:
+        """A TeamLock row per team (another process may be adding the same)."""
+        for team in teams:
+            with self.session() as session:
+                if session.get(TeamLock, team) is None:
+                    session.add(TeamLock(team=team))
+                    try:
+                        session.commit()
+                    except IntegrityError:
+                        session.rollback()
+
+    def lock_team(self, session: Session, team: str) -> None:
+        """Hold the team's row until the session commits (PostgreSQL; SQLite has one process)."""
+        session.execute(select(TeamLock).where(TeamLock.team == team).with_for_update())
 
     def accepted_today(self, session: Session, team: str) -> int:
         midnight = now().replace(hour=0, minute=0, second=0, microsecond=0)
@@ -160,13 +224,49 @@ class Store:
         session.add(Audit(**fields))
 
 
-class _TooLarge(Exception):
-    pass
+@dataclass
+class Received:
+    """An upload in `.incoming/`: its hash, and its descriptor, which holds its lock."""
+
+    path: Path
+    sha256: str
+    fd: int | None
+
+    def done(self) -> None:
+        """Remove the file if still there (not kept) and let go of it."""
+        self.path.unlink(missing_ok=True)
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None
 
 
-def _temp(folder: Path) -> tuple[int, str]:
-    name = folder / f"{secrets.token_hex(8)}.part"
-    return os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644), str(name)
+def _private_folder(folder: Path) -> None:
+    """Create the folder, and each missing parent, readable by the server's user only."""
+    for missing in [f for f in (*reversed(folder.parents), folder) if not f.exists()]:
+        missing.mkdir(mode=0o700, exist_ok=True)
+
+
+def _private_file(path: Path) -> None:
+    """Create an empty database file readable by the server's user only, if none is there
+    (SQLite gives its -wal and -shm files the same mode)."""
+    try:
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600))
+    except FileExistsError:
+        pass
+
+
+def _exclusive(database: Path) -> int:
+    """Lock `DATABASE.lock` for this process's life: a second server on the same SQLite
+    database refuses to start (its quota and scoring queue are counted in one process)."""
+    lock = database.with_name(database.name + ".lock")
+    fd = os.open(lock, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        raise HarnessError(f"another harness serve is running on {database} (it holds {lock}); with SQLite one "
+                           "process serves a database, with PostgreSQL several may") from None
+    return fd
 
 
 def _fsync_folder(folder: Path) -> None:

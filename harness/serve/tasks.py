@@ -8,16 +8,27 @@ score on the board is the score those commands give for the same file.
 
 from __future__ import annotations
 
+import io
+import re
+import sys
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 
-from harness.errors import HarnessError, InputError, open_input, read_input
+from harness.errors import HarnessError, InputError
 from harness.ikat.submission import file_format
 from harness.serve.config import FORMAT_YEARS, TaskConfig
 
 MAX_MESSAGES = 200  # findings returned for one upload
+DEFAULT_DEPTH = 1000  # results per turn a task without a depth is sized for (trec_eval's default)
+UTF8_BOM = b"\xef\xbb\xbf"
+# A passage or response text is a few KiB: a longer string is no run's (decoded, one emoji in
+# it makes Python hold every character of it in 4 bytes), nor is a longer TREC line.
+MAX_STRING = 1 << 20
+MAX_TREC_LINE = 64 << 10
+_BETWEEN_QUOTES = re.compile(rb'[^"]+')
 
 
 @dataclass(frozen=True)
@@ -53,22 +64,46 @@ class Verdict:
 
 
 @dataclass(frozen=True)
+class Budget:
+    """The most a real run of the task holds, with room to spare, counted on the upload's
+    bytes before anything is decoded: per turn of the topics, `depth` results (iKAT JSON: a
+    passage is one object of 4 fields, so 2 x depth objects and lists and 8 x depth values;
+    TREC: 2 x depth lines). A '{' or ',' inside a string counts too: the count errs upward.
+    A full iKAT 2023 run (332 turns x 1000 passages, 41.8 MB) holds 334k objects and lists
+    and 1.66M values (664k and 2.66M allowed) and decodes to 139 MB; a value decodes to at
+    most ~60 bytes, so no upload decodes to much more than ~200 MB whatever its shape."""
+
+    turns: int
+    depth: int
+
+    def exceeded(self, data: bytes) -> str:
+        """Why a JSON upload is refused before decoding it ('' when it is not)."""
+        containers = data.count(b"{") + data.count(b"[")
+        values = containers + data.count(b",")
+        for count, what, allowed in ((containers, "objects and lists", 2), (values, "values", 8)):
+            if count > allowed * self.turns * self.depth:
+                return (f"{count} JSON {what}, more than the {allowed * self.turns * self.depth} a run of "
+                        f"{self.turns} turns x {self.depth} results could hold")
+        longest = max((match.end() - match.start() for match in _BETWEEN_QUOTES.finditer(data)), default=0)
+        if longest > MAX_STRING:
+            return f"a string (or a stretch without '\"') of {longest} bytes; no field of a run needs {MAX_STRING}"
+        return ""
+
+    def exceeded_lines(self, data: bytes) -> str:
+        """Why a TREC upload is refused before reading it ('' when it is not)."""
+        lines = data.count(b"\n")
+        if lines > 2 * self.turns * self.depth:
+            return f"{lines} lines, more than twice the {self.turns} turns x {self.depth} results the task ranks"
+        return ""
+
+
+@dataclass(frozen=True)
 class ScoredRun:
     """What `harness.report.compare.leaderboard` reads (its EvaluationLike)."""
 
     run_name: str
     measures: list[str]
     per_query: dict[str, dict[str, float]]
-
-
-def detect_format(text: str) -> str:
-    """iKAT JSON (2023/2024) or JSON Lines (2025) by the validator's own guess; else a TREC run."""
-    from harness.ikat.validate import guess_year
-
-    if not text.lstrip().startswith(("{", "[")):
-        return "trec"
-    year = guess_year(Path("upload"), text)
-    return file_format(year)
 
 
 class TaskRuntime:
@@ -98,6 +133,10 @@ class TaskRuntime:
 
         return Evaluator(read_qrels(self.config.qrels), self.config.measures)
 
+    @cached_property
+    def budget(self) -> Budget:
+        return Budget(len(self.turn_ids), self.config.depth or DEFAULT_DEPTH)
+
     def prepare(self) -> None:
         """Read the topics and qrels now, so that the first upload does not wait for them."""
         _ = self.turn_ids, self.depths, self.evaluator
@@ -105,53 +144,99 @@ class TaskRuntime:
     # --- checking ------------------------------------------------------------------------
 
     def check(self, path: Path, display: str) -> Verdict:
-        """The validator's verdict on an upload; `display` is the name messages give it."""
+        """The validator's verdict on an upload; `display` is the name messages give it.
+
+        The file is read once and decoded once; before decoding, its size in values is held
+        to what the task's topics could need (`Budget`), so no upload costs more memory than
+        a small multiple of a real run of the task."""
+        data = path.read_bytes()
+        if not data.removeprefix(UTF8_BOM).lstrip().startswith((b"{", b"[")):
+            return self._checked("trec", self._check_trec(path, data, display), display)
+        over = self.budget.exceeded(data)
+        if over:
+            return Verdict(None, "", [Message("error", "size", over, display)])
         try:
-            text = read_input(path)  # a BOM read away; a bad byte named at its line
-        except InputError as problem:
-            return Verdict(None, "", [Message("error", "encoding", problem.problem, display, problem.line)])
-        fmt = detect_format(text)
+            text = data.decode("utf-8")
+        except UnicodeDecodeError as problem:
+            return Verdict(None, "", [_not_utf8(data, problem, display)])
+        del data
+        from harness.ikat.validate import decode_submission
+
+        try:
+            decoded = decode_submission(Path("upload"), text)  # the year from the content, not the name
+        except (RecursionError, ValueError) as problem:
+            return Verdict(None, "", [undecodable(problem, display)])
+        return self._checked(file_format(decoded.year), self._check_ikat(decoded, display), display)
+
+    def _checked(self, fmt: str, check: Callable[[], Verdict], display: str) -> Verdict:
+        """`check()` of a file of format `fmt`, or only the format error when the task refuses it."""
         if fmt not in self.config.formats:
             problem = f"this is a {fmt} file; the task accepts {', '.join(self.config.formats)}"
             return Verdict(fmt, "", [Message("error", "format", problem, display)])
-        verdict = self._check_trec(path, display) if fmt == "trec" else self._check_ikat(path, display, FORMAT_YEARS[fmt])
+        verdict = check()
         verdict.format = fmt
         return verdict
 
-    def _check_ikat(self, path: Path, display: str, year: int) -> Verdict:
-        from harness.ikat.convert import read_rankings
-        from harness.ikat.validate import COVERAGE_CHECKS, validate_file
+    def _check_ikat(self, decoded, display: str) -> Callable[[], Verdict]:
+        def check() -> Verdict:
+            from harness.ikat.convert import decoded_rankings
+            from harness.ikat.validate import COVERAGE_CHECKS, validate_decoded
 
-        report = validate_file(path, self.conversations, year, skip=COVERAGE_CHECKS if self.config.partial else ())
-        messages = [Message(f.level, f.check, f.message, display, f.line, f.turn) for f in report.findings]
-        verdict = Verdict(None, "", [m for m in messages if m.level == "error"], [m for m in messages if m.level == "warning"])
-        if verdict.ok:
+            turns = decoded.raw.get("turns") if isinstance(decoded.raw, dict) else decoded.entries
+            if isinstance(turns, list) and len(turns) > 2 * len(self.turn_ids):
+                problem = f"{len(turns)} turns, more than twice the {len(self.turn_ids)} turns of the task's topics"
+                return Verdict(None, "", [Message("error", "turn-count", problem, display)])
+            path = Path(display)
+            report = validate_decoded(path, decoded, self.conversations, per_check=MAX_MESSAGES + 1,
+                                      skip=COVERAGE_CHECKS if self.config.partial else ())
+            messages = [Message(f.level, f.check, f.message, display, f.line, f.turn) for f in report.findings]
+            verdict = Verdict(None, "", [m for m in messages if m.level == "error"],
+                              [m for m in messages if m.level == "warning"])
+            if verdict.ok:
+                try:
+                    verdict.run_name = decoded_rankings(path, decoded, report.submission).run_name
+                except InputError as problem:  # well-formed for the validator, not for the converter
+                    verdict.errors.append(Message("error", "convert", problem.problem, display, problem.line))
+            return verdict
+
+        return check
+
+    def _check_trec(self, path: Path, data: bytes, display: str) -> Callable[[], Verdict]:
+        def check() -> Verdict:
+            from harness.trec import read_run
+
+            over = self.budget.exceeded_lines(data)
+            if over:
+                return Verdict(None, "", [Message("error", "size", over, display)])
+            verdict = Verdict(None, "")
+            unknown: set[str] = set()
+            for number, line in enumerate(io.BytesIO(data), start=1):  # an unknown query holds no memory
+                if len(line) > MAX_TREC_LINE:
+                    problem = f"a line of {len(line)} bytes; a TREC run's lines are short (at most {MAX_TREC_LINE})"
+                    return Verdict(None, "", [Message("error", "trec", problem, display, number)])
+                fields = (line.removeprefix(UTF8_BOM) if number == 1 else line).split()
+                if len(fields) == 6:
+                    qid = fields[0].decode("utf-8", "replace")
+                    verdict.run_name = verdict.run_name or fields[5].decode("utf-8", "replace")
+                    if qid not in self.turn_ids and len(unknown) < MAX_MESSAGES:
+                        unknown.add(qid)
+            for qid in sorted(unknown):
+                verdict.errors.append(Message("error", "qid", f"query {qid!r} is not a turn of the task's topics", display))
+            if verdict.errors:
+                return verdict
             try:
-                verdict.run_name = read_rankings(path, year).run_name
-            except InputError as problem:  # well-formed for the validator, not for the converter
-                verdict.errors.append(Message("error", "convert", problem.problem, display, problem.line))
-        return verdict
+                run = read_run(path, depth=self.config.depth)
+            except InputError as problem:
+                return Verdict(None, "", [Message("error", "trec", problem.problem, display, problem.line)])
+            if not self.config.partial:
+                missing = len(self.turn_ids - set(run.scores))
+                if missing:
+                    verdict.warnings.append(Message("warning", "coverage", f"{missing} turns have no results (scored 0)", display))
+            if run.duplicates:
+                verdict.warnings.append(Message("warning", "duplicate", f"{run.duplicates} repeated documents (highest score kept)", display))
+            return verdict
 
-    def _check_trec(self, path: Path, display: str) -> Verdict:
-        from harness.trec import read_run
-
-        try:
-            run = read_run(path)
-        except InputError as problem:
-            return Verdict(None, "", [Message("error", "trec", problem.problem, display, problem.line)])
-        verdict = Verdict(None, "")
-        unknown = sorted(set(run.scores) - self.turn_ids)
-        for qid in unknown[:MAX_MESSAGES]:
-            verdict.errors.append(Message("error", "qid", f"query {qid!r} is not a turn of the task's topics", display))
-        if not self.config.partial:
-            missing = len(self.turn_ids - set(run.scores))
-            if missing:
-                verdict.warnings.append(Message("warning", "coverage", f"{missing} turns have no results (scored 0)", display))
-        if run.duplicates:
-            verdict.warnings.append(Message("warning", "duplicate", f"{run.duplicates} repeated documents (highest score kept)", display))
-        with open_input(path) as handle:
-            verdict.run_name = next((line.split()[5] for line in handle if len(line.split()) == 6), "")
-        return verdict
+        return check
 
     # --- scoring -------------------------------------------------------------------------
 
@@ -168,6 +253,21 @@ class TaskRuntime:
             trec_run = Path(folder) / "run.run"
             to_trec(path, trec_run, year=FORMAT_YEARS[fmt])
             return evaluate_files(self.evaluator, [trec_run], options)[0]
+
+
+def undecodable(problem: RecursionError | ValueError, display: str) -> Message:
+    """JSON that parses, but not into Python: nested past the recursion limit, or an integer
+    of more digits than Python converts (a 500 before, now the upload's one error)."""
+    reason = f"nested more than {sys.getrecursionlimit()} levels deep" if isinstance(problem, RecursionError) else problem
+    return Message("error", "json", f"not JSON the validator reads: {reason}", display)
+
+
+def _not_utf8(data: bytes, problem: UnicodeDecodeError, display: str) -> Message:
+    """The line and column of the first byte that is not UTF-8, as the harness's readers say it."""
+    start = data.rfind(b"\n", 0, problem.start) + 1
+    column = len(data[start:problem.start].decode("utf-8", "replace")) + 1
+    message = f"not UTF-8 text (byte 0x{data[problem.start]:02x} at column {column})"
+    return Message("error", "encoding", message, display, data.count(b"\n", 0, problem.start) + 1)
 
 
 def ranked_board(runs: list[ScoredRun]):
