@@ -191,12 +191,18 @@ def ptkb_sweep(tmp_path_factory):
     return paths
 
 
-def test_tau_of_the_run_orderings_equals_scipy_on_a_bm25_sweep(ptkb_sweep, capsys):
+def test_tau_of_the_run_orderings_on_the_queries_both_judge_equals_scipy_on_a_bm25_sweep(ptkb_sweep, capsys, tmp_path):
     assert main(["qrels", "rank-agree", str(PTKB_NIST), str(PTKB_ORG), *ptkb_sweep, "--preset", "ptkb",
                  "--format", "json"]) == 0
     document = json.loads(capsys.readouterr().out)
+    # both orderings are scored on the queries both qrels judge (39 of 98 and 112)
+    nist, org = read_qrels(PTKB_NIST).judgments, read_qrels(PTKB_ORG).judgments
+    shared = set(nist) & set(org)
+    assert document["queries"] == {"both": len(shared), "A": len(nist), "B": len(org)} == {"both": 39, "A": 98, "B": 112}
     means = {}
-    for side, qrels in (("a", PTKB_NIST), ("b", PTKB_ORG)):
+    for side, judgments in (("a", nist), ("b", org)):
+        qrels = tmp_path / f"{side}.qrels"
+        qrels.write_text("".join(f"{q} 0 {d} {g}\n" for q in shared for d, g in judgments[q].items()))
         assert main(["eval", "--qrels", str(qrels), *ptkb_sweep, "--preset", "ptkb", "--format", "json"]) == 0
         means[side] = json.loads(capsys.readouterr().out)
     names = list(means["a"])
@@ -215,3 +221,4 @@ def test_tau_of_the_run_orderings_equals_scipy_on_a_bm25_sweep(ptkb_sweep, capsy
     assert main(["qrels", "rank-agree", str(PTKB_NIST), str(PTKB_ORG), *ptkb_sweep, "--preset", "ptkb"]) == 0
     table = capsys.readouterr().out
     assert "tau_AP" in table and "nDCG@3" in table and " -> " in table
+    assert "scored on the 39 queries both judge (98 in A, 112 in B)" in table

@@ -109,7 +109,7 @@ def prompts(server) -> list[str]:
 
 def test_an_answer_counts_only_when_it_is_exactly_one_label_on_the_scale():
     assert [RELEVANCE_0_3.parse(a) for a in ["2", " 3\n", "0.", "1 "]] == [2, 3, 0, 1]
-    for answer in ["4", "-1", "+1", "2/3", "Score: 2", "two", "2 3", "", "2.5", "1\n\nbecause"]:
+    for answer in ["4", "-1", "+1", "2/3", "Score: 2", "two", "2 3", "", "2.5", "1\n\nbecause", "\uff12", "\u0662"]:  # full-width, Arabic-Indic
         assert RELEVANCE_0_3.parse(answer) is None, answer
     assert RELEVANCE_0_4.parse("4") == 4
     assert (SUPPORT_0_2.labels, YES_NO.labels) == ((0, 1, 2), (0, 1))
@@ -310,6 +310,24 @@ def test_the_file_judge_answers_from_recorded_labels(pool, tmp_path):
 # -- eval / compare --fill -----------------------------------------------------------------
 
 
+def test_eval_output_with_filled_labels_says_who_made_them_in_every_format(tmp_path, capsys):
+    """Not only on stderr: a saved `harness eval --fill` table, CSV or JSON names the fill."""
+    human, fill = tmp_path / "human.qrels", tmp_path / "fill.qrels"
+    human.write_text("1 0 a 1\n1 0 b 0\n")
+    fill.write_text("1 0 c 2\n")
+    run = tmp_path / "sys.run"
+    run.write_text("1 Q0 a 1 3 s\n1 Q0 c 2 2 s\n")
+    for fmt in ("table", "csv", "json"):
+        assert main(["eval", "--qrels", str(human), str(run), "--measures", "P@2", "--fill", str(fill),
+                     "--format", fmt]) == 0
+        out = capsys.readouterr().out
+        notes = json.loads(out)["notes"] if fmt == "json" else [line[2:] for line in out.splitlines() if line[:2] == "# "]
+        assert notes[0].startswith("holes filled from") and "no provenance sidecar" in notes[1], fmt
+        assert notes[2] == "sys: Judged@10 0.9000 with the human labels, 1.0000 with the holes filled", fmt  # 1 - unj
+    assert main(["eval", "--qrels", str(human), str(run), "--measures", "P@2", "--format", "csv"]) == 0
+    assert "#" not in capsys.readouterr().out  # without --fill the output is as before
+
+
 def test_fill_scores_human_labels_first_and_reports_judged_before_and_after(pool, tmp_path, capsys):
     with start_llm_server(tmp_path, pool["config"]) as server:
         out = tmp_path / "holes.qrels"
@@ -320,6 +338,7 @@ def test_fill_scores_human_labels_first_and_reports_judged_before_and_after(pool
     captured = capsys.readouterr()
     filled = json.loads(captured.out)["pool"]["nDCG@10"]
     assert "judge llm, model gpt-4-as-recorded" in captured.err
+    assert any("judge llm, model gpt-4-as-recorded" in note for note in json.loads(captured.out)["notes"])
     before, after = (float(x) for x in captured.err.split("pool: Judged@10 ")[1].split(" with the holes")[0]
                      .split(" with the human labels, "))
     assert before < 1.0 and after == 1.0

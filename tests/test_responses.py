@@ -142,6 +142,9 @@ def test_trec_rag_2025_reads_metadata_and_segment_id_citations(tmp_path):
     ([{**rag_line(1), "topic_id": None}], ":1: topic_id: expected the topic id"),
     ([rag_line(1), rag_line(2, run="other")], ":2: run_id: 'other' differs from the first line's 'rag-run'"),
     ([rag_line(1), rag_line(1)], ":2: turn 1 is answered twice (first on line 1)"),
+    ([{k: v for k, v in rag_line(1).items() if k != "answer"}], ":1: answer: expected a list"),  # one line
+    ([{"metadata": {"run_id": "r", "narrative_id": "n1"}, "references": []}], ":1: answer: expected a list"),
+    ([], ": empty file: no responses"),
     ([{"metadata": {"team_id": "t", "run_id": "r", "run_type": "automatic"}, "turn_id": "1_1",
        "responses": [{"text": "x", "ptkb_provenance": []}], "references": {}}], ":1: responses: responses[0]: citations missing"),
 ])
@@ -323,6 +326,34 @@ def test_the_offline_baseline_scores_equal_nuggetizers_and_replay_from_its_assig
     assert json.loads(capsys.readouterr().out)["per_turn"] == first["per_turn"]
 
 
+@pytest.mark.model
+@pytest.mark.slow
+def test_an_interrupted_offline_judge_resumes_from_the_chunks_it_cached(tmp_path, monkeypatch):
+    """A kill or Ctrl-C during a long cold run loses at most the chunk in progress."""
+    from harness.judge.model import Item
+    from harness.responses import baseline
+
+    items = [Item(("t", "r", str(i)), {"nugget": f"fact {i} about rivers",
+                                       "response": f"Rivers flow. The answer states fact {i}."}) for i in range(6)]
+    split = baseline.sentences
+
+    def interrupted(text):  # Ctrl-C while the third chunk is being computed
+        if "fact 4" in text:
+            raise KeyboardInterrupt
+        return split(text)
+
+    monkeypatch.setattr(baseline, "sentences", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        baseline.MiniLMJudge(cache_dir=tmp_path, chunk_pairs=2).judge(items)
+    monkeypatch.setattr(baseline, "sentences", split)
+    resumed = baseline.MiniLMJudge(cache_dir=tmp_path, chunk_pairs=2)
+    judgments = resumed.judge(items)
+    assert [j.cached for j in judgments] == [True] * 4 + [False] * 2
+    assert resumed.encoded == 5  # only the last chunk: its two claims and three sentences
+    uninterrupted = baseline.MiniLMJudge(cache_dir=tmp_path / "fresh").judge(items)
+    assert [float(j.raw) for j in judgments] == pytest.approx([float(j.raw) for j in uninterrupted], abs=1e-5)
+
+
 # --- the llm judge end to end -------------------------------------------------------------
 
 RUNS = {"run-a": {"q1": "Paris is the capital. It has 2 million people.", "q2": "Water boils at 100 C."},
@@ -333,6 +364,47 @@ NUGGETS = {"q1": [("[passage q1n1] Paris is the capital of France", "vital"), ("
 ANSWERS = {"q1n1": [["Paris is the capital.", "2"], ["Lyon is big.", "0"]],
            "q1n2": [["2 million", "1"], ["Lyon is big.", "definitely"]],  # off the scale: unparseable
            "q2n1": [["at 100 C.", "2"], ["at 90 C.", "1"]]}
+
+
+class CitationJudge:
+    """Full support for every cited pair, or no label for the passages in `unlabelled` (a
+    stand-in for the rule tests, like CountingJudge)."""
+
+    name, scale = "cites", SUPPORT_0_2
+
+    def __init__(self, unlabelled=()):
+        self.unlabelled = set(unlabelled)
+
+    def judge(self, items, progress=False):
+        from harness.judge.model import Judgment
+
+        return [Judgment(item.key, None, "failed", "", False) if item.key[3] in self.unlabelled
+                else Judgment(item.key, 2, "ok", "2", False) for item in items]
+
+    def provenance(self):
+        return {"judge": self.name}
+
+
+def cited_run(name: str, turns: list[str]) -> ResponseRun:
+    return ResponseRun(name, Path(f"{name}.jsonl"), "test",
+                       {t: Response(t, "x", (Sentence("x", ("p1", "p2")),), {"p1": "a", "p2": "b"}) for t in turns})
+
+
+def test_a_turn_a_run_does_not_answer_scores_0_support_recall_not_nan():
+    evaluation = evaluate_runs([cited_run("a", ["1_1", "1_2"]), cited_run("b", ["1_1"])], small_bank(),
+                               CountingJudge(), citation_judge=CitationJudge())
+    rows = evaluation.per_turn().set_index(["run", "turn"])
+    assert rows.loc[("b", "1_2"), "support_recall"] == 0.0 and math.isnan(rows.loc[("b", "1_2"), "support_precision"])
+    means = evaluation.aggregate().set_index("run")
+    assert (means.loc["a", "support_recall"], means.loc["b", "support_recall"]) == (1.0, 0.5)
+
+
+def test_a_cited_pair_without_a_label_counts_as_no_support_and_is_counted_in_the_notes():
+    evaluation = evaluate_runs([cited_run("a", ["1_1"])], small_bank(), CountingJudge(),
+                               citation_judge=CitationJudge(unlabelled={"p2"}))
+    [row] = evaluation.per_turn().to_dict("records")
+    assert (row["support_precision"], row["support_recall"]) == (0.5, 1.0)
+    assert any(note.startswith("1 of 2 citation judgments have no label") for note in evaluation.notes)
 
 
 def write_llm_inputs(folder: Path) -> tuple[list[str], Path]:
@@ -374,6 +446,19 @@ def test_llm_judge_scores_follow_the_answers_exactly_and_a_rerun_sends_nothing(t
 
 
 @pytest.mark.server
+def test_a_prompt_two_items_share_is_asked_once(tmp_path):
+    files, bank = write_llm_inputs(tmp_path)
+    copy = tmp_path / "run-c.jsonl"  # run-a's answers under another name: the same prompts
+    copy.write_text(Path(files[0]).read_text().replace('"run-a"', '"run-c"'))
+    with start_llm_server(tmp_path, {"labels": ANSWERS}) as server:
+        judge = llm_judge(server, tmp_path)
+        per_turn, _ = evaluate([*files, str(copy)], bank, judge)
+        assert len(server.requests()) == judge.stats.requests == 6  # not 9
+    rows = per_turn.set_index("run")[list(SCORES)]
+    assert rows.loc["run-c"].values.tolist() == rows.loc["run-a"].values.tolist()
+
+
+@pytest.mark.server
 def test_llm_failures_are_retried_and_what_still_fails_is_counted_unjudged(tmp_path):
     files, bank = write_llm_inputs(tmp_path)
     (tmp_path / "flaky").mkdir()
@@ -389,6 +474,15 @@ def test_llm_failures_are_retried_and_what_still_fails_is_counted_unjudged(tmp_p
         assert len(server.requests()) == 12  # each pair tried twice, none cached
         evaluate(files, bank, llm_judge(server, tmp_path / "down", retries=1))
         assert len(server.requests()) == 24  # the failed pairs are asked again
+
+
+@pytest.mark.server
+def test_the_command_exits_1_when_judgments_failed_after_the_retries(tmp_path, capsys):
+    files, bank = write_llm_inputs(tmp_path)
+    with start_llm_server(tmp_path, {"labels": ANSWERS, "always_503": 1}) as server:
+        code = main(["responses", "eval", *files, "--nuggets", str(bank), "--judge", "llm", "--model", "m",
+                     "--base-url", server.base_url, "--cache", str(tmp_path / "cache"), "--retries", "0"])
+    assert code == 1 and "warning: 6 judgments got no answer after the retries" in capsys.readouterr().err
 
 
 @pytest.mark.server
@@ -413,6 +507,36 @@ def test_citation_support_through_the_llm_judge_and_the_command(tmp_path, capsys
     assert document["judge"]["citations"]["counts"]["ok"] == 2
 
 
+@pytest.mark.server
+def test_replayed_assignments_name_the_judge_that_made_them_in_every_format(tmp_path, capsys):
+    """--assignments-out's sidecar keeps the nugget judge's provenance (also with --citations),
+    and `--judge file:` reports quote it: md, csv ('#' lines) and json."""
+    files, bank = write_llm_inputs(tmp_path)
+    cited = tmp_path / "cited.jsonl"
+    cited.write_text(json.dumps({"run_id": "cited", "topic_id": "q2", "topic": "?", "references": ["p1"],
+                                 "response_length": 5, "answer": [{"text": "Water boils at 100 C.", "citations": [0]}]})
+                     + "\n")
+    passages = tmp_path / "passages.jsonl"
+    passages.write_text(json.dumps({"id": "p1", "contents": "[passage p1] boiling"}) + "\n")
+    out = tmp_path / "assigned.jsonl"
+    with start_llm_server(tmp_path, {"labels": {**ANSWERS, "p1": [["Water boils at 100 C.", "2"]]}}) as server:
+        assert main(["responses", "eval", *files, str(cited), "--nuggets", str(bank), "--judge", "llm", "--model", "m",
+                     "--base-url", server.base_url, "--cache", str(tmp_path / "cache"), "--citations",
+                     "--passages", f"jsonl:{passages}", "--assignments-out", str(out), "--format", "csv"]) == 0
+    made = capsys.readouterr().out
+    assert "# nuggets judged by: judge llm, model m, endpoint http://127.0.0.1" in made
+    assert "# citations judged by: judge llm, model m" in made
+    sidecar = json.loads(Path(f"{out}.provenance.json").read_text())
+    assert (sidecar["judge"], sidecar["model"], sidecar["nuggets"]) == ("llm", "m", str(bank))
+    replay = ["responses", "eval", *files, str(cited), "--nuggets", str(bank), "--judge", f"file:{out}", "--format"]
+    assert main([*replay, "md"]) == 0
+    assert "Judge: file, recorded from llm (m)." in capsys.readouterr().out
+    assert main([*replay, "csv"]) == 0
+    assert "; recorded assignments made by: judge llm, model m, endpoint" in capsys.readouterr().out
+    assert main([*replay, "json"]) == 0
+    assert json.loads(capsys.readouterr().out)["judge"]["source_provenance"]["prompt_sha256"] == sidecar["prompt_sha256"]
+
+
 # --- the command --------------------------------------------------------------------------
 
 
@@ -434,13 +558,14 @@ def test_the_command_ranks_cone_rag_runs_by_a_recorded_judge_as_json_and_html(co
     assert "Judge: file" in html and "Score by turn depth" in html and "Nugget importance" in html
 
 
-def test_a_malformed_bank_is_one_line_naming_file_and_record(tmp_path, capsys):
-    (tmp_path / "bank.json").write_text(json.dumps({"1_1": {"[1]": {"text": "a", "relevance": "high"}}}))
+@pytest.mark.parametrize("grade", ["high", "\u00b2"])  # a superscript two is a digit to str.isdigit, not to int()
+def test_a_malformed_bank_is_one_line_naming_file_and_record(tmp_path, capsys, grade):
+    (tmp_path / "bank.json").write_text(json.dumps({"1_1": {"[1]": {"text": "a", "relevance": grade}}}))
     (tmp_path / "r.json").write_text(json.dumps({"1_1": {"run": "text"}}))
     assert main(["responses", "eval", str(tmp_path / "r.json"), "--nuggets", str(tmp_path / "bank.json"),
                  "--judge", "minilm"]) == 2
     assert capsys.readouterr().err == (f"harness responses: error: {tmp_path / 'bank.json'} (record turn 1_1, nugget "
-                                       "[1]): relevance: expected a whole-number grade, got 'high'\n")
+                                       f"[1]): relevance: expected a whole-number grade, got {grade!r}\n")
 
 
 def test_two_runs_with_one_name_are_refused():

@@ -72,14 +72,23 @@ def run(args: argparse.Namespace) -> int:
         raise HarnessError(f"two runs share a file name stem ({', '.join(names)}); rename one")
     for evaluation in evaluations:
         _report_coverage(evaluation, qrels_path=args.qrels)
+    if args.fill:
+        notes += [f"{name}: {JUDGED} {before:.4f} with the human labels, {after:.4f} with the holes filled"
+                  for name, (before, after) in judged_before_after(args.qrels, qrels, runs(args), options).items()]
     for note in notes:
         print(f"note: {note}", file=sys.stderr)
-    if args.fill:
-        for name, (before, after) in judged_before_after(args.qrels, qrels, runs(args), options).items():
-            print(f"{name}: {JUDGED} {before:.4f} with the human labels, {after:.4f} with the holes filled",
-                  file=sys.stderr)
-    sys.stdout.write(FORMATTERS[args.format](evaluations, args.per_query))
+    sys.stdout.write(_with_notes(FORMATTERS[args.format](evaluations, args.per_query), notes, args.format))
     return 0
+
+
+def _with_notes(output: str, notes: list[str], fmt: str) -> str:
+    """Scores that use filled labels say so in the output itself, not only on stderr: '#' lines
+    before a table or CSV (as `harness compare` writes its CSV), a "notes" list in JSON."""
+    if not notes:
+        return output
+    if fmt == "json":
+        return json.dumps({**json.loads(output), "notes": notes}, indent=2) + "\n"
+    return "".join(f"# {note}\n" for note in notes) + output
 
 
 def measure_settings(args: argparse.Namespace) -> tuple[list[str], int | None, str | None]:

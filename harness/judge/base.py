@@ -75,9 +75,10 @@ def write_qrels(path: str | Path, judgments: Iterable[Judgment], provenance: dic
     return written
 
 
-def read_provenance(qrels: str | Path) -> dict | None:
-    """The sidecar of a judge-made qrels file, or None for a file without one (human labels,
-    or labels from elsewhere). A sidecar written for another version of the file says so."""
+def read_provenance(qrels: str | Path, sha256_key: str = "qrels_sha256") -> dict | None:
+    """The sidecar of a judge-made qrels file (or, with sha256_key="assignments_sha256", of a
+    nugget assignment file), or None for a file without one (human labels, or labels from
+    elsewhere). A sidecar written for another version of the file says so."""
     path = sidecar(qrels)
     try:
         record = json.loads(path.read_text(encoding="utf-8"))
@@ -87,8 +88,22 @@ def read_provenance(qrels: str | Path) -> dict | None:
         raise InputError(path, f"unreadable provenance sidecar ({error})") from None
     if not isinstance(record, dict):
         raise InputError(path, "a provenance sidecar must be a JSON object")
-    record["matches_file"] = record.get("qrels_sha256") == file_sha256(qrels)
+    record["matches_file"] = record.get(sha256_key) == file_sha256(qrels)
     return record
+
+
+def provenance_line(record: dict) -> str:
+    """A judge's provenance record in one line (judge, model, endpoint, prompt sha256, ...)."""
+    parts = [f"judge {record.get('judge')}"]
+    for key, label in (("model", "model"), ("endpoint", "endpoint"), ("prompt_sha256", "prompt sha256"),
+                       ("labels", "labels from"), ("file", "recorded in"), ("scale", "scale"), ("date", "made")):
+        if record.get(key):
+            value = record[key][:12] if key == "prompt_sha256" else record[key]
+            parts.append(f"{label} {value}")
+    line = ", ".join(parts)
+    if record.get("matches_file") is False:
+        line += " (WARNING: the file changed since its sidecar was written)"
+    return line
 
 
 def describe_provenance(qrels: str | Path) -> str:
@@ -96,13 +111,4 @@ def describe_provenance(qrels: str | Path) -> str:
     record = read_provenance(qrels)
     if record is None:
         return f"{Path(qrels).name}: no provenance sidecar (labels of unknown origin)"
-    parts = [f"judge {record.get('judge')}"]
-    for key, label in (("model", "model"), ("endpoint", "endpoint"), ("prompt_sha256", "prompt sha256"),
-                       ("labels", "labels from"), ("scale", "scale"), ("date", "made")):
-        if record.get(key):
-            value = record[key][:12] if key == "prompt_sha256" else record[key]
-            parts.append(f"{label} {value}")
-    line = f"{Path(qrels).name}: " + ", ".join(parts)
-    if not record["matches_file"]:
-        line += " (WARNING: the file changed since its sidecar was written)"
-    return line
+    return f"{Path(qrels).name}: " + provenance_line(record)

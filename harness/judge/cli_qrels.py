@@ -31,8 +31,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     agree.set_defaults(_action=run_agree)
 
     rank = sub.add_parser("rank-agree", help="Kendall's tau and tau_AP between the run orderings two qrels give",
-                          description="Score the runs with qrels A and with qrels B and compare the two orderings "
-                                      "per measure (tau_AP takes A's ordering as the truth).")
+                          description="Score the runs with qrels A and with qrels B, on the queries both judge, and "
+                                      "compare the two orderings per measure (tau_AP takes A's ordering as the truth).")
     rank.add_argument("a", metavar="A", help="qrels file A (the reference ordering, e.g. human labels)")
     rank.add_argument("b", metavar="B", help="qrels file B (the ordering compared, e.g. LLM labels)")
     add_runs(rank, "TREC run files (two or more)")
@@ -172,7 +172,7 @@ def run_rank_agree(args: argparse.Namespace) -> int:
     from harness.evaluate.presets import measure_settings
     from harness.judge.agree import compare_orderings
     from harness.paths import refuse_overwriting
-    from harness.trec import read_qrels
+    from harness.trec import Qrels, read_qrels
 
     files = runs(args)
     if len(files) < 2:
@@ -180,9 +180,16 @@ def run_rank_agree(args: argparse.Namespace) -> int:
     refuse_overwriting([args.a, args.b, *files], [("--output", args.out)])
     measures, depth, separator = measure_settings(args.measures, args.preset, args.depth, args.passage_separator)
     options = RunFileOptions(passage_separator=separator, depth=depth)
+    qrels = {"A": read_qrels(args.a), "B": read_qrels(args.b)}
+    shared = set(qrels["A"].judgments) & set(qrels["B"].judgments)
+    if not shared:
+        raise HarnessError(f"{args.a} and {args.b} judge no query in common: there is no ordering to compare")
+    args.queries = (len(shared), len(qrels["A"].judgments), len(qrels["B"].judgments))
     means = {}
-    for side, path in (("A", args.a), ("B", args.b)):
-        evaluator = Evaluator(read_qrels(path), measures)
+    for side, labels in qrels.items():
+        # the same queries on both sides: the orderings differ by the labels, not by the topic sets
+        labels = Qrels(labels.name, {q: docs for q, docs in labels.judgments.items() if q in shared}, labels.path)
+        evaluator = Evaluator(labels, measures)
         means[side] = [evaluate_file(evaluator, file, options) for file in files]
     names = [evaluation.run_name for evaluation in means["A"]]
     if len(set(names)) != len(names):
@@ -197,8 +204,10 @@ def run_rank_agree(args: argparse.Namespace) -> int:
 
 
 def _rank_table(results: list[RankingAgreement], args: argparse.Namespace) -> str:
+    shared, in_a, in_b = args.queries
     lines = [f"orderings of {results[0].runs} runs under A: {_origin(args.a)} and B: {_origin(args.b)} "
-             "(tau_AP: A's ordering taken as the truth)"]
+             "(tau_AP: A's ordering taken as the truth)",
+             f"scored on the {shared} queries both judge ({in_a} in A, {in_b} in B)"]
     lines += _aligned([["measure", "tau", "tau_AP", "largest moves (run: rank A -> rank B)"]] +
                       [[r.measure, _number(r.tau), _number(r.tau_ap), _moves(r, args.moves)] for r in results])
     return "\n".join(lines) + "\n"
@@ -223,7 +232,9 @@ def _rank_csv(results: list[RankingAgreement], args: argparse.Namespace) -> str:
 def _rank_json(results: list[RankingAgreement], args: argparse.Namespace) -> str:
     from harness.judge.base import read_provenance
 
+    shared, in_a, in_b = args.queries
     document = {"a": args.a, "b": args.b, "provenance": {"a": read_provenance(args.a), "b": read_provenance(args.b)},
+                "queries": {"both": shared, "A": in_a, "B": in_b},
                 "measures": {
         r.measure: {"runs": r.runs, "tau": _json_number(r.tau), "tau_ap": _json_number(r.tau_ap),
                     "moves": [{"run": run, "rank_a": a, "rank_b": b} for run, a, b in r.moves]}

@@ -180,37 +180,39 @@ class LLMJudge:
 
         keys = [hashlib.sha256(prompt.encode("utf-8")).hexdigest() for prompt in prompts]
         results: list[Judgment | None] = [None] * len(items)
-        todo = []
+        todo: dict[str, list[int]] = {}  # prompt key -> the items asking it: one request per distinct prompt
         for index, (item, key) in enumerate(zip(items, keys)):
             if key in self.cache.answers:
                 results[index] = self._judgment(item, self.cache.answers[key], cached=True)
             else:
-                todo.append(index)
+                todo.setdefault(key, []).append(index)
+        hits = len(items) - sum(map(len, todo.values()))
         bar = tqdm(total=len(items), desc=f"judging ({self.endpoint.model})", unit="pair", file=sys.stderr,
-                   disable=not progress, initial=len(items) - len(todo))
-        hits = len(items) - len(todo)
+                   disable=not progress, initial=hits)
         bar.set_postfix_str(f"cache hits {hits}, 0.0 req/s", refresh=False)
         pool = ThreadPoolExecutor(max_workers=self.concurrency, thread_name_prefix="judge")
-        pending: dict[Future, int] = {}
+        pending: dict[Future, list[int]] = {}
         try:
-            queue = iter(todo)
+            queue = iter(todo.values())
             while True:
                 while len(pending) < 2 * self.concurrency:  # a short queue: Ctrl-C drops little
-                    index = next(queue, None)
-                    if index is None:
+                    asking = next(queue, None)
+                    if asking is None:
                         break
-                    pending[pool.submit(self._ask_and_keep, prompts[index], keys[index], items[index].key)] = index
+                    first = asking[0]
+                    pending[pool.submit(self._ask_and_keep, prompts[first], keys[first], items[first].key)] = asking
                 if not pending:
                     break
                 done, _ = wait(pending, return_when=FIRST_COMPLETED)
                 for future in done:
-                    index = pending.pop(future)
+                    asking = pending.pop(future)
                     answer = future.result()  # a fatal endpoint error is raised here
-                    if answer is None:
-                        results[index] = Judgment(items[index].key, None, "failed", "", cached=False)
-                    else:
-                        results[index] = self._judgment(items[index], answer, cached=False)
-                    bar.update(1)
+                    for index in asking:
+                        if answer is None:
+                            results[index] = Judgment(items[index].key, None, "failed", "", cached=False)
+                        else:
+                            results[index] = self._judgment(items[index], answer, cached=False)
+                    bar.update(len(asking))
                 rate = self.stats.requests / max(time.perf_counter() - started, 1e-9)
                 bar.set_postfix_str(f"cache hits {hits}, {rate:.1f} req/s", refresh=False)
         finally:

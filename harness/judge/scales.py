@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from harness.registry import Registry
 
-_LABEL = re.compile(r"\s*(\d+)\.?\s*")
+_LABEL = re.compile(r"\s*([0-9]+)\.?\s*")  # ASCII digits: "\d" would take "３" or "٣" for 3
 
 
 @dataclass(frozen=True)

@@ -114,8 +114,14 @@ class RecordedAssignments:
     def provenance(self) -> dict:
         from harness.paths import file_sha256
 
-        return {"judge": self.name, "file": str(self.path), "sha256": file_sha256(self.path),
-                "scale": self.scale.name, "date": now(), "recorded": len(self.labels), "counts": dict(self._counts)}
+        from harness.judge.base import read_provenance
+
+        record = {"judge": self.name, "file": str(self.path), "sha256": file_sha256(self.path),
+                  "scale": self.scale.name, "date": now(), "recorded": len(self.labels), "counts": dict(self._counts)}
+        source = read_provenance(self.path, "assignments_sha256")
+        if source is not None:  # assignments a judge made earlier (--assignments-out): keep who made them
+            record["source_provenance"] = source
+        return record
 
 
 def assigned(scale: Scale, nuggets: Sequence[Nugget], judgments: Iterable[Judgment]) -> list[AssignedNugget]:

@@ -8,7 +8,9 @@ The thresholds (0.7 and 0.5 by default) are settings, not calibrated on people's
 how well the judge agrees with people must be measured before its scores are trusted.
 
 Similarities are cached on disk per model (cache_root()/judge/minilm/), keyed by the claim
-and the evidence, so a rerun loads no model and changing a threshold re-judges for free.
+and the evidence, so a rerun loads no model and changing a threshold re-judges for free. The
+cache is written after every CHUNK_PAIRS new pairs, so a kill or Ctrl-C during a long cold run
+loses at most one chunk and the rerun resumes from the cache.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from harness.paths import cache_root
 
 SUPPORT_THRESHOLD = 0.7
 PARTIAL_THRESHOLD = 0.5
+CHUNK_PAIRS = 4096  # new pairs computed between two writes of the cache
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
 
 
@@ -67,7 +70,8 @@ class MiniLMJudge:
     scale = SUPPORT_0_2
 
     def __init__(self, support: float = SUPPORT_THRESHOLD, partial: float = PARTIAL_THRESHOLD,
-                 model: str | None = None, cache_dir: Path | None = None, batch_size: int = 64) -> None:
+                 model: str | None = None, cache_dir: Path | None = None, batch_size: int = 64,
+                 chunk_pairs: int = CHUNK_PAIRS) -> None:
         if not 0 <= partial <= support <= 1:
             raise HarnessError(f"minilm thresholds must satisfy 0 <= partial <= support <= 1, got "
                                f"partial {partial}, support {support}")
@@ -75,6 +79,7 @@ class MiniLMJudge:
         self.support, self.partial = support, partial
         self.model = model
         self.batch_size = batch_size
+        self.chunk_pairs = chunk_pairs
         self._cache_dir = cache_dir
         self._counts: dict[str, int] = {}
         self.encoded = 0  # texts the last judge() encoded (0 when every pair came from the cache)
@@ -103,29 +108,33 @@ class MiniLMJudge:
         keys = _keys(pairs)
         todo = {key: pair for key, pair in zip(keys, pairs) if key not in cache}
         if todo:
-            cache.update(self._compute(list(todo.items())))
-            with atomic_write(path) as handle:
-                json.dump(cache, handle)
+            from harness.retrieve._embeddings import load_encoder
+
+            encoder = load_encoder(self.model, normalize=True, batch_size=self.batch_size)
+            vectors: dict[str, object] = {}  # text -> vector, kept across chunks: each text encoded once
+            pending = list(todo.items())
+            for start in range(0, len(pending), self.chunk_pairs):
+                cache.update(self._compute(pending[start:start + self.chunk_pairs], encoder, vectors))
+                with atomic_write(path) as handle:  # a kill loses at most the chunk in progress
+                    json.dump(cache, handle)
         return [cache[key] for key in keys], [key not in todo for key in keys]
 
-    def _compute(self, todo: list[tuple[str, tuple[str, str]]]) -> dict[str, float]:
+    def _compute(self, todo: list[tuple[str, tuple[str, str]]], encoder, vectors: dict) -> dict[str, float]:
         import numpy as np
 
-        from harness.retrieve._embeddings import load_encoder
-
         split = {key: sentences(evidence) for key, (_, evidence) in todo}
-        texts = list(dict.fromkeys([claim for _, (claim, _) in todo] + [s for parts in split.values() for s in parts]))
-        encoder = load_encoder(self.model, normalize=True, batch_size=self.batch_size)
-        vectors = encoder.encode_documents(texts)
-        self.encoded = len(texts)
-        row = {text: index for index, text in enumerate(texts)}
+        texts = [text for text in dict.fromkeys([claim for _, (claim, _) in todo] +
+                                                [s for parts in split.values() for s in parts]) if text not in vectors]
+        if texts:
+            vectors.update(zip(texts, encoder.encode_documents(texts)))
+        self.encoded += len(texts)
         found = {}
         for key, (claim, _) in todo:
             parts = split[key]
             if not parts:
                 found[key] = 0.0
                 continue
-            similarity = vectors[[row[s] for s in parts]] @ vectors[row[claim]]
+            similarity = np.stack([vectors[s] for s in parts]) @ vectors[claim]
             found[key] = round(float(np.max(similarity)), 6)
         return found
 

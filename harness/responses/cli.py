@@ -116,8 +116,9 @@ def _eval(args: argparse.Namespace) -> int:
     for note in evaluation.notes:
         print(f"note: {note}", file=sys.stderr)
     if args.assignments_out:
+        nugget_judge = evaluation.judge["nuggets"] if evaluation.citations else evaluation.judge
         write_assignments(args.assignments_out, evaluation.records,
-                          {**evaluation.judge, "nuggets": str(args.nuggets), "nugget_rule": evaluation.rule,
+                          {**nugget_judge, "nuggets": str(args.nuggets), "nugget_rule": evaluation.rule,
                            "responses": [str(path) for path in args.responses]})
     names = {run.name for run in runs}
     baselines = [b if b in names else Path(b).stem for b in args.baseline or []]
@@ -131,4 +132,10 @@ def _eval(args: argparse.Namespace) -> int:
             handle.write(content)
     else:
         sys.stdout.buffer.write(content)
+    judges = evaluation.judge.values() if evaluation.citations else [evaluation.judge]
+    failed = sum(record.get("counts", {}).get("failed", 0) for record in judges)
+    if failed:  # as `harness judge`: scores with endpoint failures in them are not a clean result
+        print(f"warning: {failed} judgments got no answer after the retries (scored as not supported); run again "
+              "to ask them again (the answers received are cached)", file=sys.stderr)
+        return 1
     return 0

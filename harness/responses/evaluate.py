@@ -13,7 +13,9 @@ Declared rules (each tested in tests/test_responses.py):
 - A nugget the judge gave no label (a failed request, an unparseable or a missing answer) is
   counted as not supported and counted in `unjudged`; the run's notes say how many.
 - Citation support (when asked) is scored on responses with citations; a response without
-  any has no support precision (NaN, left out of the run's mean) and support recall 0.
+  any has no support precision (NaN, left out of the run's mean) and support recall 0, and so
+  has a turn the run does not answer. A cited pair the judge gave no label counts as no
+  support and is counted in the notes.
 """
 
 from __future__ import annotations
@@ -177,7 +179,7 @@ def evaluate_runs(
     cite_by_slot = {(run, turn): cite_judgments[start:start + n] for run, turn, start, n in cite_slots}
 
     results, records = [], []
-    unjudged_total = 0
+    unjudged_total = cite_unjudged = 0
     for run in runs:
         for turn in evaluated:
             nuggets = bank.of(turn)
@@ -191,8 +193,9 @@ def evaluate_runs(
             unjudged = sum(not a.judged for a in labelled)
             unjudged_total += unjudged
             extra = {}
-            if citation_judge is not None and response is not None:
-                extra = _citation_fields(response, cite_by_slot.get((run.name, turn), []))
+            if citation_judge is not None:  # an unanswered turn: no sentence supported, recall 0
+                extra, missing = _citation_fields(response or Response(turn, ""), cite_by_slot.get((run.name, turn), []))
+                cite_unjudged += missing
             results.append(TurnResult(run.name, turn, response is not None,
                                       response is not None and not response.text.strip(), len(nuggets),
                                       sum(n.vital for n in nuggets), unjudged, **asdict(scores), **extra))
@@ -201,6 +204,9 @@ def evaluate_runs(
     if unjudged_total:
         notes.append(f"{unjudged_total} of {len(items)} nugget judgments have no label (failed, unparseable or "
                      "missing): counted as not supported; a rerun asks the failed ones again")
+    if cite_unjudged:
+        notes.append(f"{cite_unjudged} of {len(cite_items)} citation judgments have no label (failed, unparseable "
+                     "or missing): counted as no support; a rerun asks the failed ones again")
     provenance = judge.provenance()
     if citation_judge is not None:
         provenance = {"nuggets": provenance, "citations": citation_judge.provenance()}
@@ -208,13 +214,16 @@ def evaluate_runs(
                               len(items) + len(cite_items), time.perf_counter() - started, citation_judge is not None)
 
 
-def _citation_fields(response: Response, judgments: Sequence) -> dict:
+def _citation_fields(response: Response, judgments: Sequence) -> tuple[dict, int]:
+    """The turn's citation scores, and how many of its cited pairs the judge gave no label
+    (counted as no support, and counted in the notes: never a silent 0)."""
     weights = {}
     for judgment in judgments:
         _, _, index, pid = judgment.item_key
-        weights[int(index), pid] = SUPPORT_WEIGHT.get(judgment.label, 0.0) if judgment.label is not None else 0.0
+        weights[int(index), pid] = SUPPORT_WEIGHT[judgment.label] if judgment.label is not None else 0.0
     precision, recall = citation_scores(response.sentences, weights)
-    return {"cited_pairs": len(weights), "support_precision": precision, "support_recall": recall}
+    missing = sum(judgment.label is None for judgment in judgments)
+    return {"cited_pairs": len(weights), "support_precision": precision, "support_recall": recall}, missing
 
 
 __all__ = ["MEASURES", "NUGGET_SCORES", "ResponseEvaluation", "TurnResult", "evaluate_runs", "run_scores"]

@@ -51,15 +51,22 @@ def json_object(path: Path, shape: str) -> dict:
     return document
 
 
+IKAT_2025_KEYS = {"turn_id", "responses"}
+TREC_RAG_KEYS = {"answer", "topic_id", "metadata"}
+
+
 def detect_format(path: Path) -> str:
     """The format by content: one JSON document (iKAT `turns`, else CONE-RAG's turn map) or
     JSON Lines (a `turn_id` line: iKAT 2025; an `answer` line: TREC RAG)."""
     text = _text(path)
+    if not text.strip():
+        raise InputError(path, "empty file: no responses")
     try:
         document = json.loads(text)
     except json.JSONDecodeError:
         document = None
-    if isinstance(document, dict) and not ({"turn_id", "answer"} & set(document)):
+    # a one-line JSON Lines file is one JSON document too: these keys say it is a response line
+    if isinstance(document, dict) and not (IKAT_2025_KEYS | TREC_RAG_KEYS) & set(document):
         return "ikat-json" if "turns" in document else "cone-rag-json"
     first = next((line for line in text.split("\n") if line.strip()), "")
     try:
@@ -67,9 +74,9 @@ def detect_format(path: Path) -> str:
     except json.JSONDecodeError as problem:
         raise InputError(path, f"neither one JSON document nor JSON Lines: {problem.msg} "
                                f"(column {problem.colno})", line=1) from None
-    if isinstance(entry, dict) and "turn_id" in entry:
+    if isinstance(entry, dict) and IKAT_2025_KEYS & set(entry):
         return "ikat-2025-jsonl"
-    if isinstance(entry, dict) and "answer" in entry:
+    if isinstance(entry, dict) and TREC_RAG_KEYS & set(entry):  # the reader names a missing field
         return "trec-rag-jsonl"
     raise InputError(path, "not a response format: expected an iKAT run (turns / turn_id), a TREC RAG answer "
                            "line (answer) or a CONE-RAG {turn: {run: response}} file", line=1)

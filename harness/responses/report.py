@@ -5,6 +5,7 @@ conversation, and the judge named on every page (a baseline judge says so)."""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from html import escape
 
 from harness.errors import HarnessError
@@ -15,13 +16,35 @@ from harness.report.stats import Resampling
 from harness.responses.evaluate import ResponseEvaluation, run_scores
 
 
+def _judges(evaluation: ResponseEvaluation) -> dict[str, dict]:
+    """task ("nuggets", "citations") -> that judge's provenance."""
+    return evaluation.judge if evaluation.citations else {"nuggets": evaluation.judge}
+
+
 def judge_label(evaluation: ResponseEvaluation) -> str:
-    """The judge as every output names it; the offline judge is called a baseline."""
-    provenance = evaluation.judge.get("nuggets", evaluation.judge)
+    """The judge as every output names it; the offline judge is called a baseline, also when
+    its assignments are replayed from a file (`file:` with the sidecar --assignments-out wrote)."""
+    provenance = _judges(evaluation)["nuggets"]
+    made = provenance.get("source_provenance") or provenance
     name = provenance.get("judge", "?")
-    if "baseline" in provenance.get("kind", ""):
+    if made is not provenance:
+        name += f", recorded from {made.get('judge', '?')}"
+    if "baseline" in made.get("kind", ""):
         return f"{name} (offline baseline, not calibrated against people)"
-    return f"{name} ({provenance['model']})" if provenance.get("model") else name
+    return f"{name} ({made['model']})" if made.get("model") else name
+
+
+def provenance_notes(evaluation: ResponseEvaluation) -> list[str]:
+    """Who made the labels behind the scores, one line per task (the JSON has the full records)."""
+    from harness.judge.base import provenance_line
+
+    lines = []
+    for task, record in _judges(evaluation).items():
+        line = f"{task} judged by: {provenance_line(record)}"
+        if record.get("source_provenance"):
+            line += f"; recorded assignments made by: {provenance_line(record['source_provenance'])}"
+        lines.append(line)
+    return lines
 
 
 def build_report(evaluation: ResponseEvaluation, baselines: list[str] | None = None, *, test: str = "paired-t",
@@ -43,7 +66,7 @@ def build_report(evaluation: ResponseEvaluation, baselines: list[str] | None = N
 
 
 def notes(evaluation: ResponseEvaluation) -> list[str]:
-    return [f"Judge: {judge_label(evaluation)}.", f"Nugget importance: {evaluation.rule}.",
+    return [f"Judge: {judge_label(evaluation)}.", *provenance_notes(evaluation), f"Nugget importance: {evaluation.rule}.",
             f"{len(evaluation.turns)} evaluated turns (answered by some run and with nuggets); a turn a run does "
             "not answer scores 0.", *evaluation.notes]
 
@@ -67,4 +90,4 @@ def render(evaluation: ResponseEvaluation, report: Report, fmt: str, per_turn: b
         if per_turn:
             document["per_turn"] = json.loads(evaluation.per_turn().to_json(orient="records", double_precision=15))
         return (json.dumps(document, indent=2, ensure_ascii=False) + "\n").encode()
-    return FORMATS.get(fmt)(report)
+    return FORMATS.get(fmt)(replace(report, notes=[*report.notes, *notes(evaluation)]))  # csv: '#' lines
