@@ -1,148 +1,261 @@
-"""Evaluation speed: `harness eval` on many runs vs one trec_eval process per run.
+"""Evaluation speed: `harness eval` against trec_eval (built with -O2) and pytrec_eval.
 
-    .venv/bin/python benchmarks/eval_speed.py [--copies 20] [--trec-eval PATH]
+    .venv/bin/python benchmarks/eval_speed.py [--scale 1.0] [--repeat 3] [--trec-eval PATH]
 
-Runs: the five CAsT 2021 organiser document runs, each copied --copies times under new
-names. harness: one `harness eval` process over all runs. Competitor: the trec_eval binary
-(--trec-eval, $TREC_EVAL or `trec_eval` on PATH), one process per run with the same
-measures (-c -M1000 -l2). Without a binary, pytrec_eval (trec_eval's C code in-process, one
-evaluator per run) stands in and is named as such. Prints wall times and the ratio.
+Three workloads, each from files on disk to the aggregate values nDCG@10, AP, RR and
+R@1000 at depth 1000 (trec_eval -c -M1000 -m ndcg_cut.10 -m map -m recip_rank -m recall.1000):
 
-Then one large run (--big-lines, default 2,000,000 lines: 200 queries x 10,000 documents,
-docids drawn from the CAsT 2021 qrels and made up): `harness eval --depth 1000` against
-trec_eval -c -M1000, built from ../shared/reference/trec_eval ($HARNESS_SHARED) when no
-binary is given; wall time and peak memory (max RSS) of each process, and their ratios.
+- big: one run of 10,000 queries x 1,000 documents (10M lines);
+- many: 100 runs of 150 queries x 1,000 (150k lines each); trec_eval runs one process per
+  run, one after another; harness one `harness eval` over all, pytrec_eval one process;
+- deep: one run of 200 queries x 10,000 documents, evaluated to depth 1,000.
+
+Queries are copies of the real CAsT 2019-2022 queries (qid `<cast qid>.<copy>`) with their
+real judgments; a run ranks a random share of each query's judged documents among unjudged
+ones shaped like them, with scores of two decimals (so many ties, written in no particular
+order within a tie), and leaves 1% of the judged queries out and answers 1% unjudged ones
+(trec_eval -c). --scale shrinks the query counts and the number of runs (for trying it out).
+
+Each tool runs as its own process, the tools interleaved, --repeat times (default 3); the
+table gives the medians of wall time and peak memory (max RSS of the process and its
+children; for 100 trec_eval processes, the largest). pytrec_eval parses the files with its
+own `parse_qrel` / `parse_run`; it has no -M, so on the deep run it is handed each query's
+top 1,000 in trec_eval's order. Values are compared as trec_eval prints them (4 decimals),
+every run. The last line is the verdict:
+
+    eval speedup vs trec_eval: <X>x (10M lines), <Y>x (100 runs), <Z>x (deep); values equal: <yes|no>
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import random
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-QRELS = REPO / "qrels" / "cast" / "trec-cast-qrels-docs.2021.qrel"
-RUNS = sorted((REPO / "data" / "cast" / "2021" / "baselines" / "document_runs").glob("*.run"))
-HARNESS_MEASURES = ["P(rel=2)@10", "AP(rel=2)@1000", "RR(rel=2)", "R(rel=2)@1000"]
-TREC_EVAL_MEASURES = ["P.10", "map", "recip_rank", "recall.1000"]
+CAST_QRELS = [REPO / "qrels" / "cast" / name for name in
+              ("2019qrels.txt", "2020qrels.txt", "trec-cast-qrels-docs.2021.qrel", "cast2022.qrel")]
+HARNESS_MEASURES = ["nDCG@10", "AP", "RR", "R@1000"]
+TREC_EVAL_MEASURES = {"ndcg_cut_10": "nDCG@10", "map": "AP", "recip_rank": "RR", "recall_1000": "R@1000"}
+DEPTH = 1000
 
 
-def time_harness(runs: list[Path]) -> float:
-    harness = Path(sys.executable).with_name("harness")
-    start = time.perf_counter()
-    subprocess.run([str(harness), "eval", "--qrels", str(QRELS), "--run", *map(str, runs), "--depth", "1000",
-                    "--measures", *HARNESS_MEASURES, "--format", "csv"], check=True, capture_output=True)
-    return time.perf_counter() - start
+@dataclass
+class Workload:
+    name: str  # as in the verdict line
+    label: str  # as in the table
+    qrels: Path
+    runs: list[Path]
 
 
-def time_trec_eval_binary(binary: str, runs: list[Path]) -> float:
-    measures = [arg for measure in TREC_EVAL_MEASURES for arg in ("-m", measure)]
-    start = time.perf_counter()
-    for run in runs:
-        subprocess.run([binary, "-c", "-M1000", "-l2", *measures, str(QRELS), str(run)], check=True,
-                       capture_output=True)
-    return time.perf_counter() - start
+# --- the workloads ----------------------------------------------------------------------------
 
 
-def time_pytrec_eval(runs: list[Path]) -> float:
-    import pytrec_eval
-
-    start = time.perf_counter()
-    with open(QRELS) as handle:
-        qrels = pytrec_eval.parse_qrel(handle)
-    for run in runs:
-        with open(run) as handle:
-            parsed = pytrec_eval.parse_run(handle)
-        pytrec_eval.RelevanceEvaluator(qrels, {"P.10", "map", "recip_rank", "recall.1000"}, relevance_level=2).evaluate(parsed)
-    return time.perf_counter() - start
+def cast_judgments() -> dict[str, dict[str, int]]:
+    judged: dict[str, dict[str, int]] = {}
+    for path in CAST_QRELS:
+        for line in path.read_text(encoding="utf-8").splitlines():
+            qid, _, docid, grade = line.split()
+            judged.setdefault(qid, {})[docid] = int(grade)
+    return judged
 
 
-def measure(command: list[str]) -> tuple[float, float]:
-    """Wall seconds and peak resident memory (MB) of one child process."""
-    start = time.perf_counter()
-    child = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    _, status, usage = os.wait4(child.pid, 0)
-    seconds = time.perf_counter() - start
-    if status != 0:
-        raise SystemExit(f"{command[0]} failed: {child.stderr.read().decode()[-500:]}")
-    return seconds, usage.ru_maxrss / 1024
+def query_ids(count: int, templates: list[str]) -> list[tuple[str, str]]:
+    """(qid, the CAsT query it copies) for `count` queries."""
+    return [(f"{templates[i % len(templates)]}.{i // len(templates)}", templates[i % len(templates)])
+            for i in range(count)]
 
 
-def write_big_run(path: Path, lines: int, queries: int = 200) -> None:
-    judged: dict[str, list[str]] = {}
-    for line in QRELS.read_text(encoding="utf-8").splitlines():
-        qid, _, docid, _ = line.split()
-        judged.setdefault(qid, []).append(docid)
-    qids = sorted(judged)[:queries]
-    per_query = lines // len(qids)
-    rng = random.Random(14)
-    with open(path, "w", encoding="utf-8") as out:
-        for qid in qids:
-            docids = (judged[qid] + [f"unjudged_D{n}" for n in range(per_query)])[:per_query]
-            scores = sorted((rng.random() * 40 for _ in docids), reverse=True)
+def write_qrels(path: Path, queries: list[tuple[str, str]], judged: dict[str, dict[str, int]]) -> None:
+    with path.open("w", encoding="utf-8") as out:
+        for qid, template in queries:
+            out.writelines(f"{qid} 0 {docid} {grade}\n" for docid, grade in judged[template].items())
+
+
+def write_run(path: Path, queries: list[tuple[str, str]], judged: dict[str, dict[str, int]], depth: int,
+              rng: random.Random) -> None:
+    """One ranking of `depth` documents per query: a random share (up to half) of its judged
+    documents among unjudged ones shaped like them; two-decimal scores, ties in random order."""
+    hex_digits = "0123456789abcdef"
+    with path.open("w", encoding="utf-8") as out:
+        for qid, template in queries:
+            pool = sorted(judged[template])
+            chosen = set(rng.sample(pool, min(len(pool), int(depth * rng.random() * 0.5), depth)))
+            while len(chosen) < depth:
+                model = rng.choice(pool)
+                chosen.add(model[:-6] + "".join(rng.choices(hex_digits, k=6)))
+            docids = list(chosen)
             rng.shuffle(docids)
-            out.writelines(f"{qid} Q0 {d} {r} {s:.6f} big\n" for r, (d, s) in enumerate(zip(docids, scores), 1))
+            scores = sorted((round(rng.uniform(0, 30), 2) for _ in docids), reverse=True)
+            out.writelines(f"{qid} Q0 {docid} {rank} {score:.2f} bench\n"
+                           for rank, (docid, score) in enumerate(zip(docids, scores), start=1))
 
 
-def built_trec_eval(folder: Path) -> str | None:
+def workload(folder: Path, name: str, label: str, queries: int, depth: int, runs: int, seed: int,
+             judged: dict[str, dict[str, int]]) -> Workload:
+    """qrels of `queries` queries; `runs` runs, each leaving out 1% of them and answering 1% unjudged ones."""
+    folder.mkdir(parents=True, exist_ok=True)
+    templates = sorted(judged)
+    everything = query_ids(queries + max(1, queries // 100), templates)
+    judged_queries, unjudged = everything[:queries], everything[queries:]
+    qrels = folder / "qrels.txt"
+    paths = [folder / f"run{n:03d}.txt" for n in range(runs)]
+    if not qrels.exists():
+        write_qrels(qrels, judged_queries, judged)
+    for number, path in enumerate(paths):
+        if not path.exists():
+            rng = random.Random(seed * 1000 + number)
+            answered = [q for q in judged_queries if rng.random() >= 0.01] + unjudged
+            write_run(path.with_suffix(".tmp"), answered, judged, depth, rng)
+            path.with_suffix(".tmp").rename(path)
+    return Workload(name, label, qrels, paths)
+
+
+# --- the tools ---------------------------------------------------------------------------------
+
+
+def built_trec_eval(folder: Path) -> Path:
+    """trec_eval from ../shared/reference/trec_eval ($HARNESS_SHARED), built with -O2."""
     shared = Path(os.environ.get("HARNESS_SHARED", REPO.parent / "shared"))
     source = shared / "reference" / "trec_eval"
     if not source.is_dir():
-        return None
-    copy = folder / "trec_eval-src"
-    shutil.copytree(source, copy)
-    subprocess.run(["make", "-C", str(copy)], check=True, capture_output=True)
-    return str(copy / "trec_eval")
+        raise SystemExit(f"no trec_eval sources at {source}: pass --trec-eval or set HARNESS_SHARED")
+    build = folder / "trec_eval-src"
+    shutil.copytree(source, build)
+    # CC, not CFLAGS: the Makefile's CFLAGS carry its include path and version define
+    subprocess.run(["make", "-s", "-C", str(build), "CC=cc -O2"], check=True, capture_output=True)
+    return build / "trec_eval"
 
 
-def big_run(binary: str | None, lines: int) -> None:
-    with tempfile.TemporaryDirectory() as folder:
-        binary = binary or built_trec_eval(Path(folder))
-        if binary is None:
-            print("big run: skipped (no trec_eval binary and no ../shared/reference/trec_eval)")
-            return
-        run = Path(folder) / "big.run"
-        write_big_run(run, lines)
-        harness = [sys.executable, "-m", "harness.cli", "eval", "--qrels", str(QRELS), "--run", str(run),
-                   "--depth", "1000", "--measures", *HARNESS_MEASURES, "--format", "csv"]
-        reference = [binary, "-c", "-M1000", "-l2", *[a for m in TREC_EVAL_MEASURES for a in ("-m", m)],
-                     str(QRELS), str(run)]
-        (h_s, h_mb), (t_s, t_mb) = measure(harness), measure(reference)
-    print(f"big run: {lines:,} lines, harness eval --depth 1000 {h_s:.2f} s {h_mb:.0f} MB; "
-          f"trec_eval -M1000 {t_s:.2f} s {t_mb:.0f} MB; ratios time {h_s / t_s:.2f} memory {h_mb / t_mb:.2f}")
+def timed(command: list[str]) -> tuple[float, float, str]:
+    """Wall seconds, peak memory (MB: max RSS of the process and the children it waited for) and stdout."""
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        start = time.perf_counter()
+        child = subprocess.Popen(command, stdout=out, stderr=err)
+        _, status, usage = os.wait4(child.pid, 0)
+        seconds = time.perf_counter() - start
+        child.returncode = os.waitstatus_to_exitcode(status)
+        if child.returncode != 0:
+            err.seek(0)
+            raise SystemExit(f"{' '.join(command[:3])} ... failed: {err.read().decode()[-800:]}")
+        out.seek(0)
+        return seconds, usage.ru_maxrss / 1024, out.read().decode()
+
+
+def harness_tool(load: Workload) -> tuple[float, float, list[dict[str, str]]]:
+    command = [sys.executable, "-m", "harness.cli", "eval", "--qrels", str(load.qrels), "--run",
+               *map(str, load.runs), "--measures", *HARNESS_MEASURES, "--depth", str(DEPTH), "--format", "json"]
+    seconds, megabytes, out = timed(command)
+    document = json.loads(out)
+    return seconds, megabytes, [{m: f"{document[run.stem][m]:.4f}" for m in HARNESS_MEASURES} for run in load.runs]
+
+
+def trec_eval_tool(binary: Path, load: Workload) -> tuple[float, float, list[dict[str, str]]]:
+    measures = ["-m", "ndcg_cut.10", "-m", "map", "-m", "recip_rank", "-m", "recall.1000"]
+    total, peak, values = 0.0, 0.0, []
+    for run in load.runs:
+        seconds, megabytes, out = timed([str(binary), "-c", f"-M{DEPTH}", *measures, str(load.qrels), str(run)])
+        total, peak = total + seconds, max(peak, megabytes)
+        printed = {fields[0]: fields[2] for fields in map(str.split, out.splitlines())}
+        values.append({ours: printed[theirs] for theirs, ours in TREC_EVAL_MEASURES.items()})
+    return total, peak, values
+
+
+PYTREC_EVAL = """
+import json, sys, pytrec_eval
+qrels_path, depth, runs = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
+with open(qrels_path) as handle:
+    qrels = pytrec_eval.parse_qrel(handle)
+evaluator = pytrec_eval.RelevanceEvaluator(qrels, {"ndcg_cut.10", "map", "recip_rank", "recall.1000"})
+means = []
+for path in runs:
+    with open(path) as handle:
+        run = pytrec_eval.parse_run(handle)
+    if any(len(ranking) > depth for ranking in run.values()):  # no -M: the top `depth`, in trec_eval's order
+        run = {qid: dict(sorted(ranking.items(), key=lambda item: (item[1], item[0]), reverse=True)[:depth])
+               for qid, ranking in run.items()}
+    results = evaluator.evaluate(run)
+    means.append({m: sum(results.get(q, {}).get(m, 0.0) for q in qrels) / len(qrels)
+                  for m in ("ndcg_cut_10", "map", "recip_rank", "recall_1000")})
+print(json.dumps(means))
+"""
+
+
+def pytrec_eval_tool(load: Workload) -> tuple[float, float, list[dict[str, str]]]:
+    seconds, megabytes, out = timed([sys.executable, "-c", PYTREC_EVAL, str(load.qrels), str(DEPTH),
+                                     *map(str, load.runs)])
+    return seconds, megabytes, [{ours: f"{means[theirs]:.4f}" for theirs, ours in TREC_EVAL_MEASURES.items()}
+                                for means in json.loads(out)]
+
+
+# --- the comparison ----------------------------------------------------------------------------
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--copies", type=int, default=20)
-    parser.add_argument("--trec-eval", default=os.environ.get("TREC_EVAL") or shutil.which("trec_eval"))
-    parser.add_argument("--big-lines", type=int, default=2_000_000, help="lines of the large run (0: skip it)")
+    parser.add_argument("--scale", type=float, default=1.0, help="shrink the query counts and runs (e.g. 0.1)")
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--trec-eval", type=Path, help="a trec_eval binary (default: built here with -O2)")
+    parser.add_argument("--data", type=Path, help="keep the generated files here and reuse them (default: a temp dir)")
+    parser.add_argument("--only", nargs="+", choices=["big", "many", "deep"], help="run only these workloads")
     args = parser.parse_args()
-    with tempfile.TemporaryDirectory() as folder:
-        runs = []
-        for copy in range(args.copies):
-            for run in RUNS:
-                target = Path(folder) / f"{run.stem}_{copy}.run"
-                shutil.copyfile(run, target)
-                runs.append(target)
-        harness_seconds = time_harness(runs)
-        if args.trec_eval:
-            competitor, seconds = f"trec_eval binary ({args.trec_eval}), one process per run", \
-                time_trec_eval_binary(args.trec_eval, runs)
-        else:
-            competitor, seconds = "pytrec_eval in-process (no trec_eval binary found)", time_pytrec_eval(runs)
-    print(f"{len(runs)} runs x {len(HARNESS_MEASURES)} measures, CAsT 2021 document qrels")
-    print(f"{'harness eval (one process)':<60} {harness_seconds:8.2f} s")
-    print(f"{competitor:<60} {seconds:8.2f} s")
-    print(f"ratio harness / competitor: {harness_seconds / seconds:.2f} (<= 1.0 means harness is not slower)")
-    if args.big_lines:
-        big_run(args.trec_eval, args.big_lines)
+    with tempfile.TemporaryDirectory() as scratch:
+        data = args.data or Path(scratch) / "data"
+        binary = args.trec_eval or built_trec_eval(Path(scratch))
+        judged = cast_judgments()
+        size = lambda n: max(2, round(n * args.scale))  # noqa: E731
+        loads = [workload(data / "big", "10M lines", f"one run, {size(10_000):,} queries x 1,000",
+                          size(10_000), 1000, 1, 1, judged),
+                 workload(data / "many", "100 runs", f"{size(100)} runs of {150 * 1000:,} lines",
+                          150, 1000, size(100), 2, judged),
+                 workload(data / "deep", "deep", f"one run, {size(200)} queries x 10,000 (depth 1,000)",
+                          size(200), 10_000, 1, 3, judged)]
+        loads = [load for load, key in zip(loads, ("big", "many", "deep")) if not args.only or key in args.only]
+        tools = {"harness eval": harness_tool, "trec_eval -O2": lambda load: trec_eval_tool(binary, load),
+                 "pytrec_eval": pytrec_eval_tool}
+        rows, speedups, equal = [], [], True
+        for load in loads:
+            times: dict[str, list[float]] = {tool: [] for tool in tools}
+            memory: dict[str, list[float]] = {tool: [] for tool in tools}
+            for _ in range(args.repeat):  # interleaved: a drift in the machine's speed hits every tool
+                results = {}
+                for tool, measure in tools.items():
+                    seconds, megabytes, values = measure(load)
+                    times[tool].append(seconds)
+                    memory[tool].append(megabytes)
+                    results[tool] = values
+                for tool, values in results.items():
+                    if values != results["trec_eval -O2"]:
+                        equal = False
+                        print(f"{load.name}: {tool} differs from trec_eval: "
+                              f"{next(v for v, t in zip(values, results['trec_eval -O2']) if v != t)} vs "
+                              f"{next(t for v, t in zip(values, results['trec_eval -O2']) if v != t)}")
+            medians = {tool: (statistics.median(times[tool]), statistics.median(memory[tool])) for tool in tools}
+            rows.append((load, medians))
+            speedups.append(medians["trec_eval -O2"][0] / medians["harness eval"][0])
+    print(f"\nmedian of {args.repeat}, interleaved; wall seconds and peak memory (max RSS)")
+    header = ["workload", *tools, "harness vs trec_eval", "harness vs pytrec_eval"]
+    print("| " + " | ".join(header) + " |")
+    print("|" + "---|" * len(header))
+    for load, medians in rows:
+        cells = [f"{seconds:.2f} s, {megabytes / 1024:.2f} GB" if megabytes >= 1024 else f"{seconds:.2f} s, {megabytes:.0f} MB"
+                 for seconds, megabytes in medians.values()]
+        harness = medians["harness eval"][0]
+        print(f"| {load.label} | " + " | ".join(cells) +
+              f" | {medians['trec_eval -O2'][0] / harness:.2f}x | {medians['pytrec_eval'][0] / harness:.2f}x |")
+    named = dict(zip((load.name for load, _ in rows), speedups))
+    figures = ", ".join(f"{named[name]:.2f}x ({name})" if name in named else f"-x ({name})"
+                        for name in ("10M lines", "100 runs", "deep"))
+    print(f"eval speedup vs trec_eval: {figures}; values equal: {'yes' if equal else 'no'}")
 
 
 if __name__ == "__main__":

@@ -192,3 +192,80 @@ def test_files_at_the_edges_of_the_format_equal_trec_eval(trec_eval, tmp_path, c
             value = theirs[trec_name, "all"]
             value = 1 - value if trec_name.startswith("unj_") else value
             assert abs(ours.means[canonical[measure]] - value) <= 5e-5, (case, measure)
+
+
+# --- a run of a million lines, read as `harness eval` reads it --------------------------------
+
+BIG_QRELS = ("cast2019", "cast2022")
+# RR@k changes trec_eval's -M: left to the test above
+BIG_MEASURES = {m: v for m, v in MEASURES.items() if v[2] is None}
+
+
+def big_files(folder: Path, rng: random.Random, queries: int = 510, depth: int = 2000) -> tuple[Path, Path, Path]:
+    """qrels: `queries` copies of real CAsT 2019/2022 queries (1 judgment in 12 made -1); a run of
+    `queries` x `depth` lines in rank order with many tied scores (one decimal, the ties in
+    random order), judged and unjudged documents, 1% of the queries left out and a few
+    unjudged ones answered; and the same run with a few duplicates (a lower copy of a
+    document, which trec_eval would refuse: it gets the first file)."""
+    judged = {}
+    for name in BIG_QRELS:
+        judged.update(read_qrels(QRELS[name]).judgments)
+    templates = sorted(judged)
+    qrels, run, duplicated = folder / "big.qrels", folder / "big.run", folder / "big-duplicates.run"
+    with qrels.open("w") as out_qrels, run.open("w") as out_run, duplicated.open("w") as out_duplicated:
+        for number in range(queries + 5):
+            template = templates[number % len(templates)]
+            qid = f"{template}.{number // len(templates)}"
+            if number < queries:
+                out_qrels.writelines(f"{qid} 0 {docid} {-1 if rng.random() < 1 / 12 else grade}\n"
+                                     for docid, grade in judged[template].items())
+            if rng.random() < 0.01:
+                continue
+            pool = sorted(judged[template])
+            docids = set(rng.sample(pool, min(len(pool), rng.randrange(depth // 2))))
+            while len(docids) < depth:
+                docids.add(f"{rng.choice(pool)[:-4]}{rng.randrange(10_000):04d}")
+            docids = list(docids)
+            rng.shuffle(docids)
+            scores = sorted((round(rng.uniform(0, 20), 1) for _ in docids), reverse=True)
+            lines = [f"{qid} Q0 {docid} {rank} {score:.1f} big\n" for rank, (docid, score)
+                     in enumerate(zip(docids, scores), start=1)]
+            out_run.writelines(lines)
+            out_duplicated.writelines(lines)
+            out_duplicated.writelines(f"{qid} Q0 {docid} {depth + 1} -1.0 big\n" for docid in docids[:3])
+    return qrels, run, duplicated
+
+
+def test_every_accepted_measure_equals_trec_eval_on_a_million_line_run_read_as_harness_eval_reads_it(
+        trec_eval, tmp_path):
+    """The fast route of `harness eval` (pyarrow reader, docids kept only for ties, the ties
+    ordered by docid), at depth 1000, on 1M lines: per query and `all`; the same values from
+    the file with duplicates, and with only the vectorised families (no docid kept but for ties)."""
+    from harness.evaluate import Evaluator, RunFileOptions, evaluate_file
+    from harness.evaluate.tables import read_qrels_table
+
+    qrels_path, run_path, duplicated_path = big_files(tmp_path, random.Random(26))
+    assert sum(1 for _ in run_path.open()) >= 1_000_000
+    qrels = read_qrels_table(qrels_path)
+    everything = Evaluator(qrels, list(BIG_MEASURES))
+    vectorised = Evaluator(qrels, [m for m in BIG_MEASURES if not m.startswith(("Bpref", "infAP"))])
+    options = RunFileOptions(depth=1000)
+    evaluations = [evaluate_file(everything, run_path, options), evaluate_file(vectorised, run_path, options),
+                   evaluate_file(vectorised, duplicated_path, options)]
+    assert evaluations[2].duplicates > 0
+    theirs = {level: trec_eval_values(trec_eval, qrels_path, run_path, level, 1000) for level in (1, 2)}
+    mismatches, compared = [], 0
+    for ours in evaluations:
+        canonical = dict(zip(BIG_MEASURES, everything.measures, strict=True))
+        for measure in ours.measures:
+            name = next(m for m, c in canonical.items() if c == measure)
+            trec_name, level, _ = BIG_MEASURES[name]
+            for (printed, qid), value in theirs[level].items():
+                if printed != trec_name:
+                    continue
+                mine = ours.means[measure] if qid == "all" else ours.per_query[measure][qid]
+                value = 1 - value if trec_name.startswith("unj_") else value
+                compared += 1
+                if abs(mine - value) > 5e-5 + 1e-9:
+                    mismatches.append((measure, qid, mine, value))
+    assert compared > 30_000 and not mismatches, mismatches[:20]

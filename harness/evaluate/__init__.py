@@ -1,9 +1,13 @@
-"""Scoring runs against qrels with ir-measures, under trec_eval's conventions.
+"""Scoring runs against qrels under trec_eval's conventions, every value equal to
+`trec_eval -q -c -M<depth>`'s.
 
-ir-measures computes the per-query values (through pytrec_eval, i.e. trec_eval's own C
-code, for most families; see `harness.evaluate.measures` for the accepted ones). What
-ir-measures leaves to the caller, this module pins down so that every value equals
-`trec_eval -q -c -M<depth>`:
+Runs and qrels are read into columns (`harness.evaluate.tables`: pyarrow on all cores for
+files in the common form, the exact readers of harness.trec for the rest), put into
+trec_eval's order and scored in numpy (`harness.evaluate.ranked`) for every accepted family
+but Bpref and infAP, which ir-measures computes (through pytrec_eval, trec_eval's own C
+code) on the same rankings. Both are checked against the trec_eval binary
+(tests/test_trec_eval_differential.py). What ir-measures leaves to the caller, this package
+pins down:
 
 - order: every ranking is put into trec_eval's canonical order (score descending, docid
   descending), cut to `depth` (trec_eval -M), and handed on with strictly decreasing
@@ -29,8 +33,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from harness.evaluate.coverage import docid_warning
+import numpy as np
+
+from harness.evaluate.coverage import RARELY, TOP, docid_warning
 from harness.evaluate.measures import family, parse_measures
+from harness.evaluate.ranked import rank, values, vectorised
+from harness.evaluate.tables import QrelsTable, RunTable, read_run_table, spare_memory
 from harness.errors import HarnessError, InputError
 from harness.trec import Qrels, Run, read_run
 
@@ -74,103 +82,114 @@ def keep_measures(evaluation: Evaluation, measures: Sequence[str]) -> Evaluation
                    means={m: evaluation.means[m] for m in measures}, counts=[m for m in evaluation.counts if m in measures])
 
 
-def _check_scorable(qrels: Qrels) -> None:
+def _check_scorable(qrels: QrelsTable) -> None:
     """trec_eval sizes its relevance levels by a query's highest grade: with none at 0 or
     above it stops with "Can't calculate measure" or reads out of bounds, and pytrec_eval,
     the same C code, would take this process down with it."""
-    for qid, grades in qrels.judgments.items():
-        if grades and max(grades.values()) < 0:
-            message = (f"query {qid!r} has only negative grades ({', '.join(map(str, sorted(set(grades.values()))))}): "
-                       "trec_eval cannot score such a query (it stops or crashes); grade one of its documents "
-                       "0 or above, or leave the query out")
-            raise InputError(qrels.path, message) if qrels.path else HarnessError(f"qrels {qrels.name}: {message}")
-
-
-def canonical_scores(run: Run, qid: str, depth: int | None) -> dict[str, float]:
-    """One ranking in trec_eval's order, cut to depth, scored n, n-1, ..., 1."""
-    ranking = run.ranked(qid, depth)
-    n = len(ranking)
-    return {docid: float(n - i) for i, (docid, _) in enumerate(ranking)}
+    query = qrels.query
+    if not len(query):
+        return
+    firsts = np.flatnonzero(np.concatenate([[True], query[1:] != query[:-1]]))
+    for number in np.flatnonzero(np.maximum.reduceat(qrels.grades, firsts) < 0):
+        qid = qrels.qids[query[firsts[number]]]
+        grades = qrels.grades[query == query[firsts[number]]]
+        message = (f"query {qid!r} has only negative grades ({', '.join(map(str, sorted(set(grades.tolist()))))}): "
+                   "trec_eval cannot score such a query (it stops or crashes); grade one of its documents "
+                   "0 or above, or leave the query out")
+        raise InputError(qrels.path, message) if qrels.path else HarnessError(f"qrels {qrels.name}: {message}")
 
 
 class Evaluator:
-    """Measures bound to one qrels, reused across runs (the qrels are converted once)."""
+    """Measures bound to one qrels, reused across runs (the qrels are converted once).
 
-    def __init__(self, qrels: Qrels, measures: Sequence[str], *, announce: bool = True) -> None:
+    The families in `harness.evaluate.ranked.VECTORISED` are computed there, on whole runs
+    at once; the others by ir-measures, on the same rankings in trec_eval's order with
+    strictly decreasing scores n, n-1, ..., 1."""
+
+    def __init__(self, qrels: Qrels | QrelsTable, measures: Sequence[str], *, announce: bool = True) -> None:
         """`measures` in ir-measures or trec_eval syntax; results are keyed by the names as given."""
-        import ir_measures
-
         names = [measures] if isinstance(measures, str) else list(measures)
         parsed = parse_measures(names, announce=announce)
-        _check_scorable(qrels)
-        self.qrels = qrels
+        self.table = qrels if isinstance(qrels, QrelsTable) else QrelsTable.from_qrels(qrels)
+        _check_scorable(self.table)
         self.measures = names
         self._names = {measure: name for measure, name in zip(parsed, names)}
         self._counts = [name for name, m in zip(names, parsed) if family(m).summed]
-        judged_measures = [m for m in parsed if m.NAME == "Judged"]
-        others = [m for m in parsed if m.NAME != "Judged"]
-        self._judged = {self._names[m]: m["cutoff"] for m in judged_measures}
-        self._scorer = ir_measures.evaluator(others, qrels.judgments) if others else None
-        # trec_eval's unj: a document graded below 0 is in the pool but unjudged
-        judged_qrels = {qid: kept for qid, docs in qrels.judgments.items()
-                        if (kept := {d: g for d, g in docs.items() if g >= 0})}
-        self._judged_scorer = (ir_measures.evaluator(judged_measures, judged_qrels)
-                               if judged_measures and judged_qrels else None)
-        self._empty = {name: _on_empty_ranking(m, qrels.judgments) for name, m in zip(names, parsed)}
+        self._vectorised = [m for m in parsed if vectorised(m)]
+        self._others = [m for m in parsed if not vectorised(m)]
+        self._scorer = None
 
-    def __call__(self, run: Run, depth: int | None = None) -> Evaluation:
-        judged = self.qrels.judgments
-        evaluated_run = {qid: canonical_scores(run, qid, depth) for qid, ranking in run.scores.items()
-                         if qid in judged and ranking}
-        per_query = {name: {qid: self._empty[name][qid] for qid in sorted(judged)} for name in self.measures}
-        if self._scorer is not None:
-            for metric in self._scorer.iter_calc(evaluated_run):
-                # ir-measures also yields its default (0) for the queries the run lacks
-                if metric.query_id in evaluated_run:
-                    per_query[self._names[metric.measure]][metric.query_id] = float(metric.value)
-        self._judged_fractions(evaluated_run, per_query)
+    @property
+    def qrels(self) -> Qrels:
+        return self.table.qrels
+
+    @property
+    def needs_docids(self) -> bool:
+        """Whether ir-measures computes some measure, and so needs every ranked document's id."""
+        return bool(self._others)
+
+    def __call__(self, run: Run | RunTable, depth: int | None = None) -> Evaluation:
+        table = run if isinstance(run, RunTable) else RunTable.from_run(run)
+        qrels = self.table
+        ranked = rank(table, qrels, depth, keep_rows=bool(self._others))
+        per_query = {self._names[m]: dict(zip(qrels.qids, values(m, ranked, qrels).tolist()))
+                     for m in self._vectorised}
+        evaluated = {qrels.qids[number] for number in ranked.query.tolist()}
+        if self._others:
+            per_query.update(self._score_others(table, ranked, evaluated))
+        per_query = {name: per_query[name] for name in self.measures}
         means = {name: sum(values.values()) / (1 if name in self._counts else len(values))
                  for name, values in per_query.items()}
+        judged = set(qrels.qids)
         return Evaluation(
-            run_name=run.name,
+            run_name=table.name,
             measures=self.measures,
             per_query=per_query,
             means=means,
-            missing_queries=sorted(set(judged) - set(evaluated_run)),
-            unjudged_queries=sorted(set(run.scores) - set(judged)),
-            duplicates=run.duplicates,
+            missing_queries=sorted(judged - evaluated),
+            unjudged_queries=sorted(set(table.qids) - judged),
+            duplicates=table.duplicates,
             depth=depth,
             counts=list(self._counts),
-            trailing=run.trailing,
-            docid_warning=docid_warning(run.name, evaluated_run, judged, str(self.qrels.path or self.qrels.name)),
+            trailing=table.trailing,
+            docid_warning=self._docid_warning(table, ranked, depth),
         )
 
-    def _judged_fractions(self, run: dict[str, dict[str, float]], per_query: dict[str, dict[str, float]]) -> None:
-        """Judged@k as 1 - trec_eval's unj@k: ir-measures gives the judged fraction of the first
-        min(k, n) documents; trec_eval divides the unjudged count by k (empty ranks are not
-        unjudged). A query with no judgment of 0 or more has every document unjudged."""
-        if not self._judged:
-            return
-        fractions: dict[tuple[str, str], float] = {}
-        if self._judged_scorer is not None:
-            for metric in self._judged_scorer.iter_calc(run):
-                fractions[self._names[metric.measure], metric.query_id] = float(metric.value)
-        for name, cutoff in self._judged.items():
-            for qid, ranking in run.items():
-                shown = min(cutoff, len(ranking))
-                judged_count = round(fractions.get((name, qid), 0.0) * shown)
-                per_query[name][qid] = 1.0 - (shown - judged_count) / cutoff
+    def _docid_warning(self, run: RunTable, ranked, depth: int | None) -> str | None:
+        """coverage.docid_warning, asked only when the grades already show that few of the top
+        10s are judged (a broken run); its docids are then read again if they were not kept."""
+        shown = np.minimum(ranked.lengths, TOP)
+        if not shown.sum() or ranked.count_in_top(0, TOP).sum() >= RARELY * shown.sum():
+            return None
+        if run.docid_rows is None:
+            rows = rank(run, self.table, depth, keep_rows=True).rows
+            docids = run.docids_of(rows).to_pylist()
+            rankings = {self.table.qids[number]: docids[start:start + top] for number, start, top in
+                        zip(ranked.query.tolist(), ranked.starts[:-1].tolist(), shown.tolist())}
+        else:  # read for speed, keeping few docids: the top 10s again, by the exact reader
+            again, top = read_run(run.path, depth=TOP), min(TOP, depth or TOP)
+            rankings = {self.table.qids[number]: [d for d, _ in again.ranked(self.table.qids[number], top)]
+                        for number in ranked.query.tolist()}
+        return docid_warning(run.name, rankings, self.qrels.judgments, str(self.table.path or self.table.name))
 
+    def _score_others(self, run: RunTable, ranked, evaluated: set[str]) -> dict[str, dict[str, float]]:
+        """The families without vectorised code, by ir-measures: each ranking handed on in
+        trec_eval's order, scored n, n-1, ..., 1, so no provider's own tie rule can matter;
+        a query the run lacks scores 0 (the value of an empty ranking for these families)."""
+        import ir_measures
 
-def _on_empty_ranking(measure, judgments: dict[str, dict[str, int]]) -> dict[str, float]:
-    """Per query, the value trec_eval -c gives a query the run does not answer."""
-    if measure.NAME == "NumQ":
-        return dict.fromkeys(judgments, 1.0)
-    if measure.NAME == "NumRel":
-        return {qid: float(sum(g >= 1 for g in docs.values())) for qid, docs in judgments.items()}
-    if measure.NAME == "Judged":
-        return dict.fromkeys(judgments, 1.0)
-    return dict.fromkeys(judgments, 0.0)
+        if self._scorer is None:
+            self._scorer = ir_measures.evaluator(self._others, self.qrels.judgments)
+        docids = run.docids_of(ranked.rows).to_pylist()
+        rankings = {}
+        for number, start, end in zip(ranked.query.tolist(), ranked.starts[:-1].tolist(), ranked.starts[1:].tolist()):
+            rankings[self.table.qids[number]] = {docid: float(end - i) for i, docid in
+                                                 enumerate(docids[start:end], start=start)}
+        per_query = {self._names[m]: dict.fromkeys(self.table.qids, 0.0) for m in self._others}
+        for metric in self._scorer.iter_calc(rankings):
+            if metric.query_id in evaluated:  # ir-measures also yields its default for the queries the run lacks
+                per_query[self._names[metric.measure]][metric.query_id] = float(metric.value)
+        return per_query
 
 
 def evaluate(qrels: Qrels, run: Run, measures: Sequence[str], depth: int | None = None) -> Evaluation:
@@ -187,24 +206,33 @@ class RunFileOptions:
 def evaluate_files(
     evaluator: Evaluator, paths: Sequence[str | Path], options: RunFileOptions, workers: int | None = None
 ) -> list[Evaluation]:
-    """Read and score many run files, in order, on all cores (runs are independent)."""
+    """Read and score many run files, in order, on all cores (runs are independent): in
+    threads when every measure is vectorised (reading and numpy let go of the GIL), in
+    processes when ir-measures computes some (pytrec_eval keeps its state in C statics)."""
     workers = min(len(paths) // 2, workers or os.cpu_count() or 1)
     if workers <= 1:
         return [evaluate_file(evaluator, path, options) for path in paths]
+    if not evaluator.needs_docids and not options.passage_separator:
+        from concurrent.futures import ThreadPoolExecutor
+
+        evaluator.table.prepare()
+        with ThreadPoolExecutor(workers) as pool:
+            return list(pool.map(lambda path: evaluate_file(evaluator, path, options), paths))
     import multiprocessing
 
     # spawn, not fork: the caller may hold threads (a JVM, torch) that fork would copy mid-lock
     context = multiprocessing.get_context("spawn")
     with context.Pool(workers, initializer=_start_worker,
-                      initargs=(evaluator.qrels, evaluator.measures, options)) as pool:
+                      initargs=(evaluator.table, evaluator.measures, options)) as pool:
         return pool.map(_evaluate_in_worker, [str(path) for path in paths], chunksize=1)
 
 
 _worker_state: tuple[Evaluator, RunFileOptions] | None = None
 
 
-def _start_worker(qrels: Qrels, measures: list[str], options: RunFileOptions) -> None:
+def _start_worker(qrels: QrelsTable, measures: list[str], options: RunFileOptions) -> None:
     global _worker_state
+    spare_memory()
     _worker_state = (Evaluator(qrels, measures, announce=False), options)  # the parent announced
 
 
@@ -215,12 +243,13 @@ def _evaluate_in_worker(path: str) -> Evaluation:
 
 
 def evaluate_file(evaluator: Evaluator, path: str | Path, options: RunFileOptions) -> Evaluation:
-    """One run file read as `harness eval` reads it: streamed to `options.depth` per query,
-    except passage runs, which MaxP needs whole and are cut after conversion."""
-    stream_depth = None if options.passage_separator else options.depth
-    run = read_run(path, strict=options.strict, depth=stream_depth)
+    """One run file read as `harness eval` reads it (see harness.evaluate.tables), looked up
+    in the qrels while it is read; passage runs, which MaxP needs whole, by the exact reader."""
     if options.passage_separator:
-        run = run.to_documents(options.passage_separator)
+        run = read_run(path, strict=options.strict).to_documents(options.passage_separator)
+        return evaluator(run, options.depth)
+    run = read_run_table(path, strict=options.strict, depth=options.depth, qrels=evaluator.table,
+                         all_docids=evaluator.needs_docids)
     return evaluator(run, options.depth)
 
 

@@ -15,7 +15,8 @@ from harness.evaluate import JUDGED, Evaluation, Evaluator, RunFileOptions, eval
 from harness.evaluate import presets
 from harness.evaluate.names import CASE_RULE
 from harness.evaluate.presets import PRESETS
-from harness.trec import Qrels, read_qrels
+from harness.evaluate.tables import QrelsTable, read_qrels_table, spare_memory
+from harness.trec import Qrels
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -42,27 +43,28 @@ def add_fill(parser: argparse.ArgumentParser) -> None:
                              f"labels first; {JUDGED} with and without the fill is reported")
 
 
-def scoring_qrels(args: argparse.Namespace) -> tuple[Qrels, list[str]]:
+def scoring_qrels(args: argparse.Namespace) -> tuple[Qrels | QrelsTable, list[str]]:
     """--qrels, with its holes filled from --fill if given, and the notes saying so (what filled
     them and who made those labels: a score must never hide that some labels are a model's)."""
-    human = read_qrels(args.qrels)
+    human = read_qrels_table(args.qrels)
     if not args.fill:
         return human, []
     from harness.judge.fill import fill
 
-    filled = fill(human, args.fill)
+    filled = fill(human.qrels, args.fill)
     return filled.qrels, filled.notes(args.fill)
 
 
 def judged_before_after(human_path: str, filled: Qrels, files: list[str],
                         options: RunFileOptions) -> dict[str, tuple[float, float]]:
     """Each run's mean Judged@10 with the human labels alone and with the holes filled."""
-    sides = [evaluate_files(Evaluator(qrels, [JUDGED]), files, options) for qrels in (read_qrels(human_path), filled)]
+    sides = [evaluate_files(Evaluator(qrels, [JUDGED]), files, options) for qrels in (read_qrels_table(human_path), filled)]
     return {before.run_name: (before.means[JUDGED], after.means[JUDGED]) for before, after in zip(*sides)}
 
 
 def run(args: argparse.Namespace) -> int:
     measures, depth, separator = measure_settings(args)
+    spare_memory()
     qrels, notes = scoring_qrels(args)
     evaluator = Evaluator(qrels, measures)
     options = RunFileOptions(strict=args.strict, passage_separator=separator, depth=depth)

@@ -1,8 +1,9 @@
 """The measures the harness accepts: one table of families, each equal to a trec_eval measure.
 
-Every family below is computed by ir-measures on a run already in trec_eval's canonical
-order (score descending, docid descending) with strictly decreasing scores, so no
-provider's own tie rule can matter (see `harness.evaluate`). A measure ir-measures accepts
+Every family below is computed on a run already in trec_eval's canonical order (score
+descending, docid descending): in numpy by `harness.evaluate.ranked` where it has code for
+the family, else by ir-measures with strictly decreasing scores, so no provider's own tie
+rule can matter (see `harness.evaluate`). A measure ir-measures accepts
 but that cannot be made equal to trec_eval's is refused with the reason, never computed
 differently. Per family: the trec_eval measure it equals, the parameters it takes, and
 whether trec_eval's `all` line sums it (counts) or averages it.

@@ -1,0 +1,285 @@
+"""trec_eval's order and measures on whole runs at once, in numpy.
+
+`rank` puts every judged query of a run into trec_eval's order (score descending, ties by
+docid descending), cut to depth (-M), as one array of grades query by query. Runs are
+nearly always written in that order already, so the order is checked rather than sorted,
+and docids are compared only inside tied groups whose grades differ (elsewhere the order of
+tied documents cannot change a value).
+
+`VECTORISED` computes the families that are functions of those grades (every accepted one
+but Bpref and infAP, which ir-measures computes) exactly as trec_eval's C loops do: the same
+divisions, log2 from the C library, and sums added one by one in rank order, not pairwise.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from harness.evaluate.tables import QrelsTable, RunTable, _arrow, _numpy, in_rank_order, starts_of
+
+
+@dataclass
+class Ranked:
+    """Each evaluated query's ranking in trec_eval's order, cut to depth: its qrels query
+    number, and the grades of its documents in rank order (negative: not judged), the
+    queries one after another."""
+
+    query: np.ndarray  # qrels query number of each ranking
+    starts: np.ndarray  # int64, where each ranking starts in `grades`, then the total
+    grades: np.ndarray  # int32
+    rows: np.ndarray | None  # each document's row in the RunTable (kept only when asked for)
+    _cache: dict = field(default_factory=dict, repr=False)
+
+    @property
+    def lengths(self) -> np.ndarray:
+        return np.diff(self.starts)
+
+    def hits(self, level: int | None) -> np.ndarray:
+        """The documents graded `level` or above (None: the unjudged ones, graded below 0), in order."""
+        if ("hits", level) not in self._cache:
+            self._cache["hits", level] = np.flatnonzero(self.grades < 0 if level is None else self.grades >= level)
+        return self._cache["hits", level]
+
+    def locate(self, documents: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The ranking of each document (ascending) and its rank - 1 there."""
+        ranking = np.searchsorted(self.starts, documents, side="right") - 1
+        return ranking, documents - self.starts[ranking]
+
+    def count_in_top(self, level: int | None, shown: int | np.ndarray | None) -> np.ndarray:
+        """Per ranking, how many of its first `shown` documents (all: None) are hits at `level`."""
+        hits = self.hits(level)
+        ends = self.starts[1:] if shown is None else self.starts[:-1] + np.minimum(self.lengths, shown)
+        return np.searchsorted(hits, ends) - np.searchsorted(hits, self.starts[:-1])
+
+
+def rank(run: RunTable, qrels: QrelsTable, depth: int | None, keep_rows: bool = False) -> Ranked:
+    """The run's judged queries in trec_eval's order, cut to `depth` (see Ranked). Written
+    for memory: no array as long as the run is made unless it is needed."""
+    grades, query, score = run.judged(qrels), run.query, run.score
+    if not len(query):
+        return Ranked(np.empty(0, np.int32), np.zeros(1, np.int64), grades, None)
+    starts = starts_of(query)
+    rows = None
+    if not in_rank_order(query, score, starts):
+        rows = np.lexsort((-score, query))
+        query, score, grades = query[rows], score[rows], grades[rows]
+        starts = starts_of(query)
+    grades, rows = _break_ties(run, score, starts, grades, rows, keep_rows)
+    judged = qrels.numbers(run.qids)[query[starts]]  # each ranking's query in the qrels, -1 if not judged
+    lengths = np.diff(np.append(starts, len(query)))
+    shown = np.where(judged >= 0, lengths if depth is None else np.minimum(lengths, depth), 0)
+    if (shown != lengths).any():  # an unjudged query, or a ranking deeper than `depth`
+        selected = np.repeat(starts - np.cumsum(shown) + shown, shown) + np.arange(shown.sum())
+        grades = grades[selected]
+        rows = rows[selected] if rows is not None else selected if keep_rows else None
+        judged, lengths = judged[shown > 0], shown[shown > 0]
+    if keep_rows and rows is None:
+        rows = np.arange(len(grades))
+    return Ranked(judged, np.concatenate([[0], np.cumsum(lengths)]), grades, rows)
+
+
+def _break_ties(run: RunTable, score: np.ndarray, starts: np.ndarray, grades: np.ndarray,
+                rows: np.ndarray | None, keep_rows: bool) -> tuple[np.ndarray, np.ndarray | None]:
+    """The documents of each group of equal scores ordered by docid descending, where the
+    group's grades differ (elsewhere their order cannot change a value): (grades, rows),
+    reordered copies where they changed."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    pairs = np.flatnonzero(score[1:] == score[:-1])  # document i ties with i + 1 ...
+    boundary = np.minimum(np.searchsorted(starts, pairs + 1), len(starts) - 1)
+    pairs = pairs[starts[boundary] != pairs + 1]  # ... of the same query
+    differs = grades[pairs] != grades[pairs + 1]
+    if not differs.any():
+        return grades, rows
+    group = np.cumsum(np.concatenate([[True], pairs[1:] != pairs[:-1] + 1])) - 1  # of each pair
+    mixed = np.zeros(group[-1] + 1, dtype=bool)
+    mixed[group[differs]] = True
+    pairs, group = pairs[mixed[group]], group[mixed[group]]
+    members = np.sort(np.concatenate([pairs, pairs + 1]))
+    members = members[np.concatenate([[True], members[1:] != members[:-1]])]
+    member_group = group[np.searchsorted(pairs, members, side="right") - 1]
+    source = members if rows is None else rows[members]
+    table = pa.table([_arrow(member_group), run.docids_of(source)], names=["group", "docid"])
+    order = members[_numpy(pc.sort_indices(table, sort_keys=[("group", "ascending"), ("docid", "descending")]))]
+    grades = grades.copy() if rows is None else grades  # the run's own, or already a reordered copy
+    grades[members] = grades[order]
+    if rows is None and not keep_rows:
+        return grades, None
+    rows = np.arange(len(grades)) if rows is None else rows
+    rows[members] = rows[order]
+    return grades, rows
+
+
+# --- the measures ---------------------------------------------------------------------------
+
+
+_LOG2 = {"table": np.empty(0)}
+
+
+def _log2(size: int) -> np.ndarray:
+    """log2(i + 2) for i < size, from the C library as trec_eval takes it (grown as needed)."""
+    if len(_LOG2["table"]) < size:
+        _LOG2["table"] = np.array([math.log2(i + 2) for i in range(max(size, 2 * len(_LOG2["table"])))])
+    return _LOG2["table"][:size]
+
+
+def _sums_in_order(segment: np.ndarray, values: np.ndarray, size: int) -> np.ndarray:
+    """Per segment (segment numbers ascending, values in rank order), the values added one by
+    one from 0.0, as trec_eval's loops add them (numpy's reductions add pairwise)."""
+    sums = np.zeros(size)
+    if not len(values):
+        return sums
+    first = np.flatnonzero(np.concatenate([[True], segment[1:] != segment[:-1]]))
+    counts = np.diff(np.append(first, len(segment)))
+    longest_first = np.argsort(-counts, kind="stable")
+    first, counts = first[longest_first], counts[longest_first]
+    alive = len(first)
+    for index in range(int(counts[0])):
+        while counts[alive - 1] <= index:
+            alive -= 1
+        picked = first[:alive] + index
+        sums[segment[picked]] += values[picked]
+    return sums
+
+
+def _num_rel(qrels: QrelsTable, level: int) -> np.ndarray:
+    """Relevant judgments (grade >= level) per qrels query: trec_eval's num_rel."""
+    key = ("num_rel", level)
+    if key not in qrels._cache:
+        qrels._cache[key] = np.bincount(qrels.query[qrels.grades >= level], minlength=len(qrels.qids))
+    return qrels._cache[key]
+
+
+def _ideal_dcg(qrels: QrelsTable, cutoff: int | None) -> np.ndarray:
+    """Per qrels query, the DCG of its positive grades in descending order, to `cutoff`."""
+    key = ("ideal", cutoff)
+    if key not in qrels._cache:
+        positive = qrels.grades > 0
+        query, gain = qrels.query[positive], qrels.grades[positive]
+        order = np.lexsort((-gain, query))
+        query, gain = query[order], gain[order]
+        starts = np.searchsorted(query, query)
+        position = np.arange(len(query)) - starts
+        if cutoff is not None:
+            kept = position < cutoff
+            query, gain, position = query[kept], gain[kept], position[kept]
+        terms = gain / _log2(int(position.max(initial=-1)) + 1)[position]
+        qrels._cache[key] = _sums_in_order(query, terms, len(qrels.qids))
+    return qrels._cache[key]
+
+
+def _ratio(numerator: np.ndarray, denominator: np.ndarray) -> np.ndarray:
+    """numerator / denominator, 0 where the denominator is 0 (trec_eval leaves the value 0)."""
+    out = np.zeros(len(numerator))
+    np.divide(numerator, denominator, out=out, where=denominator != 0)
+    return out
+
+
+def _level(params: dict) -> int:
+    return params.get("rel", 1)
+
+
+def _precision(r: Ranked, q: QrelsTable, p: dict) -> np.ndarray:
+    return r.count_in_top(_level(p), p["cutoff"]) / p["cutoff"]
+
+
+def _recall(r: Ranked, q: QrelsTable, p: dict) -> np.ndarray:
+    found = r.count_in_top(_level(p), p["cutoff"])
+    return _ratio(found.astype(float), _num_rel(q, _level(p))[r.query].astype(float))
+
+
+def _success(r: Ranked, q: QrelsTable, p: dict) -> np.ndarray:
+    return (r.count_in_top(_level(p), p["cutoff"]) > 0).astype(float)
+
+
+def _reciprocal_rank(r: Ranked, q: QrelsTable, p: dict) -> np.ndarray:
+    hits = r.hits(_level(p))
+    where = np.searchsorted(hits, r.starts[:-1])
+    found = where < len(hits)
+    rank = np.full(len(r.query), np.iinfo(np.int64).max)  # 0-based; past the end without a relevant document
+    rank[found] = hits[where[found]] - r.starts[:-1][found]
+    shown = r.lengths if p.get("cutoff") is None else np.minimum(r.lengths, p["cutoff"])
+    out = np.zeros(len(r.query))
+    hit = rank < shown
+    out[hit] = 1.0 / (rank[hit] + 1).astype(float)
+    return out
+
+
+def _average_precision(r: Ranked, q: QrelsTable, p: dict) -> np.ndarray:
+    level = _level(p)
+    hits = r.hits(level)
+    ranking, position = r.locate(hits)
+    so_far = np.arange(1, len(hits) + 1) - np.searchsorted(hits, r.starts[:-1])[ranking]  # relevant up to here
+    if p.get("cutoff") is not None:
+        kept = position < p["cutoff"]
+        ranking, position, so_far = ranking[kept], position[kept], so_far[kept]
+    terms = so_far.astype(float) / (position + 1).astype(float)
+    return _ratio(_sums_in_order(ranking, terms, len(r.query)), _num_rel(q, level)[r.query].astype(float))
+
+
+def _rprec(r: Ranked, q: QrelsTable, p: dict) -> np.ndarray:
+    total = _num_rel(q, _level(p))[r.query]
+    found = r.count_in_top(_level(p), total)  # in the first min(retrieved, relevant)
+    return _ratio(found.astype(float), np.where(np.minimum(r.lengths, total) > 0, total, 0).astype(float))
+
+
+def _ndcg(r: Ranked, q: QrelsTable, p: dict) -> np.ndarray:
+    cutoff = p.get("cutoff")
+    gains = r.hits(1)  # graded above 0
+    ranking, position = r.locate(gains)
+    if cutoff is not None:
+        kept = position < cutoff
+        gains, ranking, position = gains[kept], ranking[kept], position[kept]
+    terms = r.grades[gains].astype(float) / _log2(int(position.max(initial=-1)) + 1)[position]
+    dcg = _sums_in_order(ranking, terms, len(r.query))
+    return _ratio(dcg, _ideal_dcg(q, cutoff)[r.query])
+
+
+def _judged(r: Ranked, q: QrelsTable, p: dict) -> np.ndarray:
+    """1 - trec_eval's unj@k: unjudged (negative) documents in the first k, over k."""
+    return 1.0 - r.count_in_top(None, p["cutoff"]) / p["cutoff"]
+
+
+def _num_ret(r: Ranked, q: QrelsTable, p: dict) -> np.ndarray:
+    if "rel" not in p:
+        return r.lengths.astype(float)
+    return r.count_in_top(p["rel"], None).astype(float)
+
+
+def _num_rel_ranked(r: Ranked, q: QrelsTable, p: dict) -> np.ndarray:
+    return _num_rel(q, 1)[r.query].astype(float)
+
+
+def _num_q(r: Ranked, q: QrelsTable, p: dict) -> np.ndarray:
+    return np.ones(len(r.query))
+
+
+# family -> (values of the ranked queries, value of a query the run lacks (trec_eval -c): None = 0,
+# else per qrels query)
+VECTORISED: dict[str, tuple[Callable[[Ranked, QrelsTable, dict], np.ndarray],
+                            Callable[[QrelsTable], np.ndarray] | None]] = {
+    "nDCG": (_ndcg, None), "P": (_precision, None), "R": (_recall, None), "AP": (_average_precision, None),
+    "RR": (_reciprocal_rank, None), "Rprec": (_rprec, None), "Success": (_success, None),
+    "Judged": (_judged, lambda q: np.ones(len(q.qids))),  # nothing retrieved: nothing unjudged
+    "NumQ": (_num_q, lambda q: np.ones(len(q.qids))),
+    "NumRel": (_num_rel_ranked, lambda q: _num_rel(q, 1).astype(float)),
+    "NumRet": (_num_ret, None),
+}
+
+
+def vectorised(measure) -> bool:
+    return measure.NAME in VECTORISED
+
+
+def values(measure, ranked: Ranked, qrels: QrelsTable) -> np.ndarray:
+    """The measure for every qrels query (in qrels.qids order), -c style."""
+    compute, empty = VECTORISED[measure.NAME]
+    out = np.zeros(len(qrels.qids)) if empty is None else empty(qrels).astype(float)
+    if len(ranked.query):
+        out[ranked.query] = compute(ranked, qrels, dict(measure.params))
+    return out
