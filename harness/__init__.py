@@ -25,12 +25,13 @@ class _Package(type(_sys)):
         super().__setattr__(name, value)
 
 
-_API = ("evaluate", "compare", "run")
+_API = ("evaluate", "compare", "run", "strategy")
 
 
 def __getattr__(name: str):
     """The notebook API (harness/api.py), imported on first use so that `import harness`
-    stays fast: `harness.evaluate(...)`, `harness.compare(...)`, `harness.run(config)`."""
+    stays fast: `harness.evaluate(...)`, `harness.compare(...)`, `harness.run(config)`,
+    `harness.strategy(name, benchmark)`."""
     if name in _API:
         from harness import api
 

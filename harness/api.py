@@ -4,6 +4,7 @@
     per_query, aggregate = harness.evaluate("runs/x.run", "qrels/cast/2019qrels.txt", ["nDCG@3", "AP"])
     board = harness.compare(["a.run", "b.run"], "qrels.txt", ["nDCG@3"])   # one row per run x measure
     per_query, aggregate = harness.run("configs/quick.yaml")
+    per_query, aggregate = harness.run(config_dict, retrievers={"mine": my_search}, leaderboard=True)
 
 Runs are TREC run files, `harness.trec.Run`s or DataFrames with `qid`, `docno` (or `doc_id`)
 and `score` columns (a PyTerrier result frame); qrels are a qrels file, a `Qrels` or a
@@ -15,9 +16,9 @@ that with `from harness.evaluate import ...`).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from harness.evaluate import score_runs
 from harness.evaluate.frames import Frames, QrelsLike, RunLike, as_qrels, as_run, frames
@@ -25,7 +26,7 @@ from harness.evaluate.frames import Frames, QrelsLike, RunLike, as_qrels, as_run
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["Frames", "as_qrels", "as_run", "compare", "evaluate", "frames", "run"]
+__all__ = ["Frames", "as_qrels", "as_run", "compare", "evaluate", "frames", "run", "strategy"]
 
 
 def evaluate(runs: RunLike | Sequence[RunLike] | dict[str, RunLike], qrels: QrelsLike,
@@ -63,23 +64,60 @@ def compare(runs: Sequence[RunLike] | dict[str, RunLike], qrels: QrelsLike, meas
     return pd.DataFrame(board.rows())
 
 
-def run(config: str | Path, *, only: Iterable[str] = (), force: bool = False, output: str | Path | None = None,
-        quiet: bool = False) -> Frames:
+def run(config: str | Path | Mapping[str, Any], *, retrievers: Mapping[str, Any] | None = None,
+        strategies: Mapping[str, Any] | None = None, only: Iterable[str] = (), force: bool = False,
+        output: str | Path | None = None, quiet: bool = False, leaderboard: bool = False,
+        report: bool = False) -> Frames:
     """Run (or reuse the finished runs of) a benchmark config as `harness run` does; the
-    frames carry experiment, tag, strategy and retriever columns in front."""
+    frames carry experiment, tag, strategy and retriever columns in front.
+
+    `config` is a YAML file or the same document as a dict. `retrievers` and `strategies`
+    name objects the config may use by those names, for this call only (nothing global
+    changes): a search function `f(query, k) -> [(docid, score), ...]`, a class or object
+    with `search(queries, k)`, a PyTerrier transformer; a strategy `f(conversation,
+    turn_index, arg=None) -> str`. Their source is hashed into the resume key, so a changed
+    function is run again. `leaderboard` / `report` write OUTPUT/leaderboard.md and
+    OUTPUT/report.html as `harness run [--report]` does (over every finished run of the config)."""
     import dataclasses
     import io
+    from contextlib import ExitStack
 
-    from harness.runner.config import load_config
+    from harness.queries import STRATEGIES
+    from harness.retrieve import RETRIEVERS
+    from harness.runner.config import load_config, parse_config
     from harness.runner.runner import run_config
 
-    loaded = load_config(config)
-    if output is not None:
-        loaded = dataclasses.replace(loaded, output=Path(output))
-    outcomes = run_config(loaded, only=only, force=force, log=io.StringIO() if quiet else None)
+    with ExitStack() as stack:
+        stack.enter_context(RETRIEVERS.using(retrievers or {}))
+        stack.enter_context(STRATEGIES.using(strategies or {}))
+        if isinstance(config, Mapping):
+            loaded = parse_config(Path("<config>"), dict(config))
+        else:
+            loaded = load_config(config)
+        if output is not None:
+            loaded = dataclasses.replace(loaded, output=Path(output))
+        log = io.StringIO() if quiet else None
+        outcomes = run_config(loaded, only=only, force=force, log=log, with_finished=leaderboard or report)
+        if leaderboard:
+            from harness.runner.leaderboard import write
+
+            write(outcomes, loaded.output, title=f"Leaderboard: {loaded.path}")
+        if report:
+            from harness.runner.report import write_html
+
+            write_html(outcomes, loaded.output / "report.html", title=f"Report: {loaded.path}")
     labels = {
         "experiment": [o.run.experiment.name for o in outcomes],
         "strategy": [o.run.strategy for o in outcomes],
         "retriever": [o.run.retriever.label for o in outcomes],
     }
     return frames((o.evaluation for o in outcomes), **labels)
+
+
+def strategy(name: str, benchmark: str) -> Any:
+    """A query strategy (`hqe`, `rewrites:FILE`, `llm`, a plug-in's name...) as a PyTerrier
+    transformer over the turns of `benchmark` (`NAME[:SPLIT]`), for pt.Experiment pipelines:
+    `harness.strategy("hqe", "ikat2023:test") >> bm25`."""
+    from harness.queries.pyterrier import transformer
+
+    return transformer(name, benchmark)

@@ -27,6 +27,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "encode": ("harness.scale.cli_encode", "encode passages into sharded embedding files (local or on Ray)"),
     "index": ("harness.retrieve.cli_index", "build a Lucene index with Anserini"),
     "run": ("harness.runner.cli", "run a benchmark config: topics -> queries -> runs -> scores"),
+    "components": ("harness.runner.cli_components", "list benchmarks, strategies, retrievers, ... (plug-ins too)"),
     "compare": ("harness.report.cli_compare", "leaderboard of runs with significance tests"),
     "arena": ("harness.report.cli_arena", "Elo / Bradley-Terry ratings from pairwise votes"),
     "ikat": ("harness.ikat.cli", "write, validate and convert TREC iKAT submissions"),

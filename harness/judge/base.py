@@ -37,7 +37,8 @@ class Judge(Protocol):
 
 
 # name -> factory(**options) -> Judge; higher rooms register theirs through `plugins`
-JUDGES: Registry = Registry("judge", package="harness.judge", plugins=("harness.responses.baseline",))
+JUDGES: Registry = Registry("judge", package="harness.judge", plugins=("harness.responses.baseline",),
+                           group="harness.judges")
 
 
 def counts(judgments: Iterable[Judgment]) -> dict[str, int]:

@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from typing import Protocol
 
 from harness.errors import HarnessError
-from harness.registry import Registry
+from harness.registry import PYTHON, Registry
 from harness.topics.model import Conversation, Query
 
 
@@ -27,12 +27,25 @@ class Strategy(Protocol):
     def __call__(self, conversation: Conversation, turn_index: int, arg: str | None = None) -> Query: ...
 
 
-STRATEGIES: Registry[Strategy] = Registry("query strategy", package=__name__, plugins=("harness.ikat.ptkb_topk",))
+# plug-ins (harness/queries/plugins.py): entry points `harness.strategies`, `python:module:attr[:arg]`,
+# STRATEGIES.using({name: function})
+STRATEGIES: Registry[Strategy] = Registry("query strategy", package=__name__, plugins=("harness.ikat.ptkb_topk",),
+                                          group="harness.strategies")
+
+
+def split(name: str) -> tuple[str, str | None]:
+    """(registered name, argument) of `NAME[:ARG]` or `python:module:attr[:ARG]`."""
+    if name.startswith(PYTHON):
+        module, _, rest = name[len(PYTHON):].partition(":")
+        attr, _, arg = rest.partition(":")
+        return f"{PYTHON}{module}:{attr}", (arg or None)
+    base, _, arg = name.partition(":")
+    return base, (arg or None)
 
 
 def get(name: str) -> tuple[Strategy, str | None]:
-    base, _, arg = name.partition(":")
-    return STRATEGIES.get(base), (arg or None)
+    base, arg = split(name)
+    return STRATEGIES.get(base), arg
 
 
 def check(name: str) -> None:

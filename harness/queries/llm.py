@@ -1,7 +1,8 @@
 """`llm[:NAME]`: rewrite each turn with a chat model behind an OpenAI-compatible endpoint
 (vLLM, Ollama, llama.cpp's server, OpenAI), at temperature 0.
 
-The endpoint NAME (default `default`) is given in the run config,
+The endpoint NAME (default `default`) is given in the run config (handed down as a value: the
+config's endpoints answer while that config is read and run, `endpoints(...)`),
 
     llm:
       default: {model: qwen2.5:7b-instruct, base_url: "http://127.0.0.1:11434/v1", prompt: prompts/rewrite.txt}
@@ -23,6 +24,9 @@ import hashlib
 import json
 import os
 import string
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -76,23 +80,30 @@ def _template(path: Path, stamp: tuple[int, int]) -> str:
     return text
 
 
-ENDPOINTS: dict[str, Endpoint] = {}  # set by the run config's `llm:` section
+ENDPOINTS: dict[str, Endpoint] = {}  # set by a program (`configure`), for every config
+# a run config's `llm:` section, for the block that reads or runs that config (`endpoints`):
+# reading a config changes nothing else, and two configs never see each other's endpoints
+_CONFIG_ENDPOINTS: ContextVar[Mapping[str, Endpoint]] = ContextVar("llm endpoints", default={})
 
 
 def configure(name: str, endpoint: Endpoint) -> None:
     ENDPOINTS[name] = endpoint
 
 
-def use_endpoints(endpoints: dict[str, Endpoint]) -> None:
-    """A run config's `llm:` section as the whole set: a config without one leaves none from
-    a config read before it."""
-    ENDPOINTS.clear()
-    ENDPOINTS.update(endpoints)
+@contextmanager
+def endpoints(named: Mapping[str, Endpoint]) -> Iterator[None]:
+    """Within the block, `llm:NAME` asks these endpoints (a config's `llm:` section)."""
+    token = _CONFIG_ENDPOINTS.set(named)
+    try:
+        yield
+    finally:
+        _CONFIG_ENDPOINTS.reset(token)
 
 
 def endpoint(name: str) -> Endpoint:
-    if name in ENDPOINTS:
-        return ENDPOINTS[name]
+    for table in (_CONFIG_ENDPOINTS.get(), ENDPOINTS):
+        if name in table:
+            return table[name]
     if name == DEFAULT and os.environ.get("HARNESS_LLM_BASE_URL") and os.environ.get("HARNESS_LLM_MODEL"):
         prompt = os.environ.get("HARNESS_LLM_PROMPT")
         if not prompt:

@@ -36,7 +36,9 @@ class Retriever(Protocol):
 
 
 RetrieverFactory = Callable[..., Retriever]
-RETRIEVERS: Registry[RetrieverFactory] = Registry("retriever", package=__name__)
+# plug-ins (harness/retrieve/plugins.py): entry points `harness.retrievers`, `python:module:attr`,
+# RETRIEVERS.using({name: object})
+RETRIEVERS: Registry[RetrieverFactory] = Registry("retriever", package=__name__, group="harness.retrievers")
 
 
 def build(name: str, **params) -> Retriever:

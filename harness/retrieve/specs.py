@@ -45,7 +45,7 @@ def parts(spec: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
 def check_spec(name: str, params: Mapping[str, Any], key: str = "params") -> None:
     """Raise SpecError at the first unknown parameter or value of the wrong kind of the
     registered retriever `name`; `key` is where `params` sits."""
-    accepted = _parameters(RETRIEVERS.get(name))
+    accepted = parameters(RETRIEVERS.get(name))
     for param, value in params.items():
         where = f"{key}.{param}"
         if accepted is not None and param not in accepted:
@@ -65,9 +65,10 @@ def _check_nested(key: str, value: Any, many: bool) -> None:
         where = f"{key}[{position}]" if many else key
         if not isinstance(spec, Mapping) or not isinstance(spec.get("name"), str):
             continue  # as above
-        if spec["name"] not in RETRIEVERS:
-            known = ", ".join(RETRIEVERS.names())
-            raise SpecError(f"{where}.name", f"unknown retriever {spec['name']!r}; known: {known}")
+        try:
+            RETRIEVERS.get(spec["name"])
+        except HarnessError as error:  # unknown, or a plug-in that is no retriever
+            raise SpecError(f"{where}.name", str(error)) from None
         if "params" in spec:
             unknown = sorted(set(spec) - set(SPEC_KEYS))
             if unknown:
@@ -79,7 +80,18 @@ def _check_nested(key: str, value: Any, many: bool) -> None:
             check_spec(spec["name"], parts(spec)[1], where)
 
 
-def _parameters(factory: Callable) -> dict[str, inspect.Parameter] | None:
+def retriever_names(name: str, params: Mapping[str, Any]) -> list[str]:
+    """The retriever and every one nested in its parameters (fusion's, rerank's first stage)."""
+    names = [name]
+    for param in NESTED:
+        value = params.get(param)
+        for spec in (value if isinstance(value, list) else [value]) if value is not None else []:
+            if isinstance(spec, Mapping) and isinstance(spec.get("name"), str):
+                names += retriever_names(*parts(spec))
+    return names
+
+
+def parameters(factory: Callable) -> dict[str, inspect.Parameter] | None:
     """The keyword parameters a config may give, or None when they cannot be told."""
     target = getattr(factory, "accepts", factory)
     found: dict[str, inspect.Parameter] = {}
@@ -111,6 +123,8 @@ def _check_kind(key: str, value: Any, param: inspect.Parameter) -> None:
         if param.default is inspect.Parameter.empty or param.default is None:
             return
         annotation = type(param.default).__name__
+    if isinstance(annotation, type):  # a plug-in's annotations are types unless postponed
+        annotation = annotation.__name__
     words = [word.strip() for word in str(annotation).split("|")]
     if not all(word in _KINDS for word in words):
         return  # a structured value (a list, a mapping): the retriever checks it

@@ -7,7 +7,6 @@ import dataclasses
 import sys
 from pathlib import Path
 
-from harness.atomic import atomic_write
 from harness.cli import add_output
 from harness.runner.config import load_config
 
@@ -40,11 +39,9 @@ def run(args: argparse.Namespace) -> int:
         return 0
     # the leaderboard and report show every finished run of the config, not only those run now
     outcomes = run_config(config, only=args.only, force=args.force, with_finished=True)
-    board = leaderboard.render(outcomes, title=f"Leaderboard: {args.config}")
-    with atomic_write(config.output / "leaderboard.md") as handle:
-        handle.write(board)
+    board, path = leaderboard.write(outcomes, config.output, title=f"Leaderboard: {args.config}")
     sys.stdout.write(board)
-    print(f"leaderboard written to {config.output / 'leaderboard.md'}", file=sys.stderr)
+    print(f"leaderboard written to {path}", file=sys.stderr)
     if args.report:
         from harness.runner.report import write_html
 

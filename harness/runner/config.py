@@ -45,6 +45,7 @@ import yaml
 
 from harness.errors import HarnessError, InputError, read_input
 from harness.paths import cache_root, data_root, name_problem, qrels_root
+from harness.registry import PYTHON
 from harness.retrieve.specs import SpecError
 from harness.runner.tasks import TASKS
 
@@ -156,6 +157,7 @@ class Config:
     path: Path
     output: Path
     experiments: tuple[Experiment, ...]
+    llm: Mapping[str, Any] = field(default_factory=dict)  # `llm:` endpoints (harness.queries.llm.Endpoint)
 
     def runs(self, only: Iterable[str] = ()) -> list[RunSpec]:
         """Every run of the config in file order, or those whose experiment name or tag is in `only`."""
@@ -314,8 +316,10 @@ def read_yaml(path: Path) -> Any:
 
 def parse_config(path: Path, document: Any) -> Config:
     root = Node(path, "", document)
+    from harness.queries.llm import endpoints
+
     top = root.mapping(("output", "tag", "k", "llm", "experiments"), required=("experiments",))
-    _llm_endpoints(top.get("llm"))
+    llm = _llm_endpoints(top.get("llm"))
     output = top["output"].path() if "output" in top else Path(DEFAULT_OUTPUT)
     if output.exists() and not output.is_dir():
         raise (top["output"] if "output" in top else root).error(f"output {str(output)!r} is a file, expected a folder")
@@ -323,14 +327,15 @@ def parse_config(path: Path, document: Any) -> Config:
         "tag": _tag_pattern(top["tag"]) if "tag" in top else DEFAULT_TAG,
         "k": top["k"].positive_int() if "k" in top else DEFAULT_K,
     }
-    experiments = tuple(_experiment(node, defaults) for node in top["experiments"].items())
+    with endpoints(llm):  # the `llm` strategy's check sees this config's endpoints, and only here
+        experiments = tuple(_experiment(node, defaults) for node in top["experiments"].items())
     _check_unique(path, experiments)
-    return Config(path, output, experiments)
+    return Config(path, output, experiments, llm)
 
 
-def _llm_endpoints(node: Node | None) -> None:
+def _llm_endpoints(node: Node | None) -> dict[str, Any]:
     """`llm: {NAME: {model, base_url, prompt[, api_key_env]}}`: the endpoints of `llm:NAME`."""
-    from harness.queries.llm import Endpoint, use_endpoints
+    from harness.queries.llm import Endpoint
 
     endpoints = {}
     if node is not None:
@@ -343,7 +348,7 @@ def _llm_endpoints(node: Node | None) -> None:
             extra = {"api_key_env": keys["api_key_env"].text()} if "api_key_env" in keys else {}
             endpoints[str(name)] = Endpoint(keys["model"].text(), keys["base_url"].text(),
                                             keys["prompt"].existing_path(), **extra)
-    use_endpoints(endpoints)
+    return endpoints
 
 
 _EXPERIMENT_KEYS = (
@@ -426,12 +431,14 @@ def _retriever(node: Node, task) -> RetrieverSpec:
         params = keys["params"].free_mapping() if "params" in keys else {}
         label = keys["label"].text() if "label" in keys else name
     known = task.retriever_names()
-    if name not in known:
+    if name not in known and not name.startswith(PYTHON):
         raise node.error(f"unknown {task.retriever_kind} {name!r}; known: {', '.join(known) or 'none'}")
     try:
         task.check_params(name, params)
     except SpecError as error:
         raise node.child(error.key, None).error(error.problem) from None
+    except HarnessError as error:  # a `python:` plug-in that cannot be imported or is no retriever
+        raise node.error(str(error)) from None
     return RetrieverSpec(name, params, label)
 
 

@@ -8,7 +8,10 @@ renders every Markdown leaderboard."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING
+
+from harness.atomic import atomic_write
 
 from harness.report.markdown import Row, Section, run_leaderboard
 from harness.runner.report import families, family_name, tested
@@ -25,6 +28,16 @@ def render(outcomes: Sequence["Outcome"], title: str) -> str:
     # topics and task shared by several families (other qrels or measures): named by experiment too
     headings = [f"{h} ({family_name(rows)})" if headings.count(h) > 1 else h for h, rows in zip(headings, grouped)]
     return run_leaderboard(title, [_section(h, rows) for h, rows in zip(headings, grouped)], HEADER)
+
+
+def write(outcomes: Sequence["Outcome"], output: Path, title: str) -> tuple[str, Path]:
+    """The leaderboard rendered and written (atomically) to OUTPUT/leaderboard.md, as
+    `harness run` and `harness.run(..., leaderboard=True)` write it."""
+    board = render(outcomes, title)
+    path = output / "leaderboard.md"
+    with atomic_write(path) as handle:
+        handle.write(board)
+    return board, path
 
 
 def _section(heading: str, rows: list["Outcome"]) -> Section:

@@ -2,8 +2,10 @@
 
 The hash covers what determines the run file: the query stream (and any other text the
 ranking reads, such as PTKB statements), the qrels it will be scored against, the corpus
-fingerprint and the experiment's config. Timings and versions are recorded, not hashed:
-a new library version does not invalidate finished runs, but the JSON says which made them.
+fingerprint, the experiment's config, and what each plug-in it uses is (distribution and
+version, the sha256 of its source: a changed plug-in is run again). Timings and versions are
+recorded, not hashed: a new library version does not invalidate finished runs, but the JSON
+says which made them.
 """
 
 from __future__ import annotations
@@ -51,6 +53,26 @@ def qrels_hash(qrels: Qrels) -> str:
 def canonical_json(value: Any) -> str:
     """The one serialisation used for hashing configs."""
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+
+
+def plugins(task: str, strategy: str | None, retriever: str, params: dict[str, Any]) -> dict[str, Any]:
+    """The origins of the plug-ins a run uses, by role (`strategy`, `retriever python:m:f`);
+    empty for built-ins alone, so that their runs' resume keys stay as they were."""
+    from harness import queries
+    from harness.retrieve import RETRIEVERS
+    from harness.retrieve.specs import retriever_names
+
+    found: dict[str, Any] = {}
+    if strategy is not None:
+        origin = queries.STRATEGIES.origin(queries.split(strategy)[0])
+        if origin is not None:
+            found["strategy"] = origin
+    if task == "retrieval":
+        for name in dict.fromkeys(retriever_names(retriever, params)):
+            origin = RETRIEVERS.origin(name)
+            if origin is not None:
+                found[f"retriever {name}"] = origin
+    return found
 
 
 def run_hash(parts: dict[str, str], identity: dict[str, Any]) -> str:

@@ -29,6 +29,7 @@ from harness.corpus import Corpus, Document
 from harness.errors import HarnessError
 from harness.evaluate import JUDGED, Evaluation, Evaluator, RunFileOptions, evaluate_file, keep_measures, with_judged
 from harness.queries import inputs as strategy_inputs
+from harness.queries.llm import endpoints as llm_endpoints
 from harness.retrieve import Retriever, SearchQuery, build, shared_retrievers
 from harness.paths import file_in
 from harness.runner import provenance
@@ -155,6 +156,9 @@ def prepare(run: RunSpec, workspace: Workspace) -> Prepared:
         "qrels": provenance.qrels_hash(qrels),
         "corpus": workspace.corpus_fingerprint(experiment),
     }
+    plugins = provenance.plugins(experiment.task, run.strategy, run.retriever.name, dict(run.retriever.params))
+    if plugins:  # a changed plug-in changes the resume key; built-ins alone leave it as it was
+        hashes["plugins"] = provenance.canonical_json(plugins)
     digest = provenance.run_hash(hashes, run.identity())
     return Prepared(run, benchmark, queries, qrels, hashes, digest, time.perf_counter() - started)
 
@@ -304,7 +308,7 @@ def run_config(
     outcomes = []
     selected = {run.tag for run in config.runs(only)}
     # one writer per output folder: a second run waits, then skips what the first finished
-    with folder_lock(output, log), shared_retrievers():
+    with folder_lock(output, log), shared_retrievers(), llm_endpoints(config.llm):
         for run in config.runs():
             if run.tag not in selected:
                 if with_finished and (outcome := _finished_outcome(run, workspace, output, log)) is not None:
@@ -340,6 +344,6 @@ def _finished_outcome(run: RunSpec, workspace: Workspace, output: Path, log: Tex
 def plan(config: Config, *, only: Iterable[str] = ()) -> list[tuple[Prepared, bool]]:
     """Dry run: every selected run with its inputs loaded and hashed, and whether it is finished."""
     workspace = Workspace()
-    with shared_retrievers():
+    with shared_retrievers(), llm_endpoints(config.llm):
         prepared = [prepare(run, workspace) for run in config.runs(only)]
     return [(p, is_finished(p, config.output)) for p in prepared]

@@ -33,7 +33,7 @@ class Benchmark:
 
 
 Adapter = Callable[[str | None], Benchmark]
-ADAPTERS: Registry[Adapter] = Registry("topic adapter", package=__name__)
+ADAPTERS: Registry[Adapter] = Registry("topic adapter", package=__name__, group="harness.benchmarks")
 
 
 def load(name: str) -> Benchmark:

@@ -1,0 +1,170 @@
+"""A plug-in's object made into a retriever factory, checked when a config names it.
+
+What a researcher has is one of:
+
+- a search function `f(query: str, k: int) -> iterable of (docid, score)`; keyword parameters
+  after `query` and `k` are the config's `params:`. A batch form may sit beside it as the
+  function's `batch` attribute, `f.batch(queries: list[str], k) -> one iterable per query`;
+- a class whose instances have `search(queries, k) -> {qid: [Hit, ...]}` (the retriever
+  interface); its constructor's parameters are the config's `params:`, and it is given the
+  experiment's `corpus` if it takes one;
+- an object with that `search` method, or a PyTerrier transformer (`qid`, `query` in;
+  `qid`, `docno`, `score` out).
+
+Anything else, or a function that cannot be called as `f(query, k)`, is a one-line error
+naming the plug-in, raised when the name is first looked up (the config check does that).
+"""
+
+from __future__ import annotations
+
+import inspect
+import math
+import sys
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
+
+from harness.errors import HarnessError
+from harness.retrieve import RETRIEVERS, Retriever, RetrieverFactory, SearchQuery
+from harness.trec import Hit
+
+_EXPECTED = ("a function f(query: str, k: int) -> [(docid, score), ...], a class or object with "
+             "search(queries, k), or a PyTerrier transformer")
+
+
+@RETRIEVERS.adapter
+def adapt(name: str, obj: Any) -> RetrieverFactory:
+    """The factory the registry keeps for a plug-in retriever's object."""
+    if inspect.isclass(obj):
+        if not callable(getattr(obj, "search", None)):
+            raise HarnessError(f"retriever {name!r}: class {obj.__qualname__} has no search(queries, k) method; "
+                               f"expected {_EXPECTED}")
+        return _class_factory(obj)
+    if _is_transformer(obj):
+        return _constant(_Transformer(name, obj))
+    if callable(getattr(obj, "search", None)):
+        return _constant(obj)
+    if callable(obj):
+        return _function_factory(name, obj)
+    raise HarnessError(f"retriever {name!r}: got {type(obj).__name__}; expected {_EXPECTED}")
+
+
+def _constant(retriever: Retriever) -> RetrieverFactory:
+    def factory(corpus: Any = None) -> Retriever:
+        return retriever
+
+    return factory
+
+
+def _class_factory(cls: type) -> RetrieverFactory:
+    signature = inspect.signature(cls)
+    takes_corpus = "corpus" in signature.parameters
+
+    def factory(corpus: Any = None, **params: Any) -> Retriever:
+        return cls(corpus=corpus, **params) if takes_corpus else cls(**params)
+
+    corpus = inspect.Parameter("corpus", inspect.Parameter.KEYWORD_ONLY, default=None)
+    factory.__signature__ = signature if takes_corpus else _with(signature, corpus)  # type: ignore[attr-defined]
+    factory.__doc__ = cls.__doc__
+    return factory
+
+
+def _function_factory(name: str, function: Callable) -> RetrieverFactory:
+    try:
+        signature = inspect.signature(function)
+        signature.bind_partial("query", 10)
+    except (TypeError, ValueError):
+        shown = _signature_text(function)
+        raise HarnessError(f"retriever {name!r}: {getattr(function, '__qualname__', function)}{shown} cannot be "
+                           f"called as f(query, k); expected {_EXPECTED}") from None
+    batch = getattr(function, "batch", None)
+    rest = list(signature.parameters.values())[2:]
+    takes_corpus = any(param.name == "corpus" for param in rest)
+
+    def factory(corpus: Any = None, **params: Any) -> Retriever:
+        if takes_corpus:
+            params["corpus"] = corpus
+        return _Function(name, function, batch if callable(batch) else None, params)
+
+    own = [param.replace(kind=inspect.Parameter.KEYWORD_ONLY) for param in rest
+           if param.kind not in (param.VAR_POSITIONAL,)]
+    corpus = inspect.Parameter("corpus", inspect.Parameter.KEYWORD_ONLY, default=None)
+    factory.__signature__ = signature.replace(  # type: ignore[attr-defined]
+        parameters=own if takes_corpus else [corpus, *own])
+    factory.__doc__ = function.__doc__
+    return factory
+
+
+def _with(signature: inspect.Signature, extra: inspect.Parameter) -> inspect.Signature:
+    """The signature with a keyword-only parameter added before any `**kwargs`."""
+    params = list(signature.parameters.values())
+    at = next((i for i, p in enumerate(params) if p.kind is p.VAR_KEYWORD), len(params))
+    return signature.replace(parameters=[*params[:at], extra, *params[at:]])
+
+
+def _signature_text(function: Callable) -> str:
+    try:
+        return str(inspect.signature(function))
+    except (TypeError, ValueError):
+        return "(...)"
+
+
+class _Function:
+    """A search function behind the retriever interface; its hits best first, at most k."""
+
+    def __init__(self, name: str, function: Callable, batch: Callable | None, params: dict[str, Any]) -> None:
+        self.name, self.function, self.batch, self.params = name, function, batch, params
+
+    def search(self, queries: Sequence[SearchQuery], k: int) -> dict[str, list[Hit]]:
+        if self.batch is not None:
+            answers: Iterable = self.batch([query.text for query in queries], k, **self.params)
+        else:
+            answers = (self.function(query.text, k, **self.params) for query in queries)
+        return {query.qid: hits(self.name, query.qid, answer, k) for query, answer in zip(queries, answers)}
+
+
+def hits(name: str, qid: str, answer: Iterable, k: int) -> list[Hit]:
+    """(docid, score) pairs as Hits, best first (ties keep their order), the top k; anything
+    else is a one-line error naming the plug-in and the query."""
+    found = []
+    for item in answer:
+        try:
+            if isinstance(item, (str, bytes)):  # "d1" would unpack as ("d", "1")
+                raise TypeError
+            docid, score = item
+            score = float(score)
+        except (TypeError, ValueError):
+            raise HarnessError(f"retriever {name!r} answered {item!r} for query {qid}; "
+                               "expected (docid, score) pairs") from None
+        if not isinstance(docid, str) or not docid or not math.isfinite(score):
+            raise HarnessError(f"retriever {name!r} answered {item!r} for query {qid}; "
+                               "expected a non-empty docid string and a finite score")
+        found.append(Hit(docid, score))
+    found.sort(key=lambda hit: -hit.score)
+    return found[:k]
+
+
+def _is_transformer(obj: Any) -> bool:
+    """A PyTerrier transformer (pyterrier is not imported to tell: it is there if one exists)."""
+    pyterrier = sys.modules.get("pyterrier")
+    return pyterrier is not None and isinstance(obj, pyterrier.Transformer)
+
+
+class _Transformer:
+    """A PyTerrier pipeline as a retriever: a batch of queries in, its result frame's
+    (docno, score) per qid out."""
+
+    def __init__(self, name: str, transformer: Any) -> None:
+        self.name, self.transformer = name, transformer
+
+    def search(self, queries: Sequence[SearchQuery], k: int) -> dict[str, list[Hit]]:
+        import pandas as pd
+
+        frame = pd.DataFrame({"qid": [query.qid for query in queries], "query": [query.text for query in queries]})
+        result = self.transformer.transform(frame)
+        missing = {"qid", "docno", "score"} - set(result.columns)
+        if missing:
+            raise HarnessError(f"retriever {self.name!r}: the transformer's result has no column "
+                               f"{sorted(missing)[0]!r}; expected qid, docno, score")
+        grouped = {str(qid): list(zip(group["docno"].astype(str), group["score"]))
+                   for qid, group in result.groupby("qid", sort=False)}
+        return {query.qid: hits(self.name, query.qid, grouped.get(query.qid, []), k) for query in queries}

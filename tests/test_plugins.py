@@ -1,0 +1,204 @@
+"""Bring your own system: plug-ins by entry point and `python:` spec, and the Python API's objects.
+
+The plug-in package is tests/plugin_example (a word-overlap search function taking the
+corpus and a `boost`, and a strategy joining a turn with the one before it), installed into
+a temporary venv for the entry-point test; the `python:` tests import the same module from
+the folder `harness run` starts in. iKAT 2023 test (its provenance passages as corpus; no Java).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import sysconfig
+from pathlib import Path
+
+import pytest
+import yaml
+
+import harness
+from harness.cli import main
+from harness.runner.config import ConfigError, parse_config
+
+PLUGIN = Path(__file__).parent / "plugin_example"
+MODULE = "harness_plugin_example"
+MEASURES = ["nDCG@10", "R@20"]
+
+
+def _experiment(strategies: list, retrievers: list) -> dict:
+    return {"topics": "ikat2023:test", "strategies": strategies, "retrievers": retrievers, "measures": MEASURES}
+
+
+def _config(folder: Path, strategies: list, retrievers: list) -> Path:
+    path = folder / "mine.yaml"
+    path.write_text(yaml.safe_dump({"k": 20, "output": "runs", "experiments": [_experiment(strategies, retrievers)]}),
+                    encoding="utf-8")
+    return path
+
+
+def _harness(python: Path | str, folder: Path, *args: str) -> subprocess.CompletedProcess:
+    """`harness ARGS` in `folder`, as a user runs it there."""
+    return subprocess.run([str(python), "-c", "import sys; from harness.cli import main; sys.exit(main())", *args],
+                          cwd=folder, capture_output=True, text=True, timeout=300)
+
+
+@pytest.fixture
+def in_folder(tmp_path, monkeypatch) -> Path:
+    """A folder holding the plug-in module, made the current folder."""
+    shutil.copy(PLUGIN / f"{MODULE}.py", tmp_path / "mine.py")
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+@pytest.fixture(scope="module")
+def plugin_python(tmp_path_factory) -> Path:
+    """A venv seeing the shared one's packages, with the example plug-in installed as a user
+    installs a package (pip, no network)."""
+    root = tmp_path_factory.mktemp("plugin-venv")
+    venv = root / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", "--system-site-packages", str(venv)],
+                   check=True, timeout=120)
+    site = next(venv.glob("lib/python*/site-packages"))
+    (site / "shared-venv.pth").write_text(f"import site; site.addsitedir({sysconfig.get_paths()['purelib']!r})\n")
+    source = shutil.copytree(PLUGIN, root / "plugin_example")  # the build writes beside the sources
+    python = venv / "bin" / "python"
+    subprocess.run([str(python), "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation", "--no-index",
+                    str(source)], check=True, timeout=300)
+    return python
+
+
+@pytest.mark.slow
+def test_an_installed_plugin_is_used_by_its_entry_point_name(plugin_python, tmp_path):
+    config = _config(tmp_path, ["raw", "last_two"], [{"name": "overlap", "params": {"boost": 2}}])
+    done = _harness(plugin_python, tmp_path, "run", str(config))
+    assert done.returncode == 0, done.stderr
+    assert "| ikat2023-test.last_two.overlap |" in (tmp_path / "runs" / "leaderboard.md").read_text()
+    record = json.loads((tmp_path / "runs" / "ikat2023-test.last_two.overlap.json").read_text())
+    plugins = json.loads(record["hashes"]["plugins"])
+    assert plugins["retriever overlap"]["entry_point"] == "harness.retrievers:overlap"
+    assert (plugins["retriever overlap"]["distribution"], plugins["retriever overlap"]["version"]) == \
+        ("harness-plugin-example", "0.1.0")
+    assert plugins["strategy"]["entry_point"] == "harness.strategies:last_two"
+    listing = _harness(plugin_python, tmp_path, "components", "retriever").stdout
+    assert "Documents sharing the most words with the query.  [harness-plugin-example]" in listing
+    assert "boost: float = 1.0" in listing
+    # without the package, the name is unknown, as any other
+    done = _harness(sys.executable, tmp_path, "run", str(config), "--dry-run")
+    assert done.returncode == 2 and "experiments[0].strategies[1]: unknown query strategy 'last_two'" in done.stderr
+
+
+def test_a_python_spec_names_a_function_in_the_current_folder(in_folder):
+    config = _config(in_folder, ["python:mine:last_two"], ["python:mine:overlap"])
+    assert main(["run", str(config)]) == 0
+    lines = (in_folder / "runs" / "ikat2023-test.python-mine-last_two.python-mine-overlap.run").read_text().splitlines()
+    assert len(lines) > 100 and lines[0].split()[3] == "1"
+
+
+def test_a_wrong_signature_is_caught_when_the_config_is_read_naming_the_key(in_folder):
+    (in_folder / "bad.py").write_text("def search(query):\n    return []\n\nclass Thing:\n    pass\n")
+    with pytest.raises(ConfigError, match=r"x.yaml: experiments\[0\].retrievers\[0\]: retriever 'python:bad:search': "
+                                          r"search\(query\) cannot be called as f\(query, k\)"):
+        parse_config(in_folder / "x.yaml", {"experiments": [_experiment(["raw"], ["python:bad:search"])]})
+    with pytest.raises(ConfigError, match=r"experiments\[0\].retrievers\[0\]: .*class Thing has no search"):
+        parse_config(in_folder / "x.yaml", {"experiments": [_experiment(["raw"], ["python:bad:Thing"])]})
+    with pytest.raises(ConfigError, match=r"experiments\[0\].retrievers\[0\]: retriever 'python:nope:f': cannot import nope"):
+        parse_config(in_folder / "x.yaml", {"experiments": [_experiment(["raw"], ["python:nope:f"])]})
+
+
+def test_a_plugin_parameter_is_checked_against_its_signature(in_folder):
+    experiment = _experiment(["raw"], [{"name": "python:mine:overlap", "params": {"boost": "fast"}}])
+    with pytest.raises(ConfigError, match=r"experiments\[0\].retrievers\[0\].params.boost: expected a number, got 'fast'"):
+        parse_config(in_folder / "x.yaml", {"experiments": [experiment]})
+    experiment["retrievers"][0]["params"] = {"boots": 2}
+    with pytest.raises(ConfigError, match=r"params.boots: unknown parameter of retriever 'python:mine:overlap'; "
+                                          r"known: boost"):
+        parse_config(in_folder / "x.yaml", {"experiments": [experiment]})
+
+
+@pytest.mark.slow
+def test_a_changed_plugin_is_run_again_not_reused(in_folder):
+    config = _config(in_folder, ["raw"], ["python:mine:overlap"])
+    tag = "ikat2023-test.raw.python-mine-overlap"
+    assert _harness(sys.executable, in_folder, "run", str(config)).returncode == 0
+    again = _harness(sys.executable, in_folder, "run", str(config))
+    assert f"{tag}: finished with the same inputs, skipped" in again.stderr
+    with open(in_folder / "mine.py", "a", encoding="utf-8") as handle:
+        handle.write("\n# a changed ranking function\n")
+    changed = _harness(sys.executable, in_folder, "run", str(config))
+    assert changed.returncode == 0 and "skipped" not in changed.stderr
+
+
+@pytest.mark.slow
+def test_the_python_api_takes_objects_for_named_components_and_writes_the_leaderboard(in_folder):
+    sys.path.insert(0, str(in_folder))
+    try:
+        import mine
+    finally:
+        sys.path.remove(str(in_folder))
+    config = {"k": 20, "output": str(in_folder / "api"),
+              "experiments": [_experiment(["raw", "two"], ["mine", {"name": "rrf", "params": {
+                  "retrievers": [{"name": "mine"}, {"name": "bm25ish"}]}}])]}
+    _, aggregate = harness.run(config, retrievers={"mine": mine.overlap, "bm25ish": lambda query, k: [("x", 1.0)]},
+                               strategies={"two": mine.last_two}, quiet=True, leaderboard=True, report=True)
+    assert list(aggregate.run) == ["ikat2023-test.raw.mine", "ikat2023-test.two.mine",
+                                   "ikat2023-test.raw.rrf", "ikat2023-test.two.rrf"]
+    board = (in_folder / "api" / "leaderboard.md").read_text()
+    assert "| ikat2023-test.two.rrf | two | rrf |" in board and (in_folder / "api" / "report.html").is_file()
+    # the objects were this call's only: the registries and a config read afterwards do not know them
+    with pytest.raises(ConfigError, match=r"unknown retriever 'mine'"):
+        parse_config(in_folder / "x.yaml", {"experiments": [_experiment(["raw"], ["mine"])]})
+
+
+def test_reading_a_config_leaves_no_llm_endpoint_behind(tmp_path, monkeypatch):
+    from harness.queries.llm import endpoint
+
+    monkeypatch.delenv("HARNESS_LLM_BASE_URL", raising=False)
+    prompt = tmp_path / "prompt.txt"
+    prompt.write_text("{utterance}\n", encoding="utf-8")
+    first = parse_config(tmp_path / "a.yaml", {
+        "llm": {"local": {"model": "m", "base_url": "http://127.0.0.1:9/v1", "prompt": str(prompt)}},
+        "experiments": [_experiment(["llm:local"], ["bm25"])]})
+    assert first.llm["local"].model == "m"
+    with pytest.raises(harness.errors.HarnessError, match="llm:local has no endpoint"):
+        endpoint("local")
+    second = parse_config(tmp_path / "b.yaml", {"experiments": [_experiment(["raw"], ["bm25"])]})
+    assert second.llm == {} and first.llm["local"].model == "m"
+
+
+def test_components_lists_each_retriever_with_the_parameters_a_config_may_give(capsys):
+    assert main(["components", "retriever"]) == 0
+    listing = capsys.readouterr().out
+    assert listing.startswith("retriever:\n  bm25 ")
+    assert "k1: float = 0.9" in listing and "rm3: bool = False" in listing and "corpus:" not in listing
+
+
+def test_a_search_function_may_bring_a_batch_form_and_its_hits_come_best_first():
+    from harness.retrieve import RETRIEVERS, SearchQuery, build
+    from harness.trec import Hit
+
+    batches = []
+
+    def search(query, k):
+        raise AssertionError("the batch form answers batches")
+
+    def batch(queries, k):
+        batches.append(list(queries))
+        return [[("d2", 1.0), ("d1", 3.0), ("d3", 2.0)] for _ in queries]
+
+    search.batch = batch
+    with RETRIEVERS.using({"mine": search}):
+        hits = build("mine").search([SearchQuery("q1", "a"), SearchQuery("q2", "b")], k=2)
+    assert batches == [["a", "b"]]
+    assert hits == {qid: [Hit("d1", 3.0), Hit("d3", 2.0)] for qid in ("q1", "q2")}
+
+
+def test_a_plugin_answering_no_pairs_is_one_line_naming_it_and_the_query():
+    from harness.retrieve import RETRIEVERS, SearchQuery, build
+
+    with RETRIEVERS.using({"mine": lambda query, k: ["d1"]}):
+        with pytest.raises(harness.errors.HarnessError,
+                           match=r"retriever 'mine' answered 'd1' for query q1; expected \(docid, score\) pairs"):
+            build("mine").search([SearchQuery("q1", "a")], k=10)
