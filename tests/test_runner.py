@@ -28,15 +28,25 @@ PTKB_TAG = "ikat2023-test.ptkb.bm25"
 NOTE = "derived qrels: the spans each answer cites"
 
 
-def _config(folder: Path, k: int = 20) -> Path:
+def _config(folder: Path, k: int = 20, measures: tuple[str, ...] = ("nDCG@10", "R@20")) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / "small.yaml"
     path.write_text(yaml.safe_dump({"k": k, "experiments": [
         {"name": "pqa", "topics": "pragmaticqa:val", "strategies": ["raw"], "retrievers": ["bm25"],
-         "measures": ["nDCG@10", "R@20"], "note": NOTE},
+         "measures": list(measures), "note": NOTE},
         {"name": "ptkb", "task": "ptkb", "topics": "ikat2023:test", "retrievers": ["bm25"]},
     ]}), encoding="utf-8")
     return path
+
+
+def _copy_finished(finished: Path, folder: Path, tags: tuple[str, ...] = (PQA_TAG,)) -> Path:
+    """A runs folder holding copies of the finished runs' files (run and JSON) of `tags`."""
+    out = folder / "runs"
+    out.mkdir()
+    for tag in tags:
+        for suffix in (".run", ".json"):
+            (out / f"{tag}{suffix}").write_bytes((finished / f"{tag}{suffix}").read_bytes())
+    return out
 
 
 @pytest.fixture(scope="session")
@@ -100,10 +110,7 @@ def test_second_invocation_skips_finished_runs(finished, capsys):
 @pytest.mark.java
 @pytest.mark.slow
 def test_a_skipped_run_reuses_the_scores_its_json_records(finished, tmp_path, monkeypatch, capsys):
-    out = tmp_path / "runs"
-    out.mkdir()
-    for name in (f"{PQA_TAG}.run", f"{PQA_TAG}.json"):
-        (out / name).write_bytes((finished / name).read_bytes())
+    out = _copy_finished(finished, tmp_path)
     recorded = json.loads((finished / f"{PQA_TAG}.json").read_text())["scores"]
     assert recorded["for"] == {"measures": ["nDCG@10", "R@20"], "depth": 20, "passage_separator": None,
                                "judged": "Judged@10"}
@@ -146,14 +153,8 @@ def test_only_rewrites_the_whole_leaderboard_from_every_finished_run(finished, t
 @pytest.mark.java
 @pytest.mark.slow
 def test_changed_measures_rescore_a_finished_run_without_ranking_again(finished, tmp_path, capsys):
-    out = tmp_path / "runs"
-    out.mkdir()
-    for name in (f"{PQA_TAG}.run", f"{PQA_TAG}.json"):
-        (out / name).write_bytes((finished / name).read_bytes())
-    config = _config(tmp_path)
-    settings = yaml.safe_load(config.read_text())
-    settings["experiments"][0]["measures"] = ["P@5", "Judged@10"]  # the report's Judged@10 may be listed too
-    config.write_text(yaml.safe_dump(settings), encoding="utf-8")
+    out = _copy_finished(finished, tmp_path)
+    config = _config(tmp_path, measures=("P@5", "Judged@10"))  # the report's Judged@10 may be listed too
     assert main(["run", str(config), "--output", str(out), "--only", "pqa"]) == 0
     assert f"{PQA_TAG}: finished with the same inputs, skipped" in capsys.readouterr().err
     assert (out / f"{PQA_TAG}.run").read_bytes() == (finished / f"{PQA_TAG}.run").read_bytes()
@@ -166,15 +167,9 @@ def test_changed_measures_rescore_a_finished_run_without_ranking_again(finished,
 @pytest.mark.java
 @pytest.mark.slow
 def test_a_configs_measures_are_reported_under_the_names_it_gives(finished, tmp_path, capsys):
-    out = tmp_path / "runs"
-    out.mkdir()
-    for name in (f"{PQA_TAG}.run", f"{PQA_TAG}.json"):
-        (out / name).write_bytes((finished / name).read_bytes())
+    out = _copy_finished(finished, tmp_path)
     means = json.loads((finished / f"{PQA_TAG}.json").read_text())["scores"]["evaluation"]["means"]
-    config = _config(tmp_path)
-    settings = yaml.safe_load(config.read_text())
-    settings["experiments"][0]["measures"] = ["ndcg_cut_10", "recall_20", "judged@10"]
-    config.write_text(yaml.safe_dump(settings), encoding="utf-8")
+    config = _config(tmp_path, measures=("ndcg_cut_10", "recall_20", "judged@10"))
     assert main(["run", str(config), "--output", str(out), "--only", "pqa"]) == 0
     board = capsys.readouterr().out
     assert "| run | strategy | retriever | ndcg_cut_10 | recall_20 | judged@10 |" in board
@@ -187,10 +182,7 @@ def test_a_configs_measures_are_reported_under_the_names_it_gives(finished, tmp_
 @pytest.mark.java
 @pytest.mark.slow
 def test_changed_config_redoes_the_run(finished, tmp_path, capsys):
-    out = tmp_path / "runs"
-    out.mkdir()
-    for name in (f"{PQA_TAG}.run", f"{PQA_TAG}.json"):
-        (out / name).write_bytes((finished / name).read_bytes())
+    out = _copy_finished(finished, tmp_path)
     assert main(["run", str(_config(tmp_path, k=5)), "--output", str(out), "--only", "pqa"]) == 0
     assert "skipped" not in capsys.readouterr().err
     assert max(len(ranking) for ranking in read_run(out / f"{PQA_TAG}.run").scores.values()) == 5
@@ -200,11 +192,7 @@ def test_changed_config_redoes_the_run(finished, tmp_path, capsys):
 @pytest.mark.slow
 def test_force_redoes_finished_runs_byte_for_byte(finished, tmp_path, capsys):
     """A second execution (forced over the first's files) writes the very same bytes."""
-    out = tmp_path / "runs"
-    out.mkdir()
-    for tag in (PQA_TAG, PTKB_TAG):
-        for suffix in (".run", ".json"):
-            (out / f"{tag}{suffix}").write_bytes((finished / f"{tag}{suffix}").read_bytes())
+    out = _copy_finished(finished, tmp_path, (PQA_TAG, PTKB_TAG))
     assert main(["run", str(_config(tmp_path)), "--output", str(out), "--force"]) == 0
     assert "skipped" not in capsys.readouterr().err
     for tag in (PQA_TAG, PTKB_TAG):
