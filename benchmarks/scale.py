@@ -139,7 +139,7 @@ def write_vector_shards(folder: Path, sample: np.ndarray, count: int, shard: int
 def search_stage(folder: Path, queries: Path, workers: int, k: int) -> None:
     """Run in a subprocess: shard searchers on a Ray engine, 100 queries, k hits each."""
     from harness.scale.encode import vector_shards
-    from harness.scale.engines import EngineSpec, start_engine
+    from harness.compute.engines import EngineSpec, start_engine
     from harness.scale.search import ShardSearcher, shard_groups
 
     engine = start_engine(EngineSpec("ray", workers=workers))

@@ -13,6 +13,12 @@ from harness._irds_hook import install as _install_irds
 
 _install_irds()
 
+# built-ins of higher layers that register into lower layers' registries, imported on those
+# registries' first look-up (harness/_assembly.py)
+from harness._assembly import install as _install_assembly
+
+_install_assembly()
+
 
 class _Package(type(_sys)):
     """`harness.evaluate` stays the API's function: importing the subpackage of the same name
@@ -26,16 +32,22 @@ class _Package(type(_sys)):
 
 
 _API = ("evaluate", "compare", "run", "strategy")
+_DECLARE = ("Param", "declare")  # for a plug-in that declares itself (harness/registry.py)
 
 
 def __getattr__(name: str):
     """The notebook API (harness/api.py), imported on first use so that `import harness`
     stays fast: `harness.evaluate(...)`, `harness.compare(...)`, `harness.run(config)`,
-    `harness.strategy(name, benchmark)`."""
+    `harness.strategy(name, benchmark)`; and `harness.declare`, `harness.Param` for plug-ins:
+    `@harness.declare("my retriever", [harness.Param("alpha", float, 0.5, "weight")])`."""
     if name in _API:
         from harness import api
 
         return getattr(api, name)
+    if name in _DECLARE:
+        from harness import registry
+
+        return getattr(registry, name)
     raise AttributeError(f"module 'harness' has no attribute {name!r}")
 
 

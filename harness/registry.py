@@ -5,8 +5,10 @@ import time, and callers look them up by the name a user typed in a config or on
 A registry bound to a package imports that package's modules on first look-up, so adding an
 implementation is adding a module; those modules keep heavy imports inside functions. The
 package's command-line modules (`cli`, `cli_*`) are not implementations and are skipped: a
-registry never pulls in a CLI. `plugins` names modules of higher layers that register into
-it (by name, so that the registry's package does not import them).
+registry never pulls in a CLI. A few built-ins live in a higher layer than their registry
+(the `benchmark:` corpus format in harness.topics, say): the registry's package cannot import
+them, so the front end does, through `extend` (harness/_assembly.py, run by `import harness`),
+and they are imported on the registry's first look-up too.
 
 Plug-ins come three ways, each an object the registry's `adapter` turns into an item (a
 plain search function into a retriever factory, say) and checks, so that a wrong signature is
@@ -18,6 +20,13 @@ an error when a config names it, not half-way through a run:
   registry that has an entry-point group;
 - objects handed to `using({name: object})` for the duration of a `with` block (the Python
   API's `harness.run(..., retrievers={"mine": my_search})`), seen by nothing outside it.
+
+Every component declares itself when it registers (`register(name, summary=..., params=...)`):
+a `Declaration` with a one-line summary, its `Param`s (type, default, description, as
+ir-measures' `ParamInfo`) and, for benchmarks, its splits and typed turn fields. Config checks
+(`check_params`), `--help`, `harness components` and the README's tables all read declarations.
+A plug-in may carry one (`declaration` attribute, e.g. from `harness.declare`); otherwise it is
+read from the plug-in's signature (real annotations, as a researcher writes them) and docstring.
 
 `origin(name)` says what a plug-in is (distribution and version, module, the sha256 of its
 source), for the resume key: a changed plug-in is run again, not reused. Built-ins have none.
@@ -31,36 +40,309 @@ import inspect
 import os
 import re
 import sys
-from collections.abc import Callable, Iterator, Mapping
+import types
+import typing
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, Literal, TypeVar, Union
 
 from harness.errors import HarnessError
 
 T = TypeVar("T")
 PYTHON = "python:"  # `python:package.module:attr`
 Origin = dict[str, Any]  # what a plug-in is: recorded with its runs and hashed into their resume key
+# registry ("module:ATTR") -> modules of higher layers that register into it, set by `extend`
+_EXTENSIONS: dict[str, tuple[str, ...]] = {}
+
+
+def extend(extensions: Mapping[str, Sequence[str]]) -> None:
+    """Modules to import on a registry's first look-up, by the registry's "module:ATTR": the
+    front end's wiring of higher layers into lower layers' registries (harness/_assembly.py)."""
+    _EXTENSIONS.update({registry: tuple(modules) for registry, modules in extensions.items()})
+
+
+def split_spec(spec: str) -> tuple[str, str | None]:
+    """(registered name, argument) of `NAME[:ARG]` or `python:module:attr[:ARG]`: the name a
+    registry looks up, and what follows it (a strategy's arguments, a benchmark's split)."""
+    if spec.startswith(PYTHON):
+        module, _, rest = spec[len(PYTHON):].partition(":")
+        attr, _, arg = rest.partition(":")
+        return f"{PYTHON}{module}:{attr}", (arg or None)
+    base, _, arg = spec.partition(":")
+    return base, (arg or None)
+
+
+class _Required:
+    def __repr__(self) -> str:
+        return "REQUIRED"
+
+
+REQUIRED: Any = _Required()  # the default of a parameter a config must give
+
+
+@dataclass(frozen=True)
+class Param:
+    """One parameter a component takes from a config: its type, default and what it does.
+
+    `type` is a real type: `int`, `float` (an int is accepted), `str`, `bool`, a union
+    (`int | None`), `Literal["a", "b"]` for a choice, `list[str]`, `dict`, `Any`, or a
+    `ParamType` for values that need their own check (`AtLeast(1)`, a nested retriever spec)."""
+
+    name: str
+    type: Any
+    default: Any = REQUIRED
+    desc: str = ""
+
+    @property
+    def required(self) -> bool:
+        return self.default is REQUIRED
+
+
+Params = Union[Sequence[Param], Callable[[], Sequence[Param]]]  # as `Registry.register` takes them
+
+
+@dataclass(frozen=True)
+class Declaration:
+    """What a registered component says about itself."""
+
+    name: str
+    summary: str  # one line
+    params: tuple[Param, ...] = ()
+    open: bool = False  # takes parameters beyond those declared (a plug-in's **kwargs): not checked
+    splits: tuple[str, ...] = ()  # benchmarks: the splits it knows, the default first
+    fields: tuple[Param, ...] = ()  # benchmarks: the typed turn fields it fills beyond the basics
+    conversation_fields: tuple[Param, ...] = ()  # benchmarks: the same for its conversations
+
+    def param(self, name: str) -> Param | None:
+        return next((param for param in self.params if param.name == name), None)
+
+
+class ParamError(HarnessError):
+    """A problem at `key` (a path below the component's params, e.g. `params.k1`)."""
+
+    def __init__(self, key: str, problem: str) -> None:
+        self.key, self.problem = key, problem
+        super().__init__(f"{key}: {problem}" if key else problem)
+
+
+def check_params(declaration: Declaration, params: Mapping[str, Any], key: str = "params",
+                 kind: str = "component") -> None:
+    """Raise ParamError at the first unknown parameter, value of the wrong type or missing
+    required parameter of `declaration`; `key` is where `params` sits in the config."""
+    for name, value in params.items():
+        param = declaration.param(name)
+        if param is None:
+            if declaration.open:
+                continue
+            if not declaration.params:
+                raise ParamError(f"{key}.{name}", f"{kind} {declaration.name!r} takes no parameters")
+            known = ", ".join(sorted(p.name for p in declaration.params))
+            raise ParamError(f"{key}.{name}", f"unknown parameter of {kind} {declaration.name!r}; known: {known}")
+        check_value(f"{key}.{name}", value, param.type)
+    missing = [param.name for param in declaration.params if param.required and param.name not in params]
+    if missing:
+        raise ParamError(key, f"{kind} {declaration.name!r} needs {', '.join(missing)}")
+
+
+class ParamType:
+    """A parameter type with its own check, for values the plain types cannot say (a nested
+    retriever spec, an integer with a lower bound)."""
+
+    def check(self, key: str, value: Any) -> None:
+        """Raise ParamError at `key` unless `value` is of this type."""
+        raise NotImplementedError
+
+    def describe(self) -> str:
+        """How an error or a listing says the type: `an integer of 1 or more`."""
+        raise NotImplementedError
+
+
+def check_value(key: str, value: Any, expected: Any) -> None:
+    """Raise ParamError unless `value` (as read from YAML or JSON) is of type `expected`."""
+    if isinstance(expected, ParamType):
+        expected.check(key, value)
+    elif not _fits(value, expected):
+        raise ParamError(key, f"expected {describe_type(expected)}, got {value!r}")
+
+
+def _fits(value: Any, expected: Any) -> bool:
+    if expected is Any:
+        return True
+    if expected is None or expected is type(None):
+        return value is None
+    origin, args = typing.get_origin(expected), typing.get_args(expected)
+    if origin in (Union, types.UnionType):
+        return any(_fits(value, arg) for arg in args)
+    if origin is Literal:
+        return any(value == arg and type(value) is type(arg) for arg in args)
+    if origin in (list, tuple, Sequence):
+        return isinstance(value, (list, tuple)) and (not args or all(_fits(v, args[0]) for v in value))
+    if origin in (dict, Mapping):
+        return isinstance(value, Mapping) and (len(args) != 2 or all(
+            _fits(k, args[0]) and _fits(v, args[1]) for k, v in value.items()))
+    if expected is float:
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+    if expected is int:
+        return isinstance(value, int) and not isinstance(value, bool)
+    if isinstance(expected, type):
+        return isinstance(value, expected)
+    return True  # a type the checker cannot read: the component checks it
+
+
+@dataclass(frozen=True)
+class AtLeast(ParamType):
+    """The type of an integer of `low` or more (a count, a depth)."""
+
+    low: int
+
+    def check(self, key: str, value: Any) -> None:
+        if not _fits(value, int) or value < self.low:
+            raise ParamError(key, f"expected {self.describe()}, got {value!r}")
+
+    def describe(self) -> str:
+        return f"an integer of {self.low} or more"
+
+
+def from_text(text: str, expected: Any) -> Any:
+    """`text` (a command-line or `NAME:ARG` argument) as a value of type `expected` where it
+    reads as one ("2" as 2 for an int), else the text itself, for `check_value` to judge."""
+    origin = typing.get_origin(expected)
+    for candidate in typing.get_args(expected) if origin in (Union, types.UnionType) else (expected,):
+        if candidate in (int, float) or isinstance(candidate, AtLeast):
+            try:
+                return float(text) if candidate is float else int(text)
+            except ValueError:
+                continue
+        if candidate is bool and text in ("true", "false"):
+            return text == "true"
+    return text
+
+
+def usage(declaration: Declaration) -> str:
+    """`NAME[:K[:METHOD]]`: how a component is named with its arguments after ':'."""
+    text = ""
+    for param in reversed(declaration.params):
+        text = f":{param.name}{text}" if param.required else f"[:{param.name}{text}]"
+    return declaration.name + text
+
+
+def arguments(declaration: Declaration, arg: str | None) -> dict[str, Any]:
+    """The text after `NAME:` (a strategy's `with_responses:2`, a judge's `python:m:f:0.7`)
+    read into the declared parameters, one per ':'-separated part in order (the last takes
+    the rest), defaults for those not given; a one-line HarnessError when it does not fit."""
+    params, name = declaration.params, declaration.name
+    texts = [] if arg is None else arg.split(":", max(len(params) - 1, 0))
+    if len(texts) > len(params):
+        raise HarnessError(f"{name} takes no argument, not {arg!r}")
+    values = {}
+    for position, param in enumerate(params):
+        if position >= len(texts):
+            if param.required:
+                raise HarnessError(f"{name} needs {param.desc or param.name} ({usage(declaration)})")
+            values[param.name] = param.default
+            continue
+        value = values[param.name] = from_text(texts[position], param.type)
+        try:
+            check_value(param.name, value, param.type)
+        except ParamError:
+            least = max(1, sum(p.required for p in params))
+            forms = " or ".join(repr(":".join(p.name for p in params[:end])) for end in range(least, len(params) + 1))
+            raise HarnessError(f"{name} takes {forms} ({usage(declaration)}), not {arg!r}: {param.name} must be "
+                               f"{describe_type(param.type)}") from None
+    return values
+
+
+def describe_type(expected: Any) -> str:
+    """How an error or a listing says a type: `a number`, `true or false`, `one of 'a', 'b'`."""
+    if isinstance(expected, ParamType):
+        return expected.describe()
+    origin, args = typing.get_origin(expected), typing.get_args(expected)
+    if origin in (Union, types.UnionType):
+        return " or ".join(dict.fromkeys(describe_type(arg) for arg in args))
+    if origin is Literal:
+        return "one of " + ", ".join(repr(arg) for arg in args)
+    if origin in (list, tuple, Sequence):
+        return f"a list of {_plural(describe_type(args[0]))}" if args else "a list"
+    if origin in (dict, Mapping) or expected is dict:
+        return "a mapping"
+    return _WORDS.get(expected, getattr(expected, "__name__", str(expected)))
+
+
+_WORDS = {bool: "true or false", int: "an integer", float: "a number", str: "a string", None: "null",
+          type(None): "null", list: "a list", Any: "any value", Path: "a path"}
+
+
+def _plural(text: str) -> str:
+    return text.removeprefix("an ").removeprefix("a ") + "s" if text.startswith(("a ", "an ")) else text
+
+
+def declare(summary: str, params: Sequence[Param] = (), **more: Any) -> Callable[[T], T]:
+    """Decorator for a plug-in that declares itself (its name comes from the registry):
+    `@harness.declare("my BM25 variant", [Param("alpha", float, 0.5, "interpolation weight")])`."""
+    def decorator(obj: T) -> T:
+        obj.declaration = Declaration("", summary, tuple(params), **more)  # type: ignore[attr-defined]
+        return obj
+
+    return decorator
+
+
+def declared(name: str, obj: Any, skip: Sequence[str] = ()) -> Declaration:
+    """A plug-in's declaration: its own (`declaration` attribute), else read from its
+    signature (keyword parameters less `skip`; `**kwargs` makes it open) and docstring."""
+    own = getattr(obj, "declaration", None)
+    if isinstance(own, Declaration):
+        return replace(own, name=name)
+    target = obj if callable(obj) and (inspect.isfunction(obj) or inspect.ismethod(obj) or inspect.isclass(obj)) \
+        else getattr(type(obj), "__call__", obj)
+    params: list[Param] = []
+    open_ = False
+    try:
+        signature = inspect.signature(target, eval_str=True)
+    except (TypeError, ValueError, NameError):
+        return Declaration(name, summary_of(obj), (), open=True)
+    for param in signature.parameters.values():
+        if param.name in skip or param.name == "self" or param.kind is param.VAR_POSITIONAL:
+            continue
+        if param.kind is param.VAR_KEYWORD:
+            open_ = True
+            continue
+        default = REQUIRED if param.default is param.empty else param.default
+        annotation = param.annotation
+        if annotation is param.empty:
+            annotation = Any if default is REQUIRED or default is None else type(default)
+        params.append(Param(param.name, annotation, default))
+    return Declaration(name, summary_of(obj), tuple(params), open=open_)
+
+
+def summary_of(obj: Any) -> str:
+    """The first line of an object's own docstring (a function's or class's, else its type's)."""
+    doc = obj.__doc__ if inspect.isfunction(obj) or inspect.isclass(obj) or inspect.ismethod(obj) \
+        else type(obj).__doc__
+    return inspect.cleandoc(doc).splitlines()[0] if doc and doc.strip() else ""
 
 
 class Registry(Generic[T]):
-    def __init__(self, kind: str, package: str | None = None, plugins: tuple[str, ...] = (),
-                 group: str | None = None) -> None:
+    def __init__(self, kind: str, package: str | None = None, group: str | None = None,
+                 not_from_config: tuple[str, ...] = ()) -> None:
         self.kind = kind
         self._items: dict[str, T] = {}
+        self._declarations: dict[str, Declaration | Callable[[], Declaration]] = {}
+        self._not_from_config = not_from_config  # a plug-in's parameters the harness passes, not a config
         self._package = package  # imported (all its modules) on the first look-up
-        self._plugins = plugins  # modules imported on the first look-up too
+        self._extended = False  # whether the modules `extend` names for it were imported
         self._group = group  # entry-point group, listed on the first look-up
         self._pluggable = group is not None  # takes `python:` specs and entry points
         self._adapt: Callable[[str, Any], T] | None = None  # set by `adapter`
         self._entry_points: dict[str, Any] = {}  # listed, not yet imported
         self._origins: dict[str, Origin] = {}
-        self._python: dict[str, tuple[T, Origin]] = {}
-        self._using: ContextVar[Mapping[str, tuple[T, Origin]]] = ContextVar(f"using {kind}", default={})
+        self._python: dict[str, tuple[T, Origin, Declaration]] = {}
+        self._using: ContextVar[Mapping[str, tuple[T, Origin, Declaration]]] = ContextVar(f"using {kind}", default={})
 
     def _load(self) -> None:
-        if self._package is not None or self._plugins:
+        if self._package is not None or not self._extended:
             self._load_modules()
         if self._group is not None:  # after the built-ins, so that a clash names the plug-in
             self._list_entry_points()
@@ -73,9 +355,18 @@ class Registry(Generic[T]):
             for module in pkgutil.iter_modules(package.__path__):
                 if module.name != "cli" and not module.name.startswith("cli_"):
                     importlib.import_module(f"{package.__name__}.{module.name}")
-        plugins, self._plugins = self._plugins, ()
-        for plugin in plugins:
-            importlib.import_module(plugin)
+        if not self._extended:
+            self._extended = True
+            for module in self._extensions():
+                importlib.import_module(module)
+
+    def _extensions(self) -> tuple[str, ...]:
+        """The modules `extend` names for this registry (found by its module and attribute)."""
+        for registry, modules in _EXTENSIONS.items():
+            module, _, attr = registry.partition(":")
+            if getattr(sys.modules.get(module), attr, None) is self:
+                return modules
+        return ()
 
     def _list_entry_points(self) -> None:
         from importlib.metadata import entry_points
@@ -90,17 +381,37 @@ class Registry(Generic[T]):
                                    f"{_distribution(self._entry_points[point.name])} and {_distribution(point)}")
             self._entry_points[point.name] = point
 
-    def register(self, name: str) -> Callable[[T], T]:
+    def register(self, name: str, summary: str = "", params: Params = (), **more: Any) -> Callable[[T], T]:
+        """Decorator: `item` answers to `name`, declared by `summary`, `params` and `more`
+        (Declaration's other fields: open, splits, fields, conversation_fields). `params` may be a function giving
+        them, called on the first `declaration(name)`: for a component that takes another's
+        parameters (a PTKB method, its retriever's), declared where that one lives."""
         def decorator(item: T) -> T:
             if name in self._items or name in self._entry_points:
                 raise ValueError(f"{self.kind} {name!r} is registered twice")
             self._items[name] = item
+            self._declarations[name] = lambda: Declaration(
+                name, summary, tuple(params() if callable(params) else params), **more)
             return item
 
         return decorator
 
-    def add(self, name: str, item: T) -> None:
-        self.register(name)(item)
+    def add(self, name: str, item: T, summary: str = "", params: Params = (), **more: Any) -> None:
+        self.register(name, summary, params, **more)(item)
+
+    def declaration(self, name: str) -> Declaration:
+        """What `name` declares: a built-in's from its registration, a plug-in's its own or
+        read from its signature."""
+        self.get(name)
+        using = self._using.get()
+        if name in using:
+            return using[name][2]
+        if name in self._declarations:
+            found = self._declarations[name]
+            if not isinstance(found, Declaration):  # made on first use (see `register`)
+                found = self._declarations[name] = found()
+            return found
+        return self._python[name][2]  # `get` above put it there
 
     def get(self, name: str) -> T:
         self._load()
@@ -133,7 +444,10 @@ class Registry(Generic[T]):
         """Within the block, these objects answer to their names (before any registered item),
         each adapted and checked as a plug-in; nothing outside the block sees them."""
         self._load()
-        adopted = {name: (self._adopt(name, obj), object_origin(obj)) for name, obj in objects.items()}
+        adopted = {}
+        for name, obj in objects.items():
+            item = self._adopt(name, obj)
+            adopted[name] = (item, object_origin(obj), self._declared(name, obj, item))
         token = self._using.set({**self._using.get(), **adopted})
         try:
             yield
@@ -150,6 +464,12 @@ class Registry(Generic[T]):
     def _adopt(self, name: str, obj: Any) -> T:
         return self._adapt(name, obj) if self._adapt is not None else obj
 
+    def _declared(self, name: str, obj: Any, item: T) -> Declaration:
+        """A plug-in's own declaration, else read from what the harness calls: the item its
+        object was adapted into (a search function's factory takes its keyword parameters)."""
+        own = isinstance(getattr(obj, "declaration", None), Declaration)
+        return declared(name, obj if own else item, self._not_from_config)
+
     def _from_entry_point(self, name: str) -> T:
         point = self._entry_points[name]
         try:
@@ -160,12 +480,13 @@ class Registry(Generic[T]):
         item = self._adopt(name, obj)
         del self._entry_points[name]
         self._items[name] = item
+        self._declarations[name] = self._declared(name, obj, item)
         dist = getattr(point, "dist", None)
         self._origins[name] = {"entry_point": f"{point.group}:{name}", "distribution": dist.name if dist else None,
                                "version": dist.version if dist else None, **object_origin(obj)}
         return item
 
-    def _from_python(self, name: str) -> tuple[T, Origin]:
+    def _from_python(self, name: str) -> tuple[T, Origin, Declaration]:
         module_name, _, attr = name[len(PYTHON):].partition(":")
         if not module_name or not attr:
             raise HarnessError(f"{self.kind} {name!r}: expected python:package.module:attr")
@@ -186,7 +507,8 @@ class Registry(Generic[T]):
             if not hasattr(obj, part):
                 raise HarnessError(f"{self.kind} {name!r}: {module_name} has no attribute {attr!r}")
             obj = getattr(obj, part)
-        return self._adopt(name, obj), {"python": name[len(PYTHON):], **object_origin(obj)}
+        item = self._adopt(name, obj)
+        return item, {"python": name[len(PYTHON):], **object_origin(obj)}, self._declared(name, obj, item)
 
     def __contains__(self, name: object) -> bool:
         if not isinstance(name, str):

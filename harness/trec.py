@@ -1,6 +1,12 @@
 """The shared vocabulary (`Hit`, `Ranking`, `Run`, `Qrels`), defined once for every layer,
 and TREC run and qrels files: strict readers, a streaming atomic writer.
 
+A ranking has one shape from retriever to score: a retriever answers a `Run` ({qid:
+`Ranking`}, each best first), fusion, re-ranking and PTKB ranking take and give `Run`s, the
+runner streams one into a run file with `write_run`, and the evaluator scores that file read
+back (`read_run`), so what is scored is what is submitted. DataFrames exist only at the
+Python API's edge (harness.evaluate.frames, harness.retrieve.plugins).
+
 Conventions (those of trec_eval, stated once here and tested in tests/test_trec_files.py):
 
 - Run lines are `qid Q0 docid rank score tag`, qrels lines `qid iter docid grade`, fields
@@ -32,11 +38,12 @@ import heapq
 import math
 import re
 from array import array
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from itertools import islice
 from operator import itemgetter
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from harness.atomic import atomic_write
 from harness.errors import HarnessError, InputError, TextInput, open_input
@@ -54,27 +61,74 @@ def _field_ok(text: str) -> bool:
     return bool(text) and not _SEPARATOR.search(text)
 
 
-@dataclass(frozen=True)
-class Hit:
-    """One retrieved document and its score, as a retriever returns it."""
+class Hit(NamedTuple):
+    """One ranked document and its score: a (docid, score) pair with names."""
 
     docid: str
     score: float
 
 
-# One query's ranking, best first: [(docid, score), ...] (a run file's lines for one qid).
-Ranking = Sequence[tuple[str, float]]
+# One query's ranking, best first: [Hit(docid, score), ...] (a run file's lines for one qid).
+# Where a ranking is taken in, any (docid, score) pairs do.
+Ranking = Sequence[Hit]
 
 
-@dataclass
-class Run:
-    """A ranking per query, as the evaluator needs it: {qid: {docid: score}}."""
+@dataclass(eq=False)
+class Run(Mapping[str, Ranking]):
+    """Rankings per query: what a retriever answers, what a run file holds, what is scored.
+
+    Stored as {qid: {docid: score}}, each query's documents in the order they were ranked
+    (or read); as a mapping, `run[qid]` is that ranking as Hits. Two runs are equal when
+    they rank the same documents with the same scores in the same order."""
 
     name: str
     scores: dict[str, dict[str, float]]
     duplicates: int = 0  # (qid, docid) repeats dropped while reading
     path: Path | None = None
     trailing: int = 0  # lines with text after the sixth field (ignored, as trec_eval does)
+
+    @classmethod
+    def of(cls, rankings: Mapping[str, Iterable[tuple[str, float]]], name: str = "run") -> "Run":
+        """From best-first (docid, score) rankings. A document repeated within a ranking keeps
+        its first (best) score and is counted in `duplicates`, as `read_run` keeps it."""
+        scores: dict[str, dict[str, float]] = {}
+        duplicates = 0
+        for qid, ranking in rankings.items():
+            pairs = ranking if isinstance(ranking, (list, tuple)) else list(ranking)
+            kept = dict(pairs)
+            if len(kept) != len(pairs):  # dict() keeps a repeat's last score; the first is the best
+                kept = {}
+                for docid, score in pairs:
+                    kept.setdefault(docid, score)
+                duplicates += len(pairs) - len(kept)
+            scores[qid] = kept
+        return cls(name, scores, duplicates)
+
+    def __getitem__(self, qid: str) -> list[Hit]:
+        return list(map(Hit._make, self.scores[qid].items()))
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.scores)
+
+    def __len__(self) -> int:
+        return len(self.scores)
+
+    def __contains__(self, qid: object) -> bool:
+        return qid in self.scores
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Run):
+            return NotImplemented
+        return ((self.name, self.duplicates, self.path, self.trailing) == (other.name, other.duplicates, other.path,
+                                                                            other.trailing)
+                and self.scores.keys() == other.scores.keys()
+                and all(list(ranking.items()) == list(other.scores[qid].items())
+                        for qid, ranking in self.scores.items()))
+
+    def pairs(self, qid: str, depth: int | None = None) -> Iterator[tuple[str, float]]:
+        """The query's top `depth` (docid, score) pairs in ranked order (none for a query the
+        run lacks), without making Hits: what `write_run` streams."""
+        return islice(self.scores.get(qid, {}).items(), depth)
 
     def ranked(self, qid: str, depth: int | None = None) -> list[tuple[str, float]]:
         """Canonical order: score descending, then docid descending (as trec_eval)."""
@@ -331,7 +385,7 @@ def format_score(score: float) -> str:
 
 def write_run(
     path: str | Path,
-    rankings: Iterable[tuple[str, Ranking]],
+    rankings: Iterable[tuple[str, Iterable[tuple[str, float]]]],
     tag: str,
     printed: Callable[[float], str] | None = None,
 ) -> int:

@@ -93,7 +93,7 @@ def test_hits_are_best_first_and_at_most_k(ikat_bm25):
 
 
 def test_query_without_hits_is_present_and_empty(ikat_bm25):
-    assert ikat_bm25.search([SearchQuery("none", "the of and")], k=10) == {"none": []}
+    assert dict(ikat_bm25.search([SearchQuery("none", "the of and")], k=10)) == {"none": []}
 
 
 def test_rm3_expands_the_query(ikat_index):

@@ -72,7 +72,7 @@ def test_unknown_adapter_names_the_known_ones(tmp_path):
 
 def test_unknown_split_names_the_known_ones(tmp_path):
     message = _error(tmp_path, {"experiments": [_experiment(topics="pragmaticqa:vla")]})
-    assert "experiments[0].topics: pragmaticqa has no split 'vla'; known: train, val, test" in message
+    assert "experiments[0].topics: pragmaticqa has no split 'vla'; known: val, train, test" in message
 
 
 def test_topics_without_qrels_need_a_qrels_file(tmp_path):
@@ -220,5 +220,5 @@ def test_ptkb_method_parameters_are_checked_when_the_config_is_read(tmp_path):
     message = _error(tmp_path, {"experiments": [experiment]})
     assert "experiments[0].retrievers[0].params.history: expected an integer or null, got 'all'" in message
     experiment["retrievers"] = [{"name": "gold", "params": {"k1": 1}}]
-    assert "experiments[0].retrievers[0].params.k1: the gold PTKB method takes no parameters" in _error(
+    assert "experiments[0].retrievers[0].params.k1: PTKB ranking method 'gold' takes no parameters" in _error(
         tmp_path, {"experiments": [experiment]})

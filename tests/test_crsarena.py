@@ -16,23 +16,23 @@ def test_open_and_closed_hold_the_published_dialogue_counts():
     # CRSArena-Dial DataAnalysis.md: 254 open, 220 closed dialogues
     open_, closed = load("crsarena:open"), load("crsarena:closed")
     assert (len(open_.conversations), len(closed.conversations)) == (254, 220)
-    assert Counter(c.extra["system"] for c in open_.conversations)["kbrd_opendialkg"] == 38
-    assert Counter(c.extra["system"] for c in closed.conversations)["crbcrs_redial"] == 26
+    assert Counter(c.system for c in open_.conversations)["kbrd_opendialkg"] == 38
+    assert Counter(c.system for c in closed.conversations)["crbcrs_redial"] == 26
 
 
 def test_bare_name_is_open_then_closed():
     both = load("crsarena")
     assert len(both.conversations) == 474
-    assert [c.extra["setting"] for c in both.conversations[253:255]] == ["open", "closed"]
+    assert [c.setting for c in both.conversations[253:255]] == ["open", "closed"]
     assert both.qrels is None and both.corpus is None
 
 
 def test_sentiment_user_and_system_come_from_the_record():
     first = load("crsarena:open").conversations[0]
     assert first.id == "barcor_redial_03368a16-93bd-4b21-885d-b9a21e3498ba"
-    assert first.extra["system"] == "barcor_redial"
-    assert first.extra["user"] == "03368a16-93bd-4b21-885d-b9a21e3498ba"
-    assert first.extra["sentiment"] == "frustrated"
+    assert first.system == "barcor_redial"
+    assert first.user == "03368a16-93bd-4b21-885d-b9a21e3498ba"
+    assert first.sentiment == "frustrated"
 
 
 def test_each_user_utterance_is_a_turn_answered_by_the_following_agent_utterance():

@@ -4,11 +4,19 @@ Every `import` and `from ... import` in harness/ counts, wherever it is written:
 level, inside a function (the lazy imports that keep `harness eval` fast) or under
 `if TYPE_CHECKING:`. A module may import its own package's modules and modules of lower
 layers only; `cli` modules (and harness/cli.py) sit on top and may import anything.
+
+The same holds folder by folder: the table's rows name rooms (a folder under harness/, or a
+top-level module), all of a folder's modules sit in its one row, and no folder imports a
+folder of its own row or a higher one. Built-ins of a higher layer that register into a lower
+layer's registry are named in harness/_assembly.py, checked here to point down.
 """
 
 from __future__ import annotations
 
 import ast
+import importlib
+from collections import defaultdict
+from collections.abc import Iterable
 from pathlib import Path
 
 import harness
@@ -26,15 +34,17 @@ LAYERS: list[tuple[str, ...]] = [
     ("harness.topics",),
     ("harness.queries",),
     ("harness.judge",),
-    ("harness.scale.engines", "harness.scale.exact", "harness.scale.approx"),
+    ("harness.compute",),
     ("harness.retrieve",),
     ("harness.evaluate",),
     ("harness.report", "harness.ikat"),
     ("harness.runner", "harness.scale", "harness.responses"),
     ("harness.irds",),
-    ("harness", "harness._irds_hook", "harness.cli", "harness.api", "harness.serve"),
+    ("harness", "harness._irds_hook", "harness._assembly", "harness.cli", "harness.api", "harness.serve"),
 ]
 TOP = len(LAYERS) - 1
+# The layout before harness.compute: harness.scale in two rows, its low modules named one by one.
+SPLIT_SCALE = [*LAYERS[:9], ("harness.scale.engines", "harness.scale.exact", "harness.scale.approx"), *LAYERS[10:]]
 
 
 def module_name(path: Path) -> str:
@@ -71,11 +81,16 @@ def graph() -> dict[str, set[str]]:
     return {name: imports(name, path, set(found)) for name, path in found.items()}
 
 
-def layer(name: str) -> int:
-    """The row of the longest prefix naming the module (harness.scale.exact sits below harness.scale)."""
-    if name.rpartition(".")[2].startswith("cli"):
-        return TOP
-    best = max(((len(prefix), row) for row, group in enumerate(LAYERS) for prefix in group
+def is_cli(name: str) -> bool:
+    return name.rpartition(".")[2].startswith("cli")
+
+
+def layer(name: str, layers: list[tuple[str, ...]] = LAYERS) -> int:
+    """The row of the longest prefix naming the module (in a table that names modules inside
+    a folder, as SPLIT_SCALE does, the module's own row wins over its folder's)."""
+    if is_cli(name):
+        return len(layers) - 1
+    best = max(((len(prefix), row) for row, group in enumerate(layers) for prefix in group
                 if name == prefix or (prefix != "harness" and name.startswith(prefix + "."))),
                default=None)
     assert best is not None, f"{name} is in no row of the layer table (tests/test_layers.py, README)"
@@ -83,19 +98,47 @@ def layer(name: str) -> int:
 
 
 def owner(name: str) -> str:
-    """The package a module belongs to for the same-package rule (harness.report.html -> harness.report)."""
+    """The room a module belongs to, for the same-package rule and the folder checks: its
+    folder under harness/ (harness.report.html -> harness.report), or a top-level module itself."""
     parts = name.split(".")
     return ".".join(parts[:2])
 
 
-def back_arrows(edges: dict[str, set[str]]) -> list[str]:
+def split_rooms(names: Iterable[str], layers: list[tuple[str, ...]] = LAYERS) -> list[str]:
+    """Folders whose modules sit in more than one row (command-line modules, at the bottom
+    wherever they are, aside)."""
+    rows: dict[str, dict[int, list[str]]] = defaultdict(lambda: defaultdict(list))
+    for name in sorted(names):
+        if not is_cli(name):
+            rows[owner(name)][layer(name, layers)].append(name)
+    return [f"{room} sits in rows " + " and ".join(f"{row} ({', '.join(found)})" for row, found in sorted(by_row.items()))
+            for room, by_row in sorted(rows.items()) if len(by_row) > 1]
+
+
+def folder_back_arrows(edges: dict[str, set[str]], layers: list[tuple[str, ...]] = LAYERS) -> list[str]:
+    """The imports taken folder by folder: a folder (its row: its own name's) imports only
+    folders of lower rows."""
+    top = len(layers) - 1
+    problems = set()
+    for source, targets in edges.items():
+        here = owner(source)
+        if is_cli(source) or layer(here, layers) == top:
+            continue
+        for there in {owner(target) for target in targets} - {here}:
+            if layer(there, layers) >= layer(here, layers):
+                problems.add(f"{here} imports {there} (layer {layer(here, layers)} -> {layer(there, layers)})")
+    return sorted(problems)
+
+
+def back_arrows(edges: dict[str, set[str]], layers: list[tuple[str, ...]] = LAYERS) -> list[str]:
     problems = []
     for source, targets in sorted(edges.items()):
         for target in sorted(targets):
             if owner(source) == owner(target) and owner(source) != "harness":
                 continue
-            if layer(target) >= layer(source) and layer(source) != TOP:
-                problems.append(f"{source} imports {target} (layer {layer(source)} -> {layer(target)})")
+            here, there = layer(source, layers), layer(target, layers)
+            if there >= here and here != len(layers) - 1:
+                problems.append(f"{source} imports {target} (layer {here} -> {there})")
     return problems
 
 
@@ -154,12 +197,80 @@ def test_the_checks_catch_what_they_are_for():
     assert cycles(loop) == [["harness.runner.config", "harness.runner.tasks"]]
 
 
-def test_a_module_row_overrides_its_package_row():
-    """The low-level scale modules sit below the retrievers that use them; the rest of
-    harness.scale sits above, so the dense retriever reaches sharded search through a registry."""
-    assert layer("harness.scale.exact") < layer("harness.retrieve.dense") < layer("harness.scale.search")
-    assert back_arrows({"harness.retrieve.dense": {"harness.scale.exact"}}) == []
+def test_vector_search_sits_below_the_retrievers_and_sharded_search_above():
+    """The engines and search kernels (harness.compute) sit below the retrievers that use
+    them; harness.scale sits above, so the dense retriever reaches sharded search through a
+    registry."""
+    assert layer("harness.compute.exact") < layer("harness.retrieve.dense") < layer("harness.scale.search")
+    assert back_arrows({"harness.retrieve.dense": {"harness.compute.exact"}}) == []
     assert back_arrows({"harness.retrieve.dense": {"harness.scale.search"}})
+
+
+def test_the_table_names_rooms_not_modules_inside_a_folder():
+    for group in LAYERS:
+        for name in group:
+            assert owner(name) == name, f"{name}: a row names a folder or a top-level module, not a module in a folder"
+
+
+def test_every_folder_sits_in_one_row():
+    assert split_rooms(modules()) == []
+
+
+def test_imports_follow_the_layer_table_folder_by_folder():
+    assert folder_back_arrows(graph()) == []
+
+
+def test_the_folder_checks_catch_what_they_are_for():
+    """The layout before harness.compute passed module by module, with harness.scale in two
+    rows; folder by folder the dense retriever imported a folder above its own."""
+    old = {"harness.retrieve.dense": {"harness.scale.exact", "harness.scale.approx", "harness.scale.engines"}}
+    assert back_arrows(old, SPLIT_SCALE) == []
+    assert folder_back_arrows(old, SPLIT_SCALE) == ["harness.retrieve imports harness.scale (layer 10 -> 13)"]
+    assert split_rooms(["harness.scale.exact", "harness.scale.search"], SPLIT_SCALE) == [
+        "harness.scale sits in rows 9 (harness.scale.exact) and 13 (harness.scale.search)"]
+    assert folder_back_arrows({"harness.scale.search": {"harness.retrieve.dense"}}) == []
+    assert folder_back_arrows({"harness.scale.cli_encode": {"harness.cli"}}) == []  # a CLI may import anything
+
+
+def test_built_ins_of_higher_layers_register_into_lower_registries_from_above():
+    """harness/_assembly.py names them instead of the registry's package: each registry
+    exists, and each module sits above it or in its own folder and imports its module (it
+    registers there)."""
+    from harness._assembly import EXTENSIONS
+    from harness.ikat.submission import YEARS
+    from harness.registry import Registry
+
+    edges = graph()
+
+    def reaches(source: str, target: str) -> bool:
+        seen, todo = set(), [source]
+        while todo:
+            name = todo.pop()
+            if name == target:
+                return True
+            if name not in seen:
+                seen.add(name)
+                todo += edges.get(name, ())
+        return False
+
+    for registry, names in EXTENSIONS.items():
+        module, _, attr = registry.partition(":")
+        assert isinstance(getattr(importlib.import_module(module), attr), Registry), registry
+        for name in names:
+            assert owner(name) == owner(module) or layer(name) > layer(module), f"{name} -> {registry}"
+            assert reaches(name, module), f"{name} does not import {module}"
+    assert EXTENSIONS["harness.ikat.checks:CHECKS"] == tuple(dict.fromkeys(year.checks for year in YEARS.values()))
+
+
+def test_a_registry_finds_the_built_ins_above_it_without_a_front_end():
+    """Importing only the registry's own module (and so `harness`, which wires them) is enough."""
+    import subprocess
+    import sys
+
+    code = ("from harness.queries import STRATEGIES\nfrom harness.corpus.readers import CORPUS_FORMATS\n"
+            "print('ptkb_topk' in STRATEGIES.names(), 'benchmark' in CORPUS_FORMATS.names())\n")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert result.stdout.split() == ["True", "True"]
 
 
 def test_no_import_cycles():

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -84,7 +85,7 @@ def test_an_installed_plugin_is_used_by_its_entry_point_name(plugin_python, tmp_
     assert plugins["strategy"]["entry_point"] == "harness.strategies:last_two"
     listing = _harness(plugin_python, tmp_path, "components", "retriever").stdout
     assert "Documents sharing the most words with the query.  [harness-plugin-example]" in listing
-    assert "boost: float = 1.0" in listing
+    assert "boost: a number = 1.0" in listing
     # without the package, the name is unknown, as any other
     done = _harness(sys.executable, tmp_path, "run", str(config), "--dry-run")
     assert done.returncode == 2 and "experiments[0].strategies[1]: unknown query strategy 'last_two'" in done.stderr
@@ -169,10 +170,16 @@ def test_reading_a_config_leaves_no_llm_endpoint_behind(tmp_path, monkeypatch):
 
 
 def test_components_lists_each_retriever_with_the_parameters_a_config_may_give(capsys):
+    from harness.registry import describe_type
+    from harness.retrieve import RETRIEVERS
+
     assert main(["components", "retriever"]) == 0
     listing = capsys.readouterr().out
-    assert listing.startswith("retriever:\n  bm25 ")
-    assert "k1: float = 0.9" in listing and "rm3: bool = False" in listing and "corpus:" not in listing
+    assert listing.startswith("retriever:\n  bm25")
+    for param in RETRIEVERS.declaration("bm25").params:  # as bm25 declares them (k1, rm3, ...)
+        assert f"{param.name}: {describe_type(param.type)} = {param.default!r}" in listing
+    assert not re.search(r"^ +corpus: ", listing, re.M)  # the harness passes the corpus, not a config
+    assert "k1: a number = 0.9" in listing and "rm3: true or false = False" in listing
 
 
 def test_a_search_function_may_bring_a_batch_form_and_its_hits_come_best_first():
@@ -192,7 +199,28 @@ def test_a_search_function_may_bring_a_batch_form_and_its_hits_come_best_first()
     with RETRIEVERS.using({"mine": search}):
         hits = build("mine").search([SearchQuery("q1", "a"), SearchQuery("q2", "b")], k=2)
     assert batches == [["a", "b"]]
-    assert hits == {qid: [Hit("d1", 3.0), Hit("d3", 2.0)] for qid in ("q1", "q2")}
+    assert dict(hits) == {qid: [Hit("d1", 3.0), Hit("d3", 2.0)] for qid in ("q1", "q2")}
+
+
+def test_an_object_plugin_answer_becomes_a_run_at_the_edge():
+    """A retriever object's {qid: pairs} answer is checked and made a Run, best first, cut at
+    k; an answer that is no mapping is one line naming the plug-in."""
+    from harness.retrieve import RETRIEVERS, SearchQuery, build
+    from harness.trec import Hit, Run
+
+    class Mine:
+        def search(self, queries, k):
+            return {query.qid: [("d2", 1.0), ("d1", 3.0), ("d3", 2.0)] for query in queries}
+
+    class Wrong:
+        def search(self, queries, k):
+            return [("d1", 1.0)]
+
+    with RETRIEVERS.using({"mine": Mine(), "wrong": Wrong()}):
+        found = build("mine").search([SearchQuery("q1", "a")], k=2)
+        assert isinstance(found, Run) and found["q1"] == [Hit("d1", 3.0), Hit("d3", 2.0)]
+        with pytest.raises(harness.errors.HarnessError, match=r"retriever 'wrong': search\(queries, k\) answered list"):
+            build("wrong").search([SearchQuery("q1", "a")], k=2)
 
 
 def test_a_plugin_answering_no_pairs_is_one_line_naming_it_and_the_query():

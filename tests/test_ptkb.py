@@ -27,14 +27,14 @@ def test_measures_are_ir_measures_names():
 
 def test_gold_ranking_reproduces_the_organisers_ptkb_judgments(ikat2023):
     """The topics' PTKB provenance is what the organisers' qrels judge relevant."""
-    evaluation = evaluate_ptkb(rank_ptkb(ikat2023, "gold"), "gold", ptkb_qrels("org"))
+    evaluation = evaluate_ptkb(rank_ptkb(ikat2023, "gold"), ptkb_qrels("org"))
     assert evaluation.means["nDCG@3"] == pytest.approx(1.0)
     assert evaluation.means["RR"] == pytest.approx(1.0)
 
 
 def test_gold_against_nist_judgments(ikat2023):
     """NIST judged PTKB relevance on its own: the organisers' provenance is a weak run there."""
-    evaluation = evaluate_ptkb(rank_ptkb(ikat2023, "gold"), "gold")
+    evaluation = evaluate_ptkb(rank_ptkb(ikat2023, "gold"))
     assert evaluation.num_queries == 98
     assert evaluation.means["nDCG@3"] == pytest.approx(0.2356, abs=1e-4)
 
@@ -43,7 +43,7 @@ def test_gold_against_nist_judgments(ikat2023):
 @pytest.mark.slow
 def test_bm25_run_against_nist_qrels(bm25_rankings):
     assert len(bm25_rankings) == 332
-    evaluation = evaluate_ptkb(bm25_rankings, "bm25")
+    evaluation = evaluate_ptkb(bm25_rankings)
     print("PTKB bm25 (utterances so far) vs NIST:", evaluation.means)
     assert evaluation.means == pytest.approx({"nDCG@3": 0.5287, "P@3": 0.3673, "R@3": 0.5415, "RR": 0.6214}, abs=1e-4)
 
@@ -51,7 +51,7 @@ def test_bm25_run_against_nist_qrels(bm25_rankings):
 @pytest.mark.model
 @pytest.mark.slow
 def test_dense_run_against_nist_qrels(ikat_cache, ikat2023):
-    evaluation = evaluate_ptkb(rank_ptkb(ikat2023, "dense"), "dense")
+    evaluation = evaluate_ptkb(rank_ptkb(ikat2023, "dense"))
     print("PTKB dense (utterances so far) vs NIST:", evaluation.means)
     assert evaluation.means == pytest.approx({"nDCG@3": 0.6701, "P@3": 0.4456, "R@3": 0.6507, "RR": 0.7356}, abs=2e-3)
 
@@ -103,7 +103,7 @@ def test_ptkb_topk_appends_the_top_k_statements(ikat2023):
     texts = {s.id: s.text for s in conversation.personal}
     for index, turn in enumerate(conversation.turns):
         query = strategy(conversation, index, arg)
-        chosen = [texts[pid] for pid in turn.extra["ptkb_provenance"][:2]]
+        chosen = [texts[pid] for pid in turn.ptkb_provenance[:2]]
         assert query.context == (turn.utterance, *chosen)
         assert query.text == " ".join([turn.utterance, *chosen])
         assert (query.qid, query.turn_index) == (turn.qid, index)

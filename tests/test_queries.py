@@ -69,7 +69,7 @@ def test_hqe_expands_with_salient_earlier_words(throat):
 def test_variants_read_the_intent():
     conversation = load("cosrec-curated").conversations[0]
     turn = conversation.turns[0]
-    variants = turn.extra["query_variants"]
+    variants = turn.query_variants
     assert get("variant")[0](conversation, 0, "1").text == variants[1]
     assert get("variant")[0](conversation, 0, "99").text == variants[-1]
     assert get("all_variants")[0](conversation, 0, None).context == tuple(dict.fromkeys(variants))
@@ -118,9 +118,9 @@ def external(tmp_path_factory, llm_server):
 
 def _poisoned(turn):
     """The turn with every text a strategy could read replaced by a marker."""
-    extra = {**turn.extra, "query_variants": ("LEAK",), "annotations": ()}
+    fields = {"query_variants": ("LEAK",), "annotations": ()}
     return replace(turn, utterance="LEAK zebra", manual_rewrite="LEAK", automatic_rewrite="LEAK",
-                   response="LEAK", provenance=("LEAK",), extra=extra)
+                   response="LEAK", provenance=("LEAK",), **{k: v for k, v in fields.items() if hasattr(turn, k)})
 
 
 def _cases():

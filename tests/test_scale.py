@@ -10,15 +10,15 @@ import os
 import numpy as np
 import pytest
 
+from harness import paths
 from harness.cli import main
+from harness.compute.engines import EngineSpec, start_engine
+from harness.compute.exact import exact_search, longest_norm, rank
 from harness.corpus.readers import open_corpus
 from harness.corpus.segment import segment_corpus
-from harness import paths
 from harness.errors import HarnessError
 from harness.paths import file_version
 from harness.retrieve.dense import SEARCH_BACKENDS
-from harness.scale.engines import EngineSpec, start_engine
-from harness.scale.exact import exact_search, longest_norm, rank
 from harness.scale.segment import segment_sharded, shards_folder
 from harness.scale.shards import MANIFEST
 

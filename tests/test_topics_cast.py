@@ -48,7 +48,7 @@ def test_2020_merges_manual_and_automatic_files():
     assert turn.qid == "81_2"
     assert turn.manual_rewrite == "Now my garage door opener stopped working. Why?"
     assert turn.automatic_rewrite == "Why did garage door opener stop working?"
-    assert turn.extra["automatic_canonical_result_id"] == "MARCO_5498474"
+    assert turn.automatic_canonical_result_id == "MARCO_5498474"
 
 
 def test_2021_canonical_response_and_its_passage_id():

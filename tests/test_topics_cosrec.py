@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from harness.topics import load
+from harness.topics.cosrec import Intent
 
 
 def test_curated_counts():
@@ -11,7 +12,7 @@ def test_curated_counts():
     intents = [t for t in benchmark.turns if "#" not in t.qid]
     assert len(intents) == 143  # 62 recommendation intents, each with 3-4 personalised copies
     assert len({t.qid for t in benchmark.turns}) == len(benchmark.turns) == 368
-    assert all(t.extra["type"] and t.manual_rewrite for t in benchmark.turns)
+    assert all(t.type and t.manual_rewrite for t in benchmark.turns)
 
 
 def test_every_judged_curated_qid_comes_from_the_adapter():
@@ -23,21 +24,21 @@ def test_every_judged_curated_qid_comes_from_the_adapter():
 
 def test_intent_carries_type_variants_and_canonical_longest_formulation():
     turn = {t.qid: t for t in load("cosrec-curated").turns}["CoSRec-Curated_1_1_0"]
-    assert turn.extra["type"] == "recommendation"
-    assert len(turn.extra["query_variants"]) == 4
-    assert turn.manual_rewrite == max(turn.extra["query_variants"], key=len)
+    assert turn.type == "recommendation"
+    assert len(turn.query_variants) == 4
+    assert turn.manual_rewrite == max(turn.query_variants, key=len)
 
 
 def test_personalised_copies_follow_users_in_lexical_order():
     conversation = load("cosrec-curated").conversations[0]
-    users = sorted(conversation.extra["keywords"])
+    users = sorted(conversation.keywords_by_user)
     turns = {t.qid: t for t in conversation.turns}
     for k, user in enumerate(users):
         copy = turns[f"CoSRec-Curated_1_0_0#{k}"]
-        assert copy.extra["user"] == user
-        keywords = " ".join(conversation.extra["keywords"][user])
-        assert all(variant.endswith(keywords) for variant in copy.extra["query_variants"])
-    assert turns[f"CoSRec-Curated_1_0_0#{len(users)}"].extra["user"] is None
+        assert copy.user == user
+        keywords = " ".join(conversation.keywords_by_user[user])
+        assert all(variant.endswith(keywords) for variant in copy.query_variants)
+    assert turns[f"CoSRec-Curated_1_0_0#{len(users)}"].user is None
 
 
 def test_search_intents_are_not_personalised():
@@ -50,9 +51,8 @@ def test_crowd_keeps_each_annotators_intents():
     assert (len(benchmark.conversations), len(benchmark.turns)) == (291, 2329)
     turn = benchmark.turns[0]
     assert turn.qid == "CoSRec-Crowd_1_0"
-    assert len(turn.extra["annotations"]) == 4
-    assert turn.extra["annotations"][0][0] == {"type": "recommendation",
-                                               "query": "mistery novel about a serial killer in London"}
+    assert len(turn.annotations) == 4
+    assert turn.annotations[0][0] == Intent("recommendation", "mistery novel about a serial killer in London")
     assert benchmark.qrels is None
 
 

@@ -62,7 +62,7 @@ def test_ptkb_becomes_personal_statements_with_their_ids():
     conversation = load("ikat2023").conversations[0]
     assert conversation.personal[4].id == "5" and conversation.personal[4].text == "I'm vegetarian."
     first = conversation.turns[0]
-    assert first.extra["ptkb_provenance"] == ("5", "4", "2")
+    assert first.ptkb_provenance == ("5", "4", "2")
     assert first.manual_rewrite.startswith("Can you help me find a diet for myself considering")
     assert first.provenance[0] == "clueweb22-en0035-25-01897:1"
 
@@ -72,7 +72,7 @@ def test_2025_relevant_ptkbs_texts_map_to_list_positions():
     assert len(conversation.personal) == 21 and conversation.personal[0].id == "1"
     turn = conversation.turns[2]
     assert turn.qid == "1-1_3"
-    assert turn.extra["ptkb_provenance"] == ("20", "18")
+    assert turn.ptkb_provenance == ("20", "18")
     assert turn.provenance[0] == "clueweb22-en0026-73-16809:6"
 
 

@@ -32,9 +32,9 @@ def test_every_recommendation_maps_to_an_item():
 def test_turn_keeps_context_entities_and_recommendations():
     turn = {t.qid: t for t in load("opendialkg").turns}["11_3"]
     assert turn.utterance.endswith("Do you know what genre The Guard is?")
-    assert turn.extra["context"][0] == "Could you recommend anything by the actor Don Cheadle?"
-    assert turn.extra["recommended"] == ("The Guard",)
-    assert "Don Cheadle" in turn.extra["entities"]
+    assert turn.context[0] == "Could you recommend anything by the actor Don Cheadle?"
+    assert turn.recommended == ("The Guard",)
+    assert "Don Cheadle" in turn.entities
 
 
 def test_item_documents_carry_attributes_and_kg_facts():

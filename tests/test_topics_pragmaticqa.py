@@ -33,9 +33,9 @@ def test_literal_spans_grade_2_pragmatic_only_spans_grade_1():
     benchmark = load("pragmaticqa:train")
     judgments = benchmark.qrels().judgments
     for turn in benchmark.turns:
-        for docid in turn.extra["literal"]:
+        for docid in turn.literal:
             assert judgments[turn.qid][docid] == 2
-        for docid in turn.extra["pragmatic"]:
+        for docid in turn.pragmatic:
             assert judgments[turn.qid][docid] == 1
 
 

@@ -1,12 +1,40 @@
-"""Run writing (atomic, streaming, strictly decreasing scores) and passage -> document runs."""
+"""The one ranking type (`Run` of best-first `Hit`s), run writing (atomic, streaming, strictly
+decreasing scores) and passage -> document runs."""
 
 from __future__ import annotations
 
 import pytest
 
 from harness.errors import HarnessError
-from harness.trec import maxp, passage_document, read_run, write_run
+from harness.trec import Hit, Run, maxp, passage_document, read_run, write_run
 from tests.conftest import CAST2021_DOC_RUNS, CAST2021_PASSAGE_RUNS
+
+
+def test_a_run_maps_each_query_to_its_ranking_as_hits_best_first():
+    run = Run.of({"q1": [("d3", 3.5), ("d1", 2.25)], "q2": []})
+    assert list(run) == ["q1", "q2"] and "q2" in run and "q3" not in run
+    assert run["q1"] == [Hit("d3", 3.5), Hit("d1", 2.25)] and run["q1"][0].docid == "d3" and run["q2"] == []
+    assert list(run.pairs("q1", 1)) == [("d3", 3.5)] and list(run.pairs("q3")) == []
+
+
+def test_a_document_repeated_in_a_ranking_keeps_its_first_score_as_read_run_keeps_it(tmp_path):
+    ranking = [("d1", 2.0), ("d2", 1.5), ("d1", 1.0)]
+    run = Run.of({"q1": ranking})
+    assert run["q1"] == [("d1", 2.0), ("d2", 1.5)] and run.duplicates == 1
+    write_run(tmp_path / "r.run", [("q1", ranking)], tag="t")
+    assert read_run(tmp_path / "r.run").scores == run.scores
+
+
+def test_two_runs_are_equal_only_when_they_rank_in_the_same_order():
+    assert Run.of({"q": [("a", 1.0), ("b", 1.0)]}) == Run.of({"q": [("a", 1.0), ("b", 1.0)]})
+    assert Run.of({"q": [("a", 1.0), ("b", 1.0)]}) != Run.of({"q": [("b", 1.0), ("a", 1.0)]})
+
+
+def test_a_run_written_reads_back_as_the_same_rankings(tmp_path):
+    """What is scored (the file read back) is what the retriever answered."""
+    run = Run.of({"q1": [("d3", 3.5), ("d1", 2.25)], "q2": [("d2", 1.0)]})
+    write_run(tmp_path / "r.run", ((qid, run.pairs(qid)) for qid in run), tag="t")
+    assert dict(read_run(tmp_path / "r.run")) == dict(run)
 
 
 def test_written_run_reads_back_with_the_same_order(tmp_path):

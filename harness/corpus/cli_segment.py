@@ -24,14 +24,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "(default spacy = en_core_web_sm 3.8.0 senter, the reference)",
     )
     parser.add_argument("--processes", type=int, default=None, help="worker processes (default: all cores)")
-    from harness.scale.engines import add_engine_arguments
+    from harness.compute.engines import add_engine_arguments
     from harness.scale.segment import SHARD_DOCS
 
     add_engine_arguments(parser, SHARD_DOCS)  # sharded and resumable with --engine ray or --shard-docs
 
 
 def run(args: argparse.Namespace) -> int:
-    from harness.scale.engines import engine_spec, start_engine
+    from harness.compute.engines import engine_spec, start_engine
 
     spec = engine_spec(args)
     refuse_overwriting([args.corpus] if Path(args.corpus).is_file() else [], [("--output", args.out)])

@@ -21,7 +21,7 @@ from harness import jsonl
 from harness.corpus import Corpus, Document
 from harness.errors import HarnessError, InputError, open_input
 from harness.paths import file_sha256
-from harness.registry import Registry
+from harness.registry import Param, Registry
 
 
 @dataclass(frozen=True)
@@ -31,8 +31,8 @@ class CorpusFormat:
     claims: Callable[[str], bool]
 
 
-# harness.topics registers `benchmark:` (topics sit above corpora: named, not imported, here)
-CORPUS_FORMATS: Registry[CorpusFormat] = Registry("corpus format", plugins=("harness.topics",))
+# harness.topics registers `benchmark:` (topics sit above corpora; harness/_assembly.py)
+CORPUS_FORMATS: Registry[CorpusFormat] = Registry("corpus format")
 
 
 def open_corpus(spec: str) -> Corpus:
@@ -143,7 +143,9 @@ def _claims_jsonl(spec: str) -> bool:
 
 
 CORPUS_FORMATS.add(
-    "jsonl", CorpusFormat(open=lambda spec: _file_corpus(_existing(spec), _jsonl_documents), claims=_claims_jsonl)
+    "jsonl", CorpusFormat(open=lambda spec: _file_corpus(_existing(spec), _jsonl_documents), claims=_claims_jsonl),
+    "JSON lines, a document a line: an id (id, docid, doc_id or _id) and a text (contents, text or body)",
+    [Param("PATH", str, desc="the file")],
 )
 
 
@@ -208,7 +210,8 @@ def _claims_trec(spec: str) -> bool:
 
 
 CORPUS_FORMATS.add(
-    "trec", CorpusFormat(open=lambda spec: _file_corpus(_existing(spec), _trec_documents), claims=_claims_trec)
+    "trec", CorpusFormat(open=lambda spec: _file_corpus(_existing(spec), _trec_documents), claims=_claims_trec),
+    "TREC text or web files: <DOC> records with a <DOCNO>", [Param("PATH", str, desc="the file")],
 )
 
 
@@ -253,7 +256,9 @@ def _claims_clueweb22(spec: str) -> bool:
     return path.is_file() and '"ClueWeb22-ID"' in _first_line(spec)
 
 
-CORPUS_FORMATS.add("clueweb22", CorpusFormat(open=_clueweb22_corpus, claims=_claims_clueweb22))
+CORPUS_FORMATS.add("clueweb22", CorpusFormat(open=_clueweb22_corpus, claims=_claims_clueweb22),
+                   "ClueWeb22 text records (the iKAT collection)",
+                   [Param("PATH", str, desc="a record file, or a folder of them")])
 
 
 # -- ir_datasets -----------------------------------------------------------------------------
@@ -282,4 +287,5 @@ def _irds_corpus(dataset_id: str) -> Corpus:
     return Corpus(name=dataset_id, documents=documents, known_fingerprint=fingerprint)
 
 
-CORPUS_FORMATS.add("irds", CorpusFormat(open=_irds_corpus, claims=lambda spec: False))
+CORPUS_FORMATS.add("irds", CorpusFormat(open=_irds_corpus, claims=lambda spec: False),
+                   "the documents of an ir_datasets dataset", [Param("ID", str, desc="the ir_datasets id")])

@@ -46,7 +46,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
     from_trec = sub.add_parser("from-trec", help="write a submission from a TREC passage run")
     from_trec.add_argument("trec_run", type=Path)
-    from_trec.add_argument("--benchmark", required=True, help="ikat2023, ikat2024 or ikat2025 (turn order, PTKB texts)")
+    from_trec.add_argument("--benchmark", required=True,
+                           help=f"one of {', '.join(ikat_benchmarks())} (turn order, PTKB texts)")
     add_output(from_trec, type=Path, required=True)
     from_trec.add_argument("--year", type=int, choices=sorted(YEARS), required=True)
     from_trec.add_argument("--run-name", required=True)
@@ -112,15 +113,22 @@ def _to_trec(args: argparse.Namespace) -> int:
     return 0
 
 
+def ikat_benchmarks() -> list[str]:
+    """The benchmarks whose turns are iKAT's: they declare the PTKB provenance field."""
+    from harness import topics
+
+    return [name for name in topics.names() if any(field.name == "ptkb_provenance" for field in topics.fields(name))]
+
+
 def _from_trec(args: argparse.Namespace) -> int:
     from harness.errors import HarnessError
     from harness.ikat.submission import build_submission, write_submission
     from harness.topics import load
     from harness.trec import read_run
 
-    if not args.benchmark.startswith("ikat"):
+    if args.benchmark.partition(":")[0] not in ikat_benchmarks():
         raise HarnessError(f"--benchmark {args.benchmark!r}: from-trec writes iKAT submissions, so it takes an iKAT "
-                           "benchmark (ikat2023, ikat2024, ikat2025)")
+                           f"benchmark ({', '.join(ikat_benchmarks())})")
     if args.run_type not in YEARS[args.year].run_types:
         raise HarnessError(f"--run-type {args.run_type!r} is not one of {', '.join(sorted(YEARS[args.year].run_types))} "
                            f"(iKAT {args.year})")

@@ -15,15 +15,15 @@ evaluated against the NIST PTKB qrels (qrels/ikat/ptkb_rel_nist, 2023 test turns
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Protocol
+from collections.abc import Callable, Iterator, Sequence
+from typing import TYPE_CHECKING, Literal, Protocol
 
 from harness.corpus import Corpus, Document
 from harness.errors import HarnessError
-from harness.registry import Registry
+from harness.registry import Param, Registry
 from harness.topics import Benchmark
 from harness.topics.model import Conversation
-from harness.trec import Qrels, Ranking, Run
+from harness.trec import Qrels, Run
 
 if TYPE_CHECKING:
     from harness.evaluate import Evaluation
@@ -32,8 +32,8 @@ QUERY_FIELDS = ("utterance", "manual_rewrite", "automatic_rewrite")
 
 
 class PTKBRanker(Protocol):
-    def rank(self, turns: Sequence[tuple[Conversation, int]]) -> dict[str, Ranking]:
-        """{turn qid: best-first [(statement id, score)]} for (conversation, turn index) pairs."""
+    def rank(self, turns: Sequence[tuple[Conversation, int]]) -> Run:
+        """A run {turn qid: best-first [(statement id, score)]} for (conversation, turn index) pairs."""
         ...
 
 
@@ -41,10 +41,13 @@ class PTKBRanker(Protocol):
 METHODS: Registry[Callable[..., PTKBRanker]] = Registry("PTKB ranking method")
 
 
-def rank_ptkb(benchmark: Benchmark, method: str, **params) -> dict[str, Ranking]:
-    """{turn qid: best-first [(PTKB statement id, score)]} for every turn of the benchmark."""
+def rank_ptkb(benchmark: Benchmark, method: str, **params) -> Run:
+    """{turn qid: best-first [(PTKB statement id, score)]} for every turn of the benchmark, a
+    run named after the method."""
     ranker = METHODS.get(method)(benchmark.conversations, **params)
-    return ranker.rank([(c, i) for c in benchmark.conversations for i in range(len(c.turns))])
+    ranked = ranker.rank([(c, i) for c in benchmark.conversations for i in range(len(c.turns))])
+    ranked.name = method
+    return ranked
 
 
 def turn_query(conversation: Conversation, index: int, field: str = "utterance", history: int | None = None) -> str:
@@ -93,78 +96,73 @@ class RetrievalRanker:
         known = [c for c in conversations if c.personal]
         self.retriever = build(retriever_name, corpus=statements_corpus(known), **params) if known else None
 
-    def rank(self, turns: Sequence[tuple[Conversation, int]]) -> dict[str, Ranking]:
+    def rank(self, turns: Sequence[tuple[Conversation, int]]) -> Run:
         from harness.retrieve import SearchQuery
 
         prefixes = {c.turns[i].qid: f"{c.id}/" for c, i in turns}
         if self.retriever is None:
-            return dict.fromkeys(prefixes, [])
+            return Run.of(dict.fromkeys(prefixes, []))
         queries = [SearchQuery(c.turns[i].qid, turn_query(c, i, self.field, self.history)) for c, i in turns]
-        hits = self.retriever.search(queries, self.depth)
-        return {
-            qid: [(h.docid[len(prefix):], h.score) for h in hits.get(qid, []) if h.docid.startswith(prefix)]
+        found = self.retriever.search(queries, self.depth)
+        return Run.of({
+            qid: [(docid[len(prefix):], score) for docid, score in found.pairs(qid) if docid.startswith(prefix)]
             for qid, prefix in prefixes.items()
-        }
+        })
 
 
-@METHODS.register("bm25")
+def _retrieval_params(retriever: str) -> Callable[[], list[Param]]:
+    """A retrieval method's parameters: how a turn's query is made, then its retriever's own
+    (read from the retriever's declaration when first asked)."""
+    def params() -> list[Param]:
+        from harness.retrieve import RETRIEVERS
+
+        return [FIELD, HISTORY, *RETRIEVERS.declaration(retriever).params]
+
+    return params
+
+
+FIELD = Param("field", Literal[QUERY_FIELDS], "utterance", "the turn's text the query ends with")
+HISTORY = Param("history", int | None, None, "how many earlier user utterances go before it (default: all)")
+
+
+@METHODS.register("bm25", "the bm25 retriever over the statements", _retrieval_params("bm25"))
 def bm25(conversations: Sequence[Conversation], **params) -> PTKBRanker:
     """params: field, history (see turn_query), and the bm25 retriever's own (k1, b, ...)."""
     return RetrievalRanker("bm25", conversations, **params)
 
 
-@METHODS.register("dense")
+@METHODS.register("dense", "the dense retriever over the statements", _retrieval_params("dense"))
 def dense(conversations: Sequence[Conversation], **params) -> PTKBRanker:
     """params: field, history (see turn_query), and the dense retriever's own (model, ...)."""
     return RetrievalRanker("dense", conversations, **params)
 
 
-def check_params(method: str, params: Mapping[str, Any]) -> None:
-    """What a config may give a method, checked when it is read: `field` and `history`, and
-    for bm25 and dense their retriever's parameters (a SpecError at `params.<key>`)."""
-    from harness.retrieve.specs import SpecError, check_spec
-
-    if method == "gold":
-        if params:
-            raise SpecError(f"params.{sorted(params)[0]}", "the gold PTKB method takes no parameters")
-        return
-    rest = dict(params)
-    field, history = rest.pop("field", "utterance"), rest.pop("history", None)
-    if field not in QUERY_FIELDS:
-        raise SpecError("params.field", f"expected one of {', '.join(QUERY_FIELDS)}, got {field!r}")
-    if history is not None and (isinstance(history, bool) or not isinstance(history, int)):
-        raise SpecError("params.history", f"expected an integer or null, got {history!r}")
-    check_spec(method, rest)
-
-
 class GoldRanker:
-    """The turn's own PTKB provenance from the topics (Turn.extra["ptkb_provenance"]), in the
+    """The turn's own PTKB provenance from the topics (IkatTurn.ptkb_provenance), in the
     listed order: a manual run, not a system."""
 
-    def rank(self, turns: Sequence[tuple[Conversation, int]]) -> dict[str, Ranking]:
-        rankings: dict[str, Ranking] = {}
+    def rank(self, turns: Sequence[tuple[Conversation, int]]) -> Run:
+        from harness.topics.ikat import IkatTurn
+
+        rankings: dict[str, list[tuple[str, float]]] = {}
         for conversation, index in turns:
             turn = conversation.turns[index]
-            ids = list(dict.fromkeys(turn.extra.get("ptkb_provenance", ())))
+            ids = list(dict.fromkeys(turn.ptkb_provenance if isinstance(turn, IkatTurn) else ()))
             rankings[turn.qid] = [(pid, float(len(ids) - i)) for i, pid in enumerate(ids)]
-        return rankings
+        return Run.of(rankings)
 
 
-@METHODS.register("gold")
+@METHODS.register("gold", "the turn's own PTKB provenance from the topics, in order: a manual run")
 def gold(conversations: Sequence[Conversation], **params) -> PTKBRanker:
     if params:
         raise HarnessError(f"the gold PTKB method takes no parameters, got {', '.join(sorted(params))}")
     return GoldRanker()
 
 
-def ptkb_run(rankings: dict[str, Ranking], name: str) -> Run:
-    return Run(name, {qid: dict(ranking) for qid, ranking in rankings.items()})
-
-
-def evaluate_ptkb(rankings: dict[str, Ranking], name: str, qrels: Qrels | None = None) -> Evaluation:
+def evaluate_ptkb(run: Run, qrels: Qrels | None = None) -> Evaluation:
     """Score a PTKB ranking with the `ptkb` preset's measures against the NIST PTKB qrels (by default)."""
     from harness.evaluate import evaluate
     from harness.evaluate.presets import PRESETS
     from harness.topics.ikat import ptkb_qrels
 
-    return evaluate(qrels or ptkb_qrels("nist"), ptkb_run(rankings, name), list(PRESETS.get("ptkb").measures))
+    return evaluate(qrels or ptkb_qrels("nist"), run, list(PRESETS.get("ptkb").measures))

@@ -16,24 +16,10 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from harness.errors import HarnessError
 from harness.ikat.ptkb import METHODS
-from harness.queries import STRATEGIES
+from harness.queries import Strategy, add
+from harness.registry import AtLeast, Param
 from harness.topics.model import Conversation, PersonalStatement, Query
-
-DEFAULT_K = 3
-DEFAULT_METHOD = "bm25"
-
-
-def _parse(arg: str | None) -> tuple[int, str]:
-    k_text, _, method = (arg or "").partition(":")
-    try:
-        k = int(k_text) if k_text else DEFAULT_K
-    except ValueError:
-        raise HarnessError(f"ptkb_topk takes 'K' or 'K:METHOD' (e.g. ptkb_topk:3:bm25), not {arg!r}") from None
-    if k < 0:
-        raise HarnessError(f"ptkb_topk needs K >= 0, not {k}")
-    return k, method or DEFAULT_METHOD
 
 
 @lru_cache(maxsize=64)
@@ -42,13 +28,21 @@ def _ranker(method: str, conversation_id: str, personal: tuple[PersonalStatement
     return METHODS.get(method)([Conversation(conversation_id, (), personal=personal)])
 
 
-@STRATEGIES.register("ptkb_topk")
-def ptkb_topk(conversation: Conversation, turn_index: int, arg: str | None = None) -> Query:
-    k, method = _parse(arg)
-    turn = conversation.turns[turn_index]
-    so_far = Conversation(conversation.id, conversation.turns[: turn_index + 1], personal=conversation.personal)
-    ranker = _ranker(method, conversation.id, conversation.personal)
-    ranking = ranker.rank([(so_far, turn_index)])[turn.qid][:k] if k else []
-    texts = {statement.id: statement.text for statement in conversation.personal}
-    chosen = [texts[pid] for pid, _ in ranking]
-    return Query(turn.qid, " ".join([turn.utterance, *chosen]), conversation.id, turn_index, (turn.utterance, *chosen))
+class PtkbTopK(Strategy):
+    def query(self, conversation: Conversation, turn_index: int, k: int, method: str) -> Query:
+        turn = conversation.turns[turn_index]
+        so_far = Conversation(conversation.id, conversation.turns[: turn_index + 1], personal=conversation.personal)
+        ranker = _ranker(method, conversation.id, conversation.personal)
+        ranking = ranker.rank([(so_far, turn_index)])[turn.qid][:k] if k else []
+        texts = {statement.id: statement.text for statement in conversation.personal}
+        chosen = [texts[pid] for pid, _ in ranking]
+        return Query(turn.qid, " ".join([turn.utterance, *chosen]), conversation.id, turn_index,
+                     (turn.utterance, *chosen))
+
+    def check(self, k: int, method: str) -> None:
+        METHODS.get(method)
+
+
+add(PtkbTopK("ptkb_topk", "the utterance, then the K PTKB statements that rank highest for the conversation so far", [
+    Param("K", AtLeast(0), 3, "how many of the user's PTKB statements to add"),
+    Param("METHOD", str, "bm25", "the PTKB ranking method (harness.ikat.ptkb)")]))

@@ -18,7 +18,7 @@ from harness.errors import InputError
 from harness.judge.model import STATUSES, Item, Judgment
 from harness.judge.scales import Scale
 from harness.paths import file_sha256
-from harness.registry import Registry
+from harness.registry import Param, Registry, arguments, split_spec
 
 SIDECAR_SUFFIX = ".provenance.json"
 
@@ -36,9 +36,17 @@ class Judge(Protocol):
         ...
 
 
-# name -> factory(**options) -> Judge; higher rooms register theirs through `plugins`
-JUDGES: Registry = Registry("judge", package="harness.judge", plugins=("harness.responses.baseline",),
-                           group="harness.judges")
+# name -> factory(**options) -> Judge; higher rooms register theirs too (harness/_assembly.py)
+JUDGES: Registry = Registry("judge", package="harness.judge", group="harness.judges")
+SCALE = Param("scale", Scale, desc="the label scale answers are read on (harness.judge.scales)")
+CACHE_DIR = Param("cache_dir", Path | None, None, "answer cache folder (default: the harness cache's judge/)")
+
+
+def plugin(spec: str) -> Judge:
+    """A plug-in judge (an entry point of `harness.judges`, or `python:module:attr`) made with
+    the arguments after its name (`python:mine:Strict:0.9`), read into its declared parameters."""
+    name, argument = split_spec(spec)
+    return JUDGES.get(name)(**arguments(JUDGES.declaration(name), argument))
 
 
 def counts(judgments: Iterable[Judgment]) -> dict[str, int]:

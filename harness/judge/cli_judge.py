@@ -10,10 +10,11 @@ from pathlib import Path
 
 from harness.cli import add_output, add_runs, number_in, runs
 from harness.errors import HarnessError
-from harness.judge.base import JUDGES, sidecar, write_qrels
+from harness.judge.base import JUDGES, plugin, sidecar, write_qrels
 from harness.judge.pairs import QUERY_FIELDS, relevance_items, unjudged_pairs
 from harness.judge.scales import SCALES, Scale
 from harness.paths import file_sha256, refuse_overwriting
+from harness.registry import split_spec
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -28,7 +29,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--qrels", help="labels already made (e.g. NIST's): pairs they judge are not judged again")
     parser.add_argument("--depth", type=number_in(1, 10**6, whole=True), default=10,
                         help="judge each run's top K per query (default 10)")
-    parser.add_argument("--judge", choices=["llm", "file"], default="llm", help="which judge (default llm)")
+    parser.add_argument("--judge", default="llm", metavar="JUDGE",
+                        help="llm (default), file, or a plug-in: an entry point of harness.judges or "
+                             "python:MODULE:ATTR[:ARG]")
     parser.add_argument("--labels", help="the file judge's recorded labels (a qrels file)")
     parser.add_argument("--scale", choices=SCALES.names(), default="relevance-0-4",
                         help="the label scale (default relevance-0-4, iKAT's)")
@@ -60,6 +63,11 @@ def add_llm_arguments(parser: argparse.ArgumentParser, default_prompt: str) -> N
 
 def make_judge(args: argparse.Namespace):
     """The judge the options name (checked before any pair is read)."""
+    if args.judge not in ("llm", "file"):
+        if JUDGES.origin(split_spec(args.judge)[0]) is None:  # built in, for `harness responses`
+            raise HarnessError(f"--judge {args.judge} judges support (harness responses eval), not relevance; "
+                               "use llm, file or a plug-in")
+        return plugin(args.judge)
     scale = SCALES.get(args.scale)
     if args.judge == "file":
         if not args.labels:

@@ -6,10 +6,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from harness.judge.base import JUDGES, counts, now, read_provenance
+from harness.judge.base import JUDGES, SCALE, counts, now, read_provenance
 from harness.judge.model import Item, Judgment
 from harness.judge.scales import Scale
 from harness.paths import file_sha256
+from harness.registry import Param
 from harness.trec import read_qrels
 
 
@@ -47,4 +48,5 @@ class FileJudge:
         return record
 
 
-JUDGES.add("file", FileJudge)
+JUDGES.add("file", FileJudge, "labels recorded earlier (a qrels file), answered by (qid, docid)", [
+    Param("path", Path | str, desc="the qrels file of recorded labels"), SCALE])

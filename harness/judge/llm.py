@@ -33,10 +33,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from harness.errors import HarnessError, InputError
-from harness.judge.base import JUDGES, counts, now
+from harness.judge.base import CACHE_DIR, JUDGES, SCALE, counts, now
 from harness.judge.model import Item, Judgment
 from harness.judge.scales import Scale
 from harness.paths import cache_root
+from harness.registry import AtLeast, Param
 from harness.queries.llm import Endpoint
 
 PROMPTS = Path(__file__).with_name("prompts")
@@ -310,4 +311,12 @@ def _message(error) -> str:
     return str(inner.get("message") or body.get("message") or error.message).splitlines()[0][:200]
 
 
-JUDGES.add("llm", LLMJudge)
+JUDGES.add("llm", LLMJudge, "a chat model behind an OpenAI-compatible endpoint, cached on disk and retried", [
+    Param("endpoint", Endpoint, desc="the endpoint: model, base URL, API key variable, timeout"),
+    Param("template", Path | str, desc="the prompt template file"),
+    SCALE,
+    Param("concurrency", AtLeast(1), 8, "requests at once"),
+    Param("retries", AtLeast(0), 4, "retries of a timeout, 429 or 5xx, with exponential backoff"),
+    CACHE_DIR,
+    Param("backoff_s", float, 0.5, "seconds before the first retry (doubled each time)"),
+])

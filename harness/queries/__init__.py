@@ -1,8 +1,9 @@
 """Query formulation strategies: (conversation, turn index) -> query text, registered by name.
 
 A strategy may read the current turn and `conversation.history(i)`, never a later turn
-(no leakage). Names take an optional argument after ':' (e.g. `variant:2`), passed as the
-string `arg`.
+(no leakage). Names take optional arguments after ':' (`variant:2`, `ptkb_topk:3:bm25`): each
+strategy declares them as `Param`s, in order, and they are read into those types, and checked,
+when a config names the strategy.
 
 Strategies that need more than the topics (`ptkb_topk` ranks PTKB statements with a
 retriever) live in the higher layer that has it and are named here as plug-ins, loaded on
@@ -11,49 +12,95 @@ first look-up, so that this package imports nothing above it.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from typing import Protocol
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any, TypeVar
 
 from harness.errors import HarnessError
-from harness.registry import PYTHON, Registry
+from harness.registry import Declaration, Param, Registry, arguments, split_spec
 from harness.topics.model import Conversation, Query
 
+F = TypeVar("F", bound=Callable[..., Query])
 
-class Strategy(Protocol):
-    """A strategy reading inputs outside the topics (a rewrites file, an LLM) may also define
-    `check(arg)` (run when a config is read), `check_stream(arg, qids)` (once the whole stream
-    is built) and `inputs(arg)` (what it read, for the run's JSON); each is used if present."""
 
-    def __call__(self, conversation: Conversation, turn_index: int, arg: str | None = None) -> Query: ...
+class Strategy:
+    """A query strategy: `strategy(conversation, turn_index, arg)` is the turn's Query, where
+    `arg` is the text after `NAME:` (None without one), read into the parameters it declares
+    (one per ':'-separated part; `with_responses:2` gives K=2) and handed to `query` in order.
+
+    A strategy reading inputs outside the topics (a rewrites file, an LLM) overrides `check`
+    (run when a config is read), `check_stream` (once the whole stream is built) and `inputs`
+    (what it read, for the run's JSON); as defined here they do nothing."""
+
+    def __init__(self, name: str, summary: str = "", params: Sequence[Param] = ()) -> None:
+        self.name = name
+        self.declaration = Declaration(name, summary, tuple(params))
+
+    def __call__(self, conversation: Conversation, turn_index: int, arg: str | None = None) -> Query:
+        return self.query(conversation, turn_index, *self.arguments(arg))
+
+    def query(self, conversation: Conversation, turn_index: int, *args: Any) -> Query:
+        raise NotImplementedError
+
+    def check(self, *args: Any) -> None:
+        """What the strategy reads besides the topics is there (a config names the key on error)."""
+
+    def check_stream(self, qids: set[str], *args: Any) -> None:
+        """The whole stream of a benchmark was built: `qids` are its turns."""
+
+    def inputs(self, *args: Any) -> dict:
+        """What the strategy read besides the topics (file hashes, model), for the run's JSON."""
+        return {}
+
+    def arguments(self, arg: str | None) -> list[Any]:
+        """`arg` read into the declared parameters, in order (a one-line HarnessError when it
+        does not fit them)."""
+        return list(arguments(self.declaration, arg).values())
+
+
+class Function(Strategy):
+    """A strategy written as a function `(conversation, turn_index, *arguments) -> Query`."""
+
+    def __init__(self, name: str, summary: str, params: Sequence[Param], function: Callable[..., Query]) -> None:
+        super().__init__(name, summary, params)
+        self.function = function
+
+    def query(self, conversation: Conversation, turn_index: int, *args: Any) -> Query:
+        return self.function(conversation, turn_index, *args)
 
 
 # plug-ins (harness/queries/plugins.py): entry points `harness.strategies`, `python:module:attr[:arg]`,
 # STRATEGIES.using({name: function})
-STRATEGIES: Registry[Strategy] = Registry("query strategy", package=__name__, plugins=("harness.ikat.ptkb_topk",),
-                                          group="harness.strategies")
+# built-ins of higher layers (ptkb_topk, harness.ikat): harness/_assembly.py
+STRATEGIES: Registry[Strategy] = Registry("query strategy", package=__name__, group="harness.strategies")
 
 
-def split(name: str) -> tuple[str, str | None]:
-    """(registered name, argument) of `NAME[:ARG]` or `python:module:attr[:ARG]`."""
-    if name.startswith(PYTHON):
-        module, _, rest = name[len(PYTHON):].partition(":")
-        attr, _, arg = rest.partition(":")
-        return f"{PYTHON}{module}:{attr}", (arg or None)
-    base, _, arg = name.partition(":")
-    return base, (arg or None)
+def register(name: str, summary: str, params: Sequence[Param] = ()) -> Callable[[F], F]:
+    """Decorator: the function `(conversation, turn_index, *arguments) -> Query` is the strategy
+    `name`, declared by `summary` and `params` (its arguments after `NAME:`)."""
+    def decorator(function: F) -> F:
+        add(Function(name, summary, params, function))
+        return function
+
+    return decorator
+
+
+def add(strategy: Strategy) -> None:
+    """Register a strategy object under its name, as it declares itself."""
+    declared = strategy.declaration
+    STRATEGIES.add(declared.name, strategy, declared.summary, declared.params)
 
 
 def get(name: str) -> tuple[Strategy, str | None]:
-    base, arg = split(name)
+    base, arg = split_spec(name)
     return STRATEGIES.get(base), arg
 
 
 def check(name: str) -> None:
-    """A strategy name and its argument, checked before any query is built (a config names
-    the key on error): the strategy exists, and an external one's inputs can be read."""
+    """A strategy name and its arguments, checked before any query is built (a config names
+    the key on error): the strategy exists, its arguments fit its declaration, and an external
+    one's inputs can be read."""
     strategy, arg = get(name)
-    if hasattr(strategy, "check"):
-        strategy.check(arg)
+    strategy.check(*strategy.arguments(arg))
 
 
 def stream(conversations, strategy_name: str) -> Iterator[Query]:
@@ -74,11 +121,10 @@ def stream(conversations, strategy_name: str) -> Iterator[Query]:
                 continue
             seen[query.qid] = query.text
             yield query
-    if hasattr(strategy, "check_stream"):
-        strategy.check_stream(arg, set(seen))
+    strategy.check_stream(set(seen), *strategy.arguments(arg))
 
 
 def inputs(strategy_name: str) -> dict:
     """What a strategy read besides the topics (file hashes, model), recorded in the run JSON."""
     strategy, arg = get(strategy_name)
-    return strategy.inputs(arg) if hasattr(strategy, "inputs") else {}
+    return strategy.inputs(*strategy.arguments(arg))

@@ -1,4 +1,4 @@
-"""Strategies over a turn's stand-alone query variants (CoSRec: `Turn.extra["query_variants"]`).
+"""Strategies over a turn's stand-alone query variants (CoSRec: `CosrecTurn.query_variants`).
 
 - `variant:I`: the I-th variant (0-based, file order; default 0). An intent with fewer
   variants gives its last one, so that one stream covers every intent.
@@ -11,30 +11,27 @@ an intent) falls back to its utterance; a benchmark with no variants at all is a
 from __future__ import annotations
 
 from harness.errors import HarnessError
-from harness.queries import STRATEGIES
+from harness.queries import register
 from harness.queries.history import build, current
+from harness.registry import AtLeast, Param
+from harness.topics.cosrec import CosrecTurn
 from harness.topics.model import Conversation, Query
 
 
 def _variants(conversation: Conversation, turn_index: int, strategy: str) -> tuple[str, ...]:
     turn = current(conversation, turn_index)
-    if "query_variants" not in turn.extra:
+    if not isinstance(turn, CosrecTurn):
         raise HarnessError(f"{strategy} needs query variants, and turn {turn.qid} has none (CoSRec benchmarks have them)")
-    return tuple(turn.extra["query_variants"]) or (turn.utterance,)
+    return turn.query_variants or (turn.utterance,)
 
 
-@STRATEGIES.register("variant")
-def variant(conversation: Conversation, turn_index: int, arg: str | None = None) -> Query:
-    try:
-        index = int(arg) if arg else 0
-    except ValueError:
-        index = -1
-    if index < 0:
-        raise HarnessError(f"variant takes a 0-based variant number (variant:2), not {arg!r}")
+@register("variant", "the turn's I-th stand-alone query variant (CoSRec)", [
+    Param("I", AtLeast(0), 0, "which variant, 0-based in file order (an intent with fewer gives its last)")])
+def variant(conversation: Conversation, turn_index: int, i: int = 0) -> Query:
     variants = _variants(conversation, turn_index, "variant")
-    return build(conversation, turn_index, [variants[min(index, len(variants) - 1)]])
+    return build(conversation, turn_index, [variants[min(i, len(variants) - 1)]])
 
 
-@STRATEGIES.register("all_variants")
-def all_variants(conversation: Conversation, turn_index: int, arg: str | None = None) -> Query:
+@register("all_variants", "every distinct stand-alone query variant of the turn, joined (CoSRec)")
+def all_variants(conversation: Conversation, turn_index: int) -> Query:
     return build(conversation, turn_index, list(dict.fromkeys(_variants(conversation, turn_index, "all_variants"))))

@@ -31,7 +31,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from harness.errors import HarnessError
-from harness.queries import STRATEGIES
+from harness.queries import register
+from harness.registry import AtLeast, Param
 from harness.topics.model import Conversation, Query, Turn
 
 
@@ -58,8 +59,8 @@ def build(conversation: Conversation, turn_index: int, pieces: Iterable[str]) ->
     return Query(turn.qid, " ".join(pieces), conversation.id, turn_index, pieces)
 
 
-@STRATEGIES.register("raw")
-def raw(conversation: Conversation, turn_index: int, arg: str | None = None) -> Query:
+@register("raw", "the current utterance as it is")
+def raw(conversation: Conversation, turn_index: int) -> Query:
     return build(conversation, turn_index, [current(conversation, turn_index).utterance])
 
 
@@ -81,37 +82,32 @@ def _rewrite(kind: str, conversation: Conversation, turn_index: int) -> Query:
     return build(conversation, turn_index, [text])
 
 
-@STRATEGIES.register("manual")
-def manual(conversation: Conversation, turn_index: int, arg: str | None = None) -> Query:
+@register("manual", "the benchmark's manual (resolved) rewrite of the turn")
+def manual(conversation: Conversation, turn_index: int) -> Query:
     return _rewrite("manual", conversation, turn_index)
 
 
-@STRATEGIES.register("automatic")
-def automatic(conversation: Conversation, turn_index: int, arg: str | None = None) -> Query:
+@register("automatic", "the benchmark's automatic rewrite of the turn")
+def automatic(conversation: Conversation, turn_index: int) -> Query:
     return _rewrite("automatic", conversation, turn_index)
 
 
-@STRATEGIES.register("all_history")
-def all_history(conversation: Conversation, turn_index: int, arg: str | None = None) -> Query:
+@register("all_history", "the earlier user utterances, then the current one")
+def all_history(conversation: Conversation, turn_index: int) -> Query:
     earlier = [turn.utterance for turn in earlier_turns(conversation, turn_index)]
     return build(conversation, turn_index, [*earlier, current(conversation, turn_index).utterance])
 
 
-@STRATEGIES.register("first_plus_current")
-def first_plus_current(conversation: Conversation, turn_index: int, arg: str | None = None) -> Query:
+@register("first_plus_current", "the conversation's first utterance, then the current one")
+def first_plus_current(conversation: Conversation, turn_index: int) -> Query:
     utterance = current(conversation, turn_index).utterance
     first = conversation.turns[0].utterance
     return build(conversation, turn_index, [first, utterance] if first != utterance else [utterance])
 
 
-@STRATEGIES.register("with_responses")
-def with_responses(conversation: Conversation, turn_index: int, arg: str | None = None) -> Query:
-    try:
-        k = int(arg) if arg else 1
-    except ValueError:
-        k = -1
-    if k < 0:
-        raise HarnessError(f"with_responses takes a number of responses K >= 0 (with_responses:2), not {arg!r}")
+@register("with_responses", "all_history plus the system responses of the last K earlier user turns", [
+    Param("K", AtLeast(0), 1, "how many of the last earlier turns' responses to add")])
+def with_responses(conversation: Conversation, turn_index: int, k: int = 1) -> Query:
     earlier = earlier_turns(conversation, turn_index)
     responses = [turn.response for turn in earlier[max(0, len(earlier) - k):] if turn.response] if k else []
     return build(conversation, turn_index,
@@ -186,22 +182,24 @@ def _document_frequencies(conversation: Conversation, turn_index: int, benchmark
     return len(background.words) - len(removed) + len(seen), df
 
 
-@STRATEGIES.register("hqe")
-def hqe(conversation: Conversation, turn_index: int, arg: str | None = None) -> Query:
+@register("hqe", "history query expansion (Lin et al., 2020): salient earlier words, then the utterance", [
+    Param("BENCHMARK", str | None, None, "the benchmark whose utterances are the IDF background (default: "
+          "this conversation so far)")])
+def hqe(conversation: Conversation, turn_index: int, benchmark: str | None = None) -> Query:
     """History query expansion (Lin et al., 2020, "Query Reformulation using Query History for
     Passage Retrieval in Conversational Search"), with IDF in place of BM25 term scores.
 
     Each word (lower-cased, spaCy stopwords dropped) gets idf = ln(1 + (N - df + .5)/(df + .5))
     over a background of user utterances, normalised by the idf of a word seen once (so 1 =
-    rarest). The background is the utterances of the benchmark named in `arg` (`hqe:cast2019`)
-    with this conversation cut after the current turn (see `_document_frequencies`), or
-    without `arg` only this conversation up to the current turn (a weak background: words
+    rarest). The background is the utterances of `benchmark` (`hqe:cast2019`) with this
+    conversation cut after the current turn (see `_document_frequencies`), or without one
+    only this conversation up to the current turn (a weak background: words
     repeated across its turns look common). Query =
     topic keywords (normalised idf >= 0.7) of all earlier user turns + subtopic keywords
     (>= 0.5) of the last 3 earlier turns if the current utterance is ambiguous (no word >= 0.7)
     + the current utterance.
     """
-    total, df = _document_frequencies(conversation, turn_index, arg)
+    total, df = _document_frequencies(conversation, turn_index, benchmark)
     top = math.log(1 + (total - 0.5) / 1.5) if total > 1 else 1.0
 
     def salience(word: str) -> float:

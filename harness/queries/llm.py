@@ -34,8 +34,9 @@ from pathlib import Path
 from harness.atomic import atomic_write
 from harness.errors import HarnessError, InputError
 from harness.paths import cache_root, file_sha256
-from harness.queries import STRATEGIES
+from harness.queries import Strategy, add
 from harness.queries.history import build, current
+from harness.registry import Param
 from harness.topics.model import Conversation, Query
 
 DEFAULT = "default"
@@ -176,9 +177,9 @@ def _ask(target: Endpoint, prompt: str) -> str:
     return response.choices[0].message.content or ""
 
 
-class LLM:
-    def __call__(self, conversation: Conversation, turn_index: int, arg: str | None = None) -> Query:
-        target = endpoint(arg or DEFAULT)
+class LLM(Strategy):
+    def query(self, conversation: Conversation, turn_index: int, name: str) -> Query:
+        target = endpoint(name)
         answer = complete(target, prompt_for(target.template(), conversation, turn_index))
         rewrite = next((line.strip() for line in answer.splitlines() if line.strip()), "")
         if not rewrite:
@@ -186,12 +187,13 @@ class LLM:
                                f"{conversation.turns[turn_index].qid}")
         return build(conversation, turn_index, [rewrite])
 
-    def check(self, arg: str | None) -> None:
+    def check(self, name: str) -> None:
         """The endpoint is configured and its prompt template reads (nothing is sent)."""
-        endpoint(arg or DEFAULT).template()
+        endpoint(name).template()
 
-    def inputs(self, arg: str | None) -> dict:
-        return endpoint(arg or DEFAULT).record()
+    def inputs(self, name: str) -> dict:
+        return endpoint(name).record()
 
 
-STRATEGIES.add("llm", LLM())
+add(LLM("llm", "each turn rewritten by a chat model behind an OpenAI-compatible endpoint, at temperature 0", [
+    Param("NAME", str, DEFAULT, "the endpoint, a key of the config's `llm:` section")]))

@@ -1,8 +1,11 @@
 """A plug-in's function made into a query strategy, checked when a config names it.
 
-A plug-in strategy is `f(conversation, turn_index, arg=None)` returning the query text (a
-`str`) or a `Query`. It is handed the conversation up to and including the turn, so that it
-cannot read a later one; its optional `check`, `check_stream` and `inputs` are used as a
+A plug-in strategy is either an instance of a `harness.queries.Strategy` subclass, whose own
+`check`, `check_stream` and `inputs` are used as a built-in strategy's are, or a function
+`f(conversation, turn_index, *arguments)` returning the query text (a `str`) or a `Query`. Either is handed the conversation up to and including the turn, so that it
+cannot read a later one. Its arguments (`python:m:f:ARG`, `NAME:ARG`) are its declared
+parameters (`harness.declare`), else those of its signature after the first two
+(`f(conversation, turn_index, arg=None)` takes one, any text), read and checked as a
 built-in strategy's are.
 """
 
@@ -10,35 +13,44 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
-from collections.abc import Callable
 from typing import Any
 
 from harness.errors import HarnessError
-from harness.queries import STRATEGIES
+from harness.queries import STRATEGIES, Strategy
+from harness.registry import Declaration, declared, summary_of
 from harness.topics.model import Conversation, Query
 
-_EXPECTED = "a function f(conversation, turn_index, arg=None) -> str or Query"
+_EXPECTED = "a function f(conversation, turn_index, arg=None) -> str or Query, or a harness.queries.Strategy"
 
 
 @STRATEGIES.adapter
-def adapt(name: str, obj: Any) -> "PluginStrategy":
+def adapt(name: str, obj: Any) -> Strategy:
+    if isinstance(obj, Strategy):
+        return PluginStrategy(name, obj, Declaration(name, obj.declaration.summary or summary_of(obj),
+                                                     obj.declaration.params))
     if not callable(obj):
         raise HarnessError(f"query strategy {name!r}: got {type(obj).__name__}; expected {_EXPECTED}")
     try:
-        inspect.signature(obj).bind(None, 0, None)
+        signature = inspect.signature(obj)
+        declaration = declared(name, obj, skip=list(signature.parameters)[:2])
+        signature.bind(None, 0, *[None] * len(declaration.params))
     except (TypeError, ValueError):
         raise HarnessError(f"query strategy {name!r}: {getattr(obj, '__qualname__', obj)} cannot be called as "
-                           f"f(conversation, turn_index, arg); expected {_EXPECTED}") from None
-    return PluginStrategy(name, obj)
+                           f"f(conversation, turn_index, *arguments); expected {_EXPECTED}") from None
+    return PluginStrategy(name, obj, declaration)
 
 
-class PluginStrategy:
-    def __init__(self, name: str, function: Callable) -> None:
-        self.name, self.function = name, function
+class PluginStrategy(Strategy):
+    """The plug-in behind the strategy interface, seeing no turn after the current one."""
 
-    def __call__(self, conversation: Conversation, turn_index: int, arg: str | None = None) -> Query:
+    def __init__(self, name: str, target: Strategy | Any, declaration: Declaration) -> None:
+        super().__init__(name, declaration.summary, declaration.params)
+        self.target = target
+
+    def query(self, conversation: Conversation, turn_index: int, *args: Any) -> Query:
         seen = dataclasses.replace(conversation, turns=conversation.turns[:turn_index + 1])
-        answer = self.function(seen, turn_index, arg)
+        own = self.target.query if isinstance(self.target, Strategy) else self.target
+        answer = own(seen, turn_index, *args)
         turn = conversation.turns[turn_index]
         if isinstance(answer, str):
             return Query(turn.qid, answer, conversation.id, turn_index, (answer,))
@@ -47,7 +59,13 @@ class PluginStrategy:
         raise HarnessError(f"query strategy {self.name!r} answered {answer!r} for turn {turn.qid}; "
                            "expected the query text or a Query of that turn")
 
-    def __getattr__(self, attribute: str) -> Any:
-        if attribute in ("check", "check_stream", "inputs"):  # the plug-in's own, if it has them
-            return getattr(self.function, attribute)
-        raise AttributeError(attribute)
+    def check(self, *args: Any) -> None:
+        if isinstance(self.target, Strategy):
+            self.target.check(*args)
+
+    def check_stream(self, qids: set[str], *args: Any) -> None:
+        if isinstance(self.target, Strategy):
+            self.target.check_stream(qids, *args)
+
+    def inputs(self, *args: Any) -> dict:
+        return self.target.inputs(*args) if isinstance(self.target, Strategy) else {}

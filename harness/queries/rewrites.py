@@ -15,10 +15,11 @@ from functools import lru_cache
 from pathlib import Path
 
 from harness import jsonl
-from harness.errors import HarnessError, InputError, read_input
+from harness.errors import InputError, read_input
 from harness.paths import file_sha256
-from harness.queries import STRATEGIES
+from harness.queries import Strategy, add
 from harness.queries.history import build, current
+from harness.registry import Param
 from harness.topics.model import Conversation, Query
 
 
@@ -63,10 +64,8 @@ def _read(path: Path, stamp: tuple[int, int]) -> RewritesFile:
     return RewritesFile(path, file_sha256(path), texts)
 
 
-def load(arg: str | None) -> RewritesFile:
-    if not arg:
-        raise HarnessError("rewrites needs a file: rewrites:FILE (TSV 'qid<TAB>text' or JSONL)")
-    path = Path(arg)
+def load(file: str) -> RewritesFile:
+    path = Path(file)
     try:
         stat = os.stat(path)
     except OSError:
@@ -74,26 +73,27 @@ def load(arg: str | None) -> RewritesFile:
     return _read(path.resolve(), (stat.st_mtime_ns, stat.st_size))
 
 
-class Rewrites:
-    def __call__(self, conversation: Conversation, turn_index: int, arg: str | None = None) -> Query:
-        rewrites = load(arg)
+class Rewrites(Strategy):
+    def query(self, conversation: Conversation, turn_index: int, file: str) -> Query:
+        rewrites = load(file)
         turn = current(conversation, turn_index)
         if turn.qid not in rewrites.texts:
             raise InputError(rewrites.path, f"no rewrite for turn {turn.qid}")
         return build(conversation, turn_index, [rewrites.texts[turn.qid]])
 
-    def check(self, arg: str | None) -> None:
-        load(arg)
+    def check(self, file: str) -> None:
+        load(file)
 
-    def check_stream(self, arg: str | None, qids: set[str]) -> None:
-        rewrites = load(arg)
+    def check_stream(self, qids: set[str], file: str) -> None:
+        rewrites = load(file)
         extra = sorted(set(rewrites.texts) - qids)
         if extra:
             raise InputError(rewrites.path, f"{len(extra)} qid(s) are not turns of this benchmark, e.g. {extra[0]!r}")
 
-    def inputs(self, arg: str | None) -> dict:
-        rewrites = load(arg)
+    def inputs(self, file: str) -> dict:
+        rewrites = load(file)
         return {"rewrites_file": str(rewrites.path), "sha256": rewrites.sha256}
 
 
-STRATEGIES.add("rewrites", Rewrites())
+add(Rewrites("rewrites", "rewrites made elsewhere (an LLM, T5, a colleague), one per turn, read from FILE", [
+    Param("FILE", str, desc="a file of rewrites, TSV 'qid<TAB>text' or JSON lines {\"qid\", \"text\"}")]))

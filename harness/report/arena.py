@@ -26,7 +26,7 @@ from scipy import optimize
 from scipy import stats as scipy_stats
 
 from harness.errors import HarnessError, InputError, open_input
-from harness.topics.model import Conversation
+from harness.topics.crsarena import ArenaConversation
 
 VOTE_COLUMNS = ("session_id", "user_id", "crs1", "crs2", "vote")
 TIE = "tie"
@@ -206,12 +206,12 @@ def win_rates(votes: Sequence[Vote]) -> WinRates:
     )
 
 
-def satisfaction(conversations: Iterable[Conversation], satisfied: str = "satisfied") -> dict[str, float]:
+def satisfaction(conversations: Iterable[ArenaConversation], satisfied: str = "satisfied") -> dict[str, float]:
     """Share of each system's dialogues whose user reported being satisfied."""
     counts: dict[str, list[int]] = {}
     for conversation in conversations:
-        tally = counts.setdefault(conversation.extra["system"], [0, 0])
-        tally[0] += conversation.extra["sentiment"] == satisfied
+        tally = counts.setdefault(conversation.system, [0, 0])
+        tally[0] += conversation.sentiment == satisfied
         tally[1] += 1
     return {system: good / total for system, (good, total) in sorted(counts.items())}
 
@@ -275,7 +275,7 @@ class Arena:
 def arena(
     votes: Sequence[Vote],
     *,
-    conversations: Iterable[Conversation] = (),
+    conversations: Iterable[ArenaConversation] = (),
     settings: EloSettings = EloSettings(),
     ties: str = "half",
     l2: float = BT_L2,

@@ -4,7 +4,8 @@ Turn depth is read from the qid when no mapping is given: the last integer among
 qid's `_`/`-` separated parts (`106_3` -> 3, iKAT `9-1-3` -> 3), and the conversation is
 everything before that part (`106_3` -> `106`, `9-1-3` -> `9-1`). Topic adapters know
 better for their own qids: `depths_from_topics` / `groups_from_topics` read the turn's
-position and any `Turn.extra` field (e.g. CoSRec's intent type) from a loaded benchmark.
+position and any field it declares for its turns or conversations (e.g. CoSRec's intent
+type) from a loaded benchmark.
 """
 
 from __future__ import annotations
@@ -62,10 +63,16 @@ def conversations_from_topics(benchmark: Benchmark) -> dict[str, str]:
 
 
 def groups_from_topics(benchmark: Benchmark, key: str) -> dict[str, str]:
-    """qid -> `Turn.extra[key]` for the turns that carry that field."""
-    groups = {turn.qid: str(turn.extra[key]) for turn in benchmark.turns if turn.extra.get(key) is not None}
+    """qid -> the turn's field `key`, or its conversation's (a field the benchmark declares:
+    `topics.check_field`), for the turns where it is set."""
+    groups = {}
+    for conversation in benchmark.conversations:
+        for turn in conversation.turns:
+            value = getattr(turn, key, getattr(conversation, key, None))
+            if value is not None:
+                groups[turn.qid] = str(value)
     if not groups:
-        raise HarnessError(f"no turn of {benchmark.name} carries the field {key!r} in Turn.extra")
+        raise HarnessError(f"no turn of {benchmark.name} carries the field {key!r}")
     return groups
 
 

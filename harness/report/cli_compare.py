@@ -46,7 +46,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--topics", metavar="BENCHMARK",
                         help="take turn depths and conversations (and --group-field) from this benchmark's "
                         "adapter, e.g. cast2021, instead of reading them from the qids")
-    parser.add_argument("--group-field", help="break results down by this Turn.extra field of --topics (e.g. intent)")
+    parser.add_argument("--group-field", help="break results down by this field of --topics' turns (or of their "
+                        "conversations), one the benchmark declares (`harness components benchmark`; e.g. type "
+                        "for cosrec-curated)")
     parser.add_argument("--groups", help="break results down by a 'qid group' file")
     parser.add_argument("--arena-votes", nargs="+", metavar="CSV", help="add arena ratings from these vote files")
     parser.add_argument("--dialogues", nargs="+", metavar="JSON", help="CRSArena dialogues for satisfaction rates")
@@ -58,6 +60,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     if args.group_field and not args.topics:
         raise HarnessError("--group-field needs --topics (the benchmark whose turns carry that field)")
+    if args.group_field:
+        from harness.topics import check_field
+
+        check_field(args.topics, args.group_field, "--group-field")
     measures, depth, separator = measure_settings(args)
     files = runs(args)
     inputs = [args.qrels, args.fill, *files, args.groups, *(args.arena_votes or []), *(args.dialogues or [])]

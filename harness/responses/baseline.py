@@ -23,10 +23,11 @@ from pathlib import Path
 
 from harness.atomic import atomic_write
 from harness.errors import HarnessError
-from harness.judge.base import JUDGES, counts, now
+from harness.judge.base import CACHE_DIR, JUDGES, counts, now
 from harness.judge.model import Item, Judgment
 from harness.judge.scales import SUPPORT_0_2
 from harness.paths import cache_root
+from harness.registry import Param
 
 SUPPORT_THRESHOLD = 0.7
 PARTIAL_THRESHOLD = 0.5
@@ -153,4 +154,11 @@ class MiniLMJudge:
                 "scale": self.scale.name, "date": now(), "counts": dict(self._counts), "encoded_texts": self.encoded}
 
 
-JUDGES.add("minilm", MiniLMJudge)
+JUDGES.add("minilm", MiniLMJudge, "offline baseline of support: MiniLM cosine similarity with thresholds", [
+    Param("support", float, SUPPORT_THRESHOLD, "similarity from which a claim is supported (label 2)"),
+    Param("partial", float, PARTIAL_THRESHOLD, "similarity from which it is partly supported (label 1)"),
+    Param("model", str | None, None, "local sentence-transformers folder (default: the shipped all-MiniLM-L6-v2)"),
+    CACHE_DIR,
+    Param("batch_size", int, 64, "texts encoded at once"),
+    Param("chunk_pairs", int, CHUNK_PAIRS, "new pairs computed between two writes of the cache"),
+])

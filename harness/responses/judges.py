@@ -1,6 +1,6 @@
 """The judges `harness responses` names: `minilm[:SUPPORT,PARTIAL]` (the offline baseline),
-`file:PATH` (recorded nuggetizer assignments) and `llm` (an OpenAI-compatible endpoint with
-the shipped support prompts, or your own)."""
+`file:PATH` (recorded nuggetizer assignments), `llm` (an OpenAI-compatible endpoint with the
+shipped support prompts, or your own) and plug-ins (`python:module:attr[:ARG]`, entry points)."""
 
 from __future__ import annotations
 
@@ -8,18 +8,21 @@ import os
 from pathlib import Path
 
 from harness.errors import HarnessError
-from harness.judge.base import Judge
+from harness.judge.base import JUDGES, Judge, plugin
 from harness.judge.llm import default_prompt
+from harness.registry import PYTHON, split_spec
 
 TEMPLATES = {"nuggets": default_prompt("nugget_support"), "citations": default_prompt("citation_support")}
-JUDGE_NAMES = ("minilm[:SUPPORT,PARTIAL]", "file:PATH", "llm")
+JUDGE_NAMES = ("minilm[:SUPPORT,PARTIAL]", "file:PATH", "llm", "python:MODULE:ATTR[:ARG]")
 
 
 def make_judge(spec: str, *, task: str = "nuggets", model: str | None = None, base_url: str | None = None,
                prompt: str | Path | None = None, concurrency: int = 8, retries: int = 3,
                cache_dir: Path | None = None) -> Judge:
-    """A judge from its name on the command line (JUDGE_NAMES)."""
-    name, _, argument = spec.partition(":")
+    """A judge from its name on the command line (JUDGE_NAMES), or a plug-in's: an entry point
+    of `harness.judges` or `python:module:attr`, made with the arguments after its name
+    (`python:mine:Strict:0.9`), read into its declared parameters."""
+    name, argument = split_spec(spec)
     if name == "minilm":
         from harness.responses.baseline import MiniLMJudge
 
@@ -51,4 +54,6 @@ def make_judge(spec: str, *, task: str = "nuggets", model: str | None = None, ba
         template = Path(prompt) if prompt else TEMPLATES[task]
         return LLMJudge(Endpoint(model, base_url, template), template, SUPPORT_0_2, concurrency=concurrency,
                         retries=retries, cache_dir=cache_dir)
+    if name in JUDGES.names() or name.startswith(PYTHON):
+        return plugin(spec)
     raise HarnessError(f"unknown judge {spec!r}; known: {', '.join(JUDGE_NAMES)}")

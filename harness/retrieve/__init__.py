@@ -1,9 +1,11 @@
 """Retrievers: one small interface, registered by name, so BM25, dense and fused plug in alike.
 
-A retriever is built once from its config parameters and then searches many queries:
+A retriever is built once from its config parameters and then searches many queries; each
+registers with a one-line summary and its parameters (`Param`s: type, default, description),
+which a config's `params:` are checked against when it is read (harness.retrieve.specs):
 
     retriever = RETRIEVERS.get("bm25")(index=..., k1=0.9, b=0.4)
-    hits = retriever.search(queries, k=1000)   # {qid: [Hit, ...]} best first
+    run = retriever.search(queries, k=1000)   # a harness.trec.Run: run[qid] is [Hit, ...], best first
 
 Heavy libraries (pyserini, torch, sentence-transformers, faiss) are imported inside the
 implementations, never at module import: `harness eval` must start fast.
@@ -19,8 +21,8 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from harness.errors import HarnessError
-from harness.registry import Registry
-from harness.trec import Hit
+from harness.registry import Param, Registry
+from harness.trec import Hit, Run  # Hit: re-exported, a run's items (run[qid] is [Hit, ...])
 
 
 @dataclass(frozen=True)
@@ -30,15 +32,20 @@ class SearchQuery:
 
 
 class Retriever(Protocol):
-    def search(self, queries: Sequence[SearchQuery], k: int) -> dict[str, list[Hit]]:
-        """Best-first hits per qid; at most k per query."""
+    def search(self, queries: Sequence[SearchQuery], k: int) -> Run:
+        """Per qid, the best-first hits (harness.trec.Run); at most k per query."""
         ...
 
 
 RetrieverFactory = Callable[..., Retriever]
 # plug-ins (harness/retrieve/plugins.py): entry points `harness.retrievers`, `python:module:attr`,
 # RETRIEVERS.using({name: object})
-RETRIEVERS: Registry[RetrieverFactory] = Registry("retriever", package=__name__, group="harness.retrievers")
+RETRIEVERS: Registry[RetrieverFactory] = Registry("retriever", package=__name__, group="harness.retrievers",
+                                                  not_from_config=("query", "k", "corpus"))
+# parameters several retrievers take alike
+THREADS = Param("threads", int | None, None, "CPU threads (default: the cores this process may use)")
+DEVICE = Param("device", str | None, None, "torch device, cpu or cuda (default: cuda when there is one)")
+BATCH_SIZE = Param("batch_size", int, 32, "texts encoded at once")
 
 
 def build(name: str, **params) -> Retriever:
@@ -60,17 +67,17 @@ class _Remembering:
 
     def __init__(self, retriever: Retriever, shared: "_Shared") -> None:
         self.retriever, self.shared = retriever, shared
-        self.answers: dict[tuple[tuple[str, ...], int], list[list[Hit]]] = {}
+        self.answers: dict[tuple[tuple[str, ...], int], list[dict[str, float]]] = {}
 
-    def search(self, queries: Sequence[SearchQuery], k: int) -> dict[str, list[Hit]]:
+    def search(self, queries: Sequence[SearchQuery], k: int) -> Run:
         key = (tuple(query.text for query in queries), k)
         if key not in self.answers:
             found = self.retriever.search(queries, k)
-            answers = [found.get(query.qid, []) for query in queries]
+            answers = [found.scores.get(query.qid, {}) for query in queries]
             if self.shared.keep(sum(map(len, answers))):
                 self.answers[key] = answers
             return found
-        return {query.qid: hits for query, hits in zip(queries, self.answers[key])}
+        return Run("run", {query.qid: dict(ranking) for query, ranking in zip(queries, self.answers[key])})
 
 
 @dataclass

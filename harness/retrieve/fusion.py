@@ -19,27 +19,29 @@ from collections.abc import Callable, Mapping, Sequence
 
 from harness.corpus import Corpus
 from harness.errors import HarnessError
-from harness.retrieve import RETRIEVERS, Hit, Retriever, SearchQuery, build
-from harness.retrieve.specs import parts
+from harness.registry import AtLeast, Param
+from harness.retrieve import RETRIEVERS, Retriever, SearchQuery, build
+from harness.retrieve.specs import RetrieverSpecs, parts
+from harness.trec import Hit, Ranking, Run
 
 DEFAULT_DEPTH = 1000
 
 
-def reciprocal_rank_fusion(rankings: Sequence[Sequence[Hit]], k: float = 60) -> list[Hit]:
+def reciprocal_rank_fusion(rankings: Sequence[Ranking], k: float = 60) -> list[Hit]:
     """Cormack, Clarke and Büttcher (SIGIR 2009): score(d) = sum over rankings of 1 / (k + rank),
     rank 1-based (the position in the list). A document a ranking did not return adds nothing
     from it; a docid repeated within one ranking counts once, at its best rank."""
     fused: dict[str, float] = defaultdict(float)
     for ranking in rankings:
         seen: set[str] = set()
-        for rank, hit in enumerate(ranking, start=1):
-            if hit.docid not in seen:
-                seen.add(hit.docid)
-                fused[hit.docid] += 1.0 / (k + rank)
+        for rank, (docid, _) in enumerate(ranking, start=1):
+            if docid not in seen:
+                seen.add(docid)
+                fused[docid] += 1.0 / (k + rank)
     return _best_first(fused)
 
 
-def linear_fusion(rankings: Sequence[Sequence[Hit]], weights: Sequence[float]) -> list[Hit]:
+def linear_fusion(rankings: Sequence[Ranking], weights: Sequence[float]) -> list[Hit]:
     """score(d) = sum of weight_i * minmax_i(d), with each ranking's scores min-max
     normalised to [0, 1] per query (all-equal scores become 1). A document a ranking did not
     return gets 0 from it: the same as that ranking's lowest returned hit. A docid repeated
@@ -51,7 +53,7 @@ def linear_fusion(rankings: Sequence[Sequence[Hit]], weights: Sequence[float]) -
     return _best_first(fused)
 
 
-def min_max(ranking: Sequence[Hit]) -> dict[str, float]:
+def min_max(ranking: Ranking) -> dict[str, float]:
     best = _best_hits(ranking)
     if not best:
         return {}
@@ -61,10 +63,10 @@ def min_max(ranking: Sequence[Hit]) -> dict[str, float]:
     return {docid: (score - low) / (high - low) for docid, score in best.items()}
 
 
-def _best_hits(ranking: Sequence[Hit]) -> dict[str, float]:
+def _best_hits(ranking: Ranking) -> dict[str, float]:
     best: dict[str, float] = {}
-    for hit in ranking:
-        best[hit.docid] = max(hit.score, best.get(hit.docid, hit.score))
+    for docid, score in ranking:
+        best[docid] = max(score, best.get(docid, score))
     return best
 
 
@@ -73,15 +75,16 @@ def _best_first(scores: Mapping[str, float]) -> list[Hit]:
 
 
 class FusionRetriever:
-    def __init__(self, retrievers: Sequence[Retriever], fuse: Callable[[list[Sequence[Hit]]], list[Hit]], depth: int):
+    def __init__(self, retrievers: Sequence[Retriever], fuse: Callable[[list[Ranking]], list[Hit]], depth: int):
         self.retrievers = list(retrievers)
         self.fuse = fuse
         self.depth = depth
 
-    def search(self, queries: Sequence[SearchQuery], k: int) -> dict[str, list[Hit]]:
+    def search(self, queries: Sequence[SearchQuery], k: int) -> Run:
         depth = max(self.depth, k)
         results = [retriever.search(queries, depth) for retriever in self.retrievers]
-        return {query.qid: self.fuse([result.get(query.qid, []) for result in results])[:k] for query in queries}
+        return Run.of({query.qid: self.fuse([list(result.pairs(query.qid)) for result in results])[:k]
+                       for query in queries})
 
 
 def build_sub_retrievers(corpus: Corpus | None, specs: list[Mapping], index: str | None = None) -> list[Retriever]:
@@ -114,7 +117,15 @@ def _check_depth(depth: int) -> int:
     return depth
 
 
-@RETRIEVERS.register("rrf")
+# what both fusions take besides their own
+SUB_RETRIEVERS = Param("retrievers", RetrieverSpecs(least=2), None, "the retrievers fused: {name, params} each")
+DEPTH = Param("depth", AtLeast(1), DEFAULT_DEPTH, "hits asked of each retriever per query (at least k)")
+FUSED_INDEX = Param("index", str | None, None, "handed to each retriever that names none (a config's "
+                    "`corpus: {index: NAME}`)")
+
+
+@RETRIEVERS.register("rrf", "reciprocal rank fusion of two or more retrievers' rankings", [
+    SUB_RETRIEVERS, Param("k", float, 60, "RRF's rank constant (not the number of hits)"), DEPTH, FUSED_INDEX])
 def rrf(
     corpus: Corpus | None = None,
     *,
@@ -131,7 +142,9 @@ def rrf(
     return FusionRetriever(subs, lambda rankings: reciprocal_rank_fusion(rankings, k), depth)
 
 
-@RETRIEVERS.register("linear")
+@RETRIEVERS.register("linear", "weighted sum of two or more retrievers' min-max normalised scores", [
+    SUB_RETRIEVERS, Param("weights", list[float] | None, None, "one weight per retriever (default: equal, 1/n)"),
+    DEPTH, FUSED_INDEX])
 def linear(
     corpus: Corpus | None = None,
     *,

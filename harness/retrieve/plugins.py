@@ -5,14 +5,17 @@ What a researcher has is one of:
 - a search function `f(query: str, k: int) -> iterable of (docid, score)`; keyword parameters
   after `query` and `k` are the config's `params:`. A batch form may sit beside it as the
   function's `batch` attribute, `f.batch(queries: list[str], k) -> one iterable per query`;
-- a class whose instances have `search(queries, k) -> {qid: [Hit, ...]}` (the retriever
-  interface); its constructor's parameters are the config's `params:`, and it is given the
-  experiment's `corpus` if it takes one;
+- a class whose instances have `search(queries, k) -> {qid: [(docid, score), ...]}` (the
+  retriever interface, whose answer may also be a `harness.trec.Run`); its constructor's
+  parameters are the config's `params:`, and it is given the experiment's `corpus` if it
+  takes one;
 - an object with that `search` method, or a PyTerrier transformer (`qid`, `query` in;
   `qid`, `docno`, `score` out).
 
 Anything else, or a function that cannot be called as `f(query, k)`, is a one-line error
 naming the plug-in, raised when the name is first looked up (the config check does that).
+Whatever a plug-in answers becomes a `Run` here, at the edge, checked and best first, so
+the harness past this module sees one ranking type.
 """
 
 from __future__ import annotations
@@ -20,12 +23,12 @@ from __future__ import annotations
 import inspect
 import math
 import sys
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from harness.errors import HarnessError
 from harness.retrieve import RETRIEVERS, Retriever, RetrieverFactory, SearchQuery
-from harness.trec import Hit
+from harness.trec import Hit, Run
 
 _EXPECTED = ("a function f(query: str, k: int) -> [(docid, score), ...], a class or object with "
              "search(queries, k), or a PyTerrier transformer")
@@ -38,11 +41,11 @@ def adapt(name: str, obj: Any) -> RetrieverFactory:
         if not callable(getattr(obj, "search", None)):
             raise HarnessError(f"retriever {name!r}: class {obj.__qualname__} has no search(queries, k) method; "
                                f"expected {_EXPECTED}")
-        return _class_factory(obj)
+        return _class_factory(name, obj)
     if _is_transformer(obj):
         return _constant(_Transformer(name, obj))
     if callable(getattr(obj, "search", None)):
-        return _constant(obj)
+        return _constant(_Searcher(name, obj))
     if callable(obj):
         return _function_factory(name, obj)
     raise HarnessError(f"retriever {name!r}: got {type(obj).__name__}; expected {_EXPECTED}")
@@ -52,15 +55,25 @@ def _constant(retriever: Retriever) -> RetrieverFactory:
     def factory(corpus: Any = None) -> Retriever:
         return retriever
 
+    factory.__doc__ = type(retriever).__doc__
     return factory
 
 
-def _class_factory(cls: type) -> RetrieverFactory:
-    signature = inspect.signature(cls)
+def _signature(target: Callable) -> inspect.Signature:
+    """With its annotations as types where they can be read (a module that postpones them has
+    strings), so that the declaration read from it checks them."""
+    try:
+        return inspect.signature(target, eval_str=True)
+    except Exception:  # an annotation naming what its module does not define
+        return inspect.signature(target)
+
+
+def _class_factory(name: str, cls: type) -> RetrieverFactory:
+    signature = _signature(cls)
     takes_corpus = "corpus" in signature.parameters
 
     def factory(corpus: Any = None, **params: Any) -> Retriever:
-        return cls(corpus=corpus, **params) if takes_corpus else cls(**params)
+        return _Searcher(name, cls(corpus=corpus, **params) if takes_corpus else cls(**params))
 
     corpus = inspect.Parameter("corpus", inspect.Parameter.KEYWORD_ONLY, default=None)
     factory.__signature__ = signature if takes_corpus else _with(signature, corpus)  # type: ignore[attr-defined]
@@ -70,7 +83,7 @@ def _class_factory(cls: type) -> RetrieverFactory:
 
 def _function_factory(name: str, function: Callable) -> RetrieverFactory:
     try:
-        signature = inspect.signature(function)
+        signature = _signature(function)
         signature.bind_partial("query", 10)
     except (TypeError, ValueError):
         shown = _signature_text(function)
@@ -114,12 +127,28 @@ class _Function:
     def __init__(self, name: str, function: Callable, batch: Callable | None, params: dict[str, Any]) -> None:
         self.name, self.function, self.batch, self.params = name, function, batch, params
 
-    def search(self, queries: Sequence[SearchQuery], k: int) -> dict[str, list[Hit]]:
+    def search(self, queries: Sequence[SearchQuery], k: int) -> Run:
         if self.batch is not None:
             answers: Iterable = self.batch([query.text for query in queries], k, **self.params)
         else:
             answers = (self.function(query.text, k, **self.params) for query in queries)
-        return {query.qid: hits(self.name, query.qid, answer, k) for query, answer in zip(queries, answers)}
+        return Run.of({query.qid: hits(self.name, query.qid, answer, k) for query, answer in zip(queries, answers)})
+
+
+class _Searcher:
+    """An object with the retriever interface; its answer made a Run (a Run passes as it is)."""
+
+    def __init__(self, name: str, searcher: Any) -> None:
+        self.name, self.searcher = name, searcher
+
+    def search(self, queries: Sequence[SearchQuery], k: int) -> Run:
+        answer = self.searcher.search(queries, k)
+        if isinstance(answer, Run):
+            return answer
+        if not isinstance(answer, Mapping):
+            raise HarnessError(f"retriever {self.name!r}: search(queries, k) answered {type(answer).__name__}; "
+                               "expected {qid: [(docid, score), ...]}")
+        return Run.of({query.qid: hits(self.name, query.qid, answer.get(query.qid, ()), k) for query in queries})
 
 
 def hits(name: str, qid: str, answer: Iterable, k: int) -> list[Hit]:
@@ -156,7 +185,7 @@ class _Transformer:
     def __init__(self, name: str, transformer: Any) -> None:
         self.name, self.transformer = name, transformer
 
-    def search(self, queries: Sequence[SearchQuery], k: int) -> dict[str, list[Hit]]:
+    def search(self, queries: Sequence[SearchQuery], k: int) -> Run:
         import pandas as pd
 
         frame = pd.DataFrame({"qid": [query.qid for query in queries], "query": [query.text for query in queries]})
@@ -167,4 +196,4 @@ class _Transformer:
                                f"{sorted(missing)[0]!r}; expected qid, docno, score")
         grouped = {str(qid): list(zip(group["docno"].astype(str), group["score"]))
                    for qid, group in result.groupby("qid", sort=False)}
-        return {query.qid: hits(self.name, query.qid, grouped.get(query.qid, []), k) for query in queries}
+        return Run.of({query.qid: hits(self.name, query.qid, grouped.get(query.qid, []), k) for query in queries})

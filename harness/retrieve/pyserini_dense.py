@@ -14,11 +14,13 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from harness.corpus import Corpus
 from harness.errors import HarnessError
-from harness.retrieve import RETRIEVERS, Hit, SearchQuery
+from harness.registry import Param
+from harness.retrieve import RETRIEVERS, THREADS, SearchQuery
+from harness.trec import Run
 
 # pyserini query-encoder classes by the names its own CLI uses (`--encoder-class`).
 ENCODER_CLASSES = {
@@ -35,16 +37,25 @@ class PyseriniDenseRetriever:
         self.searcher = searcher
         self.threads = threads
 
-    def search(self, queries: Sequence[SearchQuery], k: int) -> dict[str, list[Hit]]:
+    def search(self, queries: Sequence[SearchQuery], k: int) -> Run:
         if not queries:
-            return {}
+            return Run.of({})
         results = self.searcher.batch_search(
             [query.text for query in queries], [query.qid for query in queries], k=k, threads=self.threads
         )
-        return {qid: [Hit(result.docid, float(result.score)) for result in hits] for qid, hits in results.items()}
+        return Run.of({qid: [(result.docid, float(result.score)) for result in hits] for qid, hits in results.items()})
 
 
-@RETRIEVERS.register("pyserini-dense")
+@RETRIEVERS.register("pyserini-dense", "pyserini's own dense search over one of its faiss indexes on disk", [
+    Param("index", str | None, None, "local pyserini faiss index folder (required)"),
+    Param("encoder", str | None, None, "local query-encoder folder (required)"),
+    Param("encoder_class", Literal[tuple(ENCODER_CLASSES)] | None, None,
+          "pyserini's query-encoder class (default: pyserini guesses from the folder name)"),
+    Param("pooling", str, "cls", "pooling of the `auto` encoder class (cls or mean)"),
+    Param("l2_norm", bool, False, "unit-length query vectors, for the `auto` encoder class"),
+    Param("device", str, "cpu", "torch device of the query encoder"),
+    THREADS,
+])
 def pyserini_dense(
     corpus: Corpus | None = None,
     *,
@@ -56,9 +67,7 @@ def pyserini_dense(
     device: str = "cpu",
     threads: int | None = None,
 ) -> PyseriniDenseRetriever:
-    """index: local pyserini faiss index folder; encoder: local query-encoder folder;
-    encoder_class: auto, dpr, tct_colbert, ance or bpr (default: pyserini guesses from the
-    folder name); pooling and l2_norm apply to `auto`."""
+    """pyserini's FaissSearcher with its own query encoder (the parameters as declared above)."""
     index_dir = _index_folder(index)
     encoder_dir = _encoder_folder(encoder)
     if encoder_class is not None and encoder_class not in ENCODER_CLASSES:

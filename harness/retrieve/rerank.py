@@ -24,9 +24,12 @@ from typing import TYPE_CHECKING
 
 from harness.corpus import Corpus
 from harness.errors import HarnessError
-from harness.retrieve import RETRIEVERS, Hit, Retriever, SearchQuery
+from harness.registry import Param
+from harness.retrieve import BATCH_SIZE, DEVICE, RETRIEVERS, THREADS, Retriever, SearchQuery
 from harness.retrieve._embeddings import default_device, passage_text, set_torch_threads
 from harness.retrieve.fusion import build_from_spec
+from harness.retrieve.specs import RetrieverSpecs
+from harness.trec import Run
 
 if TYPE_CHECKING:
     from sentence_transformers import CrossEncoder
@@ -48,17 +51,18 @@ class RerankRetriever:
         self.depth = depth
         self.batch_size = batch_size
 
-    def search(self, queries: Sequence[SearchQuery], k: int) -> dict[str, list[Hit]]:
+    def search(self, queries: Sequence[SearchQuery], k: int) -> Run:
         first = self.first_stage.search(queries, self.depth or k)
-        texts = self._texts({hit.docid for hits in first.values() for hit in hits})
-        pairs = [(query.text, texts[hit.docid]) for query in queries for hit in first.get(query.qid, [])]
+        candidates = {query.qid: list(first.scores.get(query.qid, {})) for query in queries}
+        texts = self._texts({docid for docids in candidates.values() for docid in docids})
+        pairs = [(query.text, texts[docid]) for query in queries for docid in candidates[query.qid]]
         scores = iter(self._score(pairs))
         results = {}
         for query in queries:
-            rescored = [(float(next(scores)), rank, hit.docid) for rank, hit in enumerate(first.get(query.qid, []))]
+            rescored = [(float(next(scores)), rank, docid) for rank, docid in enumerate(candidates[query.qid])]
             rescored.sort(key=lambda item: (-item[0], item[1]))
-            results[query.qid] = [Hit(docid, score) for score, _, docid in rescored[:k]]
-        return results
+            results[query.qid] = [(docid, score) for score, _, docid in rescored[:k]]
+        return Run.of(results)
 
     def _score(self, pairs: list[tuple[str, str]]) -> list[float]:
         import torch
@@ -86,7 +90,14 @@ class RerankRetriever:
         return texts
 
 
-@RETRIEVERS.register("rerank")
+@RETRIEVERS.register("rerank", "a cross-encoder re-scores the top hits of a first-stage retriever", [
+    Param("first_stage", RetrieverSpecs(), None, "the retriever whose hits are re-scored: {name, params}"),
+    Param("model", str | None, None, "local cross-encoder folder (required: none ships offline)"),
+    Param("depth", int | None, None, "first-stage hits re-scored per query (default: k)"),
+    Param("max_length", int | None, None, "tokens per query and passage pair (default: the model's)"),
+    BATCH_SIZE, DEVICE, THREADS,
+    Param("index", str | None, None, "handed to the first stage (a config's `corpus: {index: NAME}`)"),
+])
 def rerank(
     corpus: Corpus | None = None,
     *,
@@ -99,9 +110,7 @@ def rerank(
     threads: int | None = None,
     index: str | None = None,
 ) -> RerankRetriever:
-    """model: local cross-encoder folder (required: none ships offline); depth: first-stage
-    hits re-scored (default: k); max_length: tokens per query+passage pair (default: the
-    model's); index: handed to the first stage (the runner's corpus-as-an-index)."""
+    """The first stage's hits re-scored by the cross-encoder (the parameters as declared above)."""
     if corpus is None:
         raise HarnessError("rerank needs a corpus: the cross-encoder reads the passages' text")
     if not isinstance(first_stage, Mapping) or not isinstance(first_stage.get("name"), str):

@@ -1,20 +1,25 @@
-"""`harness components [KIND]`: every registered component (built-in or plug-in) by kind, with
-the first line of its docstring, where a plug-in comes from and, for retrievers, the
-parameters a config's `params:` may give (type and default, from the signature the config
-check uses). Components do not declare summaries or parameter descriptions yet (issue 29)."""
+"""`harness components [KIND]`: every registered component (built-in or plug-in) by kind, as it
+declares itself (`Registry.declaration`): its summary, the parameters a config may give (type,
+default, description), a benchmark's splits and typed fields, and where a plug-in comes from.
+
+`--format markdown` writes the tables of the README's "Pieces you can name" section, and
+`--update README.md` rewrites them there, between `<!-- components:KIND -->` and
+`<!-- /components -->` (the prose around them is kept); tests/test_components.py fails when
+the README's tables disagree with the declarations."""
 
 from __future__ import annotations
 
 import argparse
 import importlib
-import inspect
 import json
+import re
 import sys
-from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
-from harness.registry import Registry
-
+from harness.atomic import atomic_write
+from harness.errors import HarnessError, read_input
+from harness.registry import Declaration, Param, Registry, describe_type
 
 # kind -> (module, registry): imported when listed
 REGISTRIES = {
@@ -24,7 +29,10 @@ REGISTRIES = {
     "task": ("harness.runner.tasks", "TASKS"),
     "ptkb-method": ("harness.ikat.ptkb", "METHODS"),
     "judge": ("harness.judge.base", "JUDGES"),
+    "corpus-format": ("harness.corpus.readers", "CORPUS_FORMATS"),
 }
+FORMATS = ("text", "json", "markdown")
+TABLE = re.compile(r"(<!-- components:(?P<kind>[\w-]+) -->\n).*?(<!-- /components -->)", re.S)
 
 
 def registry(kind: str) -> Registry:
@@ -34,55 +42,136 @@ def registry(kind: str) -> Registry:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("kind", nargs="?", choices=sorted(REGISTRIES), help="list this kind only")
-    parser.add_argument("--format", choices=("text", "json"), default="text")
+    parser.add_argument("--format", choices=FORMATS, default="text",
+                        help="text, json, or markdown (the README's tables; default text)")
+    parser.add_argument("--update", metavar="FILE",
+                        help="rewrite FILE's tables between `<!-- components:KIND -->` and `<!-- /components -->` "
+                             "from the built-ins' declarations (e.g. README.md)")
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.update:
+        path = Path(args.update)
+        readme = read_input(path)
+        updated = update_tables(readme)
+        if updated != readme:
+            with atomic_write(path) as out:
+                out.write(updated)
+        print(f"{path}: {len(TABLE.findall(readme))} tables {'updated' if updated != readme else 'up to date'}",
+              file=sys.stderr)
+        return 0
     kinds = [args.kind] if args.kind else list(REGISTRIES)
-    listing = {kind: [describe(kind, name, registry(kind)) for name in registry(kind).names()] for kind in kinds}
+    if args.format == "markdown":
+        sys.stdout.write("\n".join(markdown(kind) for kind in kinds))
+        return 0
+    listing = {kind: [describe(kind, name) for name in registry(kind).names()] for kind in kinds}
     if args.format == "json":
         json.dump(listing, sys.stdout, indent=2)
         sys.stdout.write("\n")
-        return 0
-    for kind, components in listing.items():
-        print(f"{kind}:")
-        for component in components:
-            origin = f"  [{component['plugin']}]" if component["plugin"] else ""
-            print(f"  {component['name']:<20} {component['summary']}{origin}")
-            for param in component["parameters"]:
-                default = "" if param["default"] is None else f" = {param['default']}"
-                print(f"  {'':<22}{param['name']}: {param['type']}{default}")
+    else:
+        sys.stdout.write(as_text(listing))
     return 0
 
 
-def describe(kind: str, name: str, registry: Registry) -> dict[str, Any]:
-    """One component: name, summary (its docstring's first line), parameters, and where a
-    plug-in comes from."""
-    item = registry.get(name)
-    origin = registry.origin(name)
+def describe(kind: str, name: str) -> dict[str, Any]:
+    """One component as its declaration says: name, summary, parameters (and, for benchmarks,
+    splits, turn fields and conversation fields), and where a plug-in comes from."""
+    components = registry(kind)
+    declaration = components.declaration(name)
+    origin = components.origin(name)
     plugin = None
     if origin is not None:
         plugin = origin.get("distribution") or origin.get("python") or origin.get("module")
-    return {"name": name, "summary": _summary(item), "parameters": _parameters(item) if kind == "retriever" else [],
-            "plugin": plugin}
+    record: dict[str, Any] = {"name": name, "summary": declaration.summary,
+                              "parameters": [_param(p) for p in declaration.params],
+                              "open": declaration.open, "plugin": plugin}
+    if kind == "benchmark":
+        record.update(splits=list(declaration.splits), fields=[_field(f) for f in declaration.fields],
+                      conversation_fields=[_field(f) for f in declaration.conversation_fields])
+    return record
 
 
-def _summary(item: Any) -> str:
-    """The first line of the component's own docstring (a function's, else its class's), or ""."""
-    target = getattr(item, "function", item)  # a plug-in strategy: the researcher's function
-    doc = target.__doc__ if inspect.isfunction(target) or inspect.isclass(target) else type(target).__doc__
-    return inspect.cleandoc(doc).splitlines()[0] if doc and doc.strip() else ""
+def _param(param: Param) -> dict[str, Any]:
+    default = None if param.required else param.default
+    if not isinstance(default, (str, int, float, bool, type(None), list, dict)):
+        default = repr(default)
+    return {"name": param.name, "type": describe_type(param.type), "required": param.required,
+            "default": default, "desc": param.desc}
 
 
-def _parameters(factory: Callable) -> list[dict[str, Any]]:
-    from harness.retrieve.specs import parameters
+def _field(field: Param) -> dict[str, Any]:
+    return {"name": field.name, "type": describe_type(field.type), "desc": field.desc}
 
-    accepted = parameters(factory) or {}
-    found = []
-    for param in accepted.values():
-        annotation = param.annotation
-        kind = "" if annotation is inspect.Parameter.empty else \
-            annotation.__name__ if isinstance(annotation, type) else str(annotation)
-        default = None if param.default is inspect.Parameter.empty else repr(param.default)
-        found.append({"name": param.name, "type": kind or "any", "default": default})
-    return found
+
+def as_text(listing: dict[str, list[dict[str, Any]]]) -> str:
+    lines = []
+    for kind, components in listing.items():
+        lines.append(f"{kind}:")
+        for component in components:
+            origin = f"  [{component['plugin']}]" if component["plugin"] else ""
+            lines.append(f"  {component['name']:<20} {component['summary']}{origin}".rstrip())
+            if component.get("splits"):
+                lines.append(f"  {'':<22}splits: {_splits(component['splits'])}")
+            for heading, key in (("", "parameters"), ("turn field ", "fields"),
+                                 ("conversation field ", "conversation_fields")):
+                for param in component.get(key, []):
+                    lines.append(f"  {'':<22}{heading}{_param_text(param)}".rstrip())
+            if component["open"]:
+                lines.append(f"  {'':<22}(takes other parameters too, unchecked)")
+    return "\n".join(lines) + "\n"
+
+
+def _param_text(param: dict[str, Any]) -> str:
+    default = "" if "required" not in param else " (required)" if param["required"] else f" = {param['default']!r}"
+    return f"{param['name']}: {param['type']}{default}  {param['desc']}"
+
+
+def _splits(splits: list[str]) -> str:
+    return ", ".join(f"{split} (default)" if i == 0 else split for i, split in enumerate(splits))
+
+
+# --- the README's tables ---------------------------------------------------------------------
+
+def markdown(kind: str) -> str:
+    """The table of the built-in components of `kind` (plug-ins are not the README's)."""
+    components = registry(kind)
+    benchmark = kind == "benchmark"
+    head = ["name", "splits", "summary", "turn fields"] if benchmark else ["name", "summary", "parameters"]
+    rows = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for name in components.names():
+        if components.origin(name) is not None:
+            continue
+        declaration = components.declaration(name)
+        if benchmark:
+            cells = [f"`{name}`", ", ".join(f"`{s}`" for s in declaration.splits), declaration.summary,
+                     _fields_cell(declaration)]
+        else:
+            cells = [f"`{name}`", declaration.summary, "<br>".join(_param_cell(p) for p in declaration.params)]
+        rows.append("| " + " | ".join(_cell(c) for c in cells) + " |")
+    return "\n".join(rows) + "\n"
+
+
+def _param_cell(param: Param) -> str:
+    default = "required" if param.required else f"default `{param.default!r}`"
+    return f"`{param.name}` ({describe_type(param.type)}, {default}): {param.desc}".rstrip(": ")
+
+
+def _fields_cell(declaration: Declaration) -> str:
+    turn = [f"`{f.name}` ({describe_type(f.type)}): {f.desc}" for f in declaration.fields]
+    conversation = [f"conversation `{f.name}` ({describe_type(f.type)}): {f.desc}"
+                    for f in declaration.conversation_fields]
+    return "<br>".join(turn + conversation)
+
+
+def _cell(text: str) -> str:
+    return " ".join(text.split()).replace("|", "\\|")
+
+
+def update_tables(text: str) -> str:
+    """`text` with every marked table regenerated from the declarations."""
+    def table(match: re.Match) -> str:
+        if match["kind"] not in REGISTRIES:
+            raise HarnessError(f"<!-- components:{match['kind']} -->: no such kind; known: {', '.join(REGISTRIES)}")
+        return match[1] + markdown(match["kind"]) + match[3]
+
+    return TABLE.sub(table, text)

@@ -24,9 +24,10 @@ the key path (`configs/x.yaml: experiments[2].retrievers[0]: unknown retriever '
 known: bm25, dense`), and an unknown key is an error, so a typo never silently falls back to
 a default. Names (adapters and splits, strategies, retrievers, measures, presets, tasks) are
 checked here, before anything slow runs; topic files are small and are loaded to do so.
-Retriever parameters are checked here too, nested fusion and rerank specs included
-(`experiments[0].retrievers[1].params.k1: expected a number, got 'fast'`; see
-harness.retrieve.specs); a retriever spec is `{name, params, label}` at every level.
+Retriever parameters are checked here too, against each retriever's declaration, nested fusion
+and rerank specs included (`experiments[0].retrievers[1].params.k1: expected a number, got
+'fast'`; see harness.retrieve.specs); a retriever spec is `{name, params, label}` at every
+level. Strategy arguments (`with_responses:2`) are checked against the strategy's declaration.
 
 Relative paths are relative to the folder `harness run` is started from, as on the command
 line; `{data}`, `{qrels}` and `{cache}` expand to the shipped data, qrels and cache folders.
@@ -45,8 +46,7 @@ import yaml
 
 from harness.errors import HarnessError, InputError, read_input
 from harness.paths import cache_root, data_root, name_problem, qrels_root
-from harness.registry import PYTHON
-from harness.retrieve.specs import SpecError
+from harness.registry import ParamError, check_params
 from harness.runner.tasks import TASKS
 
 DEFAULT_OUTPUT = "runs"
@@ -430,14 +430,12 @@ def _retriever(node: Node, task) -> RetrieverSpec:
         name = keys["name"].text()
         params = keys["params"].free_mapping() if "params" in keys else {}
         label = keys["label"].text() if "label" in keys else name
-    known = task.retriever_names()
-    if name not in known and not name.startswith(PYTHON):
-        raise node.error(f"unknown {task.retriever_kind} {name!r}; known: {', '.join(known) or 'none'}")
+    registry = task.retrievers()
     try:
-        task.check_params(name, params)
-    except SpecError as error:
+        check_params(registry.declaration(name), params, "params", registry.kind)
+    except ParamError as error:
         raise node.child(error.key, None).error(error.problem) from None
-    except HarnessError as error:  # a `python:` plug-in that cannot be imported or is no retriever
+    except HarnessError as error:  # unknown, or a `python:` plug-in that cannot be imported or is no retriever
         raise node.error(str(error)) from None
     return RetrieverSpec(name, params, label)
 

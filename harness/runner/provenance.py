@@ -59,12 +59,13 @@ def plugins(task: str, strategy: str | None, retriever: str, params: dict[str, A
     """The origins of the plug-ins a run uses, by role (`strategy`, `retriever python:m:f`);
     empty for built-ins alone, so that their runs' resume keys stay as they were."""
     from harness import queries
+    from harness.registry import split_spec
     from harness.retrieve import RETRIEVERS
     from harness.retrieve.specs import retriever_names
 
     found: dict[str, Any] = {}
     if strategy is not None:
-        origin = queries.STRATEGIES.origin(queries.split(strategy)[0])
+        origin = queries.STRATEGIES.origin(split_spec(strategy)[0])
         if origin is not None:
             found["strategy"] = origin
     if task == "retrieval":

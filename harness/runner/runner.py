@@ -36,7 +36,7 @@ from harness.runner import provenance
 from harness.runner.config import Config, Experiment, RunSpec
 from harness.runner.tasks import TASKS, Ranker
 from harness.topics import Benchmark, load
-from harness.trec import Qrels, Ranking, read_qrels, write_run
+from harness.trec import Qrels, read_qrels, write_run
 
 BATCH = 64  # queries per retriever call; the progress display moves once per batch
 
@@ -193,7 +193,7 @@ def execute(prepared: Prepared, workspace: Workspace, output: Path, config_path:
     set_up = time.perf_counter() - started
     started = time.perf_counter()
     with tqdm(total=len(prepared.queries), desc=run.tag, unit="turn", file=log, mininterval=0.5) as progress:
-        lines = write_run(run_path(output, run), _rankings(prepared.queries, rank, progress), run.tag)
+        lines = write_run(run_path(output, run), _rankings(prepared.queries, rank, run.experiment.k, progress), run.tag)
     seconds = time.perf_counter() - started
     metadata = {
         "tag": run.tag,
@@ -252,11 +252,15 @@ def finished_scores(prepared: Prepared, output: Path) -> Scored:
     return scored
 
 
-def _rankings(queries: list[SearchQuery], rank: Ranker, progress: tqdm) -> Iterator[tuple[str, Ranking]]:
-    """Rank a batch at a time, so that progress shows and only a batch of rankings is held."""
+def _rankings(queries: list[SearchQuery], rank: Ranker, k: int,
+              progress: tqdm) -> Iterator[tuple[str, Iterable[tuple[str, float]]]]:
+    """Each query's top k (docid, score) pairs, in query order, ranked a batch at a time, so
+    that progress shows and only a batch of rankings is held."""
     for start in range(0, len(queries), BATCH):
         batch = queries[start:start + BATCH]
-        yield from rank(batch)
+        run = rank(batch)
+        for query in batch:
+            yield query.qid, run.pairs(query.qid, k)
         progress.update(len(batch))
 
 

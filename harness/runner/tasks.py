@@ -1,8 +1,8 @@
 """What an experiment ranks, by task name: passages per query (`retrieval`) or PTKB statements
 per turn (`ptkb`). A task turns a run's plain values (strategy, retriever name and parameters,
-depth) into the query list (hashed for resuming) and the per-query rankings that `write_run`
-streams; the runner does the rest the same way for all. Tasks know neither the config nor the
-runner: they sit below both.
+depth) into the query list (hashed for resuming) and a `Run` per batch of queries, which the
+runner streams into the run file (`write_run`); the runner does the rest the same way for
+all. Tasks know neither the config nor the runner: they sit below both.
 """
 
 from __future__ import annotations
@@ -14,20 +14,17 @@ from harness.errors import HarnessError
 from harness.registry import Registry
 from harness.retrieve import Retriever, SearchQuery
 from harness.topics import Benchmark
-from harness.trec import Qrels, Ranking
+from harness.trec import Qrels, Run
 
-Ranker = Callable[[Sequence[SearchQuery]], list[tuple[str, Ranking]]]  # a batch of queries -> (qid, ranking)s
+Ranker = Callable[[Sequence[SearchQuery]], Run]  # a batch of queries -> their rankings (the runner cuts them at k)
 
 
 class Task(Protocol):
     uses_strategies: bool
     searches_corpus: bool  # needs documents: the benchmark's, the config's, or an index
-    retriever_kind: str  # what the config's `retrievers:` entries are, for error messages
 
-    def retriever_names(self) -> list[str]: ...
-
-    def check_params(self, name: str, params: Mapping[str, Any]) -> None:
-        """Config-time check: a SpecError (harness.retrieve.specs) at `params.<key>`."""
+    def retrievers(self) -> Registry:
+        """What the config's `retrievers:` entries name, each declaring the `params:` it takes."""
         ...
 
     def default_measures(self) -> Sequence[str] | None: ...
@@ -58,17 +55,11 @@ class RetrievalTask:
 
     uses_strategies = True
     searches_corpus = True
-    retriever_kind = "retriever"
 
-    def retriever_names(self) -> list[str]:
-        from harness import retrieve
+    def retrievers(self) -> Registry:
+        from harness.retrieve import RETRIEVERS
 
-        return retrieve.RETRIEVERS.names()
-
-    def check_params(self, name: str, params: Mapping[str, Any]) -> None:
-        from harness.retrieve.specs import check_spec
-
-        check_spec(name, params)
+        return RETRIEVERS
 
     def default_measures(self) -> None:
         return None
@@ -93,12 +84,7 @@ class RetrievalTask:
         self, benchmark: Benchmark, name: str, params: Mapping[str, Any], k: int, retriever: Callable[[], Retriever]
     ) -> Ranker:
         searcher = retriever()
-
-        def rank(batch: Sequence[SearchQuery]) -> list[tuple[str, Ranking]]:
-            hits = searcher.search(batch, k)
-            return [(query.qid, [(hit.docid, hit.score) for hit in hits.get(query.qid, [])[:k]]) for query in batch]
-
-        return rank
+        return lambda batch: searcher.search(batch, k)
 
 
 class PtkbTask:
@@ -106,17 +92,11 @@ class PtkbTask:
 
     uses_strategies = False
     searches_corpus = False  # the conversation's own statements
-    retriever_kind = "PTKB ranking method"
 
-    def retriever_names(self) -> list[str]:
-        from harness.ikat import ptkb
+    def retrievers(self) -> Registry:
+        from harness.ikat.ptkb import METHODS
 
-        return ptkb.METHODS.names()
-
-    def check_params(self, name: str, params: Mapping[str, Any]) -> None:
-        from harness.ikat.ptkb import check_params
-
-        check_params(name, params)
+        return METHODS
 
     def default_measures(self) -> Sequence[str]:
         from harness.evaluate.presets import PRESETS
@@ -145,8 +125,8 @@ class PtkbTask:
         from harness.ikat.ptkb import rank_ptkb
 
         ranked = rank_ptkb(benchmark, name, **params)
-        return lambda batch: [(query.qid, list(ranked.get(query.qid, []))[:k]) for query in batch]
+        return lambda batch: ranked  # every turn's ranking, made up front; the runner picks the batch's
 
 
-TASKS.add("retrieval", RetrievalTask())
-TASKS.add("ptkb", PtkbTask())
+TASKS.add("retrieval", RetrievalTask(), "rank passages for each turn: a query strategy, then a retriever over a corpus")
+TASKS.add("ptkb", PtkbTask(), "rank each turn's PTKB statements (iKAT), evaluated against the NIST PTKB qrels")

@@ -6,15 +6,13 @@ documents), each written atomically with its count and sha256 and listed in a ma
 a rerun redoes only the shards that are missing or changed, and the output does not depend
 on the engine or the number of workers. Ray is imported only when the `ray` engine starts.
 
-    engines.py  the engine registry (local, ray): run shard tasks, hold shard searchers
     shards.py   shard plans, manifests, the resumable driver loop with progress
     segment.py  `harness segment --engine ...`: passages per shard, concatenated in order
     encode.py   `harness encode`: passage vectors per shard (.npy + ids)
-    exact.py    shape-independent exact scores (float64 dot products rounded to float32)
     search.py   sharded exact / approximate dense search, each shard searched where it lives
-    approx.py   approximate faiss indexes (hnsw, ivfpq) proposing candidates to re-score
 
-engines.py, exact.py and approx.py import nothing above harness.registry: they sit below
-harness.retrieve, whose dense retriever uses them (README, "Layers"). search.py sits above
-it and plugs into the dense retriever's SHARDED_SEARCH registry, named there by string.
+The engines (local, ray) and the exact and approximate search kernels live in
+harness.compute, below harness.retrieve, whose dense retriever uses them; this package sits
+above it (README, "Layers"): search.py registers into the dense retriever's SHARDED_SEARCH
+registry, and the front end (harness._assembly) imports it when that registry is first used.
 """

@@ -7,8 +7,8 @@ import sys
 from pathlib import Path
 
 from harness.cli import add_output
+from harness.compute.engines import add_engine_arguments
 from harness.scale.encode import SHARD_DOCS
-from harness.scale.engines import add_engine_arguments
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -25,7 +25,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from harness.retrieve._embeddings import load_encoder
     from harness.scale.encode import encode_sharded
-    from harness.scale.engines import engine_spec, start_engine
+    from harness.compute.engines import engine_spec, start_engine
     from harness.corpus.readers import open_corpus
 
     spec = engine_spec(args)

@@ -20,10 +20,10 @@ from typing import Any
 import numpy as np
 
 from harness.atomic import atomic_write
+from harness.compute.engines import Engine
 from harness.corpus import Corpus
 from harness.retrieve._embeddings import (Encoder, cache_folder, cache_key, check_dtype, chunk_size, encode_all,
                                           load_encoder)
-from harness.scale.engines import Engine
 from harness.scale.shards import ShardResult, ShardTask, plan, run_shards, source_key
 
 SHARD_DOCS = 8192

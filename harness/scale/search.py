@@ -15,14 +15,15 @@ from pathlib import Path
 
 import numpy as np
 
+from harness.compute.engines import EngineSpec, start_engine
+from harness.compute.exact import exact_search, longest_norm, rank
 from harness.corpus import Corpus
 from harness.paths import cache_root
-from harness.retrieve import Hit, SearchQuery
+from harness.retrieve import SearchQuery
 from harness.retrieve._embeddings import Encoder, default_device
 from harness.retrieve.dense import SEARCH_BACKENDS, SHARDED_SEARCH
 from harness.scale.encode import VectorShard, encode_sharded, sharded_cache_folder, vector_shards
-from harness.scale.engines import EngineSpec, start_engine
-from harness.scale.exact import exact_search, longest_norm, rank
+from harness.trec import Run
 
 
 @dataclass
@@ -46,7 +47,7 @@ class ShardSearcher:
     index built once per shard and cached beside it."""
 
     def __init__(self, shards: list[VectorShard], approx: str | None, depth: int | None) -> None:
-        from harness.scale import approx as approx_indexes
+        from harness.compute import approx as approx_indexes
 
         self.approx, self.depth, self.parts = approx, depth, []
         backend = SEARCH_BACKENDS.get("torch" if default_device() == "cuda" else "numpy")  # proposes only: same run either way
@@ -113,9 +114,9 @@ class ShardedDenseRetriever:
         return [self.engine.hold(ShardSearcher, group, self.approx, self.approx_depth)
                 for group in shard_groups(vector_shards(self.folder, manifest), self.engine.workers)]
 
-    def search(self, queries: Sequence[SearchQuery], k: int) -> dict[str, list[Hit]]:
+    def search(self, queries: Sequence[SearchQuery], k: int) -> Run:
         if not queries or k < 1:
-            return {query.qid: [] for query in queries}
+            return Run.of({query.qid: [] for query in queries})
         searchers = self._searchers
         vectors = self.encoder.encode_queries([query.text for query in queries])
         answers = self.engine.get([searcher.call("search", vectors, k) for searcher in searchers])
@@ -127,5 +128,5 @@ class ShardedDenseRetriever:
             docids = [docid for part in parts for docid in part[2]]
             best_scores, best_rows = rank(scores, rows, k)
             by_row = dict(zip(rows.tolist(), docids))
-            hits[query.qid] = [Hit(by_row[row], float(score)) for score, row in zip(best_scores, best_rows.tolist())]
-        return hits
+            hits[query.qid] = [(by_row[row], float(score)) for score, row in zip(best_scores, best_rows.tolist())]
+        return Run.of(hits)

@@ -11,9 +11,9 @@ import shutil
 from pathlib import Path
 
 from harness.atomic import atomic_write
+from harness.compute.engines import Engine
 from harness.corpus import Corpus
 from harness.corpus.segment import iter_passages, passage_line
-from harness.scale.engines import Engine
 from harness.scale.shards import ShardResult, ShardTask, plan, run_shards, source_key
 
 SHARD_DOCS = 10_000

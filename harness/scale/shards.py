@@ -24,10 +24,10 @@ from pathlib import Path
 from typing import Any
 
 from harness.atomic import atomic_write
+from harness.compute.engines import Engine
 from harness.corpus import Corpus, Document
 from harness.errors import HarnessError
 from harness.paths import file_sha256, file_version, settled
-from harness.scale.engines import Engine
 
 MANIFEST = "manifest.json"
 

@@ -1,7 +1,9 @@
 """Topic adapters: each benchmark's files -> `Conversation`s, registered by name.
 
-An adapter is a callable `(split: str | None) -> Benchmark`. `load("ikat2023:train")`
-splits the name at ':'; a bare name gives the split the official qrels judge.
+An adapter is a callable `(split: str | None) -> Benchmark`, registered with a summary, its
+splits (the default first: the split the official qrels judge) and the typed fields its
+turns and conversations carry beyond the basics (`topics.model`). `load("ikat2023:train")`
+splits the name at ':'; a bare name gives the default split.
 `benchmark:NAME[:SPLIT]`, the corpus an adapter builds, is registered here as a format of
 harness.corpus.readers.open_corpus (whose registry names this module as a plugin).
 """
@@ -13,7 +15,7 @@ from dataclasses import dataclass
 from harness.corpus import Corpus
 from harness.corpus.readers import CORPUS_FORMATS, CorpusFormat
 from harness.errors import HarnessError
-from harness.registry import Registry
+from harness.registry import Param, Registry, split_spec
 from harness.trec import Qrels
 from harness.topics.model import Conversation, PersonalStatement, Query, Turn
 
@@ -38,8 +40,8 @@ ADAPTERS: Registry[Adapter] = Registry("topic adapter", package=__name__, group=
 
 def load(name: str) -> Benchmark:
     """Load `NAME` or `NAME:SPLIT` through its registered adapter."""
-    base, _, split = name.partition(":")
-    return ADAPTERS.get(base)(split or None)
+    base, split = split_spec(name)  # `python:module:attr[:SPLIT]` too
+    return ADAPTERS.get(base)(split)
 
 
 def names() -> list[str]:
@@ -48,15 +50,23 @@ def names() -> list[str]:
 
 
 def splits(name: str) -> tuple[str, ...]:
-    """The splits adapter `name` knows, as its own refusal of an unknown split lists them
-    (adapters check the split before reading any file, so this is cheap)."""
-    from harness.topics._common import UnknownSplit
+    """The splits adapter `name` declares, the default first (none for a plug-in that declares none)."""
+    return ADAPTERS.declaration(name).splits
 
-    try:
-        ADAPTERS.get(name)("\0")
-    except UnknownSplit as error:
-        return error.splits
-    raise HarnessError(f"topic adapter {name!r} accepted the split '\\0'; it must refuse unknown splits")
+
+def fields(name: str) -> tuple[Param, ...]:
+    """The typed fields `NAME[:SPLIT]`'s turns carry beyond the basics: the turn fields it
+    declares, then its conversation fields (which every turn of the conversation has)."""
+    declaration = ADAPTERS.declaration(name.partition(":")[0])
+    return declaration.fields + declaration.conversation_fields
+
+
+def check_field(name: str, field: str, option: str) -> None:
+    """Refuse, in one line listing the declared ones, a field benchmark `name` does not declare."""
+    declared = [param.name for param in fields(name)]
+    if field not in declared:
+        raise HarnessError(f"{option} {field!r}: {name} declares no such field of its turns or conversations; "
+                           f"declared: {', '.join(declared) or 'none'}")
 
 
 def _benchmark_corpus(name: str) -> Corpus:
@@ -67,8 +77,9 @@ def _benchmark_corpus(name: str) -> Corpus:
 
 
 # `benchmark:NAME[:SPLIT]` wherever a corpus is named (claims no path: only ever by its prefix)
-CORPUS_FORMATS.add("benchmark", CorpusFormat(open=_benchmark_corpus, claims=lambda spec: False))
+CORPUS_FORMATS.add("benchmark", CorpusFormat(open=_benchmark_corpus, claims=lambda spec: False),
+                   "the corpus a benchmark brings", [Param("NAME", str, desc="the benchmark, NAME[:SPLIT]")])
 
 
-__all__ = ["ADAPTERS", "Adapter", "Benchmark", "Conversation", "PersonalStatement", "Query", "Turn", "load", "names",
-           "splits"]
+__all__ = ["ADAPTERS", "Adapter", "Benchmark", "Conversation", "PersonalStatement", "Query", "Turn", "check_field",
+           "fields", "load", "names", "splits"]

@@ -2,28 +2,22 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from pathlib import Path
 
 from harness.errors import HarnessError, InputError
 from harness.paths import qrels_root
+from harness.topics import ADAPTERS
 from harness.trec import Qrels, read_qrels
 
 
-class UnknownSplit(HarnessError):
-    """A split the adapter does not have; `splits` lists those it has (see `topics.splits`)."""
-
-    def __init__(self, name: str, split: str, splits: Iterable[str]) -> None:
-        self.splits = tuple(splits)
-        super().__init__(f"{name} has no split {split!r}; known: {', '.join(self.splits)}")
-
-
-def choose_split(name: str, split: str | None, splits: Iterable[str], default: str) -> str:
-    """The split asked for, or the default (the split the official qrels judge)."""
-    splits = tuple(splits)
-    chosen = split or default
+def choose_split(name: str, split: str | None) -> str:
+    """The split asked for, or the default: the first of those the adapter `name` declares
+    (the split the official qrels judge). An unknown split is refused, listing the known."""
+    splits = ADAPTERS.declaration(name).splits
+    chosen = split or splits[0]
     if chosen not in splits:
-        raise UnknownSplit(name, chosen, splits)
+        raise HarnessError(f"{name} has no split {chosen!r}; known: {', '.join(splits)}")
     return chosen
 
 

@@ -23,6 +23,7 @@ folder is neither read nor changed).
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 from harness.atomic import atomic_write
@@ -31,8 +32,31 @@ from harness.paths import cache_root, data_root, qrels_root
 from harness.topics import ADAPTERS, Benchmark
 from harness.topics._common import QidSet, choose_split, shipped_qrels
 from harness.topics._json import Record, read_json, records
-from harness.topics.model import Conversation, Turn
+from harness.topics.model import Conversation, Turn, declared_fields
 from harness.trec import Qrels, read_qrels
+
+
+@dataclass(frozen=True)
+class Cast2019Conversation(Conversation):
+    description: str | None = None
+
+
+@dataclass(frozen=True)
+class Cast2020Turn(Turn):
+    manual_canonical_result_id: str | None = None
+    automatic_canonical_result_id: str | None = None
+
+
+@dataclass(frozen=True)
+class Cast2021Turn(Turn):
+    canonical_result_id: str | None = None
+
+
+DESCRIPTION = "the topic's description, where the file gives one"
+CANONICAL_2020 = {
+    "manual_canonical_result_id": "the canonical response passage chosen with the manual rewrite (its id)",
+    "automatic_canonical_result_id": "the canonical response passage chosen with the automatic rewrite (its id)",
+}
 
 TopicTurns = list[tuple[Record, list[tuple[str, Record]]]]
 
@@ -99,19 +123,20 @@ def read_2019(split: str) -> tuple[Conversation, ...]:
     if unknown:
         raise InputError(tsv, f"turn {unknown[0]} is not in {topics_path.name}")
     return tuple(
-        Conversation(
+        Cast2019Conversation(
             str(topic.get("number", int)),
             tuple(Turn(qid, turn.text("raw_utterance"), manual_rewrite=resolved.get(qid)) for qid, turn in turns),
             title=topic.text("title"),
-            extra={"description": topic.text("description", optional=True)},
+            description=topic.text("description", optional=True),
         )
         for topic, turns in topics
     )
 
 
-def _read_manual_and_automatic(year: str, turn_fields: Callable[[Record, Record], dict]) -> tuple[Conversation, ...]:
+def _read_manual_and_automatic(year: str, turn_type: type[Turn],
+                               turn_fields: Callable[[Record, Record], dict]) -> tuple[Conversation, ...]:
     """2020 and 2021: manual topics (with rewrites) joined turn by turn to the automatic ones;
-    `turn_fields(manual turn, automatic turn)` gives the year's own Turn fields."""
+    `turn_fields(manual turn, automatic turn)` gives the year's own fields of `turn_type`."""
     manual_path = cast_dir() / year / f"{year}_manual_evaluation_topics_v1.0.json"
     automatic_path = cast_dir() / year / f"{year}_automatic_evaluation_topics_v1.0.json"
     topics = _topic_turns(manual_path)
@@ -120,7 +145,7 @@ def _read_manual_and_automatic(year: str, turn_fields: Callable[[Record, Record]
         Conversation(
             str(topic.get("number", int)),
             tuple(
-                Turn(
+                turn_type(
                     qid,
                     turn.text("raw_utterance"),
                     manual_rewrite=turn.text("manual_rewritten_utterance"),
@@ -135,18 +160,18 @@ def _read_manual_and_automatic(year: str, turn_fields: Callable[[Record, Record]
 
 
 def read_2020() -> tuple[Conversation, ...]:
-    return _read_manual_and_automatic("2020", lambda turn, automatic: {"extra": {
+    return _read_manual_and_automatic("2020", Cast2020Turn, lambda turn, automatic: {
         "manual_canonical_result_id": turn.text("manual_canonical_result_id"),
         "automatic_canonical_result_id": automatic.text("automatic_canonical_result_id"),
-    }})
+    })
 
 
 def read_2021() -> tuple[Conversation, ...]:
     """2021 carries the canonical response passage of each turn."""
-    return _read_manual_and_automatic("2021", lambda turn, _automatic: {
+    return _read_manual_and_automatic("2021", Cast2021Turn, lambda turn, _automatic: {
         "response": turn.text("passage"),
         "provenance": (f"{turn.text('canonical_result_id')}-{turn.get('passage_id', int)}",),
-        "extra": {"canonical_result_id": turn.text("canonical_result_id")},
+        "canonical_result_id": turn.text("canonical_result_id"),
     })
 
 
@@ -256,31 +281,37 @@ def _train_qrels_2019() -> Qrels:
     return read_qrels(copy, name=source.stem)
 
 
-@ADAPTERS.register("cast2019")
+@ADAPTERS.register("cast2019", "TREC CAsT 2019: raw utterances and manual resolutions; `test` = the evaluation "
+                   "topics, `train` = the training topics (only their first 23 turns resolved)",
+                   splits=("test", "train"), conversation_fields=declared_fields(
+                       Cast2019Conversation, description=DESCRIPTION))
 def cast2019(split: str | None) -> Benchmark:
-    """Splits `test` (evaluation topics, the default) and `train` (training topics)."""
-    split = choose_split("cast2019", split, ("test", "train"), "test")
+    split = choose_split("cast2019", split)
     qrels = shipped_qrels("cast", "2019qrels.txt") if split == "test" else _train_qrels_2019
     return Benchmark(f"cast2019:{split}", read_2019(split), qrels=qrels)
 
 
-@ADAPTERS.register("cast2020")
+@ADAPTERS.register("cast2020", "TREC CAsT 2020: raw utterances, manual and automatic rewrites",
+                   splits=("test",), fields=declared_fields(Cast2020Turn, **CANONICAL_2020))
 def cast2020(split: str | None) -> Benchmark:
-    choose_split("cast2020", split, ("test",), "test")
+    choose_split("cast2020", split)
     return Benchmark("cast2020:test", read_2020(), qrels=shipped_qrels("cast", "2020qrels.txt"))
 
 
-@ADAPTERS.register("cast2021")
+@ADAPTERS.register("cast2021", "TREC CAsT 2021: raw utterances, both rewrites and the canonical response passage; "
+                   "document-level qrels", splits=("test",),
+                   fields=declared_fields(Cast2021Turn, canonical_result_id="the document of the canonical response "
+                                                                            "passage (Turn.provenance: the passage)"))
 def cast2021(split: str | None) -> Benchmark:
-    """Document-level qrels (trec-cast-qrels-docs.2021.qrel)."""
-    choose_split("cast2021", split, ("test",), "test")
+    choose_split("cast2021", split)
     return Benchmark("cast2021:test", read_2021(), qrels=shipped_qrels("cast", "trec-cast-qrels-docs.2021.qrel"))
 
 
-@ADAPTERS.register("cast2022")
+@ADAPTERS.register("cast2022", "TREC CAsT 2022: topic trees flattened into root-to-leaf paths (each turn once per "
+                   "stream); the organisers' qrels (unofficial)", splits=("test",))
 def cast2022(split: str | None) -> Benchmark:
     """The organisers' cast2022.qrel (unofficial: not the final NIST file, see its SOURCE.md)."""
-    choose_split("cast2022", split, ("test",), "test")
+    choose_split("cast2022", split)
     return Benchmark("cast2022:test", read_2022(), qrels=shipped_qrels("cast", "cast2022.qrel"))
 
 

@@ -13,7 +13,7 @@ from typing import IO
 from harness.atomic import atomic_write
 from harness.cli import add_output
 from harness.errors import HarnessError
-from harness.queries import stream
+from harness.queries import STRATEGIES, stream
 from harness.topics import Benchmark, load, names
 
 FORMATS = ("jsonl", "tsv")
@@ -23,8 +23,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     actions = parser.add_subparsers(dest="action", required=True, metavar="ACTION")
     actions.add_parser("list", help="each benchmark with its conversations, turns and judged turns")
     export = actions.add_parser("export", help="write a benchmark's query stream under one strategy")
-    export.add_argument("name", metavar="NAME[:SPLIT]", help="benchmark, e.g. ikat2023 or cast2019:train")
-    export.add_argument("--strategy", default="raw", help="query strategy, e.g. raw, manual, hqe, variant:1 (default raw)")
+    export.add_argument("name", metavar="NAME[:SPLIT]",
+                        help=f"benchmark, e.g. ikat2023 or cast2019:train; one of {', '.join(names())} "
+                             "(`harness components benchmark` lists their splits)")
+    export.add_argument("--strategy", default="raw",
+                        help=f"query strategy NAME[:ARG], e.g. variant:1; one of {', '.join(STRATEGIES.names())} "
+                             "(default raw)")
     export.add_argument("--format", choices=FORMATS, default="jsonl",
                         help="jsonl: one object per query (qid, query, conversation_id, turn_index, context: "
                              "the texts the strategy made the query from, in order; the turn's own utterance or "

@@ -5,13 +5,13 @@ conversation is text with one utterance per line, `U: ...` (user) or `S: ...` (s
 user turn's response is the system line that follows it.
 
 `cosrec-curated` (20 conversations, judged by qrels/cosrec/curated.qrels): one Turn per
-labelled intent, qid = the intent id `<conversation>_<utterance>_<index>`, with
-`extra = {type: search | recommendation | product_details, query_variants, utterance_index}`;
+labelled intent (a `CosrecIntent`), qid = the intent id `<conversation>_<utterance>_<index>`,
+with `type` (search | recommendation | product_details), `query_variants`, `utterance_index`;
 `manual_rewrite` is the canonical stand-alone formulation, which the README defines as the
 longest variant (first on ties). Each recommendation intent is followed by its personalised
 copies `<intent>#<k>`, one per user of the conversation, users ordered lexically by id
 (README): their variants are the intent's variants followed by the user's profile keywords,
-as the pools were built; `extra` adds `user` and `keywords`. The shipped qrels judge one copy
+as the pools were built; they add `user` and `keywords`. The shipped qrels judge one copy
 more per intent than keywords.jsonl/profiles.jsonl list users (`#0..#3` for 3 users, in all
 20 conversations), while the README maps `k` to the k-th user. We keep that mapping for the
 listed users and emit the extra last copy `#<n users>` with `user=None` and no keywords (the
@@ -19,17 +19,18 @@ plain stand-alone formulation), so that every judged qid has a query; which user
 for upstream is unknown. The 24 user utterances without an intent (closing chit-chat such
 as "Thank you so much for your help!") are not turns: every curated turn is an intent with
 a canonical formulation. `Conversation.personal` holds each user's profile
-summary (statement id = user id).
+summary (statement id = user id), `CosrecConversation.keywords_by_user` each user's keywords.
 
-`cosrec-crowd` (291 conversations, no qrels): one Turn per user utterance, qid
-`<conversation>_<utterance>`, `extra["annotations"]` = per annotator the list of
-`{type, query}` intents as labelled; `query_variants` are all annotators' queries (first
+`cosrec-crowd` (291 conversations, no qrels): one Turn per user utterance (a
+`CosrecUtterance`), qid `<conversation>_<utterance>`, `annotations` = per annotator the
+`Intent`s (intent type, query) as labelled; `query_variants` are all annotators' queries (first
 occurrence order) and `manual_rewrite` the longest of them.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -38,9 +39,51 @@ from harness.paths import data_root
 from harness.topics import ADAPTERS, Benchmark
 from harness.topics._common import QidSet, choose_split, shipped_qrels
 from harness.topics._json import Record, read_jsonl, single_entry
-from harness.topics.model import Conversation, PersonalStatement, Turn
+from harness.topics.model import Conversation, PersonalStatement, Turn, declared_fields
 
 INTENT_TYPES = ("search", "recommendation", "product_details")
+
+
+@dataclass(frozen=True)
+class CosrecTurn(Turn):
+    """A CoSRec turn: the stand-alone formulations of what the user asks (`variant:I`, `all_variants`)."""
+
+    query_variants: tuple[str, ...] = ()
+    utterance_index: int = 0
+
+
+@dataclass(frozen=True)
+class CosrecIntent(CosrecTurn):
+    """cosrec-curated: one labelled intent of a user utterance (or its copy for one user)."""
+
+    type: str = ""  # search | recommendation | product_details
+    user: str | None = None
+    keywords: tuple[str, ...] | None = None
+
+
+@dataclass(frozen=True)
+class Intent:
+    """One intent an annotator labelled."""
+
+    type: str  # search | recommendation | product_details
+    query: str
+
+
+@dataclass(frozen=True)
+class CosrecUtterance(CosrecTurn):
+    """cosrec-crowd: one user utterance with every annotator's intents."""
+
+    annotations: tuple[tuple[Intent, ...], ...] = ()
+
+
+@dataclass(frozen=True)
+class CosrecConversation(Conversation):
+    keywords_by_user: dict[str, tuple[str, ...]] = field(default_factory=dict, compare=False, hash=False)
+
+
+VARIANTS = {"query_variants": "stand-alone formulations of the request (file order; `variant:I` takes the I-th)",
+            "utterance_index": "0-based position of the user utterance in the dialogue"}
+CONVERSATION_FIELDS = declared_fields(CosrecConversation, keywords_by_user="user id -> that user's profile keywords")
 
 
 def folder(part: str) -> Path:
@@ -134,20 +177,20 @@ def read_curated() -> tuple[Conversation, ...]:
                 if not variants:
                     raise intent.error("'query_variants' is empty")
                 kind = _type(intent)
-                base = {"type": kind, "query_variants": variants, "utterance_index": index}
-                turns.append(Turn(qids.add(intent_id, intent.label), utterance, manual_rewrite=_canonical(variants),
-                                  response=response, extra=base))
+                base = CosrecIntent(qids.add(intent_id, intent.label), utterance, manual_rewrite=_canonical(variants),
+                                    response=response, query_variants=variants, utterance_index=index, type=kind)
+                turns.append(base)
                 if kind != "recommendation":
                     continue
                 for k, (user, words) in enumerate([*users.items(), (None, ())]):
                     personal = tuple(f"{variant} {' '.join(words)}".strip() for variant in variants)
-                    turns.append(Turn(qids.add(f"{intent_id}#{k}", intent.label), utterance,
-                                      manual_rewrite=_canonical(personal), response=response,
-                                      extra={**base, "query_variants": personal, "user": user, "keywords": words}))
+                    turns.append(replace(base, qid=qids.add(f"{intent_id}#{k}", intent.label),
+                                         manual_rewrite=_canonical(personal), query_variants=personal, user=user,
+                                         keywords=tuple(words)))
         summaries = _users(profiles_path, profiles, conversation, str)
-        result.append(Conversation(conversation, tuple(turns),
-                                   personal=tuple(PersonalStatement(u, s) for u, s in summaries.items()),
-                                   extra={"keywords": users}))
+        result.append(CosrecConversation(conversation, tuple(turns),
+                                         personal=tuple(PersonalStatement(u, s) for u, s in summaries.items()),
+                                         keywords_by_user=users))
     return tuple(result)
 
 
@@ -163,7 +206,7 @@ def read_crowd() -> tuple[Conversation, ...]:
                              line=line)
         pairs = _dialogue(conversations_path, dialogues[conversation][0], conversation, dialogues[conversation][1])
         wrapper = Record({"utterances": labelled}, annotations_path, conversation, line)
-        annotated: dict[int, tuple[tuple[dict, ...], ...]] = {}
+        annotated: dict[int, tuple[tuple[Intent, ...], ...]] = {}
         for entry in wrapper.records("utterances", "utterance"):
             index = entry.get("utterance", int)
             if not 0 <= index < len(pairs):
@@ -171,32 +214,38 @@ def read_crowd() -> tuple[Conversation, ...]:
             per_annotator = []
             for annotator, intents in enumerate(entry.items("intent_annotations", list)):
                 holder = Record({"intents": intents}, annotations_path, f"{entry.label}, annotator {annotator}", line)
-                per_annotator.append(tuple({"type": _type(i), "query": i.text("query")}
+                per_annotator.append(tuple(Intent(_type(i), i.text("query"))
                                            for i in holder.records("intents", "intent")))
             annotated[index] = tuple(per_annotator)
         turns = []
         for index, (utterance, response) in enumerate(pairs):
             annotations = annotated.get(index, ())
-            variants = tuple(dict.fromkeys(i["query"] for a in annotations for i in a))
-            turns.append(Turn(f"{conversation}_{index}", utterance, manual_rewrite=_canonical(variants),
-                              response=response,
-                              extra={"annotations": annotations, "query_variants": variants,
-                                     "utterance_index": index}))
+            variants = tuple(dict.fromkeys(i.query for a in annotations for i in a))
+            turns.append(CosrecUtterance(f"{conversation}_{index}", utterance, manual_rewrite=_canonical(variants),
+                                         response=response, query_variants=variants, utterance_index=index,
+                                         annotations=annotations))
         summaries = _users(profiles_path, profiles, conversation, str)
-        result.append(Conversation(conversation, tuple(turns),
-                                   personal=tuple(PersonalStatement(u, s) for u, s in summaries.items()),
-                                   extra={"keywords": _users(keywords_path, keywords, conversation, list)}))
+        result.append(CosrecConversation(conversation, tuple(turns),
+                                         personal=tuple(PersonalStatement(u, s) for u, s in summaries.items()),
+                                         keywords_by_user=_users(keywords_path, keywords, conversation, list)))
     return tuple(result)
 
 
-@ADAPTERS.register("cosrec-curated")
+@ADAPTERS.register("cosrec-curated", "CoSRec curated: conversational search and recommendation, one turn per "
+                   "labelled intent; qrels over MS MARCO v2.1 segments (search) and Amazon ASINs (personalised "
+                   "recommendation)", splits=("test",), conversation_fields=CONVERSATION_FIELDS,
+                   fields=declared_fields(CosrecIntent, **VARIANTS, type=f"the intent's type: {', '.join(INTENT_TYPES)}",
+                                          user="the user a personalised copy `<intent>#<k>` is for (None: the plain one)",
+                                          keywords="that user's profile keywords, appended to every variant"))
 def cosrec_curated(split: str | None) -> Benchmark:
-    """Qrels over MS MARCO v2.1 segments (search) and Amazon ASINs (personalised recommendation)."""
-    choose_split("cosrec-curated", split, ("test",), "test")
+    choose_split("cosrec-curated", split)
     return Benchmark("cosrec-curated:test", read_curated(), qrels=shipped_qrels("cosrec", "curated.qrels"))
 
 
-@ADAPTERS.register("cosrec-crowd")
+@ADAPTERS.register("cosrec-crowd", "CoSRec crowd: one turn per user utterance with every annotator's intents; "
+                   "no qrels", splits=("test",), conversation_fields=CONVERSATION_FIELDS,
+                   fields=declared_fields(CosrecUtterance, **VARIANTS,
+                                          annotations="per annotator, the intents labelled (intent type, query)"))
 def cosrec_crowd(split: str | None) -> Benchmark:
-    choose_split("cosrec-crowd", split, ("test",), "test")
+    choose_split("cosrec-crowd", split)
     return Benchmark("cosrec-crowd:test", read_crowd())

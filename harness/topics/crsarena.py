@@ -5,8 +5,8 @@ There is nothing to retrieve and no qrels: the benchmark is read for its dialogu
 their satisfaction labels (`harness arena`). Each USER utterance becomes a `Turn` whose
 qid is the file's utterance ID and whose response is the AGENT utterance(s) that follow it
 (joined by a newline when the system spoke twice; None when the user spoke again first).
-`Conversation.extra` holds `system` (the CRS id), `user`, `sentiment` ("satisfied" or
-"frustrated") and `setting` ("open" or "closed" crowdsourcing).
+An `ArenaConversation` holds `system` (the CRS id), `user`, `sentiment` ("satisfied" or
+"frustrated"), `setting` ("open" or "closed" crowdsourcing) and the system's `opening`.
 
 Splits: `crsarena:open`, `crsarena:closed`; bare `crsarena` is both, open first (the
 order of the CRSArena-Dial analysis' "global" results).
@@ -15,15 +15,32 @@ order of the CRSArena-Dial analysis' "global" results).
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
 
 from harness.errors import InputError, read_input
 from harness.paths import data_root
 from harness.topics import ADAPTERS, Benchmark
-from harness.topics._common import UnknownSplit
-from harness.topics.model import Conversation, Turn
+from harness.topics._common import choose_split
+from harness.topics.model import Conversation, Turn, declared_fields
 
 SETTINGS = ("open", "closed")
+
+
+@dataclass(frozen=True)
+class ArenaConversation(Conversation):
+    system: str = ""
+    user: str = ""
+    sentiment: str = ""
+    setting: str = ""
+    opening: str | None = None
+
+
+FIELDS = declared_fields(
+    ArenaConversation, system="the conversational recommender system's id (e.g. kbrd_opendialkg)",
+    user="the crowd user's id", sentiment="how the user left: 'satisfied' or 'frustrated'",
+    setting="'open' or 'closed' crowdsourcing (the split)",
+    opening="what the system said before the user's first utterance, if anything")
 
 
 def dialogue_file(setting: str) -> Path:
@@ -37,7 +54,7 @@ def _field(record: dict, key: str, path: Path, where: str, kind: type = str):
     return value
 
 
-def _conversation(record: dict, path: Path, index: int, setting: str) -> Conversation:
+def _conversation(record: dict, path: Path, index: int, setting: str) -> ArenaConversation:
     where = str(index)
     conversation_id = _field(record, "conversation ID", path, where)
     where = f"{index} ({conversation_id})"
@@ -55,7 +72,7 @@ def _conversation(record: dict, path: Path, index: int, setting: str) -> Convers
             (turns[-1][1] if turns else opening).append(text)
         else:
             raise InputError(path, f"participant {speaker!r} is neither USER nor AGENT", record=where)
-    return Conversation(
+    return ArenaConversation(
         id=conversation_id,
         turns=tuple(
             Turn(
@@ -65,12 +82,11 @@ def _conversation(record: dict, path: Path, index: int, setting: str) -> Convers
             )
             for utterance, replies in turns
         ),
-        extra={"system": system, "user": user, "sentiment": sentiment, "setting": setting,
-               "opening": "\n".join(opening) or None},
+        system=system, user=user, sentiment=sentiment, setting=setting, opening="\n".join(opening) or None,
     )
 
 
-def read_dialogues(path: str | Path, setting: str | None = None) -> tuple[Conversation, ...]:
+def read_dialogues(path: str | Path, setting: str | None = None) -> tuple[ArenaConversation, ...]:
     """One dialogue file; `setting` defaults to 'open'/'closed' as named in the file name."""
     path = Path(path)
     if setting is None:
@@ -84,10 +100,12 @@ def read_dialogues(path: str | Path, setting: str | None = None) -> tuple[Conver
     return tuple(_conversation(record, path, index, setting) for index, record in enumerate(records))
 
 
-@ADAPTERS.register("crsarena")
+@ADAPTERS.register("crsarena", "CRSArena-Dial: crowd users' dialogues with nine conversational recommender "
+                   "systems and their satisfaction; no qrels (for `harness arena`); bare `crsarena` is both splits",
+                   splits=SETTINGS, conversation_fields=FIELDS)
 def crsarena(split: str | None) -> Benchmark:
-    if split is not None and split not in SETTINGS:
-        raise UnknownSplit("crsarena", split, SETTINGS)
+    if split is not None:
+        choose_split("crsarena", split)
     settings = SETTINGS if split is None else (split,)
     conversations = tuple(c for s in settings for c in read_dialogues(dialogue_file(s), s))
     return Benchmark(name=f"crsarena:{split}" if split else "crsarena", conversations=conversations)

@@ -12,13 +12,14 @@ Three topic formats share one model:
 
 Turn ids are `<number>_<turn_id>` as the NIST qrels spell them (`9-1_3`, `0_8`). The PTKB
 becomes `Conversation.personal`; the statements relevant to a turn are kept as
-`Turn.extra["ptkb_provenance"]` (ids) and the passages behind the canonical response as
+`IkatTurn.ptkb_provenance` (ids) and the passages behind the canonical response as
 `Turn.provenance`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 from harness.corpus import Corpus, Document
@@ -26,8 +27,17 @@ from harness.paths import data_root, qrels_root
 from harness.topics import ADAPTERS, Benchmark
 from harness.topics._common import QidSet, choose_split, shipped_qrels
 from harness.topics._json import Record, read_json, read_jsonl, records
-from harness.topics.model import Conversation, PersonalStatement, Turn
+from harness.topics.model import Conversation, PersonalStatement, Turn, declared_fields
 from harness.trec import Qrels, read_qrels
+
+
+@dataclass(frozen=True)
+class IkatTurn(Turn):
+    ptkb_provenance: tuple[str, ...] = ()
+
+
+FIELDS = declared_fields(IkatTurn, ptkb_provenance="ids of the PTKB statements relevant to the turn, as the "
+                                                   "topics list them (Conversation.personal holds the statements)")
 
 
 def topics_path(year: int, split: str = "test") -> Path:
@@ -70,13 +80,13 @@ def _conversation(topic: Record, qids: QidSet) -> Conversation:
                 raise turn.error(f"ptkb_provenance {unknown[0]} is not a statement id of the topic's ptkb")
             provenance = turn.strings("response_provenance")
         turns.append(
-            Turn(
+            IkatTurn(
                 qid=qids.add(f"{number}_{turn_id}", turn.label),
                 utterance=turn.text(utterance_key),
                 manual_rewrite=turn.text("resolved_utterance"),
                 response=turn.text("response"),
                 provenance=provenance,
-                extra={"ptkb_provenance": ptkb_ids},
+                ptkb_provenance=ptkb_ids,
             )
         )
     return Conversation(number, tuple(turns), title=topic.text("title"), personal=personal)
@@ -119,11 +129,11 @@ def ptkb_qrels(kind: str = "nist") -> Qrels:
     return read_qrels(qrels_root() / "ikat" / f"ptkb_rel_{kind}")
 
 
-@ADAPTERS.register("ikat2023")
+@ADAPTERS.register("ikat2023", "TREC iKAT 2023: conversations with a personal text knowledge base (PTKB); "
+                   "`test` judged by the NIST qrels, both splits bring their responses' provenance passages "
+                   "as a corpus", splits=("test", "train"), fields=FIELDS)
 def ikat2023(split: str | None) -> Benchmark:
-    """Splits `test` (judged by the NIST qrels, the default) and `train`; both bring the
-    provenance passages of their responses as a corpus."""
-    split = choose_split("ikat2023", split, ("test", "train"), "test")
+    split = choose_split("ikat2023", split)
     return Benchmark(
         f"ikat2023:{split}",
         read_topics(topics_path(2023, split)),
@@ -132,14 +142,15 @@ def ikat2023(split: str | None) -> Benchmark:
     )
 
 
-@ADAPTERS.register("ikat2024")
+@ADAPTERS.register("ikat2024", "TREC iKAT 2024: conversations with a PTKB, judged by the NIST qrels",
+                   splits=("test",), fields=FIELDS)
 def ikat2024(split: str | None) -> Benchmark:
-    split = choose_split("ikat2024", split, ("test",), "test")
+    choose_split("ikat2024", split)
     return Benchmark("ikat2024:test", read_topics(topics_path(2024)), qrels=shipped_qrels("ikat", "2024-qrels.txt"))
 
 
-@ADAPTERS.register("ikat2025")
+@ADAPTERS.register("ikat2025", "TREC iKAT 2025: conversations with a PTKB; no qrels shipped (queries can be "
+                   "exported and run, not scored)", splits=("test",), fields=FIELDS)
 def ikat2025(split: str | None) -> Benchmark:
-    """No 2025 qrels are shipped: queries can be exported and run, not scored."""
-    split = choose_split("ikat2025", split, ("test",), "test")
+    choose_split("ikat2025", split)
     return Benchmark("ikat2025:test", read_topics(topics_path(2025)))

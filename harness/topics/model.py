@@ -1,8 +1,19 @@
-"""One model for every conversational benchmark: conversations made of turns."""
+"""One model for every conversational benchmark: conversations made of turns.
+
+`Turn` and `Conversation` hold what every benchmark has. A benchmark with more (iKAT's PTKB
+provenance, CoSRec's query variants, CRS Arena's system and sentiment) subclasses them with
+typed fields and declares those fields when it registers (`fields=` / `conversation_fields=`,
+made by `declared_fields`), so that a reader finds them by attribute and a user by
+`harness components benchmark`.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import dataclasses
+import typing
+from dataclasses import dataclass
+
+from harness.registry import REQUIRED, Param
 
 
 @dataclass(frozen=True)
@@ -23,7 +34,6 @@ class Turn:
     automatic_rewrite: str | None = None
     response: str | None = None
     provenance: tuple[str, ...] = ()
-    extra: dict = field(default_factory=dict, compare=False, hash=False)
 
 
 @dataclass(frozen=True)
@@ -32,11 +42,34 @@ class Conversation:
     turns: tuple[Turn, ...]
     title: str | None = None
     personal: tuple[PersonalStatement, ...] = ()
-    extra: dict = field(default_factory=dict, compare=False, hash=False)
 
     def history(self, turn_index: int) -> tuple[Turn, ...]:
         """The turns before `turn_index`: all a query strategy may read besides the turn."""
         return self.turns[:turn_index]
+
+
+def declared_fields(*classes: type, **descs: str) -> tuple[Param, ...]:
+    """The fields the subclasses `classes` of Turn (or of Conversation) add to it, as Params
+    (type and default from the dataclass, desc from `descs`), in order of first appearance.
+    Every added field needs a desc and every desc a field, so the declaration cannot drift
+    from the class."""
+    params: dict[str, Param] = {}
+    for cls in classes:
+        base = Turn if issubclass(cls, Turn) else Conversation
+        hints = typing.get_type_hints(cls)
+        basic = {f.name for f in dataclasses.fields(base)}
+        for field in dataclasses.fields(cls):
+            if field.name in basic or field.name in params:
+                continue
+            if field.name not in descs:
+                raise TypeError(f"{cls.__name__}.{field.name} needs a description")
+            default = field.default if field.default is not dataclasses.MISSING else \
+                field.default_factory() if field.default_factory is not dataclasses.MISSING else REQUIRED
+            params[field.name] = Param(field.name, hints[field.name], default, descs[field.name])
+    unknown = set(descs) - set(params)
+    if unknown:
+        raise TypeError(f"no field {', '.join(sorted(unknown))} in {', '.join(c.__name__ for c in classes)}")
+    return tuple(params.values())
 
 
 @dataclass(frozen=True)

@@ -8,8 +8,8 @@ alternate), so the dialogue cannot be re-cut into user turns reliably. Hence:
 - One Conversation per dialog_id, made of its recommendation turns in turn order; the qid is
   `<dialog_id>_<turn_id>` as in `<split>_data_id.json`. `Turn.utterance` is the last
   context utterance (the request the recommender answers), `Turn.response` the reply;
-  `Turn.extra` keeps the earlier context (`context`), the mentioned entities (`entities`)
-  and the recommended names (`recommended`).
+  an `OpenDialKGTurn` keeps the earlier context (`context`), the mentioned entities
+  (`entities`) and the recommended names (`recommended`).
 - The item corpus is `id2info.json` (docid = its key), one document per item: the name as
   title, its attributes (year, actor, director, genre, language, writer) merged with the
   item's facts in `kg.json` (reached through `entity2id.json`).
@@ -30,10 +30,22 @@ from harness.paths import data_root
 from harness.topics import ADAPTERS, Benchmark
 from harness.topics._common import QidSet, choose_split
 from harness.topics._json import Record, read_json, read_jsonl
-from harness.topics.model import Conversation, Turn
+from harness.topics.model import Conversation, Turn, declared_fields
 from harness.trec import Qrels
 
-SPLITS = ("train", "valid", "test")
+SPLITS = ("test", "train", "valid")  # the default first
+
+
+@dataclass(frozen=True)
+class OpenDialKGTurn(Turn):
+    context: tuple[str, ...] = ()
+    entities: tuple[str, ...] = ()
+    recommended: tuple[str, ...] = ()
+
+
+FIELDS = declared_fields(OpenDialKGTurn, context="the dialogue's utterances before the request, in order",
+                         entities="the entities mentioned so far",
+                         recommended="the item names the assistant recommends (the qrels map them to items)")
 
 
 def folder() -> Path:
@@ -101,12 +113,11 @@ def read_turns(path: Path) -> tuple[Conversation, ...]:
         context = record.strings("context")
         if not context:
             raise record.error("empty 'context': no request to answer")
-        dialogues.setdefault(str(dialog), []).append((turn_id, Turn(
+        dialogues.setdefault(str(dialog), []).append((turn_id, OpenDialKGTurn(
                 qid=qids.add(f"{dialog}_{turn_id}", record.label),
                 utterance=context[-1],
                 response=record.text("resp"),
-                extra={"context": context[:-1], "entities": record.strings("entity"),
-                       "recommended": record.strings("rec")},
+                context=context[:-1], entities=record.strings("entity"), recommended=record.strings("rec"),
         )))
     return tuple(
         Conversation(dialog, tuple(turn for _, turn in sorted(turns, key=lambda pair: pair[0])))
@@ -130,7 +141,7 @@ def _judge(split: str, root: Path) -> tuple[dict[str, dict[str, int]], Counter[s
     unmapped: Counter[str] = Counter()
     for conversation in _turns(root / f"{split}_data_processed.jsonl"):
         for turn in conversation.turns:
-            for name in turn.extra["recommended"]:
+            for name in turn.recommended:
                 if name in by_name:
                     judgments.setdefault(turn.qid, {})[by_name[name]] = 1
                 else:
@@ -139,12 +150,13 @@ def _judge(split: str, root: Path) -> tuple[dict[str, dict[str, int]], Counter[s
 
 
 def _split(split: str | None) -> str:
-    return choose_split("opendialkg", split, SPLITS, "test")
+    return choose_split("opendialkg", split)
 
 
-@ADAPTERS.register("opendialkg")
+@ADAPTERS.register("opendialkg", "OpenDialKG movie and book recommendation dialogues (iEvaLM-CRS processing); "
+                   "corpus = the item catalogue, qrels derived from the recommended names", splits=SPLITS,
+                   fields=FIELDS)
 def opendialkg(split: str | None) -> Benchmark:
-    """Splits train, valid and test (the default)."""
     split, root = _split(split), folder()
     name = f"opendialkg:{split}"
     return Benchmark(

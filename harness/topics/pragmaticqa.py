@@ -35,10 +35,10 @@ from harness.paths import data_root
 from harness.topics import ADAPTERS, Benchmark
 from harness.topics._common import choose_split
 from harness.topics._json import Record, read_jsonl
-from harness.topics.model import Conversation, Turn
+from harness.topics.model import Conversation, Turn, declared_fields
 from harness.trec import Qrels
 
-SPLITS = ("train", "val", "test")
+SPLITS = ("val", "train", "test")  # the default first
 _SCRAPE_ERROR = re.compile(r"annot GET|GET /|wiki/|%20")
 
 
@@ -59,6 +59,24 @@ class SpanCounts:
 
 
 @dataclass(frozen=True)
+class PragmatiCQATurn(Turn):
+    literal: tuple[str, ...] = ()
+    pragmatic: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class PragmatiCQAConversation(Conversation):
+    genre: str = ""
+    community: str = ""
+
+
+FIELDS = declared_fields(PragmatiCQATurn, literal="the spans (corpus ids) answering the question as asked (grade 2)",
+                         pragmatic="the spans a cooperative answerer adds, not also literal (grade 1)")
+CONVERSATION_FIELDS = declared_fields(PragmatiCQAConversation, genre="the community's genre (e.g. TV)",
+                                      community="the fan-wiki community the answers cite")
+
+
+@dataclass(frozen=True)
 class _Parsed:
     conversations: tuple[Conversation, ...]
     documents: tuple[Document, ...]
@@ -71,7 +89,7 @@ def split_path(split: str) -> Path:
 
 
 def span_counts(split: str = "val") -> SpanCounts:
-    return _parse(split_path(choose_split("pragmaticqa", split, SPLITS, "val"))).counts
+    return _parse(split_path(choose_split("pragmaticqa", split))).counts
 
 
 def _span_docid(span: Record, text: str) -> str:
@@ -126,28 +144,29 @@ def _parse(path: Path) -> _Parsed:
             if grades:
                 judgments[qid] = grades
             turns.append(
-                Turn(
+                PragmatiCQATurn(
                     qid=qid,
                     utterance=qa.text("q"),
                     response=qa.text("a"),
                     provenance=tuple(grades),
-                    extra={"literal": tuple(d for d, g in grades.items() if g == 2),
-                           "pragmatic": tuple(d for d, g in grades.items() if g == 1)},
+                    literal=tuple(d for d, g in grades.items() if g == 2),
+                    pragmatic=tuple(d for d, g in grades.items() if g == 1),
                 )
             )
         conversations.append(
-            Conversation(str(line), tuple(turns), title=record.text("topic"),
-                         extra={"genre": record.text("genre"), "community": community})
+            PragmatiCQAConversation(str(line), tuple(turns), title=record.text("topic"),
+                                    genre=record.text("genre"), community=community)
         )
     fields = ("cited", "indexed", "broken", "scrape_error", "no_key", "empty")
     return _Parsed(tuple(conversations), tuple(documents.values()), judgments,
                    SpanCounts(**{name: counts[name] for name in fields}))
 
 
-@ADAPTERS.register("pragmaticqa")
+@ADAPTERS.register("pragmaticqa", "PragmatiCQA: conversational QA over fan wikis; corpus = the cited spans, qrels "
+                   "derived from them (literal spans grade 2, pragmatic-only grade 1)", splits=SPLITS,
+                   fields=FIELDS, conversation_fields=CONVERSATION_FIELDS)
 def pragmaticqa(split: str | None) -> Benchmark:
-    """Splits train, val (the default) and test; qrels and corpus are derived from the citations."""
-    split = choose_split("pragmaticqa", split, SPLITS, "val")
+    split = choose_split("pragmaticqa", split)
     parsed = _parse(split_path(split))
     name = f"pragmaticqa:{split}"
     return Benchmark(

@@ -18,7 +18,7 @@ import numpy as np
 from harness.atomic import atomic_write
 from harness.errors import HarnessError
 from harness.registry import Registry
-from harness.scale.exact import Proposer
+from harness.compute.exact import Proposer
 
 # name -> (matrix [n x d] float32) -> faiss index, trained and filled
 APPROX: Registry[Callable[[np.ndarray], object]] = Registry("approximate dense index")

@@ -1,0 +1,79 @@
+"""`harness components` and the README's tables of pieces come from the declarations."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+from harness.cli import main
+from harness.queries import STRATEGIES
+from harness.registry import Param, declare
+from harness.retrieve import RETRIEVERS
+from harness.runner.cli_components import REGISTRIES, markdown, registry, update_tables
+from harness.topics import names
+
+README = Path(__file__).resolve().parents[1] / "README.md"
+README_KINDS = {"benchmark", "strategy", "retriever", "task", "ptkb-method", "judge"}
+
+
+def test_the_readme_tables_are_the_declarations():
+    text = README.read_text(encoding="utf-8")
+    assert set(re.findall(r"<!-- components:([\w-]+) -->", text)) == README_KINDS
+    assert update_tables(text) == text, "README.md's tables disagree with the declarations: " \
+                                        "run `harness components --update README.md`"
+
+
+def test_a_readme_table_lists_every_built_in_with_its_summary():
+    table = markdown("benchmark")
+    for name in names():
+        assert f"| `{name}` |" in table
+    assert "| `pragmaticqa` | `val`, `train`, `test` | PragmatiCQA:" in table
+
+
+@declare("Documents by id order.", [Param("boost", float, 1.0, "how much to boost"),
+                                    Param("field", str, desc="the field to read")])
+def _mine(query: str, k: int, boost: float = 1.0, field: str = "contents"):
+    return []
+
+
+def test_components_json_lists_params_with_type_default_and_description(capsys):
+    with RETRIEVERS.using({"mine": _mine}):
+        assert main(["components", "retriever", "--format", "json"]) == 0
+    listing = json.loads(capsys.readouterr().out)
+    mine = next(c for c in listing["retriever"] if c["name"] == "mine")
+    assert mine["summary"] == "Documents by id order." and mine["plugin"] == __name__
+    assert mine["parameters"] == [
+        {"name": "boost", "type": "a number", "required": False, "default": 1.0, "desc": "how much to boost"},
+        {"name": "field", "type": "a string", "required": True, "default": None, "desc": "the field to read"}]
+    for component in listing["retriever"]:
+        declaration = RETRIEVERS.declaration(component["name"]) if component["name"] != "mine" else None
+        if declaration is not None:
+            assert [p["name"] for p in component["parameters"]] == [p.name for p in declaration.params]
+
+
+def test_components_json_gives_a_benchmarks_splits_and_fields(capsys):
+    assert main(["components", "benchmark", "--format", "json"]) == 0
+    ikat = next(c for c in json.loads(capsys.readouterr().out)["benchmark"] if c["name"] == "ikat2023")
+    assert ikat["splits"] == ["test", "train"]
+    assert [(f["name"], f["type"]) for f in ikat["fields"]] == [("ptkb_provenance", "a list of strings")]
+    assert ikat["fields"][0]["desc"]
+
+
+def test_components_text_lists_every_kind_from_its_registry(capsys):
+    assert main(["components"]) == 0
+    out = capsys.readouterr().out
+    for kind in REGISTRIES:
+        assert f"{kind}:\n" in out
+        for name in registry(kind).names():
+            assert f"\n  {name} " in out or f"\n  {name}\n" in out
+    assert "splits: val (default), train, test" in out
+
+
+def test_topics_export_help_lists_the_registered_benchmarks_and_strategies(capsys):
+    try:
+        main(["topics", "export", "--help"])
+    except SystemExit:
+        pass
+    help_text = " ".join(capsys.readouterr().out.split())
+    assert ", ".join(names()) in help_text and ", ".join(STRATEGIES.names()) in help_text

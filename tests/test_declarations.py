@@ -1,0 +1,204 @@
+"""Declared components: every built-in says what it is and what it takes, the config check
+reads those declarations, and a plug-in is checked the same way, by its own declaration
+(`harness.declare`) or its signature. Fast: no index, no model, no Java."""
+
+from __future__ import annotations
+
+import inspect
+import sys
+import textwrap
+
+import pytest
+
+import harness
+from harness.corpus.readers import CORPUS_FORMATS
+from harness.errors import HarnessError
+from harness.ikat.ptkb import METHODS, RetrievalRanker
+from harness.judge.base import JUDGES
+from harness.queries import STRATEGIES, Function, Strategy
+from harness.registry import REQUIRED, Declaration
+from harness.retrieve import RETRIEVERS
+from harness.runner.config import ConfigError, parse_config
+from harness.runner.tasks import TASKS
+from harness.topics import load
+
+BUILT_IN = {"retriever": RETRIEVERS, "strategy": STRATEGIES, "task": TASKS, "PTKB method": METHODS,
+            "judge": JUDGES, "corpus format": CORPUS_FORMATS}
+
+
+def _keywords(function, skip: int = 0, leave: tuple[str, ...] = ("self",)) -> list[tuple[str, object]]:
+    """(name, default) of a callable's parameters after the first `skip`, as a declaration has them."""
+    params = [p for p in inspect.signature(function).parameters.values() if p.name not in leave][skip:]
+    return [(p.name, REQUIRED if p.default is p.empty else p.default) for p in params
+            if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
+
+
+def _declared(declaration: Declaration, lower: bool = False) -> list[tuple[str, object]]:
+    return [(p.name.lower() if lower else p.name, p.default) for p in declaration.params]
+
+
+def test_every_built_in_factory_takes_exactly_the_parameters_it_declares():
+    for name in RETRIEVERS.names():
+        assert _keywords(RETRIEVERS.get(name), leave=("corpus",)) == _declared(RETRIEVERS.declaration(name)), name
+    for name in STRATEGIES.names():  # arguments after `NAME:`, in order, as the strategy receives them
+        strategy, declared = STRATEGIES.get(name), _declared(STRATEGIES.declaration(name), lower=True)
+        if isinstance(strategy, Function):
+            assert _keywords(strategy.function, skip=2) == declared, name
+        else:  # `query` is always handed every argument, the defaults filled in
+            assert [param for param, _ in _keywords(strategy.query, skip=2)] == [p for p, _ in declared], name
+    for name in JUDGES.names():
+        assert _keywords(JUDGES.get(name)) == _declared(JUDGES.declaration(name)), name
+    for name in ("bm25", "dense"):  # how a turn's query is made, then the retriever's own
+        own = _keywords(RetrievalRanker, skip=2)
+        assert _declared(METHODS.declaration(name)) == own + _declared(RETRIEVERS.declaration(name)), name
+    assert METHODS.declaration("gold").params == ()
+
+
+def test_every_built_in_component_and_parameter_is_described():
+    for kind, registry in BUILT_IN.items():
+        for name in registry.names():
+            declaration = registry.declaration(name)
+            assert declaration.summary and "\n" not in declaration.summary, (kind, name)
+            assert all(param.desc for param in declaration.params), (kind, name)
+
+
+def _error(tmp_path, experiment: dict) -> str:
+    with pytest.raises(ConfigError) as error:
+        parse_config(tmp_path / "x.yaml", {"experiments": [{"topics": "ikat2023:test", "measures": ["RR"],
+                                                            "strategies": ["raw"], **experiment}]})
+    return str(error.value)
+
+
+def test_a_wrong_type_in_a_nested_spec_names_its_key_path(tmp_path):
+    rerank = {"name": "rerank", "params": {"model": "m", "first_stage": {"name": "bm25", "params": {"k1": "fast"}}}}
+    assert "x.yaml: experiments[0].retrievers[0].params.first_stage.params.k1: expected a number, got 'fast'" \
+        in _error(tmp_path, {"retrievers": [rerank]})
+    fused = {"name": "rrf", "params": {"retrievers": [{"name": "bm25"}, {"name": "dense", "params": {"dtype": 8}}]}}
+    assert "experiments[0].retrievers[0].params.retrievers[1].params.dtype: expected one of 'float32', " \
+           "'float16', got 8" in _error(tmp_path, {"retrievers": [fused]})
+    fused["params"]["retrievers"] = "bm25"
+    assert "experiments[0].retrievers[0].params.retrievers: expected a list of 2 or more retriever specs" \
+        in _error(tmp_path, {"retrievers": [fused]})
+
+
+def test_a_strategy_argument_of_the_wrong_type_is_refused_when_the_config_is_read(tmp_path):
+    message = _error(tmp_path, {"strategies": ["raw", "with_responses:two"], "retrievers": ["bm25"]})
+    assert "x.yaml: experiments[0].strategies[1]: with_responses takes 'K' (with_responses[:K]), not 'two': " \
+           "K must be an integer of 0 or more" in message
+    assert "experiments[0].strategies[0]: ptkb_topk takes 'K' or 'K:METHOD' (ptkb_topk[:K[:METHOD]]), not '-1'" \
+        in _error(tmp_path, {"strategies": ["ptkb_topk:-1"], "retrievers": ["bm25"]})
+    assert "experiments[0].strategies[0]: unknown PTKB ranking method 'best'" \
+        in _error(tmp_path, {"strategies": ["ptkb_topk:3:best"], "retrievers": ["bm25"]})
+    assert "experiments[0].strategies[0]: raw takes no argument, not '3'" \
+        in _error(tmp_path, {"strategies": ["raw:3"], "retrievers": ["bm25"]})
+
+
+@pytest.fixture
+def modules(tmp_path, monkeypatch):
+    """Write Python modules into a folder made the current one (as `harness run` starts there);
+    forgotten again afterwards."""
+    monkeypatch.chdir(tmp_path)
+    written = []
+
+    def write(name: str, source: str) -> None:
+        (tmp_path / f"{name}.py").write_text(textwrap.dedent(source), encoding="utf-8")
+        written.append(name)
+
+    yield write
+    for name in written:
+        sys.modules.pop(name, None)
+
+
+def test_a_plugin_declared_with_harness_declare_is_checked_by_its_declaration(tmp_path, modules):
+    modules("declared_plugins", """
+        import harness
+
+        @harness.declare("a fixed ranking, scaled", [harness.Param("weight", float, 1.0, "score multiplier")])
+        def scaled(query, k, **params):
+            return [("d1", params.get("weight", 1.0))]
+
+        @harness.declare("the last N utterances", [harness.Param("N", int, 2, "how many")])
+        def last(conversation, turn_index, n):
+            return " ".join(t.utterance for t in conversation.turns[max(0, turn_index - n + 1):turn_index + 1])
+        """)
+    retriever = {"name": "python:declared_plugins:scaled", "params": {"wieght": 2}}
+    assert "experiments[0].retrievers[0].params.wieght: unknown parameter of retriever " \
+           "'python:declared_plugins:scaled'; known: weight" in _error(tmp_path, {"retrievers": [retriever]})
+    retriever["params"] = {"weight": "heavy"}
+    assert "params.weight: expected a number, got 'heavy'" in _error(tmp_path, {"retrievers": [retriever]})
+    assert "experiments[0].strategies[0]: python:declared_plugins:last takes 'N' " \
+           "(python:declared_plugins:last[:N]), not 'x'" in _error(
+               tmp_path, {"strategies": ["python:declared_plugins:last:x"], "retrievers": ["bm25"]})
+    assert RETRIEVERS.declaration("python:declared_plugins:scaled").summary == "a fixed ranking, scaled"
+    turns = load("ikat2023:test").conversations[0].turns
+    last = STRATEGIES.get("python:declared_plugins:last")
+    assert last(load("ikat2023:test").conversations[0], 3, "3").text == " ".join(t.utterance for t in turns[1:4])
+
+
+def test_a_plugin_strategy_without_a_declaration_takes_the_arguments_of_its_signature(tmp_path, modules):
+    modules("signed_strategy", """
+        def last(conversation, turn_index, n: int = 2):
+            '''The last N utterances.'''
+            return " ".join(t.utterance for t in conversation.turns[max(0, turn_index - n + 1):turn_index + 1])
+        """)
+    declaration = STRATEGIES.declaration("python:signed_strategy:last")
+    assert (declaration.summary, _declared(declaration)) == ("The last N utterances.", [("n", 2)])
+    assert "signed_strategy:last takes 'n'" in _error(
+        tmp_path, {"strategies": ["python:signed_strategy:last:many"], "retrievers": ["bm25"]})
+
+
+def test_a_strategy_object_brings_its_own_hooks(tmp_path, modules):
+    """A plug-in subclassing harness.queries.Strategy: its `check` runs when the config is read."""
+    modules("hooked_strategy", """
+        from harness.errors import HarnessError
+        from harness.queries import Strategy
+
+        class Never(Strategy):
+            def query(self, conversation, turn_index):
+                return conversation.turns[turn_index].utterance
+
+            def check(self):
+                raise HarnessError("never ready")
+
+        never = Never("never", "a strategy whose inputs are never there")
+        """)
+    assert "experiments[0].strategies[0]: never ready" in _error(
+        tmp_path, {"strategies": ["python:hooked_strategy:never"], "retrievers": ["bm25"]})
+    assert isinstance(STRATEGIES.get("python:hooked_strategy:never"), Strategy)
+
+
+def test_a_python_benchmark_is_named_with_its_split(modules):
+    modules("my_benchmark", """
+        from harness.topics import Benchmark, Conversation, Turn
+
+        def topics(split=None):
+            return Benchmark(f"mine:{split or 'all'}", (Conversation("c", (Turn("c_1", "hello"),)),))
+        """)
+    assert load("python:my_benchmark:topics:test").name == "mine:test"
+    assert load("python:my_benchmark:topics").name == "mine:all"
+
+
+def test_a_python_judge_is_made_with_its_declared_arguments(modules):
+    from harness.responses.judges import make_judge
+
+    modules("my_judge", """
+        from harness.judge.scales import SUPPORT_0_2
+
+        class Strict:
+            '''Supports nothing below a threshold.'''
+            name, scale = "strict", SUPPORT_0_2
+
+            def __init__(self, threshold: float = 0.5):
+                self.threshold = threshold
+        """)
+    assert make_judge("python:my_judge:Strict:0.9").threshold == 0.9
+    assert make_judge("python:my_judge:Strict").threshold == 0.5
+    with pytest.raises(HarnessError, match=r"python:my_judge:Strict takes 'threshold' .*not 'high'"):
+        make_judge("python:my_judge:Strict:high")
+    from argparse import Namespace
+
+    from harness.judge.cli_judge import make_judge as relevance_judge  # `harness judge --judge`
+
+    assert relevance_judge(Namespace(judge="python:my_judge:Strict:0.8")).threshold == 0.8
+    with pytest.raises(HarnessError, match="minilm judges support"):
+        relevance_judge(Namespace(judge="minilm"))
