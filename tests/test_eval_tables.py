@@ -12,6 +12,7 @@ import pytest
 
 from harness.evaluate import Evaluator, RunFileOptions, evaluate, evaluate_file
 from harness.evaluate import tables
+from harness.evaluate.coverage import docid_warning
 from harness.trec import read_qrels, read_run
 from tests.conftest import CAST2021_DOC_RUNS, CAST2021_QRELS
 
@@ -53,12 +54,25 @@ def assert_same_as_the_exact_reader(path: Path, depth: int | None = 100) -> None
            (exact.duplicates, exact.missing_queries, exact.unjudged_queries)
 
 
-def test_a_run_in_rank_order_keeps_only_the_docids_of_ties_and_scores_as_the_exact_reader(tmp_path):
+def test_a_run_in_rank_order_is_ordered_while_read_keeping_no_docid_and_scores_as_the_exact_reader(tmp_path):
     path = tied_run(tmp_path / "run.txt")
     table = tables.read_run_table(path, qrels=tables.read_qrels_table(CAST2021_QRELS))
-    assert table.docid_rows is not None and 0 < len(table.docid_rows) < len(table.query)
+    assert table.ordered and not len(table.docids)
     assert_same_as_the_exact_reader(path)
     assert_same_as_the_exact_reader(path, depth=None)
+
+
+def test_a_run_read_in_one_pass_is_warned_about_with_the_top_10s_the_exact_reader_reads(tmp_path):
+    lines = [line.split() for line in tied_run(tmp_path / "run.txt").read_text(encoding="utf-8").splitlines()]
+    path = tmp_path / "run.txt"  # ids lower-cased (the warning counts those judged in another case), and tied by
+    path.write_text("".join(f"{qid} Q0 {docid.lower()} {rank} {float(score) // 2} t\n"  # twos: across the 10th rank
+                            for qid, _, docid, rank, score, _ in lines), encoding="utf-8")
+    fast = evaluate_file(Evaluator(tables.read_qrels_table(CAST2021_QRELS), ["RR"]), path, RunFileOptions(depth=100))
+    assert "written in another case" in fast.docid_warning
+    exact, qrels = read_run(path), read_qrels(CAST2021_QRELS)
+    top_10s = {qid: [docid for docid, _ in exact.ranked(qid, 10)] for qid in exact.scores if qid in qrels.judgments}
+    assert fast.docid_warning == docid_warning("run", top_10s, qrels.judgments, str(CAST2021_QRELS))
+    assert evaluate(qrels, exact, ["RR"], depth=100).docid_warning == fast.docid_warning
 
 
 def test_a_run_not_in_rank_order_scores_as_the_exact_reader(tmp_path):

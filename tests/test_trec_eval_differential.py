@@ -238,9 +238,9 @@ def big_files(folder: Path, rng: random.Random, queries: int = 510, depth: int =
 
 def test_every_accepted_measure_equals_trec_eval_on_a_million_line_run_read_as_harness_eval_reads_it(
         trec_eval, tmp_path):
-    """The fast route of `harness eval` (pyarrow reader, docids kept only for ties, the ties
-    ordered by docid), at depth 1000, on 1M lines: per query and `all`; the same values from
-    the file with duplicates, and with only the vectorised families (no docid kept but for ties)."""
+    """The fast route of `harness eval` (pyarrow reader; with only the vectorised families, the
+    run put into trec_eval's order chunk by chunk while read, keeping no docid), at depth
+    1000, on 1M lines: per query and `all`; the same values from the file with duplicates."""
     from harness.evaluate import Evaluator, RunFileOptions, evaluate_file
     from harness.evaluate.tables import read_qrels_table
 

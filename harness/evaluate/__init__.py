@@ -157,19 +157,12 @@ class Evaluator:
 
     def _docid_warning(self, run: RunTable, ranked, depth: int | None) -> str | None:
         """coverage.docid_warning, asked only when the grades already show that few of the top
-        10s are judged (a broken run); its docids are then read again if they were not kept."""
+        10s are judged (a broken run)."""
         shown = np.minimum(ranked.lengths, TOP)
         if not shown.sum() or ranked.count_in_top(0, TOP).sum() >= RARELY * shown.sum():
             return None
-        if run.docid_rows is None:
-            rows = rank(run, self.table, depth, keep_rows=True).rows
-            docids = run.docids_of(rows).to_pylist()
-            rankings = {self.table.qids[number]: docids[start:start + top] for number, start, top in
-                        zip(ranked.query.tolist(), ranked.starts[:-1].tolist(), shown.tolist())}
-        else:  # read for speed, keeping few docids: the top 10s again, by the exact reader
-            again, top = read_run(run.path, depth=TOP), min(TOP, depth or TOP)
-            rankings = {self.table.qids[number]: [d for d, _ in again.ranked(self.table.qids[number], top)]
-                        for number in ranked.query.tolist()}
+        tops = run.top_ranked(min(TOP, depth or TOP))
+        rankings = {self.table.qids[number]: tops[self.table.qids[number]] for number in ranked.query.tolist()}
         return docid_warning(run.name, rankings, self.qrels.judgments, str(self.table.path or self.table.name))
 
     def _score_others(self, run: RunTable, ranked, evaluated: set[str]) -> dict[str, dict[str, float]]:

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from harness.evaluate.tables import QrelsTable, RunTable, _arrow, _numpy, in_rank_order, starts_of
+from harness.evaluate.tables import QrelsTable, RunTable, in_rank_order, starts_of, tie_order
 
 
 @dataclass
@@ -64,48 +64,48 @@ def rank(run: RunTable, qrels: QrelsTable, depth: int | None, keep_rows: bool = 
         return Ranked(np.empty(0, np.int32), np.zeros(1, np.int64), grades, None)
     starts = starts_of(query)
     rows = None
-    if not in_rank_order(query, score, starts):
-        rows = np.lexsort((-score, query))
-        query, score, grades = query[rows], score[rows], grades[rows]
-        starts = starts_of(query)
-    grades, rows = _break_ties(run, score, starts, grades, rows, keep_rows)
+    if not run.ordered:
+        if not in_rank_order(query, score, starts):
+            rows = np.lexsort((-score, query))
+            query, score, grades = query[rows], score[rows], grades[rows]
+            starts = starts_of(query)
+        grades, rows = _break_ties(run, score, starts, grades, rows, keep_rows)
     judged = qrels.numbers(run.qids)[query[starts]]  # each ranking's query in the qrels, -1 if not judged
     lengths = np.diff(np.append(starts, len(query)))
     shown = np.where(judged >= 0, lengths if depth is None else np.minimum(lengths, depth), 0)
-    if (shown != lengths).any():  # an unjudged query, or a ranking deeper than `depth`
-        selected = np.repeat(starts - np.cumsum(shown) + shown, shown) + np.arange(shown.sum())
-        grades = grades[selected]
-        rows = rows[selected] if rows is not None else selected if keep_rows else None
-        judged, lengths = judged[shown > 0], shown[shown > 0]
     if keep_rows and rows is None:
         rows = np.arange(len(grades))
+    if (shown != lengths).any():  # an unjudged query, or a ranking deeper than `depth`
+        grades = _ranges(grades, starts, shown)
+        rows = _ranges(rows, starts, shown) if rows is not None else None
+        judged, lengths = judged[shown > 0], shown[shown > 0]
     return Ranked(judged, np.concatenate([[0], np.cumsum(lengths)]), grades, rows)
+
+
+def _ranges(values: np.ndarray, starts: np.ndarray, sizes: np.ndarray) -> np.ndarray:
+    """values[start:start + size] for each range, one after another: copied slice by slice
+    (adjacent ranges as one), not through an index array as long as the result (memory, time)."""
+    ends = starts + sizes
+    cut = np.flatnonzero(sizes > 0)
+    if len(cut) > len(values) // 64:  # many short ranges: one index array is cheaper than the slices
+        return values[np.repeat(starts - np.cumsum(sizes) + sizes, sizes) + np.arange(sizes.sum())]
+    if not len(cut):
+        return values[:0]
+    starts, ends = starts[cut], ends[cut]
+    joined = np.flatnonzero(starts[1:] != ends[:-1]) + 1  # where a range does not continue the one before
+    firsts, lasts = starts[np.concatenate([[0], joined])], ends[np.append(joined - 1, len(ends) - 1)]
+    return np.concatenate([values[first:last] for first, last in zip(firsts.tolist(), lasts.tolist())])
 
 
 def _break_ties(run: RunTable, score: np.ndarray, starts: np.ndarray, grades: np.ndarray,
                 rows: np.ndarray | None, keep_rows: bool) -> tuple[np.ndarray, np.ndarray | None]:
     """The documents of each group of equal scores ordered by docid descending, where the
-    group's grades differ (elsewhere their order cannot change a value): (grades, rows),
-    reordered copies where they changed."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    pairs = np.flatnonzero(score[1:] == score[:-1])  # document i ties with i + 1 ...
-    boundary = np.minimum(np.searchsorted(starts, pairs + 1), len(starts) - 1)
-    pairs = pairs[starts[boundary] != pairs + 1]  # ... of the same query
-    differs = grades[pairs] != grades[pairs + 1]
-    if not differs.any():
+    group's grades differ (see tables.tie_order): (grades, rows), reordered copies where
+    they changed."""
+    moved = tie_order(score, starts, grades, lambda members: run.docids_of(members if rows is None else rows[members]))
+    if moved is None:
         return grades, rows
-    group = np.cumsum(np.concatenate([[True], pairs[1:] != pairs[:-1] + 1])) - 1  # of each pair
-    mixed = np.zeros(group[-1] + 1, dtype=bool)
-    mixed[group[differs]] = True
-    pairs, group = pairs[mixed[group]], group[mixed[group]]
-    members = np.sort(np.concatenate([pairs, pairs + 1]))
-    members = members[np.concatenate([[True], members[1:] != members[:-1]])]
-    member_group = group[np.searchsorted(pairs, members, side="right") - 1]
-    source = members if rows is None else rows[members]
-    table = pa.table([_arrow(member_group), run.docids_of(source)], names=["group", "docid"])
-    order = members[_numpy(pc.sort_indices(table, sort_keys=[("group", "ascending"), ("docid", "descending")]))]
+    members, order = moved
     grades = grades.copy() if rows is None else grades  # the run's own, or already a reordered copy
     grades[members] = grades[order]
     if rows is None and not keep_rows:

@@ -23,7 +23,8 @@ from typing import TYPE_CHECKING, TypeVar
 
 import numpy as np
 
-from harness.trec import Qrels, Run, read_qrels, read_run
+from harness.evaluate.coverage import TOP
+from harness.trec import Qrels, Run, canonical_order, read_qrels, read_run
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -39,6 +40,12 @@ T = TypeVar("T")
 
 class _NotFast(Exception):
     """The file is outside the common form: read it with the exact reader."""
+
+
+class _Unordered(Exception):
+    """A run that cannot be put into trec_eval's order chunk by chunk (a query written in two
+    places or across chunks, scores rising within a query, a document maybe repeated): read
+    it again by _fast_run, which sees the whole run."""
 
 
 @dataclass
@@ -95,16 +102,19 @@ class QrelsTable:
     def prepare(self) -> None:
         """Fill the lookup caches now, before threads share them."""
         self.numbers([])
-        self._fingerprint_set()
+        if self._fingerprint_set() is not None and "documents" not in self._cache:
+            self._cache["documents"] = (self.keys % max(len(self.docids), 1)).astype(np.int32)  # of each judgment
         self._rows_of(np.empty(0, np.int64))
 
     def __getstate__(self) -> dict:
         """Pickled for worker processes without the dict form, which is rebuilt there if needed."""
         return {**self.__dict__, "_qrels": None, "_cache": {}}
 
-    def grades_of(self, query: np.ndarray, docids: "pa.ChunkedArray", hashes: np.ndarray | None = None) -> np.ndarray:
+    def grades_of(self, query: np.ndarray, docids: "pa.ChunkedArray", hashes: np.ndarray | None = None,
+                  queries: np.ndarray | None = None) -> np.ndarray:
         """The grade of each (query number, document) pair, NONPOOL where not judged and
         UNJUDGED where graded below 0; query -1 (a query the qrels lack) is never judged.
+        `queries`: the query numbers in `query`, if the caller knows them.
 
         Looked up by 64-bit fingerprint of the pair (`hashes`: the documents' `_hashes`),
         each match then confirmed by comparing the ids; by the ids themselves where the
@@ -113,20 +123,22 @@ class QrelsTable:
 
         grades = np.full(len(query), NONPOOL, dtype=np.int32)
         keys = self._fingerprint_set()
-        if hashes is None or keys is None:
+        if hashes is None or keys is None or "documents" not in self._cache:
             document = _numpy(pc.index_in(docids, value_set=self.docids), null=-1).astype(np.int64)
             found = np.flatnonzero((document >= 0) & (query >= 0))
             self._grade(grades, found, query[found].astype(np.int64) * max(len(self.docids), 1) + document[found])
             return grades
-        # the judgments of the queries at hand only: the lookup set is built anew on every call
-        present = np.zeros(len(self.qids) + 1, dtype=bool)
-        present[query + 1] = True
-        judgments = self._rows_of(np.flatnonzero(present[1:]))
-        row = _numpy(pc.index_in(_arrow(_pair_fingerprints(hashes, query)), value_set=keys.take(_arrow(judgments))),
-                     null=-1)
-        found = np.flatnonzero((row >= 0) & (query >= 0))
-        judgment = judgments[row[found]]
-        document = self.keys[judgment] % max(len(self.docids), 1)
+        # the judgments of the queries at hand only: the lookup table is built anew on every call
+        if queries is None:
+            present = np.zeros(len(self.qids) + 1, dtype=bool)
+            present[query + 1] = True
+            queries = np.flatnonzero(present[1:])
+        judgments = self._rows_of(queries[queries >= 0])
+        wanted = _numpy(keys)[judgments]
+        fingerprints = _pair_fingerprints(hashes, query)
+        found, position = _lookup(fingerprints, wanted)
+        judgment = judgments[position]
+        document = self._cache["documents"][judgment]
         same = pc.equal(docids.take(_arrow(found)), self.docids.take(_arrow(document)))
         if len(found) and not pc.all(same).as_py():  # a fingerprint shared by two ids: those rows by their ids
             differ = _numpy(pc.indices_nonzero(pc.invert(same)))
@@ -177,14 +189,15 @@ class RunTable:
     name: str
     qids: list[str]  # the run's queries in order of first appearance; a query's number is its index
     query: np.ndarray  # int32 query number per row
-    score: np.ndarray  # float64
-    docids: "pa.ChunkedArray"  # of every row, or of `docid_rows` only
+    score: np.ndarray | None  # float64; None when `ordered` (no longer needed)
+    docids: "pa.ChunkedArray"  # of every row; none when `ordered`
     duplicates: int = 0
     path: Path | None = None
     grades: np.ndarray | None = None  # per row, from `judged_by` (see QrelsTable.grades_of)
     judged_by: QrelsTable | None = None
-    docid_rows: np.ndarray | None = None  # the rows whose docids are kept (ascending); None: every row
     trailing: int = 0  # lines with text after the sixth field (read by the exact reader, see harness.trec)
+    ordered: bool = False  # rows already in trec_eval's order for `judged_by` (see _ranked_run), docids not kept
+    top: "pa.Table | None" = None  # when ordered: query, score and docid of each query's first TOP rows (see _top_rows)
 
     @classmethod
     def from_run(cls, run: Run) -> "RunTable":
@@ -200,19 +213,39 @@ class RunTable:
     def judged(self, qrels: QrelsTable) -> np.ndarray:
         """Each row's grade in `qrels` (NONPOOL / UNJUDGED as in QrelsTable.grades_of)."""
         if self.grades is None or self.judged_by is not qrels:
-            if self.docid_rows is not None:
-                raise ValueError(f"run {self.name!r} was read for other qrels, keeping only some docids")
+            if self.ordered:
+                raise ValueError(f"run {self.name!r} was read for other qrels, keeping no docid")
             self.grades, self.judged_by = qrels.grades_of(self.query_in(qrels), self.docids), qrels
         return self.grades
 
     def docids_of(self, rows: np.ndarray) -> "pa.ChunkedArray":
-        """The docids of these rows (which must be kept, see docid_rows)."""
-        if self.docid_rows is None:
-            return self.docids.take(_arrow(rows))
-        kept = np.searchsorted(self.docid_rows, rows)
-        if len(rows) and not (self.docid_rows[np.minimum(kept, len(self.docid_rows) - 1)] == rows).all():
-            raise ValueError(f"run {self.name!r}: a docid needed was not kept while reading")
-        return self.docids.take(_arrow(kept))
+        """The docids of these rows (kept unless `ordered`)."""
+        if self.ordered:
+            raise ValueError(f"run {self.name!r}: its docids were not kept while reading")
+        return self.docids.take(_arrow(rows))
+
+    def top_ranked(self, depth: int) -> dict[str, list[str]]:
+        """Each query's first `depth` (at most TOP) docids in trec_eval's order."""
+        assert depth <= TOP
+        top = self.top if self.ordered else self._top()
+        query = _numpy(top.column("query")).tolist()
+        scores = _numpy(top.column("score")).tolist()
+        rankings: dict[str, list[tuple[str, float]]] = {}
+        for number, score, docid in zip(query, scores, top.column("docid").to_pylist()):
+            rankings.setdefault(self.qids[number], []).append((docid, score))
+        return {qid: [docid for docid, _ in canonical_order(ranking)[:depth]] for qid, ranking in rankings.items()}
+
+    def _top(self) -> "pa.Table":
+        """`top` of a run read keeping every docid."""
+        import pyarrow as pa
+
+        rows = None if in_rank_order(self.query, self.score, starts_of(self.query)) else \
+            np.lexsort((-self.score, self.query))
+        query, score = (self.query, self.score) if rows is None else (self.query[rows], self.score[rows])
+        picked = _top_rows(score, starts_of(query))
+        picked = picked if rows is None else rows[picked]
+        return pa.table({"query": _arrow(self.query[picked]), "score": _arrow(self.score[picked]),
+                         "docid": self.docids.take(_arrow(picked))})
 
     def query_in(self, qrels: QrelsTable) -> np.ndarray:
         """Each row's query number in `qrels` (-1 for a query it does not judge)."""
@@ -255,13 +288,18 @@ def read_qrels_table(path: str | Path, *, name: str | None = None) -> QrelsTable
 
 def read_run_table(path: str | Path, *, strict: bool = False, depth: int | None = None, name: str | None = None,
                    qrels: QrelsTable | None = None, all_docids: bool = False) -> RunTable:
-    """A run file as a RunTable, looked up in `qrels` while it is read; then, unless
-    `all_docids`, only the docids trec_eval's order may need are kept (those of tied scores
-    in a run written in rank order, see RunTable.docid_rows): memory. A file outside the
-    common form is read by `harness.trec.read_run` (streamed to `depth` per query)."""
+    """A run file as a RunTable, looked up in `qrels` while it is read; unless `all_docids`,
+    a run written query by query in rank order is put into trec_eval's order while it is
+    read, keeping no docid (see _ranked_run): memory and time. A file outside the common
+    form is read by `harness.trec.read_run` (streamed to `depth` per query)."""
     path = Path(path)
     try:
-        return _fast_run(path, name or path.stem, strict, qrels, all_docids or qrels is None)
+        if qrels is not None and not all_docids:
+            try:
+                return _ranked_run(path, name or path.stem, qrels)
+            except _Unordered:
+                pass
+        return _fast_run(path, name or path.stem, strict, qrels)
     except _NotFast:
         table = RunTable.from_run(read_run(path, strict=strict, depth=depth, name=name))
         if qrels is not None:
@@ -275,68 +313,141 @@ class _RunChunk:
 
     queries: list[tuple[list[str], np.ndarray]]  # per pyarrow block: its distinct qids, each row's index into them
     score: np.ndarray
-    docids: list  # pyarrow string arrays: of every row, or of `kept`
-    kept: np.ndarray | None  # the rows (in the chunk) whose docids are kept
+    docids: list  # pyarrow string arrays
     fingerprints: np.ndarray  # of (qid, docid), for finding repeats
     grades: np.ndarray | None
 
 
-def _fast_run(path: Path, name: str, strict: bool, qrels: QrelsTable | None, all_docids: bool) -> RunTable:
+def _run_types() -> dict:
     import pyarrow as pa
 
-    types = {"qid": pa.dictionary(pa.int32(), pa.string()), "q0": pa.binary(), "docid": pa.string(),
-             "rank": pa.binary(), "score": pa.float64(), "tag": pa.binary()}
+    return {"qid": pa.dictionary(pa.int32(), pa.string()), "q0": pa.binary(), "docid": pa.string(),
+            "rank": pa.binary(), "score": pa.float64(), "tag": pa.binary()}
+
+
+def _run_columns(table: "pa.Table") -> tuple[list[tuple[list[str], np.ndarray]], np.ndarray, "pa.ChunkedArray"]:
+    """A parsed chunk of a run checked for the common form: per pyarrow block its distinct
+    qids and each row's index into them, the scores, the docids."""
+    for column in ("q0", "docid", "tag"):
+        for chunk in table.column(column).chunks:
+            _check_bytes(chunk)
+    for chunk in table.column("rank").chunks:
+        _check_digits(chunk)
+    score = _numpy(table.column("score"))
+    if not np.isfinite(score).all():
+        raise _NotFast
+    return [(_qids(chunk), _numpy(chunk.indices)) for chunk in table.column("qid").chunks], score, table.column("docid")
+
+
+@dataclass
+class _RankedChunk:
+    """A chunk of whole queries in trec_eval's order, as a worker thread leaves it."""
+
+    qids: list[str]  # its queries, in file order
+    sizes: np.ndarray  # the documents of each
+    grades: np.ndarray  # int32, query by query in trec_eval's order (see QrelsTable.grades_of)
+    top: "pa.Table"  # see RunTable.top; query numbers counted within the chunk
+
+
+def _ranked_run(path: Path, name: str, qrels: QrelsTable) -> RunTable:
+    """The common case in one pass, keeping no docid: a run written query by query in rank
+    order, each document once. Chunks are cut between queries, so each worker puts its own
+    queries into trec_eval's order (ties among differing grades by docid); _Unordered for
+    any other run."""
+    import pyarrow as pa
+
+    qrels.prepare()
+
+    def work(table: pa.Table) -> _RankedChunk:
+        queries, score, docid = _run_columns(table)
+        if not len(score):
+            raise _NotFast  # no line: the exact reader says what the file holds
+        numbers: dict[str, int] = {}
+        query = np.concatenate([np.array([numbers.setdefault(qid, len(numbers)) for qid in qids], np.int32)[indices]
+                                for qids, indices in queries])
+        starts = starts_of(query)
+        if not in_rank_order(query, score, starts):
+            raise _Unordered
+        hashes = _hashes(docid)
+        fingerprints = _pair_fingerprints(hashes, query)
+        fingerprints.sort()
+        if (fingerprints[1:] == fingerprints[:-1]).any():  # maybe a repeated document
+            raise _Unordered
+        qids = list(numbers)  # in file order, as each is written in one place
+        judged = qrels.numbers(qids)
+        docid = docid.combine_chunks()  # one copy: pyarrow's take on a chunked array copies every chunk
+        grades = qrels.grades_of(judged[query], docid, hashes, judged)
+        moved = tie_order(score, starts, grades, lambda rows: docid.take(_arrow(rows)))
+        if moved is not None:
+            members, order = moved
+            grades[members] = grades[order]
+        top = _top_rows(score, starts)
+        return _RankedChunk(qids, np.diff(np.append(starts, len(query))), grades,
+                            pa.table({"query": _arrow(query[top]), "score": _arrow(score[top]),
+                                      "docid": docid.take(_arrow(top))}))
+
+    qids, sizes, grades, tops = [], [], [], []
+    for part in _parallel(path, _run_types(), work, by_query=True):
+        tops.append(part.top.set_column(0, "query", _arrow(_numpy(part.top.column("query")) + len(qids))))
+        qids += part.qids
+        sizes.append(part.sizes)
+        grades.append(part.grades)
+    if not qids:
+        raise _NotFast  # empty: the exact reader says so
+    if len(set(qids)) < len(qids):  # a query written in two places, or longer than a chunk
+        raise _Unordered
+    query = np.repeat(np.arange(len(qids), dtype=np.int32), np.concatenate(sizes))
+    return RunTable(name, qids, query, None, pa.chunked_array([], pa.string()), path=path,
+                    grades=np.concatenate(grades), judged_by=qrels, ordered=True, top=pa.concat_tables(tops))
+
+
+def _top_rows(score: np.ndarray, starts: np.ndarray) -> np.ndarray:
+    """The first TOP rows of each query (rows in rank order, `starts` where each query begins),
+    and the rows tied with its TOP-th: those that may be its top TOP in trec_eval's order."""
+    ends = np.append(starts[1:], len(score))
+    changes = np.append(np.flatnonzero(score[1:] != score[:-1]) + 1, len(score))
+    last = starts + np.minimum(ends - starts, TOP) - 1
+    to = np.minimum(changes[np.searchsorted(changes, last, side="right")], ends)  # through the TOP-th's ties
+    return np.repeat(starts - np.cumsum(to - starts) + (to - starts), to - starts) + np.arange((to - starts).sum())
+
+
+def _fast_run(path: Path, name: str, strict: bool, qrels: QrelsTable | None) -> RunTable:
+    """Any run in the common form, every docid kept: the repeats dropped (as the exact reader
+    does), its rows in file order."""
+    import pyarrow as pa
+
     if qrels is not None:
         qrels.prepare()
 
     def work(table: pa.Table) -> _RunChunk:
-        for column in ("q0", "docid", "tag"):
-            for chunk in table.column(column).chunks:
-                _check_bytes(chunk)
-        for chunk in table.column("rank").chunks:
-            _check_digits(chunk)
-        score = _numpy(table.column("score"))
-        if not np.isfinite(score).all():
-            raise _NotFast
-        queries = [(_qids(chunk), _numpy(chunk.indices)) for chunk in table.column("qid").chunks]
-        docid = table.column("docid")
+        queries, score, docid = _run_columns(table)
         hashes = _hashes(docid)
         qid_hashes = np.concatenate([_qid_hashes(qids)[indices] for qids, indices in queries])
         grades = None
         if qrels is not None:
             judged = np.concatenate([qrels.numbers(qids)[indices] for qids, indices in queries])
             grades = qrels.grades_of(judged, docid, hashes)
-        kept = None if all_docids else _maybe_tied(qid_hashes, score)
-        docids = docid.chunks if kept is None else [docid.take(_arrow(kept)).combine_chunks()]
-        return _RunChunk(queries, score, docids, kept, _pair_fingerprints(hashes, qid_hashes), grades)
+        return _RunChunk(queries, score, docid.chunks, _pair_fingerprints(hashes, qid_hashes), grades)
 
     numbers: dict[str, int] = {}  # the run's queries, numbered in order of first appearance
-    query, parts, docid_rows, rows = [], [], [], 0
-    for part in _parallel(path, types, work):
+    query, parts = [], []
+    for part in _parallel(path, _run_types(), work):
         for qids, indices in part.queries:
             query.append(np.array([numbers.setdefault(qid, len(numbers)) for qid in qids], np.int32)[indices])
-        if part.kept is not None:
-            docid_rows.append(part.kept + rows)
-        rows += len(part.score)
         parts.append(part)
     if not numbers:
         raise _NotFast  # empty: the exact reader says so
     run = RunTable(name, list(numbers), np.concatenate(query), _gather(parts, "score"),
                    pa.chunked_array([array for part in parts for array in part.docids], pa.string()), path=path,
-                   grades=_gather(parts, "grades") if qrels is not None else None, judged_by=qrels,
-                   docid_rows=None if all_docids else np.concatenate(docid_rows))
+                   grades=_gather(parts, "grades") if qrels is not None else None, judged_by=qrels)
     fingerprints = _gather(parts, "fingerprints")
     fingerprints.sort()  # in place: memory
-    if (fingerprints[1:] == fingerprints[:-1]).any():  # maybe a repeated (qid, docid): every docid is needed
-        if strict:
-            raise _NotFast  # the exact reader names the line
-        if not all_docids:
-            return _fast_run(path, name, strict, qrels, True)
+    if (fingerprints[1:] == fingerprints[:-1]).any():  # maybe a repeated (qid, docid)
         repeated = _repeated(run)
         if repeated is not None:
+            if strict:
+                raise _NotFast  # the exact reader names the line
             _drop(run, repeated)
-    if not all_docids and not in_rank_order(run.query, run.score, starts_of(run.query)):
-        return _fast_run(path, name, strict, qrels, True)  # ties anywhere: every docid is needed
     return run
 
 
@@ -355,16 +466,32 @@ def in_rank_order(query: np.ndarray, score: np.ndarray, starts: np.ndarray) -> b
     return bool((starts[np.minimum(np.searchsorted(starts, rises), len(starts) - 1)] == rises).all())
 
 
-def _maybe_tied(qid_hashes: np.ndarray, score: np.ndarray) -> np.ndarray:
-    """The rows of a chunk whose docid trec_eval's order may need, if the run is written in
-    rank order: those tied with a neighbour (same query, same score), and the first and the
-    last row, which may tie with the neighbouring chunks."""
-    tied = (score[1:] == score[:-1]) & (qid_hashes[1:] == qid_hashes[:-1])
-    needed = np.zeros(len(score), dtype=bool)
-    needed[:-1] |= tied
-    needed[1:] |= tied
-    needed[[0, -1] if len(score) else []] = True
-    return np.flatnonzero(needed)
+def tie_order(score: np.ndarray, starts: np.ndarray, grades: np.ndarray,
+              docids_of: Callable[[np.ndarray], "pa.Array | pa.ChunkedArray"]) -> tuple[np.ndarray, np.ndarray] | None:
+    """trec_eval's order within each group of equal scores of a query (docid descending),
+    where the group's grades differ (elsewhere the order of tied documents cannot change a
+    value), for rows in rank order but for ties: (members, order) such that the rows at
+    `members` take the places of the rows at `order`; None when nothing moves.
+    `docids_of(rows)` gives the docids of those rows."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    pairs = np.flatnonzero(score[1:] == score[:-1])  # document i ties with i + 1 ...
+    boundary = np.minimum(np.searchsorted(starts, pairs + 1), len(starts) - 1)
+    pairs = pairs[starts[boundary] != pairs + 1]  # ... of the same query
+    differs = grades[pairs] != grades[pairs + 1]
+    if not differs.any():
+        return None
+    group = np.cumsum(np.concatenate([[True], pairs[1:] != pairs[:-1] + 1])) - 1  # of each pair
+    mixed = np.zeros(group[-1] + 1, dtype=bool)
+    mixed[group[differs]] = True
+    pairs, group = pairs[mixed[group]], group[mixed[group]]
+    member = np.zeros(len(score), dtype=bool)
+    member[pairs] = member[pairs + 1] = True
+    members = np.flatnonzero(member)
+    member_group = group[np.searchsorted(pairs, members, side="right") - 1]
+    table = pa.table([_arrow(member_group), docids_of(members)], names=["group", "docid"])
+    return members, members[_numpy(pc.sort_indices(table, sort_keys=[("group", "ascending"), ("docid", "descending")]))]
 
 
 def _gather(parts: list[_RunChunk], name: str) -> np.ndarray:
@@ -416,12 +543,13 @@ def _fast_qrels(path: Path, name: str) -> QrelsTable:
     return QrelsTable(name, qids, encoded.dictionary, key, np.concatenate(grades)[order], path)
 
 
-def _parallel(path: Path, types: dict, work: Callable[["pa.Table"], T]) -> Iterator[T]:
-    """`work` on each chunk of whole lines of the file, parsed by pyarrow (space-separated, no
-    quoting), one chunk per core at a time; the results in file order. _NotFast for what
-    pyarrow would read differently from the exact reader: a carriage return (a line end to
-    pyarrow, whitespace to trec_eval), a byte-order mark, a line with another number of
-    fields."""
+def _parallel(path: Path, types: dict, work: Callable[["pa.Table"], T], by_query: bool = False) -> Iterator[T]:
+    """`work` on each chunk of whole lines of the file (of whole queries, `by_query`, see
+    _chunks), parsed by pyarrow (space-separated, no quoting), one chunk per core at a time;
+    the results in file order. _NotFast for what pyarrow would read differently from the
+    exact reader: a carriage return (a line end to pyarrow, whitespace to trec_eval), a
+    byte-order mark, a line with another number of fields (the other separators of the
+    exact reader are refused by the checks of each column)."""
     import pyarrow as pa
     import pyarrow.csv as csv
     from concurrent.futures import ThreadPoolExecutor
@@ -434,6 +562,8 @@ def _parallel(path: Path, types: dict, work: Callable[["pa.Table"], T]) -> Itera
                                   quoted_strings_can_be_null=False))
 
     def task(view: mmap.mmap, start: int, end: int) -> T:
+        if view.find(b"\r", start, end) >= 0:
+            raise _NotFast
         try:
             table = csv.read_csv(pa.BufferReader(pa.py_buffer(memoryview(view)[start:end])), *options)
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
@@ -441,11 +571,19 @@ def _parallel(path: Path, types: dict, work: Callable[["pa.Table"], T]) -> Itera
         _let_go(view, start, end)
         return work(table)
 
+    chunks = _chunks(path, by_query)
+    try:
+        size = path.stat().st_size
+    except OSError:
+        raise _NotFast from None  # the exact reader names the problem
+    if size <= CHUNK:  # one chunk: in this thread (threads are not free, and each keeps memory)
+        yield from (task(view, start, end) for view, start, end in chunks)
+        return
     workers = os.cpu_count() or 1
     with ThreadPoolExecutor(workers) as pool:
         pending: deque = deque()
         try:
-            for view, start, end in _chunks(path):
+            for view, start, end in chunks:
                 pending.append(pool.submit(task, view, start, end))
                 if len(pending) > workers:
                     yield pending.popleft().result()
@@ -454,8 +592,7 @@ def _parallel(path: Path, types: dict, work: Callable[["pa.Table"], T]) -> Itera
         finally:
             for future in pending:
                 future.cancel()
-    if path.stat().st_size > CHUNK:
-        _give_back()
+    _give_back()
 
 
 def _give_back() -> None:
@@ -474,10 +611,12 @@ def _give_back() -> None:
             pass
 
 
-def _chunks(path: Path) -> Iterator[tuple[mmap.mmap, int, int]]:
+def _chunks(path: Path, by_query: bool = False) -> Iterator[tuple[mmap.mmap, int, int]]:
     """The file mapped into memory (no copy: the pages are the OS's file cache) and the bounds
-    of its chunks of whole lines, about CHUNK bytes each; _NotFast for a byte-order mark, a
-    carriage return, a file that cannot be opened or is empty (the exact reader names it)."""
+    of its chunks of whole lines, about CHUNK bytes each, or, `by_query`, ending where a
+    query's lines begin (in a run written query by query; but for a query longer than a
+    chunk); _NotFast for a byte-order mark, a file that cannot be opened or is empty (the
+    exact reader names it)."""
     try:
         with open(path, "rb") as handle:
             view = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
@@ -492,10 +631,35 @@ def _chunks(path: Path) -> Iterator[tuple[mmap.mmap, int, int]]:
         end = size if start + CHUNK >= size else view.rfind(b"\n", start, start + CHUNK) + 1
         if end <= start:  # a line longer than a chunk
             end = view.find(b"\n", start) + 1 or size
-        if view.find(b"\r", start, end) >= 0:
-            raise _NotFast
+        elif by_query and end < size:
+            end = _last_query_start(view, start, end)
         yield view, start, end
         start = end
+
+
+def _last_query_start(view: mmap.mmap, start: int, end: int) -> int:
+    """Where the lines of the last query in view[start:end] (whole lines) begin, found by
+    bisection over the lines (so for a run written query by query); `end` if it began
+    before `start`."""
+
+    def line_at(position: int) -> int:  # the start of the line holding `position`
+        return max(view.rfind(b"\n", start, position) + 1, start)
+
+    high = line_at(end - 1)  # a line of the last query ...
+    head = view[high:view.find(b" ", high, end) + 1]  # ... which starts with its qid and a space
+    if view[start:start + len(head)] == head:
+        return end
+    low = start  # a line of another query
+    while True:
+        middle = line_at((low + high) // 2)
+        if middle == low:
+            middle = view.find(b"\n", low, high) + 1
+        if middle == high:
+            return high
+        if view[middle:middle + len(head)] == head:
+            high = middle
+        else:
+            low = middle
 
 
 def _let_go(view: mmap.mmap, start: int, end: int) -> None:
@@ -633,27 +797,32 @@ def _hashes(docids: "pa.ChunkedArray | pa.Array") -> np.ndarray | None:
         if len(data) < 8:
             data = np.concatenate([data, np.zeros(8, np.uint8)])
         words = np.ndarray((len(data) - 7,), np.uint64, data, 0, (1,))  # the 8 bytes from each position
-        start, end = offsets[:-1].astype(np.int64), offsets[1:].astype(np.int64)
-        length = end - start
-        # the first 8 bytes (fewer: the bytes after the id shifted out); near the buffer's end,
-        # the word that ends there, shifted down to where the id starts
-        at = np.minimum(start, len(data) - 8)
-        hashes = words[at] >> ((start - at) * 8).astype(np.uint64)
-        keep = ((8 - np.minimum(length, 8)) * 8).astype(np.uint64)
-        hashes <<= keep
-        hashes >>= keep
+        start = offsets[:-1].astype(np.int64)
+        length = np.diff(offsets).astype(np.int64)
+        # the first 8 bytes; of an id shorter than that, its bytes alone (near the buffer's
+        # end, from the word that ends there)
+        hashes = words[np.minimum(start, len(data) - 8)]
+        short = np.flatnonzero(length < 8)
+        if len(short):
+            at = np.minimum(start[short], len(data) - 8)
+            keep = ((8 - length[short]) * 8).astype(np.uint64)
+            hashes[short] = (hashes[short] >> ((start[short] - at) * 8).astype(np.uint64)) << keep >> keep
         hashes *= _MIX[0]
         hashes += length.astype(np.uint64)
         # then the 8 bytes from each further multiple of 8 within the id, the last such word
-        # ending where the id ends
-        last = np.maximum(end - 8, start)
-        for word in range(1, -(-int(length.max(initial=0)) // 8)):
-            at = start + 8 * word
-            np.minimum(at, last, out=at)
-            value = words[at]
+        # ending where the id ends: the ids longer than 8 bytes, fewer at each step
+        where = np.flatnonzero(length > 8)
+        first = start[where]
+        last = first + length[where] - 8
+        word = 1
+        while len(where):
+            value = words[np.minimum(first + 8 * word, last)]
             value *= _multiplier(word)
-            value *= length > 8 * word  # 0 for the ids shorter than that
-            hashes += value
+            hashes[where] += value
+            longer = last - first > 8 * word
+            if not longer.all():
+                where, first, last = where[longer], first[longer], last[longer]
+            word += 1
         parts.append(hashes)
     return np.concatenate(parts) if parts else np.empty(0, np.uint64)
 
@@ -668,6 +837,22 @@ def _multiplier(word: int) -> np.uint64:
 
 def _qid_hashes(qids: list[str]) -> np.ndarray:
     return np.array([hash(qid) & _MASK for qid in qids], np.uint64)
+
+
+def _lookup(fingerprints: np.ndarray, wanted: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Where fingerprints equal one of `wanted` (distinct): (those positions, the index in
+    `wanted` of each). Most documents are not judged: a table of the wanted fingerprints'
+    top bits (8 slots a fingerprint: about one in nine others passes) leaves few for
+    pyarrow to look up."""
+    import pyarrow.compute as pc
+
+    bits = max(16, len(wanted).bit_length() + 3)
+    shift = np.uint64(64 - bits)
+    table = np.zeros(1 << bits, dtype=bool)
+    table[wanted >> shift] = True
+    maybe = np.flatnonzero(table[fingerprints >> shift])
+    index = _numpy(pc.index_in(_arrow(fingerprints[maybe]), value_set=_arrow(wanted)), null=-1)
+    return maybe[index >= 0], index[index >= 0]
 
 
 def _pair_fingerprints(hashes: np.ndarray, query: np.ndarray) -> np.ndarray:
