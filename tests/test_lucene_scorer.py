@@ -15,7 +15,8 @@ from harness.errors import HarnessError
 from harness.retrieve import SearchQuery, build, lucene_scorer
 from harness.retrieve.bm25 import _read_index
 from harness.retrieve.lucene import build_index
-from harness.retrieve.lucene_scorer import ID_FIELD, _adjust_ties
+from harness.retrieve.lucene_kernels import adjust_ties
+from harness.retrieve.lucene_scorer import ID_FIELD
 
 CORPORA = ("ikat2023:test", "ikat2023:train")  # the 894 passages the demo's iKAT experiment searches
 
@@ -59,6 +60,22 @@ def test_bm25_equals_pyserini_on_every_ikat2023_test_turn(index, turns):
 @pytest.mark.java
 def test_bm25_rm3_equals_pyserini_on_every_ikat2023_test_turn(index, turns):
     assert_same_hits(index, turns, rm3=True)
+
+
+@pytest.mark.slow
+@pytest.mark.java
+def test_pruning_window_by_window_changes_no_hit(index, turns):
+    """Block-max MaxScore over windows of 32 passages (28 windows instead of one), at depths
+    where the k-th score rises early and prunes most: still pyserini's hits."""
+    fast = build("bm25", corpus=None, index=index)
+    fast.scorer.window = 32
+    lucene = build("bm25", corpus=None, index=index, backend="pyserini")
+    for k in (1, 10, 100):
+        assert fast.search(turns, k) == lucene.search(turns, k), f"k={k}"
+    fast_rm3 = build("bm25", corpus=None, index=index, rm3=True)
+    fast_rm3.scorer.window = 32
+    lucene_rm3 = build("bm25", corpus=None, index=index, backend="pyserini", rm3=True)
+    assert fast_rm3.search(turns[:100], 10) == lucene_rm3.search(turns[:100], 10)
 
 
 def ikat_passages() -> list[Document]:
@@ -151,13 +168,13 @@ def test_ties_are_adjusted_as_anserini_does():
     scores = np.array([23.439316, 22.087432, 22.087432, 21.602508], dtype=np.float32)
     expected = np.array([23.4393, 22.0874, 22.0874, 21.6025], dtype=np.float32)
     expected[2] -= np.float32(1e-6)
-    assert _adjust_ties([scores]) == [expected.tolist()]
+    assert adjust_ties(scores).tolist() == expected.tolist()
 
 
 def test_near_ties_one_rounding_step_apart_count_as_ties():
     """Anserini compares the previous *adjusted* score with a gap of 1e-4f: scores one rounding
     step apart are lowered too, and a run's offsets keep growing."""
     scores = np.array([2.0003, 2.0002, 2.0002, 1.9], dtype=np.float32)
-    adjusted = _adjust_ties([scores])[0]
+    adjusted = adjust_ties(scores)
     assert adjusted[1] < np.float32(2.0002) and adjusted[2] < adjusted[1]
     assert adjusted[3] == np.float32(1.9)

@@ -4,11 +4,12 @@ The index is a local folder, a pyserini prebuilt index name, or the cached index
 corpus (built on first use). Two backends give the same hits:
 
 - `numpy` (default): the index's postings are exported once (beside it) and memory-mapped,
-  and queries are scored in numpy exactly as Lucene and Anserini score them
-  (`lucene_scorer`), queries analysed by the searcher's own analyzer and RM3's expanded
-  query computed by Anserini; at k=1000, 26x pyserini at 13k passages, 10.6x at 126k, 1.8x
-  at 1.26M (`benchmarks/bm25_speed.py --passages N`). Indexes it cannot read
-  (deleted documents) fall back to pyserini, with one line on stderr.
+  and queries are scored by a compiled loop (numba; block-max MaxScore) exactly as Lucene
+  and Anserini score them (`lucene_scorer`, `lucene_kernels`), queries analysed by the
+  searcher's own analyzer and RM3's expanded query computed by Anserini; at k=1000 on
+  1.26M passages 7.5-9.4x pyserini's `batch_search` on this busy 2-core machine
+  (`benchmarks/bm25_speed.py --passages N`). Indexes it cannot read (deleted documents)
+  fall back to pyserini, with one line on stderr.
 - `pyserini`: multi-threaded `batch_search`es of `PYSERINI_BATCH` queries, whose cost at
   k=1000 is Anserini's (it loads every hit's stored document).
 """

@@ -1,26 +1,30 @@
-"""BM25 scored in numpy exactly as Lucene 9.9 and Anserini 1.7 score it, from what Lucene stored.
+"""BM25 scored exactly as Lucene 9.9 and Anserini 1.7 score it, from what Lucene stored.
 
 pyserini's `batch_search` spends its time in Java, loading every hit's stored document; this
-route reads the index once and then scores whole batches in numpy, with the same float32
+route reads the index once and then scores whole batches in a compiled loop
+(`lucene_kernels`, numba) on all the threads asked for, with the same float32
 arithmetic, so rankings and scores are those of pyserini, bit for bit (`test_lucene_scorer`
 checks it on every iKAT 2023 test turn, BM25 and RM3):
 
 - **Reading.** One Java pass over Lucene's own index (`lucene_export/PostingsExport.java`,
   through Lucene's API) writes the text field's terms, postings (int32 docids, uint16
   frequencies), each document's 1-byte length norm and the `id` field as flat arrays into a
-  folder beside the index (`NAME.bm25-export`; under the cache if that is not writable).
-  They are memory-mapped, so opening costs seconds and memory follows the terms searched,
-  not the collection. The export is keyed by the index's commit (its `segments_N` file,
-  which holds Lucene's random segment ids): a rebuilt index is exported anew.
+  folder beside the index (`NAME.bm25-export`; under the cache if that is not writable);
+  then one compiled pass adds each block of 128 postings' largest frequency and smallest
+  norm byte (`write_block_bounds`). They are memory-mapped, so opening costs seconds and
+  memory follows the terms searched, not the collection. The export is keyed by the
+  index's commit (its `segments_N` file, which holds Lucene's random segment ids): a rebuilt
+  index is exported anew.
 - **Scoring.** `BM25Similarity`: idf = log(1 + (N - n + 0.5)/(n + 0.5)) in double then
   float; avgdl = float(sumTotalTermFreq / docCount); per norm byte
   1/(k1 * ((1 - b) + b * dl / avgdl)) in float; per posting
   w - w / (1 + tf * normInverse) in float with w = boost * idf; a document's clause scores
   summed in double and cast to float, as Lucene's disjunction scorers do.
-- **Pruning.** MaxScore, as Lucene prunes, without changing a hit: each term's best possible
-  score (from its largest frequency and the shortest document) tells which postings lists
-  need reading in full; the others are consulted by binary search for the documents that
-  can still reach the k-th score (`LuceneScorer._top`).
+- **Pruning.** Block-max MaxScore, as Lucene prunes, without changing a hit: documents are
+  scored a window at a time; a block's largest frequency and smallest norm bound its
+  scores, and in each window the terms whose bounds cannot lift a document to the k-th best
+  score so far are only looked up for the documents the other terms can lift there
+  (`lucene_kernels.top_candidates`).
 - **Order and ties.** Anserini sorts by score, then by the `id` field (byte order), and then
   (`ScoreTiesAdjusterReranker`) rounds each score to 1e-4 and lowers the n-th score of a run
   of near ties (gap to the previous adjusted score not above 1e-4f) by n * 1e-6f.
@@ -37,7 +41,6 @@ import hashlib
 import json
 import os
 import shutil
-import threading
 from collections import Counter
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -53,7 +56,7 @@ from harness.paths import cache_root
 FIELD = "contents"  # Anserini's analysed text field
 ID_FIELD = "id"
 EXPORTER = "harness.lucene.PostingsExport"
-EXPORT_FORMAT = 2  # bump when the files change
+EXPORT_FORMAT = 3  # bump when the files change
 EXPORT_MANIFEST = "export.json"
 # Joins a batch of queries into one text for one analyzer call; no analyzer splits or stems it.
 _SEPARATOR = "zzqharnessqueryseparatorqzz"
@@ -70,23 +73,15 @@ class LuceneIndex:
     norms: np.ndarray  # uint8: each document's encoded length (0 when the field is absent)
     vocabulary: dict[str, int]
     starts: np.ndarray  # int64, len(vocabulary)+1: term t's postings are starts[t]:starts[t+1]
-    max_freqs: np.ndarray  # int32: each term's largest frequency
     postings: np.ndarray  # int32 Lucene docids (memory-mapped)
     freqs: np.ndarray  # uint16 term frequencies, 65535 for those in big_freqs (memory-mapped)
     big_freqs: np.ndarray  # int64 (posting number, frequency) rows for frequencies over 65535
+    block_starts: np.ndarray  # int64, len(vocabulary)+1: term t's blocks of postings (lucene_kernels.BLOCK)
+    block_max_tf: np.ndarray  # int32: each block's largest frequency
+    block_min_norm: np.ndarray  # uint8: each block's smallest norm byte
     doc_count: int  # documents with the field (CollectionStatistics.docCount)
     sum_total_term_freq: int
     length_table: np.ndarray  # float32[256]: SmallFloat.byte4ToInt of each norm byte
-
-    def frequencies(self, positions: slice | np.ndarray) -> np.ndarray:
-        """float32 frequencies of the postings at `positions` (a slice, or posting numbers)."""
-        tf = self.freqs[positions].astype(_F32)
-        if len(self.big_freqs):  # an index with a frequency over 65535: rare, so not fast
-            numbers = np.arange(positions.start, positions.stop) if isinstance(positions, slice) else positions
-            where = np.minimum(np.searchsorted(self.big_freqs[:, 0], numbers), len(self.big_freqs) - 1)
-            match = self.big_freqs[where, 0] == numbers
-            tf[match] = self.big_freqs[where[match], 1]
-        return tf
 
 
 def read_index(reader, folder: Path) -> LuceneIndex | str:
@@ -108,6 +103,7 @@ def read_index(reader, folder: Path) -> LuceneIndex | str:
     norms = np.fromfile(export / "norms.u8", dtype=np.uint8)
     if len(postings) != postings_total or len(freqs) != postings_total or len(norms) != max_doc:
         return f"the postings exported to {export} do not add up to the index's statistics"
+    starts = np.fromfile(export / "starts.i64", dtype=np.int64)
     id_docs = np.fromfile(export / "id_docs.i32", dtype=np.int32)
     docids = np.empty(max_doc, dtype=object)
     docids[id_docs] = _strings(export / "ids.utf8", export / "id_ends.i64")
@@ -119,15 +115,24 @@ def read_index(reader, folder: Path) -> LuceneIndex | str:
         id_rank=id_rank,
         norms=norms,
         vocabulary={term: i for i, term in enumerate(_strings(export / "terms.utf8", export / "term_ends.i64"))},
-        starts=np.fromfile(export / "starts.i64", dtype=np.int64),
-        max_freqs=np.fromfile(export / "max_freqs.i32", dtype=np.int32),
+        starts=starts,
         postings=postings,
         freqs=freqs,
         big_freqs=np.fromfile(export / "big_freqs.i64", dtype=np.int64).reshape(-1, 2),
+        block_starts=block_starts(starts),
+        block_max_tf=np.fromfile(export / "block_max_tf.i32", dtype=np.int32),
+        block_min_norm=np.fromfile(export / "block_min_norm.u8", dtype=np.uint8),
         doc_count=reader.getDocCount(FIELD),
         sum_total_term_freq=reader.getSumTotalTermFreq(FIELD),
         length_table=np.array([small_float.byte4ToInt(i - 256 if i > 127 else i) for i in range(256)], dtype=_F32),
     )
+
+
+def block_starts(starts: np.ndarray) -> np.ndarray:
+    """Where each term's blocks of postings begin, from where its postings do."""
+    from harness.retrieve.lucene_kernels import BLOCK
+
+    return np.concatenate(([0], np.cumsum((np.diff(starts) + BLOCK - 1) // BLOCK)))
 
 
 def commit_key(folder: Path) -> str:
@@ -162,6 +167,21 @@ def exported(reader, folder: Path) -> Path | str:
     return failure
 
 
+def write_block_bounds(export: Path) -> None:
+    """Each block of postings' largest frequency and smallest norm byte (`block_*` files),
+    the bounds of its BM25 scores whatever k1 and b."""
+    from harness.retrieve.lucene_kernels import block_bounds
+
+    postings = np.memmap(export / "docs.i32", dtype=np.int32, mode="r")
+    freqs = np.memmap(export / "freqs.u16", dtype=np.uint16, mode="r")
+    max_tf, min_norm = block_bounds(
+        np.fromfile(export / "starts.i64", dtype=np.int64), postings, freqs,
+        np.fromfile(export / "big_freqs.i64", dtype=np.int64).reshape(-1, 2),
+        np.fromfile(export / "norms.u8", dtype=np.uint8))
+    max_tf.tofile(export / "block_max_tf.i32")
+    min_norm.tofile(export / "block_min_norm.u8")
+
+
 def _manifest(target: Path) -> dict | None:
     try:
         return json.loads((target / EXPORT_MANIFEST).read_text(encoding="utf-8"))
@@ -188,6 +208,7 @@ def _export(reader, target: Path, key: dict) -> Path | str:
         del freqs
         if total != reader.getSumTotalTermFreq(FIELD):
             return "the exported term frequencies do not add up to the index's statistics"
+        write_block_bounds(building)
         (building / EXPORT_MANIFEST).write_text(json.dumps(key, indent=1) + "\n", encoding="utf-8")
         if target.exists():  # another commit's export, or one another process just finished
             shutil.rmtree(target)
@@ -207,158 +228,48 @@ def _strings(blob: Path, ends: Path) -> list[str]:
 class LuceneScorer:
     """Lucene's BM25 over a `LuceneIndex`: weighted term queries in, Anserini's hits out."""
 
-    def __init__(self, index: LuceneIndex, k1: float, b: float) -> None:
+    def __init__(self, index: LuceneIndex, k1: float, b: float, window: int | None = None) -> None:
         self.index = index
+        self.window = window  # documents scored together (lucene_kernels.WINDOW unless set: tests)
         k1, b = _F32(k1), _F32(b)
         avgdl = _F32(index.sum_total_term_freq / index.doc_count)
         # BM25Similarity's cache, one float op at a time as Java does them
-        cache = _F32(1) / (k1 * ((_F32(1) - b) + b * index.length_table / avgdl))
-        self.norm_inverse = cache[index.norms]  # per document
-        self.max_norm_inverse = self.norm_inverse.max()
+        self.norm_inverse = _F32(1) / (k1 * ((_F32(1) - b) + b * index.length_table / avgdl))  # per norm byte
+        # the largest normInverse of a norm byte n or more: a block's bound from its smallest one
+        self.best_norm_inverse = np.maximum.accumulate(self.norm_inverse[::-1])[::-1].copy()
         df = np.diff(index.starts).astype(np.float64)
         self.idf = np.log(1 + (index.doc_count - df + 0.5) / (df + 0.5)).astype(_F32)
 
     def search(self, queries: Sequence[dict[str, float]], k: int, threads: int = 1) -> list[list[tuple[str, float]]]:
         """Top k (docid, score) per query, each query a {analysed term: boost} bag; queries
-        are spread over `threads` threads (numpy lets go of the GIL in its loops)."""
-        local = threading.local()
+        are spread over `threads` threads (the compiled loops let go of the GIL)."""
+        from harness.retrieve.lucene_kernels import adjust_ties
 
-        def top(query: dict[str, float]) -> tuple[np.ndarray, np.ndarray]:
-            if not hasattr(local, "totals"):  # one query's double sums, zeroed again after it
-                local.totals = np.zeros(len(self.norm_inverse))
-            return self._top(query, k, local.totals)
+        def top(query: dict[str, float]) -> list[tuple[str, float]]:
+            docs, scores = self._top(query, k)
+            return list(zip(self.index.docids[docs].tolist(), adjust_ties(scores).tolist()))
 
         if threads > 1 and len(queries) > 1:
             with ThreadPoolExecutor(threads) as pool:
-                found = list(pool.map(top, queries))
-        else:
-            found = [top(query) for query in queries]
-        scores = _adjust_ties([scores for _, scores in found])
-        return [
-            list(zip(self.index.docids[docs].tolist(), adjusted))
-            for (docs, _), adjusted in zip(found, scores)
-        ]
+                return list(pool.map(top, queries))
+        return [top(query) for query in queries]
 
-    def _top(self, query: dict[str, float], k: int, totals: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Lucene docids and float32 scores of the best k, by score then id.
+    def _top(self, query: dict[str, float], k: int) -> tuple[np.ndarray, np.ndarray]:
+        """Lucene docids and float32 scores of the best k, by score then id (block-max
+        MaxScore over the postings: `lucene_kernels.top_candidates`)."""
+        from harness.retrieve.lucene_kernels import WINDOW, top_candidates
 
-        MaxScore, exactly. Terms are taken by their best possible score, highest first, and
-        their postings scored in full into `totals` until the terms left could not lift a
-        document they alone match to the k-th score (a lower bound of which is the k-th
-        best partial score among the documents of the first lists). The k-th full score of
-        the 2k best partial ones then bounds it closer; the other terms' scores are added,
-        best bound first, to the documents scored so far that can still reach it. A
-        document's clause scores are summed in double (exactly: a few float32 values of
-        similar size) and cast to float, as in Lucene."""
         index = self.index
-        clauses = [(t, _F32(boost) * self.idf[t]) for term, boost in query.items()
-                   if (t := index.vocabulary.get(term)) is not None]
-        if not clauses:
+        terms = np.array([t for term in query if (t := index.vocabulary.get(term)) is not None], dtype=np.int64)
+        if not len(terms):
             return np.zeros(0, dtype=np.int32), np.zeros(0, dtype=_F32)
-        bounds = np.array([w - w / (_F32(1) + _F32(index.max_freqs[t]) * self.max_norm_inverse)
-                           for t, w in clauses], dtype=_F32)
-        by_bound = np.argsort(-bounds, kind="stable")
-        # rest[j]: the best double sum of a document matching none of the first j terms
-        rest = np.append(np.cumsum(bounds[by_bound][::-1].astype(np.float64))[::-1], 0)
-        threshold = _F32(-np.inf)  # at most the k-th best score
-        scored: list[np.ndarray] = []
-        pool = None  # documents of the first lists, whose partial scores bound the k-th score
-        while len(scored) < len(clauses) and not _F32(rest[len(scored)]) < threshold:
-            docs, contribution = self._clause(*clauses[by_bound[len(scored)]])
-            totals[docs] += contribution  # a term's postings are distinct documents
-            scored.append(docs)
-            if pool is None and sum(map(len, scored)) >= 2 * k:
-                pool = np.asarray(docs) if len(scored) == 1 else np.unique(np.concatenate(scored))
-            if pool is not None and len(pool) >= k:
-                partial = totals[pool].astype(_F32)
-                threshold = np.partition(partial, len(partial) - k)[len(partial) - k]
-        candidates = _union(scored, len(totals))
-        partial = totals[candidates]
-        totals[candidates] = 0
-        left = [clauses[i] for i in by_bound[len(scored):]]
-        if left:
-            # the k-th full score among the best partial ones: a closer bound of the k-th score
-            best = np.argpartition(-partial, min(2 * k, len(partial) - 1))[: 2 * k]
-            best.sort()
-            full = partial[best]
-            for clause in left:
-                self._add_matches(clause, candidates[best], full, totals)
-            if len(full) >= k:
-                threshold = max(threshold, np.partition(full.astype(_F32), len(full) - k)[len(full) - k])
-            for j, clause in enumerate(left):
-                reach = (partial + rest[len(scored) + j]).astype(_F32) >= threshold
-                candidates, partial = candidates[reach], partial[reach]
-                self._add_matches(clause, candidates, partial, totals)
-        scores = partial.astype(_F32)
-        if len(scores) > k:
-            kth = np.partition(scores, len(scores) - k)[len(scores) - k]
-            keep = scores >= kth
-            candidates, scores = candidates[keep], scores[keep]
-        order = np.lexsort((self.index.id_rank[candidates], -scores))[:k]
-        return candidates[order], scores[order]
-
-    def _clause(self, t: int, weight: np.float32) -> tuple[np.ndarray, np.ndarray]:
-        """Documents and float32 BM25 scores of term t's postings."""
-        span = slice(int(self.index.starts[t]), int(self.index.starts[t + 1]))
-        docs = self.index.postings[span]
-        score = self.norm_inverse[docs]  # then, in place, weight - weight / (1 + tf * normInverse)
-        score *= self.index.frequencies(span)
-        score += _F32(1)
-        np.divide(weight, score, out=score)
-        np.subtract(weight, score, out=score)
-        return docs, score
-
-    def _add_matches(self, clause: tuple[int, np.float32], candidates: np.ndarray, scores: np.ndarray,
-                     totals: np.ndarray) -> None:
-        """Adds term t's scores to the (sorted) candidates it occurs in: found by binary search
-        in its postings, or for many candidates by scoring them all into `totals` (zeroed after)."""
-        t, weight = clause
-        first, end = int(self.index.starts[t]), int(self.index.starts[t + 1])
-        if len(candidates) * 8 > end - first:
-            docs, contribution = self._clause(t, weight)
-            totals[docs] = contribution
-            scores += totals[candidates]
-            totals[docs] = 0
-            return
-        postings = self.index.postings[first:end]
-        where = np.searchsorted(postings, candidates)
-        found = where < len(postings)
-        found[found] = postings[where[found]] == candidates[found]
-        tf = self.index.frequencies(first + where[found])
-        scores[found] += weight - weight / (_F32(1) + tf * self.norm_inverse[candidates[found]])
-
-
-def _union(docs: list[np.ndarray], max_doc: int) -> np.ndarray:
-    """The sorted distinct documents of several postings lists: by sorting when they are
-    few, by marking a bitmap of the collection when they are many."""
-    if sum(map(len, docs)) * 16 < max_doc:
-        return np.unique(np.concatenate(docs))
-    seen = np.zeros(max_doc, dtype=bool)
-    for matched in docs:
-        seen[matched] = True
-    return np.flatnonzero(seen).astype(np.int32)
-
-
-def _adjust_ties(rankings: list[np.ndarray]) -> list[list[float]]:
-    """Anserini's ScoreTiesAdjusterReranker on each best-first float32 score list: round to
-    1e-4 (in double, half up), then lower the n-th of a run of near-ties by n * 1e-6f. Run
-    column by column across all queries at once, in float32 as Java does it."""
-    depth = max((len(r) for r in rankings), default=0)
-    if depth == 0:
-        return [[] for _ in rankings]
-    grid = np.full((len(rankings), depth), np.nan)
-    for row, scores in zip(grid, rankings):
-        row[: len(scores)] = scores
-    scaled = grid * 1e4
-    floor = np.floor(scaled)
-    rounded = ((floor + (scaled - floor >= 0.5)) / 1e4).astype(_F32)  # Math.round, then / 1e4d
-    adjusted = rounded.copy()
-    dup = np.zeros(len(rankings), dtype=_F32)
-    for i in range(1, depth):
-        tie = ~(adjusted[:, i - 1] - rounded[:, i] > _F32(1e-4))
-        dup = np.where(tie, dup + 1, 0).astype(_F32)
-        adjusted[:, i] = rounded[:, i] - _F32(1e-6) * dup
-    return [adjusted[row, : len(scores)].tolist() for row, scores in enumerate(rankings)]
+        weights = np.array([boost for term, boost in query.items() if term in index.vocabulary], dtype=_F32)
+        weights *= self.idf[terms]
+        docs, scores = top_candidates(terms, weights, k, self.window or WINDOW, index.starts, index.postings,
+                                      index.freqs, index.big_freqs, index.norms, self.norm_inverse, index.block_starts,
+                                      index.block_max_tf, index.block_min_norm, self.best_norm_inverse)
+        order = np.lexsort((index.id_rank[docs], -scores))[:k]
+        return docs[order], scores[order]
 
 
 def analyze(analyzer, texts: Sequence[str]) -> list[list[str]]:

@@ -4,13 +4,14 @@
  *
  *   terms.utf8, term_ends.i64   the field's terms in Lucene's (byte) order, concatenated; end offsets
  *   starts.i64                  term t's postings are docs[starts[t]:starts[t+1]]
- *   max_freqs.i32               each term's largest frequency (bounds its BM25 score)
  *   docs.i32, freqs.u16         Lucene docids (ascending within a term) and term frequencies;
  *                               a frequency over 65535 is stored as 65535, and exactly in
  *   big_freqs.i64               (posting number, frequency) pairs
  *   norms.u8                    each document's 1-byte length norm (0 when the field is absent)
  *   ids.utf8, id_ends.i64,      the id field's terms in byte order (Anserini's tie order),
  *   id_docs.i32                 and the document each belongs to
+ *
+ * (lucene_scorer.write_block_bounds then adds each block of postings' score bounds.)
  *
  * One pass in Java: calling Lucene per posting from Python costs ~2.5 us a posting. Built with
  *   javac --release 21 -cp <pyserini's anserini fat jar> -d build PostingsExport.java
@@ -48,7 +49,6 @@ public final class PostingsExport {
     try (Out termBytes = new Out(dir.resolve("terms.utf8"));
         Out termEnds = new Out(dir.resolve("term_ends.i64"));
         Out starts = new Out(dir.resolve("starts.i64"));
-        Out maxFreqs = new Out(dir.resolve("max_freqs.i32"));
         Out docs = new Out(dir.resolve("docs.i32"));
         Out freqs = new Out(dir.resolve("freqs.u16"));
         Out bigFreqs = new Out(dir.resolve("big_freqs.i64"))) {
@@ -62,10 +62,8 @@ public final class PostingsExport {
         bytes += term.length;
         termEnds.putLong(bytes);
         postings = termsEnum.postings(postings, PostingsEnum.FREQS);
-        int maxFreq = 0;
         for (int doc = postings.nextDoc(); doc != DocIdSetIterator.NO_MORE_DOCS; doc = postings.nextDoc()) {
           int freq = postings.freq();
-          maxFreq = Math.max(maxFreq, freq);
           docs.putInt(doc);
           if (freq > 0xFFFF) {
             bigFreqs.putLong(count);
@@ -75,7 +73,6 @@ public final class PostingsExport {
           count++;
         }
         starts.putLong(count);
-        maxFreqs.putInt(maxFreq);
       }
     }
     int maxDoc = reader.maxDoc();
