@@ -223,3 +223,39 @@ def test_the_cli_lets_openmp_threads_sleep_when_idle_unless_told_otherwise(monke
     with pytest.raises(SystemExit):
         main(["eval", "--help"])
     assert os.environ["OMP_WAIT_POLICY"] == "PASSIVE"
+
+
+def _demo_passages() -> dict[str, list[str]]:
+    """Every text the default benchmark (configs/default.yaml) encodes as a passage: its
+    corpora and the iKAT PTKB statements, as the dense retriever reads them."""
+    from harness.retrieve._embeddings import passage_text
+    from harness.runner.config import load_config
+    from harness.runner.runner import Workspace
+    from tests.conftest import REPO_ROOT
+
+    workspace = Workspace()
+    texts: dict[str, list[str]] = {}
+    for experiment in load_config(REPO_ROOT / "configs" / "default.yaml").experiments:
+        corpus = workspace.corpus(experiment)
+        if experiment.task == "ptkb":
+            conversations = workspace.benchmark(experiment.topics).conversations
+            texts[experiment.name] = [s.text for c in conversations for s in c.personal]
+        elif corpus is not None:
+            texts[corpus.name] = [passage_text(document) for document in corpus.documents()]
+    return texts
+
+
+def test_length_batched_vectors_stay_within_1e_5_cosine_of_sentence_transformers_on_every_shipped_passage():
+    """The one change of encoding path the demo's numbers took (issue 26): batches of nearly
+    equal token length, one intra-op thread each, against sentence-transformers' own encode."""
+    from harness.retrieve._embeddings import encode_all, load_encoder
+    from harness.corpus import Document
+
+    encoder = load_encoder()
+    for name, texts in _demo_passages().items():
+        _, ours = encode_all(encoder, iter(Document(str(i), text) for i, text in enumerate(texts)))
+        encoder.model.max_seq_length = encoder.max_length  # other tests' encoders share the model
+        theirs = encoder.model.encode_document(texts, batch_size=32, normalize_embeddings=True, show_progress_bar=False)
+        cosine = np.sum(ours * theirs, axis=1)  # both unit length
+        assert len(texts) > 0 and ours.shape == theirs.shape
+        assert cosine.min() >= 1 - 1e-5, f"{name}: {np.sum(cosine < 1 - 1e-5)} of {len(texts)} vectors moved"
