@@ -43,7 +43,7 @@ _BATCHES_PER_CHUNK = 8
 _LENGTH_SPREAD = 1.1
 # How the texts of one encoding call are cut into batches and run (see `_encode`); part of
 # the passage-cache key, as it moves vectors in their last float digits.
-BATCHING = "by token length, 10% spread, one intra-op thread per batch"
+BATCHING = f"by token length, {round((_LENGTH_SPREAD - 1) * 100)}% spread, one intra-op thread per batch"
 
 
 @dataclass(frozen=True)
@@ -88,9 +88,14 @@ def _encode(encoder: Encoder, texts: list[str], *, query: bool) -> np.ndarray:
     unique = list(dict.fromkeys(texts))
     lengths = _token_lengths(encoder, unique, query)
     batches = _length_batches(lengths, encoder.batch_size)
-    with _one_intra_op_thread(encoder):
-        blocks = list(_pool(encoder).map(lambda batch: _encode_batch(encoder, [unique[i] for i in batch], query),
-                                         batches))
+    def encode(batch: list[int]) -> np.ndarray:
+        return _encode_batch(encoder, [unique[i] for i in batch], query)
+
+    if encoder.workers == 1:  # in the calling thread, where a caller's torch.autocast applies
+        blocks = list(map(encode, batches))
+    else:
+        with _one_intra_op_thread(encoder):
+            blocks = list(_executor(encoder.workers).map(encode, batches))
     vectors = np.empty((len(unique), blocks[0].shape[1] if blocks else 0), dtype=np.float32)
     for batch, block in zip(batches, blocks):
         vectors[batch] = block
@@ -157,14 +162,10 @@ def _worker_model(encoder: Encoder) -> SentenceTransformer:
     copies = _WORKER.__dict__.setdefault("copies", {})
     key = (str(encoder.path.resolve()), str(encoder.model.device))
     if key not in copies:
-        copies[key] = encoder.model if not _WORKER.__dict__.get("index") else _load_model(
-            key[0], key[1], copy=_WORKER.index)[0]
+        # worker 0 uses the shared model; the others read their own (kept by their thread, not
+        # in _load_model's cache, where they would push the shared one out)
+        copies[key] = encoder.model if not _WORKER.__dict__.get("index") else _read_model(key[0], key[1])[0]
     return copies[key]
-
-
-@functools.lru_cache(maxsize=8)
-def _pool(encoder: Encoder) -> ThreadPoolExecutor:
-    return _executor(encoder.workers)
 
 
 @functools.lru_cache(maxsize=4)
@@ -265,10 +266,13 @@ def set_torch_threads(threads: int | None) -> None:
 
 
 @functools.lru_cache(maxsize=8)
-def _load_model(path: str, device: str, copy: int = 0) -> tuple[SentenceTransformer, int]:
-    """Loaded once per process and shared by fused or repeated dense retrievers (`copy` > 0:
-    an encoding worker thread's own); with the max length it was saved with (encoders change
-    the shared model's before each call)."""
+def _load_model(path: str, device: str) -> tuple[SentenceTransformer, int]:
+    """Loaded once per process and shared by fused or repeated dense retrievers; with the max
+    length it was saved with (encoders change the shared model's before each call)."""
+    return _read_model(path, device)
+
+
+def _read_model(path: str, device: str) -> tuple[SentenceTransformer, int]:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     from sentence_transformers import SentenceTransformer
