@@ -178,6 +178,23 @@ def test_a_python_benchmark_is_named_with_its_split(modules):
     assert load("python:my_benchmark:topics").name == "mine:all"
 
 
+def test_a_python_benchmarks_declared_fields_are_found_by_its_spec_with_a_split(modules):
+    """`compare --group-field` checks a field against a `python:` benchmark's own declaration."""
+    from harness.topics import check_field
+
+    modules("fielded_benchmark", """
+        from harness import Param, declare
+        from harness.topics import Benchmark, Conversation, Turn
+
+        @declare("a benchmark with one turn field", splits=("test",), fields=(Param("intent", str, desc="why"),))
+        def topics(split=None):
+            return Benchmark(f"mine:{split or 'test'}", (Conversation("c", (Turn("c_1", "hello"),)),))
+        """)
+    check_field("python:fielded_benchmark:topics:test", "intent", "--group-field")
+    with pytest.raises(HarnessError, match="declared: intent"):
+        check_field("python:fielded_benchmark:topics:test", "genre", "--group-field")
+
+
 def test_a_python_judge_is_made_with_its_declared_arguments(modules):
     from harness.responses.judges import make_judge
 

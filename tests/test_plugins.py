@@ -223,6 +223,39 @@ def test_an_object_plugin_answer_becomes_a_run_at_the_edge():
             build("wrong").search([SearchQuery("q1", "a")], k=2)
 
 
+def test_an_object_plugin_answering_a_run_is_checked_as_any_other_answer():
+    """A Run answered by a plug-in object is cut at k and put best first like {qid: pairs},
+    and a non-finite score in it is refused."""
+    from harness.retrieve import RETRIEVERS, SearchQuery, build
+    from harness.trec import Hit, Run
+
+    class Mine:
+        def search(self, queries, k):
+            return Run.of({query.qid: [("d2", 1.0), ("d1", 3.0), ("d3", 2.0)] for query in queries})
+
+    class Infinite:
+        def search(self, queries, k):
+            return Run.of({query.qid: [("d1", float("inf"))] for query in queries})
+
+    with RETRIEVERS.using({"mine": Mine(), "infinite": Infinite()}):
+        assert build("mine").search([SearchQuery("q1", "a")], k=2)["q1"] == [Hit("d1", 3.0), Hit("d3", 2.0)]
+        with pytest.raises(harness.errors.HarnessError, match="finite score"):
+            build("infinite").search([SearchQuery("q1", "a")], k=2)
+
+
+def test_an_object_plugin_is_summarised_by_its_own_docstring():
+    from harness.retrieve import RETRIEVERS
+
+    class Mine:
+        """My own retriever."""
+
+        def search(self, queries, k):
+            return {}
+
+    with RETRIEVERS.using({"mine": Mine()}):
+        assert RETRIEVERS.declaration("mine").summary == "My own retriever."
+
+
 def test_a_plugin_answering_no_pairs_is_one_line_naming_it_and_the_query():
     from harness.retrieve import RETRIEVERS, SearchQuery, build
 

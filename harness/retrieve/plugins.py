@@ -43,19 +43,21 @@ def adapt(name: str, obj: Any) -> RetrieverFactory:
                                f"expected {_EXPECTED}")
         return _class_factory(name, obj)
     if _is_transformer(obj):
-        return _constant(_Transformer(name, obj))
+        return _constant(_Transformer(name, obj), obj)
     if callable(getattr(obj, "search", None)):
-        return _constant(_Searcher(name, obj))
+        return _constant(_Searcher(name, obj), obj)
     if callable(obj):
         return _function_factory(name, obj)
     raise HarnessError(f"retriever {name!r}: got {type(obj).__name__}; expected {_EXPECTED}")
 
 
-def _constant(retriever: Retriever) -> RetrieverFactory:
+def _constant(retriever: Retriever, obj: Any) -> RetrieverFactory:
+    """A factory that always gives `retriever`, the wrapper of the plug-in object `obj`,
+    described by `obj`'s class (its summary in `harness components`)."""
     def factory(corpus: Any = None) -> Retriever:
         return retriever
 
-    factory.__doc__ = type(retriever).__doc__
+    factory.__doc__ = type(obj).__doc__
     return factory
 
 
@@ -136,15 +138,14 @@ class _Function:
 
 
 class _Searcher:
-    """An object with the retriever interface; its answer made a Run (a Run passes as it is)."""
+    """An object with the retriever interface; its answer, a Run or {qid: pairs}, checked and
+    made a Run as a function's is (best first, the top k, finite scores)."""
 
     def __init__(self, name: str, searcher: Any) -> None:
         self.name, self.searcher = name, searcher
 
     def search(self, queries: Sequence[SearchQuery], k: int) -> Run:
         answer = self.searcher.search(queries, k)
-        if isinstance(answer, Run):
-            return answer
         if not isinstance(answer, Mapping):
             raise HarnessError(f"retriever {self.name!r}: search(queries, k) answered {type(answer).__name__}; "
                                "expected {qid: [(docid, score), ...]}")

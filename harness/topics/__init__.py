@@ -57,7 +57,7 @@ def splits(name: str) -> tuple[str, ...]:
 def fields(name: str) -> tuple[Param, ...]:
     """The typed fields `NAME[:SPLIT]`'s turns carry beyond the basics: the turn fields it
     declares, then its conversation fields (which every turn of the conversation has)."""
-    declaration = ADAPTERS.declaration(name.partition(":")[0])
+    declaration = ADAPTERS.declaration(split_spec(name)[0])
     return declaration.fields + declaration.conversation_fields
 
 
