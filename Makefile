@@ -8,6 +8,11 @@ DEMO_STAMP := $(VENV)/.installed-demo
 
 .PHONY: setup test demo clean
 
+# Python writes its bytecode caches into .venv/ (and __pycache__/, ignored by git) even where
+# the environment says not to: otherwise every process compiles the modules it imports anew
+# (torch, spaCy, transformers, pyserini: 13 s of CPU at each start), and the suite starts hundreds.
+unexport PYTHONDONTWRITEBYTECODE
+
 setup: $(STAMP)
 
 # torch is pinned and installed first so that pyserini's unpinned `torch` requirement is
