@@ -120,6 +120,21 @@ def test_an_export_that_cannot_be_written_beside_the_index_goes_under_the_cache(
 
 
 @pytest.mark.java
+def test_a_cut_short_export_file_is_named_and_the_search_goes_through_pyserini(index, turns, tmp_path, capsys):
+    copy = tmp_path / "ikat"
+    shutil.copytree(index, copy)
+    build("bm25", corpus=None, index=str(copy))
+    bounds = tmp_path / "ikat.bm25-export" / "block_max_tf.i32"
+    bounds.write_bytes(bounds.read_bytes()[:-4])
+    _read_index.cache_clear()
+    retriever = build("bm25", corpus=None, index=str(copy))
+    assert retriever.scorer is None
+    assert "do not add up to the index's statistics" in capsys.readouterr().err
+    pyserini = build("bm25", corpus=None, index=str(index), backend="pyserini")
+    assert retriever.search(turns[:20], k=100) == pyserini.search(turns[:20], k=100)
+
+
+@pytest.mark.java
 def test_term_frequencies_over_65535_score_exactly(tmp_path):
     """Frequencies are exported as 16 bits, the rare larger ones beside them, exactly."""
     documents = [Document("long", "aardvark " * 70_000 + "badger"), Document("short", "aardvark badger"),

@@ -53,14 +53,11 @@ def _score(weight, tf, norm_inverse):
 
 
 @njit(nogil=True, cache=True, error_model="numpy")
-def block_bounds(starts, postings, freqs, big_freqs, norms):
-    """Each term's blocks of BLOCK postings (term t's first block is the sum of the earlier
-    terms' block counts): their largest frequency and smallest norm byte."""
-    blocks = 0
-    for t in range(len(starts) - 1):
-        blocks += (starts[t + 1] - starts[t] + BLOCK - 1) // BLOCK
-    max_tf = np.empty(blocks, dtype=np.int32)
-    min_norm = np.empty(blocks, dtype=np.uint8)
+def block_bounds(starts, first_blocks, postings, freqs, big_freqs, norms):
+    """Each term's blocks of BLOCK postings (term t's are first_blocks[t]:first_blocks[t+1],
+    `lucene_scorer.block_starts`): their largest frequency and smallest norm byte."""
+    max_tf = np.empty(first_blocks[-1], dtype=np.int32)
+    min_norm = np.empty(first_blocks[-1], dtype=np.uint8)
     block = 0
     for t in range(len(starts) - 1):
         for first in range(starts[t], starts[t + 1], BLOCK):

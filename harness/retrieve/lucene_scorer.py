@@ -104,6 +104,12 @@ def read_index(reader, folder: Path) -> LuceneIndex | str:
     if len(postings) != postings_total or len(freqs) != postings_total or len(norms) != max_doc:
         return f"the postings exported to {export} do not add up to the index's statistics"
     starts = np.fromfile(export / "starts.i64", dtype=np.int64)
+    first_blocks = block_starts(starts)
+    block_max_tf = np.fromfile(export / "block_max_tf.i32", dtype=np.int32)
+    block_min_norm = np.fromfile(export / "block_min_norm.u8", dtype=np.uint8)
+    blocks = first_blocks[-1]
+    if starts[-1] != postings_total or len(block_max_tf) != blocks or len(block_min_norm) != blocks:
+        return f"the postings exported to {export} do not add up to the index's statistics"
     id_docs = np.fromfile(export / "id_docs.i32", dtype=np.int32)
     docids = np.empty(max_doc, dtype=object)
     docids[id_docs] = _strings(export / "ids.utf8", export / "id_ends.i64")
@@ -119,9 +125,9 @@ def read_index(reader, folder: Path) -> LuceneIndex | str:
         postings=postings,
         freqs=freqs,
         big_freqs=np.fromfile(export / "big_freqs.i64", dtype=np.int64).reshape(-1, 2),
-        block_starts=block_starts(starts),
-        block_max_tf=np.fromfile(export / "block_max_tf.i32", dtype=np.int32),
-        block_min_norm=np.fromfile(export / "block_min_norm.u8", dtype=np.uint8),
+        block_starts=first_blocks,
+        block_max_tf=block_max_tf,
+        block_min_norm=block_min_norm,
         doc_count=reader.getDocCount(FIELD),
         sum_total_term_freq=reader.getSumTotalTermFreq(FIELD),
         length_table=np.array([small_float.byte4ToInt(i - 256 if i > 127 else i) for i in range(256)], dtype=_F32),
@@ -174,8 +180,9 @@ def write_block_bounds(export: Path) -> None:
 
     postings = np.memmap(export / "docs.i32", dtype=np.int32, mode="r")
     freqs = np.memmap(export / "freqs.u16", dtype=np.uint16, mode="r")
+    starts = np.fromfile(export / "starts.i64", dtype=np.int64)
     max_tf, min_norm = block_bounds(
-        np.fromfile(export / "starts.i64", dtype=np.int64), postings, freqs,
+        starts, block_starts(starts), postings, freqs,
         np.fromfile(export / "big_freqs.i64", dtype=np.int64).reshape(-1, 2),
         np.fromfile(export / "norms.u8", dtype=np.uint8))
     max_tf.tofile(export / "block_max_tf.i32")
