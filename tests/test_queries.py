@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from dataclasses import replace
 
 import pytest
@@ -167,3 +169,14 @@ def _applies(name, arg, benchmark):
         return True
     except HarnessError:
         return False
+
+
+def test_hqe_stop_words_are_spacys_english_list_read_without_importing_spacy():
+    """hqe reads the list from spaCy's module file; `import spacy` would cost seconds per run."""
+    from harness.queries.history import _stopwords
+
+    probe = "import sys; from harness.queries.history import _stopwords; _stopwords(); print('spacy' in sys.modules)"
+    assert subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout == "False\n"
+    from spacy.lang.en.stop_words import STOP_WORDS
+
+    assert _stopwords() == frozenset(STOP_WORDS)

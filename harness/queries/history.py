@@ -29,6 +29,7 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import lru_cache
+from pathlib import Path
 
 from harness.errors import HarnessError
 from harness.queries import register
@@ -125,9 +126,18 @@ _WORD = re.compile(r"[a-z0-9]+")
 
 @lru_cache(maxsize=1)
 def _stopwords() -> frozenset[str]:
-    from spacy.lang.en.stop_words import STOP_WORDS
+    """spaCy's English stop words, from their own module (no imports of its own) run alone:
+    importing spaCy for them loads its whole pipeline machinery, 1.5-6 s of every hqe run."""
+    import importlib.util
 
-    return frozenset(STOP_WORDS)
+    spacy = importlib.util.find_spec("spacy")  # found, not imported
+    if spacy is None or not spacy.submodule_search_locations:
+        raise ModuleNotFoundError("No module named 'spacy'", name="spacy")  # the [segment] extra's hint
+    path = Path(spacy.submodule_search_locations[0], "lang", "en", "stop_words.py")
+    spec = importlib.util.spec_from_file_location("harness._spacy_en_stop_words", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return frozenset(module.STOP_WORDS)
 
 
 def _words(text: str) -> list[str]:

@@ -112,9 +112,10 @@ def depth_curves(items: Sequence[Breakdown], colours: dict[str, str], baselines:
             axes.plot(positions, values, ":", color=colours[run], linewidth=1)  # solid only between
             axes.plot(positions, [float("nan") if few[i] else v for i, v in enumerate(values)], "-",  # full depths
                       color=colours[run])
-            for i, value in enumerate(values):
-                axes.plot(i, value, "o", markersize=4, color=colours[run],
-                          markerfacecolor="white" if few[i] else colours[run])
+            for hollow in (False, True):  # one artist per kind of point, not one per point (drawing time)
+                points = [i for i in positions if few[i] == hollow]
+                axes.plot(points, [values[i] for i in points], "o", markersize=4, color=colours[run],
+                          markerfacecolor="white" if hollow else colours[run])
         axes.set_xticks(list(positions), [str(g) for g in b.groups], fontsize=7)
         axes.set_xlabel("turn depth", fontsize=8)
         counts = axes.secondary_xaxis("top")  # queries per depth, above the plot
