@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from harness.evaluate.tables import QrelsTable, RunTable, in_rank_order, starts_of, tie_order
+from harness.evaluate.tables import QrelsTable, RunTable, in_rank_order, range_rows, starts_of, tie_order
 
 
 @dataclass
@@ -88,7 +88,7 @@ def _ranges(values: np.ndarray, starts: np.ndarray, sizes: np.ndarray) -> np.nda
     ends = starts + sizes
     cut = np.flatnonzero(sizes > 0)
     if len(cut) > len(values) // 64:  # many short ranges: one index array is cheaper than the slices
-        return values[np.repeat(starts - np.cumsum(sizes) + sizes, sizes) + np.arange(sizes.sum())]
+        return values[range_rows(starts, sizes)]
     if not len(cut):
         return values[:0]
     starts, ends = starts[cut], ends[cut]

@@ -155,8 +155,7 @@ class QrelsTable:
         if "bounds" not in self._cache:
             self._cache["bounds"] = np.searchsorted(self.query, np.arange(len(self.qids) + 1))
         bounds = self._cache["bounds"]
-        sizes = bounds[queries + 1] - bounds[queries]
-        return np.repeat(bounds[queries] - np.cumsum(sizes) + sizes, sizes) + np.arange(sizes.sum())
+        return range_rows(bounds[queries], bounds[queries + 1] - bounds[queries])
 
     def _grade(self, grades: np.ndarray, rows: np.ndarray, key: np.ndarray) -> None:
         """grades[rows] = the grade judged under each key, where there is one."""
@@ -408,7 +407,12 @@ def _top_rows(score: np.ndarray, starts: np.ndarray) -> np.ndarray:
     changes = np.append(np.flatnonzero(score[1:] != score[:-1]) + 1, len(score))
     last = starts + np.minimum(ends - starts, TOP) - 1
     to = np.minimum(changes[np.searchsorted(changes, last, side="right")], ends)  # through the TOP-th's ties
-    return np.repeat(starts - np.cumsum(to - starts) + (to - starts), to - starts) + np.arange((to - starts).sum())
+    return range_rows(starts, to - starts)
+
+
+def range_rows(starts: np.ndarray, sizes: np.ndarray) -> np.ndarray:
+    """The rows start, start + 1, ..., start + size - 1 of each range, one range after another."""
+    return np.repeat(starts - np.cumsum(sizes) + sizes, sizes) + np.arange(sizes.sum())
 
 
 def _fast_run(path: Path, name: str, strict: bool, qrels: QrelsTable | None) -> RunTable:
