@@ -317,6 +317,23 @@ def declared(name: str, obj: Any, skip: Sequence[str] = ()) -> Declaration:
     return Declaration(name, summary_of(obj), tuple(params), open=open_)
 
 
+def _check_takes(what: str, declaration: Declaration, item: Any, skip: Sequence[str]) -> None:
+    """A plug-in's own declaration names only parameters that what the harness calls takes:
+    otherwise a config would pass the check when it is read and fail when the item is built."""
+    try:
+        signature = inspect.signature(item)
+    except (TypeError, ValueError):
+        return
+    takes = signature.parameters.values()
+    if any(p.kind is p.VAR_KEYWORD for p in takes):
+        return
+    names = [p.name for p in takes if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY) and p.name not in skip]
+    extra = [p.name for p in declaration.params if p.name not in names]
+    if extra:
+        raise HarnessError(f"{what} declares {', '.join(map(repr, extra))} but takes no such parameter "
+                           f"(it takes: {', '.join(names) or 'none'})")
+
+
 def summary_of(obj: Any) -> str:
     """The first line of an object's own docstring (a function's or class's, else its type's)."""
     doc = obj.__doc__ if inspect.isfunction(obj) or inspect.isclass(obj) or inspect.ismethod(obj) \
@@ -326,8 +343,9 @@ def summary_of(obj: Any) -> str:
 
 class Registry(Generic[T]):
     def __init__(self, kind: str, package: str | None = None, group: str | None = None,
-                 not_from_config: tuple[str, ...] = ()) -> None:
+                 not_from_config: tuple[str, ...] = (), by_keyword: bool = True) -> None:
         self.kind = kind
+        self._by_keyword = by_keyword  # items take their parameters by name (strategies: `NAME:ARG` in order)
         self._items: dict[str, T] = {}
         self._declarations: dict[str, Declaration | Callable[[], Declaration]] = {}
         self._not_from_config = not_from_config  # a plug-in's parameters the harness passes, not a config
@@ -468,6 +486,8 @@ class Registry(Generic[T]):
         """A plug-in's own declaration, else read from what the harness calls: the item its
         object was adapted into (a search function's factory takes its keyword parameters)."""
         own = isinstance(getattr(obj, "declaration", None), Declaration)
+        if own and self._by_keyword:
+            _check_takes(f"{self.kind} {name!r}", obj.declaration, item, self._not_from_config)
         return declared(name, obj if own else item, self._not_from_config)
 
     def _from_entry_point(self, name: str) -> T:

@@ -135,6 +135,19 @@ def test_a_plugin_declared_with_harness_declare_is_checked_by_its_declaration(tm
     assert last(load("ikat2023:test").conversations[0], 3, "3").text == " ".join(t.utterance for t in turns[1:4])
 
 
+def test_a_declaration_naming_a_parameter_the_plugin_does_not_take_is_an_error_when_the_config_is_read(
+        tmp_path, modules):
+    modules("misdeclared", """
+        import harness
+
+        @harness.declare("scaled", [harness.Param("wieght", float, 1.0, "score multiplier")])
+        def scaled(query, k, *, weight=1.0):
+            return [("d1", weight)]
+        """)
+    assert "retriever 'python:misdeclared:scaled' declares 'wieght' but takes no such parameter " \
+           "(it takes: weight)" in _error(tmp_path, {"retrievers": [{"name": "python:misdeclared:scaled"}]})
+
+
 def test_a_plugin_strategy_without_a_declaration_takes_the_arguments_of_its_signature(tmp_path, modules):
     modules("signed_strategy", """
         def last(conversation, turn_index, n: int = 2):

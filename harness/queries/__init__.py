@@ -71,7 +71,8 @@ class Function(Strategy):
 # plug-ins (harness/queries/plugins.py): entry points `harness.strategies`, `python:module:attr[:arg]`,
 # STRATEGIES.using({name: function})
 # built-ins of higher layers (ptkb_topk, harness.ikat): harness/_assembly.py
-STRATEGIES: Registry[Strategy] = Registry("query strategy", package=__name__, group="harness.strategies")
+STRATEGIES: Registry[Strategy] = Registry("query strategy", package=__name__, group="harness.strategies",
+                                           by_keyword=False)
 
 
 def register(name: str, summary: str, params: Sequence[Param] = ()) -> Callable[[F], F]:

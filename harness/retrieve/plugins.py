@@ -100,8 +100,8 @@ def _function_factory(name: str, function: Callable) -> RetrieverFactory:
             params["corpus"] = corpus
         return _Function(name, function, batch if callable(batch) else None, params)
 
-    own = [param.replace(kind=inspect.Parameter.KEYWORD_ONLY) for param in rest
-           if param.kind not in (param.VAR_POSITIONAL,)]
+    own = [param if param.kind is param.VAR_KEYWORD else param.replace(kind=inspect.Parameter.KEYWORD_ONLY)
+           for param in rest if param.kind is not param.VAR_POSITIONAL]  # `**params` stays open
     corpus = inspect.Parameter("corpus", inspect.Parameter.KEYWORD_ONLY, default=None)
     factory.__signature__ = signature.replace(  # type: ignore[attr-defined]
         parameters=own if takes_corpus else [corpus, *own])
