@@ -10,7 +10,6 @@ import textwrap
 
 import pytest
 
-import harness
 from harness.corpus.readers import CORPUS_FORMATS
 from harness.errors import HarnessError
 from harness.ikat.ptkb import METHODS, RetrievalRanker

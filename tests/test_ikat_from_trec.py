@@ -13,7 +13,6 @@ import pytest
 
 from harness.cli import main
 from harness.corpus.readers import open_corpus
-from harness.topics import load
 from harness.trec import write_run
 
 TRAIN_POOL = "benchmark:ikat2023:train"

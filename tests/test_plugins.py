@@ -9,7 +9,6 @@ the folder `harness run` starts in. iKAT 2023 test (its provenance passages as c
 from __future__ import annotations
 
 import json
-import os
 import re
 import shutil
 import subprocess
