@@ -317,21 +317,14 @@ def declared(name: str, obj: Any, skip: Sequence[str] = ()) -> Declaration:
     return Declaration(name, summary_of(obj), tuple(params), open=open_)
 
 
-def _check_takes(what: str, declaration: Declaration, item: Any, skip: Sequence[str]) -> None:
-    """A plug-in's own declaration names only parameters that what the harness calls takes:
-    otherwise a config would pass the check when it is read and fail when the item is built."""
-    try:
-        signature = inspect.signature(item)
-    except (TypeError, ValueError):
-        return
-    takes = signature.parameters.values()
-    if any(p.kind is p.VAR_KEYWORD for p in takes):
-        return
-    names = [p.name for p in takes if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY) and p.name not in skip]
-    extra = [p.name for p in declaration.params if p.name not in names]
+def _check_takes(what: str, declaration: Declaration, takes: Declaration) -> None:
+    """A plug-in's own declaration names only parameters that what the harness calls takes
+    (`takes`, read from its signature): otherwise a config would pass the check when it is
+    read and fail when the item is built."""
+    extra = [p.name for p in declaration.params if not takes.open and takes.param(p.name) is None]
     if extra:
         raise HarnessError(f"{what} declares {', '.join(map(repr, extra))} but takes no such parameter "
-                           f"(it takes: {', '.join(names) or 'none'})")
+                           f"(it takes: {', '.join(p.name for p in takes.params) or 'none'})")
 
 
 def summary_of(obj: Any) -> str:
@@ -487,7 +480,7 @@ class Registry(Generic[T]):
         object was adapted into (a search function's factory takes its keyword parameters)."""
         own = isinstance(getattr(obj, "declaration", None), Declaration)
         if own and self._by_keyword:
-            _check_takes(f"{self.kind} {name!r}", obj.declaration, item, self._not_from_config)
+            _check_takes(f"{self.kind} {name!r}", obj.declaration, declared(name, item, self._not_from_config))
         return declared(name, obj if own else item, self._not_from_config)
 
     def _from_entry_point(self, name: str) -> T:
