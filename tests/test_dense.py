@@ -141,6 +141,28 @@ def test_equal_scores_rank_in_corpus_order_also_at_the_cut_off():
     assert top_k(scores, 10).tolist() == [1, 3, 0, 2, 5, 4]
 
 
+def test_texts_of_near_token_lengths_share_a_batch_padded_to_the_longest():
+    """Padding 8 tokens in all (9, 9, 10 to 12) costs less than a second model call (_CALL_TOKENS)."""
+    from harness.retrieve._embeddings import _length_batches
+
+    assert _length_batches([12, 9, 10, 12, 9], batch_size=32) == [[1, 4, 2, 0, 3]]
+
+
+def test_a_batch_is_cut_where_padding_would_cost_more_than_a_model_call():
+    from harness.retrieve._embeddings import _CALL_TOKENS, _length_batches
+
+    assert 2 * (200 - 10) > _CALL_TOKENS
+    assert _length_batches([10, 200, 10], batch_size=32) == [[0, 2], [1]]
+
+
+def test_a_batch_holds_at_most_batch_size_texts_and_there_are_as_few_as_that_allows():
+    from harness.retrieve._embeddings import _length_batches
+
+    batches = _length_batches([10] * 70, batch_size=32)
+    assert len(batches) == 3 and max(map(len, batches)) == 32
+    assert sorted(i for batch in batches for i in batch) == list(range(70))
+
+
 def test_dense_without_a_corpus_is_a_clear_error():
     with pytest.raises(HarnessError, match="needs a corpus"):
         build("dense", corpus=None)
