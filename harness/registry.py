@@ -115,6 +115,9 @@ class Declaration:
     splits: tuple[str, ...] = ()  # benchmarks: the splits it knows, the default first
     fields: tuple[Param, ...] = ()  # benchmarks: the typed turn fields it fills beyond the basics
     conversation_fields: tuple[Param, ...] = ()  # benchmarks: the same for its conversations
+    # work that can start before the component is built, e.g. importing its libraries: `harness
+    # run` starts it in the background for the runs it is about to make (runner.preloading)
+    preload: Callable[[], object] | None = None
 
     def param(self, name: str) -> Param | None:
         return next((param for param in self.params if param.name == name), None)

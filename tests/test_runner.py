@@ -11,6 +11,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -253,3 +254,47 @@ def test_default_ikat_pool_is_the_894_shipped_provenance_passages():
     experiment = next(e for e in config.experiments if e.name == "ikat2023")
     assert experiment.qrels_restrict_to_corpus and "894" in experiment.note
     assert sum(1 for _ in Workspace().corpus(experiment).documents()) == 894
+
+
+def test_run_starts_the_declared_preloads_of_the_runs_it_will_make_in_the_background(tmp_path):
+    """A retriever's `preload` (torch's import, for dense) runs once, on a thread of its own,
+    for runs whose files are not there yet, a retriever nested in fusion's included; a second
+    `harness run`, which has nothing to make, loads nothing."""
+    from harness import declare
+    from harness.retrieve import RETRIEVERS
+
+    threads = []
+
+    @declare("one hit for every query", preload=lambda: threads.append(threading.current_thread().name))
+    def one(query, k):
+        return [("d1", 1.0)]
+
+    config = tmp_path / "preload.yaml"
+    config.write_text(yaml.safe_dump({"k": 10, "output": str(tmp_path / "runs"), "experiments": [
+        {"name": "pqa", "topics": "pragmaticqa:val", "strategies": ["raw"], "measures": ["RR"],
+         "retrievers": [{"name": "rrf", "params": {"retrievers": [{"name": "one"}, {"name": "one"}]}}]},
+    ]}), encoding="utf-8")
+    with RETRIEVERS.using({"one": one}):
+        assert main(["run", str(config)]) == 0
+        assert threads == ["preload"]
+        assert main(["run", str(config)]) == 0
+    assert threads == ["preload"]
+
+
+def test_a_preload_that_fails_leaves_the_error_to_the_build(tmp_path):
+    """What a failing preload would have loaded is loaded again by the build, which reports
+    any error itself; the preload's own failure is not an error of the run."""
+    from harness import declare
+    from harness.retrieve import RETRIEVERS
+
+    @declare("one hit for every query", preload=lambda: 1 / 0)
+    def one(query, k):
+        return [("d1", 1.0)]
+
+    config = tmp_path / "preload.yaml"
+    config.write_text(yaml.safe_dump({"k": 10, "output": str(tmp_path / "runs"), "experiments": [
+        {"name": "pqa", "topics": "pragmaticqa:val", "strategies": ["raw"], "measures": ["RR"], "retrievers": ["one"]},
+    ]}), encoding="utf-8")
+    with RETRIEVERS.using({"one": one}):
+        assert main(["run", str(config)]) == 0
+    assert (tmp_path / "runs" / "pragmaticqa-val.raw.one.run").is_file()

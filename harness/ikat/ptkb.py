@@ -121,17 +121,30 @@ def _retrieval_params(retriever: str) -> Callable[[], list[Param]]:
     return params
 
 
+def _retrieval_preload(retriever: str) -> Callable[[], object]:
+    """A retrieval method's preload: its retriever's (`Declaration.preload`), if it has one."""
+    def preload() -> object:
+        from harness.retrieve import RETRIEVERS
+
+        own = RETRIEVERS.declaration(retriever).preload
+        return own() if own is not None else None
+
+    return preload
+
+
 FIELD = Param("field", Literal[QUERY_FIELDS], "utterance", "the turn's text the query ends with")
 HISTORY = Param("history", int | None, None, "how many earlier user utterances go before it (default: all)")
 
 
-@METHODS.register("bm25", "the bm25 retriever over the statements", _retrieval_params("bm25"))
+@METHODS.register("bm25", "the bm25 retriever over the statements", _retrieval_params("bm25"),
+                  preload=_retrieval_preload("bm25"))
 def bm25(conversations: Sequence[Conversation], **params) -> PTKBRanker:
     """params: field, history (see turn_query), and the bm25 retriever's own (k1, b, ...)."""
     return RetrievalRanker("bm25", conversations, **params)
 
 
-@METHODS.register("dense", "the dense retriever over the statements", _retrieval_params("dense"))
+@METHODS.register("dense", "the dense retriever over the statements", _retrieval_params("dense"),
+                  preload=_retrieval_preload("dense"))
 def dense(conversations: Sequence[Conversation], **params) -> PTKBRanker:
     """params: field, history (see turn_query), and the dense retriever's own (model, ...)."""
     return RetrievalRanker("dense", conversations, **params)

@@ -284,9 +284,17 @@ def _load_model(path: str, device: str) -> tuple[SentenceTransformer, int]:
     return _read_model(path, device)
 
 
-def _read_model(path: str, device: str) -> tuple[SentenceTransformer, int]:
+def import_sentence_transformers() -> None:
+    """sentence-transformers (torch and transformers with it), told first to stay offline:
+    what loading a bi- or cross-encoder imports, and what the dense and rerank retrievers
+    declare as their `preload` (a first import takes 14 s, most of it compiling)."""
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    import sentence_transformers  # noqa: F401
+
+
+def _read_model(path: str, device: str) -> tuple[SentenceTransformer, int]:
+    import_sentence_transformers()
     from sentence_transformers import SentenceTransformer
 
     try:

@@ -30,7 +30,7 @@ from harness.errors import HarnessError
 from harness.registry import Param, Registry
 from harness.retrieve import BATCH_SIZE, DEVICE, RETRIEVERS, THREADS, Retriever, SearchQuery
 from harness.retrieve._embeddings import (
-    DTYPES, Encoder, PassageVectors, check_dtype, load_encoder, passage_vectors,
+    DTYPES, Encoder, PassageVectors, check_dtype, import_sentence_transformers, load_encoder, passage_vectors,
 )
 from harness.trec import Run
 
@@ -116,7 +116,7 @@ class DenseRetriever:
     Param("approx", str | None, None, "hnsw or ivfpq: an approximate faiss index proposes candidates, "
           "re-scored exactly"),
     Param("approx_depth", int | None, None, "candidates the approximate index proposes per shard (default: k)"),
-])
+], preload=import_sentence_transformers)
 def dense(
     corpus: Corpus | None = None,
     *,

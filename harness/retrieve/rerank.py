@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import functools
 import json
-import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -26,7 +25,7 @@ from harness.corpus import Corpus
 from harness.errors import HarnessError
 from harness.registry import Param
 from harness.retrieve import BATCH_SIZE, DEVICE, RETRIEVERS, THREADS, Retriever, SearchQuery
-from harness.retrieve._embeddings import default_device, passage_text, set_torch_threads
+from harness.retrieve._embeddings import default_device, import_sentence_transformers, passage_text, set_torch_threads
 from harness.retrieve.fusion import build_from_spec
 from harness.retrieve.specs import RetrieverSpecs
 from harness.trec import Run
@@ -97,7 +96,7 @@ class RerankRetriever:
     Param("max_length", int | None, None, "tokens per query and passage pair (default: the model's)"),
     BATCH_SIZE, DEVICE, THREADS,
     Param("index", str | None, None, "handed to the first stage (a config's `corpus: {index: NAME}`)"),
-])
+], preload=import_sentence_transformers)
 def rerank(
     corpus: Corpus | None = None,
     *,
@@ -161,8 +160,7 @@ def _is_cross_encoder(path: Path) -> bool:
 
 @functools.lru_cache(maxsize=2)
 def _load(path: str, device: str, max_length: int | None) -> CrossEncoder:
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    import_sentence_transformers()
     from sentence_transformers import CrossEncoder
 
     try:

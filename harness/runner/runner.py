@@ -15,8 +15,10 @@ from __future__ import annotations
 import hashlib
 import json
 import sys
+import threading
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -30,7 +32,8 @@ from harness.errors import HarnessError
 from harness.evaluate import JUDGED, Evaluation, Evaluator, RunFileOptions, evaluate_file, keep_measures, with_judged
 from harness.queries import inputs as strategy_inputs
 from harness.queries.llm import endpoints as llm_endpoints
-from harness.retrieve import Retriever, SearchQuery, build, shared_retrievers
+from harness.retrieve import RETRIEVERS, Retriever, SearchQuery, build, shared_retrievers
+from harness.retrieve.specs import retriever_names
 from harness.paths import file_in
 from harness.runner import provenance
 from harness.runner.config import Config, Experiment, RunSpec
@@ -171,13 +174,16 @@ def json_path(output: Path, run: RunSpec) -> Path:
     return file_in(output, f"{run.tag}.json")
 
 
+def _has_files(run: RunSpec, output: Path) -> bool:
+    return run_path(output, run).is_file() and json_path(output, run).is_file()
+
+
 def is_finished(prepared: Prepared, output: Path) -> bool:
     """Both files present and the JSON records the same inputs hash."""
-    run_file, meta_file = run_path(output, prepared.run), json_path(output, prepared.run)
-    if not (run_file.is_file() and meta_file.is_file()):
+    if not _has_files(prepared.run, output):
         return False
     try:
-        recorded = json.loads(meta_file.read_text(encoding="utf-8")).get("hash")
+        recorded = json.loads(json_path(output, prepared.run).read_text(encoding="utf-8")).get("hash")
     except (json.JSONDecodeError, UnicodeDecodeError, AttributeError):
         return False
     return recorded == prepared.digest
@@ -312,7 +318,8 @@ def run_config(
     outcomes = []
     selected = {run.tag for run in config.runs(only)}
     # one writer per output folder: a second run waits, then skips what the first finished
-    with folder_lock(output, log), shared_retrievers(), llm_endpoints(config.llm):
+    with folder_lock(output, log), shared_retrievers(), llm_endpoints(config.llm), \
+            preloading(preloads(run for run in config.runs(only) if force or not _has_files(run, output))):
         for run in config.runs():
             if run.tag not in selected:
                 if with_finished and (outcome := _finished_outcome(run, workspace, output, log)) is not None:
@@ -328,6 +335,41 @@ def run_config(
             outcomes.append(Outcome(run, run_path(output, run), skipped, prepared.qrels, scored.evaluation,
                                     scored.judged, prepared.benchmark))
     return outcomes
+
+
+def preloads(runs: Iterable[RunSpec]) -> list[Callable[[], object]]:
+    """What the runs' retrievers, and those nested in them, declare they can load before they
+    are built (`Declaration.preload`: torch and sentence-transformers, say), each once. The
+    runner asks it for the runs whose files are not there yet: those it is sure to make."""
+    loads: dict[Callable[[], object], None] = {}
+    for run in runs:
+        registry = TASKS.get(run.experiment.task).retrievers()
+        name, params = run.retriever.name, run.retriever.params
+        for named in retriever_names(name, params) if registry is RETRIEVERS else [name]:
+            if (preload := registry.declaration(named).preload) is not None:
+                loads.setdefault(preload)
+    return list(loads)
+
+
+@contextmanager
+def preloading(loads: list[Callable[[], object]]) -> Iterator[None]:
+    """The block runs while one background thread runs `loads` in turn: the demo's first run
+    imports torch and sentence-transformers (14 s on one core, most of it compiling) while its
+    BM25 runs go. A load that fails is left to the build, which says what is wrong."""
+    def run() -> None:
+        for preload in loads:
+            try:
+                preload()
+            except Exception:  # noqa: BLE001 - reported by the build that needs it
+                pass
+
+    if not loads:
+        yield
+        return
+    thread = threading.Thread(target=run, name="preload", daemon=True)
+    thread.start()
+    yield
+    thread.join()  # not on an error: an interrupted run does not wait for an import
 
 
 def _finished_outcome(run: RunSpec, workspace: Workspace, output: Path, log: TextIO) -> Outcome | None:
