@@ -172,9 +172,9 @@ def top_candidates(terms, weights, k, window, starts, postings, freqs, big_freqs
             if cursor[i] - first[i] <= 16 * count:  # read the term's postings in the window
                 for p in range(first[i], cursor[i]):
                     local = postings[p] - start
-                    score = np.float64(
-                        _score(weights[i], _frequency(freqs, big_freqs, p), norm_inverse[norms[start + local]]))
-                    sums[local] = sums[local] if bits[local] == _UNTOUCHED_BITS else sums[local] + score
+                    if bits[local] != _UNTOUCHED_BITS:  # scored only for a document still in play
+                        sums[local] += np.float64(
+                            _score(weights[i], _frequency(freqs, big_freqs, p), norm_inverse[norms[start + local]]))
             else:  # or look the documents up in them, in order
                 if not ordered:
                     touched[:count].sort()
