@@ -15,6 +15,7 @@ evaluated against the NIST PTKB qrels (qrels/ikat/ptkb_rel_nist, 2023 test turns
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Literal, Protocol
 
@@ -110,44 +111,31 @@ class RetrievalRanker:
         })
 
 
-def _retrieval_params(retriever: str) -> Callable[[], list[Param]]:
-    """A retrieval method's parameters: how a turn's query is made, then its retriever's own
-    (read from the retriever's declaration when first asked)."""
+FIELD = Param("field", Literal[QUERY_FIELDS], "utterance", "the turn's text the query ends with")
+HISTORY = Param("history", int | None, None, "how many earlier user utterances go before it (default: all)")
+
+
+def _retrieval_method(retriever: str) -> None:
+    """Registers the method `retriever`: that retriever over the statements (RetrievalRanker),
+    taking how a turn's query is made (field, history) and then the retriever's own parameters,
+    and preloading what the retriever preloads (both read from its declaration when asked)."""
     def params() -> list[Param]:
         from harness.retrieve import RETRIEVERS
 
         return [FIELD, HISTORY, *RETRIEVERS.declaration(retriever).params]
 
-    return params
-
-
-def _retrieval_preload(retriever: str) -> Callable[[], object]:
-    """A retrieval method's preload: its retriever's (`Declaration.preload`), if it has one."""
     def preload() -> object:
         from harness.retrieve import RETRIEVERS
 
         own = RETRIEVERS.declaration(retriever).preload
         return own() if own is not None else None
 
-    return preload
+    METHODS.add(retriever, functools.partial(RetrievalRanker, retriever),
+                f"the {retriever} retriever over the statements", params, preload=preload)
 
 
-FIELD = Param("field", Literal[QUERY_FIELDS], "utterance", "the turn's text the query ends with")
-HISTORY = Param("history", int | None, None, "how many earlier user utterances go before it (default: all)")
-
-
-@METHODS.register("bm25", "the bm25 retriever over the statements", _retrieval_params("bm25"),
-                  preload=_retrieval_preload("bm25"))
-def bm25(conversations: Sequence[Conversation], **params) -> PTKBRanker:
-    """params: field, history (see turn_query), and the bm25 retriever's own (k1, b, ...)."""
-    return RetrievalRanker("bm25", conversations, **params)
-
-
-@METHODS.register("dense", "the dense retriever over the statements", _retrieval_params("dense"),
-                  preload=_retrieval_preload("dense"))
-def dense(conversations: Sequence[Conversation], **params) -> PTKBRanker:
-    """params: field, history (see turn_query), and the dense retriever's own (model, ...)."""
-    return RetrievalRanker("dense", conversations, **params)
+_retrieval_method("bm25")
+_retrieval_method("dense")
 
 
 class GoldRanker:
