@@ -78,6 +78,20 @@ def test_pruning_window_by_window_changes_no_hit(index, turns):
     assert fast_rm3.search(turns[:100], 10) == lucene_rm3.search(turns[:100], 10)
 
 
+@pytest.mark.java
+def test_bm25s_preload_compiles_every_kernel_a_search_runs(index, turns):
+    """After the preload (run on one posting), searching a real export compiles nothing more:
+    the types the preload passes are the search's, read-only memory maps included."""
+    from harness.retrieve import RETRIEVERS, lucene_kernels
+
+    RETRIEVERS.declaration("bm25").preload()
+    kernels = (lucene_kernels.top_candidates, lucene_kernels.adjust_ties, lucene_kernels.block_bounds)
+    compiled = [len(kernel.signatures) for kernel in kernels]
+    assert all(compiled)
+    build("bm25", corpus=None, index=index).search(turns[:4], k=10)
+    assert [len(kernel.signatures) for kernel in kernels] == compiled
+
+
 def ikat_passages() -> list[Document]:
     return [d for name in CORPORA for d in topics.load(name).corpus.documents()]
 

@@ -186,6 +186,13 @@ def _index_folder(index: str) -> tuple[str, str | None]:
         raise HarnessError(f"cannot download pyserini prebuilt index {index!r}: {error}") from None
 
 
+def _compiled_kernels() -> None:
+    """bm25's preload: the numpy route's loops compiled (numba) before the first search."""
+    from harness.retrieve.lucene_kernels import compile_kernels
+
+    compile_kernels()
+
+
 @RETRIEVERS.register("bm25", "BM25 (optionally with RM3) over a Lucene index, scored as pyserini scores it", [
     Param("index", str | None, None, "a Lucene index folder or pyserini prebuilt index name (default: the "
           "corpus's own index, built on first use)"),
@@ -199,7 +206,7 @@ def _index_folder(index: str) -> tuple[str, str | None]:
     Param("maxp", bool, False, "rank documents by their best passage (ids `<docid>:<n>`, as iKAT's)"),
     Param("backend", Literal[BACKENDS], "numpy",
           "numpy: exact Lucene scores in numpy; pyserini: Anserini's own search"),
-])
+], preload=_compiled_kernels)
 def bm25(corpus: Corpus | None = None, *, index: str | None = None, k1: float = 0.9, b: float = 0.4,
          rm3: bool = False, fb_terms: int = 10, fb_docs: int = 10, original_weight: float = 0.5,
          threads: int | None = None, maxp: bool = False, backend: str = "numpy") -> BM25:

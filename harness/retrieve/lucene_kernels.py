@@ -237,3 +237,22 @@ def adjust_ties(scores):
         ties = ties + _F32(1) if i > 0 and not adjusted[i - 1] - rounded > _F32(1e-4) else _F32(0)
         adjusted[i] = rounded - _F32(1e-6) * ties
     return adjusted
+
+
+def compile_kernels() -> None:
+    """The kernels compiled (or read from numba's cache) for the argument types a search
+    passes, by running them on a one-posting index: the bm25 retriever's preload, so that a
+    first search does not wait 5 s for the compiler. The postings and frequencies are
+    read-only, as the memory-mapped export's are (numba compiles each kind apart)."""
+    def read_only(array: np.ndarray) -> np.ndarray:
+        array.setflags(write=False)
+        return array
+
+    starts, first_blocks = np.array([0, 1], dtype=np.int64), np.array([0, 1], dtype=np.int64)
+    postings, freqs = read_only(np.zeros(1, dtype=np.int32)), read_only(np.ones(1, dtype=np.uint16))
+    big_freqs, norms = np.zeros((0, 2), dtype=np.int64), np.ones(1, dtype=np.uint8)
+    max_tf, min_norm = block_bounds(starts, first_blocks, postings, freqs, big_freqs, norms)
+    inverse = np.ones(256, dtype=_F32)
+    _, scores = top_candidates(np.zeros(1, dtype=np.int64), np.ones(1, dtype=_F32), 1, WINDOW, starts, postings,
+                               freqs, big_freqs, norms, inverse, first_blocks, max_tf, min_norm, inverse.copy())
+    adjust_ties(scores)
