@@ -18,13 +18,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     from harness.judge.cli_judge import add_llm_arguments
     from harness.report.stats import CORRECTIONS, DEFAULT_RESAMPLES, DEFAULT_SEED, TESTS
     from harness.responses.judges import JUDGE_NAMES
+    from harness.responses.readers import FORMATS
 
     sub = parser.add_subparsers(dest="responses_command", required=True, metavar="ACTION")
     ev = sub.add_parser("eval", help="score response runs against nuggets, with a leaderboard and paired tests")
     ev.add_argument("responses", nargs="+", metavar="RESPONSES",
                     help="response files: iKAT 2023/2024 JSON, iKAT 2025 JSONL, TREC RAG 2024/2025 JSONL, "
                          "CONE-RAG {turn: {run: response}} JSON (several runs)")
-    ev.add_argument("--response-format", choices=("ikat-json", "ikat-2025-jsonl", "trec-rag-jsonl", "cone-rag-json"),
+    ev.add_argument("--response-format", choices=FORMATS.names(),
                     help="the responses' format (default: told from the content)")
     ev.add_argument("--nuggets", required=True, metavar="BANK",
                     help="nugget bank: CONE-RAG gold nuggets JSON (grades 1-4) or nuggetizer nuggets JSONL")
