@@ -543,6 +543,11 @@ class Registry(Generic[T]):
         self._load()
         return sorted({*self._items, *self._entry_points, *self._using.get()})
 
+    def built_ins(self) -> list[str]:
+        """The harness's own names, sorted; no plug-in is listed, or imported to find out."""
+        self._load()
+        return sorted(name for name in self._items if name not in self._origins)
+
 
 def _distribution(point: Any) -> str:
     dist = getattr(point, "dist", None)

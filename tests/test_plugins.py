@@ -90,6 +90,15 @@ def test_an_installed_plugin_is_used_by_its_entry_point_name(plugin_python, tmp_
     assert done.returncode == 2 and "experiments[0].strategies[1]: unknown query strategy 'last_two'" in done.stderr
 
 
+@pytest.mark.slow
+def test_the_readme_tables_list_no_installed_plugin_and_import_none(plugin_python):
+    """`harness components --format markdown` writes the harness's own components only."""
+    probe = ("import sys; from harness.runner.cli_components import markdown; table = markdown('retriever'); "
+             f"print('| `bm25` |' in table, '`overlap`' in table, {MODULE!r} in sys.modules)")
+    done = subprocess.run([str(plugin_python), "-c", probe], capture_output=True, text=True, timeout=120)
+    assert done.stdout.split() == ["True", "False", "False"], done.stderr
+
+
 def test_a_python_spec_names_a_function_in_the_current_folder(in_folder):
     config = _config(in_folder, ["python:mine:last_two"], ["python:mine:overlap"])
     assert main(["run", str(config)]) == 0

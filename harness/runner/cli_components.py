@@ -138,9 +138,7 @@ def markdown(kind: str) -> str:
     benchmark = kind == "benchmark"
     head = ["name", "splits", "summary", "turn fields"] if benchmark else ["name", "summary", "parameters"]
     rows = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    for name in components.names():
-        if components.origin(name) is not None:
-            continue
+    for name in components.built_ins():
         declaration = components.declaration(name)
         if benchmark:
             cells = [f"`{name}`", ", ".join(f"`{s}`" for s in declaration.splits), declaration.summary,
