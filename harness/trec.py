@@ -88,12 +88,17 @@ class Run(Mapping[str, Ranking]):
     trailing: int = 0  # lines with text after the sixth field (ignored, as trec_eval does)
 
     @classmethod
-    def of(cls, rankings: Mapping[str, Iterable[tuple[str, float]]], name: str = "run") -> "Run":
+    def of(cls, rankings: Mapping[str, Iterable[tuple[str, float]] | dict[str, float]], name: str = "run") -> "Run":
         """From best-first (docid, score) rankings. A document repeated within a ranking keeps
-        its first (best) score and is counted in `duplicates`, as `read_run` keeps it."""
+        its first (best) score and is counted in `duplicates`, as `read_run` keeps it. A ranking
+        may also be a {docid: score} dict in best-first order, which holds no repeat: it is
+        taken as it is (a retriever builds it on its own threads, not here)."""
         scores: dict[str, dict[str, float]] = {}
         duplicates = 0
         for qid, ranking in rankings.items():
+            if isinstance(ranking, dict):
+                scores[qid] = ranking
+                continue
             pairs = ranking if isinstance(ranking, (list, tuple)) else list(ranking)
             kept = dict(pairs)
             if len(kept) != len(pairs):  # dict() keeps a repeat's last score; the first is the best

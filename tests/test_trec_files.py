@@ -25,6 +25,13 @@ def test_a_document_repeated_in_a_ranking_keeps_its_first_score_as_read_run_keep
     assert read_run(tmp_path / "r.run").scores == run.scores
 
 
+def test_a_ranking_given_as_a_best_first_dict_is_taken_as_it_is():
+    ranking = {"d3": 3.5, "d1": 2.25}
+    run = Run.of({"q1": ranking, "q2": [("d2", 1.0)]})
+    assert run["q1"] == [Hit("d3", 3.5), Hit("d1", 2.25)] and run == Run.of({"q1": list(ranking.items()),
+                                                                               "q2": [("d2", 1.0)]})
+
+
 def test_two_runs_are_equal_only_when_they_rank_in_the_same_order():
     assert Run.of({"q": [("a", 1.0), ("b", 1.0)]}) == Run.of({"q": [("a", 1.0), ("b", 1.0)]})
     assert Run.of({"q": [("a", 1.0), ("b", 1.0)]}) != Run.of({"q": [("b", 1.0), ("a", 1.0)]})

@@ -20,7 +20,7 @@ import gc
 import math
 import os
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from functools import lru_cache
 from pathlib import Path
@@ -125,10 +125,11 @@ class BM25:
         with _collector_paused():  # a million short-lived hits would set the GC off again and again
             found = self._search_numpy(queries, depth) if self.scorer else self._search_pyserini(queries, depth)
             if self.maxp:  # iKAT/ClueWeb22 passage ids: `<docid>:<n>`
-                found = [maxp(ranking, ":")[:k] for ranking in found]
+                found = [maxp(_pairs(ranking), ":")[:k] for ranking in found]
             return Run.of(dict(zip(qids, found)))
 
-    def _search_numpy(self, queries: Sequence[SearchQuery], depth: int) -> list[list[tuple[str, float]]]:
+    def _search_numpy(self, queries: Sequence[SearchQuery],
+                      depth: int) -> list[dict[str, float] | list[tuple[str, float]]]:
         texts = [query.text for query in queries]
         if self.rm3:
             bags = [feedback_query(self.anserini, text) for text in texts]
@@ -146,6 +147,10 @@ class BM25:
             results = self.searcher.batch_search([q.text for q in batch], qids, k=depth, threads=self.threads)
             found += [[(hit.docid, hit.score) for hit in results.get(qid, ())] for qid in qids]
         return found
+
+
+def _pairs(ranking: dict[str, float] | list[tuple[str, float]]) -> Iterable[tuple[str, float]]:
+    return ranking.items() if isinstance(ranking, dict) else ranking
 
 
 @contextmanager

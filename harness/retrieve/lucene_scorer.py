@@ -247,14 +247,19 @@ class LuceneScorer:
         df = np.diff(index.starts).astype(np.float64)
         self.idf = np.log(1 + (index.doc_count - df + 0.5) / (df + 0.5)).astype(_F32)
 
-    def search(self, queries: Sequence[dict[str, float]], k: int, threads: int = 1) -> list[list[tuple[str, float]]]:
-        """Top k (docid, score) per query, each query a {analysed term: boost} bag; queries
-        are spread over `threads` threads (the compiled loops let go of the GIL)."""
+    def search(self, queries: Sequence[dict[str, float]], k: int,
+               threads: int = 1) -> list[dict[str, float] | list[tuple[str, float]]]:
+        """Top k per query, each query a {analysed term: boost} bag, as a best-first {docid:
+        score} dict (made on the worker threads: one on the caller's took 10% of a search), or
+        as (docid, score) pairs where the index repeats an external id (`Run.of` keeps the
+        first). Queries are spread over `threads` threads (the compiled loops let go of the GIL)."""
         from harness.retrieve.lucene_kernels import adjust_ties
 
-        def top(query: dict[str, float]) -> list[tuple[str, float]]:
+        def top(query: dict[str, float]) -> dict[str, float] | list[tuple[str, float]]:
             docs, scores = self._top(query, k)
-            return list(zip(self.index.docids[docs].tolist(), adjust_ties(scores).tolist()))
+            docids, adjusted = self.index.docids[docs].tolist(), adjust_ties(scores).tolist()
+            ranking = dict(zip(docids, adjusted))
+            return ranking if len(ranking) == len(docids) else list(zip(docids, adjusted))
 
         if threads > 1 and len(queries) > 1:
             with ThreadPoolExecutor(threads) as pool:
