@@ -256,6 +256,15 @@ def test_default_ikat_pool_is_the_894_shipped_provenance_passages():
     assert sum(1 for _ in Workspace().corpus(experiment).documents()) == 894
 
 
+def _raw_pragmaticqa(folder: Path, retrievers: list) -> Path:
+    """A config of PragmatiCQA val's raw queries, scored by RR, with these retrievers."""
+    config = folder / "preload.yaml"
+    config.write_text(yaml.safe_dump({"k": 10, "output": str(folder / "runs"), "experiments": [
+        {"name": "pqa", "topics": "pragmaticqa:val", "strategies": ["raw"], "measures": ["RR"], "retrievers": retrievers},
+    ]}), encoding="utf-8")
+    return config
+
+
 def test_run_starts_the_declared_preloads_of_the_runs_it_will_make_in_the_background(tmp_path):
     """A retriever's `preload` (torch's import, for dense) runs once, on a thread of its own,
     for runs whose files are not there yet, a retriever nested in fusion's included; a second
@@ -269,11 +278,7 @@ def test_run_starts_the_declared_preloads_of_the_runs_it_will_make_in_the_backgr
     def one(query, k):
         return [("d1", 1.0)]
 
-    config = tmp_path / "preload.yaml"
-    config.write_text(yaml.safe_dump({"k": 10, "output": str(tmp_path / "runs"), "experiments": [
-        {"name": "pqa", "topics": "pragmaticqa:val", "strategies": ["raw"], "measures": ["RR"],
-         "retrievers": [{"name": "rrf", "params": {"retrievers": [{"name": "one"}, {"name": "one"}]}}]},
-    ]}), encoding="utf-8")
+    config = _raw_pragmaticqa(tmp_path, [{"name": "rrf", "params": {"retrievers": [{"name": "one"}, {"name": "one"}]}}])
     with RETRIEVERS.using({"one": one}):
         assert main(["run", str(config)]) == 0
         assert threads == ["preload"]
@@ -291,10 +296,7 @@ def test_a_preload_that_fails_leaves_the_error_to_the_build(tmp_path):
     def one(query, k):
         return [("d1", 1.0)]
 
-    config = tmp_path / "preload.yaml"
-    config.write_text(yaml.safe_dump({"k": 10, "output": str(tmp_path / "runs"), "experiments": [
-        {"name": "pqa", "topics": "pragmaticqa:val", "strategies": ["raw"], "measures": ["RR"], "retrievers": ["one"]},
-    ]}), encoding="utf-8")
+    config = _raw_pragmaticqa(tmp_path, ["one"])
     with RETRIEVERS.using({"one": one}):
         assert main(["run", str(config)]) == 0
     assert (tmp_path / "runs" / "pragmaticqa-val.raw.one.run").is_file()

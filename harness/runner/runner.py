@@ -316,10 +316,11 @@ def run_config(
         raise HarnessError(f"output {str(output)!r} is a file, expected a folder")
     workspace = Workspace()
     outcomes = []
-    selected = {run.tag for run in config.runs(only)}
+    selected_runs = config.runs(only)
+    selected = {run.tag for run in selected_runs}
     # one writer per output folder: a second run waits, then skips what the first finished
     with folder_lock(output, log), shared_retrievers(), llm_endpoints(config.llm), \
-            preloading(preloads(run for run in config.runs(only) if force or not _has_files(run, output))):
+            preloading(preloads(run for run in selected_runs if force or not _has_files(run, output))):
         for run in config.runs():
             if run.tag not in selected:
                 if with_finished and (outcome := _finished_outcome(run, workspace, output, log)) is not None:
