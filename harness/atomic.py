@@ -1,7 +1,7 @@
 """Atomic output: a file appears under its final name complete, or not at all.
 
-Temporary names carry the writer's pid (`.NAME.PID.XXXXXXXX.tmp`, and for folders
-`.NAME.building.PID.XXXXXXXX`), so that a later writer removes what a killed process left
+Temporary names carry the writer's pid (`.NAME.PID.RANDOM.tmp`, and for folders
+`.NAME.building.PID.RANDOM`), so that a later writer removes what a killed process left
 and never what a live one is still writing. A process id reused by an unrelated live
 process keeps its leftover until that process ends: at worst a stale file stays, nothing
 live is ever deleted.
@@ -12,10 +12,10 @@ from __future__ import annotations
 import fcntl
 import os
 import re
+import secrets
 import shutil
 import stat
 import sys
-import tempfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -50,8 +50,10 @@ def atomic_write(path: str | Path, mode: str = "w", encoding: str | None = "utf-
             yield handle
         return
     target = Path(os.path.realpath(path))  # a symlink's file is replaced, not the link
-    fd, tmp_name = _opened(path, lambda: _temp_file(target))
-    try:
+    _opened(path, lambda: _clear_leftovers(target.parent, f".{target.name}", ".tmp"))
+    tmp_name = _temp_name(target.parent, f".{target.name}", ".tmp")
+    try:  # named before it exists: an interrupt arriving just after its creation still removes it
+        fd = _opened(path, lambda: os.open(tmp_name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o666))
         with os.fdopen(fd, mode, encoding=None if binary else encoding) as handle:
             yield handle
             handle.flush()
@@ -89,12 +91,15 @@ def _kind(target: Path) -> str | None:
     return "folder" if stat.S_ISDIR(mode) else "file" if stat.S_ISREG(mode) else "special"
 
 
-def _temp_file(target: Path) -> tuple[int, str]:
-    target.parent.mkdir(parents=True, exist_ok=True)
-    remove_leftovers(target.parent, f".{target.name}", ".tmp")
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.{os.getpid()}.", suffix=".tmp", dir=target.parent)
-    os.fchmod(fd, 0o666 & ~_umask())  # mkstemp makes 0600; outputs get the usual permissions
-    return fd, tmp_name
+def _clear_leftovers(parent: Path, stem: str, suffix: str = "") -> None:
+    parent.mkdir(parents=True, exist_ok=True)
+    remove_leftovers(parent, stem, suffix)
+
+
+def _temp_name(parent: Path, stem: str, suffix: str = "") -> Path:
+    """`parent/STEM.PID.RANDOM SUFFIX`, not yet made: the caller holds the name before the file
+    or folder exists, so the cleanup that follows an interrupt always knows what to remove."""
+    return parent / f"{stem}.{os.getpid()}.{secrets.token_hex(8)}{suffix}"
 
 
 T = TypeVar("T")
@@ -108,18 +113,18 @@ def _opened(path: Path, action: Callable[[], T]) -> T:
         raise OutputError(f"cannot write {path}: {error.strerror or error}") from None
 
 
-def _umask() -> int:
-    current = os.umask(0)
-    os.umask(current)
-    return current
-
-
-def temp_folder(parent: Path, stem: str) -> Path:
-    """A new hidden folder `parent/STEM.PID.XXXXXXXX`, after removing the ones dead
-    processes left under the same stem (e.g. `.NAME.building` for an index being built)."""
-    parent.mkdir(parents=True, exist_ok=True)
-    remove_leftovers(parent, stem)
-    return Path(tempfile.mkdtemp(prefix=f"{stem}.{os.getpid()}.", dir=parent))
+@contextmanager
+def temp_folder(parent: Path, stem: str) -> Iterator[Path]:
+    """A new hidden folder `parent/STEM.PID.RANDOM` (e.g. `.NAME.building` for an index
+    being built), after removing the ones dead processes left under the same stem; removed on
+    leaving with whatever it still holds, so the caller renames what it keeps out of it first."""
+    _clear_leftovers(parent, stem)
+    folder = _temp_name(parent, stem)
+    try:
+        folder.mkdir()
+        yield folder
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def remove_leftovers(folder: Path, stem: str, suffix: str = "") -> None:

@@ -200,9 +200,26 @@ def test_an_index_build_removes_building_folders_of_dead_processes_only(tmp_path
     live = tmp_path / f".idx.building.{os.getppid()}.abcdefgh"
     for folder in (dead, live):
         (folder / "jsonl").mkdir(parents=True)
-    new = temp_folder(tmp_path, ".idx.building")
-    assert new.name.startswith(f".idx.building.{os.getpid()}.")
-    assert not dead.exists() and live.exists()
+    with temp_folder(tmp_path, ".idx.building") as new:
+        assert new.name.startswith(f".idx.building.{os.getpid()}.") and new.is_dir()
+        assert not dead.exists() and live.exists()
+    assert not new.exists()
+
+
+def test_an_interrupt_just_after_the_temp_file_is_made_still_removes_it(tmp_path, monkeypatch):
+    """Ctrl-C lands between the kernel making the temp file and Python holding its descriptor
+    (likely when another thread holds the GIL): the name was chosen first, so it goes."""
+    real_open = os.open
+
+    def open_then_interrupted(*args, **kwargs):
+        real_open(*args, **kwargs)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(os, "open", open_then_interrupted)
+    with pytest.raises(KeyboardInterrupt), atomic_write(tmp_path / "x.run") as handle:
+        handle.write("never\n")
+    monkeypatch.undo()
+    assert not list(tmp_path.iterdir())
 
 
 def test_java_children_die_with_their_parent(tmp_path):

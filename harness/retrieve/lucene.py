@@ -56,8 +56,7 @@ def build_index(
         raise HarnessError(f"{out} already exists; pass --force to rebuild it")
     threads = threads or default_threads()
     java_home(), anserini_jar()  # finds Java and Anserini before any work is done
-    building = temp_folder(out.parent, f".{out.name}.building")
-    try:
+    with temp_folder(out.parent, f".{out.name}.building") as building:
         dump = building / "jsonl"  # next to the index, not in a possibly small /tmp
         dump.mkdir()
         count = _dump_jsonl(corpus, dump)
@@ -73,8 +72,6 @@ def build_index(
         if out.exists():  # --force: the old index goes only once the new one is complete
             shutil.rmtree(out)
         os.replace(building / "index", out)
-    finally:
-        shutil.rmtree(building, ignore_errors=True)
     return out
 
 

@@ -204,8 +204,7 @@ def _export(reader, target: Path, key: dict) -> Path | str:
         exporter = autoclass(EXPORTER)
     except JavaException:  # a JVM started by someone else before harness (ensure_jvm) could
         return f"{EXPORTER} is not on the running JVM's class path"
-    building = temp_folder(target.parent, f".{target.name}.building")
-    try:
+    with temp_folder(target.parent, f".{target.name}.building") as building:
         why = exporter.export(reader, FIELD, ID_FIELD, str(building))
         if why:
             return why
@@ -220,8 +219,6 @@ def _export(reader, target: Path, key: dict) -> Path | str:
         if target.exists():  # another commit's export, or one another process just finished
             shutil.rmtree(target)
         os.replace(building, target)
-    finally:
-        shutil.rmtree(building, ignore_errors=True)
     return target
 
 
