@@ -4,7 +4,7 @@ A retriever is built once from its config parameters and then searches many quer
 registers with a one-line summary and its parameters (`Param`s: type, default, description),
 which a config's `params:` are checked against when it is read (harness.retrieve.specs):
 
-    retriever = RETRIEVERS.get("bm25")(index=..., k1=0.9, b=0.4)
+    retriever = build("bm25", index=..., k1=0.9, b=0.4)   # checked as a config's params are
     run = retriever.search(queries, k=1000)   # a harness.trec.Run: run[qid] is [Hit, ...], best first
 
 Heavy libraries (pyserini, torch, sentence-transformers, faiss) are imported inside the
@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from harness.errors import HarnessError
-from harness.registry import Param, Registry
+from harness.registry import Param, Registry, check_params
 from harness.trec import Hit, Run  # Hit: re-exported, a run's items (run[qid] is [Hit, ...])
 
 
@@ -49,9 +49,12 @@ BATCH_SIZE = Param("batch_size", int, 32, "texts encoded at once")
 
 
 def build(name: str, **params) -> Retriever:
-    """The named retriever; a parameter it does not take is a one-line HarnessError.
+    """The named retriever; a parameter it does not take, or a value not of its declared type,
+    is a one-line HarnessError, as in a config (so factories need not check them again).
     Inside `shared_retrievers()`, the one already built with the same parameters."""
     factory = RETRIEVERS.get(name)
+    given = {key: value for key, value in params.items() if key != "corpus"}  # the harness's, not a config's
+    check_params(RETRIEVERS.declaration(name), given, f"build({name!r})", "retriever")  # `build('rrf').depth: ...`
     check_parameters(name, factory, **params)
     shared = _SHARED.get()
     if shared is None:

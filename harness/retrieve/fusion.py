@@ -19,7 +19,7 @@ from collections.abc import Callable, Mapping, Sequence
 
 from harness.corpus import Corpus
 from harness.errors import HarnessError
-from harness.registry import AtLeast, Param
+from harness.registry import REQUIRED, AtLeast, Param
 from harness.retrieve import RETRIEVERS, Retriever, SearchQuery, build
 from harness.retrieve.specs import RetrieverSpecs, parts
 from harness.trec import Hit, Ranking, Run
@@ -93,16 +93,6 @@ def build_sub_retrievers(corpus: Corpus | None, specs: list[Mapping], index: str
     return [build_from_spec(spec, corpus, index) for spec in specs]
 
 
-def check_specs(specs: object) -> list[Mapping]:
-    """`retrievers: [{name: ..., params: {...}}, ...]` from a config, checked before anything is built."""
-    if not isinstance(specs, Sequence) or isinstance(specs, str) or len(specs) < 2:
-        raise HarnessError("fusion needs `retrievers:` a list of two or more {name: ..., params: {...}} entries")
-    for position, spec in enumerate(specs, start=1):
-        if not isinstance(spec, Mapping) or not isinstance(spec.get("name"), str):
-            raise HarnessError(f"fusion retriever #{position} must be a mapping with a `name:`; got {spec!r}")
-    return list(specs)
-
-
 def build_from_spec(spec: Mapping, corpus: Corpus | None, index: str | None) -> Retriever:
     """A nested `{name, params, label}` spec (or the old flat `{name, param: ...}` shape) built."""
     name, params = parts(spec)
@@ -111,14 +101,8 @@ def build_from_spec(spec: Mapping, corpus: Corpus | None, index: str | None) -> 
     return build(name, corpus=corpus, **params)
 
 
-def _check_depth(depth: int) -> int:
-    if not isinstance(depth, int) or depth < 1:
-        raise HarnessError(f"fusion depth must be a positive integer; got {depth!r}")
-    return depth
-
-
 # what both fusions take besides their own
-SUB_RETRIEVERS = Param("retrievers", RetrieverSpecs(least=2), None, "the retrievers fused: {name, params} each")
+SUB_RETRIEVERS = Param("retrievers", RetrieverSpecs(least=2), REQUIRED, "the retrievers fused: {name, params} each")
 DEPTH = Param("depth", AtLeast(1), DEFAULT_DEPTH, "hits asked of each retriever per query (at least k)")
 FUSED_INDEX = Param("index", str | None, None, "handed to each retriever that names none (a config's "
                     "`corpus: {index: NAME}`)")
@@ -129,16 +113,16 @@ FUSED_INDEX = Param("index", str | None, None, "handed to each retriever that na
 def rrf(
     corpus: Corpus | None = None,
     *,
-    retrievers: object = None,
+    retrievers: Sequence[Mapping],
     k: float = 60,
     depth: int = DEFAULT_DEPTH,
     index: str | None = None,
 ) -> FusionRetriever:
-    """Reciprocal rank fusion; `k` is RRF's rank constant (60), not the number of hits."""
-    if not isinstance(k, (int, float)) or k < 0:
+    """Reciprocal rank fusion; `k` is RRF's rank constant (60), not the number of hits. The
+    parameters' types are checked by `build`, as declared above."""
+    if k < 0:
         raise HarnessError(f"rrf k (the rank constant) must be a number >= 0; got {k!r}")
-    specs, depth = check_specs(retrievers), _check_depth(depth)
-    subs = build_sub_retrievers(corpus, specs, index)
+    subs = build_sub_retrievers(corpus, retrievers, index)
     return FusionRetriever(subs, lambda rankings: reciprocal_rank_fusion(rankings, k), depth)
 
 
@@ -148,21 +132,17 @@ def rrf(
 def linear(
     corpus: Corpus | None = None,
     *,
-    retrievers: object = None,
+    retrievers: Sequence[Mapping],
     weights: Sequence[float] | None = None,
     depth: int = DEFAULT_DEPTH,
     index: str | None = None,
 ) -> FusionRetriever:
-    """Weighted sum of min-max normalised scores; equal weights (1/n) unless given."""
-    specs, depth = check_specs(retrievers), _check_depth(depth)
+    """Weighted sum of min-max normalised scores; equal weights (1/n) unless given. The
+    parameters' types are checked by `build`, as declared above."""
     if weights is None:
-        weights = [1.0 / len(specs)] * len(specs)
-    if (
-        not isinstance(weights, Sequence)
-        or len(weights) != len(specs)
-        or not all(isinstance(weight, (int, float)) for weight in weights)
-    ):
-        raise HarnessError(f"linear fusion needs one number per retriever ({len(specs)}); got weights {weights!r}")
+        weights = [1.0 / len(retrievers)] * len(retrievers)
+    if len(weights) != len(retrievers):
+        raise HarnessError(f"linear fusion needs one number per retriever ({len(retrievers)}); got weights {weights!r}")
     weights = [float(weight) for weight in weights]
-    subs = build_sub_retrievers(corpus, specs, index)
+    subs = build_sub_retrievers(corpus, retrievers, index)
     return FusionRetriever(subs, lambda rankings: linear_fusion(rankings, weights), depth)

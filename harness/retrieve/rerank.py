@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 
 from harness.corpus import Corpus
 from harness.errors import HarnessError
-from harness.registry import Param
+from harness.registry import REQUIRED, Param
 from harness.retrieve import BATCH_SIZE, DEVICE, RETRIEVERS, THREADS, Retriever, SearchQuery
 from harness.retrieve._embeddings import default_device, import_sentence_transformers, passage_text, set_torch_threads
 from harness.retrieve.fusion import build_from_spec
@@ -90,7 +90,7 @@ class RerankRetriever:
 
 
 @RETRIEVERS.register("rerank", "a cross-encoder re-scores the top hits of a first-stage retriever", [
-    Param("first_stage", RetrieverSpecs(), None, "the retriever whose hits are re-scored: {name, params}"),
+    Param("first_stage", RetrieverSpecs(), REQUIRED, "the retriever whose hits are re-scored: {name, params}"),
     Param("model", str | None, None, "local cross-encoder folder (required: none ships offline)"),
     Param("depth", int | None, None, "first-stage hits re-scored per query (default: k)"),
     Param("max_length", int | None, None, "tokens per query and passage pair (default: the model's)"),
@@ -100,7 +100,7 @@ class RerankRetriever:
 def rerank(
     corpus: Corpus | None = None,
     *,
-    first_stage: object = None,
+    first_stage: Mapping,
     model: str | None = None,
     depth: int | None = None,
     max_length: int | None = None,
@@ -112,10 +112,8 @@ def rerank(
     """The first stage's hits re-scored by the cross-encoder (the parameters as declared above)."""
     if corpus is None:
         raise HarnessError("rerank needs a corpus: the cross-encoder reads the passages' text")
-    if not isinstance(first_stage, Mapping) or not isinstance(first_stage.get("name"), str):
-        raise HarnessError("rerank needs `first_stage: {name: ..., ...}`, the retriever whose hits it re-scores")
-    if depth is not None and (not isinstance(depth, int) or depth < 1):
-        raise HarnessError(f"rerank depth must be a positive integer; got {depth!r}")
+    if depth is not None and depth < 1:
+        raise HarnessError(f"rerank depth must be 1 or more; got {depth}")
     cross_encoder = load_cross_encoder(model, max_length=max_length, device=device, threads=threads)
     first = build_from_spec(first_stage, corpus, index)
     return RerankRetriever(corpus, first, cross_encoder, depth=depth, batch_size=batch_size)
