@@ -50,6 +50,12 @@ def test_rrf_ignores_scores_and_counts_a_repeated_docid_at_its_best_rank():
     assert as_pairs(fused) == [("x", 1 / 61), ("y", 1 / 63)]
 
 
+def test_a_limit_keeps_the_best_of_the_same_fused_list():
+    rankings = [ranked("a", "b", "c"), ranked("c", "d", "a")]
+    assert reciprocal_rank_fusion(rankings, k=0, limit=2) == reciprocal_rank_fusion(rankings, k=0)[:2]
+    assert linear_fusion(rankings, [0.5, 0.5], limit=1) == linear_fusion(rankings, [0.5, 0.5])[:1]
+
+
 def test_ties_break_by_docid_whatever_the_order_of_the_retrievers():
     first = reciprocal_rank_fusion([ranked("b", "a"), ranked("a", "b")], k=60)
     second = reciprocal_rank_fusion([ranked("a", "b"), ranked("b", "a")], k=60)

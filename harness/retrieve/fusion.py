@@ -27,10 +27,11 @@ from harness.trec import Hit, Ranking, Run
 DEFAULT_DEPTH = 1000
 
 
-def reciprocal_rank_fusion(rankings: Sequence[Ranking], k: float = 60) -> list[Hit]:
+def reciprocal_rank_fusion(rankings: Sequence[Ranking], k: float = 60, limit: int | None = None) -> list[Hit]:
     """Cormack, Clarke and Büttcher (SIGIR 2009): score(d) = sum over rankings of 1 / (k + rank),
     rank 1-based (the position in the list). A document a ranking did not return adds nothing
-    from it; a docid repeated within one ranking counts once, at its best rank."""
+    from it; a docid repeated within one ranking counts once, at its best rank. The best
+    `limit` (default: all)."""
     fused: dict[str, float] = defaultdict(float)
     for ranking in rankings:
         seen: set[str] = set()
@@ -38,19 +39,19 @@ def reciprocal_rank_fusion(rankings: Sequence[Ranking], k: float = 60) -> list[H
             if docid not in seen:
                 seen.add(docid)
                 fused[docid] += 1.0 / (k + rank)
-    return _best_first(fused)
+    return _best_first(fused, limit)
 
 
-def linear_fusion(rankings: Sequence[Ranking], weights: Sequence[float]) -> list[Hit]:
+def linear_fusion(rankings: Sequence[Ranking], weights: Sequence[float], limit: int | None = None) -> list[Hit]:
     """score(d) = sum of weight_i * minmax_i(d), with each ranking's scores min-max
     normalised to [0, 1] per query (all-equal scores become 1). A document a ranking did not
     return gets 0 from it: the same as that ranking's lowest returned hit. A docid repeated
-    within one ranking counts once, with its best score."""
+    within one ranking counts once, with its best score. The best `limit` (default: all)."""
     fused: dict[str, float] = defaultdict(float)
     for ranking, weight in zip(rankings, weights, strict=True):
         for docid, value in min_max(ranking).items():
             fused[docid] += weight * value
-    return _best_first(fused)
+    return _best_first(fused, limit)
 
 
 def min_max(ranking: Ranking) -> dict[str, float]:
@@ -70,12 +71,13 @@ def _best_hits(ranking: Ranking) -> dict[str, float]:
     return best
 
 
-def _best_first(scores: Mapping[str, float]) -> list[Hit]:
-    return [Hit(docid, score) for docid, score in sorted(scores.items(), key=lambda item: (-item[1], item[0]))]
+def _best_first(scores: Mapping[str, float], limit: int | None) -> list[Hit]:
+    """Cut before the Hits are made: two fused lists of 1,000 give up to 2,000 documents."""
+    return list(map(Hit._make, sorted(scores.items(), key=lambda item: (-item[1], item[0]))[:limit]))
 
 
 class FusionRetriever:
-    def __init__(self, retrievers: Sequence[Retriever], fuse: Callable[[list[Ranking]], list[Hit]], depth: int):
+    def __init__(self, retrievers: Sequence[Retriever], fuse: Callable[[list[Ranking], int], list[Hit]], depth: int):
         self.retrievers = list(retrievers)
         self.fuse = fuse
         self.depth = depth
@@ -83,7 +85,7 @@ class FusionRetriever:
     def search(self, queries: Sequence[SearchQuery], k: int) -> Run:
         depth = max(self.depth, k)
         results = [retriever.search(queries, depth) for retriever in self.retrievers]
-        return Run.of({query.qid: self.fuse([list(result.pairs(query.qid)) for result in results])[:k]
+        return Run.of({query.qid: self.fuse([list(result.pairs(query.qid)) for result in results], k)
                        for query in queries})
 
 
@@ -123,7 +125,7 @@ def rrf(
     if k < 0:
         raise HarnessError(f"rrf k (the rank constant) must be a number >= 0; got {k!r}")
     subs = build_sub_retrievers(corpus, retrievers, index)
-    return FusionRetriever(subs, lambda rankings: reciprocal_rank_fusion(rankings, k), depth)
+    return FusionRetriever(subs, lambda rankings, limit: reciprocal_rank_fusion(rankings, k, limit), depth)
 
 
 @RETRIEVERS.register("linear", "weighted sum of two or more retrievers' min-max normalised scores", [
@@ -145,4 +147,4 @@ def linear(
         raise HarnessError(f"linear fusion needs one number per retriever ({len(retrievers)}); got weights {weights!r}")
     weights = [float(weight) for weight in weights]
     subs = build_sub_retrievers(corpus, retrievers, index)
-    return FusionRetriever(subs, lambda rankings: linear_fusion(rankings, weights), depth)
+    return FusionRetriever(subs, lambda rankings, limit: linear_fusion(rankings, weights, limit), depth)
