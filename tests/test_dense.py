@@ -283,3 +283,40 @@ def test_length_batched_vectors_stay_within_1e_5_cosine_of_sentence_transformers
         cosine = np.sum(ours * theirs, axis=1)  # both unit length
         assert len(texts) > 0 and ours.shape == theirs.shape
         assert cosine.min() >= 1 - 1e-5, f"{name}: {np.sum(cosine < 1 - 1e-5)} of {len(texts)} vectors moved"
+
+
+def test_more_workers_than_a_chunk_has_batches_encode_the_next_chunk_alongside_with_the_same_vectors(monkeypatch):
+    """On a machine with many cores a chunk's batches (about eight) would leave most workers
+    idle: the next chunks run alongside, each still cut into its own batches."""
+    import threading
+
+    from harness.corpus import Document
+    from harness.retrieve import _embeddings
+
+    size = _embeddings.chunk_size(_embeddings.load_encoder())
+    texts = _demo_passages()["pragmaticqa:val-spans"][:3 * size]
+    chunk_of = {text: i // size for i, text in enumerate(texts)}
+    documents = lambda: iter(Document(str(i), text) for i, text in enumerate(texts))  # noqa: E731
+    try:
+        _, one_at_a_time = _embeddings.encode_all(_embeddings.load_encoder(threads=2), documents())
+        events: list[tuple[str, int]] = []
+        lock = threading.Lock()
+        encode_batch = _embeddings._encode_batch
+
+        def recorded(encoder, batch, query):
+            with lock:
+                events.append(("start", chunk_of[batch[0]]))
+            vectors = encode_batch(encoder, batch, query)
+            with lock:
+                events.append(("end", chunk_of[batch[0]]))
+            return vectors
+
+        monkeypatch.setattr(_embeddings, "_encode_batch", recorded)
+        _, alongside = _embeddings.encode_all(_embeddings.load_encoder(threads=2 * _embeddings._BATCHES_PER_CHUNK + 1),
+                                              documents())
+    finally:
+        _embeddings.set_torch_threads(None)
+    assert np.array_equal(one_at_a_time, alongside)
+    last_end_of_first = max(i for i, event in enumerate(events) if event == ("end", 0))
+    assert any(event == ("start", 1) and i < last_end_of_first for i, event in enumerate(events))
+    assert any(event == ("start", 2) and i < last_end_of_first for i, event in enumerate(events))

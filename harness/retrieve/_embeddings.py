@@ -87,22 +87,40 @@ def _encode(encoder: Encoder, texts: list[str], *, query: bool) -> np.ndarray:
     on one batch kept the second core mostly idle). A vector depends, in its last float bits,
     on its batch; the batches depend only on `texts`, not on the number of workers, so a
     sharded encoding (harness.scale) gives the same vectors as one process."""
-    unique = list(dict.fromkeys(texts))
-    lengths = _token_lengths(encoder, unique, query)
-    batches = _length_batches(lengths, encoder.batch_size)
-    def encode(batch: list[int]) -> np.ndarray:
-        return _encode_batch(encoder, [unique[i] for i in batch], query)
+    return _encode_calls(encoder, [texts], query=query)[0]
+
+
+def _encode_calls(encoder: Encoder, calls: list[list[str]], *, query: bool) -> list[np.ndarray]:
+    """`_encode` of each list of texts, each cut into its own batches (so its vectors are those
+    `_encode` gives it alone), the batches of all of them run together: more workers than one
+    call has batches are kept busy by the next call's."""
+    plans = []
+    for texts in calls:
+        unique = list(dict.fromkeys(texts))
+        plans.append((texts, unique, _length_batches(_token_lengths(encoder, unique, query), encoder.batch_size)))
+    jobs = [[unique[i] for i in batch] for _, unique, batches in plans for batch in batches]
+
+    def encode(batch: list[str]) -> np.ndarray:
+        return _encode_batch(encoder, batch, query)
 
     if encoder.workers == 1:  # in the calling thread, where a caller's torch.autocast applies
-        blocks = list(map(encode, batches))
+        blocks = iter(list(map(encode, jobs)))
     else:
         with _one_intra_op_thread(encoder):
-            blocks = list(_executor(encoder.workers).map(encode, batches))
-    vectors = np.empty((len(unique), blocks[0].shape[1] if blocks else 0), dtype=np.float32)
-    for batch, block in zip(batches, blocks):
-        vectors[batch] = block
-    row = {text: i for i, text in enumerate(unique)}
-    return vectors[[row[text] for text in texts]] if len(unique) < len(texts) else vectors
+            blocks = iter(list(_executor(encoder.workers).map(encode, jobs)))
+    found = []
+    for texts, unique, batches in plans:
+        vectors = None
+        for batch in batches:
+            block = next(blocks)
+            if vectors is None:
+                vectors = np.empty((len(unique), block.shape[1]), dtype=np.float32)
+            vectors[batch] = block
+        if vectors is None:
+            vectors = np.empty((0, 0), dtype=np.float32)
+        row = {text: i for i, text in enumerate(unique)}
+        found.append(vectors[[row[text] for text in texts]] if len(unique) < len(texts) else vectors)
+    return found
 
 
 def _length_batches(lengths: list[int], batch_size: int) -> list[list[int]]:
@@ -413,9 +431,14 @@ def chunk_size(encoder: Encoder) -> int:
 
 
 def encode_chunks(encoder: Encoder, documents: Iterator[Document]) -> Iterator[tuple[list[Document], np.ndarray]]:
-    """(documents, float32 vectors) per chunk of chunk_size(encoder), from the stream's start."""
-    for chunk in _chunks(documents, chunk_size(encoder)):
-        yield chunk, encoder.encode_documents([passage_text(document) for document in chunk])
+    """(documents, float32 vectors) per chunk of chunk_size(encoder), from the stream's start.
+    A chunk has about _BATCHES_PER_CHUNK batches or a few more: with more workers than that,
+    the next chunks are encoded alongside (each still batched alone: the same vectors)."""
+    together = -(-encoder.workers // _BATCHES_PER_CHUNK)
+    chunks = _chunks(documents, chunk_size(encoder))
+    while group := list(islice(chunks, together)):
+        calls = [[passage_text(document) for document in chunk] for chunk in group]
+        yield from zip(group, _encode_calls(encoder, calls, query=False))
 
 
 def _chunks(documents: Iterator[Document], size: int) -> Iterator[list[Document]]:
