@@ -110,14 +110,10 @@ def _encode_calls(encoder: Encoder, calls: list[list[str]], *, query: bool) -> l
             blocks = iter(list(_executor(encoder.workers).map(encode, jobs)))
     found = []
     for texts, unique, batches in plans:
-        vectors = None
-        for batch in batches:
-            block = next(blocks)
-            if vectors is None:
-                vectors = np.empty((len(unique), block.shape[1]), dtype=np.float32)
+        own = [next(blocks) for _ in batches]
+        vectors = np.empty((len(unique), own[0].shape[1] if own else 0), dtype=np.float32)
+        for batch, block in zip(batches, own):
             vectors[batch] = block
-        if vectors is None:
-            vectors = np.empty((0, 0), dtype=np.float32)
         row = {text: i for i, text in enumerate(unique)}
         found.append(vectors[[row[text] for text in texts]] if len(unique) < len(texts) else vectors)
     return found

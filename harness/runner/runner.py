@@ -376,7 +376,7 @@ def preloading(loads: list[Callable[[], object]]) -> Iterator[None]:
 def _finished_outcome(run: RunSpec, workspace: Workspace, output: Path, log: TextIO) -> Outcome | None:
     """A run not selected this time, if its files record the current inputs; else None (said
     in one line when files of other inputs are there)."""
-    if not (run_path(output, run).is_file() and json_path(output, run).is_file()):
+    if not _has_files(run, output):
         return None
     prepared = prepare(run, workspace)
     if not is_finished(prepared, output):
