@@ -1,7 +1,7 @@
 """BM25 speed and memory: the harness vs pyserini called directly vs bm25s, side by side.
 
     .venv/bin/python benchmarks/bm25_speed.py [--passages N] [--queries 500] [--rm3-queries 100] [--k 1000]
-                                              [--threads 2] [--rounds 2]
+                                              [--threads 2] [--rounds 4]
 
 Text: every shipped passage-like document (iKAT 2023 provenance passages, train and test,
 plus the PragmatiCQA cited spans of all splits); with `--passages N`, the first N passages
@@ -11,7 +11,9 @@ built once under the cache with its index. Queries: iKAT 2023 resolved utterance
 and PragmatiCQA questions. One Lucene index (Anserini IndexCollection, as `harness index`
 builds it) serves both Lucene contenders. Each contender runs in its own process, so that
 start-up and peak RSS (JVM included) are its own. Speeds are the fastest of `--rounds`
-rounds (the first pays for JIT compilation); the harness and pyserini are timed in one
+rounds (the first pays for JIT compilation, and the harness's for mapping the export's
+pages in; with two, one warm round per contender decided the verdict on this noisy
+machine); the harness and pyserini are timed in one
 process, interleaved round by round on the same searcher, so that load from other
 processes on the machine hits both alike:
 
@@ -222,7 +224,7 @@ def main() -> None:
     parser.add_argument("--passages", type=int, help="search the first N passages of scale.py's corpus")
     parser.add_argument("--queries", type=int, default=500)
     parser.add_argument("--rm3-queries", type=int, default=100)
-    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--rounds", type=int, default=4)
     parser.add_argument("--k", type=int, default=1000)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--contender", choices=CONTENDERS, help=argparse.SUPPRESS)
