@@ -164,6 +164,13 @@ def test_a_batch_holds_at_most_batch_size_texts_and_there_are_as_few_as_that_all
     assert sorted(i for batch in batches for i in batch) == list(range(70))
 
 
+def test_on_a_gpu_batches_are_full_and_in_order_of_length_in_characters():
+    """A GPU call costs far more than its padding: no batch is cut short to save padding."""
+    from harness.retrieve._embeddings import _full_batches
+
+    assert _full_batches([10, 200, 10, 50, 10], batch_size=2) == [[0, 2], [4, 3], [1]]
+
+
 def test_dense_without_a_corpus_is_a_clear_error():
     with pytest.raises(HarnessError, match="needs a corpus"):
         build("dense", corpus=None)
@@ -298,7 +305,7 @@ def test_more_workers_than_a_chunk_has_batches_encode_the_next_chunk_alongside_w
     chunk_of = {text: i // size for i, text in enumerate(texts)}
     documents = lambda: iter(Document(str(i), text) for i, text in enumerate(texts))  # noqa: E731
     try:
-        _, one_at_a_time = _embeddings.encode_all(_embeddings.load_encoder(threads=2), documents())
+        _, one_at_a_time = _embeddings.encode_all(_embeddings.load_encoder(device="cpu", threads=2), documents())
         events: list[tuple[str, int]] = []
         lock = threading.Lock()
         encode_batch = _embeddings._encode_batch
@@ -312,8 +319,8 @@ def test_more_workers_than_a_chunk_has_batches_encode_the_next_chunk_alongside_w
             return vectors
 
         monkeypatch.setattr(_embeddings, "_encode_batch", recorded)
-        _, alongside = _embeddings.encode_all(_embeddings.load_encoder(threads=2 * _embeddings._BATCHES_PER_CHUNK + 1),
-                                              documents())
+        _, alongside = _embeddings.encode_all(
+            _embeddings.load_encoder(device="cpu", threads=2 * _embeddings._BATCHES_PER_CHUNK + 1), documents())
     finally:
         _embeddings.set_torch_threads(None)
     assert np.array_equal(one_at_a_time, alongside)

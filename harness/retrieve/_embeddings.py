@@ -43,9 +43,16 @@ _BATCHES_PER_CHUNK = 8
 # for a call of one 8-token text and 0.19-0.25 ms per (padded) token in full batches, because a
 # call reads all its weights whatever its size. Batches are cut where padding would cost more.
 _CALL_TOKENS = 50
-# How the texts of one encoding call are cut into batches and run (see `_encode`); part of
-# the passage-cache key, as it moves vectors in their last float digits.
+# How the texts of one encoding call are cut into batches and run on a CPU (see `_encode`); part
+# of the passage-cache key, as it moves vectors in their last float digits. A GPU batches
+# otherwise (`_batches`) and rounds otherwise: its vectors are within 2e-7 cosine of the CPU's
+# (benchmarks/encode_speed.py, an H100), and the key leaves the device out on purpose, so that
+# a collection encoded on GPUs serves searches anywhere.
 BATCHING = f"by token length, padding against {_CALL_TOKENS} tokens a call, one intra-op thread per batch"
+# Threads feeding one GPU: each tokenises its batch while another's runs (the model runs far
+# faster there than a thread tokenises). MiniLM on an H100, batch 32-512: 4 threads 1.5-1.7x
+# one, 8 no faster (benchmarks/encode_speed.py).
+_GPU_WORKERS = 4
 
 
 @dataclass(frozen=True)
@@ -58,7 +65,7 @@ class Encoder:
     max_length: int
     normalize: bool
     batch_size: int
-    workers: int = 1  # batches encoded at once (CPU threads), each on its own copy of the model
+    workers: int = 1  # batches encoded at once (threads), each on its own copy of the model
 
     def encode_queries(self, texts: Sequence[str]) -> np.ndarray:
         """Query vectors (float32, read-only), with the model's own query prompt if it defines
@@ -81,10 +88,10 @@ def _query_batch(encoder: Encoder, texts: tuple[str, ...]) -> np.ndarray:
 
 def _encode(encoder: Encoder, texts: list[str], *, query: bool) -> np.ndarray:
     """float32 vectors of `texts`, each distinct text encoded once. The texts are cut into
-    batches of nearly equal token length (sentence-transformers pads a batch to its longest
-    text: in batches of 32 in input order, 40% of the demo's tokens were padding), and each
-    batch runs on one intra-op thread, `encoder.workers` batches at a time (two torch threads
-    on one batch kept the second core mostly idle). A vector depends, in its last float bits,
+    batches of nearly equal length (`_batches`; sentence-transformers pads a batch to its longest
+    text: in batches of 32 in input order, 40% of the demo's tokens were padding), and
+    `encoder.workers` batches run at a time, on a CPU each on one intra-op thread (two torch
+    threads on one batch kept the second core mostly idle). A vector depends, in its last float bits,
     on its batch; the batches depend only on `texts`, not on the number of workers, so a
     sharded encoding (harness.scale) gives the same vectors as one process."""
     return _encode_calls(encoder, [texts], query=query)[0]
@@ -97,17 +104,17 @@ def _encode_calls(encoder: Encoder, calls: list[list[str]], *, query: bool) -> l
     plans = []
     for texts in calls:
         unique = list(dict.fromkeys(texts))
-        plans.append((texts, unique, _length_batches(_token_lengths(encoder, unique, query), encoder.batch_size)))
+        plans.append((texts, unique, _batches(encoder, unique, query)))
     jobs = [[unique[i] for i in batch] for _, unique, batches in plans for batch in batches]
 
     def encode(batch: list[str]) -> np.ndarray:
         return _encode_batch(encoder, batch, query)
 
-    if encoder.workers == 1:  # in the calling thread, where a caller's torch.autocast applies
+    if encoder.workers == 1:
         blocks = iter(list(map(encode, jobs)))
     else:
         with _one_intra_op_thread(encoder):
-            blocks = iter(list(_executor(encoder.workers).map(encode, jobs)))
+            blocks = iter(list(_executor(encoder.workers).map(_in_callers_autocast(encoder, encode), jobs)))
     found = []
     for texts, unique, batches in plans:
         own = [next(blocks) for _ in batches]
@@ -117,6 +124,23 @@ def _encode_calls(encoder: Encoder, calls: list[list[str]], *, query: bool) -> l
         row = {text: i for i, text in enumerate(unique)}
         found.append(vectors[[row[text] for text in texts]] if len(unique) < len(texts) else vectors)
     return found
+
+
+def _batches(encoder: Encoder, texts: list[str], query: bool) -> list[list[int]]:
+    """Indices of `texts` in batches. On a CPU a model call costs about _CALL_TOKENS padded
+    tokens: batches by token length, cut where padding would cost more. On a GPU a call costs
+    far more than its padding (MiniLM on an H100: batches cut as for a CPU, about 11 texts each
+    at batch size 32, ran at half sentence-transformers' speed): full batches in order of
+    length in characters, as sentence-transformers orders them, without tokenising twice."""
+    if encoder.model.device.type == "cpu":
+        return _length_batches(_token_lengths(encoder, texts, query), encoder.batch_size)
+    return _full_batches([len(text) for text in texts], encoder.batch_size)
+
+
+def _full_batches(lengths: list[int], batch_size: int) -> list[list[int]]:
+    """Indices by (length, index), cut into runs of `batch_size` (the last one shorter)."""
+    order = sorted(range(len(lengths)), key=lambda i: (lengths[i], i))
+    return [order[start:start + batch_size] for start in range(0, len(order), batch_size)]
 
 
 def _length_batches(lengths: list[int], batch_size: int) -> list[list[int]]:
@@ -207,6 +231,24 @@ def _executor(workers: int) -> ThreadPoolExecutor:
     return ThreadPoolExecutor(max_workers=workers, thread_name_prefix="encode", initializer=number)
 
 
+def _in_callers_autocast(encoder: Encoder, function: Callable[[list[str]], np.ndarray]
+                         ) -> Callable[[list[str]], np.ndarray]:
+    """`function` under the calling thread's torch.autocast, which torch keeps per thread: a
+    caller's float16 (harness.scale.encode on a GPU) applies to the workers' batches too."""
+    import torch
+
+    device = encoder.model.device.type
+    if not torch.is_autocast_enabled(device):
+        return function
+    dtype = torch.get_autocast_dtype(device)
+
+    def under_autocast(batch: list[str]) -> np.ndarray:
+        with torch.autocast(device, dtype=dtype):
+            return function(batch)
+
+    return under_autocast
+
+
 @contextmanager
 def _one_intra_op_thread(encoder: Encoder) -> Iterator[None]:
     """torch's thread count is per process: 1 while batches run (in parallel), then restored."""
@@ -265,7 +307,7 @@ def load_encoder(
         max_length=int(max_length),
         normalize=bool(normalize),
         batch_size=int(batch_size),
-        workers=(threads or len(os.sched_getaffinity(0))) if device == "cpu" else 1,
+        workers=(threads or len(os.sched_getaffinity(0))) if device == "cpu" else _GPU_WORKERS,
     )
 
 
