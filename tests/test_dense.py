@@ -171,6 +171,15 @@ def test_on_a_gpu_batches_are_full_and_in_order_of_length_in_characters():
     assert _full_batches([10, 200, 10, 50, 10], batch_size=2) == [[0, 2], [4, 3], [1]]
 
 
+def test_on_a_gpu_an_encoder_gets_threads_as_far_as_their_model_copies_fit_a_quarter_of_free_memory():
+    from harness.retrieve._embeddings import _GPU_WORKERS, _gpu_workers
+
+    gib = 2**30
+    assert _gpu_workers(90 * 2**20, 79 * gib) == _GPU_WORKERS  # MiniLM on an 80 GB card
+    assert _gpu_workers(28 * gib, 52 * gib) == 1  # a 7B encoder in float32: no room for a copy
+    assert _gpu_workers(5 * gib, 40 * gib) == 3  # two copies fit in 10 of 40 GiB
+
+
 def test_dense_without_a_corpus_is_a_clear_error():
     with pytest.raises(HarnessError, match="needs a corpus"):
         build("dense", corpus=None)

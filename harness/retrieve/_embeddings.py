@@ -307,8 +307,24 @@ def load_encoder(
         max_length=int(max_length),
         normalize=bool(normalize),
         batch_size=int(batch_size),
-        workers=(threads or len(os.sched_getaffinity(0))) if device == "cpu" else _GPU_WORKERS,
+        workers=(threads or len(os.sched_getaffinity(0))) if device == "cpu" else _accelerator_workers(loaded),
     )
+
+
+def _accelerator_workers(model: SentenceTransformer) -> int:
+    """Threads for a model on a GPU: each holds its own copy (see `_worker_model`)."""
+    if model.device.type != "cuda":
+        return 1
+    import torch
+
+    size = sum(parameter.numel() * parameter.element_size() for parameter in model.parameters())
+    return _gpu_workers(size, torch.cuda.mem_get_info(model.device)[0])
+
+
+def _gpu_workers(model_bytes: int, free_bytes: int) -> int:
+    """_GPU_WORKERS, or fewer where the extra copies of the model would take more than a quarter
+    of the GPU's free memory: a large encoder keeps one thread (and room for its batches)."""
+    return 1 + min(_GPU_WORKERS - 1, free_bytes // 4 // max(model_bytes, 1))
 
 
 def default_device() -> str:
