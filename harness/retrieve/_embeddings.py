@@ -51,7 +51,7 @@ _CALL_TOKENS = 50
 BATCHING = f"by token length, padding against {_CALL_TOKENS} tokens a call, one intra-op thread per batch"
 # Threads feeding one GPU: each tokenises its batch while another's runs (the model runs far
 # faster there than a thread tokenises). MiniLM on an H100, batch 32-512: 4 threads 1.5-1.7x
-# one, 8 no faster (benchmarks/encode_speed.py).
+# one; 8 were 6% faster at 128 and slower at 32 and 512 (benchmarks/encode_speed.py).
 _GPU_WORKERS = 4
 
 
