@@ -180,6 +180,14 @@ def test_on_a_gpu_an_encoder_gets_threads_as_far_as_their_model_copies_fit_a_qua
     assert _gpu_workers(5 * gib, 40 * gib) == 3  # two copies fit in 10 of 40 GiB
 
 
+def test_a_cpu_named_with_an_index_encodes_on_every_core_as_cpu_does():
+    """The device is read back from the loaded model, so 'cpu:0' is a CPU too (it got one thread)."""
+    from harness.retrieve._embeddings import load_encoder
+
+    encoder = load_encoder(device="cpu:0")
+    assert encoder.device == "cpu" and encoder.workers == load_encoder(device="cpu").workers
+
+
 def test_dense_without_a_corpus_is_a_clear_error():
     with pytest.raises(HarnessError, match="needs a corpus"):
         build("dense", corpus=None)

@@ -67,6 +67,11 @@ class Encoder:
     batch_size: int
     workers: int = 1  # batches encoded at once (threads), each on its own copy of the model
 
+    @property
+    def device(self) -> str:
+        """Where the model runs, as torch names the kind: 'cpu', 'cuda', 'mps'."""
+        return self.model.device.type
+
     def encode_queries(self, texts: Sequence[str]) -> np.ndarray:
         """Query vectors (float32, read-only), with the model's own query prompt if it defines
         one. A batch this process encoded before (a fused retriever re-running a strategy at a
@@ -132,7 +137,7 @@ def _batches(encoder: Encoder, texts: list[str], query: bool) -> list[list[int]]
     far more than its padding (MiniLM on an H100: batches cut as for a CPU, about 11 texts each
     at batch size 32, ran at half sentence-transformers' speed): full batches in order of
     length in characters, as sentence-transformers orders them, without tokenising twice."""
-    if encoder.model.device.type == "cpu":
+    if encoder.device == "cpu":
         return _length_batches(_token_lengths(encoder, texts, query), encoder.batch_size)
     return _full_batches([len(text) for text in texts], encoder.batch_size)
 
@@ -237,7 +242,7 @@ def _in_callers_autocast(encoder: Encoder, function: Callable[[list[str]], np.nd
     caller's float16 (harness.scale.encode on a GPU) applies to the workers' batches too."""
     import torch
 
-    device = encoder.model.device.type
+    device = encoder.device
     if not torch.is_autocast_enabled(device):
         return function
     dtype = torch.get_autocast_dtype(device)
@@ -252,7 +257,7 @@ def _in_callers_autocast(encoder: Encoder, function: Callable[[list[str]], np.nd
 @contextmanager
 def _one_intra_op_thread(encoder: Encoder) -> Iterator[None]:
     """torch's thread count is per process: 1 while batches run (in parallel), then restored."""
-    if str(encoder.model.device) != "cpu":
+    if encoder.device != "cpu":
         yield
         return
     import torch
@@ -307,12 +312,15 @@ def load_encoder(
         max_length=int(max_length),
         normalize=bool(normalize),
         batch_size=int(batch_size),
-        workers=(threads or len(os.sched_getaffinity(0))) if device == "cpu" else _accelerator_workers(loaded),
+        workers=_workers(loaded, threads),
     )
 
 
-def _accelerator_workers(model: SentenceTransformer) -> int:
-    """Threads for a model on a GPU: each holds its own copy (see `_worker_model`)."""
+def _workers(model: SentenceTransformer, threads: int | None) -> int:
+    """Batches encoded at once: on a CPU `threads` (default: every core), one torch thread
+    each; on a GPU a few, each with its own copy of the model (see `_worker_model`); else one."""
+    if model.device.type == "cpu":
+        return threads or len(os.sched_getaffinity(0))
     if model.device.type != "cuda":
         return 1
     import torch

@@ -72,7 +72,7 @@ class DenseRetriever:
             return proposer(load_or_build(self.approx, vectors, self.passages.folder / f"vectors.{self.approx}.faiss"))
         if self.backend is not None:
             name = self.backend
-        elif str(self.encoder.model.device).startswith("cuda"):
+        elif self.encoder.device == "cuda":
             name = "torch"
         else:
             name = "numpy" if len(vectors) < FAISS_FROM else "faiss"

@@ -64,7 +64,7 @@ def encode_shard(task: ShardTask) -> ShardResult:
                            batch_size=settings["batch_size"], threads=threads)
     # float16 on a GPU by autocast: the model object is shared (queries are encoded by it too)
     # and must stay float32
-    with _half_precision(str(encoder.model.device).startswith("cuda") and settings["dtype"] == "float16"):
+    with _half_precision(encoder.device == "cuda" and settings["dtype"] == "float16"):
         ids, vectors = encode_all(encoder, task.read(), dtype=settings["dtype"])
     buffer = io.BytesIO()
     np.save(buffer, vectors, allow_pickle=False)
