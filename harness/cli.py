@@ -13,6 +13,7 @@ import math
 import os
 import sys
 from collections.abc import Callable
+from typing import NoReturn
 
 from harness.errors import HarnessError
 
@@ -82,18 +83,32 @@ def add_output(parser: argparse.ArgumentParser, dest: str = "out", **kwargs) -> 
     parser.add_argument("--output", "--out", dest=dest, **kwargs)
 
 
+class _Parser(argparse.ArgumentParser):
+    """A mistake on the command line is one line on stderr (and exit status 2), as every other
+    error is: the usage summary of a command with many options hid the line that mattered.
+    Its subcommands' parsers are of this class too (argparse makes them of the parent's)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message} (`{self.prog} --help` lists the options)\n")
+
+
 def _parser(argv: list[str]) -> tuple[argparse.ArgumentParser, argparse.Namespace]:
-    parser = argparse.ArgumentParser(prog="harness", description=DESCRIPTION,
-                                     epilog="`harness COMMAND --help` lists a command's options.")
+    parser = _Parser(prog="harness", description=DESCRIPTION,
+                     epilog="`harness COMMAND --help` lists a command's options.")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     chosen = next((a for a in argv if not a.startswith("-")), None)
+    named = parser
     for name, (module_name, help_text) in COMMANDS.items():
         command_parser = sub.add_parser(name, help=help_text, description=help_text)
         if name == chosen:  # only the chosen command's module is imported
             module = importlib.import_module(module_name)
             module.add_arguments(command_parser)
             command_parser.set_defaults(_run=module.run)
-    return parser, parser.parse_args(argv)
+            named = command_parser
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:  # said by the command's parser, which names the command and its --help
+        named.error(f"unrecognized arguments: {' '.join(unknown)}")
+    return parser, args
 
 
 def main(argv: list[str] | None = None) -> int:

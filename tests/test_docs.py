@@ -1,7 +1,7 @@
 """The README and `--help` are true: every command in the README's shell blocks runs in CI as
 written, and the help says what the tool is in whole sentences.
 
-How the README's blocks are read (the README states this before its tour; a new section
+How the README's blocks are read (the README states this before its first block; a new section
 follows the same rules, and this test picks it up without changes here):
 
 - Shell blocks are fenced blocks whose info string starts with `sh`, `bash`, `shell` or
@@ -213,3 +213,17 @@ def test_top_level_help_describes_the_tool_in_whole_sentences(capsys):
     description = " ".join(help_text.split("\n\n")[1].split())
     assert description.startswith("A TREC-style evaluation harness") and description.endswith(".")
     assert "Each subcommand lives" not in help_text
+
+
+@pytest.mark.parametrize("argv, says", [
+    (["eval", "--bogus"], "harness eval: error: the following arguments are required: --qrels"),
+    (["eval", "--qrels", "q", "--bogus"], "harness eval: error: unrecognized arguments: --bogus"),
+    (["evl"], "harness: error: argument COMMAND: invalid choice: 'evl'"),
+])
+def test_a_mistake_on_the_command_line_is_one_line_naming_the_command_and_its_help(capsys, argv, says):
+    """As the README's command-line conventions say (argparse would print the usage summary first)."""
+    with pytest.raises(SystemExit) as stop:
+        main(argv)
+    err = capsys.readouterr().err
+    assert stop.value.code == 2 and err.count("\n") == 1
+    assert err.startswith(says) and err.rstrip().endswith(f"(`{says.split(':')[0]} --help` lists the options)")

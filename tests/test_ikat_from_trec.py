@@ -1,8 +1,8 @@
 """`harness ikat from-trec` on a run whose passages lie outside the shipped iKAT 2023 test pool
 (the train split's provenance passages, real ClueWeb22 passages the test pool lacks): their
-texts come from any corpus the harness reads (--passages: a corpus spec, a passages file, a
-Lucene index with stored documents); the passage the response is made from is `used`; the
-size of the file to upload is said."""
+texts come from every split's shipped pool by default, or from any corpus the harness reads
+(--passages: a corpus spec, a passages file, a Lucene index with stored documents); the
+passage the response is made from is `used`; the size of the file to upload is said."""
 
 from __future__ import annotations
 
@@ -41,11 +41,14 @@ def from_trec(tmp_path, run_file, *options: str) -> dict:
     return turn["responses"][0]
 
 
-def test_without_passages_the_missing_texts_are_counted_and_the_fix_named(tmp_path, run_file, capsys):
+def test_without_passages_texts_come_from_every_split_s_shipped_pool_and_the_missing_are_counted(
+        tmp_path, run_file, outside, capsys):
+    """The default config searches both iKAT 2023 pools, so from-trec reads both."""
     response = from_trec(tmp_path, run_file)
-    assert [p["text"] for p in response["passage_provenance"]] == ["", "", "", ""]
+    assert [p["text"] for p in response["passage_provenance"]] == ["", *outside.values()]
     err = capsys.readouterr().err
-    assert "warning: 4 of 4 passages have no text in ikat2023:test's shipped passages" in err
+    assert ("warning: 1 of 4 passages have no text in the passages ikat2023 ships "
+            "(ikat2023:test-provenance, ikat2023:train-provenance)") in err
     assert "give --passages the collection the run retrieved from" in err
 
 

@@ -307,6 +307,21 @@ def test_the_file_judge_answers_from_recorded_labels(pool, tmp_path):
     assert record["judge"] == "file" and record["labels"] == str(pool_file())
 
 
+def test_the_file_judge_needs_no_passage_text_even_where_the_benchmark_brings_a_corpus(tmp_path):
+    """ikat2023 brings its 700 provenance passages; a run of ClueWeb22 passages outside them
+    is answered from the recorded labels all the same (no corpus is read)."""
+    from harness.paths import qrels_root
+
+    labels = qrels_root() / "ikat" / "2023-qrels.all-turns.txt"
+    qid, judged = next(iter(read_qrels(labels).judgments.items()))
+    run, out = tmp_path / "mine.run", tmp_path / "file.qrels"
+    run.write_text("".join(f"{qid} Q0 {docid} {rank} {-rank} mine\n" for rank, docid in enumerate(judged, 1)))
+    assert main(["judge", str(run), "--topics", "ikat2023", "--depth", str(len(judged)), "--judge", "file",
+                 "--labels", str(labels), "--output", str(out)]) == 0
+    assert written(out) == {(qid, docid): grade for docid, grade in judged.items()}
+    assert read_provenance(out)["inputs"]["corpus"] is None
+
+
 # -- eval / compare --fill -----------------------------------------------------------------
 
 

@@ -60,7 +60,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--passages", metavar="SPEC",
         help="where the passage texts come from: any corpus the harness reads (an iKAT passages .jsonl, TREC "
         "or ClueWeb22 files, irds:ID, benchmark:NAME) or a Lucene index folder with stored contents or raw "
-        "documents (default: the benchmark's shipped passages, the provenance pool)",
+        "documents (default: the passages every split of the benchmark ships: iKAT 2023's test and train "
+        "provenance pools)",
     )
     from_trec.set_defaults(ikat_run=_from_trec)
 
@@ -148,7 +149,7 @@ def _from_trec(args: argparse.Namespace) -> int:
     if args.ptkb_run is not None:
         ptkb_run = read_run(args.ptkb_run)
         ptkb = {qid: ptkb_run.ranked(qid) for qid in ptkb_run.scores}
-    source, source_name = _passage_source(args.passages, benchmark)
+    source, source_name = _passage_source(args.passages, args.benchmark)
     submission = build_submission(
         rankings,
         source,
@@ -166,10 +167,11 @@ def _from_trec(args: argparse.Namespace) -> int:
     return 0
 
 
-def _passage_source(spec: str | None, benchmark):
-    """The passage texts from --passages (a corpus spec or a Lucene index), else the benchmark's own."""
+def _passage_source(spec: str | None, benchmark: str):
+    """The passage texts from --passages (a corpus spec or a Lucene index), else those the
+    benchmark ships with any of its splits."""
     if spec is None:
-        return (benchmark.corpus if benchmark.corpus is not None else {}), f"{benchmark.name}'s shipped passages"
+        return _shipped_passages(benchmark)
     from harness.retrieve.lucene import is_index
 
     if is_index(spec):
@@ -181,6 +183,27 @@ def _passage_source(spec: str | None, benchmark):
     from harness.corpus.readers import open_corpus
 
     return open_corpus(spec), spec
+
+
+def _shipped_passages(benchmark: str):
+    """The passages every split of `benchmark` ships (iKAT 2023: the test and the train
+    provenance pools, which the default config searches as one), first found first."""
+    from harness.ikat.submission import passage_texts
+    from harness.registry import split_spec
+    from harness.topics import load, splits
+
+    base = split_spec(benchmark)[0]
+    names = [f"{base}:{name}" for name in splits(base)] or [benchmark]
+    corpora = [corpus for name in names if (corpus := load(name).corpus) is not None]
+
+    def texts(ids: set[str]) -> dict[str, str]:
+        found: dict[str, str] = {}
+        for corpus in corpora:
+            if len(found) < len(ids):
+                found.update(passage_texts(corpus, ids - found.keys()))
+        return found
+
+    return texts, f"the passages {base} ships ({', '.join(corpus.name for corpus in corpora) or 'none'})"
 
 
 def _report_texts(submission, source_name: str) -> None:

@@ -103,10 +103,10 @@ def run(args: argparse.Namespace) -> int:
         from harness.corpus.readers import open_corpus
 
         corpus = open_corpus(args.corpus)
+    elif args.judge == "file":
+        corpus = None  # recorded labels, answered by (qid, docid): no passage text needed
     elif benchmark.corpus is not None:
         corpus = benchmark.corpus
-    elif args.judge == "file":
-        corpus = None  # recorded labels: no passage text needed
     else:
         raise HarnessError(f"{args.topics} brings no corpus: give --corpus, the corpus the runs were made on")
     human = read_qrels(args.qrels) if args.qrels else None
@@ -116,7 +116,7 @@ def run(args: argparse.Namespace) -> int:
     provenance = judge.provenance()
     provenance["inputs"] = {
         "runs": {path: file_sha256(path) for path in files}, "depth": args.depth, "topics": args.topics,
-        "corpus": args.corpus or f"benchmark:{args.topics}", "query_field": args.query_field,
+        "corpus": args.corpus or (f"benchmark:{args.topics}" if corpus is not None else None), "query_field": args.query_field,
         "qrels": {args.qrels: file_sha256(args.qrels)} if args.qrels else None, "skipped_judged": skipped,
     }
     written = write_qrels(args.out, judgments, provenance)
