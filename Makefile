@@ -16,7 +16,8 @@ unexport PYTHONDONTWRITEBYTECODE
 setup: $(STAMP)
 
 # torch is pinned and installed first so that pyserini's unpinned `torch` requirement is
-# satisfied by the local CPU wheel instead of pulling several GB of CUDA packages.
+# satisfied by the local CPU wheel instead of pulling several GB of CUDA packages; where pip
+# has no local CPU wheel, TORCH_INDEX=https://download.pytorch.org/whl/cpu names PyTorch's.
 # --no-compile: byte-compiling all 3 GB of packages took most of the install (96 s -> 39 s from
 # pip's cache); Python compiles the modules a command imports, once, when it first imports them.
 # The demo needs only the extras its config uses (BM25, dense, the hqe strategy's spaCy
@@ -24,7 +25,7 @@ setup: $(STAMP)
 $(DEMO_STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet --no-compile torch==2.13.0
+	$(BIN)/python -m pip install --quiet --no-compile torch==2.13.0 $(if $(TORCH_INDEX),--index-url $(TORCH_INDEX))
 	$(BIN)/python -m pip install --quiet --no-compile -e '.[lucene,dense,segment]'
 	touch $(DEMO_STAMP)
 
