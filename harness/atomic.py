@@ -9,6 +9,7 @@ live is ever deleted.
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import os
 import re
@@ -105,12 +106,66 @@ def _temp_name(parent: Path, stem: str, suffix: str = "") -> Path:
 T = TypeVar("T")
 
 
-def _opened(path: Path, action: Callable[[], T]) -> T:
-    """`action()`, its OSError (permission denied, a file where a folder should be) as an OutputError."""
+def _opened(path: Path, action: Callable[[], T], folder: bool = False) -> T:
+    """`action()`, its OSError (permission denied, a file where a folder should be) as an
+    OutputError naming `path` and the cause (`output_problem`'s, else the system's)."""
     try:
         return action()
     except OSError as error:
-        raise OutputError(f"cannot write {path}: {error.strerror or error}") from None
+        problem = _cause(Path(path), folder) or error.strerror or str(error)
+        raise OutputError(f"cannot write {path}: {problem}") from None
+
+
+def output_problem(path: str | Path, folder: bool = False) -> str | None:
+    """Why `path` cannot be written as a file (or, with `folder`, made and written into as a
+    folder), found before anything is written; None if it can. Nothing is left behind: the
+    nearest existing folder on its way is tried with a hidden folder, made and removed at once."""
+    path = Path(path)
+    if _standard_stream(path) is not None or (not folder and _kind(path) == "special"):
+        return None  # written as it is, as `>` would
+    return _cause(path, folder)
+
+
+def check_outputs(*paths: str | Path | None, folder: bool = False) -> None:
+    """Every output's location checked (`output_problem`) before any is written, so that a
+    command with several outputs fails on the last one's before it writes the first."""
+    for path in paths:
+        if path is not None and (problem := output_problem(path, folder)):
+            raise OutputError(f"cannot write {path}: {problem}")
+
+
+def make_folder(folder: str | Path) -> Path:
+    """`folder` made with its missing parents (as `mkdir -p`); an OutputError naming it and the
+    cause (a file in the way, permission denied, a file system that takes no new entries)."""
+    folder = Path(folder)
+    _opened(folder, lambda: folder.mkdir(parents=True, exist_ok=True), folder=True)
+    return folder
+
+
+def _cause(path: Path, folder: bool) -> str | None:
+    """What stops `path` being written (as a file, or as a `folder`): itself, an entry on its
+    way that is not a folder, or a nearest existing folder in which no entry can be made.
+    None if nothing does."""
+    kind = _kind(path)
+    if folder and kind in ("file", "special"):
+        return "it is a file, expected a folder" if kind == "file" else "it is not a folder"
+    if not folder and kind == "folder":
+        return "it is a folder"
+    real = Path(os.path.realpath(path))  # the folders the kernel walks, symlinks followed
+    here = real if kind == "folder" else real.parent
+    while not os.path.lexists(here) and here != here.parent:
+        here = here.parent
+    if not here.is_dir():
+        return f"{here} is a file, expected a folder"
+    trial = _temp_name(here, ".harness-probe")
+    try:  # the one sure test: make an entry there (a hidden folder, removed at once)
+        trial.mkdir()
+        trial.rmdir()
+    except OSError as error:
+        if error.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
+            return f"{here} is not writable ({error.strerror})"
+        return f"{here} takes no new files or folders ({error.strerror})"
+    return None
 
 
 @contextmanager
@@ -118,10 +173,10 @@ def temp_folder(parent: Path, stem: str) -> Iterator[Path]:
     """A new hidden folder `parent/STEM.PID.RANDOM` (e.g. `.NAME.building` for an index
     being built), after removing the ones dead processes left under the same stem; removed on
     leaving with whatever it still holds, so the caller renames what it keeps out of it first."""
-    _clear_leftovers(parent, stem)
+    _opened(parent, lambda: _clear_leftovers(parent, stem), folder=True)
     folder = _temp_name(parent, stem)
     try:
-        folder.mkdir()
+        _opened(parent, folder.mkdir, folder=True)
         yield folder
     finally:
         shutil.rmtree(folder, ignore_errors=True)
@@ -161,7 +216,7 @@ def folder_lock(folder: Path, log=None) -> Iterator[None]:
     """Hold an exclusive lock on an output folder (flock on the folder itself: no lock file to
     leave behind; the kernel releases it when the holder dies, however it dies). A second
     process says so in one line and waits."""
-    folder.mkdir(parents=True, exist_ok=True)
+    make_folder(folder)
     fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
     try:
         try:

@@ -132,9 +132,13 @@ def _remember(memo: Path, record: dict[str, Any]) -> None:
 
 def refuse_overwriting(inputs: Iterable[str | Path | None], outputs: Iterable[tuple[str, str | Path | None]]) -> None:
     """A command's outputs ((option, path) pairs) must not name one of its input files or each
-    other: writing would destroy the input, or the later output the earlier one."""
+    other: writing would destroy the input, or the later output the earlier one. And each must
+    be writable where it is (atomic.check_outputs), all checked before the command writes any:
+    a failed second output never leaves the first one behind."""
+    from harness.atomic import check_outputs
     from harness.errors import HarnessError
 
+    outputs = list(outputs)
     seen: dict[str, str] = {os.path.realpath(path): "an input" for path in inputs if path is not None}
     for option, path in outputs:
         if path is None or (os.path.exists(path) and not os.path.isfile(path)):
@@ -143,3 +147,4 @@ def refuse_overwriting(inputs: Iterable[str | Path | None], outputs: Iterable[tu
         if real in seen:
             raise HarnessError(f"{option} {path} would overwrite {seen[real]}: choose another file")
         seen[real] = f"the {option} file"
+    check_outputs(*(path for _, path in outputs))

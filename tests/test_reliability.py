@@ -8,6 +8,7 @@ processes, each bounded in time.
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import random
@@ -170,6 +171,110 @@ def test_an_output_naming_an_input_or_another_output_is_refused(tmp_path, capsys
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "would overwrite" in err, err
     assert kept.read_bytes() == before and not (tmp_path / "x.run").exists()
+
+
+# --- outputs whose place cannot be made -------------------------------------------------------
+
+NOWHERE = Path("/proc/harness-output")  # a folder no one can make, root included
+
+
+def _blocker(tmp_path: Path) -> Path:
+    """A regular file standing where an output's folder would be made."""
+    blocker = tmp_path / "f"
+    blocker.write_text("a file\n")
+    return blocker
+
+
+def _one_line(capsys) -> str:
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "Traceback" not in err, err
+    return err
+
+
+@pytest.mark.parametrize("where", ["the config's output", "--output"])
+def test_a_run_output_folder_below_a_file_is_a_one_line_error_already_at_dry_run(tmp_path, capsys, where):
+    output = _blocker(tmp_path) / "runs"
+    if where == "--output":
+        argv = ["run", str(_config(tmp_path / "c", output=str(tmp_path / "runs"))), "--output", str(output)]
+    else:
+        argv = ["run", str(_config(tmp_path / "c", output=str(output)))]
+    for dry_run in (["--dry-run"], []):
+        assert main([*argv, *dry_run]) == 2
+        assert f"cannot write {output}: {tmp_path / 'f'} is a file, expected a folder" in _one_line(capsys)
+
+
+@pytest.mark.skipif(not Path("/proc/self").is_dir(), reason="needs Linux's /proc")
+@pytest.mark.parametrize("command", ["run", "encode", "index"])
+def test_an_output_folder_that_cannot_be_made_is_a_one_line_error_naming_it(tmp_path, capsys, command):
+    corpus = tmp_path / "corpus.jsonl"
+    corpus.write_text('{"id": "d1", "contents": "hi"}\n')
+    source = str(_config(tmp_path / "c", output=str(tmp_path / "runs"))) if command == "run" else str(corpus)
+    assert main([command, source, "--output", str(NOWHERE)]) == 2
+    assert f"cannot write {NOWHERE}: /proc takes no new files or folders" in _one_line(capsys)
+
+
+@pytest.mark.parametrize("command", ["encode", "index"])
+def test_an_encode_or_index_folder_below_or_on_a_file_is_a_one_line_error_before_any_model_or_jvm(
+        tmp_path, capsys, command):
+    blocker = _blocker(tmp_path)
+    corpus = tmp_path / "corpus.jsonl"
+    corpus.write_text('{"id": "d1", "contents": "hi"}\n')
+    for output, problem in ((blocker / "out", f"{blocker} is a file, expected a folder"),
+                            (blocker, "it is a file, expected a folder")):
+        for force in ([], ["--force"]) if command == "index" else ([],):
+            assert main([command, str(corpus), "--output", str(output), *force]) == 2
+            assert f"cannot write {output}: {problem}" in _one_line(capsys)
+    assert blocker.read_text() == "a file\n"
+
+
+def _file_writing_commands(tmp_path: Path, output: Path) -> dict[str, list[str]]:
+    from harness.paths import data_root
+
+    corpus = tmp_path / "corpus.jsonl"
+    corpus.write_text('{"id": "d1", "contents": "One sentence. Another one."}\n')
+    sample = data_root() / "ikat" / "2023" / "scripts" / "run_validation" / "tests" / "data" / "sample_run.json"
+    return {
+        "topics export": ["topics", "export", "cast2019", "--output", str(output)],
+        "segment": ["segment", str(corpus), "--output", str(output), "--splitter", "fast"],
+        "compare": ["compare", "--qrels", str(CAST2021_QRELS), *map(str, CAST2021_DOC_RUNS[:2]), "--measures", "P@5",
+                    "--output", str(output)],
+        "ikat to-trec": ["ikat", "to-trec", str(sample), "--output", str(output)],
+    }
+
+
+@pytest.mark.parametrize("command", ["topics export", "segment", "compare", "ikat to-trec"])
+def test_a_file_output_below_a_file_says_that_file_is_in_the_way(tmp_path, capsys, command):
+    blocker = _blocker(tmp_path)
+    output = blocker / "sub" / "out.txt"
+    assert main(_file_writing_commands(tmp_path, output)[command]) == 2
+    assert f"cannot write {output}: {blocker} is a file, expected a folder" in _one_line(capsys)
+
+
+def _several_outputs(tmp_path: Path, blocked: Path) -> dict[str, list[str]]:
+    """(argv) per command writing several files, its later output below a file."""
+    from harness.paths import data_root
+
+    sample = data_root() / "ikat" / "2023" / "scripts" / "run_validation" / "tests" / "data" / "sample_run.json"
+    responses, nuggets = tmp_path / "r1.jsonl", tmp_path / "nuggets.jsonl"
+    responses.write_text(json.dumps({"run_id": "r1", "topic_id": "q1", "topic": "?", "references": [],
+                                     "response_length": 1, "answer": [{"text": "Water boils.", "citations": []}]}) + "\n")
+    nuggets.write_text(json.dumps({"qid": "q1", "query": "?", "nuggets": [{"text": "boils", "importance": "vital"}]})
+                       + "\n")
+    return {
+        "ikat to-trec": ["ikat", "to-trec", str(sample), "--output", str(tmp_path / "t.run"), "--ptkb-out", str(blocked)],
+        "responses eval": ["responses", "eval", str(responses), "--nuggets", str(nuggets), "--judge", "minilm",
+                           "--assignments-out", str(tmp_path / "a.jsonl"), "--output", str(blocked)],
+    }
+
+
+@pytest.mark.parametrize("command", ["ikat to-trec", "responses eval"])
+def test_a_command_with_several_outputs_writes_none_when_one_cannot_be_written(tmp_path, capsys, command):
+    blocked = _blocker(tmp_path) / "out"
+    argv = _several_outputs(tmp_path, blocked)[command]
+    before = sorted(tmp_path.rglob("*"))
+    assert main(argv) == 2
+    assert f"cannot write {blocked}: {tmp_path / 'f'} is a file, expected a folder" in _one_line(capsys)
+    assert sorted(tmp_path.rglob("*")) == before
 
 
 # --- temp files and children of dead processes -------------------------------------------

@@ -307,6 +307,17 @@ def test_config_errors_name_the_key_path(tmp_path, edit, message):
     assert str(error.value).startswith(f"{path}: {message}")
 
 
+@pytest.mark.parametrize("key", ["database", "storage"])
+def test_a_database_or_storage_below_a_file_is_a_one_line_error_naming_the_key(tmp_path, capsys, key):
+    blocker = tmp_path / "f"
+    blocker.write_text("a file\n")
+    place = blocker / ("board.db" if key == "database" else "files")
+    path = write_config(tmp_path, **{key: f"sqlite:///{place}" if key == "database" else str(place)})
+    assert main(["serve", str(path)]) == 2  # before the server starts
+    err = capsys.readouterr().err
+    assert err == f"harness serve: error: {path}: {key}: cannot write {place}: {blocker} is a file, expected a folder\n"
+
+
 # --- PostgreSQL ----------------------------------------------------------------------------
 
 

@@ -25,7 +25,7 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from harness.atomic import temp_folder
+from harness.atomic import check_outputs, temp_folder
 from harness.corpus import Corpus
 from harness.corpus.segment import document_text
 from harness.errors import HarnessError
@@ -52,6 +52,7 @@ def build_index(
     """Index `corpus` into `out`; refuses to replace a finished index unless `force`.
     `in_process`: IndexCollection in this process's JVM (default: for small corpora)."""
     out = Path(out)
+    check_outputs(out, folder=True)  # a file in the way, or nowhere to build: said before Java starts
     if out.exists() and not force:
         raise HarnessError(f"{out} already exists; pass --force to rebuild it")
     threads = threads or default_threads()

@@ -7,6 +7,7 @@ import dataclasses
 import sys
 from pathlib import Path
 
+from harness.atomic import check_outputs
 from harness.cli import add_output
 from harness.runner.config import load_config
 
@@ -30,6 +31,7 @@ def run(args: argparse.Namespace) -> int:
 
     config = load_config(args.config)
     if args.output is not None:
+        check_outputs(args.output, folder=True)  # as the config's `output` is: before --dry-run says all is well
         config = dataclasses.replace(config, output=args.output)
     if args.dry_run:
         for prepared, finished in plan(config, only=args.only):

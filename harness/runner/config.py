@@ -44,6 +44,7 @@ from typing import Any
 
 import yaml
 
+from harness.atomic import output_problem
 from harness.errors import HarnessError, InputError, read_input
 from harness.paths import cache_root, data_root, name_problem, qrels_root
 from harness.registry import ParamError, check_params
@@ -321,8 +322,8 @@ def parse_config(path: Path, document: Any) -> Config:
     top = root.mapping(("output", "tag", "k", "llm", "experiments"), required=("experiments",))
     llm = _llm_endpoints(top.get("llm"))
     output = top["output"].path() if "output" in top else Path(DEFAULT_OUTPUT)
-    if output.exists() and not output.is_dir():
-        raise (top["output"] if "output" in top else root).error(f"output {str(output)!r} is a file, expected a folder")
+    if problem := output_problem(output, folder=True):  # found by --dry-run, not once the runs start
+        raise (top["output"] if "output" in top else root).error(f"cannot write {output}: {problem}")
     defaults = {
         "tag": _tag_pattern(top["tag"]) if "tag" in top else DEFAULT_TAG,
         "k": top["k"].positive_int() if "k" in top else DEFAULT_K,

@@ -311,9 +311,7 @@ def run_config(
     config already finished with the current inputs (a leaderboard after `--only X` shows all
     runs, not X alone), in config order."""
     log = log or sys.stderr
-    output = config.output
-    if output.exists() and not output.is_dir():
-        raise HarnessError(f"output {str(output)!r} is a file, expected a folder")
+    output = config.output  # folder_lock makes it, or says in one line why it cannot
     workspace = Workspace()
     outcomes = []
     selected_runs = config.runs(only)

@@ -6,6 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from harness.atomic import check_outputs
 from harness.cli import add_output
 from harness.compute.engines import add_engine_arguments
 from harness.scale.encode import SHARD_DOCS
@@ -29,6 +30,7 @@ def run(args: argparse.Namespace) -> int:
     from harness.corpus.readers import open_corpus
 
     spec = engine_spec(args)
+    check_outputs(args.out, folder=True)  # before the model loads
     corpus = open_corpus(args.corpus)
     encoder = load_encoder(args.model, max_length=args.max_length, batch_size=args.batch_size)
     engine = start_engine(spec)

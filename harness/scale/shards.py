@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.atomic import atomic_write
+from harness.atomic import atomic_write, make_folder
 from harness.compute.engines import Engine
 from harness.corpus import Corpus, Document
 from harness.errors import HarnessError
@@ -165,7 +165,7 @@ def run_shards(
     same source, `tasks` is not read at all. Progress on stderr: shards done, documents/s."""
     from tqdm import tqdm
 
-    folder.mkdir(parents=True, exist_ok=True)
+    make_folder(folder)
     old = read_manifest(folder)
     before = json.dumps(old, sort_keys=True)
     if _finished(folder, old, job, settings, source):

@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from harness.atomic import output_problem
 from harness.ikat.submission import YEARS, file_format
 from harness.runner.config import Node, lookup, measures_of, read_yaml
 
@@ -107,6 +108,14 @@ def parse_serve_config(path: Path, document: Any) -> ServeConfig:
     database = top["database"].text() if "database" in top else DEFAULT_DATABASE
     if "://" not in database:
         raise top["database"].error(f"expected a database URL (sqlite:///FILE or postgresql://...), found {database!r}")
+    storage = top["storage"].path() if "storage" in top else Path(DEFAULT_STORAGE)
+    # where the server writes: a place it cannot write is a config error, found before it listens
+    places = [("storage", storage, True)]
+    if database.startswith("sqlite:///"):
+        places.insert(0, ("database", Path(database.removeprefix("sqlite:///")), False))
+    for key, place, folder in places:
+        if problem := output_problem(place, folder):
+            raise (top[key] if key in top else root.child(key, None)).error(f"cannot write {place}: {problem}")
     tasks = [_task(node) for node in top["tasks"].items()]
     teams = [_team(node) for node in top["teams"].items()]
     for kind, items, node in (("task", tasks, top["tasks"]), ("team", teams, top["teams"])):
@@ -120,7 +129,7 @@ def parse_serve_config(path: Path, document: Any) -> ServeConfig:
     return ServeConfig(
         path=path,
         database=database,
-        storage=top["storage"].path() if "storage" in top else Path(DEFAULT_STORAGE),
+        storage=storage,
         quota=top["quota"].positive_int() if "quota" in top else DEFAULT_QUOTA,
         max_upload_bytes=(top["max_upload_mb"].positive_int() if "max_upload_mb" in top else DEFAULT_MAX_UPLOAD_MB) << 20,
         tasks={task.name: task for task in tasks},
