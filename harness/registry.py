@@ -81,6 +81,11 @@ class _Required:
 
 
 REQUIRED: Any = _Required()  # the default of a parameter a config must give
+# The largest integer a parameter or a config count takes: what a 32-bit int holds, as Java
+# (Anserini's hits and RM3 settings) and trec_eval's C (cutoffs, `harness eval`) take them. No
+# count is meant beyond it (a depth beyond a corpus's size is harmless); a larger one failed
+# deep in a run (numba's "Int value is too large", a MemoryError, a Java overflow).
+INT_LIMIT = 2**31 - 1
 
 
 @dataclass(frozen=True)
@@ -168,7 +173,14 @@ def check_value(key: str, value: Any, expected: Any) -> None:
     if isinstance(expected, ParamType):
         expected.check(key, value)
     elif not _fits(value, expected):
-        raise ParamError(key, f"expected {describe_type(expected)}, got {value!r}")
+        raise ParamError(key, f"expected {describe_type(expected)}, got {value!r}{_beyond_limit(value)}")
+
+
+def _beyond_limit(value: Any) -> str:
+    """What an error adds for an integer too large for any parameter (it is an integer)."""
+    if isinstance(value, int) and not isinstance(value, bool) and not -INT_LIMIT - 1 <= value <= INT_LIMIT:
+        return f" (at most {INT_LIMIT})" if value > 0 else f" (at least {-INT_LIMIT - 1})"
+    return ""
 
 
 def _fits(value: Any, expected: Any) -> bool:
@@ -189,7 +201,7 @@ def _fits(value: Any, expected: Any) -> bool:
     if expected is float:
         return isinstance(value, (int, float)) and not isinstance(value, bool)
     if expected is int:
-        return isinstance(value, int) and not isinstance(value, bool)
+        return isinstance(value, int) and not isinstance(value, bool) and -INT_LIMIT - 1 <= value <= INT_LIMIT
     if isinstance(expected, type):
         return isinstance(value, expected)
     return True  # a type the checker cannot read: the component checks it
@@ -197,16 +209,20 @@ def _fits(value: Any, expected: Any) -> bool:
 
 @dataclass(frozen=True)
 class AtLeast(ParamType):
-    """The type of an integer of `low` or more (a count, a depth)."""
+    """The type of an integer of `low` or more (a count, a depth), at most INT_LIMIT; with
+    `or_none`, null too (for `int | None`: null means the component's default)."""
 
     low: int
+    or_none: bool = False
 
     def check(self, key: str, value: Any) -> None:
+        if value is None and self.or_none:
+            return
         if not _fits(value, int) or value < self.low:
-            raise ParamError(key, f"expected {self.describe()}, got {value!r}")
+            raise ParamError(key, f"expected {self.describe()}, got {value!r}{_beyond_limit(value)}")
 
     def describe(self) -> str:
-        return f"an integer of {self.low} or more"
+        return f"an integer of {self.low} or more{' or null' if self.or_none else ''}"
 
 
 def from_text(text: str, expected: Any) -> Any:

@@ -142,6 +142,26 @@ def test_k_must_be_a_positive_integer(tmp_path):
     assert "experiments[0].k: expected a positive integer" in _error(tmp_path, {"experiments": [_experiment(k=0)]})
 
 
+def test_a_depth_k_beyond_a_32_bit_integer_is_an_error_at_its_key_in_a_dry_run(tmp_path, capsys):
+    # it passed --dry-run, then the run failed in numba ("Int value is too large") or ran out of memory
+    path = _write(tmp_path, {"output": str(tmp_path / "out"), "experiments": [_experiment(k=10**20)]})
+    assert main(["run", str(path), "--dry-run"]) == 2
+    assert capsys.readouterr().err == (f"harness run: error: {path}: experiments[0].k: expected a positive integer "
+                                       f"of at most 2147483647, found {10**20}\n")
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("params, message", [
+    ({"fb_docs": 10**20}, "params.fb_docs: expected an integer of 1 or more, got 100000000000000000000 "
+                          "(at most 2147483647)"),
+    ({"rm3": True, "fb_terms": 0}, "params.fb_terms: expected an integer of 1 or more, got 0"),
+    ({"threads": -1}, "params.threads: expected an integer of 1 or more or null, got -1"),
+])
+def test_a_count_parameter_out_of_its_range_is_an_error_when_the_config_is_read(tmp_path, params, message):
+    retriever = {"name": "bm25", "params": params}
+    assert f"experiments[0].retrievers[0].{message}" in _error(tmp_path, {"experiments": [_experiment(retrievers=[retriever])]})
+
+
 def test_ptkb_task_takes_no_strategies(tmp_path):
     message = _error(tmp_path, {"experiments": [_experiment(task="ptkb", topics="ikat2023:test")]})
     assert "experiments[0].strategies: this task ranks with the turn itself" in message

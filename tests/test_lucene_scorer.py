@@ -18,6 +18,7 @@ from harness.retrieve.bm25 import _read_index
 from harness.retrieve.lucene import build_index
 from harness.retrieve.lucene_kernels import adjust_ties
 from harness.retrieve.lucene_scorer import ID_FIELD
+from harness.registry import INT_LIMIT
 
 CORPORA = ("ikat2023:test", "ikat2023:train")  # the 894 passages the demo's iKAT experiment searches
 
@@ -209,3 +210,10 @@ def test_near_ties_one_rounding_step_apart_count_as_ties():
     adjusted = adjust_ties(scores)
     assert adjusted[1] < np.float32(2.0002) and adjusted[2] < adjusted[1]
     assert adjusted[3] == np.float32(1.9)
+
+
+def test_a_depth_beyond_the_index_size_searches_without_allocating_for_it(index, turns):
+    # the scorer kept a heap of k scores: a MemoryError at k = 10**10
+    retriever = build("bm25", corpus=None, index=index)
+    assert retriever._search_numpy(turns[:2], 10**10) == retriever._search_numpy(turns[:2], 10**6)
+    assert retriever.search(turns[:2], k=INT_LIMIT) == retriever.search(turns[:2], k=10**6)

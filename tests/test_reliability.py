@@ -28,7 +28,7 @@ from harness.errors import HarnessError
 from harness.paths import REPO_ROOT, file_in
 from harness.trec import read_run
 from tests.conftest import CAST2021_DOC_RUNS, CAST2021_QRELS, interruptible
-from tests.test_ikat_validate import _edit_line, failing_checks, run_2025, validate  # noqa: F401
+from tests.test_ikat_validate import SAMPLES_2023, _edit_line, failing_checks, run_2025, validate  # noqa: F401
 
 TAG = "ikat2023-test.raw.bm25"
 LIMIT = 600  # seconds any one child `harness run` may take
@@ -490,18 +490,27 @@ def test_sigkill_while_writing_then_rerun_leaves_nothing_and_the_same_bytes(sing
     ("compare", "--alpha", "5"), ("compare", "--alpha", "nan"), ("compare", "--alpha", "0"),
     ("compare", "--seed", "-1"), ("compare", "--resamples", "0"), ("compare", "--arena-bootstrap", "0"),
     ("arena", "--k", "nan"), ("arena", "--k", "-1"), ("arena", "--initial", "inf"), ("arena", "--seed", "-1"),
+    ("encode", "--batch-size", "0"), ("encode", "--batch-size", "-4"), ("encode", "--batch-size", str(10**20)),
+    ("encode", "--max-length", "0"), ("segment", "--processes", "-2"), ("segment", "--processes", "0"),
+    ("ikat validate", "--max-warnings", "-1"),
 ])
-def test_a_number_option_out_of_its_range_is_a_usage_error(capsys, command, option, value):
+def test_a_number_option_out_of_its_range_is_a_usage_error(capsys, tmp_path, command, option, value):
     from harness.paths import data_root
 
-    if command == "compare":
-        argv = ["compare", "--qrels", str(CAST2021_QRELS), *map(str, CAST2021_DOC_RUNS[:2]), "--measures", "P@5"]
-    else:
-        argv = ["arena", "--votes", str(data_root() / "crsarena" / "votes_open.csv")]
+    corpus = str(data_root() / "ikat" / "2023" / "data" / "2023_train_topics_psg_text.jsonl")  # iKAT's passages
+    argv = {
+        "compare": ["compare", "--qrels", str(CAST2021_QRELS), *map(str, CAST2021_DOC_RUNS[:2]), "--measures", "P@5"],
+        "arena": ["arena", "--votes", str(data_root() / "crsarena" / "votes_open.csv")],
+        "encode": ["encode", corpus, "--output", str(tmp_path / "vectors")],
+        "segment": ["segment", corpus, "--output", str(tmp_path / "passages.jsonl")],
+        "ikat validate": ["ikat", "validate", str(SAMPLES_2023 / "sample_run.json"), "--topics", "ikat2023",
+                          "--year", "2023"],
+    }[command]
     with pytest.raises(SystemExit) as stop:
         main([*argv, f"{option}={value}"])
     err = capsys.readouterr().err
     assert stop.value.code == 2 and f"argument {option}: must be a" in err and "Traceback" not in err
+    assert not list(tmp_path.iterdir())  # nothing written, not even an empty --output folder
 
 
 def test_an_output_to_dev_stdout_redirected_to_a_file_keeps_what_the_shell_wrote(tmp_path):

@@ -78,8 +78,8 @@ def test_a_bi_encoder_is_not_accepted_as_a_cross_encoder(first_stage):
     ("params", "message"),
     [
         ({"model": "x"}, re.escape("build('rerank'): retriever 'rerank' needs first_stage")),
-        ({"model": "x", "first_stage": {"name": "dense"}, "depth": 0}, "rerank depth must be 1 or more; got 0"),
-        ({"model": "x", "first_stage": {"name": "dense"}, "depth": "ten"}, re.escape("build('rerank').depth: expected an integer or null, got 'ten'")),
+        ({"model": "x", "first_stage": {"name": "dense"}, "depth": 0}, re.escape("build('rerank').depth: expected an integer of 1 or more or null, got 0")),
+        ({"model": "x", "first_stage": {"name": "dense"}, "depth": "ten"}, re.escape("build('rerank').depth: expected an integer of 1 or more or null, got 'ten'")),
     ],
 )
 def test_a_bad_rerank_config_is_a_clear_error(params, message):

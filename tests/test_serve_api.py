@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 import pytest
+import yaml
 
 pytest.importorskip("fastapi", reason="the serve extra is not installed (pip install -e '.[serve]')")
 
@@ -348,6 +349,39 @@ def test_serve_with_a_bad_config_is_a_one_line_error(tmp_path, capsys):
     path.write_text(path.read_text().replace("quota: 5", "quota: many"))
     assert main(["serve", str(path)]) == 2
     assert capsys.readouterr().err == f"harness serve: error: {path}: quota: expected a positive integer, found 'many'\n"
+
+
+def test_serve_with_a_malformed_qrels_file_stops_before_listening_naming_its_line(tmp_path, capsys):
+    qrels = tmp_path / "bad.qrels"
+    qrels.write_text("".join(Path(QRELS).read_text().splitlines(True)[:3]) + "9-1-1 0 only-three-fields\n")
+    path = write_config(tmp_path)
+    config = yaml.safe_load(path.read_text())
+    config["tasks"][0]["qrels"] = str(qrels)
+    path.write_text(yaml.safe_dump(config))
+    assert main(["serve", str(path), "--port", "1"]) == 2  # port 1: had uvicorn started, it could not listen
+    assert capsys.readouterr().err == (f"harness serve: error: {qrels}:4: expected 4 fields 'qid iter docid grade', "
+                                       "found 3\n")
+
+
+@pytest.mark.parametrize("database, message", [
+    ("mysql://u:secret@127.0.0.1/db", "database: mysql is not supported (no driver for it is installed with the "
+                                      "harness); supported: sqlite:///FILE and postgresql://USER:PASSWORD@HOST/DB"),
+    ("postgresql+psycopg2://u:secret@127.0.0.1/db", "database: the postgresql+psycopg2 driver (psycopg2) is not "
+                                                     "installed; supported: sqlite:///FILE and postgresql://"),
+])
+def test_a_database_without_an_installed_driver_is_a_config_error_at_database(tmp_path, capsys, database, message):
+    path = write_config(tmp_path, database=database)
+    assert main(["serve", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"harness serve: error: {path}: {message}") and err.count("\n") == 1 and "secret" not in err
+
+
+def test_a_database_that_cannot_be_reached_is_one_line_without_the_password(tmp_path, capsys):
+    path = write_config(tmp_path, database="postgresql://u:secret@127.0.0.1:1/db")  # nothing listens on port 1
+    assert main(["serve", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("harness serve: error: cannot connect to database postgresql://u:***@127.0.0.1:1/db: ")
+    assert "Connection refused" in err and err.count("\n") == 1 and "secret" not in err
 
 
 def test_leaderboard_legend_explains_the_tiers_and_p_values_it_shows_not_compare_marks(server, tmp_path):

@@ -6,10 +6,11 @@ import argparse
 import sys
 from pathlib import Path
 
-from harness.cli import add_output
+from harness.cli import add_output, number_in
 from harness.corpus.segment import SPLITTERS, segment_corpus
 from harness.corpus.readers import open_corpus
 from harness.paths import refuse_overwriting
+from harness.registry import INT_LIMIT
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -23,7 +24,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help=f"sentence splitter: {', '.join(SPLITTERS.names())}; spacy:MODEL picks an installed spaCy model or model folder "
         "(default spacy = en_core_web_sm 3.8.0 senter, the reference)",
     )
-    parser.add_argument("--processes", type=int, default=None, help="worker processes (default: all cores)")
+    parser.add_argument("--processes", type=number_in(1, INT_LIMIT, whole=True), default=None,
+                        help="worker processes (default: all cores)")
     from harness.compute.engines import add_engine_arguments
     from harness.scale.segment import SHARD_DOCS
 

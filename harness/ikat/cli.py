@@ -4,6 +4,7 @@ write one from TREC runs."""
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 from pathlib import Path
 
@@ -23,7 +24,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="the year's test topics file (e.g. data/ikat/2023/data/2023_test_topics.json) or a benchmark name (ikat2023)",
     )
     validate.add_argument("--year", type=int, choices=sorted(YEARS), help="format year (default: guessed from the file)")
-    validate.add_argument("--max-warnings", type=int, default=2000, help="2023/2024: more warnings is an error (default 2000)")
+    validate.add_argument("--max-warnings", type=number_in(0, math.inf, whole=True), default=2000,
+                          help="2023/2024: more warnings is an error (default 2000)")
     validate.add_argument(
         "--partial", action="store_true",
         help="check only the turns in the file (skip the checks that every test turn is answered)",

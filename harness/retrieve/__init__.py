@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from harness.errors import HarnessError
-from harness.registry import Param, Registry, check_params
+from harness.registry import AtLeast, Param, Registry, check_params
 from harness.trec import Hit, Run  # Hit: re-exported, a run's items (run[qid] is [Hit, ...])
 
 
@@ -43,9 +43,9 @@ RetrieverFactory = Callable[..., Retriever]
 RETRIEVERS: Registry[RetrieverFactory] = Registry("retriever", package=__name__, group="harness.retrievers",
                                                   not_from_config=("query", "k", "corpus"))
 # parameters several retrievers take alike
-THREADS = Param("threads", int | None, None, "CPU threads (default: the cores this process may use)")
+THREADS = Param("threads", AtLeast(1, or_none=True), None, "CPU threads (default: the cores this process may use)")
 DEVICE = Param("device", str | None, None, "torch device, cpu or cuda (default: cuda when there is one)")
-BATCH_SIZE = Param("batch_size", int, 32, "texts encoded at once")
+BATCH_SIZE = Param("batch_size", AtLeast(1), 32, "texts encoded at once")
 
 
 def build(name: str, **params) -> Retriever:

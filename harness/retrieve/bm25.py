@@ -28,7 +28,7 @@ from typing import Literal
 
 from harness.corpus import Corpus
 from harness.errors import HarnessError
-from harness.registry import Param
+from harness.registry import INT_LIMIT, AtLeast, Param
 from harness.retrieve import RETRIEVERS, THREADS, SearchQuery
 from harness.retrieve.java import ensure_jvm
 from harness.retrieve.lucene import cached_index
@@ -121,7 +121,8 @@ class BM25:
         qids = [query.qid for query in queries]
         if len(set(qids)) != len(qids):
             raise HarnessError("query ids must be unique within one search")
-        depth = k * MAXP_PASSAGES_PER_DOC if self.maxp else k
+        # within a Java int: Anserini's hits are one (Lucene caps them at the index's size)
+        depth = min(k * MAXP_PASSAGES_PER_DOC if self.maxp else k, INT_LIMIT)
         with _collector_paused():  # a million short-lived hits would set the GC off again and again
             found = self._search_numpy(queries, depth) if self.scorer else self._search_pyserini(queries, depth)
             if self.maxp:  # iKAT/ClueWeb22 passage ids: `<docid>:<n>`
@@ -204,8 +205,8 @@ def _compiled_kernels() -> None:
     Param("k1", float, 0.9, "BM25 term-frequency saturation (0 or more)"),
     Param("b", float, 0.4, "BM25 length normalisation (0 to 1)"),
     Param("rm3", bool, False, "expand each query with RM3 pseudo-relevance feedback (needs document vectors)"),
-    Param("fb_terms", int, 10, "RM3: expansion terms (1 or more)"),
-    Param("fb_docs", int, 10, "RM3: feedback documents (1 or more)"),
+    Param("fb_terms", AtLeast(1), 10, "RM3: expansion terms"),
+    Param("fb_docs", AtLeast(1), 10, "RM3: feedback documents"),
     Param("original_weight", float, 0.5, "RM3: weight of the original query (0 to 1)"),
     THREADS,
     Param("maxp", bool, False, "rank documents by their best passage (ids `<docid>:<n>`, as iKAT's)"),

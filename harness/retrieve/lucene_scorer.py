@@ -274,6 +274,7 @@ class LuceneScorer:
             return np.zeros(0, dtype=np.int32), np.zeros(0, dtype=_F32)
         weights = np.array([boost for term, boost in query.items() if term in index.vocabulary], dtype=_F32)
         weights *= self.idf[terms]
+        k = min(k, len(index.docids))  # top_candidates keeps a heap of k scores: no more than there are documents
         docs, scores = top_candidates(terms, weights, k, self.window or WINDOW, index.starts, index.postings,
                                       index.freqs, index.big_freqs, index.norms, self.norm_inverse, index.block_starts,
                                       index.block_max_tf, index.block_min_norm, self.best_norm_inverse)

@@ -47,7 +47,7 @@ import yaml
 from harness.atomic import output_problem
 from harness.errors import HarnessError, InputError, read_input
 from harness.paths import cache_root, data_root, name_problem, qrels_root
-from harness.registry import ParamError, check_params
+from harness.registry import INT_LIMIT, ParamError, check_params
 from harness.runner.tasks import TASKS
 
 DEFAULT_OUTPUT = "runs"
@@ -261,8 +261,12 @@ class Node:
         return self.value
 
     def positive_int(self) -> int:
+        """A count or depth: 1 to INT_LIMIT (a 32-bit int, as Java and trec_eval's C take
+        them; a depth beyond a corpus's size is harmless, one beyond that failed mid-run)."""
         if isinstance(self.value, bool) or not isinstance(self.value, int) or self.value < 1:
             raise self.error(f"expected a positive integer, found {self.value!r}")
+        if self.value > INT_LIMIT:
+            raise self.error(f"expected a positive integer of at most {INT_LIMIT}, found {self.value!r}")
         return self.value
 
     def flag(self) -> bool:

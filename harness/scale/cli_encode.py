@@ -7,8 +7,9 @@ import sys
 from pathlib import Path
 
 from harness.atomic import check_outputs
-from harness.cli import add_output
+from harness.cli import add_output, number_in
 from harness.compute.engines import add_engine_arguments
+from harness.registry import INT_LIMIT
 from harness.scale.encode import SHARD_DOCS
 
 
@@ -18,8 +19,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_output(parser, required=True, type=Path, help="folder for shard-NNNNN.npy/.ids and manifest.json")
     parser.add_argument("--model", default=None, help="local sentence-transformers folder (default: all-MiniLM-L6-v2)")
     parser.add_argument("--dtype", default="float32", choices=["float32", "float16"], help="stored vector type")
-    parser.add_argument("--batch-size", type=int, default=32, help="passages per model batch (GPUs: 256 or more)")
-    parser.add_argument("--max-length", type=int, default=None, help="tokens per passage (default: the model's)")
+    count = number_in(1, INT_LIMIT, whole=True)  # 0 and -4 failed mid-run, leaving an empty --output
+    parser.add_argument("--batch-size", type=count, default=32, help="passages per model batch (GPUs: 256 or more)")
+    parser.add_argument("--max-length", type=count, default=None, help="tokens per passage (default: the model's)")
     add_engine_arguments(parser, SHARD_DOCS)
 
 

@@ -48,6 +48,11 @@ def run(args: argparse.Namespace) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s", stream=sys.stderr)
     logging.getLogger("uvicorn.access").addFilter(RedactTokens())
     service = Service(config)  # a second server on the same SQLite database stops here, in one line
+    try:
+        service.prepare()  # a malformed qrels or topics file: one line, before uvicorn starts
+    except BaseException:
+        service.store.close()
+        raise
     print(f"harness serve: {len(config.tasks)} tasks, {len(config.teams)} teams, database {_redacted(config.database)}, "
           f"on http://{args.host}:{args.port}/", file=sys.stderr)
     HeadTimeoutH11.head_timeout = config.client_timeout_s

@@ -105,9 +105,7 @@ def parse_serve_config(path: Path, document: Any) -> ServeConfig:
     root = Node(path, "", document)
     top = root.mapping(("database", "storage", "quota", "max_upload_mb", "rejects_per_hour", "client_timeout_s",
                         "tasks", "teams"), required=("tasks", "teams"))
-    database = top["database"].text() if "database" in top else DEFAULT_DATABASE
-    if "://" not in database:
-        raise top["database"].error(f"expected a database URL (sqlite:///FILE or postgresql://...), found {database!r}")
+    database = _database(top["database"]) if "database" in top else DEFAULT_DATABASE
     storage = top["storage"].path() if "storage" in top else Path(DEFAULT_STORAGE)
     # where the server writes: a place it cannot write is a config error, found before it listens
     places = [("storage", storage, True)]
@@ -137,6 +135,35 @@ def parse_serve_config(path: Path, document: Any) -> ServeConfig:
         rejects_per_hour=top["rejects_per_hour"].positive_int() if "rejects_per_hour" in top else DEFAULT_REJECTS_PER_HOUR,
         client_timeout_s=top["client_timeout_s"].positive_int() if "client_timeout_s" in top else DEFAULT_CLIENT_TIMEOUT_S,
     )
+
+
+def _database(node: Node) -> str:
+    """A URL of a supported backend whose driver is installed (else the server failed on its
+    first connection, in a traceback); the error shows the URL's scheme, never its password."""
+    from sqlalchemy.exc import ArgumentError
+
+    from harness.serve.store import DATABASES, database_url
+
+    database = node.text()
+    supported = "supported: sqlite:///FILE and postgresql://USER:PASSWORD@HOST/DB"
+    try:
+        url = database_url(database) if "://" in database else None
+    except ArgumentError:
+        url = None
+    if url is None:
+        raise node.error(f"expected a database URL ({supported}), found {database.split('://')[0]!r}"
+                         f"{'://...' if '://' in database else ''}")
+    if url.get_backend_name() not in DATABASES:
+        raise node.error(f"{url.drivername} is not supported (no driver for it is installed with the harness); "
+                         f"{supported}")
+    try:
+        url.get_dialect().import_dbapi()
+    except ImportError as error:
+        raise node.error(f"the {url.drivername} driver ({error.name}) is not installed; {supported} (through "
+                         "psycopg, installed with the harness's serve extra)") from None
+    except Exception:  # an unknown driver name (postgresql+nosuch): SQLAlchemy's NoSuchModuleError
+        raise node.error(f"no driver {url.drivername!r} is installed; {supported}") from None
+    return database
 
 
 def _name(node: Node) -> str:

@@ -74,10 +74,15 @@ class Service:
         removed = self.store.discard_incomplete()
         if removed:
             log.info("removed %d incomplete uploads", removed)
-        for runtime in self.tasks.values():  # read topics and qrels now, not on the first upload
-            runtime.prepare()
+        self.prepare()
         self._worker = threading.Thread(target=self._work, name="harness-serve-scorer", daemon=True)
         self._worker.start()
+
+    def prepare(self) -> None:
+        """Read every task's topics and qrels now, not on the first upload: `harness serve`
+        calls it before the server listens, so a malformed file is one line naming it."""
+        for runtime in self.tasks.values():
+            runtime.prepare()
 
     def stop(self) -> None:
         self._stop.set()

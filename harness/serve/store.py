@@ -25,7 +25,8 @@ from pathlib import Path
 from typing import IO, Any
 
 from sqlalchemy import JSON, DateTime, Integer, String, Text, UniqueConstraint, create_engine, event, func, select
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy.engine import URL, make_url
+from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column, sessionmaker
 
 from harness.errors import HarnessError
@@ -104,6 +105,16 @@ class TeamLock(Base):
     team: Mapped[str] = mapped_column(String(64), primary_key=True)
 
 
+DATABASES = ("sqlite", "postgresql")  # the backends the server is tested on
+
+
+def database_url(database: str) -> URL:
+    """The SQLAlchemy URL of a config's `database`: `postgresql://` goes through psycopg 3 (the
+    serve extra's driver; SQLAlchemy 2.0 would look for psycopg2). ArgumentError if malformed."""
+    url = make_url(database)
+    return url.set(drivername="postgresql+psycopg") if url.drivername == "postgresql" else url
+
+
 class Store:
     def __init__(self, database: str, storage: Path) -> None:
         self.storage = Path(storage)
@@ -111,20 +122,31 @@ class Store:
         _private_folder(self.storage)
         _private_folder(self.incoming)
         self._lock_fd: int | None = None
-        if database.startswith("sqlite:///"):
-            path = Path(database.removeprefix("sqlite:///"))
-            _private_folder(path.parent)
-            self._lock_fd = _exclusive(path)
-            _private_file(path)
-            self.engine = create_engine(database, connect_args={"check_same_thread": False, "timeout": 60})
-            event.listen(self.engine, "connect", _sqlite_pragmas)
-        else:
-            self.engine = create_engine(database, pool_pre_ping=True)
-        Base.metadata.create_all(self.engine)
+        url = database_url(database)
+        try:
+            if database.startswith("sqlite:///"):
+                path = Path(database.removeprefix("sqlite:///"))
+                _private_folder(path.parent)
+                self._lock_fd = _exclusive(path)
+                _private_file(path)
+                self.engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": 60})
+                event.listen(self.engine, "connect", _sqlite_pragmas)
+            else:
+                self.engine = create_engine(url, pool_pre_ping=True)
+            Base.metadata.create_all(self.engine)
+        except SQLAlchemyError as error:  # no server there, a wrong password, ...: one line, never the password
+            self.close()
+            shown = make_url(database).render_as_string(hide_password=True)  # as the config has it
+            raise HarnessError(f"cannot connect to database {shown}: "
+                               f"{_reason(error, url.password)}") from None
+        except BaseException:
+            self.close()
+            raise
         self.sessions = sessionmaker(self.engine, expire_on_commit=False)
 
     def close(self) -> None:
-        self.engine.dispose()
+        if hasattr(self, "engine"):
+            self.engine.dispose()
         if self._lock_fd is not None:
             os.close(self._lock_fd)  # releases the lock
             self._lock_fd = None
@@ -253,6 +275,12 @@ def _private_file(path: Path) -> None:
         os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600))
     except FileExistsError:
         pass
+
+
+def _reason(error: SQLAlchemyError, password: str | None) -> str:
+    """The driver's own words on a failed connection, on one line, without the password."""
+    reason = " ".join(str(getattr(error, "orig", None) or error).split())
+    return reason.replace(password, "***") if password else reason
 
 
 def _exclusive(database: Path) -> int:
