@@ -203,3 +203,12 @@ def test_compare_shows_judged_at_10_beside_the_measures_outside_the_tests(tmp_pa
     row = next(line for line in text.splitlines() if f"| {CAST2021_DOC_RUNS[0].stem} |" in line)
     assert row.endswith(f"| {judged:.4f} |")
     assert "family of 24 comparisons" in text  # 4 runs x 6 measures: Judged@10 is not in the family
+
+
+def test_a_run_with_no_query_in_common_with_the_qrels_is_named_in_the_warning_eval_gives(tmp_path, capsys):
+    other = tmp_path / "other_year.run"  # the same run, its qids of another year's topics
+    other.write_text("".join(f"x{line}" for line in CAST2021_DOC_RUNS[0].read_text().splitlines(keepends=True)))
+    assert main(["compare", "--qrels", str(CAST2021_QRELS), str(CAST2021_DOC_RUNS[0]), str(other),
+                 "--measures", "RR"]) == 0
+    warnings = [line for line in capsys.readouterr().err.splitlines() if "no query in common" in line]
+    assert warnings == [f"warning: run 'other_year' has no query in common with {CAST2021_QRELS}; every measure is 0"]

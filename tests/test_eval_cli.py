@@ -82,3 +82,11 @@ def test_output_and_its_alias_out_write_the_same_file(tmp_path):
     assert main(["topics", "export", "cast2019", "--strategy", "manual", "--output", str(new)]) == 0
     assert main(["topics", "export", "cast2019", "--strategy", "manual", "--out", str(old)]) == 0
     assert new.read_bytes() == old.read_bytes() and new.stat().st_size > 0
+
+
+def test_a_run_with_no_query_in_common_with_the_qrels_is_a_warning_that_every_measure_is_0(tmp_path, capsys):
+    other = tmp_path / "other_year.run"  # the same run, its qids of another year's topics
+    other.write_text("".join(f"x{line}" for line in CAST2021_DOC_RUNS[0].read_text().splitlines(keepends=True)))
+    assert main(["eval", "--qrels", str(CAST2021_QRELS), str(other), "--measures", "RR"]) == 0
+    assert (f"warning: run 'other_year' has no query in common with {CAST2021_QRELS}; every measure is 0"
+            in capsys.readouterr().err)

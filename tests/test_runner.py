@@ -300,3 +300,18 @@ def test_a_preload_that_fails_leaves_the_error_to_the_build(tmp_path):
     with RETRIEVERS.using({"one": one}):
         assert main(["run", str(config)]) == 0
     assert (tmp_path / "runs" / "pragmaticqa-val.raw.one.run").is_file()
+
+
+@pytest.mark.java
+@pytest.mark.slow
+def test_a_run_scored_against_qrels_with_no_query_in_common_is_a_warning_as_eval_gives(tmp_path, capsys):
+    from harness.paths import qrels_root
+
+    ikat_qrels = qrels_root() / "ikat" / "2023-qrels.all-turns.txt"
+    config = tmp_path / "other_qrels.yaml"  # PragmatiCQA's turns scored against iKAT 2023's qrels
+    config.write_text(yaml.safe_dump({"output": str(tmp_path / "runs"), "k": 10, "experiments": [
+        {"name": "pqa", "topics": "pragmaticqa:val", "strategies": ["raw"], "retrievers": ["bm25"],
+         "measures": ["nDCG@3"], "qrels": str(ikat_qrels)}]}), encoding="utf-8")
+    assert main(["run", str(config)]) == 0
+    assert (f"warning: run '{PQA_TAG}' has no query in common with {ikat_qrels}; every measure is 0"
+            in capsys.readouterr().err)

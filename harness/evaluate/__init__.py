@@ -66,6 +66,13 @@ class Evaluation:
     def num_queries(self) -> int:
         return len(next(iter(self.per_query.values()), {}))
 
+    def disjoint_warning(self, qrels_name: str) -> str | None:
+        """A one-line warning when the run answers none of the judged queries (every measure is
+        0 because the inputs do not match, which trec_eval prints without a word); None otherwise."""
+        if len(self.missing_queries) != self.num_queries:
+            return None
+        return f"run {self.run_name!r} has no query in common with {qrels_name}; every measure is 0"
+
 
 def with_judged(measures: Sequence[str]) -> tuple[list[str], str]:
     """The measures to score so that JUDGED comes out of the same pass, and its name in the

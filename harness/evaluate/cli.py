@@ -8,6 +8,7 @@ import io
 import json
 import sys
 from pathlib import Path
+from typing import TextIO
 
 from harness.cli import add_runs, runs
 from harness.errors import HarnessError
@@ -105,23 +106,23 @@ def measure_settings(args: argparse.Namespace) -> tuple[list[str], int | None, s
     return presets.measure_settings(args.measures, args.preset, args.depth, args.passage_separator)
 
 
-def report_reading(evaluation: Evaluation) -> None:
-    """What reading the run found that the numbers do not show (shared with `harness compare`):
-    documents almost never judged, text after the sixth field."""
-    if evaluation.docid_warning:
-        print(f"warning: {evaluation.docid_warning}", file=sys.stderr)
+def report_reading(evaluation: Evaluation, qrels_name: str, log: TextIO | None = None) -> None:
+    """What scoring the run found that the numbers do not show (shared with `harness compare`
+    and `harness run`): no query in common with the qrels, documents almost never judged, text
+    after the sixth field. To `log`, stderr by default."""
+    log = log or sys.stderr
+    for warning in (evaluation.disjoint_warning(qrels_name), evaluation.docid_warning):
+        if warning:
+            print(f"warning: {warning}", file=log)
     if evaluation.trailing:
         print(f"{evaluation.run_name}: {evaluation.trailing} lines with text after the sixth field (ignored, as "
-              "trec_eval does)", file=sys.stderr)
+              "trec_eval does)", file=log)
 
 
 def _report_coverage(evaluation: Evaluation, qrels_path: str) -> None:
     """What trec_eval leaves silent: which queries counted as 0 and which were ignored."""
     judged = evaluation.num_queries
-    if len(evaluation.missing_queries) == judged:
-        print(f"warning: run {evaluation.run_name!r} has no query in common with {qrels_path}; "
-              "every measure is 0", file=sys.stderr)
-    report_reading(evaluation)
+    report_reading(evaluation, qrels_path)
     notes = [f"{judged} judged queries"]
     if evaluation.missing_queries:
         notes.append(f"{len(evaluation.missing_queries)} missing from the run (scored as empty rankings)")

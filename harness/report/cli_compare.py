@@ -77,7 +77,7 @@ def run(args: argparse.Namespace) -> int:
               for path in tqdm(files, desc="evaluating runs", unit="run", file=sys.stderr, disable=len(files) < 3)]
     evaluations = [keep_measures(evaluation, measures) for evaluation in scored]
     for evaluation in evaluations:
-        report_reading(evaluation)
+        report_reading(evaluation, args.qrels)
     board = leaderboard(
         evaluations,
         [b if b in {e.run_name for e in evaluations} else Path(b).stem for b in args.baseline or []],
