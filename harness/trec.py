@@ -209,7 +209,7 @@ def _bom_check(path: Path, number: int, fields: list[str]) -> None:
                                "first query id: save the file without it", line=1)
 
 
-def _lines(path: Path) -> Iterator[tuple[int, list[str]]]:
+def qrels_lines(path: Path) -> Iterator[tuple[int, list[str]]]:
     """Numbered, split, non-blank, non-comment qrels lines (a comment starts with `#`, as in
     trec_eval's qrels reader); a missing file is an InputError."""
     with _open(path) as handle:
@@ -359,7 +359,7 @@ def read_qrels(path: str | Path, *, name: str | None = None) -> Qrels:
     path = Path(path)
     judgments: dict[str, dict[str, int]] = {}
     seen_at: dict[tuple[str, str], int] = {}
-    for number, fields in _lines(path):
+    for number, fields in qrels_lines(path):
         if len(fields) != 4:
             raise InputError(path, f"expected 4 fields 'qid iter docid grade', found {len(fields)}"
                                    + _looks_like(number, fields, "qrels"), line=number)

@@ -322,6 +322,24 @@ def test_the_file_judge_needs_no_passage_text_even_where_the_benchmark_brings_a_
     assert read_provenance(out)["inputs"]["corpus"] is None
 
 
+def test_a_recorded_label_off_the_judges_scale_is_an_error_naming_the_file_line_grade_and_scale(tmp_path, capsys):
+    """Recorded labels are the user's input: iKAT 2023's 0-4 grades read on the yes-no scale
+    stop at the first grade above 1, with no qrels written (not 'N unparseable' and 0 labels)."""
+    from harness.paths import qrels_root
+
+    labels = qrels_root() / "ikat" / "2023-qrels.all-turns.txt"
+    line, grade = next((number, fields[3]) for number, fields in
+                       enumerate((text.split() for text in labels.read_text().splitlines()), 1) if int(fields[3]) > 1)
+    qid, judged = next(iter(read_qrels(labels).judgments.items()))
+    run, out = tmp_path / "mine.run", tmp_path / "file.qrels"
+    run.write_text("".join(f"{qid} Q0 {docid} {rank} {-rank} mine\n" for rank, docid in enumerate(judged, 1)))
+    assert main(["judge", str(run), "--topics", "ikat2023", "--judge", "file", "--labels", str(labels),
+                 "--scale", "yes-no", "--output", str(out)]) == 2
+    assert capsys.readouterr().err.startswith(f"harness judge: error: {labels}:{line}: grade {grade} is outside "
+                                              "yes-no (0 to 1)")
+    assert not out.exists() and not sidecar(out).exists()
+
+
 # -- eval / compare --fill -----------------------------------------------------------------
 
 

@@ -11,7 +11,8 @@ from harness.judge.model import Item, Judgment
 from harness.judge.scales import Scale
 from harness.paths import file_sha256
 from harness.registry import Param
-from harness.trec import read_qrels
+from harness.errors import InputError
+from harness.trec import qrels_lines, read_qrels
 
 
 class FileJudge:
@@ -21,21 +22,32 @@ class FileJudge:
         self.path = Path(path)
         self.scale = scale
         self.labels = read_qrels(self.path).judgments
+        self._check_scale()
         self._counts: dict[str, int] = {}
 
+    def _check_scale(self) -> None:
+        """The recorded labels are the user's input, not a model's answers: one off the scale
+        (labels of another scale, or the wrong file) is an error naming its line, not a pair
+        counted "unparseable" and left out of the output."""
+        grades = {grade for judged in self.labels.values() for grade in judged.values()}
+        if grades <= set(self.scale.labels):
+            return
+        for number, fields in qrels_lines(self.path):
+            if int(fields[3]) not in self.scale.labels:
+                raise InputError(self.path, f"grade {fields[3]} is outside {self.scale.span()}: give --scale the "
+                                            "scale the labels were recorded on", line=number)
+
     def judge(self, items: Sequence[Item], progress: bool = False) -> list[Judgment]:
-        """A recorded label off the scale is "unparseable" (kept in `raw`); a pair the file
-        does not hold is "missing"."""
+        """Every label is on the scale (checked when the file was read); a pair the file does
+        not hold is "missing"."""
         judgments = []
         for item in items:
             qid, docid = item.key[:2]
             label = self.labels.get(qid, {}).get(docid)
             if label is None:
                 judgments.append(Judgment(item.key, None, "missing", "", cached=False))
-            elif label in self.scale.labels:
-                judgments.append(Judgment(item.key, label, "ok", str(label), cached=False))
             else:
-                judgments.append(Judgment(item.key, None, "unparseable", str(label), cached=False))
+                judgments.append(Judgment(item.key, label, "ok", str(label), cached=False))
         self._counts = counts(judgments)
         return judgments
 

@@ -29,6 +29,10 @@ class Scale:
         label = int(match.group(1))
         return label if label in self.labels else None
 
+    def span(self) -> str:
+        """'relevance-0-4 (0 to 4)': the scale's name and its labels, as an error names them."""
+        return f"{self.name} ({min(self.labels)} to {max(self.labels)})"
+
     def describe(self) -> str:
         """'0 = ..., 1 = ...': the scale as a prompt or a report states it."""
         return "\n".join(f"{label} = {text}" for label, text in zip(self.labels, self.meaning))
