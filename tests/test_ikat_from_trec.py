@@ -98,3 +98,26 @@ def test_passage_texts_come_from_a_lucene_index_with_stored_documents(tmp_path, 
     index = build_index(Corpus("outside", lambda: iter(documents), known_fingerprint="outside"), tmp_path / "index")
     response = from_trec(tmp_path, run_file, "--passages", str(index))
     assert {p["id"]: p["text"] for p in response["passage_provenance"][1:]} == outside
+
+
+def _from_trec_error(tmp_path, run_file, ptkb_run, capsys) -> str:
+    out = tmp_path / "submission.json"
+    assert main(["ikat", "from-trec", str(run_file), "--benchmark", "ikat2023", "--year", "2023", "--run-name", "x",
+                 "--output", str(out), "--ptkb-run", str(ptkb_run)]) == 2
+    assert not out.exists()
+    return capsys.readouterr().err
+
+
+def test_a_ptkb_run_that_answers_no_turn_is_the_error_a_passage_run_gets(tmp_path, run_file, capsys):
+    from tests.conftest import CAST2021_DOC_RUNS  # a CAsT run: not one of its queries is an iKAT turn
+
+    assert (f"harness ikat: error: {CAST2021_DOC_RUNS[0]}: none of its"
+            in _from_trec_error(tmp_path, run_file, CAST2021_DOC_RUNS[0], capsys))
+
+
+def test_a_ptkb_run_ranking_a_statement_the_turns_ptkb_lacks_is_an_error_naming_its_line(tmp_path, run_file, capsys):
+    ptkb_run = tmp_path / "ptkb.run"
+    ptkb_run.write_text("9-1_1 Q0 1 1 2 x\n9-1_1 Q0 nosuch 2 1 x\n")
+    assert _from_trec_error(tmp_path, run_file, ptkb_run, capsys).endswith(
+        f"harness ikat: error: {ptkb_run}:2: turn 9-1_1: 'nosuch' is not a statement of its PTKB "
+        "(its statement ids: 1, 2, 3, 4, 5, 6, 7, 8, 9, 10)\n")

@@ -7,11 +7,17 @@ import argparse
 import math
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from harness.cli import add_output, number_in
+from harness.errors import HarnessError, InputError, open_input
 from harness.ikat.submission import PROVENANCE_LIMIT, YEARS
 from harness.paths import refuse_overwriting
 from harness.topics.model import Conversation
+
+if TYPE_CHECKING:
+    from harness.topics import Benchmark
+    from harness.trec import Run
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -79,8 +85,6 @@ def load_topics(spec: str) -> tuple[Conversation, ...]:
 
     path = Path(spec)
     if not path.exists() and (path.suffix or len(path.parts) > 1):  # a file name, not a benchmark name
-        from harness.errors import HarnessError
-
         raise HarnessError(f"--topics {spec}: no such file (give a topics file or a benchmark name such as ikat2023)")
     return read_topics(path) if path.exists() else load(spec).conversations
 
@@ -124,7 +128,6 @@ def ikat_benchmarks() -> list[str]:
 
 
 def _from_trec(args: argparse.Namespace) -> int:
-    from harness.errors import HarnessError
     from harness.ikat.submission import build_submission, write_submission
     from harness.topics import load
     from harness.trec import read_run
@@ -138,18 +141,13 @@ def _from_trec(args: argparse.Namespace) -> int:
     refuse_overwriting([args.trec_run, args.ptkb_run, Path(args.passages) if args.passages else None], [("--output", args.out)])
     benchmark = load(args.benchmark)
     run = read_run(args.trec_run)
-    turns = [turn.qid for conversation in benchmark.conversations for turn in conversation.turns]
-    answered = set(run.scores) & set(turns)
-    if not answered:
-        raise HarnessError(f"{args.trec_run}: none of its {len(run.scores)} queries is a turn of {args.benchmark} "
-                           f"(its first is {next(iter(run.scores))!r}; {args.benchmark}'s first turn is {turns[0]!r})")
-    if len(answered) < len(turns):
-        print(f"{args.trec_run}: {len(turns) - len(answered)} of {len(turns)} turns of {args.benchmark} have no "
-              "passages in the run (written with none)", file=sys.stderr)
+    _answered_turns(args.trec_run, run, benchmark, args.benchmark, "passages")
     rankings = {qid: run.ranked(qid) for qid in run.scores}
     ptkb = None
     if args.ptkb_run is not None:
         ptkb_run = read_run(args.ptkb_run)
+        _answered_turns(args.ptkb_run, ptkb_run, benchmark, args.benchmark, "PTKB statements")
+        _check_statements(args.ptkb_run, ptkb_run, benchmark)
         ptkb = {qid: ptkb_run.ranked(qid) for qid in ptkb_run.scores}
     source, source_name = _passage_source(args.passages, args.benchmark)
     submission = build_submission(
@@ -167,6 +165,35 @@ def _from_trec(args: argparse.Namespace) -> int:
     _report_texts(submission, source_name)
     _report_size(args.out, args.depth)
     return 0
+
+
+def _answered_turns(path: Path, run: Run, benchmark: Benchmark, name: str, what: str) -> None:
+    """A run (of passages, or of PTKB statements) that answers no turn of the benchmark is an
+    error; turns it leaves out are said in one line (they are written with no `what`)."""
+    turns = [turn.qid for conversation in benchmark.conversations for turn in conversation.turns]
+    answered = set(run.scores) & set(turns)
+    if not answered:
+        raise HarnessError(f"{path}: none of its {len(run.scores)} queries is a turn of {name} "
+                           f"(its first is {next(iter(run.scores))!r}; {name}'s first turn is {turns[0]!r})")
+    if len(answered) < len(turns):
+        print(f"{path}: {len(turns) - len(answered)} of {len(turns)} turns of {name} have no {what} in the run "
+              "(written with none)", file=sys.stderr)
+
+
+def _check_statements(path: Path, run: Run, benchmark: Benchmark) -> None:
+    """Every statement a PTKB run ranks for a turn is one of that turn's PTKB statements (an
+    unknown id would be written with an empty text, which the validators refuse)."""
+    statements = {turn.qid: [s.id for s in conversation.personal]
+                  for conversation in benchmark.conversations for turn in conversation.turns}
+    if all(docid in statements[qid] for qid, ranking in run.scores.items() if qid in statements for docid in ranking):
+        return
+    with open_input(path) as handle:  # the first unknown statement, to name its line
+        for number, line in enumerate(handle, start=1):
+            fields = line.split()
+            if len(fields) >= 3 and fields[0] in statements and fields[2] not in statements[fields[0]]:
+                known = statements[fields[0]]
+                raise InputError(path, f"turn {fields[0]}: {fields[2]!r} is not a statement of its PTKB "
+                                       f"(its statement ids: {', '.join(known) if known else 'none'})", line=number)
 
 
 def _passage_source(spec: str | None, benchmark: str):
