@@ -167,6 +167,18 @@ def test_ptkb_task_takes_no_strategies(tmp_path):
     assert "experiments[0].strategies: this task ranks with the turn itself" in message
 
 
+def test_the_ptkb_task_on_topics_without_ptkb_statements_is_refused_when_the_config_is_read(tmp_path):
+    experiment = _experiment(task="ptkb", topics="cast2019")
+    del experiment["strategies"]
+    assert ("experiments[0].task: task ptkb needs PTKB statements, and no conversation of cast2019:test has any"
+            in _error(tmp_path, {"experiments": [experiment]}))
+
+
+def test_ptkb_topk_on_topics_without_ptkb_statements_is_refused_when_the_config_is_read(tmp_path):
+    message = _error(tmp_path, {"experiments": [_experiment(strategies=["raw", "ptkb_topk"])]})
+    assert "experiments[0].strategies[1]: ptkb_topk needs PTKB statements, and no conversation" in message
+
+
 def test_missing_config_file_is_an_error(tmp_path):
     with pytest.raises(InputError, match="no such config file"):
         load_config(tmp_path / "absent.yaml")

@@ -47,6 +47,17 @@ def test_unknown_benchmark_and_missing_rewrites_are_one_line_errors(capsys, tmp_
     assert not out.exists()  # atomic: nothing half-written
 
 
+def test_a_strategy_reading_ptkb_statements_on_topics_without_any_is_an_error_as_variant_is(capsys, tmp_path):
+    """Not the raw stream under another name: cast2019 has no PTKB, as it has no query variants."""
+    assert main(["topics", "export", "cast2019", "--strategy", "variant"]) == 2
+    assert "variant needs query variants" in capsys.readouterr().err
+    assert main(["topics", "export", "cast2019", "--strategy", "ptkb_topk"]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err == ("harness topics: error: ptkb_topk needs PTKB statements, and no conversation of these "
+                            "topics has any (iKAT and CoSRec benchmarks have them)\n")
+
+
 def test_export_context_is_the_texts_the_strategy_used_not_the_history(capsys):
     """raw and manual make the query from the turn alone, so their `context` is that turn's
     text; all_history's lists the earlier utterances too. `--help` says so."""

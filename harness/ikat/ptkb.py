@@ -32,6 +32,16 @@ if TYPE_CHECKING:
 QUERY_FIELDS = ("utterance", "manual_rewrite", "automatic_rewrite")
 
 
+def require_ptkb(conversations: Sequence[Conversation], needs: str, topics: str = "these topics") -> None:
+    """`needs` (a strategy, a task) reads the users' PTKB statements: topics where no
+    conversation has any are an error, as `variant` is on topics without query variants, not
+    queries or rankings silently made without them. Some conversations without (CoSRec's
+    crowd users who stated no preference) are fine."""
+    if not any(conversation.personal for conversation in conversations):
+        raise HarnessError(f"{needs} needs PTKB statements, and no conversation of {topics} has any "
+                           "(iKAT and CoSRec benchmarks have them)")
+
+
 class PTKBRanker(Protocol):
     def rank(self, turns: Sequence[tuple[Conversation, int]]) -> Run:
         """A run {turn qid: best-first [(statement id, score)]} for (conversation, turn index) pairs."""

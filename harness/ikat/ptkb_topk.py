@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from harness.ikat.ptkb import METHODS
+from harness.ikat.ptkb import METHODS, require_ptkb
 from harness.queries import Strategy, add
 from harness.registry import AtLeast, Param
 from harness.topics.model import Conversation, PersonalStatement, Query
@@ -41,6 +41,9 @@ class PtkbTopK(Strategy):
 
     def check(self, k: int, method: str) -> None:
         METHODS.get(method)
+
+    def check_topics(self, conversations, k: int, method: str) -> None:
+        require_ptkb(conversations, self.name)
 
 
 add(PtkbTopK("ptkb_topk", "the utterance, then the K PTKB statements that rank highest for the conversation so far", [

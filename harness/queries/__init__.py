@@ -29,7 +29,9 @@ class Strategy:
 
     A strategy reading inputs outside the topics (a rewrites file, an LLM) overrides `check`
     (run when a config is read), `check_stream` (once the whole stream is built) and `inputs`
-    (what it read, for the run's JSON); as defined here they do nothing."""
+    (what it read, for the run's JSON); one reading a part of the topics that some benchmarks
+    lack (PTKB statements) overrides `check_topics` (before any query is built). As defined
+    here they do nothing."""
 
     def __init__(self, name: str, summary: str = "", params: Sequence[Param] = ()) -> None:
         self.name = name
@@ -43,6 +45,10 @@ class Strategy:
 
     def check(self, *args: Any) -> None:
         """What the strategy reads besides the topics is there (a config names the key on error)."""
+
+    def check_topics(self, conversations: Sequence[Conversation], *args: Any) -> None:
+        """The benchmark's conversations hold what the strategy reads (a one-line HarnessError
+        when they do not), checked before any query is built."""
 
     def check_stream(self, qids: set[str], *args: Any) -> None:
         """The whole stream of a benchmark was built: `qids` are its turns."""
@@ -104,13 +110,21 @@ def check(name: str) -> None:
     strategy.check(*strategy.arguments(arg))
 
 
-def stream(conversations, strategy_name: str) -> Iterator[Query]:
+def check_topics(name: str, conversations: Sequence[Conversation]) -> None:
+    """The strategy `name` can build queries from these conversations (a config names the key
+    on error; `stream` checks it too, before the first query)."""
+    strategy, arg = get(name)
+    strategy.check_topics(conversations, *strategy.arguments(arg))
+
+
+def stream(conversations: Sequence[Conversation], strategy_name: str) -> Iterator[Query]:
     """The query stream of a benchmark under one strategy, in conversation and turn order.
 
     Each qid comes once: flattened trees (CAsT 2022) repeat a shared turn in every path
     through it, with the same history and hence the same query; a repeat whose query
     differs is an error.
     """
+    check_topics(strategy_name, conversations)
     strategy, arg = get(strategy_name)
     seen: dict[str, str] = {}
     for conversation in conversations:

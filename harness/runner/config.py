@@ -368,7 +368,8 @@ def _experiment(node: Node, defaults: dict[str, Any]) -> Experiment:
     task = lookup(keys.get("task", node), lambda: TASKS.get(task_name))
     benchmark = _topics(keys["topics"])
     topics = keys["topics"].value
-    strategies = _strategies(keys.get("strategies"), task, node)
+    lookup(keys.get("task", node), lambda: task.check_benchmark(benchmark))
+    strategies = _strategies(keys.get("strategies"), task, node, benchmark)
     retrievers = tuple(_retriever(item, task) for item in keys["retrievers"].items())
     corpus = _corpus(keys["corpus"]) if "corpus" in keys else CorpusSpec()
     if task.searches_corpus and corpus.own and benchmark.corpus is None \
@@ -408,7 +409,7 @@ def _topics(node: Node):
     return lookup(node, lambda: topics.load(name))
 
 
-def _strategies(node: Node | None, task, parent: Node) -> tuple[str, ...]:
+def _strategies(node: Node | None, task, parent: Node, benchmark) -> tuple[str, ...]:
     from harness import queries
 
     if not task.uses_strategies:
@@ -421,6 +422,7 @@ def _strategies(node: Node | None, task, parent: Node) -> tuple[str, ...]:
     for item in node.items():
         name = item.text()
         lookup(item, lambda: queries.check(name))
+        lookup(item, lambda: queries.check_topics(name, benchmark.conversations))
         names.append(name)
     if len(set(names)) != len(names):
         raise node.error(f"a strategy is listed twice in {names}")

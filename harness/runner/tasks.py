@@ -31,6 +31,11 @@ class Task(Protocol):
 
     def has_default_qrels(self, benchmark: Benchmark) -> bool: ...
 
+    def check_benchmark(self, benchmark: Benchmark) -> None:
+        """The task can run on the benchmark (a one-line HarnessError when it cannot), checked
+        when a config is read."""
+        ...
+
     def default_qrels(self, benchmark: Benchmark) -> Qrels: ...
 
     def queries(self, strategy: str | None, benchmark: Benchmark) -> list[SearchQuery]: ...
@@ -67,6 +72,9 @@ class RetrievalTask:
     def has_default_qrels(self, benchmark: Benchmark) -> bool:
         return benchmark.qrels is not None
 
+    def check_benchmark(self, benchmark: Benchmark) -> None:
+        pass
+
     def default_qrels(self, benchmark: Benchmark) -> Qrels:
         if benchmark.qrels is None:
             raise HarnessError(f"benchmark {benchmark.name!r} ships no qrels; give 'qrels: FILE'")
@@ -102,6 +110,11 @@ class PtkbTask:
         from harness.evaluate.presets import PRESETS
 
         return [str(measure) for measure in PRESETS.get("ptkb").measures]
+
+    def check_benchmark(self, benchmark: Benchmark) -> None:
+        from harness.ikat.ptkb import require_ptkb
+
+        require_ptkb(benchmark.conversations, "task ptkb", benchmark.name)
 
     def has_default_qrels(self, benchmark: Benchmark) -> bool:
         return benchmark.name == "ikat2023:test"  # the NIST PTKB qrels judge these turns only
