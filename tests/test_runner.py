@@ -315,3 +315,19 @@ def test_a_run_scored_against_qrels_with_no_query_in_common_is_a_warning_as_eval
     assert main(["run", str(config)]) == 0
     assert (f"warning: run '{PQA_TAG}' has no query in common with {ikat_qrels}; every measure is 0"
             in capsys.readouterr().err)
+
+
+@pytest.mark.java
+@pytest.mark.slow
+def test_a_run_in_which_no_query_retrieves_a_document_is_an_error_and_leaves_no_run_file(tmp_path, capsys):
+    corpus = tmp_path / "other.jsonl"  # a corpus sharing no word with PragmatiCQA's questions
+    corpus.write_text('{"id": "zzzqqq", "contents": "zzzqqq"}\n', encoding="utf-8")
+    out = tmp_path / "runs"
+    config = tmp_path / "wrong_corpus.yaml"
+    config.write_text(yaml.safe_dump({"output": str(out), "k": 10, "experiments": [
+        {"name": "pqa", "topics": "pragmaticqa:val", "strategies": ["raw"], "retrievers": ["bm25"],
+         "measures": ["nDCG@3"], "corpus": str(corpus)}]}), encoding="utf-8")
+    assert main(["run", str(config)]) == 2
+    assert (f"harness run: error: run {PQA_TAG}: none of its 1526 queries retrieved a document from {corpus} "
+            "(retriever bm25); no run file is written" in capsys.readouterr().err)
+    assert not list(out.glob("*.run")) and not list(out.glob("*.json"))

@@ -200,7 +200,8 @@ def execute(prepared: Prepared, workspace: Workspace, output: Path, config_path:
     set_up = time.perf_counter() - started
     started = time.perf_counter()
     with tqdm(total=len(prepared.queries), desc=run.tag, unit="turn", file=log, mininterval=0.5) as progress:
-        lines = write_run(run_path(output, run), _rankings(prepared.queries, rank, run.experiment.k, progress), run.tag)
+        rankings = _rankings(prepared.queries, rank, run.experiment.k, progress, lambda: _nothing_retrieved(prepared))
+        lines = write_run(run_path(output, run), rankings, run.tag)
     seconds = time.perf_counter() - started
     metadata = {
         "tag": run.tag,
@@ -259,16 +260,37 @@ def finished_scores(prepared: Prepared, output: Path) -> Scored:
     return scored
 
 
-def _rankings(queries: list[SearchQuery], rank: Ranker, k: int,
-              progress: tqdm) -> Iterator[tuple[str, Iterable[tuple[str, float]]]]:
+def _rankings(queries: list[SearchQuery], rank: Ranker, k: int, progress: tqdm,
+              nothing: Callable[[], HarnessError]) -> Iterator[tuple[str, Iterable[tuple[str, float]]]]:
     """Each query's top k (docid, score) pairs, in query order, ranked a batch at a time, so
-    that progress shows and only a batch of rankings is held."""
+    that progress shows and only a batch of rankings is held. When no query retrieved
+    anything, the error `nothing` makes is raised instead of the end of the stream, so that
+    `write_run` leaves no run file (an empty run, which trec_eval would score all 0)."""
+    answered = 0
     for start in range(0, len(queries), BATCH):
         batch = queries[start:start + BATCH]
         run = rank(batch)
         for query in batch:
+            answered += bool(run.scores.get(query.qid))
             yield query.qid, run.pairs(query.qid, k)
         progress.update(len(batch))
+    if not answered:
+        raise nothing()
+
+
+def _nothing_retrieved(prepared: Prepared) -> HarnessError:
+    """A run in which no query retrieved a document: almost surely the wrong corpus or index."""
+    run, experiment = prepared.run, prepared.run.experiment
+    if not TASKS.get(experiment.task).searches_corpus:
+        return HarnessError(f"run {run.tag}: none of its {len(prepared.queries)} turns ranked any statement; "
+                            f"check that the conversations of {experiment.topics} have PTKB statements")
+    corpus = experiment.corpus
+    searched = (f"the index {corpus.index}" if corpus.index is not None else
+                ", ".join(corpus.specs) if corpus.specs else f"the corpus of {experiment.topics}")
+    return HarnessError(f"run {run.tag}: none of its {len(prepared.queries)} queries retrieved a document from "
+                        f"{searched} (retriever {run.retriever.label or run.retriever.name}); no run file is written, "
+                        "as it would score 0 everywhere: is this the corpus these topics are judged on? (or is it "
+                        f"empty, or are the queries of strategy {run.strategy} empty?)")
 
 
 @dataclass(frozen=True)
