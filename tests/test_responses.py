@@ -156,6 +156,15 @@ def test_a_malformed_response_file_is_an_error_naming_file_line_and_field(tmp_pa
     assert str(error.value) == f"{path}{expected}" or str(error.value).startswith(f"{path}{expected}")
 
 
+def test_json_lines_read_as_ikat_json_is_an_error_naming_the_file_and_what_it_is(tmp_path):
+    path = tmp_path / "rag.jsonl"  # TREC RAG answers, given as the one JSON document of an iKAT 2023/2024 run
+    path.write_text("".join(json.dumps(rag_line(topic)) + "\n" for topic in (1, 2)))
+    with pytest.raises(InputError) as error:
+        read_responses(path, "ikat-json")
+    assert str(error.value) == (f"{path}: is JSON Lines (one JSON object per line), not the one JSON document of an "
+                                "iKAT 2023 or 2024 run (iKAT 2025 runs and TREC RAG answers are JSON Lines)")
+
+
 # --- nugget banks -------------------------------------------------------------------------
 
 

@@ -241,12 +241,14 @@ def _file_order(ctx: Context) -> Callable[[Finding], int]:
 
 
 def read_submission(path: str | Path, year: int | None = None) -> tuple[Submission, int]:
-    """A 2023/2024 run file as a `Submission`; a file that is not well-formed is an InputError."""
+    """A 2023/2024 run file as a `Submission`; a file that is not well-formed, or JSON Lines
+    (an iKAT 2025 run, TREC RAG answers), is an InputError."""
     path = Path(path)
     text = submission_text(path)
     year = year or guess_year(path, text)
     if YEARS[year].json_lines:
-        raise HarnessError(f"{year} files are JSON Lines; read them with harness.ikat.convert")
+        raise InputError(path, "is JSON Lines (one JSON object per line), not the one JSON document of an iKAT "
+                               "2023 or 2024 run (iKAT 2025 runs and TREC RAG answers are JSON Lines)")
     ctx = Context(year, {})
     try:
         ctx.raw = json.loads(text)
