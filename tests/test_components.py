@@ -77,3 +77,23 @@ def test_topics_export_help_lists_the_registered_benchmarks_and_strategies(capsy
         pass
     help_text = " ".join(capsys.readouterr().out.split())
     assert ", ".join(names()) in help_text and ", ".join(STRATEGIES.names()) in help_text
+
+
+def test_update_of_a_file_without_a_table_marker_is_an_error_not_0_tables_up_to_date(tmp_path, capsys):
+    path = tmp_path / "notes.md"
+    path.write_text("# Notes\n\nNo tables here.\n", encoding="utf-8")
+    assert main(["components", "--update", str(path)]) == 2
+    assert f"harness components: error: {path}: no <!-- components:KIND --> marker" in capsys.readouterr().err
+
+
+def test_update_of_a_table_marker_never_closed_is_an_error_naming_its_line_and_the_file_is_left_as_it_was(
+        tmp_path, capsys):
+    readme = README.read_text(encoding="utf-8")
+    cut = readme[:readme.index("<!-- /components -->")]  # the README cut inside its first table
+    path = tmp_path / "README.md"
+    path.write_text(cut, encoding="utf-8")
+    opening = re.search(r"<!-- components:[\w-]+ -->", cut)
+    assert main(["components", "--update", str(path)]) == 2
+    assert (f"harness components: error: {path}:{cut.count(chr(10), 0, opening.start()) + 1}: {opening[0]} is not "
+            "closed by <!-- /components -->") in capsys.readouterr().err
+    assert path.read_text(encoding="utf-8") == cut

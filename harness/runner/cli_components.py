@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.atomic import atomic_write
-from harness.errors import HarnessError, read_input
+from harness.errors import HarnessError, InputError, read_input
 from harness.registry import Declaration, Param, Registry, describe_type
 
 # kind -> (module, registry): imported when listed
@@ -33,6 +33,7 @@ REGISTRIES = {
 }
 FORMATS = ("text", "json", "markdown")
 TABLE = re.compile(r"(<!-- components:(?P<kind>[\w-]+) -->\n).*?(<!-- /components -->)", re.S)
+MARKER = re.compile(r"<!-- (?:components:(?P<kind>[\w-]+)|/components) -->")
 
 
 def registry(kind: str) -> Registry:
@@ -53,6 +54,7 @@ def run(args: argparse.Namespace) -> int:
     if args.update:
         path = Path(args.update)
         readme = read_input(path)
+        check_markers(path, readme)
         updated = update_tables(readme)
         if updated != readme:
             with atomic_write(path) as out:
@@ -163,6 +165,31 @@ def _fields_cell(declaration: Declaration) -> str:
 
 def _cell(text: str) -> str:
     return " ".join(text.split()).replace("|", "\\|")
+
+
+def check_markers(path: Path, text: str) -> None:
+    """Every `<!-- components:KIND -->` (on a line of its own) is closed by `<!-- /components -->`
+    before the next one, and there is at least one: else an InputError naming the file and the
+    marker's line, not '0 tables up to date'."""
+    opened: tuple[int, str] | None = None  # the line and text of the marker not yet closed
+    found = 0
+    for marker in MARKER.finditer(text):
+        line = text.count("\n", 0, marker.start()) + 1
+        if marker["kind"] is None:  # a closing marker
+            if opened is None:
+                raise InputError(path, "<!-- /components --> closes no <!-- components:KIND --> marker", line=line)
+            opened, found = None, found + 1
+            continue
+        if opened is not None:
+            break  # reported below
+        if not text.startswith("\n", marker.end()):
+            raise InputError(path, f"{marker[0]} must end its line (the table starts on the next)", line=line)
+        opened = (line, marker[0])
+    if opened is not None:
+        raise InputError(path, f"{opened[1]} is not closed by <!-- /components -->", line=opened[0])
+    if not found:
+        raise InputError(path, "no <!-- components:KIND --> marker: nothing to update (a table goes between "
+                               "<!-- components:KIND --> and <!-- /components -->)")
 
 
 def update_tables(text: str) -> str:
