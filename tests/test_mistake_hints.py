@@ -56,3 +56,11 @@ def test_run_files_swallowed_by_measures_are_named_with_the_fix(capsys):
     assert f"--measures took {CAST2021_DOC_RUNS[0]}, {CAST2021_DOC_RUNS[1]}, which are files, not measures" in error
     assert "put the run files before --measures, or end the measures with --" in error
     assert main(["eval", "--qrels", QRELS, "--measures", "nDCG@3", "--", str(RUN)]) == 0
+
+
+def test_a_folder_given_to_submit_as_the_run_is_named_a_folder_before_any_request(tmp_path, capsys):
+    argv = ["submit", str(tmp_path), "--server", "http://127.0.0.1:9", "--token", "t", "--task", "x"]
+    assert main(argv) == 2
+    assert capsys.readouterr().err == f"harness submit: error: {tmp_path}: is a folder, expected a file\n"
+    assert main([*argv[:1], str(tmp_path / "missing.run"), *argv[2:]]) == 2
+    assert capsys.readouterr().err == f"harness submit: error: {tmp_path / 'missing.run'}: no such file\n"

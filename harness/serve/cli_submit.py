@@ -7,7 +7,7 @@ import sys
 import time
 from pathlib import Path
 
-from harness.errors import HarnessError, InputError
+from harness.errors import HarnessError, open_input
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -23,8 +23,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     import httpx
 
-    if not args.file.is_file():
-        raise InputError(args.file, "no such file")
+    open_input(args.file).close()  # a missing file or a folder is the one-line error every command gives
     base = args.server.rstrip("/")
     headers = {"Authorization": f"Bearer {args.token}"}
     try:
