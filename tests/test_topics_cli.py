@@ -58,6 +58,14 @@ def test_a_strategy_reading_ptkb_statements_on_topics_without_any_is_an_error_as
                             "topics has any (iKAT and CoSRec benchmarks have them)\n")
 
 
+def test_a_strategy_error_found_at_the_end_of_the_stream_leaves_stdout_empty_as_it_leaves_output(capsys, tmp_path):
+    rewrites = tmp_path / "rewrites.tsv"
+    rewrites.write_text("31_1\tWhat is throat cancer?\n", encoding="utf-8")  # the first turn only
+    assert main(["topics", "export", "cast2019", "--strategy", f"rewrites:{rewrites}"]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == "" and f"{rewrites}: no rewrite for turn 31_2" in captured.err
+
+
 def test_export_context_is_the_texts_the_strategy_used_not_the_history(capsys):
     """raw and manual make the query from the turn alone, so their `context` is that turn's
     text; all_history's lists the earlier utterances too. `--help` says so."""

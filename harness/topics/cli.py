@@ -77,7 +77,9 @@ def export(benchmark: Benchmark, strategy: str, fmt: str, out: IO[str]) -> int:
     if fmt not in FORMATS:
         raise HarnessError(f"unknown format {fmt!r}; known: {', '.join(FORMATS)}")
     count = 0
-    for query in stream(benchmark.conversations, strategy):
+    # the whole stream first (topics are small): a strategy's error, such as a rewrites file
+    # lacking a turn, found at its end, leaves stdout empty as it leaves --output unwritten
+    for query in list(stream(benchmark.conversations, strategy)):
         if fmt == "jsonl":
             record = {"qid": query.qid, "query": query.text, "conversation_id": query.conversation_id,
                       "turn_index": query.turn_index, "context": list(query.context)}
