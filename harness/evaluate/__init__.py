@@ -28,10 +28,12 @@ pins down:
 from __future__ import annotations
 
 import os
+import sys
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import TextIO
 
 import numpy as np
 
@@ -43,7 +45,7 @@ from harness.errors import HarnessError, InputError
 from harness.trec import Qrels, Run, read_run
 
 __all__ = ["JUDGED", "Evaluation", "Evaluator", "RunFileOptions", "evaluate", "evaluate_files", "keep_measures",
-           "parse_measures", "with_judged"]
+           "parse_measures", "report_reading", "with_judged"]
 
 JUDGED = "Judged@10"  # share of the top 10 that is judged: reports show it beside the measures asked for
 
@@ -72,6 +74,19 @@ class Evaluation:
         if len(self.missing_queries) != self.num_queries:
             return None
         return f"run {self.run_name!r} has no query in common with {qrels_name}; every measure is 0"
+
+
+def report_reading(evaluation: Evaluation, qrels_name: str, log: TextIO | None = None) -> None:
+    """What scoring the run found that the numbers do not show, said the same way by `harness
+    eval`, `harness compare` and `harness run`: no query in common with the qrels, documents
+    almost never judged, text after the sixth field. To `log`, stderr by default."""
+    log = log or sys.stderr
+    for warning in (evaluation.disjoint_warning(qrels_name), evaluation.docid_warning):
+        if warning:
+            print(f"warning: {warning}", file=log)
+    if evaluation.trailing:
+        print(f"{evaluation.run_name}: {evaluation.trailing} lines with text after the sixth field (ignored, as "
+              "trec_eval does)", file=log)
 
 
 def with_judged(measures: Sequence[str]) -> tuple[list[str], str]:

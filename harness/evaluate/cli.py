@@ -8,11 +8,10 @@ import io
 import json
 import sys
 from pathlib import Path
-from typing import TextIO
 
 from harness.cli import add_runs, runs
 from harness.errors import HarnessError
-from harness.evaluate import JUDGED, Evaluation, Evaluator, RunFileOptions, evaluate_files
+from harness.evaluate import JUDGED, Evaluation, Evaluator, RunFileOptions, evaluate_files, report_reading
 from harness.evaluate import presets
 from harness.evaluate.names import CASE_RULE
 from harness.evaluate.presets import PRESETS
@@ -104,19 +103,6 @@ def measure_settings(args: argparse.Namespace) -> tuple[list[str], int | None, s
                            ", not measures (an option with several values takes every word after it): put the run "
                            "files before --measures, or end the measures with -- (--measures nDCG@10 AP -- RUN...)")
     return presets.measure_settings(args.measures, args.preset, args.depth, args.passage_separator)
-
-
-def report_reading(evaluation: Evaluation, qrels_name: str, log: TextIO | None = None) -> None:
-    """What scoring the run found that the numbers do not show (shared with `harness compare`
-    and `harness run`): no query in common with the qrels, documents almost never judged, text
-    after the sixth field. To `log`, stderr by default."""
-    log = log or sys.stderr
-    for warning in (evaluation.disjoint_warning(qrels_name), evaluation.docid_warning):
-        if warning:
-            print(f"warning: {warning}", file=log)
-    if evaluation.trailing:
-        print(f"{evaluation.run_name}: {evaluation.trailing} lines with text after the sixth field (ignored, as "
-              "trec_eval does)", file=log)
 
 
 def _report_coverage(evaluation: Evaluation, qrels_path: str) -> None:

@@ -12,8 +12,9 @@ from tqdm import tqdm
 
 from harness.cli import add_output, add_runs, number_in, runs
 from harness.errors import HarnessError
-from harness.evaluate import JUDGED, Evaluator, RunFileOptions, evaluate_file, keep_measures, with_judged
-from harness.evaluate.cli import add_fill, judged_before_after, measure_settings, report_reading, scoring_qrels
+from harness.evaluate import (JUDGED, Evaluator, RunFileOptions, evaluate_file, keep_measures, report_reading,
+                              with_judged)
+from harness.evaluate.cli import add_fill, judged_before_after, measure_settings, scoring_qrels
 from harness.evaluate.presets import PRESETS
 from harness.report import breakdown as bd
 from harness.report.compare import Leaderboard, leaderboard

@@ -29,8 +29,8 @@ from tqdm import tqdm
 from harness.atomic import atomic_write, folder_lock
 from harness.corpus import Corpus, Document
 from harness.errors import HarnessError
-from harness.evaluate.cli import report_reading
-from harness.evaluate import JUDGED, Evaluation, Evaluator, RunFileOptions, evaluate_file, keep_measures, with_judged
+from harness.evaluate import (JUDGED, Evaluation, Evaluator, RunFileOptions, evaluate_file, keep_measures,
+                              report_reading, with_judged)
 from harness.queries import inputs as strategy_inputs
 from harness.queries.llm import endpoints as llm_endpoints
 from harness.retrieve import RETRIEVERS, Retriever, SearchQuery, build, shared_retrievers
