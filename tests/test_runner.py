@@ -313,7 +313,7 @@ def test_a_run_scored_against_qrels_with_no_query_in_common_is_a_warning_as_eval
         {"name": "pqa", "topics": "pragmaticqa:val", "strategies": ["raw"], "retrievers": ["bm25"],
          "measures": ["nDCG@3"], "qrels": str(ikat_qrels)}]}), encoding="utf-8")
     assert main(["run", str(config)]) == 0
-    assert (f"warning: run '{PQA_TAG}' has no query in common with {ikat_qrels}; every measure is 0"
+    assert (f"warning: run '{PQA_TAG}' has no query in common with {ikat_qrels}; every measure is 0 (Judged@k 1: an empty ranking has no unjudged document)"
             in capsys.readouterr().err)
 
 

@@ -73,7 +73,8 @@ class Evaluation:
         0 because the inputs do not match, which trec_eval prints without a word); None otherwise."""
         if len(self.missing_queries) != self.num_queries:
             return None
-        return f"run {self.run_name!r} has no query in common with {qrels_name}; every measure is 0"
+        return (f"run {self.run_name!r} has no query in common with {qrels_name}; every measure is 0 "
+                "(Judged@k 1: an empty ranking has no unjudged document)")
 
 
 def report_reading(evaluation: Evaluation, qrels_name: str, log: TextIO | None = None) -> None:
