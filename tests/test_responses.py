@@ -577,6 +577,22 @@ def test_a_malformed_bank_is_one_line_naming_file_and_record(tmp_path, capsys, g
                                        f"[1]): relevance: expected a whole-number grade, got {grade!r}\n")
 
 
+@pytest.mark.parametrize("read, text, expected", [
+    (read_responses, '{"1_1": {"r": "Paris."},\n "1_1": {"r": "Lyon."}}', ": turn 1_1 is given twice"),
+    (read_responses, '{"1_1": {"r": "Paris.", "r": "Lyon."}}', " (record turn 1_1): run r is given twice"),
+    (read_bank, '{"1_1": {"n1": {"text": "a", "relevance": "4"}, "n1": {"text": "b", "relevance": "1"}}}',
+     " (record turn 1_1): nugget n1 is given twice"),
+])
+def test_a_turn_run_or_nugget_a_cone_rag_file_gives_twice_is_an_error_not_the_last_one_kept(tmp_path, read, text,
+                                                                                           expected):
+    """json keeps the last of a repeated key silently: a half-dropped turn or nugget would be scored unseen."""
+    path = tmp_path / "cone.json"
+    path.write_text(text)
+    with pytest.raises(InputError) as error:
+        read(path)
+    assert str(error.value) == f"{path}{expected} (a JSON object's keys must be unique)"
+
+
 def test_two_runs_with_one_name_are_refused():
     with pytest.raises(HarnessError, match="two runs share the name a"):
         evaluate_runs([run_of("a", {"1_1": "x"}), run_of("a", {"1_2": "y"})], small_bank(), CountingJudge())

@@ -22,7 +22,7 @@ from harness import jsonl
 from harness.errors import InputError
 from harness.registry import Registry
 from harness.responses.model import Nugget, NuggetBank
-from harness.responses.readers import json_object
+from harness.responses.readers import json_object, once
 
 VITAL_GRADE = 3
 NUGGETIZER_GRADES = {"vital": 2, "okay": 1}
@@ -47,10 +47,12 @@ def _rule(vital_grade: int) -> str:
 @BANKS.register("cone-rag-json")
 def read_cone_rag_bank(path: Path, vital_grade: int) -> NuggetBank:
     document = json_object(path, "{turn: {nugget id: {text, relevance}}}")
+    once(document, path, "turn")
     nuggets = {}
     for turn, entries in document.items():
         if not isinstance(entries, dict):
             raise InputError(path, "expected an object {nugget id: {text, relevance}}", record=f"turn {turn}")
+        once(entries, path, "nugget", record=f"turn {turn}")
         found = []
         for nugget_id, entry in entries.items():
             where = f"turn {turn}, nugget {nugget_id}"

@@ -41,14 +41,39 @@ def _text(path: Path) -> str:
     return submission_text(path)
 
 
+class _Object(dict):
+    """A JSON object that remembers the keys the file gives it more than once (json keeps
+    the last value silently, which would drop a turn, a run's answer or a nugget unseen)."""
+
+    repeated: tuple[str, ...] = ()
+
+
+def _object(pairs: list[tuple[str, Any]]) -> _Object:
+    found = _Object(pairs)
+    if len(found) < len(pairs):
+        seen: set[str] = set()
+        found.repeated = tuple(dict.fromkeys(key for key, _ in pairs if key in seen or seen.add(key)))
+    return found
+
+
 def json_object(path: Path, shape: str) -> dict:
-    """A file holding one JSON object (a syntax error names its line)."""
+    """A file holding one JSON object (a syntax error names its line); its objects remember
+    their repeated keys, for `once`."""
     from harness.topics._json import read_json
 
-    document = read_json(path)
+    document = read_json(path, object_pairs_hook=_object)
     if not isinstance(document, dict):
         raise InputError(path, f"expected a JSON object {shape}")
     return document
+
+
+def once(mapping: dict, path: Path, what: str, record: str | None = None) -> None:
+    """An object of a json_object file gives each key once: a key given twice (a turn, a run
+    or a nugget) is an InputError naming the file, the record and the key."""
+    repeated = getattr(mapping, "repeated", ())
+    if repeated:
+        raise InputError(path, f"{what} {repeated[0]} is given twice (a JSON object's keys must be unique)",
+                         record=record)
 
 
 IKAT_2025_KEYS = {"turn_id", "responses"}
@@ -205,10 +230,12 @@ def read_trec_rag(path: Path) -> list[ResponseRun]:
 @FORMATS.register("cone-rag-json")
 def read_cone_rag(path: Path) -> list[ResponseRun]:
     document = json_object(path, "{turn: {run: response}}")
+    once(document, path, "turn")
     runs: dict[str, dict[str, Response]] = {}
     for turn, answers in document.items():
         if not isinstance(answers, dict):
             raise InputError(path, "expected an object {run: response}", record=f"turn {turn}")
+        once(answers, path, "run", record=f"turn {turn}")
         for run, answer in answers.items():
             text = answer.get("response") if isinstance(answer, dict) else answer
             if not isinstance(text, str):

@@ -24,12 +24,13 @@ def _kind(value: Any) -> str:
     return _KIND_NAMES.get(type(value), type(value).__name__)
 
 
-def read_json(path: str | Path) -> Any:
-    """One JSON document; syntax errors (e.g. a truncated file) name the line."""
+def read_json(path: str | Path, object_pairs_hook: Any = None) -> Any:
+    """One JSON document; syntax errors (e.g. a truncated file) name the line. `object_pairs_hook`
+    as json.load takes it (e.g. to see a key an object gives twice)."""
     path = Path(path)
     with open_input(path) as handle:
         try:
-            return json.load(handle)
+            return json.load(handle, object_pairs_hook=object_pairs_hook)
         except json.JSONDecodeError as error:
             raise InputError(path, f"invalid JSON: {error.msg} (column {error.colno})", line=error.lineno) from None
 
