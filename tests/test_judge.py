@@ -239,6 +239,23 @@ def test_a_pair_failing_after_every_retry_is_counted_and_asked_again_next_time(p
         assert len(server.requests()) - before == failed  # only the failed pairs are asked again
 
 
+def test_a_completion_without_a_choice_is_an_empty_answer_and_a_body_that_is_none_a_one_line_error(tmp_path):
+    """HTTP 200 with no choice (as a content filter answers) is an empty answer, counted
+    unparseable; a body that is no chat completion (a wrong base URL) is one line, not a traceback."""
+    labels = {"ok": [["2"]], "filtered": [[{"id": "x", "object": "chat.completion", "choices": []}]],
+              "page": [[{"status": "hello from some other web service"}]]}
+    with start_llm_server(tmp_path, {"labels": labels}) as server:
+        def judge(*docids):
+            made = LLMJudge(Endpoint("m", server.base_url, "t"), "[passage {passage}]", RELEVANCE_0_4,
+                            cache_dir=tmp_path / "cache", backoff_s=0.01)
+            return made.judge([Item(("q", docid), {"passage": docid}) for docid in docids])
+
+        assert [(j.status, j.raw) for j in judge("ok", "filtered")] == [("ok", "2"), ("unparseable", "")]
+        with pytest.raises(HarnessError, match=r"^the LLM endpoint at http://127.0.0.1:\d+/v1 did not answer with a "
+                                               r"chat completion; is it an OpenAI-compatible base URL"):
+            judge("page")
+
+
 def test_an_unreachable_endpoint_is_a_one_line_error(pool, tmp_path, capsys):
     assert main(judge_args(pool, type("S", (), {"base_url": "http://127.0.0.1:9/v1"}), tmp_path / "x.qrels")) == 2
     error = capsys.readouterr().err.strip().splitlines()[-1]

@@ -38,7 +38,7 @@ from harness.judge.model import Item, Judgment
 from harness.judge.scales import Scale
 from harness.paths import cache_root
 from harness.registry import AtLeast, Param
-from harness.queries.llm import Endpoint
+from harness.queries.llm import Endpoint, answer_text
 
 PROMPTS = Path(__file__).with_name("prompts")
 JUDGE_FIELDS = ("scale", "labels")  # filled by the judge, not by the items
@@ -268,7 +268,7 @@ class LLMJudge:
                     model=self.endpoint.model, messages=[{"role": "user", "content": prompt}], temperature=0)
                 self._reached = True
                 self._count()
-                return response.choices[0].message.content or ""
+                return answer_text(response, self.endpoint.base_url)
             except openai.APITimeoutError:
                 cause = "timeout"
             except openai.APIConnectionError:

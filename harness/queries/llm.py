@@ -174,7 +174,19 @@ def _ask(target: Endpoint, prompt: str) -> str:
     except openai.APIStatusError as error:
         raise HarnessError(f"the LLM endpoint at {target.base_url} answered HTTP {error.status_code} "
                            f"for model {target.model!r}") from None
-    return response.choices[0].message.content or ""
+    return answer_text(response, target.base_url)
+
+
+def answer_text(response, base_url: str) -> str:
+    """The text of a chat completion's first choice, "" when it has none (no choice, as a
+    content filter answers, or no content): an empty answer, not a crash. A body that is not a
+    chat completion (a web page at a wrong base URL, answered HTTP 200) is a one-line error."""
+    choices = getattr(response, "choices", None)
+    if not isinstance(choices, list):
+        raise HarnessError(f"the LLM endpoint at {base_url} did not answer with a chat completion; is it an "
+                           "OpenAI-compatible base URL (e.g. http://127.0.0.1:8000/v1)?")
+    message = getattr(choices[0], "message", None) if choices else None
+    return getattr(message, "content", None) or ""
 
 
 class LLM(Strategy):
