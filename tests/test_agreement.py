@@ -126,6 +126,24 @@ def test_csv_and_table_say_what_json_says(capsys):
     assert f"pairs: {document['counts']['both']} in both, {document['counts']['a_only']} in A only" in table
 
 
+def test_a_threshold_given_twice_is_one_column_with_its_own_value_in_csv_and_table(capsys, tmp_path):
+    """A repeated --thresholds value is one kappa: a second header would shift every later
+    value under the wrong column (CSV) or break the per-query table."""
+    a, b = tmp_path / "a.qrels", tmp_path / "b.qrels"
+    a.write_text("1 0 x 1\n1 0 y 0\n1 0 z 2\n")
+    b.write_text("1 0 x 1\n1 0 y 1\n1 0 z 2\n")
+    assert main(["qrels", "agree", str(a), str(b), "--thresholds", "2", "1", "1", "--format", "json"]) == 0
+    document = json.loads(capsys.readouterr().out)
+    assert main(["qrels", "agree", str(a), str(b), "--thresholds", "2", "1", "1", "--format", "csv"]) == 0
+    [row, overall] = list(csv.DictReader(io.StringIO(capsys.readouterr().out)))
+    assert list(overall)[:6] == ["qid", "pairs", "kappa(>=2)", "kappa(>=1)", "kappa(linear)", "kappa(quadratic)"]
+    assert float(overall["kappa(>=1)"]) == pytest.approx(document["kappa"]["1"], abs=1e-4)
+    assert float(overall["kappa(linear)"]) == pytest.approx(document["weighted_kappa"]["linear"], abs=1e-4)
+    assert main(["qrels", "agree", str(a), str(b), "--thresholds", "2", "1", "1", "--per-query"]) == 0
+    assert capsys.readouterr().out.splitlines()[-2].split() == [
+        "qid", "pairs", "kappa(>=2)", "kappa(>=1)", "kappa(linear)", "kappa(quadratic)"]
+
+
 # -- orderings -----------------------------------------------------------------------------
 
 

@@ -88,8 +88,10 @@ def run_agree(args: argparse.Namespace) -> int:
     return 0
 
 
-def _columns(args: argparse.Namespace) -> list[str]:
-    return [f"kappa(>={t})" for t in args.thresholds] + [f"kappa({w})" for w in WEIGHTINGS]
+def _columns(result: Agreement) -> list[str]:
+    """The headers of _values, from the thresholds the result holds (a threshold given twice is
+    one column, as it is one value)."""
+    return [f"kappa(>={t})" for t in result.overall.kappa] + [f"kappa({w})" for w in WEIGHTINGS]
 
 
 def _values(part: PairAgreement) -> list[float]:
@@ -112,7 +114,7 @@ def _agree_table(result: Agreement, args: argparse.Namespace) -> str:
     lines += _aligned([header, *rows])
     if args.per_query:
         lines += ["", "per query:"]
-        lines += _aligned([["qid", "pairs", *_columns(args)]] +
+        lines += _aligned([["qid", "pairs", *_columns(result)]] +
                           [[qid, str(part.pairs), *map(_number, _values(part))]
                            for qid, part in result.per_query.items()])
     return "\n".join(lines) + "\n"
@@ -136,7 +138,7 @@ def _agree_csv(result: Agreement, args: argparse.Namespace) -> str:
     grades = result.overall.grades
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
-    writer.writerow(["qid", "pairs", *_columns(args), *(f"A{g}_B{h}" for g in grades for h in grades)])
+    writer.writerow(["qid", "pairs", *_columns(result), *(f"A{g}_B{h}" for g in grades for h in grades)])
     for qid, part in [*result.per_query.items(), ("all", result.overall)]:
         writer.writerow([qid, part.pairs, *(_number(v).replace("n/a", "") for v in _values(part)),
                          *(cell for row in part.confusion for cell in row)])
