@@ -57,7 +57,8 @@ _ASCII_FIELDS = re.compile(r"[^ \t\n\r\f\v]+")
 _SEPARATOR = re.compile(r"[ \t\n\r\f\v\x1c-\x1f]")
 
 
-def _field_ok(text: str) -> bool:
+def field_ok(text: str) -> bool:
+    """`text` may be a field of a TREC line: non-empty, no whitespace that would split it."""
     return bool(text) and not _SEPARATOR.search(text)
 
 
@@ -402,17 +403,17 @@ def write_run(
     `printed`, each score is printed by it unchanged, ties kept: the rankings must then
     already be in canonical order (`canonical_order`). Returns the number of lines written.
     """
-    if not _field_ok(tag):
+    if not field_ok(tag):
         raise HarnessError(f"run tag {tag!r} must be non-empty and contain no whitespace")
     written = 0
     with atomic_write(path) as out:
         for qid, ranking in rankings:
-            if not _field_ok(qid):
+            if not field_ok(qid):
                 raise HarnessError(f"cannot write {path}: query id {qid!r} is empty or holds whitespace, "
                                    "which would shift the fields of a TREC run line")
             previous: float | None = None
             for rank, (docid, score) in enumerate(ranking, start=1):
-                if not _field_ok(docid):
+                if not field_ok(docid):
                     raise HarnessError(f"cannot write {path}: query {qid!r}: document id {docid!r} is empty or "
                                        "holds whitespace, which would shift the fields of a TREC run line")
                 if printed is not None:

@@ -271,3 +271,51 @@ def test_a_plugin_answering_no_pairs_is_one_line_naming_it_and_the_query():
         with pytest.raises(harness.errors.HarnessError,
                            match=r"retriever 'mine' answered 'd1' for query q1; expected \(docid, score\) pairs"):
             build("mine").search([SearchQuery("q1", "a")], k=10)
+
+
+def test_a_plugin_answering_none_or_a_mapping_for_a_query_is_one_line_naming_it_and_the_query():
+    from harness.retrieve import RETRIEVERS, SearchQuery, build
+
+    with RETRIEVERS.using({"none": lambda query, k: None, "scores": lambda query, k: {"d1": 1.0}}):
+        with pytest.raises(harness.errors.HarnessError,
+                           match=r"retriever 'none' answered None for query q1; expected a list of \(docid, score\)"):
+            build("none").search([SearchQuery("q1", "a")], k=10)
+        with pytest.raises(harness.errors.HarnessError, match=r"retriever 'scores' answered \{'d1': 1.0\} for query q1"):
+            build("scores").search([SearchQuery("q1", "a")], k=10)
+
+
+def test_a_batch_form_answering_another_number_of_rankings_than_queries_is_refused():
+    """zip would silently drop the queries past the answers (scored 0) or misalign them."""
+    from harness.retrieve import RETRIEVERS, SearchQuery, build
+
+    def search(query, k):
+        return []
+
+    search.batch = lambda queries, k: [[("d1", 1.0)]]
+    with RETRIEVERS.using({"mine": search}):
+        with pytest.raises(harness.errors.HarnessError,
+                           match=r"retriever 'mine': batch\(queries, k\) answered 1 ranking for 2 queries"):
+            build("mine").search([SearchQuery("q1", "a"), SearchQuery("q2", "b")], k=10)
+
+
+def test_an_object_plugin_answering_a_query_it_was_not_asked_is_refused():
+    """An int qid (or another batch's) would leave the asked query empty, scored 0, without a word."""
+    from harness.retrieve import RETRIEVERS, SearchQuery, build
+
+    class Mine:
+        def search(self, queries, k):
+            return {int(query.qid): [("d1", 1.0)] for query in queries}
+
+    with RETRIEVERS.using({"mine": Mine()}):
+        with pytest.raises(harness.errors.HarnessError,
+                           match=r"retriever 'mine': search\(queries, k\) answered query 1, which it was not asked"):
+            build("mine").search([SearchQuery("1", "a")], k=10)
+
+
+def test_a_plugin_docid_holding_whitespace_is_refused_naming_the_plugin_not_the_run_file():
+    from harness.retrieve import RETRIEVERS, SearchQuery, build
+
+    with RETRIEVERS.using({"mine": lambda query, k: [("doc 1", 1.0)]}):
+        with pytest.raises(harness.errors.HarnessError, match=r"retriever 'mine' answered \('doc 1', 1.0\) for query q1; "
+                                                              r"expected a docid string \(non-empty, no whitespace\)"):
+            build("mine").search([SearchQuery("q1", "a")], k=10)

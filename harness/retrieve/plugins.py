@@ -28,7 +28,7 @@ from typing import Any
 
 from harness.errors import HarnessError
 from harness.retrieve import RETRIEVERS, Retriever, RetrieverFactory, SearchQuery
-from harness.trec import Hit, Run
+from harness.trec import Hit, Run, field_ok
 
 _EXPECTED = ("a function f(query: str, k: int) -> [(docid, score), ...], a class or object with "
              "search(queries, k), or a PyTerrier transformer")
@@ -130,10 +130,16 @@ class _Function:
         self.name, self.function, self.batch, self.params = name, function, batch, params
 
     def search(self, queries: Sequence[SearchQuery], k: int) -> Run:
-        if self.batch is not None:
-            answers: Iterable = self.batch([query.text for query in queries], k, **self.params)
-        else:
-            answers = (self.function(query.text, k, **self.params) for query in queries)
+        if self.batch is None:
+            return Run.of({query.qid: hits(self.name, query.qid, self.function(query.text, k, **self.params), k)
+                           for query in queries})
+        answered = self.batch([query.text for query in queries], k, **self.params)
+        one_each = isinstance(answered, Iterable) and not isinstance(answered, (str, bytes, Mapping))
+        answers = list(answered) if one_each else None
+        if answers is None or len(answers) != len(queries):  # zip would drop or misalign queries without a word
+            got = type(answered).__name__ if answers is None else f"{len(answers)} ranking{'s' * (len(answers) != 1)}"
+            raise HarnessError(f"retriever {self.name!r}: batch(queries, k) answered {got} for {len(queries)} "
+                               "queries; expected one list of (docid, score) pairs per query, in their order")
         return Run.of({query.qid: hits(self.name, query.qid, answer, k) for query, answer in zip(queries, answers)})
 
 
@@ -149,12 +155,21 @@ class _Searcher:
         if not isinstance(answer, Mapping):
             raise HarnessError(f"retriever {self.name!r}: search(queries, k) answered {type(answer).__name__}; "
                                "expected {qid: [(docid, score), ...]}")
+        asked = {query.qid for query in queries}
+        stray = next((qid for qid in answer if qid not in asked), None)
+        if stray is not None:  # an int qid, or another batch's: its ranking would be dropped without a word
+            raise HarnessError(f"retriever {self.name!r}: search(queries, k) answered query {stray!r}, which it was "
+                               f"not asked (asked: {', '.join(sorted(asked)[:3])}{', ...' if len(asked) > 3 else ''}); "
+                               "expected the qids of the SearchQuery objects, as strings")
         return Run.of({query.qid: hits(self.name, query.qid, answer.get(query.qid, ()), k) for query in queries})
 
 
 def hits(name: str, qid: str, answer: Iterable, k: int) -> list[Hit]:
     """(docid, score) pairs as Hits, best first (ties keep their order), the top k; anything
     else is a one-line error naming the plug-in and the query."""
+    if answer is None or isinstance(answer, (str, bytes, Mapping)) or not isinstance(answer, Iterable):
+        raise HarnessError(f"retriever {name!r} answered {_short(answer)} for query {qid}; "
+                           "expected a list of (docid, score) pairs")
     found = []
     for item in answer:
         try:
@@ -165,12 +180,17 @@ def hits(name: str, qid: str, answer: Iterable, k: int) -> list[Hit]:
         except (TypeError, ValueError):
             raise HarnessError(f"retriever {name!r} answered {item!r} for query {qid}; "
                                "expected (docid, score) pairs") from None
-        if not isinstance(docid, str) or not docid or not math.isfinite(score):
+        if not isinstance(docid, str) or not field_ok(docid) or not math.isfinite(score):
             raise HarnessError(f"retriever {name!r} answered {item!r} for query {qid}; "
-                               "expected a non-empty docid string and a finite score")
+                               "expected a docid string (non-empty, no whitespace) and a finite score")
         found.append(Hit(docid, score))
     found.sort(key=lambda hit: -hit.score)
     return found[:k]
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else f"{type(value).__name__} {text[:50]}..."
 
 
 def _is_transformer(obj: Any) -> bool:
