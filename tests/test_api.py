@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import inspect
 import json
+import re
 import subprocess
 import sys
 
@@ -109,3 +110,85 @@ def test_import_harness_imports_no_api_and_no_pandas():
     code = "import sys, harness; print(sorted(m for m in ('harness.api', 'harness.evaluate', 'pandas') if m in sys.modules))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+def _frames() -> tuple[pd.DataFrame, pd.DataFrame]:
+    run = pd.DataFrame({"qid": ["1", "1", "2"], "docno": ["a", "b", "c"], "score": [2.0, 1.0, 1.0]})
+    qrels = pd.DataFrame({"qid": ["1", "1", "2"], "docno": ["a", "b", "c"], "label": [1, 2, 1]})
+    return run, qrels
+
+
+@pytest.mark.parametrize("score", [float("nan"), float("inf"), "high"])
+def test_a_dataframe_score_that_is_not_a_finite_number_is_refused_naming_the_row(score):
+    """As a run file's `nan`, `inf` or text score is (trec_eval and Python would order them differently)."""
+    run, qrels = _frames()
+    run["score"] = run["score"].astype(object)
+    run.loc[2, "score"] = score
+    with pytest.raises(harness.errors.HarnessError,
+                       match=rf"the run DataFrame's score {re.escape(repr(score))} at row 2 \(qid '2', docno 'c'\) "
+                             "is not a finite number"):
+        harness.evaluate(run, qrels, "nDCG@3")
+
+
+def test_a_dataframe_run_repeating_a_document_keeps_its_highest_score_as_a_run_file_does():
+    run, qrels = _frames()
+    repeated = pd.concat([run, pd.DataFrame({"qid": ["1"], "docno": ["b"], "score": [5.0]})])
+    as_file = pd.DataFrame({"qid": ["1", "1", "2"], "docno": ["b", "a", "c"], "score": [5.0, 2.0, 1.0]})
+    assert harness.evaluate(repeated, qrels, "RR(rel=2)").aggregate["RR(rel=2)"][0] == \
+        harness.evaluate(as_file, qrels, "RR(rel=2)").aggregate["RR(rel=2)"][0] == 0.5
+
+
+@pytest.mark.parametrize("label", [1.5, float("nan"), "relevant"])
+def test_a_qrels_dataframe_label_that_is_not_an_integer_grade_is_refused_naming_the_row(label):
+    """astype(int) cut 1.5 to 1 without a word, and failed deep in pandas on NaN or text."""
+    run, qrels = _frames()
+    qrels["label"] = qrels["label"].astype(object)
+    qrels.loc[1, "label"] = label
+    with pytest.raises(harness.errors.HarnessError,
+                       match=rf"the qrels DataFrame's label {re.escape(repr(label))} at row 1 \(qid '1', docno 'b'\) "
+                             "is not an integer grade"):
+        harness.evaluate(run, qrels, "nDCG@3")
+
+
+def test_a_qrels_dataframe_judging_a_document_twice_is_refused_as_a_qrels_file_is():
+    run, qrels = _frames()
+    twice = pd.concat([qrels, pd.DataFrame({"qid": ["1"], "docno": ["a"], "label": [0]})])
+    with pytest.raises(harness.errors.HarnessError, match="the qrels DataFrame judges document 'a' twice for query '1'"):
+        harness.evaluate(run, twice, "nDCG@3")
+
+
+def test_a_dataframe_id_that_is_missing_is_refused_naming_the_row():
+    """A NaN docno would have become the id 'nan' (or failed deep in the evaluator)."""
+    run, qrels = _frames()
+    run.loc[1, "docno"] = None
+    with pytest.raises(harness.errors.HarnessError, match=r"the run DataFrame has no docno at row 1 \(NaN or None\)"):
+        harness.evaluate(run, qrels, "nDCG@3")
+
+
+def test_evaluate_warns_when_the_run_has_no_query_in_common_with_the_qrels():
+    """Float qids (a pandas column with a NaN once in it) read as '1.0', not '1': every measure 0."""
+    run, qrels = _frames()
+    run["qid"] = [1.0, 1.0, 2.0]
+    with pytest.warns(UserWarning, match="run 'run' has no query in common with qrels; every measure is 0"):
+        assert harness.evaluate(run, qrels, "nDCG@3").aggregate["nDCG@3"][0] == 0
+
+
+@pytest.mark.parametrize("measures", [5, "ir_measures"])
+def test_a_measure_that_is_not_a_name_is_refused_in_one_line(measures):
+    if measures == "ir_measures":
+        from ir_measures import nDCG
+
+        measures = nDCG @ 3  # not a list: ir-measures' objects index by parameter name
+    run, qrels = _frames()
+    with pytest.raises(harness.errors.HarnessError, match=rf"a measure name is text such as 'nDCG@10', not {measures}"):
+        harness.evaluate(run, qrels, measures)
+
+
+def test_runs_or_qrels_of_another_type_are_refused_in_one_line():
+    run, qrels = _frames()
+    with pytest.raises(harness.errors.HarnessError, match=r"runs: got NoneType; expected a run"):
+        harness.evaluate(None, qrels, "nDCG@3")
+    with pytest.raises(harness.errors.HarnessError, match=r"a run: got dict; expected a TREC run file"):
+        harness.evaluate([run.to_dict()], qrels, "nDCG@3")
+    with pytest.raises(harness.errors.HarnessError, match=r"qrels: got list; expected a qrels file"):
+        harness.evaluate(run, [("1", "a", 1)], "nDCG@3")

@@ -277,9 +277,11 @@ def score_runs(runs, qrels, measures: str | Sequence[str] | None = None, *, pres
     from harness.evaluate.presets import measure_settings
 
     measures, depth, separator = measure_settings(measures, preset, depth, passage_separator)
-    evaluator = Evaluator(as_qrels(qrels), measures)
+    judged = as_qrels(qrels)
+    evaluator = Evaluator(judged, measures)
     evaluations = [evaluator(run.to_documents(separator) if separator else run, depth) for run in run_list(runs)]
-    for evaluation in evaluations:
-        if evaluation.docid_warning:
-            warnings.warn(evaluation.docid_warning, stacklevel=3)
+    for evaluation in evaluations:  # what report_reading says on the command line
+        for warning in (evaluation.disjoint_warning(str(judged.path or judged.name)), evaluation.docid_warning):
+            if warning:
+                warnings.warn(warning, stacklevel=3)
     return evaluations

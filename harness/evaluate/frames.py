@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple, Union
 
 from harness.errors import HarnessError
-from harness.trec import Qrels, Run, read_qrels, read_run
+from harness.trec import GRADE_LIMIT, Qrels, Run, read_qrels, read_run
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -30,11 +30,39 @@ class Frames(NamedTuple):
     aggregate: "pd.DataFrame"
 
 
-def _column(frame: "pd.DataFrame", *names: str) -> str:
+def _column(frame: "pd.DataFrame", what: str, *names: str) -> str:
     for name in names:
         if name in frame.columns:
             return name
-    raise HarnessError(f"the DataFrame needs a column {' or '.join(map(repr, names))}; it has {list(frame.columns)}")
+    raise HarnessError(f"the {what} DataFrame needs a column {' or '.join(map(repr, names))}; "
+                       f"it has {list(frame.columns)}")
+
+
+def _frame(value: Any, what: str, expected: str) -> "pd.DataFrame":
+    if not hasattr(value, "columns"):
+        raise HarnessError(f"{what}: got {type(value).__name__}; expected {expected}")
+    return value
+
+
+def _ids(frame: "pd.DataFrame", column: str, what: str) -> "pd.Series":
+    """The column as strings; a missing value (NaN, None) would become the id 'nan'."""
+    values = frame[column]
+    missing = values.isna()
+    if missing.any():
+        raise HarnessError(f"the {what} DataFrame has no {column} at row {_plain(missing.idxmax())!r} (NaN or None)")
+    return values.astype(str)
+
+
+def _first_bad(frame: "pd.DataFrame", bad: "pd.Series", column: str, qid: str, docno: str) -> str:
+    """The first flagged row's value of `column`, and where it is."""
+    row = bad.idxmax()
+    value, at_qid, at_docno = (_plain(frame.at[row, name]) for name in (column, qid, docno))
+    return f"{column} {value!r} at row {_plain(row)!r} (qid {at_qid!r}, {docno} {at_docno!r})"
+
+
+def _plain(value: Any) -> Any:
+    """A numpy scalar as the Python value it holds (its repr is `np.int64(1)`)."""
+    return value.item() if hasattr(value, "item") else value
 
 
 def as_run(run: RunLike, name: str | None = None) -> Run:
@@ -42,11 +70,28 @@ def as_run(run: RunLike, name: str | None = None) -> Run:
         return run
     if isinstance(run, (str, Path)):
         return read_run(run, name=name)
-    qid, docno, score = _column(run, "qid", "query_id"), _column(run, "docno", "doc_id"), _column(run, "score")
+    import numpy as np
+    import pandas as pd
+
+    run = _frame(run, "a run", "a TREC run file, a harness.trec.Run or a DataFrame (qid, docno, score)")
+    qid, docno = _column(run, "run", "qid", "query_id"), _column(run, "run", "docno", "doc_id")
+    score = _column(run, "run", "score")
+    values = pd.to_numeric(run[score], errors="coerce").astype(float)
+    bad = ~np.isfinite(values.to_numpy())
+    if bad.any():  # as a run file's `nan`, `inf` or text score: trec_eval and Python would order them differently
+        bad = pd.Series(bad, index=run.index)
+        raise HarnessError(f"the run DataFrame's {_first_bad(run, bad, score, qid, docno)} is not a finite number")
     scores: dict[str, dict[str, float]] = {}
-    for q, d, s in zip(run[qid].astype(str), run[docno].astype(str), run[score].astype(float)):
-        scores.setdefault(q, {}).setdefault(d, s)  # a repeated (qid, docno) keeps its first score, as read_run
-    return Run(name or "run", scores)
+    duplicates = 0
+    for q, d, s in zip(_ids(run, qid, "run"), _ids(run, docno, "run"), values):
+        ranking = scores.setdefault(q, {})
+        if d in ranking:  # a repeated (qid, docno) keeps its highest score, as read_run
+            duplicates += 1
+            if s > ranking[d]:
+                ranking[d] = s
+        else:
+            ranking[d] = s
+    return Run(name or "run", scores, duplicates)
 
 
 def as_qrels(qrels: QrelsLike) -> Qrels:
@@ -54,11 +99,24 @@ def as_qrels(qrels: QrelsLike) -> Qrels:
         return qrels
     if isinstance(qrels, (str, Path)):
         return read_qrels(qrels)
-    qid, docno = _column(qrels, "qid", "query_id"), _column(qrels, "docno", "doc_id")
-    label = _column(qrels, "label", "relevance")
+    import pandas as pd
+
+    qrels = _frame(qrels, "qrels", "a qrels file, a harness.trec.Qrels or a DataFrame (qid, docno, label)")
+    qid, docno = _column(qrels, "qrels", "qid", "query_id"), _column(qrels, "qrels", "docno", "doc_id")
+    label = _column(qrels, "qrels", "label", "relevance")
+    if qrels.empty:
+        raise HarnessError("the qrels DataFrame is empty: no judgments")
+    grades = pd.to_numeric(qrels[label], errors="coerce")
+    whole = grades.notna() & (grades == grades.round()) & (grades >= -GRADE_LIMIT) & (grades < GRADE_LIMIT)
+    if not whole.all():  # astype(int) would fail deep in pandas, or cut 1.5 to 1 without a word
+        bad = ~whole
+        raise HarnessError(f"the qrels DataFrame's {_first_bad(qrels, bad, label, qid, docno)} is not an integer grade")
     judgments: dict[str, dict[str, int]] = {}
-    for q, d, grade in zip(qrels[qid].astype(str), qrels[docno].astype(str), qrels[label].astype(int)):
-        judgments.setdefault(q, {})[d] = grade
+    for q, d, grade in zip(_ids(qrels, qid, "qrels"), _ids(qrels, docno, "qrels"), grades.astype(int)):
+        judged = judgments.setdefault(q, {})
+        if d in judged:  # as read_qrels: which of the two grades counts is not the harness's to guess
+            raise HarnessError(f"the qrels DataFrame judges document {d!r} twice for query {q!r}")
+        judged[d] = grade
     return Qrels("qrels", judgments)
 
 
@@ -68,6 +126,9 @@ def run_list(runs: RunLike | Sequence[RunLike] | dict[str, RunLike]) -> list[Run
         return [as_run(run, name) for name, run in runs.items()]
     if isinstance(runs, (str, Path, Run)) or hasattr(runs, "columns"):
         return [as_run(runs)]
+    if not isinstance(runs, Iterable):
+        raise HarnessError(f"runs: got {type(runs).__name__}; expected a run (file, Run or DataFrame), "
+                           "a list of runs or {name: run}")
     return [as_run(run) for run in runs]
 
 

@@ -6,7 +6,7 @@ binary measures); nDCG always uses the graded judgments. Depth is trec_eval's `-
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from harness.errors import HarnessError
@@ -84,8 +84,8 @@ def measure_settings(measures: str | Sequence[str] | None, preset: str | None, d
     """Measures, depth and passage separator as `harness eval` / `compare` / the Python API
     take them: explicit values win over the preset's, the preset's over the defaults."""
     chosen = PRESETS.get(preset) if preset else None
-    if isinstance(measures, str):  # one measure, not its characters
-        measures = [measures]
+    if isinstance(measures, str) or (measures is not None and not isinstance(measures, Iterable)):
+        measures = [measures]  # one measure, not its characters (anything else is refused by name below)
     measures = list(measures) if measures else (list(chosen.measures) if chosen else DEFAULT_MEASURES)
     depth = depth if depth is not None else (chosen.depth if chosen else None)
     if depth is not None and depth < 1:
