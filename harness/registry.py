@@ -507,7 +507,7 @@ class Registry(Generic[T]):
             obj = point.load()
         except Exception as error:  # a plug-in's own import error, in one line
             raise HarnessError(f"{self.kind} {name!r}: cannot load the entry point {point.value} of "
-                               f"{_distribution(point)} ({type(error).__name__}: {error})") from None
+                               f"{_distribution(point)} ({_failure(error)})") from None
         item = self._adopt(name, obj)
         del self._entry_points[name]
         self._items[name] = item
@@ -528,8 +528,7 @@ class Registry(Generic[T]):
         try:
             module = importlib.import_module(module_name)
         except Exception as error:
-            raise HarnessError(f"{self.kind} {name!r}: cannot import {module_name} "
-                               f"({type(error).__name__}: {error})") from None
+            raise HarnessError(f"{self.kind} {name!r}: cannot import {module_name} ({_failure(error)})") from None
         finally:
             if added:
                 sys.path.remove(here)
@@ -562,6 +561,18 @@ class Registry(Generic[T]):
         """The harness's own names, sorted; no plug-in is listed, or imported to find out."""
         self._load()
         return sorted(name for name in self._items if name not in self._origins)
+
+
+def _failure(error: BaseException) -> str:
+    """A plug-in's own import error in one line, with where in its code it was raised (the
+    innermost frame outside Python's import machinery), so that the user can find it."""
+    import traceback
+
+    machinery = os.path.dirname(importlib.__file__)  # importlib and importlib.metadata (an entry point's load)
+    frames = [frame for frame in traceback.extract_tb(error.__traceback__)
+              if not frame.filename.startswith(("<frozen ", machinery)) and frame.filename != __file__]
+    where = f" at {frames[-1].filename}:{frames[-1].lineno}" if frames else ""
+    return f"{type(error).__name__}{where}: {error}"
 
 
 def _distribution(point: Any) -> str:

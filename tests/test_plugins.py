@@ -319,3 +319,10 @@ def test_a_plugin_docid_holding_whitespace_is_refused_naming_the_plugin_not_the_
         with pytest.raises(harness.errors.HarnessError, match=r"retriever 'mine' answered \('doc 1', 1.0\) for query q1; "
                                                               r"expected a docid string \(non-empty, no whitespace\)"):
             build("mine").search([SearchQuery("q1", "a")], k=10)
+
+
+def test_a_plugin_module_failing_to_import_is_one_line_saying_where_in_its_code(in_folder):
+    (in_folder / "broken.py").write_text("import os\n\nvalue = undefined_name\n")
+    with pytest.raises(ConfigError, match=r"retriever 'python:broken:f': cannot import broken \(NameError at "
+                                          r".*broken\.py:3: name 'undefined_name' is not defined\)"):
+        parse_config(in_folder / "x.yaml", {"experiments": [_experiment(["raw"], ["python:broken:f"])]})
