@@ -44,6 +44,22 @@ def test_an_empty_official_rewrite_is_sent_as_it_is_with_a_warning_once(capsys, 
     assert err.count("warning:") == 1  # every other iKAT 2023 turn has its rewrite
 
 
+def test_a_plugin_strategy_giving_empty_queries_is_counted_in_one_warning(throat, capsys):
+    """They retrieve nothing and score 0; without a word a failing rewriter looks like a weak one."""
+    def sometimes(conversation, turn_index):
+        return "" if turn_index % 2 else conversation.turns[turn_index].utterance
+
+    with STRATEGIES.using({"mine": sometimes}):
+        texts = _texts(throat, "mine")
+    assert texts[1] == "" and texts[0] == "What is throat cancer?"
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith(
+        f"warning: query strategy 'mine' gave {len(texts) // 2} of {len(texts)} turns an empty query (first: 31_2), "
+        "which retrieves nothing and scores 0")
+    _texts(throat, "raw")
+    assert capsys.readouterr().err == ""
+
+
 def test_history_strategies(throat):
     assert _texts(throat, "all_history")[2] == "What is throat cancer? Is it treatable? Tell me about lung cancer."
     assert _texts(throat, "first_plus_current")[2] == "What is throat cancer? Tell me about lung cancer."

@@ -12,6 +12,7 @@ first look-up, so that this package imports nothing above it.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, TypeVar
 
@@ -122,7 +123,8 @@ def stream(conversations: Sequence[Conversation], strategy_name: str) -> Iterato
 
     Each qid comes once: flattened trees (CAsT 2022) repeat a shared turn in every path
     through it, with the same history and hence the same query; a repeat whose query
-    differs is an error.
+    differs is an error. A plug-in's empty queries, which retrieve nothing, are counted in
+    a warning on stderr (the built-in `manual` and `automatic` warn per turn).
     """
     check_topics(strategy_name, conversations)
     strategy, arg = get(strategy_name)
@@ -137,6 +139,10 @@ def stream(conversations: Sequence[Conversation], strategy_name: str) -> Iterato
             seen[query.qid] = query.text
             yield query
     strategy.check_stream(set(seen), *strategy.arguments(arg))
+    blank = [qid for qid, text in seen.items() if not text.strip()]
+    if blank and STRATEGIES.origin(split_spec(strategy_name)[0]) is not None:
+        print(f"warning: query strategy {strategy_name!r} gave {len(blank)} of {len(seen)} turns an empty query "
+              f"(first: {blank[0]}), which retrieves nothing and scores 0", file=sys.stderr)
 
 
 def inputs(strategy_name: str) -> dict:
