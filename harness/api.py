@@ -17,9 +17,11 @@ that with `from harness.evaluate import ...`).
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from numbers import Integral, Real
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from harness.errors import HarnessError
 from harness.evaluate import score_runs
 from harness.evaluate.frames import Frames, QrelsLike, RunLike, as_qrels, as_run, frames
 
@@ -56,10 +58,20 @@ def compare(runs: Sequence[RunLike] | dict[str, RunLike], qrels: QrelsLike, meas
     from harness.report.compare import leaderboard
     from harness.report.stats import DEFAULT_RESAMPLES, DEFAULT_SEED, Resampling
 
+    baselines = [baseline] if isinstance(baseline, str) else baseline if baseline is not None else []
+    if not isinstance(baselines, (list, tuple)) or not all(isinstance(name, str) for name in baselines):
+        raise HarnessError(f"baseline: expected a run's name or a list of names, not {type(baseline).__name__}")
+    # what `harness compare`'s argparse types check on the command line
+    if isinstance(alpha, bool) or not isinstance(alpha, Real) or not 0 < alpha <= 1:
+        raise HarnessError(f"alpha must be a number above 0 and at most 1, not {alpha!r}")
+    for name, value, low, high in (("resamples", resamples, 1, None), ("seed", seed, 0, 2**32 - 1)):
+        if value is not None and (isinstance(value, bool) or not isinstance(value, Integral)
+                                  or value < low or (high is not None and value > high)):
+            bounds = f"from {low} to {high}" if high is not None else f"of {low} or more"
+            raise HarnessError(f"{name} must be a whole number {bounds}, not {value!r}")
     scored = score_runs(runs, qrels, measures, preset=preset, depth=depth, passage_separator=passage_separator)
-    baselines = [baseline] if isinstance(baseline, str) else list(baseline or [])
-    board = leaderboard(scored, baselines, test=test, correction=correction, alpha=alpha,
-                        resampling=Resampling(resamples or DEFAULT_RESAMPLES,
+    board = leaderboard(scored, list(baselines), test=test, correction=correction, alpha=alpha,
+                        resampling=Resampling(DEFAULT_RESAMPLES if resamples is None else resamples,
                                               DEFAULT_SEED if seed is None else seed))
     return pd.DataFrame(board.rows())
 
@@ -87,6 +99,13 @@ def run(config: str | Path | Mapping[str, Any], *, retrievers: Mapping[str, Any]
     from harness.runner.config import load_config, parse_config
     from harness.runner.runner import run_config
 
+    if not isinstance(config, (str, Path, Mapping)):
+        raise HarnessError(f"config: expected a YAML file's path or the same document as a dict, "
+                           f"not {type(config).__name__}")
+    for name, objects in (("retrievers", retrievers), ("strategies", strategies)):
+        if objects is not None and not isinstance(objects, Mapping):
+            raise HarnessError(f"{name}: expected {{name: object}}, the names a config uses for them; "
+                               f"got {type(objects).__name__}")
     with ExitStack() as stack:
         stack.enter_context(RETRIEVERS.using(retrievers or {}))
         stack.enter_context(STRATEGIES.using(strategies or {}))

@@ -192,3 +192,26 @@ def test_runs_or_qrels_of_another_type_are_refused_in_one_line():
         harness.evaluate([run.to_dict()], qrels, "nDCG@3")
     with pytest.raises(harness.errors.HarnessError, match=r"qrels: got list; expected a qrels file"):
         harness.evaluate(run, [("1", "a", 1)], "nDCG@3")
+
+
+@pytest.mark.parametrize("given, error", [
+    ({"depth": "10"}, r"--depth must be a positive number of documents, not '10'"),
+    ({"passage_separator": 1}, r"--passage-separator must be the character\(s\) .* not 1"),
+    ({"alpha": 5}, r"alpha must be a number above 0 and at most 1, not 5"),
+    ({"resamples": 0}, r"resamples must be a whole number of 1 or more, not 0"),
+    ({"seed": -1}, r"seed must be a whole number from 0 to 4294967295, not -1"),
+    ({"baseline": pd.DataFrame()}, r"baseline: expected a run's name or a list of names, not DataFrame"),
+])
+def test_compare_checks_its_arguments_as_the_command_line_does(given, error):
+    """alpha=5 made every difference significant, resamples=0 fell back to the default; the
+    others were tracebacks from deep inside."""
+    run, qrels = _frames()
+    with pytest.raises(harness.errors.HarnessError, match=error):
+        harness.compare({"a": run, "b": run.assign(score=[1.0, 2.0, 1.0])}, qrels, "AP", **given)
+
+
+def test_run_refuses_a_config_or_objects_of_another_type_in_one_line():
+    with pytest.raises(harness.errors.HarnessError, match="config: expected a YAML file's path or the same document"):
+        harness.run(5)
+    with pytest.raises(harness.errors.HarnessError, match=r"retrievers: expected \{name: object\}.*; got list"):
+        harness.run({"experiments": []}, retrievers=[lambda query, k: []])

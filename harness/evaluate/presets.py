@@ -7,6 +7,7 @@ binary measures); nDCG always uses the graded judgments. Depth is trec_eval's `-
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from numbers import Integral
 from dataclasses import dataclass
 
 from harness.errors import HarnessError
@@ -88,9 +89,10 @@ def measure_settings(measures: str | Sequence[str] | None, preset: str | None, d
         measures = [measures]  # one measure, not its characters (anything else is refused by name below)
     measures = list(measures) if measures else (list(chosen.measures) if chosen else DEFAULT_MEASURES)
     depth = depth if depth is not None else (chosen.depth if chosen else None)
-    if depth is not None and depth < 1:
-        raise HarnessError(f"--depth must be a positive number of documents, not {depth}")
-    if passage_separator is not None and (not passage_separator or passage_separator.isspace()):
+    if depth is not None and (not isinstance(depth, Integral) or isinstance(depth, bool) or depth < 1):
+        raise HarnessError(f"--depth must be a positive number of documents, not {depth!r}")
+    if passage_separator is not None and (not isinstance(passage_separator, str) or not passage_separator
+                                          or passage_separator.isspace()):
         raise HarnessError(f"--passage-separator must be the character(s) between a document id and its passage "
                            f"number, such as '-' or ':', not {passage_separator!r}")
     separator = passage_separator or (chosen.passage_separator if chosen else None)
