@@ -36,6 +36,8 @@ if TYPE_CHECKING:
     import pandas as pd
 
 MEASURES = ("all", "vital", "strict_all", "strict_vital", "weighted")  # leaderboard order: `all` ranks
+# what a rerun does about labels a judge did not give (failed requests are not cached; a file is as it is)
+RERUN = " (on a rerun an LLM judge asks the failed ones again; recorded labels stay as they are)"
 
 
 @dataclass(frozen=True)
@@ -203,10 +205,10 @@ def evaluate_runs(
                 records.append(assign.nuggetizer_record(turn, run.name, response, labelled))
     if unjudged_total:
         notes.append(f"{unjudged_total} of {len(items)} nugget judgments have no label (failed, unparseable or "
-                     "missing): counted as not supported; a rerun asks the failed ones again")
+                     f"missing): counted as not supported{RERUN}")
     if cite_unjudged:
         notes.append(f"{cite_unjudged} of {len(cite_items)} citation judgments have no label (failed, unparseable "
-                     "or missing): counted as no support; a rerun asks the failed ones again")
+                     f"or missing): counted as no support{RERUN}")
     provenance = judge.provenance()
     if citation_judge is not None:
         provenance = {"nuggets": provenance, "citations": citation_judge.provenance()}
