@@ -142,21 +142,35 @@ def make_folder(folder: str | Path) -> Path:
     return folder
 
 
-def _cause(path: Path, folder: bool) -> str | None:
-    """What stops `path` being written (as a file, or as a `folder`): itself, an entry on its
-    way that is not a folder, or a nearest existing folder in which no entry can be made.
-    None if nothing does."""
+def in_the_way(path: str | Path, folder: bool = False) -> str | None:
+    """What is in the way of `path` being written (as a file, or as a `folder`), seen without
+    writing anything: itself, or an entry on its way that is a file. None if nothing is (it
+    may still be unwritable: `output_problem` tries)."""
+    path = Path(path)
     kind = _kind(path)
     if folder and kind in ("file", "special"):
         return "it is a file, expected a folder" if kind == "file" else "it is not a folder"
     if not folder and kind == "folder":
         return "it is a folder"
-    real = Path(os.path.realpath(path))  # the folders the kernel walks, symlinks followed
+    here = _nearest_existing(path, kind)
+    return f"{here} is a file, expected a folder" if not here.is_dir() else None
+
+
+def _nearest_existing(path: Path, kind: str) -> Path:
+    """The nearest existing entry on the way to `path` (its folder if it is one), symlinks followed."""
+    real = Path(os.path.realpath(path))  # the folders the kernel walks
     here = real if kind == "folder" else real.parent
     while not os.path.lexists(here) and here != here.parent:
         here = here.parent
-    if not here.is_dir():
-        return f"{here} is a file, expected a folder"
+    return here
+
+
+def _cause(path: Path, folder: bool) -> str | None:
+    """What stops `path` being written (as a file, or as a `folder`): what is in the way, or a
+    nearest existing folder in which no entry can be made. None if nothing does."""
+    if (problem := in_the_way(path, folder)) is not None:
+        return problem
+    here = _nearest_existing(path, _kind(path))
     trial = _temp_name(here, ".harness-probe")
     try:  # the one sure test: make an entry there (a hidden folder, removed at once)
         trial.mkdir()

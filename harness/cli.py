@@ -91,22 +91,32 @@ class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
         self.exit(2, f"{self.prog}: error: {message} (`{self.prog} --help` lists the options)\n")
 
+    def parse_known_args(self, args=None, namespace=None):
+        """As argparse's, noting the innermost (sub)command parser left with unknown
+        arguments, so that _parser names it (`harness ikat validate`, not `harness`)."""
+        namespace, extras = super().parse_known_args(args, namespace)
+        if extras and not hasattr(namespace, _LEFT_WITH):
+            setattr(namespace, _LEFT_WITH, self)
+        return namespace, extras
+
+
+_LEFT_WITH = "_parser_left_with_extras"  # set by _Parser.parse_known_args, read and removed by _parser
+
 
 def _parser(argv: list[str]) -> tuple[argparse.ArgumentParser, argparse.Namespace]:
     parser = _Parser(prog="harness", description=DESCRIPTION,
                      epilog="`harness COMMAND --help` lists a command's options.")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     chosen = next((a for a in argv if not a.startswith("-")), None)
-    named = parser
     for name, (module_name, help_text) in COMMANDS.items():
         command_parser = sub.add_parser(name, help=help_text, description=help_text)
         if name == chosen:  # only the chosen command's module is imported
             module = importlib.import_module(module_name)
             module.add_arguments(command_parser)
             command_parser.set_defaults(_run=module.run)
-            named = command_parser
     args, unknown = parser.parse_known_args(argv)
-    if unknown:  # said by the command's parser, which names the command and its --help
+    named = vars(args).pop(_LEFT_WITH, parser)
+    if unknown:  # said by the innermost command's parser, which names it and its --help
         named.error(f"unrecognized arguments: {' '.join(unknown)}")
     return parser, args
 

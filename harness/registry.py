@@ -80,10 +80,11 @@ class _Required:
 
 
 REQUIRED: Any = _Required()  # the default of a parameter a config must give
-# The largest integer a parameter or a config count takes: what a 32-bit int holds, as Java
+# The largest count or depth (AtLeast, a config's k) taken: what a 32-bit int holds, as Java
 # (Anserini's hits and RM3 settings) and trec_eval's C (cutoffs, `harness eval`) take them. No
 # count is meant beyond it (a depth beyond a corpus's size is harmless); a larger one failed
-# deep in a run (numba's "Int value is too large", a MemoryError, a Java overflow).
+# deep in a run (numba's "Int value is too large", a MemoryError, a Java overflow). Other
+# integers (a plug-in's seed, a timestamp) are not counts and are not bounded.
 INT_LIMIT = 2**31 - 1
 
 
@@ -172,14 +173,7 @@ def check_value(key: str, value: Any, expected: Any) -> None:
     if isinstance(expected, ParamType):
         expected.check(key, value)
     elif not _fits(value, expected):
-        raise ParamError(key, f"expected {describe_type(expected)}, got {value!r}{_beyond_limit(value)}")
-
-
-def _beyond_limit(value: Any) -> str:
-    """What an error adds for an integer too large for any parameter (it is an integer)."""
-    if isinstance(value, int) and not isinstance(value, bool) and not -INT_LIMIT - 1 <= value <= INT_LIMIT:
-        return f" (at most {INT_LIMIT})" if value > 0 else f" (at least {-INT_LIMIT - 1})"
-    return ""
+        raise ParamError(key, f"expected {describe_type(expected)}, got {value!r}")
 
 
 def _fits(value: Any, expected: Any) -> bool:
@@ -200,7 +194,7 @@ def _fits(value: Any, expected: Any) -> bool:
     if expected is float:
         return isinstance(value, (int, float)) and not isinstance(value, bool)
     if expected is int:
-        return isinstance(value, int) and not isinstance(value, bool) and -INT_LIMIT - 1 <= value <= INT_LIMIT
+        return isinstance(value, int) and not isinstance(value, bool)
     if isinstance(expected, type):
         return isinstance(value, expected)
     return True  # a type the checker cannot read: the component checks it
@@ -217,8 +211,9 @@ class AtLeast(ParamType):
     def check(self, key: str, value: Any) -> None:
         if value is None and self.or_none:
             return
-        if not _fits(value, int) or value < self.low:
-            raise ParamError(key, f"expected {self.describe()}, got {value!r}{_beyond_limit(value)}")
+        if not _fits(value, int) or not self.low <= value <= INT_LIMIT:
+            beyond = f" (at most {INT_LIMIT})" if _fits(value, int) and value > INT_LIMIT else ""
+            raise ParamError(key, f"expected {self.describe()}, got {value!r}{beyond}")
 
     def describe(self) -> str:
         return f"an integer of {self.low} or more{' or null' if self.or_none else ''}"

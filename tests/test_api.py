@@ -169,7 +169,7 @@ def test_evaluate_warns_when_the_run_has_no_query_in_common_with_the_qrels():
     """Float qids (a pandas column with a NaN once in it) read as '1.0', not '1': every measure 0."""
     run, qrels = _frames()
     run["qid"] = [1.0, 1.0, 2.0]
-    with pytest.warns(UserWarning, match="run 'run' has no query in common with qrels; every measure is 0"):
+    with pytest.warns(UserWarning, match="run 'run' has no query in common with the qrels DataFrame; every measure is 0"):
         assert harness.evaluate(run, qrels, "nDCG@3").aggregate["nDCG@3"][0] == 0
 
 

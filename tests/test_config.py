@@ -151,6 +151,14 @@ def test_a_depth_k_beyond_a_32_bit_integer_is_an_error_at_its_key_in_a_dry_run(t
     assert not (tmp_path / "out").exists()
 
 
+def test_an_integer_parameter_that_is_not_a_count_takes_any_size():
+    """Only counts and depths stop at 2**31-1 (Java's and trec_eval's int): a plug-in's seed or
+    a timestamp is not one."""
+    from harness.registry import check_value
+
+    check_value("params.seed", 2**32 + 1, int)
+
+
 @pytest.mark.parametrize("params, message", [
     ({"fb_docs": 10**20}, "params.fb_docs: expected an integer of 1 or more, got 100000000000000000000 "
                           "(at most 2147483647)"),

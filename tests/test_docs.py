@@ -219,6 +219,8 @@ def test_top_level_help_describes_the_tool_in_whole_sentences(capsys):
     (["eval", "--bogus"], "harness eval: error: the following arguments are required: --qrels"),
     (["eval", "--qrels", "q", "--bogus"], "harness eval: error: unrecognized arguments: --bogus"),
     (["evl"], "harness: error: argument COMMAND: invalid choice: 'evl'"),
+    (["ikat", "validate", "x", "--topics", "ikat2023", "--bogus"],
+     "harness ikat validate: error: unrecognized arguments: --bogus"),
 ])
 def test_a_mistake_on_the_command_line_is_one_line_naming_the_command_and_its_help(capsys, argv, says):
     """As the README's command-line conventions say (argparse would print the usage summary first)."""

@@ -204,6 +204,15 @@ def test_a_run_output_folder_below_a_file_is_a_one_line_error_already_at_dry_run
 
 
 @pytest.mark.skipif(not Path("/proc/self").is_dir(), reason="needs Linux's /proc")
+def test_reading_a_config_writes_nothing_so_output_overrides_an_unwritable_config_output(tmp_path, monkeypatch):
+    """From a folder no entry can be made in (here /proc), the config's relative `output` is
+    out of reach, and --output elsewhere is what counts: reading the config tries nothing."""
+    config = _config(tmp_path / "c", output="runs")
+    monkeypatch.chdir("/proc")
+    assert main(["run", str(config), "--output", str(tmp_path / "runs"), "--dry-run"]) == 0
+
+
+@pytest.mark.skipif(not Path("/proc/self").is_dir(), reason="needs Linux's /proc")
 @pytest.mark.parametrize("command", ["run", "encode", "index"])
 def test_an_output_folder_that_cannot_be_made_is_a_one_line_error_naming_it(tmp_path, capsys, command):
     corpus = tmp_path / "corpus.jsonl"

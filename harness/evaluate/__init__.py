@@ -77,14 +77,24 @@ class Evaluation:
                 "(Judged@k 1: an empty ranking has no unjudged document)")
 
 
-def report_reading(evaluation: Evaluation, qrels_name: str, log: TextIO | None = None) -> None:
-    """What scoring the run found that the numbers do not show, said the same way by `harness
-    eval`, `harness compare` and `harness run`: no query in common with the qrels, documents
-    almost never judged, text after the sixth field. To `log`, stderr by default."""
+def qrels_name(qrels: Qrels | QrelsTable) -> str:
+    """The qrels as a warning names them: their file, else the benchmark's name for them."""
+    return str(qrels.path) if qrels.path is not None else f"the qrels {qrels.name}"
+
+
+def reading_warnings(evaluation: Evaluation, qrels: str) -> list[str]:
+    """What scoring the run found that the numbers do not show: no query in common with the
+    qrels (named `qrels`), documents almost never judged. Said by `report_reading` on the
+    command line and by `warnings.warn` in the Python API."""
+    return [warning for warning in (evaluation.disjoint_warning(qrels), evaluation.docid_warning) if warning]
+
+
+def report_reading(evaluation: Evaluation, qrels: str, log: TextIO | None = None) -> None:
+    """`reading_warnings` and text after the sixth field, said the same way by `harness eval`,
+    `harness compare` and `harness run`. To `log`, stderr by default."""
     log = log or sys.stderr
-    for warning in (evaluation.disjoint_warning(qrels_name), evaluation.docid_warning):
-        if warning:
-            print(f"warning: {warning}", file=log)
+    for warning in reading_warnings(evaluation, qrels):
+        print(f"warning: {warning}", file=log)
     if evaluation.trailing:
         print(f"{evaluation.run_name}: {evaluation.trailing} lines with text after the sixth field (ignored, as "
               "trec_eval does)", file=log)
@@ -186,7 +196,7 @@ class Evaluator:
             return None
         tops = run.top_ranked(min(TOP, depth or TOP))
         rankings = {self.table.qids[number]: tops[self.table.qids[number]] for number in ranked.query.tolist()}
-        return docid_warning(run.name, rankings, self.qrels.judgments, str(self.table.path or self.table.name))
+        return docid_warning(run.name, rankings, self.qrels.judgments, qrels_name(self.table))
 
     def _score_others(self, run: RunTable, ranked, evaluated: set[str]) -> dict[str, dict[str, float]]:
         """The families without vectorised code, by ir-measures: each ranking handed on in
@@ -281,7 +291,6 @@ def score_runs(runs, qrels, measures: str | Sequence[str] | None = None, *, pres
     evaluator = Evaluator(judged, measures)
     evaluations = [evaluator(run.to_documents(separator) if separator else run, depth) for run in run_list(runs)]
     for evaluation in evaluations:  # what report_reading says on the command line
-        for warning in (evaluation.disjoint_warning(str(judged.path or judged.name)), evaluation.docid_warning):
-            if warning:
-                warnings.warn(warning, stacklevel=3)
+        for warning in reading_warnings(evaluation, qrels_name(judged)):
+            warnings.warn(warning, stacklevel=3)
     return evaluations

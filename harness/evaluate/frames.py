@@ -117,7 +117,7 @@ def as_qrels(qrels: QrelsLike) -> Qrels:
         if d in judged:  # as read_qrels: which of the two grades counts is not the harness's to guess
             raise HarnessError(f"the qrels DataFrame judges document {d!r} twice for query {q!r}")
         judged[d] = grade
-    return Qrels("qrels", judgments)
+    return Qrels("DataFrame", judgments)  # named so in warnings: "the qrels DataFrame"
 
 
 def run_list(runs: RunLike | Sequence[RunLike] | dict[str, RunLike]) -> list[Run]:

@@ -185,15 +185,21 @@ def _check_statements(path: Path, run: Run, benchmark: Benchmark) -> None:
     unknown id would be written with an empty text, which the validators refuse)."""
     statements = {turn.qid: [s.id for s in conversation.personal]
                   for conversation in benchmark.conversations for turn in conversation.turns}
-    if all(docid in statements[qid] for qid, ranking in run.scores.items() if qid in statements for docid in ranking):
+    unknown = next(((qid, docid) for qid, ranking in run.scores.items() if qid in statements
+                    for docid in ranking if docid not in statements[qid]), None)
+    if unknown is None:
         return
-    with open_input(path) as handle:  # the first unknown statement, to name its line
-        for number, line in enumerate(handle, start=1):
-            fields = line.split()
+    line = None
+    with open_input(path) as handle:  # the first unknown statement's line, to name it
+        for number, text in enumerate(handle, start=1):
+            fields = text.split()
             if len(fields) >= 3 and fields[0] in statements and fields[2] not in statements[fields[0]]:
-                known = statements[fields[0]]
-                raise InputError(path, f"turn {fields[0]}: {fields[2]!r} is not a statement of its PTKB "
-                                       f"(its statement ids: {', '.join(known) if known else 'none'})", line=number)
+                unknown, line = (fields[0], fields[2]), number
+                break
+    qid, docid = unknown
+    known = statements[qid]
+    raise InputError(path, f"turn {qid}: {docid!r} is not a statement of its PTKB "
+                           f"(its statement ids: {', '.join(known) if known else 'none'})", line=line)
 
 
 def _passage_source(spec: str | None, benchmark: str):

@@ -31,8 +31,8 @@ def run(args: argparse.Namespace) -> int:
 
     config = load_config(args.config)
     if args.output is not None:
-        check_outputs(args.output, folder=True)  # as the config's `output` is: before --dry-run says all is well
         config = dataclasses.replace(config, output=args.output)
+    check_outputs(config.output, folder=True)  # the folder it will write: before --dry-run says all is well
     if args.dry_run:
         for prepared, finished in plan(config, only=args.only):
             state = "finished" if finished else "to run"

@@ -44,7 +44,7 @@ from typing import Any
 
 import yaml
 
-from harness.atomic import output_problem
+from harness.atomic import in_the_way
 from harness.errors import HarnessError, InputError, read_input
 from harness.paths import cache_root, data_root, name_problem, qrels_root
 from harness.registry import INT_LIMIT, ParamError, check_params
@@ -326,7 +326,9 @@ def parse_config(path: Path, document: Any) -> Config:
     top = root.mapping(("output", "tag", "k", "llm", "experiments"), required=("experiments",))
     llm = _llm_endpoints(top.get("llm"))
     output = top["output"].path() if "output" in top else Path(DEFAULT_OUTPUT)
-    if problem := output_problem(output, folder=True):  # found by --dry-run, not once the runs start
+    # a file in the way, seen without writing (reading a config writes nothing; `harness run`
+    # tries the folder it will write, --output's if given, before --dry-run says all is well)
+    if problem := in_the_way(output, folder=True):
         raise (top["output"] if "output" in top else root).error(f"cannot write {output}: {problem}")
     defaults = {
         "tag": _tag_pattern(top["tag"]) if "tag" in top else DEFAULT_TAG,

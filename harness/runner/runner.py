@@ -30,7 +30,7 @@ from harness.atomic import atomic_write, folder_lock
 from harness.corpus import Corpus, Document
 from harness.errors import HarnessError
 from harness.evaluate import (JUDGED, Evaluation, Evaluator, RunFileOptions, evaluate_file, keep_measures,
-                              report_reading, with_judged)
+                              qrels_name, report_reading, with_judged)
 from harness.queries import inputs as strategy_inputs
 from harness.queries.llm import endpoints as llm_endpoints
 from harness.retrieve import RETRIEVERS, Retriever, SearchQuery, build, shared_retrievers
@@ -359,11 +359,6 @@ def run_config(
     for outcome in outcomes:  # what the leaderboard's numbers do not show, as `harness eval` says it
         report_reading(outcome.evaluation, qrels_name(outcome.qrels), log)
     return outcomes
-
-
-def qrels_name(qrels: Qrels) -> str:
-    """The qrels as a warning names them: their file, else the benchmark's name for them."""
-    return str(qrels.path) if qrels.path is not None else f"the qrels {qrels.name}"
 
 
 def preloads(runs: Iterable[RunSpec]) -> list[Callable[[], object]]:
