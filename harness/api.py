@@ -16,8 +16,8 @@ that with `from harness.evaluate import ...`).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping, Sequence
-from numbers import Integral, Real
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -56,19 +56,19 @@ def compare(runs: Sequence[RunLike] | dict[str, RunLike], qrels: QrelsLike, meas
     import pandas as pd
 
     from harness.report.compare import leaderboard
-    from harness.report.stats import DEFAULT_RESAMPLES, DEFAULT_SEED, Resampling
+    from harness.cli import number_problem
+    from harness.report.stats import DEFAULT_RESAMPLES, DEFAULT_SEED, SEED_MAX, Resampling
 
     baselines = [baseline] if isinstance(baseline, str) else baseline if baseline is not None else []
     if not isinstance(baselines, (list, tuple)) or not all(isinstance(name, str) for name in baselines):
         raise HarnessError(f"baseline: expected a run's name or a list of names, not {type(baseline).__name__}")
-    # what `harness compare`'s argparse types check on the command line
-    if isinstance(alpha, bool) or not isinstance(alpha, Real) or not 0 < alpha <= 1:
-        raise HarnessError(f"alpha must be a number above 0 and at most 1, not {alpha!r}")
-    for name, value, low, high in (("resamples", resamples, 1, None), ("seed", seed, 0, 2**32 - 1)):
-        if value is not None and (isinstance(value, bool) or not isinstance(value, Integral)
-                                  or value < low or (high is not None and value > high)):
-            bounds = f"from {low} to {high}" if high is not None else f"of {low} or more"
-            raise HarnessError(f"{name} must be a whole number {bounds}, not {value!r}")
+    # as `harness compare`'s argparse types (number_in) check them on the command line
+    for name, value, problem in (
+            ("alpha", alpha, number_problem(alpha, 0, 1, open_low=True)),
+            ("resamples", resamples, resamples is not None and number_problem(resamples, 1, math.inf, whole=True)),
+            ("seed", seed, seed is not None and number_problem(seed, 0, SEED_MAX, whole=True))):
+        if problem:
+            raise HarnessError(f"{name} {problem}, not {value!r}")
     scored = score_runs(runs, qrels, measures, preset=preset, depth=depth, passage_separator=passage_separator)
     board = leaderboard(scored, list(baselines), test=test, correction=correction, alpha=alpha,
                         resampling=Resampling(DEFAULT_RESAMPLES if resamples is None else resamples,

@@ -13,6 +13,7 @@ import math
 import os
 import sys
 from collections.abc import Callable
+from numbers import Integral, Real
 from typing import NoReturn
 
 from harness.errors import HarnessError
@@ -55,6 +56,23 @@ def runs(args: argparse.Namespace) -> list[str]:
     return given
 
 
+def number_problem(value: object, low: float, high: float, *, whole: bool = False,
+                   open_low: bool = False) -> str | None:
+    """'must be ...' when `value` is not a finite number (a whole one with `whole`) from low to
+    high (above low with `open_low`); None when it is. The one check behind `number_in` on the
+    command line and the Python API's arguments (harness.api), so both say the same."""
+    kind = Integral if whole else Real
+    if isinstance(value, kind) and not isinstance(value, bool) and math.isfinite(value) \
+            and (low < value if open_low else low <= value) and value <= high:
+        return None
+    kind_name = "a whole number" if whole else "a number"
+    if high == math.inf:
+        bounds = f" above {low}" if open_low else f" of {low} or more" if low != -math.inf else ""
+    else:
+        bounds = f" above {low} and at most {high}" if open_low else f" from {low} to {high}"
+    return f"must be {'a finite ' + kind_name[2:] if not bounds else kind_name}{bounds}"
+
+
 def number_in(low: float, high: float, *, whole: bool = False, open_low: bool = False) -> Callable[[str], float]:
     """An argparse type: a finite number (a whole one with `whole`) from low to high, else a
     usage error saying so (not a traceback, not a NaN carried into every result)."""
@@ -64,15 +82,8 @@ def number_in(low: float, high: float, *, whole: bool = False, open_low: bool = 
             value = int(text) if whole else float(text)
         except ValueError:
             value = None
-        if value is None or not math.isfinite(value) or not (low < value if open_low else low <= value) \
-                or value > high:
-            kind = "a whole number" if whole else "a number"
-            if high == math.inf:
-                bounds = f" above {low}" if open_low else f" of {low} or more" if low != -math.inf else ""
-            else:
-                bounds = f" above {low} and at most {high}" if open_low else f" from {low} to {high}"
-            raise argparse.ArgumentTypeError(f"must be {'a finite ' + kind[2:] if not bounds else kind}{bounds}, "
-                                             f"not {text!r}")
+        if problem := number_problem(value, low, high, whole=whole, open_low=open_low):
+            raise argparse.ArgumentTypeError(f"{problem}, not {text!r}")
         return value
 
     return parse

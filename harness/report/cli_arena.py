@@ -16,6 +16,7 @@ from harness.report import arena as arena_lib
 from harness.report.arena import Arena, EloSettings
 from harness.report.formats import arena_dict
 from harness.report.markdown import arena_markdown, arena_rows, correlation_rows, win_rate_rows
+from harness.report.stats import SEED_MAX
 from harness.topics.crsarena import read_dialogues
 
 
@@ -27,7 +28,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--dialogues", action="extend", nargs="+", default=[], metavar="JSON",
                         help="CRSArena-Dial dialogue file(s): satisfaction rate per system")
     parser.add_argument("--format", choices=["table", "json", "md"], default="table")
-    parser.add_argument("--seed", type=number_in(0, 2**32 - 1, whole=True), default=42, help="bootstrap seed (default 42)")
+    parser.add_argument("--seed", type=number_in(0, SEED_MAX, whole=True), default=42, help="bootstrap seed (default 42)")
     parser.add_argument("--bootstrap", type=number_in(1, math.inf, whole=True), default=1000,
                         help="bootstrap resamples (default 1000)")
     parser.add_argument("--initial", type=number_in(-math.inf, math.inf), default=1000.0,

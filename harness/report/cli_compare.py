@@ -20,7 +20,7 @@ from harness.report import breakdown as bd
 from harness.report.compare import Leaderboard, leaderboard
 from harness.report.formats import FORMATS, write_report
 from harness.report.model import Report
-from harness.report.stats import CORRECTIONS, DEFAULT_RESAMPLES, DEFAULT_SEED, TESTS, Resampling
+from harness.report.stats import CORRECTIONS, DEFAULT_RESAMPLES, DEFAULT_SEED, SEED_MAX, TESTS, Resampling
 from harness.paths import refuse_overwriting
 
 
@@ -40,7 +40,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="significance level, above 0 to 1 (default 0.05)")
     parser.add_argument("--resamples", type=number_in(1, math.inf, whole=True), default=DEFAULT_RESAMPLES,
                         help=f"resamples of the permutation / bootstrap tests (default {DEFAULT_RESAMPLES})")
-    parser.add_argument("--seed", type=number_in(0, 2**32 - 1, whole=True), default=DEFAULT_SEED,
+    parser.add_argument("--seed", type=number_in(0, SEED_MAX, whole=True), default=DEFAULT_SEED,
                         help=f"random seed (default {DEFAULT_SEED})")
     parser.add_argument("--format", choices=FORMATS.names(), default="md")
     add_output(parser, help="write the report here (atomically) instead of stdout")

@@ -30,6 +30,7 @@ from harness.registry import Registry
 
 DEFAULT_RESAMPLES = 10_000
 DEFAULT_SEED = 42
+SEED_MAX = 2**32 - 1  # numpy's random seeds: 0 to this
 TIE_TOLERANCE = 1e-9  # |a - b| below this is a tie in win/tie/loss counts
 
 

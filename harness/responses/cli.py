@@ -16,7 +16,7 @@ from harness.paths import refuse_overwriting
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     from harness.judge.cli_judge import add_llm_arguments
-    from harness.report.stats import CORRECTIONS, DEFAULT_RESAMPLES, DEFAULT_SEED, TESTS
+    from harness.report.stats import CORRECTIONS, DEFAULT_RESAMPLES, DEFAULT_SEED, SEED_MAX, TESTS
     from harness.responses.judges import JUDGE_NAMES
     from harness.responses.readers import FORMATS
 
@@ -52,7 +52,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     ev.add_argument("--alpha", type=number_in(0, 1, open_low=True), default=0.05, help="significance level (default 0.05)")
     ev.add_argument("--resamples", type=number_in(1, math.inf, whole=True), default=DEFAULT_RESAMPLES,
                     help=f"resamples of the permutation / bootstrap tests (default {DEFAULT_RESAMPLES})")
-    ev.add_argument("--seed", type=number_in(0, 2**32 - 1, whole=True), default=DEFAULT_SEED)
+    ev.add_argument("--seed", type=number_in(0, SEED_MAX, whole=True), default=DEFAULT_SEED)
     ev.add_argument("--format", choices=("md", "csv", "json", "html"), default="md")
     ev.add_argument("--per-turn", action="store_true", help="json: add every (run, turn) row")
     add_output(ev, help="write the report here (atomically) instead of stdout")
