@@ -14,6 +14,7 @@ from harness.retrieve.dense import SEARCH_BACKENDS
 from harness.compute.exact import exact_search, longest_norm
 from tests.conftest import ikat_corpus
 from tests.test_dense import QUERIES
+from tests.test_rerank import cross_encoder_dir  # noqa: F401 (a fixture)
 
 pytestmark = [pytest.mark.model, pytest.mark.slow]
 
@@ -78,3 +79,17 @@ def test_on_a_gpu_the_dense_retriever_runs_there_and_ranks_the_top_10_as_on_the_
         assert retriever.encoder.model.device.type == device
     for query in QUERIES:
         assert [hit.docid for hit in runs["cuda"][query.qid]] == [hit.docid for hit in runs["cpu"][query.qid]]
+
+
+def test_on_a_gpu_rerank_runs_there_and_orders_the_first_stage_hits_as_on_the_cpu(shipped_passages, cross_encoder_dir, tmp_path):
+    first_stage = {"name": "dense", "device": "cpu", "cache_dir": str(tmp_path)}  # the same candidates for both
+    runs = {}
+    for device, asked in (("cuda", None), ("cpu", "cpu")):  # a GPU is the default where there is one
+        reranker = build("rerank", corpus=ikat_corpus(), first_stage=first_stage, model=str(cross_encoder_dir),
+                         depth=20, device=asked)
+        runs[device] = reranker.search(QUERIES, 10)
+        assert reranker.model.model.device.type == device
+    for query in QUERIES:
+        gpu, cpu = runs["cuda"][query.qid], runs["cpu"][query.qid]
+        assert [hit.docid for hit in gpu] == [hit.docid for hit in cpu]
+        assert np.allclose([hit.score for hit in gpu], [hit.score for hit in cpu], rtol=1e-4, atol=1e-5)
