@@ -149,8 +149,9 @@ def main(argv: list[str] | None = None) -> int:
             raise
         print(f"harness {args.command}: error: {message}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
-        print(f"harness {args.command}: interrupted; finished outputs are kept", file=sys.stderr)
+    except KeyboardInterrupt as interrupt:  # an Interrupted says what it kept
+        print(f"harness {args.command}: interrupted" + (f": {interrupt}" if str(interrupt) else
+                                                        "; finished outputs are kept"), file=sys.stderr)
         return 130
 
 

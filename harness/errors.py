@@ -12,6 +12,10 @@ class HarnessError(Exception):
     """A problem with the user's input or setup, explained in one sentence."""
 
 
+class Interrupted(KeyboardInterrupt):
+    """Ctrl-C, saying what was kept and how to resume, in one line (the CLI prints it, exit 130)."""
+
+
 class InputError(HarnessError):
     """A malformed input file: names the file, the line or record, and what was expected."""
 

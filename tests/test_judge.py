@@ -9,6 +9,7 @@ server knows which pair it is asked about (with the turn's utterances as needles
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import signal
@@ -20,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import shared_root, start_llm_server
+from tests.conftest import interruptible, shared_root, start_llm_server
 from harness.cli import main
 from harness.errors import HarnessError
 from harness.judge.base import JUDGES, read_provenance, sidecar
@@ -291,6 +292,52 @@ def test_a_kill_mid_run_resumes_without_asking_again(pool, tmp_path):
     assert len(asked_twice) <= 8  # only the requests in flight at the kill (concurrency 8)
     assert sum(again.values()) == len(pool["labels"]) - len(first) + len(asked_twice)
     assert written(out) == pool["labels"]
+
+
+def test_ctrl_c_stops_at_once_keeps_the_answers_and_says_how_many_were_judged(pool, tmp_path):
+    """Ctrl-C while every request in flight stalls (a slow endpoint): the process ends within
+    a few seconds, not after the requests' timeout and retries; exit status 130, one line, no
+    traceback; the answers received are cached and a rerun does not ask them again."""
+    stall = {**pool["config"], "faults": {"timeout": 4}, "timeout_s": 60}  # a quarter of the prompts stall
+    with start_llm_server(tmp_path, stall) as server:
+        out = tmp_path / "llm.qrels"
+        cache = tmp_path / "cache"
+        command = [sys.executable, "-m", "harness.cli", *judge_args(pool, server, out, depth=SHALLOW)]
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(Path(__file__).parents[1]), os.environ.get("PYTHONPATH", "")])}
+        child = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                 preexec_fn=interruptible)
+        answered = lambda: sum(len(path.read_text().splitlines()) for path in cache.glob("*.jsonl"))  # noqa: E731
+        sent, since, deadline = -1, time.monotonic(), time.monotonic() + 60
+        while time.monotonic() < deadline:  # until the 8 requests in flight all stall
+            if len(server.requests()) != sent:
+                sent, since = len(server.requests()), time.monotonic()
+            elif sent - answered() == 8 and time.monotonic() - since > 0.5:
+                break
+            time.sleep(0.05)
+        assert child.poll() is None and 0 < answered() == sent - 8
+        child.send_signal(signal.SIGINT)
+        interrupted = time.monotonic()
+        try:
+            _, err = child.communicate(timeout=20)
+        except subprocess.TimeoutExpired:
+            child.kill()
+            child.communicate()
+            raise
+        took = time.monotonic() - interrupted
+    kept = answered()
+    assert child.returncode == 130 and took < 3, (child.returncode, took)
+    assert "Traceback" not in err and err.strip().splitlines()[-1] == (
+        f"harness judge: interrupted: {kept} of {len(pool['shallow'])} pairs judged, their answers cached; "
+        "run the same command again to resume (they are not asked again)")
+    assert not out.exists()
+    cached = {json.loads(line)["key"] for path in cache.glob("*.jsonl") for line in path.read_text().splitlines()}
+    (tmp_path / "again").mkdir()
+    with start_llm_server(tmp_path / "again", pool["config"]) as server:
+        assert main(judge_args(pool, server, out, depth=SHALLOW)) == 0
+        again = prompts(server)
+    assert len(again) == len(pool["shallow"]) - kept
+    assert not {hashlib.sha256(prompt.encode()).hexdigest() for prompt in again} & cached
+    assert written(out) == pool["shallow"]
 
 
 def test_a_passage_the_corpus_lacks_or_a_query_the_benchmark_lacks_is_a_one_line_error(pool, tmp_path, capsys):

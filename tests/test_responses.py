@@ -302,6 +302,33 @@ def test_the_four_scores_equal_nuggetizers_on_recorded_assignments_for_all_23_ru
 
 
 @pytest.mark.reference
+def test_recorded_assignments_that_match_no_run_are_an_error_naming_the_file_and_their_count(
+        human_bank, tmp_path, capsys):
+    """A run whose name no recorded line carries (CONE-RAG's human study calls runs `uva-3`)
+    would score 0 on every turn: an error, not a table of zeros."""
+    manual = cone_rag("participant_resources", "manual_responses.json")
+    runs = read_responses(manual)
+    path = tmp_path / "assignments.jsonl"
+    path.write_text("".join(json.dumps({"qid": turn, "run_id": "uva-3" if run is runs[-1] else run.name, "nuggets": [
+        {"id": n.id, "text": n.text, "assignment": "support"} for n in human_bank.of(turn)]}) + "\n"
+        for run in runs for turn in run.responses if human_bank.of(turn)))
+    args = ["responses", "eval", str(manual), "--nuggets", str(cone_rag("human_resources", "gold_nuggets_human.json")),
+            "--judge", f"file:{path}"]
+    assert main(args) == 2
+    assert capsys.readouterr().err == (
+        f"harness responses: error: {path}: 78 of the 312 lines match no run evaluated (their run_ids: uva-3), "
+        f"and no line is for run {runs[-1].name}; a line's run_id must be the name of the run it assigns\n")
+
+
+def test_nuggets_without_a_recorded_assignment_are_counted_by_cause_in_a_note_promising_no_rerun(tmp_path):
+    path = tmp_path / "assignments.jsonl"
+    path.write_text(json.dumps({"qid": "1_1", "run_id": "a", "nuggets": [{"id": "1", "assignment": "support"}]}) + "\n")
+    evaluation = evaluate_runs([run_of("a", {"1_1": "x", "1_2": "y"})], small_bank(), RecordedAssignments(path))
+    assert evaluation.per_turn().set_index("turn")["unjudged"].to_dict() == {"1_1": 1, "1_2": 1}
+    assert "2 of 3 nugget judgments have no label (2 with no recorded label): counted as not supported" in evaluation.notes
+
+
+@pytest.mark.reference
 @pytest.mark.model
 @pytest.mark.slow
 def test_the_offline_baseline_scores_equal_nuggetizers_and_replay_from_its_assignment_file(

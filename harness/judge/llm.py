@@ -9,7 +9,8 @@ server, OpenAI), at temperature 0, reproducible by construction.
   and the scale: one append-only JSON-lines file per (model, template, scale) under
   cache_root()/judge/, one line per answer, written as soon as the answer arrives. A rerun
   sends nothing; a kill or Ctrl-C loses only the requests in flight (a line torn by a kill
-  is ignored), and the rerun resumes from the cache.
+  is ignored), and the rerun resumes from the cache. Ctrl-C ends at once: the requests are
+  sent from daemon threads, which nothing waits for.
 - Answers are parsed strictly (harness.judge.scales): one off the scale is "unparseable",
   counted and cached (the model said it), never mapped to a label.
 - At most `concurrency` requests at once (default 8); a timeout, HTTP 429 or 5xx is retried
@@ -23,16 +24,16 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import queue
 import string
 import sys
 import threading
 import time
 from collections.abc import Mapping, Sequence
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from harness.errors import HarnessError, InputError
+from harness.errors import HarnessError, InputError, Interrupted
 from harness.judge.base import CACHE_DIR, JUDGES, SCALE, counts, now
 from harness.judge.model import Item, Judgment
 from harness.judge.scales import Scale
@@ -191,35 +192,48 @@ class LLMJudge:
         bar = tqdm(total=len(items), desc=f"judging ({self.endpoint.model})", unit="pair", file=sys.stderr,
                    disable=not progress, initial=hits)
         bar.set_postfix_str(f"cache hits {hits}, 0.0 req/s", refresh=False)
-        pool = ThreadPoolExecutor(max_workers=self.concurrency, thread_name_prefix="judge")
-        pending: dict[Future, list[int]] = {}
+        stop = threading.Event()
+        questions: queue.SimpleQueue = queue.SimpleQueue()
+        for asking in todo.values():
+            questions.put(asking)
+        answers: queue.SimpleQueue = queue.SimpleQueue()  # (the items asking, the answer or a fatal error)
+
+        def work() -> None:
+            while not stop.is_set():
+                try:
+                    asking = questions.get_nowait()
+                except queue.Empty:
+                    return
+                first = asking[0]
+                try:
+                    answers.put((asking, self._ask_and_keep(prompts[first], keys[first], items[first].key, stop)))
+                except BaseException as error:  # noqa: BLE001 (handed to the main thread, raised there)
+                    answers.put((asking, error))
+                    return
+
+        # daemon threads: on Ctrl-C the process ends at once, not after the requests in flight
+        for number in range(min(self.concurrency, len(todo))):
+            threading.Thread(target=work, name=f"judge-{number}", daemon=True).start()
         try:
-            queue = iter(todo.values())
-            while True:
-                while len(pending) < 2 * self.concurrency:  # a short queue: Ctrl-C drops little
-                    asking = next(queue, None)
-                    if asking is None:
-                        break
-                    first = asking[0]
-                    pending[pool.submit(self._ask_and_keep, prompts[first], keys[first], items[first].key)] = asking
-                if not pending:
-                    break
-                done, _ = wait(pending, return_when=FIRST_COMPLETED)
-                for future in done:
-                    asking = pending.pop(future)
-                    answer = future.result()  # a fatal endpoint error is raised here
-                    for index in asking:
-                        if answer is None:
-                            results[index] = Judgment(items[index].key, None, "failed", "", cached=False)
-                        else:
-                            results[index] = self._judgment(items[index], answer, cached=False)
-                    bar.update(len(asking))
+            for _ in range(len(todo)):
+                asking, answer = answers.get()
+                if isinstance(answer, BaseException):
+                    raise answer  # a fatal endpoint error
+                for index in asking:
+                    if answer is None:
+                        results[index] = Judgment(items[index].key, None, "failed", "", cached=False)
+                    else:
+                        results[index] = self._judgment(items[index], answer, cached=False)
+                bar.update(len(asking))
                 rate = self.stats.requests / max(time.perf_counter() - started, 1e-9)
                 bar.set_postfix_str(f"cache hits {hits}, {rate:.1f} req/s", refresh=False)
+            self.cache.close()  # every answer is in; a stopped run's workers may still append
+        except KeyboardInterrupt:
+            judged = sum(result is not None and result.status != "failed" for result in results)
+            raise Interrupted(f"{judged} of {len(items)} pairs judged, their answers cached; run the same "
+                              "command again to resume (they are not asked again)") from None
         finally:
-            pool.shutdown(wait=False, cancel_futures=True)
-            if not pending:  # answers still in flight (an interrupt) may yet append
-                self.cache.close()
+            stop.set()
             bar.close()
             self.stats.seconds = time.perf_counter() - started
         judgments = [result for result in results if result is not None]
@@ -247,16 +261,18 @@ class LLMJudge:
             if cause is not None:
                 self.stats.causes[cause] = self.stats.causes.get(cause, 0) + 1
 
-    def _ask_and_keep(self, prompt: str, key: str, item_key: tuple[str, ...]) -> str | None:
+    def _ask_and_keep(self, prompt: str, key: str, item_key: tuple[str, ...],
+                      stop: threading.Event) -> str | None:
         """Asked in a worker thread and cached there: an answer that arrives is kept even
         when the main thread is interrupted meanwhile."""
-        answer = self._ask(prompt)
+        answer = self._ask(prompt, stop)
         if answer is not None:
             self.cache.put(key, answer, item_key)
         return answer
 
-    def _ask(self, prompt: str) -> str | None:
-        """The answer, or None after `retries` retries of timeouts, 429s and 5xx answers."""
+    def _ask(self, prompt: str, stop: threading.Event) -> str | None:
+        """The answer, or None after `retries` retries of timeouts, 429s and 5xx answers (or
+        once `stop` is set: no retry is sent after an interrupt)."""
         import openai
 
         client = self._client_for()
@@ -282,8 +298,8 @@ class LLMJudge:
                 raise HarnessError(f"{where} answered HTTP {error.status_code} for model "
                                    f"{self.endpoint.model!r}: {_message(error)}") from None
             self._count(cause, retry=attempt < self.retries)
-            if attempt < self.retries:
-                time.sleep(min(wait_s, BACKOFF_CAP_S))
+            if attempt < self.retries and stop.wait(min(wait_s, BACKOFF_CAP_S)):
+                break
         return None
 
     # -- provenance ---------------------------------------------------------------------

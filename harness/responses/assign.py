@@ -108,8 +108,38 @@ class RecordedAssignments:
                                             "recorded text differs from the nugget bank's; were the assignments "
                                             "made with another bank?", line=line)
             found.append(Judgment(item.key, label, "ok", str(label), False))
+        self._check_every_run_is_recorded(found)
         self._counts = counts(found)
         return found
+
+    def _check_every_run_is_recorded(self, found: Sequence[Judgment]) -> None:
+        """A run asked about that no recorded assignment answers would score 0 on every turn:
+        an error naming the file, how many of its lines match no run, and the run_ids it has
+        (nuggetizer never scores a run it has no assignment for; renaming is instant)."""
+        unanswered = sorted({j.item_key[1] for j in found} - {j.item_key[1] for j in found if j.status == "ok"})
+        if not unanswered:
+            return
+        lines: dict[str, set[int]] = {}  # run_id -> its lines
+        for (_, run, _), (_, _, line) in self.labels.items():
+            lines.setdefault(run, set()).add(line)
+        if not lines:
+            raise InputError(self.path, "records no nugget assignment: every run would score 0")
+        unanswered.sort(key=lambda name: name in lines)  # a run the file does not name first
+        run = unanswered[0]
+        more = f" (nor for {len(unanswered) - 1} more runs)" if len(unanswered) > 1 else ""
+        if run in lines:
+            asked = next(j.item_key for j in found if j.item_key[1] == run)
+            recorded = next(key for key in self.labels if key[1] == run)
+            raise InputError(self.path, f"none of the {len(lines[run])} lines of run {run}{more} assigns a nugget "
+                                        f"it is asked about (asked: turn {asked[0]} nugget {asked[2]}; recorded: turn "
+                                        f"{recorded[0]} nugget {recorded[2]}); were they made for these turns and bank?")
+        runs = {j.item_key[1] for j in found}
+        names = sorted(name for name in lines if name not in runs)
+        unmatched = sum(len(lines[name]) for name in names)
+        total = len(set().union(*lines.values()))
+        raise InputError(self.path, f"{unmatched} of the {total} lines match no run evaluated (their run_ids: "
+                                    f"{', '.join(names[:5])}{' ...' if len(names) > 5 else ''}), and no line is for "
+                                    f"run {run}{more}; a line's run_id must be the name of the run it assigns")
 
     def provenance(self) -> dict:
         from harness.paths import file_sha256

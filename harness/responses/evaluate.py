@@ -11,7 +11,9 @@ Declared rules (each tested in tests/test_responses.py):
   given (`turns`, e.g. a benchmark's), a response to a turn outside them is an error naming
   the file and line, as harness ikat validate refuses invented turns.
 - A nugget the judge gave no label (a failed request, an unparseable or a missing answer) is
-  counted as not supported and counted in `unjudged`; the run's notes say how many.
+  counted as not supported and counted in `unjudged`; the run's notes say how many, by cause.
+  Recorded assignments that answer none of a run's nuggets are an error naming the file
+  (harness.responses.assign): the run would score 0 everywhere.
 - Citation support (when asked) is scored on responses with citations; a response without
   any has no support precision (NaN, left out of the run's mean) and support recall 0, and so
   has a turn the run does not answer. A cited pair the judge gave no label counts as no
@@ -27,7 +29,7 @@ from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING
 
 from harness.errors import HarnessError, InputError
-from harness.judge.base import Judge
+from harness.judge.base import Judge, counts
 from harness.responses import assign
 from harness.responses.model import NuggetBank, Response, ResponseRun
 from harness.responses.scores import CITATION_SCORES, NUGGET_SCORES, SUPPORT_WEIGHT, citation_scores, nugget_scores
@@ -36,8 +38,6 @@ if TYPE_CHECKING:
     import pandas as pd
 
 MEASURES = ("all", "vital", "strict_all", "strict_vital", "weighted")  # leaderboard order: `all` ranks
-# what a rerun does about labels a judge did not give (failed requests are not cached; a file is as it is)
-RERUN = " (on a rerun an LLM judge asks the failed ones again; recorded labels stay as they are)"
 
 
 @dataclass(frozen=True)
@@ -204,16 +204,25 @@ def evaluate_runs(
             if response is not None:
                 records.append(assign.nuggetizer_record(turn, run.name, response, labelled))
     if unjudged_total:
-        notes.append(f"{unjudged_total} of {len(items)} nugget judgments have no label (failed, unparseable or "
-                     f"missing): counted as not supported{RERUN}")
+        notes.append(_unlabelled("nugget", judgments, "not supported"))
     if cite_unjudged:
-        notes.append(f"{cite_unjudged} of {len(cite_items)} citation judgments have no label (failed, unparseable "
-                     f"or missing): counted as no support{RERUN}")
+        notes.append(_unlabelled("citation", cite_judgments, "no support"))
     provenance = judge.provenance()
     if citation_judge is not None:
         provenance = {"nuggets": provenance, "citations": citation_judge.provenance()}
     return ResponseEvaluation([run.name for run in runs], evaluated, results, provenance, bank.rule, notes, records,
                               len(items) + len(cite_items), time.perf_counter() - started, citation_judge is not None)
+
+
+def _unlabelled(what: str, judgments: Sequence, counted_as: str) -> str:
+    """The note on judgments without a label, by cause: only failed requests are asked again
+    on a rerun (an LLM judge caches what it was answered; recorded labels are as they are)."""
+    found = counts(judgments)
+    causes = [f"{found['failed']} failed (a rerun asks them again)" if found["failed"] else "",
+              f"{found['unparseable']} unparseable" if found["unparseable"] else "",
+              f"{found['missing']} with no recorded label" if found["missing"] else ""]
+    return (f"{sum(j.label is None for j in judgments)} of {len(judgments)} {what} judgments have no label "
+            f"({', '.join(filter(None, causes))}): counted as {counted_as}")
 
 
 def _citation_fields(response: Response, judgments: Sequence) -> tuple[dict, int]:
