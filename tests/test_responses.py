@@ -210,6 +210,26 @@ def test_a_turn_without_vital_nuggets_scores_0_on_the_vital_scores_as_nuggetizer
     assert (scores.strict_vital, scores.vital, scores.all) == (0.0, 0.0, 1.0)
 
 
+def test_a_turn_whose_nuggets_all_have_grade_0_has_no_weighted_recall_left_out_of_its_mean_with_a_note():
+    """nuggetizer has no weighted score (its empty denominators give 0 only for its own
+    scores): no weight is no weighted recall, left out as trec_eval leaves out a query without
+    relevant documents; the turn's other scores count."""
+    from harness.responses.report import build_report
+
+    zero = Nugget("4", "d", 0, False)
+    bank = NuggetBank("bank", {"1_1": (A, B), "1_2": (zero,)}, "rule")
+    runs = [run_of("a", {"1_1": "x", "1_2": "y"}), run_of("b", {"1_1": "x"})]
+    evaluation = evaluate_runs(runs, bank, CountingJudge())
+    rows = evaluation.per_turn().set_index(["run", "turn"])
+    assert math.isnan(rows.loc[("a", "1_2"), "weighted"]) and rows.loc[("a", "1_2"), "all"] == 1.0
+    means = evaluation.aggregate().set_index("run")
+    assert (means.loc["a", "weighted"], means.loc["b", "weighted"], means.loc["b", "all"]) == (1.0, 1.0, 0.5)
+    board = build_report(evaluation).leaderboard
+    assert board.summaries["b", "weighted"].mean == 1.0 and board.summaries["b", "all"].mean == 0.5
+    assert "no weighted recall where every nugget has grade 0, left out of its means and tests (1 turn: 1_2)" \
+        in evaluation.notes
+
+
 def test_support_precision_and_recall_follow_the_trec_rag_2024_definitions():
     sentences = [Sentence("s0", ("p", "q")), Sentence("s1", ("p",)), Sentence("s2", ())]
     weights = {(0, "p"): 1.0, (0, "q"): 0.0, (1, "p"): 0.5}

@@ -42,6 +42,11 @@ class Scores:
     def per_query(self, measure: str, run: str) -> dict[str, float]:
         return dict(zip(self.qids, self.values[measure][run].tolist()))
 
+    def defined(self, measure: str) -> np.ndarray:
+        """Where every run's score on `measure` is a number: a NaN is an undefined score (a
+        response turn whose nuggets all weigh 0), left out of that measure for every run."""
+        return ~np.any([np.isnan(self.values[measure][run]) for run in self.runs], axis=0)
+
 
 def align(evaluations: Sequence[EvaluationLike]) -> Scores:
     """Put the runs' per-query scores side by side; a query a run lacks scores 0."""
@@ -204,16 +209,20 @@ def leaderboard(
     if len(baselines) > len(BASELINE_LETTERS):
         raise HarnessError(f"at most {len(BASELINE_LETTERS)} baselines")
     board = Leaderboard(scores, baselines, test, correction, alpha, confidence, resampling)
+    defined = {measure: scores.defined(measure) for measure in scores.measures}
+    undefined = next((measure for measure in scores.measures if not defined[measure].any()), None)
+    if undefined is not None:
+        raise HarnessError(f"{undefined} is undefined on every query; leave it out")
     for measure in scores.measures:
         for run in scores.runs:
-            values = scores.values[measure][run]
+            values = scores.values[measure][run][defined[measure]]
             low, high = stats.mean_ci(values, confidence)
             board.summaries[run, measure] = Summary(run, measure, float(values.mean()), low, high)
 
     raw = []
     for measure in scores.measures:
         for run, baseline in comparison_pairs(scores.runs, baselines):
-            a, b = scores.values[measure][run], scores.values[measure][baseline]
+            a, b = scores.values[measure][run][defined[measure]], scores.values[measure][baseline][defined[measure]]
             low, high = stats.mean_ci(a - b, confidence)
             raw.append(
                 (run, baseline, measure, float((a - b).mean()), low, high,

@@ -7,6 +7,8 @@ Declared rules (each tested in tests/test_responses.py):
 - A run that does not answer an evaluated turn scores 0 there (as trec_eval -c does).
 - An empty response (blank text) supports no nugget: scored 0, the judge is not asked.
 - A turn whose bank entry has no nugget is not scored (no recall is defined); it is listed.
+  A turn whose nuggets all have grade 0 has no weighted recall (NaN): left out of that
+  score's means and tests, its other scores kept; the notes count and list such turns.
 - A response to a turn the bank does not have is not scored and is listed; with known turns
   given (`turns`, e.g. a benchmark's), a response to a turn outside them is an error naming
   the file and line, as harness ikat validate refuses invented turns.
@@ -91,7 +93,7 @@ class ResponseEvaluation:
         return table.reset_index()
 
     def measure_scores(self, measure: str) -> dict[str, dict[str, float]]:
-        """run -> turn -> score, for the leaderboard."""
+        """run -> turn -> score, for the leaderboard (NaN where the score is undefined)."""
         found: dict[str, dict[str, float]] = {run: {} for run in self.runs}
         for r in self.results:
             found[r.run][r.turn] = getattr(r, measure)
@@ -154,6 +156,11 @@ def evaluate_runs(
     if empty_turns:
         notes.append(f"turns without nuggets (not scored): {', '.join(empty_turns)}")
     evaluated = sorted(t for t in answered if bank.of(t))
+    weightless = [t for t in evaluated if not any(n.grade for n in bank.of(t))]
+    if weightless:
+        notes.append(f"no weighted recall where every nugget has grade 0, left out of its means and tests "
+                     f"({len(weightless)} turn{'s' * (len(weightless) > 1)}: {', '.join(weightless[:5])}"
+                     f"{' ...' if len(weightless) > 5 else ''})")
     if not evaluated:
         raise HarnessError(f"no answered turn has nuggets in {bank.name}: do the runs and the bank use the same "
                            "turn ids?")

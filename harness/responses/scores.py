@@ -8,7 +8,9 @@ tests check equality with it): each nugget is assigned `support` (credit 1),
   has no vital nugget, as nuggetizer scores it);
 - `strict_all` / `all`: the mean credit over all the turn's nuggets;
 - `weighted`: recall weighted by the nuggets' grades, sum(grade x credit) / sum(grade), with
-  partial support 0.5 (harness.responses.nuggets declares the grades).
+  partial support 0.5 (harness.responses.nuggets declares the grades). A turn whose nuggets
+  all have grade 0 has none (NaN: undefined, left out of the mean, as trec_eval leaves out a
+  query without relevant documents); nuggetizer has no weighted score, and no zero weight.
 
 Citation support, as the TREC 2024 RAG Track's support evaluation defines it (Thakur et al.,
 "Support Evaluation for the TREC 2024 RAG Track: Comparing Human versus LLM Judges", SIGIR
@@ -54,7 +56,7 @@ def nugget_scores(nuggets: Sequence[Nugget], assigned: Sequence[str]) -> NuggetS
     """The five nugget scores of one response; `assigned[i]` is nuggets[i]'s assignment."""
     vital = [a for nugget, a in zip(nuggets, assigned, strict=True) if nugget.vital]
     total_grade = sum(n.grade for n in nuggets)
-    weighted = (sum(n.grade * CREDIT[a] for n, a in zip(nuggets, assigned)) / total_grade) if total_grade else 0.0
+    weighted = (sum(n.grade * CREDIT[a] for n, a in zip(nuggets, assigned)) / total_grade) if total_grade else math.nan
     return NuggetScores(_mean_credit(vital, True), _mean_credit(assigned, True), _mean_credit(vital, False),
                         _mean_credit(assigned, False), weighted)
 

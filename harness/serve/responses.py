@@ -17,6 +17,7 @@ nuggets for; a turn a run does not answer scores 0.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -89,5 +90,6 @@ class ResponseTaskRuntime(TaskRuntime):
         [run] = read_responses(path, RESPONSE_FORMATS[fmt])
         evaluation = evaluate_runs([run], self.bank, self.judge, turns=self.turn_ids,
                                    evaluated_turns=self.evaluated_turns)
-        per_query = {m: evaluation.measure_scores(m)[run.name] for m in MEASURES}
-        return ScoredResponses({m: sum(v.values()) / len(v) for m, v in per_query.items()}, per_query)
+        per_query = {m: {turn: score for turn, score in evaluation.measure_scores(m)[run.name].items()
+                         if not math.isnan(score)} for m in MEASURES}  # undefined (NaN) left out, as in the mean
+        return ScoredResponses({m: sum(v.values()) / len(v) for m, v in per_query.items() if v}, per_query)
