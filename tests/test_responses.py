@@ -564,6 +564,32 @@ def test_citation_support_through_the_llm_judge_and_the_command(tmp_path, capsys
 
 
 @pytest.mark.server
+def test_a_cited_passage_is_judged_by_the_text_harness_judge_reads_its_title_then_its_contents(tmp_path, capsys):
+    """One text for a passage wherever a judge reads it: the title (where the corpus has one) on
+    the first line, then the contents, as ClueWeb22's Clean-Text, which iKAT's passages are cut
+    from, begins with the page title (harness.corpus.segment.document_text)."""
+    from harness.corpus.readers import open_corpus
+    from harness.judge.pairs import passages as judged_texts
+
+    _, bank = write_llm_inputs(tmp_path)
+    cited = tmp_path / "cited.jsonl"
+    cited.write_text(json.dumps({"run_id": "cited", "topic_id": "q2", "topic": "?", "references": ["p1"],
+                                 "response_length": 5, "answer": [{"text": "Water boils at 100 C.", "citations": [0]}]})
+                     + "\n")
+    corpus = tmp_path / "passages.jsonl"
+    corpus.write_text(json.dumps({"id": "p1", "title": "Boiling point", "contents": "[passage p1] at sea level"}) + "\n")
+    labels = {**ANSWERS, "p1": [["Water boils at 100 C.", "2"]]}
+    with start_llm_server(tmp_path, {"labels": labels}) as server:
+        assert main(["responses", "eval", str(cited), "--nuggets", str(bank), "--judge", "llm", "--model", "m",
+                     "--base-url", server.base_url, "--cache", str(tmp_path / "cache"), "--citations",
+                     "--passages", f"jsonl:{corpus}"]) == 0
+        [prompt] = [text for text in (r["messages"][-1]["content"] for r in server.requests()) if "cites" in text]
+    text = judged_texts(open_corpus(f"jsonl:{corpus}"), {"p1"})["p1"]
+    assert text == "Boiling point\n[passage p1] at sea level"
+    assert f"Passage the sentence cites:\n{text}\n" in prompt
+
+
+@pytest.mark.server
 def test_replayed_assignments_name_the_judge_that_made_them_in_every_format(tmp_path, capsys):
     """--assignments-out's sidecar keeps the nugget judge's provenance (also with --citations),
     and `--judge file:` reports quote it: md, csv ('#' lines) and json."""

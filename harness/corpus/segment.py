@@ -125,7 +125,8 @@ class Passage:
 
 
 def document_text(document: Document) -> str:
-    """A document's full text; the title leads, as in ClueWeb22's Clean-Text."""
+    """A document's full text; the title leads, as in ClueWeb22's Clean-Text. What is segmented,
+    indexed, and read by every judge (`harness judge`, `harness responses eval --citations`)."""
     return f"{document.title}\n{document.contents}" if document.title else document.contents
 
 

@@ -8,6 +8,7 @@ import re
 from collections.abc import Sequence
 
 from harness.corpus import Corpus
+from harness.corpus.segment import document_text
 from harness.errors import HarnessError
 from harness.judge.model import Item
 from harness.queries.llm import history_text
@@ -72,11 +73,12 @@ def relevance_items(pairs: Sequence[tuple[str, str]], benchmark: Benchmark, corp
 
 
 def passages(corpus: Corpus, wanted: set[str]) -> dict[str, str]:
-    """The text (title, then contents) of each wanted passage, from one pass over the corpus."""
+    """The text of each wanted passage as every judge reads it (document_text: the title on
+    the first line, then the contents), from one pass over the corpus."""
     texts: dict[str, str] = {}
     for document in corpus.documents():
         if document.id in wanted:
-            texts[document.id] = f"{document.title}\n{document.contents}" if document.title else document.contents
+            texts[document.id] = document_text(document)
             if len(texts) == len(wanted):
                 break
     absent = sorted(wanted - set(texts))
