@@ -563,6 +563,15 @@ def test_citation_support_through_the_llm_judge_and_the_command(tmp_path, capsys
     assert document["judge"]["citations"]["counts"]["ok"] == 2
 
 
+def one_citation_run(folder: Path) -> Path:
+    """A TREC RAG answer to q2 of one sentence citing passage p1."""
+    path = folder / "cited.jsonl"
+    path.write_text(json.dumps({"run_id": "cited", "topic_id": "q2", "topic": "?", "references": ["p1"],
+                                "response_length": 5, "answer": [{"text": "Water boils at 100 C.", "citations": [0]}]})
+                    + "\n")
+    return path
+
+
 @pytest.mark.server
 def test_a_cited_passage_is_judged_by_the_text_harness_judge_reads_its_title_then_its_contents(tmp_path, capsys):
     """One text for a passage wherever a judge reads it: the title (where the corpus has one) on
@@ -572,10 +581,7 @@ def test_a_cited_passage_is_judged_by_the_text_harness_judge_reads_its_title_the
     from harness.judge.pairs import passages as judged_texts
 
     _, bank = write_llm_inputs(tmp_path)
-    cited = tmp_path / "cited.jsonl"
-    cited.write_text(json.dumps({"run_id": "cited", "topic_id": "q2", "topic": "?", "references": ["p1"],
-                                 "response_length": 5, "answer": [{"text": "Water boils at 100 C.", "citations": [0]}]})
-                     + "\n")
+    cited = one_citation_run(tmp_path)
     corpus = tmp_path / "passages.jsonl"
     corpus.write_text(json.dumps({"id": "p1", "title": "Boiling point", "contents": "[passage p1] at sea level"}) + "\n")
     labels = {**ANSWERS, "p1": [["Water boils at 100 C.", "2"]]}
@@ -594,10 +600,7 @@ def test_replayed_assignments_name_the_judge_that_made_them_in_every_format(tmp_
     """--assignments-out's sidecar keeps the nugget judge's provenance (also with --citations),
     and `--judge file:` reports quote it: md, csv ('#' lines) and json."""
     files, bank = write_llm_inputs(tmp_path)
-    cited = tmp_path / "cited.jsonl"
-    cited.write_text(json.dumps({"run_id": "cited", "topic_id": "q2", "topic": "?", "references": ["p1"],
-                                 "response_length": 5, "answer": [{"text": "Water boils at 100 C.", "citations": [0]}]})
-                     + "\n")
+    cited = one_citation_run(tmp_path)
     passages = tmp_path / "passages.jsonl"
     passages.write_text(json.dumps({"id": "p1", "contents": "[passage p1] boiling"}) + "\n")
     out = tmp_path / "assigned.jsonl"
