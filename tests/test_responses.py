@@ -321,23 +321,41 @@ def test_the_four_scores_equal_nuggetizers_on_recorded_assignments_for_all_23_ru
     assert_equal_to_nuggetizer(evaluation, records)
 
 
+def recorded_for(runs: list[ResponseRun], bank: NuggetBank, path: Path, names: dict[str, str]) -> Path:
+    """Every nugget of every answered turn supported, each run's lines under names.get(run, run)."""
+    path.write_text("".join(json.dumps({"qid": turn, "run_id": names.get(run.name, run.name), "nuggets": [
+        {"id": n.id, "text": n.text, "assignment": "support"} for n in bank.of(turn)]}) + "\n"
+        for run in runs for turn in run.responses if bank.of(turn)))
+    return path
+
+
 @pytest.mark.reference
 def test_recorded_assignments_that_match_no_run_are_an_error_naming_the_file_and_their_count(
         human_bank, tmp_path, capsys):
-    """A run whose name no recorded line carries (CONE-RAG's human study calls runs `uva-3`)
-    would score 0 on every turn: an error, not a table of zeros."""
+    """CONE-RAG's human study names runs by team submission (`uva-1`): recorded lines so named
+    match none of the runs, which would all score 0; an error, not a table of zeros."""
     manual = cone_rag("participant_resources", "manual_responses.json")
     runs = read_responses(manual)
-    path = tmp_path / "assignments.jsonl"
-    path.write_text("".join(json.dumps({"qid": turn, "run_id": "uva-3" if run is runs[-1] else run.name, "nuggets": [
-        {"id": n.id, "text": n.text, "assignment": "support"} for n in human_bank.of(turn)]}) + "\n"
-        for run in runs for turn in run.responses if human_bank.of(turn)))
-    args = ["responses", "eval", str(manual), "--nuggets", str(cone_rag("human_resources", "gold_nuggets_human.json")),
-            "--judge", f"file:{path}"]
-    assert main(args) == 2
+    path = recorded_for(runs, human_bank, tmp_path / "assignments.jsonl",
+                        {run.name: f"uva-{number}" for number, run in enumerate(runs, start=1)})
+    assert main(["responses", "eval", str(manual), "--nuggets", str(cone_rag("human_resources", "gold_nuggets_human.json")),
+                 "--judge", f"file:{path}"]) == 2
     assert capsys.readouterr().err == (
-        f"harness responses: error: {path}: 78 of the 312 lines match no run evaluated (their run_ids: uva-3), "
-        f"and no line is for run {runs[-1].name}; a line's run_id must be the name of the run it assigns\n")
+        f"harness responses: error: {path}: 312 of the 312 lines match no run evaluated (their run_ids: uva-1, uva-2, "
+        f"uva-3, uva-4), and no line is for run {sorted(run.name for run in runs)[0]} (nor for 3 more runs); a line's "
+        "run_id must be the name of the run it assigns\n")
+
+
+@pytest.mark.reference
+def test_a_run_that_recorded_assignments_do_not_cover_is_left_out_in_a_note_naming_the_file(human_bank, tmp_path):
+    """Scoring it would give 0 on every turn; the runs the file covers are scored as usual."""
+    runs = read_responses(cone_rag("participant_resources", "manual_responses.json"))
+    path = recorded_for(runs, human_bank, tmp_path / "assignments.jsonl", {runs[-1].name: "uva-3"})
+    evaluation = evaluate_runs(runs, human_bank, RecordedAssignments(path))
+    assert evaluation.runs == [run.name for run in runs[:-1]]
+    assert set(evaluation.aggregate()["all"]) == {1.0}
+    assert f"{path}: 78 of its 312 lines match no run evaluated; no recorded assignment for 1 of the 4 runs, left out " \
+           f"(not scored): {runs[-1].name}" in evaluation.notes
 
 
 def test_nuggets_without_a_recorded_assignment_are_counted_by_cause_in_a_note_promising_no_rerun(tmp_path):
@@ -626,12 +644,16 @@ def test_replayed_assignments_name_the_judge_that_made_them_in_every_format(tmp_
 
 
 @pytest.mark.reference
-def test_the_command_ranks_cone_rag_runs_by_a_recorded_judge_as_json_and_html(cone_runs, human_bank, tmp_path, capsys):
-    path = tmp_path / "all-support.jsonl"
-    path.write_text("".join(json.dumps({"qid": t, "run_id": "gpt4-QD1-rr", "nuggets": [
-        {"id": n.id, "text": n.text, "assignment": "support"} for n in human_bank.of(t)]}) + "\n"
-        for t in cone_runs[0].responses if human_bank.of(t)))
-    args = ["responses", "eval", str(cone_rag("participant_resources", "automatic_responses.json")),
+def test_the_command_ranks_cone_rag_runs_by_a_recorded_judge_as_json_and_html(human_bank, tmp_path, capsys):
+    automatic = cone_rag("participant_resources", "automatic_responses.json")
+    rng = random.Random(7)
+    path = tmp_path / "one-supports-all.jsonl"  # gpt4-QD1-rr supports every nugget, the other runs some
+    path.write_text("".join(json.dumps({"qid": t, "run_id": run.name, "nuggets": [
+        {"id": n.id, "text": n.text, "assignment": "support" if run.name == "gpt4-QD1-rr" else
+         rng.choice(["support", "partial_support", "not_support"])}
+        for n in human_bank.of(t)]}) + "\n" for run in read_responses(automatic) for t in run.responses
+        if human_bank.of(t)))
+    args = ["responses", "eval", str(automatic),
             "--nuggets", str(cone_rag("human_resources", "gold_nuggets_human.json")), "--judge", f"file:{path}"]
     assert main([*args, "--format", "json"]) == 0
     document = json.loads(capsys.readouterr().out)

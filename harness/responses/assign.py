@@ -94,6 +94,7 @@ class RecordedAssignments:
                                      line=line)
                 self.labels[key] = (LABELS[assignment], str(nugget.get("text", "")), line)
         self._counts: dict[str, int] = {}
+        self._lines = (0, 0)  # of the last judge(): lines whose run_id names no run asked about, lines
 
     def judge(self, items: Sequence[Item], progress: bool = False) -> list[Judgment]:
         found = []
@@ -108,38 +109,38 @@ class RecordedAssignments:
                                             "recorded text differs from the nugget bank's; were the assignments "
                                             "made with another bank?", line=line)
             found.append(Judgment(item.key, label, "ok", str(label), False))
-        self._check_every_run_is_recorded(found)
+        self._check_some_run_is_recorded(found)
         self._counts = counts(found)
         return found
 
-    def _check_every_run_is_recorded(self, found: Sequence[Judgment]) -> None:
-        """A run asked about that no recorded assignment answers would score 0 on every turn:
-        an error naming the file, how many of its lines match no run, and the run_ids it has
-        (nuggetizer never scores a run it has no assignment for; renaming is instant)."""
-        unanswered = sorted({j.item_key[1] for j in found} - {j.item_key[1] for j in found if j.status == "ok"})
-        if not unanswered:
-            return
+    def _check_some_run_is_recorded(self, found: Sequence[Judgment]) -> None:
+        """Count the lines (turn, run) whose run_id names no run asked about. When no run asked
+        about has a recorded assignment every score would be 0: an error naming the file, how
+        many of its lines match no run, and their run_ids (renaming is instant, and nuggetizer
+        never scores a run it has no assignment for). A run that only some others' lines leave
+        uncovered is left out by harness.responses.evaluate, in a note."""
         lines: dict[str, set[int]] = {}  # run_id -> its lines
         for (_, run, _), (_, _, line) in self.labels.items():
             lines.setdefault(run, set()).add(line)
+        asked = {j.item_key[1] for j in found}
+        names = sorted(name for name in lines if name not in asked)
+        self._lines = (sum(len(lines[name]) for name in names), len(set().union(*lines.values())))
+        if not found or any(j.status == "ok" for j in found):
+            return
         if not lines:
             raise InputError(self.path, "records no nugget assignment: every run would score 0")
-        unanswered.sort(key=lambda name: name in lines)  # a run the file does not name first
+        unanswered = sorted(asked, key=lambda name: (name in lines, name))  # a run the file does not name first
         run = unanswered[0]
         more = f" (nor for {len(unanswered) - 1} more runs)" if len(unanswered) > 1 else ""
         if run in lines:
-            asked = next(j.item_key for j in found if j.item_key[1] == run)
+            first = next(j.item_key for j in found if j.item_key[1] == run)
             recorded = next(key for key in self.labels if key[1] == run)
             raise InputError(self.path, f"none of the {len(lines[run])} lines of run {run}{more} assigns a nugget "
-                                        f"it is asked about (asked: turn {asked[0]} nugget {asked[2]}; recorded: turn "
+                                        f"it is asked about (asked: turn {first[0]} nugget {first[2]}; recorded: turn "
                                         f"{recorded[0]} nugget {recorded[2]}); were they made for these turns and bank?")
-        runs = {j.item_key[1] for j in found}
-        names = sorted(name for name in lines if name not in runs)
-        unmatched = sum(len(lines[name]) for name in names)
-        total = len(set().union(*lines.values()))
-        raise InputError(self.path, f"{unmatched} of the {total} lines match no run evaluated (their run_ids: "
-                                    f"{', '.join(names[:5])}{' ...' if len(names) > 5 else ''}), and no line is for "
-                                    f"run {run}{more}; a line's run_id must be the name of the run it assigns")
+        raise InputError(self.path, f"{self._lines[0]} of the {self._lines[1]} lines match no run evaluated (their "
+                                    f"run_ids: {', '.join(names[:5])}{' ...' if len(names) > 5 else ''}), and no line "
+                                    f"is for run {run}{more}; a line's run_id must be the name of the run it assigns")
 
     def provenance(self) -> dict:
         from harness.paths import file_sha256
@@ -147,7 +148,8 @@ class RecordedAssignments:
         from harness.judge.base import read_provenance
 
         record = {"judge": self.name, "file": str(self.path), "sha256": file_sha256(self.path),
-                  "scale": self.scale.name, "date": now(), "recorded": len(self.labels), "counts": dict(self._counts)}
+                  "scale": self.scale.name, "date": now(), "recorded": len(self.labels), "counts": dict(self._counts),
+                  "lines": self._lines[1], "lines_matching_no_run": self._lines[0]}
         source = read_provenance(self.path, "assignments_sha256")
         if source is not None:  # assignments a judge made earlier (--assignments-out): keep who made them
             record["source_provenance"] = source

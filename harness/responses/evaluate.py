@@ -14,8 +14,9 @@ Declared rules (each tested in tests/test_responses.py):
   the file and line, as harness ikat validate refuses invented turns.
 - A nugget the judge gave no label (a failed request, an unparseable or a missing answer) is
   counted as not supported and counted in `unjudged`; the run's notes say how many, by cause.
-  Recorded assignments that answer none of a run's nuggets are an error naming the file
-  (harness.responses.assign): the run would score 0 everywhere.
+  A run none of whose nuggets a recorded-labels judge answers would score 0 everywhere: it is
+  left out, the notes naming the file and how many of its lines match no run; with no run
+  left, it is an error naming the file (harness.responses.assign).
 - Citation support (when asked) is scored on responses with citations; a response without
   any has no support precision (NaN, left out of the run's mean) and support recall 0, and so
   has a turn the run does not answer. A cited pair the judge gave no label counts as no
@@ -186,6 +187,14 @@ def evaluate_runs(
         raise HarnessError(f"citation support needs a judge on the support-0-2 scale, not {citation_judge.scale.name}")
     by_slot = {(run, turn): judgments[start:start + n] for run, turn, start, n in slots}
     cite_by_slot = {(run, turn): cite_judgments[start:start + n] for run, turn, start, n in cite_slots}
+    unrecorded = _unrecorded(by_slot)
+    if unrecorded:  # scored, they would be 0 everywhere: left out, in a note
+        notes.append(_left_out(judge, unrecorded, len(runs)))
+        runs = [run for run in runs if run.name not in unrecorded]
+        judgments = [j for j in judgments if j.item_key[1] not in unrecorded]
+        cite_judgments = [j for j in cite_judgments if j.item_key[1] not in unrecorded]
+        if not runs:
+            raise HarnessError(f"the {judge.name} judge has no recorded label for any run's nuggets")
 
     results, records = [], []
     unjudged_total = cite_unjudged = 0
@@ -219,6 +228,25 @@ def evaluate_runs(
         provenance = {"nuggets": provenance, "citations": citation_judge.provenance()}
     return ResponseEvaluation([run.name for run in runs], evaluated, results, provenance, bank.rule, notes, records,
                               len(items) + len(cite_items), time.perf_counter() - started, citation_judge is not None)
+
+
+def _unrecorded(by_slot: Mapping[tuple[str, str], Sequence]) -> list[str]:
+    """The runs all of whose nugget judgments are "missing": a recorded-labels judge has none."""
+    statuses: dict[str, set[str]] = {}
+    for (run, _), found in by_slot.items():
+        statuses.setdefault(run, set()).update(judgment.status for judgment in found)
+    return [run for run, seen in statuses.items() if seen == {"missing"}]
+
+
+def _left_out(judge: Judge, unrecorded: Sequence[str], runs: int) -> str:
+    """The note on runs left out for want of recorded labels: the file, and how many of its
+    lines match no run evaluated (a run_id that is not the run's name)."""
+    record = judge.provenance()
+    where = record.get("file") or f"the {judge.name} judge"
+    lines = (f"{record['lines_matching_no_run']} of its {record['lines']} lines match no run evaluated; "
+             if "lines" in record else "")
+    return (f"{where}: {lines}no recorded assignment for {len(unrecorded)} of the {runs} runs, left out (not scored): "
+            f"{', '.join(unrecorded[:5])}{' ...' if len(unrecorded) > 5 else ''}")
 
 
 def _unlabelled(what: str, judgments: Sequence, counted_as: str) -> str:
