@@ -272,12 +272,17 @@ def test_a_wrong_model_is_a_one_line_error(pool, tmp_path, capsys):
     assert "answered HTTP 404 for model 'missing-model': no model missing-model" in capsys.readouterr().err
 
 
+def judge_process(args: list[str], **popen) -> subprocess.Popen:
+    """`harness ARGS` in a child process running this checkout's harness."""
+    path = os.pathsep.join([str(Path(__file__).parents[1]), os.environ.get("PYTHONPATH", "")])
+    return subprocess.Popen([sys.executable, "-m", "harness.cli", *args], env={**os.environ, "PYTHONPATH": path},
+                            **popen)
+
+
 def test_a_kill_mid_run_resumes_without_asking_again(pool, tmp_path):
     with start_llm_server(tmp_path, {**pool["config"], "delay_s": 0.01}) as server:
         out = tmp_path / "llm.qrels"
-        command = [sys.executable, "-m", "harness.cli", *judge_args(pool, server, out)]
-        env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(Path(__file__).parents[1]), os.environ.get("PYTHONPATH", "")])}
-        child = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        child = judge_process(judge_args(pool, server, out), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         deadline = time.monotonic() + 60
         while len(server.requests()) < len(pool["labels"]) // 3 and time.monotonic() < deadline:
             time.sleep(0.02)
@@ -302,10 +307,8 @@ def test_ctrl_c_stops_at_once_keeps_the_answers_and_says_how_many_were_judged(po
     with start_llm_server(tmp_path, stall) as server:
         out = tmp_path / "llm.qrels"
         cache = tmp_path / "cache"
-        command = [sys.executable, "-m", "harness.cli", *judge_args(pool, server, out, depth=SHALLOW)]
-        env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(Path(__file__).parents[1]), os.environ.get("PYTHONPATH", "")])}
-        child = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                 preexec_fn=interruptible)
+        child = judge_process(judge_args(pool, server, out, depth=SHALLOW), stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True, preexec_fn=interruptible)
         answered = lambda: sum(len(path.read_text().splitlines()) for path in cache.glob("*.jsonl"))  # noqa: E731
         sent, since, deadline = -1, time.monotonic(), time.monotonic() + 60
         while time.monotonic() < deadline:  # until the 8 requests in flight all stall

@@ -224,9 +224,12 @@ def test_a_turn_whose_nuggets_all_have_grade_0_has_no_weighted_recall_left_out_o
     assert math.isnan(rows.loc[("a", "1_2"), "weighted"]) and rows.loc[("a", "1_2"), "all"] == 1.0
     means = evaluation.aggregate().set_index("run")
     assert (means.loc["a", "weighted"], means.loc["b", "weighted"], means.loc["b", "all"]) == (1.0, 1.0, 0.5)
-    board = build_report(evaluation).leaderboard
-    assert board.summaries["b", "weighted"].mean == 1.0 and board.summaries["b", "all"].mean == 0.5
-    assert "no weighted recall where every nugget has grade 0, left out of its means and tests (1 turn: 1_2)" \
+    report = build_report(evaluation)
+    summaries = report.leaderboard.summaries
+    assert summaries["b", "weighted"].mean == 1.0 and summaries["b", "all"].mean == 0.5
+    by_depth = {b.measure: b for b in report.breakdowns if b.name == "turn depth"}
+    assert by_depth["weighted"].counts == {1: 1} and by_depth["all"].counts == {1: 1, 2: 1}
+    assert "no weighted recall where every nugget has grade 0, left out of its means, tests and breakdowns (1 turn: 1_2)" \
         in evaluation.notes
 
 

@@ -10,7 +10,6 @@ type) from a loaded benchmark.
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Hashable, Iterable, Mapping
 from dataclasses import dataclass
@@ -110,30 +109,26 @@ class Breakdown:
 
 
 def breakdown(scores: Scores, measure: str, groups: Mapping[str, Hashable], name: str) -> Breakdown:
+    """A query whose score on `measure` is undefined (Scores.defined) is in no group: a group
+    of such queries alone is left out."""
+    defined = scores.defined(measure)
     members: dict[Hashable, list[int]] = {}
     for index, qid in enumerate(scores.qids):
-        if qid in groups:
+        if qid in groups and defined[index]:
             members.setdefault(groups[qid], []).append(index)
     if not members:
         raise HarnessError(f"the {name} mapping covers none of the {len(scores.qids)} compared queries")
-    defined = scores.defined(measure)  # an undefined score (NaN) is left out of its group's mean
     ordered = sorted(members, key=lambda g: (str(type(g)), g))
     means = {
-        run: {g: _mean(scores.values[measure][run][members[g]][defined[members[g]]]) for g in ordered}
+        run: {g: float(scores.values[measure][run][members[g]].mean()) for g in ordered}
         for run in scores.runs
     }
     covered = sum(len(v) for v in members.values())
     return Breakdown(name, measure, ordered, {g: len(members[g]) for g in ordered}, means,
-                     len(scores.qids) - covered)
-
-
-def _mean(values: np.ndarray) -> float:
-    """The mean, or NaN for a group without a defined score."""
-    return float(values.mean()) if len(values) else math.nan
+                     int(defined.sum()) - covered)
 
 
 def conversation_means(scores: Scores, measure: str, conversation: Mapping[str, str]) -> dict[str, float]:
-    """Macro average: mean over each conversation's turns, then over the conversations with a
-    defined score."""
+    """Macro average: mean over each conversation's turns, then over conversations."""
     by_conversation = breakdown(scores, measure, conversation, CONVERSATION)
-    return {run: _mean(np.array([v for v in m.values() if not math.isnan(v)])) for run, m in by_conversation.means.items()}
+    return {run: float(np.mean(list(m.values()))) for run, m in by_conversation.means.items()}

@@ -8,7 +8,7 @@ Declared rules (each tested in tests/test_responses.py):
 - An empty response (blank text) supports no nugget: scored 0, the judge is not asked.
 - A turn whose bank entry has no nugget is not scored (no recall is defined); it is listed.
   A turn whose nuggets all have grade 0 has no weighted recall (NaN): left out of that
-  score's means and tests, its other scores kept; the notes count and list such turns.
+  score's means, tests and breakdowns, its other scores kept; the notes count and list them.
 - A response to a turn the bank does not have is not scored and is listed; with known turns
   given (`turns`, e.g. a benchmark's), a response to a turn outside them is an error naming
   the file and line, as harness ikat validate refuses invented turns.
@@ -159,8 +159,8 @@ def evaluate_runs(
     evaluated = sorted(t for t in answered if bank.of(t))
     weightless = [t for t in evaluated if not any(n.grade for n in bank.of(t))]
     if weightless:
-        notes.append(f"no weighted recall where every nugget has grade 0, left out of its means and tests "
-                     f"({len(weightless)} turn{'s' * (len(weightless) > 1)}: {', '.join(weightless[:5])}"
+        notes.append(f"no weighted recall where every nugget has grade 0, left out of its means, tests and "
+                     f"breakdowns ({len(weightless)} turn{'s' * (len(weightless) > 1)}: {', '.join(weightless[:5])}"
                      f"{' ...' if len(weightless) > 5 else ''})")
     if not evaluated:
         raise HarnessError(f"no answered turn has nuggets in {bank.name}: do the runs and the bank use the same "
