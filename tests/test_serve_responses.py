@@ -4,6 +4,7 @@ them. Topics: the shipped iKAT 2024 turns; nuggets and recorded assignments are 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import time
 from pathlib import Path
@@ -40,6 +41,13 @@ def board(tmp_path):
     nuggets.write_text("".join(json.dumps({"qid": t, "nuggets": [{"text": f"{SECRET} {t}", "importance": "vital"},
                                                                   {"text": f"other {t}", "importance": "okay"}]}) + "\n"
                                for t in TURNS))
+    with open_board(tmp_path, nuggets) as opened:
+        yield opened
+
+
+@contextlib.contextmanager
+def open_board(tmp_path: Path, nuggets: Path):
+    """A response task scoring against `nuggets` (two per turn) through recorded assignments."""
     # the organiser's recorded judge: run "good" supports everything, run "poor" only 0_1's vital nugget
     assignments = tmp_path / "hidden" / "assignments.jsonl"
     assignments.write_text("".join(
@@ -76,6 +84,21 @@ def test_a_response_task_scores_uploads_with_the_organisers_judge_and_ranks_them
     assert rows[1]["measures"]["vital"] == pytest.approx(1 / 3)  # unanswered turns score 0
     page = client.get("/tasks/responses").text + client.get("/api/tasks").text
     assert SECRET not in page and "nuggets.jsonl" not in page  # the nuggets stay hidden, like qrels
+
+
+def test_a_turn_whose_nuggets_all_weigh_0_is_left_out_of_the_weighted_mean(tmp_path):
+    nuggets = tmp_path / "hidden" / "nuggets.json"  # CONE-RAG's graded form; 0_3's nuggets have grade 0
+    nuggets.parent.mkdir()
+    nuggets.write_text(json.dumps({t: {"1": {"text": f"{SECRET} {t}", "relevance": "0" if t == "0_3" else "3"},
+                                       "2": {"text": f"other {t}", "relevance": "0" if t == "0_3" else "1"}}
+                                   for t in TURNS}))
+    with open_board(tmp_path, nuggets) as (client, folder):
+        assert submit(client, rag_run(folder / "poor.jsonl", "poor", {"0_1": "x"}), "team0").status_code == 202
+        deadline = time.monotonic() + 60
+        while not client.get("/api/tasks/responses/leaderboard").json()["rows"] and time.monotonic() < deadline:
+            time.sleep(0.1)
+        [row] = client.get("/api/tasks/responses/leaderboard").json()["rows"]
+    assert row["measures"]["weighted"] == pytest.approx(0.75 / 2) and row["measures"]["all"] == pytest.approx(0.5 / 3)
 
 
 def test_a_response_to_a_turn_outside_the_topics_is_refused_naming_its_line(board):

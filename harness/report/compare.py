@@ -49,7 +49,8 @@ class Scores:
 
 
 def align(evaluations: Sequence[EvaluationLike]) -> Scores:
-    """Put the runs' per-query scores side by side; a query a run lacks scores 0."""
+    """Put the runs' per-query scores side by side; a query a run lacks scores 0, unless no
+    run has a score for it on that measure: then it is undefined there (NaN, Scores.defined)."""
     if not evaluations:
         raise HarnessError("no runs to compare")
     runs = [evaluation.run_name for evaluation in evaluations]
@@ -63,9 +64,11 @@ def align(evaluations: Sequence[EvaluationLike]) -> Scores:
                 f"run {evaluation.run_name} was scored with {evaluation.measures}, expected {measures}"
             )
     qids = sorted({qid for e in evaluations for m in measures for qid in e.per_query.get(m, {})})
+    scored = {m: {qid for e in evaluations for qid in e.per_query.get(m, {})} for m in measures}
     values = {
         measure: {
-            e.run_name: np.array([e.per_query.get(measure, {}).get(qid, 0.0) for qid in qids], dtype=float)
+            e.run_name: np.array([e.per_query.get(measure, {}).get(qid, 0.0 if qid in scored[measure] else np.nan)
+                                  for qid in qids], dtype=float)
             for e in evaluations
         }
         for measure in measures
