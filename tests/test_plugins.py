@@ -326,3 +326,31 @@ def test_a_plugin_module_failing_to_import_is_one_line_saying_where_in_its_code(
     with pytest.raises(ConfigError, match=r"retriever 'python:broken:f': cannot import broken \(NameError at "
                                           r".*broken\.py:3: name 'undefined_name' is not defined\)"):
         parse_config(in_folder / "x.yaml", {"experiments": [_experiment(["raw"], ["python:broken:f"])]})
+
+
+@pytest.mark.parametrize("score, shown", [("3.5", "'3.5' (str)"), (True, "True (bool)"), (None, "None (NoneType)")])
+def test_a_plugin_score_that_is_no_number_is_refused_naming_the_plugin_query_and_document(score, shown):
+    """float() would take "3.5" and True: the document would be ranked by a plug-in's mistake."""
+    from harness.retrieve import RETRIEVERS, SearchQuery, build
+
+    with RETRIEVERS.using({"mine": lambda query, k: [("d1", 2.0), ("d2", score)]}):
+        with pytest.raises(harness.errors.HarnessError, match=re.escape(
+                f"retriever 'mine' answered the score {shown} for query q1, document 'd2'; expected a number "
+                "(an int or a float, numpy's too; not a bool or a string)")):
+            build("mine").search([SearchQuery("q1", "a")], k=10)
+
+
+def test_a_plugin_score_may_be_any_int_or_float_numpy_s_included_but_not_numpy_s_bool():
+    import numpy as np
+
+    from harness.retrieve import RETRIEVERS, SearchQuery, build
+    from harness.trec import Hit
+
+    scores = [np.float32(0.5), np.int64(3), 2, np.float64(1.5)]
+    with RETRIEVERS.using({"mine": lambda query, k: list(zip(["a", "b", "c", "d"], scores)),
+                           "flags": lambda query, k: [("a", np.bool_(True))]}):
+        found = build("mine").search([SearchQuery("q1", "x")], k=10)["q1"]
+        assert found == [Hit("b", 3.0), Hit("c", 2.0), Hit("d", 1.5), Hit("a", 0.5)]
+        assert all(type(hit.score) is float for hit in found)
+        with pytest.raises(harness.errors.HarnessError, match=r"the score np.True_ \(bool\) for query q1, document 'a'"):
+            build("flags").search([SearchQuery("q1", "x")], k=10)

@@ -15,7 +15,8 @@ What a researcher has is one of:
 Anything else, or a function that cannot be called as `f(query, k)`, is a one-line error
 naming the plug-in, raised when the name is first looked up (the config check does that).
 Whatever a plug-in answers becomes a `Run` here, at the edge, checked and best first, so
-the harness past this module sees one ranking type.
+the harness past this module sees one ranking type. A score is a real number (int, float,
+numpy's): float() alone would take "3.5" and True.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ import inspect
 import math
 import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from numbers import Real
 from typing import Any
 
 from harness.errors import HarnessError
@@ -176,16 +178,34 @@ def hits(name: str, qid: str, answer: Iterable, k: int) -> list[Hit]:
             if isinstance(item, (str, bytes)):  # "d1" would unpack as ("d", "1")
                 raise TypeError
             docid, score = item
-            score = float(score)
         except (TypeError, ValueError):
             raise HarnessError(f"retriever {name!r} answered {item!r} for query {qid}; "
                                "expected (docid, score) pairs") from None
+        if type(score) not in _NUMBERS and not _number(score):
+            raise HarnessError(f"retriever {name!r} answered the score {score!r} ({type(score).__name__}) for query "
+                               f"{qid}, document {docid!r}; expected a number (an int or a float, numpy's too; "
+                               "not a bool or a string)")
+        score = float(score)
         if not isinstance(docid, str) or not field_ok(docid) or not math.isfinite(score):
             raise HarnessError(f"retriever {name!r} answered {item!r} for query {qid}; "
                                "expected a docid string (non-empty, no whitespace) and a finite score")
         found.append(Hit(docid, score))
     found.sort(key=lambda hit: -hit.score)
     return found[:k]
+
+
+# The types a score may have, checked once per type: float and int, and each other real number
+# type met (numpy's float32, int64, ...) once it has passed `_number`. float() would also take
+# "3.5" and True, a plug-in's mistake that would rank documents by accident.
+_NUMBERS: set[type] = {float, int}
+
+
+def _number(score: Any) -> bool:
+    """Whether `score` is a real number and not a bool (numpy's bool_ is no `Real`)."""
+    if not isinstance(score, Real) or isinstance(score, bool):
+        return False
+    _NUMBERS.add(type(score))
+    return True
 
 
 def _short(value: Any) -> str:
