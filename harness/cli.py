@@ -141,10 +141,11 @@ def main(argv: list[str] | None = None) -> int:
     except HarnessError as error:
         print(f"harness {args.command}: error: {error}", file=sys.stderr)
         return 2
-    except ModuleNotFoundError as error:  # an optional extra is not installed: say which one
+    except ModuleNotFoundError as error:  # a plug-in's own import, or an optional extra not installed: say which
         from harness.extras import missing_extra
+        from harness.registry import plugin_import_failure
 
-        message = missing_extra(error)
+        message = plugin_import_failure(error) or missing_extra(error)
         if message is None:
             raise
         print(f"harness {args.command}: error: {message}", file=sys.stderr)

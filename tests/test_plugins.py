@@ -354,3 +354,17 @@ def test_a_plugin_score_may_be_any_int_or_float_numpy_s_included_but_not_numpy_s
         assert all(type(hit.score) is float for hit in found)
         with pytest.raises(harness.errors.HarnessError, match=r"the score np.True_ \(bool\) for query q1, document 'a'"):
             build("flags").search([SearchQuery("q1", "x")], k=10)
+
+
+def test_a_plugin_missing_a_module_of_its_own_is_named_not_sent_to_an_extra(in_folder, monkeypatch, capsys):
+    """faiss is a module the [dense] extra brings, but the plug-in's code is what needs it here."""
+    (in_folder / "heavy.py").write_text("def search(query, k):\n    import faiss\n    return []\n")
+    monkeypatch.setitem(sys.modules, "faiss", None)  # as if not installed: importing it fails
+    assert main(["run", str(_config(in_folder, ["raw"], ["python:heavy:search"]))]) == 2
+    assert capsys.readouterr().err.splitlines()[-1] == (
+        "harness run: error: retriever 'python:heavy:search' (module heavy) cannot import faiss, which its own code "
+        f"needs (ModuleNotFoundError at {in_folder / 'heavy.py'}:2: import of faiss halted; None in sys.modules)")
+    monkeypatch.setitem(sys.modules, "spacy", None)  # the harness's own optional import still names its extra
+    assert main(["topics", "export", "cast2019", "--strategy", "hqe"]) == 2
+    assert capsys.readouterr().err == ("harness topics: error: this needs spacy, from the [segment] extra: "
+                                       "pip install 'convsearch-harness[segment]' (or 'convsearch-harness[all]')\n")
