@@ -56,7 +56,7 @@ def compare(runs: Sequence[RunLike] | dict[str, RunLike], qrels: QrelsLike, meas
     import pandas as pd
 
     from harness.report.compare import leaderboard
-    from harness.cli import number_problem
+    from harness.registry import number_problem
     from harness.report.stats import DEFAULT_RESAMPLES, DEFAULT_SEED, SEED_MAX, Resampling
 
     baselines = [baseline] if isinstance(baseline, str) else baseline if baseline is not None else []

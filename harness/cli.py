@@ -9,14 +9,13 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import math
 import os
 import sys
 from collections.abc import Callable
-from numbers import Integral, Real
 from typing import NoReturn
 
 from harness.errors import HarnessError
+from harness.registry import number_problem
 
 DESCRIPTION = ("A TREC-style evaluation harness for conversational search and recommendation: run benchmark "
                "configs, score and compare runs as trec_eval does, and write, check and host TREC iKAT submissions.")
@@ -54,23 +53,6 @@ def runs(args: argparse.Namespace) -> list[str]:
     if not given:
         raise HarnessError("give at least one run file")
     return given
-
-
-def number_problem(value: object, low: float, high: float, *, whole: bool = False,
-                   open_low: bool = False) -> str | None:
-    """'must be ...' when `value` is not a finite number (a whole one with `whole`) from low to
-    high (above low with `open_low`); None when it is. The one check behind `number_in` on the
-    command line and the Python API's arguments (harness.api), so both say the same."""
-    kind = Integral if whole else Real
-    if isinstance(value, kind) and not isinstance(value, bool) and math.isfinite(value) \
-            and (low < value if open_low else low <= value) and value <= high:
-        return None
-    kind_name = "a whole number" if whole else "a number"
-    if high == math.inf:
-        bounds = f" above {low}" if open_low else f" of {low} or more" if low != -math.inf else ""
-    else:
-        bounds = f" above {low} and at most {high}" if open_low else f" from {low} to {high}"
-    return f"must be {'a finite ' + kind_name[2:] if not bounds else kind_name}{bounds}"
 
 
 def number_in(low: float, high: float, *, whole: bool = False, open_low: bool = False) -> Callable[[str], float]:

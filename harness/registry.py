@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import importlib
 import inspect
+import math
 import os
 import re
 import sys
@@ -45,6 +46,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, replace
+from numbers import Integral, Real
 from pathlib import Path
 from typing import Any, Generic, Literal, TypeVar, Union
 
@@ -89,6 +91,24 @@ REQUIRED: Any = _Required()  # the default of a parameter a config must give
 # deep in a run (numba's "Int value is too large", a MemoryError, a Java overflow). Other
 # integers (a plug-in's seed, a timestamp) are not counts and are not bounded.
 INT_LIMIT = 2**31 - 1
+
+
+def number_problem(value: object, low: float, high: float, *, whole: bool = False,
+                   open_low: bool = False) -> str | None:
+    """'must be ...' when `value` is not a finite number (a whole one with `whole`) from low to
+    high (above low with `open_low`); None when it is. The one check behind `number_in` on the
+    command line (harness.cli), the Python API's arguments (harness.api) and an engine's
+    workers (harness.compute.engines), so all say the same."""
+    kind = Integral if whole else Real
+    if isinstance(value, kind) and not isinstance(value, bool) and math.isfinite(value) \
+            and (low < value if open_low else low <= value) and value <= high:
+        return None
+    kind_name = "a whole number" if whole else "a number"
+    if high == math.inf:
+        bounds = f" above {low}" if open_low else f" of {low} or more" if low != -math.inf else ""
+    else:
+        bounds = f" above {low} and at most {high}" if open_low else f" from {low} to {high}"
+    return f"must be {'a finite ' + kind_name[2:] if not bounds else kind_name}{bounds}"
 
 
 @dataclass(frozen=True)

@@ -70,6 +70,24 @@ def test_a_bad_engine_spec_is_a_clear_error(value, message):
         EngineSpec.from_mapping(value)
 
 
+@pytest.mark.parametrize("command", ["encode", "segment"])
+def test_workers_beyond_the_cores_this_process_may_use_are_refused_naming_the_option(tmp_path, capsys, command):
+    """10000 made a Ray instance started here start up to 10000 worker processes; a cluster
+    joined at an address counts its own CPUs, so there any count is taken."""
+    cores = len(os.sched_getaffinity(0))
+    out = tmp_path / "out"
+    for engine in (["--engine", "local"], ["--engine", "ray"]):
+        assert main([command, "benchmark:pragmaticqa:val", "--output", str(out), "--workers", str(cores + 1),
+                     *engine]) == 2
+        assert capsys.readouterr().err == (
+            f"harness {command}: error: --workers must be a whole number from 1 to {cores} (the cores this process "
+            f"may use; a Ray cluster joined with an address may take more), not {cores + 1}\n")
+    assert not out.exists()
+    assert EngineSpec.from_mapping({"name": "ray", "address": "auto", "workers": 10000}).workers == 10000
+    with pytest.raises(HarnessError, match=rf"^dense retriever engine: workers must be a whole number from 1 to {cores} "):
+        EngineSpec.from_mapping({"name": "ray", "workers": 10000}, "dense retriever engine")
+
+
 def test_local_shards_give_the_same_passages_and_resume(tmp_path, capsys):
     spec = "benchmark:pragmaticqa:val"
     reference = tmp_path / "one.jsonl"

@@ -12,7 +12,7 @@ from dataclasses import dataclass, fields
 from typing import Any, Protocol, TypeVar
 
 from harness.errors import HarnessError
-from harness.registry import Registry
+from harness.registry import INT_LIMIT, Registry, number_problem
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -41,7 +41,28 @@ class EngineSpec:
             raise HarnessError(f"{where}: unknown key(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}")
         spec = cls(**value)
         ENGINES.get(spec.name)  # an unknown engine fails before any work
+        spec.check_workers(f"{where}: workers")
         return spec
+
+    def check_workers(self, key: str) -> None:
+        """A one-line HarnessError at `key` unless `workers` is null or a count of tasks this
+        engine can run at once: where they run on this machine (the local engine, or a Ray
+        instance started here, given that many CPUs), at most the cores this process may use
+        (10000 made Ray start up to 10000 worker processes here); any count on a Ray cluster
+        joined at an address, whose nodes this machine cannot count before it joins."""
+        if self.workers is None:
+            return
+        here = self.name == "local" or not self.address
+        problem = number_problem(self.workers, 1, usable_cores() if here else INT_LIMIT, whole=True)
+        if problem:
+            why = " (the cores this process may use; a Ray cluster joined with an address may take more)" if here else ""
+            raise HarnessError(f"{key} {problem}{why}, not {self.workers!r}")
+
+
+def usable_cores() -> int:
+    """The cores this process may run on: its CPU affinity (a container's or taskset's limit),
+    not all the machine's, as os.cpu_count says."""
+    return len(os.sched_getaffinity(0))
 
 
 class Held(Protocol):
@@ -174,15 +195,17 @@ def add_engine_arguments(parser: argparse.ArgumentParser, shard_docs_default: in
     parser.add_argument("--address", default=None,
                         help="ray: address of a running cluster (auto, HOST:6379); default: start Ray here")
     parser.add_argument("--workers", type=int, default=None,
-                        help="shard tasks in flight (ray default: the cluster's CPUs)")
+                        help="shard tasks in flight (ray default: the cluster's CPUs); at most the cores this "
+                        "process may use, unless a Ray cluster is joined with --address")
     parser.add_argument("--shard-docs", type=int, default=None,
                         help=f"documents per shard (default {shard_docs_default}; a ClueWeb22 folder is "
                         "split one shard per file)")
 
 
 def engine_spec(args: argparse.Namespace) -> EngineSpec:
-    if args.workers is not None and args.workers < 1:
-        raise HarnessError("--workers must be at least 1")
-    if args.shard_docs is not None and args.shard_docs < 1:
-        raise HarnessError("--shard-docs must be at least 1")
-    return EngineSpec(name=args.engine, address=args.address, workers=args.workers)
+    """The engine the options name, its --workers and --shard-docs checked (one line each)."""
+    if args.shard_docs is not None and (problem := number_problem(args.shard_docs, 1, INT_LIMIT, whole=True)):
+        raise HarnessError(f"--shard-docs {problem}, not {args.shard_docs}")
+    spec = EngineSpec(name=args.engine, address=args.address, workers=args.workers)
+    spec.check_workers("--workers")
+    return spec
