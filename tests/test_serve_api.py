@@ -5,7 +5,11 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import re
+import socket
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -17,6 +21,7 @@ pytest.importorskip("fastapi", reason="the serve extra is not installed (pip ins
 from fastapi.testclient import TestClient  # noqa: E402
 
 from harness.cli import main  # noqa: E402
+from harness.paths import REPO_ROOT  # noqa: E402
 from harness.serve import store as st  # noqa: E402
 from harness.serve.app import create_app  # noqa: E402
 from harness.serve.config import load_serve_config  # noqa: E402
@@ -351,16 +356,47 @@ def test_serve_with_a_bad_config_is_a_one_line_error(tmp_path, capsys):
     assert capsys.readouterr().err == f"harness serve: error: {path}: quota: expected a positive integer, found 'many'\n"
 
 
-def test_serve_with_a_malformed_qrels_file_stops_before_listening_naming_its_line(tmp_path, capsys):
-    qrels = tmp_path / "bad.qrels"
+def _malformed_qrels(folder: Path) -> tuple[list[str], str]:
+    qrels = folder / "bad.qrels"
     qrels.write_text("".join(Path(QRELS).read_text().splitlines(True)[:3]) + "9-1-1 0 only-three-fields\n")
-    path = write_config(tmp_path)
+    path = write_config(folder)
     config = yaml.safe_load(path.read_text())
     config["tasks"][0]["qrels"] = str(qrels)
     path.write_text(yaml.safe_dump(config))
-    assert main(["serve", str(path), "--port", "1"]) == 2  # port 1: had uvicorn started, it could not listen
-    assert capsys.readouterr().err == (f"harness serve: error: {qrels}:4: expected 4 fields 'qid iter docid grade', "
-                                       "found 3\n")
+    return [str(path)], f"{qrels}:4: expected 4 fields 'qid iter docid grade', found 3"
+
+
+def _port_taken(folder: Path, taken: socket.socket) -> tuple[list[str], str]:
+    taken.bind(("127.0.0.1", 0))
+    taken.listen()
+    port = taken.getsockname()[1]
+    return [str(write_config(folder)), "--port", str(port)], f"cannot listen on 127.0.0.1:{port}: Address already in use"
+
+
+def _database_unreachable(folder: Path) -> tuple[list[str], str]:
+    path = write_config(folder, database="postgresql://u:secret@127.0.0.1:1/db")  # nothing listens on port 1
+    return [str(path)], "cannot connect to database postgresql://u:***@127.0.0.1:1/db: connection failed: "
+
+
+@pytest.mark.parametrize("failure", ["malformed qrels", "port taken", "database unreachable"])
+def test_a_failed_start_is_one_line_and_leaves_nothing_new_on_disk(tmp_path, capsys, failure):
+    """Every input is checked before the database and the storage are made (a malformed qrels
+    file left an empty database); what fails after they are made removes them again. The
+    malformed qrels run as a process on 127.0.0.1, bounded: had the server started, the timeout
+    stops it; the other two fail before uvicorn could start, in-process."""
+    with socket.socket() as taken:
+        args, message = {"malformed qrels": lambda: _malformed_qrels(tmp_path),
+                         "port taken": lambda: _port_taken(tmp_path, taken),
+                         "database unreachable": lambda: _database_unreachable(tmp_path)}[failure]()
+        before = sorted(tmp_path.rglob("*"))
+        if failure == "malformed qrels":
+            done = subprocess.run([sys.executable, "-m", "harness.cli", "serve", *args], cwd=tmp_path, timeout=120,
+                                  capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(REPO_ROOT)})
+            code, err = done.returncode, done.stderr
+        else:
+            code, err = main(["serve", *args]), capsys.readouterr().err
+    assert code == 2 and err.startswith(f"harness serve: error: {message}") and err.count("\n") == 1, err
+    assert "secret" not in err and sorted(tmp_path.rglob("*")) == before
 
 
 @pytest.mark.parametrize("database, message", [

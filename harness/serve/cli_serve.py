@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import argparse
 import secrets
+import socket
 import sys
 
+from harness.cli import number_in
 from harness.errors import HarnessError
 
 DEMO_TOKEN = "demo-token-replace-me"  # configs/leaderboard.yaml's demo team, printed in the README
@@ -14,7 +16,8 @@ DEMO_TOKEN = "demo-token-replace-me"  # configs/leaderboard.yaml's demo team, pr
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("config", nargs="?", help="leaderboard config, e.g. configs/leaderboard.yaml")
     parser.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
-    parser.add_argument("--port", type=int, default=8000, help="port (default 8000)")
+    parser.add_argument("--port", type=number_in(0, 65535, whole=True), default=8000,
+                        help="port (default 8000; 0: a free one, which the start line names)")
     parser.add_argument("--new-token", action="store_true",
                         help="print a new random team token and the config line holding its hash, then exit")
 
@@ -47,18 +50,42 @@ def run(args: argparse.Namespace) -> int:
                            f"give it its own (harness serve --new-token) before listening on {args.host}")
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s", stream=sys.stderr)
     logging.getLogger("uvicorn.access").addFilter(RedactTokens())
-    service = Service(config)  # a second server on the same SQLite database stops here, in one line
+    # Every input is checked before anything is made on disk: the address here, the tasks' topics
+    # and qrels and then the database (a second server on one SQLite file) in Service, which
+    # makes the storage last; a start that fails after that removes what it made (Store.discard).
+    listening = _bind(args.host, args.port)
     try:
-        service.prepare()  # a malformed qrels or topics file: one line, before uvicorn starts
+        service = Service(config)
     except BaseException:
-        service.store.close()
+        listening.close()
         raise
     print(f"harness serve: {len(config.tasks)} tasks, {len(config.teams)} teams, database {_redacted(config.database)}, "
-          f"on http://{args.host}:{args.port}/", file=sys.stderr)
+          f"on http://{args.host}:{listening.getsockname()[1]}/", file=sys.stderr)
     HeadTimeoutH11.head_timeout = config.client_timeout_s
-    uvicorn.run(create_app(service), host=args.host, port=args.port, log_level="info", http=HeadTimeoutH11,
-                timeout_keep_alive=5, limit_concurrency=1000)
+    server = uvicorn.Server(uvicorn.Config(create_app(service), log_level="info", http=HeadTimeoutH11,
+                                           timeout_keep_alive=5, limit_concurrency=1000))
+    try:
+        server.run(sockets=[listening])
+    except KeyboardInterrupt:  # Ctrl-C: uvicorn has shut down and raises it again, as uvicorn.run swallows it
+        pass
+    finally:
+        listening.close()
+        if not server.started:
+            service.store.discard()
     return 0
+
+
+def _bind(host: str, port: int) -> socket.socket:
+    """The server's socket, bound (as uvicorn binds it) but not listening yet: an address that
+    is taken or unknown is one line before anything is made."""
+    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError as error:
+        sock.close()
+        raise HarnessError(f"cannot listen on {host}:{port}: {error.strerror or error}") from None
+    return sock
 
 
 def _loopback(host: str) -> bool:

@@ -55,10 +55,14 @@ def display_name(filename: str | None) -> str:
 
 class Service:
     def __init__(self, config: ServeConfig) -> None:
+        """Every task's topics and qrels are read before the database and storage are opened:
+        a malformed file is one line naming it, and leaves nothing new on disk."""
         self.config = config
-        self.store = st.Store(config.database, config.storage)
         self.tasks = {name: (TaskRuntime if task.nuggets is None else ResponseTaskRuntime)(task)
                       for name, task in config.tasks.items()}
+        for runtime in self.tasks.values():  # now, not on the first upload
+            runtime.prepare()
+        self.store = st.Store(config.database, config.storage)
         self._quota_lock = threading.Lock()  # count-then-insert per team (in the database too: lock_team)
         self._validations = threading.BoundedSemaphore(VALIDATIONS)
         self._board_locks = {name: threading.Lock() for name in config.tasks}
@@ -74,15 +78,8 @@ class Service:
         removed = self.store.discard_incomplete()
         if removed:
             log.info("removed %d incomplete uploads", removed)
-        self.prepare()
         self._worker = threading.Thread(target=self._work, name="harness-serve-scorer", daemon=True)
         self._worker.start()
-
-    def prepare(self) -> None:
-        """Read every task's topics and qrels now, not on the first upload: `harness serve`
-        calls it before the server listens, so a malformed file is one line naming it."""
-        for runtime in self.tasks.values():
-            runtime.prepare()
 
     def stop(self) -> None:
         self._stop.set()

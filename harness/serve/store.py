@@ -119,28 +119,30 @@ class Store:
     def __init__(self, database: str, storage: Path) -> None:
         self.storage = Path(storage)
         self.incoming = self.storage / ".incoming"
-        _private_folder(self.storage)
-        _private_folder(self.incoming)
         self._lock_fd: int | None = None
+        self._created: list[Path] = []  # by this start, in order: what `discard` removes
         url = database_url(database)
-        try:
+        try:  # the database first (a server not there, a second server): the storage is made last
             if database.startswith("sqlite:///"):
                 path = Path(database.removeprefix("sqlite:///"))
-                _private_folder(path.parent)
-                self._lock_fd = _exclusive(path)
-                _private_file(path)
+                self._created += _private_folder(path.parent)
+                self._lock_fd, lock = _exclusive(path)
+                self._created += lock
+                if _private_file(path):  # a new database, with the files SQLite makes beside it
+                    self._created += [path, *(path.with_name(path.name + end) for end in ("-journal", "-wal", "-shm"))]
                 self.engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": 60})
                 event.listen(self.engine, "connect", _sqlite_pragmas)
             else:
                 self.engine = create_engine(url, pool_pre_ping=True)
             Base.metadata.create_all(self.engine)
+            self._created += _private_folder(self.storage) + _private_folder(self.incoming)
         except SQLAlchemyError as error:  # no server there, a wrong password, ...: one line, never the password
-            self.close()
+            self.discard()
             shown = make_url(database).render_as_string(hide_password=True)  # as the config has it
             raise HarnessError(f"cannot connect to database {shown}: "
                                f"{_reason(error, url.password)}") from None
         except BaseException:
-            self.close()
+            self.discard()
             raise
         self.sessions = sessionmaker(self.engine, expire_on_commit=False)
 
@@ -150,6 +152,21 @@ class Store:
         if self._lock_fd is not None:
             os.close(self._lock_fd)  # releases the lock
             self._lock_fd = None
+
+    def discard(self) -> None:
+        """Close, and remove what this start created (folders, a new database, its lock): a
+        server that failed to start leaves nothing new on disk. A folder something else wrote
+        into meanwhile stays."""
+        self.close()
+        for path in reversed(self._created):
+            try:
+                if path.is_dir() and not path.is_symlink():
+                    path.rmdir()
+                else:
+                    path.unlink(missing_ok=True)
+            except OSError:
+                pass
+        self._created = []
 
     def session(self) -> Session:
         return self.sessions()
@@ -262,19 +279,28 @@ class Received:
             self.fd = None
 
 
-def _private_folder(folder: Path) -> None:
-    """Create the folder, and each missing parent, readable by the server's user only."""
-    for missing in [f for f in (*reversed(folder.parents), folder) if not f.exists()]:
-        missing.mkdir(mode=0o700, exist_ok=True)
+def _private_folder(folder: Path) -> list[Path]:
+    """Create the folder, and each missing parent, readable by the server's user only; the
+    folders created, outermost first."""
+    missing = [f for f in (*reversed(folder.parents), folder) if not f.exists()]
+    created = []
+    for path in missing:
+        try:
+            path.mkdir(mode=0o700)
+        except FileExistsError:  # made meanwhile by another process: not ours to remove
+            continue
+        created.append(path)
+    return created
 
 
-def _private_file(path: Path) -> None:
+def _private_file(path: Path) -> bool:
     """Create an empty database file readable by the server's user only, if none is there
-    (SQLite gives its -wal and -shm files the same mode)."""
+    (SQLite gives its -wal and -shm files the same mode); whether it was created."""
     try:
         os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600))
     except FileExistsError:
-        pass
+        return False
+    return True
 
 
 def _reason(error: SQLAlchemyError, password: str | None) -> str:
@@ -283,18 +309,22 @@ def _reason(error: SQLAlchemyError, password: str | None) -> str:
     return reason.replace(password, "***") if password else reason
 
 
-def _exclusive(database: Path) -> int:
+def _exclusive(database: Path) -> tuple[int, list[Path]]:
     """Lock `DATABASE.lock` for this process's life: a second server on the same SQLite
-    database refuses to start (its quota and scoring queue are counted in one process)."""
+    database refuses to start (its quota and scoring queue are counted in one process).
+    The descriptor holding the lock, and the lock file if this call created it."""
     lock = database.with_name(database.name + ".lock")
-    fd = os.open(lock, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+    try:
+        fd, created = os.open(lock, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600), [lock]
+    except FileExistsError:
+        fd, created = os.open(lock, os.O_RDWR | os.O_NOFOLLOW), []
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
         os.close(fd)
         raise HarnessError(f"another harness serve is running on {database} (it holds {lock}); with SQLite one "
                            "process serves a database, with PostgreSQL several may") from None
-    return fd
+    return fd, created
 
 
 def _fsync_folder(folder: Path) -> None:
