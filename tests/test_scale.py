@@ -72,7 +72,7 @@ def test_a_bad_engine_spec_is_a_clear_error(value, message):
 
 @pytest.mark.parametrize("command", ["encode", "segment"])
 def test_workers_beyond_the_cores_this_process_may_use_are_refused_naming_the_option(tmp_path, capsys, command):
-    """10000 made a Ray instance started here start up to 10000 worker processes; a cluster
+    """10000 gave a Ray instance started here 10000 CPUs (a worker process per task); a cluster
     joined at an address counts its own CPUs, so there any count is taken."""
     cores = len(os.sched_getaffinity(0))
     out = tmp_path / "out"

@@ -46,10 +46,10 @@ class EngineSpec:
 
     def check_workers(self, key: str) -> None:
         """A one-line HarnessError at `key` unless `workers` is null or a count of tasks this
-        engine can run at once: where they run on this machine (the local engine, or a Ray
-        instance started here, given that many CPUs), at most the cores this process may use
-        (10000 made Ray start up to 10000 worker processes here); any count on a Ray cluster
-        joined at an address, whose nodes this machine cannot count before it joins."""
+        engine can run at once. Where they run on this machine (the local engine, or a Ray
+        instance started here, given that many CPUs: 10000 gave it 10000, a worker process per
+        task in flight), at most the cores this process may use; on a Ray cluster joined at an
+        address, whose nodes this machine cannot count before it joins, any count."""
         if self.workers is None:
             return
         here = self.name == "local" or not self.address
