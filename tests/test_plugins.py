@@ -368,3 +368,13 @@ def test_a_plugin_missing_a_module_of_its_own_is_named_not_sent_to_an_extra(in_f
     assert main(["topics", "export", "cast2019", "--strategy", "hqe"]) == 2
     assert capsys.readouterr().err == ("harness topics: error: this needs spacy, from the [segment] extra: "
                                        "pip install 'convsearch-harness[segment]' (or 'convsearch-harness[all]')\n")
+
+
+def test_a_plugin_score_beyond_any_float_is_refused_as_not_finite():
+    """float(10**400) raises OverflowError: it was a traceback."""
+    from harness.retrieve import RETRIEVERS, SearchQuery, build
+
+    with RETRIEVERS.using({"mine": lambda query, k: [("d1", 10**400)]}):
+        with pytest.raises(harness.errors.HarnessError, match=r"retriever 'mine' answered tuple \('d1', 1000+\.\.\. "
+                                                              r"for query q1; expected a docid string .* finite score"):
+            build("mine").search([SearchQuery("q1", "a")], k=10)

@@ -185,9 +185,12 @@ def hits(name: str, qid: str, answer: Iterable, k: int) -> list[Hit]:
             raise HarnessError(f"retriever {name!r} answered the score {score!r} ({type(score).__name__}) for query "
                                f"{qid}, document {docid!r}; expected a number (an int or a float, numpy's too; "
                                "not a bool or a string)")
-        score = float(score)
+        try:
+            score = float(score)
+        except OverflowError:  # an int beyond any float (10**400): not finite
+            score = math.inf
         if not isinstance(docid, str) or not field_ok(docid) or not math.isfinite(score):
-            raise HarnessError(f"retriever {name!r} answered {item!r} for query {qid}; "
+            raise HarnessError(f"retriever {name!r} answered {_short(item)} for query {qid}; "
                                "expected a docid string (non-empty, no whitespace) and a finite score")
         found.append(Hit(docid, score))
     found.sort(key=lambda hit: -hit.score)
