@@ -181,7 +181,7 @@ def hits(name: str, qid: str, answer: Iterable, k: int) -> list[Hit]:
         except (TypeError, ValueError):
             raise HarnessError(f"retriever {name!r} answered {item!r} for query {qid}; "
                                "expected (docid, score) pairs") from None
-        if type(score) not in _NUMBERS and not _number(score):
+        if type(score) is not float and not _number(score):
             raise HarnessError(f"retriever {name!r} answered the score {score!r} ({type(score).__name__}) for query "
                                f"{qid}, document {docid!r}; expected a number (an int or a float, numpy's too; "
                                "not a bool or a string)")
@@ -197,18 +197,10 @@ def hits(name: str, qid: str, answer: Iterable, k: int) -> list[Hit]:
     return found[:k]
 
 
-# The types a score may have, checked once per type: float and int, and each other real number
-# type met (numpy's float32, int64, ...) once it has passed `_number`. float() would also take
-# "3.5" and True, a plug-in's mistake that would rank documents by accident.
-_NUMBERS: set[type] = {float, int}
-
-
 def _number(score: Any) -> bool:
-    """Whether `score` is a real number and not a bool (numpy's bool_ is no `Real`)."""
-    if not isinstance(score, Real) or isinstance(score, bool):
-        return False
-    _NUMBERS.add(type(score))
-    return True
+    """Whether `score` is a real number and not a bool (numpy's bool_ is no `Real`): float()
+    would also take "3.5" and True, a plug-in's mistake that would rank documents by accident."""
+    return isinstance(score, Real) and not isinstance(score, bool)
 
 
 def _short(value: Any) -> str:
