@@ -201,3 +201,17 @@ def test_a_corpus_without_documents_fails_on_every_run(tmp_path):
         with pytest.raises(HarnessError, match="the corpus has no documents"):
             segment_sharded(open_corpus(f"jsonl:{empty}"), tmp_path / "out.jsonl", start_engine(EngineSpec()),
                             splitter="fast")
+
+
+def test_a_cluster_address_nothing_answers_on_is_one_line_at_once(tmp_path, capsys):
+    """ray.init retried for minutes there, deaf to SIGTERM."""
+    import socket
+
+    with socket.socket() as probe:  # a port nothing listens on once closed
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    assert main(["segment", "benchmark:pragmaticqa:val", "--output", str(tmp_path / "out"), "--engine", "ray",
+                 "--address", f"127.0.0.1:{port}"]) == 2
+    assert capsys.readouterr().err.startswith(
+        f"harness segment: error: cannot join the Ray cluster 127.0.0.1:{port}: nothing answers there (")
+    assert not (tmp_path / "out").exists()

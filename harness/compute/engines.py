@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import socket
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, fields
 from typing import Any, Protocol, TypeVar
@@ -127,6 +128,23 @@ class _Actor:
         return getattr(self.handle, method).remote(*args)
 
 
+CONNECT_TIMEOUT_S = 10
+
+
+def _answering(address: str) -> None:
+    """A cluster address (HOST:PORT, ray://HOST:PORT) that nothing answers on is one line at
+    once: ray.init would retry for minutes, deaf to Ctrl-C and SIGTERM meanwhile. "auto" and
+    other forms are left to Ray."""
+    host, colon, port = address.removeprefix("ray://").rpartition(":")
+    if not colon or not port.isdigit() or not host:
+        return
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=CONNECT_TIMEOUT_S).close()
+    except OSError as error:
+        raise HarnessError(f"cannot join the Ray cluster {address}: nothing answers there "
+                           f"({error.strerror or error}); is a head node started (ray start --head)?") from None
+
+
 @ENGINES.register("ray")
 class RayEngine:
     """Ray Core tasks and actors. Without an address, a one-machine Ray instance is started
@@ -145,6 +163,7 @@ class RayEngine:
         if self._started:
             options: dict[str, Any] = {"log_to_driver": False, "configure_logging": False}
             if spec.address:
+                _answering(spec.address)
                 options["address"] = spec.address
             else:  # "local": a new instance, never a cluster some other process started on this machine
                 options.update(address="local", num_cpus=spec.workers or os.cpu_count() or 1, include_dashboard=False)
