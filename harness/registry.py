@@ -5,7 +5,9 @@ import time, and callers look them up by the name a user typed in a config or on
 A registry bound to a package imports that package's modules on first look-up, so adding an
 implementation is adding a module; those modules keep heavy imports inside functions. The
 package's command-line modules (`cli`, `cli_*`) are not implementations and are skipped: a
-registry never pulls in a CLI. A few built-ins live in a higher layer than their registry
+registry never pulls in a CLI. So are its private modules (`_name`): helpers the
+implementations import when they need them (bm25's numba kernels, which cost a second to
+import). A few built-ins live in a higher layer than their registry
 (the `benchmark:` corpus format in harness.topics, say): the registry's package cannot import
 them, so the front end does, through `extend` (harness/_assembly.py, run by `import harness`),
 and they are imported on the registry's first look-up too.
@@ -146,9 +148,18 @@ class Declaration:
     # work that can start before the component is built, e.g. importing its libraries: `harness
     # run` starts it in the background for the runs it is about to make (runner.preloading)
     preload: Callable[[], object] | None = None
+    # whether a component with these params (as a config gives them) needs its preload; None:
+    # whatever they are (bm25's kernels serve its numpy backend, not pyserini's)
+    preload_if: Callable[[Mapping[str, Any]], bool] | None = None
 
     def param(self, name: str) -> Param | None:
         return next((param for param in self.params if param.name == name), None)
+
+    def preload_for(self, params: Mapping[str, Any]) -> Callable[[], object] | None:
+        """The preload a component with these params needs, if any."""
+        if self.preload is None or (self.preload_if is not None and not self.preload_if(params)):
+            return None
+        return self.preload
 
 
 class ParamError(HarnessError):
@@ -400,7 +411,7 @@ class Registry(Generic[T]):
         if self._package is not None:
             package, self._package = importlib.import_module(self._package), None
             for module in pkgutil.iter_modules(package.__path__):
-                if module.name != "cli" and not module.name.startswith("cli_"):
+                if module.name != "cli" and not module.name.startswith(("cli_", "_")):
                     importlib.import_module(f"{package.__name__}.{module.name}")
         if not self._extended:
             self._extended = True
@@ -430,9 +441,10 @@ class Registry(Generic[T]):
 
     def register(self, name: str, summary: str = "", params: Params = (), **more: Any) -> Callable[[T], T]:
         """Decorator: `item` answers to `name`, declared by `summary`, `params` and `more`
-        (Declaration's other fields: open, splits, fields, conversation_fields). `params` may be a function giving
-        them, called on the first `declaration(name)`: for a component that takes another's
-        parameters (a PTKB method, its retriever's), declared where that one lives."""
+        (Declaration's other fields: open, splits, fields, conversation_fields, preload,
+        preload_if). `params` may be a function giving them, called on the first
+        `declaration(name)`: for a component that takes another's parameters (a PTKB method,
+        its retriever's), declared where that one lives."""
         def decorator(item: T) -> T:
             if name in self._items or name in self._entry_points:
                 raise ValueError(f"{self.kind} {name!r} is registered twice")

@@ -74,6 +74,19 @@ class Hit(NamedTuple):
 Ranking = Sequence[Hit]
 
 
+def kept_ranking(ranking: Iterable[tuple[str, float]]) -> tuple[dict[str, float], int]:
+    """What a `Run` keeps of a best-first ranking: {docid: score}, a repeated document at its
+    first (best) score, as `read_run` keeps it; and how many repeats it dropped."""
+    pairs = ranking if isinstance(ranking, (list, tuple)) else list(ranking)
+    kept = dict(pairs)
+    if len(kept) == len(pairs):
+        return kept, 0
+    kept = {}  # dict() kept a repeat's last score; the first is the best
+    for docid, score in pairs:
+        kept.setdefault(docid, score)
+    return kept, len(pairs) - len(kept)
+
+
 @dataclass(eq=False)
 class Run(Mapping[str, Ranking]):
     """Rankings per query: what a retriever answers, what a run file holds, what is scored.
@@ -89,26 +102,17 @@ class Run(Mapping[str, Ranking]):
     trailing: int = 0  # lines with text after the sixth field (ignored, as trec_eval does)
 
     @classmethod
-    def of(cls, rankings: Mapping[str, Iterable[tuple[str, float]] | dict[str, float]], name: str = "run") -> "Run":
+    def of(cls, rankings: Mapping[str, Iterable[tuple[str, float]]], name: str = "run") -> "Run":
         """From best-first (docid, score) rankings. A document repeated within a ranking keeps
-        its first (best) score and is counted in `duplicates`, as `read_run` keeps it. A ranking
-        may also be a {docid: score} dict in best-first order, which holds no repeat: it is
-        taken as it is (a retriever builds it on its own threads, not here)."""
-        scores: dict[str, dict[str, float]] = {}
-        duplicates = 0
-        for qid, ranking in rankings.items():
-            if isinstance(ranking, dict):
-                scores[qid] = ranking
-                continue
-            pairs = ranking if isinstance(ranking, (list, tuple)) else list(ranking)
-            kept = dict(pairs)
-            if len(kept) != len(pairs):  # dict() keeps a repeat's last score; the first is the best
-                kept = {}
-                for docid, score in pairs:
-                    kept.setdefault(docid, score)
-                duplicates += len(pairs) - len(kept)
-            scores[qid] = kept
-        return cls(name, scores, duplicates)
+        its first (best) score and is counted in `duplicates`, as `read_run` keeps it."""
+        return cls.of_kept({qid: kept_ranking(ranking) for qid, ranking in rankings.items()}, name)
+
+    @classmethod
+    def of_kept(cls, rankings: Mapping[str, tuple[dict[str, float], int]], name: str = "run") -> "Run":
+        """From rankings as `kept_ranking` keeps them, made where they were found (a
+        retriever's worker threads: on the caller's thread they took 10% of a BM25 search)."""
+        return cls(name, {qid: scores for qid, (scores, _) in rankings.items()},
+                   sum(dropped for _, dropped in rankings.values()))
 
     def __getitem__(self, qid: str) -> list[Hit]:
         return list(map(Hit._make, self.scores[qid].items()))

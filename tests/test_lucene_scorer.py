@@ -6,9 +6,13 @@ from __future__ import annotations
 import json
 import re
 import shutil
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
+import yaml
 
 from harness import topics
 from harness.corpus import Corpus, Document
@@ -16,9 +20,10 @@ from harness.errors import HarnessError
 from harness.retrieve import SearchQuery, build, lucene_scorer
 from harness.retrieve.bm25 import _read_index
 from harness.retrieve.lucene import build_index
-from harness.retrieve.lucene_kernels import adjust_ties
+from harness.retrieve._lucene_kernels import adjust_ties
 from harness.retrieve.lucene_scorer import ID_FIELD
 from harness.registry import INT_LIMIT
+from harness.runner.config import load_config
 
 CORPORA = ("ikat2023:test", "ikat2023:train")  # the 894 passages the demo's iKAT experiment searches
 
@@ -84,14 +89,61 @@ def test_pruning_window_by_window_changes_no_hit(index, turns):
 def test_bm25s_preload_compiles_every_kernel_a_search_runs(index, turns):
     """After the preload (run on one posting), searching a real export compiles nothing more:
     the types the preload passes are the search's, read-only memory maps included."""
-    from harness.retrieve import RETRIEVERS, lucene_kernels
+    from harness.retrieve import RETRIEVERS, _lucene_kernels
 
     RETRIEVERS.declaration("bm25").preload()
-    kernels = (lucene_kernels.top_candidates, lucene_kernels.adjust_ties, lucene_kernels.block_bounds)
+    kernels = (_lucene_kernels.top_candidates, _lucene_kernels.adjust_ties, _lucene_kernels.block_bounds)
     compiled = [len(kernel.signatures) for kernel in kernels]
     assert all(compiled)
     build("bm25", corpus=None, index=index).search(turns[:4], k=10)
     assert [len(kernel.signatures) for kernel in kernels] == compiled
+
+
+def preload_config(tmp_path, retrievers: list, ptkb_methods: list = ()) -> Path:
+    """A config of these retrievers on PragmatiCQA's raw turns and these iKAT PTKB methods."""
+    experiments = [{"name": "pqa", "topics": "pragmaticqa:val", "strategies": ["raw"], "retrievers": retrievers,
+                    "measures": ["RR"]}]
+    if ptkb_methods:
+        experiments.append({"name": "ptkb", "task": "ptkb", "topics": "ikat2023:test", "retrievers": ptkb_methods,
+                            "preset": "ptkb"})
+    config = tmp_path / "preload.yaml"
+    config.write_text(yaml.safe_dump({"output": str(tmp_path / "runs"), "experiments": experiments}), encoding="utf-8")
+    return config
+
+
+PYSERINI_BM25 = {"name": "bm25", "params": {"backend": "pyserini"}}
+NUMPY_BM25 = {"name": "bm25", "params": {"backend": "numpy"}}
+
+
+def test_bm25_on_the_pyserini_backend_loads_no_numba(tmp_path):
+    """bm25's kernels serve its numpy route alone: a fresh process that reads a config whose
+    bm25s all search through pyserini (alone, fused, ranking PTKB statements) and runs the
+    preloads `harness run` would start has imported no numba."""
+    fused = {"name": "rrf", "params": {"retrievers": [PYSERINI_BM25, PYSERINI_BM25]}}
+    config = preload_config(tmp_path, [PYSERINI_BM25, fused], [PYSERINI_BM25])
+    code = ("import sys\n"
+            "from harness.runner.config import load_config\n"
+            "from harness.runner.runner import preloading, preloads\n"
+            "with preloading(preloads(load_config(sys.argv[1]).runs())):\n"
+            "    pass\n"
+            "print(*(name for name in ('numba', 'harness.retrieve._lucene_kernels') if name in sys.modules))")
+    found = subprocess.run([sys.executable, "-c", code, str(config)], capture_output=True, text=True, check=True)
+    assert found.stdout.split() == []
+
+
+@pytest.mark.parametrize("retrievers, ptkb_methods", [
+    (["bm25"], ()),
+    ([{"name": "rrf", "params": {"retrievers": [PYSERINI_BM25, NUMPY_BM25]}}], ()),
+    ([PYSERINI_BM25], ["bm25"]),
+], ids=["default", "fused-with-pyserini", "ptkb"])
+def test_bm25_on_the_numpy_backend_preloads_its_kernels(tmp_path, retrievers, ptkb_methods):
+    """Wherever a bm25 searches by the numpy route, its preload (the kernels compiled) starts."""
+    from harness.ikat.ptkb import METHODS
+    from harness.retrieve import RETRIEVERS
+    from harness.runner.runner import preloads
+
+    runs = load_config(preload_config(tmp_path, retrievers, ptkb_methods)).runs()
+    assert preloads(runs) == [(METHODS if ptkb_methods else RETRIEVERS).declaration("bm25").preload]
 
 
 def ikat_passages() -> list[Document]:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from harness.errors import HarnessError
-from harness.trec import Hit, Run, maxp, passage_document, read_run, write_run
+from harness.trec import Hit, Run, kept_ranking, maxp, passage_document, read_run, write_run
 from tests.conftest import CAST2021_DOC_RUNS, CAST2021_PASSAGE_RUNS
 
 
@@ -25,11 +25,13 @@ def test_a_document_repeated_in_a_ranking_keeps_its_first_score_as_read_run_keep
     assert read_run(tmp_path / "r.run").scores == run.scores
 
 
-def test_a_ranking_given_as_a_best_first_dict_is_taken_as_it_is():
-    ranking = {"d3": 3.5, "d1": 2.25}
-    run = Run.of({"q1": ranking, "q2": [("d2", 1.0)]})
-    assert run["q1"] == [Hit("d3", 3.5), Hit("d1", 2.25)] and run == Run.of({"q1": list(ranking.items()),
-                                                                               "q2": [("d2", 1.0)]})
+def test_rankings_kept_where_they_were_found_make_the_run_of_their_hits():
+    """A retriever's worker threads keep each ranking as a Run keeps it (`kept_ranking`): the
+    same run, repeats and their count included."""
+    rankings = {"q1": [("d1", 2.0), ("d2", 1.5), ("d1", 1.0)], "q2": [("d2", 1.0)], "q3": []}
+    kept = {qid: kept_ranking(ranking) for qid, ranking in rankings.items()}
+    assert kept["q1"] == ({"d1": 2.0, "d2": 1.5}, 1)
+    assert Run.of_kept(kept) == Run.of(rankings) and Run.of_kept(kept).duplicates == 1
 
 
 def test_two_runs_are_equal_only_when_they_rank_in_the_same_order():

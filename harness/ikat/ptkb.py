@@ -16,8 +16,8 @@ evaluated against the NIST PTKB qrels (qrels/ikat/ptkb_rel_nist, 2023 test turns
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Iterator, Sequence
-from typing import TYPE_CHECKING, Literal, Protocol
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from harness.corpus import Corpus, Document
 from harness.errors import HarnessError
@@ -128,7 +128,8 @@ HISTORY = Param("history", int | None, None, "how many earlier user utterances g
 def _retrieval_method(retriever: str) -> None:
     """Registers the method `retriever`: that retriever over the statements (RetrievalRanker),
     taking how a turn's query is made (field, history) and then the retriever's own parameters,
-    and preloading what the retriever preloads (both read from its declaration when asked)."""
+    and preloading what the retriever preloads with those parameters (all read from its
+    declaration when asked)."""
     def params() -> list[Param]:
         from harness.retrieve import RETRIEVERS
 
@@ -140,8 +141,13 @@ def _retrieval_method(retriever: str) -> None:
         own = RETRIEVERS.declaration(retriever).preload
         return own() if own is not None else None
 
+    def preload_if(params: Mapping[str, Any]) -> bool:
+        from harness.retrieve import RETRIEVERS
+
+        return RETRIEVERS.declaration(retriever).preload_for(params) is not None
+
     METHODS.add(retriever, functools.partial(RetrievalRanker, retriever),
-                f"the {retriever} retriever over the statements", params, preload=preload)
+                f"the {retriever} retriever over the statements", params, preload=preload, preload_if=preload_if)
 
 
 _retrieval_method("bm25")

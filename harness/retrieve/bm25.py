@@ -5,7 +5,7 @@ corpus (built on first use). Two backends give the same hits:
 
 - `numpy` (default): the index's postings are exported once (beside it) and memory-mapped,
   and queries are scored by a compiled loop (numba; block-max MaxScore) exactly as Lucene
-  and Anserini score them (`lucene_scorer`, `lucene_kernels`), queries analysed by the
+  and Anserini score them (`lucene_scorer`, `_lucene_kernels`), queries analysed by the
   searcher's own analyzer and RM3's expanded query computed by Anserini; at k=1000 on
   1.26M passages 7.5-9.4x pyserini's `batch_search` on this busy 2-core machine
   (`benchmarks/bm25_speed.py --passages N`). Indexes it cannot read (deleted documents)
@@ -20,11 +20,11 @@ import gc
 import math
 import os
 import sys
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from functools import lru_cache
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from harness.corpus import Corpus
 from harness.errors import HarnessError
@@ -41,6 +41,7 @@ from harness.trec import Run, maxp
 # (-hits 10000 -selectMaxPassage.hits 1000).
 MAXP_PASSAGES_PER_DOC = 10
 BACKENDS = ("numpy", "pyserini")
+DEFAULT_BACKEND = "numpy"
 PYSERINI_BATCH = 64
 
 
@@ -79,7 +80,7 @@ class BM25:
         original_weight: float = 0.5,
         threads: int | None = None,
         maxp: bool = False,
-        backend: str = "numpy",
+        backend: str = DEFAULT_BACKEND,
     ) -> None:
         if backend not in BACKENDS:
             raise HarnessError(f"bm25 backend must be one of {', '.join(BACKENDS)}, not {backend!r}")
@@ -126,32 +127,27 @@ class BM25:
         with _collector_paused():  # a million short-lived hits would set the GC off again and again
             found = self._search_numpy(queries, depth) if self.scorer else self._search_pyserini(queries, depth)
             if self.maxp:  # iKAT/ClueWeb22 passage ids: `<docid>:<n>`
-                found = [maxp(_pairs(ranking), ":")[:k] for ranking in found]
-            return Run.of(dict(zip(qids, found)))
+                found = Run.of({qid: maxp(found.pairs(qid), ":")[:k] for qid in qids})
+            return found
 
-    def _search_numpy(self, queries: Sequence[SearchQuery],
-                      depth: int) -> list[dict[str, float] | list[tuple[str, float]]]:
+    def _search_numpy(self, queries: Sequence[SearchQuery], depth: int) -> Run:
         texts = [query.text for query in queries]
         if self.rm3:
             bags = [feedback_query(self.anserini, text) for text in texts]
         else:
             bags = [bag_of_words(tokens) for tokens in analyze(self.anserini.get_analyzer(), texts)]
-        return self.scorer.search(bags, depth, threads=self.threads)
+        return self.scorer.search(dict(zip((query.qid for query in queries), bags)), depth, threads=self.threads)
 
-    def _search_pyserini(self, queries: Sequence[SearchQuery], depth: int) -> list[list[tuple[str, float]]]:
+    def _search_pyserini(self, queries: Sequence[SearchQuery], depth: int) -> Run:
         """`batch_search` by `PYSERINI_BATCH` queries: Anserini holds every hit's stored document
         until the batch is done, so a whole run at k=1000 would need a heap of gigabytes."""
-        found = []
+        found = {}
         for start in range(0, len(queries), PYSERINI_BATCH):
             batch = queries[start : start + PYSERINI_BATCH]
             qids = [query.qid for query in batch]
             results = self.searcher.batch_search([q.text for q in batch], qids, k=depth, threads=self.threads)
-            found += [[(hit.docid, hit.score) for hit in results.get(qid, ())] for qid in qids]
-        return found
-
-
-def _pairs(ranking: dict[str, float] | list[tuple[str, float]]) -> Iterable[tuple[str, float]]:
-    return ranking.items() if isinstance(ranking, dict) else ranking
+            found.update({qid: [(hit.docid, hit.score) for hit in results.get(qid, ())] for qid in qids})
+        return Run.of(found)
 
 
 @contextmanager
@@ -194,9 +190,15 @@ def _index_folder(index: str) -> tuple[str, str | None]:
 
 def _compiled_kernels() -> None:
     """bm25's preload: the numpy route's loops compiled (numba) before the first search."""
-    from harness.retrieve.lucene_kernels import compile_kernels
+    from harness.retrieve._lucene_kernels import compile_kernels
 
     compile_kernels()
+
+
+def _numpy_backend(params: Mapping[str, Any]) -> bool:
+    """Whether a bm25 with these params searches by the numpy route, the kernels' only user
+    (pyserini's needs no numba)."""
+    return params.get("backend", DEFAULT_BACKEND) == "numpy"
 
 
 @RETRIEVERS.register("bm25", "BM25 (optionally with RM3) over a Lucene index, scored as pyserini scores it", [
@@ -210,12 +212,12 @@ def _compiled_kernels() -> None:
     Param("original_weight", float, 0.5, "RM3: weight of the original query (0 to 1)"),
     THREADS,
     Param("maxp", bool, False, "rank documents by their best passage (ids `<docid>:<n>`, as iKAT's)"),
-    Param("backend", Literal[BACKENDS], "numpy",
+    Param("backend", Literal[BACKENDS], DEFAULT_BACKEND,
           "numpy: exact Lucene scores in numpy; pyserini: Anserini's own search"),
-], preload=_compiled_kernels)
+], preload=_compiled_kernels, preload_if=_numpy_backend)
 def bm25(corpus: Corpus | None = None, *, index: str | None = None, k1: float = 0.9, b: float = 0.4,
          rm3: bool = False, fb_terms: int = 10, fb_docs: int = 10, original_weight: float = 0.5,
-         threads: int | None = None, maxp: bool = False, backend: str = "numpy") -> BM25:
+         threads: int | None = None, maxp: bool = False, backend: str = DEFAULT_BACKEND) -> BM25:
     """Factory: `index` wins; else the corpus's cached index (built on first use)."""
     settings = {"k1": k1, "b": b, "original_weight": original_weight, "fb_terms": fb_terms, "fb_docs": fb_docs}
     check_settings(**settings)

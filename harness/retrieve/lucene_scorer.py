@@ -2,7 +2,7 @@
 
 pyserini's `batch_search` spends its time in Java, loading every hit's stored document; this
 route reads the index once and then scores whole batches in a compiled loop
-(`lucene_kernels`, numba) on all the threads asked for, with the same float32
+(`_lucene_kernels`, numba) on all the threads asked for, with the same float32
 arithmetic, so rankings and scores are those of pyserini, bit for bit (`test_lucene_scorer`
 checks it on every iKAT 2023 test turn, BM25 and RM3):
 
@@ -24,7 +24,7 @@ checks it on every iKAT 2023 test turn, BM25 and RM3):
   scored a window at a time; a block's largest frequency and smallest norm bound its
   scores, and in each window the terms whose bounds cannot lift a document to the k-th best
   score so far are only looked up for the documents the other terms can lift there
-  (`lucene_kernels.top_candidates`).
+  (`_lucene_kernels.top_candidates`).
 - **Order and ties.** Anserini sorts by score, then by the `id` field (byte order), and then
   (`ScoreTiesAdjusterReranker`) rounds each score to 1e-4 and lowers the n-th score of a run
   of near ties (gap to the previous adjusted score not above 1e-4f) by n * 1e-6f.
@@ -42,7 +42,7 @@ import json
 import os
 import shutil
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -52,6 +52,7 @@ import numpy as np
 from harness.atomic import temp_folder
 from harness.errors import HarnessError
 from harness.paths import cache_root
+from harness.trec import Run, kept_ranking
 
 FIELD = "contents"  # Anserini's analysed text field
 ID_FIELD = "id"
@@ -76,7 +77,7 @@ class LuceneIndex:
     postings: np.ndarray  # int32 Lucene docids (memory-mapped)
     freqs: np.ndarray  # uint16 term frequencies, 65535 for those in big_freqs (memory-mapped)
     big_freqs: np.ndarray  # int64 (posting number, frequency) rows for frequencies over 65535
-    block_starts: np.ndarray  # int64, len(vocabulary)+1: term t's blocks of postings (lucene_kernels.BLOCK)
+    block_starts: np.ndarray  # int64, len(vocabulary)+1: term t's blocks of postings (_lucene_kernels.BLOCK)
     block_max_tf: np.ndarray  # int32: each block's largest frequency
     block_min_norm: np.ndarray  # uint8: each block's smallest norm byte
     doc_count: int  # documents with the field (CollectionStatistics.docCount)
@@ -136,7 +137,7 @@ def read_index(reader, folder: Path) -> LuceneIndex | str:
 
 def block_starts(starts: np.ndarray) -> np.ndarray:
     """Where each term's blocks of postings begin, from where its postings do."""
-    from harness.retrieve.lucene_kernels import BLOCK
+    from harness.retrieve._lucene_kernels import BLOCK
 
     return np.concatenate(([0], np.cumsum((np.diff(starts) + BLOCK - 1) // BLOCK)))
 
@@ -176,7 +177,7 @@ def exported(reader, folder: Path) -> Path | str:
 def write_block_bounds(export: Path) -> None:
     """Each block of postings' largest frequency and smallest norm byte (`block_*` files),
     the bounds of its BM25 scores whatever k1 and b."""
-    from harness.retrieve.lucene_kernels import block_bounds
+    from harness.retrieve._lucene_kernels import block_bounds
 
     postings = np.memmap(export / "docs.i32", dtype=np.int32, mode="r")
     freqs = np.memmap(export / "freqs.u16", dtype=np.uint16, mode="r")
@@ -234,7 +235,7 @@ class LuceneScorer:
 
     def __init__(self, index: LuceneIndex, k1: float, b: float, window: int | None = None) -> None:
         self.index = index
-        self.window = window  # documents scored together (lucene_kernels.WINDOW unless set: tests)
+        self.window = window  # documents scored together (_lucene_kernels.WINDOW unless set: tests)
         k1, b = _F32(k1), _F32(b)
         avgdl = _F32(index.sum_total_term_freq / index.doc_count)
         # BM25Similarity's cache, one float op at a time as Java does them
@@ -244,29 +245,27 @@ class LuceneScorer:
         df = np.diff(index.starts).astype(np.float64)
         self.idf = np.log(1 + (index.doc_count - df + 0.5) / (df + 0.5)).astype(_F32)
 
-    def search(self, queries: Sequence[dict[str, float]], k: int,
-               threads: int = 1) -> list[dict[str, float] | list[tuple[str, float]]]:
-        """Top k per query, each query a {analysed term: boost} bag, as a best-first {docid:
-        score} dict (made on the worker threads: one on the caller's took 10% of a search), or
-        as (docid, score) pairs where the index repeats an external id (`Run.of` keeps the
-        first). Queries are spread over `threads` threads (the compiled loops let go of the GIL)."""
-        from harness.retrieve.lucene_kernels import adjust_ties
+    def search(self, queries: Mapping[str, dict[str, float]], k: int, threads: int = 1) -> Run:
+        """The top k hits of each query, {qid: {analysed term: boost}}, spread over `threads`
+        threads (the compiled loops let go of the GIL), each kept as a Run keeps it by the
+        thread that found it (an external id the index repeats: its first hit)."""
+        from harness.retrieve._lucene_kernels import adjust_ties
 
-        def top(query: dict[str, float]) -> dict[str, float] | list[tuple[str, float]]:
+        def top(query: dict[str, float]) -> tuple[dict[str, float], int]:
             docs, scores = self._top(query, k)
             docids, adjusted = self.index.docids[docs].tolist(), adjust_ties(scores).tolist()
-            ranking = dict(zip(docids, adjusted))
-            return ranking if len(ranking) == len(docids) else list(zip(docids, adjusted))
+            kept = dict(zip(docids, adjusted))  # no id repeated, as nearly always: kept as it is
+            return (kept, 0) if len(kept) == len(docids) else kept_ranking(list(zip(docids, adjusted)))
 
         if threads > 1 and len(queries) > 1:
             with ThreadPoolExecutor(threads) as pool:
-                return list(pool.map(top, queries))
-        return [top(query) for query in queries]
+                return Run.of_kept(dict(zip(queries, pool.map(top, queries.values()))))
+        return Run.of_kept({qid: top(query) for qid, query in queries.items()})
 
     def _top(self, query: dict[str, float], k: int) -> tuple[np.ndarray, np.ndarray]:
         """Lucene docids and float32 scores of the best k, by score then id (block-max
-        MaxScore over the postings: `lucene_kernels.top_candidates`)."""
-        from harness.retrieve.lucene_kernels import WINDOW, top_candidates
+        MaxScore over the postings: `_lucene_kernels.top_candidates`)."""
+        from harness.retrieve._lucene_kernels import WINDOW, top_candidates
 
         index = self.index
         terms = np.array([t for term in query if (t := index.vocabulary.get(term)) is not None], dtype=np.int64)

@@ -78,11 +78,17 @@ class RetrieverSpecs(ParamType):
         return [spec for spec in found if isinstance(spec, Mapping) and isinstance(spec.get("name"), str)]
 
 
-def retriever_names(name: str, params: Mapping[str, Any]) -> list[str]:
-    """The retriever and every one nested in its parameters (fusion's, rerank's first stage)."""
-    names = [name]
+def retriever_specs(name: str, params: Mapping[str, Any]) -> list[tuple[str, Mapping[str, Any]]]:
+    """(name, params) of the retriever and of every one nested in its parameters (fusion's,
+    rerank's first stage)."""
+    found = [(name, params)]
     for param in RETRIEVERS.declaration(name).params:
         if isinstance(param.type, RetrieverSpecs) and params.get(param.name) is not None:
             for spec in param.type.specs(params[param.name]):
-                names += retriever_names(*parts(spec))
-    return names
+                found += retriever_specs(*parts(spec))
+    return found
+
+
+def retriever_names(name: str, params: Mapping[str, Any]) -> list[str]:
+    """The retriever and every one nested in its parameters."""
+    return [named for named, _ in retriever_specs(name, params)]

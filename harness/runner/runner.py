@@ -34,7 +34,7 @@ from harness.evaluate import (JUDGED, Evaluation, Evaluator, RunFileOptions, eva
 from harness.queries import inputs as strategy_inputs
 from harness.queries.llm import endpoints as llm_endpoints
 from harness.retrieve import RETRIEVERS, Retriever, SearchQuery, build, shared_retrievers
-from harness.retrieve.specs import retriever_names
+from harness.retrieve.specs import retriever_specs
 from harness.paths import file_in
 from harness.runner import provenance
 from harness.runner.config import Config, Experiment, RunSpec
@@ -363,14 +363,15 @@ def run_config(
 
 def preloads(runs: Iterable[RunSpec]) -> list[Callable[[], object]]:
     """What the runs' retrievers, and those nested in them, declare they can load before they
-    are built (`Declaration.preload`: torch and sentence-transformers, say), each once. The
+    are built with their params (`Declaration.preload_for`: torch and sentence-transformers,
+    say; bm25's kernels for its numpy backend alone), each once. The
     runner asks it for the runs whose files are not there yet: those it is sure to make."""
     loads: dict[Callable[[], object], None] = {}
     for run in runs:
         registry = TASKS.get(run.experiment.task).retrievers()
         name, params = run.retriever.name, run.retriever.params
-        for named in retriever_names(name, params) if registry is RETRIEVERS else [name]:
-            if (preload := registry.declaration(named).preload) is not None:
+        for named, own in retriever_specs(name, params) if registry is RETRIEVERS else [(name, params)]:
+            if (preload := registry.declaration(named).preload_for(own)) is not None:
                 loads.setdefault(preload)
     return list(loads)
 
