@@ -8,6 +8,7 @@ import re
 import shutil
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -262,6 +263,20 @@ def test_near_ties_one_rounding_step_apart_count_as_ties():
     adjusted = adjust_ties(scores)
     assert adjusted[1] < np.float32(2.0002) and adjusted[2] < adjusted[1]
     assert adjusted[3] == np.float32(1.9)
+
+
+@pytest.mark.java
+def test_an_id_the_index_repeats_keeps_its_first_hit_and_is_counted(index):
+    """As a run file's repeat is read (`Run.of`): the second document under the same external
+    id drops out of the ranking and is counted in `duplicates`."""
+    scorer = build("bm25", corpus=None, index=index).scorer
+    query = {"electric": 1.0, "car": 1.0}
+    found = scorer.search({"q": query}, 10)
+    first, second = found["q"][0].docid, found["q"][1].docid
+    docids = scorer.index.docids.copy()
+    docids[docids == second] = first
+    twins = lucene_scorer.LuceneScorer(replace(scorer.index, docids=docids), 0.9, 0.4).search({"q": query}, 10)
+    assert twins["q"] == [hit for hit in found["q"] if hit.docid != second] and twins.duplicates == 1
 
 
 def test_a_depth_beyond_the_index_size_searches_without_allocating_for_it(index, turns):
