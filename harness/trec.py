@@ -76,8 +76,10 @@ Ranking = Sequence[Hit]
 
 def kept_ranking(ranking: Iterable[tuple[str, float]]) -> tuple[dict[str, float], int]:
     """What a `Run` keeps of a best-first ranking: {docid: score}, a repeated document at its
-    first (best) score, as `read_run` keeps it; and how many repeats it dropped."""
-    pairs = ranking if isinstance(ranking, (list, tuple)) else list(ranking)
+    first (best) score, as `read_run` keeps it; and how many repeats it dropped. A {docid:
+    score} mapping is read as its pairs (iterating it would give the docids alone)."""
+    pairs = (list(ranking.items()) if isinstance(ranking, Mapping)
+             else ranking if isinstance(ranking, (list, tuple)) else list(ranking))
     kept = dict(pairs)
     if len(kept) == len(pairs):
         return kept, 0

@@ -138,3 +138,8 @@ def test_maxp_of_the_organiser_passage_runs_matches_their_document_runs():
             ours = [d.split("-")[0] if d.startswith("WAPO_") else d for d, _ in derived.ranked(qid)]
             theirs = [d for d, _ in official.ranked(qid)]
             assert ours[: len(theirs)] == theirs, (passage_path.stem, qid)
+
+
+def test_a_ranking_given_as_a_docid_score_mapping_is_read_as_its_pairs():
+    """Iterating a mapping gives its docids alone (a two-letter docid would pass as a pair)."""
+    assert Run.of({"q1": {"ab": 2.0, "cd": 1.0}})["q1"] == [("ab", 2.0), ("cd", 1.0)]
