@@ -142,7 +142,10 @@ class LLMServer:
     log: Path
 
     def requests(self) -> list[dict]:
-        return [json.loads(line) for line in self.log.read_text(encoding="utf-8").splitlines()]
+        """The requests logged so far: a line the server is still writing (no newline yet) is
+        not one yet (read while a judge runs, it made a JSONDecodeError)."""
+        logged = self.log.read_bytes()
+        return [json.loads(line) for line in logged[:logged.rfind(b"\n") + 1].decode("utf-8").splitlines()]
 
 
 @contextlib.contextmanager
