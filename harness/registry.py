@@ -59,9 +59,10 @@ PYTHON = "python:"  # `python:package.module:attr`
 Origin = dict[str, Any]  # what a plug-in is: recorded with its runs and hashed into their resume key
 # registry ("module:ATTR") -> modules of higher layers that register into it, set by `extend`
 _EXTENSIONS: dict[str, tuple[str, ...]] = {}
-# source file of a loaded plug-in (entry point or `python:`) -> what it is, "retriever 'overlap'
-# (entry point pkg:overlap of pkg 1.0)": an import failing in its code is its own (`plugin_import_failure`)
-_PLUGIN_FILES: dict[str, str] = {}
+# top-level package of a loaded plug-in (entry point or `python:`) -> what it is, "retriever
+# 'overlap' (entry point pkg:overlap of pkg 1.0)": an import failing in its code is its own
+# (`plugin_import_failure`); a record of what was loaded, as sys.modules is
+_PLUGIN_PACKAGES: dict[str, str] = {}
 
 
 def extend(extensions: Mapping[str, Sequence[str]]) -> None:
@@ -539,7 +540,7 @@ class Registry(Generic[T]):
             raise HarnessError(f"{self.kind} {name!r}: cannot load the entry point {point.value} of "
                                f"{_distribution(point)} ({_failure(error)})") from None
         item = self._adopt(name, obj)
-        _note_plugin_file(obj, f"{self.kind} {name!r} (entry point {point.value} of {_distribution(point)})")
+        _note_plugin_package(obj, f"{self.kind} {name!r} (entry point {point.value} of {_distribution(point)})")
         del self._entry_points[name]
         self._items[name] = item
         self._declarations[name] = self._declared(name, obj, item)
@@ -569,7 +570,7 @@ class Registry(Generic[T]):
                 raise HarnessError(f"{self.kind} {name!r}: {module_name} has no attribute {attr!r}")
             obj = getattr(obj, part)
         item = self._adopt(name, obj)
-        _note_plugin_file(obj, f"{self.kind} {name!r} (module {module_name})")
+        _note_plugin_package(obj, f"{self.kind} {name!r} (module {module_name})")
         return item, {"python": name[len(PYTHON):], **object_origin(obj)}, self._declared(name, obj, item)
 
     def __contains__(self, name: object) -> bool:
@@ -607,28 +608,34 @@ def _failure(error: BaseException) -> str:
     return f"{type(error).__name__}{where}: {error}"
 
 
-def _note_plugin_file(obj: Any, what: str) -> None:
-    """Remember where a loaded plug-in's code is (a function's or class's file, an object's
-    class's), so that an import failing there is said to be the plug-in's."""
-    code = inspect.isfunction(obj) or inspect.isclass(obj) or inspect.ismethod(obj)
-    try:
-        _PLUGIN_FILES[os.path.abspath(inspect.getfile(obj if code else type(obj)))] = what
-    except TypeError:  # built into Python: no file, no code of its own to fail
-        pass
+def _note_plugin_package(obj: Any, what: str) -> None:
+    """Remember the top-level package of a loaded plug-in's code (a function's or class's, an
+    object's class's): the objects it builds may live in its other modules."""
+    module = getattr(obj, "__module__", None) if inspect.isfunction(obj) or inspect.isclass(obj) \
+        or inspect.ismethod(obj) else type(obj).__module__
+    top = (module or "").split(".")[0]
+    if top and top not in ("harness", "builtins"):
+        _PLUGIN_PACKAGES[top] = what
 
 
 def plugin_import_failure(error: ModuleNotFoundError) -> str | None:
     """One line naming the plug-in, its entry point or module, and the module it could not
-    import, when the failed import ran in a plug-in's code (the first of the traceback's frames
-    in a loaded plug-in's file, the code the harness called); None when it is the harness's
-    own (whose missing module an extra brings: harness.extras)."""
+    import, when the failed import ran in a plug-in's code; None when it ran in the harness's
+    own (whose missing module an extra brings: harness.extras). Whose it is: the innermost of
+    the traceback's frames in a plug-in's package or in the harness (a library between them, a
+    plug-in's dependency, counts as the plug-in's)."""
     import traceback
 
+    owner = None
     for frame, _ in traceback.walk_tb(error.__traceback__):
-        what = _PLUGIN_FILES.get(os.path.abspath(frame.f_code.co_filename))
-        if what is not None:
-            return f"{what} cannot import {error.name or 'a module'}, which its own code needs ({_failure(error)})"
-    return None
+        top = str(frame.f_globals.get("__name__", "")).split(".")[0]
+        if top == "harness":
+            owner = None
+        elif top in _PLUGIN_PACKAGES:
+            owner = _PLUGIN_PACKAGES[top]
+    if owner is None:
+        return None
+    return f"{owner} cannot import {error.name or 'a module'}, which its own code needs ({_failure(error)})"
 
 
 def _distribution(point: Any) -> str:

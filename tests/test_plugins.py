@@ -370,6 +370,20 @@ def test_a_plugin_missing_a_module_of_its_own_is_named_not_sent_to_an_extra(in_f
                                        "pip install 'convsearch-harness[segment]' (or 'convsearch-harness[all]')\n")
 
 
+def test_a_plugin_missing_a_module_in_another_module_of_its_package_is_named_too(in_folder, monkeypatch, capsys):
+    """The code that runs may live in a module other than the one the spec names."""
+    (in_folder / "heavypkg").mkdir()
+    (in_folder / "heavypkg" / "__init__.py").write_text("from heavypkg.base import Base\n\n\nclass Searcher(Base):\n"
+                                                        "    pass\n")
+    (in_folder / "heavypkg" / "base.py").write_text("class Base:\n    def search(self, query, k):\n"
+                                                    "        import faiss\n        return []\n")
+    monkeypatch.setitem(sys.modules, "faiss", None)
+    assert main(["run", str(_config(in_folder, ["raw"], ["python:heavypkg:Searcher"]))]) == 2
+    assert capsys.readouterr().err.splitlines()[-1].startswith(
+        "harness run: error: retriever 'python:heavypkg:Searcher' (module heavypkg) cannot import faiss, which its "
+        f"own code needs (ModuleNotFoundError at {in_folder / 'heavypkg' / 'base.py'}:3: ")
+
+
 def test_a_plugin_score_beyond_any_float_is_refused_as_not_finite():
     """float(10**400) raises OverflowError: it was a traceback."""
     from harness.retrieve import RETRIEVERS, SearchQuery, build

@@ -361,6 +361,17 @@ def test_a_run_that_recorded_assignments_do_not_cover_is_left_out_in_a_note_nami
            f"(not scored): {runs[-1].name}" in evaluation.notes
 
 
+def test_a_turn_only_a_run_left_out_answered_is_not_in_the_test_set(tmp_path):
+    """Else the runs kept would score 0 on it, though no run scored answers it."""
+    path = tmp_path / "assignments.jsonl"
+    path.write_text(json.dumps({"qid": "1_1", "run_id": "a", "nuggets": [
+        {"id": n.id, "assignment": "support"} for n in small_bank().of("1_1")]}) + "\n")
+    runs = [run_of("a", {"1_1": "x"}), run_of("b", {"1_1": "x", "1_2": "y"})]
+    evaluation = evaluate_runs(runs, small_bank(), RecordedAssignments(path))
+    assert evaluation.runs == ["a"] and evaluation.turns == ["1_1"]
+    assert evaluation.aggregate().set_index("run").loc["a", "all"] == 1.0
+
+
 def test_nuggets_without_a_recorded_assignment_are_counted_by_cause_in_a_note_promising_no_rerun(tmp_path):
     path = tmp_path / "assignments.jsonl"
     path.write_text(json.dumps({"qid": "1_1", "run_id": "a", "nuggets": [{"id": "1", "assignment": "support"}]}) + "\n")

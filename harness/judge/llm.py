@@ -211,10 +211,10 @@ class LLMJudge:
                     answers.put((asking, error))
                     return
 
-        # daemon threads: on Ctrl-C the process ends at once, not after the requests in flight
-        for number in range(min(self.concurrency, len(todo))):
-            threading.Thread(target=work, name=f"judge-{number}", daemon=True).start()
         try:
+            # daemon threads: on Ctrl-C the process ends at once, not after the requests in flight
+            for number in range(min(self.concurrency, len(todo))):
+                threading.Thread(target=work, name=f"judge-{number}", daemon=True).start()
             for _ in range(len(todo)):
                 asking, answer = answers.get()
                 if isinstance(answer, BaseException):
@@ -297,8 +297,9 @@ class LLMJudge:
             except openai.APIStatusError as error:
                 raise HarnessError(f"{where} answered HTTP {error.status_code} for model "
                                    f"{self.endpoint.model!r}: {_message(error)}") from None
-            self._count(cause, retry=attempt < self.retries)
-            if attempt < self.retries and stop.wait(min(wait_s, BACKOFF_CAP_S)):
+            retry = attempt < self.retries and not stop.wait(min(wait_s, BACKOFF_CAP_S))  # none after Ctrl-C
+            self._count(cause, retry=retry)
+            if not retry:
                 break
         return None
 

@@ -152,16 +152,7 @@ def evaluate_runs(
         if unknown:
             notes.append(f"{run.name}: {len(unknown)} responses answer turns the nugget bank does not have "
                          f"(not scored): {', '.join(unknown[:5])}{' ...' if len(unknown) > 5 else ''}")
-    answered = set(evaluated_turns) if evaluated_turns is not None else {t for run in runs for t in run.responses}
-    empty_turns = sorted(t for t in answered if t in bank.nuggets and not bank.nuggets[t])
-    if empty_turns:
-        notes.append(f"turns without nuggets (not scored): {', '.join(empty_turns)}")
-    evaluated = sorted(t for t in answered if bank.of(t))
-    weightless = [t for t in evaluated if not any(n.grade for n in bank.of(t))]
-    if weightless:
-        notes.append(f"no weighted recall where every nugget has grade 0, left out of its means, tests and "
-                     f"breakdowns ({len(weightless)} turn{'s' * (len(weightless) > 1)}: {', '.join(weightless[:5])}"
-                     f"{' ...' if len(weightless) > 5 else ''})")
+    evaluated = _evaluated(runs, bank, evaluated_turns)
     if not evaluated:
         raise HarnessError(f"no answered turn has nuggets in {bank.name}: do the runs and the bank use the same "
                            "turn ids?")
@@ -195,6 +186,8 @@ def evaluate_runs(
         cite_judgments = [j for j in cite_judgments if j.item_key[1] not in unrecorded]
         if not runs:
             raise HarnessError(f"the {judge.name} judge has no recorded label for any run's nuggets")
+        evaluated = _evaluated(runs, bank, evaluated_turns)  # a turn only a run left out answered is not one
+    notes += _turn_notes(runs, bank, evaluated_turns, evaluated)
 
     results, records = [], []
     unjudged_total = cite_unjudged = 0
@@ -228,6 +221,30 @@ def evaluate_runs(
         provenance = {"nuggets": provenance, "citations": citation_judge.provenance()}
     return ResponseEvaluation([run.name for run in runs], evaluated, results, provenance, bank.rule, notes, records,
                               len(items) + len(cite_items), time.perf_counter() - started, citation_judge is not None)
+
+
+def _answered(runs: Sequence[ResponseRun], evaluated_turns: Collection[str] | None) -> set[str]:
+    return set(evaluated_turns) if evaluated_turns is not None else {t for run in runs for t in run.responses}
+
+
+def _evaluated(runs: Sequence[ResponseRun], bank: NuggetBank, evaluated_turns: Collection[str] | None) -> list[str]:
+    """The test set: the turns some run answers (or `evaluated_turns`) that have nuggets."""
+    return sorted(t for t in _answered(runs, evaluated_turns) if bank.of(t))
+
+
+def _turn_notes(runs: Sequence[ResponseRun], bank: NuggetBank, evaluated_turns: Collection[str] | None,
+                evaluated: Sequence[str]) -> list[str]:
+    """The notes on turns not scored (no nuggets) and on turns without a weighted recall."""
+    notes = []
+    empty_turns = sorted(t for t in _answered(runs, evaluated_turns) if t in bank.nuggets and not bank.nuggets[t])
+    if empty_turns:
+        notes.append(f"turns without nuggets (not scored): {', '.join(empty_turns)}")
+    weightless = [t for t in evaluated if not any(n.grade for n in bank.of(t))]
+    if weightless:
+        notes.append(f"no weighted recall where every nugget has grade 0, left out of its means, tests and "
+                     f"breakdowns ({len(weightless)} turn{'s' * (len(weightless) > 1)}: {', '.join(weightless[:5])}"
+                     f"{' ...' if len(weightless) > 5 else ''})")
+    return notes
 
 
 def _unrecorded(by_slot: Mapping[tuple[str, str], Sequence]) -> list[str]:

@@ -179,11 +179,11 @@ def hits(name: str, qid: str, answer: Iterable, k: int) -> list[Hit]:
                 raise TypeError
             docid, score = item
         except (TypeError, ValueError):
-            raise HarnessError(f"retriever {name!r} answered {item!r} for query {qid}; "
+            raise HarnessError(f"retriever {name!r} answered {_short(item)} for query {qid}; "
                                "expected (docid, score) pairs") from None
         if type(score) is not float and not _number(score):
-            raise HarnessError(f"retriever {name!r} answered the score {score!r} ({type(score).__name__}) for query "
-                               f"{qid}, document {docid!r}; expected a number (an int or a float, numpy's too; "
+            raise HarnessError(f"retriever {name!r} answered the score {_short(score)} ({type(score).__name__}) for "
+                               f"query {qid}, document {_short(docid)}; expected a number (an int or a float, numpy's too; "
                                "not a bool or a string)")
         try:
             score = float(score)

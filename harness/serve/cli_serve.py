@@ -59,18 +59,19 @@ def run(args: argparse.Namespace) -> int:
     except BaseException:
         listening.close()
         raise
-    print(f"harness serve: {len(config.tasks)} tasks, {len(config.teams)} teams, database {_redacted(config.database)}, "
-          f"on http://{args.host}:{listening.getsockname()[1]}/", file=sys.stderr)
-    HeadTimeoutH11.head_timeout = config.client_timeout_s
-    server = uvicorn.Server(uvicorn.Config(create_app(service), log_level="info", http=HeadTimeoutH11,
-                                           timeout_keep_alive=5, limit_concurrency=1000))
+    server = None
     try:
+        print(f"harness serve: {len(config.tasks)} tasks, {len(config.teams)} teams, database "
+              f"{_redacted(config.database)}, on http://{args.host}:{listening.getsockname()[1]}/", file=sys.stderr)
+        HeadTimeoutH11.head_timeout = config.client_timeout_s
+        server = uvicorn.Server(uvicorn.Config(create_app(service), log_level="info", http=HeadTimeoutH11,
+                                               timeout_keep_alive=5, limit_concurrency=1000))
         server.run(sockets=[listening])
     except KeyboardInterrupt:  # Ctrl-C: uvicorn has shut down and raises it again, as uvicorn.run swallows it
         pass
     finally:
         listening.close()
-        if not server.started:
+        if server is None or not server.started:
             service.store.discard()
     return 0
 

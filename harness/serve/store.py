@@ -156,8 +156,10 @@ class Store:
     def discard(self) -> None:
         """Close, and remove what this start created (folders, a new database, its lock): a
         server that failed to start leaves nothing new on disk. A folder something else wrote
-        into meanwhile stays."""
-        self.close()
+        into meanwhile stays. The lock is released last: a second server cannot take it and
+        then lose the database it opened to this removal."""
+        if hasattr(self, "engine"):
+            self.engine.dispose()
         for path in reversed(self._created):
             try:
                 if path.is_dir() and not path.is_symlink():
@@ -167,6 +169,7 @@ class Store:
             except OSError:
                 pass
         self._created = []
+        self.close()
 
     def session(self) -> Session:
         return self.sessions()
