@@ -20,7 +20,7 @@ from harness.errors import HarnessError, InputError
 from harness.judge.base import counts, now
 from harness.judge.model import Item, Judgment
 from harness.judge.scales import SUPPORT_0_2, YES_NO, Scale
-from harness.responses.model import Nugget, Response
+from harness.responses.model import Nugget, Response, first_few
 from harness.responses.scores import NOT, PARTIAL, SUPPORT
 
 # a judge's label as nuggetizer's assignment, per scale
@@ -139,7 +139,7 @@ class RecordedAssignments:
                                         f"it is asked about (asked: turn {first[0]} nugget {first[2]}; recorded: turn "
                                         f"{recorded[0]} nugget {recorded[2]}); were they made for these turns and bank?")
         raise InputError(self.path, f"{self._lines[0]} of the {self._lines[1]} lines match no run evaluated (their "
-                                    f"run_ids: {', '.join(names[:5])}{' ...' if len(names) > 5 else ''}), and no line "
+                                    f"run_ids: {first_few(names)}), and no line "
                                     f"is for run {run}{more}; a line's run_id must be the name of the run it assigns")
 
     def provenance(self) -> dict:

@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING
 from harness.errors import HarnessError, InputError
 from harness.judge.base import Judge, counts
 from harness.responses import assign
-from harness.responses.model import NuggetBank, Response, ResponseRun
+from harness.responses.model import NuggetBank, Response, ResponseRun, first_few
 from harness.responses.scores import CITATION_SCORES, NUGGET_SCORES, SUPPORT_WEIGHT, citation_scores, nugget_scores
 
 if TYPE_CHECKING:
@@ -151,7 +151,7 @@ def evaluate_runs(
         unknown = sorted(t for t in run.responses if t not in bank.nuggets)
         if unknown:
             notes.append(f"{run.name}: {len(unknown)} responses answer turns the nugget bank does not have "
-                         f"(not scored): {', '.join(unknown[:5])}{' ...' if len(unknown) > 5 else ''}")
+                         f"(not scored): {first_few(unknown)}")
     evaluated = _evaluated(runs, bank, evaluated_turns)
     if not evaluated:
         raise HarnessError(f"no answered turn has nuggets in {bank.name}: do the runs and the bank use the same "
@@ -242,8 +242,7 @@ def _turn_notes(runs: Sequence[ResponseRun], bank: NuggetBank, evaluated_turns: 
     weightless = [t for t in evaluated if not any(n.grade for n in bank.of(t))]
     if weightless:
         notes.append(f"no weighted recall where every nugget has grade 0, left out of its means, tests and "
-                     f"breakdowns ({len(weightless)} turn{'s' * (len(weightless) > 1)}: {', '.join(weightless[:5])}"
-                     f"{' ...' if len(weightless) > 5 else ''})")
+                     f"breakdowns ({len(weightless)} turn{'s' * (len(weightless) > 1)}: {first_few(weightless)})")
     return notes
 
 
@@ -263,7 +262,7 @@ def _left_out(judge: Judge, unrecorded: Sequence[str], runs: int) -> str:
     lines = (f"{record['lines_matching_no_run']} of its {record['lines']} lines match no run evaluated; "
              if "lines" in record else "")
     return (f"{where}: {lines}no recorded assignment for {len(unrecorded)} of the {runs} runs, left out (not scored): "
-            f"{', '.join(unrecorded[:5])}{' ...' if len(unrecorded) > 5 else ''}")
+            f"{first_few(unrecorded)}")
 
 
 def _unlabelled(what: str, judgments: Sequence, counted_as: str) -> str:

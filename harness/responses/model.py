@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -55,3 +55,9 @@ class NuggetBank:
 
     def of(self, turn: str) -> tuple[Nugget, ...]:
         return self.nuggets.get(turn, ())
+
+
+def first_few(names: Sequence[str], shown: int = 5) -> str:
+    """The first `shown` names, comma-separated, then " ..." where there are more: how the
+    notes and errors of response evaluation list turns and runs."""
+    return ", ".join(names[:shown]) + (" ..." if len(names) > shown else "")
