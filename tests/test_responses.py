@@ -654,6 +654,31 @@ def test_replayed_assignments_name_the_judge_that_made_them_in_every_format(tmp_
     assert json.loads(capsys.readouterr().out)["judge"]["source_provenance"]["prompt_sha256"] == sidecar["prompt_sha256"]
 
 
+@pytest.mark.server
+def test_a_run_left_out_for_want_of_recorded_assignments_has_its_citations_never_judged(tmp_path):
+    """Its scores are not reported: asking the citation judge about it would be paid requests
+    whose answers go unused. Only the kept run's cited sentence reaches the server."""
+    def cited(name: str, sentence: str) -> ResponseRun:
+        return ResponseRun(name, Path(f"{name}.jsonl"), "test", {"q2": Response(
+            "q2", sentence, (Sentence(sentence, ("p1",)),), {"p1": "[passage p1] boiling"})})
+
+    runs = [cited("kept", "Water boils at 100 C."), cited("left", "Water boils at 90 C.")]
+    bank = NuggetBank("bank", {"q2": (Nugget("q2n1", NUGGETS["q2"][0][0], 2, True),)}, "rule")
+    recorded = tmp_path / "assignments.jsonl"
+    recorded.write_text(json.dumps({"qid": "q2", "run_id": "kept", "nuggets": [
+        {"id": "q2n1", "assignment": "support"}]}) + "\n")
+    labels = {"p1": [["Water boils at 100 C.", "2"], ["Water boils at 90 C.", "0"]]}
+    with start_llm_server(tmp_path, {"labels": labels}) as server:
+        citation_judge = LLMJudge(Endpoint("m", server.base_url, TEMPLATES["citations"]), TEMPLATES["citations"],
+                                  SUPPORT_0_2, cache_dir=tmp_path / "cache")
+        evaluation = evaluate_runs(runs, bank, RecordedAssignments(recorded), citation_judge=citation_judge)
+        [asked] = [r["messages"][-1]["content"] for r in server.requests()]
+    assert "Water boils at 100 C." in asked and "90 C." not in asked
+    assert evaluation.runs == ["kept"]
+    assert evaluation.judge["citations"]["counts"]["pairs"] == 1
+    assert any("left out (not scored): left" in note for note in evaluation.notes)
+
+
 # --- the command --------------------------------------------------------------------------
 
 

@@ -16,7 +16,8 @@ Declared rules (each tested in tests/test_responses.py):
   counted as not supported and counted in `unjudged`; the run's notes say how many, by cause.
   A run none of whose nuggets a recorded-labels judge answers would score 0 everywhere: it is
   left out, the notes naming the file and how many of its lines match no run; with no run
-  left, it is an error naming the file (harness.responses.assign).
+  left, it is an error naming the file (harness.responses.assign). It is left out before the
+  citations are judged: the citation judge is never asked about a left-out run's citations.
 - Citation support (when asked) is scored on responses with citations; a response without
   any has no support precision (NaN, left out of the run's mean) and support recall 0, and so
   has a turn the run does not answer. A cited pair the judge gave no label counts as no
@@ -33,6 +34,7 @@ from typing import TYPE_CHECKING
 
 from harness.errors import HarnessError, InputError
 from harness.judge.base import Judge, counts
+from harness.judge.model import Item, Judgment
 from harness.responses import assign
 from harness.responses.model import NuggetBank, Response, ResponseRun, first_few
 from harness.responses.scores import CITATION_SCORES, NUGGET_SCORES, SUPPORT_WEIGHT, citation_scores, nugget_scores
@@ -158,35 +160,33 @@ def evaluate_runs(
                            "turn ids?")
 
     started = time.perf_counter()
-    items, slots = [], []
-    cite_items, cite_slots = [], []
+    nugget_groups: dict[tuple[str, str], list] = {}
+    cite_groups: dict[tuple[str, str], list] = {}  # built now: a cited passage without text is an error before any request
     for run in runs:
         for turn in evaluated:
             response = run.responses.get(turn)
             if response is None or not response.text.strip():
                 continue
-            new = assign.nugget_items(run.name, response, bank.of(turn), questions.get(turn, ""))
-            slots.append((run.name, turn, len(items), len(new)))
-            items += new
+            nugget_groups[run.name, turn] = assign.nugget_items(run.name, response, bank.of(turn),
+                                                                questions.get(turn, ""))
             if citation_judge is not None and response.cited:
-                new = assign.citation_items(run.name, response, passages or {}, questions.get(turn, ""))
-                cite_slots.append((run.name, turn, len(cite_items), len(new)))
-                cite_items += new
-    judgments = judge.judge(items, progress=progress)
-    cite_judgments = citation_judge.judge(cite_items, progress=progress) if citation_judge and cite_items else []
-    if cite_judgments and citation_judge.scale.name != "support-0-2":
+                cite_groups[run.name, turn] = assign.citation_items(run.name, response, passages or {},
+                                                                    questions.get(turn, ""))
+    if cite_groups and citation_judge.scale.name != "support-0-2":
         raise HarnessError(f"citation support needs a judge on the support-0-2 scale, not {citation_judge.scale.name}")
-    by_slot = {(run, turn): judgments[start:start + n] for run, turn, start, n in slots}
-    cite_by_slot = {(run, turn): cite_judgments[start:start + n] for run, turn, start, n in cite_slots}
+    by_slot = _judge_groups(judge, nugget_groups, progress)
+    judgments = [j for found in by_slot.values() for j in found]
     unrecorded = _unrecorded(by_slot)
-    if unrecorded:  # scored, they would be 0 everywhere: left out, in a note
+    if unrecorded:  # scored, they would be 0 everywhere: left out, in a note, before their citations are judged
         notes.append(_left_out(judge, unrecorded, len(runs)))
         runs = [run for run in runs if run.name not in unrecorded]
         judgments = [j for j in judgments if j.item_key[1] not in unrecorded]
-        cite_judgments = [j for j in cite_judgments if j.item_key[1] not in unrecorded]
+        cite_groups = {key: items for key, items in cite_groups.items() if key[0] not in unrecorded}
         if not runs:
             raise HarnessError(f"the {judge.name} judge has no recorded label for any run's nuggets")
         evaluated = _evaluated(runs, bank, evaluated_turns)  # a turn only a run left out answered is not one
+    cite_by_slot = _judge_groups(citation_judge, cite_groups, progress) if cite_groups else {}
+    cite_judgments = [j for found in cite_by_slot.values() for j in found]
     notes += _turn_notes(runs, bank, evaluated_turns, evaluated)
 
     results, records = [], []
@@ -219,8 +219,21 @@ def evaluate_runs(
     provenance = judge.provenance()
     if citation_judge is not None:
         provenance = {"nuggets": provenance, "citations": citation_judge.provenance()}
+    asked = sum(map(len, nugget_groups.values())) + len(cite_judgments)
     return ResponseEvaluation([run.name for run in runs], evaluated, results, provenance, bank.rule, notes, records,
-                              len(items) + len(cite_items), time.perf_counter() - started, citation_judge is not None)
+                              asked, time.perf_counter() - started, citation_judge is not None)
+
+
+def _judge_groups(judge: Judge, groups: Mapping[tuple[str, str], Sequence[Item]],
+                  progress: bool) -> dict[tuple[str, str], list[Judgment]]:
+    """Every group's items judged in one judge() call (its concurrency and progress span them
+    all), the judgments given back by group."""
+    judgments = judge.judge([item for items in groups.values() for item in items], progress=progress)
+    found, start = {}, 0
+    for key, items in groups.items():
+        found[key] = judgments[start:start + len(items)]
+        start += len(items)
+    return found
 
 
 def _answered(runs: Sequence[ResponseRun], evaluated_turns: Collection[str] | None) -> set[str]:
