@@ -11,6 +11,8 @@ from __future__ import annotations
 import json
 import math
 import random
+from dataclasses import replace
+from html import escape
 from pathlib import Path
 
 import pytest
@@ -22,11 +24,12 @@ from harness.judge.scales import SUPPORT_0_2
 from harness.queries.llm import Endpoint
 from harness.responses import evaluate
 from harness.responses.assign import RecordedAssignments
-from harness.responses.evaluate import evaluate_runs
+from harness.responses.evaluate import MEASURES, evaluate_runs
 from harness.responses.judges import TEMPLATES
 from harness.responses.model import Nugget, NuggetBank, Response, ResponseRun, Sentence
 from harness.responses.nuggets import read_bank
 from harness.responses.readers import read_responses
+from harness.responses.report import build_report, render
 from harness.responses.scores import citation_scores, nugget_scores
 from tests.conftest import shared_root, start_llm_server
 
@@ -214,8 +217,6 @@ def test_a_turn_whose_nuggets_all_have_grade_0_has_no_weighted_recall_left_out_o
     """nuggetizer has no weighted score (its empty denominators give 0 only for its own
     scores): no weight is no weighted recall, left out as trec_eval leaves out a query without
     relevant documents; the turn's other scores count."""
-    from harness.responses.report import build_report
-
     zero = Nugget("4", "d", 0, False)
     bank = NuggetBank("bank", {"1_1": (A, B), "1_2": (zero,)}, "rule")
     runs = [run_of("a", {"1_1": "x", "1_2": "y"}), run_of("b", {"1_1": "x"})]
@@ -702,6 +703,42 @@ def test_the_command_ranks_cone_rag_runs_by_a_recorded_judge_as_json_and_html(hu
     assert main([*args, "--format", "html", "--output", str(tmp_path / "report.html")]) == 0
     html = (tmp_path / "report.html").read_text()
     assert "Judge: file" in html and "Score by turn depth" in html and "Nugget importance" in html
+
+
+def regraded_0(bank: NuggetBank, turns: set[str]) -> NuggetBank:
+    """The bank with every nugget of `turns` given grade 0 (no weight, importance kept)."""
+    return replace(bank, nuggets={t: tuple(replace(n, grade=0) for n in found) if t in turns else found
+                                  for t, found in bank.nuggets.items()})
+
+
+@pytest.mark.reference
+def test_every_format_states_over_how_many_turns_weighted_recall_is_averaged(human_bank, tmp_path):
+    """Its means, tests and breakdowns leave out the turns whose nuggets all have grade 0: the
+    legend says so, not the plain count of turns (CONE-RAG's 4 manual runs, 2 turns regraded 0)."""
+    runs = read_responses(cone_rag("participant_resources", "manual_responses.json"))
+    bank = regraded_0(human_bank, {"0_2", "0_3"})
+    evaluation = evaluate_runs(runs, bank, RecordedAssignments(recorded_for(runs, bank, tmp_path / "a.jsonl", {})))
+    report = build_report(evaluation)
+    said = "paired-t test on 78 queries (weighted on 76 of them, undefined on 2), p-values holm-corrected"
+    document = json.loads(render(evaluation, report, "json"))
+    assert said in document["legend"] and document["queries_per_measure"] == {**dict.fromkeys(MEASURES, 78),
+                                                                             "weighted": 76}
+    assert said in render(evaluation, report, "md").decode()
+    assert escape(said) in render(evaluation, report, "html").decode()
+    assert sum(next(b for b in report.breakdowns if b.measure == "weighted").counts.values()) == 76
+
+
+def test_a_bank_without_a_graded_nugget_shows_weighted_recall_as_undefined_on_every_turn(capsys, tmp_path):
+    """No mean to show or test: the leaderboard leaves the measure out and its legend says why."""
+    (tmp_path / "bank.json").write_text(json.dumps({"1_1": {"1": {"text": "a", "relevance": "0"}}}))
+    (tmp_path / "r.json").write_text(json.dumps({"1_1": {"run": "text"}}))
+    recorded = tmp_path / "assigned.jsonl"
+    recorded.write_text(json.dumps({"qid": "1_1", "run_id": "run", "nuggets": [{"assignment": "support"}]}) + "\n")
+    assert main(["responses", "eval", str(tmp_path / "r.json"), "--nuggets", str(tmp_path / "bank.json"),
+                 "--judge", f"file:{recorded}", "--format", "json"]) == 0
+    document = json.loads(capsys.readouterr().out)
+    assert "t-intervals on 1 queries (weighted undefined on every query)" in document["legend"]
+    assert "weighted" not in document["runs"]["run"] and document["queries_per_measure"]["weighted"] == 0
 
 
 @pytest.mark.parametrize("grade", ["high", "\u00b2"])  # a superscript two is a digit to str.isdigit, not to int()

@@ -71,15 +71,20 @@ def submit(client, path: Path, team: str):
                            files={"file": (path.name, handle)})
 
 
+def scored_board(client, runs: int = 1) -> dict:
+    """The leaderboard's API answer once it ranks `runs` runs (scoring runs in the background)."""
+    deadline = time.monotonic() + 60
+    while len(client.get("/api/tasks/responses/leaderboard").json()["rows"]) < runs and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return client.get("/api/tasks/responses/leaderboard").json()
+
+
 def test_a_response_task_scores_uploads_with_the_organisers_judge_and_ranks_them(board):
     client, folder = board
     good = submit(client, rag_run(folder / "good.jsonl", "good", {t: "an answer" for t in TURNS}), "team0")
     poor = submit(client, rag_run(folder / "poor.jsonl", "poor", {"0_1": "short"}), "team1")  # answers one turn
     assert (good.status_code, poor.status_code) == (202, 202)
-    deadline = time.monotonic() + 60
-    while len(client.get("/api/tasks/responses/leaderboard").json()["rows"]) < 2 and time.monotonic() < deadline:
-        time.sleep(0.1)
-    rows = client.get("/api/tasks/responses/leaderboard").json()["rows"]
+    rows = scored_board(client, 2)["rows"]
     assert [(r["run_name"], r["measures"]["all"]) for r in rows] == [("good", 1.0), ("poor", pytest.approx(0.5 / 3))]
     assert rows[1]["measures"]["vital"] == pytest.approx(1 / 3)  # unanswered turns score 0
     page = client.get("/tasks/responses").text + client.get("/api/tasks").text
@@ -94,11 +99,24 @@ def test_a_turn_whose_nuggets_all_weigh_0_is_left_out_of_the_weighted_mean(tmp_p
                                    for t in TURNS}))
     with open_board(tmp_path, nuggets) as (client, folder):
         assert submit(client, rag_run(folder / "poor.jsonl", "poor", {"0_1": "x"}), "team0").status_code == 202
-        deadline = time.monotonic() + 60
-        while not client.get("/api/tasks/responses/leaderboard").json()["rows"] and time.monotonic() < deadline:
-            time.sleep(0.1)
-        [row] = client.get("/api/tasks/responses/leaderboard").json()["rows"]
+        [row] = scored_board(client)["rows"]
     assert row["measures"]["weighted"] == pytest.approx(0.75 / 2) and row["measures"]["all"] == pytest.approx(0.5 / 3)
+
+
+def test_a_bank_without_a_graded_nugget_draws_with_weighted_recall_undefined(tmp_path):
+    """No turn has a weighted recall: the board shows the measure as undefined, not a failure."""
+    nuggets = tmp_path / "hidden" / "nuggets.json"
+    nuggets.parent.mkdir()
+    nuggets.write_text(json.dumps({t: {str(i): {"text": f"{SECRET} {t} {i}", "relevance": "0"} for i in (1, 2)}
+                                   for t in TURNS}))
+    with open_board(tmp_path, nuggets) as (client, folder):
+        assert submit(client, rag_run(folder / "good.jsonl", "good", {"0_1": "x"}), "team0").status_code == 202
+        api = scored_board(client)
+        page = client.get("/tasks/responses")
+    [row] = api["rows"]
+    assert row["measures"]["weighted"] is None and row["measures"]["all"] == pytest.approx(1 / 3)
+    assert "weighted undefined on every query" in api["legend"]
+    assert page.status_code == 200 and ">undefined</td>" in page.text
 
 
 def test_a_response_to_a_turn_outside_the_topics_is_refused_naming_its_line(board):

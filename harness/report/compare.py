@@ -2,7 +2,10 @@
 
 Runs are compared on the same queries: the union of the queries their evaluations list
 (the evaluator lists every qrels query, so this is the qrels' query set); a query missing
-from a run's evaluation scores 0, as trec_eval -c scores it. Every (run, baseline, measure)
+from a run's evaluation scores 0, as trec_eval -c scores it. A query whose score on a measure
+is undefined (NaN: a response turn whose nuggets all weigh 0) is left out of that measure's
+means and tests, and a measure undefined on every query is not shown; the legend says over
+how many queries each measure is averaged. Every (run, baseline, measure)
 comparison is one member of a single family, and the correction is applied over all of
 them at once.
 """
@@ -114,6 +117,20 @@ class Leaderboard:
     resampling: Resampling
     summaries: dict[tuple[str, str], Summary] = field(default_factory=dict)  # (run, measure)
     comparisons: list[Comparison] = field(default_factory=list)
+    undefined: list[str] = field(default_factory=list)  # measures undefined on every query: not in `scores`
+
+    def queries(self, measure: str) -> int:
+        """How many queries the measure's means, intervals, tests and breakdowns are over."""
+        return int(self.scores.defined(measure).sum())
+
+    def queries_note(self) -> str:
+        """The number of queries compared, and each measure averaged over fewer (undefined on
+        some: Scores.defined) or over none, so that no page states a count a mean is not over."""
+        total = len(self.scores.qids)
+        fewer = [f"{m} on {n} of them, undefined on {total - n}"
+                 for m in self.measures if (n := self.queries(m)) < total]
+        fewer += [f"{m} undefined on every query" for m in self.undefined]
+        return f"{total} queries" + (f" ({'; '.join(fewer)})" if fewer else "")
 
     @property
     def measures(self) -> list[str]:
@@ -160,7 +177,7 @@ class Leaderboard:
     def legend(self) -> str:
         if not self.comparisons:
             return (f"A single run: no paired tests. Intervals: {self.confidence:.0%} t-intervals on "
-                    f"{len(self.scores.qids)} queries. A query missing from a run scores 0.")
+                    f"{self.queries_note()}. A query missing from a run scores 0.")
         baselines = ", ".join(f"{self.letter(b)} = {b}" for b in self.baselines)
         return (
             f"▲x / ▼x: significantly higher / lower than baseline x ({baselines}); {self.test_note()} "
@@ -175,7 +192,7 @@ class Leaderboard:
             if self.test in {"permutation", "bootstrap"}
             else ""
         )
-        return (f"two-sided {self.test} test{resampled} on {len(self.scores.qids)} queries, "
+        return (f"two-sided {self.test} test{resampled} on {self.queries_note()}, "
                 f"p-values {self.correction}-corrected over the family of {len(self.comparisons)} comparisons "
                 f"(runs x baselines x measures), alpha = {self.alpha}.")
 
@@ -211,11 +228,14 @@ def leaderboard(
         raise HarnessError(f"baseline {unknown[0]!r} is not among the runs ({', '.join(scores.runs)})")
     if len(baselines) > len(BASELINE_LETTERS):
         raise HarnessError(f"at most {len(BASELINE_LETTERS)} baselines")
-    board = Leaderboard(scores, baselines, test, correction, alpha, confidence, resampling)
+    undefined = [measure for measure in scores.measures if not scores.defined(measure).any()]
+    if scores.measures[0] in undefined:
+        raise HarnessError(f"{scores.measures[0]} is undefined on every query: the runs cannot be ranked by it")
+    if undefined:  # no mean to show or test: left out, and the legend says so (queries_note)
+        kept = [measure for measure in scores.measures if measure not in undefined]
+        scores = Scores(scores.runs, kept, scores.qids, {measure: scores.values[measure] for measure in kept})
+    board = Leaderboard(scores, baselines, test, correction, alpha, confidence, resampling, undefined=undefined)
     defined = {measure: scores.defined(measure) for measure in scores.measures}
-    undefined = next((measure for measure in scores.measures if not defined[measure].any()), None)
-    if undefined is not None:
-        raise HarnessError(f"{undefined} is undefined on every query; leave it out")
     for measure in scores.measures:
         for run in scores.runs:
             values = scores.values[measure][run][defined[measure]]

@@ -83,6 +83,7 @@ def as_json(report: Report) -> bytes:
         "resamples": board.resampling.resamples,
         "seed": board.resampling.seed,
         "queries": len(board.scores.qids),
+        "queries_per_measure": {**{m: board.queries(m) for m in board.measures}, **dict.fromkeys(board.undefined, 0)},
         "baselines": board.baselines,
         "runs": {
             run: {m: {"mean": s.mean, "ci_low": s.ci_low, "ci_high": s.ci_high, "marks": board.marks(run, m)}

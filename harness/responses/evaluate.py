@@ -161,7 +161,7 @@ def evaluate_runs(
 
     started = time.perf_counter()
     nugget_groups: dict[tuple[str, str], list] = {}
-    cite_groups: dict[tuple[str, str], list] = {}  # built now: a cited passage without text is an error before any request
+    cite_groups: dict[tuple[str, str], list] = {}  # now: a cited passage without text fails before any request
     for run in runs:
         for turn in evaluated:
             response = run.responses.get(turn)

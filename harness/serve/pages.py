@@ -45,7 +45,7 @@ TEMPLATES = {
 <th class="l">vs. top ({{ board.main_measure }})</th><th>p (Holm)</th><th class="l">submitted (UTC)</th></tr></thead><tbody>
 {% for row in board.rows %}<tr class="tier-{{ row.tier }}"><td>{{ row.rank }}</td><td class="l">{{ row.team }}</td>
 <td class="l name">{{ row.run_name }}</td><td class="l name">{{ row.description }}</td>
-{% for m in board.measures %}<td{% if m == board.main_measure %} class="main"{% endif %}>{{ "%.4f"|format(row.measures[m]) }}</td>{% endfor %}
+{% for m in board.measures %}<td{% if m == board.main_measure %} class="main"{% endif %}>{% if row.measures[m] is none %}undefined{% else %}{{ "%.4f"|format(row.measures[m]) }}{% endif %}</td>{% endfor %}
 <td class="l">{{ tiers[row.tier] }}</td><td>{% if row.p_adjusted is not none %}{{ "%.4f"|format(row.p_adjusted) }}{% endif %}</td>
 <td class="l"><span class="nowrap">{{ row.submitted[:10] }}</span> <span class="nowrap">{{ row.submitted[11:19] }}</span></td></tr>{% endfor %}</tbody></table></div>
 <p class="legend">Each run is tested against the top run on every measure; the table shows the test on

@@ -250,7 +250,8 @@ def _board(runtime: TaskRuntime, rows: list[st.Submission]) -> dict[str, Any]:
         result["rows"].append({
             "rank": rank, "team": row.team, "run_name": row.run_name, "description": row.description,
             "submitted": row.created_at.isoformat(timespec="seconds") + "Z",
-            "measures": {m: board.summaries[name, m].mean for m in measures},
+            "measures": {m: board.summaries[name, m].mean if m in board.measures else None  # None: undefined
+                         for m in measures},
             "tier": tier, "p_adjusted": p,
         })
     result["top"] = by_label[top].run_name
