@@ -9,6 +9,7 @@ the folder `harness run` starts in. iKAT 2023 test (its provenance passages as c
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -382,6 +383,30 @@ def test_a_plugin_missing_a_module_in_another_module_of_its_package_is_named_too
     assert capsys.readouterr().err.splitlines()[-1].startswith(
         "harness run: error: retriever 'python:heavypkg:Searcher' (module heavypkg) cannot import faiss, which its "
         f"own code needs (ModuleNotFoundError at {in_folder / 'heavypkg' / 'base.py'}:3: ")
+
+
+@pytest.mark.parametrize("module", [
+    "import faiss_not_installed\n\n\ndef search(query, k):\n    return []\n",  # on loading the entry point
+    "def search(query, k):\n    import faiss_not_installed\n    return []\n",  # when it is first called
+], ids=["on loading", "when called"])
+def test_an_entry_point_plugin_missing_a_module_is_one_line_naming_it_its_entry_point_and_the_module(
+        tmp_path, monkeypatch, module):
+    """Installed as pip installs a package, a dist-info folder on sys.path (importlib.metadata
+    finds the entry point there), without installing into the shared venv."""
+    site = tmp_path / "site"
+    (site / "broken_plugin-0.1.dist-info").mkdir(parents=True)
+    (site / "broken_plugin-0.1.dist-info" / "METADATA").write_text("Metadata-Version: 2.1\nName: broken-plugin\n"
+                                                                   "Version: 0.1\n")
+    (site / "broken_plugin-0.1.dist-info" / "entry_points.txt").write_text("[harness.retrievers]\n"
+                                                                           "broken = broken_plugin:search\n")
+    (site / "broken_plugin.py").write_text(module)
+    monkeypatch.setenv("PYTHONPATH", f"{Path(harness.__file__).parents[1]}{os.pathsep}{site}")
+    done = _harness(sys.executable, tmp_path, "run", str(_config(tmp_path, ["raw"], ["broken"])))
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    [line] = [line for line in done.stderr.splitlines() if "error" in line]  # after any progress bar
+    assert "retriever 'broken'" in line and "entry point broken_plugin:search of broken-plugin 0.1" in line
+    assert re.search(fr"\(ModuleNotFoundError at {re.escape(str(site / 'broken_plugin.py'))}:[12]: "
+                     r"No module named 'faiss_not_installed'\)$", line)
 
 
 def test_a_plugin_score_beyond_any_float_is_refused_as_not_finite():
