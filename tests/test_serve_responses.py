@@ -16,6 +16,7 @@ pytest.importorskip("fastapi", reason="the serve extra is not installed (pip ins
 
 from fastapi.testclient import TestClient  # noqa: E402
 
+from harness.errors import HarnessError  # noqa: E402
 from harness.serve.app import create_app  # noqa: E402
 from harness.serve.config import load_serve_config  # noqa: E402
 from harness.serve.service import Service  # noqa: E402
@@ -46,7 +47,7 @@ def board(tmp_path):
 
 
 @contextlib.contextmanager
-def open_board(tmp_path: Path, nuggets: Path):
+def open_board(tmp_path: Path, nuggets: Path, main_measure: str = "all"):
     """A response task scoring against `nuggets` (two per turn) through recorded assignments."""
     # the organiser's recorded judge: run "good" supports everything, run "poor" only 0_1's vital nugget
     assignments = tmp_path / "hidden" / "assignments.jsonl"
@@ -56,7 +57,7 @@ def open_board(tmp_path: Path, nuggets: Path):
             for i in range(2)]}) + "\n" for run in ("good", "poor") for t in TURNS))
     config = {"database": f"sqlite:///{tmp_path / 'state' / 'board.db'}", "storage": str(tmp_path / "state" / "files"),
               "tasks": [{"name": "responses", "topics": "ikat2024", "nuggets": str(nuggets),
-                         "judge": f"file:{assignments}", "main_measure": "all", "formats": ["trec-rag-jsonl"]}],
+                         "judge": f"file:{assignments}", "main_measure": main_measure, "formats": ["trec-rag-jsonl"]}],
               "teams": [{"name": f"team{i}", "token_sha256": sha256_hex(team_token(f"team{i}"))} for i in range(2)]}
     path = tmp_path / "leaderboard.yaml"
     path.write_text(yaml.safe_dump(config))
@@ -117,6 +118,17 @@ def test_a_bank_without_a_graded_nugget_draws_with_weighted_recall_undefined(tmp
     assert row["measures"]["weighted"] is None and row["measures"]["all"] == pytest.approx(1 / 3)
     assert "weighted undefined on every query" in api["legend"]
     assert page.status_code == 200 and ">undefined</td>" in page.text
+
+
+def test_a_board_ranked_by_weighted_over_a_bank_without_a_graded_nugget_is_refused_at_start(tmp_path):
+    nuggets = tmp_path / "hidden" / "nuggets.json"
+    nuggets.parent.mkdir()
+    nuggets.write_text(json.dumps({t: {"1": {"text": f"{SECRET} {t}", "relevance": "0"}} for t in TURNS}))
+    with pytest.raises(HarnessError, match=r"task responses: main_measure weighted is undefined on every turn.*"
+                                           r"nuggets\.json has grade 0"):
+        with open_board(tmp_path, nuggets, main_measure="weighted"):
+            pass
+    assert not (tmp_path / "state").exists()  # refused before the database and storage were made
 
 
 def test_a_response_to_a_turn_outside_the_topics_is_refused_naming_its_line(board):

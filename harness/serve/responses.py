@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 
-from harness.errors import InputError
+from harness.errors import HarnessError, InputError
 from harness.serve.config import RESPONSE_FORMATS
 from harness.serve.tasks import Message, TaskRuntime, Verdict, undecodable
 
@@ -55,7 +55,13 @@ class ResponseTaskRuntime(TaskRuntime):
         return frozenset(t for t in self.turn_ids if self.bank.of(t))
 
     def prepare(self) -> None:
+        """Read the topics and the bank now; a board ranked by `weighted` over a bank with no
+        graded nugget could never be drawn (undefined on every turn): refused at start."""
         _ = self.turn_ids, self.depths, self.evaluated_turns
+        if self.config.main_measure == "weighted" and not any(
+                nugget.grade for turn in self.evaluated_turns for nugget in self.bank.of(turn)):
+            raise HarnessError(f"task {self.config.name}: main_measure weighted is undefined on every turn, since "
+                               f"every nugget of {self.config.nuggets} has grade 0; rank the board by another measure")
 
     def check(self, path: Path, display: str) -> Verdict:
         from harness.responses.readers import detect_format, read_responses
