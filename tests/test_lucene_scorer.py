@@ -152,6 +152,7 @@ def ikat_passages() -> list[Document]:
 
 
 @pytest.mark.java
+@pytest.mark.slow  # builds a second index: 5 s
 def test_postings_are_exported_once_beside_the_index_and_again_for_a_new_commit(index, turns, tmp_path):
     copy = tmp_path / "ikat"
     shutil.copytree(index, copy)
