@@ -52,8 +52,9 @@ from harness.errors import HarnessError, InputError, TextInput, open_input
 SCORE = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
 INTEGER = re.compile(r"[+-]?[0-9]+")
 GRADE_LIMIT = 2**31  # grades are C ints in trec_eval and pytrec_eval
-_ASCII_FIELDS = re.compile(r"[^ \t\n\r\f\v]+")
-# what splits a TREC line's fields: C's isspace, and 0x1C-0x1F, which the reader's str.split splits at too
+_ASCII_FIELDS = re.compile(r"[^ \t\n\r\f\v]+")  # split at C's isspace, as trec_eval splits
+# what a written field must not hold: C's isspace, and 0x1C-0x1F, which Python's str.split (so
+# pytrec_eval's and ir-measures' readers) splits at, though trec_eval keeps them inside an id
 _SEPARATOR = re.compile(r"[ \t\n\r\f\v\x1c-\x1f]")
 
 
@@ -199,9 +200,15 @@ class Qrels:
 
 
 def _fields(line: str) -> list[str]:
-    """A line's fields, split at ASCII whitespace only (str.split also splits at U+00A0 and
-    other Unicode spaces, which trec_eval keeps inside an id)."""
-    return line.split() if line.isascii() else _ASCII_FIELDS.findall(line)
+    """A line's fields, split at ASCII whitespace only, C's isspace (str.split also splits at
+    U+00A0 and other Unicode spaces, and at the ASCII separators 0x1C-0x1F, which trec_eval
+    keeps inside an id): str.split where it splits the same, on a line without those."""
+    return line.split() if _split_as_c(line) else _ASCII_FIELDS.findall(line)
+
+
+def _split_as_c(line: str) -> bool:
+    """Whether str.split() splits `line` at C's isspace alone: an ASCII line without 0x1C-0x1F."""
+    return line.isascii() and "\x1c" not in line and "\x1d" not in line and "\x1e" not in line and "\x1f" not in line
 
 
 def _open(path: Path) -> TextInput:
@@ -314,7 +321,8 @@ def _read_scores(path: Path, depth: int | None, strict: bool) -> tuple[dict[str,
     ascii_fields = _ASCII_FIELDS.findall
     with _open(path) as handle:
         for number, line in enumerate(handle, start=1):
-            fields = line.split() if line.isascii() else ascii_fields(line)  # _fields, inlined
+            fields = line.split() if line.isascii() and "\x1c" not in line and "\x1d" not in line and \
+                "\x1e" not in line and "\x1f" not in line else ascii_fields(line)  # _fields, inlined
             try:
                 qid, _, docid, rank, score, _tag = fields
                 value = float(score)

@@ -173,6 +173,9 @@ EDGES = {
     "a duplicate below the depth: the higher copy is ranked": (
         _Q, "31_1 Q0 CAR_172e16e89ea3d5546e53384a27c3be299bcfe968 1 0.5 r\n" + _R, 2),
     "CRLF line ends": (_Q.replace("\n", "\r\n"), _R.replace("\n", "\r\n"), None),
+    # Python's str.split splits at 0x1C-0x1F, C's isspace does not: read as docid CAR_x, rank 1,
+    # score 4 (ranked first), the line was scored wrongly
+    "ASCII separators 0x1C-0x1F inside an id": (_Q + "31_1 Q0 CAR_x\x1d1 0\n", _R + "31_1 Q0 CAR_x\x1d1 4 0.5 r\n", None),
 }
 
 
