@@ -197,6 +197,22 @@ def test_files_at_the_edges_of_the_format_equal_trec_eval(trec_eval, tmp_path, c
             assert abs(ours.means[canonical[measure]] - value) <= 5e-5, (case, measure)
 
 
+def test_bpref_at_a_level_above_a_querys_grades_is_trec_evals_without_its_overread(trec_eval, tmp_path):
+    """trec_eval's bpref adds up its count of judgments per grade below -l, reading past the
+    end of that array for a query graded lower (which scores 0 whatever it reads): pytrec_eval
+    did the same in this process, and a large rel= crashed it."""
+    qrels_path, run_path = tmp_path / "qrels.txt", tmp_path / "run.txt"
+    qrels_path.write_text(_Q + "31_2 0 CAR_a 1\n31_2 0 CAR_b 0\n")  # 31_2 graded 0 and 1 only
+    run_path.write_text(_R + "31_2 Q0 CAR_b 1 2.0 r\n31_2 Q0 CAR_a 2 1.0 r\n")
+    qrels, run = read_qrels(qrels_path), read_run(run_path)
+    for level in (2, 3, 4):
+        ours = evaluate(qrels, run, [f"Bpref(rel={level})"])
+        theirs = trec_eval_values(trec_eval, qrels_path, run_path, level, None)
+        assert {qid: value for (m, qid), value in theirs.items() if m == "bpref"} == pytest.approx(
+            {**ours.per_query[f"Bpref(rel={level})"], "all": ours.means[f"Bpref(rel={level})"]}, abs=5e-5)
+    assert evaluate(qrels, run, ["Bpref(rel=2147483647)"]).means["Bpref(rel=2147483647)"] == 0  # trec_eval crashes
+
+
 # --- a run of a million lines, read as `harness eval` reads it --------------------------------
 
 BIG_QRELS = ("cast2019", "cast2022")
@@ -251,7 +267,7 @@ def test_every_accepted_measure_equals_trec_eval_on_a_million_line_run_read_as_h
     assert sum(1 for _ in run_path.open()) >= 1_000_000
     qrels = read_qrels_table(qrels_path)
     everything = Evaluator(qrels, list(BIG_MEASURES))
-    vectorised = Evaluator(qrels, [m for m in BIG_MEASURES if not m.startswith(("Bpref", "infAP"))])
+    vectorised = Evaluator(qrels, [m for m in BIG_MEASURES if not m.startswith("infAP")])
     options = RunFileOptions(depth=1000)
     evaluations = [evaluate_file(everything, run_path, options), evaluate_file(vectorised, run_path, options),
                    evaluate_file(vectorised, duplicated_path, options)]

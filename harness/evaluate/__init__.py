@@ -4,8 +4,8 @@
 Runs and qrels are read into columns (`harness.evaluate.tables`: pyarrow on all cores for
 files in the common form, the exact readers of harness.trec for the rest), put into
 trec_eval's order and scored in numpy (`harness.evaluate.ranked`) for every accepted family
-but Bpref and infAP, which ir-measures computes (through pytrec_eval, trec_eval's own C
-code) on the same rankings. Both are checked against the trec_eval binary
+but infAP and the set measures, which ir-measures computes (through pytrec_eval, trec_eval's
+own C code) on the same rankings. Both are checked against the trec_eval binary
 (tests/test_trec_eval_differential.py). What ir-measures leaves to the caller, this package
 pins down:
 

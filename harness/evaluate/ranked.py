@@ -7,8 +7,9 @@ and docids are compared only inside tied groups whose grades differ (elsewhere t
 tied documents cannot change a value).
 
 `VECTORISED` computes the families that are functions of those grades (every accepted one
-but Bpref and infAP, which ir-measures computes) exactly as trec_eval's C loops do: the same
-divisions, log2 from the C library, and sums added one by one in rank order, not pairwise.
+but infAP and the set measures, which ir-measures computes) exactly as trec_eval's C loops
+do: the same divisions, log2 from the C library, and sums added one by one in rank order,
+not pairwise.
 """
 
 from __future__ import annotations
@@ -240,6 +241,31 @@ def _ndcg(r: Ranked, q: QrelsTable, p: dict) -> np.ndarray:
     return _ratio(dcg, _ideal_dcg(q, cutoff)[r.query])
 
 
+def _num_nonrel(qrels: QrelsTable, level: int) -> np.ndarray:
+    """Judgments graded 0 to level - 1 per qrels query: bpref's judged non-relevant."""
+    key = ("num_nonrel", level)
+    if key not in qrels._cache:
+        judged = (qrels.grades >= 0) & (qrels.grades < level)
+        qrels._cache[key] = np.bincount(qrels.query[judged], minlength=len(qrels.qids))
+    return qrels._cache[key]
+
+
+def _bpref(r: Ranked, q: QrelsTable, p: dict) -> np.ndarray:
+    """trec_eval's bpref: per relevant document ranked, 1 - (judged non-relevant ranked above
+    it, at most R) / min(judged non-relevant, R), summed in rank order, over R. Computed here,
+    not by pytrec_eval: its loop reads a count per grade below `rel=` past the end of its
+    array for a query graded lower (a crash for a large rel=; the query scores 0 anyway)."""
+    level = _level(p)
+    relevant, nonrelevant = _num_rel(q, level)[r.query], _num_nonrel(q, level)[r.query]
+    hits = r.hits(level)
+    ranking, _ = r.locate(hits)
+    below = np.flatnonzero((r.grades >= 0) & (r.grades < level))  # judged non-relevant, in rank order
+    above = np.searchsorted(below, hits) - np.searchsorted(below, r.starts[:-1])[ranking]
+    cap = relevant[ranking]
+    terms = 1.0 - _ratio(np.minimum(above, cap).astype(float), np.minimum(nonrelevant[ranking], cap).astype(float))
+    return _ratio(_sums_in_order(ranking, terms, len(r.query)), relevant.astype(float))
+
+
 def _judged(r: Ranked, q: QrelsTable, p: dict) -> np.ndarray:
     """1 - trec_eval's unj@k: unjudged (negative) documents in the first k, over k."""
     return 1.0 - r.count_in_top(None, p["cutoff"]) / p["cutoff"]
@@ -264,7 +290,7 @@ def _num_q(r: Ranked, q: QrelsTable, p: dict) -> np.ndarray:
 VECTORISED: dict[str, tuple[Callable[[Ranked, QrelsTable, dict], np.ndarray],
                             Callable[[QrelsTable], np.ndarray] | None]] = {
     "nDCG": (_ndcg, None), "P": (_precision, None), "R": (_recall, None), "AP": (_average_precision, None),
-    "RR": (_reciprocal_rank, None), "Rprec": (_rprec, None), "Success": (_success, None),
+    "RR": (_reciprocal_rank, None), "Rprec": (_rprec, None), "Success": (_success, None), "Bpref": (_bpref, None),
     "Judged": (_judged, lambda q: np.ones(len(q.qids))),  # nothing retrieved: nothing unjudged
     "NumQ": (_num_q, lambda q: np.ones(len(q.qids))),
     "NumRel": (_num_rel_ranked, lambda q: _num_rel(q, 1).astype(float)),
