@@ -10,8 +10,9 @@ Python API's edge (harness.evaluate.frames, harness.retrieve.plugins).
 Conventions (those of trec_eval, stated once here and tested in tests/test_trec_files.py):
 
 - Run lines are `qid Q0 docid rank score tag`, qrels lines `qid iter docid grade`, fields
-  separated by ASCII whitespace (C's isspace: a no-break space is part of an id, as in
-  trec_eval), lines ending at `\n` only. Text after a run line's sixth field is ignored, as
+  separated by ASCII whitespace (C's isspace: a no-break space, and 0x1C-0x1F, which
+  Python's str.split splits at, are part of an id, as in trec_eval), lines ending at `\n`
+  only. A NUL byte in a line is an error (trec_eval reads its files as C strings and crashes on it). Text after a run line's sixth field is ignored, as
   trec_eval ignores it (NIST's own test/results.trunc has some); `Run.trailing` counts such lines. Blank lines are skipped, and so are comments: a
   run line whose first non-blank character is `#`, a qrels line starting with `#`. Any
   other line with the wrong number of fields, a non-numeric score or a non-integer grade is
@@ -223,14 +224,21 @@ def _bom_check(path: Path, number: int, fields: list[str]) -> None:
                                "first query id: save the file without it", line=1)
 
 
+def _nul_check(path: Path, number: int, line: str) -> None:
+    if "\x00" in line:
+        raise InputError(path, "holds a NUL byte, where trec_eval's C strings end: it miscounts the file's lines "
+                               "and overruns its memory (a crash); remove it", line=number)
+
+
 def qrels_lines(path: Path) -> Iterator[tuple[int, list[str]]]:
     """Numbered, split, non-blank, non-comment qrels lines (a comment starts with `#`, as in
-    trec_eval's qrels reader); a missing file is an InputError."""
+    trec_eval's qrels reader); a missing file is an InputError, and so is a NUL byte."""
     with _open(path) as handle:
         for number, line in enumerate(handle, start=1):
             fields = _fields(line)
             _bom_check(path, number, fields)
             if fields and not line.startswith("#"):
+                _nul_check(path, number, line)
                 yield number, fields
 
 
@@ -260,6 +268,7 @@ def _looks_like(number: int, fields: list[str], kind: str) -> str:
 
 def _parse_run_fields(path: Path, number: int, fields: list[str]) -> tuple[str, str, int, float, str]:
     _bom_check(path, number, fields)
+    _nul_check(path, number, " ".join(fields))
     if len(fields) < 6:
         raise InputError(path, f"expected 6 fields 'qid Q0 docid rank score tag', found {len(fields)}"
                                + _looks_like(number, fields, "run"), line=number)
@@ -330,7 +339,7 @@ def _read_scores(path: Path, depth: int | None, strict: bool) -> tuple[dict[str,
                 # ASCII float without '_' that is finite is exactly what SCORE matches. The
                 # first character of a comment ('#') or of a byte-order mark is checked below.
                 if value - value or "_" in score or not score.isascii() or not (rank.isdigit() and rank.isascii()) \
-                        or qid[0] in "#\ufeff":
+                        or qid[0] in "#\ufeff" or "\x00" in line:
                     raise ValueError
             except ValueError:
                 if not fields or fields[0][0] == "#":

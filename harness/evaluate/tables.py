@@ -33,9 +33,9 @@ NONPOOL = -1  # a retrieved document the qrels do not judge for its query (trec_
 UNJUDGED = -2  # judged below 0: in the pool but unjudged (trec_eval's RELVALUE_UNJUDGED)
 CHUNK = 32 << 20  # bytes of a file parsed at once, while the previous chunk is processed
 BLOCK = 2 << 20  # pyarrow's parallel unit within a chunk
-# never inside a fast-route field: C's isspace, where the exact readers split fields, and 0x1C-0x1F
-# (which they keep inside an id, as trec_eval does, where str.split would split)
-_SEPARATOR = re.compile(r"[ \t\n\r\f\v\x1c-\x1f]")
+# never inside a fast-route field: C's isspace, where the exact readers split fields, 0x1C-0x1F
+# (which they keep inside an id, as trec_eval does, where str.split would split) and NUL (refused)
+_SEPARATOR = re.compile(r"[\x00 \t\n\r\f\v\x1c-\x1f]")
 T = TypeVar("T")
 
 
