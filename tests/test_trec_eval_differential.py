@@ -173,6 +173,13 @@ EDGES = {
     "a duplicate below the depth: the higher copy is ranked": (
         _Q, "31_1 Q0 CAR_172e16e89ea3d5546e53384a27c3be299bcfe968 1 0.5 r\n" + _R, 2),
     "CRLF line ends": (_Q.replace("\n", "\r\n"), _R.replace("\n", "\r\n"), None),
+    # one double however written ties (then docid descending: 2174, 172e, 1463); 0.1 + 1e-13 is
+    # above them (a float32 reader would tie it too, and rank 116d, graded 0, last)
+    "scores tied as doubles, not as float32": (_Q, "".join(
+        f"31_1 Q0 CAR_{doc} {rank} {score} r\n" for rank, (doc, score) in enumerate((
+            ("1463f964653c5c9f614a0a88d26b175e4a8120f1", "0.1"), ("172e16e89ea3d5546e53384a27c3be299bcfe968", "1e-1"),
+            ("2174ad0aa50712ff24035c23f59a3c2b43267650", ".100"),
+            ("116d829c4c800c2fc70f11692fec5e8c7e975250", "0.1000000000001")), start=1)), None),
     # Python's str.split splits at 0x1C-0x1F, C's isspace does not: read as docid CAR_x, rank 1,
     # score 4 (ranked first), the line was scored wrongly
     "ASCII separators 0x1C-0x1F inside an id": (_Q + "31_1 Q0 CAR_x\x1d1 0\n", _R + "31_1 Q0 CAR_x\x1d1 4 0.5 r\n", None),
