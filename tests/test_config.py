@@ -9,7 +9,7 @@ import pytest
 import yaml
 
 from harness.cli import main
-from harness.errors import InputError
+from harness.errors import HarnessError, InputError
 from harness.paths import REPO_ROOT
 from harness.runner.config import load_config
 
@@ -199,6 +199,17 @@ def test_only_selects_by_experiment_name_or_tag(tmp_path):
     assert [run.tag for run in config.runs(["pragmaticqa-val.raw.bm25"])] == ["pragmaticqa-val.raw.bm25"]
     with pytest.raises(Exception, match="neither an experiment nor a run tag"):
         config.runs(["nothing"])
+
+
+def test_an_unknown_only_names_the_nearest_run_tag_and_how_to_list_them(tmp_path):
+    config = load_config(_write(tmp_path, {"experiments": [_experiment(strategies=["raw", "hqe"])]}))
+    with pytest.raises(HarnessError) as typo:
+        config.runs(["pragmaticqa-val.raw.bm52"])
+    assert str(typo.value) == (f"{config.path}: --only 'pragmaticqa-val.raw.bm52' is neither an experiment nor a run "
+                               "tag; nearest: pragmaticqa-val.raw.bm25 (experiments: pqa; `harness run "
+                               f"{config.path} --dry-run` lists the run tags)")
+    with pytest.raises(HarnessError, match=r"--only takes one name: repeat it \(--only A --only B\)"):
+        config.runs(["pragmaticqa-val.raw.bm25,pragmaticqa-val.hqe.bm25"])
 
 
 @pytest.mark.parametrize("path", SHIPPED, ids=[path.name for path in SHIPPED])

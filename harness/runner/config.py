@@ -35,6 +35,7 @@ line; `{data}`, `{qrels}` and `{cache}` expand to the shipped data, qrels and ca
 
 from __future__ import annotations
 
+import difflib
 import re
 import string
 from collections.abc import Callable, Iterable, Mapping
@@ -169,11 +170,19 @@ class Config:
         known = {run.experiment.name for run in runs} | {run.tag for run in runs}
         unknown = sorted(wanted - known)
         if unknown:
-            names = ", ".join(dict.fromkeys(run.experiment.name for run in runs))
-            raise HarnessError(
-                f"{self.path}: --only {unknown[0]!r} is neither an experiment nor a run tag; experiments: {names}"
-            )
+            raise HarnessError(self._unknown_only(unknown[0], runs, known))
         return [run for run in runs if run.experiment.name in wanted or run.tag in wanted]
+
+    def _unknown_only(self, name: str, runs: list[RunSpec], known: set[str]) -> str:
+        """What --only NAME missed: the nearest tag or experiment, and where the tags are listed."""
+        names = ", ".join(dict.fromkeys(run.experiment.name for run in runs))
+        if "," in name and set(name.split(",")) <= known:
+            hint = "; --only takes one name: repeat it (--only A --only B)"
+        else:
+            nearest = difflib.get_close_matches(name, sorted(known), n=1, cutoff=0.6)
+            hint = f"; nearest: {nearest[0]}" if nearest else ""
+        return (f"{self.path}: --only {name!r} is neither an experiment nor a run tag{hint} (experiments: {names}; "
+                f"`harness run {self.path} --dry-run` lists the run tags)")
 
 
 def expand(experiment: Experiment) -> list[RunSpec]:
