@@ -96,17 +96,37 @@ class _Parser(argparse.ArgumentParser):
 _LEFT_WITH = "_parser_left_with_extras"  # set by _Parser.parse_known_args, read and removed by _parser
 
 
-def _parser(argv: list[str]) -> tuple[argparse.ArgumentParser, argparse.Namespace]:
+def _describe_nested(parser: argparse.ArgumentParser) -> None:
+    """A nested command's --help (`harness ikat validate --help`) opens with its one-line help,
+    as a command's does, unless it has a description of its own."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for choice in action._choices_actions:
+                nested = action.choices[choice.dest]
+                nested.description = nested.description or choice.help
+                _describe_nested(nested)
+
+
+def command_parser(chosen: str | None) -> tuple[argparse.ArgumentParser, argparse.ArgumentParser | None]:
+    """The `harness` parser with every command named and only `chosen`'s options declared (its
+    module alone is imported), and that command's own parser (None if it is not a command)."""
     parser = _Parser(prog="harness", description=DESCRIPTION,
                      epilog="`harness COMMAND --help` lists a command's options.")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    chosen = next((a for a in argv if not a.startswith("-")), None)
+    found = None
     for name, (module_name, help_text) in COMMANDS.items():
-        command_parser = sub.add_parser(name, help=help_text, description=help_text)
-        if name == chosen:  # only the chosen command's module is imported
+        command = sub.add_parser(name, help=help_text, description=help_text)
+        if name == chosen:
             module = importlib.import_module(module_name)
-            module.add_arguments(command_parser)
-            command_parser.set_defaults(_run=module.run)
+            module.add_arguments(command)
+            _describe_nested(command)
+            command.set_defaults(_run=module.run)
+            found = command
+    return parser, found
+
+
+def _parser(argv: list[str]) -> tuple[argparse.ArgumentParser, argparse.Namespace]:
+    parser, _ = command_parser(next((a for a in argv if not a.startswith("-")), None))
     args, unknown = parser.parse_known_args(argv)
     named = vars(args).pop(_LEFT_WITH, parser)
     if unknown:  # said by the innermost command's parser, which names it and its --help

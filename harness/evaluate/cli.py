@@ -33,7 +33,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--passage-separator",
         help="runs rank passages '<docid><SEP><n>': judge documents by their best passage (MaxP)",
     )
-    parser.add_argument("--format", choices=["table", "csv", "json"], default="table")
+    parser.add_argument("--format", choices=["table", "csv", "json"], default="table",
+                        help="an aligned text table (default), CSV, or JSON (run -> measure -> mean; with --per-query, every query's values too)")
     add_fill(parser)
 
 

@@ -45,21 +45,24 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     validate.set_defaults(ikat_run=_validate)
 
     to_trec = sub.add_parser("to-trec", help="the submission's passage (and PTKB) ranking as TREC runs")
-    to_trec.add_argument("run", type=Path)
+    to_trec.add_argument("run", type=Path, help="the submission (2023/2024 JSON, 2025 JSONL)")
     add_output(to_trec, type=Path, help="passage run (default: RUN with suffix .run)")
     to_trec.add_argument("--ptkb-out", type=Path, help="also write the PTKB provenance ranking here")
-    to_trec.add_argument("--year", type=int, choices=sorted(YEARS))
+    to_trec.add_argument("--year", type=int, choices=sorted(YEARS), help="format year (default: guessed from the file)")
     to_trec.add_argument("--tag", help="run tag (default: the submission's run name)")
     to_trec.set_defaults(ikat_run=_to_trec)
 
     from_trec = sub.add_parser("from-trec", help="write a submission from a TREC passage run")
-    from_trec.add_argument("trec_run", type=Path)
+    from_trec.add_argument("trec_run", type=Path, metavar="RUN", help="a TREC run of passages, one ranking per turn")
     from_trec.add_argument("--benchmark", required=True,
                            help=f"one of {', '.join(ikat_benchmarks())} (turn order, PTKB texts)")
-    add_output(from_trec, type=Path, required=True)
-    from_trec.add_argument("--year", type=int, choices=sorted(YEARS), required=True)
-    from_trec.add_argument("--run-name", required=True)
-    from_trec.add_argument("--run-type", default="automatic")
+    add_output(from_trec, type=Path, required=True, help="the submission to write")
+    from_trec.add_argument("--year", type=int, choices=sorted(YEARS), required=True,
+                           help="the format to write: 2023 or 2024 JSON, 2025 JSON Lines (needs --team-id)")
+    from_trec.add_argument("--run-name", required=True, help="the submission's run name (2025: metadata.run_id)")
+    from_trec.add_argument("--run-type", default="automatic",
+                           help="default automatic; " + "; ".join(f"{year}: {', '.join(sorted(entry.run_types))}"
+                                                                  for year, entry in YEARS.items()))
     from_trec.add_argument("--team-id", default="", help="2025 metadata.team_id")
     from_trec.add_argument("--ptkb-run", type=Path, help="a TREC run of PTKB statements per turn")
     from_trec.add_argument("--depth", type=number_in(1, PROVENANCE_LIMIT, whole=True), default=PROVENANCE_LIMIT,

@@ -27,7 +27,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "other in the order given")
     parser.add_argument("--dialogues", action="extend", nargs="+", default=[], metavar="JSON",
                         help="CRSArena-Dial dialogue file(s): satisfaction rate per system")
-    parser.add_argument("--format", choices=["table", "json", "md"], default="table")
+    parser.add_argument("--format", choices=["table", "json", "md"], default="table",
+                        help="an aligned text table (default), JSON, or Markdown")
     parser.add_argument("--seed", type=number_in(0, SEED_MAX, whole=True), default=42, help="bootstrap seed (default 42)")
     parser.add_argument("--bootstrap", type=number_in(1, math.inf, whole=True), default=1000,
                         help="bootstrap resamples (default 1000)")

@@ -42,7 +42,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help=f"resamples of the permutation / bootstrap tests (default {DEFAULT_RESAMPLES})")
     parser.add_argument("--seed", type=number_in(0, SEED_MAX, whole=True), default=DEFAULT_SEED,
                         help=f"random seed (default {DEFAULT_SEED})")
-    parser.add_argument("--format", choices=FORMATS.names(), default="md")
+    parser.add_argument("--format", choices=FORMATS.names(), default="md",
+                        help="Markdown (default), a self-contained HTML page with plots, CSV, or JSON")
     add_output(parser, help="write the report here (atomically) instead of stdout")
     parser.add_argument("--topics", metavar="BENCHMARK",
                         help="take turn depths and conversations (and --group-field) from this benchmark's "
