@@ -121,3 +121,12 @@ def test_a_ptkb_run_ranking_a_statement_the_turns_ptkb_lacks_is_an_error_naming_
     assert _from_trec_error(tmp_path, run_file, ptkb_run, capsys).endswith(
         f"harness ikat: error: {ptkb_run}:2: turn 9-1_1: 'nosuch' is not a statement of its PTKB "
         "(its statement ids: 1, 2, 3, 4, 5, 6, 7, 8, 9, 10)\n")
+
+
+def test_the_2025_format_without_a_team_id_is_refused_before_anything_is_read(tmp_path, run_file, capsys):
+    out = tmp_path / "submission.jsonl"
+    assert main(["ikat", "from-trec", str(run_file), "--benchmark", "ikat2023", "--year", "2025", "--run-name", "x",
+                 "--output", str(out)]) == 2
+    assert not out.exists()
+    assert capsys.readouterr().err == ("harness ikat: error: --year 2025: the format's metadata names the team: "
+                                       "give --team-id\n")

@@ -249,6 +249,17 @@ def test_not_json_is_an_error(tmp_path):
     assert failing_checks(validate(tmp_path / "run.json", 2023)) == {"json"}
 
 
+def test_a_trec_run_given_as_a_submission_is_told_to_go_through_from_trec(tmp_path, capsys):
+    """The same hint from `validate` (a finding) and `to-trec` (an error), which read it alike."""
+    run = tmp_path / "mine.run"
+    run.write_text("9-1_1 Q0 clueweb22-en0038-00-13406:0 1 7.03 mine\n")
+    hint = ("not JSON: Extra data (line 1, column 2); this looks like a TREC run ('qid Q0 docid rank score tag'), "
+            "not an iKAT submission: `harness ikat from-trec` writes one from it")
+    assert [finding.message for finding in validate(run, 2023).errors] == [hint]
+    assert main(["ikat", "to-trec", str(run), "--output", str(tmp_path / "out.run")]) == 2
+    assert capsys.readouterr().err == f"harness ikat: error: {run}:1: {hint.replace(' (line 1, column 2)', '')}\n"
+
+
 # --- 2025: JSON Lines ------------------------------------------------------------------------
 
 

@@ -141,6 +141,8 @@ def _from_trec(args: argparse.Namespace) -> int:
     if args.run_type not in YEARS[args.year].run_types:
         raise HarnessError(f"--run-type {args.run_type!r} is not one of {', '.join(sorted(YEARS[args.year].run_types))} "
                            f"(iKAT {args.year})")
+    if YEARS[args.year].json_lines and not args.team_id:
+        raise HarnessError(f"--year {args.year}: the format's metadata names the team: give --team-id")
     refuse_overwriting([args.trec_run, args.ptkb_run, Path(args.passages) if args.passages else None], [("--output", args.out)])
     benchmark = load(args.benchmark)
     run = read_run(args.trec_run)
@@ -241,7 +243,7 @@ def _shipped_passages(benchmark: str):
                 found.update(passage_texts(corpus, ids - found.keys()))
         return found
 
-    return texts, f"the passages {base} ships ({', '.join(corpus.name for corpus in corpora) or 'none'})"
+    return texts, f"the passages {base} ships ({', '.join(corpus.name for corpus in corpora) or 'it ships none'})"
 
 
 def _report_texts(submission, source_name: str) -> None:

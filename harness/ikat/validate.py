@@ -170,10 +170,20 @@ def decode_submission(path: Path, text: str, year: int | None = None) -> Decoded
     elif YEARS[year].json_lines:
         decoded.entries = decode_lines(text)
     elif problem is not None:
-        decoded.problem = error("json", f"not JSON: {problem.msg} (line {problem.lineno}, column {problem.colno})")
+        decoded.problem = error("json", f"not JSON: {problem.msg} (line {problem.lineno}, column {problem.colno})"
+                                        + _trec_run_hint(body))
     else:
         decoded.raw = raw
     return decoded
+
+
+def _trec_run_hint(text: str) -> str:
+    """The classic mistake of giving a TREC run where a submission belongs, said with its cure."""
+    first = next((line.split() for line in islice(_lines(text), 100) if line.strip()), [])
+    if len(first) >= 6 and first[3].isdigit():
+        return ("; this looks like a TREC run ('qid Q0 docid rank score tag'), not an iKAT submission: "
+                "`harness ikat from-trec` writes one from it")
+    return ""
 
 
 def validate_file(
@@ -253,7 +263,7 @@ def read_submission(path: str | Path, year: int | None = None) -> tuple[Submissi
     try:
         ctx.raw = json.loads(text)
     except json.JSONDecodeError as problem:
-        raise InputError(path, f"not JSON: {problem.msg}", line=problem.lineno) from None
+        raise InputError(path, f"not JSON: {problem.msg}{_trec_run_hint(text)}", line=problem.lineno) from None
     for name in CHECKS:
         chosen = CHECKS.get(name)
         if chosen.structural and year in chosen.years:
