@@ -212,3 +212,18 @@ def test_a_run_with_no_query_in_common_with_the_qrels_is_named_in_the_warning_ev
                  "--measures", "RR"]) == 0
     warnings = [line for line in capsys.readouterr().err.splitlines() if "no query in common" in line]
     assert warnings == [f"warning: run 'other_year' has no query in common with {CAST2021_QRELS}; every measure is 0 (Judged@k 1: an empty ranking has no unjudged document)"]
+
+
+def test_a_baseline_matching_no_run_is_quoted_as_written(capsys):
+    """A dotted run name is not cut at its last dot as a file's suffix would be."""
+    assert main(["compare", "--qrels", str(CAST2021_QRELS), *map(str, CAST2021_DOC_RUNS[:2]), "--measures", "RR",
+                 "--baseline", "org.convdr"]) == 2
+    assert "baseline 'org.convdr' is not among the runs (org_convdr, org_convdr_bert)" in capsys.readouterr().err
+
+
+def test_topics_sharing_no_turn_with_the_runs_are_named_as_the_mistake(capsys):
+    assert main(["compare", "--qrels", str(CAST2021_QRELS), *map(str, CAST2021_DOC_RUNS[:2]), "--measures", "RR",
+                 "--topics", "ikat2023"]) == 2
+    assert capsys.readouterr().err == (
+        "harness compare: error: --topics ikat2023: none of its 332 turns is a compared query (its first turn is "
+        "'9-1_1', the first compared query '106_1'): give the benchmark the runs answer\n")

@@ -82,7 +82,7 @@ def run(args: argparse.Namespace) -> int:
         report_reading(evaluation, args.qrels)
     board = leaderboard(
         evaluations,
-        [b if b in {e.run_name for e in evaluations} else Path(b).stem for b in args.baseline or []],
+        [baseline_name(b, [e.run_name for e in evaluations]) for b in args.baseline or []],
         test=args.test, correction=args.correction, alpha=args.alpha,
         resampling=Resampling(args.resamples, args.seed),
     )
@@ -105,6 +105,12 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+def baseline_name(given: str, names: list[str]) -> str:
+    """A --baseline as a run's name: the name itself, or a run file's path (named by its stem);
+    anything else as written, so that the error quotes what was typed."""
+    return Path(given).stem if given not in names and Path(given).stem in names else given
+
+
 def add_breakdowns(report: Report, args: argparse.Namespace) -> None:
     """Depth and conversation breakdowns (from --topics or the qids), plus any grouping asked for."""
     board: Leaderboard = report.leaderboard
@@ -114,6 +120,10 @@ def add_breakdowns(report: Report, args: argparse.Namespace) -> None:
 
         benchmark = load(args.topics)
         depths, conversations = bd.depths_from_topics(benchmark.conversations), bd.conversations_from_topics(benchmark)
+        if depths and not depths.keys() & set(scores.qids):
+            raise HarnessError(f"--topics {args.topics}: none of its {len(depths)} turns is a compared query (its "
+                               f"first turn is {next(iter(depths))!r}, the first compared query {scores.qids[0]!r}): "
+                               "give the benchmark the runs answer")
     else:
         benchmark = None
         try:
