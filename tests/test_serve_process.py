@@ -140,3 +140,15 @@ def test_harness_submit_uploads_waits_and_prints_the_measures(tmp_path, capsys):
                                            "given as a run?\n")
         assert main([*common[:4], "wrong", *common[5:], str(run)]) == 2
         assert "the server answered 401: missing or wrong token" in capsys.readouterr().err
+
+
+def test_harness_submit_wait_prints_the_servers_warnings(tmp_path, capsys):
+    """A TREC run of the judged turns only leaves the others unanswered: scored 0, said once."""
+    from harness.cli import main
+
+    run = trec_run(tmp_path / "judged-only.trec", seed=7)
+    with ServerProcess(write_config(tmp_path)) as server:
+        assert main(["submit", "--server", server.url, "--token", team_token("team0"), "--task", TASK, str(run),
+                     "--wait"]) == 0
+    warnings = [line for line in capsys.readouterr().err.splitlines() if line.startswith("warning: ")]
+    assert warnings == ["warning: judged-only.trec warning [coverage]: 156 turns have no results (scored 0)"]

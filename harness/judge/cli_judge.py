@@ -122,9 +122,10 @@ def run(args: argparse.Namespace) -> int:
     written = write_qrels(args.out, judgments, provenance)
     tally = provenance["counts"]
     sent = f", {provenance['requests']} requests" if "requests" in provenance else ""
+    known = f"{skipped} pairs already in --qrels skipped; " if args.qrels else ""
     print(f"judged {tally.get('pairs', 0)} pairs ({tally.get('cached', 0)} from the cache{sent}; "
           f"{tally.get('unparseable', 0)} unparseable, {tally.get('failed', 0)} failed, "
-          f"{tally.get('missing', 0)} missing); {skipped} pairs already in --qrels skipped; "
+          f"{tally.get('missing', 0)} missing); {known}"
           f"wrote {written} labels to {args.out} and {sidecar(args.out)}", file=sys.stderr)
     if tally.get("failed"):
         print(f"warning: {tally['failed']} pairs got no answer after the retries; run again to ask them "

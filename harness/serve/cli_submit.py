@@ -55,6 +55,8 @@ def _wait(client, ident: str, timeout: float) -> int:
     while time.monotonic() < deadline:
         body = _json(client.get(f"/api/submissions/{ident}"))
         if body.get("status") == "scored":
+            for warning in body.get("warnings") or []:
+                print(f"warning: {warning}", file=sys.stderr)
             for measure, value in body["measures"].items():
                 print(f"{measure}\t{value:.4f}")
             return 0
