@@ -25,7 +25,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--measures", nargs="+",
                         help="ir-measures names (nDCG@3 'P(rel=2)@3' RR) or trec_eval's (ndcg_cut_3 P_5 map); "
                         f"{CASE_RULE}. Give run files before it, or end it with --")
-    parser.add_argument("--preset", choices=PRESETS.names(), help="a benchmark's official measure set")
+    parser.add_argument("--preset", choices=PRESETS.names(), help=PRESET_HELP)
     parser.add_argument("--depth", type=int, help="evaluate the top N documents per query (trec_eval -M)")
     parser.add_argument("--per-query", action="store_true", help="also report every query's value")
     parser.add_argument("--strict", action="store_true", help="a duplicate (qid, docid) in a run is an error")
@@ -36,6 +36,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--format", choices=["table", "csv", "json"], default="table",
                         help="an aligned text table (default), CSV, or JSON (run -> measure -> mean; with --per-query, every query's values too)")
     add_fill(parser)
+
+
+PRESET_HELP = ("a benchmark's official measures, with its depth and passage separator (--measures, --depth and "
+               "--passage-separator, where given, take their place)")
 
 
 def add_fill(parser: argparse.ArgumentParser) -> None:

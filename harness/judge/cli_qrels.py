@@ -14,6 +14,7 @@ import math
 import sys
 
 from harness.cli import add_output, add_runs, number_in, runs
+from harness.evaluate.cli import PRESET_HELP
 from harness.judge.agree import WEIGHTINGS, Agreement, PairAgreement, RankingAgreement
 
 
@@ -38,7 +39,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     rank.add_argument("b", metavar="B", help="qrels file B (the ordering compared, e.g. LLM labels)")
     add_runs(rank, "TREC run files (two or more)")
     rank.add_argument("--measures", nargs="+", help="ir-measures names, e.g. nDCG@5 'P(rel=2)@10'")
-    rank.add_argument("--preset", help="a benchmark's official measure set")
+    rank.add_argument("--preset", help=PRESET_HELP)
     rank.add_argument("--depth", type=int, help="evaluate the top N documents per query (trec_eval -M)")
     rank.add_argument("--passage-separator", help="judge passage runs '<docid><SEP><n>' by document (MaxP)")
     rank.add_argument("--moves", type=number_in(0, 10**6, whole=True), default=3,

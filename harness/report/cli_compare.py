@@ -14,7 +14,7 @@ from harness.cli import add_output, add_runs, number_in, runs
 from harness.errors import HarnessError
 from harness.evaluate import (JUDGED, Evaluator, RunFileOptions, evaluate_file, keep_measures, report_reading,
                               with_judged)
-from harness.evaluate.cli import add_fill, judged_before_after, measure_settings, scoring_qrels
+from harness.evaluate.cli import PRESET_HELP, add_fill, judged_before_after, measure_settings, scoring_qrels
 from harness.evaluate.presets import PRESETS
 from harness.report import breakdown as bd
 from harness.report.compare import Leaderboard, leaderboard
@@ -30,7 +30,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--baseline", nargs="+", metavar="RUN",
                         help="run(s) every other run is tested against (name or path; default: the first run)")
     parser.add_argument("--measures", nargs="+", help="ir-measures names, e.g. nDCG@3 'P(rel=2)@3' RR")
-    parser.add_argument("--preset", choices=PRESETS.names(), help="a benchmark's official measure set")
+    parser.add_argument("--preset", choices=PRESETS.names(), help=PRESET_HELP)
     parser.add_argument("--depth", type=int, help="evaluate the top N documents per query (trec_eval -M)")
     parser.add_argument("--passage-separator", help="judge passage runs '<docid><SEP><n>' by document (MaxP)")
     parser.add_argument("--test", choices=TESTS.names(), default="paired-t", help="paired test (default paired-t)")
