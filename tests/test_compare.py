@@ -227,3 +227,12 @@ def test_topics_sharing_no_turn_with_the_runs_are_named_as_the_mistake(capsys):
     assert capsys.readouterr().err == (
         "harness compare: error: --topics ikat2023: none of its 332 turns is a compared query (its first turn is "
         "'9-1_1', the first compared query '106_1'): give the benchmark the runs answer\n")
+
+
+@pytest.mark.parametrize("name, starts", [("board.html", "<!DOCTYPE html>"), ("board.json", "{"), ("board.txt", "# Run")])
+def test_without_format_the_report_is_written_as_its_output_suffix_says(tmp_path, capsys, name, starts):
+    out = tmp_path / name
+    assert main(["compare", "--qrels", str(CAST2021_QRELS), *map(str, CAST2021_DOC_RUNS[:2]), "--measures", "RR",
+                 "--output", str(out)]) == 0
+    assert out.read_text().startswith(starts)
+    assert capsys.readouterr().err.endswith(f"report written to {out}\n")

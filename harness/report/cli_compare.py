@@ -42,8 +42,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help=f"resamples of the permutation / bootstrap tests (default {DEFAULT_RESAMPLES})")
     parser.add_argument("--seed", type=number_in(0, SEED_MAX, whole=True), default=DEFAULT_SEED,
                         help=f"random seed (default {DEFAULT_SEED})")
-    parser.add_argument("--format", choices=FORMATS.names(), default="md",
-                        help="Markdown (default), a self-contained HTML page with plots, CSV, or JSON")
+    parser.add_argument("--format", choices=FORMATS.names(),
+                        help="Markdown, a self-contained HTML page with plots, CSV, or JSON (default: as --output's "
+                        "suffix says, .md .html .csv .json; else Markdown)")
     add_output(parser, help="write the report here (atomically) instead of stdout")
     parser.add_argument("--topics", metavar="BENCHMARK",
                         help="take turn depths and conversations (and --group-field) from this benchmark's "
@@ -99,10 +100,19 @@ def run(args: argparse.Namespace) -> int:
         from harness.report.cli_arena import build_arena
 
         report.arena = build_arena(args.arena_votes, args.dialogues or [], args.seed, args.arena_bootstrap)
-    content = write_report(report, args.format, args.out)
+    content = write_report(report, args.format or report_format(args.out), args.out)
     if args.out is None:
         sys.stdout.buffer.write(content)
+    else:
+        print(f"report written to {args.out}", file=sys.stderr)
     return 0
+
+
+def report_format(out: str | None) -> str:
+    """The format --output's suffix names (report.html: html), else Markdown."""
+    suffix = Path(out).suffix.lower().lstrip(".") if out else ""
+    suffix = "html" if suffix == "htm" else suffix
+    return suffix if suffix in FORMATS.names() else "md"
 
 
 def baseline_name(given: str, names: list[str]) -> str:
