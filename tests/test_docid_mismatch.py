@@ -52,3 +52,19 @@ def test_the_python_api_warns_too():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         harness.evaluate(str(CAST2021_PASSAGE_RUNS[0]), QRELS, preset="cast2021")
+
+
+def test_sparse_judgments_found_for_many_queries_are_not_taken_for_a_mismatch():
+    """PragmatiCQA's derived qrels judge a few spans a turn: a run finding one for every fifth
+    turn has few judged documents in its top 10s, yet reads the qrels' own ids."""
+    import pandas as pd
+
+    from harness.topics import load
+
+    qrels = load("pragmaticqa:val").qrels()
+    rows = [(qid, next(iter(judged)) if number % 5 == 0 and rank == 0 else f"unjudged-{rank}", 10 - rank)
+            for number, (qid, judged) in enumerate(sorted(qrels.judgments.items())) for rank in range(10)]
+    run = pd.DataFrame(rows, columns=["qid", "docno", "score"])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        harness.evaluate(run, qrels, ["nDCG@10"])
