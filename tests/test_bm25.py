@@ -261,3 +261,20 @@ def test_bm25_settings_are_checked_before_an_index_is_built(tmp_path, monkeypatc
     with pytest.raises(HarnessError, match="bm25 k1 must be"):
         build("bm25", corpus=corpus, k1=-1)
     assert not (tmp_path / "cache").exists()
+
+
+def test_java_prints_none_of_its_notices_about_its_own_libraries(tmp_path):
+    """SLF4J's provider line, Lucene's "please update" and the sun.misc.Unsafe warnings of a
+    Java newer than Anserini's Lucene: in the indexing child JVM and the in-process one."""
+    docs = tmp_path / "docs.jsonl"
+    docs.write_text("".join(json.dumps({"id": f"d{i}", "contents": f"blood pressure passage {i}"}) + "\n"
+                            for i in range(3)), encoding="utf-8")
+    env = {**os.environ, "HARNESS_CACHE": str(tmp_path / "cache")}
+    index = subprocess.run([sys.executable, "-m", "harness.cli", "index", str(docs), "--output", str(tmp_path / "index")],
+                           capture_output=True, text=True, env=env, cwd=REPO)
+    search = subprocess.run([sys.executable, "-c", "from harness.retrieve import SearchQuery, build; "
+                             f"print(build('bm25', index={str(tmp_path / 'index')!r}).search([SearchQuery('q', 'blood')], 3))"],
+                            capture_output=True, text=True, env=env, cwd=REPO)
+    assert index.returncode == 0 and search.returncode == 0 and "d0" in search.stdout, index.stderr + search.stderr
+    notices = [line for line in (index.stderr + search.stderr).splitlines() if "WARNING" in line or "SLF4J" in line]
+    assert notices == []

@@ -15,6 +15,7 @@ from __future__ import annotations
 import glob
 import importlib.util
 import os
+import re
 from pathlib import Path
 
 from harness.errors import HarnessError
@@ -66,10 +67,26 @@ def anserini_jar() -> Path:
     return Path(jars[-1])
 
 
+def quiet_options(home: Path) -> list[str]:
+    """JVM options that keep Java's notices about its own libraries off the user's terminal:
+    SLF4J's provider line, and on Java 22+ (newer than Anserini's Lucene knows) Lucene's "please
+    update" notice and the sun.misc.Unsafe deprecation warnings its MMapDirectory draws. The
+    memory-segment switch only names the MappedByteBuffer code that Lucene falls back to there."""
+    options = ["-Dslf4j.internal.verbosity=WARN"]
+    release = home / "release"
+    found = re.search(r'^JAVA_VERSION="(\d+)', release.read_text(encoding="utf-8"), re.M) if release.is_file() else None
+    major = int(found.group(1)) if found else 0
+    if major >= 22:
+        options.append("-Dorg.apache.lucene.store.MMapDirectory.enableMemorySegments=false")
+    if major >= 23:  # the option is new in Java 23
+        options.append("--sun-misc-unsafe-memory-access=allow")
+    return options
+
+
 def java_command(main_class: str) -> list[str]:
     """argv that runs an Anserini main class in a child JVM (used by `harness index`)."""
     home = java_home()
-    return [str(home / "bin" / "java"), f"-Xmx{heap()}", "-cp", str(anserini_jar()), main_class]
+    return [str(home / "bin" / "java"), f"-Xmx{heap()}", *quiet_options(home), "-cp", str(anserini_jar()), main_class]
 
 
 def die_with_parent() -> None:
@@ -93,7 +110,8 @@ def ensure_jvm(index: Path | None = None) -> None:
 
     if jnius_config.vm_running:
         return
-    os.environ["JAVA_HOME"] = str(java_home())
+    home = java_home()
+    os.environ["JAVA_HOME"] = str(home)
     os.environ.setdefault("OPENAI_API_KEY", "unused-by-harness")
     jar = str(anserini_jar())
     options = [opt for opt in jnius_config.get_options() if "jdk.incubator.vector" not in opt]
@@ -103,6 +121,7 @@ def ensure_jvm(index: Path | None = None) -> None:
         # Leave SIGINT/SIGTERM to Python: the JVM's own handler exits the process from a Java
         # thread, which crashed Ctrl-C with SIGSEGV and an hs_err file
         options.append("-Xrs")
+    options += [option for option in quiet_options(home) if option not in options]
     jnius_config.set_options(*options)
     jnius_config.set_classpath(jar, str(EXPORT_JAR))
     import jnius  # noqa: F401  (importing pyjnius starts the JVM with the options above)
