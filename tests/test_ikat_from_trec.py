@@ -130,3 +130,10 @@ def test_the_2025_format_without_a_team_id_is_refused_before_anything_is_read(tm
     assert not out.exists()
     assert capsys.readouterr().err == ("harness ikat: error: --year 2025: the format's metadata names the team: "
                                        "give --team-id\n")
+
+
+def test_the_format_year_defaults_to_the_benchmark_s(tmp_path, run_file, capsys):
+    out = tmp_path / "submission.json"
+    assert main(["ikat", "from-trec", str(run_file), "--benchmark", "ikat2023", "--run-name", "x",
+                 "--output", str(out)]) == 0
+    assert f"{out}: 332 turns (iKAT 2023 format)" in capsys.readouterr().err

@@ -57,8 +57,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     from_trec.add_argument("--benchmark", required=True,
                            help=f"one of {', '.join(ikat_benchmarks())} (turn order, PTKB texts)")
     add_output(from_trec, type=Path, required=True, help="the submission to write")
-    from_trec.add_argument("--year", type=int, choices=sorted(YEARS), required=True,
-                           help="the format to write: 2023 or 2024 JSON, 2025 JSON Lines (needs --team-id)")
+    from_trec.add_argument("--year", type=int, choices=sorted(YEARS),
+                           help="the format to write: 2023 or 2024 JSON, 2025 JSON Lines (needs --team-id); default: "
+                           "the benchmark's year (ikat2024: 2024)")
     from_trec.add_argument("--run-name", required=True, help="the submission's run name (2025: metadata.run_id)")
     from_trec.add_argument("--run-type", default="automatic",
                            help="default automatic; " + "; ".join(f"{year}: {', '.join(sorted(entry.run_types))}"
@@ -138,6 +139,7 @@ def _from_trec(args: argparse.Namespace) -> int:
     if args.benchmark.partition(":")[0] not in ikat_benchmarks():
         raise HarnessError(f"--benchmark {args.benchmark!r}: from-trec writes iKAT submissions, so it takes an iKAT "
                            f"benchmark ({', '.join(ikat_benchmarks())})")
+    args.year = args.year or benchmark_year(args.benchmark)
     if args.run_type not in YEARS[args.year].run_types:
         raise HarnessError(f"--run-type {args.run_type!r} is not one of {', '.join(sorted(YEARS[args.year].run_types))} "
                            f"(iKAT {args.year})")
@@ -170,6 +172,14 @@ def _from_trec(args: argparse.Namespace) -> int:
     _report_texts(submission, source_name)
     _report_size(args.out, args.depth)
     return 0
+
+
+def benchmark_year(benchmark: str) -> int:
+    """The iKAT year a benchmark's name carries (ikat2024: 2024), whose format its turn ids fit."""
+    year = benchmark.partition(":")[0].removeprefix("ikat")
+    if not year.isdigit() or int(year) not in YEARS:
+        raise HarnessError(f"--benchmark {benchmark!r} names no iKAT year: give --year ({', '.join(map(str, YEARS))})")
+    return int(year)
 
 
 def _answered_turns(path: Path, run: Run, benchmark: Benchmark, name: str, what: str) -> None:
