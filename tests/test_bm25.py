@@ -270,10 +270,11 @@ def test_java_prints_none_of_its_notices_about_its_own_libraries(tmp_path):
     docs.write_text("".join(json.dumps({"id": f"d{i}", "contents": f"blood pressure passage {i}"}) + "\n"
                             for i in range(3)), encoding="utf-8")
     env = {**os.environ, "HARNESS_CACHE": str(tmp_path / "cache")}
-    index = subprocess.run([sys.executable, "-m", "harness.cli", "index", str(docs), "--output", str(tmp_path / "index")],
+    folder = str(tmp_path / "index")
+    index = subprocess.run([sys.executable, "-m", "harness.cli", "index", str(docs), "--output", folder],
                            capture_output=True, text=True, env=env, cwd=REPO)
     search = subprocess.run([sys.executable, "-c", "from harness.retrieve import SearchQuery, build; "
-                             f"print(build('bm25', index={str(tmp_path / 'index')!r}).search([SearchQuery('q', 'blood')], 3))"],
+                             f"print(build('bm25', index={folder!r}).search([SearchQuery('q', 'blood')], 3))"],
                             capture_output=True, text=True, env=env, cwd=REPO)
     assert index.returncode == 0 and search.returncode == 0 and "d0" in search.stdout, index.stderr + search.stderr
     notices = [line for line in (index.stderr + search.stderr).splitlines() if "WARNING" in line or "SLF4J" in line]

@@ -229,7 +229,8 @@ def test_topics_sharing_no_turn_with_the_runs_are_named_as_the_mistake(capsys):
         "'9-1_1', the first compared query '106_1'): give the benchmark the runs answer\n")
 
 
-@pytest.mark.parametrize("name, starts", [("board.html", "<!DOCTYPE html>"), ("board.json", "{"), ("board.txt", "# Run")])
+@pytest.mark.parametrize("name, starts", [("board.html", "<!DOCTYPE html>"), ("board.json", "{"),
+                                          ("board.txt", "# Run")])
 def test_without_format_the_report_is_written_as_its_output_suffix_says(tmp_path, capsys, name, starts):
     out = tmp_path / name
     assert main(["compare", "--qrels", str(CAST2021_QRELS), *map(str, CAST2021_DOC_RUNS[:2]), "--measures", "RR",

@@ -34,7 +34,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="runs rank passages '<docid><SEP><n>': judge documents by their best passage (MaxP)",
     )
     parser.add_argument("--format", choices=["table", "csv", "json"], default="table",
-                        help="an aligned text table (default), CSV, or JSON (run -> measure -> mean; with --per-query, every query's values too)")
+                        help="an aligned text table (default), CSV, or JSON (run -> measure -> mean; with "
+                        "--per-query, every query's values too)")
     add_fill(parser)
 
 

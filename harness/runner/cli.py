@@ -19,7 +19,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="run only this experiment (its name) or run (its tag); repeatable. The leaderboard still lists every finished run",
     )
     parser.add_argument("--force", action="store_true", help="redo runs even when finished with the same inputs")
-    parser.add_argument("--dry-run", action="store_true", help="check the config and list its runs; rank nothing")
+    parser.add_argument("--dry-run", action="store_true",
+                        help="check the config and list its runs with their queries and judged queries; retrieve "
+                        "nothing (the queries are formed, to know whether a run is finished: ptkb_topk ranks PTKB "
+                        "statements for them)")
     add_output(parser, dest="output", type=Path, help="write runs here instead of the config's `output`")
     parser.add_argument("--report", action="store_true",
                         help="also write OUTPUT/report.html: tests against each leaderboard section's first run, plots")
