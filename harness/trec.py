@@ -251,6 +251,9 @@ def _looks_like(number: int, fields: list[str], kind: str) -> str:
     classic mistakes (a header row, a CSV file, a qrels without its iteration column, a run
     given as qrels or the other way round). '' when it looks like none of them."""
     line = " ".join(fields)
+    if number == 1 and fields[:1] and fields[0][:1] in ("{", "["):
+        cure = ": `harness ikat to-trec` writes a TREC run of an iKAT submission" if kind == "run" else ""
+        return f": the file looks like JSON, not TREC {kind} lines{cure}"
     if "," in line:
         return (f": the line is comma-separated (a CSV file?); TREC {kind} files separate fields by spaces or tabs, "
                 "with no header: write it with sep=' ', e.g. pandas' to_csv(path, sep=' ', header=False, index=False)")

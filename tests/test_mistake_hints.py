@@ -64,3 +64,12 @@ def test_a_folder_given_to_submit_as_the_run_is_named_a_folder_before_any_reques
     assert capsys.readouterr().err == f"harness submit: error: {tmp_path}: is a folder, expected a file\n"
     assert main([*argv[:1], str(tmp_path / "missing.run"), *argv[2:]]) == 2
     assert capsys.readouterr().err == f"harness submit: error: {tmp_path / 'missing.run'}: no such file\n"
+
+
+def test_an_ikat_submission_given_as_a_run_is_named_json_with_to_trec_as_the_cure(tmp_path, capsys):
+    from harness.paths import data_root
+
+    sample = data_root() / "ikat" / "2023" / "scripts" / "run_validation" / "tests" / "data" / "sample_run.json"
+    assert error_of(capsys, "--qrels", QRELS, str(sample)).endswith(
+        "sample_run.json:1: rank '\"manual\",' is not an integer: the file looks like JSON, not TREC run lines: "
+        "`harness ikat to-trec` writes a TREC run of an iKAT submission")
