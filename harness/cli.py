@@ -152,6 +152,14 @@ def main(argv: list[str] | None = None) -> int:
             raise
         print(f"harness {args.command}: error: {message}", file=sys.stderr)
         return 2
+    except Exception as error:  # a plug-in's own code raising: its frames and one line, not the harness's
+        from harness.registry import plugin_failure
+
+        found = plugin_failure(error)
+        if found is None:
+            raise
+        print(f"{found[0]}harness {args.command}: error: {found[1]}", file=sys.stderr)
+        return 2
     except KeyboardInterrupt as interrupt:  # an Interrupted says what it kept
         print(f"harness {args.command}: interrupted" + (f": {interrupt}" if str(interrupt) else
                                                         "; finished outputs are kept"), file=sys.stderr)

@@ -624,18 +624,42 @@ def plugin_import_failure(error: ModuleNotFoundError) -> str | None:
     own (whose missing module an extra brings: harness.extras). Whose it is: the innermost of
     the traceback's frames in a plug-in's package or in the harness (a library between them, a
     plug-in's dependency, counts as the plug-in's)."""
+    owner, _ = _plugin_owner(error)
+    if owner is None:
+        return None
+    return f"{owner} cannot import {error.name or 'a module'}, which its own code needs ({_failure(error)})"
+
+
+def plugin_failure(error: Exception) -> tuple[str, str] | None:
+    """A plug-in's own code raising: the traceback from the plug-in's first frame on (the
+    harness's frames before it are no help to the plug-in's author) and one line naming the
+    plug-in and the error; None when the harness's code raised it (its whole traceback stays).
+    Whose it is, as for plugin_import_failure."""
     import traceback
 
-    owner = None
-    for frame, _ in traceback.walk_tb(error.__traceback__):
+    owner, first = _plugin_owner(error)
+    if owner is None:
+        return None
+    frames = traceback.StackSummary.extract(list(traceback.walk_tb(error.__traceback__))[first:])
+    return ("Traceback of the plug-in's code (most recent call last):\n" + "".join(frames.format()),
+            f"{owner} raised {type(error).__name__}: {error}")
+
+
+def _plugin_owner(error: BaseException) -> tuple[str | None, int]:
+    """The plug-in whose package holds the innermost of the traceback's frames in a plug-in's
+    package or in the harness (None: the harness's), and the index of the frame its run of
+    frames starts at (a library between, a plug-in's dependency, counts as the plug-in's)."""
+    import traceback
+
+    owner, first = None, 0
+    for number, (frame, _) in enumerate(traceback.walk_tb(error.__traceback__)):
         top = str(frame.f_globals.get("__name__", "")).split(".")[0]
         if top == "harness":
             owner = None
         elif top in _PLUGIN_PACKAGES:
+            first = number if owner is None else first
             owner = _PLUGIN_PACKAGES[top]
-    if owner is None:
-        return None
-    return f"{owner} cannot import {error.name or 'a module'}, which its own code needs ({_failure(error)})"
+    return owner, first
 
 
 def _distribution(point: Any) -> str:
