@@ -4,6 +4,7 @@ uploads cut off midway, and a bounded load of 50 concurrent submissions from 10 
 from __future__ import annotations
 
 import hashlib
+import re
 import socket
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -142,13 +143,20 @@ def test_harness_submit_uploads_waits_and_prints_the_measures(tmp_path, capsys):
         assert "the server answered 401: missing or wrong token" in capsys.readouterr().err
 
 
-def test_harness_submit_wait_prints_the_servers_warnings(tmp_path, capsys):
-    """A TREC run of the judged turns only leaves the others unanswered: scored 0, said once."""
+def test_harness_submit_wait_prints_the_servers_warnings_the_first_five_and_a_count(tmp_path, capsys):
+    """A TREC run of the judged turns only leaves the others unanswered: scored 0, said once.
+    A run drawing a warning a turn (turns without passages) shows five, the rest counted."""
     from harness.cli import main
+    from tests.serve_support import ikat_run
 
-    run = trec_run(tmp_path / "judged-only.trec", seed=7)
-    with ServerProcess(write_config(tmp_path)) as server:
-        assert main(["submit", "--server", server.url, "--token", team_token("team0"), "--task", TASK, str(run),
+    def warnings(path) -> list[str]:
+        assert main(["submit", "--server", server.url, "--token", team_token("team0"), "--task", TASK, str(path),
                      "--wait"]) == 0
-    warnings = [line for line in capsys.readouterr().err.splitlines() if line.startswith("warning: ")]
-    assert warnings == ["warning: judged-only.trec warning [coverage]: 156 turns have no results (scored 0)"]
+        return [line for line in capsys.readouterr().err.splitlines() if line.startswith("warning: ")]
+
+    with ServerProcess(write_config(tmp_path, quota=10)) as server:
+        assert warnings(trec_run(tmp_path / "judged-only.trec", seed=7)) == [
+            "warning: judged-only.trec warning [coverage]: 156 turns have no results (scored 0)"]
+        many = warnings(ikat_run(tmp_path / "sparse.json", seed=8))
+    assert len(many) == 6 and all(line.startswith("warning: sparse.json turn ") for line in many[:5])
+    assert re.fullmatch(r"warning: \.\.\. and \d+ more \(GET /api/submissions/[0-9a-f]{16} lists them\)", many[5])

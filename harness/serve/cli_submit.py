@@ -55,8 +55,7 @@ def _wait(client, ident: str, timeout: float) -> int:
     while time.monotonic() < deadline:
         body = _json(client.get(f"/api/submissions/{ident}"))
         if body.get("status") == "scored":
-            for warning in body.get("warnings") or []:
-                print(f"warning: {warning}", file=sys.stderr)
+            _print_warnings(body.get("warnings") or [], ident)
             for measure, value in body["measures"].items():
                 print(f"{measure}\t{value:.4f}")
             return 0
@@ -64,6 +63,17 @@ def _wait(client, ident: str, timeout: float) -> int:
             raise HarnessError(f"submission {ident} could not be scored: {body.get('error')}")
         time.sleep(0.5)
     raise HarnessError(f"submission {ident} was not scored within {timeout:g} s; it stays queued on the server")
+
+
+SHOWN_WARNINGS = 5  # a run missing PTKB provenance draws one per turn: the first few tell the story
+
+
+def _print_warnings(warnings: list[str], ident: str) -> None:
+    for warning in warnings[:SHOWN_WARNINGS]:
+        print(f"warning: {warning}", file=sys.stderr)
+    if len(warnings) > SHOWN_WARNINGS:
+        print(f"warning: ... and {len(warnings) - SHOWN_WARNINGS} more (GET /api/submissions/{ident} lists "
+              "them)", file=sys.stderr)
 
 
 def _json(answer) -> dict:
