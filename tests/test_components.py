@@ -97,3 +97,9 @@ def test_update_of_a_table_marker_never_closed_is_an_error_naming_its_line_and_t
     assert (f"harness components: error: {path}:{cut.count(chr(10), 0, opening.start()) + 1}: {opening[0]} is not "
             "closed by <!-- /components -->") in capsys.readouterr().err
     assert path.read_text(encoding="utf-8") == cut
+
+
+def test_a_kind_may_be_named_in_the_plural_as_a_configs_keys_name_it(capsys):
+    for plural, kind in (("retrievers", "retriever"), ("strategies", "strategy"), ("corpus-formats", "corpus-format")):
+        assert main(["components", plural, "--format", "json"]) == 0
+        assert list(json.loads(capsys.readouterr().out)) == [kind]

@@ -41,8 +41,16 @@ def registry(kind: str) -> Registry:
     return getattr(importlib.import_module(module), name)
 
 
+def singular(kind: str) -> str:
+    """A kind named in the plural, as a config's keys name them (`retrievers`, `strategies`);
+    anything else as typed, for argparse to refuse by that name."""
+    one = kind[:-3] + "y" if kind.endswith("ies") else kind.removesuffix("s")
+    return one if one in REGISTRIES else kind
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("kind", nargs="?", choices=sorted(REGISTRIES), help="list this kind only")
+    parser.add_argument("kind", nargs="?", type=singular, choices=sorted(REGISTRIES),
+                        help="list this kind only (plural too, as a config's keys: retrievers)")
     parser.add_argument("--format", choices=FORMATS, default="text",
                         help="text, json, or markdown (the README's tables; default text)")
     parser.add_argument("--update", metavar="FILE",
