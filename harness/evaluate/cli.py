@@ -19,6 +19,10 @@ from harness.evaluate.tables import QrelsTable, read_qrels_table, spare_memory
 from harness.trec import Qrels
 
 
+PRESET_HELP = ("a benchmark's official measures, with its depth and passage separator (--measures, --depth and "
+               "--passage-separator, where given, take their place)")
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--qrels", required=True, help="qrels file: qid iter docid grade")
     add_runs(parser, "one or more TREC run files")
@@ -37,10 +41,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="an aligned text table (default), CSV, or JSON (run -> measure -> mean; with "
                         "--per-query, every query's values too)")
     add_fill(parser)
-
-
-PRESET_HELP = ("a benchmark's official measures, with its depth and passage separator (--measures, --depth and "
-               "--passage-separator, where given, take their place)")
 
 
 def add_fill(parser: argparse.ArgumentParser) -> None:
