@@ -22,6 +22,7 @@ import yaml
 
 import harness
 from harness.cli import main
+from harness.queries import history
 from harness.runner.config import ConfigError, parse_config
 
 PLUGIN = Path(__file__).parent / "plugin_example"
@@ -366,6 +367,7 @@ def test_a_plugin_missing_a_module_of_its_own_is_named_not_sent_to_an_extra(in_f
         "harness run: error: retriever 'python:heavy:search' (module heavy) cannot import faiss, which its own code "
         f"needs (ModuleNotFoundError at {in_folder / 'heavy.py'}:2: import of faiss halted; None in sys.modules)")
     monkeypatch.setitem(sys.modules, "spacy", None)  # the harness's own optional import still names its extra
+    history._stopwords.cache_clear()  # looked for anew, as in a fresh process (a test before may have read them)
     assert main(["topics", "export", "cast2019", "--strategy", "hqe"]) == 2
     assert capsys.readouterr().err == ("harness topics: error: this needs spacy, from the [segment] extra: "
                                        "pip install 'convsearch-harness[segment]' (or 'convsearch-harness[all]')\n")
