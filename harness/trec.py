@@ -54,13 +54,14 @@ SCORE = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
 INTEGER = re.compile(r"[+-]?[0-9]+")
 GRADE_LIMIT = 2**31  # grades are C ints in trec_eval and pytrec_eval
 _ASCII_FIELDS = re.compile(r"[^ \t\n\r\f\v]+")  # split at C's isspace, as trec_eval splits
-# what a written field must not hold: C's isspace, and 0x1C-0x1F, which Python's str.split (so
-# pytrec_eval's and ir-measures' readers) splits at, though trec_eval keeps them inside an id
-_SEPARATOR = re.compile(r"[ \t\n\r\f\v\x1c-\x1f]")
+# what a written field must not hold: C's isspace, 0x1C-0x1F, which Python's str.split (so
+# pytrec_eval's and ir-measures' readers) splits at, though trec_eval keeps them inside an id,
+# and NUL, which ends a line for trec_eval (and which the readers here refuse)
+_SEPARATOR = re.compile(r"[\x00 \t\n\r\f\v\x1c-\x1f]")
 
 
 def field_ok(text: str) -> bool:
-    """`text` may be a field of a TREC line: non-empty, no whitespace that would split it."""
+    """`text` may be a field of a TREC line: non-empty, no whitespace that would split it, no NUL."""
     return bool(text) and not _SEPARATOR.search(text)
 
 
@@ -430,18 +431,18 @@ def write_run(
     already be in canonical order (`canonical_order`). Returns the number of lines written.
     """
     if not field_ok(tag):
-        raise HarnessError(f"run tag {tag!r} must be non-empty and contain no whitespace")
+        raise HarnessError(f"run tag {tag!r} must be non-empty and contain no whitespace or NUL byte")
     written = 0
     with atomic_write(path) as out:
         for qid, ranking in rankings:
             if not field_ok(qid):
-                raise HarnessError(f"cannot write {path}: query id {qid!r} is empty or holds whitespace, "
-                                   "which would shift the fields of a TREC run line")
+                raise HarnessError(f"cannot write {path}: query id {qid!r} is empty or holds whitespace or a "
+                                   "NUL byte, which would break a TREC run line")
             previous: float | None = None
             for rank, (docid, score) in enumerate(ranking, start=1):
                 if not field_ok(docid):
                     raise HarnessError(f"cannot write {path}: query {qid!r}: document id {docid!r} is empty or "
-                                       "holds whitespace, which would shift the fields of a TREC run line")
+                                       "holds whitespace or a NUL byte, which would break a TREC run line")
                 if printed is not None:
                     out.write(f"{qid} Q0 {docid} {rank} {printed(score)} {tag}\n")
                     written += 1

@@ -314,12 +314,14 @@ def test_an_object_plugin_answering_a_query_it_was_not_asked_is_refused():
             build("mine").search([SearchQuery("1", "a")], k=10)
 
 
-def test_a_plugin_docid_holding_whitespace_is_refused_naming_the_plugin_not_the_run_file():
+@pytest.mark.parametrize("docid", ["doc 1", "doc\x001"])
+def test_a_plugin_docid_that_would_break_a_trec_line_is_refused_naming_the_plugin_not_the_run_file(docid):
     from harness.retrieve import RETRIEVERS, SearchQuery, build
 
-    with RETRIEVERS.using({"mine": lambda query, k: [("doc 1", 1.0)]}):
-        with pytest.raises(harness.errors.HarnessError, match=r"retriever 'mine' answered \('doc 1', 1.0\) for query q1; "
-                                                              r"expected a docid string \(non-empty, no whitespace\)"):
+    with RETRIEVERS.using({"mine": lambda query, k: [(docid, 1.0)]}):
+        with pytest.raises(harness.errors.HarnessError, match=rf"retriever 'mine' answered \({re.escape(repr(docid))}, "
+                                                              r"1.0\) for query q1; expected a docid string \(non-empty, "
+                                                              r"no whitespace or NUL byte\)"):
             build("mine").search([SearchQuery("q1", "a")], k=10)
 
 

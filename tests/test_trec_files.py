@@ -64,6 +64,7 @@ def test_tied_scores_are_written_strictly_decreasing_so_trec_eval_keeps_the_orde
 @pytest.mark.parametrize("qid, docid, tag", [
     ("31_1", "CAR_1 extra", "t"), ("31_1", "CAR_1\nq 0 x 1 1 t", "t"), ("31_1", "", "t"),
     ("31 1", "CAR_1", "t"), ("", "CAR_1", "t"), ("31_1", "CAR_1", "a b"), ("31_1", "CAR_1", ""),
+    ("31_1", "CAR_1\x00x", "t"),
 ])
 def test_no_line_is_written_with_a_field_that_would_shift_the_others(tmp_path, qid, docid, tag):
     path = tmp_path / "r.run"

@@ -12,7 +12,6 @@ same duplicates dropped, the same count of them).
 
 from __future__ import annotations
 
-import re
 from collections import deque
 import mmap
 import os
@@ -24,7 +23,7 @@ from typing import TYPE_CHECKING, TypeVar
 import numpy as np
 
 from harness.evaluate.coverage import TOP
-from harness.trec import Qrels, Run, canonical_order, read_qrels, read_run
+from harness.trec import Qrels, Run, canonical_order, field_ok, read_qrels, read_run
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -33,9 +32,6 @@ NONPOOL = -1  # a retrieved document the qrels do not judge for its query (trec_
 UNJUDGED = -2  # judged below 0: in the pool but unjudged (trec_eval's RELVALUE_UNJUDGED)
 CHUNK = 32 << 20  # bytes of a file parsed at once, while the previous chunk is processed
 BLOCK = 2 << 20  # pyarrow's parallel unit within a chunk
-# never inside a fast-route field: C's isspace, where the exact readers split fields, 0x1C-0x1F
-# (which they keep inside an id, as trec_eval does, where str.split would split) and NUL (refused)
-_SEPARATOR = re.compile(r"[\x00 \t\n\r\f\v\x1c-\x1f]")
 T = TypeVar("T")
 
 
@@ -679,13 +675,9 @@ def _let_go(view: mmap.mmap, start: int, end: int) -> None:
 def _qids(chunk: "pa.DictionaryArray") -> list[str]:
     """A block's distinct query ids; one starting with '#' makes the line a comment to the exact reader."""
     qids = chunk.dictionary.to_pylist()
-    if not all(_field_ok(qid) and not qid.startswith("#") for qid in qids):
+    if not all(field_ok(qid) and not qid.startswith("#") for qid in qids):
         raise _NotFast
     return qids
-
-
-def _field_ok(text: str) -> bool:
-    return bool(text) and not _SEPARATOR.search(text)
 
 
 def _buffers(chunk: "pa.Array") -> tuple[np.ndarray, np.ndarray]:

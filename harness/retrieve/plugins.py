@@ -191,7 +191,7 @@ def hits(name: str, qid: str, answer: Iterable, k: int) -> list[Hit]:
             score = math.inf
         if not isinstance(docid, str) or not field_ok(docid) or not math.isfinite(score):
             raise HarnessError(f"retriever {name!r} answered {_short(item)} for query {qid}; "
-                               "expected a docid string (non-empty, no whitespace) and a finite score")
+                               "expected a docid string (non-empty, no whitespace or NUL byte) and a finite score")
         found.append(Hit(docid, score))
     found.sort(key=lambda hit: -hit.score)
     return found[:k]
