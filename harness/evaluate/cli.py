@@ -9,7 +9,7 @@ import json
 import sys
 from pathlib import Path
 
-from harness.cli import add_runs, runs
+from harness.cli import PRESET_HELP, add_runs, runs
 from harness.errors import HarnessError
 from harness.evaluate import JUDGED, Evaluation, Evaluator, RunFileOptions, evaluate_files, report_reading
 from harness.evaluate import presets
@@ -18,9 +18,6 @@ from harness.evaluate.presets import PRESETS
 from harness.evaluate.tables import QrelsTable, read_qrels_table, spare_memory
 from harness.trec import Qrels
 
-
-PRESET_HELP = ("a benchmark's official measures, with its depth and passage separator (--measures, --depth and "
-               "--passage-separator, where given, take their place)")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -13,8 +13,7 @@ import json
 import math
 import sys
 
-from harness.cli import add_output, add_runs, number_in, runs
-from harness.evaluate.cli import PRESET_HELP
+from harness.cli import PRESET_HELP, add_output, add_runs, number_in, runs
 from harness.judge.agree import WEIGHTINGS, Agreement, PairAgreement, RankingAgreement
 
 

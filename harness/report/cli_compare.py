@@ -10,11 +10,11 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from harness.cli import add_output, add_runs, number_in, runs
+from harness.cli import PRESET_HELP, add_output, add_runs, number_in, runs
 from harness.errors import HarnessError
 from harness.evaluate import (JUDGED, Evaluator, RunFileOptions, evaluate_file, keep_measures, report_reading,
                               with_judged)
-from harness.evaluate.cli import PRESET_HELP, add_fill, judged_before_after, measure_settings, scoring_qrels
+from harness.evaluate.cli import add_fill, judged_before_after, measure_settings, scoring_qrels
 from harness.evaluate.presets import PRESETS
 from harness.report import breakdown as bd
 from harness.report.compare import Leaderboard, leaderboard
