@@ -237,3 +237,16 @@ def test_without_format_the_report_is_written_as_its_output_suffix_says(tmp_path
                  "--output", str(out)]) == 0
     assert out.read_text().startswith(starts)
     assert capsys.readouterr().err.endswith(f"report written to {out}\n")
+
+
+def test_a_single_run_s_report_has_no_empty_paired_comparisons_table_in_any_format(capsys):
+    """The legend says "A single run: no paired tests"; no table of none follows (JSON keeps its key, empty)."""
+    args = ["compare", "--qrels", str(CAST2021_QRELS), str(CAST2021_DOC_RUNS[0]), "--measures", "RR", "--format"]
+    outputs = {}
+    for fmt in ("md", "html", "csv", "json"):
+        assert main([*args, fmt]) == 0
+        outputs[fmt] = capsys.readouterr().out
+    assert "A single run: no paired tests" in outputs["md"] and "Paired comparisons" not in outputs["md"]
+    assert "A single run: no paired tests" in outputs["html"] and "Paired comparisons" not in outputs["html"]
+    assert {row["kind"] for row in csv.DictReader(io.StringIO(outputs["csv"]))} == {"mean"}
+    assert json.loads(outputs["json"])["comparisons"] == []

@@ -148,7 +148,8 @@ def as_markdown(report: Report) -> bytes:
         rows = [[run, *[f"{report.conversation_means[m][run]:.4f}" for m in measures]] for run in board.ranked_runs]
         parts += ["\n## Mean over conversations (each conversation's turns averaged first)\n\n",
                   table(["run", *measures], rows)]
-    parts += ["\n## Paired comparisons\n\n", table(*comparison_rows(board), align="lllrlrrrr")]
+    if board.comparisons:  # a single run has none, and the legend says so
+        parts += ["\n## Paired comparisons\n\n", table(*comparison_rows(board), align="lllrlrrrr")]
     for b in report.breakdowns:
         parts += [f"\n## {b.measure} by {b.name}\n\n", table(*breakdown_rows(b))]
         if b.unassigned:
