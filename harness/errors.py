@@ -8,6 +8,16 @@ from pathlib import Path
 from typing import IO
 
 
+def counted(number: int, noun: str, plural: str | None = None) -> str:
+    """'1 turn', '2 turns': a count in a message, its noun agreeing with it."""
+    return f"{number} {noun if number == 1 else plural or noun + 's'}"
+
+
+def verb(number: int, singular: str = "has", plural: str = "have") -> str:
+    """The verb agreeing with a count's noun: '1 turn has', '2 turns have'."""
+    return singular if number == 1 else plural
+
+
 class HarnessError(Exception):
     """A problem with the user's input or setup, explained in one sentence."""
 

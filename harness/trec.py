@@ -58,6 +58,20 @@ _ASCII_FIELDS = re.compile(r"[^ \t\n\r\f\v]+")  # split at C's isspace, as trec_
 # pytrec_eval's and ir-measures' readers) splits at, though trec_eval keeps them inside an id,
 # and NUL, which ends a line for trec_eval (and which the readers here refuse)
 _SEPARATOR = re.compile(r"[\x00 \t\n\r\f\v\x1c-\x1f]")
+COMPRESSED = (".gz", ".bz2")  # the suffixes harness.errors.open_input decompresses
+
+
+def file_stem(path: str | Path) -> str:
+    """The name a run (or qrels) file gives what it holds: its file name without its suffix,
+    a compressed file's without both (r.run.gz: r, as r.run), so compressing a run keeps its name."""
+    path = Path(path)
+    return (path.with_suffix("") if path.suffix in COMPRESSED else path).stem
+
+
+def looks_like_run_line(fields: Sequence[str]) -> bool:
+    """Whether a line's fields read as a TREC run line ('qid Q0 docid rank score tag'): said
+    where one is given in place of another kind of file."""
+    return len(fields) >= 6 and fields[3].isdigit()
 
 
 def field_ok(text: str) -> bool:
@@ -313,7 +327,7 @@ def read_run(
     if depth is not None:  # the whole run was read (strict, or a repeated document)
         scores = {qid: dict(canonical_order(ranking.items())[:depth]) if len(ranking) > depth else ranking
                   for qid, ranking in scores.items()}
-    return Run(name or path.stem, scores, duplicates, path, trailing)
+    return Run(name or file_stem(path), scores, duplicates, path, trailing)
 
 
 def _read_scores(path: Path, depth: int | None, strict: bool) -> tuple[dict[str, dict[str, float]], int, int] | None:
@@ -409,7 +423,7 @@ def read_qrels(path: str | Path, *, name: str | None = None) -> Qrels:
         judgments.setdefault(qid, {})[docid] = grade_value
     if not judgments:
         raise InputError(path, "empty qrels: no judgment lines")
-    return Qrels(name or path.stem, judgments, path)
+    return Qrels(name or file_stem(path), judgments, path)
 
 
 def format_score(score: float) -> str:

@@ -251,12 +251,8 @@ def test_every_command_and_nested_command_says_what_it_does_atop_its_help():
     assert [prog for prog, parser in _command_parsers() if not parser.description] == []
 
 
-# harness/responses/ was another engineer's this session: its two options get their help there
-HELP_PENDING = {("harness responses eval", "--seed"), ("harness responses eval", "--format")}
-
-
 def test_every_option_of_every_command_says_what_it_takes_in_its_help():
     silent = {(prog, action.option_strings[0] if action.option_strings else action.dest)
               for prog, parser in _command_parsers() for action in parser._actions
               if action.help is None and not isinstance(action, argparse._SubParsersAction)}
-    assert silent <= HELP_PENDING, sorted(silent - HELP_PENDING)
+    assert sorted(silent) == []

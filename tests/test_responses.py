@@ -719,7 +719,7 @@ def test_every_format_states_over_how_many_turns_weighted_recall_is_averaged(hum
     bank = regraded_0(human_bank, {"0_2", "0_3"})
     evaluation = evaluate_runs(runs, bank, RecordedAssignments(recorded_for(runs, bank, tmp_path / "a.jsonl", {})))
     report = build_report(evaluation)
-    said = "paired-t test on 78 queries (weighted on 76 of them, undefined on 2), p-values holm-corrected"
+    said = "paired-t test on 78 turns (weighted on 76 of them, undefined on 2), p-values holm-corrected"
     document = json.loads(render(evaluation, report, "json"))
     assert said in document["legend"] and document["queries_per_measure"] == {**dict.fromkeys(MEASURES, 78),
                                                                              "weighted": 76}
@@ -737,7 +737,7 @@ def test_a_bank_without_a_graded_nugget_shows_weighted_recall_as_undefined_on_ev
     assert main(["responses", "eval", str(tmp_path / "r.json"), "--nuggets", str(tmp_path / "bank.json"),
                  "--judge", f"file:{recorded}", "--format", "json"]) == 0
     document = json.loads(capsys.readouterr().out)
-    assert "t-intervals on 1 queries (weighted undefined on every query)" in document["legend"]
+    assert "t-intervals on 1 turn (weighted undefined on every turn)" in document["legend"]
     assert "weighted" not in document["runs"]["run"] and document["queries_per_measure"]["weighted"] == 0
 
 

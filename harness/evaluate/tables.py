@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, TypeVar
 import numpy as np
 
 from harness.evaluate.coverage import TOP
-from harness.trec import Qrels, Run, canonical_order, field_ok, read_qrels, read_run
+from harness.trec import Qrels, Run, canonical_order, field_ok, file_stem, read_qrels, read_run
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -277,7 +277,7 @@ def read_qrels_table(path: str | Path, *, name: str | None = None) -> QrelsTable
     tabs, a malformed line, a repeated judgment) through `harness.trec.read_qrels`."""
     path = Path(path)
     try:
-        return _fast_qrels(path, name or path.stem)
+        return _fast_qrels(path, name or file_stem(path))
     except _NotFast:
         return QrelsTable.from_qrels(read_qrels(path, name=name))
 
@@ -292,10 +292,10 @@ def read_run_table(path: str | Path, *, strict: bool = False, depth: int | None 
     try:
         if qrels is not None and not all_docids:
             try:
-                return _ranked_run(path, name or path.stem, qrels)
+                return _ranked_run(path, name or file_stem(path), qrels)
             except _Unordered:
                 pass
-        return _fast_run(path, name or path.stem, strict, qrels)
+        return _fast_run(path, name or file_stem(path), strict, qrels)
     except _NotFast:
         table = RunTable.from_run(read_run(path, strict=strict, depth=depth, name=name))
         if qrels is not None:

@@ -31,6 +31,7 @@ from harness.ikat.checks import CHECKS, Context, Finding, error, topic_index
 from harness.ikat.checks_2023 import parse_submission
 from harness.ikat.submission import YEARS, Submission
 from harness.topics.model import Conversation
+from harness.trec import looks_like_run_line
 
 MAX_WARNINGS = 2000  # the 2023/2024 validators' default --max_warnings
 # Checks that need the whole test set in the file; skipped for a partial (development) run.
@@ -180,7 +181,7 @@ def decode_submission(path: Path, text: str, year: int | None = None) -> Decoded
 def _trec_run_hint(text: str) -> str:
     """The classic mistake of giving a TREC run where a submission belongs, said with its cure."""
     first = next((line.split() for line in islice(_lines(text), 100) if line.strip()), [])
-    if len(first) >= 6 and first[3].isdigit():
+    if looks_like_run_line(first):
         return ("; this looks like a TREC run ('qid Q0 docid rank score tag'), not an iKAT submission: "
                 "`harness ikat from-trec` writes one from it")
     return ""

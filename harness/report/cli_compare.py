@@ -18,10 +18,11 @@ from harness.evaluate.cli import add_fill, judged_before_after, measure_settings
 from harness.evaluate.presets import PRESETS
 from harness.report import breakdown as bd
 from harness.report.compare import Leaderboard, leaderboard
-from harness.report.formats import FORMATS, write_report
+from harness.report.formats import FORMAT_HELP, FORMATS, report_format, write_report
 from harness.report.model import Report
 from harness.report.stats import CORRECTIONS, DEFAULT_RESAMPLES, DEFAULT_SEED, SEED_MAX, TESTS, Resampling
 from harness.paths import refuse_overwriting
+from harness.trec import file_stem
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -43,8 +44,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seed", type=number_in(0, SEED_MAX, whole=True), default=DEFAULT_SEED,
                         help=f"random seed (default {DEFAULT_SEED})")
     parser.add_argument("--format", choices=FORMATS.names(),
-                        help="Markdown, a self-contained HTML page with plots, CSV, or JSON (default: as --output's "
-                        "suffix says, .md .html .csv .json; else Markdown)")
+                        help=FORMAT_HELP)
     add_output(parser, help="write the report here (atomically) instead of stdout")
     parser.add_argument("--topics", metavar="BENCHMARK",
                         help="take turn depths and conversations (and --group-field) from this benchmark's "
@@ -108,17 +108,10 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def report_format(out: str | None) -> str:
-    """The format --output's suffix names (report.html: html), else Markdown."""
-    suffix = Path(out).suffix.lower().lstrip(".") if out else ""
-    suffix = "html" if suffix == "htm" else suffix
-    return suffix if suffix in FORMATS.names() else "md"
-
-
 def baseline_name(given: str, names: list[str]) -> str:
     """A --baseline as a run's name: the name itself, or a run file's path (named by its stem);
     anything else as written, so that the error quotes what was typed."""
-    return Path(given).stem if given not in names and Path(given).stem in names else given
+    return file_stem(given) if given not in names and file_stem(given) in names else given
 
 
 def add_breakdowns(report: Report, args: argparse.Namespace) -> None:

@@ -18,7 +18,7 @@ from typing import Protocol
 
 import numpy as np
 
-from harness.errors import HarnessError
+from harness.errors import HarnessError, counted
 from harness.report import stats
 from harness.report.stats import Resampling
 
@@ -118,6 +118,7 @@ class Leaderboard:
     summaries: dict[tuple[str, str], Summary] = field(default_factory=dict)  # (run, measure)
     comparisons: list[Comparison] = field(default_factory=list)
     undefined: list[str] = field(default_factory=list)  # measures undefined on every query: not in `scores`
+    unit: tuple[str, str] = ("query", "queries")  # what is compared, as the legend names it: a response turn, ...
 
     def queries(self, measure: str) -> int:
         """How many queries the measure's means, intervals, tests and breakdowns are over."""
@@ -129,8 +130,8 @@ class Leaderboard:
         total = len(self.scores.qids)
         fewer = [f"{m} on {n} of them, undefined on {total - n}"
                  for m in self.measures if (n := self.queries(m)) < total]
-        fewer += [f"{m} undefined on every query" for m in self.undefined]
-        return f"{total} queries" + (f" ({'; '.join(fewer)})" if fewer else "")
+        fewer += [f"{m} undefined on every {self.unit[0]}" for m in self.undefined]
+        return counted(total, *self.unit) + (f" ({'; '.join(fewer)})" if fewer else "")
 
     @property
     def measures(self) -> list[str]:
@@ -177,13 +178,15 @@ class Leaderboard:
     def legend(self) -> str:
         if not self.comparisons:
             return (f"A single run: no paired tests. Intervals: {self.confidence:.0%} t-intervals on "
-                    f"{self.queries_note()}. A query missing from a run scores 0.")
+                    f"{self.queries_note()}. {self.missing_note()}")
         baselines = ", ".join(f"{self.letter(b)} = {b}" for b in self.baselines)
         return (
             f"▲x / ▼x: significantly higher / lower than baseline x ({baselines}); {self.test_note()} "
-            f"Intervals: {self.confidence:.0%} t-intervals. Effect size: Cohen's d (paired). "
-            "A query missing from a run scores 0."
+            f"Intervals: {self.confidence:.0%} t-intervals. Effect size: Cohen's d (paired). {self.missing_note()}"
         )
+
+    def missing_note(self) -> str:
+        return f"A {self.unit[0]} missing from a run scores 0."
 
     def test_note(self) -> str:
         """The test, its family and level, for a page that shows p-values without the marks."""
@@ -217,8 +220,10 @@ def leaderboard(
     alpha: float = 0.05,
     confidence: float = 0.95,
     resampling: Resampling = Resampling(),
+    unit: tuple[str, str] = ("query", "queries"),
 ) -> Leaderboard:
-    """Summaries and the corrected test family. Baselines default to the first run given."""
+    """Summaries and the corrected test family. Baselines default to the first run given;
+    `unit` names what the runs answer (singular, plural), as the legend says it."""
     scores = align(evaluations)
     test_fn = stats.TESTS.get(test)
     correct = stats.CORRECTIONS.get(correction)
@@ -234,7 +239,8 @@ def leaderboard(
     if undefined:  # no mean to show or test: left out, and the legend says so (queries_note)
         kept = [measure for measure in scores.measures if measure not in undefined]
         scores = Scores(scores.runs, kept, scores.qids, {measure: scores.values[measure] for measure in kept})
-    board = Leaderboard(scores, baselines, test, correction, alpha, confidence, resampling, undefined=undefined)
+    board = Leaderboard(scores, baselines, test, correction, alpha, confidence, resampling, undefined=undefined,
+                        unit=unit)
     defined = {measure: scores.defined(measure) for measure in scores.measures}
     for measure in scores.measures:
         for run in scores.runs:

@@ -26,6 +26,18 @@ FORMATS.add("md", markdown.as_markdown)
 FORMATS.add("html", html.as_html)
 
 
+FORMAT_HELP = ("Markdown, a self-contained HTML page with plots, CSV, or JSON (default: as --output's suffix says, "
+               ".md .html .csv .json; else Markdown)")
+
+
+def report_format(out: str | Path | None) -> str:
+    """The format an --output's suffix names (report.html: html), else Markdown: what a
+    command writes when --format is not given."""
+    suffix = Path(out).suffix.lower().lstrip(".") if out else ""
+    suffix = "html" if suffix == "htm" else suffix
+    return suffix if suffix in FORMATS.names() else "md"
+
+
 def write_report(report: Report, fmt: str, path: str | Path | None) -> bytes:
     """Render `report` as `fmt`; write it atomically to `path` when given. Returns the bytes."""
     content = FORMATS.get(fmt)(report)

@@ -7,25 +7,26 @@ from __future__ import annotations
 import argparse
 import math
 import sys
-from pathlib import Path
 
 from harness.cli import add_output, number_in
 from harness.errors import HarnessError
 from harness.paths import refuse_overwriting
+from harness.trec import file_stem
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     from harness.judge.cli_judge import add_llm_arguments
+    from harness.report.formats import FORMAT_HELP, FORMATS
     from harness.report.stats import CORRECTIONS, DEFAULT_RESAMPLES, DEFAULT_SEED, SEED_MAX, TESTS
     from harness.responses.judges import JUDGE_NAMES
-    from harness.responses.readers import FORMATS
+    from harness.responses.readers import FORMATS as RESPONSE_FORMATS
 
     sub = parser.add_subparsers(dest="responses_command", required=True, metavar="ACTION")
     ev = sub.add_parser("eval", help="score response runs against nuggets, with a leaderboard and paired tests")
     ev.add_argument("responses", nargs="+", metavar="RESPONSES",
                     help="response files: iKAT 2023/2024 JSON, iKAT 2025 JSONL, TREC RAG 2024/2025 JSONL, "
                          "CONE-RAG {turn: {run: response}} JSON (several runs)")
-    ev.add_argument("--response-format", choices=FORMATS.names(),
+    ev.add_argument("--response-format", choices=RESPONSE_FORMATS.names(),
                     help="the responses' format (default: told from the content)")
     ev.add_argument("--nuggets", required=True, metavar="BANK",
                     help="nugget bank: CONE-RAG gold nuggets JSON (grades 1-4) or nuggetizer nuggets JSONL")
@@ -52,8 +53,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     ev.add_argument("--alpha", type=number_in(0, 1, open_low=True), default=0.05, help="significance level (default 0.05)")
     ev.add_argument("--resamples", type=number_in(1, math.inf, whole=True), default=DEFAULT_RESAMPLES,
                     help=f"resamples of the permutation / bootstrap tests (default {DEFAULT_RESAMPLES})")
-    ev.add_argument("--seed", type=number_in(0, SEED_MAX, whole=True), default=DEFAULT_SEED)
-    ev.add_argument("--format", choices=("md", "csv", "json", "html"), default="md")
+    ev.add_argument("--seed", type=number_in(0, SEED_MAX, whole=True), default=DEFAULT_SEED,
+                    help=f"random seed of the permutation / bootstrap tests (default {DEFAULT_SEED})")
+    ev.add_argument("--format", choices=FORMATS.names(),
+                    help=FORMAT_HELP)
     ev.add_argument("--per-turn", action="store_true", help="json: add every (run, turn) row")
     add_output(ev, help="write the report here (atomically) instead of stdout")
     ev.set_defaults(responses_run=_eval)
@@ -92,6 +95,7 @@ def _judge(args: argparse.Namespace, task: str):
 
 def _eval(args: argparse.Namespace) -> int:
     from harness.judge.base import sidecar
+    from harness.report.formats import report_format
     from harness.report.stats import Resampling
     from harness.responses.assign import write_assignments
     from harness.responses.evaluate import evaluate_runs
@@ -125,10 +129,10 @@ def _eval(args: argparse.Namespace) -> int:
                           {**nugget_judge, "nuggets": str(args.nuggets), "nugget_rule": evaluation.rule,
                            "responses": [str(path) for path in args.responses]})
     names = {run.name for run in runs}
-    baselines = [b if b in names else Path(b).stem for b in args.baseline or []]
+    baselines = [b if b in names else file_stem(b) for b in args.baseline or []]
     report = build_report(evaluation, baselines, test=args.test, correction=args.correction, alpha=args.alpha,
                           resampling=Resampling(args.resamples, args.seed))
-    content = render(evaluation, report, args.format, per_turn=args.per_turn)
+    content = render(evaluation, report, args.format or report_format(args.out), per_turn=args.per_turn)
     if args.out is not None:
         from harness.atomic import atomic_write
 

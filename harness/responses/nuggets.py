@@ -56,6 +56,9 @@ def read_cone_rag_bank(path: Path, vital_grade: int) -> NuggetBank:
         found = []
         for nugget_id, entry in entries.items():
             where = f"turn {turn}, nugget {nugget_id}"
+            if isinstance(entry, str) or isinstance(entry, dict) and "response" in entry:
+                raise InputError(path, "this looks like responses ({turn: {run: response}}), not a nugget bank: give "
+                                       "it as RESPONSES, and the nugget bank to --nuggets", record=f"turn {turn}")
             if not isinstance(entry, dict) or not isinstance(entry.get("text"), str):
                 raise InputError(path, "text: expected the nugget's text (a string)", record=where)
             grade = entry.get("relevance")

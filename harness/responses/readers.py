@@ -30,6 +30,7 @@ from typing import Any
 from harness.errors import InputError
 from harness.registry import Registry
 from harness.responses.model import Response, ResponseRun, Sentence
+from harness.trec import file_stem, looks_like_run_line
 
 Reader = Callable[[Path], list[ResponseRun]]
 FORMATS: Registry[Reader] = Registry("response format")
@@ -77,7 +78,9 @@ def once(mapping: dict, path: Path, what: str, record: str | None = None) -> Non
 
 
 IKAT_2025_KEYS = {"turn_id", "responses"}
+GIVE_BANK = "give it to --nuggets, and the responses as RESPONSES"
 TREC_RAG_KEYS = {"answer", "topic_id", "metadata"}
+NUGGETIZER_KEYS = {"qid", "nuggets"}  # a nugget bank's line (harness.responses.nuggets), given in the responses' place
 
 
 def detect_format(path: Path) -> str:
@@ -91,9 +94,13 @@ def detect_format(path: Path) -> str:
     except json.JSONDecodeError:
         document = None
     # a one-line JSON Lines file is one JSON document too: these keys say it is a response line
-    if isinstance(document, dict) and not (IKAT_2025_KEYS | TREC_RAG_KEYS) & set(document):
+    if isinstance(document, dict) and not (IKAT_2025_KEYS | TREC_RAG_KEYS) & set(document) \
+            and not NUGGETIZER_KEYS <= set(document):
         return "ikat-json" if "turns" in document else "cone-rag-json"
     first = next((line for line in text.split("\n") if line.strip()), "")
+    if looks_like_run_line(first.split()):
+        raise InputError(path, "this looks like a TREC run ('qid Q0 docid rank score tag'), not responses: "
+                               "responses eval scores what a system answers (`harness eval` scores a ranking)", line=1)
     try:
         entry = json.loads(first)
     except json.JSONDecodeError as problem:
@@ -103,6 +110,9 @@ def detect_format(path: Path) -> str:
         return "ikat-2025-jsonl"
     if isinstance(entry, dict) and TREC_RAG_KEYS & set(entry):  # the reader names a missing field
         return "trec-rag-jsonl"
+    if isinstance(entry, dict) and NUGGETIZER_KEYS <= set(entry):
+        raise InputError(path, f"this looks like a nugget bank (nuggetizer's {{qid, nuggets}} lines), not responses: "
+                               f"{GIVE_BANK}", line=1)
     raise InputError(path, "not a response format: expected an iKAT run (turns / turn_id), a TREC RAG answer "
                            "line (answer) or a CONE-RAG {turn: {run: response}} file", line=1)
 
@@ -135,7 +145,7 @@ def read_ikat_json(path: Path) -> list[ResponseRun]:
         used = [p for p in best.passage_provenance if p.used]
         sentence = Sentence(best.text, tuple(dict.fromkeys(p.id for p in used)))
         _add(responses, Response(turn.turn_id, best.text, (sentence,), {p.id: p.text for p in used if p.text}), path)
-    return [ResponseRun(submission.run_name or path.stem, path, f"ikat-{year}-json", responses)]
+    return [ResponseRun(submission.run_name or file_stem(path), path, f"ikat-{year}-json", responses)]
 
 
 def _lines(path: Path) -> list[tuple[int, Any]]:
@@ -173,7 +183,7 @@ def read_ikat_2025(path: Path) -> list[ResponseRun]:
         first = answers[0]
         citations = tuple(first["citations"])
         _add(responses, Response(turn, first["text"], (Sentence(first["text"], citations),), line=line), path)
-    return [ResponseRun(run_name or path.stem, path, "ikat-2025-jsonl", responses)]
+    return [ResponseRun(run_name or file_stem(path), path, "ikat-2025-jsonl", responses)]
 
 
 @FORMATS.register("trec-rag-jsonl")
@@ -224,7 +234,7 @@ def read_trec_rag(path: Path) -> list[ResponseRun]:
             sentences.append(Sentence(sentence["text"], tuple(dict.fromkeys(ids))))
         text = " ".join(s.text for s in sentences)
         _add(responses, Response(str(turn), text, tuple(sentences), line=line), path)
-    return [ResponseRun(run_name or path.stem, path, "trec-rag-jsonl", responses)]
+    return [ResponseRun(run_name or file_stem(path), path, "trec-rag-jsonl", responses)]
 
 
 @FORMATS.register("cone-rag-json")
@@ -238,6 +248,9 @@ def read_cone_rag(path: Path) -> list[ResponseRun]:
         once(answers, path, "run", record=f"turn {turn}")
         for run, answer in answers.items():
             text = answer.get("response") if isinstance(answer, dict) else answer
+            if isinstance(answer, dict) and text is None and {"text", "relevance"} <= set(answer):
+                raise InputError(path, "this looks like a nugget bank ({turn: {nugget id: {text, relevance}}}), not "
+                                       f"responses: {GIVE_BANK}", record=f"turn {turn}")
             if not isinstance(text, str):
                 raise InputError(path, f"{run}: expected the response text (or an object with a string "
                                        "'response')", record=f"turn {turn}")

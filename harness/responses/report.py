@@ -50,7 +50,7 @@ def provenance_notes(evaluation: ResponseEvaluation) -> list[str]:
 def build_report(evaluation: ResponseEvaluation, baselines: list[str] | None = None, *, test: str = "paired-t",
                  correction: str = "holm", alpha: float = 0.05, resampling: Resampling = Resampling()) -> Report:
     board = leaderboard(run_scores(evaluation), baselines, test=test, correction=correction, alpha=alpha,
-                        resampling=resampling)
+                        resampling=resampling, unit=("turn", "turns"))
     report = Report(board, title=f"Response evaluation, judge: {judge_label(evaluation)}")
     if evaluation.citations:
         means = evaluation.aggregate().set_index("run")["support_precision"]

@@ -1,0 +1,75 @@
+"""`harness responses eval` as a command: what --output's suffix writes, what the legend calls
+the compared units, and the files given in each other's place (a nugget bank as responses,
+responses as the bank, a TREC run as responses), each named as what it is."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from harness.cli import main
+from tests.test_responses import cone_rag
+
+
+@pytest.fixture
+def tiny(tmp_path):
+    """Two runs answering two turns, a bank of a nugget a turn and the judge's recorded assignments."""
+    turns = ("1_1", "1_2")
+    (tmp_path / "bank.json").write_text(json.dumps({t: {"1": {"text": "a", "relevance": "3"}} for t in turns}))
+    (tmp_path / "r.json").write_text(json.dumps({t: {"one": "a", "two": "b"} for t in turns}))
+    (tmp_path / "assigned.jsonl").write_text("".join(
+        json.dumps({"qid": t, "run_id": run, "nuggets": [{"assignment": label}]}) + "\n"
+        for t in turns for run, label in (("one", "support"), ("two", "support" if t == "1_2" else "not_support"))))
+    return ["responses", "eval", str(tmp_path / "r.json"), "--nuggets", str(tmp_path / "bank.json"),
+            "--judge", f"file:{tmp_path / 'assigned.jsonl'}"]
+
+
+@pytest.mark.parametrize("name, starts", [("report.html", "<!DOCTYPE html>"), ("report.json", "{"),
+                                          ("report.csv", "# "), ("report.txt", "# Response evaluation")])
+def test_without_format_the_report_is_written_as_its_output_suffix_says(tiny, tmp_path, name, starts):
+    """As `harness compare` writes it (harness.report.formats.report_format)."""
+    assert main([*tiny, "--output", str(tmp_path / name)]) == 0
+    assert (tmp_path / name).read_text().startswith(starts)
+
+
+def test_the_legend_counts_response_turns_not_queries(tiny, capsys):
+    assert main([*tiny, "--format", "json"]) == 0
+    legend = json.loads(capsys.readouterr().out)["legend"]
+    assert "test on 2 turns, p-values" in legend and "A turn missing from a run scores 0." in legend
+    assert "quer" not in legend
+
+
+@pytest.mark.reference
+def test_a_nugget_bank_given_as_responses_is_named_a_nugget_bank_with_where_it_goes(capsys):
+    bank, responses = (cone_rag("human_resources", "gold_nuggets_human.json"),
+                       cone_rag("participant_resources", "manual_responses.json"))
+    assert main(["responses", "eval", str(bank), "--nuggets", str(responses), "--judge", "minilm"]) == 2
+    assert capsys.readouterr().err == (
+        f"harness responses: error: {bank} (record turn 8_5): this looks like a nugget bank ({{turn: {{nugget id: "
+        "{text, relevance}}}), not responses: give it to --nuggets, and the responses as RESPONSES\n")
+
+
+@pytest.mark.reference
+def test_responses_given_as_the_nugget_bank_are_named_responses_with_where_they_go(capsys):
+    responses = cone_rag("participant_resources", "manual_responses.json")
+    assert main(["responses", "eval", str(responses), "--nuggets", str(responses), "--judge", "minilm"]) == 2
+    assert capsys.readouterr().err == (
+        f"harness responses: error: {responses} (record turn 0_2): this looks like responses ({{turn: {{run: "
+        "response}}), not a nugget bank: give it as RESPONSES, and the nugget bank to --nuggets\n")
+
+
+def test_a_nuggetizer_bank_given_as_responses_is_named_a_nugget_bank(tmp_path, capsys):
+    bank = tmp_path / "nuggets.jsonl"
+    bank.write_text(json.dumps({"qid": "1_1", "query": "q", "nuggets": [{"text": "a", "importance": "vital"}]}) + "\n")
+    assert main(["responses", "eval", str(bank), "--nuggets", str(bank), "--judge", "minilm"]) == 2
+    assert "nuggets.jsonl:1: this looks like a nugget bank (nuggetizer's {qid, nuggets} lines)" in capsys.readouterr().err
+
+
+def test_a_trec_run_given_as_responses_is_named_a_trec_run(tmp_path, capsys):
+    run = tmp_path / "r.run"
+    run.write_text("1_1 Q0 d1 1 9.5 mine\n")
+    assert main(["responses", "eval", str(run), "--nuggets", str(run), "--judge", "minilm"]) == 2
+    assert capsys.readouterr().err == (
+        f"harness responses: error: {run}:1: this looks like a TREC run ('qid Q0 docid rank score tag'), not "
+        "responses: responses eval scores what a system answers (`harness eval` scores a ranking)\n")
