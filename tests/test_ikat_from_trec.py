@@ -47,7 +47,7 @@ def test_without_passages_texts_come_from_every_split_s_shipped_pool_and_the_mis
     response = from_trec(tmp_path, run_file)
     assert [p["text"] for p in response["passage_provenance"]] == ["", *outside.values()]
     err = capsys.readouterr().err
-    assert ("warning: 1 of 4 passages have no text in the passages ikat2023 ships "
+    assert ("warning: 1 of 4 passages has no text in the passages ikat2023 ships "
             "(ikat2023:test-provenance, ikat2023:train-provenance)") in err
     assert "give --passages the collection the run retrieved from" in err
 
@@ -56,7 +56,7 @@ def test_passage_texts_come_from_a_corpus_spec(tmp_path, run_file, outside, caps
     response = from_trec(tmp_path, run_file, "--passages", TRAIN_POOL)
     texts = {p["id"]: p["text"] for p in response["passage_provenance"]}
     assert {pid: texts[pid] for pid in outside} == outside
-    assert "warning: 1 of 4 passages have no text in benchmark:ikat2023:train" in capsys.readouterr().err
+    assert "warning: 1 of 4 passages has no text in benchmark:ikat2023:train" in capsys.readouterr().err
 
 
 def test_passage_texts_come_from_a_passages_file(tmp_path, run_file, outside):
@@ -137,3 +137,43 @@ def test_the_format_year_defaults_to_the_benchmark_s(tmp_path, run_file, capsys)
     assert main(["ikat", "from-trec", str(run_file), "--benchmark", "ikat2023", "--run-name", "x",
                  "--output", str(out)]) == 0
     assert f"{out}: 332 turns (iKAT 2023 format)" in capsys.readouterr().err
+
+
+def test_a_year_other_than_the_benchmark_s_is_written_with_a_warning_naming_both_years(tmp_path, run_file, capsys):
+    """An iKAT 2023 run in the 2024 format: the 2024 validator refuses every 2023 turn id ('9-1_1':
+    its topic is no number), so the warning says so and how to write the 2023 format instead."""
+    out = tmp_path / "submission.json"
+    assert main(["ikat", "from-trec", str(run_file), "--benchmark", "ikat2023", "--year", "2024", "--run-name", "x",
+                 "--output", str(out)]) == 0
+    assert out.exists()
+    assert (f"warning: --year 2024 writes ikat2023's turns (iKAT 2023) in the iKAT 2024 format: the iKAT 2024 "
+            "validator will refuse the turn ids of 332 of its 332 turns (turn id '9-1_1' is not '<topic>_<turn "
+            "number>'): leave --year out to write the 2023 format\n") in capsys.readouterr().err
+    assert main(["ikat", "validate", str(out), "--topics", "ikat2023", "--quiet"]) == 1
+    assert "332 x error turn-id-format" in capsys.readouterr().err
+
+
+def test_a_year_whose_validator_takes_the_turn_ids_is_written_with_where_to_check_it(tmp_path, run_file, capsys):
+    out = tmp_path / "submission.jsonl"
+    assert main(["ikat", "from-trec", str(run_file), "--benchmark", "ikat2023", "--year", "2025", "--team-id", "t",
+                 "--run-name", "x", "--output", str(out)]) == 0
+    assert (f"warning: --year 2025 writes ikat2023's turns (iKAT 2023) in the iKAT 2025 format: the iKAT 2025 "
+            f"validator takes its turn ids, but iKAT 2025's own topics have other turns: `harness ikat validate {out} "
+            "--topics ikat2023` checks it against ikat2023's\n") in capsys.readouterr().err
+
+
+def test_counts_of_one_take_the_singular(tmp_path, capsys):
+    """A run answering every iKAT 2023 test turn but the first, each with one passage no pool has."""
+    from harness.topics import load
+    from harness.trec import write_run
+
+    turns = [t.qid for c in load("ikat2023").conversations for t in c.turns]
+    run = tmp_path / "all_but_one.run"
+    write_run(run, [(qid, [("clueweb22-en0000-00-00000:0", 1.0)]) for qid in turns[1:]], "r")
+    ptkb = tmp_path / "ptkb.run"
+    ptkb.write_text(f"{turns[1]} Q0 1 1 2 x\n")
+    assert main(["ikat", "from-trec", str(run), "--benchmark", "ikat2023", "--run-name", "x", "--ptkb-run", str(ptkb),
+                 "--depth", "1", "--output", str(tmp_path / "submission.json")]) == 0
+    err = capsys.readouterr().err
+    assert f"{run}: 1 of 332 turns of ikat2023 has no passages in the run (written with none)" in err
+    assert f"{ptkb}: 331 of 332 turns of ikat2023 have no PTKB statements in the run" in err

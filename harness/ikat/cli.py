@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from harness.cli import add_output, number_in
-from harness.errors import HarnessError, InputError, open_input
+from harness.errors import HarnessError, InputError, counted, open_input, verb
 from harness.ikat.submission import PROVENANCE_LIMIT, YEARS
 from harness.paths import refuse_overwriting
 from harness.topics.model import Conversation
@@ -139,7 +139,8 @@ def _from_trec(args: argparse.Namespace) -> int:
     if args.benchmark.partition(":")[0] not in ikat_benchmarks():
         raise HarnessError(f"--benchmark {args.benchmark!r}: from-trec writes iKAT submissions, so it takes an iKAT "
                            f"benchmark ({', '.join(ikat_benchmarks())})")
-    args.year = args.year or benchmark_year(args.benchmark)
+    own_year = _named_year(args.benchmark)
+    args.year = args.year or own_year or benchmark_year(args.benchmark)
     if args.run_type not in YEARS[args.year].run_types:
         raise HarnessError(f"--run-type {args.run_type!r} is not one of {', '.join(sorted(YEARS[args.year].run_types))} "
                            f"(iKAT {args.year})")
@@ -168,7 +169,9 @@ def _from_trec(args: argparse.Namespace) -> int:
         team_id=args.team_id,
     )
     write_submission(args.out, submission, args.year)
-    print(f"{args.out}: {len(submission.turns)} turns (iKAT {args.year} format)", file=sys.stderr)
+    print(f"{args.out}: {counted(len(submission.turns), 'turn')} (iKAT {args.year} format)", file=sys.stderr)
+    if own_year is not None and args.year != own_year:
+        _other_year(args.out, benchmark, args.benchmark, own_year, args.year)
     _report_texts(submission, source_name)
     _report_size(args.out, args.depth)
     return 0
@@ -176,10 +179,33 @@ def _from_trec(args: argparse.Namespace) -> int:
 
 def benchmark_year(benchmark: str) -> int:
     """The iKAT year a benchmark's name carries (ikat2024: 2024), whose format its turn ids fit."""
-    year = benchmark.partition(":")[0].removeprefix("ikat")
-    if not year.isdigit() or int(year) not in YEARS:
+    year = _named_year(benchmark)
+    if year is None:
         raise HarnessError(f"--benchmark {benchmark!r} names no iKAT year: give --year ({', '.join(map(str, YEARS))})")
-    return int(year)
+    return year
+
+
+def _named_year(benchmark: str) -> int | None:
+    year = benchmark.partition(":")[0].removeprefix("ikat")
+    return int(year) if year.isdigit() and int(year) in YEARS else None
+
+
+def _other_year(path: Path, benchmark: Benchmark, name: str, own: int, year: int) -> None:
+    """A --year other than the benchmark's is written as asked (a format is a format: iKAT 2025's
+    JSON Lines of 2023 turns validate against the 2023 topics), with a warning naming both years
+    and what the year's validator will say of the file's turn ids, found by running it."""
+    from harness.ikat.validate import validate_file
+
+    report = validate_file(path, benchmark.conversations, year, max_warnings=None)
+    refused = [finding for finding in report.errors if finding.check == "turn-id-format"]
+    message = f"warning: --year {year} writes {name}'s turns (iKAT {own}) in the iKAT {year} format: "
+    if refused:
+        message += (f"the iKAT {year} validator will refuse the turn ids of {len(refused)} of its "
+                    f"{counted(report.turns, 'turn')} ({refused[0].message}): leave --year out to write the {own} format")
+    else:
+        message += (f"the iKAT {year} validator takes its turn ids, but iKAT {year}'s own topics have other turns: "
+                    f"`harness ikat validate {path} --topics {name}` checks it against {name}'s")
+    print(message, file=sys.stderr)
 
 
 def _answered_turns(path: Path, run: Run, benchmark: Benchmark, name: str, what: str) -> None:
@@ -191,7 +217,8 @@ def _answered_turns(path: Path, run: Run, benchmark: Benchmark, name: str, what:
         raise HarnessError(f"{path}: none of its {len(run.scores)} queries is a turn of {name} "
                            f"(its first is {next(iter(run.scores))!r}; {name}'s first turn is {turns[0]!r})")
     if len(answered) < len(turns):
-        print(f"{path}: {len(turns) - len(answered)} of {len(turns)} turns of {name} have no {what} in the run "
+        missing = len(turns) - len(answered)
+        print(f"{path}: {missing} of {counted(len(turns), 'turn')} of {name} {verb(missing)} no {what} in the run "
               "(written with none)", file=sys.stderr)
 
 
@@ -261,7 +288,7 @@ def _report_texts(submission, source_name: str) -> None:
     passages = [p for turn in submission.turns for r in turn.responses for p in r.passage_provenance]
     empty = sum(not p.text for p in passages)
     if empty:
-        print(f"warning: {empty} of {len(passages)} passages have no text in {source_name} (written with an empty "
+        print(f"warning: {empty} of {counted(len(passages), 'passage')} {verb(empty)} no text in {source_name} (written with an empty "
               "text): give --passages the collection the run retrieved from (its passages file or a Lucene "
               "index with stored contents)", file=sys.stderr)
 
