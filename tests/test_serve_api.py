@@ -431,3 +431,23 @@ def test_leaderboard_legend_explains_the_tiers_and_p_values_it_shows_not_compare
     assert "p-values holm-corrected over the family of 7 comparisons" in legend  # 1 run x the preset's 7 measures
     api = client.get(f"/api/tasks/{TASK}/leaderboard").json()
     assert "▲" not in api["legend"]
+
+
+def test_a_trec_run_missing_one_turn_is_warned_of_in_the_singular(server, tmp_path):
+    from harness.topics import load
+
+    client, _ = server
+    turns = [turn.qid for conversation in load("ikat2023").conversations for turn in conversation.turns]
+    run = tmp_path / "all-but-one.trec"
+    run.write_text("".join(f"{qid} Q0 clueweb22-en0000-00-00000:0 1 1.0 r\n" for qid in turns[1:]))
+    body = scored(client, post(client, run).json()["id"])
+    assert "all-but-one.trec warning [coverage]: 1 turn has no results (scored 0)" in body["warnings"]
+
+
+def test_a_server_url_that_is_not_one_is_said_before_anything_is_sent(tmp_path, capsys):
+    run = trec_run(tmp_path / "run.trec", seed=1)
+    assert main(["submit", "--server", "http://", "--token", "t", "--task", TASK, str(run)]) == 2
+    assert capsys.readouterr().err == ("harness submit: error: --server 'http://': the URL names no host: give the "
+                                       "server's URL, such as http://127.0.0.1:8000\n")
+    assert main(["submit", "--server", "127.0.0.1:8000", "--token", "t", "--task", TASK, str(run)]) == 2
+    assert "--server '127.0.0.1:8000': not an http:// or https:// URL" in capsys.readouterr().err

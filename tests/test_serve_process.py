@@ -160,3 +160,15 @@ def test_harness_submit_wait_prints_the_servers_warnings_the_first_five_and_a_co
         many = warnings(ikat_run(tmp_path / "sparse.json", seed=8))
     assert len(many) == 6 and all(line.startswith("warning: sparse.json turn ") for line in many[:5])
     assert re.fullmatch(r"warning: \.\.\. and \d+ more \(GET /api/submissions/[0-9a-f]{16} lists them\)", many[5])
+
+
+def test_harness_submit_to_an_unknown_task_lists_the_server_s_tasks(tmp_path, capsys):
+    from harness.cli import main
+
+    with ServerProcess(write_config(tmp_path, teams=1)) as server:
+        assert main(["submit", "--server", server.url, "--token", team_token("team0"), "--task", "ikat2024",
+                     str(trec_run(tmp_path / "run.trec", seed=1))]) == 2
+    assert capsys.readouterr().err == (f"harness submit: error: --task ikat2024: the server has no such task (its "
+                                       f"tasks: {TASK})\n")
+    # the same server's start line, counts of one in the singular (a process of its own would cost 5 s)
+    assert "harness serve: 1 task, 1 team, database " in server.log.read_text()

@@ -8,7 +8,7 @@ import socket
 import sys
 
 from harness.cli import number_in
-from harness.errors import HarnessError
+from harness.errors import HarnessError, counted
 
 DEMO_TOKEN = "demo-token-replace-me"  # configs/leaderboard.yaml's demo team, printed in the README
 
@@ -61,7 +61,7 @@ def run(args: argparse.Namespace) -> int:
         raise
     server = None
     try:
-        print(f"harness serve: {len(config.tasks)} tasks, {len(config.teams)} teams, database "
+        print(f"harness serve: {counted(len(config.tasks), 'task')}, {counted(len(config.teams), 'team')}, database "
               f"{_redacted(config.database)}, on http://{args.host}:{listening.getsockname()[1]}/", file=sys.stderr)
         HeadTimeoutH11.head_timeout = config.client_timeout_s
         server = uvicorn.Server(uvicorn.Config(create_app(service), log_level="info", http=HeadTimeoutH11,

@@ -24,7 +24,7 @@ def run(args: argparse.Namespace) -> int:
     import httpx
 
     open_input(args.file).close()  # a missing file or a folder is the one-line error every command gives
-    base = args.server.rstrip("/")
+    base = server_url(args.server)
     headers = {"Authorization": f"Bearer {args.token}"}
     try:
         with httpx.Client(base_url=base, headers=headers, timeout=120) as client, args.file.open("rb") as handle:
@@ -38,6 +38,8 @@ def run(args: argparse.Namespace) -> int:
                     print(f"{error['file']}{where}{turn} [{error['check']}]: {error['message']}")
                 print(f"harness submit: rejected: {body.get('detail')}", file=sys.stderr)
                 return 1
+            if answer.status_code == 404 and body.get("detail") == f"no task {args.task!r}":
+                raise HarnessError(f"--task {args.task}: the server has no such task (its tasks: {_tasks(client)})")
             if answer.status_code != 202:
                 raise HarnessError(f"the server answered {answer.status_code}: {body.get('detail', answer.text[:200])}")
             ident = body["id"]
@@ -48,6 +50,30 @@ def run(args: argparse.Namespace) -> int:
     except httpx.HTTPError as problem:
         raise HarnessError(f"cannot reach {base}: {problem}") from None
     return 0
+
+
+def server_url(given: str) -> str:
+    """--server as the base URL of the requests; one that is not an http(s) URL with a host is
+    said as such, before anything is sent (httpx would say "cannot reach http::")."""
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(given)
+    try:
+        parts.port  # noqa: B018 (it raises for a port that is not a number from 0 to 65535)
+        problem = ("not an http:// or https:// URL" if parts.scheme not in ("http", "https")
+                   else "the URL names no host" if not parts.hostname else None)
+    except ValueError:
+        problem = "the port is not a number from 0 to 65535"
+    if problem:
+        raise HarnessError(f"--server {given!r}: {problem}: give the server's URL, such as http://127.0.0.1:8000")
+    return given.rstrip("/")
+
+
+def _tasks(client) -> str:
+    """The server's task names, as its GET /api/tasks lists them."""
+    answer = client.get("/api/tasks")
+    names = [task.get("name") for task in answer.json()] if answer.status_code == 200 else []
+    return ", ".join(map(str, names)) or "none listed"
 
 
 def _wait(client, ident: str, timeout: float) -> int:

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 
-from harness.errors import HarnessError, InputError
+from harness.errors import HarnessError, InputError, counted, verb
 from harness.ikat.submission import file_format
 from harness.serve.config import FORMAT_YEARS, TaskConfig
 
@@ -231,7 +231,8 @@ class TaskRuntime:
             if not self.config.partial:
                 missing = len(self.turn_ids - set(run.scores))
                 if missing:
-                    verdict.warnings.append(Message("warning", "coverage", f"{missing} turns have no results (scored 0)", display))
+                    verdict.warnings.append(Message("warning", "coverage", f"{counted(missing, 'turn')} {verb(missing)} no "
+                                                    "results (scored 0)", display))
             if run.duplicates:
                 verdict.warnings.append(Message("warning", "duplicate", f"{run.duplicates} repeated documents (highest score kept)", display))
             return verdict
