@@ -3,6 +3,8 @@ decreasing scores) and passage -> document runs."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from harness.errors import HarnessError
@@ -144,3 +146,22 @@ def test_maxp_of_the_organiser_passage_runs_matches_their_document_runs():
 def test_a_ranking_given_as_a_docid_score_mapping_is_read_as_its_pairs():
     """Iterating a mapping gives its docids alone (a two-letter docid would pass as a pair)."""
     assert Run.of({"q1": {"ab": 2.0, "cd": 1.0}})["q1"] == [("ab", 2.0), ("cd", 1.0)]
+
+
+def test_a_compressed_run_is_named_by_its_file_name_without_both_suffixes(tmp_path, capsys):
+    """org_convdr.run.gz names org_convdr, as org_convdr.run does, in every reader and command."""
+    import gzip
+
+    from harness.cli import main
+    from harness.evaluate.tables import read_run_table
+    from harness.trec import file_stem
+    from tests.conftest import CAST2021_QRELS
+
+    run = CAST2021_DOC_RUNS[0]
+    packed = tmp_path / f"{run.name}.gz"
+    packed.write_bytes(gzip.compress(run.read_bytes()))
+    assert file_stem(packed) == file_stem(run) == run.stem == "org_convdr"
+    assert read_run(packed).name == read_run_table(packed).name == "org_convdr"
+    assert main(["compare", "--qrels", str(CAST2021_QRELS), str(packed), str(CAST2021_DOC_RUNS[1]),
+                 "--measures", "RR", "--baseline", str(packed), "--format", "json"]) == 0
+    assert json.loads(capsys.readouterr().out)["baselines"] == ["org_convdr"]

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from harness.errors import InputError
 from harness.judge.base import describe_provenance
-from harness.trec import Qrels, read_qrels
+from harness.trec import Qrels, file_stem, read_qrels
 
 
 @dataclass(frozen=True)
@@ -50,5 +50,5 @@ def fill(human: Qrels, fill_path: str | Path) -> Filled:
             else:
                 target[docid] = grade
                 added += 1
-    name = f"{human.name}+{Path(fill_path).stem}"
+    name = f"{human.name}+{file_stem(fill_path)}"
     return Filled(Qrels(name, judgments), added, overlapping, other, describe_provenance(fill_path))

@@ -26,7 +26,7 @@ from harness.trec import file_stem
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    add_runs(parser, "TREC run files (named by file stem)")
+    add_runs(parser, "TREC run files, each named by its file name less its suffix (r.run and r.run.gz: r)")
     parser.add_argument("--qrels", required=True, help="qrels file: qid iter docid grade")
     parser.add_argument("--baseline", nargs="+", metavar="RUN",
                         help="run(s) every other run is tested against (name or path; default: the first run)")
@@ -109,7 +109,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def baseline_name(given: str, names: list[str]) -> str:
-    """A --baseline as a run's name: the name itself, or a run file's path (named by its stem);
+    """A --baseline as a run's name: the name itself, or a run file's path (named by trec.file_stem);
     anything else as written, so that the error quotes what was typed."""
     return file_stem(given) if given not in names and file_stem(given) in names else given
 
