@@ -118,9 +118,10 @@ def _to_trec(args: argparse.Namespace) -> int:
     refuse_overwriting([args.run], [("--output" if args.out else "the default output", out),
                                     ("--ptkb-out", args.ptkb_out)])
     runs = to_trec(args.run, out, args.ptkb_out, args.year, args.tag)
-    print(f"{out}: {sum(map(len, runs.passages.values()))} passages over {len(runs.passages)} turns", file=sys.stderr)
+    passages = sum(map(len, runs.passages.values()))
+    print(f"{out}: {counted(passages, 'passage')} over {counted(len(runs.passages), 'turn')}", file=sys.stderr)
     if args.ptkb_out is not None:
-        print(f"{args.ptkb_out}: PTKB provenance of {len(runs.ptkb)} turns", file=sys.stderr)
+        print(f"{args.ptkb_out}: PTKB provenance of {counted(len(runs.ptkb), 'turn')}", file=sys.stderr)
     return 0
 
 
