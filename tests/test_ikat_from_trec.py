@@ -146,7 +146,7 @@ def test_a_year_other_than_the_benchmark_s_is_written_with_a_warning_naming_both
     assert main(["ikat", "from-trec", str(run_file), "--benchmark", "ikat2023", "--year", "2024", "--run-name", "x",
                  "--output", str(out)]) == 0
     assert out.exists()
-    assert (f"warning: --year 2024 writes ikat2023's turns (iKAT 2023) in the iKAT 2024 format: the iKAT 2024 "
+    assert ("warning: --year 2024 writes ikat2023's turns (iKAT 2023) in the iKAT 2024 format: the iKAT 2024 "
             "validator will refuse the turn ids of 332 of its 332 turns (turn id '9-1_1' is not '<topic>_<turn "
             "number>'): leave --year out to write the 2023 format\n") in capsys.readouterr().err
     assert main(["ikat", "validate", str(out), "--topics", "ikat2023", "--quiet"]) == 1
