@@ -282,6 +282,7 @@ VARIANTS: list[tuple[str, tuple[int, ...], Edit, str | None]] = [
     ("ptkb-empty-id-2023", (2023,), _at(*R0, "ptkb_provenance", 0, "id", value=""), None),
     ("ptkb-text-2023", (2023,), _at(*R0, "ptkb_provenance", 0, "text", value="I like tea."), None),
     ("ptkb-score-order-2023", (2023,), lambda run: _ptkb_scores_up(run), None),
+    ("ptkb-score-above-1e9-2023", (2023,), _at(*R0, "ptkb_provenance", 0, "score", value=2e9), "ptkb-score-order"),
     ("ptkb-unknown-2024", (2024,), _at(*R0, "ptkb_provenance", value=[99]), None),
     ("ptkb-zero-2024", (2024,), _at(*R0, "ptkb_provenance", value=[0]), "ptkb-id"),
     ("ptkb-string-2024", (2024,), _at(*R0, "ptkb_provenance", value=["1"]), None),
@@ -380,6 +381,8 @@ VARIANTS_2025: list[tuple[str, Edit2025, str | None]] = [
      "references"),
     ("reference-scores-mixed", _first(lambda e: e["references"].update({next(iter(e["references"])): "high"})), None),
     ("citation-not-referenced", _first(lambda e: e["responses"][0]["citations"].update({"clueweb22-en0000-00-00000:1": 1.0})), None),
+    ("citation-score-string", _first(lambda e: e["responses"][0]["citations"].update(
+        {next(iter(e["responses"][0]["citations"])): "high"})), "responses"),
     ("citations-missing", _first(lambda e: e["responses"][0].pop("citations")), None),
     ("ptkb-missing", _first(lambda e: e["responses"][0].pop("ptkb_provenance")), None),
     ("text-missing", _first(lambda e: e["responses"][0].pop("text")), None),

@@ -492,6 +492,12 @@ def _ptkb_text(ctx: Context) -> Iterator[Finding]:
 
 @check("ptkb-score-order", (2023,))
 def _ptkb_score_order(ctx: Context) -> Iterator[Finding]:
+    """A PTKB statement scoring above the one before it is a warning (scores as float32).
+
+    Deliberate difference, as for passages (passage-score-order): upstream starts each
+    response from a previous score of 1e9, so a first statement scoring above 1e9 draws a
+    warning there; here the first statement has nothing to be out of order with.
+    """
     for turn_id, index, response in _responses(ctx):
         for before, ptkb in zip(response.ptkb_provenance, response.ptkb_provenance[1:]):
             if ptkb.score > before.score:

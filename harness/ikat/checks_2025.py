@@ -107,7 +107,13 @@ def _references(ctx: Context) -> Iterator[Finding]:
 @check("responses", JSONL_YEARS)
 def _responses_2025(ctx: Context) -> Iterator[Finding]:
     """Each response has a text, citations {passage id: score} drawn from the references,
-    and a ptkb_provenance field (errors)."""
+    and a ptkb_provenance field (errors).
+
+    Deliberate difference, as for references: upstream only sorts the citation scores, so a
+    response citing one passage (or several, all scored by strings) passes whatever its
+    score is (`"high"`, `[1]`, `-Infinity`); here a score that is not a finite number is an
+    error.
+    """
     for line, entry, turn_id in _objects(ctx):
         responses = entry.get("responses", [])
         if not isinstance(responses, list):

@@ -12,7 +12,7 @@ them at once.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -221,9 +221,11 @@ def leaderboard(
     confidence: float = 0.95,
     resampling: Resampling = Resampling(),
     unit: tuple[str, str] = ("query", "queries"),
+    mean: Callable[[np.ndarray], float] = np.mean,
 ) -> Leaderboard:
     """Summaries and the corrected test family. Baselines default to the first run given;
-    `unit` names what the runs answer (singular, plural), as the legend says it."""
+    `unit` names what the runs answer (singular, plural), as the legend says it; `mean` takes
+    a run's mean of a measure (responses: nuggetizer's exact mean)."""
     scores = align(evaluations)
     test_fn = stats.TESTS.get(test)
     correct = stats.CORRECTIONS.get(correction)
@@ -246,7 +248,7 @@ def leaderboard(
         for run in scores.runs:
             values = scores.values[measure][run][defined[measure]]
             low, high = stats.mean_ci(values, confidence)
-            board.summaries[run, measure] = Summary(run, measure, float(values.mean()), low, high)
+            board.summaries[run, measure] = Summary(run, measure, float(mean(values)), low, high)
 
     raw = []
     for measure in scores.measures:

@@ -37,7 +37,8 @@ from harness.judge.base import Judge, counts
 from harness.judge.model import Item, Judgment
 from harness.responses import assign
 from harness.responses.model import NuggetBank, Response, ResponseRun, first_few
-from harness.responses.scores import CITATION_SCORES, NUGGET_SCORES, SUPPORT_WEIGHT, citation_scores, nugget_scores
+from harness.responses.scores import (CITATION_SCORES, NUGGET_SCORES, SUPPORT_WEIGHT, citation_scores, mean,
+                                      nugget_scores)
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -88,7 +89,7 @@ class ResponseEvaluation:
         frame = self.per_turn()
         scores = list(MEASURES) + (list(CITATION_SCORES) if self.citations else [])
         grouped = frame.groupby("run", sort=False)
-        table = grouped[scores].mean()  # NaN support precision (nothing cited) is left out
+        table = grouped[scores].agg(mean)  # NaN support precision (nothing cited) is left out
         table["turns"] = grouped.size()
         table["answered"] = grouped["answered"].sum()
         table["empty"] = grouped["empty"].sum()

@@ -14,6 +14,7 @@ from harness.report.compare import leaderboard
 from harness.report.model import Report
 from harness.report.stats import Resampling
 from harness.responses.evaluate import ResponseEvaluation, run_scores
+from harness.responses.scores import mean
 
 
 def _judges(evaluation: ResponseEvaluation) -> dict[str, dict]:
@@ -50,7 +51,7 @@ def provenance_notes(evaluation: ResponseEvaluation) -> list[str]:
 def build_report(evaluation: ResponseEvaluation, baselines: list[str] | None = None, *, test: str = "paired-t",
                  correction: str = "holm", alpha: float = 0.05, resampling: Resampling = Resampling()) -> Report:
     board = leaderboard(run_scores(evaluation), baselines, test=test, correction=correction, alpha=alpha,
-                        resampling=resampling, unit=("turn", "turns"))
+                        resampling=resampling, unit=("turn", "turns"), mean=mean)
     report = Report(board, title=f"Response evaluation, judge: {judge_label(evaluation)}")
     if evaluation.citations:
         means = evaluation.aggregate().set_index("run")["support_precision"]

@@ -26,7 +26,8 @@ cited passage) pair is judged full support (1), partial support (0.5) or no supp
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+import statistics
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from harness.responses.model import Nugget, Sentence
@@ -59,6 +60,15 @@ def nugget_scores(nuggets: Sequence[Nugget], assigned: Sequence[str]) -> NuggetS
     weighted = (sum(n.grade * CREDIT[a] for n, a in zip(nuggets, assigned)) / total_grade) if total_grade else math.nan
     return NuggetScores(_mean_credit(vital, True), _mean_credit(assigned, True), _mean_credit(vital, False),
                         _mean_credit(assigned, False), weighted)
+
+
+def mean(values: Iterable[float]) -> float:
+    """A run's mean of per-turn scores as nuggetizer's calculate_global_metrics takes it
+    (statistics.mean: the exact mean, rounded once); NaN (undefined) scores left out, NaN when
+    none is left. A float sum, running or pairwise (numpy, pandas), differs from it in the last
+    bit, and so in the 4th decimal at a mean such as 0.46875."""
+    defined = [float(v) for v in values if not math.isnan(v)]
+    return statistics.mean(defined) if defined else math.nan
 
 
 SUPPORT_WEIGHT = {2: 1.0, 1: 0.5, 0: 0.0}  # full / partial / no support on the support-0-2 scale

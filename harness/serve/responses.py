@@ -92,10 +92,11 @@ class ResponseTaskRuntime(TaskRuntime):
     def score(self, path: Path, fmt: str) -> ScoredResponses:
         from harness.responses.evaluate import MEASURES, evaluate_runs
         from harness.responses.readers import read_responses
+        from harness.responses.scores import mean
 
         [run] = read_responses(path, RESPONSE_FORMATS[fmt])
         evaluation = evaluate_runs([run], self.bank, self.judge, turns=self.turn_ids,
                                    evaluated_turns=self.evaluated_turns)
         per_query = {m: {turn: score for turn, score in evaluation.measure_scores(m)[run.name].items()
                          if not math.isnan(score)} for m in MEASURES}  # undefined (NaN) left out, as in the mean
-        return ScoredResponses({m: sum(v.values()) / len(v) for m, v in per_query.items() if v}, per_query)
+        return ScoredResponses({m: mean(v.values()) for m, v in per_query.items() if v}, per_query)
