@@ -234,6 +234,27 @@ def test_a_turn_whose_nuggets_all_have_grade_0_has_no_weighted_recall_left_out_o
         in evaluation.notes
 
 
+def test_a_runs_mean_is_nuggetizers_exact_mean_not_a_float_sums(tmp_path):
+    """Turns scoring 1/8, 9/10, 1/5 and 1/2 average 0.43125 exactly: nuggetizer's
+    statistics.mean gives that double (0.4313 at 4 decimals); numpy's and pandas's sums gave
+    0.43124999999999997 (0.4312). Found by differential fuzzing against nuggetizer."""
+    from nuggetizer.core.metrics import calculate_global_metrics
+
+    sizes, supported = {"1_1": 8, "1_2": 10, "1_3": 5, "1_4": 2}, {"1_1": 1, "1_2": 9, "1_3": 1, "1_4": 1}
+    bank = NuggetBank("bank", {t: tuple(Nugget(str(i), f"{t} {i}", 1, False) for i in range(1, n + 1))
+                               for t, n in sizes.items()}, "rule")
+    records = [{"qid": t, "run_id": "a", "nuggets": [
+        {"id": n.id, "text": n.text, "importance": "okay", "assignment": "support" if int(n.id) <= supported[t]
+         else "not_support"} for n in bank.of(t)]} for t in sizes]
+    path = tmp_path / "assignments.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    evaluation = evaluate_runs([run_of("a", dict.fromkeys(sizes, "x"))], bank, RecordedAssignments(path))
+    expected = calculate_global_metrics(records)["all_score"]
+    assert expected == 0.43125
+    assert evaluation.aggregate().set_index("run").loc["a", "all"] == expected
+    assert build_report(evaluation).leaderboard.summaries["a", "all"].mean == expected
+
+
 def test_support_precision_and_recall_follow_the_trec_rag_2024_definitions():
     sentences = [Sentence("s0", ("p", "q")), Sentence("s1", ("p",)), Sentence("s2", ())]
     weights = {(0, "p"): 1.0, (0, "q"): 0.0, (1, "p"): 0.5}
@@ -379,6 +400,39 @@ def test_nuggets_without_a_recorded_assignment_are_counted_by_cause_in_a_note_pr
     evaluation = evaluate_runs([run_of("a", {"1_1": "x", "1_2": "y"})], small_bank(), RecordedAssignments(path))
     assert evaluation.per_turn().set_index("turn")["unjudged"].to_dict() == {"1_1": 1, "1_2": 1}
     assert "2 of 3 nugget judgments have no label (2 with no recorded label): counted as not supported" in evaluation.notes
+
+
+def test_a_recorded_assignment_outside_the_three_counts_unsupported_as_in_nuggetizer_and_is_counted(tmp_path):
+    """nuggetizer writes its LLM's label lower-cased as it came (`supported`), and `failed`
+    where it gave up; its metric counts them as no support. Refusing the file scored nothing."""
+    from nuggetizer.core.metrics import calculate_nugget_scores
+
+    record = {"qid": "1_1", "run_id": "a", "nuggets": [
+        {"text": "a", "importance": "vital", "assignment": "failed"},
+        {"text": "b", "importance": "okay", "assignment": "support"}]}
+    path = tmp_path / "assignments.jsonl"
+    path.write_text(json.dumps(record) + "\n")
+    evaluation = evaluate_runs([run_of("a", {"1_1": "x"})], small_bank(), RecordedAssignments(path))
+    row = evaluation.per_turn().iloc[0]
+    theirs = calculate_nugget_scores("1_1", record["nuggets"])
+    assert (row["all"], row["vital"], row["unjudged"]) == (theirs.all_score, theirs.vital_score, 1) == (0.5, 0.0, 1)
+    assert "1 of 2 nugget judgments have no label (1 unparseable): counted as not supported" in evaluation.notes
+
+
+def test_nuggets_a_recorded_line_leaves_out_count_unsupported_and_the_rest_keep_their_labels(tmp_path):
+    """nuggetizer keeps a window's first labels when its LLM answers fewer: the line lists
+    fewer nuggets, without ids. Matched in order by text, the others keep their own labels (by
+    position, nugget 2's label was read as nugget 1's: an error); the left-out one counts as
+    not supported, where nuggetizer's metric drops it (all 1.0 there), and is counted."""
+    bank = NuggetBank("bank", {"1_1": (A, B, C)}, "rule")
+    path = tmp_path / "assignments.jsonl"
+    path.write_text(json.dumps({"qid": "1_1", "run_id": "a", "nuggets": [
+        {"text": "b", "importance": "okay", "assignment": "support"},
+        {"text": "c", "importance": "okay", "assignment": "partial_support"}]}) + "\n")
+    evaluation = evaluate_runs([run_of("a", {"1_1": "x"})], bank, RecordedAssignments(path))
+    row = evaluation.per_turn().iloc[0]
+    assert (row["strict_all"], row["all"], row["unjudged"]) == (1 / 3, 0.5, 1)
+    assert "1 of 3 nugget judgments have no label (1 with no recorded label): counted as not supported" in evaluation.notes
 
 
 @pytest.mark.reference

@@ -67,39 +67,50 @@ class AssignedNugget:
 class RecordedAssignments:
     """The `file` judge for nugget assignments recorded elsewhere: nuggetizer's assignment
     output (JSON lines `{qid, run_id, nuggets: [{text, importance, assignment}]}`, a nugget
-    identified by its `id` where written, else by its 1-based position). A recorded nugget's
-    text must equal the bank's; an item with no recorded assignment is a "missing" judgment."""
+    identified by its `id` where written, else by its position among the line's nuggets,
+    matched in order by text: nuggetizer leaves out the last nuggets of a window whose LLM
+    answer has fewer labels, and the nuggets after them keep their bank's nugget). A recorded
+    nugget's text must equal the bank's; an item with no recorded assignment is a "missing"
+    judgment (counted as not supported, where nuggetizer's metric leaves the nugget out).
+    An assignment other than the three (nuggetizer writes its LLM's label lower-cased as it
+    came, and `failed` where it gave up) is an "unparseable" judgment, its value kept: it
+    counts as not supported, as nuggetizer's metric counts it, and is counted in the notes."""
 
     scale = SUPPORT_0_2
 
     def __init__(self, path: str | Path) -> None:
         self.name = "file"
         self.path = Path(path)
-        self.labels: dict[tuple[str, str, str], tuple[int, str, int]] = {}  # key -> (label, text, line)
+        self.labels: dict[tuple[str, str, str], tuple[int | str, str, int]] = {}  # key -> (label, text, line)
+        self.positional: set[tuple[str, str]] = set()  # (qid, run) of lines whose nuggets have no id
         for line, record in jsonl.read(self.path):
             if not isinstance(record, dict) or not isinstance(record.get("nuggets"), list):
                 raise InputError(self.path, "expected {qid, run_id, nuggets: [...]}", line=line)
             qid, run = record.get("qid"), record.get("run_id", self.path.stem)
             if isinstance(qid, bool) or not isinstance(qid, (str, int)) or not isinstance(run, str):
                 raise InputError(self.path, "qid / run_id: expected a string qid and run_id", line=line)
+            if not any(isinstance(nugget, dict) and "id" in nugget for nugget in record["nuggets"]):
+                self.positional.add((str(qid), run))
             for index, nugget in enumerate(record["nuggets"]):
-                assignment = nugget.get("assignment") if isinstance(nugget, dict) else None
-                if assignment not in LABELS:
+                if not isinstance(nugget, dict) or "assignment" not in nugget:
                     raise InputError(self.path, f"nuggets[{index}].assignment: expected support, partial_support "
-                                                f"or not_support, got {assignment!r}", line=line)
+                                                "or not_support, found none", line=line)
+                assignment = nugget["assignment"]
                 nugget_id = str(nugget.get("id", index + 1))
                 key = (str(qid), run, nugget_id)
                 if key in self.labels:
                     raise InputError(self.path, f"turn {qid}, run {run}, nugget {nugget_id} is assigned twice",
                                      line=line)
-                self.labels[key] = (LABELS[assignment], str(nugget.get("text", "")), line)
+                label = LABELS[assignment] if isinstance(assignment, str) and assignment in LABELS else str(assignment)
+                self.labels[key] = (label, str(nugget.get("text", "")), line)
         self._counts: dict[str, int] = {}
         self._lines = (0, 0)  # of the last judge(): lines whose run_id names no run asked about, lines
 
     def judge(self, items: Sequence[Item], progress: bool = False) -> list[Judgment]:
         found = []
+        aligned = self._aligned(items)
         for item in items:
-            recorded = self.labels.get(item.key)
+            recorded = self.labels.get(aligned.get(item.key, item.key))
             if recorded is None:
                 found.append(Judgment(item.key, None, "missing", "", False))
                 continue
@@ -108,9 +119,32 @@ class RecordedAssignments:
                 raise InputError(self.path, f"turn {item.key[0]}, run {item.key[1]}, nugget {item.key[2]}: the "
                                             "recorded text differs from the nugget bank's; were the assignments "
                                             "made with another bank?", line=line)
-            found.append(Judgment(item.key, label, "ok", str(label), False))
+            found.append(Judgment(item.key, label, "ok", str(label), False) if isinstance(label, int)
+                         else Judgment(item.key, None, "unparseable", label, False))
         self._check_some_run_is_recorded(found)
         self._counts = counts(found)
+        return found
+
+    def _aligned(self, items: Sequence[Item]) -> dict[tuple[str, ...], tuple[str, str, str] | None]:
+        """For lines whose nuggets have no id: each asked nugget's recorded key, the line's
+        nuggets matched to the bank's in order by text (None: left out of the line). A line
+        some of whose nuggets match none is not aligned: its positions stand, and the text
+        check names the first that differs."""
+        groups: dict[tuple[str, str], list[Item]] = {}
+        for item in items:
+            if tuple(item.key[:2]) in self.positional and "nugget" in item.fields:
+                groups.setdefault((item.key[0], item.key[1]), []).append(item)
+        found: dict[tuple[str, ...], tuple[str, str, str] | None] = {}
+        for (qid, run), group in groups.items():
+            position, keys = 1, {}
+            for item in group:
+                key = (qid, run, str(position))
+                recorded = self.labels.get(key)
+                matches = recorded is not None and (not recorded[1] or recorded[1].strip() == item.fields["nugget"].strip())
+                keys[item.key] = key if matches else None
+                position += matches
+            if (qid, run, str(position)) not in self.labels:  # every recorded nugget matched one asked about
+                found.update(keys)
         return found
 
     def _check_some_run_is_recorded(self, found: Sequence[Judgment]) -> None:
@@ -125,7 +159,7 @@ class RecordedAssignments:
         asked = {j.item_key[1] for j in found}
         names = sorted(name for name in lines if name not in asked)
         self._lines = (sum(len(lines[name]) for name in names), len(set().union(*lines.values())))
-        if not found or any(j.status == "ok" for j in found):
+        if not found or any(j.status != "missing" for j in found):
             return
         if not lines:
             raise InputError(self.path, "records no nugget assignment: every run would score 0")
