@@ -11,6 +11,9 @@ The importance rule, declared (IMPORTANCE_RULE; recorded with every score):
   half of CONE-RAG's 1-4 grades, the relevance of the passage the nugget came from), okay
   otherwise; its weight in grade-weighted recall is its grade;
 - a nuggetizer nugget keeps its importance; its grade (and weight) is 2 when vital, 1 when okay.
+  Any other importance (nuggetizer writes its LLM's label lower-cased as it came, and `failed`
+  where it gave up) is an error naming the line: deliberately, as the vital scores are not
+  defined without it (nuggetizer's metric counts such a nugget in `all` as if okay).
 """
 
 from __future__ import annotations
