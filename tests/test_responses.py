@@ -432,7 +432,8 @@ def test_nuggets_a_recorded_line_leaves_out_count_unsupported_and_the_rest_keep_
     evaluation = evaluate_runs([run_of("a", {"1_1": "x"})], bank, RecordedAssignments(path))
     row = evaluation.per_turn().iloc[0]
     assert (row["strict_all"], row["all"], row["unjudged"]) == (1 / 3, 0.5, 1)
-    assert "1 of 3 nugget judgments have no label (1 with no recorded label): counted as not supported" in evaluation.notes
+    assert ("1 of 3 nugget judgments have no label (1 with no recorded label): counted as not supported"
+            in evaluation.notes)
 
 
 @pytest.mark.reference

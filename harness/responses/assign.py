@@ -140,7 +140,8 @@ class RecordedAssignments:
             for item in group:
                 key = (qid, run, str(position))
                 recorded = self.labels.get(key)
-                matches = recorded is not None and (not recorded[1] or recorded[1].strip() == item.fields["nugget"].strip())
+                text = recorded[1].strip() if recorded is not None else None
+                matches = text is not None and (not text or text == item.fields["nugget"].strip())
                 keys[item.key] = key if matches else None
                 position += matches
             if (qid, run, str(position)) not in self.labels:  # every recorded nugget matched one asked about
