@@ -43,6 +43,13 @@ def test_leaderboard_ranks_runs_by_the_first_measure(board):
     assert f"{board.summaries['org_convdr', 'nDCG@3'].mean:.4f}" == "0.3542"  # trec_eval -c -M500
 
 
+def test_the_leaderboard_means_are_the_evaluations_bit_for_bit(board, evaluations):
+    """trec_eval's `all` (and harness eval's mean) adds the queries one by one; numpy's pairwise
+    sum differs in the last bit, which shows in the 4th decimal where a mean falls on a half."""
+    assert {(e.run_name, m): board.summaries[e.run_name, m].mean for e in evaluations for m in PRESET.measures} == \
+        {(e.run_name, m): e.means[m] for e in evaluations for m in PRESET.measures}
+
+
 def test_manual_ance_beats_bm25_significantly_and_convdr_does_not(board):
     assert board.marks("org_manual_ance", "nDCG@3") == "▲a"
     assert board.marks("org_convdr", "nDCG@3") == ""

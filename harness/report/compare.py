@@ -221,7 +221,7 @@ def leaderboard(
     confidence: float = 0.95,
     resampling: Resampling = Resampling(),
     unit: tuple[str, str] = ("query", "queries"),
-    mean: Callable[[np.ndarray], float] = np.mean,
+    mean: Callable[[np.ndarray], float] = stats.running_mean,
 ) -> Leaderboard:
     """Summaries and the corrected test family. Baselines default to the first run given;
     `unit` names what the runs answer (singular, plural), as the legend says it; `mean` takes

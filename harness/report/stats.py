@@ -20,6 +20,7 @@ Conventions (stated once here; the report legend repeats them):
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -127,10 +128,17 @@ def cohens_d_paired(a: np.ndarray, b: np.ndarray) -> float:
     return float(d.mean() / sd)
 
 
+def running_mean(values: np.ndarray) -> float:
+    """The mean as trec_eval takes its `all` value (and `harness eval` its means): the values
+    added one by one in query order, then divided; numpy's pairwise sum differs in the last
+    bit, which shows in the 4th decimal where a mean falls on a half."""
+    return sum(np.asarray(values, dtype=float).tolist()) / len(values) if len(values) else math.nan
+
+
 def mean_ci(values: np.ndarray, confidence: float = 0.95) -> tuple[float, float]:
     """t-based confidence interval of a mean; a single value or no spread gives a point."""
     values = np.asarray(values, dtype=float)
-    mean = float(values.mean())
+    mean = running_mean(values)
     if len(values) < 2 or values.std() == 0:
         return mean, mean
     low, high = scipy_stats.t.interval(
