@@ -90,3 +90,11 @@ def test_a_run_with_no_query_in_common_with_the_qrels_is_a_warning_that_every_me
     assert main(["eval", "--qrels", str(CAST2021_QRELS), str(other), "--measures", "RR"]) == 0
     assert (f"warning: run 'other_year' has no query in common with {CAST2021_QRELS}; every measure is 0 (Judged@k 1: an empty ranking has no unjudged document)"
             in capsys.readouterr().err)
+
+
+def test_a_relevance_level_no_judgment_reaches_is_a_warning_that_the_measure_is_0(capsys):
+    main(["eval", "--qrels", str(CAST2021_QRELS), "--run", str(CAST2021_DOC_RUNS[0]),
+          "--measures", "P(rel=9)@5", "P(rel=4)@5"])
+    warnings = [line for line in capsys.readouterr().err.splitlines() if line.startswith("warning:")]
+    assert warnings == [f"warning: P(rel=9)@5: no judgment in qrels {CAST2021_QRELS} reaches grade 9 (the highest "
+                        "is 4), so it is 0 on every query"]

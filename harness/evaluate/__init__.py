@@ -132,6 +132,18 @@ def _check_scorable(qrels: QrelsTable) -> None:
         raise InputError(qrels.path, message) if qrels.path else HarnessError(f"qrels {qrels.name}: {message}")
 
 
+def _warn_unreachable(parsed: Sequence, names: Sequence[str], qrels: QrelsTable) -> None:
+    """A measure whose relevance level (rel=) no judgment reaches is 0 on every query, which
+    trec_eval prints without a word: said once, on stderr, naming the highest grade."""
+    top = int(qrels.grades.max()) if len(qrels.grades) else None
+    for measure, name in zip(parsed, names):
+        level = measure.params.get("rel")
+        if level is not None and (top is None or level > top):
+            highest = f"the highest is {top}" if top is not None else "they judge nothing"
+            print(f"warning: {name}: no judgment in qrels {qrels_name(qrels)} reaches grade {level} ({highest}), "
+                  "so it is 0 on every query", file=sys.stderr)
+
+
 class Evaluator:
     """Measures bound to one qrels, reused across runs (the qrels are converted once).
 
@@ -151,6 +163,8 @@ class Evaluator:
         self._vectorised = [m for m in parsed if vectorised(m)]
         self._others = [m for m in parsed if not vectorised(m)]
         self._scorer = None
+        if announce:
+            _warn_unreachable(parsed, names, self.table)
 
     @property
     def qrels(self) -> Qrels:
