@@ -279,3 +279,12 @@ def test_java_prints_none_of_its_notices_about_its_own_libraries(tmp_path):
     assert index.returncode == 0 and search.returncode == 0 and "d0" in search.stdout, index.stderr + search.stderr
     notices = [line for line in (index.stderr + search.stderr).splitlines() if "WARNING" in line or "SLF4J" in line]
     assert notices == []
+
+
+@pytest.mark.parametrize("release", [None, b"\xff\xfe not a JDK's release file"])
+def test_a_java_home_whose_version_cannot_be_read_gets_only_the_options_every_java_takes(tmp_path, release):
+    from harness.retrieve.java import quiet_options
+
+    if release is not None:
+        (tmp_path / "release").write_bytes(release)
+    assert quiet_options(tmp_path) == ["-Dslf4j.internal.verbosity=WARN"]

@@ -73,8 +73,11 @@ def quiet_options(home: Path) -> list[str]:
     update" notice and the sun.misc.Unsafe deprecation warnings its MMapDirectory draws. The
     memory-segment switch only names the MappedByteBuffer code that Lucene falls back to there."""
     options = ["-Dslf4j.internal.verbosity=WARN"]
-    release = home / "release"
-    found = re.search(r'^JAVA_VERSION="(\d+)', release.read_text(encoding="utf-8"), re.M) if release.is_file() else None
+    try:  # a JDK's release file names its version; without one, only the options every Java takes
+        found = re.search(r'^JAVA_VERSION="(\d+)', (home / "release").read_text(encoding="utf-8", errors="replace"),
+                          re.M)
+    except OSError:
+        found = None
     major = int(found.group(1)) if found else 0
     if major >= 22:
         options.append("-Dorg.apache.lucene.store.MMapDirectory.enableMemorySegments=false")
