@@ -18,6 +18,9 @@ def verb(number: int, singular: str = "has", plural: str = "have") -> str:
     return singular if number == 1 else plural
 
 
+COMPRESSED = (".gz", ".bz2")  # the suffixes open_input decompresses
+
+
 class HarnessError(Exception):
     """A problem with the user's input or setup, explained in one sentence."""
 
@@ -79,7 +82,7 @@ class TextInput:
         self.close()
         if isinstance(error, UnicodeDecodeError):
             raise _bad_byte(self.path, error) from None
-        if isinstance(error, (OSError, EOFError)) and self.path.suffix in (".gz", ".bz2"):
+        if isinstance(error, (OSError, EOFError)) and self.path.suffix in COMPRESSED:
             raise InputError(self.path, f"cannot be read ({error})") from None  # a damaged stream
 
     def close(self) -> None:

@@ -47,7 +47,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from harness.atomic import atomic_write
-from harness.errors import HarnessError, InputError, TextInput, open_input
+from harness.errors import COMPRESSED, HarnessError, InputError, TextInput, open_input
 
 
 SCORE = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
@@ -58,7 +58,6 @@ _ASCII_FIELDS = re.compile(r"[^ \t\n\r\f\v]+")  # split at C's isspace, as trec_
 # pytrec_eval's and ir-measures' readers) splits at, though trec_eval keeps them inside an id,
 # and NUL, which ends a line for trec_eval (and which the readers here refuse)
 _SEPARATOR = re.compile(r"[\x00 \t\n\r\f\v\x1c-\x1f]")
-COMPRESSED = (".gz", ".bz2")  # the suffixes harness.errors.open_input decompresses
 
 
 def file_stem(path: str | Path) -> str:

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, TypeVar
 
 import numpy as np
 
+from harness.errors import COMPRESSED
 from harness.evaluate.coverage import TOP
 from harness.trec import Qrels, Run, canonical_order, field_ok, file_stem, read_qrels, read_run
 
@@ -555,7 +556,7 @@ def _parallel(path: Path, types: dict, work: Callable[["pa.Table"], T], by_query
     import pyarrow.csv as csv
     from concurrent.futures import ThreadPoolExecutor
 
-    if path.suffix in (".gz", ".bz2"):
+    if path.suffix in COMPRESSED:
         raise _NotFast
     options = (csv.ReadOptions(column_names=list(types), block_size=BLOCK, use_threads=False),
                csv.ParseOptions(delimiter=" ", quote_char=False, double_quote=False, escape_char=False),
