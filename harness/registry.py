@@ -36,6 +36,7 @@ source), for the resume key: a changed plug-in is run again, not reused. Built-i
 
 from __future__ import annotations
 
+import functools
 import importlib
 import inspect
 import math
@@ -610,12 +611,21 @@ def _failure(error: BaseException) -> str:
 
 def _note_plugin_package(obj: Any, what: str) -> None:
     """Remember the top-level package of a loaded plug-in's code (a function's or class's, an
-    object's class's): the objects it builds may live in its other modules."""
+    object's class's, a `functools.partial`'s function's): the objects it builds may live in its
+    other modules. Python's own modules are never a plug-in's (a partial's class is functools')."""
+    obj = _unwrapped(obj)
     module = getattr(obj, "__module__", None) if inspect.isfunction(obj) or inspect.isclass(obj) \
         or inspect.ismethod(obj) else type(obj).__module__
     top = (module or "").split(".")[0]
-    if top and top not in ("harness", "builtins"):
+    if top and top != "harness" and top not in sys.stdlib_module_names:
         _PLUGIN_PACKAGES[top] = what
+
+
+def _unwrapped(obj: Any) -> Any:
+    """The function a `functools.partial` (of a partial...) calls; any other object itself."""
+    while isinstance(obj, functools.partial):
+        obj = obj.func
+    return obj
 
 
 def plugin_import_failure(error: ModuleNotFoundError) -> str | None:

@@ -3,23 +3,58 @@ one line naming the plug-in and the error, not the harness's frames around them.
 
 from __future__ import annotations
 
+import pytest
 import yaml
 
 from harness.cli import main
 
 
-def test_a_plugins_exception_shows_the_plugins_frames_and_names_the_plugin(tmp_path, monkeypatch, capsys):
-    (tmp_path / "buggy_search.py").write_text("def search(query, k):\n    return _inner()\n\n\n"
-                                              "def _inner():\n    raise ValueError('my bug')\n")
+def _run_failing(tmp_path, monkeypatch, module: str, code: str) -> int:
+    """`harness run` of ikat2023:test with `module:search` (`code`) as its retriever. Each test
+    has its own module: a module once imported, or noted as a plug-in's, stays so."""
+    (tmp_path / f"{module}.py").write_text(code)
     config = tmp_path / "mine.yaml"
     config.write_text(yaml.safe_dump({"output": "runs", "experiments": [
-        {"topics": "ikat2023:test", "strategies": ["raw"], "retrievers": ["python:buggy_search:search"],
+        {"topics": "ikat2023:test", "strategies": ["raw"], "retrievers": [f"python:{module}:search"],
          "measures": ["nDCG@3"]}]}), encoding="utf-8")
     monkeypatch.chdir(tmp_path)
-    assert main(["run", str(config)]) == 2
+    return main(["run", str(config)])
+
+
+def test_a_plugins_exception_shows_the_plugins_frames_and_names_the_plugin(tmp_path, monkeypatch, capsys):
+    code = "def search(query, k):\n    return _inner()\n\n\ndef _inner():\n    raise ValueError('my bug')\n"
+    assert _run_failing(tmp_path, monkeypatch, "buggy_search", code) == 2
     module = tmp_path / "buggy_search.py"
     assert capsys.readouterr().err.splitlines()[-6:] == [
         "Traceback of the plug-in's code (most recent call last):",
         f'  File "{module}", line 2, in search', "    return _inner()",
         f'  File "{module}", line 6, in _inner', "    raise ValueError('my bug')",
         "harness run: error: retriever 'python:buggy_search:search' (module buggy_search) raised ValueError: my bug"]
+
+
+# the plug-in's module, its code, and what `search` is made of
+_CALLABLES = {
+    "buggy_partial": "def _search(query, k, depth):\n    return _inner()\n\n\n"
+                         "import functools\nsearch = functools.partial(_search, depth=3)\n",
+    "buggy_object": "class _Search:\n    def __call__(self, query, k):\n        return _inner()\n\n\n"
+                       "search = _Search()\n",
+    "buggy_pyterrier": "def _rank(frame):\n    return _inner()\n\n\n"
+                             "import pyterrier\nsearch = pyterrier.apply.generic(_rank)\n",
+}
+
+
+@pytest.mark.parametrize("module", list(_CALLABLES))
+def test_a_plugin_that_is_not_a_plain_function_gets_its_own_frames_too(tmp_path, monkeypatch, capsys, module):
+    """A functools.partial, a callable object, a PyTerrier transformer. Its frames are found by
+    its code's module: a partial's function's, an object's class's, PyTerrier's (a library
+    between the harness and the plug-in's function is the plug-in's)."""
+    if module == "buggy_pyterrier":
+        pytest.importorskip("pyterrier")
+    code = _CALLABLES[module] + "\n\ndef _inner():\n    raise ValueError('my bug')\n"
+    assert _run_failing(tmp_path, monkeypatch, module, code) == 2
+    err = capsys.readouterr().err
+    assert err.splitlines()[-1] == (f"harness run: error: retriever 'python:{module}:search' "
+                                    f"(module {module}) raised ValueError: my bug")
+    own = err[err.index("Traceback of the plug-in's code (most recent call last):"):]
+    assert f'File "{tmp_path / module}.py", line ' in own
+    assert "harness/" not in own.replace(str(tmp_path), "")
