@@ -613,19 +613,17 @@ def _note_plugin_package(obj: Any, what: str) -> None:
     """Remember the top-level package of a loaded plug-in's code (a function's or class's, an
     object's class's, a `functools.partial`'s function's): the objects it builds may live in its
     other modules. Python's own modules are never a plug-in's (a partial's class is functools')."""
-    obj = _unwrapped(obj)
-    module = getattr(obj, "__module__", None) if inspect.isfunction(obj) or inspect.isclass(obj) \
-        or inspect.ismethod(obj) else type(obj).__module__
-    top = (module or "").split(".")[0]
+    top = (getattr(_code(obj), "__module__", None) or "").split(".")[0]
     if top and top != "harness" and top not in sys.stdlib_module_names:
         _PLUGIN_PACKAGES[top] = what
 
 
-def _unwrapped(obj: Any) -> Any:
-    """The function a `functools.partial` (of a partial...) calls; any other object itself."""
+def _code(obj: Any) -> Any:
+    """Where a plug-in's code is: a function, class or method itself, the function a
+    `functools.partial` (of a partial...) calls, any other object's class."""
     while isinstance(obj, functools.partial):
         obj = obj.func
-    return obj
+    return obj if inspect.isfunction(obj) or inspect.isclass(obj) or inspect.ismethod(obj) else type(obj)
 
 
 def plugin_import_failure(error: ModuleNotFoundError) -> str | None:
@@ -678,13 +676,13 @@ def _distribution(point: Any) -> str:
 
 
 def object_origin(obj: Any) -> Origin:
-    """The module an object comes from and the sha256 of its source: the module's file when
-    there is one, else the object's own source text (a notebook cell), else its repr."""
-    code = inspect.isfunction(obj) or inspect.isclass(obj) or inspect.ismethod(obj)
-    target = obj if code else type(obj)
+    """The module an object's code comes from (`_code`) and the sha256 of its source: the
+    module's file when there is one, else the code's own source text (a notebook cell), else
+    its repr."""
+    target = _code(obj)
     # an object (a PyTerrier pipeline) is its class's code and its settings, as its repr shows
-    # them, less any address (which changes every run)
-    settings = {} if code else {"repr": _without_address(repr(obj))}
+    # them, less any address (which changes every run); a partial its function's and its arguments
+    settings = {} if target is obj else {"repr": _without_address(repr(obj))}
     module = inspect.getmodule(target)
     file = getattr(module, "__file__", None)
     if file and Path(file).is_file():

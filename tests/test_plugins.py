@@ -8,6 +8,7 @@ the folder `harness run` starts in. iKAT 2023 test (its provenance passages as c
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
@@ -140,6 +141,15 @@ def test_a_changed_plugin_is_run_again_not_reused(in_folder):
         handle.write("\n# a changed ranking function\n")
     changed = _harness(sys.executable, in_folder, "run", str(config))
     assert changed.returncode == 0 and "skipped" not in changed.stderr
+
+
+def test_a_partials_origin_is_its_functions_source_and_its_arguments():
+    """Its function's file (changed, the plug-in is run again), not functools' (never changes)."""
+    from harness.paths import file_sha256
+    from harness.registry import object_origin
+
+    assert object_origin(functools.partial(_experiment, ["raw"])) == {
+        "module": __name__, "sha256": file_sha256(__file__), "repr": "functools.partial(<function _experiment>, ['raw'])"}
 
 
 @pytest.mark.slow
