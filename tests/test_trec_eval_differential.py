@@ -12,8 +12,11 @@ small files at the edges of the file formats, each given to both as it is.
 
 from __future__ import annotations
 
+import json
 import random
+import signal
 import subprocess
+import sys
 from collections import defaultdict
 from pathlib import Path
 
@@ -207,17 +210,26 @@ def test_files_at_the_edges_of_the_format_equal_trec_eval(trec_eval, tmp_path, c
 def test_bpref_at_a_level_above_a_querys_grades_is_trec_evals_without_its_overread(trec_eval, tmp_path):
     """trec_eval's bpref adds up its count of judgments per grade below -l, reading past the
     end of that array for a query graded lower (which scores 0 whatever it reads): pytrec_eval
-    did the same in this process, and a large rel= crashed it."""
+    did the same in this process, and a large rel= crashed it. So `harness eval` runs in a
+    process of its own here: were that back, this test fails, naming the signal, where it
+    would take the test process down with it."""
     qrels_path, run_path = tmp_path / "qrels.txt", tmp_path / "run.txt"
     qrels_path.write_text(_Q + "31_2 0 CAR_a 1\n31_2 0 CAR_b 0\n")  # 31_2 graded 0 and 1 only
     run_path.write_text(_R + "31_2 Q0 CAR_b 1 2.0 r\n31_2 Q0 CAR_a 2 1.0 r\n")
-    qrels, run = read_qrels(qrels_path), read_run(run_path)
-    for level in (2, 3, 4):
-        ours = evaluate(qrels, run, [f"Bpref(rel={level})"])
+    levels = (2, 3, 4, 2147483647)  # trec_eval crashes at the last
+    done = subprocess.run([sys.executable, "-c", "import sys; from harness.cli import main; sys.exit(main())",
+                           "eval", "--qrels", str(qrels_path), "--per-query", "--format", "json", "--measures",
+                           *(f"Bpref(rel={level})" for level in levels), "--", str(run_path)],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, (f"harness eval ended by signal {signal.Signals(-done.returncode).name}"
+                                  if done.returncode < 0 else done.stderr)
+    ours = json.loads(done.stdout)["run"]
+    for level in levels[:-1]:
         theirs = trec_eval_values(trec_eval, qrels_path, run_path, level, None)
+        measure = f"Bpref(rel={level})"
         assert {qid: value for (m, qid), value in theirs.items() if m == "bpref"} == pytest.approx(
-            {**ours.per_query[f"Bpref(rel={level})"], "all": ours.means[f"Bpref(rel={level})"]}, abs=5e-5)
-    assert evaluate(qrels, run, ["Bpref(rel=2147483647)"]).means["Bpref(rel=2147483647)"] == 0  # trec_eval crashes
+            {**ours["per_query"][measure], "all": ours[measure]}, abs=5e-5)
+    assert ours["Bpref(rel=2147483647)"] == 0
 
 
 # --- a run of a million lines, read as `harness eval` reads it --------------------------------
