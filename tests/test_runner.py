@@ -245,6 +245,21 @@ def test_dry_run_lists_runs_and_whether_they_are_finished(finished, capsys):
     assert len(lines) == len(load_config(_config(finished.parent)).runs())
 
 
+def test_a_dry_run_loads_no_model_and_no_library_only_running_needs(tmp_path):
+    """It checks the config and lists the runs: no JVM, no bi-encoder, and not the leaderboard's
+    statistics (scipy took 1 of its 1.5 s). ptkb_topk forms its queries by ranking PTKB
+    statements, so a dry run of it starts the JVM: how else would it know a run is finished."""
+    config = tmp_path / "c.yaml"
+    config.write_text(yaml.safe_dump({"experiments": [
+        {"topics": "ikat2023:test", "strategies": ["raw"], "retrievers": ["bm25", "dense"], "preset": "ikat2023"}]}))
+    code = (f"import sys; from harness.cli import main; assert main(['run', {str(config)!r}, '--output', "
+            f"{str(tmp_path / 'runs')!r}, '--dry-run']) == 0; print(sorted(m for m in ('scipy', 'jnius', 'torch', "
+            "'sentence_transformers', 'pyserini', 'harness.runner.leaderboard') if m in sys.modules))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.stdout.splitlines() == ["ikat2023-test.raw.bm25\t332 queries\t176 judged\tto run",
+                                        "ikat2023-test.raw.dense\t332 queries\t176 judged\tto run", "[]"], done.stderr
+
+
 def test_default_ikat_pool_is_the_894_shipped_provenance_passages():
     """The small-scale iKAT 2023 experiment searches both topic splits' provenance passages."""
     from harness.paths import REPO_ROOT

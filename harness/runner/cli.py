@@ -29,7 +29,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from harness.runner import leaderboard
     from harness.runner.runner import plan, run_config
 
     config = load_config(args.config)
@@ -42,6 +41,8 @@ def run(args: argparse.Namespace) -> int:
             print(f"{prepared.run.tag}\t{len(prepared.queries)} queries\t"
                   f"{len(prepared.qrels.judgments)} judged\t{state}")
         return 0
+    from harness.runner import leaderboard  # not for a dry run: it brings scipy (2 s)
+
     # the leaderboard and report show every finished run of the config, not only those run now
     outcomes = run_config(config, only=args.only, force=args.force, with_finished=True)
     board, path = leaderboard.write(outcomes, config.output, title=f"Leaderboard: {args.config}")
