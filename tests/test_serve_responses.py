@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import re
 import time
 from pathlib import Path
 
@@ -92,6 +93,19 @@ def test_a_response_task_scores_uploads_with_the_organisers_judge_and_ranks_them
     assert SECRET not in page and "nuggets.jsonl" not in page  # the nuggets stay hidden, like qrels
 
 
+def test_a_response_boards_legend_counts_turns_as_harness_responses_eval_does(board):
+    """The page and the API word it as `harness responses eval`'s board does (one wording:
+    harness.responses.report.BOARD), where it said queries."""
+    client, folder = board
+    submit(client, rag_run(folder / "good.jsonl", "good", {t: "an answer" for t in TURNS}), "team0")
+    submit(client, rag_run(folder / "poor.jsonl", "poor", {"0_1": "short"}), "team1")
+    api = scored_board(client, 2)
+    page = " ".join(re.search(r'<p class="legend">(.*?)</p>', client.get("/tasks/responses").text, re.S)[1].split())
+    for legend in (api["legend"], page):
+        assert "two-sided paired-t test on 3 turns, p-values holm-corrected" in legend, legend
+        assert legend.endswith("A turn missing from a run scores 0.") and "quer" not in legend, legend
+
+
 def test_a_turn_whose_nuggets_all_weigh_0_is_left_out_of_the_weighted_mean(tmp_path):
     nuggets = tmp_path / "hidden" / "nuggets.json"  # CONE-RAG's graded form; 0_3's nuggets have grade 0
     nuggets.parent.mkdir()
@@ -116,7 +130,7 @@ def test_a_bank_without_a_graded_nugget_draws_with_weighted_recall_undefined(tmp
         page = client.get("/tasks/responses")
     [row] = api["rows"]
     assert row["measures"]["weighted"] is None and row["measures"]["all"] == pytest.approx(1 / 3)
-    assert "weighted undefined on every query" in api["legend"]
+    assert "weighted undefined on every turn" in api["legend"]
     assert page.status_code == 200 and ">undefined</td>" in page.text
 
 

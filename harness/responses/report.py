@@ -16,6 +16,10 @@ from harness.report.stats import Resampling
 from harness.responses.evaluate import ResponseEvaluation, run_scores
 from harness.responses.scores import mean
 
+# how a board of response runs compares them, for this report and the hosted board alike: over
+# turns (the legend's word), each run's mean as nuggetizer takes it
+BOARD = {"unit": ("turn", "turns"), "mean": mean}
+
 
 def _judges(evaluation: ResponseEvaluation) -> dict[str, dict]:
     """task ("nuggets", "citations") -> that judge's provenance."""
@@ -51,7 +55,7 @@ def provenance_notes(evaluation: ResponseEvaluation) -> list[str]:
 def build_report(evaluation: ResponseEvaluation, baselines: list[str] | None = None, *, test: str = "paired-t",
                  correction: str = "holm", alpha: float = 0.05, resampling: Resampling = Resampling()) -> Report:
     board = leaderboard(run_scores(evaluation), baselines, test=test, correction=correction, alpha=alpha,
-                        resampling=resampling, unit=("turn", "turns"), mean=mean)
+                        resampling=resampling, **BOARD)
     report = Report(board, title=f"Response evaluation, judge: {judge_label(evaluation)}")
     if evaluation.citations:
         means = evaluation.aggregate().set_index("run")["support_precision"]

@@ -50,7 +50,7 @@ TEMPLATES = {
 <td class="l"><span class="nowrap">{{ row.submitted[:10] }}</span> <span class="nowrap">{{ row.submitted[11:19] }}</span></td></tr>{% endfor %}</tbody></table></div>
 <p class="legend">Each run is tested against the top run on every measure; the table shows the test on
 {{ board.main_measure }}: green, the top run; yellow, not significantly different from it; white,
-significantly lower. Test: {{ board.legend }} A query missing from a run scores 0.</p>
+significantly lower. Test: {{ board.legend }}</p>
 <h2>{{ board.main_measure }} by turn depth (top {{ board.depth.means|length }} runs)</h2>
 {{ depth_plot }}
 {% endif %}{% endblock %}""",

@@ -21,6 +21,7 @@ import math
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
+from typing import Any
 
 from harness.errors import HarnessError, InputError
 from harness.serve.config import RESPONSE_FORMATS
@@ -62,6 +63,12 @@ class ResponseTaskRuntime(TaskRuntime):
                 nugget.grade for turn in self.evaluated_turns for nugget in self.bank.of(turn)):
             raise HarnessError(f"task {self.config.name}: main_measure weighted is undefined on every turn, since "
                                f"every nugget of {self.config.nuggets} has grade 0; rank the board by another measure")
+
+    def board_terms(self) -> dict[str, Any]:
+        """Turns, and nuggetizer's mean: as `harness responses eval`'s board has them."""
+        from harness.responses.report import BOARD
+
+        return BOARD
 
     def check(self, path: Path, display: str) -> Verdict:
         from harness.responses.readers import detect_format, read_responses

@@ -237,7 +237,7 @@ def _board(runtime: TaskRuntime, rows: list[st.Submission]) -> dict[str, Any]:
         return result
     label = {row.id: f"{row.team}/{row.run_name} ({row.id[:6]})" for row in rows}
     by_label = {label[row.id]: row for row in rows}
-    board = ranked_board([ScoredRun(label[row.id], measures, row.per_query) for row in rows])
+    board = ranked_board([ScoredRun(label[row.id], measures, row.per_query) for row in rows], **runtime.board_terms())
     top = board.baselines[0]
     for rank, name in enumerate(board.ranked_runs, start=1):
         row = by_label[name]
@@ -255,7 +255,8 @@ def _board(runtime: TaskRuntime, rows: list[st.Submission]) -> dict[str, Any]:
             "tier": tier, "p_adjusted": p,
         })
     result["top"] = by_label[top].run_name
-    result["legend"] = board.test_note()  # the page and the API show tiers and p-values, not compare's marks
+    # the page and the API show tiers and p-values, not compare's marks
+    result["legend"] = f"{board.test_note()} {board.missing_note()}"
     depth = bd.breakdown(board.scores, main, runtime.depths, bd.DEPTH)
     ranked = board.ranked_runs[:10]
     result["depth"] = bd.Breakdown(depth.name, depth.measure, depth.groups, depth.counts,

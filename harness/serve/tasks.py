@@ -16,6 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
+from typing import Any
 
 from harness.errors import HarnessError, InputError, counted, verb
 from harness.ikat.submission import file_format
@@ -132,6 +133,11 @@ class TaskRuntime:
         from harness.trec import read_qrels
 
         return Evaluator(read_qrels(self.config.qrels), self.config.measures)
+
+    def board_terms(self) -> dict[str, Any]:
+        """What the board compares, as its legend words it, and how it takes a run's mean:
+        none given, queries and trec_eval's mean (harness.report.compare's defaults)."""
+        return {}
 
     @cached_property
     def budget(self) -> Budget:
@@ -271,13 +277,14 @@ def _not_utf8(data: bytes, problem: UnicodeDecodeError, display: str) -> Message
     return Message("error", "encoding", message, display, data.count(b"\n", 0, problem.start) + 1)
 
 
-def ranked_board(runs: list[ScoredRun]):
+def ranked_board(runs: list[ScoredRun], **terms: Any):
     """`harness compare`'s leaderboard with the best run on the main measure as the only
-    baseline: paired t-tests, Holm-corrected over every run and measure."""
+    baseline: paired t-tests, Holm-corrected over every run and measure; `terms` as the task
+    has them (TaskRuntime.board_terms)."""
     from harness.report.compare import leaderboard
 
     if not runs:
         raise HarnessError("no scored runs")
     main = runs[0].measures[0]
     top = max(runs, key=lambda run: sum(run.per_query[main].values()))
-    return leaderboard(runs, [top.run_name], test="paired-t", correction="holm")
+    return leaderboard(runs, [top.run_name], test="paired-t", correction="holm", **terms)
