@@ -162,6 +162,17 @@ def test_failed_build_leaves_nothing(tmp_path, ikat_corpus):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["corpus.jsonl"]
 
 
+def test_a_document_id_given_twice_is_an_error_at_index_build_naming_file_line_and_id(tmp_path, ikat_corpus):
+    lines = [json.dumps({"id": d.id, "contents": d.contents}) for d in ikat_corpus.documents()]
+    path = tmp_path / "corpus.jsonl"
+    path.write_text("\n".join([*lines[:300], lines[7], *lines[300:]]) + "\n", encoding="utf-8")
+    docid = json.loads(lines[7])["id"]
+    with pytest.raises(InputError, match=rf"corpus\.jsonl:301: document id '{re.escape(docid)}' again "
+                                         r"\(first at line 8\); an index would hold both documents under one id"):
+        build_index(open_corpus(str(path)), tmp_path / "index")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["corpus.jsonl"]
+
+
 def anserini_running(pid: int) -> bool:
     """Whether the process has an IndexCollection child (Linux /proc)."""
     for child in Path(f"/proc/{pid}/task/{pid}/children").read_text().split():

@@ -6,12 +6,14 @@ import gzip
 import hashlib
 import json
 import os
+import re
 from pathlib import Path
 
 import pytest
 
+import harness.corpus
 from harness import paths, topics
-from harness.corpus import Document
+from harness.corpus import Corpus, Document, unique_ids
 from harness.corpus.readers import CORPUS_FORMATS, open_corpus
 from harness.errors import HarnessError, InputError
 from harness.paths import data_root
@@ -220,3 +222,33 @@ def test_formats_come_from_a_registry():
 def test_missing_file_is_one_clear_error(tmp_path):
     with pytest.raises(HarnessError, match="neither an existing file nor a spec"):
         open_corpus(str(tmp_path / "nope.jsonl"))
+
+
+def test_a_document_id_given_twice_names_the_file_and_line_of_each(tmp_path, ikat_documents):
+    """Checked where a corpus is read to build an index (harness.corpus.unique_ids)."""
+    trec = tmp_path / "docs.trec"
+    trec.write_text("".join(f"<DOC>\n<DOCNO>{docid}</DOCNO>\ntext\n</DOC>\n" for docid in ("a", "b", "c", "b")))
+    with pytest.raises(InputError, match=r"docs\.trec:13: document id 'b' again \(first at line 5\); an index "
+                                         r"would hold both documents under one id"):
+        list(unique_ids(corpus := open_corpus(str(trec)), corpus.documents()))
+    folder = tmp_path / "txt"  # in another file, the first is named with its file
+    folder.mkdir()
+    records = [{"ClueWeb22-ID": d.id, "Clean-Text": d.contents} for d in clueweb22_documents(ikat_documents)[:3]]
+    write_jsonl(folder / "en0000-00.json", records[:2])
+    write_jsonl(folder / "en0000-01.json", [records[2], records[1]])
+    with pytest.raises(InputError, match=rf"{re.escape(str(folder))}/en0000-01\.json:2: document id "
+                                         rf"'{records[1]['ClueWeb22-ID']}' again \(first at .*/en0000-00\.json:2\)"):
+        list(unique_ids(corpus := open_corpus(str(folder)), corpus.documents()))
+
+
+def test_a_document_id_given_twice_in_a_corpus_not_read_from_a_file_names_their_numbers():
+    corpus = Corpus("made", lambda: iter([Document("x", "1"), Document("y", "2"), Document("x", "3")]))
+    with pytest.raises(HarnessError, match=r"corpus made: document id 'x' is given twice, as documents 1 and 3"):
+        list(unique_ids(corpus, corpus.documents()))
+
+
+def test_two_ids_sharing_a_hash_are_not_a_repeated_id(ikat_documents, monkeypatch):
+    """Only the ids' 64-bit hashes are held; a shared one is told apart by reading the ids again."""
+    corpus = Corpus("ikat", lambda: iter(ikat_documents))
+    monkeypatch.setattr(harness.corpus, "hash", lambda docid: len(docid) % 3, raising=False)
+    assert list(unique_ids(corpus, corpus.documents())) == ikat_documents

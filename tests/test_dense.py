@@ -46,6 +46,18 @@ def test_first_run_encodes_the_corpus_once_and_caches_it(first_run):
     assert np.load(folder / "vectors.npy").dtype == np.float32
 
 
+def test_a_document_id_given_twice_is_an_error_before_any_vector_is_cached(first_run, tmp_path):
+    from harness.corpus.readers import open_corpus
+    from harness.errors import InputError
+
+    path = tmp_path / "corpus.jsonl"
+    path.write_text("".join(json.dumps({"id": docid, "contents": text}) + "\n"
+                            for docid, text in (("a", "apple pie"), ("b", "banana"), ("a", "apple tart"))))
+    with pytest.raises(InputError, match=r"corpus\.jsonl:3: document id 'a' again \(first at line 1\)"):
+        build("dense", corpus=open_corpus(str(path)), cache_dir=str(tmp_path / "embeddings")).search(QUERIES, 10)
+    assert not list((tmp_path / "embeddings").rglob("*.npy"))
+
+
 def test_second_run_reads_the_cache_and_only_encodes_queries(first_run):
     corpus, retriever, hits = first_run
     again = build("dense", corpus=corpus, cache_dir=str(retriever.passages.folder.parent))

@@ -14,8 +14,9 @@ import hashlib
 import html
 import re
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from harness import jsonl
 from harness.corpus import Corpus, Document
@@ -60,6 +61,11 @@ class FileCorpus(Corpus):
 
     paths: tuple[Path, ...] = ()
     folder: Path | None = None
+    # the reader asked for (document, (file, line)) pairs: Corpus.located
+    read_located: Callable[[], Iterator[tuple[Document, tuple[Path, int]]]] | None = field(default=None, compare=False)
+
+    def located(self) -> Iterator[tuple[Document, tuple[Path, int] | None]]:
+        return self.read_located() if self.read_located is not None else super().located()
 
     @property
     def fingerprint(self) -> str:
@@ -94,8 +100,10 @@ def _first_line(spec: str) -> str:
     return ""
 
 
-def _file_corpus(path: Path, parse: Callable[[Path], Iterator[Document]]) -> FileCorpus:
-    return FileCorpus(name=path.name, documents=lambda: parse(path), paths=(path,))
+def _file_corpus(path: Path, parse: Callable[..., Iterator[Any]]) -> FileCorpus:
+    """`parse(path)` yields the file's documents, `parse(path, located=True)` (document, (path, line)) pairs."""
+    return FileCorpus(name=path.name, documents=lambda: parse(path), paths=(path,),
+                      read_located=lambda: parse(path, located=True))
 
 
 # -- JSONL ---------------------------------------------------------------------------------
@@ -116,7 +124,7 @@ def _json_objects(path: Path) -> Iterator[tuple[int, dict]]:
         yield number, record
 
 
-def _jsonl_documents(path: Path) -> Iterator[Document]:
+def _jsonl_documents(path: Path, located: bool = False) -> Iterator[Any]:
     for number, record in _json_objects(path):
         id_key, text_key = _first_key(record, _ID_KEYS), _first_key(record, _TEXT_KEYS)
         if id_key is None or text_key is None:
@@ -131,7 +139,8 @@ def _jsonl_documents(path: Path) -> Iterator[Document]:
             raise InputError(path, f"{id_key} must be a non-empty string", line=number)
         if not isinstance(text, str) or not (title is None or isinstance(title, str)):
             raise InputError(path, f"{text_key} and title must be strings", line=number, record=str(docid))
-        yield Document(id=str(docid), contents=text, title=title or None)
+        document = Document(id=str(docid), contents=text, title=title or None)
+        yield (document, (path, number)) if located else document
 
 
 def _claims_jsonl(spec: str) -> bool:
@@ -180,7 +189,7 @@ def _trec_document(path: Path, start_line: int, block: str) -> Document:
     )
 
 
-def _trec_documents(path: Path) -> Iterator[Document]:
+def _trec_documents(path: Path, located: bool = False) -> Iterator[Any]:
     block: list[str] | None = None
     start = 0
     with open_input(path) as handle:
@@ -197,7 +206,8 @@ def _trec_documents(path: Path) -> Iterator[Document]:
                 raise InputError(path, f"<DOC> opened at line {start} is not closed before this <DOC>", line=number)
             if line.rstrip().upper().endswith("</DOC>"):
                 block.append(line.rstrip()[:-6])
-                yield _trec_document(path, start, "".join(block))
+                document = _trec_document(path, start, "".join(block))
+                yield (document, (path, start)) if located else document
                 block = None
             else:
                 block.append(line)
@@ -233,20 +243,21 @@ def _clueweb22_files(spec: str) -> list[Path]:
     return files
 
 
-def _clueweb22_documents(files: list[Path]) -> Iterator[Document]:
+def _clueweb22_documents(files: list[Path], located: bool = False) -> Iterator[Any]:
     """`Clean-Text` whole, title line included, as the iKAT organisers segment it."""
     for path in files:
         for number, record in _json_objects(path):
             if not all(isinstance(record.get(key), str) for key in ("ClueWeb22-ID", "Clean-Text")):
                 raise InputError(path, "expected a ClueWeb22 record with string ClueWeb22-ID and Clean-Text",
                                  line=number)
-            yield Document(id=record["ClueWeb22-ID"], contents=record["Clean-Text"])
+            document = Document(id=record["ClueWeb22-ID"], contents=record["Clean-Text"])
+            yield (document, (path, number)) if located else document
 
 
 def _clueweb22_corpus(spec: str) -> Corpus:
     files, path = _clueweb22_files(spec), Path(spec)
     return FileCorpus(name=path.name, documents=lambda: _clueweb22_documents(files), paths=tuple(files),
-                      folder=path if path.is_dir() else None)
+                      folder=path if path.is_dir() else None, read_located=lambda: _clueweb22_documents(files, True))
 
 
 def _claims_clueweb22(spec: str) -> bool:

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from harness.atomic import atomic_write
-from harness.corpus import Corpus, Document
+from harness.corpus import Corpus, Document, unique_ids
 from harness.errors import HarnessError
 from harness.paths import cache_root, feed_file
 
@@ -463,8 +463,10 @@ def check_dtype(dtype: str) -> str:
 def _encode_corpus(corpus: Corpus, encoder: Encoder) -> tuple[list[str], np.ndarray]:
     from tqdm import tqdm
 
+    # in the one pass over the corpus (a pass of its own first would read a big corpus twice):
+    # a repeated id is said once it is encoded, before anything is cached
     with tqdm(desc=f"encoding {corpus.name}", unit=" passages", file=sys.stderr) as progress:
-        ids, vectors = encode_all(encoder, corpus.documents(), progress=progress.update)
+        ids, vectors = encode_all(encoder, unique_ids(corpus, corpus.documents()), progress=progress.update)
     if not ids:
         raise HarnessError(f"corpus {corpus.name!r} has no documents to encode")
     return ids, vectors

@@ -26,7 +26,7 @@ from pathlib import Path
 from tqdm import tqdm
 
 from harness.atomic import check_outputs, temp_folder
-from harness.corpus import Corpus
+from harness.corpus import Corpus, unique_ids
 from harness.corpus.segment import document_text
 from harness.errors import HarnessError
 from harness.paths import cache_root
@@ -90,11 +90,13 @@ def cached_index(corpus: Corpus, threads: int | None = None) -> Path:
 
 
 def _dump_jsonl(corpus: Corpus, folder: Path) -> int:
-    """Write the corpus as JsonCollection shards; returns the number of documents."""
+    """Write the corpus as JsonCollection shards; returns the number of documents. An id given
+    twice is an error once they are written, before Lucene indexes them (harness.corpus.unique_ids)."""
     count = 0
     handle = None
     try:
-        for document in tqdm(corpus.documents(), desc=f"dump {corpus.name}", unit=" docs", file=sys.stderr):
+        for document in tqdm(unique_ids(corpus, corpus.documents()), desc=f"dump {corpus.name}", unit=" docs",
+                             file=sys.stderr):
             if count % SHARD_DOCS == 0:
                 if handle:
                     handle.close()
