@@ -20,7 +20,10 @@ import yaml
 
 from harness.cli import main
 from harness.runner.config import load_config
-from harness.runner.runner import restrict_to_corpus
+from harness.corpus import unique_ids
+from harness.corpus.readers import open_corpus
+from harness.errors import HarnessError, InputError
+from harness.runner.runner import concatenate, restrict_to_corpus
 from harness.topics import load
 from harness.trec import read_qrels, read_run
 
@@ -346,3 +349,22 @@ def test_a_run_in_which_no_query_retrieves_a_document_is_an_error_and_leaves_no_
     assert (f"harness run: error: run {PQA_TAG}: none of its 1526 queries retrieved a document from {corpus} "
             "(retriever bm25); no run file is written" in capsys.readouterr().err)
     assert not list(out.glob("*.run")) and not list(out.glob("*.json"))
+
+
+def _jsonl_corpus(path: Path, ids: list[str]):
+    path.write_text("".join(json.dumps({"id": docid, "contents": f"text of {docid}"}) + "\n" for docid in ids))
+    return open_corpus(str(path))
+
+
+def test_a_document_id_in_two_corpora_of_a_list_names_both(tmp_path):
+    corpus = concatenate([_jsonl_corpus(tmp_path / "a.jsonl", ["x", "y"]),
+                          _jsonl_corpus(tmp_path / "b.jsonl", ["z", "y"])])
+    with pytest.raises(HarnessError, match=r"document 'y' is in both corpora a\.jsonl and b\.jsonl"):
+        list(corpus.documents())
+
+
+def test_a_document_id_given_twice_in_one_corpus_of_a_list_names_its_file_and_lines(tmp_path):
+    corpus = concatenate([_jsonl_corpus(tmp_path / "a.jsonl", ["x"]),
+                          _jsonl_corpus(tmp_path / "b.jsonl", ["z", "w", "z"])])
+    with pytest.raises(InputError, match=r"b\.jsonl:3: document id 'z' again \(first at line 1\)"):
+        list(unique_ids(corpus, corpus.documents()))

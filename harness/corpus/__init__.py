@@ -27,6 +27,9 @@ class Corpus:
     documents: Callable[[], Iterator[Document]] = field(compare=False)
     # Known up front for file-backed corpora (hash of the file); else computed by one pass.
     known_fingerprint: str | None = None
+    # the documents with where each starts, (file, line) or None; unset: nowhere (Corpus.located)
+    read_located: Callable[[], Iterator[tuple[Document, tuple[Path, int] | None]]] | None = field(
+        default=None, compare=False)
 
     @property
     def fingerprint(self) -> str:
@@ -43,6 +46,8 @@ class Corpus:
 
     def located(self) -> Iterator[tuple[Document, tuple[Path, int] | None]]:
         """Each document with the file and line it starts at (None: not read from a file)."""
+        if self.read_located is not None:
+            return self.read_located()
         return ((document, None) for document in self.documents())
 
 

@@ -14,7 +14,7 @@ import hashlib
 import html
 import re
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -61,11 +61,6 @@ class FileCorpus(Corpus):
 
     paths: tuple[Path, ...] = ()
     folder: Path | None = None
-    # the reader asked for (document, (file, line)) pairs: Corpus.located
-    read_located: Callable[[], Iterator[tuple[Document, tuple[Path, int]]]] | None = field(default=None, compare=False)
-
-    def located(self) -> Iterator[tuple[Document, tuple[Path, int] | None]]:
-        return self.read_located() if self.read_located is not None else super().located()
 
     @property
     def fingerprint(self) -> str:

@@ -108,17 +108,21 @@ def concatenate(corpora: list[Corpus]) -> Corpus:
         return corpora[0]
 
     def documents() -> Iterator[Document]:
-        seen: set[str] = set()
-        for corpus in corpora:
+        seen: dict[str, int] = {}  # id -> the corpus it came from first
+        for number, corpus in enumerate(corpora):
             for document in corpus.documents():
-                if document.id in seen:
-                    raise HarnessError(f"document {document.id!r} is in more than one of the corpora "
-                                       f"{', '.join(c.name for c in corpora)}")
-                seen.add(document.id)
+                first = seen.setdefault(document.id, number)
+                if first != number:
+                    raise HarnessError(f"document {document.id!r} is in both corpora {corpora[first].name} "
+                                       f"and {corpus.name}")
                 yield document
 
+    def located() -> Iterator[tuple[Document, tuple[Path, int] | None]]:
+        for corpus in corpora:
+            yield from corpus.located()
+
     fingerprint = hashlib.sha256(" ".join(c.fingerprint for c in corpora).encode()).hexdigest()
-    return Corpus("+".join(c.name for c in corpora), documents, fingerprint)
+    return Corpus("+".join(c.name for c in corpora), documents, fingerprint, located)
 
 
 def restrict_to_corpus(qrels: Qrels, corpus: Corpus | None) -> Qrels:
