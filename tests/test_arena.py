@@ -131,6 +131,16 @@ def test_malformed_vote_names_file_and_line(tmp_path):
         arena_lib.read_votes(bad)
 
 
+def test_an_unclosed_quote_running_past_the_csv_field_limit_names_file_and_line(tmp_path, capsys):
+    """The csv module's own error (a field over 131072 characters) is one line, not a traceback."""
+    bad = tmp_path / "votes.csv"
+    bad.write_text('session_id,user_id,crs1,crs2,vote,feedback\n1,u,a,b,a,ok\n2,u,a,b,a,"no end\n'
+                   + "more feedback\n" * 10_000)
+    assert main(["arena", "--votes", str(bad)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"harness arena: error: {bad}:3: not CSV (field larger than field limit") and "Traceback" not in err
+
+
 def test_vote_file_without_vote_column_is_rejected(tmp_path):
     bad = tmp_path / "votes.csv"
     bad.write_text("session_id,user_id,crs1,crs2\n1,u,a,b\n")

@@ -53,20 +53,25 @@ def read_votes(path: str | Path) -> list[Vote]:
     votes = []
     with open_input(path, newline="") as handle:
         reader = csv.DictReader(handle)
-        missing = [c for c in VOTE_COLUMNS if c not in (reader.fieldnames or [])]
-        if missing:
-            raise InputError(path, f"header lacks column(s) {', '.join(missing)}; expected {','.join(VOTE_COLUMNS)}", line=1)
-        start = reader.line_num + 1
-        for row in reader:
-            if None in row or any(row[c] is None for c in VOTE_COLUMNS):
-                raise InputError(path, f"expected {len(reader.fieldnames)} comma-separated fields", line=start)
-            first, second, vote = row["crs1"].strip(), row["crs2"].strip(), row["vote"].strip()
-            if not first or not second or first == second:
-                raise InputError(path, f"expected two different systems, found {first!r} and {second!r}", line=start)
-            if vote not in (first, second, TIE):
-                raise InputError(path, f"vote {vote!r} is neither {first!r}, {second!r} nor {TIE!r}", line=start)
-            votes.append(Vote(first, second, None if vote == TIE else vote, row["session_id"], row["user_id"]))
+        start = 1
+        try:  # csv.Error: a field past the csv module's size limit (an unclosed quote runs on to the end)
+            missing = [c for c in VOTE_COLUMNS if c not in (reader.fieldnames or [])]
+            if missing:
+                raise InputError(path, f"header lacks column(s) {', '.join(missing)}; expected "
+                                       f"{','.join(VOTE_COLUMNS)}", line=1)
             start = reader.line_num + 1
+            for row in reader:
+                if None in row or any(row[c] is None for c in VOTE_COLUMNS):
+                    raise InputError(path, f"expected {len(reader.fieldnames)} comma-separated fields", line=start)
+                first, second, vote = row["crs1"].strip(), row["crs2"].strip(), row["vote"].strip()
+                if not first or not second or first == second:
+                    raise InputError(path, f"expected two different systems, found {first!r} and {second!r}", line=start)
+                if vote not in (first, second, TIE):
+                    raise InputError(path, f"vote {vote!r} is neither {first!r}, {second!r} nor {TIE!r}", line=start)
+                votes.append(Vote(first, second, None if vote == TIE else vote, row["session_id"], row["user_id"]))
+                start = reader.line_num + 1
+        except csv.Error as error:
+            raise InputError(path, f"not CSV ({error}): is a quote (\") left unclosed?", line=start) from None
     if not votes:
         raise InputError(path, "no votes: only a header")
     return votes
