@@ -18,6 +18,13 @@ def verb(number: int, singular: str = "has", plural: str = "have") -> str:
     return singular if number == 1 else plural
 
 
+def shown(value: object, limit: int = 80) -> str:
+    """`repr(value)` cut to `limit` characters: a message quotes what it found, not a whole file
+    that YAML read as one string."""
+    text = repr(value)
+    return text if len(text) <= limit else f"{text[:limit - 3]}... ({len(text)} characters)"
+
+
 COMPRESSED = (".gz", ".bz2")  # the suffixes open_input decompresses
 
 

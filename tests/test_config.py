@@ -187,6 +187,14 @@ def test_ptkb_topk_on_topics_without_ptkb_statements_is_refused_when_the_config_
     assert "experiments[0].strategies[1]: ptkb_topk needs PTKB statements, and no conversation" in message
 
 
+def test_a_wrong_file_given_as_the_config_is_quoted_cut_short_not_whole(tmp_path):
+    """A qrels file reads as YAML's one long string: the error quotes its start and its length."""
+    qrels = "".join(f"q{n} 0 d{n} 1\n" for n in range(5000))
+    message = _error(tmp_path, qrels)
+    assert message.endswith(" characters)") and len(message) < len(str(tmp_path)) + 200, message[:300]
+    assert "expected a mapping, found str 'q0 0 d0 1 q1 0 d1 1" in message
+
+
 def test_missing_config_file_is_an_error(tmp_path):
     with pytest.raises(InputError, match="no such config file"):
         load_config(tmp_path / "absent.yaml")

@@ -46,7 +46,7 @@ from typing import Any
 import yaml
 
 from harness.atomic import in_the_way
-from harness.errors import HarnessError, InputError, read_input
+from harness.errors import HarnessError, InputError, read_input, shown
 from harness.paths import cache_root, data_root, name_problem, qrels_root
 from harness.registry import INT_LIMIT, ParamError, check_params
 from harness.runner.tasks import TASKS
@@ -273,14 +273,14 @@ class Node:
         """A count or depth: 1 to INT_LIMIT (a 32-bit int, as Java and trec_eval's C take
         them; a depth beyond a corpus's size is harmless, one beyond that failed mid-run)."""
         if isinstance(self.value, bool) or not isinstance(self.value, int) or self.value < 1:
-            raise self.error(f"expected a positive integer, found {self.value!r}")
+            raise self.error(f"expected a positive integer, found {shown(self.value)}")
         if self.value > INT_LIMIT:
-            raise self.error(f"expected a positive integer of at most {INT_LIMIT}, found {self.value!r}")
+            raise self.error(f"expected a positive integer of at most {INT_LIMIT}, found {shown(self.value)}")
         return self.value
 
     def flag(self) -> bool:
         if not isinstance(self.value, bool):
-            raise self.error(f"expected true or false, found {self.value!r}")
+            raise self.error(f"expected true or false, found {shown(self.value)}")
         return self.value
 
     def path(self) -> Path:
@@ -298,7 +298,7 @@ class Node:
 
 
 def _kind(value: Any) -> str:
-    return "nothing" if value is None else f"{type(value).__name__} {value!r}"
+    return "nothing" if value is None else f"{type(value).__name__} {shown(value)}"
 
 
 def lookup(node: Node, check: Callable[[], Any]) -> Any:
