@@ -97,6 +97,21 @@ def test_missing_qrels_file_names_key_and_file(tmp_path):
     assert "experiments[0].qrels: no such file:" in message and "nope.txt" in message
 
 
+def test_a_folder_given_as_the_qrels_file_names_the_key(tmp_path):
+    message = _error(tmp_path, {"experiments": [_experiment(qrels=str(tmp_path))]})
+    assert f"experiments[0].qrels: {tmp_path} is a folder, expected a file" in message
+
+
+@pytest.mark.parametrize("key", ["qrels", "corpus"])
+def test_a_relative_path_is_read_from_the_current_folder_and_one_beside_the_config_is_named(tmp_path, monkeypatch, key):
+    (tmp_path / "beside").write_text("q 0 d 1\n")
+    (tmp_path / "cwd").mkdir()
+    monkeypatch.chdir(tmp_path / "cwd")
+    message = _error(tmp_path, {"experiments": [_experiment(**{key: "beside"})]})
+    assert (f"experiments[0].{key}: no such file: beside (relative paths are read from the folder harness runs in, "
+            f"{tmp_path / 'cwd'}, not from the config's folder: did you mean {tmp_path / 'beside'}?)") in message
+
+
 def test_missing_corpus_file_names_key_and_file(tmp_path):
     message = _error(tmp_path, {"experiments": [_experiment(corpus=str(tmp_path / "missing.jsonl"))]})
     assert "experiments[0].corpus:" in message and "missing.jsonl" in message

@@ -291,10 +291,22 @@ class Node:
             raise self.error(f"bad placeholder in path ({error}); known: {{data}}, {{qrels}}, {{cache}}") from None
 
     def existing_path(self) -> Path:
+        """A file that exists: a folder, or a path found only beside the config, is an error here."""
         path = self.path()
+        if path.is_dir():
+            raise self.error(f"{path} is a folder, expected a file")
         if not path.exists():
-            raise self.error(f"no such file: {path}")
+            raise self.error(f"no such file: {path}{self.beside_config(path)}")
         return path
+
+    def beside_config(self, path: Path) -> str:
+        """Where a relative path missing from the current folder is found beside the config: a
+        hint that paths are read from the folder harness runs in (as `output:` is written
+        there), not from the config's folder; '' otherwise."""
+        if path.is_absolute() or not (self.file.parent / path).exists():
+            return ""
+        return (f" (relative paths are read from the folder harness runs in, {Path.cwd()}, not from the config's "
+                f"folder: did you mean {self.file.parent / path}?)")
 
 
 def _kind(value: Any) -> str:
@@ -468,6 +480,8 @@ def _corpus(node: Node) -> CorpusSpec:
     specs = []
     for item in node.items():
         spec = str(item.path())
+        if not Path(spec).exists() and (hint := item.beside_config(Path(spec))):
+            raise item.error(f"no such file: {spec}{hint}")
         lookup(item, lambda: open_corpus(spec))
         specs.append(spec)
     return CorpusSpec(specs=tuple(specs))
