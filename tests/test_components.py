@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 import json
 import re
 from pathlib import Path
@@ -97,6 +98,35 @@ def test_update_of_a_table_marker_never_closed_is_an_error_naming_its_line_and_t
     assert (f"harness components: error: {path}:{cut.count(chr(10), 0, opening.start()) + 1}: {opening[0]} is not "
             "closed by <!-- /components -->") in capsys.readouterr().err
     assert path.read_text(encoding="utf-8") == cut
+
+
+def test_update_keeps_the_files_crlf_line_endings_and_byte_order_mark(tmp_path, capsys):
+    """A Windows file is rewritten as a Windows file: only the tables change."""
+    plain = "# T\n\n<!-- components:task -->\nold\n<!-- /components -->\nend\n"
+    path = tmp_path / "notes.md"
+    path.write_bytes(b"\xef\xbb\xbf" + plain.replace("\n", "\r\n").encode("utf-8"))
+    assert main(["components", "--update", str(path)]) == 0
+    assert capsys.readouterr().err == f"{path}: 1 table updated\n"
+    expected = "\ufeff" + update_tables(plain).replace("\n", "\r\n")
+    assert path.read_bytes() == expected.encode("utf-8")
+
+
+def test_update_of_a_compressed_file_is_refused_and_the_file_left_as_it_was(tmp_path, capsys):
+    """Read decompressed, it was written back as plain text under its .gz name."""
+    path = tmp_path / "notes.md.gz"
+    packed = gzip.compress(b"<!-- components:task -->\nold\n<!-- /components -->\n")
+    path.write_bytes(packed)
+    assert main(["components", "--update", str(path)]) == 2
+    assert f"harness components: error: {path}: is compressed" in capsys.readouterr().err
+    assert path.read_bytes() == packed
+
+
+def test_update_of_a_marker_naming_no_kind_is_an_error_naming_file_and_line(tmp_path, capsys):
+    path = tmp_path / "notes.md"
+    path.write_text("# T\n<!-- components:retreiver -->\nold\n<!-- /components -->\n", encoding="utf-8")
+    assert main(["components", "--update", str(path)]) == 2
+    assert capsys.readouterr().err.startswith(f"harness components: error: {path}:2: <!-- components:retreiver -->: "
+                                              "no such kind; known: benchmark, strategy, retriever")
 
 
 def test_a_kind_may_be_named_in_the_plural_as_a_configs_keys_name_it(capsys):

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.atomic import atomic_write
-from harness.errors import HarnessError, InputError, read_input
+from harness.errors import COMPRESSED, HarnessError, InputError, counted, read_input
 from harness.registry import Declaration, Param, Registry, describe_type
 
 # kind -> (module, registry): imported when listed
@@ -61,13 +61,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     if args.update:
         path = Path(args.update)
-        readme = read_input(path)
+        if path.suffix in COMPRESSED:  # read decompressed, it would be written back as plain text
+            raise InputError(path, "is compressed: --update rewrites a plain text file in place")
+        readme = read_input(path, encoding="utf-8")  # a byte-order mark kept, to be written back
         check_markers(path, readme)
         updated = update_tables(readme)
         if updated != readme:
             with atomic_write(path) as out:
-                out.write(updated)
-        print(f"{path}: {len(TABLE.findall(readme))} tables {'updated' if updated != readme else 'up to date'}",
+                out.write(updated.replace("\n", "\r\n") if _crlf(path) else updated)
+        print(f"{path}: {counted(len(TABLE.findall(readme)), 'table')} {'updated' if updated != readme else 'up to date'}",
               file=sys.stderr)
         return 0
     kinds = [args.kind] if args.kind else list(REGISTRIES)
@@ -175,6 +177,12 @@ def _cell(text: str) -> str:
     return " ".join(text.split()).replace("|", "\\|")
 
 
+def _crlf(path: Path) -> bool:
+    """Whether the file's lines end in CRLF (its first line says): kept when it is rewritten."""
+    with open(path, "rb") as handle:
+        return handle.readline().endswith(b"\r\n")
+
+
 def check_markers(path: Path, text: str) -> None:
     """Every `<!-- components:KIND -->` (on a line of its own) is closed by `<!-- /components -->`
     before the next one, and there is at least one: else an InputError naming the file and the
@@ -190,6 +198,8 @@ def check_markers(path: Path, text: str) -> None:
             continue
         if opened is not None:
             break  # reported below
+        if marker["kind"] not in REGISTRIES:
+            raise InputError(path, f"{marker[0]}: no such kind; known: {', '.join(REGISTRIES)}", line=line)
         if not text.startswith("\n", marker.end()):
             raise InputError(path, f"{marker[0]} must end its line (the table starts on the next)", line=line)
         opened = (line, marker[0])
