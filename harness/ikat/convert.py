@@ -144,6 +144,8 @@ def to_trec(
 ) -> TrecRuns:
     """Write the submission's passage ranking (and, if asked, its PTKB ranking) as TREC runs."""
     runs = read_rankings(path, year)
+    if not any(runs.passages.values()) and not any(runs.ptkb.values()):  # not an empty run written as if it were one
+        raise InputError(path, "ranks no passage for any turn: nothing to convert (an empty file?)")
     tag = tag or "".join(runs.run_name.split()) or "ikat"
     write_run(out, runs.passages.items(), tag, printed=runs.print_score)
     if ptkb_out is not None:
