@@ -8,7 +8,7 @@ from pathlib import Path
 
 from harness.cli import add_output, number_in
 from harness.corpus.segment import SPLITTERS, segment_corpus
-from harness.corpus.readers import open_corpus
+from harness.corpus.readers import open_documents
 from harness.paths import refuse_overwriting
 from harness.registry import INT_LIMIT
 
@@ -38,11 +38,11 @@ def run(args: argparse.Namespace) -> int:
     spec = engine_spec(args)
     refuse_overwriting([args.corpus] if Path(args.corpus).is_file() else [], [("--output", args.out)])
     if spec.name == "local" and args.shard_docs is None:
-        count = segment_corpus(open_corpus(args.corpus), args.out, splitter=args.splitter, processes=args.processes)
+        count = segment_corpus(open_documents(args.corpus), args.out, splitter=args.splitter, processes=args.processes)
     else:
         from harness.scale.segment import segment_sharded
 
-        corpus, engine = open_corpus(args.corpus), start_engine(spec)
+        corpus, engine = open_documents(args.corpus), start_engine(spec)
         try:
             count = segment_sharded(corpus, args.out, engine, splitter=args.splitter, shard_docs=args.shard_docs,
                                     processes=args.processes)

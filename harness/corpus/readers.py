@@ -47,7 +47,17 @@ def open_corpus(spec: str) -> Corpus:
     known = ", ".join(f"{name}:" for name in CORPUS_FORMATS)
     if not Path(spec).exists():
         raise HarnessError(f"corpus {spec!r} is neither an existing file nor a spec starting with {known}")
-    raise HarnessError(f"cannot tell the format of corpus file {spec}; prefix it with one of {known}")
+    kind = "folder" if Path(spec).is_dir() else "file"
+    raise HarnessError(f"cannot tell the format of corpus {kind} {spec}; prefix it with one of {known}")
+
+
+def open_documents(spec: str) -> Corpus:
+    """`open_corpus` for a command that reads every document (segment, index, encode): a corpus
+    holding none (an empty or blank file) is an InputError, not an empty output."""
+    corpus = open_corpus(spec)
+    if next(iter(corpus.documents()), None) is None:
+        raise InputError(spec, "holds no document: nothing to read")
+    return corpus
 
 
 # -- file-backed corpora -------------------------------------------------------------------

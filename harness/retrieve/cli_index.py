@@ -8,7 +8,7 @@ from pathlib import Path
 
 from harness.cli import add_output
 from harness.retrieve.lucene import build_index, default_threads
-from harness.corpus.readers import open_corpus
+from harness.corpus.readers import open_documents
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -24,6 +24,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     # a child JVM whatever the size: progress from its log, and Ctrl-C stops it at once
-    out = build_index(open_corpus(args.corpus), args.out, threads=args.threads, force=args.force, in_process=False)
+    out = build_index(open_documents(args.corpus), args.out, threads=args.threads, force=args.force, in_process=False)
     print(f"index written to {out}", file=sys.stderr)
     return 0

@@ -29,11 +29,11 @@ def run(args: argparse.Namespace) -> int:
     from harness.retrieve._embeddings import load_encoder
     from harness.scale.encode import encode_sharded
     from harness.compute.engines import engine_spec, start_engine
-    from harness.corpus.readers import open_corpus
+    from harness.corpus.readers import open_documents
 
     spec = engine_spec(args)
     check_outputs(args.out, folder=True)  # before the model loads
-    corpus = open_corpus(args.corpus)
+    corpus = open_documents(args.corpus)
     encoder = load_encoder(args.model, max_length=args.max_length, batch_size=args.batch_size)
     engine = start_engine(spec)
     try:
