@@ -205,6 +205,15 @@ def test_passage_not_in_the_collection_warns_once_per_turn_as_the_official_servi
     assert out.count("[passage-exists]") == 1 and first in out
 
 
+@pytest.mark.parametrize("name, text", [("ids.txt", "\n  \n"), ("passages.jsonl", "")])
+def test_an_empty_passage_collection_is_an_error_not_a_warning_for_every_passage(tmp_path, capsys, name, text):
+    ids = tmp_path / name
+    ids.write_text(text)
+    assert main(["ikat", "validate", str(SAMPLES_2023 / "sample_run.json"), "--topics", "ikat2023", "--partial",
+                 "--passages", str(ids)]) == 2
+    assert capsys.readouterr().err.startswith(f"harness ikat: error: {ids}: holds no passage id")
+
+
 def test_passage_collection_reads_from_a_benchmark_or_its_passage_file():
     from harness.ikat.validate import read_passage_ids
     from harness.topics.ikat import passages_path

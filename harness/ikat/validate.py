@@ -285,7 +285,7 @@ def read_passage_ids(spec: str) -> frozenset[str]:
     path = Path(spec)
     if ".jsonl" not in path.suffixes:  # ids, one per line (also .txt.gz)
         with open_input(path) as handle:
-            return frozenset(line.split()[0] for line in handle if line.strip())
+            return _some(path, frozenset(line.split()[0] for line in handle if line.strip()))
     ids = set()
     for line, record in jsonl.read(path):  # streamed: a collection's passage file can be large
         if isinstance(record, dict) and isinstance(record.get("doc_id"), str) and "passage_id" in record:
@@ -294,4 +294,12 @@ def read_passage_ids(spec: str) -> frozenset[str]:
             ids.add(record["id"])
         else:
             raise InputError(path, "expected a JSON object with doc_id and passage_id, or id", line=line)
-    return frozenset(ids)
+    return _some(path, frozenset(ids))
+
+
+def _some(path: Path, ids: frozenset[str]) -> frozenset[str]:
+    """An empty collection would warn of every passage as unknown: an empty file is refused."""
+    if not ids:
+        raise InputError(path, "holds no passage id: expected one id per line, or JSON lines with doc_id and "
+                               "passage_id (or id)")
+    return ids
