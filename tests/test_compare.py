@@ -4,6 +4,7 @@ breakdowns by turn depth, conversation and any qid grouping."""
 from __future__ import annotations
 
 import csv
+import gzip
 import io
 import json
 
@@ -146,6 +147,16 @@ def test_malformed_group_file_names_file_and_line(tmp_path):
     groups.write_text("106_1 search\n106_2\n")
     with pytest.raises(InputError, match=r"groups.tsv:2: expected 2 fields"):
         bd.read_groups(groups)
+
+
+def test_a_compressed_group_file_names_its_breakdown_as_the_plain_file_does(tmp_path):
+    """intent.tsv.gz breaks results down 'by intent', as intent.tsv does (not 'by intent.tsv')."""
+    groups = tmp_path / "intent.tsv.gz"
+    groups.write_bytes(gzip.compress(b"106_1 search\n106_2 recommendation\n"))
+    out = tmp_path / "board.md"
+    assert main(["compare", "--qrels", str(CAST2021_QRELS), *map(str, CAST2021_DOC_RUNS[:2]), "--measures", "RR",
+                 "--groups", str(groups), "--output", str(out)]) == 0
+    assert "## RR by intent\n" in out.read_text()
 
 
 def test_cli_markdown_has_marked_leaderboard_breakdowns_and_arena(tmp_path):

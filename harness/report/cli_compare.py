@@ -143,6 +143,6 @@ def add_breakdowns(report: Report, args: argparse.Namespace) -> None:
     if args.group_field:
         groupings.append((args.group_field, bd.groups_from_topics(benchmark, args.group_field)))
     if args.groups:
-        groupings.append((Path(args.groups).stem, bd.read_groups(args.groups)))
+        groupings.append((file_stem(args.groups), bd.read_groups(args.groups)))
     for name, groups in groupings:
         report.breakdowns += [bd.breakdown(scores, m, groups, name) for m in board.measures]
