@@ -137,6 +137,14 @@ def test_a_prompt_with_an_unknown_field_names_the_file(llm_env):
         list(stream(load("cast2019").conversations, "llm"))
 
 
+def test_a_prompt_using_no_field_is_an_error_naming_the_file(llm_env):
+    """An empty prompt file would have every turn rewritten from the same text."""
+    llm_env.write_text("", encoding="utf-8")
+    with pytest.raises(InputError, match="prompt.txt: uses no field: every turn would get the same prompt; known: "
+                                         "utterance, history"):
+        list(stream(load("cast2019").conversations, "llm"))
+
+
 @pytest.mark.slow
 @pytest.mark.java
 def test_a_run_records_the_rewrites_hash_and_the_llm_and_reruns_send_nothing(tmp_path, tsv, llm_server, monkeypatch):

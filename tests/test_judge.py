@@ -23,7 +23,7 @@ import pytest
 
 from tests.conftest import interruptible, shared_root, start_llm_server
 from harness.cli import main
-from harness.errors import HarnessError
+from harness.errors import HarnessError, InputError
 from harness.judge.base import JUDGES, read_provenance, sidecar
 from harness.judge.llm import LLMJudge, default_prompt
 from harness.judge.model import Item
@@ -136,6 +136,15 @@ def test_a_template_field_the_items_lack_is_a_one_line_error(tmp_path):
                      cache_dir=tmp_path)
     with pytest.raises(HarnessError, match=r"uses \{topic\}, which the items do not carry"):
         judge.judge([Item(("q", "d"), {"passage": "p"})])
+
+
+@pytest.mark.parametrize("text", ["", "Is this passage relevant? Answer 0 to 4.\n"])
+def test_a_template_using_no_field_is_an_error_naming_it(tmp_path, text):
+    """An empty file (or the wrong one) would send every item the same prompt and get one label back."""
+    template = tmp_path / "prompt.txt"
+    template.write_text(text)
+    with pytest.raises(InputError, match=rf"^{template}: uses no {{field}}: every item would get the same prompt"):
+        LLMJudge(Endpoint("m", "http://127.0.0.1:9/v1", template), template, YES_NO, cache_dir=tmp_path)
 
 
 # -- harness judge against the recorded GPT-4 labels ---------------------------------------

@@ -78,6 +78,9 @@ class Template:
             names = frozenset(name for _, name, _, _ in string.Formatter().parse(text) if name is not None)
         except ValueError as error:
             raise InputError(source, f"bad prompt template ({error}); a literal brace is {{{{ or }}}}") from None
+        if not names:  # an empty file, or the wrong one: the same prompt for every item, the same label back
+            raise InputError(source, "uses no {field}: every item would get the same prompt (the shipped templates "
+                                     "use {question}, {passage}, ...)")
         odd = sorted(name for name in names if not name.isidentifier())
         if odd:
             raise InputError(source, f"bad field {{{odd[0]}}} in the prompt template: a field is a plain name")

@@ -75,6 +75,8 @@ def _template(path: Path, stamp: tuple[int, int]) -> str:
         names = {name for _, name, _, _ in string.Formatter().parse(text) if name is not None}
     except ValueError as error:
         raise InputError(path, f"bad prompt template ({error}); a literal brace is {{{{ or }}}}") from None
+    if not names:  # an empty file, or the wrong one: every turn would be rewritten alike
+        raise InputError(path, f"uses no field: every turn would get the same prompt; known: {', '.join(FIELDS)}")
     unknown = sorted(names - set(FIELDS))
     if unknown:
         raise InputError(path, f"unknown field {{{unknown[0]}}}; known: {', '.join(FIELDS)}")
