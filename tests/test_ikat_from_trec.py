@@ -66,6 +66,16 @@ def test_passage_texts_come_from_a_passages_file(tmp_path, run_file, outside):
     assert {p["id"]: p["text"] for p in response["passage_provenance"][1:]} == outside
 
 
+def test_an_empty_passages_file_is_an_error_naming_it_not_empty_texts(tmp_path, run_file, capsys):
+    passages = tmp_path / "passages.jsonl"
+    passages.write_text("\n")
+    out = tmp_path / "submission.json"
+    assert main(["ikat", "from-trec", str(run_file), "--benchmark", "ikat2023", "--year", "2023", "--run-name", "x",
+                 "--output", str(out), "--passages", str(passages)]) == 2
+    assert capsys.readouterr().err.endswith(f"\nharness ikat: error: {passages}: holds no document: nothing to read\n")
+    assert not out.exists()
+
+
 def test_the_passage_the_response_is_made_from_is_used(tmp_path, run_file, outside):
     response = from_trec(tmp_path, run_file, "--passages", TRAIN_POOL)
     first_with_text = next(iter(outside))

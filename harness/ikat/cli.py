@@ -258,9 +258,9 @@ def _passage_source(spec: str | None, benchmark: str):
         from harness.retrieve.lucene import stored_texts
 
         return partial(stored_texts, spec), f"the Lucene index {spec}"
-    from harness.corpus.readers import open_corpus
+    from harness.corpus.readers import open_documents
 
-    return open_corpus(spec), spec
+    return open_documents(spec), spec
 
 
 def _shipped_passages(benchmark: str):
