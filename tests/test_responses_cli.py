@@ -33,6 +33,14 @@ def test_without_format_the_report_is_written_as_its_output_suffix_says(tiny, tm
     assert (tmp_path / name).read_text().startswith(starts)
 
 
+def test_an_empty_passages_file_is_an_error_naming_it(tiny, tmp_path, capsys):
+    """Not 'cited passage ... has no text in the run file; give the collection with --passages'."""
+    (tmp_path / "passages.jsonl").write_text("")
+    assert main([*tiny, "--passages", str(tmp_path / "passages.jsonl")]) == 2
+    assert capsys.readouterr().err.endswith(f"harness responses: error: {tmp_path / 'passages.jsonl'}: holds no "
+                                            "document: nothing to read\n")
+
+
 def test_the_legend_counts_response_turns_not_queries(tiny, capsys):
     assert main([*tiny, "--format", "json"]) == 0
     legend = json.loads(capsys.readouterr().out)["legend"]

@@ -71,11 +71,11 @@ def _passages(spec: str | None, runs) -> dict[str, str]:
     title, where the corpus has one, then the contents: harness.corpus.segment.document_text)."""
     if spec is None:
         return {}
-    from harness.corpus.readers import open_corpus
+    from harness.corpus.readers import open_documents
     from harness.corpus.segment import document_text
 
     wanted = {pid for run in runs for r in run.responses.values() for s in r.sentences for pid in s.citations}
-    return {d.id: document_text(d) for d in open_corpus(spec).documents() if d.id in wanted}
+    return {d.id: document_text(d) for d in open_documents(spec).documents() if d.id in wanted}
 
 
 def _judge(args: argparse.Namespace, task: str):
