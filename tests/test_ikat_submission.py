@@ -161,6 +161,22 @@ def test_cli_writes_the_ptkb_run(tmp_path, submission, ptkb_rankings):
             assert [pid for pid, _ in ptkb.ranked(qid)] == [pid for pid, _ in ranking[:3]]
 
 
+@pytest.mark.parametrize("cut, message", [
+    (lambda turn: turn.pop("turn_id"), ": turns[0].turn_id: missing or empty, expected the turn's id"),
+    (lambda turn: turn["responses"][0]["passage_provenance"][0].pop("id"),
+     " (record turn 9-1_1): a passage_provenance id is missing or empty"),
+])
+def test_to_trec_of_a_turn_or_passage_without_its_id_names_the_submission_not_the_output(tmp_path, capsys, cut, message):
+    """generate_run.py writes a line with an empty field; the error is the input's, not 'cannot write OUT'."""
+    run = json.loads(SAMPLE_2023.read_text())
+    cut(run["turns"][0])
+    path, out = tmp_path / "run.json", tmp_path / "out.run"
+    path.write_text(json.dumps(run))
+    assert main(["ikat", "to-trec", str(path), "--output", str(out)]) == 2
+    assert capsys.readouterr().err == f"harness ikat: error: {path}{message}\n"
+    assert not out.exists()
+
+
 def test_cli_from_trec_writes_a_valid_submission(tmp_path, ikat2023, bm25_rankings, ptkb_rankings):
     passages, ptkb = tmp_path / "bm25.run", tmp_path / "ptkb.run"
     write_run(passages, bm25_rankings.items(), "bm25")

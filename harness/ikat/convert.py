@@ -68,11 +68,15 @@ def _printed_2025(score: float) -> float:
 def submission_rankings(submission: Submission, year: int, path: Path) -> TrecRuns:
     passages: Rankings = {}
     ptkb: Rankings = {}
-    for turn in submission.turns:
+    for index, turn in enumerate(submission.turns):
+        if not turn.turn_id:  # a TREC run line needs it (generate_run.py writes a line without a query id)
+            raise InputError(path, f"turns[{index}].turn_id: missing or empty, expected the turn's id")
         seen: dict[str, float] = {}
         seen_ptkb: dict[str, float] = {}
         for response in turn.responses:
             for passage in response.passage_provenance:
+                if not passage.id:
+                    raise InputError(path, "a passage_provenance id is missing or empty", record=f"turn {turn.turn_id}")
                 if passage.id not in seen:
                     seen[passage.id] = _scaled_score(passage.score, response.rank, path, turn.turn_id)
             for statement in response.ptkb_provenance:
@@ -98,7 +102,7 @@ def _rankings_2025(path: Path, entries: list[tuple[int, Any]] | None = None) -> 
             raise InputError(path, "not a JSON object", line=line)
         turn_id = entry.get("turn_id")
         references = entry.get("references", {})
-        if not isinstance(turn_id, str) or not isinstance(references, dict):
+        if not isinstance(turn_id, str) or not turn_id or not isinstance(references, dict) or "" in references:
             raise InputError(path, "expected turn_id (string) and references {passage id: score}", line=line)
         metadata = entry.get("metadata") if isinstance(entry.get("metadata"), dict) else {}
         if run_name is None and metadata.get("run_id") is not None:
@@ -110,8 +114,14 @@ def _rankings_2025(path: Path, entries: list[tuple[int, Any]] | None = None) -> 
         except OverflowError:
             raise InputError(path, "a reference score is too large for a floating-point number", line=line) from None
         ids: dict[str, None] = {}
-        for response in entry.get("responses", []):
-            for statement in response.get("ptkb_provenance", []) if isinstance(response, dict) else []:
+        responses = entry.get("responses", [])
+        if not isinstance(responses, list):
+            raise InputError(path, "responses: expected a list", line=line)
+        for response in responses:
+            statements = response.get("ptkb_provenance", []) if isinstance(response, dict) else []
+            if not isinstance(statements, list):
+                raise InputError(path, "ptkb_provenance: expected a list", line=line)
+            for statement in statements:
                 ids.setdefault(str(statement))
         if ids:
             ptkb[turn_id] = _by_position(ids)
