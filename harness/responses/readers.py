@@ -120,7 +120,10 @@ def detect_format(path: Path) -> str:
 def read_responses(path: str | Path, format: str | None = None) -> list[ResponseRun]:
     """The runs in one file (CONE-RAG files hold several)."""
     path = Path(path)
-    return FORMATS.get(format or detect_format(path))(path)
+    runs = FORMATS.get(format or detect_format(path))(path)
+    if not any(run.responses for run in runs):  # `{}` or `{"turns": []}`: not a run of zeros
+        raise InputError(path, "holds no response: nothing to evaluate")
+    return runs
 
 
 def _add(responses: dict[str, Response], response: Response, path: Path) -> None:
