@@ -141,6 +141,15 @@ def test_an_unclosed_quote_running_past_the_csv_field_limit_names_file_and_line(
     assert err.startswith(f"harness arena: error: {bad}:3: not CSV (field larger than field limit") and "Traceback" not in err
 
 
+def test_a_dialogue_file_holding_no_dialogue_is_an_error_naming_it(tmp_path, capsys):
+    """`[]` added nothing to the ratings, without a word."""
+    empty = tmp_path / "dialogues_open.json"
+    empty.write_text("[]\n")
+    assert main(["arena", "--votes", str(OPEN), "--dialogues", str(empty), "--bootstrap", "10"]) == 2
+    assert capsys.readouterr().err == (f"harness arena: error: {empty}: expected a JSON list of dialogues, found an "
+                                       "empty list\n")
+
+
 def test_vote_file_without_vote_column_is_rejected(tmp_path):
     bad = tmp_path / "votes.csv"
     bad.write_text("session_id,user_id,crs1,crs2\n1,u,a,b\n")

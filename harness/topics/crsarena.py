@@ -95,8 +95,8 @@ def read_dialogues(path: str | Path, setting: str | None = None) -> tuple[ArenaC
         records = json.loads(read_input(path))
     except json.JSONDecodeError as error:
         raise InputError(path, f"not valid JSON ({error.msg})", line=error.lineno) from None
-    if not isinstance(records, list):
-        raise InputError(path, "expected a JSON list of dialogues")
+    if not isinstance(records, list) or not records:  # [] would add no satisfaction, without a word
+        raise InputError(path, "expected a JSON list of dialogues" + (", found an empty list" if records == [] else ""))
     return tuple(_conversation(record, path, index, setting) for index, record in enumerate(records))
 
 
