@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness.corpus import Corpus, Document
+from harness.errors import InputError
 from harness.paths import data_root, qrels_root
 from harness.topics import ADAPTERS, Benchmark
 from harness.topics._common import QidSet, choose_split, shipped_qrels
@@ -47,7 +48,10 @@ def topics_path(year: int, split: str = "test") -> Path:
 def read_topics(path: Path) -> tuple[Conversation, ...]:
     """Any of the three iKAT topic formats (told apart per topic by its fields)."""
     qids = QidSet(path)
-    return tuple(_conversation(topic, qids) for topic in records(read_json(path), path, "topic"))
+    conversations = tuple(_conversation(topic, qids) for topic in records(read_json(path), path, "topic"))
+    if not conversations:  # `[]`: every turn of a run would be 'unknown'
+        raise InputError(path, "holds no topic: expected a JSON list of iKAT topics")
+    return conversations
 
 
 def _conversation(topic: Record, qids: QidSet) -> Conversation:
