@@ -221,6 +221,14 @@ def test_an_empty_passage_collection_is_an_error_not_a_warning_for_every_passage
     assert capsys.readouterr().err.startswith(f"harness ikat: error: {ids}: holds no passage id")
 
 
+def test_json_given_as_the_passage_id_file_is_an_error_naming_its_line(tmp_path, capsys):
+    """A submission (or a .json passages file) read as ids made every passage 'not in the collection'."""
+    assert main(["ikat", "validate", str(SAMPLES_2023 / "sample_run.json"), "--topics", "ikat2023", "--partial",
+                 "--passages", str(SAMPLES_2023 / "sample_run.json")]) == 2
+    assert capsys.readouterr().err.startswith(f"harness ikat: error: {SAMPLES_2023 / 'sample_run.json'}:1: looks like "
+                                              "JSON, not one passage id per line")
+
+
 def test_passage_collection_reads_from_a_benchmark_or_its_passage_file():
     from harness.ikat.validate import read_passage_ids
     from harness.topics.ikat import passages_path

@@ -285,7 +285,8 @@ def read_passage_ids(spec: str) -> frozenset[str]:
     path = Path(spec)
     if ".jsonl" not in path.suffixes:  # ids, one per line (also .txt.gz)
         with open_input(path) as handle:
-            return _some(path, frozenset(line.split()[0] for line in handle if line.strip()))
+            return _some(path, frozenset(_passage_id(path, number, line) for number, line in enumerate(handle, 1)
+                                         if line.strip()))
     ids = set()
     for line, record in jsonl.read(path):  # streamed: a collection's passage file can be large
         if isinstance(record, dict) and isinstance(record.get("doc_id"), str) and "passage_id" in record:
@@ -295,6 +296,16 @@ def read_passage_ids(spec: str) -> frozenset[str]:
         else:
             raise InputError(path, "expected a JSON object with doc_id and passage_id, or id", line=line)
     return _some(path, frozenset(ids))
+
+
+def _passage_id(path: Path, number: int, line: str) -> str:
+    """A line's first field: its id. JSON there (a submission, a passages file not named .jsonl)
+    would make every passage 'not in the collection'."""
+    first = line.split()[0]
+    if first[0] in "{[":
+        raise InputError(path, "looks like JSON, not one passage id per line (a passages file is read as JSON lines "
+                               "when its name ends in .jsonl)", line=number)
+    return first
 
 
 def _some(path: Path, ids: frozenset[str]) -> frozenset[str]:
