@@ -166,7 +166,8 @@ def test_cli_writes_the_ptkb_run(tmp_path, submission, ptkb_rankings):
     (lambda turn: turn["responses"][0]["passage_provenance"][0].pop("id"),
      " (record turn 9-1_1): a passage_provenance id is missing or empty"),
 ])
-def test_to_trec_of_a_turn_or_passage_without_its_id_names_the_submission_not_the_output(tmp_path, capsys, cut, message):
+def test_to_trec_of_a_turn_or_passage_without_its_id_names_the_submission_not_the_output(tmp_path, capsys, cut,
+                                                                                          message):
     """generate_run.py writes a line with an empty field; the error is the input's, not 'cannot write OUT'."""
     run = json.loads(SAMPLE_2023.read_text())
     cut(run["turns"][0])

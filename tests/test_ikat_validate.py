@@ -102,7 +102,8 @@ def test_a_topics_file_holding_no_topic_is_an_error_not_every_turn_unknown(tmp_p
     topics = tmp_path / "topics.json"
     topics.write_text("[]\n")
     assert main(["ikat", "validate", str(SAMPLES_2023 / "sample_run.json"), "--topics", str(topics)]) == 2
-    assert capsys.readouterr().err == f"harness ikat: error: {topics}: holds no topic: expected a JSON list of iKAT topics\n"
+    assert capsys.readouterr().err == (f"harness ikat: error: {topics}: holds no topic: expected a JSON list of "
+                                       "iKAT topics\n")
 
 
 # --- one test per remaining 2023/2024 check: the valid sample with one thing broken -----------

@@ -45,7 +45,8 @@ def test_an_empty_passages_file_is_an_error_naming_it(tiny, tmp_path, capsys):
 def test_a_responses_file_holding_no_response_is_an_error_naming_it(tiny, tmp_path, capsys, text):
     (tmp_path / "r.json").write_text(text)
     assert main(tiny) == 2
-    assert capsys.readouterr().err == f"harness responses: error: {tmp_path / 'r.json'}: holds no response: nothing to evaluate\n"
+    assert capsys.readouterr().err == (f"harness responses: error: {tmp_path / 'r.json'}: holds no response: "
+                                       "nothing to evaluate\n")
 
 
 def test_the_legend_counts_response_turns_not_queries(tiny, capsys):

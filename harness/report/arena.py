@@ -65,7 +65,8 @@ def read_votes(path: str | Path) -> list[Vote]:
                     raise InputError(path, f"expected {len(reader.fieldnames)} comma-separated fields", line=start)
                 first, second, vote = row["crs1"].strip(), row["crs2"].strip(), row["vote"].strip()
                 if not first or not second or first == second:
-                    raise InputError(path, f"expected two different systems, found {first!r} and {second!r}", line=start)
+                    raise InputError(path, f"expected two different systems, found {first!r} and {second!r}",
+                                     line=start)
                 if vote not in (first, second, TIE):
                     raise InputError(path, f"vote {vote!r} is neither {first!r}, {second!r} nor {TIE!r}", line=start)
                 votes.append(Vote(first, second, None if vote == TIE else vote, row["session_id"], row["user_id"]))

@@ -69,8 +69,8 @@ def run(args: argparse.Namespace) -> int:
         if updated != readme:
             with atomic_write(path) as out:
                 out.write(updated.replace("\n", "\r\n") if _crlf(path) else updated)
-        print(f"{path}: {counted(len(TABLE.findall(readme)), 'table')} {'updated' if updated != readme else 'up to date'}",
-              file=sys.stderr)
+        tables = counted(len(TABLE.findall(readme)), "table")
+        print(f"{path}: {tables} {'updated' if updated != readme else 'up to date'}", file=sys.stderr)
         return 0
     kinds = [args.kind] if args.kind else list(REGISTRIES)
     if args.format == "markdown":
