@@ -213,7 +213,7 @@ def test_passage_not_in_the_collection_warns_once_per_turn_as_the_official_servi
     assert out.count("[passage-exists]") == 1 and first in out
 
 
-@pytest.mark.parametrize("name, text", [("ids.txt", "\n  \n"), ("passages.jsonl", "")])
+@pytest.mark.parametrize("name, text", [("ids.txt", "\n  \n"), ("ids.txt", "# passage ids\n\n"), ("passages.jsonl", "")])
 def test_an_empty_passage_collection_is_an_error_not_a_warning_for_every_passage(tmp_path, capsys, name, text):
     ids = tmp_path / name
     ids.write_text(text)

@@ -277,7 +277,7 @@ def read_submission(path: str | Path, year: int | None = None) -> tuple[Submissi
 def read_passage_ids(spec: str) -> frozenset[str]:
     """The passage ids of a collection, for the `passage-exists` check: `benchmark:NAME` (its
     corpus), an iKAT passage file (.jsonl: `doc_id` + `passage_id`, or `id`), or a text file
-    of ids, one per line."""
+    of ids, one per line ('#' lines are comments)."""
     if spec.startswith("benchmark:"):
         from harness.corpus.readers import open_corpus
 
@@ -286,7 +286,7 @@ def read_passage_ids(spec: str) -> frozenset[str]:
     if ".jsonl" not in path.suffixes:  # ids, one per line (also .txt.gz)
         with open_input(path) as handle:
             return _some(path, frozenset(_passage_id(path, number, line) for number, line in enumerate(handle, 1)
-                                         if line.strip()))
+                                         if line.strip() and not line.lstrip().startswith("#")))
     ids = set()
     for line, record in jsonl.read(path):  # streamed: a collection's passage file can be large
         if isinstance(record, dict) and isinstance(record.get("doc_id"), str) and "passage_id" in record:
