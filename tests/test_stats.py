@@ -31,6 +31,22 @@ def test_permutation_test_is_exact_when_resamples_cover_all_sign_flips():
     assert stats.TESTS.get("permutation")(A, B, Resampling(resamples=1000, seed=1)) == pytest.approx(0.25)
 
 
+def test_permutation_test_memory_does_not_grow_with_the_resamples():
+    """`--resamples 2000000` on 5 runs of 158 queries was killed by the kernel after taking 22 GB."""
+    import tracemalloc
+
+    rng = np.random.default_rng(1)
+    a = rng.random(100)
+    b = a + rng.normal(0, 0.05, 100)
+    tracemalloc.start()
+    try:
+        stats.permutation(a, b, Resampling(100_000, seed=42))
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 20e6, f"{peak / 1e6:.0f} MB"
+
+
 def test_bootstrap_test_is_reproducible_with_a_seed():
     rng = np.random.default_rng(0)
     a, b = rng.random(50), rng.random(50)
