@@ -318,3 +318,12 @@ def test_every_folder_a_retriever_names_is_checked_at_once(tmp_path):
         f"experiments[0].retrievers[1].params.model: a file, expected a folder {str(tmp_path / 'afile')!r}",
         "experiments[0].retrievers[2].params.retrievers[0].params.index: no such folder './nope'",
     ]
+
+
+def test_an_error_in_a_file_the_config_names_also_names_the_config_key(tmp_path, capsys):
+    qrels = tmp_path / "bad.qrels"
+    qrels.write_text("q1 0 d1 1\nq2 0 d2\n", encoding="utf-8")
+    path = _write(tmp_path, {"output": str(tmp_path / "out"), "experiments": [_experiment(qrels=str(qrels))]})
+    assert main(["run", str(path), "--dry-run"]) == 2
+    assert capsys.readouterr().err == (f"harness run: error: {path}: experiments[0].qrels: {qrels}:2: expected 4 "
+                                       "fields 'qid iter docid grade', found 3\n")

@@ -38,7 +38,8 @@ from __future__ import annotations
 import difflib
 import re
 import string
-from collections.abc import Callable, Iterable, Mapping
+from contextlib import contextmanager
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -104,6 +105,7 @@ class Experiment:
 
     name: str
     key: str  # "experiments[2]": where it sits in the file, for later errors
+    file: Path  # the config file it sits in, for the same
     task: str
     topics: str
     strategies: tuple[str, ...]
@@ -309,6 +311,16 @@ class Node:
                 f"folder: did you mean {self.file.parent / path}?)")
 
 
+@contextmanager
+def named_by(experiment: Experiment, key: str) -> Iterator[None]:
+    """Reading a file the config names at `key` of `experiment`: an error in that file also
+    says which config key named it (`x.yaml: experiments[0].qrels: q.txt:12: ...`)."""
+    try:
+        yield
+    except InputError as error:
+        raise ConfigError(experiment.file, f"{experiment.key}.{key}", str(error)) from None
+
+
 def _kind(value: Any) -> str:
     return "nothing" if value is None else f"{type(value).__name__} {shown(value)}"
 
@@ -427,6 +439,7 @@ def _experiment(node: Node, defaults: dict[str, Any]) -> Experiment:
     return Experiment(
         name=keys["name"].text() if "name" in keys else topics if task_name == "retrieval" else f"{topics}-{task_name}",
         key=node.key,
+        file=node.file,
         task=task_name,
         topics=topics,
         strategies=strategies,

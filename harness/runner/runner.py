@@ -37,7 +37,7 @@ from harness.retrieve import RETRIEVERS, Retriever, SearchQuery, build, shared_r
 from harness.retrieve.specs import retriever_specs
 from harness.paths import file_in
 from harness.runner import provenance
-from harness.runner.config import Config, Experiment, RunSpec
+from harness.runner.config import Config, Experiment, RunSpec, named_by
 from harness.runner.tasks import TASKS, Ranker
 from harness.topics import Benchmark, load
 from harness.trec import Qrels, read_qrels, write_run
@@ -86,7 +86,8 @@ class Workspace:
                experiment.corpus)
         if key not in self._qrels:
             if experiment.qrels is not None:
-                qrels = read_qrels(experiment.qrels)
+                with named_by(experiment, "qrels"):
+                    qrels = read_qrels(experiment.qrels)
             else:
                 qrels = TASKS.get(experiment.task).default_qrels(self.benchmark(experiment.topics))
             if experiment.qrels_restrict_to_corpus:
