@@ -356,3 +356,50 @@ def test_more_workers_than_a_chunk_has_batches_encode_the_next_chunk_alongside_w
     last_end_of_first = max(i for i, event in enumerate(events) if event == ("end", 0))
     assert any(event == ("start", 1) and i < last_end_of_first for i, event in enumerate(events))
     assert any(event == ("start", 2) and i < last_end_of_first for i, event in enumerate(events))
+
+
+def test_the_next_query_batches_are_encoded_while_one_is_searched_with_the_same_vectors(monkeypatch):
+    """A run's batches of queries, handed over together (`encode_query_batches`), keep both
+    cores busy: the second batch is encoded while the first still is, each batch as it is
+    encoded alone."""
+    import threading
+
+    from harness.retrieve import _embeddings
+
+    encoder = _embeddings.load_encoder(device="cpu", threads=2)
+    batches = [[f"first batch query {i}" for i in range(3)], [f"second batch query {i}" for i in range(3)]]
+    try:
+        alone = [_embeddings._encode(encoder, batch, query=True) for batch in batches]
+        second_started, overlapped = threading.Event(), []
+        encode_batch = _embeddings._encode_batch
+
+        def recorded(encoder, batch, query):
+            if batch[0].startswith("second"):
+                second_started.set()
+            else:
+                overlapped.append(second_started.wait(timeout=20))
+            return encode_batch(encoder, batch, query)
+
+        monkeypatch.setattr(_embeddings, "_encode_batch", recorded)
+        together = list(encoder.encode_query_batches(batches))
+    finally:
+        _embeddings.set_torch_threads(None)
+    assert overlapped == [True]
+    assert all(np.array_equal(a, b) for a, b in zip(alone, together, strict=True))
+    assert encoder.encode_queries(batches[1]) is together[1]  # remembered as encoded
+
+
+def test_encoding_shows_no_progress_bar_on_a_stderr_that_is_not_a_terminal(tmp_path):
+    """Neither the harness's bar nor transformers' "Loading weights" (once per model copy,
+    one copy per worker thread) fills a log: the demo's log had 150 lines of bars."""
+    from tests.conftest import REPO_ROOT
+
+    script = ("import sys; from harness.retrieve import SearchQuery, build; from tests.conftest import ikat_corpus; "
+              "build('dense', corpus=ikat_corpus(40), cache_dir=sys.argv[1], threads=2)"
+              ".search([SearchQuery('q', 'hybrid cars')], 3)")
+    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
+    env.pop("HF_HUB_DISABLE_PROGRESS_BARS", None)
+    result = subprocess.run([sys.executable, "-c", script, str(tmp_path)], capture_output=True, text=True,
+                            cwd=REPO_ROOT, env=env, timeout=300)
+    assert result.returncode == 0, result.stderr
+    assert "Loading weights" not in result.stderr and "encoding" not in result.stderr and "%|" not in result.stderr

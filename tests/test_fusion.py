@@ -147,14 +147,16 @@ def test_a_bad_fusion_config_is_a_clear_error(name, params, message):
 
 
 def counted(retriever, calls: list):
-    """Record each search that reaches the real retriever behind the shared one."""
-    real = retriever.retriever.search
+    """Record each search that reaches the real retriever behind the shared one (each batch
+    of a run's batches is one: the record stands between, searching batch by batch)."""
+    real = retriever.retriever
 
-    def search(queries, k):
-        calls.append((tuple(q.text for q in queries), k))
-        return real(queries, k)
+    class Recorded:
+        def search(self, queries, k):
+            calls.append((tuple(q.text for q in queries), k))
+            return real.search(queries, k)
 
-    retriever.retriever.search = search
+    retriever.retriever = Recorded()
     return retriever
 
 
@@ -197,3 +199,24 @@ def test_shared_results_are_kept_only_within_the_hit_budget(sub_configs):
         first = component.search(QUERIES, 5)
         assert component.search(QUERIES, 5) == first
         assert len(calls) == 2
+
+
+@pytest.mark.model
+@pytest.mark.slow
+def test_a_runs_batches_answered_before_come_from_memory_and_the_others_are_searched_in_order(sub_configs):
+    """The runner hands a run's batches over together (`search_batches`): a batch a component
+    run answered is not searched again, the rest are, in order, with a fusion of two dense
+    retrievers working ahead on both (the same rankings as batch by batch)."""
+    from harness.retrieve import search_batches
+
+    batches = [QUERIES, QUERIES[:1], QUERIES[1:]]
+    one_by_one = [build("rrf", corpus=ikat_corpus(SMALL), retrievers=sub_configs, depth=5).search(batch, 5)
+                  for batch in batches]
+    calls: list = []
+    with shared_retrievers():
+        component = counted(build(corpus=ikat_corpus(SMALL), **sub_configs[0]), calls)
+        component.search(QUERIES, 5)
+        fused = build("rrf", corpus=ikat_corpus(SMALL), retrievers=sub_configs, depth=5)
+        assert list(search_batches(fused, batches, 5)) == one_by_one
+    texts = [tuple(q.text for q in batch) for batch in batches]
+    assert calls == [(texts[0], 5), (texts[1], 5), (texts[2], 5)]

@@ -6,8 +6,10 @@ run once per session; the other tests run it again in other ways against that re
 
 from __future__ import annotations
 
+import io
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -368,3 +370,66 @@ def test_a_document_id_given_twice_in_one_corpus_of_a_list_names_its_file_and_li
                           _jsonl_corpus(tmp_path / "b.jsonl", ["z", "w", "z"])])
     with pytest.raises(InputError, match=r"b\.jsonl:3: document id 'z' again \(first at line 1\)"):
         list(unique_ids(corpus, corpus.documents()))
+def _declared_one():
+    from harness import declare
+
+    @declare("one hit for every query", preload=lambda: None)
+    def one(query, k):
+        return [("d1", 1.0)]
+
+    return one
+
+
+def test_on_a_log_or_a_pipe_a_run_shows_no_progress_bar_but_one_line_when_it_is_written(tmp_path, capsys):
+    """A progress bar redrawn on a stream that is not a terminal (`make demo > log`, CI) is a
+    line per refresh; the run says once that it is done instead."""
+    from harness.retrieve import RETRIEVERS
+
+    with RETRIEVERS.using({"one": _declared_one()}):
+        assert main(["run", str(_raw_pragmaticqa(tmp_path, ["one"]))]) == 0
+    err = capsys.readouterr().err
+    assert "%|" not in err and "\r" not in err
+    assert re.search(r"^pragmaticqa-val\.raw\.one: 1526 turns ranked in \d+\.\d s \(.*pragmaticqa-val\.raw\.one\.run\)$",
+                     err, re.M)
+
+
+def test_on_a_terminal_a_run_shows_its_progress_bar(tmp_path):
+    from harness.retrieve import RETRIEVERS
+    from harness.runner.runner import run_config
+
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    shown = Terminal()
+    with RETRIEVERS.using({"one": _declared_one()}):
+        run_config(load_config(_raw_pragmaticqa(tmp_path, ["one"])), log=shown)
+    assert "pragmaticqa-val.raw.one: 100%|" in shown.getvalue()
+    assert "turns ranked in" not in shown.getvalue()
+
+
+def test_what_the_preloads_loaded_is_left_out_of_the_garbage_collectors_passes(tmp_path):
+    """torch's and transformers' 470,000 objects live as long as the process; each full
+    collection walked them (0.2 s) until they were frozen after the preloads."""
+    import gc
+
+    from harness.retrieve import RETRIEVERS
+
+    gc.unfreeze()
+    try:
+        with RETRIEVERS.using({"one": _declared_one()}):
+            assert main(["run", str(_raw_pragmaticqa(tmp_path, ["one"]))]) == 0
+        assert gc.get_freeze_count() > 0
+    finally:
+        gc.unfreeze()
+
+
+def test_harness_run_leaves_its_objects_to_the_system_at_exit(tmp_path):
+    """Python's last full collection at exit walked every object for 2-4 s after the report
+    was written: `harness run` freezes them first (the check below runs after it, at exit)."""
+    config = _raw_pragmaticqa(tmp_path, ["bm25"])
+    script = ("import atexit, gc, sys; atexit.register(lambda: print('frozen', gc.get_freeze_count() > 0)); "
+              "from harness.cli import main; main(['run', sys.argv[1], '--dry-run'])")
+    result = subprocess.run([sys.executable, "-c", script, str(config)], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip().endswith("frozen True")

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import closing, contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -35,6 +35,32 @@ class Retriever(Protocol):
     def search(self, queries: Sequence[SearchQuery], k: int) -> Run:
         """Per qid, the best-first hits (harness.trec.Run); at most k per query."""
         ...
+
+    # Optionally, `search_batches(batches, k) -> Iterator[Run]`: `search` of each batch, in
+    # turn, working ahead on the next batches (see `search_batches` below).
+
+
+def search_batches(retriever: Retriever, batches: Sequence[Sequence[SearchQuery]], k: int) -> Iterator[Run]:
+    """`retriever.search(batch, k)` of each batch, in turn, with the same results. A retriever
+    that has its own `search_batches` works on the next batches while the caller takes one
+    (dense encodes their queries meanwhile: the runner hands over a run's batches so)."""
+    ahead = getattr(retriever, "search_batches", None)
+    if ahead is None:
+        for batch in batches:
+            yield retriever.search(batch, k)
+        return
+    yield from ahead(batches, k)
+
+
+class SearchesAhead:
+    """A retriever defined by its `search_batches`: `search` is that of one batch."""
+
+    def search(self, queries: Sequence[SearchQuery], k: int) -> Run:
+        with closing(self.search_batches([queries], k)) as runs:
+            return next(runs)
+
+    def search_batches(self, batches: Sequence[Sequence[SearchQuery]], k: int) -> Iterator[Run]:
+        raise NotImplementedError
 
 
 RetrieverFactory = Callable[..., Retriever]
@@ -62,7 +88,7 @@ def build(name: str, **params) -> Retriever:
     return shared.retriever(name, params, lambda: factory(**params))
 
 
-class _Remembering:
+class _Remembering(SearchesAhead):
     """A retriever that answers a batch it has answered before from memory. Only whole
     batches: a batch is searched as it comes, so dense scores, which move in the last float
     digits with the other queries of their batch, are those of a retriever not shared.
@@ -72,15 +98,21 @@ class _Remembering:
         self.retriever, self.shared = retriever, shared
         self.answers: dict[tuple[tuple[str, ...], int], list[dict[str, float]]] = {}
 
-    def search(self, queries: Sequence[SearchQuery], k: int) -> Run:
-        key = (tuple(query.text for query in queries), k)
-        if key not in self.answers:
-            found = self.retriever.search(queries, k)
-            answers = [found.scores.get(query.qid, {}) for query in queries]
-            if self.shared.keep(sum(map(len, answers))):
-                self.answers[key] = answers
-            return found
-        return Run("run", {query.qid: dict(ranking) for query, ranking in zip(queries, self.answers[key])})
+    def search_batches(self, batches: Sequence[Sequence[SearchQuery]], k: int) -> Iterator[Run]:
+        """The batches answered before from memory, the others by the retriever (ahead)."""
+        keys = [(tuple(query.text for query in batch), k) for batch in batches]
+        known = [key in self.answers for key in keys]
+        fresh = search_batches(self.retriever, [batch for batch, old in zip(batches, known) if not old], k)
+        with closing(fresh):
+            for batch, key, old in zip(batches, keys, known):
+                if old:
+                    yield Run("run", {query.qid: dict(ranking) for query, ranking in zip(batch, self.answers[key])})
+                    continue
+                found = next(fresh)
+                answers = [found.scores.get(query.qid, {}) for query in batch]
+                if self.shared.keep(sum(map(len, answers))):
+                    self.answers[key] = answers
+                yield found
 
 
 @dataclass

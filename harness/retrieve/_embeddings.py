@@ -17,9 +17,10 @@ import os
 import re
 import sys
 import threading
-from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
+from collections import OrderedDict, deque
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import closing, contextmanager
 from dataclasses import dataclass
 from itertools import islice
 from pathlib import Path
@@ -76,19 +77,51 @@ class Encoder:
         """Query vectors (float32, read-only), with the model's own query prompt if it defines
         one. A batch this process encoded before (a fused retriever re-running a strategy at a
         greater depth) is not encoded again."""
-        return _query_batch(self, tuple(texts))
+        with closing(self.encode_query_batches([texts])) as vectors:
+            return next(vectors)
+
+    def encode_query_batches(self, batches: Iterable[Sequence[str]]) -> Iterator[np.ndarray]:
+        """`encode_queries` of each batch, in turn: while the caller searches one batch's
+        vectors, the workers encode the next batches' (a run's batches, one after the other,
+        kept a core idle at the end of each batch and during each search)."""
+        batches = [tuple(texts) for texts in batches]
+        known = [_QUERY_BATCHES.get(self, texts) for texts in batches]
+        with closing(_encode_ahead(self, (list(texts) for texts, vectors in zip(batches, known) if vectors is None),
+                                   query=True)) as fresh:
+            for texts, vectors in zip(batches, known):
+                yield vectors if vectors is not None else _QUERY_BATCHES.keep(self, texts, next(fresh))
 
     def encode_documents(self, texts: Sequence[str]) -> np.ndarray:
         return _encode(self, list(texts), query=False)
 
 
-@functools.lru_cache(maxsize=64)
-def _query_batch(encoder: Encoder, texts: tuple[str, ...]) -> np.ndarray:
-    """Whole batches only: a vector moves in its last bits with the other texts of its batch,
-    so a batch is reused only as it was encoded, and rankings match an unshared retriever's."""
-    vectors = _encode(encoder, list(texts), query=True)
-    vectors.flags.writeable = False
-    return vectors
+class _QueryBatches:
+    """The query batches encoded last, by encoder and texts. Whole batches only: a vector
+    moves in its last bits with the other texts of its batch, so a batch is reused only as it
+    was encoded, and rankings match an unshared retriever's."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self.vectors: OrderedDict[tuple[Encoder, tuple[str, ...]], np.ndarray] = OrderedDict()
+        self.lock = threading.Lock()
+
+    def get(self, encoder: Encoder, texts: tuple[str, ...]) -> np.ndarray | None:
+        with self.lock:
+            vectors = self.vectors.get((encoder, texts))
+            if vectors is not None:
+                self.vectors.move_to_end((encoder, texts))
+            return vectors
+
+    def keep(self, encoder: Encoder, texts: tuple[str, ...], vectors: np.ndarray) -> np.ndarray:
+        vectors.flags.writeable = False  # shared: nobody may change it
+        with self.lock:
+            self.vectors[(encoder, texts)] = vectors
+            while len(self.vectors) > self.size:
+                self.vectors.popitem(last=False)
+        return vectors
+
+
+_QUERY_BATCHES = _QueryBatches(64)
 
 
 def _encode(encoder: Encoder, texts: list[str], *, query: bool) -> np.ndarray:
@@ -99,36 +132,72 @@ def _encode(encoder: Encoder, texts: list[str], *, query: bool) -> np.ndarray:
     threads on one batch kept the second core mostly idle). A vector depends, in its last float bits,
     on its batch; the batches depend only on `texts`, not on the number of workers, so a
     sharded encoding (harness.scale) gives the same vectors as one process."""
-    return _encode_calls(encoder, [texts], query=query)[0]
+    with closing(_encode_ahead(encoder, [texts], query=query)) as vectors:
+        return next(vectors)
 
 
-def _encode_calls(encoder: Encoder, calls: list[list[str]], *, query: bool) -> list[np.ndarray]:
-    """`_encode` of each list of texts, each cut into its own batches (so its vectors are those
-    `_encode` gives it alone), the batches of all of them run together: more workers than one
-    call has batches are kept busy by the next call's."""
-    plans = []
-    for texts in calls:
+@dataclass(frozen=True)
+class _Call:
+    """One list of texts to encode: its distinct texts, cut into batches (indices into them)."""
+
+    texts: list[str]
+    unique: list[str]
+    batches: list[list[int]]
+
+    @classmethod
+    def of(cls, encoder: Encoder, texts: list[str], query: bool) -> _Call:
         unique = list(dict.fromkeys(texts))
-        plans.append((texts, unique, _batches(encoder, unique, query)))
-    jobs = [[unique[i] for i in batch] for _, unique, batches in plans for batch in batches]
+        return cls(texts, unique, _batches(encoder, unique, query))
 
+    def jobs(self) -> list[list[str]]:
+        return [[self.unique[i] for i in batch] for batch in self.batches]
+
+    def vectors(self, blocks: list[np.ndarray]) -> np.ndarray:
+        """The texts' vectors, in their order, from each batch's block."""
+        vectors = np.empty((len(self.unique), blocks[0].shape[1] if blocks else 0), dtype=np.float32)
+        for batch, block in zip(self.batches, blocks):
+            vectors[batch] = block
+        if len(self.unique) == len(self.texts):
+            return vectors
+        row = {text: i for i, text in enumerate(self.unique)}
+        return vectors[[row[text] for text in self.texts]]
+
+
+def _encode_ahead(encoder: Encoder, calls: Iterable[list[str]], *, query: bool) -> Iterator[np.ndarray]:
+    """`_encode` of each list of texts, in turn. Each is cut into its own batches (so its
+    vectors are those `_encode` gives it alone), and the workers go on with the next lists'
+    batches while the caller works on one list's vectors: the next list is always under way,
+    and more, while fewer batches than workers are left (a chunk's eight batches leave most
+    of a big machine's workers idle)."""
     def encode(batch: list[str]) -> np.ndarray:
         return _encode_batch(encoder, batch, query)
 
-    if encoder.workers == 1:
-        blocks = iter(list(map(encode, jobs)))
-    else:
-        with _one_intra_op_thread(encoder):
-            blocks = iter(list(_executor(encoder.workers).map(_in_callers_autocast(encoder, encode), jobs)))
-    found = []
-    for texts, unique, batches in plans:
-        own = [next(blocks) for _ in batches]
-        vectors = np.empty((len(unique), own[0].shape[1] if own else 0), dtype=np.float32)
-        for batch, block in zip(batches, own):
-            vectors[batch] = block
-        row = {text: i for i, text in enumerate(unique)}
-        found.append(vectors[[row[text] for text in texts]] if len(unique) < len(texts) else vectors)
-    return found
+    if encoder.workers == 1:  # in the caller's thread
+        for texts in calls:
+            call = _Call.of(encoder, texts, query)
+            yield call.vectors([encode(job) for job in call.jobs()])
+        return
+    pending: deque[tuple[_Call, list[Future]]] = deque()
+    remaining = iter(calls)
+    with _one_intra_op_thread(encoder):
+        run = _in_callers_autocast(encoder, encode)
+        executor = _executor(encoder.workers)
+        try:
+            while True:
+                while len(pending) < 2 or sum(not f.done() for _, futures in pending for f in futures) < encoder.workers:
+                    texts = next(remaining, None)
+                    if texts is None:
+                        break
+                    call = _Call.of(encoder, texts, query)
+                    pending.append((call, [executor.submit(run, job) for job in call.jobs()]))
+                if not pending:
+                    return
+                call, futures = pending.popleft()
+                yield call.vectors([future.result() for future in futures])
+        finally:  # the caller stopped early (an error): what has not started is not run
+            for _, futures in pending:
+                for future in futures:
+                    future.cancel()
 
 
 def _batches(encoder: Encoder, texts: list[str], query: bool) -> list[list[int]]:
@@ -254,20 +323,38 @@ def _in_callers_autocast(encoder: Encoder, function: Callable[[list[str]], np.nd
     return under_autocast
 
 
-@contextmanager
-def _one_intra_op_thread(encoder: Encoder) -> Iterator[None]:
-    """torch's thread count is per process: 1 while batches run (in parallel), then restored."""
-    if encoder.device != "cpu":
-        yield
-        return
-    import torch
+class _IntraOpThreads:
+    """torch's thread count is per process: 1 while any encoder's batches run (in parallel,
+    one intra-op thread each), restored when the last of them ends (encodings may overlap:
+    a fusion of two dense retrievers searches ahead with both)."""
 
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(before)
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.users = 0
+        self.before = 0
+
+    @contextmanager
+    def one(self, encoder: Encoder) -> Iterator[None]:
+        if encoder.device != "cpu":
+            yield
+            return
+        import torch
+
+        with self.lock:
+            if not self.users:
+                self.before = torch.get_num_threads()
+                torch.set_num_threads(1)
+            self.users += 1
+        try:
+            yield
+        finally:
+            with self.lock:
+                self.users -= 1
+                if not self.users:
+                    torch.set_num_threads(self.before)
+
+
+_one_intra_op_thread = _IntraOpThreads().one
 
 
 def default_model_path() -> Path:
@@ -370,6 +457,8 @@ def import_sentence_transformers() -> None:
     declare as their `preload` (a first import takes 14 s, most of it compiling)."""
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    # no "Loading weights" bar from transformers at each model read (one per worker thread)
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
     import sentence_transformers  # noqa: F401
 
 
@@ -464,8 +553,9 @@ def _encode_corpus(corpus: Corpus, encoder: Encoder) -> tuple[list[str], np.ndar
     from tqdm import tqdm
 
     # in the one pass over the corpus (a pass of its own first would read a big corpus twice):
-    # a repeated id is said once it is encoded, before anything is cached
-    with tqdm(desc=f"encoding {corpus.name}", unit=" passages", file=sys.stderr) as progress:
+    # a repeated id is said once it is encoded, before anything is cached; a bar on a terminal
+    # only (disable=None): on a log or a pipe every refresh would be a line
+    with tqdm(desc=f"encoding {corpus.name}", unit=" passages", file=sys.stderr, disable=None) as progress:
         ids, vectors = encode_all(encoder, unique_ids(corpus, corpus.documents()), progress=progress.update)
     if not ids:
         raise HarnessError(f"corpus {corpus.name!r} has no documents to encode")
@@ -495,14 +585,19 @@ def chunk_size(encoder: Encoder) -> int:
 
 
 def encode_chunks(encoder: Encoder, documents: Iterator[Document]) -> Iterator[tuple[list[Document], np.ndarray]]:
-    """(documents, float32 vectors) per chunk of chunk_size(encoder), from the stream's start.
-    A chunk has about _BATCHES_PER_CHUNK batches or a few more: with more workers than that,
-    the next chunks are encoded alongside (each still batched alone: the same vectors)."""
-    together = -(-encoder.workers // _BATCHES_PER_CHUNK)
-    chunks = _chunks(documents, chunk_size(encoder))
-    while group := list(islice(chunks, together)):
-        calls = [[passage_text(document) for document in chunk] for chunk in group]
-        yield from zip(group, _encode_calls(encoder, calls, query=False))
+    """(documents, float32 vectors) per chunk of chunk_size(encoder), from the stream's start,
+    each chunk cut into its own batches; the next chunks are encoded while one is handed out
+    (`_encode_ahead`: the same vectors)."""
+    read: deque[list[Document]] = deque()
+
+    def texts() -> Iterator[list[str]]:
+        for chunk in _chunks(documents, chunk_size(encoder)):
+            read.append(chunk)
+            yield [passage_text(document) for document in chunk]
+
+    with closing(_encode_ahead(encoder, texts(), query=False)) as vectors:
+        for block in vectors:
+            yield read.popleft(), block
 
 
 def _chunks(documents: Iterator[Document], size: int) -> Iterator[list[Document]]:

@@ -17,7 +17,8 @@ same search runs shard by shard on a Ray cluster (harness/scale/search.py), same
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import closing
 from functools import cached_property
 from pathlib import Path
 from typing import Literal
@@ -28,7 +29,7 @@ from harness.compute.exact import exact_search, longest_norm
 from harness.corpus import Corpus
 from harness.errors import HarnessError
 from harness.registry import Param, Registry
-from harness.retrieve import BATCH_SIZE, DEVICE, RETRIEVERS, THREADS, Retriever, SearchQuery
+from harness.retrieve import BATCH_SIZE, DEVICE, RETRIEVERS, THREADS, Retriever, SearchesAhead, SearchQuery
 from harness.retrieve._embeddings import (
     DTYPES, Encoder, PassageVectors, check_dtype, import_sentence_transformers, load_encoder, passage_vectors,
 )
@@ -48,7 +49,7 @@ _BLOCK_CELLS = 64 * 1024 * 1024
 FAISS_FROM = 10_000
 
 
-class DenseRetriever:
+class DenseRetriever(SearchesAhead):
     def __init__(self, corpus: Corpus, encoder: Encoder, *, dtype: str, backend: str | None, cache_dir: Path | None,
                  approx: str | None = None, approx_depth: int | None = None):
         self.approx, self.approx_depth = approx, approx_depth
@@ -82,11 +83,22 @@ class DenseRetriever:
     def _longest(self) -> float:
         return longest_norm(self.passages.vectors)
 
-    def search(self, queries: Sequence[SearchQuery], k: int) -> Run:
-        if not queries or k < 1:
-            return Run.of({query.qid: [] for query in queries})
+    def search_batches(self, batches: Sequence[Sequence[SearchQuery]], k: int) -> Iterator[Run]:
+        """`search` of each batch, in turn: the next batches' queries are encoded while one
+        batch is searched (each batch encoded as `search` encodes it: the same vectors)."""
+        searched = [batch for batch in batches if batch and k >= 1]
+        if searched:
+            self.passages  # the corpus is encoded (or read) before any query
+        vectors = self.encoder.encode_query_batches([query.text for query in batch] for batch in searched)
+        with closing(vectors):
+            for batch in batches:
+                if batch and k >= 1:
+                    yield self._ranked(batch, next(vectors), k)
+                else:
+                    yield Run.of({query.qid: [] for query in batch})
+
+    def _ranked(self, queries: Sequence[SearchQuery], vectors: np.ndarray, k: int) -> Run:
         ids = self.passages.ids
-        vectors = self.encoder.encode_queries([query.text for query in queries])
         # the backend proposes, exact_search re-scores: scores independent of BLAS blocking and sharding
         exhaustive = self.approx is None  # approximate candidates are re-scored: no margin, no norm needed
         scores, rows = exact_search(self.passages.vectors, vectors, k, self._search,

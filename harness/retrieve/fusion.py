@@ -15,12 +15,12 @@ output does not depend on the order in which sub-retrievers are listed.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 
 from harness.corpus import Corpus
 from harness.errors import HarnessError
 from harness.registry import REQUIRED, AtLeast, Param
-from harness.retrieve import RETRIEVERS, Retriever, SearchQuery, build
+from harness.retrieve import RETRIEVERS, Retriever, SearchesAhead, SearchQuery, build, search_batches
 from harness.retrieve.specs import RetrieverSpecs, parts
 from harness.trec import Hit, Ranking, Run
 
@@ -76,17 +76,24 @@ def _best_first(scores: Mapping[str, float], limit: int | None) -> list[Hit]:
     return list(map(Hit._make, sorted(scores.items(), key=lambda item: (-item[1], item[0]))[:limit]))
 
 
-class FusionRetriever:
+class FusionRetriever(SearchesAhead):
     def __init__(self, retrievers: Sequence[Retriever], fuse: Callable[[list[Ranking], int], list[Hit]], depth: int):
         self.retrievers = list(retrievers)
         self.fuse = fuse
         self.depth = depth
 
-    def search(self, queries: Sequence[SearchQuery], k: int) -> Run:
+    def search_batches(self, batches: Sequence[Sequence[SearchQuery]], k: int) -> Iterator[Run]:
+        """Each batch fused, in turn, from each retriever's `search_batches` (which work ahead)."""
         depth = max(self.depth, k)
-        results = [retriever.search(queries, depth) for retriever in self.retrievers]
-        return Run.of({query.qid: self.fuse([list(result.pairs(query.qid)) for result in results], k)
-                       for query in queries})
+        streams = [search_batches(retriever, batches, depth) for retriever in self.retrievers]
+        try:
+            for queries in batches:
+                results = [next(stream) for stream in streams]
+                yield Run.of({query.qid: self.fuse([list(result.pairs(query.qid)) for result in results], k)
+                              for query in queries})
+        finally:
+            for stream in streams:
+                stream.close()
 
 
 def build_sub_retrievers(corpus: Corpus | None, specs: list[Mapping], index: str | None = None) -> list[Retriever]:

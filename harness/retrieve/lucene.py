@@ -96,7 +96,7 @@ def _dump_jsonl(corpus: Corpus, folder: Path) -> int:
     handle = None
     try:
         for document in tqdm(unique_ids(corpus, corpus.documents()), desc=f"dump {corpus.name}", unit=" docs",
-                             file=sys.stderr):
+                             file=sys.stderr, disable=None):
             if count % SHARD_DOCS == 0:
                 if handle:
                     handle.close()
@@ -175,7 +175,7 @@ def _run_java(command: list[str], total: int) -> int:
     with subprocess.Popen(
         command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, errors="replace",
         preexec_fn=die_with_parent,
-    ) as java, tqdm(total=total, desc="index", unit=" docs", file=sys.stderr) as progress:
+    ) as java, tqdm(total=total, desc="index", unit=" docs", file=sys.stderr, disable=None) as progress:
         try:
             for line in java.stdout:
                 log.append(line.rstrip())

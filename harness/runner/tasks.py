@@ -7,7 +7,7 @@ all. Tasks know neither the config nor the runner: they sit below both.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any, Protocol
 
 from harness.errors import HarnessError
@@ -16,7 +16,9 @@ from harness.retrieve import Retriever, SearchQuery
 from harness.topics import Benchmark
 from harness.trec import Qrels, Run
 
-Ranker = Callable[[Sequence[SearchQuery]], Run]  # a batch of queries -> their rankings (the runner cuts them at k)
+# a run's batches of queries -> each batch's rankings, in turn (the runner cuts them at k); a
+# ranker may work ahead on the next batches while the runner writes one
+Ranker = Callable[[Sequence[Sequence[SearchQuery]]], Iterator[Run]]
 
 
 class Task(Protocol):
@@ -91,8 +93,10 @@ class RetrievalTask:
     def ranker(
         self, benchmark: Benchmark, name: str, params: Mapping[str, Any], k: int, retriever: Callable[[], Retriever]
     ) -> Ranker:
+        from harness.retrieve import search_batches
+
         searcher = retriever()
-        return lambda batch: searcher.search(batch, k)
+        return lambda batches: search_batches(searcher, batches, k)
 
 
 class PtkbTask:
@@ -138,7 +142,7 @@ class PtkbTask:
         from harness.ikat.ptkb import rank_ptkb
 
         ranked = rank_ptkb(benchmark, name, **params)
-        return lambda batch: ranked  # every turn's ranking, made up front; the runner picks the batch's
+        return lambda batches: (ranked for _ in batches)  # every turn's ranking, made up front; the runner picks the batch's
 
 
 TASKS.add("retrieval", RetrievalTask(), "rank passages for each turn: a query strategy, then a retriever over a corpus")
