@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -209,3 +210,14 @@ def test_from_trec_refuses_what_would_make_an_empty_or_invalid_submission(tmp_pa
         code = stop.code
     assert code == 2 and message in capsys.readouterr().err
     assert not (tmp_path / "s.json").exists()
+
+
+@pytest.mark.parametrize("name, message", [
+    ("empty-turn-id@1.jsonl", ":1: expected a non-empty turn_id (string)"),
+    ("empty-passage-id@2.jsonl", ":2: expected references {passage id: score}, each passage id non-empty"),
+])
+def test_to_trec_of_a_2025_line_says_which_id_is_empty(tmp_path, capsys, name, message):
+    path, out = Path(__file__).parent / "malformed" / "ikat2025" / name, tmp_path / "out.run"
+    assert main(["ikat", "to-trec", str(path), "--output", str(out)]) == 2
+    assert capsys.readouterr().err == f"harness ikat: error: {path}{message}\n"
+    assert not out.exists()

@@ -205,3 +205,11 @@ def test_cli_segment(tmp_path, capsys):
     assert ids[0] == "clueweb22-en0034-09-03452:1:0"
     assert "passages written" in capsys.readouterr().err
     assert not list(tmp_path.glob(".*.tmp"))
+
+
+def test_a_corpus_spec_holding_no_document_names_its_file(tmp_path, capsys):
+    blank = tmp_path / "blank.trec"
+    blank.write_text("\n\n")
+    assert main(["segment", f"trec:{blank}", "--output", str(tmp_path / "p.jsonl")]) == 2
+    assert capsys.readouterr().err.endswith(f": error: {blank}: holds no document: nothing to read\n")
+    assert not (tmp_path / "p.jsonl").exists()

@@ -52,11 +52,12 @@ def open_corpus(spec: str) -> Corpus:
 
 
 def open_documents(spec: str) -> Corpus:
-    """`open_corpus` for a command that reads every document (segment, index, encode): a corpus
-    holding none (an empty or blank file) is an InputError, not an empty output."""
+    """`open_corpus` for a command that reads every document (segment, index, encode, the
+    --passages of ikat from-trec and responses eval): a corpus holding none (an empty or blank
+    file) is an InputError naming its file, not an empty output."""
     corpus = open_corpus(spec)
     if isinstance(corpus, FileCorpus) and next(iter(corpus.documents()), None) is None:  # irds: is never empty
-        raise InputError(spec, "holds no document: nothing to read")
+        raise InputError(corpus.paths[0] if len(corpus.paths) == 1 else spec, "holds no document: nothing to read")
     return corpus
 
 

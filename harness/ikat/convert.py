@@ -102,8 +102,10 @@ def _rankings_2025(path: Path, entries: list[tuple[int, Any]] | None = None) -> 
             raise InputError(path, "not a JSON object", line=line)
         turn_id = entry.get("turn_id")
         references = entry.get("references", {})
-        if not isinstance(turn_id, str) or not turn_id or not isinstance(references, dict) or "" in references:
-            raise InputError(path, "expected turn_id (string) and references {passage id: score}", line=line)
+        if not isinstance(turn_id, str) or not turn_id:
+            raise InputError(path, "expected a non-empty turn_id (string)", line=line)
+        if not isinstance(references, dict) or "" in references:
+            raise InputError(path, "expected references {passage id: score}, each passage id non-empty", line=line)
         metadata = entry.get("metadata") if isinstance(entry.get("metadata"), dict) else {}
         if run_name is None and metadata.get("run_id") is not None:
             run_name = str(metadata["run_id"])  # the first line's, as text (generate_run.py prints it)
