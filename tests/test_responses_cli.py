@@ -89,3 +89,10 @@ def test_a_trec_run_given_as_responses_is_named_a_trec_run(tmp_path, capsys):
     assert capsys.readouterr().err == (
         f"harness responses: error: {run}:1: this looks like a TREC run ('qid Q0 docid rank score tag'), not "
         "responses: responses eval scores what a system answers (`harness eval` scores a ranking)\n")
+
+
+def test_a_baseline_matching_no_run_is_quoted_as_written_as_compare_does(tiny, capsys):
+    """Not cut to 'three': --baseline is read by the rule `harness compare` reads it by
+    (harness.report.cli_options), a run's file path standing for the run only where that names one."""
+    assert main([*tiny, "--baseline", "runs/three.json"]) == 2
+    assert "baseline 'runs/three.json' is not among the runs (one, two)" in capsys.readouterr().err

@@ -20,7 +20,8 @@ from harness.report import breakdown as bd
 from harness.report.compare import Leaderboard, leaderboard
 from harness.report.formats import FORMAT_HELP, FORMATS, report_format, write_report
 from harness.report.model import Report
-from harness.report.stats import CORRECTIONS, DEFAULT_RESAMPLES, DEFAULT_SEED, SEED_MAX, TESTS, Resampling
+from harness.report.cli_options import add_paired_tests, baselines
+from harness.report.stats import Resampling
 from harness.paths import refuse_overwriting
 from harness.trec import file_stem
 
@@ -28,21 +29,11 @@ from harness.trec import file_stem
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_runs(parser, "TREC run files, each named by its file name less its suffix (r.run and r.run.gz: r)")
     parser.add_argument("--qrels", required=True, help="qrels file: qid iter docid grade")
-    parser.add_argument("--baseline", nargs="+", metavar="RUN",
-                        help="run(s) every other run is tested against (name or path; default: the first run)")
     parser.add_argument("--measures", nargs="+", help="ir-measures names, e.g. nDCG@3 'P(rel=2)@3' RR")
     parser.add_argument("--preset", choices=PRESETS.names(), help=PRESET_HELP)
     parser.add_argument("--depth", type=int, help="evaluate the top N documents per query (trec_eval -M)")
     parser.add_argument("--passage-separator", help="judge passage runs '<docid><SEP><n>' by document (MaxP)")
-    parser.add_argument("--test", choices=TESTS.names(), default="paired-t", help="paired test (default paired-t)")
-    parser.add_argument("--correction", choices=CORRECTIONS.names(), default="holm",
-                        help="multiple-testing correction over all runs x baselines x measures (default holm)")
-    parser.add_argument("--alpha", type=number_in(0, 1, open_low=True), default=0.05,
-                        help="significance level, above 0 to 1 (default 0.05)")
-    parser.add_argument("--resamples", type=number_in(1, math.inf, whole=True), default=DEFAULT_RESAMPLES,
-                        help=f"resamples of the permutation / bootstrap tests (default {DEFAULT_RESAMPLES})")
-    parser.add_argument("--seed", type=number_in(0, SEED_MAX, whole=True), default=DEFAULT_SEED,
-                        help=f"random seed (default {DEFAULT_SEED})")
+    add_paired_tests(parser)
     parser.add_argument("--format", choices=FORMATS.names(),
                         help=FORMAT_HELP)
     add_output(parser, help="write the report here (atomically) instead of stdout")
@@ -83,7 +74,7 @@ def run(args: argparse.Namespace) -> int:
         report_reading(evaluation, args.qrels)
     board = leaderboard(
         evaluations,
-        [baseline_name(b, [e.run_name for e in evaluations]) for b in args.baseline or []],
+        baselines(args, [e.run_name for e in evaluations]),
         test=args.test, correction=args.correction, alpha=args.alpha,
         resampling=Resampling(args.resamples, args.seed),
     )
@@ -106,12 +97,6 @@ def run(args: argparse.Namespace) -> int:
     else:
         print(f"report written to {args.out}", file=sys.stderr)
     return 0
-
-
-def baseline_name(given: str, names: list[str]) -> str:
-    """A --baseline as a run's name: the name itself, or a run file's path (named by trec.file_stem);
-    anything else as written, so that the error quotes what was typed."""
-    return file_stem(given) if given not in names and file_stem(given) in names else given
 
 
 def add_breakdowns(report: Report, args: argparse.Namespace) -> None:

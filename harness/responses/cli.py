@@ -11,13 +11,12 @@ import sys
 from harness.cli import add_output, number_in
 from harness.errors import HarnessError
 from harness.paths import refuse_overwriting
-from harness.trec import file_stem
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     from harness.judge.cli_judge import add_llm_arguments
     from harness.report.formats import FORMAT_HELP, FORMATS
-    from harness.report.stats import CORRECTIONS, DEFAULT_RESAMPLES, DEFAULT_SEED, SEED_MAX, TESTS
+    from harness.report.cli_options import add_paired_tests
     from harness.responses.judges import JUDGE_NAMES
     from harness.responses.readers import FORMATS as RESPONSE_FORMATS
 
@@ -46,15 +45,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                                               "citation_support.txt: {question}, {sentence}, {passage})")
     ev.add_argument("--assignments-out", metavar="JSONL",
                     help="write every assignment as nuggetizer's assignment output (readable by --judge file:)")
-    ev.add_argument("--baseline", nargs="+", metavar="RUN", help="run(s) the others are tested against (default: the first)")
-    ev.add_argument("--test", choices=TESTS.names(), default="paired-t", help="paired test (default paired-t)")
-    ev.add_argument("--correction", choices=CORRECTIONS.names(), default="holm",
-                    help="multiple-testing correction over runs x baselines x measures (default holm)")
-    ev.add_argument("--alpha", type=number_in(0, 1, open_low=True), default=0.05, help="significance level (default 0.05)")
-    ev.add_argument("--resamples", type=number_in(1, math.inf, whole=True), default=DEFAULT_RESAMPLES,
-                    help=f"resamples of the permutation / bootstrap tests (default {DEFAULT_RESAMPLES})")
-    ev.add_argument("--seed", type=number_in(0, SEED_MAX, whole=True), default=DEFAULT_SEED,
-                    help=f"random seed of the permutation / bootstrap tests (default {DEFAULT_SEED})")
+    add_paired_tests(ev)
     ev.add_argument("--format", choices=FORMATS.names(),
                     help=FORMAT_HELP)
     ev.add_argument("--per-turn", action="store_true", help="json: add every (run, turn) row")
@@ -96,6 +87,7 @@ def _judge(args: argparse.Namespace, task: str):
 def _eval(args: argparse.Namespace) -> int:
     from harness.judge.base import sidecar
     from harness.report.formats import report_format
+    from harness.report.cli_options import baselines
     from harness.report.stats import Resampling
     from harness.responses.assign import write_assignments
     from harness.responses.evaluate import evaluate_runs
@@ -128,9 +120,8 @@ def _eval(args: argparse.Namespace) -> int:
         write_assignments(args.assignments_out, evaluation.records,
                           {**nugget_judge, "nuggets": str(args.nuggets), "nugget_rule": evaluation.rule,
                            "responses": [str(path) for path in args.responses]})
-    names = {run.name for run in runs}
-    baselines = [b if b in names else file_stem(b) for b in args.baseline or []]
-    report = build_report(evaluation, baselines, test=args.test, correction=args.correction, alpha=args.alpha,
+    report = build_report(evaluation, baselines(args, [run.name for run in runs]), test=args.test,
+                          correction=args.correction, alpha=args.alpha,
                           resampling=Resampling(args.resamples, args.seed))
     content = render(evaluation, report, args.format or report_format(args.out), per_turn=args.per_turn)
     if args.out is not None:

@@ -1,0 +1,34 @@
+"""The options every leaderboard command shares (`harness compare`, `harness responses eval`):
+which runs are baselines and how the paired tests run. The hosted board reads the same
+settings from its config."""
+
+from __future__ import annotations
+
+import argparse
+import math
+
+from harness.cli import number_in
+from harness.report.stats import CORRECTIONS, DEFAULT_RESAMPLES, DEFAULT_SEED, SEED_MAX, TESTS
+from harness.trec import file_stem
+
+
+def add_paired_tests(parser: argparse.ArgumentParser) -> None:
+    """--baseline and the paired tests' settings, one definition for both commands."""
+    parser.add_argument("--baseline", nargs="+", metavar="RUN",
+                        help="run(s) every other run is tested against (name or path; default: the first run)")
+    parser.add_argument("--test", choices=TESTS.names(), default="paired-t", help="paired test (default paired-t)")
+    parser.add_argument("--correction", choices=CORRECTIONS.names(), default="holm",
+                        help="multiple-testing correction over all runs x baselines x measures (default holm)")
+    parser.add_argument("--alpha", type=number_in(0, 1, open_low=True), default=0.05,
+                        help="significance level, above 0 to 1 (default 0.05)")
+    parser.add_argument("--resamples", type=number_in(1, math.inf, whole=True), default=DEFAULT_RESAMPLES,
+                        help=f"resamples of the permutation / bootstrap tests (default {DEFAULT_RESAMPLES})")
+    parser.add_argument("--seed", type=number_in(0, SEED_MAX, whole=True), default=DEFAULT_SEED,
+                        help=f"random seed of the resampling (default {DEFAULT_SEED})")
+
+
+def baselines(args: argparse.Namespace, names: list[str]) -> list[str]:
+    """The --baseline runs by name: a name itself, or a run file's path (named by its file stem);
+    anything else as written, so that the error quotes what was typed."""
+    return [file_stem(given) if given not in names and file_stem(given) in names else given
+            for given in args.baseline or []]
