@@ -50,7 +50,7 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, replace
 from numbers import Integral, Real
-from pathlib import Path
+from pathlib import Path, PurePath
 from typing import Any, Generic, Literal, TypeVar, Union
 
 from harness.errors import HarnessError
@@ -120,8 +120,9 @@ class Param:
     """One parameter a component takes from a config: its type, default and what it does.
 
     `type` is a real type: `int`, `float` (an int is accepted), `str`, `bool`, a union
-    (`int | None`), `Literal["a", "b"]` for a choice, `list[str]`, `dict`, `Any`, or a
-    `ParamType` for values that need their own check (`AtLeast(1)`, a nested retriever spec)."""
+    (`int | None`), `Literal["a", "b"]` for a choice, `list[str]`, `dict`, `Any`, `Path` (a
+    file or folder, given as a string, looked for when a config is read), or a `ParamType`
+    for values that need their own check (`AtLeast(1)`, a nested retriever spec, `LocalPath`)."""
 
     name: str
     type: Any
@@ -231,6 +232,8 @@ def _fits(value: Any, expected: Any) -> bool:
         return isinstance(value, (int, float)) and not isinstance(value, bool)
     if expected is int:
         return isinstance(value, int) and not isinstance(value, bool)
+    if isinstance(expected, type) and issubclass(expected, PurePath):  # a config writes a path as a string
+        return isinstance(value, (str, PurePath))
     if isinstance(expected, type):
         return isinstance(value, expected)
     return True  # a type the checker cannot read: the component checks it
@@ -253,6 +256,59 @@ class AtLeast(ParamType):
 
     def describe(self) -> str:
         return f"an integer of {self.low} or more{' or null' if self.or_none else ''}"
+
+
+@dataclass(frozen=True)
+class LocalPath(ParamType):
+    """The type of a parameter naming a file or folder on this machine (a folder, with
+    `folder`), which a config check looks for before anything runs, so that a missing one is
+    an error at its key, not a failure minutes into a batch. A plug-in says so with a
+    `pathlib.Path` annotation (`local_path`). With `or_name`, a value not written as a path
+    (`msmarco-v1-passage`, a prebuilt index) is a name the component resolves: not looked for."""
+
+    folder: bool = False
+    or_name: bool = False
+    or_none: bool = False
+
+    def check(self, key: str, value: Any) -> None:
+        if value is None and self.or_none:
+            return
+        if not isinstance(value, (str, PurePath)) or not str(value).strip():
+            raise ParamError(key, f"expected {self.describe()}, got {value!r}")
+
+    def describe(self) -> str:
+        return (("a folder" if self.folder else "a path") + (" or a name" if self.or_name else "")
+                + (" or null" if self.or_none else ""))
+
+    def problem(self, value: Any) -> str | None:
+        """What is wrong with what `value` names here (`no such folder './x'`); None when it is
+        there, or when `value` names no path (null, a name)."""
+        if not isinstance(value, (str, PurePath)):
+            return None
+        if self.or_name and isinstance(value, str) and not looks_like_path(value):
+            return None
+        path = Path(value).expanduser()
+        if not path.exists():
+            return f"no such {'folder' if self.folder else 'file or folder'} {str(value)!r}"
+        if self.folder and not path.is_dir():
+            return f"a file, expected a folder {str(value)!r}"
+        return None
+
+
+def local_path(expected: Any) -> LocalPath | None:
+    """The LocalPath a declared type says, if it says one: a LocalPath, or a `pathlib.Path`
+    annotation alone or in a union (`Path | str`: a path or a name)."""
+    if isinstance(expected, LocalPath):
+        return expected
+    args = typing.get_args(expected) if typing.get_origin(expected) in (Union, types.UnionType) else (expected,)
+    if any(isinstance(arg, type) and issubclass(arg, PurePath) for arg in args):
+        return LocalPath(or_name=str in args)
+    return None
+
+
+def looks_like_path(value: str) -> bool:
+    """A value written as a path (`indexes/foo`, `./m`, `~/m`, `/abs`), not a bare name."""
+    return value.startswith((".", "~")) or os.sep in value or "/" in value
 
 
 def from_text(text: str, expected: Any) -> Any:

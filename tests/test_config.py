@@ -327,3 +327,71 @@ def test_an_error_in_a_file_the_config_names_also_names_the_config_key(tmp_path,
     assert main(["run", str(path), "--dry-run"]) == 2
     assert capsys.readouterr().err == (f"harness run: error: {path}: experiments[0].qrels: {qrels}:2: expected 4 "
                                        "fields 'qid iter docid grade', found 3\n")
+
+
+def test_a_plugin_parameter_annotated_as_a_path_is_looked_for_whatever_its_name(tmp_path, monkeypatch):
+    """The check reads the declared type, not the name: a `pathlib.Path` parameter of a plug-in
+    is looked for when the config is read; `Path | str` also takes a name, which is not."""
+    (tmp_path / "paths_plugin.py").write_text(
+        "from pathlib import Path\n\n\n"
+        "def search(query, k, stopwords: Path | None = None, vocab: Path | str = 'base'):\n"
+        "    return []\n", encoding="utf-8")
+    (tmp_path / "stop.txt").write_text("the\n", encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    retrievers = [
+        {"name": "python:paths_plugin:search", "label": "a",
+         "params": {"stopwords": "stop.txt", "vocab": "wiki-vocab"}},  # there, and a name
+        {"name": "python:paths_plugin:search", "label": "b", "params": {"stopwords": "stop", "vocab": "./vocab"}},
+    ]
+    lines = _error(tmp_path, {"experiments": [_experiment(retrievers=retrievers)]}).splitlines()
+    assert [line.split(": ", 1)[1] for line in lines] == [
+        "experiments[0].retrievers[1].params.stopwords: no such file or folder 'stop'",
+        "experiments[0].retrievers[1].params.vocab: no such file or folder './vocab'",
+    ]
+
+
+def test_the_folders_of_a_ptkb_method_are_looked_for_in_its_own_declaration(tmp_path):
+    """A PTKB method is declared by the ptkb task's registry (gold is no retriever)."""
+    experiment = {"name": "p", "task": "ptkb", "topics": "ikat2023:test", "preset": "ptkb",
+                  "retrievers": ["gold", {"name": "dense", "params": {"model": "./nomodel"}}]}
+    assert _error(tmp_path, {"experiments": [experiment]}).endswith(
+        "experiments[0].retrievers[1].params.model: no such folder './nomodel'")
+
+
+def test_a_folder_missing_from_the_current_folder_but_beside_the_config_is_named(tmp_path, monkeypatch):
+    (tmp_path / "indexes" / "mine").mkdir(parents=True)
+    (tmp_path / "cwd").mkdir()
+    monkeypatch.chdir(tmp_path / "cwd")
+    message = _error(tmp_path, {"experiments": [_experiment(retrievers=[{"name": "bm25",
+                                                                         "params": {"index": "indexes/mine"}}])]})
+    assert message.endswith(
+        "experiments[0].retrievers[0].params.index: no such folder 'indexes/mine' (relative paths are read from the "
+        f"folder harness runs in, {tmp_path / 'cwd'}, not from the config's folder: did you mean "
+        f"{tmp_path / 'indexes' / 'mine'}?)")
+
+
+def test_every_bad_topics_corpus_and_qrels_file_is_reported_at_once_without_the_checks_that_need_them(tmp_path,
+                                                                                                       capsys):
+    """Each error at its key, the file's line where it has one, in file order; what needs a
+    failed file is not reported as well (ptkb_topk's check that the topics have PTKB statements)."""
+    qrels = tmp_path / "bad.qrels"
+    qrels.write_text("q1 0 d1 1\nq2 0 d2\n", encoding="utf-8")
+    experiments = [
+        _experiment(name="a", corpus=[str(tmp_path / "nope.jsonl"), str(qrels)], qrels=str(qrels)),
+        _experiment(name="b", topics="pragmaticqa:nope", strategies=["ptkb_topk"], qrels=str(tmp_path),
+                    retrievers=[{"name": "dense", "params": {"model": "./nomodel"}}]),
+        _experiment(name="c", qrels="{qrels}/ikat/2023-qrels.all-turns.txt"),  # a real qrels file: read, fine
+    ]
+    path = _write(tmp_path, {"output": str(tmp_path / "out"), "experiments": experiments})
+    assert main(["run", str(path), "--dry-run"]) == 2
+    formats = "benchmark:, clueweb22:, irds:, jsonl:, trec:"
+    assert capsys.readouterr().err.splitlines() == [
+        f"harness run: error: {path}: experiments[0].corpus[0]: corpus {str(tmp_path / 'nope.jsonl')!r} is neither "
+        f"an existing file nor a spec starting with {formats}",
+        f"{path}: experiments[0].corpus[1]: cannot tell the format of corpus file {qrels}; prefix it with one of "
+        f"{formats}",
+        f"{path}: experiments[0].qrels: {qrels}:2: expected 4 fields 'qid iter docid grade', found 3",
+        f"{path}: experiments[1].topics: pragmaticqa has no split 'nope'; known: val, train, test",
+        f"{path}: experiments[1].retrievers[0].params.model: no such folder './nomodel'",
+        f"{path}: experiments[1].qrels: {tmp_path} is a folder, expected a file",
+    ]

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from harness.errors import HarnessError
-from harness.registry import AtLeast, Param, Registry, check_params
+from harness.registry import AtLeast, LocalPath, Param, Registry, check_params
 from harness.trec import Hit, Run  # Hit: re-exported, a run's items (run[qid] is [Hit, ...])
 
 
@@ -72,6 +72,9 @@ RETRIEVERS: Registry[RetrieverFactory] = Registry("retriever", package=__name__,
 THREADS = Param("threads", AtLeast(1, or_none=True), None, "CPU threads (default: the cores this process may use)")
 DEVICE = Param("device", str | None, None, "torch device, cpu or cuda (default: cuda when there is one)")
 BATCH_SIZE = Param("batch_size", AtLeast(1), 32, "texts encoded at once")
+# the type of a model or index parameter: a local folder (looked for when a config is read), or a
+# name the retriever resolves (a pyserini prebuilt index, a cached model), or null
+FOLDER = LocalPath(folder=True, or_name=True, or_none=True)
 
 
 def build(name: str, **params) -> Retriever:

@@ -29,7 +29,7 @@ from typing import Any, Literal
 from harness.corpus import Corpus
 from harness.errors import HarnessError
 from harness.registry import INT_LIMIT, AtLeast, Param
-from harness.retrieve import RETRIEVERS, THREADS, SearchQuery
+from harness.retrieve import FOLDER, RETRIEVERS, THREADS, SearchQuery
 from harness.retrieve.java import ensure_jvm
 from harness.retrieve.lucene import cached_index
 from harness.retrieve.lucene_scorer import (
@@ -202,7 +202,7 @@ def _numpy_backend(params: Mapping[str, Any]) -> bool:
 
 
 @RETRIEVERS.register("bm25", "BM25 (optionally with RM3) over a Lucene index, scored as pyserini scores it", [
-    Param("index", str | None, None, "a Lucene index folder or pyserini prebuilt index name (default: the "
+    Param("index", FOLDER, None, "a Lucene index folder or pyserini prebuilt index name (default: the "
           "corpus's own index, built on first use)"),
     Param("k1", float, 0.9, "BM25 term-frequency saturation (0 or more)"),
     Param("b", float, 0.4, "BM25 length normalisation (0 to 1)"),

@@ -29,7 +29,7 @@ from harness.compute.exact import exact_search, longest_norm
 from harness.corpus import Corpus
 from harness.errors import HarnessError
 from harness.registry import Param, Registry
-from harness.retrieve import BATCH_SIZE, DEVICE, RETRIEVERS, THREADS, Retriever, SearchesAhead, SearchQuery
+from harness.retrieve import BATCH_SIZE, DEVICE, FOLDER, RETRIEVERS, THREADS, Retriever, SearchesAhead, SearchQuery
 from harness.retrieve._embeddings import (
     DTYPES, Encoder, PassageVectors, check_dtype, import_sentence_transformers, load_encoder, passage_vectors,
 )
@@ -111,7 +111,7 @@ class DenseRetriever(SearchesAhead):
 
 
 @RETRIEVERS.register("dense", "bi-encoder (sentence-transformers) retrieval with exact inner-product search", [
-    Param("model", str | None, None, "local sentence-transformers folder (default: all-MiniLM-L6-v2, shipped)"),
+    Param("model", FOLDER, None, "local sentence-transformers folder (default: all-MiniLM-L6-v2, shipped)"),
     Param("max_length", int | None, None, "tokens per text (default: the model's)"),
     Param("normalize", bool | None, None, "unit-length vectors (default: as the model's saved similarity says)"),
     Param("dtype", Literal[DTYPES], "float32", "dtype of the cached passage vectors"),
@@ -121,7 +121,7 @@ class DenseRetriever(SearchesAhead):
     DEVICE,
     THREADS,
     Param("cache_dir", str | None, None, "where passage vectors are cached (default: the harness cache's embeddings/)"),
-    Param("index", str | None, None, "a Lucene index has no passage text to encode: refused (see pyserini-dense)"),
+    Param("index", FOLDER, None, "a Lucene index has no passage text to encode: refused (see pyserini-dense)"),
     Param("engine", str | dict | None, None, "local, ray, or {name: ray, address: ..., workers: N}: encode and "
           "search in shards where they live (harness/scale/); the same run"),
     Param("shard_docs", int | None, None, "passages per shard with an engine"),

@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from harness.corpus import Corpus
 from harness.errors import HarnessError
 from harness.registry import REQUIRED, AtLeast, Param
-from harness.retrieve import RETRIEVERS, Retriever, SearchesAhead, SearchQuery, build, search_batches
+from harness.retrieve import FOLDER, RETRIEVERS, Retriever, SearchesAhead, SearchQuery, build, search_batches
 from harness.retrieve.specs import RetrieverSpecs, parts
 from harness.trec import Hit, Ranking, Run
 
@@ -113,7 +113,7 @@ def build_from_spec(spec: Mapping, corpus: Corpus | None, index: str | None) -> 
 # what both fusions take besides their own
 SUB_RETRIEVERS = Param("retrievers", RetrieverSpecs(least=2), REQUIRED, "the retrievers fused: {name, params} each")
 DEPTH = Param("depth", AtLeast(1), DEFAULT_DEPTH, "hits asked of each retriever per query (at least k)")
-FUSED_INDEX = Param("index", str | None, None, "handed to each retriever that names none (a config's "
+FUSED_INDEX = Param("index", FOLDER, None, "handed to each retriever that names none (a config's "
                     "`corpus: {index: NAME}`)")
 
 

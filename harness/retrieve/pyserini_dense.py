@@ -19,7 +19,7 @@ from typing import Any, Literal
 from harness.corpus import Corpus
 from harness.errors import HarnessError
 from harness.registry import Param
-from harness.retrieve import RETRIEVERS, THREADS, SearchQuery
+from harness.retrieve import FOLDER, RETRIEVERS, THREADS, SearchQuery
 from harness.trec import Run
 
 # pyserini query-encoder classes by the names its own CLI uses (`--encoder-class`).
@@ -47,8 +47,8 @@ class PyseriniDenseRetriever:
 
 
 @RETRIEVERS.register("pyserini-dense", "pyserini's own dense search over one of its faiss indexes on disk", [
-    Param("index", str | None, None, "local pyserini faiss index folder (required)"),
-    Param("encoder", str | None, None, "local query-encoder folder (required)"),
+    Param("index", FOLDER, None, "local pyserini faiss index folder (required)"),
+    Param("encoder", FOLDER, None, "local query-encoder folder (required)"),
     Param("encoder_class", Literal[tuple(ENCODER_CLASSES)] | None, None,
           "pyserini's query-encoder class (default: pyserini guesses from the folder name)"),
     Param("pooling", str, "cls", "pooling of the `auto` encoder class (cls or mean)"),

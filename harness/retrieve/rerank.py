@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 from harness.corpus import Corpus
 from harness.errors import HarnessError
 from harness.registry import REQUIRED, AtLeast, Param
-from harness.retrieve import BATCH_SIZE, DEVICE, RETRIEVERS, THREADS, Retriever, SearchQuery
+from harness.retrieve import BATCH_SIZE, DEVICE, FOLDER, RETRIEVERS, THREADS, Retriever, SearchQuery
 from harness.retrieve._embeddings import default_device, import_sentence_transformers, passage_text, set_torch_threads
 from harness.retrieve.fusion import build_from_spec
 from harness.retrieve.specs import RetrieverSpecs
@@ -91,11 +91,11 @@ class RerankRetriever:
 
 @RETRIEVERS.register("rerank", "a cross-encoder re-scores the top hits of a first-stage retriever", [
     Param("first_stage", RetrieverSpecs(), REQUIRED, "the retriever whose hits are re-scored: {name, params}"),
-    Param("model", str | None, None, "local cross-encoder folder (required: none ships offline)"),
+    Param("model", FOLDER, None, "local cross-encoder folder (required: none ships offline)"),
     Param("depth", AtLeast(1, or_none=True), None, "first-stage hits re-scored per query (default: k)"),
     Param("max_length", int | None, None, "tokens per query and passage pair (default: the model's)"),
     BATCH_SIZE, DEVICE, THREADS,
-    Param("index", str | None, None, "handed to the first stage (a config's `corpus: {index: NAME}`)"),
+    Param("index", FOLDER, None, "handed to the first stage (a config's `corpus: {index: NAME}`)"),
 ], preload=import_sentence_transformers)
 def rerank(
     corpus: Corpus | None = None,

@@ -15,13 +15,12 @@ with the type `RetrieverSpecs`, which checks them the same way, one level down.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from harness.errors import HarnessError
-from harness.registry import ParamError, ParamType, check_params
+from harness.registry import Declaration, LocalPath, ParamError, ParamType, check_params, local_path
 from harness.retrieve import RETRIEVERS
 
 SPEC_KEYS = ("name", "params", "label")
@@ -95,27 +94,20 @@ def retriever_names(name: str, params: Mapping[str, Any]) -> list[str]:
     return [named for named, _ in retriever_specs(name, params)]
 
 
-# parameters whose value names a local folder: model and encoder folders, index folders (an
-# index may also be a pyserini prebuilt or cached name, so only a value written as a path is one)
-FOLDER_PARAMS = ("model", "encoder", "index")
-
-
-def looks_like_path(value: str) -> bool:
-    """A value written as a path (`indexes/foo`, `./m`, `~/m`, `/abs`), not a bare name."""
-    return value.startswith((".", "~")) or os.sep in value or "/" in value
-
-
-def named_folders(name: str, params: Mapping[str, Any], key: str = "params") -> Iterator[tuple[str, str]]:
-    """(key path, value) of every folder a spec names, nested specs included, so that a dry
-    run can check them all before anything is built."""
-    for param in RETRIEVERS.declaration(name).params:
+def named_paths(declaration: Declaration, params: Mapping[str, Any],
+                key: str = "params") -> Iterator[tuple[str, Any, LocalPath]]:
+    """(key path, value, its declared LocalPath) of every parameter a spec gives whose type
+    names a local file or folder (a built-in's model or index, a plug-in's `pathlib.Path`
+    parameter under any name), nested retriever specs included, so that a config check can
+    look for them all before anything is built."""
+    for param in declaration.params:
         value = params.get(param.name)
-        if param.name in FOLDER_PARAMS and isinstance(value, str) and looks_like_path(value):
-            yield f"{key}.{param.name}", value
+        if (kind := local_path(param.type)) is not None and value is not None:
+            yield f"{key}.{param.name}", value, kind
         if isinstance(param.type, RetrieverSpecs) and value is not None:
             nested = value if param.type.least else [value]
             for i, spec in enumerate(nested):
                 if isinstance(spec, Mapping) and isinstance(spec.get("name"), str):
                     where = f"{key}.{param.name}[{i}]" if param.type.least else f"{key}.{param.name}"
                     inner = f"{where}.params" if "params" in spec else where
-                    yield from named_folders(spec["name"], parts(spec)[1], inner)
+                    yield from named_paths(RETRIEVERS.declaration(spec["name"]), parts(spec)[1], inner)

@@ -28,6 +28,9 @@ Retriever parameters are checked here too, against each retriever's declaration,
 and rerank specs included (`experiments[0].retrievers[1].params.k1: expected a number, got
 'fast'`; see harness.retrieve.specs); a retriever spec is `{name, params, label}` at every
 level. Strategy arguments (`with_responses:2`) are checked against the strategy's declaration.
+The files and folders a config names are checked here as well: corpus files opened, qrels files
+read, and every file or folder a retriever parameter names by its declared type (LocalPath,
+harness.registry) looked for; their errors are all reported at once (`Problems`).
 
 Relative paths are relative to the folder `harness run` is started from, as on the command
 line; `{data}`, `{qrels}` and `{cache}` expand to the shipped data, qrels and cache folders.
@@ -38,25 +41,26 @@ from __future__ import annotations
 import difflib
 import re
 import string
-from contextlib import contextmanager
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import yaml
 
 from harness.atomic import in_the_way
 from harness.errors import HarnessError, InputError, read_input, shown
 from harness.paths import cache_root, data_root, name_problem, qrels_root
-from harness.registry import INT_LIMIT, ParamError, check_params
+from harness.registry import INT_LIMIT, LocalPath, ParamError, check_params
 from harness.runner.tasks import TASKS
+from harness.trec import Qrels, read_qrels
 
 DEFAULT_OUTPUT = "runs"
 DEFAULT_TAG = "{benchmark}.{strategy}.{retriever}"
 DEFAULT_K = 1000
 TAG_FIELDS = ("name", "benchmark", "task", "strategy", "retriever")
 _UNSAFE_IN_TAG = re.compile(r"[^A-Za-z0-9_.+=-]")
+T = TypeVar("T")
 
 
 class ConfigError(InputError):
@@ -119,6 +123,9 @@ class Experiment:
     k: int
     tag: str
     note: str | None
+    # the `qrels:` file as read when the config was checked (None: no such key), so that a
+    # malformed line is a config error and the run does not read it again
+    given_qrels: Qrels | None = field(default=None, compare=False, repr=False)
 
 
 @dataclass(frozen=True)
@@ -311,14 +318,32 @@ class Node:
                 f"folder: did you mean {self.file.parent / path}?)")
 
 
-@contextmanager
-def named_by(experiment: Experiment, key: str) -> Iterator[None]:
-    """Reading a file the config names at `key` of `experiment`: an error in that file also
-    says which config key named it (`x.yaml: experiments[0].qrels: q.txt:12: ...`)."""
-    try:
-        yield
-    except InputError as error:
-        raise ConfigError(experiment.file, f"{experiment.key}.{key}", str(error)) from None
+class Problems:
+    """Errors in the files and folders a config names (its topics, corpus and qrels files, the
+    folders its retrievers name), collected so that one check reports them all, each at its key
+    (`x.yaml: experiments[0].qrels: q.txt:12: ...`), for the user to fix in one go. A check
+    that needs what failed is skipped, not reported as well; any other error ends the check,
+    reported with them."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.found: list[ConfigError] = []
+
+    def keep(self, check: Callable[..., T], *args: Any) -> T | None:
+        """What `check(*args)` returns, or None with its error kept."""
+        try:
+            return check(*args)
+        except ConfigError as error:
+            self.found.append(error)
+            return None
+
+    def error(self, last: ConfigError | None = None) -> InputError | None:
+        """The errors kept, and `last` (the one that ended the check), as one error to raise:
+        one as it is, several a line each; None when there is none."""
+        found = self.found + ([last] if last is not None else [])
+        if len(found) > 1:
+            return InputError(self.path, f"\n{self.path}: ".join(error.problem for error in found))
+        return found[0] if found else None
 
 
 def _kind(value: Any) -> str:
@@ -367,29 +392,18 @@ def parse_config(path: Path, document: Any) -> Config:
         "tag": _tag_pattern(top["tag"]) if "tag" in top else DEFAULT_TAG,
         "k": top["k"].positive_int() if "k" in top else DEFAULT_K,
     }
+    problems = Problems(path)
+    qrels_read: dict[Path, Qrels] = {}  # a qrels file several experiments name is read once
     with endpoints(llm):  # the `llm` strategy's check sees this config's endpoints, and only here
-        experiments = tuple(_experiment(node, defaults) for node in top["experiments"].items())
+        try:
+            experiments = tuple(_experiment(node, defaults, problems, qrels_read)
+                                for node in top["experiments"].items())
+        except ConfigError as error:
+            raise problems.error(error) from None
+    if (error := problems.error()) is not None:
+        raise error
     _check_unique(path, experiments)
-    _check_folders(path, experiments)
     return Config(path, output, experiments, llm)
-
-
-def _check_folders(path: Path, experiments: tuple[Experiment, ...]) -> None:
-    """Every folder the retrievers name exists, checked now and reported all at once, so that
-    a dry run catches them rather than a run minutes into a batch."""
-    from harness.retrieve.specs import named_folders
-
-    problems = []
-    for experiment in experiments:
-        for i, retriever in enumerate(experiment.retrievers):
-            for key, value in named_folders(retriever.name, retriever.params):
-                folder = Path(value).expanduser()
-                if folder.is_dir():
-                    continue
-                what = "a file, expected a folder" if folder.exists() else "no such folder"
-                problems.append(f"{experiment.key}.retrievers[{i}].{key}: {what} {value!r}")
-    if problems:
-        raise InputError(path, f"\n{path}: ".join(problems))
 
 
 def _llm_endpoints(node: Node | None) -> dict[str, Any]:
@@ -416,28 +430,40 @@ _EXPERIMENT_KEYS = (
 )
 
 
-def _experiment(node: Node, defaults: dict[str, Any]) -> Experiment:
+def _experiment(node: Node, defaults: dict[str, Any], problems: Problems,
+                qrels_read: dict[Path, Qrels]) -> Experiment | None:
+    """The experiment, or None when a file or folder it names is missing or malformed (the
+    errors kept in `problems`, the checks that need those files skipped)."""
+    kept = len(problems.found)
     keys = node.mapping(_EXPERIMENT_KEYS, required=("topics", "retrievers"))
     task_name = keys["task"].text() if "task" in keys else "retrieval"
     task = lookup(keys.get("task", node), lambda: TASKS.get(task_name))
-    benchmark = _topics(keys["topics"])
+    benchmark = problems.keep(_topics, keys["topics"])
     topics = keys["topics"].value
-    lookup(keys.get("task", node), lambda: task.check_benchmark(benchmark))
+    if benchmark is not None:
+        lookup(keys.get("task", node), lambda: task.check_benchmark(benchmark))
     strategies = _strategies(keys.get("strategies"), task, node, benchmark)
-    retrievers = tuple(_retriever(item, task) for item in keys["retrievers"].items())
-    corpus = _corpus(keys["corpus"]) if "corpus" in keys else CorpusSpec()
-    if task.searches_corpus and corpus.own and benchmark.corpus is None \
-            and not all("index" in retriever.params for retriever in retrievers):
+    retrievers = tuple(_retriever(item, task, problems) for item in keys["retrievers"].items())
+    corpus = _corpus(keys["corpus"], problems) if "corpus" in keys else CorpusSpec()
+    if benchmark is not None and corpus is not None and task.searches_corpus and corpus.own \
+            and benchmark.corpus is None and not all("index" in retriever.params for retriever in retrievers):
         raise keys["topics"].error(f"{benchmark.name} brings no corpus; give 'corpus:' (a file or spec, "
                                    "or {index: NAME})")
-    if "qrels" not in keys and not task.has_default_qrels(benchmark):
+    if benchmark is not None and "qrels" not in keys and not task.has_default_qrels(benchmark):
         raise keys["topics"].error(f"{benchmark.name} ships no qrels; give 'qrels: FILE'")
+    qrels = problems.keep(_qrels, keys["qrels"], qrels_read) if "qrels" in keys else None
     measures, depth, separator = measures_of(keys, node, task, as_given=True)
     restrict = keys["qrels_restrict_to_corpus"].flag() if "qrels_restrict_to_corpus" in keys else False
-    if restrict and corpus.index is not None:
+    if restrict and corpus is not None and corpus.index is not None:
         raise keys["qrels_restrict_to_corpus"].error("needs the corpus documents, not an index name")
+    name = keys["name"].text() if "name" in keys else topics if task_name == "retrieval" else f"{topics}-{task_name}"
+    k = keys["k"].positive_int() if "k" in keys else defaults["k"]
+    tag = _tag_pattern(keys["tag"]) if "tag" in keys else defaults["tag"]
+    note = keys["note"].text() if "note" in keys else None
+    if len(problems.found) > kept:
+        return None
     return Experiment(
-        name=keys["name"].text() if "name" in keys else topics if task_name == "retrieval" else f"{topics}-{task_name}",
+        name=name,
         key=node.key,
         file=node.file,
         task=task_name,
@@ -445,14 +471,15 @@ def _experiment(node: Node, defaults: dict[str, Any]) -> Experiment:
         strategies=strategies,
         retrievers=retrievers,
         corpus=corpus,
-        qrels=keys["qrels"].existing_path() if "qrels" in keys else None,
+        qrels=qrels.path if qrels is not None else None,
         qrels_restrict_to_corpus=restrict,
         measures=measures,
         depth=depth,
         passage_separator=separator,
-        k=keys["k"].positive_int() if "k" in keys else defaults["k"],
-        tag=_tag_pattern(keys["tag"]) if "tag" in keys else defaults["tag"],
-        note=keys["note"].text() if "note" in keys else None,
+        k=k,
+        tag=tag,
+        note=note,
+        given_qrels=qrels,
     )
 
 
@@ -465,6 +492,8 @@ def _topics(node: Node):
 
 
 def _strategies(node: Node | None, task, parent: Node, benchmark) -> tuple[str, ...]:
+    """The strategies, each checked against the benchmark's conversations unless its topics
+    failed to load (benchmark None: that error is reported instead)."""
     from harness import queries
 
     if not task.uses_strategies:
@@ -477,14 +506,19 @@ def _strategies(node: Node | None, task, parent: Node, benchmark) -> tuple[str, 
     for item in node.items():
         name = item.text()
         lookup(item, lambda: queries.check(name))
-        lookup(item, lambda: queries.check_topics(name, benchmark.conversations))
+        if benchmark is not None:
+            lookup(item, lambda: queries.check_topics(name, benchmark.conversations))
         names.append(name)
     if len(set(names)) != len(names):
         raise node.error(f"a strategy is listed twice in {names}")
     return tuple(names)
 
 
-def _retriever(node: Node, task) -> RetrieverSpec:
+def _retriever(node: Node, task, problems: Problems) -> RetrieverSpec:
+    """The spec, its params checked against the declaration and every local file or folder
+    they name looked for (a missing one kept in `problems`)."""
+    from harness.retrieve.specs import named_paths
+
     if isinstance(node.value, str):
         name, params, label = node.text(), {}, node.value
     else:
@@ -494,29 +528,53 @@ def _retriever(node: Node, task) -> RetrieverSpec:
         label = keys["label"].text() if "label" in keys else name
     registry = task.retrievers()
     try:
-        check_params(registry.declaration(name), params, "params", registry.kind)
+        declaration = registry.declaration(name)
+        check_params(declaration, params, "params", registry.kind)
     except ParamError as error:
         raise node.child(error.key, None).error(error.problem) from None
     except HarnessError as error:  # unknown, or a `python:` plug-in that cannot be imported or is no retriever
         raise node.error(str(error)) from None
+    for key, value, kind in named_paths(declaration, params):
+        problems.keep(_look_for, node.child(key, value), kind)
     return RetrieverSpec(name, params, label)
 
 
-def _corpus(node: Node) -> CorpusSpec:
-    """`corpus: SPEC`, a list of specs (each opened now, to check it) or `corpus: {index: NAME}`."""
-    from harness.corpus.readers import open_corpus
+def _look_for(node: Node, kind: LocalPath) -> None:
+    """The file or folder a parameter names is here (a missing one found beside the config
+    says so, as a missing file does)."""
+    if problem := kind.problem(node.value):
+        path = Path(node.value).expanduser()
+        raise node.error(problem + ("" if path.exists() else node.beside_config(path)))
 
+
+def _corpus(node: Node, problems: Problems) -> CorpusSpec | None:
+    """`corpus: SPEC`, a list of specs (each opened now, to check it) or `corpus: {index: NAME}`;
+    None when a spec cannot be opened (each such error kept in `problems`)."""
     if isinstance(node.value, dict):
         keys = node.mapping(("index",), required=("index",))
         return CorpusSpec(index=keys["index"].text())
-    specs = []
-    for item in node.items():
-        spec = str(item.path())
-        if not Path(spec).exists() and (hint := item.beside_config(Path(spec))):
-            raise item.error(f"no such file: {spec}{hint}")
-        lookup(item, lambda: open_corpus(spec))
-        specs.append(spec)
-    return CorpusSpec(specs=tuple(specs))
+    specs = [problems.keep(_corpus_spec, item) for item in node.items()]
+    return None if None in specs else CorpusSpec(specs=tuple(specs))
+
+
+def _corpus_spec(node: Node) -> str:
+    """One corpus spec, opened to check it."""
+    from harness.corpus.readers import open_corpus
+
+    spec = str(node.path())
+    if not Path(spec).exists() and (hint := node.beside_config(Path(spec))):
+        raise node.error(f"no such file: {spec}{hint}")
+    lookup(node, lambda: open_corpus(spec))
+    return spec
+
+
+def _qrels(node: Node, read: dict[Path, Qrels]) -> Qrels:
+    """The `qrels:` file, read now (once for all experiments naming it): a malformed line is an
+    error at this key naming its line (`experiments[0].qrels: q.txt:12: expected 4 fields ...`)."""
+    path = node.existing_path()
+    if path not in read:
+        read[path] = lookup(node, lambda: read_qrels(path))
+    return read[path]
 
 
 def measures_of(

@@ -38,10 +38,10 @@ from harness.retrieve import RETRIEVERS, Retriever, SearchQuery, build, shared_r
 from harness.retrieve.specs import retriever_specs
 from harness.paths import file_in
 from harness.runner import provenance
-from harness.runner.config import Config, Experiment, RunSpec, named_by
+from harness.runner.config import Config, Experiment, RunSpec
 from harness.runner.tasks import TASKS, Ranker
 from harness.topics import Benchmark, load
-from harness.trec import Qrels, read_qrels, write_run
+from harness.trec import Qrels, write_run
 
 BATCH = 64  # queries per retriever call; the progress display moves once per batch
 
@@ -86,9 +86,8 @@ class Workspace:
         key = (experiment.task, experiment.topics, experiment.qrels, experiment.qrels_restrict_to_corpus,
                experiment.corpus)
         if key not in self._qrels:
-            if experiment.qrels is not None:
-                with named_by(experiment, "qrels"):
-                    qrels = read_qrels(experiment.qrels)
+            if experiment.given_qrels is not None:  # read when the config was checked
+                qrels = experiment.given_qrels
             else:
                 qrels = TASKS.get(experiment.task).default_qrels(self.benchmark(experiment.topics))
             if experiment.qrels_restrict_to_corpus:
