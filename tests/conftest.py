@@ -103,6 +103,15 @@ def write_clueweb22_txt(folder: Path, documents: list[Document]) -> Path:
     return folder / "txt"
 
 
+def clueweb22_txt_with_a_repeated_id(folder: Path) -> tuple[Path, str]:
+    """A two-file ClueWeb22 `txt` folder whose second file gives an id twice (lines 1 and 2);
+    returns the folder and the message naming that file and its lines."""
+    first, again = "clueweb22-en0000-32-00001", "clueweb22-en0000-33-00001"
+    txt = write_clueweb22_txt(folder, [Document(first, "One sentence. Another."), Document(again, "A text."),
+                                       Document(again, "Another text.")])
+    return txt, f"{txt}/en/en00/en0000/en0000-33.json.gz:2: document id '{again}' again (first at line 1)"
+
+
 # --- the reference implementations in ../shared/reference (trec_eval, official iKAT tools) ---
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import hashlib
+import itertools
 import json
 import os
 import re
@@ -245,6 +246,20 @@ def test_a_document_id_given_twice_in_a_corpus_not_read_from_a_file_names_their_
     corpus = Corpus("made", lambda: iter([Document("x", "1"), Document("y", "2"), Document("x", "3")]))
     with pytest.raises(HarnessError, match=r"corpus made: document id 'x' is given twice, as documents 1 and 3"):
         list(unique_ids(corpus, corpus.documents()))
+
+
+def test_a_document_id_given_twice_is_said_as_soon_as_its_block_is_read_and_none_of_it_passed_on():
+    """Not after the whole corpus: a dense index would have encoded all of it first."""
+    def documents():
+        yield from (Document("x", "1"), Document("y", "2"), Document("x", "3"))
+        for number in itertools.count():
+            assert number < 2 * harness.corpus._ID_BLOCK, "read on past the repeated id"
+            yield Document(f"d{number}", "text")
+
+    corpus, passed = Corpus("endless", documents), []
+    with pytest.raises(HarnessError, match=r"corpus endless: document id 'x' is given twice, as documents 1 and 3"):
+        passed.extend(unique_ids(corpus, corpus.documents()))
+    assert passed == []
 
 
 def test_two_ids_sharing_a_hash_are_not_a_repeated_id(ikat_documents, monkeypatch):

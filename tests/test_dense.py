@@ -46,16 +46,21 @@ def test_first_run_encodes_the_corpus_once_and_caches_it(first_run):
     assert np.load(folder / "vectors.npy").dtype == np.float32
 
 
-def test_a_document_id_given_twice_is_an_error_before_any_vector_is_cached(first_run, tmp_path):
+def test_a_document_id_given_twice_is_an_error_before_any_passage_is_encoded(first_run, tmp_path, monkeypatch):
+    """Said as soon as the repeat is read (harness.corpus.unique_ids), not after the whole corpus is encoded."""
     from harness.corpus.readers import open_corpus
     from harness.errors import InputError
+    from harness.retrieve import _embeddings
 
     path = tmp_path / "corpus.jsonl"
-    path.write_text("".join(json.dumps({"id": docid, "contents": text}) + "\n"
-                            for docid, text in (("a", "apple pie"), ("b", "banana"), ("a", "apple tart"))))
+    texts = [("a", "apple pie"), ("b", "banana"), ("a", "apple tart")] + [(f"d{n}", f"text {n}") for n in range(300)]
+    path.write_text("".join(json.dumps({"id": docid, "contents": text}) + "\n" for docid, text in texts))
+    batches = []
+    encode_batch = _embeddings._encode_batch
+    monkeypatch.setattr(_embeddings, "_encode_batch", lambda *args: batches.append(args) or encode_batch(*args))
     with pytest.raises(InputError, match=r"corpus\.jsonl:3: document id 'a' again \(first at line 1\)"):
         build("dense", corpus=open_corpus(str(path)), cache_dir=str(tmp_path / "embeddings")).search(QUERIES, 10)
-    assert not list((tmp_path / "embeddings").rglob("*.npy"))
+    assert batches == [] and not (tmp_path / "embeddings").exists()
 
 
 def test_second_run_reads_the_cache_and_only_encodes_queries(first_run):

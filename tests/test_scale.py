@@ -21,6 +21,7 @@ from harness.paths import file_version
 from harness.retrieve.dense import SEARCH_BACKENDS
 from harness.scale.segment import segment_sharded, shards_folder
 from harness.scale.shards import MANIFEST
+from tests.conftest import clueweb22_txt_with_a_repeated_id
 
 
 @pytest.fixture(scope="module")
@@ -192,6 +193,26 @@ def test_a_manifest_without_file_versions_is_checked_by_sha256_once(passages_fil
     hashed.clear()
     segment_sharded(open_corpus(str(passages_file)), out, engine, splitter="fast", shard_docs=300)
     assert hashed == []
+
+
+def test_a_document_id_given_twice_is_said_by_the_driver_before_a_shard_holding_it_runs(tmp_path, capsys):
+    """Checked as the driver cuts shards from its one pass over the corpus (harness.corpus.unique_ids)."""
+    corpus, out = tmp_path / "docs.jsonl", tmp_path / "p.jsonl"
+    corpus.write_text("".join(json.dumps({"id": f"d{number % 7}" if number < 8 else f"d{number}",
+                                          "contents": f"Text {number}."}) + "\n" for number in range(12)))
+    command = ["segment", str(corpus), "--output", str(out), "--splitter", "fast", "--shard-docs", "4"]
+    assert main(command) == 2
+    assert f": error: {corpus}:8: document id 'd0' again (first at line 1); " in capsys.readouterr().err
+    assert not out.exists() and not list(shards_folder(out).glob("shard-*"))
+
+
+def test_a_document_id_given_twice_in_a_file_shard_names_the_file_and_lines(tmp_path, capsys):
+    """A ClueWeb22 folder is sharded a file a shard, read by its task alone: there its ids are checked."""
+    folder, message = clueweb22_txt_with_a_repeated_id(tmp_path)
+    out = tmp_path / "p.jsonl"
+    assert main(["segment", str(folder), "--output", str(out), "--splitter", "fast", "--shard-docs", "4"]) == 2
+    assert f": error: {message}; " in capsys.readouterr().err
+    assert not out.exists()
 
 
 def test_a_corpus_without_documents_fails_on_every_run(tmp_path):

@@ -26,7 +26,7 @@ from harness.retrieve import SearchQuery, build
 from harness.paths import file_sha256
 from harness.scale.shards import MANIFEST
 from harness.trec import write_run
-from tests.conftest import ikat_passages, write_clueweb22_txt
+from tests.conftest import clueweb22_txt_with_a_repeated_id, ikat_passages, write_clueweb22_txt
 
 pytestmark = [pytest.mark.ray, pytest.mark.slow]
 ray = pytest.importorskip("ray")
@@ -105,6 +105,13 @@ def test_clueweb22_folder_is_split_one_shard_per_file(cluster, tmp_path):
     assert sharded.read_bytes() == local.read_bytes()
     manifest = assert_manifest_matches(sharded)
     assert [entry["source"] for entry in manifest["shards"]] == [f"clueweb22:{path}" for path in files]
+
+
+def test_a_users_mistake_a_task_finds_is_its_one_line_without_the_remote_traceback(cluster, tmp_path, capsys):
+    folder, message = clueweb22_txt_with_a_repeated_id(tmp_path)
+    assert main(ray_segment(cluster, str(folder), tmp_path / "p.jsonl", "fast", 4)) == 2
+    err = capsys.readouterr().err
+    assert f": error: {message}; " in err and "Traceback" not in err and "shard task failed" not in err
 
 
 def test_rerun_redoes_only_the_missing_shard(cluster, local_passages, tmp_path, capsys):

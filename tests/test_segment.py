@@ -207,6 +207,18 @@ def test_cli_segment(tmp_path, capsys):
     assert not list(tmp_path.glob(".*.tmp"))
 
 
+def test_a_document_id_given_twice_names_its_file_and_lines_and_nothing_is_written(tmp_path, capsys):
+    """Its passages' ids would be given twice (harness.corpus.unique_ids), in worker processes too."""
+    corpus, out = tmp_path / "docs.jsonl", tmp_path / "p.jsonl"
+    corpus.write_text("".join(json.dumps({"id": docid, "contents": f"Text {number}. More."}) + "\n"
+                              for number, docid in enumerate(["a", "b", "a", "c"])))
+    for processes in ("1", "2"):
+        assert main(["segment", str(corpus), "--output", str(out), "--splitter", "fast",
+                     "--processes", processes]) == 2
+        assert f": error: {corpus}:3: document id 'a' again (first at line 1); " in capsys.readouterr().err
+        assert not out.exists()
+
+
 def test_a_corpus_spec_holding_no_document_names_its_file(tmp_path, capsys):
     blank = tmp_path / "blank.trec"
     blank.write_text("\n\n")

@@ -188,6 +188,8 @@ class RayEngine:
             try:
                 result = ray.get(done)
             except ray.exceptions.RayError as error:
+                if isinstance(getattr(error, "cause", None), HarnessError):  # the input's fault (a file's line)
+                    raise error.cause from None  # in its one line, as the local engine says it, no remote traceback
                 raise HarnessError(f"shard task failed on the Ray cluster: {error}") from None
             yield task, result
 

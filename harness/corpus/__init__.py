@@ -6,12 +6,16 @@ Never the whole corpus in memory: `Corpus.documents()` opens a fresh stream each
 from __future__ import annotations
 
 import hashlib
-from array import array
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
+from itertools import islice
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from harness.errors import HarnessError, InputError
+
+if TYPE_CHECKING:
+    import numpy as np
 
 
 @dataclass(frozen=True)
@@ -52,23 +56,36 @@ class Corpus:
 
 
 def unique_ids(corpus: Corpus, documents: Iterable[Document]) -> Iterator[Document]:
-    """`documents` (the corpus's, read to build an index) passed through; once the last has
-    passed, an id given twice is an error naming where: an index would hold both documents,
-    and a ranking keep the id once, at the higher of their scores (Run.of), whichever document
-    the qrels judged under it (pyserini's BM25 and dense; the numpy BM25 refuses such an
-    index and falls back to pyserini). Holds 8 bytes a document, a 64-bit hash of its id (the
-    ids of ClueWeb22-B's 117M passages would take gigabytes); where hashes repeat, the corpus
-    is read again to tell a repeated id from two ids sharing a hash, and to say where."""
-    hashes = array("q")
-    for document in documents:
-        hashes.append(hash(document.id))
-        yield document
-    repeated = _repeated(hashes)
-    del hashes
-    if not repeated:
-        return
+    """`documents` (the corpus's, read to build an index) passed through, an id given twice
+    an error naming where as soon as the block of _ID_BLOCK documents holding it is read,
+    before any of that block is passed on (before a dense index encodes it): an index would
+    hold both documents, and a ranking keep the id once, at the higher of their scores
+    (Run.of), whichever document the qrels judged under it (pyserini's BM25 and dense; the
+    numpy BM25 refuses such an index and falls back to pyserini). Holds 8 bytes a document,
+    a 64-bit hash of its id (the ids of ClueWeb22-B's 117M passages would take gigabytes as
+    strings); where a hash repeats, the corpus is read again up to there, to tell a repeated
+    id from two ids sharing a hash, and to say where."""
+    import numpy as np  # here: not a cost of every `import harness`
+
+    seen = _Hashes()
+    documents = iter(documents)
+    read = 0
+    while block := list(islice(documents, _ID_BLOCK)):
+        again = seen.add(np.fromiter((hash(document.id) for document in block), np.int64, len(block)))
+        read += len(block)
+        if again:
+            _raise_repeated(corpus, again, read)
+        yield from block
+
+
+_ID_BLOCK = 16384  # ids checked at once: a repeat is said at most this many documents after it is read
+
+
+def _raise_repeated(corpus: Corpus, repeated: set[int], read: int) -> None:
+    """The error for the first id read twice among the corpus's first `read` documents whose
+    hashes are `repeated`; nothing when those hashes are shared by different ids."""
     first: dict[str, tuple[int, tuple[Path, int] | None]] = {}  # id of a repeated hash -> where it came first
-    for ordinal, (document, where) in enumerate(corpus.located()):
+    for ordinal, (document, where) in enumerate(islice(corpus.located(), read)):
         if hash(document.id) not in repeated:
             continue
         if document.id not in first:
@@ -84,10 +101,25 @@ def unique_ids(corpus: Corpus, documents: Iterable[Document]) -> Iterator[Docume
                          line=where[1])
 
 
-def _repeated(hashes: array) -> set[int]:
-    """The values given more than once (sorted in place: no copy of a corpus's hashes)."""
-    import numpy as np
+class _Hashes:
+    """A set of 64-bit hashes as sorted arrays whose sizes at least halve, one to the next (a
+    new block merges with every one not bigger than it): 8 bytes a hash (16 while the biggest
+    merge runs; a Python set of ints takes about 60), a lookup a binary search per array."""
 
-    values = np.frombuffer(hashes, dtype=np.int64)
-    values.sort()
-    return set(values[1:][values[1:] == values[:-1]].tolist())
+    def __init__(self) -> None:
+        self.runs: list[np.ndarray] = []
+
+    def add(self, hashes: np.ndarray) -> set[int]:
+        """Adds `hashes`; returns those among them that were in already, or came twice in them."""
+        import numpy as np
+
+        block = np.sort(hashes)
+        again = set(block[1:][block[1:] == block[:-1]].tolist())
+        for run in self.runs:
+            at = np.minimum(np.searchsorted(run, block), len(run) - 1)
+            again.update(block[run[at] == block].tolist())
+        while self.runs and len(self.runs[-1]) <= len(block):
+            block = np.concatenate((self.runs.pop(), block))
+            block.sort(kind="stable")  # two sorted runs: merged in linear time
+        self.runs.append(block)
+        return again

@@ -30,7 +30,7 @@ from typing import Protocol
 from tqdm import tqdm
 
 from harness.atomic import atomic_write
-from harness.corpus import Corpus, Document
+from harness.corpus import Corpus, Document, unique_ids
 from harness.errors import HarnessError
 from harness.registry import Registry
 
@@ -181,10 +181,12 @@ def _pool_context() -> multiprocessing.context.BaseContext:
 
 
 def iter_passages(corpus: Corpus, splitter: str = "spacy", processes: int | None = None) -> Iterator[list[Passage]]:
-    """Each document's passages, in corpus order; `processes` workers (default: all cores)."""
+    """Each document's passages, in corpus order; `processes` workers (default: all cores). A
+    document id given twice (its passages' ids would be too) is an error naming its file and
+    lines, said once the batch holding it is reached (harness.corpus.unique_ids)."""
     processes = processes or os.cpu_count() or 1
     _set_splitter(splitter)  # here, once: a bad name or a missing model fails before any worker
-    batches = _batches(corpus.documents())
+    batches = _batches(unique_ids(corpus, corpus.documents()))
     if processes == 1:
         for batch in batches:
             yield from _segment_batch(batch)

@@ -553,7 +553,7 @@ def _encode_corpus(corpus: Corpus, encoder: Encoder) -> tuple[list[str], np.ndar
     from tqdm import tqdm
 
     # in the one pass over the corpus (a pass of its own first would read a big corpus twice):
-    # a repeated id is said once it is encoded, before anything is cached; a bar on a terminal
+    # a repeated id is said as soon as it is read, before its block is encoded; a bar on a terminal
     # only (disable=None): on a log or a pipe every refresh would be a line
     with tqdm(desc=f"encoding {corpus.name}", unit=" passages", file=sys.stderr, disable=None) as progress:
         ids, vectors = encode_all(encoder, unique_ids(corpus, corpus.documents()), progress=progress.update)

@@ -21,7 +21,7 @@ import numpy as np
 
 from harness.atomic import atomic_write
 from harness.compute.engines import Engine
-from harness.corpus import Corpus
+from harness.corpus import Corpus, unique_ids
 from harness.retrieve._embeddings import (Encoder, cache_folder, cache_key, check_dtype, chunk_size, encode_all,
                                           load_encoder)
 from harness.scale.shards import ShardResult, ShardTask, plan, run_shards, source_key
@@ -65,7 +65,8 @@ def encode_shard(task: ShardTask) -> ShardResult:
     # float16 on a GPU by autocast: the model object is shared (queries are encoded by it too)
     # and must stay float32
     with _half_precision(encoder.device == "cuda" and settings["dtype"] == "float16"):
-        ids, vectors = encode_all(encoder, task.read(), dtype=settings["dtype"])
+        corpus = task.corpus()
+        ids, vectors = encode_all(encoder, unique_ids(corpus, corpus.documents()), dtype=settings["dtype"])
     buffer = io.BytesIO()
     np.save(buffer, vectors, allow_pickle=False)
     folder = Path(task.folder)

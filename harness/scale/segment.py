@@ -22,7 +22,7 @@ SHARD_DOCS = 10_000
 def segment_shard(task: ShardTask) -> ShardResult:
     """Segment one shard into its own JSONL file (written atomically)."""
     name = f"{task.stem}.jsonl"
-    shard = Corpus(name, documents=task.read)
+    shard = task.corpus()
     docs = count = 0
     digest = hashlib.sha256()
     with atomic_write(Path(task.folder) / name) as handle:

@@ -25,7 +25,7 @@ from typing import Any
 
 from harness.atomic import atomic_write, make_folder
 from harness.compute.engines import Engine
-from harness.corpus import Corpus, Document
+from harness.corpus import Corpus, Document, unique_ids
 from harness.errors import HarnessError
 from harness.paths import file_sha256, file_version, settled
 
@@ -45,12 +45,15 @@ class ShardTask:
     def stem(self) -> str:
         return f"shard-{self.index:05d}"
 
-    def read(self) -> Iterator[Document]:
+    def corpus(self) -> Corpus:
+        """The shard's documents: its file's (whose lines an error names), or those cut from
+        the corpus stream (whose ids `plan` checked as the whole corpus's)."""
         if self.documents is not None:
-            return iter(self.documents)
+            documents = self.documents
+            return Corpus(self.stem, lambda: iter(documents))
         from harness.corpus.readers import open_corpus
 
-        return open_corpus(self.source).documents()
+        return open_corpus(self.source)
 
 
 @dataclass(frozen=True)
@@ -86,7 +89,12 @@ def source_key(corpus: Corpus) -> str | None:
 
 def plan(corpus: Corpus, folder: Path, settings: dict[str, Any], shard_docs: int, align: int = 1) -> Iterator[ShardTask]:
     """The shards of `corpus`, in corpus order: one per file of a ClueWeb22 folder, else
-    ranges of shard_docs documents (rounded up to a multiple of `align`)."""
+    ranges of shard_docs documents (rounded up to a multiple of `align`). Ranges are cut here,
+    from the one pass over the corpus, so a document id given twice is an error naming its
+    file and lines before the shard holding it is handed out (harness.corpus.unique_ids, 8
+    bytes a document here). A file's shard is read by its task alone: there its ids are
+    checked, within the file only (across files that would cost the driver a second pass
+    over the collection)."""
     paths, root = getattr(corpus, "paths", ()), getattr(corpus, "folder", None)
     if root is not None and len(paths) > 1:
         for index, path in enumerate(paths):
@@ -95,7 +103,7 @@ def plan(corpus: Corpus, folder: Path, settings: dict[str, Any], shard_docs: int
             yield ShardTask(index, str(folder), key, settings, source=f"clueweb22:{path}")
         return
     size = -(-shard_docs // align) * align
-    documents = corpus.documents()
+    documents = unique_ids(corpus, corpus.documents())
     index = 0
     while True:
         chunk = []
