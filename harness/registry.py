@@ -60,10 +60,15 @@ PYTHON = "python:"  # `python:package.module:attr`
 Origin = dict[str, Any]  # what a plug-in is: recorded with its runs and hashed into their resume key
 # registry ("module:ATTR") -> modules of higher layers that register into it, set by `extend`
 _EXTENSIONS: dict[str, tuple[str, ...]] = {}
-# top-level package of a loaded plug-in (entry point or `python:`) -> what it is, "retriever
-# 'overlap' (entry point pkg:overlap of pkg 1.0)": an import failing in its code is its own
-# (`plugin_import_failure`); a record of what was loaded, as sys.modules is
+# where the top-level package of a loaded plug-in (entry point or `python:`) lies, its folders
+# or its module's file -> what it is, "retriever 'overlap' (entry point pkg:overlap of pkg
+# 1.0)": an import failing in its code is its own (`plugin_import_failure`); a record of what
+# was loaded, as sys.modules is. By place, not by name: a plug-in package may be named like a
+# standard module (`code`, `types`), and a frame's module name is its code's global __name__;
+# by name only where the module has no file (a notebook's __main__, its cells' code)
 _PLUGIN_PACKAGES: dict[str, str] = {}
+_FILELESS_PLUGINS: dict[str, str] = {}
+_HARNESS = os.path.dirname(os.path.abspath(__file__))
 
 
 def extend(extensions: Mapping[str, Sequence[str]]) -> None:
@@ -666,12 +671,36 @@ def _failure(error: BaseException) -> str:
 
 
 def _note_plugin_package(obj: Any, what: str) -> None:
-    """Remember the top-level package of a loaded plug-in's code (a function's or class's, an
-    object's class's, a `functools.partial`'s function's): the objects it builds may live in its
-    other modules. Python's own modules are never a plug-in's (a partial's class is functools')."""
-    top = (getattr(_code(obj), "__module__", None) or "").split(".")[0]
-    if top and top != "harness" and top not in sys.stdlib_module_names:
-        _PLUGIN_PACKAGES[top] = what
+    """Remember where the top-level package of a loaded plug-in's code lies (a function's or
+    class's, an object's class's, a `functools.partial`'s function's): the objects it builds
+    may live in its other modules. Python's own modules are never a plug-in's (an
+    lru_cache'd function's class is functools')."""
+    name = (getattr(_code(obj), "__module__", None) or "").split(".")[0]
+    top = sys.modules.get(name)
+    file = getattr(top, "__file__", None)
+    # a package's folders (a namespace package has several, and no __file__), a module's file
+    places = list(getattr(top, "__path__", None) or ([file] if file else []))
+    if not places and name and name not in sys.stdlib_module_names:  # a notebook's; Python's are built in
+        _FILELESS_PLUGINS[name] = what
+    for place in map(os.path.abspath, places):
+        if not (_inside(place, _HARNESS) or _pythons_own(place)):
+            _PLUGIN_PACKAGES[place] = what
+
+
+def _pythons_own(place: str) -> bool:
+    """In the standard library's folder, and not in a site-packages folder inside it (where a
+    Python installed without a virtual environment keeps installed packages)."""
+    import site
+    import sysconfig
+
+    installed = [*site.getsitepackages(), site.getusersitepackages(),
+                 *(sysconfig.get_path(name) for name in ("purelib", "platlib"))]
+    return (any(_inside(place, sysconfig.get_path(name)) for name in ("stdlib", "platstdlib"))
+            and not any(_inside(place, folder) for folder in installed))
+
+
+def _inside(path: str, folder: str) -> bool:
+    return path == folder or path.startswith(folder.rstrip(os.sep) + os.sep)
 
 
 def _code(obj: Any) -> Any:
@@ -717,12 +746,15 @@ def _plugin_owner(error: BaseException) -> tuple[str | None, int]:
 
     owner, first = None, 0
     for number, (frame, _) in enumerate(traceback.walk_tb(error.__traceback__)):
-        top = str(frame.f_globals.get("__name__", "")).split(".")[0]
-        if top == "harness":
+        file = os.path.abspath(frame.f_code.co_filename)
+        if _inside(file, _HARNESS):
             owner = None
-        elif top in _PLUGIN_PACKAGES:
+            continue
+        plugin = next((what for place, what in _PLUGIN_PACKAGES.items() if _inside(file, place)),
+                      _FILELESS_PLUGINS.get(str(frame.f_globals.get("__name__", "")).split(".")[0]))
+        if plugin is not None:
             first = number if owner is None else first
-            owner = _PLUGIN_PACKAGES[top]
+            owner = plugin
     return owner, first
 
 
@@ -737,8 +769,9 @@ def object_origin(obj: Any) -> Origin:
     its repr."""
     target = _code(obj)
     # an object (a PyTerrier pipeline) is its class's code and its settings, as its repr shows
-    # them, less any address (which changes every run); a partial its function's and its arguments
-    settings = {} if target is obj else {"repr": _without_address(repr(obj))}
+    # them, less any address (which changes every run); a partial its function's and its
+    # arguments, its sets' members in a fixed order (_stable_repr)
+    settings = {} if target is obj else {"repr": _without_address(_stable_repr(obj))}
     module = inspect.getmodule(target)
     file = getattr(module, "__file__", None)
     if file and Path(file).is_file():
@@ -753,6 +786,38 @@ def object_origin(obj: Any) -> Origin:
         text = _without_address(repr(obj))
     return {"module": getattr(module, "__name__", None), "sha256": hashlib.sha256(text.encode()).hexdigest(),
             **settings}
+
+
+def _stable_repr(value: Any, within: frozenset[int] = frozenset()) -> str:
+    """repr(value), but a set's or frozenset's members sorted by their own such text, in a
+    `functools.partial`'s arguments and in the lists, tuples and dicts among them: a set of
+    strings is listed in the order of their hashes, which Python draws anew in every process
+    (PYTHONHASHSEED), and a plug-in's resume key would change every run. The same text as repr
+    where no set is met. A dict keeps its order (two dicts in different orders may not act
+    alike). Any other object is its repr as its class writes it, sets inside included: no
+    order can be fixed in a text without knowing what it is made of; such an object's key
+    changes from run to run, so its runs are not resumed, nothing wrong is reused."""
+    kind = type(value)
+    if id(value) in within:  # a container holding itself, written as repr writes it
+        return {list: "[...]", dict: "{...}"}.get(kind, "...")
+    within = within | {id(value)}
+    if isinstance(value, functools.partial):
+        parts = [_stable_repr(value.func, within), *(_stable_repr(arg, within) for arg in value.args),
+                 *(f"{key}={_stable_repr(arg, within)}" for key, arg in value.keywords.items())]
+        prefix = "functools." if kind.__module__ == "functools" else ""
+        return f"{prefix}{kind.__qualname__}({', '.join(parts)})"
+    if kind in (set, frozenset) and value:
+        members = "{" + ", ".join(sorted(_stable_repr(member, within) for member in value)) + "}"
+        return members if kind is set else f"frozenset({members})"
+    if kind is list:
+        return "[" + ", ".join(_stable_repr(item, within) for item in value) + "]"
+    if kind is tuple:
+        items = [_stable_repr(item, within) for item in value]
+        return f"({items[0]},)" if len(items) == 1 else "(" + ", ".join(items) + ")"
+    if kind is dict:
+        return "{" + ", ".join(f"{_stable_repr(key, within)}: {_stable_repr(item, within)}"
+                               for key, item in value.items()) + "}"
+    return repr(value)
 
 
 def _without_address(text: str) -> str:

@@ -3,22 +3,57 @@ one line naming the plug-in and the error, not the harness's frames around them.
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 import yaml
 
 from harness.cli import main
 
 
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _config(folder: Path, retriever: str) -> Path:
+    """A config running ikat2023:test with `retriever`."""
+    config = folder / "mine.yaml"
+    config.write_text(yaml.safe_dump({"output": "runs", "experiments": [
+        {"topics": "ikat2023:test", "strategies": ["raw"], "retrievers": [retriever], "measures": ["nDCG@3"]}]}),
+        encoding="utf-8")
+    return config
+
+
 def _run_failing(tmp_path, monkeypatch, module: str, code: str) -> int:
     """`harness run` of ikat2023:test with `module:search` (`code`) as its retriever. Each test
     has its own module: a module once imported, or noted as a plug-in's, stays so."""
     (tmp_path / f"{module}.py").write_text(code)
-    config = tmp_path / "mine.yaml"
-    config.write_text(yaml.safe_dump({"output": "runs", "experiments": [
-        {"topics": "ikat2023:test", "strategies": ["raw"], "retrievers": [f"python:{module}:search"],
-         "measures": ["nDCG@3"]}]}), encoding="utf-8")
+    config = _config(tmp_path, f"python:{module}:search")
     monkeypatch.chdir(tmp_path)
     return main(["run", str(config)])
+
+
+def test_a_plugin_package_named_like_a_standard_module_gets_its_own_frames_too(tmp_path):
+    """Its frames are found by where its files lie, not by its name (`code` is also Python's). In
+    a process of its own: the package shadows the standard `code` module for as long as it lives."""
+    package = tmp_path / "code"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "search.py").write_text("def search(query, k):\n    return _inner()\n\n\n"
+                                       "def _inner():\n    raise ValueError('my bug')\n")
+    config = _config(tmp_path, "python:code.search:search")
+    environment = {**os.environ, "PYTHONPATH": str(REPO)}
+    done = subprocess.run([sys.executable, "-m", "harness.cli", "run", str(config)], cwd=tmp_path, env=environment,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 2, done.stderr
+    module = package / "search.py"
+    assert done.stderr.splitlines()[-6:] == [
+        "Traceback of the plug-in's code (most recent call last):",
+        f'  File "{module}", line 2, in search', "    return _inner()",
+        f'  File "{module}", line 6, in _inner', "    raise ValueError('my bug')",
+        "harness run: error: retriever 'python:code.search:search' (module code.search) raised ValueError: my bug"]
 
 
 def test_a_plugins_exception_shows_the_plugins_frames_and_names_the_plugin(tmp_path, monkeypatch, capsys):

@@ -152,6 +152,27 @@ def test_a_partials_origin_is_its_functions_source_and_its_arguments():
         "module": __name__, "sha256": file_sha256(__file__), "repr": "functools.partial(<function _experiment>, ['raw'])"}
 
 
+def test_a_partials_origin_is_the_same_in_every_process_though_python_lists_its_sets_in_another_order(tmp_path):
+    """A set's members are listed in their hashes' order, which each process draws anew
+    (PYTHONHASHSEED): in the origin, and so the resume key, they are sorted."""
+    words = ", ".join(repr(f"word{number}") for number in range(20))
+    (tmp_path / "wordy.py").write_text(
+        f"import functools\n\n\ndef _search(query, k, words, stop):\n    return []\n\n\n"
+        f"search = functools.partial(_search, words={{{words}}}, stop=frozenset({{{words}}}))\n")
+    probe = ("import json, wordy; from harness.retrieve import RETRIEVERS; name = 'python:wordy:search'; "
+             "RETRIEVERS.get(name); print(json.dumps([RETRIEVERS.origin(name), repr(wordy.search)]))")
+    found = []
+    for seed in ("1", "2", "3"):
+        environment = {**os.environ, "PYTHONHASHSEED": seed, "PYTHONPATH": str(Path(harness.__file__).parents[1])}
+        done = subprocess.run([sys.executable, "-c", probe], cwd=tmp_path, env=environment, capture_output=True,
+                              text=True, timeout=120)
+        assert done.returncode == 0, done.stderr
+        found.append(json.loads(done.stdout))
+    assert len({plain for _, plain in found}) > 1  # the processes did list the sets differently
+    assert found[0][0] == found[1][0] == found[2][0]
+    assert "words={'word0', 'word1', 'word10', " in found[0][0]["repr"]
+
+
 @pytest.mark.slow
 def test_the_python_api_takes_objects_for_named_components_and_writes_the_leaderboard(in_folder):
     sys.path.insert(0, str(in_folder))
