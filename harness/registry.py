@@ -293,7 +293,11 @@ class LocalPath(ParamType):
         if self.or_name and isinstance(value, str) and not looks_like_path(value):
             return None
         path = Path(value).expanduser()
-        if not path.exists():
+        try:
+            there = path.exists()
+        except OSError as error:  # a name too long for the file system
+            return f"cannot look for {str(value)[:80]!r}: {error.strerror}"
+        if not there:
             return f"no such {'folder' if self.folder else 'file or folder'} {str(value)!r}"
         if self.folder and not path.is_dir():
             return f"a file, expected a folder {str(value)!r}"

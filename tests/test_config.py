@@ -320,6 +320,26 @@ def test_every_folder_a_retriever_names_is_checked_at_once(tmp_path):
     ]
 
 
+def test_a_corpus_index_folder_is_looked_for_as_a_retriever_index_is(tmp_path):
+    """`corpus: {index: ...}` is the index every retriever is given; a name is a prebuilt one."""
+    missing = _experiment(name="a", corpus={"index": "./noindex"})
+    prebuilt = _experiment(name="b", corpus={"index": "msmarco-v1-passage"})
+    assert _error(tmp_path, {"experiments": [missing, prebuilt]}).endswith(
+        "experiments[0].corpus.index: no such folder './noindex'")
+
+
+def test_a_path_too_long_for_the_file_system_is_a_line_at_its_key(tmp_path, capsys):
+    """Not an OSError's traceback (ENAMETOOLONG)."""
+    long = str(tmp_path / ("x" * 300))
+    for experiment, key in ((_experiment(qrels=long), "qrels"),
+                            (_experiment(retrievers=[{"name": "bm25", "params": {"index": long}}]),
+                             "retrievers[0].params.index")):
+        path = _write(tmp_path, {"output": str(tmp_path / "out"), "experiments": [experiment]})
+        assert main(["run", str(path), "--dry-run"]) == 2
+        assert capsys.readouterr().err == (f"harness run: error: {path}: experiments[0].{key}: cannot look for "
+                                           f"{long[:80]!r}: File name too long\n")
+
+
 def test_an_error_in_a_file_the_config_names_also_names_the_config_key(tmp_path, capsys):
     qrels = tmp_path / "bad.qrels"
     qrels.write_text("q1 0 d1 1\nq2 0 d2\n", encoding="utf-8")

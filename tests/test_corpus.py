@@ -262,6 +262,21 @@ def test_a_document_id_given_twice_is_said_as_soon_as_its_block_is_read_and_none
     assert passed == []
 
 
+def test_a_block_of_long_documents_ends_at_its_text_size_not_its_count(monkeypatch):
+    """A block waits in memory until its ids are checked: 16,384 web pages would be hundreds of MB."""
+    monkeypatch.setattr(harness.corpus, "_BLOCK_TEXT", 1000)
+    read = []
+
+    def documents():
+        for number in range(100):
+            read.append(number)
+            yield Document(f"d{number}", "x" * 400)
+
+    corpus = Corpus("long", documents)
+    first = next(unique_ids(corpus, corpus.documents()))
+    assert first.id == "d0" and read == [0, 1, 2]  # 1,200 characters: the block ends at its third
+
+
 def test_two_ids_sharing_a_hash_are_not_a_repeated_id(ikat_documents, monkeypatch):
     """Only the ids' 64-bit hashes are held; a shared one is told apart by reading the ids again."""
     corpus = Corpus("ikat", lambda: iter(ikat_documents))

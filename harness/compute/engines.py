@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, fields
 from typing import Any, Protocol, TypeVar
 
-from harness.errors import HarnessError
+from harness.errors import HarnessError, InputError
 from harness.registry import INT_LIMIT, Registry, number_problem
 
 T = TypeVar("T")
@@ -188,7 +188,7 @@ class RayEngine:
             try:
                 result = ray.get(done)
             except ray.exceptions.RayError as error:
-                if isinstance(getattr(error, "cause", None), HarnessError):  # the input's fault (a file's line)
+                if isinstance(getattr(error, "cause", None), InputError):  # the input's fault (a file's line)
                     raise error.cause from None  # in its one line, as the local engine says it, no remote traceback
                 raise HarnessError(f"shard task failed on the Ray cluster: {error}") from None
             yield task, result

@@ -57,20 +57,19 @@ class Corpus:
 
 def unique_ids(corpus: Corpus, documents: Iterable[Document]) -> Iterator[Document]:
     """`documents` (the corpus's, read to build an index) passed through, an id given twice
-    an error naming where as soon as the block of _ID_BLOCK documents holding it is read,
-    before any of that block is passed on (before a dense index encodes it): an index would
-    hold both documents, and a ranking keep the id once, at the higher of their scores
-    (Run.of), whichever document the qrels judged under it (pyserini's BM25 and dense; the
-    numpy BM25 refuses such an index and falls back to pyserini). Holds 8 bytes a document,
-    a 64-bit hash of its id (the ids of ClueWeb22-B's 117M passages would take gigabytes as
-    strings); where a hash repeats, the corpus is read again up to there, to tell a repeated
-    id from two ids sharing a hash, and to say where."""
+    an error naming where as soon as the block holding it is read (_ID_BLOCK documents, fewer
+    where their texts are long), before any of that block is passed on (before a dense index
+    encodes it): an index would hold both documents, and a ranking keep the id once, at the
+    higher of their scores (Run.of), whichever document the qrels judged under it (pyserini's
+    BM25 and dense; the numpy BM25 refuses such an index and falls back to pyserini). Holds 8
+    bytes a document, a 64-bit hash of its id (the ids of ClueWeb22-B's 117M passages would
+    take gigabytes as strings); where a hash repeats, the corpus is read again up to there, to
+    tell a repeated id from two ids sharing a hash, and to say where."""
     import numpy as np  # here: not a cost of every `import harness`
 
     seen = _Hashes()
-    documents = iter(documents)
     read = 0
-    while block := list(islice(documents, _ID_BLOCK)):
+    for block in _blocks(documents):
         again = seen.add(np.fromiter((hash(document.id) for document in block), np.int64, len(block)))
         read += len(block)
         if again:
@@ -79,6 +78,21 @@ def unique_ids(corpus: Corpus, documents: Iterable[Document]) -> Iterator[Docume
 
 
 _ID_BLOCK = 16384  # ids checked at once: a repeat is said at most this many documents after it is read
+_BLOCK_TEXT = 16 << 20  # characters of text a block holds at most (16,384 web documents: hundreds of MB)
+
+
+def _blocks(documents: Iterable[Document]) -> Iterator[list[Document]]:
+    """`documents` in lists of _ID_BLOCK, or fewer where their texts pass _BLOCK_TEXT."""
+    block: list[Document] = []
+    size = 0
+    for document in documents:
+        block.append(document)
+        size += len(document.contents)
+        if len(block) == _ID_BLOCK or size >= _BLOCK_TEXT:
+            yield block
+            block, size = [], 0
+    if block:
+        yield block
 
 
 def _raise_repeated(corpus: Corpus, repeated: set[int], read: int) -> None:

@@ -183,7 +183,7 @@ def _pool_context() -> multiprocessing.context.BaseContext:
 def iter_passages(corpus: Corpus, splitter: str = "spacy", processes: int | None = None) -> Iterator[list[Passage]]:
     """Each document's passages, in corpus order; `processes` workers (default: all cores). A
     document id given twice (its passages' ids would be too) is an error naming its file and
-    lines, said once the batch holding it is reached (harness.corpus.unique_ids)."""
+    lines, said as soon as the block holding it is read, before it is split (harness.corpus.unique_ids)."""
     processes = processes or os.cpu_count() or 1
     _set_splitter(splitter)  # here, once: a bad name or a missing model fails before any worker
     batches = _batches(unique_ids(corpus, corpus.documents()))

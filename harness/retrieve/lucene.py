@@ -91,7 +91,8 @@ def cached_index(corpus: Corpus, threads: int | None = None) -> Path:
 
 def _dump_jsonl(corpus: Corpus, folder: Path) -> int:
     """Write the corpus as JsonCollection shards; returns the number of documents. An id given
-    twice is an error once they are written, before Lucene indexes them (harness.corpus.unique_ids)."""
+    twice is an error as soon as the block holding it is read, before it is written and before
+    Lucene indexes anything (harness.corpus.unique_ids)."""
     count = 0
     handle = None
     try:

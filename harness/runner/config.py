@@ -302,7 +302,11 @@ class Node:
     def existing_path(self) -> Path:
         """A file that exists: a folder, or a path found only beside the config, is an error here."""
         path = self.path()
-        if path.is_dir():
+        try:
+            folder = path.is_dir()
+        except OSError as error:  # a name too long for the file system
+            raise self.error(f"cannot look for {str(path)[:80]!r}: {error.strerror}") from None
+        if folder:
             raise self.error(f"{path} is a folder, expected a file")
         if not path.exists():
             raise self.error(f"no such file: {path}{self.beside_config(path)}")
@@ -543,16 +547,18 @@ def _look_for(node: Node, kind: LocalPath) -> None:
     """The file or folder a parameter names is here (a missing one found beside the config
     says so, as a missing file does)."""
     if problem := kind.problem(node.value):
-        path = Path(node.value).expanduser()
-        raise node.error(problem + ("" if path.exists() else node.beside_config(path)))
+        missing = problem.startswith("no such")
+        raise node.error(problem + (node.beside_config(Path(node.value).expanduser()) if missing else ""))
 
 
 def _corpus(node: Node, problems: Problems) -> CorpusSpec | None:
     """`corpus: SPEC`, a list of specs (each opened now, to check it) or `corpus: {index: NAME}`;
     None when a spec cannot be opened (each such error kept in `problems`)."""
-    if isinstance(node.value, dict):
+    if isinstance(node.value, dict):  # the index every retriever is given as its `index`
         keys = node.mapping(("index",), required=("index",))
-        return CorpusSpec(index=keys["index"].text())
+        before = len(problems.found)
+        problems.keep(_look_for, keys["index"], LocalPath(folder=True, or_name=True))  # a name: prebuilt, cached
+        return CorpusSpec(index=keys["index"].text()) if len(problems.found) == before else None
     specs = [problems.keep(_corpus_spec, item) for item in node.items()]
     return None if None in specs else CorpusSpec(specs=tuple(specs))
 
