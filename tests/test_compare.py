@@ -172,6 +172,14 @@ def test_cli_markdown_has_marked_leaderboard_breakdowns_and_arena(tmp_path):
     assert "## Arena ratings" in text and "| 1 | chatgpt_opendialkg | 1056 |" in text
 
 
+def test_on_a_log_or_a_pipe_evaluating_many_runs_draws_no_bar(tmp_path, capsys):
+    """A bar redrawn on a stream that is not a terminal is a line per refresh (`> log`, CI)."""
+    out = tmp_path / "board.md"
+    assert len(CAST2021_DOC_RUNS) >= 3  # where a terminal gets a bar
+    assert main(["compare", "--qrels", str(CAST2021_QRELS), *map(str, CAST2021_DOC_RUNS), "--measures", "RR",
+                 "--output", str(out)]) == 0
+    assert capsys.readouterr().err == f"report written to {out}\n"
+
 def test_a_single_run_gets_a_leaderboard_without_tests(evaluations):
     board = leaderboard(evaluations[:1])
     assert board.comparisons == [] and board.marks("org_convdr", "nDCG@3") == ""

@@ -194,6 +194,16 @@ def test_agreement_reports_say_who_made_judge_written_labels(pool, tmp_path, cap
     assert document["provenance"]["a"] is None and document["provenance"]["b"]["matches_file"] is False
 
 
+def test_on_a_log_or_a_pipe_judging_draws_no_bar_and_ends_with_its_one_line(pool, tmp_path, capsys):
+    """A bar redrawn on a stream that is not a terminal is a line per refresh (`> log`, CI)."""
+    with start_llm_server(tmp_path, pool["config"]) as server:
+        out = tmp_path / "llm.qrels"
+        assert main(judge_args(pool, server, out, depth=SHALLOW)) == 0
+    err = capsys.readouterr().err
+    assert "\r" not in err and "pair/s" not in err
+    assert err.startswith(f"judged {len(pool['shallow'])} pairs (0 from the cache, {len(pool['shallow'])} requests;")
+    assert err.count("\n") == 1
+
 def test_pairs_people_judged_are_not_judged_again(pool, tmp_path):
     nist = read_qrels(nist_2024()).judgments
     new = {pair: grade for pair, grade in pool["labels"].items() if pair[1] not in nist.get(pair[0], {})}

@@ -28,7 +28,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("harness.errors",),
     ("harness.atomic",),
     ("harness.paths",),
-    ("harness.registry", "harness.jsonl", "harness.extras"),
+    ("harness.registry", "harness.jsonl", "harness.extras", "harness.progress"),
     ("harness.trec",),
     ("harness.corpus",),
     ("harness.topics",),

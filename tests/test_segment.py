@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from itertools import groupby
 
 import pytest
@@ -225,3 +226,20 @@ def test_a_corpus_spec_holding_no_document_names_its_file(tmp_path, capsys):
     assert main(["segment", f"trec:{blank}", "--output", str(tmp_path / "p.jsonl")]) == 2
     assert capsys.readouterr().err.endswith(f": error: {blank}: holds no document: nothing to read\n")
     assert not (tmp_path / "p.jsonl").exists()
+
+
+@pytest.mark.parametrize("sharding, lines", [
+    ([], [r"4 passages written to {out} in \d+\.\d s"]),
+    (["--shard-docs", "2"], [r"segment: 2 shards, 2 run, 0 already done; 4 documents in \d+\.\d s \(.*manifest\.json\)",
+                             r"4 passages written to {out} in \d+\.\d s"]),
+], ids=["one pass", "sharded"])
+def test_on_a_log_or_a_pipe_segment_draws_no_bar_and_says_once_what_it_did(tmp_path, capsys, sharding, lines):
+    """A bar redrawn on a stream that is not a terminal is a line per refresh (`> log`, CI)."""
+    corpus, out = tmp_path / "docs.jsonl", tmp_path / "p.jsonl"
+    corpus.write_text("".join(json.dumps({"id": docid, "contents": f"Text {docid}. More."}) + "\n" for docid in "abcd"))
+    assert main(["segment", str(corpus), "--output", str(out), "--splitter", "fast", "--processes", "1",
+                 *sharding]) == 0
+    err = capsys.readouterr().err
+    assert "\r" not in err and len(err.split("\n")) == len(lines) + 1
+    for line, pattern in zip(err.split("\n"), lines):
+        assert re.fullmatch(pattern.format(out=re.escape(str(out))), line)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import time
 from pathlib import Path
 
 from harness.cli import add_output, number_in
@@ -35,6 +36,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from harness.compute.engines import engine_spec, start_engine
 
+    started = time.perf_counter()
     spec = engine_spec(args)
     refuse_overwriting([args.corpus] if Path(args.corpus).is_file() else [], [("--output", args.out)])
     if spec.name == "local" and args.shard_docs is None:
@@ -48,5 +50,5 @@ def run(args: argparse.Namespace) -> int:
                                     processes=args.processes)
         finally:
             engine.close()
-    print(f"{count} passages written to {args.out}", file=sys.stderr)
+    print(f"{count} passages written to {args.out} in {time.perf_counter() - started:.1f} s", file=sys.stderr)
     return 0

@@ -27,11 +27,10 @@ from itertools import islice
 from pathlib import Path
 from typing import Protocol
 
-from tqdm import tqdm
-
 from harness.atomic import atomic_write
 from harness.corpus import Corpus, Document, unique_ids
 from harness.errors import HarnessError
+from harness.progress import progress_bar
 from harness.registry import Registry
 
 MAX_CHARS = 10_000
@@ -207,7 +206,7 @@ def segment_corpus(corpus: Corpus, out: Path, splitter: str = "spacy", processes
     """Write `out` as JSONL passages {"id", "contents", "md5"}; returns the passage count."""
     count = 0
     with atomic_write(out) as handle:
-        progress = tqdm(desc=f"segment {corpus.name}", unit=" docs", file=sys.stderr)
+        progress = progress_bar(f"segment {corpus.name}", " docs")
         with progress:
             for passages in iter_passages(corpus, splitter, processes):
                 handle.writelines(passage_line(passage) for passage in passages)

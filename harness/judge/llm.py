@@ -26,7 +26,6 @@ import json
 import os
 import queue
 import string
-import sys
 import threading
 import time
 from collections.abc import Mapping, Sequence
@@ -176,7 +175,7 @@ class LLMJudge:
         return self.template.fill(item.fields, self.scale)
 
     def judge(self, items: Sequence[Item], progress: bool = False) -> list[Judgment]:
-        from tqdm import tqdm
+        from harness.progress import progress_bar
 
         self.stats = Stats()
         started = time.perf_counter()
@@ -192,8 +191,7 @@ class LLMJudge:
             else:
                 todo.setdefault(key, []).append(index)
         hits = len(items) - sum(map(len, todo.values()))
-        bar = tqdm(total=len(items), desc=f"judging ({self.endpoint.model})", unit="pair", file=sys.stderr,
-                   disable=not progress, initial=hits)
+        bar = progress_bar(f"judging ({self.endpoint.model})", "pair", total=len(items), shown=progress, initial=hits)
         bar.set_postfix_str(f"cache hits {hits}, 0.0 req/s", refresh=False)
         stop = threading.Event()
         questions: queue.SimpleQueue = queue.SimpleQueue()

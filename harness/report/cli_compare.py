@@ -8,8 +8,6 @@ import math
 import sys
 from pathlib import Path
 
-from tqdm import tqdm
-
 from harness.cli import PRESET_HELP, add_output, add_runs, number_in, runs
 from harness.errors import HarnessError
 from harness.evaluate import (JUDGED, Evaluator, RunFileOptions, evaluate_file, keep_measures, report_reading,
@@ -23,6 +21,7 @@ from harness.report.model import Report
 from harness.report.cli_options import add_paired_tests, baselines
 from harness.report.stats import Resampling
 from harness.paths import refuse_overwriting
+from harness.progress import progress_bar
 from harness.trec import file_stem
 
 
@@ -68,7 +67,7 @@ def run(args: argparse.Namespace) -> int:
     evaluator = Evaluator(qrels, scored_measures)
     options = RunFileOptions(passage_separator=separator, depth=depth)  # as `harness eval` reads them
     scored = [evaluate_file(evaluator, path, options)
-              for path in tqdm(files, desc="evaluating runs", unit="run", file=sys.stderr, disable=len(files) < 3)]
+              for path in progress_bar("evaluating runs", "run", iterable=files, shown=len(files) >= 3)]
     evaluations = [keep_measures(evaluation, measures) for evaluation in scored]
     for evaluation in evaluations:
         report_reading(evaluation, args.qrels)

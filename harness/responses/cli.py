@@ -112,7 +112,7 @@ def _eval(args: argparse.Namespace) -> int:
     if args.citations and not any(r.cited for run in runs for r in run.responses.values()):
         raise HarnessError("--citations: none of the responses cites a passage")
     evaluation = evaluate_runs(runs, bank, judge, citation_judge=citation_judge, passages=_passages(args.passages, runs),
-                               questions=questions, turns=turns, progress=sys.stderr.isatty())
+                               questions=questions, turns=turns, progress=True)
     for note in evaluation.notes:
         print(f"note: {note}", file=sys.stderr)
     if args.assignments_out:

@@ -15,7 +15,6 @@ import hashlib
 import json
 import os
 import re
-import sys
 import threading
 from collections import OrderedDict, deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -550,12 +549,11 @@ def check_dtype(dtype: str) -> str:
 
 
 def _encode_corpus(corpus: Corpus, encoder: Encoder) -> tuple[list[str], np.ndarray]:
-    from tqdm import tqdm
+    from harness.progress import progress_bar
 
     # in the one pass over the corpus (a pass of its own first would read a big corpus twice):
-    # a repeated id is said as soon as it is read, before its block is encoded; a bar on a terminal
-    # only (disable=None): on a log or a pipe every refresh would be a line
-    with tqdm(desc=f"encoding {corpus.name}", unit=" passages", file=sys.stderr, disable=None) as progress:
+    # a repeated id is said as soon as it is read, before its block is encoded
+    with progress_bar(f"encoding {corpus.name}", " passages") as progress:
         ids, vectors = encode_all(encoder, unique_ids(corpus, corpus.documents()), progress=progress.update)
     if not ids:
         raise HarnessError(f"corpus {corpus.name!r} has no documents to encode")

@@ -19,17 +19,15 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 from collections import deque
 from pathlib import Path
-
-from tqdm import tqdm
 
 from harness.atomic import check_outputs, temp_folder
 from harness.corpus import Corpus, unique_ids
 from harness.corpus.segment import document_text
 from harness.errors import HarnessError
 from harness.paths import cache_root
+from harness.progress import progress_bar
 from harness.retrieve.java import anserini_jar, die_with_parent, ensure_jvm, java_command, java_home
 
 # Anserini indexes one file per thread: shards keep every thread busy on large corpora.
@@ -96,8 +94,7 @@ def _dump_jsonl(corpus: Corpus, folder: Path) -> int:
     count = 0
     handle = None
     try:
-        for document in tqdm(unique_ids(corpus, corpus.documents()), desc=f"dump {corpus.name}", unit=" docs",
-                             file=sys.stderr, disable=None):
+        for document in progress_bar(f"dump {corpus.name}", " docs", iterable=unique_ids(corpus, corpus.documents())):
             if count % SHARD_DOCS == 0:
                 if handle:
                     handle.close()
@@ -176,7 +173,7 @@ def _run_java(command: list[str], total: int) -> int:
     with subprocess.Popen(
         command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, errors="replace",
         preexec_fn=die_with_parent,
-    ) as java, tqdm(total=total, desc="index", unit=" docs", file=sys.stderr, disable=None) as progress:
+    ) as java, progress_bar("index", " docs", total=total) as progress:
         try:
             for line in java.stdout:
                 log.append(line.rstrip())

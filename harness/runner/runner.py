@@ -25,8 +25,6 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, TextIO
 
-from tqdm import tqdm
-
 from harness.atomic import atomic_write, folder_lock
 from harness.corpus import Corpus, Document
 from harness.errors import HarnessError
@@ -37,6 +35,7 @@ from harness.queries.llm import endpoints as llm_endpoints
 from harness.retrieve import RETRIEVERS, Retriever, SearchQuery, build, shared_retrievers
 from harness.retrieve.specs import retriever_specs
 from harness.paths import file_in
+from harness.progress import progress_bar
 from harness.runner import provenance
 from harness.runner.config import Config, Experiment, RunSpec
 from harness.runner.tasks import TASKS, Ranker
@@ -204,11 +203,11 @@ def execute(prepared: Prepared, workspace: Workspace, output: Path, config_path:
                        lambda: workspace.retriever(run))
     set_up = time.perf_counter() - started
     started = time.perf_counter()
-    # a bar on a terminal; on a log or a pipe (disable=None) one line when the run is written
-    with tqdm(total=len(prepared.queries), desc=run.tag, unit="turn", file=log, mininterval=0.5,
-              disable=None) as progress:
+    # a bar on a terminal; on a log or a pipe one line when the run is written
+    with progress_bar(run.tag, "turn", total=len(prepared.queries), file=log, mininterval=0.5) as progress:
         bar = not progress.disable  # (closing a bar disables it)
-        rankings = _rankings(prepared.queries, rank, run.experiment.k, progress, lambda: _nothing_retrieved(prepared))
+        rankings = _rankings(prepared.queries, rank, run.experiment.k, progress.update,
+                             lambda: _nothing_retrieved(prepared))
         lines = write_run(run_path(output, run), rankings, run.tag)
     seconds = time.perf_counter() - started
     if not bar:
@@ -271,7 +270,7 @@ def finished_scores(prepared: Prepared, output: Path) -> Scored:
     return scored
 
 
-def _rankings(queries: list[SearchQuery], rank: Ranker, k: int, progress: tqdm,
+def _rankings(queries: list[SearchQuery], rank: Ranker, k: int, progress: Callable[[int], object],
               nothing: Callable[[], HarnessError]) -> Iterator[tuple[str, Iterable[tuple[str, float]]]]:
     """Each query's top k (docid, score) pairs, in query order, ranked a batch at a time, so
     that progress shows and only a few batches of rankings are held. When no query retrieved
@@ -284,7 +283,7 @@ def _rankings(queries: list[SearchQuery], rank: Ranker, k: int, progress: tqdm,
             for query in batch:
                 answered += bool(run.scores.get(query.qid))
                 yield query.qid, run.pairs(query.qid, k)
-            progress.update(len(batch))
+            progress(len(batch))
     if not answered:
         raise nothing()
 

@@ -171,8 +171,9 @@ def run_shards(
     """Run every shard not already done (per the manifest and the files' checksums); returns
     the complete manifest. `source` is the input's fingerprint: with a complete manifest of the
     same source, `tasks` is not read at all. Progress on stderr: shards done, documents/s."""
-    from tqdm import tqdm
+    from harness.progress import progress_bar
 
+    started = time.monotonic()
     make_folder(folder)
     old = read_manifest(folder)
     before = json.dumps(old, sort_keys=True)
@@ -180,7 +181,7 @@ def run_shards(
         if json.dumps(old, sort_keys=True) != before:
             with contextlib.suppress(OSError):  # a read-only folder: re-hashed again next time, nothing lost
                 _write_manifest(folder, old)  # a file re-hashed: its new version, not to re-hash it again
-        _report(job, folder, len(old["shards"]), 0)
+        _report(job, folder, old["shards"], 0, started)
         return old
     previous = {}
     if old is not None and old.get("job") == job and old.get("settings") == settings:
@@ -194,8 +195,7 @@ def run_shards(
         manifest["complete"] = complete
         _write_manifest(folder, manifest)
 
-    started = time.monotonic()
-    progress = tqdm(desc=f"{job} shards", unit=" docs", file=sys.stderr, dynamic_ncols=True)
+    progress = progress_bar(f"{job} shards", " docs", dynamic_ncols=True)
 
     def pending() -> Iterator[ShardTask]:
         for task in tasks:
@@ -226,10 +226,12 @@ def run_shards(
     if not entries:  # raised before the manifest says complete, so that a rerun raises too
         raise HarnessError(f"{job}: the corpus has no documents")
     save(complete=True)
-    _report(job, folder, len(entries), redone)
+    _report(job, folder, manifest["shards"], redone, started)
     return manifest
 
 
-def _report(job: str, folder: Path, shards: int, redone: int) -> None:
-    print(f"{job}: {shards} shards, {redone} run, {shards - redone} already done ({folder / MANIFEST})",
-          file=sys.stderr)
+def _report(job: str, folder: Path, shards: list[dict[str, Any]], redone: int, started: float) -> None:
+    """The job's one line: what the bar showed on a terminal, said once on a log as well."""
+    docs = sum(entry["docs"] for entry in shards)
+    print(f"{job}: {len(shards)} shards, {redone} run, {len(shards) - redone} already done; {docs} documents in "
+          f"{time.monotonic() - started:.1f} s ({folder / MANIFEST})", file=sys.stderr)
