@@ -285,6 +285,25 @@ def _raw_pragmaticqa(folder: Path, retrievers: list) -> Path:
     return config
 
 
+def test_a_strategy_forms_its_queries_once_for_all_the_retrievers_of_an_experiment(tmp_path, capsys):
+    """They search the same queries (hqe on these 1,526 turns took 0.3 s a retriever)."""
+    from harness.queries import STRATEGIES
+
+    asked = []
+
+    def mine(conversation, turn_index):
+        asked.append(conversation.turns[turn_index].qid)
+        return conversation.turns[turn_index].utterance
+
+    config = tmp_path / "twice.yaml"
+    config.write_text(yaml.safe_dump({"k": 10, "output": str(tmp_path / "runs"), "experiments": [
+        {"name": "pqa", "topics": "pragmaticqa:val", "strategies": ["mine"], "measures": ["RR"],
+         "retrievers": ["bm25", "dense"]}]}), encoding="utf-8")
+    with STRATEGIES.using({"mine": mine}):
+        assert main(["run", str(config), "--dry-run"]) == 0
+    assert capsys.readouterr().out.count("1526 queries") == 2
+    assert len(asked) == len(set(asked)) == 1526
+
 def test_run_starts_the_declared_preloads_of_the_runs_it_will_make_in_the_background(tmp_path):
     """A retriever's `preload` (torch's import, for dense) runs once, on a thread of its own,
     for runs whose files are not there yet, a retriever nested in fusion's included; a second
