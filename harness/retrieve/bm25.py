@@ -6,8 +6,8 @@ corpus (built on first use). Two backends give the same hits:
 - `numpy` (default): the index's postings are exported once (beside it) and memory-mapped,
   and queries are scored by a compiled loop (numba; block-max MaxScore) exactly as Lucene
   and Anserini score them (`lucene_scorer`, `_lucene_kernels`), queries analysed by the
-  searcher's own analyzer and RM3's expanded query computed by Anserini; at k=1000 on
-  1.26M passages 7.5-9.4x pyserini's `batch_search` on this busy 2-core machine
+  analyzer Anserini's searcher uses (its default English one) and RM3's expanded query
+  computed by Anserini; at k=1000 on 1.26M passages 7.5-9.4x pyserini's `batch_search` on this busy 2-core machine
   (`benchmarks/bm25_speed.py --passages N`). Indexes it cannot read (deleted documents)
   fall back to pyserini, with one line on stderr.
 - `pyserini`: multi-threaded `batch_search`es of `PYSERINI_BATCH` queries, whose cost at
@@ -97,16 +97,21 @@ class BM25:
                 self.scorer = LuceneScorer(read, k1, b)
             else:
                 print(f"bm25: searching {index} through pyserini: {read}", file=sys.stderr)
+        from jnius import autoclass
+
+        self.anserini = None  # Anserini's searcher: pyserini's route, and RM3's feedback terms
         if self.scorer is None:
             from pyserini.search.lucene import LuceneSearcher
 
             self.searcher = LuceneSearcher(folder, prebuilt_index_name=prebuilt)
             self.anserini = self.searcher.object
-        else:  # Anserini's own searcher, which pyserini wraps, without importing pyserini
-            from jnius import autoclass
-
+        elif rm3:  # Anserini's own searcher, which pyserini wraps, without importing pyserini
             self.anserini = autoclass("io.anserini.search.SimpleSearcher")(folder)
-        self.anserini.set_bm25(float(k1), float(b))
+        if self.anserini is not None:
+            self.anserini.set_bm25(float(k1), float(b))
+            self.analyzer = self.anserini.get_analyzer()
+        else:  # the searcher's analyzer made alone: SimpleSearcher's class took 0.6 s to load
+            self.analyzer = autoclass("io.anserini.analysis.DefaultEnglishAnalyzer").newDefaultInstance()
         if rm3:
             if self.scorer is None:
                 try:
@@ -135,7 +140,7 @@ class BM25:
         if self.rm3:
             bags = [feedback_query(self.anserini, text) for text in texts]
         else:
-            bags = [bag_of_words(tokens) for tokens in analyze(self.anserini.get_analyzer(), texts)]
+            bags = [bag_of_words(tokens) for tokens in analyze(self.analyzer, texts)]
         return self.scorer.search(dict(zip((query.qid for query in queries), bags)), depth, threads=self.threads)
 
     def _search_pyserini(self, queries: Sequence[SearchQuery], depth: int) -> Run:
