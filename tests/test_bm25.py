@@ -145,6 +145,8 @@ def test_cli_index_and_force(tmp_path, capsys):
     out = tmp_path / "index"
     assert main(["index", "benchmark:ikat2023:train", "--out", str(out), "--threads", "1"]) == 0
     assert json.loads((out / MANIFEST).read_text())["documents"] == 194
+    assert re.fullmatch(rf"index of 194 documents written to {re.escape(str(out))} in \d+\.\d s\n",
+                        capsys.readouterr().err.splitlines(keepends=True)[-1])  # what a log says, bars off
     stamp = (out / MANIFEST).stat().st_mtime_ns
     assert main(["index", "benchmark:ikat2023:train", "--out", str(out)]) == 2
     assert "already exists; pass --force" in capsys.readouterr().err

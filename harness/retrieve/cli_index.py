@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import argparse
+import json
 import sys
+import time
 from pathlib import Path
 
 from harness.cli import add_output
-from harness.retrieve.lucene import build_index, default_threads
+from harness.retrieve.lucene import MANIFEST, build_index, default_threads
 from harness.corpus.readers import open_documents
 
 
@@ -24,6 +26,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     # a child JVM whatever the size: progress from its log, and Ctrl-C stops it at once
+    started = time.perf_counter()
     out = build_index(open_documents(args.corpus), args.out, threads=args.threads, force=args.force, in_process=False)
-    print(f"index written to {out}", file=sys.stderr)
+    documents = json.loads((out / MANIFEST).read_text(encoding="utf-8"))["documents"]
+    print(f"index of {documents} documents written to {out} in {time.perf_counter() - started:.1f} s", file=sys.stderr)
     return 0
