@@ -25,7 +25,6 @@ import hashlib
 import json
 import os
 import queue
-import string
 import threading
 import time
 from collections.abc import Mapping, Sequence
@@ -38,7 +37,7 @@ from harness.judge.model import Item, Judgment
 from harness.judge.scales import Scale
 from harness.paths import cache_root
 from harness.registry import AtLeast, Param
-from harness.queries.llm import Endpoint, answer_text
+from harness.queries.llm import Endpoint, answer_text, template_fields
 
 PROMPTS = Path(__file__).with_name("prompts")
 JUDGE_FIELDS = ("scale", "labels")  # filled by the judge, not by the items
@@ -73,13 +72,8 @@ class Template:
         else:
             text, source = template, "<text>"
             data = text.encode("utf-8")
-        try:
-            names = frozenset(name for _, name, _, _ in string.Formatter().parse(text) if name is not None)
-        except ValueError as error:
-            raise InputError(source, f"bad prompt template ({error}); a literal brace is {{{{ or }}}}") from None
-        if not names:  # an empty file, or the wrong one: the same prompt for every item, the same label back
-            raise InputError(source, "uses no {field}: every item would get the same prompt (the shipped templates "
-                                     "use {question}, {passage}, ...)")
+        names = template_fields(text, source, "uses no {field}: every item would get the same prompt (the shipped "
+                                              "templates use {question}, {passage}, ...)")
         odd = sorted(name for name in names if not name.isidentifier())
         if odd:
             raise InputError(source, f"bad field {{{odd[0]}}} in the prompt template: a field is a plain name")

@@ -65,18 +65,27 @@ class Endpoint:
                 "prompt_sha256": file_sha256(self.prompt), "temperature": 0}
 
 
+def template_fields(text: str, source: Path | str, none: str) -> frozenset[str]:
+    """The {field}s of a prompt template (this strategy's, an LLM judge's). A template without
+    any (an empty file, or the wrong one) would send the same prompt for every item, and get the
+    same answer back: an InputError saying `none`, as is a brace left unpaired."""
+    try:
+        names = frozenset(name for _, name, _, _ in string.Formatter().parse(text) if name is not None)
+    except ValueError as error:
+        raise InputError(source, f"bad prompt template ({error}); a literal brace is {{{{ or }}}}") from None
+    if not names:
+        raise InputError(source, none)
+    return names
+
+
 @lru_cache(maxsize=8)
 def _template(path: Path, stamp: tuple[int, int]) -> str:
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as error:
         raise InputError(path, f"cannot read the prompt template ({error})") from None
-    try:
-        names = {name for _, name, _, _ in string.Formatter().parse(text) if name is not None}
-    except ValueError as error:
-        raise InputError(path, f"bad prompt template ({error}); a literal brace is {{{{ or }}}}") from None
-    if not names:  # an empty file, or the wrong one: every turn would be rewritten alike
-        raise InputError(path, f"uses no field: every turn would get the same prompt; known: {', '.join(FIELDS)}")
+    names = template_fields(text, path, f"uses no field: every turn would get the same prompt; known: "
+                                        f"{', '.join(FIELDS)}")
     unknown = sorted(names - set(FIELDS))
     if unknown:
         raise InputError(path, f"unknown field {{{unknown[0]}}}; known: {', '.join(FIELDS)}")
