@@ -183,7 +183,8 @@ def _encode_ahead(encoder: Encoder, calls: Iterable[list[str]], *, query: bool) 
         executor = _executor(encoder.workers)
         try:
             while True:
-                while len(pending) < 2 or sum(not f.done() for _, futures in pending for f in futures) < encoder.workers:
+                while (len(pending) < 2
+                       or sum(not f.done() for _, futures in pending for f in futures) < encoder.workers):
                     texts = next(remaining, None)
                     if texts is None:
                         break

@@ -7,9 +7,9 @@ corpus (built on first use). Two backends give the same hits:
   and queries are scored by a compiled loop (numba; block-max MaxScore) exactly as Lucene
   and Anserini score them (`lucene_scorer`, `_lucene_kernels`), queries analysed by the
   analyzer Anserini's searcher uses (its default English one) and RM3's expanded query
-  computed by Anserini; at k=1000 on 1.26M passages 7.5-9.4x pyserini's `batch_search` on this busy 2-core machine
-  (`benchmarks/bm25_speed.py --passages N`). Indexes it cannot read (deleted documents)
-  fall back to pyserini, with one line on stderr.
+  computed by Anserini; at k=1000 on 1.26M passages 7.5-9.4x pyserini's `batch_search` on
+  this busy 2-core machine (`benchmarks/bm25_speed.py --passages N`). Indexes it cannot
+  read (deleted documents) fall back to pyserini, with one line on stderr.
 - `pyserini`: multi-threaded `batch_search`es of `PYSERINI_BATCH` queries, whose cost at
   k=1000 is Anserini's (it loads every hit's stored document).
 """

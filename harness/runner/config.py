@@ -543,12 +543,13 @@ def _retriever(node: Node, task, problems: Problems) -> RetrieverSpec:
     return RetrieverSpec(name, params, label)
 
 
-def _look_for(node: Node, kind: LocalPath) -> None:
-    """The file or folder a parameter names is here (a missing one found beside the config
+def _look_for(node: Node, kind: LocalPath) -> Any:
+    """The value, naming a file or folder that is here (a missing one found beside the config
     says so, as a missing file does)."""
     if problem := kind.problem(node.value):
         missing = problem.startswith("no such")
         raise node.error(problem + (node.beside_config(Path(node.value).expanduser()) if missing else ""))
+    return node.value
 
 
 def _corpus(node: Node, problems: Problems) -> CorpusSpec | None:
@@ -556,9 +557,9 @@ def _corpus(node: Node, problems: Problems) -> CorpusSpec | None:
     None when a spec cannot be opened (each such error kept in `problems`)."""
     if isinstance(node.value, dict):  # the index every retriever is given as its `index`
         keys = node.mapping(("index",), required=("index",))
-        before = len(problems.found)
-        problems.keep(_look_for, keys["index"], LocalPath(folder=True, or_name=True))  # a name: prebuilt, cached
-        return CorpusSpec(index=keys["index"].text()) if len(problems.found) == before else None
+        index = keys["index"].text()
+        looked = problems.keep(_look_for, keys["index"], LocalPath(folder=True, or_name=True))  # a name: prebuilt
+        return None if looked is None else CorpusSpec(index=index)
     specs = [problems.keep(_corpus_spec, item) for item in node.items()]
     return None if None in specs else CorpusSpec(specs=tuple(specs))
 

@@ -142,7 +142,8 @@ class PtkbTask:
         from harness.ikat.ptkb import rank_ptkb
 
         ranked = rank_ptkb(benchmark, name, **params)
-        return lambda batches: (ranked for _ in batches)  # every turn's ranking, made up front; the runner picks the batch's
+        # every turn's ranking, made up front; the runner picks the batch's
+        return lambda batches: (ranked for _ in batches)
 
 
 TASKS.add("retrieval", RetrievalTask(), "rank passages for each turn: a query strategy, then a retriever over a corpus")
