@@ -98,3 +98,16 @@ def test_a_relevance_level_no_judgment_reaches_is_a_warning_that_the_measure_is_
     warnings = [line for line in capsys.readouterr().err.splitlines() if line.startswith("warning:")]
     assert warnings == [f"warning: P(rel=9)@5: no judgment in qrels {CAST2021_QRELS} reaches grade 9 (the highest "
                         "is 4), so it is 0 on every query"]
+
+
+def test_a_run_named_notes_is_refused_where_json_output_carries_the_fill_notes(tmp_path, capsys):
+    """The notes key of `eval --fill --format json` would replace the scores of a run called notes."""
+    human, fill, run = tmp_path / "human.qrels", tmp_path / "fill.qrels", tmp_path / "notes.run"
+    human.write_text("1 0 a 1\n1 0 b 0\n")
+    fill.write_text("1 0 c 2\n")
+    run.write_text("1 Q0 a 1 3 s\n1 Q0 c 2 2 s\n")
+    assert main(["eval", "--qrels", str(human), str(run), "--measures", "P@2", "--fill", str(fill),
+                 "--format", "json"]) == 2
+    assert f"{run}: a run named 'notes' would share its key with the notes" in capsys.readouterr().err
+    assert main(["eval", "--qrels", str(human), str(run), "--measures", "P@2", "--format", "json"]) == 0  # no notes
+    assert json.loads(capsys.readouterr().out) == {"notes": {"P@2": 0.5}}

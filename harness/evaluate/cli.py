@@ -75,6 +75,10 @@ def run(args: argparse.Namespace) -> int:
     names = [e.run_name for e in evaluations]
     if len(set(names)) != len(names):
         raise HarnessError(f"two runs share a file name stem ({', '.join(names)}); rename one")
+    if notes and args.format == "json" and "notes" in names:  # its scores would be overwritten by the notes
+        raise HarnessError(f"{runs(args)[names.index('notes')]}: a run named 'notes' would share its key with "
+                           "the notes that JSON output with --fill carries (where the filled labels came from); "
+                           "rename the file")
     for evaluation in evaluations:
         _report_coverage(evaluation, qrels_path=args.qrels)
     if args.fill:
