@@ -11,7 +11,8 @@ that answers from recorded labels (e.g. the iKAT organisers' GPT-4 pool judgment
                                                       # (of the entries that match, the one
                                                       # with the most needles; an ANSWER
                                                       # that is an object is sent as the
-                                                      # whole HTTP 200 body)
+                                                      # whole HTTP 200 body, and
+                                                      # {"raw body": TEXT} sends TEXT as it is)
      "delay_s": 0.0,                                  # latency of every answer
      "faults": {"429": N, "500": N, "timeout": N},    # the first request of every Nth prompt
                                                       # (by its sha256) fails so
@@ -94,7 +95,7 @@ class Handler(BaseHTTPRequestHandler):
         })
 
     def _send(self, status: int, document: dict) -> None:
-        data = json.dumps(document).encode()
+        data = document["raw body"].encode() if set(document) == {"raw body"} else json.dumps(document).encode()
         try:
             self.send_response(status)
             self.send_header("Content-Type", "application/json")

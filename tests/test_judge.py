@@ -276,6 +276,38 @@ def test_a_completion_without_a_choice_is_an_empty_answer_and_a_body_that_is_non
             judge("page")
 
 
+@pytest.mark.parametrize("body, why", [
+    ({"raw body": "not json"}, "its body is not JSON"),
+    ({"choices": [{"index": 0, "message": {"role": "assistant", "content": ["2"]}}]},
+     "its message content is a JSON list, not text"),
+])
+def test_a_body_that_is_no_json_or_whose_content_is_no_text_is_a_one_line_error_and_never_cached(tmp_path, body,
+                                                                                               why):
+    """An HTTP 200 the client cannot read as JSON, or whose message content is not a string,
+    is one line, not a traceback; nothing is cached, so the pair is asked again once the
+    endpoint answers properly (an answer such a body left in an earlier cache is asked again too)."""
+    cache = tmp_path / "cache"
+
+    def judge(server):
+        made = LLMJudge(Endpoint("m", server.base_url, "t"), "[passage {passage}]", RELEVANCE_0_4, cache_dir=cache)
+        return made, made.judge([Item(("q", "d"), {"passage": "d"})])
+
+    with start_llm_server(tmp_path, {"labels": {"d": [[body]]}}) as server:
+        with pytest.raises(HarnessError, match=rf"^the LLM endpoint at http://127.0.0.1:\d+/v1 did not answer with a "
+                                               rf"chat completion \({why}\); is it an OpenAI-compatible base URL"):
+            judge(server)
+    made = LLMJudge(Endpoint("m", "http://127.0.0.1:9/v1", "t"), "[passage {passage}]", RELEVANCE_0_4,
+                    cache_dir=cache)
+    assert not made.cache.answers
+    key = hashlib.sha256(made.prompt(Item(("q", "d"), {"passage": "d"})).encode()).hexdigest()
+    cache.mkdir()
+    made.cache.path.write_text(json.dumps({"key": key, "item": ["q", "d"], "answer": ["2"]}) + "\n")
+    (tmp_path / "fixed").mkdir()
+    with start_llm_server(tmp_path / "fixed", {"labels": {"d": [["2"]]}}) as server:
+        _, judgments = judge(server)
+        assert [(j.label, j.cached) for j in judgments] == [(2, False)] and len(server.requests()) == 1
+
+
 def test_an_unreachable_endpoint_is_a_one_line_error(pool, tmp_path, capsys):
     assert main(judge_args(pool, type("S", (), {"base_url": "http://127.0.0.1:9/v1"}), tmp_path / "x.qrels")) == 2
     error = capsys.readouterr().err.strip().splitlines()[-1]

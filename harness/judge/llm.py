@@ -37,7 +37,7 @@ from harness.judge.model import Item, Judgment
 from harness.judge.scales import Scale
 from harness.paths import cache_root
 from harness.registry import AtLeast, Param
-from harness.queries.llm import Endpoint, answer_text, template_fields
+from harness.queries.llm import Endpoint, answer_text, not_a_completion, template_fields
 
 PROMPTS = Path(__file__).with_name("prompts")
 JUDGE_FIELDS = ("scale", "labels")  # filled by the judge, not by the items
@@ -103,7 +103,8 @@ class AnswerCache:
                 for line in handle:
                     try:
                         record = json.loads(line)
-                        self.answers[record["key"]] = record["answer"]
+                        if isinstance(record["answer"], str):  # else an answer no answer_text gives: asked again
+                            self.answers[record["key"]] = record["answer"]
                     except (ValueError, KeyError, TypeError):
                         pass  # a line torn by a kill: that answer is asked again
         except FileNotFoundError:
@@ -292,6 +293,8 @@ class LLMJudge:
             except openai.APIStatusError as error:
                 raise HarnessError(f"{where} answered HTTP {error.status_code} for model "
                                    f"{self.endpoint.model!r}: {_message(error)}") from None
+            except json.JSONDecodeError:  # HTTP 200 whose body the client could not read as JSON
+                raise not_a_completion(self.endpoint.base_url, " (its body is not JSON)") from None
             retry = attempt < self.retries and not stop.wait(min(wait_s, BACKOFF_CAP_S))  # none after Ctrl-C
             self._count(cause, retry=retry)
             if not retry:

@@ -188,16 +188,25 @@ def _ask(target: Endpoint, prompt: str) -> str:
     return answer_text(response, target.base_url)
 
 
+def not_a_completion(base_url: str, why: str = "") -> HarnessError:
+    """The one-line error for an HTTP 200 body that is no chat completion (`why`: what it is)."""
+    return HarnessError(f"the LLM endpoint at {base_url} did not answer with a chat completion{why}; is it an "
+                        "OpenAI-compatible base URL (e.g. http://127.0.0.1:8000/v1)?")
+
+
 def answer_text(response, base_url: str) -> str:
     """The text of a chat completion's first choice, "" when it has none (no choice, as a
     content filter answers, or no content): an empty answer, not a crash. A body that is not a
-    chat completion (a web page at a wrong base URL, answered HTTP 200) is a one-line error."""
+    chat completion (a web page at a wrong base URL, answered HTTP 200), or whose message
+    content is not text, is a one-line error (never cached as an answer)."""
     choices = getattr(response, "choices", None)
     if not isinstance(choices, list):
-        raise HarnessError(f"the LLM endpoint at {base_url} did not answer with a chat completion; is it an "
-                           "OpenAI-compatible base URL (e.g. http://127.0.0.1:8000/v1)?")
+        raise not_a_completion(base_url)
     message = getattr(choices[0], "message", None) if choices else None
-    return getattr(message, "content", None) or ""
+    content = getattr(message, "content", None)
+    if content is not None and not isinstance(content, str):
+        raise not_a_completion(base_url, f" (its message content is a JSON {type(content).__name__}, not text)")
+    return content or ""
 
 
 class LLM(Strategy):
