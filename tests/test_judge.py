@@ -308,6 +308,24 @@ def test_a_body_that_is_no_json_or_whose_content_is_no_text_is_a_one_line_error_
         assert [(j.label, j.cached) for j in judgments] == [(2, False)] and len(server.requests()) == 1
 
 
+def test_a_cache_folder_that_is_a_file_or_cannot_be_written_is_a_one_line_error(pool, tmp_path, capsys):
+    (tmp_path / "a-file").write_text("not a folder\n")
+    with start_llm_server(tmp_path, pool["config"]) as server:
+        args = judge_args(pool, server, tmp_path / "x.qrels")
+        args[args.index("--cache") + 1] = str(tmp_path / "a-file")
+        assert main(args) == 2
+        made = LLMJudge(Endpoint("m", server.base_url, "t"), "[passage {passage}]", RELEVANCE_0_4,
+                        cache_dir=tmp_path / "cache")
+        (tmp_path / "cache").write_text("made a file after the cache was read\n")
+        with pytest.raises(HarnessError, match=r"^cannot use the judge's answer cache .*cache/\w+\.jsonl: File exists"):
+            made.judge([Item(("q", "d"), {"passage": "d"})])
+    error = capsys.readouterr().err.strip().splitlines()[-1]
+    assert error.startswith(f"harness judge: error: cannot use the judge's answer cache {tmp_path / 'a-file'}/")
+    assert error.endswith(": Not a directory (its folder, --cache or the harness cache's judge/, must be a folder "
+                          "harness can write)")
+    assert not (tmp_path / "x.qrels").exists()
+
+
 def test_an_unreachable_endpoint_is_a_one_line_error(pool, tmp_path, capsys):
     assert main(judge_args(pool, type("S", (), {"base_url": "http://127.0.0.1:9/v1"}), tmp_path / "x.qrels")) == 2
     error = capsys.readouterr().err.strip().splitlines()[-1]

@@ -109,22 +109,31 @@ class AnswerCache:
                         pass  # a line torn by a kill: that answer is asked again
         except FileNotFoundError:
             pass
+        except OSError as error:  # the cache folder is a file, or unreadable
+            raise self._unusable(error) from None
+
+    def _unusable(self, error: OSError) -> HarnessError:
+        return HarnessError(f"cannot use the judge's answer cache {self.path}: {error.strerror or error} (its folder, "
+                            "--cache or the harness cache's judge/, must be a folder harness can write)")
 
     def put(self, key: str, answer: str, item_key: tuple[str, ...]) -> None:
         """Appended and flushed at once (kept open between answers)."""
         line = json.dumps({"key": key, "item": list(item_key), "answer": answer}, ensure_ascii=False) + "\n"
         with self._lock:
             self.answers[key] = answer
-            if self._handle is None:
-                self.path.parent.mkdir(parents=True, exist_ok=True)
-                self._handle = open(self.path, "a+b")
-                self._handle.seek(0, os.SEEK_END)
-                if self._handle.tell():  # after a line torn by a kill, start a new one
-                    self._handle.seek(-1, os.SEEK_END)
-                    if self._handle.read(1) != b"\n":
-                        line = "\n" + line
-            self._handle.write(line.encode("utf-8"))
-            self._handle.flush()
+            try:
+                if self._handle is None:
+                    self.path.parent.mkdir(parents=True, exist_ok=True)
+                    self._handle = open(self.path, "a+b")
+                    self._handle.seek(0, os.SEEK_END)
+                    if self._handle.tell():  # after a line torn by a kill, start a new one
+                        self._handle.seek(-1, os.SEEK_END)
+                        if self._handle.read(1) != b"\n":
+                            line = "\n" + line
+                self._handle.write(line.encode("utf-8"))
+                self._handle.flush()
+            except OSError as error:  # a read-only folder, a full disk: an answer that cannot be kept stops the run
+                raise self._unusable(error) from None
 
     def close(self) -> None:
         with self._lock:
