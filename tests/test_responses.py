@@ -543,6 +543,24 @@ def test_a_turn_a_run_does_not_answer_scores_0_support_recall_not_nan():
     assert (means.loc["a", "support_recall"], means.loc["b", "support_recall"]) == (1.0, 0.5)
 
 
+def test_a_blank_response_citing_passages_supports_none_of_them_and_the_judge_is_not_asked(tmp_path, capsys):
+    blank = ResponseRun("a", Path("a.jsonl"), "test", {"1_1": Response("1_1", " ", (Sentence(" ", ("p1",)),),
+                                                                       {"p1": "a"})})
+    judge = CitationJudge()
+    judge.judge = lambda items, progress=False: pytest.fail(f"the citation judge was asked about {items}")
+    [row] = evaluate_runs([blank], small_bank(), CountingJudge(), citation_judge=judge).per_turn().to_dict("records")
+    assert (row["cited_pairs"], row["support_precision"], row["support_recall"]) == (1, 0.0, 0.0)
+    run, bank, passages = tmp_path / "run.jsonl", tmp_path / "bank.jsonl", tmp_path / "passages.jsonl"
+    run.write_text(json.dumps({"run_id": "r", "topic_id": "1_1", "references": ["p1"],
+                               "answer": [{"text": "", "citations": [0]}]}) + "\n")
+    bank.write_text(json.dumps({"qid": "1_1", "nuggets": [{"text": "A fact.", "importance": "vital"}]}) + "\n")
+    passages.write_text(json.dumps({"id": "p1", "contents": "A fact."}) + "\n")
+    assert main(["responses", "eval", str(run), "--nuggets", str(bank), "--judge", "minilm", "--citations",
+                 "--passages", str(passages), "--format", "json", "--per-turn"]) == 0
+    [row] = json.loads(capsys.readouterr().out)["per_turn"]
+    assert (row["cited_pairs"], row["support_precision"], row["support_recall"]) == (1, 0.0, 0.0)
+
+
 def test_a_cited_pair_without_a_label_counts_as_no_support_and_is_counted_in_the_notes():
     evaluation = evaluate_runs([cited_run("a", ["1_1"])], small_bank(), CountingJudge(),
                                citation_judge=CitationJudge(unlabelled={"p2"}))

@@ -20,7 +20,8 @@ Declared rules (each tested in tests/test_responses.py):
   citations are judged: the citation judge is never asked about a left-out run's citations.
 - Citation support (when asked) is scored on responses with citations; a response without
   any has no support precision (NaN, left out of the run's mean) and support recall 0, and so
-  has a turn the run does not answer. A cited pair the judge gave no label counts as no
+  has a turn the run does not answer. A blank response's citations are not judged and count
+  no support (precision and recall 0). A cited pair the judge gave no label counts as no
   support and is counted in the notes.
 """
 
@@ -292,8 +293,10 @@ def _unlabelled(what: str, judgments: Sequence, counted_as: str) -> str:
 
 def _citation_fields(response: Response, judgments: Sequence) -> tuple[dict, int]:
     """The turn's citation scores, and how many of its cited pairs the judge gave no label
-    (counted as no support, and counted in the notes: never a silent 0)."""
-    weights = {}
+    (counted as no support, and counted in the notes: never a silent 0). A blank answer's
+    citations are not judged: it supports nothing, so each of them counts no support."""
+    weights = {} if response.text.strip() else {(index, pid): 0.0 for index, sentence in enumerate(response.sentences)
+                                                for pid in sentence.citations}
     for judgment in judgments:
         _, _, index, pid = judgment.item_key
         weights[int(index), pid] = SUPPORT_WEIGHT[judgment.label] if judgment.label is not None else 0.0
