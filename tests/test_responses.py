@@ -402,6 +402,25 @@ def test_nuggets_without_a_recorded_assignment_are_counted_by_cause_in_a_note_pr
     assert "2 of 3 nugget judgments have no label (2 with no recorded label): counted as not supported" in evaluation.notes
 
 
+def test_assignments_written_out_keep_a_nugget_without_label_unlabelled_when_read_back(tmp_path):
+    """--assignments-out writes it `failed` (nuggetizer's word): the scores replay equal, and
+    the replay counts it unlabelled too instead of taking it for a judged not_support."""
+    from nuggetizer.core.metrics import calculate_nugget_scores
+
+    from harness.responses.assign import write_assignments
+
+    path, out = tmp_path / "assignments.jsonl", tmp_path / "written.jsonl"
+    path.write_text(json.dumps({"qid": "1_1", "run_id": "a", "nuggets": [{"id": "1", "assignment": "support"}]}) + "\n")
+    first = evaluate_runs([run_of("a", {"1_1": "x", "1_2": "y"})], small_bank(), RecordedAssignments(path))
+    write_assignments(out, first.records, {})
+    assert [n["assignment"] for r in first.records for n in r["nuggets"]] == ["support", "failed", "failed"]
+    again = evaluate_runs([run_of("a", {"1_1": "x", "1_2": "y"})], small_bank(), RecordedAssignments(out))
+    assert again.per_turn().equals(first.per_turn())
+    assert "2 of 3 nugget judgments have no label (2 unparseable): counted as not supported" in again.notes
+    theirs = [calculate_nugget_scores(r["qid"], r["nuggets"]).all_score for r in first.records]
+    assert first.per_turn()["all"].tolist() == theirs == [0.5, 0.0]
+
+
 def test_a_recorded_assignment_outside_the_three_counts_unsupported_as_in_nuggetizer_and_is_counted(tmp_path):
     """nuggetizer writes its LLM's label lower-cased as it came (`supported`), and `failed`
     where it gave up; its metric counts them as no support. Refusing the file scored nothing."""

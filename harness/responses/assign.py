@@ -29,6 +29,7 @@ ASSIGNMENTS: dict[str, dict[int, str]] = {
     YES_NO.name: {1: SUPPORT, 0: NOT},
 }
 LABELS = {SUPPORT: 2, PARTIAL: 1, NOT: 0}  # nuggetizer's assignment on the support-0-2 scale
+FAILED = "failed"  # nuggetizer's assignment where its LLM gave no label
 
 
 def assignment_of(scale: Scale, label: int) -> str:
@@ -197,10 +198,13 @@ def assigned(scale: Scale, nuggets: Sequence[Nugget], judgments: Iterable[Judgme
 
 
 def nuggetizer_record(turn: str, run: str, response: Response, nuggets: Sequence[AssignedNugget]) -> dict:
-    """One line of nuggetizer's assignment output (plus each nugget's id and grade)."""
+    """One line of nuggetizer's assignment output (plus each nugget's id and grade). A nugget
+    the judge gave no label is written `failed`, as nuggetizer writes one its LLM gave none:
+    scored the same (no support), and read back it is counted unlabelled again, not taken for
+    a judged `not_support`."""
     return {"qid": turn, "run_id": run, "answer_text": response.text,
             "nuggets": [{"id": a.nugget.id, "text": a.nugget.text, "importance": "vital" if a.nugget.vital else "okay",
-                         "grade": a.nugget.grade, "assignment": a.assignment} for a in nuggets]}
+                         "grade": a.nugget.grade, "assignment": a.assignment if a.judged else FAILED} for a in nuggets]}
 
 
 def write_assignments(path: str | Path, records: Iterable[dict], provenance: dict) -> None:
