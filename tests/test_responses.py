@@ -833,14 +833,14 @@ def test_a_bank_without_a_graded_nugget_shows_weighted_recall_as_undefined_on_ev
     assert "weighted" not in document["runs"]["run"] and document["queries_per_measure"]["weighted"] == 0
 
 
-@pytest.mark.parametrize("grade", ["high", "\u00b2"])  # a superscript two is a digit to str.isdigit, not to int()
+@pytest.mark.parametrize("grade", ["high", "\u00b2", -1])  # a superscript two is a digit to str.isdigit, not to int()
 def test_a_malformed_bank_is_one_line_naming_file_and_record(tmp_path, capsys, grade):
     (tmp_path / "bank.json").write_text(json.dumps({"1_1": {"[1]": {"text": "a", "relevance": grade}}}))
     (tmp_path / "r.json").write_text(json.dumps({"1_1": {"run": "text"}}))
     assert main(["responses", "eval", str(tmp_path / "r.json"), "--nuggets", str(tmp_path / "bank.json"),
                  "--judge", "minilm"]) == 2
     assert capsys.readouterr().err == (f"harness responses: error: {tmp_path / 'bank.json'} (record turn 1_1, nugget "
-                                       f"[1]): relevance: expected a whole-number grade, got {grade!r}\n")
+                                       f"[1]): relevance: expected a whole-number grade of 0 or more, got {grade!r}\n")
 
 
 @pytest.mark.parametrize("read, text, expected", [

@@ -65,8 +65,11 @@ def read_cone_rag_bank(path: Path, vital_grade: int) -> NuggetBank:
             if not isinstance(entry, dict) or not isinstance(entry.get("text"), str):
                 raise InputError(path, "text: expected the nugget's text (a string)", record=where)
             grade = entry.get("relevance")
-            if isinstance(grade, bool) or not (isinstance(grade, int) or (isinstance(grade, str) and grade.isdecimal())):
-                raise InputError(path, f"relevance: expected a whole-number grade, got {grade!r}", record=where)
+            if isinstance(grade, bool) or not (isinstance(grade, int) and grade >= 0 or
+                                               isinstance(grade, str) and grade.isdecimal()):
+                # a negative weight would make grade-weighted recall leave [0, 1], or divide by 0
+                raise InputError(path, f"relevance: expected a whole-number grade of 0 or more, got {grade!r}",
+                                 record=where)
             grade = int(grade)
             found.append(Nugget(nugget_id, entry["text"], grade, grade >= vital_grade))
         nuggets[turn] = tuple(found)
