@@ -41,6 +41,22 @@ def test_an_empty_passages_file_is_an_error_naming_it(tiny, tmp_path, capsys):
                                             "document: nothing to read\n")
 
 
+@pytest.mark.parametrize("given, says", [(False, "; give the collection with --passages"),
+                                         (True, ", nor in the passages given (--passages)")])
+def test_a_cited_passage_without_text_is_an_error_naming_the_file_line_turn_and_passage(tmp_path, capsys, given, says):
+    run, bank, passages = tmp_path / "run.jsonl", tmp_path / "bank.json", tmp_path / "passages.jsonl"
+    run.write_text("".join(json.dumps({"run_id": "r", "topic_id": t, "references": ["p1", "p2"],
+                                       "answer": [{"text": "A fact.", "citations": [i]}]}) + "\n"
+                           for i, t in enumerate(("1_1", "1_2"))))
+    bank.write_text(json.dumps({t: {"1": {"text": "a", "relevance": "3"}} for t in ("1_1", "1_2")}))
+    passages.write_text(json.dumps({"id": "p1", "contents": "A fact."}) + "\n")
+    args = ["responses", "eval", str(run), "--nuggets", str(bank), "--judge", "minilm", "--citations"]
+    assert main(args + (["--passages", str(passages)] if given else [])) == 2
+    line, turn, pid = (2, "1_2", "p2") if given else (1, "1_1", "p1")
+    assert capsys.readouterr().err == (f"harness responses: error: {run}:{line}: turn {turn}: cited passage {pid} has "
+                                       f"no text in the run file{says}\n")
+
+
 @pytest.mark.parametrize("text", ["{}", '{"1_1": {}}'])
 def test_a_responses_file_holding_no_response_is_an_error_naming_it(tiny, tmp_path, capsys, text):
     (tmp_path / "r.json").write_text(text)

@@ -45,14 +45,20 @@ def nugget_items(run: str, response: Response, nuggets: Sequence[Nugget], questi
                                                    "response": response.text}) for nugget in nuggets]
 
 
-def citation_items(run: str, response: Response, passages: Mapping[str, str], question: str = "") -> list[Item]:
+def citation_items(run: str, response: Response, passages: Mapping[str, str] | None, question: str = "",
+                   path: Path | None = None) -> list[Item]:
+    """A cited passage without text (neither `response.passages` nor `passages`, the texts
+    given if any, holds it) is an error naming the run's file (`path`) and the response's
+    line, or its run and turn."""
     items = []
     for index, sentence in enumerate(response.sentences):
         for pid in sentence.citations:
-            text = response.passages.get(pid, passages.get(pid))
+            text = response.passages.get(pid, (passages or {}).get(pid))
             if text is None:
-                raise HarnessError(f"run {run}, turn {response.turn}: cited passage {pid} has no text in the run "
-                                   "file; give the collection with --passages")
+                given = (", nor in the passages given (--passages)" if passages is not None
+                         else "; give the collection with --passages")
+                raise InputError(path or f"run {run}", f"turn {response.turn}: cited passage {pid} has no text in "
+                                                       f"the run file{given}", line=response.line)
             items.append(Item((response.turn, run, str(index), pid),
                               {"question": question, "sentence": sentence.text, "passage": text}))
     return items

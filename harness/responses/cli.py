@@ -57,11 +57,11 @@ def run(args: argparse.Namespace) -> int:
     return args.responses_run(args)
 
 
-def _passages(spec: str | None, runs) -> dict[str, str]:
-    """The cited passages' texts from --passages, as `harness judge` reads a passage (the
-    title, where the corpus has one, then the contents: harness.corpus.segment.document_text)."""
+def _passages(spec: str | None, runs) -> dict[str, str] | None:
+    """The cited passages' texts from --passages (None without it), as `harness judge` reads a
+    passage (the title, where the corpus has one, then the contents: document_text)."""
     if spec is None:
-        return {}
+        return None
     from harness.corpus.readers import open_documents
     from harness.corpus.segment import document_text
 

@@ -172,8 +172,8 @@ def evaluate_runs(
             nugget_groups[run.name, turn] = assign.nugget_items(run.name, response, bank.of(turn),
                                                                 questions.get(turn, ""))
             if citation_judge is not None and response.cited:
-                cite_groups[run.name, turn] = assign.citation_items(run.name, response, passages or {},
-                                                                    questions.get(turn, ""))
+                cite_groups[run.name, turn] = assign.citation_items(run.name, response, passages,
+                                                                    questions.get(turn, ""), run.path)
     if cite_groups and citation_judge.scale.name != "support-0-2":
         raise HarnessError(f"citation support needs a judge on the support-0-2 scale, not {citation_judge.scale.name}")
     by_slot = _judge_groups(judge, nugget_groups, progress)
