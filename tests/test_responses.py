@@ -193,6 +193,19 @@ def test_nuggetizer_nuggets_keep_vital_and_okay_weighted_2_and_1(tmp_path):
         read_bank(path)
 
 
+
+@pytest.mark.parametrize("lines", [1, 2])
+def test_a_bank_is_told_by_content_so_nuggetizer_lines_in_a_json_file_read_as_nuggetizers(tmp_path, lines):
+    """Not by a `.jsonl` suffix alone: nuggetizer lines in `nuggets.json` were read as one CONE-RAG
+    object ('line 2: invalid JSON: Extra data', or turn 'qid' of the wrong shape)."""
+    path = tmp_path / "nuggets.json"
+    path.write_text("".join(json.dumps({"qid": f"q{n}", "nuggets": [{"text": "a", "importance": "vital"}]}) + "\n"
+                            for n in range(1, lines + 1)))
+    assert read_bank(path).nuggets == {f"q{n}": (Nugget("1", "a", 2, True),) for n in range(1, lines + 1)}
+    path.write_text(json.dumps({"q1": {"[1]": {"text": "a", "relevance": "3"}}}))
+    assert read_bank(path).nuggets == {"q1": (Nugget("[1]", "a", 3, True),)}
+
+
 # --- scores -------------------------------------------------------------------------------
 
 A, B, C = Nugget("1", "a", 4, True), Nugget("2", "b", 2, False), Nugget("3", "c", 1, False)

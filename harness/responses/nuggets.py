@@ -18,14 +18,15 @@ The importance rule, declared (IMPORTANCE_RULE; recorded with every score):
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from pathlib import Path
 
 from harness import jsonl
-from harness.errors import InputError
+from harness.errors import InputError, open_input
 from harness.registry import Registry
 from harness.responses.model import Nugget, NuggetBank
-from harness.responses.readers import json_object, once
+from harness.responses.readers import NUGGETIZER_KEYS, json_object, once
 
 VITAL_GRADE = 3
 NUGGETIZER_GRADES = {"vital": 2, "okay": 1}
@@ -38,9 +39,21 @@ BANKS: Registry[BankReader] = Registry("nugget bank format")
 
 def read_bank(path: str | Path, format: str | None = None, vital_grade: int = VITAL_GRADE) -> NuggetBank:
     path = Path(path)
-    if format is None:
-        format = "nuggetizer-jsonl" if ".jsonl" in path.suffixes else "cone-rag-json"
-    return BANKS.get(format)(path, vital_grade)
+    return BANKS.get(format or bank_format(path))(path, vital_grade)
+
+
+def bank_format(path: Path) -> str:
+    """nuggetizer's JSON Lines for a `.jsonl` file, or one whose first line is a {qid, nuggets}
+    object (whatever its suffix: `nuggets.json`); else CONE-RAG's one JSON object."""
+    if ".jsonl" in path.suffixes:
+        return "nuggetizer-jsonl"
+    with open_input(path) as handle:
+        first = next((line for line in handle if line.strip()), "")
+    try:
+        entry = json.loads(first)
+    except ValueError:
+        return "cone-rag-json"
+    return "nuggetizer-jsonl" if isinstance(entry, dict) and NUGGETIZER_KEYS <= set(entry) else "cone-rag-json"
 
 
 def _rule(vital_grade: int) -> str:
