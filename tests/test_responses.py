@@ -30,7 +30,7 @@ from harness.responses.model import Nugget, NuggetBank, Response, ResponseRun, S
 from harness.responses.nuggets import read_bank
 from harness.responses.readers import read_responses
 from harness.responses.report import build_report, render
-from harness.responses.scores import citation_scores, nugget_scores
+from harness.responses.scores import citation_scores, mean, nugget_scores
 from tests.conftest import shared_root, start_llm_server
 
 SCORES = ("strict_vital", "strict_all", "vital", "all")
@@ -267,6 +267,28 @@ def test_a_runs_mean_is_nuggetizers_exact_mean_not_a_float_sums(tmp_path):
     assert evaluation.aggregate().set_index("run").loc["a", "all"] == expected
     assert build_report(evaluation).leaderboard.summaries["a", "all"].mean == expected
 
+
+
+def test_the_json_report_writes_nuggetizers_scores_to_the_last_bit(tmp_path):
+    """The aggregate and per-turn rows, as the leaderboard, write each score as Python writes a
+    float: 1/3 as nuggetizer computes it (pandas' to_json wrote 0.333333333333333); NaN as null."""
+    from nuggetizer.core.metrics import calculate_nugget_scores
+
+    bank = NuggetBank("bank", {"1_1": (A, B, C), "1_2": (Nugget("1", "z", 0, False),)}, "rule")
+    record = {"qid": "1_1", "run_id": "a", "nuggets": [{"id": n.id, "text": n.text, "importance": "vital" if n.vital
+                                                        else "okay", "assignment": label}
+                                                       for n, label in zip(bank.of("1_1"), ("not_support", "support",
+                                                                                             "not_support"))]}
+    path = tmp_path / "assignments.jsonl"
+    path.write_text(json.dumps(record) + "\n" + json.dumps({"qid": "1_2", "run_id": "a", "nuggets": [
+        {"id": "1", "text": "z", "assignment": "support"}]}) + "\n")
+    evaluation = evaluate_runs([run_of("a", {"1_1": "x", "1_2": "y"})], bank, RecordedAssignments(path))
+    document = json.loads(render(evaluation, build_report(evaluation), "json", per_turn=True))
+    row = next(r for r in document["per_turn"] if r["turn"] == "1_1")
+    assert row["all"] == calculate_nugget_scores("1_1", record["nuggets"]).all_score == 1 / 3
+    assert next(r for r in document["per_turn"] if r["turn"] == "1_2")["weighted"] is None
+    [aggregate] = document["aggregate"]
+    assert aggregate["all"] == mean([1 / 3, 1.0]) == document["runs"]["a"]["all"]["mean"]
 
 def test_support_precision_and_recall_follow_the_trec_rag_2024_definitions():
     sentences = [Sentence("s0", ("p", "q")), Sentence("s1", ("p",)), Sentence("s2", ())]

@@ -5,8 +5,10 @@ conversation, and the judge named on every page (a baseline judge says so)."""
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import replace
 from html import escape
+from typing import TYPE_CHECKING
 
 from harness.errors import HarnessError
 from harness.report import breakdown as bd
@@ -15,6 +17,9 @@ from harness.report.model import Report
 from harness.report.stats import Resampling
 from harness.responses.evaluate import ResponseEvaluation, run_scores
 from harness.responses.scores import mean
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 # how a board of response runs compares them, for this report and the hosted board alike: over
 # turns (the legend's word), each run's mean as nuggetizer takes it
@@ -76,6 +81,13 @@ def notes(evaluation: ResponseEvaluation) -> list[str]:
             "not answer scores 0.", *evaluation.notes]
 
 
+def _records(frame: pd.DataFrame) -> list[dict]:
+    """The rows as JSON values: every float exact, as nuggetizer and the leaderboard write it
+    (pandas' to_json rounds to 15 decimals: 1/3 was 0.333333333333333), NaN as null."""
+    return [{key: None if isinstance(value, float) and math.isnan(value) else value for key, value in row.items()}
+            for row in frame.to_dict("records")]
+
+
 def render(evaluation: ResponseEvaluation, report: Report, fmt: str, per_turn: bool = False) -> bytes:
     """The report as md, csv, json or html, with the judge, the rules and the notes."""
     from harness.report import html, markdown
@@ -91,8 +103,8 @@ def render(evaluation: ResponseEvaluation, report: Report, fmt: str, per_turn: b
         document = json.loads(FORMATS.get("json")(report))
         document.update({"judge": evaluation.judge, "nugget_rule": evaluation.rule, "notes": evaluation.notes,
                          "turns": evaluation.turns,
-                         "aggregate": json.loads(evaluation.aggregate().to_json(orient="records", double_precision=15))})
+                         "aggregate": _records(evaluation.aggregate())})
         if per_turn:
-            document["per_turn"] = json.loads(evaluation.per_turn().to_json(orient="records", double_precision=15))
+            document["per_turn"] = _records(evaluation.per_turn())
         return (json.dumps(document, indent=2, ensure_ascii=False) + "\n").encode()
     return FORMATS.get(fmt)(replace(report, notes=[*report.notes, *notes(evaluation)]))  # csv: '#' lines
