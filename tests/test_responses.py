@@ -338,6 +338,17 @@ def test_an_empty_response_supports_nothing_and_the_judge_is_not_asked():
     assert [item.key[0] for item in judge.asked] == ["1_2"]
 
 
+def test_a_nugget_judge_on_a_scale_without_assignments_is_refused_before_it_is_asked_anything():
+    from harness.judge.scales import RELEVANCE_0_4
+
+    judge = CountingJudge()
+    judge.scale = RELEVANCE_0_4
+    with pytest.raises(HarnessError, match=r"^a judge on the relevance-0-4 scale cannot assign nuggets; use one on "
+                                           r"support-0-2 or yes-no$"):
+        evaluate_runs([run_of("r", {"1_1": "text"})], small_bank(), judge)
+    assert judge.asked == []
+
+
 def test_a_turn_some_run_answers_and_another_does_not_scores_0_for_the_other():
     evaluation = evaluate_runs([run_of("a", {"1_1": "x", "1_2": "y"}), run_of("b", {"1_1": "x"})],
                                small_bank(), CountingJudge())

@@ -32,12 +32,19 @@ LABELS = {SUPPORT: 2, PARTIAL: 1, NOT: 0}  # nuggetizer's assignment on the supp
 FAILED = "failed"  # nuggetizer's assignment where its LLM gave no label
 
 
+def check_assigns(scale: Scale) -> None:
+    """A judge whose scale has no nugget assignments is refused before it is asked anything."""
+    if scale.name not in ASSIGNMENTS:
+        raise HarnessError(f"a judge on the {scale.name} scale cannot assign nuggets; use one on "
+                           f"{' or '.join(ASSIGNMENTS)}")
+
+
 def assignment_of(scale: Scale, label: int) -> str:
+    check_assigns(scale)
     try:
         return ASSIGNMENTS[scale.name][label]
-    except KeyError:
-        raise HarnessError(f"a judge on the {scale.name} scale cannot assign nuggets; use one on "
-                           f"{' or '.join(ASSIGNMENTS)}") from None
+    except KeyError:  # a plug-in judge's label off its own scale
+        raise HarnessError(f"the judge gave label {label!r}, which is not on its scale {scale.span()}") from None
 
 
 def nugget_items(run: str, response: Response, nuggets: Sequence[Nugget], question: str = "") -> list[Item]:

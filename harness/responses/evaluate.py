@@ -174,6 +174,8 @@ def evaluate_runs(
             if citation_judge is not None and response.cited:
                 cite_groups[run.name, turn] = assign.citation_items(run.name, response, passages,
                                                                     questions.get(turn, ""), run.path)
+    if nugget_groups:
+        assign.check_assigns(judge.scale)
     if cite_groups and citation_judge.scale.name != "support-0-2":
         raise HarnessError(f"citation support needs a judge on the support-0-2 scale, not {citation_judge.scale.name}")
     by_slot = _judge_groups(judge, nugget_groups, progress)
