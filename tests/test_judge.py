@@ -121,6 +121,25 @@ def test_judges_are_registered_by_name():
     assert {"llm", "file"} <= set(JUDGES.names())
 
 
+def test_the_llm_judge_retries_and_overlaps_alike_from_the_cli_the_api_and_a_declaration(monkeypatch):
+    """`harness judge`, `harness responses eval` and harness.responses.make_judge (which the
+    hosted board uses) make the same llm judge when given no --retries / --concurrency."""
+    import argparse
+
+    from harness.judge.cli_judge import add_llm_arguments
+    from harness.responses.judges import make_judge
+
+    parser = argparse.ArgumentParser()
+    add_llm_arguments(parser, "prompt.txt")
+    args = parser.parse_args([])
+    declared = {p.name: p.default for p in JUDGES.declaration("llm").params}
+    monkeypatch.setenv("HARNESS_LLM_MODEL", "m")
+    monkeypatch.setenv("HARNESS_LLM_BASE_URL", "http://127.0.0.1:9/v1")
+    judge = make_judge("llm")
+    assert (args.retries, args.concurrency) == (judge.retries, judge.concurrency) == (declared["retries"],
+                                                                                     declared["concurrency"])
+
+
 def test_the_shipped_prompt_fills_query_context_passage_and_the_scale(tmp_path):
     judge = LLMJudge(Endpoint("m", "http://127.0.0.1:9/v1", default_prompt()), default_prompt(), RELEVANCE_0_4,
                      cache_dir=tmp_path)

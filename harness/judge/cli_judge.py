@@ -11,6 +11,7 @@ from pathlib import Path
 from harness.cli import add_output, add_runs, number_in, runs
 from harness.errors import HarnessError
 from harness.judge.base import JUDGES, plugin, sidecar, write_qrels
+from harness.judge.llm import CONCURRENCY, RETRIES
 from harness.judge.pairs import QUERY_FIELDS, relevance_items, unjudged_pairs
 from harness.judge.scales import SCALES, Scale
 from harness.paths import file_sha256, refuse_overwriting
@@ -52,10 +53,10 @@ def add_llm_arguments(parser: argparse.ArgumentParser, default_prompt: str) -> N
     llm.add_argument("--api-key-env", default="OPENAI_API_KEY",
                      help="environment variable holding the key, if the endpoint needs one (default OPENAI_API_KEY)")
     llm.add_argument("--prompt", help=f"prompt template file (default: the harness's {default_prompt})")
-    llm.add_argument("--concurrency", type=number_in(1, 1024, whole=True), default=8,
-                     help="requests at once (default 8)")
-    llm.add_argument("--retries", type=number_in(0, 100, whole=True), default=4,
-                     help="retries of a timeout, 429 or 5xx, with exponential backoff (default 4)")
+    llm.add_argument("--concurrency", type=number_in(1, 1024, whole=True), default=CONCURRENCY,
+                     help=f"requests at once (default {CONCURRENCY})")
+    llm.add_argument("--retries", type=number_in(0, 100, whole=True), default=RETRIES,
+                     help=f"retries of a timeout, 429 or 5xx, with exponential backoff (default {RETRIES})")
     llm.add_argument("--timeout", type=number_in(0, 3600, open_low=True), default=120.0,
                      help="seconds to wait for one answer (default 120)")
     llm.add_argument("--cache", help="answer cache folder (default: the harness cache's judge/)")

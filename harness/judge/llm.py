@@ -40,6 +40,7 @@ from harness.registry import AtLeast, Param
 from harness.queries.llm import Endpoint, answer_text, not_a_completion, template_fields
 
 PROMPTS = Path(__file__).with_name("prompts")
+CONCURRENCY, RETRIES = 8, 4  # the defaults of every door to this judge: the CLI, the API, configs
 JUDGE_FIELDS = ("scale", "labels")  # filled by the judge, not by the items
 BACKOFF_CAP_S = 60.0
 
@@ -155,8 +156,8 @@ class Stats:
 class LLMJudge:
     name = "llm"
 
-    def __init__(self, endpoint: Endpoint, template: Path | str, scale: Scale, concurrency: int = 8,
-                 retries: int = 4, cache_dir: Path | None = None, backoff_s: float = 0.5) -> None:
+    def __init__(self, endpoint: Endpoint, template: Path | str, scale: Scale, concurrency: int = CONCURRENCY,
+                 retries: int = RETRIES, cache_dir: Path | None = None, backoff_s: float = 0.5) -> None:
         if concurrency < 1 or retries < 0:
             raise HarnessError("the llm judge needs concurrency >= 1 and retries >= 0")
         self.endpoint = endpoint
@@ -339,8 +340,8 @@ JUDGES.add("llm", LLMJudge, "a chat model behind an OpenAI-compatible endpoint, 
     Param("endpoint", Endpoint, desc="the endpoint: model, base URL, API key variable, timeout"),
     Param("template", Path | str, desc="the prompt template file"),
     SCALE,
-    Param("concurrency", AtLeast(1), 8, "requests at once"),
-    Param("retries", AtLeast(0), 4, "retries of a timeout, 429 or 5xx, with exponential backoff"),
+    Param("concurrency", AtLeast(1), CONCURRENCY, "requests at once"),
+    Param("retries", AtLeast(0), RETRIES, "retries of a timeout, 429 or 5xx, with exponential backoff"),
     CACHE_DIR,
     Param("backoff_s", float, 0.5, "seconds before the first retry (doubled each time)"),
 ])

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from harness.errors import HarnessError
 from harness.judge.base import JUDGES, Judge, plugin
-from harness.judge.llm import default_prompt
+from harness.judge.llm import CONCURRENCY, RETRIES, default_prompt
 from harness.registry import PYTHON, split_spec
 
 TEMPLATES = {"nuggets": default_prompt("nugget_support"), "citations": default_prompt("citation_support")}
@@ -17,7 +17,7 @@ JUDGE_NAMES = ("minilm[:SUPPORT,PARTIAL]", "file:PATH", "llm", "python:MODULE:AT
 
 
 def make_judge(spec: str, *, task: str = "nuggets", model: str | None = None, base_url: str | None = None,
-               prompt: str | Path | None = None, concurrency: int = 8, retries: int = 3,
+               prompt: str | Path | None = None, concurrency: int = CONCURRENCY, retries: int = RETRIES,
                cache_dir: Path | None = None) -> Judge:
     """A judge from its name on the command line (JUDGE_NAMES), or a plug-in's: an entry point
     of `harness.judges` or `python:module:attr`, made with the arguments after its name
