@@ -196,3 +196,22 @@ def test_hqe_stop_words_are_spacys_english_list_read_without_importing_spacy():
     from spacy.lang.en.stop_words import STOP_WORDS
 
     assert _stopwords() == frozenset(STOP_WORDS)
+
+
+@pytest.mark.parametrize("body, why", [
+    ({"raw body": "<html>a web page</html>"}, "its body is not JSON"),
+    ({"choices": [{"index": 0, "message": {"role": "assistant", "content": ["a rewrite"]}}]},
+     "its message content is a JSON list, not text"),
+])
+def test_an_endpoint_answering_no_chat_completion_is_one_line_naming_it(tmp_path, body, why):
+    """The llm strategy's endpoint answering HTTP 200 with a body that is not JSON, or with
+    message content that is not text: one line naming the endpoint, not a traceback."""
+    from pathlib import Path
+
+    from harness.queries.llm import Endpoint, _ask
+    from tests.conftest import start_llm_server
+
+    with start_llm_server(tmp_path, {"labels": {"d": [[body]]}}) as server:
+        with pytest.raises(HarnessError, match=rf"^the LLM endpoint at {server.base_url} did not answer with a chat "
+                                               rf"completion \({why}\); is it an OpenAI-compatible base URL"):
+            _ask(Endpoint("m", server.base_url, Path("prompt.txt")), "rewrite [passage d]")

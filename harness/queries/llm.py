@@ -185,6 +185,8 @@ def _ask(target: Endpoint, prompt: str) -> str:
     except openai.APIStatusError as error:
         raise HarnessError(f"the LLM endpoint at {target.base_url} answered HTTP {error.status_code} "
                            f"for model {target.model!r}") from None
+    except json.JSONDecodeError:  # HTTP 200 whose body the client could not read as JSON
+        raise not_a_completion(target.base_url, " (its body is not JSON)") from None
     return answer_text(response, target.base_url)
 
 
