@@ -27,10 +27,11 @@ def tiny(tmp_path):
 
 @pytest.mark.parametrize("name, starts", [("report.html", "<!DOCTYPE html>"), ("report.json", "{"),
                                           ("report.csv", "# "), ("report.txt", "# Response evaluation")])
-def test_without_format_the_report_is_written_as_its_output_suffix_says(tiny, tmp_path, name, starts):
-    """As `harness compare` writes it (harness.report.formats.report_format)."""
+def test_without_format_the_report_is_written_as_its_output_suffix_says(tiny, tmp_path, name, starts, capsys):
+    """As `harness compare` writes it (harness.report.formats.report_format), and says where."""
     assert main([*tiny, "--output", str(tmp_path / name)]) == 0
     assert (tmp_path / name).read_text().startswith(starts)
+    assert capsys.readouterr().err.endswith(f"report written to {tmp_path / name}\n")
 
 
 def test_an_empty_passages_file_is_an_error_naming_it(tiny, tmp_path, capsys):

@@ -129,6 +129,7 @@ def _eval(args: argparse.Namespace) -> int:
 
         with atomic_write(args.out, "wb") as handle:
             handle.write(content)
+        print(f"report written to {args.out}", file=sys.stderr)  # as `harness compare --output` says it
     else:
         sys.stdout.buffer.write(content)
     judges = evaluation.judge.values() if evaluation.citations else [evaluation.judge]
