@@ -185,6 +185,30 @@ def test_judge_reproduces_the_gpt4_pool_labels_and_a_rerun_sends_nothing(pool, t
     assert record["counts"]["cached"] == record["counts"]["pairs"] == len(pool["labels"]) and record["requests"] == 0
 
 
+def test_the_sidecar_names_the_endpoint_that_answered_even_when_another_asks_the_cache(pool, tmp_path):
+    """The cache is keyed by model, not by endpoint: the same model served elsewhere reuses
+    the answers, and the sidecar credits them to the endpoint that gave them, not to the one
+    that found them cached (answers cached before lines named it: "not recorded")."""
+    out = tmp_path / "llm.qrels"
+    with start_llm_server(tmp_path, pool["config"]) as first:
+        assert main(judge_args(pool, first, out)) == 0
+    assert read_provenance(out)["answered_by"] == {first.base_url: len(pool["labels"])}
+    (tmp_path / "second").mkdir()
+    with start_llm_server(tmp_path / "second", pool["config"]) as second:
+        out.unlink()
+        assert main(judge_args(pool, second, out)) == 0
+        assert not second.requests()
+    record = read_provenance(out)
+    assert record["endpoint"] == second.base_url and record["answered_by"] == {first.base_url: len(pool["labels"])}
+    cache = next((tmp_path / "cache").glob("*.jsonl"))
+    cache.write_text("".join(json.dumps({k: v for k, v in json.loads(line).items() if k != "endpoint"}) + "\n"
+                             for line in cache.read_text().splitlines()))
+    with start_llm_server(tmp_path / "second", pool["config"]) as second:
+        out.unlink()
+        assert main(judge_args(pool, second, out)) == 0
+    assert read_provenance(out)["answered_by"] == {"not recorded": len(pool["labels"])}
+
+
 def test_the_sidecar_says_judge_model_prompt_endpoint_date_and_counts(pool, tmp_path):
     with start_llm_server(tmp_path, pool["config"]) as server:
         out = tmp_path / "llm.qrels"

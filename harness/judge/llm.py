@@ -7,7 +7,8 @@ server, OpenAI), at temperature 0, reproducible by construction.
   harness/judge/prompts/ (`relevance.txt`).
 - Every answer is cached on disk, keyed by model, the template's sha256, the filled prompt
   and the scale: one append-only JSON-lines file per (model, template, scale) under
-  cache_root()/judge/, one line per answer, written as soon as the answer arrives. A rerun
+  cache_root()/judge/, one line per answer (with the endpoint that gave it, which the
+  provenance credits), written as soon as the answer arrives. A rerun
   sends nothing; a kill or Ctrl-C loses only the requests in flight (a line torn by a kill
   is ignored), and the rerun resumes from the cache. Ctrl-C ends at once: the requests are
   sent from daemon threads, which nothing waits for.
@@ -27,6 +28,7 @@ import os
 import queue
 import threading
 import time
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -40,6 +42,7 @@ from harness.registry import AtLeast, Param
 from harness.queries.llm import Endpoint, answer_text, not_a_completion, template_fields
 
 PROMPTS = Path(__file__).with_name("prompts")
+UNRECORDED = "not recorded"  # the endpoint of an answer cached before cache lines named it
 CONCURRENCY, RETRIES = 8, 4  # the defaults of every door to this judge: the CLI, the API, configs
 JUDGE_FIELDS = ("scale", "labels")  # filled by the judge, not by the items
 BACKOFF_CAP_S = 60.0
@@ -92,11 +95,13 @@ class Template:
 class AnswerCache:
     """Answers of one (model, template, scale), keyed by the filled prompt's sha256: an
     append-only JSON-lines file, loaded once, appended to (one whole line per answer) as
-    answers arrive."""
+    answers arrive. Each line says which endpoint answered, and when: the same model name
+    served elsewhere shares the cache, and the provenance names who answered."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
         self.answers: dict[str, str] = {}
+        self.endpoints: dict[str, str] = {}  # key -> the base URL that answered (lines that say it)
         self._lock = threading.Lock()
         self._handle = None
         try:
@@ -106,6 +111,8 @@ class AnswerCache:
                         record = json.loads(line)
                         if isinstance(record["answer"], str):  # else an answer no answer_text gives: asked again
                             self.answers[record["key"]] = record["answer"]
+                            if isinstance(record.get("endpoint"), str):
+                                self.endpoints[record["key"]] = record["endpoint"]
                     except (ValueError, KeyError, TypeError):
                         pass  # a line torn by a kill: that answer is asked again
         except FileNotFoundError:
@@ -117,11 +124,13 @@ class AnswerCache:
         return HarnessError(f"cannot use the judge's answer cache {self.path}: {error.strerror or error} (its folder, "
                             "--cache or the harness cache's judge/, must be a folder harness can write)")
 
-    def put(self, key: str, answer: str, item_key: tuple[str, ...]) -> None:
+    def put(self, key: str, answer: str, item_key: tuple[str, ...], endpoint: str) -> None:
         """Appended and flushed at once (kept open between answers)."""
-        line = json.dumps({"key": key, "item": list(item_key), "answer": answer}, ensure_ascii=False) + "\n"
+        line = json.dumps({"key": key, "item": list(item_key), "answer": answer, "endpoint": endpoint, "date": now()},
+                          ensure_ascii=False) + "\n"
         with self._lock:
             self.answers[key] = answer
+            self.endpoints[key] = endpoint
             try:
                 if self._handle is None:
                     self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -170,6 +179,7 @@ class LLMJudge:
         self.cache = AnswerCache(Path(cache_dir or cache_root() / "judge") / f"{key[:32]}.jsonl")
         self.stats = Stats()
         self._counts: dict[str, int] = {}
+        self._answered_by: dict[str, int] = {}
         self._reached = False
         self._client = None
         self._stats_lock = threading.Lock()
@@ -244,6 +254,9 @@ class LLMJudge:
             self.stats.seconds = time.perf_counter() - started
         judgments = [result for result in results if result is not None]
         self._counts = counts(judgments)
+        answered = Counter(self.cache.endpoints.get(key, UNRECORDED) for key, result in zip(keys, results)
+                           if result is not None and result.status != "failed")
+        self._answered_by = dict(sorted(answered.items()))
         return judgments
 
     def _judgment(self, item: Item, answer: str, cached: bool) -> Judgment:
@@ -273,7 +286,7 @@ class LLMJudge:
         when the main thread is interrupted meanwhile."""
         answer = self._ask(prompt, stop)
         if answer is not None:
-            self.cache.put(key, answer, item_key)
+            self.cache.put(key, answer, item_key, self.endpoint.base_url)
         return answer
 
     def _ask(self, prompt: str, stop: threading.Event) -> str | None:
@@ -317,7 +330,7 @@ class LLMJudge:
         return {
             "judge": self.name, "model": self.endpoint.model, "endpoint": self.endpoint.base_url,
             "prompt": self.template.source, "prompt_sha256": self.template.sha256, "scale": self.scale.name,
-            "temperature": 0, "date": now(), "counts": dict(self._counts),
+            "temperature": 0, "date": now(), "counts": dict(self._counts), "answered_by": dict(self._answered_by),
             "requests": self.stats.requests, "retries": self.stats.retries, "failed_requests": dict(self.stats.causes),
             "cache": str(self.cache.path),
         }
