@@ -212,6 +212,36 @@ def test_from_trec_refuses_what_would_make_an_empty_or_invalid_submission(tmp_pa
     assert not (tmp_path / "s.json").exists()
 
 
+@pytest.mark.parametrize("year, edit, message", [
+    (2023, lambda run: run["turns"][0].update(turn_id="9-1_1 "),
+     ": turns[0].turn_id: '9-1_1 ' holds whitespace or a NUL byte, which would split its TREC run line"),
+    (2023, lambda run: run["turns"][0]["responses"][0]["passage_provenance"][0].update(id="clueweb22-en0004-67-08978:7 "),
+     " (record turn 9-1_1): passage_provenance id 'clueweb22-en0004-67-08978:7 ' holds whitespace or a NUL byte, "
+     "which would split its TREC run line"),
+    (2025, lambda line: line.update(references={"clueweb22-en0000-00-00000:1\u00000": 1.0}),
+     ":1: references: passage id 'clueweb22-en0000-00-00000:1\\x000' holds whitespace or a NUL byte, "
+     "which would split its TREC run line"),
+])
+def test_to_trec_of_an_id_holding_whitespace_names_the_submission_not_the_output(tmp_path, capsys, year, edit,
+                                                                                 message):
+    """The validators take such an id (a passage id is only looked up in the collection), but its
+    TREC line would split at it: the submission is named, as for an empty id (was 'cannot write OUT')."""
+    if year == 2023:
+        run = json.loads(SAMPLE_2023.read_text())
+        edit(run)
+        text = json.dumps(run)
+    else:
+        line = {"metadata": {"team_id": "t", "run_id": "r", "run_type": "automatic"}, "turn_id": "1_1",
+                "responses": [], "references": {}}
+        edit(line)
+        text = json.dumps(line) + "\n"
+    path, out = tmp_path / ("run.json" if year == 2023 else "run.jsonl"), tmp_path / "out.run"
+    path.write_text(text)
+    assert main(["ikat", "to-trec", str(path), "--output", str(out)]) == 2
+    assert capsys.readouterr().err == f"harness ikat: error: {path}{message}\n"
+    assert not out.exists()
+
+
 @pytest.mark.parametrize("name, message", [
     ("empty-turn-id@1.jsonl", ":1: expected a non-empty turn_id (string)"),
     ("empty-passage-id@2.jsonl", ":2: expected references {passage id: score}, each passage id non-empty"),

@@ -138,6 +138,25 @@ def test_invalid_run_gets_422_with_the_validators_messages_and_only_an_audit_row
         assert [(a.team, a.event) for a in session.scalars(st.select(st.Audit))] == [("team0", "rejected")]
 
 
+def test_a_passage_id_holding_whitespace_is_422_at_upload_not_a_failed_scoring(server, tmp_path):
+    """The validator takes it (ids are only looked up in a collection); its TREC line could not be
+    written, so the converter's error is the upload's, before it is stored or counted."""
+    client, service = server
+    run = ikat_run(tmp_path / "spaced.json", seed=5)
+    document = json.loads(run.read_text())
+    turn = next(t for t in document["turns"] if t["responses"][0]["passage_provenance"])
+    passage = turn["responses"][0]["passage_provenance"][0]
+    passage["id"] += " "
+    run.write_text(json.dumps(document))
+    answer = post(client, run)
+    assert answer.status_code == 422
+    error = answer.json()["errors"][0]
+    assert error["check"] == "convert" and error["file"] == "spaced.json"
+    assert error["message"] == (f"passage_provenance id {passage['id']!r} holds whitespace or a NUL byte, "
+                                "which would split its TREC run line")
+    assert service.team_submissions("team0") == []
+
+
 def test_trec_run_with_an_unknown_query_is_422_naming_it(server, tmp_path):
     client, _ = server
     run = trec_run(tmp_path / "run.trec", seed=6)

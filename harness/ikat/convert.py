@@ -30,7 +30,7 @@ from harness.ikat.checks_2023 import float32
 from harness.ikat.checks_2025 import is_score_map
 from harness.ikat.submission import YEARS, Submission
 from harness.ikat.validate import Decoded, decode_lines, guess_year, read_submission, submission_text
-from harness.trec import canonical_order, write_run
+from harness.trec import canonical_order, field_ok, write_run
 
 Rankings = dict[str, list[tuple[str, float]]]
 
@@ -65,18 +65,30 @@ def _printed_2025(score: float) -> float:
     return float(f"{score:.{YEARS[2025].score_decimals}f}")
 
 
+def _split_field(text: str) -> str:
+    """Why an id that passes the validators cannot be a field of a TREC run line ('' when it
+    can): generate_run.py writes whitespace into the line, which splits it into more fields."""
+    if text and not field_ok(text):
+        return f"{text!r} holds whitespace or a NUL byte, which would split its TREC run line"
+    return ""
+
+
 def submission_rankings(submission: Submission, year: int, path: Path) -> TrecRuns:
     passages: Rankings = {}
     ptkb: Rankings = {}
     for index, turn in enumerate(submission.turns):
         if not turn.turn_id:  # a TREC run line needs it (generate_run.py writes a line without a query id)
             raise InputError(path, f"turns[{index}].turn_id: missing or empty, expected the turn's id")
+        if problem := _split_field(turn.turn_id):
+            raise InputError(path, f"turns[{index}].turn_id: {problem}")
         seen: dict[str, float] = {}
         seen_ptkb: dict[str, float] = {}
         for response in turn.responses:
             for passage in response.passage_provenance:
                 if not passage.id:
                     raise InputError(path, "a passage_provenance id is missing or empty", record=f"turn {turn.turn_id}")
+                if problem := _split_field(passage.id):
+                    raise InputError(path, f"passage_provenance id {problem}", record=f"turn {turn.turn_id}")
                 if passage.id not in seen:
                     seen[passage.id] = _scaled_score(passage.score, response.rank, path, turn.turn_id)
             for statement in response.ptkb_provenance:
@@ -104,8 +116,12 @@ def _rankings_2025(path: Path, entries: list[tuple[int, Any]] | None = None) -> 
         references = entry.get("references", {})
         if not isinstance(turn_id, str) or not turn_id:
             raise InputError(path, "expected a non-empty turn_id (string)", line=line)
+        if problem := _split_field(turn_id):
+            raise InputError(path, f"turn_id {problem}", line=line)
         if not isinstance(references, dict) or "" in references:
             raise InputError(path, "expected references {passage id: score}, each passage id non-empty", line=line)
+        if problem := next(filter(None, map(_split_field, references)), ""):
+            raise InputError(path, f"references: passage id {problem}", line=line)
         metadata = entry.get("metadata") if isinstance(entry.get("metadata"), dict) else {}
         if run_name is None and metadata.get("run_id") is not None:
             run_name = str(metadata["run_id"])  # the first line's, as text (generate_run.py prints it)
