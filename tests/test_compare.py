@@ -199,6 +199,24 @@ def test_cli_csv_and_json_agree(tmp_path, capsys):
     assert document["test"] == "bootstrap" and document["resamples"] == 1000
 
 
+@pytest.mark.parametrize("test", ["paired-t", "bootstrap"])
+def test_on_one_query_no_run_is_significantly_better_and_the_json_is_strict(tmp_path, capsys, test):
+    """The bootstrap marked a difference on one query significant (p = 0) and paired-t gave p nan;
+    Cohen's d there is infinite, which the JSON writes as null (it wrote Infinity, not JSON)."""
+    qid = CAST2021_QRELS.read_text().split()[0]
+    qrels = tmp_path / "one.qrel"
+    qrels.write_text("".join(line + "\n" for line in CAST2021_QRELS.read_text().splitlines()
+                             if line.split()[0] == qid))
+    args = ["compare", "--qrels", str(qrels), *map(str, CAST2021_DOC_RUNS[:2]), "--measures", "nDCG@500", "--test",
+            test, "--resamples", "100"]
+    assert main(args + ["--format", "json"]) == 0
+    out, err = capsys.readouterr()
+    (comparison,) = json.loads(out, parse_constant=lambda word: pytest.fail(f"{word} is not JSON"))["comparisons"]
+    assert comparison["difference"] != 0 and comparison["effect_size"] is None
+    assert comparison["p_value"] == comparison["p_adjusted"] == 1.0 and not comparison["significant"]
+    assert "Warning" not in err  # scipy's divide-by-zero warnings on one pair
+
+
 def test_topic_adapter_depths_agree_with_the_qid_convention_on_cast2021():
     benchmark = load("cast2021")
     from_topics = bd.depths_from_topics(benchmark.conversations)

@@ -26,6 +26,12 @@ def test_paired_t_on_identical_runs_is_p_one():
     assert stats.TESTS.get("paired-t")(A, A, Resampling()) == 1.0
 
 
+@pytest.mark.parametrize("test", ["paired-t", "permutation", "bootstrap"])
+def test_one_pair_is_no_evidence_of_a_difference_in_any_test(test):
+    """scipy's t-test gave nan on one query, and the bootstrap p = 0: 'significant' on one query."""
+    assert stats.TESTS.get(test)(A[:1], B[:1], Resampling(resamples=100)) == 1.0
+
+
 def test_permutation_test_is_exact_when_resamples_cover_all_sign_flips():
     # 2^3 = 8 ways to swap pairs; |mean| >= 2 only for all-plus and all-minus: p = 2/8.
     assert stats.TESTS.get("permutation")(A, B, Resampling(resamples=1000, seed=1)) == pytest.approx(0.25)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import math
 from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
@@ -102,7 +103,9 @@ def as_json(report: Report) -> bytes:
                   for m in board.measures for s in [board.summaries[run, m]]}
             for run in board.ranked_runs
         },
-        "comparisons": [{**asdict(c), "significant": board.significant(c)} for c in board.comparisons],
+        # Cohen's d of differences without spread is infinite, which strict JSON has no word for: null
+        "comparisons": [{**asdict(c), "effect_size": c.effect_size if math.isfinite(c.effect_size) else None,
+                         "significant": board.significant(c)} for c in board.comparisons],
         "conversation_means": report.conversation_means,
         "breakdowns": [
             {"name": b.name, "measure": b.measure, "unassigned": b.unassigned,

@@ -12,6 +12,9 @@ Conventions (stated once here; the report legend repeats them):
   16.4): resample the differences re-centred to mean 0, p = share of resampled means at
   least as far from 0 as the observed mean.
 - Randomised tests take a seed and a number of resamples, so a report is reproducible.
+- Fewer than two pairs, or no difference at all: every test gives p = 1. One pair has no
+  spread to test against (scipy's t-test returns nan, and the bootstrap's re-centred sample
+  of one is 0, which made any difference on one query 'significant').
 - Effect size: Cohen's d for paired samples (d_z = mean difference / sd of differences).
 - Intervals: t-based confidence intervals (scipy), for a run's mean and for a mean
   difference.
@@ -52,17 +55,23 @@ def _differences(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return a - b
 
 
+def _untestable(d: np.ndarray) -> bool:
+    """No test can show a difference: fewer than two pairs, or none differs (p = 1)."""
+    return len(d) < 2 or not np.any(d)
+
+
 @TESTS.register("paired-t")
 def paired_t(a: np.ndarray, b: np.ndarray, settings: Resampling) -> float:
     d = _differences(a, b)
-    if not np.any(d):
-        return 1.0  # identical runs: scipy returns nan (0/0); there is no evidence of a difference
+    if _untestable(d):
+        return 1.0  # scipy returns nan (0/0, or no degrees of freedom); there is no evidence of a difference
     return float(scipy_stats.ttest_rel(a, b).pvalue)
 
 
 @TESTS.register("permutation")
 def permutation(a: np.ndarray, b: np.ndarray, settings: Resampling) -> float:
-    _differences(a, b)
+    if _untestable(_differences(a, b)):
+        return 1.0
     result = scipy_stats.permutation_test(
         (np.asarray(a, float), np.asarray(b, float)),
         lambda x, y, axis: np.mean(x - y, axis=axis),
@@ -79,6 +88,8 @@ def permutation(a: np.ndarray, b: np.ndarray, settings: Resampling) -> float:
 @TESTS.register("bootstrap")
 def bootstrap(a: np.ndarray, b: np.ndarray, settings: Resampling) -> float:
     d = _differences(a, b)
+    if _untestable(d):
+        return 1.0
     observed = abs(d.mean())
     centred = d - d.mean()
     rng = np.random.default_rng(settings.seed)
