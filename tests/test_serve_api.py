@@ -99,6 +99,25 @@ def test_scores_equal_harness_eval_on_the_same_file(server, tmp_path, capsys, ki
     assert body["measures"] == harness_eval(run, tmp_path, capsys)
 
 
+def test_a_run_scored_before_the_task_s_measures_changed_is_scored_again_at_start(tmp_path):
+    """Its old scores lack the new main measure: the board was a KeyError (500) on every visit,
+    and a measure added beside the main one read 0 on every query of the runs scored before."""
+    client, _ = open_client(tmp_path)
+    run = trec_run(tmp_path / "run.trec", seed=2)
+    with client:
+        ident = post(client, run).json()["id"]
+        assert scored(client, ident)["status"] == "scored"
+    task = {"name": TASK, "topics": "ikat2023", "qrels": str(QRELS), "measures": ["nDCG@5", "nDCG@10"],
+            "depth": 1000, "main_measure": "nDCG@10", "formats": ["trec"]}
+    client, _ = open_client(tmp_path, tasks=[task])
+    with client:
+        body = scored(client, ident)
+        assert body["status"] == "scored" and set(body["measures"]) == {"nDCG@5", "nDCG@10"}
+        board = client.get(f"/api/tasks/{TASK}/leaderboard")
+        assert board.status_code == 200
+        assert board.json()["rows"][0]["measures"] == body["measures"] and body["measures"]["nDCG@10"] > 0
+
+
 def test_stored_file_is_named_by_its_content_hash(server, tmp_path):
     client, service = server
     run = ikat_run(tmp_path / "run.json", seed=3)

@@ -78,6 +78,7 @@ class Service:
         removed = self.store.discard_incomplete()
         if removed:
             log.info("removed %d incomplete uploads", removed)
+        self._rescore_stale()
         self._worker = threading.Thread(target=self._work, name="harness-serve-scorer", daemon=True)
         self._worker.start()
 
@@ -87,6 +88,22 @@ class Service:
         if self._worker is not None:
             self._worker.join(timeout=30)
         self.store.close()
+
+    def _rescore_stale(self) -> None:
+        """Queue again, to be scored from its stored file, each scored submission whose measures
+        are not its task's: the config changed them since. Ranked beside the new scores, such a
+        run scored 0 on every query of a measure it lacked, and one lacking the main measure
+        made the board a KeyError (500)."""
+        stale: dict[str, int] = {}
+        with self.store.session() as session:
+            for row in session.scalars(select(st.Submission).where(st.Submission.status == st.SCORED)):
+                runtime = self.tasks.get(row.task)
+                if runtime is not None and set(row.per_query or {}) != set(runtime.config.measures):
+                    row.status = st.QUEUED
+                    stale[row.task] = stale.get(row.task, 0) + 1
+            session.commit()
+        for task, count in stale.items():
+            log.info("task %s: %d scored submissions to score again (the task's measures changed)", task, count)
 
     # --- accepting -----------------------------------------------------------------------
 
