@@ -191,6 +191,25 @@ def test_cli_from_trec_writes_a_valid_submission(tmp_path, ikat2023, bm25_rankin
     assert [t["turn_id"] for t in json.loads(out.read_text())["turns"]] == [t.qid for t in ikat2023.turns]
 
 
+def test_from_trec_keeps_the_top_statements_of_a_ptkb_run_its_help_says(tmp_path, capsys, bm25_rankings,
+                                                                          ptkb_rankings):
+    """A longer PTKB ranking is cut to its top PTKB_DEPTH per turn; the help says so (it did not)."""
+    from harness.ikat.submission import PTKB_DEPTH
+
+    passages, ptkb, out = tmp_path / "bm25.run", tmp_path / "ptkb.run", tmp_path / "submission.json"
+    write_run(passages, bm25_rankings.items(), "bm25")
+    write_run(ptkb, ptkb_rankings.items(), "ptkb")
+    assert main(["ikat", "from-trec", str(passages), "--benchmark", "ikat2023", "--run-name", "bm25",
+                 "--ptkb-run", str(ptkb), "--output", str(out)]) == 0
+    listed = {turn["turn_id"]: [p["id"] for p in turn["responses"][0]["ptkb_provenance"]]
+              for turn in json.loads(out.read_text())["turns"]}
+    assert any(len(ranking) > PTKB_DEPTH for ranking in ptkb_rankings.values())
+    assert listed == {qid: [pid for pid, _ in ptkb_rankings.get(qid, [])[:PTKB_DEPTH]] for qid in listed}
+    with pytest.raises(SystemExit):
+        main(["ikat", "from-trec", "--help"])
+    assert f"its top {PTKB_DEPTH} per turn are written" in " ".join(capsys.readouterr().out.split())
+
+
 @pytest.mark.parametrize("change, message", [
     ({}, "none of its"),  # a CAsT run: not one of its queries is an iKAT turn
     ({"--benchmark": "cast2021"}, "takes an iKAT benchmark"),

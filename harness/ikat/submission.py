@@ -31,6 +31,7 @@ from harness.trec import Ranking
 
 RESPONSE_WORD_LIMIT = 250  # iKAT guidelines; the 2025 validator counts NFKC-normalised words
 PROVENANCE_LIMIT = 1000  # passages per response (2023/2024), references per turn (2025)
+PTKB_DEPTH = 3  # statements of a PTKB ranking a built response lists as its PTKB provenance
 
 
 @dataclass(frozen=True)
@@ -231,7 +232,7 @@ def build_submission(
     conversations: Sequence[Conversation] = (),
     responder: Responder = extractive_response,
     depth: int = PROVENANCE_LIMIT,
-    ptkb_depth: int = 3,
+    ptkb_depth: int = PTKB_DEPTH,
     team_id: str = "",
 ) -> Submission:
     """One response per turn (rank 1) whose provenance is the turn's ranking.
