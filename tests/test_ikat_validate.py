@@ -380,6 +380,14 @@ def test_2025_missing_and_extra_turns_are_errors(tmp_path, run_2025):
     assert {(f.turn, f.message) for f in partial.errors} == {("99-1_1", "turn is not in the topics")}
 
 
+def test_2025_validation_says_that_passages_was_not_used(tmp_path, run_2025, capsys):
+    """The 2025 validator looks no passage up: --passages had no effect, and 'valid' said nothing of it."""
+    ids = tmp_path / "ids.txt"
+    ids.write_text("clueweb22-en0000-00-00000:0\n")
+    assert main(["ikat", "validate", str(run_2025), "--topics", "ikat2025", "--passages", str(ids), "--quiet"]) == 0
+    assert "note: --passages was not used: the iKAT 2025 validator looks up no passage" in capsys.readouterr().err
+
+
 def test_2025_repeated_turn_is_a_warning(tmp_path, run_2025):
     path = _edit_line(run_2025, tmp_path / "run.jsonl", _set(["turn_id"], "1-1_2"))
     report = validate(path, 2025)

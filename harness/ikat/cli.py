@@ -95,6 +95,7 @@ def load_topics(spec: str) -> tuple[Conversation, ...]:
 
 
 def _validate(args: argparse.Namespace) -> int:
+    from harness.ikat.checks import CHECKS
     from harness.ikat.validate import COVERAGE_CHECKS, read_passage_ids, validate_file
 
     report = validate_file(
@@ -108,6 +109,9 @@ def _validate(args: argparse.Namespace) -> int:
     if not args.quiet:
         for finding in report.findings:
             print(finding)
+    if args.passages and report.year not in CHECKS.get("passage-exists").years:
+        print(f"note: --passages was not used: the iKAT {report.year} validator looks up no passage (it checks "
+              "references against the ClueWeb22 id pattern only)", file=sys.stderr)
     print(report.summary(), file=sys.stderr)
     return 0 if report.ok else 1
 
