@@ -489,3 +489,13 @@ def test_a_server_url_that_is_not_one_is_said_before_anything_is_sent(tmp_path, 
                                        "server's URL, such as http://127.0.0.1:8000\n")
     assert main(["submit", "--server", "127.0.0.1:8000", "--token", "t", "--task", TASK, str(run)]) == 2
     assert "--server '127.0.0.1:8000': not an http:// or https:// URL" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("timeout", ["nan", "-1", "0", "soon"])
+def test_a_wait_timeout_that_is_no_positive_number_is_a_usage_error(tmp_path, capsys, timeout):
+    """--timeout nan or -1 sent the run, then said at once that it 'was not scored within nan s'."""
+    run = trec_run(tmp_path / "run.trec", seed=1)
+    with pytest.raises(SystemExit) as stop:
+        main(["submit", "--server", "http://127.0.0.1:1", "--token", "t", "--task", TASK, str(run), "--wait",
+              "--timeout", timeout])
+    assert stop.value.code == 2 and "--timeout: " in capsys.readouterr().err

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 import time
 from pathlib import Path
 
+from harness.cli import number_in
 from harness.errors import HarnessError, open_input
 
 
@@ -17,7 +19,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--task", required=True, help="task name (see the server's front page)")
     parser.add_argument("--description", default="", help="shown beside the run on the leaderboard")
     parser.add_argument("--wait", action="store_true", help="wait until it is scored and print the measures")
-    parser.add_argument("--timeout", type=float, default=600, help="seconds --wait waits at most (default 600)")
+    parser.add_argument("--timeout", type=number_in(0, math.inf, open_low=True), default=600,
+                        help="seconds --wait waits at most (default 600)")
 
 
 def run(args: argparse.Namespace) -> int:
