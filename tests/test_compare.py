@@ -180,6 +180,19 @@ def test_on_a_log_or_a_pipe_evaluating_many_runs_draws_no_bar(tmp_path, capsys):
                  "--output", str(out)]) == 0
     assert capsys.readouterr().err == f"report written to {out}\n"
 
+def test_a_run_missing_judged_queries_is_named_with_how_many_its_tests_score_0(tmp_path, capsys):
+    """eval says it; compare paired the missing queries' 0s with the other runs' scores without a word."""
+    first = CAST2021_DOC_RUNS[1].read_text().split()[0]
+    cut = tmp_path / "cut.run"
+    cut.write_text("".join(line + "\n" for line in CAST2021_DOC_RUNS[1].read_text().splitlines()
+                           if line.split()[0] != first))
+    assert main(["compare", "--qrels", str(CAST2021_QRELS), str(CAST2021_DOC_RUNS[0]), str(cut), "--measures", "RR",
+                 "--output", str(tmp_path / "board.md")]) == 0
+    assert capsys.readouterr().err.splitlines()[0] == (
+        f"note: cut: 1 of the 158 judged queries is missing from the run (first: {first}), scored 0 in its means "
+        "and paired tests")
+
+
 def test_a_single_run_gets_a_leaderboard_without_tests(evaluations):
     board = leaderboard(evaluations[:1])
     assert board.comparisons == [] and board.marks("org_convdr", "nDCG@3") == ""
