@@ -404,6 +404,17 @@ def _malformed_qrels(folder: Path) -> tuple[list[str], str]:
     return [str(path)], f"{qrels}:4: expected 4 fields 'qid iter docid grade', found 3"
 
 
+def _other_years_qrels(folder: Path) -> tuple[list[str], str]:
+    """iKAT 2024's qrels on the 2023 topics: every run scored 0, and the board was a 500 for ever."""
+    qrels = Path(QRELS).with_name("2024-qrels.txt")
+    path = write_config(folder)
+    config = yaml.safe_load(path.read_text())
+    config["tasks"][0]["qrels"] = str(qrels)
+    path.write_text(yaml.safe_dump(config))
+    return [str(path)], (f"task {TASK}: {qrels} judges none of the turns of ikat2023 (its first query '0_8', the "
+                         "topics' first turn '9-1_1'): give the topics' own qrels")
+
+
 def _port_taken(folder: Path, taken: socket.socket) -> tuple[list[str], str]:
     taken.bind(("127.0.0.1", 0))
     taken.listen()
@@ -416,7 +427,7 @@ def _database_unreachable(folder: Path) -> tuple[list[str], str]:
     return [str(path)], "cannot connect to database postgresql://u:***@127.0.0.1:1/db: connection failed: "
 
 
-@pytest.mark.parametrize("failure", ["malformed qrels", "port taken", "database unreachable"])
+@pytest.mark.parametrize("failure", ["malformed qrels", "another year's qrels", "port taken", "database unreachable"])
 def test_a_failed_start_is_one_line_and_leaves_nothing_new_on_disk(tmp_path, capsys, failure):
     """Every input is checked before the database and the storage are made (a malformed qrels
     file left an empty database); what fails after they are made removes them again. The
@@ -424,6 +435,7 @@ def test_a_failed_start_is_one_line_and_leaves_nothing_new_on_disk(tmp_path, cap
     stops it; the other two fail before uvicorn could start, in-process."""
     with socket.socket() as taken:
         args, message = {"malformed qrels": lambda: _malformed_qrels(tmp_path),
+                         "another year's qrels": lambda: _other_years_qrels(tmp_path),
                          "port taken": lambda: _port_taken(tmp_path, taken),
                          "database unreachable": lambda: _database_unreachable(tmp_path)}[failure]()
         before = sorted(tmp_path.rglob("*"))

@@ -144,8 +144,15 @@ class TaskRuntime:
         return Budget(len(self.turn_ids), self.config.depth or DEFAULT_DEPTH)
 
     def prepare(self) -> None:
-        """Read the topics and qrels now, so that the first upload does not wait for them."""
+        """Read the topics and qrels now, so that the first upload does not wait for them. Qrels
+        judging none of the topics' turns (another year's) are refused: an upload may rank
+        only those turns, so every run would score 0, and the board's turn depths cover none."""
         _ = self.turn_ids, self.depths, self.evaluator
+        judged = self.evaluator.qrels.judgments
+        if not judged.keys() & self.turn_ids:
+            raise HarnessError(f"task {self.config.name}: {self.config.qrels} judges none of the turns of "
+                               f"{self.config.topics} (its first query {next(iter(judged))!r}, the topics' first turn "
+                               f"{next(iter(self.depths))!r}): give the topics' own qrels")
 
     # --- checking ------------------------------------------------------------------------
 
