@@ -271,6 +271,15 @@ def test_a_run_with_no_query_in_common_with_the_qrels_is_named_in_the_warning_ev
     assert warnings == [f"warning: run 'other_year' has no query in common with {CAST2021_QRELS}; every measure is 0 (Judged@k 1: an empty ranking has no unjudged document)"]
 
 
+def test_dialogues_without_arena_votes_is_an_error_not_ignored(tmp_path, capsys):
+    """Satisfaction rates belong to the arena table: without votes the dialogues were dropped without a word."""
+    dialogues = data_root() / "crsarena" / "crs_arena_dial_open.json"
+    out = tmp_path / "board.md"
+    assert main(["compare", "--qrels", str(CAST2021_QRELS), *map(str, CAST2021_DOC_RUNS[:2]), "--dialogues",
+                 str(dialogues), "--output", str(out)]) == 2
+    assert "--dialogues needs --arena-votes" in capsys.readouterr().err and not out.exists()
+
+
 def test_a_baseline_matching_no_run_is_quoted_as_written(capsys):
     """A dotted run name is not cut at its last dot as a file's suffix would be."""
     assert main(["compare", "--qrels", str(CAST2021_QRELS), *map(str, CAST2021_DOC_RUNS[:2]), "--measures", "RR",

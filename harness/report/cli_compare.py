@@ -44,7 +44,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "for cosrec-curated)")
     parser.add_argument("--groups", help="break results down by a 'qid group' file")
     parser.add_argument("--arena-votes", nargs="+", metavar="CSV", help="add arena ratings from these vote files")
-    parser.add_argument("--dialogues", nargs="+", metavar="JSON", help="CRSArena dialogues for satisfaction rates")
+    parser.add_argument("--dialogues", nargs="+", metavar="JSON",
+                        help="CRSArena dialogues for satisfaction rates (with --arena-votes)")
     parser.add_argument("--arena-bootstrap", type=number_in(1, math.inf, whole=True), default=1000,
                         help="bootstrap resamples of the Bradley-Terry intervals (default 1000)")
     add_fill(parser)
@@ -53,6 +54,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     if args.group_field and not args.topics:
         raise HarnessError("--group-field needs --topics (the benchmark whose turns carry that field)")
+    if args.dialogues and not args.arena_votes:  # satisfaction rates are a column of the arena ratings
+        raise HarnessError("--dialogues needs --arena-votes (the votes whose systems' satisfaction it adds)")
     if args.group_field:
         from harness.topics import check_field
 
