@@ -176,6 +176,19 @@ def test_a_passage_id_holding_whitespace_is_422_at_upload_not_a_failed_scoring(s
     assert service.team_submissions("team0") == []
 
 
+def test_a_compressed_upload_is_422_saying_so(server, tmp_path):
+    """A run.trec.gz was read as a TREC run: its 422 listed garbage bytes as unknown query ids."""
+    import gzip
+
+    client, _ = server
+    packed = tmp_path / "run.trec.gz"
+    packed.write_bytes(gzip.compress(trec_run(tmp_path / "run.trec", seed=6).read_bytes()))
+    answer = post(client, packed)
+    assert answer.status_code == 422
+    assert [(e["check"], e["message"]) for e in answer.json()["errors"]] == [
+        ("format", "a gzip-compressed file: upload the run itself, uncompressed")]
+
+
 def test_trec_run_with_an_unknown_query_is_422_naming_it(server, tmp_path):
     client, _ = server
     run = trec_run(tmp_path / "run.trec", seed=6)

@@ -25,6 +25,8 @@ from harness.serve.config import FORMAT_YEARS, TaskConfig
 MAX_MESSAGES = 200  # findings returned for one upload
 DEFAULT_DEPTH = 1000  # results per turn a task without a depth is sized for (trec_eval's default)
 UTF8_BOM = b"\xef\xbb\xbf"
+# what a compressed upload starts with: read as a TREC run, its bytes made one garbage query id per line
+COMPRESSED = {b"\x1f\x8b": "gzip", b"BZh": "bzip2", b"\xfd7zXZ\x00": "xz", b"PK\x03\x04": "zip"}
 # A passage or response text is a few KiB: a longer string is no run's (decoded, one emoji in
 # it makes Python hold every character of it in 4 bytes), nor is a longer TREC line.
 MAX_STRING = 1 << 20
@@ -163,6 +165,10 @@ class TaskRuntime:
         to what the task's topics could need (`Budget`), so no upload costs more memory than
         a small multiple of a real run of the task."""
         data = path.read_bytes()
+        packed = next((name for magic, name in COMPRESSED.items() if data.startswith(magic)), None)
+        if packed is not None:
+            return Verdict(None, "", [Message("error", "format", f"a {packed}-compressed file: upload the run itself, "
+                                                                 "uncompressed", display)])
         if not data.removeprefix(UTF8_BOM).lstrip().startswith((b"{", b"[")):
             return self._checked("trec", self._check_trec(path, data, display), display)
         over = self.budget.exceeded(data)
