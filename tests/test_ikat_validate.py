@@ -380,6 +380,15 @@ def test_2025_missing_and_extra_turns_are_errors(tmp_path, run_2025):
     assert {(f.turn, f.message) for f in partial.errors} == {("99-1_1", "turn is not in the topics")}
 
 
+def test_another_years_topics_are_named_as_the_likely_mistake(capsys):
+    """The 2024 sample against the 2023 topics: 244 errors, and now a line saying what they have in common."""
+    assert main(["ikat", "validate", str(SAMPLE_2024), "--topics", "ikat2023", "--quiet"]) == 1
+    assert ("note: none of the file's 218 turns is a turn of --topics ikat2023 (the file's first: '0_1'): give the "
+            "topics of the file's year") in capsys.readouterr().err
+    assert main(["ikat", "validate", str(SAMPLE_2024), "--topics", "ikat2024", "--quiet"]) == 0
+    assert "note:" not in capsys.readouterr().err
+
+
 def test_2025_validation_says_that_passages_was_not_used(tmp_path, run_2025, capsys):
     """The 2025 validator looks no passage up: --passages had no effect, and 'valid' said nothing of it."""
     ids = tmp_path / "ids.txt"

@@ -109,6 +109,10 @@ def _validate(args: argparse.Namespace) -> int:
     if not args.quiet:
         for finding in report.findings:
             print(finding)
+    unknown = [finding.turn for finding in report.errors if finding.check in ("turn-id-known", "turns-known")]
+    if report.turns and len(set(unknown)) >= report.turns:  # every turn (in file order): another year's topics?
+        print(f"note: none of the file's {counted(report.turns, 'turn')} is a turn of --topics {args.topics} (the "
+              f"file's first: {unknown[0]!r}): give the topics of the file's year", file=sys.stderr)
     if args.passages and report.year not in CHECKS.get("passage-exists").years:
         print(f"note: --passages was not used: the iKAT {report.year} validator looks up no passage (it checks "
               "references against the ClueWeb22 id pattern only)", file=sys.stderr)
