@@ -234,7 +234,8 @@ def test_from_trec_refuses_what_would_make_an_empty_or_invalid_submission(tmp_pa
 @pytest.mark.parametrize("year, edit, message", [
     (2023, lambda run: run["turns"][0].update(turn_id="9-1_1 "),
      ": turns[0].turn_id: '9-1_1 ' holds whitespace or a NUL byte, which would split its TREC run line"),
-    (2023, lambda run: run["turns"][0]["responses"][0]["passage_provenance"][0].update(id="clueweb22-en0004-67-08978:7 "),
+    (2023, lambda run: run["turns"][0]["responses"][0]["passage_provenance"][0].update(
+        id="clueweb22-en0004-67-08978:7 "),
      " (record turn 9-1_1): passage_provenance id 'clueweb22-en0004-67-08978:7 ' holds whitespace or a NUL byte, "
      "which would split its TREC run line"),
     (2025, lambda line: line.update(references={"clueweb22-en0000-00-00000:1\u00000": 1.0}),

@@ -65,8 +65,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                            help="default automatic; " + "; ".join(f"{year}: {', '.join(sorted(entry.run_types))}"
                                                                   for year, entry in YEARS.items()))
     from_trec.add_argument("--team-id", default="", help="2025 metadata.team_id")
-    from_trec.add_argument("--ptkb-run", type=Path, help=f"a TREC run of PTKB statements per turn (its top {PTKB_DEPTH} "
-                           "per turn are written as the turn's PTKB provenance)")
+    from_trec.add_argument("--ptkb-run", type=Path,
+                           help=f"a TREC run of PTKB statements per turn (its top {PTKB_DEPTH} per turn are written as "
+                           "the turn's PTKB provenance)")
     from_trec.add_argument("--depth", type=number_in(1, PROVENANCE_LIMIT, whole=True), default=PROVENANCE_LIMIT,
                            help=f"passages per turn (1 to {PROVENANCE_LIMIT})")
     from_trec.add_argument(
