@@ -262,6 +262,21 @@ def test_to_trec_of_an_id_holding_whitespace_names_the_submission_not_the_output
     assert not out.exists()
 
 
+@pytest.mark.parametrize("statement, problem", [
+    ("1 x", "'1 x' holds whitespace or a NUL byte, which would split its TREC run line"),
+    ("", "is missing or empty"),
+])
+def test_to_trec_checks_ptkb_ids_before_writing_either_run(tmp_path, capsys, statement, problem):
+    """The passage run was written, then the PTKB run failed with 'cannot write PTKB_OUT': half the job done."""
+    run = json.loads(SAMPLE_2023.read_text())
+    run["turns"][0]["responses"][0]["ptkb_provenance"][0]["id"] = statement
+    path, out, ptkb_out = tmp_path / "run.json", tmp_path / "out.run", tmp_path / "out.ptkb.run"
+    path.write_text(json.dumps(run))
+    assert main(["ikat", "to-trec", str(path), "--output", str(out), "--ptkb-out", str(ptkb_out)]) == 2
+    assert capsys.readouterr().err == f"harness ikat: error: {path} (record turn 9-1_1): ptkb_provenance id {problem}\n"
+    assert not out.exists() and not ptkb_out.exists()
+
+
 @pytest.mark.parametrize("name, message", [
     ("empty-turn-id@1.jsonl", ":1: expected a non-empty turn_id (string)"),
     ("empty-passage-id@2.jsonl", ":2: expected references {passage id: score}, each passage id non-empty"),

@@ -163,6 +163,14 @@ def decoded_rankings(path: Path, decoded: Decoded, submission: Submission | None
     return submission_rankings(submission, decoded.year, path)
 
 
+def _check_ptkb_ids(runs: TrecRuns, path: Path) -> None:
+    """Each PTKB statement id can be a field of the PTKB run's lines (no converter upstream to follow)."""
+    for turn_id, ranking in runs.ptkb.items():
+        for statement, _ in ranking:
+            if problem := _split_field(statement) if statement else "is missing or empty":
+                raise InputError(path, f"ptkb_provenance id {problem}", record=f"turn {turn_id}")
+
+
 def to_trec(
     path: str | Path,
     out: str | Path,
@@ -174,6 +182,8 @@ def to_trec(
     runs = read_rankings(path, year)
     if not any(runs.passages.values()) and not any(runs.ptkb.values()):  # not an empty run written as if it were one
         raise InputError(path, "ranks no passage for any turn: nothing to convert (an empty file?)")
+    if ptkb_out is not None:  # checked before anything is written: no passage run is left without its PTKB run
+        _check_ptkb_ids(runs, Path(path))
     tag = tag or "".join(runs.run_name.split()) or "ikat"
     write_run(out, runs.passages.items(), tag, printed=runs.print_score)
     if ptkb_out is not None:
