@@ -120,6 +120,21 @@ def test_turn_depth_table_says_which_measure_it_shows(report_file):
     assert "<table><caption>nDCG@3 by turn depth: mean per run</caption><thead><tr><th class=l>turn depth</th>" in html
 
 
+def test_a_grouping_covering_some_queries_says_how_many_are_left_out_as_markdown_does(tmp_path):
+    """The Markdown report said it under the table; the HTML page drew the groups without a word."""
+    from harness.cli import main
+
+    qids = sorted({line.split()[0] for line in CAST2021_QRELS.read_text().splitlines()})
+    groups = tmp_path / "half.tsv"
+    groups.write_text("".join(f"{qid} {'early' if i % 2 else 'late'}\n" for i, qid in enumerate(qids[:100])))
+    note = f"{len(qids) - 100} compared queries have no half and are left out."
+    for suffix in ("md", "html"):
+        out = tmp_path / f"report.{suffix}"
+        assert main(["compare", "--qrels", str(CAST2021_QRELS), *map(str, CAST2021_DOC_RUNS[:2]), "--measures", "RR",
+                     "--groups", str(groups), "--output", str(out)]) == 0
+        assert note in out.read_text()
+
+
 def test_depth_plot_is_wide_and_its_legend_is_never_cut_off():
     """One plot is drawn 8 in wide (it was 4), and its legend below takes as many columns as
     fit: with long run names, nothing touches the image's left or right edge."""

@@ -224,12 +224,13 @@ def sections(report: Report, h: str = "h2") -> list[str]:
         parts += [f"<{h}>Score by turn depth</{h}>", depth_curves(depth, colours, board.baselines)]
         parts += [_table(*markdown.breakdown_rows(b), caption=f"{b.measure} by turn depth: mean per run")
                   for b in depth[:1]]
+        parts += [_unassigned(depth[0])]
     for b in report.breakdowns:
         if b.name == breakdowns.CONVERSATION:
-            parts += [f"<{h}>{escape(b.measure)} per conversation</{h}>", heat_map(b)]
+            parts += [f"<{h}>{escape(b.measure)} per conversation</{h}>", heat_map(b), _unassigned(b)]
         elif b.name != breakdowns.DEPTH:
             parts += [f"<{h}>{escape(b.measure)} by {escape(b.name)}</{h}>", group_bars(b, colours),
-                      _table(*markdown.breakdown_rows(b))]
+                      _table(*markdown.breakdown_rows(b)), _unassigned(b)]
     if report.arena is not None:
         arena = report.arena
         parts += [f"<{h}>Arena ratings</{h}>", _table(*markdown.arena_rows(arena), text_columns=2),
@@ -237,6 +238,12 @@ def sections(report: Report, h: str = "h2") -> list[str]:
         if arena.correlations:
             parts.append(_table(*markdown.correlation_rows(arena)))
     return parts
+
+
+def _unassigned(breakdown: Breakdown) -> str:
+    """The Markdown report's note of the compared queries a breakdown leaves out, as a legend."""
+    note = markdown.unassigned_note(breakdown)
+    return f"<p class='legend'>{escape(note)}</p>" if note else ""
 
 
 def as_html(report: Report) -> bytes:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
+from harness.errors import counted, verb
 from harness.report.arena import Arena
 from harness.report.breakdown import Breakdown
 from harness.report.compare import Leaderboard
@@ -103,6 +104,15 @@ def breakdown_rows(breakdown: Breakdown) -> tuple[list[str], list[list[str]]]:
     return header, rows
 
 
+def unassigned_note(breakdown: Breakdown) -> str:
+    """The compared queries the breakdown's mapping leaves out ('' when it covers them all)."""
+    if not breakdown.unassigned:
+        return ""
+    left = breakdown.unassigned
+    return (f"{counted(left, 'compared query', 'compared queries')} {verb(left)} no {breakdown.name} and "
+            f"{verb(left, 'is', 'are')} left out.")
+
+
 def arena_rows(arena: Arena) -> tuple[list[str], list[list[str]]]:
     with_satisfaction = any(r.satisfaction is not None for r in arena.ratings)
     header = ["rank", "system", "Elo", "Bradley-Terry", "95% CI", "votes"] + (["satisfied"] if with_satisfaction else [])
@@ -153,7 +163,7 @@ def as_markdown(report: Report) -> bytes:
     for b in report.breakdowns:
         parts += [f"\n## {b.measure} by {b.name}\n\n", table(*breakdown_rows(b))]
         if b.unassigned:
-            parts.append(f"\n{b.unassigned} compared queries have no {b.name} and are left out.\n")
+            parts.append(f"\n{unassigned_note(b)}\n")
     if report.arena is not None:
         parts += ["\n## Arena ratings\n\n", arena_markdown(report.arena)]
     return "".join(parts).encode()
