@@ -96,6 +96,13 @@ def test_two_baselines_are_compared_once(board):
     assert comparison_pairs(["a", "b", "c"], ["a", "b"]) == [("b", "a"), ("c", "a"), ("c", "b")]
 
 
+def test_a_baseline_named_twice_is_tested_against_once(evaluations):
+    """`--baseline org_convdr org_convdr.run` doubled the family (Holm over 4 comparisons, not 2) and the marks."""
+    once = leaderboard(evaluations, ["org_convdr"])
+    twice = leaderboard(evaluations, ["org_convdr", "org_convdr"])
+    assert twice.baselines == ["org_convdr"] and twice.comparisons == once.comparisons
+
+
 def test_unknown_baseline_is_an_error(evaluations):
     with pytest.raises(HarnessError, match="baseline 'nope' is not among the runs"):
         leaderboard(evaluations, ["nope"])

@@ -229,7 +229,8 @@ def leaderboard(
     scores = align(evaluations)
     test_fn = stats.TESTS.get(test)
     correct = stats.CORRECTIONS.get(correction)
-    baselines = list(baselines) if baselines else [scores.runs[0]]
+    # a baseline named twice (by name and by path) is one baseline: not a second set of tests in the family
+    baselines = list(dict.fromkeys(baselines)) if baselines else [scores.runs[0]]
     unknown = [b for b in baselines if b not in scores.runs]
     if unknown:
         raise HarnessError(f"baseline {unknown[0]!r} is not among the runs ({', '.join(scores.runs)})")
