@@ -234,6 +234,7 @@ def test_on_one_query_no_run_is_significantly_better_and_the_json_is_strict(tmp_
     (comparison,) = json.loads(out, parse_constant=lambda word: pytest.fail(f"{word} is not JSON"))["comparisons"]
     assert comparison["difference"] != 0 and comparison["effect_size"] is None
     assert comparison["p_value"] == comparison["p_adjusted"] == 1.0 and not comparison["significant"]
+    assert "over the family of 1 comparison (runs x baselines x measures)" in json.loads(out)["legend"]
     assert "Warning" not in err  # scipy's divide-by-zero warnings on one pair
 
 

@@ -196,8 +196,8 @@ class Leaderboard:
             else ""
         )
         return (f"two-sided {self.test} test{resampled} on {self.queries_note()}, "
-                f"p-values {self.correction}-corrected over the family of {len(self.comparisons)} comparisons "
-                f"(runs x baselines x measures), alpha = {self.alpha}.")
+                f"p-values {self.correction}-corrected over the family of "
+                f"{counted(len(self.comparisons), 'comparison')} (runs x baselines x measures), alpha = {self.alpha}.")
 
 
 def comparison_pairs(runs: Sequence[str], baselines: Sequence[str]) -> list[tuple[str, str]]:
