@@ -187,3 +187,25 @@ def test_counts_of_one_take_the_singular(tmp_path, capsys):
     err = capsys.readouterr().err
     assert f"{run}: 1 of 332 turns of ikat2023 has no passages in the run (written with none)" in err
     assert f"{ptkb}: 331 of 332 turns of ikat2023 have no PTKB statements in the run" in err
+
+
+def test_the_depth_said_to_fit_the_hosted_limit_fits_when_turns_rank_fewer_passages(tmp_path, capsys, monkeypatch):
+    """The depth was scaled from the file's size as if every turn ranked --depth passages: on the
+    tour's manual.bm25 run (618 passages a turn at depth 1000) it said 211, whose file is 95.9 MiB."""
+    import re
+
+    from harness.ikat import cli
+    from harness.topics import load
+
+    pool = [d.id for d in open_corpus("benchmark:ikat2023:test").documents()]
+    turns = [t.qid for c in load("ikat2023").conversations for t in c.turns]
+    run = tmp_path / "uneven.run"  # the first turn ranks the whole pool, the others 1 to 50 passages
+    write_run(run, [(qid, [(pid, 1000.0 - r) for r, pid in enumerate(pool[:len(pool) if i == 0 else i % 50 + 1])])
+                    for i, qid in enumerate(turns)], "uneven")
+    monkeypatch.setattr(cli, "DEFAULT_MAX_UPLOAD_MB", 4)
+    out = tmp_path / "submission.json"
+    argv = ["ikat", "from-trec", str(run), "--benchmark", "ikat2023", "--run-name", "x", "--output", str(out)]
+    assert main(argv) == 0
+    depth = int(re.search(r"about --depth (\d+) would fit", capsys.readouterr().err)[1])
+    assert main([*argv, "--depth", str(depth)]) == 0
+    assert out.stat().st_size <= 4 << 20 and "would fit" not in capsys.readouterr().err

@@ -184,7 +184,7 @@ def _from_trec(args: argparse.Namespace) -> int:
     if own_year is not None and args.year != own_year:
         _other_year(args.out, benchmark, args.benchmark, own_year, args.year)
     _report_texts(submission, source_name)
-    _report_size(args.out, args.depth)
+    _report_size(args.out, args.depth, submission, args.year)
     return 0
 
 
@@ -309,13 +309,39 @@ def _report_texts(submission, source_name: str) -> None:
 DEFAULT_MAX_UPLOAD_MB = 64
 
 
-def _report_size(path: Path, depth: int) -> None:
-    """The size of the file to upload, against a hosted leaderboard's default limit."""
+def _fitting_depth(submission, size: int, limit: float, depth: int, texts: bool) -> int:
+    """The largest depth whose file would be at most `limit` bytes: the file less its passages,
+    plus each turn's first passages at their own sizes (`texts`: a passage's text is in the file).
+    A turn ranking fewer than the depth keeps them all, and top passages are not of the mean
+    size: the file does not shrink in proportion to the depth."""
+    import json
+    from itertools import accumulate
+
+    sizes = [[len(json.dumps(p.id)) + PASSAGE_BYTES + (len(json.dumps(p.text)) if texts else 0)
+              for r in turn.responses for p in r.passage_provenance] for turn in submission.turns]
+    rest = size - sum(map(sum, sizes))
+    totals = [list(accumulate(turn)) for turn in sizes if turn]  # a turn's first d passages: totals[d - 1]
+    fitting = 1
+    for d in range(1, depth + 1):  # the size grows with the depth: the first too large ends the search
+        if rest + sum(total[min(d, len(total)) - 1] for total in totals) > limit:
+            break
+        fitting = d
+    return fitting
+
+
+# a passage's bytes in a 2023/2024 file beside its id and text (its keys, score and indentation:
+# 93 with a score of 17 digits); a 2025 reference takes fewer
+PASSAGE_BYTES = 100
+
+
+def _report_size(path: Path, depth: int, submission, year: int) -> None:
+    """The size of the file to upload, against a hosted leaderboard's default limit; when over,
+    the depth that fits."""
     size = path.stat().st_size
     limit = DEFAULT_MAX_UPLOAD_MB << 20
     message = f"{path}: {size / 2**20:.1f} MiB to upload"
     if size > limit:
-        fitting = max(1, int(depth * limit / size * 0.95))
+        fitting = _fitting_depth(submission, size, limit * 0.95, depth, texts=not YEARS[year].json_lines)
         message = (f"warning: {message}, over the {DEFAULT_MAX_UPLOAD_MB} MiB a hosted harness leaderboard takes by "
                    f"default (max_upload_mb): about --depth {fitting} would fit")
     print(message, file=sys.stderr)
