@@ -118,6 +118,21 @@ def test_a_run_scored_before_the_task_s_measures_changed_is_scored_again_at_star
         assert board.json()["rows"][0]["measures"] == body["measures"] and body["measures"]["nDCG@10"] > 0
 
 
+def test_a_submission_of_a_task_since_removed_is_still_shown_to_its_team(tmp_path):
+    """Renamed in the config (a new board), the old task's submissions were a KeyError: 500."""
+    client, _ = open_client(tmp_path)
+    with client:
+        ident = post(client, trec_run(tmp_path / "run.trec", seed=2)).json()["id"]
+        means = scored(client, ident)["measures"]
+    task = {"name": "ikat2023-v2", "topics": "ikat2023", "qrels": str(QRELS), "preset": "ikat2023",
+            "main_measure": "nDCG@5", "formats": ["trec"]}
+    client, _ = open_client(tmp_path, tasks=[task])
+    with client:
+        answer = client.get(f"/api/submissions/{ident}", headers=auth())
+        assert answer.status_code == 200
+        assert answer.json()["measures"] == means and answer.json()["per_query"] is None
+
+
 def test_stored_file_is_named_by_its_content_hash(server, tmp_path):
     client, service = server
     run = ikat_run(tmp_path / "run.json", seed=3)

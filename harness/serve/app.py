@@ -168,12 +168,13 @@ def create_app(service: Service) -> FastAPI:
         row = service.submission(ident)
         if row is None or row.team != team:  # another team's submission is as good as absent
             raise HTTPException(404, "no such submission of your team")
+        served = config.tasks.get(row.task)  # None: a task since removed from the config (renamed for a new board)
         return {
             "id": row.id, "task": row.task, "team": row.team, "run_name": row.run_name,
             "description": row.description, "format": row.format, "sha256": row.sha256,
             "submitted": row.created_at.isoformat() + "Z", "status": row.status,
             "measures": row.means, "warnings": row.warnings, "error": row.error,
-            "per_query": row.per_query if config.tasks[row.task].per_query_scores else None,
+            "per_query": row.per_query if served is not None and served.per_query_scores else None,
         }
 
     @app.get("/api/tasks/{task}/leaderboard")
