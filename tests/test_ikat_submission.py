@@ -179,6 +179,21 @@ def test_to_trec_of_a_turn_or_passage_without_its_id_names_the_submission_not_th
     assert not out.exists()
 
 
+def test_to_trec_counts_the_turns_its_run_file_holds_and_those_ranking_no_passage(tmp_path, capsys):
+    """A turn whose responses cite no passage has no line in the run: not counted among its turns."""
+    run = json.loads(SAMPLE_2023.read_text())
+    for response in run["turns"][0]["responses"]:
+        response["passage_provenance"] = []
+    path, out = tmp_path / "run.json", tmp_path / "out.run"
+    path.write_text(json.dumps(run))
+    assert main(["ikat", "to-trec", str(path), "--output", str(out)]) == 0
+    written = read_run(out)
+    lines = sum(map(len, written.scores.values()))
+    assert capsys.readouterr().err == (f"{out}: {lines} passages over {len(written.scores)} turns (1 turn of the "
+                                       "submission ranks no passage)\n")
+    assert len(written.scores) == len(run["turns"]) - 1
+
+
 def test_cli_from_trec_writes_a_valid_submission(tmp_path, ikat2023, bm25_rankings, ptkb_rankings):
     passages, ptkb = tmp_path / "bm25.run", tmp_path / "ptkb.run"
     write_run(passages, bm25_rankings.items(), "bm25")

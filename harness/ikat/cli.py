@@ -129,7 +129,10 @@ def _to_trec(args: argparse.Namespace) -> int:
                                     ("--ptkb-out", args.ptkb_out)])
     runs = to_trec(args.run, out, args.ptkb_out, args.year, args.tag)
     passages = sum(map(len, runs.passages.values()))
-    print(f"{out}: {counted(passages, 'passage')} over {counted(len(runs.passages), 'turn')}", file=sys.stderr)
+    empty = sum(not ranking for ranking in runs.passages.values())  # in the submission, not in the run file
+    print(f"{out}: {counted(passages, 'passage')} over {counted(len(runs.passages) - empty, 'turn')}"
+          + (f" ({counted(empty, 'turn')} of the submission {verb(empty, 'ranks', 'rank')} no passage)" if empty else ""),
+          file=sys.stderr)
     if args.ptkb_out is not None:
         print(f"{args.ptkb_out}: PTKB provenance of {counted(len(runs.ptkb), 'turn')}", file=sys.stderr)
     return 0
