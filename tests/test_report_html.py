@@ -65,6 +65,21 @@ def test_report_holds_leaderboard_legend_and_arena(report_file):
     assert "<td class=l>chatgpt_redial</td><td>1102</td>" in html
 
 
+def test_heat_map_keeps_room_for_long_run_names_beside_few_conversations():
+    """Two conversations and run names of 50 characters: the cells are drawn (matplotlib
+    collapsed them to nothing, with a UserWarning, when the figure was sized by the groups alone)."""
+    import warnings
+
+    from harness.report.html import heat_map
+
+    runs = ["a_very_long_run_name_that_goes_on_and_on_for_ever", "another_very_long_run_name_that_goes_on"]
+    means = {run: {"1": 0.5, "2": 0.2 * i} for i, run in enumerate(runs)}
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        image = _images(heat_map(bd.Breakdown(bd.CONVERSATION, "nDCG@10", ["1", "2"], {"1": 1, "2": 1}, means, 0)))[0]
+    assert image.shape[1] > 2 * image.shape[0]
+
+
 @pytest.mark.skipif(not CHROMIUM.exists(), reason="needs Debian's chromium at /usr/bin/chromium "
                     "(apt-get install -y chromium) to render the report headless")
 @pytest.mark.browser

@@ -147,7 +147,9 @@ def _fitting_legend(figure, handles: list, most_columns: int) -> None:
 def heat_map(b: Breakdown) -> str:
     runs = list(b.means)
     grid = [[b.means[run][g] for g in b.groups] for run in runs]
-    figure = _figure(min(14, 2 + 0.22 * len(b.groups)), 1.2 + 0.35 * len(runs))
+    # room for the run names (7 pt: about 0.06 in a character) and the colour bar beside the cells
+    names = 0.06 * max(map(len, runs))
+    figure = _figure(min(14 + names, 2 + names + 0.22 * len(b.groups)), 1.2 + 0.35 * len(runs))
     axes = figure.add_subplot()
     image = axes.imshow(grid, aspect="auto", cmap="viridis", vmin=0)
     axes.set_yticks(range(len(runs)), runs, fontsize=7)
