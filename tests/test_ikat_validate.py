@@ -299,6 +299,12 @@ def run_2025(tmp_path_factory) -> Path:
     return path
 
 
+def test_a_2025_file_given_another_year_is_told_to_give_2025(run_2025):
+    hint = ("not JSON: Extra data (line 2, column 1); this looks like JSON Lines (an object a line), as iKAT 2025 "
+            "submissions are written: give --year 2025")
+    assert [finding.message for finding in validate(run_2025, 2023).errors] == [hint]
+
+
 def _edit_line(source: Path, target: Path, edit: Callable[[dict], None], line: int = 0) -> Path:
     lines = source.read_text().splitlines()
     entry = json.loads(lines[line])

@@ -172,7 +172,7 @@ def decode_submission(path: Path, text: str, year: int | None = None) -> Decoded
         decoded.entries = decode_lines(text)
     elif problem is not None:
         decoded.problem = error("json", f"not JSON: {problem.msg} (line {problem.lineno}, column {problem.colno})"
-                                        + _trec_run_hint(body))
+                                        + (_trec_run_hint(body) or _json_lines_hint(body, problem)))
     else:
         decoded.raw = raw
     return decoded
@@ -185,6 +185,18 @@ def _trec_run_hint(text: str) -> str:
         return ("; this looks like a TREC run ('qid Q0 docid rank score tag'), not an iKAT submission: "
                 "`harness ikat from-trec` writes one from it")
     return ""
+
+
+def _json_lines_hint(text: str, problem: json.JSONDecodeError) -> str:
+    """A JSON Lines file (an iKAT 2025 submission) given with another year: said with the year to give."""
+    first = next((line for line in islice(_lines(text), 100) if line.strip()), "")
+    try:
+        one_line = problem.msg == "Extra data" and isinstance(json.loads(first), dict)
+    except ValueError:
+        return ""
+    lines_years = [str(year) for year, form in YEARS.items() if form.json_lines]
+    return (f"; this looks like JSON Lines (an object a line), as iKAT {' and '.join(lines_years)} submissions are "
+            f"written: give --year {lines_years[-1]}") if one_line and lines_years else ""
 
 
 def validate_file(
