@@ -452,3 +452,37 @@ def test_harness_run_leaves_its_objects_to_the_system_at_exit(tmp_path):
     result = subprocess.run([sys.executable, "-c", script, str(config)], capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip().endswith("frozen True")
+
+
+def test_a_run_interrupted_between_its_run_file_and_its_json_is_not_taken_for_the_old_inputs(tmp_path, monkeypatch,
+                                                                                              capsys):
+    """Interrupted after the new run file replaced the old one and before its JSON was written,
+    the old JSON (the old inputs' hash) is gone too: the old config runs again instead of taking
+    the other config's file, and the old scores, for its own."""
+    from harness.retrieve import RETRIEVERS
+    from harness.runner import runner
+
+    def ranked(query, k):
+        return [(f"d{rank}", float(k - rank)) for rank in range(k)]
+
+    def config(k: int) -> Path:
+        path = tmp_path / f"k{k}.yaml"
+        path.write_text(yaml.safe_dump({"k": k, "output": str(tmp_path / "runs"), "experiments": [
+            {"name": "pqa", "topics": "pragmaticqa:val", "strategies": ["raw"], "measures": ["RR"],
+             "retrievers": ["ranked"]}]}), encoding="utf-8")
+        return path
+
+    def interrupted(*args):
+        raise KeyboardInterrupt
+
+    run_file = tmp_path / "runs" / "pragmaticqa-val.raw.ranked.run"
+    with RETRIEVERS.using({"ranked": ranked}):
+        assert main(["run", str(config(5))]) == 0
+        with monkeypatch.context() as patched:
+            patched.setattr(runner, "score", interrupted)
+            assert main(["run", str(config(3))]) == 130
+        assert max(map(len, read_run(run_file).scores.values())) == 3
+        capsys.readouterr()
+        assert main(["run", str(config(5))]) == 0
+    assert "skipped" not in capsys.readouterr().err
+    assert max(map(len, read_run(run_file).scores.values())) == 5

@@ -2,8 +2,9 @@
 
 Per run: load the topics -> build the query stream -> hash queries, qrels and config ->
 skip if `<tag>.run` and a `<tag>.json` with that hash exist -> rank (a batch of queries at a
-time, with progress) -> stream into `<tag>.run` (atomic) -> evaluate -> write `<tag>.json`
-with the scores (atomic, after the run file, so a JSON always describes a complete run).
+time, with progress) -> stream into `<tag>.run` (atomic; the old `<tag>.json` removed before it
+replaces the old run) -> evaluate -> write `<tag>.json` with the scores (atomic, after the run
+file, so a JSON always describes the complete run beside it).
 A skipped run reuses the scores its JSON records, unless the measures or depth changed.
 A run killed half-way leaves only a dot-named temp file, removed when the run is redone.
 One `harness run` at a time writes to an output folder (a lock on the folder); another
@@ -213,6 +214,11 @@ def execute(prepared: Prepared, workspace: Workspace, output: Path, config_path:
                        lambda: workspace.retriever(run))
     set_up = time.perf_counter() - started
     started = time.perf_counter()
+    # the JSON of the file about to be replaced goes first: a kill between the new run file and
+    # its JSON would otherwise leave the old inputs' hash beside the new file, and a rerun of the
+    # old config would take the new file (and the old scores) as its finished run
+    if json_path(output, run).is_file():  # (a folder in its way is said when the JSON is written)
+        json_path(output, run).unlink()
     # a bar on a terminal; on a log or a pipe one line when the run is written
     with progress_bar(run.tag, "turn", total=len(prepared.queries), file=log, mininterval=0.5) as progress:
         bar = not progress.disable  # (closing a bar disables it)
