@@ -229,7 +229,11 @@ def _fits(value: Any, expected: Any) -> bool:
     if origin is Literal:
         return any(value == arg and type(value) is type(arg) for arg in args)
     if origin in (list, tuple, Sequence):
-        return isinstance(value, (list, tuple)) and (not args or all(_fits(v, args[0]) for v in value))
+        if not isinstance(value, (list, tuple)):
+            return False
+        if _fixed_length(expected):  # tuple[str, int]: a value of its type at each place
+            return len(value) == len(args) and all(_fits(v, arg) for v, arg in zip(value, args))
+        return not args or all(_fits(v, args[0]) for v in value)
     if origin in (dict, Mapping):
         return isinstance(value, Mapping) and (len(args) != 2 or all(
             _fits(k, args[0]) and _fits(v, args[1]) for k, v in value.items()))
@@ -237,11 +241,20 @@ def _fits(value: Any, expected: Any) -> bool:
         return isinstance(value, (int, float)) and not isinstance(value, bool)
     if expected is int:
         return isinstance(value, int) and not isinstance(value, bool)
+    if expected is tuple:  # YAML and JSON have lists only (a plug-in's default `(1, 2)` says tuple)
+        return isinstance(value, (list, tuple))
     if isinstance(expected, type) and issubclass(expected, PurePath):  # a config writes a path as a string
         return isinstance(value, (str, PurePath))
     if isinstance(expected, type):
         return isinstance(value, expected)
     return True  # a type the checker cannot read: the component checks it
+
+
+def _fixed_length(expected: Any) -> bool:
+    """Whether `expected` is a tuple of so many values, each of its own type (`tuple[str, int]`),
+    not `tuple[int, ...]`."""
+    args = typing.get_args(expected)
+    return typing.get_origin(expected) is tuple and bool(args) and args[-1] is not Ellipsis
 
 
 @dataclass(frozen=True)
@@ -378,19 +391,28 @@ def describe_type(expected: Any) -> str:
         return " or ".join(dict.fromkeys(describe_type(arg) for arg in args))
     if origin is Literal:
         return "one of " + ", ".join(repr(arg) for arg in args)
+    if _fixed_length(expected):
+        return f"a list of {len(args)} ({', '.join(describe_type(arg) for arg in args)})"
     if origin in (list, tuple, Sequence):
         return f"a list of {_plural(describe_type(args[0]))}" if args else "a list"
+    if origin in (dict, Mapping) and len(args) == 2:
+        return f"a mapping of {_plural(describe_type(args[0]))} to {_plural(describe_type(args[1]))}"
     if origin in (dict, Mapping) or expected is dict:
         return "a mapping"
     return _WORDS.get(expected, getattr(expected, "__name__", str(expected)))
 
 
 _WORDS = {bool: "true or false", int: "an integer", float: "a number", str: "a string", None: "null",
-          type(None): "null", list: "a list", Any: "any value", Path: "a path"}
+          type(None): "null", list: "a list", tuple: "a list", Any: "any value", Path: "a path"}
 
 
 def _plural(text: str) -> str:
-    return text.removeprefix("an ").removeprefix("a ") + "s" if text.startswith(("a ", "an ")) else text
+    """`a list of integers` -> `lists of integers`: the first noun, not the last word, made plural
+    (a class's name, `Intent`, too)."""
+    if not text.startswith(("a ", "an ")):
+        return f"{text}s" if text.isidentifier() and text[0].isupper() else text
+    noun, _, rest = text.partition(" ")[2].partition(" ")
+    return f"{noun}s {rest}" if rest else f"{noun}s"
 
 
 def declare(summary: str, params: Sequence[Param] = (), **more: Any) -> Callable[[T], T]:

@@ -130,6 +130,32 @@ def test_a_plugin_parameter_is_checked_against_its_signature(in_folder):
         parse_config(in_folder / "x.yaml", {"experiments": [experiment]})
 
 
+def _typed(query: str, k: int, span: tuple[str, int] = ("a", 1), ids=(1, 2), weights: dict[str, float] | None = None):
+    return []
+
+
+@pytest.mark.parametrize("params", [{"span": ["b", 2]}, {"ids": [3, 4]}, {"weights": {"b": 0.5}}])
+def test_a_plugin_parameter_typed_a_tuple_takes_the_list_a_config_writes(params):
+    """YAML has lists, not tuples: `tuple[str, int]` takes ["b", 2] (a string, then an
+    integer), and a parameter whose default is a tuple takes a list."""
+    from harness.retrieve import RETRIEVERS
+
+    with RETRIEVERS.using({"typed": _typed}):
+        parse_config(Path("x.yaml"), {"experiments": [_experiment(["raw"], [{"name": "typed", "params": params}])]})
+
+
+@pytest.mark.parametrize("params, message", [
+    ({"span": ["b", 2, 3]}, "params.span: expected a list of 2 (a string, an integer), got ['b', 2, 3]"),
+    ({"span": [2, "b"]}, "params.span: expected a list of 2 (a string, an integer), got [2, 'b']"),
+    ({"weights": {"b": "high"}}, "params.weights: expected a mapping of strings to numbers or null, got {'b': 'high'}"),
+])
+def test_a_plugin_parameter_of_the_wrong_shape_says_the_shape_its_type_asks_for(params, message):
+    from harness.retrieve import RETRIEVERS
+
+    with RETRIEVERS.using({"typed": _typed}), pytest.raises(ConfigError, match=re.escape(message)):
+        parse_config(Path("x.yaml"), {"experiments": [_experiment(["raw"], [{"name": "typed", "params": params}])]})
+
+
 @pytest.mark.slow
 def test_a_changed_plugin_is_run_again_not_reused(in_folder):
     config = _config(in_folder, ["raw"], ["python:mine:overlap"])
