@@ -144,9 +144,22 @@ def test_key_given_twice_is_an_error(tmp_path):
     assert "given twice" in _error(tmp_path, "k: 10\nk: 20\nexperiments: []\n")
 
 
-def test_run_tags_must_differ(tmp_path):
+def test_run_tags_must_differ_and_the_error_names_the_tag_field_that_tells_them_apart(tmp_path):
     message = _error(tmp_path, {"tag": "{benchmark}", "experiments": [_experiment(strategies=["raw", "all_history"])]})
-    assert "experiments[0].tag: run tag 'pragmaticqa-val' is also produced by experiments[0]" in message
+    assert message.endswith("experiments[0].tag: run tag 'pragmaticqa-val' is also produced by "
+                            "experiments[0].retrievers[0]; add {strategy} to the tag pattern")
+    message = _error(tmp_path, {"experiments": [_experiment(), _experiment(name="other")]})
+    assert message.endswith("experiments[1].tag: run tag 'pragmaticqa-val.raw.bm25' is also produced by "
+                            "experiments[0].retrievers[0]; add {name} to the tag pattern")
+
+
+def test_one_retriever_twice_with_other_params_and_no_labels_is_told_to_label_them(tmp_path):
+    """A parameter sweep's first mistake: both runs would be written to one file."""
+    sweep = ["bm25", {"name": "bm25", "params": {"k1": 1.2}}]
+    message = _error(tmp_path, {"experiments": [_experiment(retrievers=sweep)]})
+    assert message.endswith("experiments[0].retrievers[1]: run tag 'pragmaticqa-val.raw.bm25' is also produced by "
+                            "experiments[0].retrievers[0]: both retrievers are labelled 'bm25'; give each its own "
+                            "'label:' (it names their runs)")
 
 
 def test_tag_pattern_fields_are_checked(tmp_path):

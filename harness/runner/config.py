@@ -200,16 +200,16 @@ def expand(experiment: Experiment) -> list[RunSpec]:
     runs = []
     for retriever in experiment.retrievers:
         for strategy in strategies:
-            fields = {
-                "name": experiment.name,
-                "benchmark": experiment.topics,
-                "task": experiment.task,
-                "strategy": strategy or experiment.task,
-                "retriever": retriever.label,
-            }
+            fields = _tag_fields(experiment, strategy, retriever)
             safe = {key: _UNSAFE_IN_TAG.sub("-", value) for key, value in fields.items()}
             runs.append(RunSpec(experiment, strategy, retriever, experiment.tag.format(**safe)))
     return runs
+
+
+def _tag_fields(experiment: Experiment, strategy: str | None, retriever: RetrieverSpec) -> dict[str, str]:
+    """The values of a run's tag fields (TAG_FIELDS), as written in the config."""
+    return {"name": experiment.name, "benchmark": experiment.topics, "task": experiment.task,
+            "strategy": strategy or experiment.task, "retriever": retriever.label}
 
 
 # --- parsing -----------------------------------------------------------------------------
@@ -625,17 +625,37 @@ def _tag_pattern(node: Node) -> str:
 
 def _check_unique(path: Path, experiments: tuple[Experiment, ...]) -> None:
     names: dict[str, str] = {}
-    tags: dict[str, str] = {}
+    tags: dict[str, tuple[str, RunSpec]] = {}  # tag -> the retriever whose run made it first, and the run
     for experiment in experiments:
         if experiment.name in names:
             raise ConfigError(path, f"{experiment.key}.name", f"experiment name {experiment.name!r} is also "
                               f"used by {names[experiment.name]}; give each experiment its own name")
         names[experiment.name] = experiment.key
-        for run in expand(experiment):
+        per_retriever = max(len(experiment.strategies), 1)
+        for position, run in enumerate(expand(experiment)):
+            where = f"{experiment.key}.retrievers[{position // per_retriever}]"
             problem = name_problem(run.tag)
             if problem:  # tags name the run files: never a path out of `output`
                 raise ConfigError(path, f"{experiment.key}.tag", f"run tag {run.tag!r} {problem}")
             if run.tag in tags:
-                raise ConfigError(path, f"{experiment.key}.tag", f"run tag {run.tag!r} is also produced by "
-                                  f"{tags[run.tag]}; add {{name}} or {{task}} to the tag pattern")
-            tags[run.tag] = experiment.key
+                first_where, first = tags[run.tag]
+                raise _same_tag(path, run, where, first, first_where)
+            tags[run.tag] = (where, run)
+
+
+def _same_tag(path: Path, run: RunSpec, where: str, first: RunSpec, first_where: str) -> ConfigError:
+    """Two runs writing one run file, with what tells them apart: the tag fields in which they
+    differ and that the pattern leaves out, else their retrievers' labels (bm25 twice, with
+    other params), else the characters a tag replaces."""
+    experiment = run.experiment
+    ours, theirs = (_tag_fields(r.experiment, r.strategy, r.retriever) for r in (run, first))
+    missing = [f"{{{name}}}" for name in TAG_FIELDS
+               if ours[name] != theirs[name] and f"{{{name}}}" not in experiment.tag]
+    if missing:
+        return ConfigError(path, f"{experiment.key}.tag", f"run tag {run.tag!r} is also produced by {first_where}; "
+                           f"add {' or '.join(missing)} to the tag pattern")
+    if ours == theirs:
+        return ConfigError(path, where, f"run tag {run.tag!r} is also produced by {first_where}: both retrievers are "
+                           f"labelled {run.retriever.label!r}; give each its own 'label:' (it names their runs)")
+    return ConfigError(path, f"{experiment.key}.tag", f"run tag {run.tag!r} is also produced by {first_where}: their "
+                       "tags are the same once each character other than letters, digits and _.+=- is made '-'")
