@@ -32,7 +32,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from harness.errors import HarnessError
-from harness.queries import register
+from harness.queries import Function, add, register
 from harness.registry import AtLeast, Param
 from harness.topics.model import Conversation, Query, Turn
 
@@ -192,9 +192,6 @@ def _document_frequencies(conversation: Conversation, turn_index: int, benchmark
     return len(background.words) - len(removed) + len(seen), df
 
 
-@register("hqe", "history query expansion (Lin et al., 2020): salient earlier words, then the utterance", [
-    Param("BENCHMARK", str | None, None, "the benchmark whose utterances are the IDF background (default: "
-          "this conversation so far)")])
 def hqe(conversation: Conversation, turn_index: int, benchmark: str | None = None) -> Query:
     """History query expansion (Lin et al., 2020, "Query Reformulation using Query History for
     Passage Retrieval in Conversational Search"), with IDF in place of BM25 term scores.
@@ -225,3 +222,17 @@ def hqe(conversation: Conversation, turn_index: int, benchmark: str | None = Non
         keywords += [w for turn in earlier[-SUBTOPIC_WINDOW:] for w in _words(turn.utterance)
                      if salience(w) >= SUBTOPIC_THRESHOLD]
     return build(conversation, turn_index, [*dict.fromkeys(keywords), utterance])
+
+
+class _Hqe(Function):
+    """hqe, whose BENCHMARK is loaded when a config names it, so that a misspelt one is an error
+    at its key (`hqe:cast2091`), not half-way through a `harness run`."""
+
+    def check(self, benchmark: str | None) -> None:
+        if benchmark is not None:
+            _benchmark(benchmark)
+
+
+add(_Hqe("hqe", "history query expansion (Lin et al., 2020): salient earlier words, then the utterance", [
+    Param("BENCHMARK", str | None, None, "the benchmark whose utterances are the IDF background (default: "
+          "this conversation so far)")], hqe))
