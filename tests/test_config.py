@@ -215,6 +215,20 @@ def test_ptkb_topk_on_topics_without_ptkb_statements_is_refused_when_the_config_
     assert "experiments[0].strategies[1]: ptkb_topk needs PTKB statements, and no conversation" in message
 
 
+@pytest.mark.parametrize("topics, strategy, problem", [
+    ("pragmaticqa:val", "manual", "turn 1_1 has no manual rewrite"),
+    ("cast2019:train", "manual", "turn 3_1 has no manual rewrite"),  # only its first 23 turns are resolved
+    ("pragmaticqa:val", "automatic", "turn 1_1 has no automatic rewrite"),
+    ("ikat2023:test", "variant:1", "variant needs query variants, and turn 9-1_1 has none"),
+    ("ikat2023:test", "all_variants", "all_variants needs query variants, and turn 9-1_1 has none"),
+])
+def test_a_strategy_reading_what_the_topics_lack_is_refused_at_its_key_when_the_config_is_read(
+        tmp_path, topics, strategy, problem):
+    """Not once its queries are formed, after the runs before it, without file or key."""
+    message = _error(tmp_path, {"experiments": [_experiment(topics=topics, strategies=["raw", strategy])]})
+    assert f"experiments[0].strategies[1]: {problem}" in message
+
+
 def test_a_wrong_file_given_as_the_config_is_quoted_cut_short_not_whole(tmp_path):
     """A qrels file reads as YAML's one long string: the error quotes its start and its length."""
     qrels = "".join(f"q{n} 0 d{n} 1\n" for n in range(5000))

@@ -65,14 +65,20 @@ class Strategy:
 
 
 class Function(Strategy):
-    """A strategy written as a function `(conversation, turn_index, *arguments) -> Query`."""
+    """A strategy written as a function `(conversation, turn_index, *arguments) -> Query`, with
+    `topics`, if given, as its `check_topics` (what every turn must hold: a manual rewrite)."""
 
-    def __init__(self, name: str, summary: str, params: Sequence[Param], function: Callable[..., Query]) -> None:
+    def __init__(self, name: str, summary: str, params: Sequence[Param], function: Callable[..., Query],
+                 topics: Callable[[Sequence[Conversation]], None] | None = None) -> None:
         super().__init__(name, summary, params)
-        self.function = function
+        self.function, self.topics = function, topics
 
     def query(self, conversation: Conversation, turn_index: int, *args: Any) -> Query:
         return self.function(conversation, turn_index, *args)
+
+    def check_topics(self, conversations: Sequence[Conversation], *args: Any) -> None:
+        if self.topics is not None:
+            self.topics(conversations)
 
 
 # plug-ins (harness/queries/plugins.py): entry points `harness.strategies`, `python:module:attr[:arg]`,
@@ -82,11 +88,13 @@ STRATEGIES: Registry[Strategy] = Registry("query strategy", package=__name__, gr
                                            by_keyword=False)
 
 
-def register(name: str, summary: str, params: Sequence[Param] = ()) -> Callable[[F], F]:
+def register(name: str, summary: str, params: Sequence[Param] = (),
+             topics: Callable[[Sequence[Conversation]], None] | None = None) -> Callable[[F], F]:
     """Decorator: the function `(conversation, turn_index, *arguments) -> Query` is the strategy
-    `name`, declared by `summary` and `params` (its arguments after `NAME:`)."""
+    `name`, declared by `summary` and `params` (its arguments after `NAME:`); `topics` checks
+    that a benchmark's conversations hold what it reads, when a config names it."""
     def decorator(function: F) -> F:
-        add(Function(name, summary, params, function))
+        add(Function(name, summary, params, function, topics))
         return function
 
     return decorator

@@ -26,7 +26,7 @@ import math
 import re
 import sys
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -72,9 +72,7 @@ def _rewrite(kind: str, conversation: Conversation, turn_index: int) -> Query:
     """The benchmark's own rewrite, as it is. An empty one (iKAT 2023 12-1_12's official
     rewrite) gives an empty query, which retrieves nothing, and a warning, once per turn."""
     turn = current(conversation, turn_index)
-    text = turn.manual_rewrite if kind == "manual" else turn.automatic_rewrite
-    if text is None:
-        raise HarnessError(f"turn {turn.qid} has no {kind} rewrite: this benchmark does not provide one for it")
+    text = _official(kind, turn)
     if not text.strip() and (kind, turn.qid) not in _warned_empty:
         _warned_empty.add((kind, turn.qid))
         print(f"warning: turn {turn.qid}: the benchmark's {kind} rewrite is empty, so its query is empty and "
@@ -83,12 +81,31 @@ def _rewrite(kind: str, conversation: Conversation, turn_index: int) -> Query:
     return build(conversation, turn_index, [text])
 
 
-@register("manual", "the benchmark's manual (resolved) rewrite of the turn")
+def _official(kind: str, turn: Turn) -> str:
+    """The turn's `kind` rewrite (manual or automatic), which the benchmark must give."""
+    text = turn.manual_rewrite if kind == "manual" else turn.automatic_rewrite
+    if text is None:
+        raise HarnessError(f"turn {turn.qid} has no {kind} rewrite: this benchmark does not provide one for it")
+    return text
+
+
+def _every_turn(kind: str) -> Callable[[Sequence[Conversation]], None]:
+    """The topics check of the `kind` strategy: every turn has the rewrite (cast2019:train
+    resolves only its first 23 turns), said when a config names it, not at the turn."""
+    def check(conversations: Sequence[Conversation]) -> None:
+        for conversation in conversations:
+            for turn in conversation.turns:
+                _official(kind, turn)
+
+    return check
+
+
+@register("manual", "the benchmark's manual (resolved) rewrite of the turn", topics=_every_turn("manual"))
 def manual(conversation: Conversation, turn_index: int) -> Query:
     return _rewrite("manual", conversation, turn_index)
 
 
-@register("automatic", "the benchmark's automatic rewrite of the turn")
+@register("automatic", "the benchmark's automatic rewrite of the turn", topics=_every_turn("automatic"))
 def automatic(conversation: Conversation, turn_index: int) -> Query:
     return _rewrite("automatic", conversation, turn_index)
 
