@@ -486,3 +486,16 @@ def test_a_run_interrupted_between_its_run_file_and_its_json_is_not_taken_for_th
         assert main(["run", str(config(5))]) == 0
     assert "skipped" not in capsys.readouterr().err
     assert max(map(len, read_run(run_file).scores.values())) == 5
+
+
+def test_the_leaderboard_prints_counts_as_whole_numbers_as_trec_eval_does(tmp_path, capsys):
+    """NumRet and the other counts are summed over the judged queries: 1480, not 1480.0000."""
+    from harness.retrieve import RETRIEVERS
+
+    config = tmp_path / "counts.yaml"
+    config.write_text(yaml.safe_dump({"k": 10, "output": str(tmp_path / "runs"), "experiments": [
+        {"name": "pqa", "topics": "pragmaticqa:val", "strategies": ["raw"], "measures": ["NumRet", "num_q", "RR"],
+         "retrievers": ["one"]}]}), encoding="utf-8")
+    with RETRIEVERS.using({"one": _declared_one()}):
+        assert main(["run", str(config)]) == 0
+    assert "| pragmaticqa-val.raw.one | raw | one | 1480 | 1480 | 0.0000 |" in capsys.readouterr().out

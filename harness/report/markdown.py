@@ -29,6 +29,7 @@ class Row:
     measures: Sequence[str]
     means: Mapping[str, float]
     marks: Mapping[str, str] = field(default_factory=dict)  # measure -> significance marks, e.g. "▲a"
+    counts: Sequence[str] = ()  # measures summed over the queries (NumRet...): whole numbers, as trec_eval prints them
 
 
 @dataclass(frozen=True)
@@ -62,7 +63,7 @@ def _section(section: Section, header: Sequence[str]) -> str:
         values = []
         for measure in measures:
             value = row.means.get(measure)
-            text = "–" if value is None else f"{value:.4f}"
+            text = "–" if value is None else f"{value:.0f}" if measure in row.counts else f"{value:.4f}"
             text = f"**{text}**" if value is not None and len(rows) > 1 and value == best[measure] else text
             values.append(text + row.marks.get(measure, ""))
         cells.append([*row.cells, *values])

@@ -51,5 +51,5 @@ def _section(heading: str, rows: list["Outcome"]) -> Section:
         name = f"{row.run.tag} (a)" if board and row is first else row.run.tag
         marks = {m: board.marks(row.evaluation.run_name, m) for m in row.evaluation.measures} if board else {}
         cells.append(Row((name, row.run.strategy or "–", row.run.retriever.label), row.evaluation.measures,
-                         row.evaluation.means, marks))
+                         row.evaluation.means, marks, row.evaluation.counts))
     return Section(heading, notes, qrels, cells, board.legend() if board else "")
