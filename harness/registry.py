@@ -221,6 +221,12 @@ def check_value(key: str, value: Any, expected: Any) -> None:
 def _fits(value: Any, expected: Any) -> bool:
     if expected is Any:
         return True
+    if isinstance(expected, ParamType):  # inside a list or a union: `list[Between()]`
+        try:
+            expected.check("", value)
+        except ParamError:
+            return False
+        return True
     if expected is None or expected is type(None):
         return value is None
     origin, args = typing.get_origin(expected), typing.get_args(expected)
@@ -274,6 +280,25 @@ class AtLeast(ParamType):
 
     def describe(self) -> str:
         return f"an integer of {self.low} or more{' or null' if self.or_none else ''}"
+
+
+@dataclass(frozen=True)
+class Between(ParamType):
+    """The type of a finite number from `low` to `high` (an int is accepted): a setting that the
+    component would refuse out of its range (bm25's b), in a config's check rather than when the
+    component is built, after the runs before it. Unbounded, any finite number: a weight."""
+
+    low: float = -math.inf
+    high: float = math.inf
+
+    def check(self, key: str, value: Any) -> None:
+        if number_problem(value, self.low, self.high) is not None:
+            raise ParamError(key, f"expected {self.describe()}, got {value!r}")
+
+    def describe(self) -> str:
+        if self.low == -math.inf and self.high == math.inf:
+            return "a number"  # (nan and inf are not numbers to a config's author)
+        return number_problem(None, self.low, self.high).removeprefix("must be ")
 
 
 @dataclass(frozen=True)

@@ -195,7 +195,8 @@ def test_an_integer_parameter_that_is_not_a_count_takes_any_size():
 ])
 def test_a_count_parameter_out_of_its_range_is_an_error_when_the_config_is_read(tmp_path, params, message):
     retriever = {"name": "bm25", "params": params}
-    assert f"experiments[0].retrievers[0].{message}" in _error(tmp_path, {"experiments": [_experiment(retrievers=[retriever])]})
+    message_found = _error(tmp_path, {"experiments": [_experiment(retrievers=[retriever])]})
+    assert f"experiments[0].retrievers[0].{message}" in message_found
 
 
 def test_ptkb_task_takes_no_strategies(tmp_path):
@@ -288,7 +289,24 @@ def test_a_parameter_the_retriever_does_not_take_is_one_clear_sentence():
 def test_a_retriever_parameter_of_the_wrong_kind_names_its_key_path(tmp_path):
     bad = {"name": "bm25", "params": {"k1": "fast"}}
     message = _error(tmp_path, {"experiments": [_experiment(retrievers=["dense", bad])]})
-    assert "experiments[0].retrievers[1].params.k1: expected a number, got 'fast'" in message
+    assert "experiments[0].retrievers[1].params.k1: expected a number of 0 or more, got 'fast'" in message
+
+
+@pytest.mark.parametrize("retriever, message", [
+    ({"name": "bm25", "params": {"b": 2}}, "params.b: expected a number from 0 to 1, got 2"),
+    ({"name": "bm25", "params": {"k1": float("nan")}}, "params.k1: expected a number of 0 or more, got nan"),
+    ({"name": "bm25", "params": {"rm3": True, "original_weight": -0.5}},
+     "params.original_weight: expected a number from 0 to 1, got -0.5"),
+    ({"name": "rrf", "params": {"k": float("inf"), "retrievers": [{"name": "bm25"}, {"name": "dense"}]}},
+     "params.k: expected a number of 0 or more, got inf"),
+    ({"name": "linear", "params": {"weights": [float("nan"), 1], "retrievers": [{"name": "bm25"}, {"name": "dense"}]}},
+     "params.weights: expected a list of numbers or null, got [nan, 1]"),
+])
+def test_a_retriever_setting_out_of_its_range_is_an_error_when_the_config_is_read(tmp_path, retriever, message):
+    """Not when the retriever is built, after the runs before it (bm25's b), nor a run file of
+    nan scores (linear), nor every fused score 0 (rrf's k = .inf)."""
+    message_found = _error(tmp_path, {"experiments": [_experiment(retrievers=[retriever])]})
+    assert f"experiments[0].retrievers[0].{message}" in message_found
 
 
 def test_an_unknown_retriever_parameter_is_an_error_when_the_config_is_read(tmp_path):
@@ -314,7 +332,7 @@ def test_the_old_flat_fusion_shape_reads_as_an_alias(tmp_path):
     assert parts(nested) == parts({"name": "bm25", "params": {"k1": 1.2}}) == ("bm25", {"k1": 1.2})
     flat["params"]["retrievers"][0]["k1"] = "fast"
     message = _error(tmp_path, {"experiments": [_experiment(retrievers=[flat])]})
-    assert "experiments[0].retrievers[0].params.retrievers[0].k1: expected a number, got 'fast'" in message
+    assert "experiments[0].retrievers[0].params.retrievers[0].k1: expected a number of 0 or more, got 'fast'" in message
 
 
 def test_ptkb_method_parameters_are_checked_when_the_config_is_read(tmp_path):

@@ -70,8 +70,8 @@ def _error(tmp_path, experiment: dict) -> str:
 
 def test_a_wrong_type_in_a_nested_spec_names_its_key_path(tmp_path):
     rerank = {"name": "rerank", "params": {"model": "m", "first_stage": {"name": "bm25", "params": {"k1": "fast"}}}}
-    assert "x.yaml: experiments[0].retrievers[0].params.first_stage.params.k1: expected a number, got 'fast'" \
-        in _error(tmp_path, {"retrievers": [rerank]})
+    assert "x.yaml: experiments[0].retrievers[0].params.first_stage.params.k1: expected a number of 0 or more, " \
+           "got 'fast'" in _error(tmp_path, {"retrievers": [rerank]})
     fused = {"name": "rrf", "params": {"retrievers": [{"name": "bm25"}, {"name": "dense", "params": {"dtype": 8}}]}}
     assert "experiments[0].retrievers[0].params.retrievers[1].params.dtype: expected one of 'float32', " \
            "'float16', got 8" in _error(tmp_path, {"retrievers": [fused]})

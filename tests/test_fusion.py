@@ -135,7 +135,7 @@ def test_a_corpus_given_as_an_index_is_handed_to_every_sub_retriever():
         ("rrf", {"retrievers": [{"k1": 0.9}, {"name": "dense"}]},
          re.escape("build('rrf').retrievers[0]: expected a retriever spec {name, params}, got {'k1': 0.9}")),
         ("rrf", {"retrievers": [{"name": "nope"}, {"name": "dense"}]}, "unknown retriever 'nope'"),
-        ("rrf", {"retrievers": [{"name": "dense"}] * 2, "k": -1}, "rank constant"),
+        ("rrf", {"retrievers": [{"name": "dense"}] * 2, "k": -1}, re.escape("build('rrf').k: expected a number of 0 or more, got -1")),
         ("rrf", {"retrievers": [{"name": "dense"}] * 2, "depth": 0}, re.escape("build('rrf').depth: expected an integer of 1 or more, got 0")),
         ("linear", {"retrievers": [{"name": "dense"}] * 2, "weights": ["a", 1]}, re.escape("build('linear').weights: expected a list of numbers")),
         ("linear", {"retrievers": [{"name": "dense"}] * 2, "weights": [1.0]}, "one number per retriever"),

@@ -246,7 +246,7 @@ def test_components_lists_each_retriever_with_the_parameters_a_config_may_give(c
     for param in RETRIEVERS.declaration("bm25").params:  # as bm25 declares them (k1, rm3, ...)
         assert f"{param.name}: {describe_type(param.type)} = {param.default!r}" in listing
     assert not re.search(r"^ +corpus: ", listing, re.M)  # the harness passes the corpus, not a config
-    assert "k1: a number = 0.9" in listing and "rm3: true or false = False" in listing
+    assert "k1: a number of 0 or more = 0.9" in listing and "rm3: true or false = False" in listing
 
 
 def test_a_search_function_may_bring_a_batch_form_and_its_hits_come_best_first():

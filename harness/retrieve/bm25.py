@@ -28,7 +28,7 @@ from typing import Any, Literal
 
 from harness.corpus import Corpus
 from harness.errors import HarnessError
-from harness.registry import INT_LIMIT, AtLeast, Param
+from harness.registry import INT_LIMIT, AtLeast, Between, Param
 from harness.retrieve import FOLDER, RETRIEVERS, THREADS, SearchQuery
 from harness.retrieve.java import ensure_jvm
 from harness.retrieve.lucene import cached_index
@@ -209,12 +209,12 @@ def _numpy_backend(params: Mapping[str, Any]) -> bool:
 @RETRIEVERS.register("bm25", "BM25 (optionally with RM3) over a Lucene index, scored as pyserini scores it", [
     Param("index", FOLDER, None, "a Lucene index folder or pyserini prebuilt index name (default: the "
           "corpus's own index, built on first use)"),
-    Param("k1", float, 0.9, "BM25 term-frequency saturation (0 or more)"),
-    Param("b", float, 0.4, "BM25 length normalisation (0 to 1)"),
+    Param("k1", Between(0), 0.9, "BM25 term-frequency saturation"),
+    Param("b", Between(0, 1), 0.4, "BM25 length normalisation"),
     Param("rm3", bool, False, "expand each query with RM3 pseudo-relevance feedback (needs document vectors)"),
     Param("fb_terms", AtLeast(1), 10, "RM3: expansion terms"),
     Param("fb_docs", AtLeast(1), 10, "RM3: feedback documents"),
-    Param("original_weight", float, 0.5, "RM3: weight of the original query (0 to 1)"),
+    Param("original_weight", Between(0, 1), 0.5, "RM3: weight of the original query"),
     THREADS,
     Param("maxp", bool, False, "rank documents by their best passage (ids `<docid>:<n>`, as iKAT's)"),
     Param("backend", Literal[BACKENDS], DEFAULT_BACKEND,

@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 
 from harness.corpus import Corpus
 from harness.errors import HarnessError
-from harness.registry import REQUIRED, AtLeast, Param
+from harness.registry import REQUIRED, AtLeast, Between, Param
 from harness.retrieve import FOLDER, RETRIEVERS, Retriever, SearchesAhead, SearchQuery, build, search_batches
 from harness.retrieve.specs import RetrieverSpecs, parts
 from harness.trec import Hit, Ranking, Run
@@ -118,7 +118,7 @@ FUSED_INDEX = Param("index", FOLDER, None, "handed to each retriever that names 
 
 
 @RETRIEVERS.register("rrf", "reciprocal rank fusion of two or more retrievers' rankings", [
-    SUB_RETRIEVERS, Param("k", float, 60, "RRF's rank constant (not the number of hits)"), DEPTH, FUSED_INDEX])
+    SUB_RETRIEVERS, Param("k", Between(0), 60, "RRF's rank constant (not the number of hits)"), DEPTH, FUSED_INDEX])
 def rrf(
     corpus: Corpus | None = None,
     *,
@@ -128,15 +128,13 @@ def rrf(
     index: str | None = None,
 ) -> FusionRetriever:
     """Reciprocal rank fusion; `k` is RRF's rank constant (60), not the number of hits. The
-    parameters' types are checked by `build`, as declared above."""
-    if k < 0:
-        raise HarnessError(f"rrf k (the rank constant) must be a number >= 0; got {k!r}")
+    parameters' types and ranges are checked by `build`, as declared above."""
     subs = build_sub_retrievers(corpus, retrievers, index)
     return FusionRetriever(subs, lambda rankings, limit: reciprocal_rank_fusion(rankings, k, limit), depth)
 
 
 @RETRIEVERS.register("linear", "weighted sum of two or more retrievers' min-max normalised scores", [
-    SUB_RETRIEVERS, Param("weights", list[float] | None, None, "one weight per retriever (default: equal, 1/n)"),
+    SUB_RETRIEVERS, Param("weights", list[Between()] | None, None, "one weight per retriever (default: equal, 1/n)"),
     DEPTH, FUSED_INDEX])
 def linear(
     corpus: Corpus | None = None,

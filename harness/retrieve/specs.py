@@ -8,7 +8,7 @@ alias of `{name: bm25, params: {k1: 0.9}}`.
 `check_spec` checks a name and its parameters against the retriever's declaration (its
 `Param`s, harness.registry): an unknown parameter, or a value of the wrong type, is a
 `ParamError` carrying the key path below the spec (`params.k1`), so that a config can say
-`experiments[0].retrievers[1].params.k1: expected a number, got 'fast'` when it is read,
+`experiments[0].retrievers[1].params.b: expected a number from 0 to 1, got 2` when it is read,
 not half-way through a run. A parameter whose value is itself retriever specs is declared
 with the type `RetrieverSpecs`, which checks them the same way, one level down.
 """

@@ -25,8 +25,8 @@ known: bm25, dense`), and an unknown key is an error, so a typo never silently f
 a default. Names (adapters and splits, strategies, retrievers, measures, presets, tasks) are
 checked here, before anything slow runs; topic files are small and are loaded to do so.
 Retriever parameters are checked here too, against each retriever's declaration, nested fusion
-and rerank specs included (`experiments[0].retrievers[1].params.k1: expected a number, got
-'fast'`; see harness.retrieve.specs); a retriever spec is `{name, params, label}` at every
+and rerank specs included (`experiments[0].retrievers[1].params.b: expected a number from 0
+to 1, got 2`; see harness.retrieve.specs); a retriever spec is `{name, params, label}` at every
 level. Strategy arguments (`with_responses:2`) are checked against the strategy's declaration.
 The files and folders a config names are checked here as well: corpus files opened, qrels files
 read, and every file or folder a retriever parameter names by its declared type (LocalPath,
