@@ -140,6 +140,14 @@ def test_yaml_syntax_error_gives_the_line(tmp_path):
     assert ":4: not valid YAML" in message
 
 
+def test_a_number_written_with_an_exponent_alone_is_a_number_as_python_reads_it(tmp_path):
+    """YAML 1.1 reads 9e-1 as the string '9e-1' (its floats need a dot and a signed exponent)."""
+    text = yaml.safe_dump({"experiments": [_experiment(retrievers=["bm25"])]}).replace(
+        "- bm25", "- {name: bm25, params: {k1: 9e-1, b: 4E-1}}")
+    params = load_config(_write(tmp_path, text)).runs()[0].retriever.params
+    assert params == {"k1": 0.9, "b": 0.4}
+
+
 def test_key_given_twice_is_an_error(tmp_path):
     assert "given twice" in _error(tmp_path, "k: 10\nk: 20\nexperiments: []\n")
 

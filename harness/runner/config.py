@@ -232,6 +232,12 @@ def _construct_mapping(loader: _UniqueKeyLoader, node: yaml.MappingNode, deep: b
 
 
 _UniqueKeyLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
+# YAML 1.1 (PyYAML) reads 1e-3 and 2E5 as text (its floats need a dot and a signed exponent): a
+# config's `lr: 1e-3` means the number, as YAML 1.2 and Python read it, not the string '1e-3'
+# (refused as "expected a number", or handed as a string to a plug-in that takes any value)
+_UniqueKeyLoader.add_implicit_resolver("tag:yaml.org,2002:float",
+                                       re.compile(r"^[-+]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)[eE][-+]?[0-9]+$"),
+                                       list("-+0123456789."))
 
 
 class Node:
