@@ -169,6 +169,30 @@ def test_a_changed_plugin_is_run_again_not_reused(in_folder):
     assert changed.returncode == 0 and "skipped" not in changed.stderr
 
 
+def test_a_run_whose_plugin_reads_a_changed_file_named_by_a_path_parameter_is_run_again(tmp_path, capsys):
+    """The file's sha256 enters the resume key (hashes.files), as the plug-in's source does."""
+    from harness.retrieve import RETRIEVERS
+
+    def weighted(query: str, k: int, weights: Path = Path("w.txt")):
+        return [("d1", float(Path(weights).read_text()))]  # (passed as the config writes it: a string)
+
+    weights = tmp_path / "w.txt"
+    config = tmp_path / "w.yaml"
+    config.write_text(yaml.safe_dump({"k": 10, "output": str(tmp_path / "runs"), "experiments": [{
+        "topics": "ikat2023:test", "strategies": ["raw"], "measures": ["RR"],
+        "retrievers": [{"name": "weighted", "params": {"weights": str(weights)}}]}]}), encoding="utf-8")
+    run = tmp_path / "runs" / "ikat2023-test.raw.weighted.run"
+    with RETRIEVERS.using({"weighted": weighted}):
+        for weight in ("2", "2", "3"):
+            weights.write_text(weight, encoding="utf-8")
+            capsys.readouterr()
+            assert main(["run", str(config)]) == 0
+            assert run.read_text().split("\n")[0].split()[4] == f"{weight}.000000"
+        assert "skipped" not in capsys.readouterr().err  # the third, after the file changed
+        assert main(["run", str(config)]) == 0
+        assert "finished with the same inputs, skipped" in capsys.readouterr().err
+
+
 def test_a_partials_origin_is_its_functions_source_and_its_arguments():
     """Its function's file (changed, the plug-in is run again), not functools' (never changes)."""
     from harness.paths import file_sha256

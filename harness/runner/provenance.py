@@ -2,8 +2,9 @@
 
 The hash covers what determines the run file: the query stream (and any other text the
 ranking reads, such as PTKB statements), the qrels it will be scored against, the corpus
-fingerprint, the experiment's config, and what each plug-in it uses is (distribution and
-version, the sha256 of its source: a changed plug-in is run again). Timings and versions are
+fingerprint, the experiment's config, what each plug-in it uses is (distribution and
+version, the sha256 of its source: a changed plug-in is run again) and the files its
+retriever's parameters name (their sha256). Timings and versions are
 recorded, not hashed: a new library version does not invalidate finished runs, but the JSON
 says which made them.
 """
@@ -14,10 +15,12 @@ import hashlib
 import json
 import platform
 import sys
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from importlib import metadata
+from pathlib import Path
 from typing import Any
 
+from harness.registry import Declaration
 from harness.retrieve import SearchQuery
 from harness.trec import Qrels
 
@@ -73,6 +76,25 @@ def plugins(task: str, strategy: str | None, retriever: str, params: dict[str, A
             origin = RETRIEVERS.origin(name)
             if origin is not None:
                 found[f"retriever {name}"] = origin
+    return found
+
+
+def named_files(declaration: Declaration, params: Mapping[str, Any]) -> dict[str, str]:
+    """The sha256 of each file a retriever's parameters name (a plug-in's `pathlib.Path`
+    parameter: its weights, its term list), by key path, nested specs included: a run whose
+    file changed is run again, not reused. A folder (a model, an index) is named by its path
+    alone; empty where no file is named, so that such runs' resume keys stay as they were."""
+    from harness.paths import file_sha256
+    from harness.registry import looks_like_path
+    from harness.retrieve.specs import named_paths
+
+    found = {}
+    for key, value, kind in named_paths(declaration, params):
+        if kind.or_name and isinstance(value, str) and not looks_like_path(value):
+            continue  # a name the component resolves (a prebuilt index)
+        path = Path(value).expanduser()
+        if path.is_file():
+            found[key] = file_sha256(path)
     return found
 
 

@@ -178,6 +178,9 @@ def prepare(run: RunSpec, workspace: Workspace) -> Prepared:
     plugins = provenance.plugins(experiment.task, run.strategy, run.retriever.name, dict(run.retriever.params))
     if plugins:  # a changed plug-in changes the resume key; built-ins alone leave it as it was
         hashes["plugins"] = provenance.canonical_json(plugins)
+    files = provenance.named_files(task.retrievers().declaration(run.retriever.name), run.retriever.params)
+    if files:  # likewise a changed file a parameter names (a plug-in's Path parameter)
+        hashes["files"] = provenance.canonical_json(files)
     digest = provenance.run_hash(hashes, run.identity())
     return Prepared(run, benchmark, queries, qrels, hashes, digest, time.perf_counter() - started)
 
