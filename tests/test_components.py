@@ -53,6 +53,20 @@ def test_components_json_lists_params_with_type_default_and_description(capsys):
             assert [p["name"] for p in component["parameters"]] == [p.name for p in declaration.params]
 
 
+def _odd(query: str, k: int, paths: list = [Path("a")], span: tuple = ("a", 1), limit: float = float("inf"),
+         table: dict = {1: 2}, words: list = ["a"]):
+    return []
+
+
+def test_components_json_gives_a_plugin_default_json_cannot_write_as_its_repr(capsys):
+    """A list of paths stopped the listing with a traceback; inf was written as JSON's
+    non-standard Infinity; a tuple or a dict with int keys would be read back as another value."""
+    with RETRIEVERS.using({"odd": _odd}):
+        assert main(["components", "retriever", "--format", "json"]) == 0
+    odd = next(c for c in json.loads(capsys.readouterr().out)["retriever"] if c["name"] == "odd")
+    assert [p["default"] for p in odd["parameters"]] == ["[PosixPath('a')]", "('a', 1)", "inf", "{1: 2}", ["a"]]
+
+
 def test_components_json_gives_a_benchmarks_splits_and_fields(capsys):
     assert main(["components", "benchmark", "--format", "json"]) == 0
     ikat = next(c for c in json.loads(capsys.readouterr().out)["benchmark"] if c["name"] == "ikat2023")

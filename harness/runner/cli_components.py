@@ -105,10 +105,19 @@ def describe(kind: str, name: str) -> dict[str, Any]:
 
 def _param(param: Param) -> dict[str, Any]:
     default = None if param.required else param.default
-    if not isinstance(default, (str, int, float, bool, type(None), list, dict)):
+    if not _as_json(default):
         default = repr(default)
     return {"name": param.name, "type": describe_type(param.type), "required": param.required,
             "default": default, "desc": param.desc}
+
+
+def _as_json(value: Any) -> bool:
+    """Whether JSON writes `value` as it is: not a plug-in's default of [Path('a')] (no JSON),
+    inf (no JSON number), (1, 2) or {1: 2} (read back as a list, a string key)."""
+    try:
+        return json.loads(json.dumps(value, allow_nan=False)) == value
+    except (TypeError, ValueError):
+        return False
 
 
 def _field(field: Param) -> dict[str, Any]:
