@@ -499,3 +499,21 @@ def test_the_leaderboard_prints_counts_as_whole_numbers_as_trec_eval_does(tmp_pa
     with RETRIEVERS.using({"one": _declared_one()}):
         assert main(["run", str(config)]) == 0
     assert "| pragmaticqa-val.raw.one | raw | one | 1480 | 1480 | 0.0000 |" in capsys.readouterr().out
+
+
+def test_a_parameter_yaml_reads_as_a_date_is_recorded_as_its_text_in_the_runs_json(tmp_path):
+    """`since: 2024-01-01` is a date to YAML: json.dump stopped on it with a traceback after the
+    run file was written, leaving it without its JSON (so never finished)."""
+    from harness.retrieve import RETRIEVERS
+
+    def dated(query: str, k: int, since=None):
+        return [("d1", 1.0)]
+
+    config = tmp_path / "dated.yaml"
+    config.write_text(f"k: 10\noutput: {tmp_path / 'runs'}\nexperiments:\n  - topics: pragmaticqa:val\n"
+                      "    strategies: [raw]\n    measures: [RR]\n"
+                      "    retrievers: [{name: dated, params: {since: 2024-01-01}}]\n", encoding="utf-8")
+    with RETRIEVERS.using({"dated": dated}):
+        assert main(["run", str(config)]) == 0
+    record = json.loads((tmp_path / "runs" / "pragmaticqa-val.raw.dated.json").read_text(encoding="utf-8"))
+    assert record["config"]["retriever"]["params"] == {"since": "2024-01-01"}

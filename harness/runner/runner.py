@@ -257,8 +257,10 @@ def execute(prepared: Prepared, workspace: Workspace, output: Path, config_path:
 
 
 def _write_metadata(path: Path, metadata: dict[str, Any]) -> None:
+    """A value JSON has no type for (a parameter YAML read as a date, `since: 2024-01-01`, or
+    as bytes) is recorded as its text, as the resume key's hash takes it (canonical_json)."""
     with atomic_write(path) as handle:
-        json.dump(metadata, handle, indent=2, ensure_ascii=False)
+        json.dump(metadata, handle, indent=2, ensure_ascii=False, default=str)
         handle.write("\n")
 
 
