@@ -517,3 +517,24 @@ def test_a_parameter_yaml_reads_as_a_date_is_recorded_as_its_text_in_the_runs_js
         assert main(["run", str(config)]) == 0
     record = json.loads((tmp_path / "runs" / "pragmaticqa-val.raw.dated.json").read_text(encoding="utf-8"))
     assert record["config"]["retriever"]["params"] == {"since": "2024-01-01"}
+
+
+def test_measures_reading_deeper_than_the_runs_go_draw_a_warning_naming_the_experiment(tmp_path, capsys):
+    """R@100 over runs of k: 10 is R@10 under R@100's name; a preset's depth 1000 over k: 100
+    scores the top 100 (the leaderboard said 'evaluated to depth 1000')."""
+    config = tmp_path / "shallow.yaml"
+    config.write_text(yaml.safe_dump({"k": 10, "tag": "{name}", "output": str(tmp_path / "runs"), "experiments": [
+        {"name": "pqa", "topics": "pragmaticqa:val", "strategies": ["raw"], "retrievers": ["bm25"],
+         "measures": ["RR", "nDCG@10", "R@100", "AP@1000"]},
+        {"name": "deep", "topics": "pragmaticqa:val", "strategies": ["raw"], "retrievers": ["bm25"],
+         "measures": ["RR", "nDCG@10"]},
+        {"name": "ikat", "topics": "ikat2023:test", "strategies": ["raw"], "retrievers": ["bm25"], "k": 100,
+         "preset": "ikat2023"}]}), encoding="utf-8")
+    assert main(["run", str(config), "--dry-run"]) == 0
+    warnings = [line for line in capsys.readouterr().err.splitlines() if "hits per turn" in line]
+    assert warnings == [
+        f"warning: {config}: experiments[0]: its runs hold 10 hits per turn (k), fewer than R@100 (100), AP@1000 "
+        "(1000) reads: scored on the top 10 alone; give k: 1000 for what the names say",
+        f"warning: {config}: experiments[2]: its runs hold 100 hits per turn (k), fewer than nDCG@1000 (1000), "
+        "AP(rel=2)@1000 (1000), R(rel=2)@1000 (1000), the preset's depth (1000) reads: scored on the top 100 alone; "
+        "give k: 1000 for what the names say"]

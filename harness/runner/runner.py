@@ -38,7 +38,7 @@ from harness.retrieve.specs import retriever_specs
 from harness.paths import file_in
 from harness.progress import progress_bar
 from harness.runner import provenance
-from harness.runner.config import Config, Experiment, RunSpec
+from harness.runner.config import Config, Experiment, RunSpec, shallow_measures
 from harness.runner.tasks import TASKS, Ranker
 from harness.topics import Benchmark, load
 from harness.trec import Qrels, write_run
@@ -369,6 +369,7 @@ def run_config(
     workspace = Workspace()
     outcomes = []
     selected_runs = config.runs(only)
+    warn_shallow(selected_runs, log)
     selected = {run.tag for run in selected_runs}
     # one writer per output folder: a second run waits, then skips what the first finished
     with folder_lock(output, log), shared_retrievers(), llm_endpoints(config.llm), \
@@ -390,6 +391,13 @@ def run_config(
     for outcome in outcomes:  # what the leaderboard's numbers do not show, as `harness eval` says it
         report_reading(outcome.evaluation, qrels_name(outcome.qrels), log)
     return outcomes
+
+
+def warn_shallow(runs: Iterable[RunSpec], log: TextIO) -> None:
+    """A warning per experiment whose measures read deeper than its runs go (shallow_measures)."""
+    for experiment in {id(run.experiment): run.experiment for run in runs}.values():
+        if (problem := shallow_measures(experiment)) is not None:
+            print(f"warning: {problem}", file=log)
 
 
 def preloads(runs: Iterable[RunSpec]) -> list[Callable[[], object]]:
@@ -447,9 +455,11 @@ def _finished_outcome(run: RunSpec, workspace: Workspace, output: Path, log: Tex
                    prepared.benchmark)
 
 
-def plan(config: Config, *, only: Iterable[str] = ()) -> list[tuple[Prepared, bool]]:
+def plan(config: Config, *, only: Iterable[str] = (), log: TextIO | None = None) -> list[tuple[Prepared, bool]]:
     """Dry run: every selected run with its inputs loaded and hashed, and whether it is finished."""
     workspace = Workspace()
+    runs = config.runs(only)
+    warn_shallow(runs, log or sys.stderr)
     with shared_retrievers(), llm_endpoints(config.llm):
-        prepared = [prepare(run, workspace) for run in config.runs(only)]
+        prepared = [prepare(run, workspace) for run in runs]
     return [(p, is_finished(p, config.output)) for p in prepared]
