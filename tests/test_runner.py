@@ -73,7 +73,8 @@ def test_each_run_has_a_run_file_and_a_json_written_after_it(finished):
         assert meta_file.stat().st_mtime_ns >= run_file.stat().st_mtime_ns
     meta = json.loads((finished / f"{PQA_TAG}.json").read_text())
     assert meta["config"]["strategy"] == "raw" and meta["config"]["retriever"]["name"] == "bm25"
-    assert len(meta["hash"]) == 64 and set(meta["hashes"]) == {"queries", "qrels", "corpus"}
+    assert len(meta["hash"]) == 64 and set(meta["hashes"]) == {"queries", "corpus"}
+    assert len(meta["scores"]["for"]["qrels"]) == 64  # the scores', not the run's, input
     assert {"harness", "pyserini", "ir-measures"} <= set(meta["versions"])
     assert meta["queries"] == 1526 and meta["timings"]["rank_and_write_s"] > 0
     assert not list(finished.glob(".*.tmp"))
@@ -119,7 +120,7 @@ def test_a_skipped_run_reuses_the_scores_its_json_records(finished, tmp_path, mo
     out = _copy_finished(finished, tmp_path)
     recorded = json.loads((finished / f"{PQA_TAG}.json").read_text())["scores"]
     assert recorded["for"] == {"measures": ["nDCG@10", "R@20"], "depth": 20, "passage_separator": None,
-                               "judged": "Judged@10"}
+                               "judged": "Judged@10", "qrels": recorded["for"]["qrels"]}
     assert 0 <= recorded["judged"] <= 1  # the report's Judged@10, from the same reading
     assert len(recorded["evaluation"]["per_query"]["nDCG@10"]) == 1480
 
@@ -538,3 +539,31 @@ def test_measures_reading_deeper_than_the_runs_go_draw_a_warning_naming_the_expe
         f"warning: {config}: experiments[2]: its runs hold 100 hits per turn (k), fewer than nDCG@1000 (1000), "
         "AP(rel=2)@1000 (1000), R(rel=2)@1000 (1000), the preset's depth (1000) reads: scored on the top 100 alone; "
         "give k: 1000 for what the names say"]
+
+
+def test_changed_qrels_rescore_a_finished_run_without_ranking_its_turns_again(tmp_path, capsys):
+    """The run file does not depend on the qrels (judgments filled in by `harness judge`, a
+    fixed grade): they are in the scores' record, not in the run's resume key."""
+    from harness.retrieve import RETRIEVERS
+
+    asked = []
+
+    def ranked(query: str, k: int):
+        asked.append(query)
+        return [("d1", 2.0), ("d2", 1.0)]
+
+    qrels = tmp_path / "qrels.txt"
+    config = tmp_path / "q.yaml"
+    config.write_text(yaml.safe_dump({"k": 10, "output": str(tmp_path / "runs"), "experiments": [
+        {"topics": "pragmaticqa:val", "strategies": ["raw"], "measures": ["RR"], "retrievers": ["ranked"],
+         "qrels": str(qrels)}]}), encoding="utf-8")
+    with RETRIEVERS.using({"ranked": ranked}):
+        qrels.write_text("1_1 0 d2 1\n", encoding="utf-8")
+        assert main(["run", str(config)]) == 0
+        assert len(asked) == 1526
+        qrels.write_text("1_1 0 d1 1\n", encoding="utf-8")
+        capsys.readouterr()
+        assert main(["run", str(config)]) == 0
+    captured = capsys.readouterr()
+    assert len(asked) == 1526 and "pragmaticqa-val.raw.ranked: finished with the same inputs, skipped" in captured.err
+    assert "| pragmaticqa-val.raw.ranked | raw | ranked | 1.0000 |" in captured.out  # d1 at rank 1: RR 1, was 0.5

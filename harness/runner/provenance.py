@@ -1,12 +1,12 @@
 """What a run was made from: a hash of its inputs (the resume key) and the software versions.
 
 The hash covers what determines the run file: the query stream (and any other text the
-ranking reads, such as PTKB statements), the qrels it will be scored against, the corpus
-fingerprint, the experiment's config, what each plug-in it uses is (distribution and
-version, the sha256 of its source: a changed plug-in is run again) and the files its
-retriever's parameters name (their sha256). Timings and versions are
-recorded, not hashed: a new library version does not invalidate finished runs, but the JSON
-says which made them.
+ranking reads, such as PTKB statements), the corpus fingerprint, the experiment's config, what
+each plug-in it uses is (distribution and version, the sha256 of its source: a changed plug-in
+is run again) and the files its retriever's parameters name (their sha256). The qrels are not
+in it: they change the scores (recorded with the qrels' hash, and retaken when it changes), not
+the run. Timings and versions are recorded, not hashed: a new library version does not
+invalidate finished runs, but the JSON says which made them.
 """
 
 from __future__ import annotations

@@ -1,11 +1,11 @@
 """`harness run`: each run of a config, from topics to a scored TREC run file, resumably.
 
-Per run: load the topics -> build the query stream -> hash queries, qrels and config ->
+Per run: load the topics -> build the query stream -> hash queries, corpus and config ->
 skip if `<tag>.run` and a `<tag>.json` with that hash exist -> rank (a batch of queries at a
 time, with progress) -> stream into `<tag>.run` (atomic; the old `<tag>.json` removed before it
 replaces the old run) -> evaluate -> write `<tag>.json` with the scores (atomic, after the run
 file, so a JSON always describes the complete run beside it).
-A skipped run reuses the scores its JSON records, unless the measures or depth changed.
+A skipped run reuses the scores its JSON records, unless the measures, depth or qrels changed.
 A run killed half-way leaves only a dot-named temp file, removed when the run is redone.
 One `harness run` at a time writes to an output folder (a lock on the folder); another
 waits for it, says so in one line, and then skips the runs it finished.
@@ -159,7 +159,8 @@ class Prepared:
     queries: list[SearchQuery]
     qrels: Qrels
     hashes: dict[str, str]
-    digest: str
+    digest: str  # the resume key: of what determines the run file (not the qrels)
+    qrels_hash: str  # what the scores depend on besides the run file (`_scoring`)
     seconds: float
 
 
@@ -172,7 +173,6 @@ def prepare(run: RunSpec, workspace: Workspace) -> Prepared:
     qrels = workspace.qrels(experiment)
     hashes = {
         "queries": provenance.queries_hash(queries, task.context(benchmark)),
-        "qrels": provenance.qrels_hash(qrels),
         "corpus": workspace.corpus_fingerprint(experiment),
     }
     plugins = provenance.plugins(experiment.task, run.strategy, run.retriever.name, dict(run.retriever.params))
@@ -182,7 +182,8 @@ def prepare(run: RunSpec, workspace: Workspace) -> Prepared:
     if files:  # likewise a changed file a parameter names (a plug-in's Path parameter)
         hashes["files"] = provenance.canonical_json(files)
     digest = provenance.run_hash(hashes, run.identity())
-    return Prepared(run, benchmark, queries, qrels, hashes, digest, time.perf_counter() - started)
+    return Prepared(run, benchmark, queries, qrels, hashes, digest, provenance.qrels_hash(qrels),
+                    time.perf_counter() - started)
 
 
 def run_path(output: Path, run: RunSpec) -> Path:
@@ -265,10 +266,11 @@ def _write_metadata(path: Path, metadata: dict[str, Any]) -> None:
 
 
 def _scoring(prepared: Prepared) -> dict[str, Any]:
-    """What a run's scores depend on besides its run file and qrels (both in its hash)."""
+    """What a run's scores depend on besides its run file: changed qrels (judgments filled in
+    by `harness judge`, say) rescore a finished run, they do not rank its turns again."""
     experiment = prepared.run.experiment
     return {"measures": list(experiment.measures), "depth": experiment.depth or experiment.k,
-            "passage_separator": experiment.passage_separator, "judged": JUDGED}
+            "passage_separator": experiment.passage_separator, "judged": JUDGED, "qrels": prepared.qrels_hash}
 
 
 def _scores_record(prepared: Prepared, scored: Scored) -> dict[str, Any]:
