@@ -97,6 +97,17 @@ def test_missing_qrels_file_names_key_and_file(tmp_path):
     assert "experiments[0].qrels: no such file:" in message and "nope.txt" in message
 
 
+def test_a_qrels_query_with_only_negative_grades_is_refused_when_the_config_is_read(tmp_path):
+    """trec_eval cannot score it: the error came after the runs were ranked, without the key,
+    and left a run file without its JSON (ranked again, and refused again, on every rerun)."""
+    qrels = tmp_path / "q.txt"
+    qrels.write_text("1_1 0 d1 -1\n1_2 0 d2 1\n", encoding="utf-8")
+    message = _error(tmp_path, {"experiments": [_experiment(qrels=str(qrels))]})
+    assert message.endswith(f"experiments[0].qrels: {qrels}: query '1_1' has only negative grades (-1): trec_eval "
+                            "cannot score such a query (it stops or crashes); grade one of its documents 0 or above, "
+                            "or leave the query out")
+
+
 def test_a_folder_given_as_the_qrels_file_names_the_key(tmp_path):
     message = _error(tmp_path, {"experiments": [_experiment(qrels=str(tmp_path))]})
     assert f"experiments[0].qrels: {tmp_path} is a folder, expected a file" in message

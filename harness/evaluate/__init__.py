@@ -115,6 +115,12 @@ def keep_measures(evaluation: Evaluation, measures: Sequence[str]) -> Evaluation
                    means={m: evaluation.means[m] for m in measures}, counts=[m for m in evaluation.counts if m in measures])
 
 
+def check_scorable(qrels: Qrels) -> None:
+    """`_check_scorable` on a Qrels, for a run config's check: its `qrels:` file is refused when
+    the config is read, not after its runs are ranked."""
+    _check_scorable(QrelsTable.from_qrels(qrels))
+
+
 def _check_scorable(qrels: QrelsTable) -> None:
     """trec_eval sizes its relevance levels by a query's highest grade: with none at 0 or
     above it stops with "Can't calculate measure" or reads out of bounds, and pytrec_eval,

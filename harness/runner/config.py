@@ -584,9 +584,12 @@ def _corpus_spec(node: Node) -> str:
 def _qrels(node: Node, read: dict[Path, Qrels]) -> Qrels:
     """The `qrels:` file, read now (once for all experiments naming it): a malformed line is an
     error at this key naming its line (`experiments[0].qrels: q.txt:12: expected 4 fields ...`)."""
+    from harness.evaluate import check_scorable
+
     path = node.existing_path()
     if path not in read:
         read[path] = lookup(node, lambda: read_qrels(path))
+        lookup(node, lambda: check_scorable(read[path]))  # a query with only negative grades
     return read[path]
 
 
