@@ -480,7 +480,7 @@ def test_a_run_interrupted_between_its_run_file_and_its_json_is_not_taken_for_th
     with RETRIEVERS.using({"ranked": ranked}):
         assert main(["run", str(config(5))]) == 0
         with monkeypatch.context() as patched:
-            patched.setattr(runner, "score", interrupted)
+            patched.setattr(runner, "_write_metadata", interrupted)
             assert main(["run", str(config(3))]) == 130
         assert max(map(len, read_run(run_file).scores.values())) == 3
         capsys.readouterr()
@@ -567,3 +567,30 @@ def test_changed_qrels_rescore_a_finished_run_without_ranking_its_turns_again(tm
     captured = capsys.readouterr()
     assert len(asked) == 1526 and "pragmaticqa-val.raw.ranked: finished with the same inputs, skipped" in captured.err
     assert "| pragmaticqa-val.raw.ranked | raw | ranked | 1.0000 |" in captured.out  # d1 at rank 1: RR 1, was 0.5
+
+
+def test_a_run_interrupted_while_it_is_scored_is_scored_not_ranked_again(tmp_path, monkeypatch, capsys):
+    """Its run file and JSON (without scores) are written before it is scored."""
+    from harness.retrieve import RETRIEVERS
+    from harness.runner import runner
+
+    asked = []
+
+    def ranked(query: str, k: int):
+        asked.append(query)
+        return [("d1", 1.0)]
+
+    def interrupted(*args):
+        raise KeyboardInterrupt
+
+    config = _raw_pragmaticqa(tmp_path, ["ranked"])
+    with RETRIEVERS.using({"ranked": ranked}):
+        with monkeypatch.context() as patched:
+            patched.setattr(runner, "score", interrupted)
+            assert main(["run", str(config)]) == 130
+        assert len(asked) == 1526
+        capsys.readouterr()
+        assert main(["run", str(config)]) == 0
+    assert len(asked) == 1526 and "finished with the same inputs, skipped" in capsys.readouterr().err
+    record = json.loads((tmp_path / "runs" / "pragmaticqa-val.raw.ranked.json").read_text(encoding="utf-8"))
+    assert record["scores"]["evaluation"]["means"] == {"RR": 0.0}

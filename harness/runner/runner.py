@@ -3,8 +3,8 @@
 Per run: load the topics -> build the query stream -> hash queries, corpus and config ->
 skip if `<tag>.run` and a `<tag>.json` with that hash exist -> rank (a batch of queries at a
 time, with progress) -> stream into `<tag>.run` (atomic; the old `<tag>.json` removed before it
-replaces the old run) -> evaluate -> write `<tag>.json` with the scores (atomic, after the run
-file, so a JSON always describes the complete run beside it).
+replaces the old run) -> write `<tag>.json` (atomic, after the run file, so a JSON always
+describes the complete run beside it) -> evaluate -> write it again with the scores.
 A skipped run reuses the scores its JSON records, unless the measures, depth or qrels changed.
 A run killed half-way leaves only a dot-named temp file, removed when the run is redone.
 One `harness run` at a time writes to an output folder (a lock on the folder); another
@@ -252,6 +252,8 @@ def execute(prepared: Prepared, workspace: Workspace, output: Path, config_path:
         },
         "finished_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
     }
+    # the run is finished: an interrupt or an error while it is scored leaves it to be scored, not ranked, again
+    _write_metadata(json_path(output, run), metadata)
     scored = score(prepared, output)
     _write_metadata(json_path(output, run), {**metadata, "scores": _scores_record(prepared, scored)})
     return scored
