@@ -181,6 +181,21 @@ def test_unknown_ir_datasets_id():
         open_corpus("irds:no-such-dataset/at-all")
 
 
+def test_an_ir_datasets_corpus_whose_documents_cannot_be_fetched_is_a_one_line_error(tmp_path):
+    """ir_datasets downloads a collection on first use: offline, `irds:msmarco-passage` ended
+    `harness run` with requests' traceback. Here its file is missing, as a failed download leaves it."""
+    import ir_datasets
+    from ir_datasets.formats import TsvDocs
+    from ir_datasets.util import LocalDownload
+
+    name = "harness-test/not-fetched"
+    if name not in ir_datasets.registry:
+        ir_datasets.registry.register(name, ir_datasets.Dataset(TsvDocs(LocalDownload(tmp_path / "docs.tsv"))))
+    with pytest.raises(HarnessError, match=r"ir_datasets could not read the documents of 'harness-test/not-fetched' "
+                                           r"\(FileNotFoundError: .*docs\.tsv\): it downloads them on first use"):
+        list(open_corpus(f"irds:{name}").documents())
+
+
 def test_benchmark_corpus(ikat_documents):
     assert list(open_corpus("benchmark:ikat2023").documents()) == ikat_documents
 

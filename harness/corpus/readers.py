@@ -294,10 +294,16 @@ def _irds_corpus(dataset_id: str) -> Corpus:
         raise HarnessError(f"ir_datasets dataset {dataset_id!r} has no documents")
 
     def documents() -> Iterator[Document]:
-        for doc in dataset.docs_iter():
-            field = next((name for name in _IRDS_TEXT_FIELDS if hasattr(doc, name)), None)
-            text = getattr(doc, field) if field else doc.default_text()
-            yield Document(id=doc.doc_id, contents=text, title=getattr(doc, "title", None) or None)
+        try:
+            for doc in dataset.docs_iter():
+                field = next((name for name in _IRDS_TEXT_FIELDS if hasattr(doc, name)), None)
+                text = getattr(doc, field) if field else doc.default_text()
+                yield Document(id=doc.doc_id, contents=text, title=getattr(doc, "title", None) or None)
+        except OSError as error:  # requests' errors too: ir_datasets downloads a collection on first use
+            raise HarnessError(f"ir_datasets could not read the documents of {dataset_id!r} ({type(error).__name__}: "
+                               f"{str(error)[:200]}): it downloads them on first use, which needs the network and "
+                               "access to their source; fetch them once where there is both, or give a local "
+                               "copy (jsonl:FILE, trec:FILE)") from None
 
     # ir_datasets ids name fixed, checksummed content: the id is the fingerprint's key.
     fingerprint = hashlib.sha256(f"irds:{dataset_id}".encode()).hexdigest()
