@@ -123,6 +123,21 @@ def test_unknown_index_name(ikat_bm25):
         build("bm25", corpus=None, index="no-such-index-anywhere")
 
 
+def test_a_prebuilt_index_that_cannot_be_downloaded_is_said_so_not_called_unknown(tmp_path):
+    """Every URL of a known name failing (offline; here a proxy that refuses, so no test ever
+    downloads) was 'neither an index folder nor a pyserini prebuilt index name'."""
+    env = {**os.environ, "https_proxy": "http://127.0.0.1:9", "HTTPS_PROXY": "http://127.0.0.1:9",
+           "PYSERINI_CACHE": str(tmp_path / "pyserini")}
+    probe = ("from harness.retrieve import build; from harness.errors import HarnessError\n"
+             "try:\n    build('bm25', corpus=None, index='msmarco-v1-passage')\n"
+             "except HarnessError as error:\n    print(error)\n")
+    done = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True, timeout=120)
+    said = done.stdout.strip().splitlines()[-1]  # after pyserini's own lines
+    assert said == ("cannot download pyserini prebuilt index 'msmarco-v1-passage': Unable to download prebuilt index "
+                    "at any known URLs. (none is downloaded without the network: give an index folder)"), \
+        done.stderr[-2000:]
+
+
 def test_cached_index_is_built_once(ikat_bm25, tmp_path, monkeypatch):
     monkeypatch.setenv("HARNESS_CACHE", str(tmp_path))
     corpus = topics.load("ikat2023:train").corpus

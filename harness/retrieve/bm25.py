@@ -187,7 +187,10 @@ def _index_folder(index: str) -> tuple[str, str | None]:
 
     try:
         return download_prebuilt_index(index, verbose=False), index
-    except ValueError:
+    except ValueError as error:  # an unknown name, or a known one whose every URL failed (offline)
+        if not str(error).startswith("Unrecognized"):
+            raise HarnessError(f"cannot download pyserini prebuilt index {index!r}: {error} (none is downloaded "
+                               "without the network: give an index folder)") from None
         raise HarnessError(f"index {index!r} is neither an index folder nor a pyserini prebuilt index name") from None
     except OSError as error:
         raise HarnessError(f"cannot download pyserini prebuilt index {index!r}: {error}") from None
