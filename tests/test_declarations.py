@@ -187,6 +187,27 @@ def test_a_strategy_object_brings_its_own_hooks(tmp_path, modules):
     assert isinstance(STRATEGIES.get("python:hooked_strategy:never"), Strategy)
 
 
+def test_a_strategy_objects_check_of_the_topics_runs_when_the_config_is_read(tmp_path, modules):
+    """`check_topics`, as the built-in ptkb_topk's: it was left out for a plug-in's object."""
+    modules("topical_strategy", """
+        from harness.errors import HarnessError
+        from harness.queries import Strategy
+
+        class Personal(Strategy):
+            def query(self, conversation, turn_index):
+                return conversation.turns[turn_index].utterance
+
+            def check_topics(self, conversations):
+                if not any(conversation.personal for conversation in conversations):
+                    raise HarnessError("these topics have no PTKB")
+
+        personal = Personal("personal", "a strategy reading PTKB statements")
+        """)
+    assert "experiments[0].strategies[0]: these topics have no PTKB" in _error(
+        tmp_path, {"topics": "pragmaticqa:val", "strategies": ["python:topical_strategy:personal"],
+                   "retrievers": ["bm25"]})
+
+
 def test_a_python_benchmark_is_named_with_its_split(modules):
     modules("my_benchmark", """
         from harness.topics import Benchmark, Conversation, Turn

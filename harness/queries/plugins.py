@@ -1,7 +1,7 @@
 """A plug-in's function made into a query strategy, checked when a config names it.
 
 A plug-in strategy is either an instance of a `harness.queries.Strategy` subclass, whose own
-`check`, `check_stream` and `inputs` are used as a built-in strategy's are, or a function
+`check`, `check_topics`, `check_stream` and `inputs` are used as a built-in strategy's are, or a function
 `f(conversation, turn_index, *arguments)` returning the query text (a `str`) or a `Query`. Either is handed the conversation up to and including the turn, so that it
 cannot read a later one. Its arguments (`python:m:f:ARG`, `NAME:ARG`) are its declared
 parameters (`harness.declare`), else those of its signature after the first two
@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
+from collections.abc import Sequence
 from typing import Any
 
 from harness.errors import HarnessError
@@ -62,6 +63,10 @@ class PluginStrategy(Strategy):
     def check(self, *args: Any) -> None:
         if isinstance(self.target, Strategy):
             self.target.check(*args)
+
+    def check_topics(self, conversations: Sequence[Conversation], *args: Any) -> None:
+        if isinstance(self.target, Strategy):
+            self.target.check_topics(conversations, *args)
 
     def check_stream(self, qids: set[str], *args: Any) -> None:
         if isinstance(self.target, Strategy):
