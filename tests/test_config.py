@@ -230,6 +230,17 @@ def test_the_ptkb_task_on_topics_without_ptkb_statements_is_refused_when_the_con
             in _error(tmp_path, {"experiments": [experiment]}))
 
 
+@pytest.mark.parametrize("key, value", [("corpus", "benchmark:ikat2023:train"), ("qrels_restrict_to_corpus", True)])
+def test_the_ptkb_task_takes_no_corpus(tmp_path, key, value):
+    """It ranks the conversations' own statements: a corpus was opened and ignored, and
+    restricting the PTKB qrels to it left no judged turn."""
+    experiment = _experiment(task="ptkb", topics="ikat2023:test", **{key: value})
+    del experiment["strategies"]
+    assert _error(tmp_path, {"experiments": [experiment]}).endswith(
+        f"experiments[0].{key}: task ptkb searches no corpus (rank each turn's PTKB statements (iKAT), evaluated "
+        "against the NIST PTKB qrels)")
+
+
 def test_ptkb_topk_on_topics_without_ptkb_statements_is_refused_when_the_config_is_read(tmp_path):
     message = _error(tmp_path, {"experiments": [_experiment(strategies=["raw", "ptkb_topk"])]})
     assert "experiments[0].strategies[1]: ptkb_topk needs PTKB statements, and no conversation" in message

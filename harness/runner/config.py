@@ -454,6 +454,9 @@ def _experiment(node: Node, defaults: dict[str, Any], problems: Problems,
         lookup(keys.get("task", node), lambda: task.check_benchmark(benchmark))
     strategies = _strategies(keys.get("strategies"), task, node, benchmark)
     retrievers = tuple(_retriever(item, task, problems) for item in keys["retrievers"].items())
+    for key in ("corpus", "qrels_restrict_to_corpus"):
+        if key in keys and not task.searches_corpus:  # (it would be opened, hashed, and ignored)
+            raise keys[key].error(f"task {task_name} searches no corpus ({TASKS.declaration(task_name).summary})")
     corpus = _corpus(keys["corpus"], problems) if "corpus" in keys else CorpusSpec()
     if benchmark is not None and corpus is not None and task.searches_corpus and corpus.own \
             and benchmark.corpus is None and not all("index" in retriever.params for retriever in retrievers):
