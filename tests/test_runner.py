@@ -594,3 +594,17 @@ def test_a_run_interrupted_while_it_is_scored_is_scored_not_ranked_again(tmp_pat
     assert len(asked) == 1526 and "finished with the same inputs, skipped" in capsys.readouterr().err
     record = json.loads((tmp_path / "runs" / "pragmaticqa-val.raw.ranked.json").read_text(encoding="utf-8"))
     assert record["scores"]["evaluation"]["means"] == {"RR": 0.0}
+
+
+def test_qrels_restricted_to_a_corpus_holding_no_relevant_document_is_an_error_at_its_key(tmp_path, capsys):
+    """Scoring on no judged query ended in a ZeroDivisionError traceback, after the run."""
+    corpus = tmp_path / "other.jsonl"
+    corpus.write_text(json.dumps({"id": "d1", "contents": "hello world"}) + "\n", encoding="utf-8")
+    config = tmp_path / "restricted.yaml"
+    config.write_text(yaml.safe_dump({"k": 10, "output": str(tmp_path / "runs"), "experiments": [
+        {"topics": "pragmaticqa:val", "strategies": ["raw"], "retrievers": ["bm25"], "measures": ["RR"],
+         "corpus": str(corpus), "qrels_restrict_to_corpus": True}]}), encoding="utf-8")
+    assert main(["run", str(config), "--dry-run"]) == 2
+    assert capsys.readouterr().err == (
+        f"harness run: error: {config}: experiments[0].qrels_restrict_to_corpus: no judged turn of pragmaticqa:val "
+        "has a relevant document in the corpus other.jsonl: is it the collection these topics are judged on?\n")

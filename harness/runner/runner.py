@@ -38,7 +38,7 @@ from harness.retrieve.specs import retriever_specs
 from harness.paths import file_in
 from harness.progress import progress_bar
 from harness.runner import provenance
-from harness.runner.config import Config, Experiment, RunSpec, shallow_measures
+from harness.runner.config import Config, ConfigError, Experiment, RunSpec, shallow_measures
 from harness.runner.tasks import TASKS, Ranker
 from harness.topics import Benchmark, load
 from harness.trec import Qrels, write_run
@@ -102,6 +102,11 @@ class Workspace:
                 qrels = TASKS.get(experiment.task).default_qrels(self.benchmark(experiment.topics))
             if experiment.qrels_restrict_to_corpus:
                 qrels = restrict_to_corpus(qrels, self.corpus(experiment))
+                if not qrels.judgments:  # nothing to score on (the evaluator would divide by no query)
+                    raise ConfigError(experiment.file, f"{experiment.key}.qrels_restrict_to_corpus",
+                                      f"no judged turn of {experiment.topics} has a relevant document in the corpus "
+                                      f"{self.corpus(experiment).name}: is it the collection these topics are "
+                                      "judged on?")
             self._qrels[key] = qrels
         return self._qrels[key]
 
