@@ -569,6 +569,26 @@ def test_changed_qrels_rescore_a_finished_run_without_ranking_its_turns_again(tm
     assert "| pragmaticqa-val.raw.ranked | raw | ranked | 1.0000 |" in captured.out  # d1 at rank 1: RR 1, was 0.5
 
 
+def test_a_run_rescored_on_other_qrels_records_them_in_its_json(tmp_path):
+    """The JSON beside a rescored run names the qrels and measures its scores are for, not those of the
+    config that ranked it."""
+    from harness.retrieve import RETRIEVERS
+
+    first, second = tmp_path / "a.txt", tmp_path / "b.txt"
+    first.write_text("1_1 0 d2 1\n", encoding="utf-8")
+    second.write_text("1_1 0 d1 1\n", encoding="utf-8")
+    config = tmp_path / "q.yaml"
+    for qrels, measures in ((first, ["RR"]), (second, ["RR", "nDCG@10"])):
+        config.write_text(yaml.safe_dump({"k": 10, "output": str(tmp_path / "runs"), "experiments": [
+            {"topics": "pragmaticqa:val", "strategies": ["raw"], "measures": measures, "retrievers": ["ranked"],
+             "qrels": str(qrels)}]}), encoding="utf-8")
+        with RETRIEVERS.using({"ranked": lambda query, k: [("d1", 2.0), ("d2", 1.0)]}):
+            assert main(["run", str(config)]) == 0
+    meta = json.loads((tmp_path / "runs" / "pragmaticqa-val.raw.ranked.json").read_text())
+    assert meta["config"]["qrels"] == str(second) and meta["config"]["measures"] == ["RR", "nDCG@10"]
+    assert meta["scores"]["evaluation"]["means"]["RR"] == 1.0
+
+
 def test_a_run_interrupted_while_it_is_scored_is_scored_not_ranked_again(tmp_path, monkeypatch, capsys):
     """Its run file and JSON (without scores) are written before it is scored."""
     from harness.retrieve import RETRIEVERS

@@ -296,7 +296,9 @@ def finished_scores(prepared: Prepared, output: Path) -> Scored:
         except (TypeError, KeyError, ValueError):  # not the layout this version writes: score again
             pass
     scored = score(prepared, output)
-    _write_metadata(path, {**metadata, "scores": _scores_record(prepared, scored)})
+    # the config as scored now: its qrels, measures and note may differ from those that ranked the run
+    _write_metadata(path, {**metadata, "config": prepared.run.description(),
+                           "scores": _scores_record(prepared, scored)})
     return scored
 
 
