@@ -192,7 +192,7 @@ class LLMJudge:
     def judge(self, items: Sequence[Item], progress: bool = False) -> list[Judgment]:
         from harness.progress import progress_bar
 
-        self.stats = Stats()
+        self.stats, self._counts, self._answered_by = Stats(), {}, {}  # this call's, even if it stops half-way
         started = time.perf_counter()
         prompts = [self.prompt(item) for item in items]  # every template problem before any request
         import openai  # noqa: F401 (imported once here, not by eight threads at once)
