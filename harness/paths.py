@@ -92,6 +92,19 @@ def file_version(path: str | Path) -> list[int]:
     return [stat.st_size, stat.st_mtime_ns, stat.st_ino, stat.st_ctime_ns]
 
 
+def folder_version(path: str | Path) -> str:
+    """A cheap fingerprint of a folder (an index, a model): the sha256 over each file's name
+    below it, size and mtime, as harness.scale.shards keys a file, not over its bytes (hashing
+    a large index on every run would cost as much as searching it). A folder rebuilt in place
+    changes it, so a run over the old one is not reused."""
+    root = Path(path)
+    digest = hashlib.sha256()
+    for file in sorted(found for found in root.rglob("*") if found.is_file()):
+        stat = file.stat()
+        digest.update(f"{file.relative_to(root).as_posix()}\0{stat.st_size}\0{stat.st_mtime_ns}\n".encode())
+    return digest.hexdigest()
+
+
 def settled(version: list[int]) -> bool:
     """Unchanged for a while: a file changed this instant may change again within the same
     timestamp, so its version does not yet vouch for its bytes."""

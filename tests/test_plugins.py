@@ -193,6 +193,41 @@ def test_a_run_whose_plugin_reads_a_changed_file_named_by_a_path_parameter_is_ru
         assert "finished with the same inputs, skipped" in capsys.readouterr().err
 
 
+def _indexed(query: str, k: int, index: Path = Path("idx")):
+    """A plug-in searching a folder: the score is what its one file holds."""
+    return [("d1", float((Path(index) / "score").read_text()))]
+
+
+@pytest.mark.parametrize("where", ["a parameter", "the corpus"])
+def test_a_run_over_a_rebuilt_index_folder_is_run_again_not_reused(tmp_path, capsys, where):
+    """A folder a parameter (or `corpus: {index: ...}`) names enters the resume key by its
+    files' names, sizes and mtimes: rebuilt in place, its runs are made again."""
+    from harness.retrieve import RETRIEVERS
+
+    index = tmp_path / "idx"
+    index.mkdir()
+    experiment = {"topics": "ikat2023:test", "strategies": ["raw"], "measures": ["RR"], "retrievers": ["indexed"]}
+    if where == "a parameter":
+        experiment["retrievers"] = [{"name": "indexed", "params": {"index": str(index)}}]
+    else:
+        experiment["corpus"] = {"index": str(index)}
+    config = tmp_path / "i.yaml"
+    config.write_text(yaml.safe_dump({"k": 10, "output": str(tmp_path / "runs"), "experiments": [experiment]}),
+                      encoding="utf-8")
+    run = tmp_path / "runs" / "ikat2023-test.raw.indexed.run"
+    with RETRIEVERS.using({"indexed": _indexed}):
+        for score, rebuilt in (("2", False), ("2", False), ("3", True)):
+            (index / "score").write_text(score, encoding="utf-8")
+            if rebuilt:  # a rebuild writing a file of the same size
+                os.utime(index / "score", ns=(1, 1))
+            capsys.readouterr()
+            assert main(["run", str(config)]) == 0
+            assert run.read_text().split("\n")[0].split()[4] == f"{score}.000000"
+        assert "skipped" not in capsys.readouterr().err  # the third, after the rebuild
+        assert main(["run", str(config)]) == 0
+        assert "finished with the same inputs, skipped" in capsys.readouterr().err
+
+
 def test_a_partials_origin_is_its_functions_source_and_its_arguments():
     """Its function's file (changed, the plug-in is run again), not functools' (never changes)."""
     from harness.paths import file_sha256

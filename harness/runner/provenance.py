@@ -3,7 +3,8 @@
 The hash covers what determines the run file: the query stream (and any other text the
 ranking reads, such as PTKB statements), the corpus fingerprint, the experiment's config, what
 each plug-in it uses is (distribution and version, the sha256 of its source: a changed plug-in
-is run again) and the files its retriever's parameters name (their sha256). The qrels are not
+is run again) and the files its retriever's parameters name (their sha256; a folder's
+files' names, sizes and mtimes). The qrels are not
 in it: they change the scores (recorded with the qrels' hash, and retaken when it changes), not
 the run. Timings and versions are recorded, not hashed: a new library version does not
 invalidate finished runs, but the JSON says which made them.
@@ -82,9 +83,10 @@ def plugins(task: str, strategy: str | None, retriever: str, params: dict[str, A
 def named_files(declaration: Declaration, params: Mapping[str, Any]) -> dict[str, str]:
     """The sha256 of each file a retriever's parameters name (a plug-in's `pathlib.Path`
     parameter: its weights, its term list), by key path, nested specs included: a run whose
-    file changed is run again, not reused. A folder (a model, an index) is named by its path
-    alone; empty where no file is named, so that such runs' resume keys stay as they were."""
-    from harness.paths import file_sha256
+    file changed is run again, not reused. A folder (a model, an index) is named by its
+    files' names, sizes and mtimes (paths.folder_version: a rebuilt index is searched again);
+    empty where no file or folder is named, so that such runs' resume keys stay as they were."""
+    from harness.paths import file_sha256, folder_version
     from harness.registry import looks_like_path
     from harness.retrieve.specs import named_paths
 
@@ -95,6 +97,8 @@ def named_files(declaration: Declaration, params: Mapping[str, Any]) -> dict[str
         path = Path(value).expanduser()
         if path.is_file():
             found[key] = file_sha256(path)
+        elif path.is_dir():
+            found[key] = f"folder:{folder_version(path)}"
     return found
 
 

@@ -35,7 +35,7 @@ from harness.queries import inputs as strategy_inputs
 from harness.queries.llm import endpoints as llm_endpoints
 from harness.retrieve import RETRIEVERS, Retriever, SearchQuery, build, shared_retrievers
 from harness.retrieve.specs import retriever_specs
-from harness.paths import file_in
+from harness.paths import file_in, folder_version
 from harness.progress import progress_bar
 from harness.runner import provenance
 from harness.runner.config import Config, ConfigError, Experiment, RunSpec, shallow_measures
@@ -87,8 +87,13 @@ class Workspace:
         return self._corpora[key]
 
     def corpus_fingerprint(self, experiment: Experiment) -> str:
-        if experiment.corpus.index is not None:
-            return f"index:{experiment.corpus.index}"
+        """The documents' identity in the resume key: a corpus's fingerprint; an index folder's
+        files' names, sizes and mtimes (a rebuilt index is searched again); a prebuilt
+        index's name."""
+        index = experiment.corpus.index
+        if index is not None:
+            folder = Path(index).expanduser()
+            return f"index:{index}:{folder_version(folder)}" if folder.is_dir() else f"index:{index}"
         corpus = self.corpus(experiment)
         return corpus.fingerprint if corpus is not None else "none"
 
