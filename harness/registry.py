@@ -302,6 +302,26 @@ class Between(ParamType):
 
 
 @dataclass(frozen=True)
+class Named(ParamType):
+    """The type of a name one of a registry's entries goes by (dense's `backend`, `approx`),
+    or null with `or_none`: a misspelt one is an error at its key when a config is read, not
+    when the component is built, after the runs before it. `registry` is called on first use,
+    so that declaring the parameter imports nothing."""
+
+    registry: Callable[[], Registry[Any]]
+    or_none: bool = True
+
+    def check(self, key: str, value: Any) -> None:
+        if value is None and self.or_none:
+            return
+        if not isinstance(value, str) or value not in self.registry().names():
+            raise ParamError(key, f"expected {self.describe()}, got {value!r}")
+
+    def describe(self) -> str:
+        return f"one of {', '.join(map(repr, self.registry().names()))}{' or null' if self.or_none else ''}"
+
+
+@dataclass(frozen=True)
 class LocalPath(ParamType):
     """The type of a parameter naming a file or folder on this machine (a folder, with
     `folder`), which a config check looks for before anything runs, so that a missing one is

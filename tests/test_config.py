@@ -339,6 +339,25 @@ def test_a_retriever_setting_out_of_its_range_is_an_error_when_the_config_is_rea
     assert f"experiments[0].retrievers[0].{message}" in message_found
 
 
+@pytest.mark.parametrize("retriever, message", [
+    ({"name": "dense", "params": {"backend": "fais"}},
+     "params.backend: expected one of 'faiss', 'numpy', 'torch' or null, got 'fais'"),
+    ({"name": "dense", "params": {"approx": "hnws"}},
+     "params.approx: expected one of 'hnsw', 'ivfpq' or null, got 'hnws'"),
+    ({"name": "dense", "params": {"engine": "rey"}}, "params.engine: unknown engine 'rey'; known: local, ray"),
+    ({"name": "dense", "params": {"engine": {"name": "ray", "adress": "auto"}}},
+     "params.engine: unknown key(s) adress; known: address, gpus, name, retries, workers"),
+    ({"name": "rerank", "params": {"first_stage": {"name": "bm25"}}}, "params: retriever 'rerank' needs model"),
+    ({"name": "pyserini-dense", "params": {"index": "."}}, "params: retriever 'pyserini-dense' needs encoder"),
+])
+def test_a_retriever_value_refused_when_built_is_an_error_at_its_key_when_the_config_is_read(tmp_path, retriever,
+                                                                                               message):
+    """Declared (a registry's names, an engine spec, a required parameter), not found when the
+    retriever is built, after the runs before it."""
+    message_found = _error(tmp_path, {"experiments": [_experiment(retrievers=[retriever])]})
+    assert f"experiments[0].retrievers[0].{message}" in message_found
+
+
 def test_an_unknown_retriever_parameter_is_an_error_when_the_config_is_read(tmp_path):
     message = _error(tmp_path, {"experiments": [_experiment(retrievers=[{"name": "bm25", "params": {"k1b": 1}}])]})
     assert "experiments[0].retrievers[0].params.k1b: unknown parameter of retriever 'bm25'; known: b," in message

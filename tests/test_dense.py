@@ -217,7 +217,8 @@ def test_a_missing_model_folder_is_a_clear_error(tmp_path):
 
 def test_an_unknown_dtype_or_backend_is_a_clear_error(first_run):
     corpus, retriever, _ = first_run
-    with pytest.raises(HarnessError, match="dense search backend 'annoy'"):
+    with pytest.raises(HarnessError, match=re.escape("build('dense').backend: expected one of 'faiss', 'numpy', "
+                                                     "'torch' or null, got 'annoy'")):
         build("dense", corpus=corpus, backend="annoy")
     with pytest.raises(HarnessError, match=re.escape("build('dense').dtype: expected one of 'float32', 'float16', "
                                                      "got 'int8'")):

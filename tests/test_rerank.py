@@ -59,7 +59,7 @@ def test_rerank_orders_the_first_stage_hits_by_cross_encoder_score(cross_encoder
 
 
 def test_without_a_model_rerank_refuses_to_start_rather_than_pass_the_first_stage_through(first_stage):
-    with pytest.raises(HarnessError, match="rerank needs `model:` a local cross-encoder folder"):
+    with pytest.raises(HarnessError, match=re.escape("retriever 'rerank' needs model")):
         build("rerank", corpus=ikat_corpus(SMALL), first_stage=first_stage)
 
 

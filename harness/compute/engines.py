@@ -13,7 +13,7 @@ from dataclasses import dataclass, fields
 from typing import Any, Protocol, TypeVar
 
 from harness.errors import HarnessError, InputError
-from harness.registry import INT_LIMIT, Registry, number_problem
+from harness.registry import INT_LIMIT, ParamError, ParamType, Registry, number_problem
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -58,6 +58,24 @@ class EngineSpec:
         if problem:
             why = " (the cores this process may use; a Ray cluster joined with an address may take more)" if here else ""
             raise HarnessError(f"{key} {problem}{why}, not {self.workers!r}")
+
+
+@dataclass(frozen=True)
+class EngineParam(ParamType):
+    """The type of a component's `engine:` parameter, read as EngineSpec.from_mapping reads it:
+    an unknown engine or key is an error at its key when a config is read, not when the
+    component is built, after the runs before it."""
+
+    def check(self, key: str, value: Any) -> None:
+        if value is None:
+            return
+        try:
+            EngineSpec.from_mapping(value, "engine")
+        except HarnessError as error:
+            raise ParamError(key, str(error).removeprefix("engine: ").removeprefix("engine ")) from None
+
+    def describe(self) -> str:
+        return "an engine name (local, ray), a mapping {name, address, workers, gpus, retries} or null"
 
 
 def usable_cores() -> int:

@@ -21,14 +21,15 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import closing
 from functools import cached_property
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 
+from harness.compute.engines import EngineParam
 from harness.compute.exact import exact_search, longest_norm
 from harness.corpus import Corpus
 from harness.errors import HarnessError
-from harness.registry import Param, Registry
+from harness.registry import Named, Param, Registry
 from harness.retrieve import BATCH_SIZE, DEVICE, FOLDER, RETRIEVERS, THREADS, Retriever, SearchesAhead, SearchQuery
 from harness.retrieve._embeddings import (
     DTYPES, Encoder, PassageVectors, check_dtype, import_sentence_transformers, load_encoder, passage_vectors,
@@ -110,22 +111,28 @@ class DenseRetriever(SearchesAhead):
         })
 
 
+def _approx_indexes() -> Registry[Any]:
+    from harness.compute.approx import APPROX
+
+    return APPROX
+
+
 @RETRIEVERS.register("dense", "bi-encoder (sentence-transformers) retrieval with exact inner-product search", [
     Param("model", FOLDER, None, "local sentence-transformers folder (default: all-MiniLM-L6-v2, shipped)"),
     Param("max_length", int | None, None, "tokens per text (default: the model's)"),
     Param("normalize", bool | None, None, "unit-length vectors (default: as the model's saved similarity says)"),
     Param("dtype", Literal[DTYPES], "float32", "dtype of the cached passage vectors"),
     BATCH_SIZE,
-    Param("backend", str | None, None, "exact search by numpy, faiss or torch (default: torch on a GPU, "
+    Param("backend", Named(lambda: SEARCH_BACKENDS), None, "exact search by numpy, faiss or torch (default: torch on a GPU, "
           "else numpy below 10,000 passages and faiss from there on)"),
     DEVICE,
     THREADS,
     Param("cache_dir", str | None, None, "where passage vectors are cached (default: the harness cache's embeddings/)"),
     Param("index", FOLDER, None, "a Lucene index has no passage text to encode: refused (see pyserini-dense)"),
-    Param("engine", str | dict | None, None, "local, ray, or {name: ray, address: ..., workers: N}: encode and "
+    Param("engine", EngineParam(), None, "local, ray, or {name: ray, address: ..., workers: N}: encode and "
           "search in shards where they live (harness/scale/); the same run"),
     Param("shard_docs", int | None, None, "passages per shard with an engine"),
-    Param("approx", str | None, None, "hnsw or ivfpq: an approximate faiss index proposes candidates, "
+    Param("approx", Named(_approx_indexes), None, "hnsw or ivfpq: an approximate faiss index proposes candidates, "
           "re-scored exactly"),
     Param("approx_depth", int | None, None, "candidates the approximate index proposes per shard (default: k)"),
 ], preload=import_sentence_transformers)

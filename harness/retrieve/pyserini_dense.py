@@ -18,7 +18,7 @@ from typing import Any, Literal
 
 from harness.corpus import Corpus
 from harness.errors import HarnessError
-from harness.registry import Param
+from harness.registry import REQUIRED, Param
 from harness.retrieve import FOLDER, RETRIEVERS, THREADS, SearchQuery
 from harness.trec import Run
 
@@ -48,7 +48,7 @@ class PyseriniDenseRetriever:
 
 @RETRIEVERS.register("pyserini-dense", "pyserini's own dense search over one of its faiss indexes on disk", [
     Param("index", FOLDER, None, "local pyserini faiss index folder (required)"),
-    Param("encoder", FOLDER, None, "local query-encoder folder (required)"),
+    Param("encoder", FOLDER, REQUIRED, "local query-encoder folder"),
     Param("encoder_class", Literal[tuple(ENCODER_CLASSES)] | None, None,
           "pyserini's query-encoder class (default: pyserini guesses from the folder name)"),
     Param("pooling", str, "cls", "pooling of the `auto` encoder class (cls or mean)"),
@@ -60,7 +60,7 @@ def pyserini_dense(
     corpus: Corpus | None = None,
     *,
     index: str | None = None,
-    encoder: str | None = None,
+    encoder: str,
     encoder_class: str | None = None,
     pooling: str = "cls",
     l2_norm: bool = False,
@@ -103,9 +103,7 @@ def _index_folder(index: str | None) -> Path:
     return folder
 
 
-def _encoder_folder(encoder: str | None) -> Path:
-    if not encoder:
-        raise HarnessError("pyserini-dense needs `encoder:` a local query-encoder model folder")
+def _encoder_folder(encoder: str) -> Path:
     folder = Path(encoder).expanduser()
     if not (folder / "config.json").is_file():
         raise HarnessError(

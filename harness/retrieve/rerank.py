@@ -91,7 +91,8 @@ class RerankRetriever:
 
 @RETRIEVERS.register("rerank", "a cross-encoder re-scores the top hits of a first-stage retriever", [
     Param("first_stage", RetrieverSpecs(), REQUIRED, "the retriever whose hits are re-scored: {name, params}"),
-    Param("model", FOLDER, None, "local cross-encoder folder (required: none ships offline)"),
+    Param("model", FOLDER, REQUIRED, "local cross-encoder folder (none ships, none is downloaded: e.g. a copy of "
+          "cross-encoder/ms-marco-MiniLM-L-6-v2)"),
     Param("depth", AtLeast(1, or_none=True), None, "first-stage hits re-scored per query (default: k)"),
     Param("max_length", int | None, None, "tokens per query and passage pair (default: the model's)"),
     BATCH_SIZE, DEVICE, THREADS,
@@ -101,7 +102,7 @@ def rerank(
     corpus: Corpus | None = None,
     *,
     first_stage: Mapping,
-    model: str | None = None,
+    model: str,
     depth: int | None = None,
     max_length: int | None = None,
     batch_size: int = 32,
@@ -120,13 +121,8 @@ def rerank(
 
 
 def load_cross_encoder(
-    model: str | None, *, max_length: int | None = None, device: str | None = None, threads: int | None = None
+    model: str, *, max_length: int | None = None, device: str | None = None, threads: int | None = None
 ) -> CrossEncoder:
-    if not model:
-        raise HarnessError(
-            "rerank needs `model:` a local cross-encoder folder (e.g. a copy of "
-            "cross-encoder/ms-marco-MiniLM-L-6-v2); none ships with the harness and none is downloaded"
-        )
     path = Path(model).expanduser()
     if not (path / "config.json").is_file():
         raise HarnessError(
