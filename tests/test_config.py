@@ -372,6 +372,16 @@ def test_nested_fusion_specs_are_checked_with_their_key_path(tmp_path):
     assert "experiments[0].retrievers[0].params.retrievers[0].name: unknown retriever 'bm26'" in message
 
 
+def test_a_nested_retriever_may_be_given_by_its_name_alone_as_at_top_level(tmp_path):
+    fused = {"name": "rrf", "params": {"retrievers": ["bm25", "dense"]}}
+    reranked = {"name": "rerank", "params": {"first_stage": "bm25", "model": str(tmp_path)}}
+    config = load_config(_write(tmp_path, {"experiments": [_experiment(retrievers=[fused, reranked])]}))
+    assert [run.retriever.name for run in config.runs()] == ["rrf", "rerank"]
+    fused["params"]["retrievers"][1] = "bm26"
+    message = _error(tmp_path, {"experiments": [_experiment(retrievers=[fused])]})
+    assert "experiments[0].retrievers[0].params.retrievers[1].name: unknown retriever 'bm26'" in message
+
+
 def test_the_old_flat_fusion_shape_reads_as_an_alias(tmp_path):
     from harness.retrieve.specs import parts
 

@@ -76,7 +76,7 @@ def test_a_wrong_type_in_a_nested_spec_names_its_key_path(tmp_path):
     assert "experiments[0].retrievers[0].params.retrievers[1].params.dtype: expected one of 'float32', " \
            "'float16', got 8" in _error(tmp_path, {"retrievers": [fused]})
     fused["params"]["retrievers"] = "bm25"
-    assert "experiments[0].retrievers[0].params.retrievers: expected a list of 2 or more retriever specs" \
+    assert "experiments[0].retrievers[0].params.retrievers: expected a list of 2 or more retriever names or specs" \
         in _error(tmp_path, {"retrievers": [fused]})
 
 

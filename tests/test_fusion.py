@@ -122,6 +122,14 @@ def test_linear_from_config_uses_the_given_weights(sub_configs):
         assert results[query.qid] == linear_fusion(subs, [0.2, 0.8])[:10]
 
 
+def test_a_sub_retriever_given_by_its_name_alone_is_that_retriever_with_its_defaults():
+    """`retrievers: [bm25, ...]` inside a fusion, as a config's own `retrievers:` take it."""
+    corpus = ikat_corpus(SMALL)
+    by_name = build("rrf", corpus=corpus, retrievers=["bm25", {"name": "bm25", "params": {"k1": 0.5}}])
+    by_spec = build("rrf", corpus=corpus, retrievers=[{"name": "bm25"}, {"name": "bm25", "params": {"k1": 0.5}}])
+    assert by_name.search(QUERIES, 5) == by_spec.search(QUERIES, 5)
+
+
 def test_a_corpus_given_as_an_index_is_handed_to_every_sub_retriever():
     with pytest.raises(HarnessError, match="the index 'some-lucene-index' has no passage text"):
         build("rrf", corpus=None, index="some-lucene-index", retrievers=[{"name": "dense"}, {"name": "dense"}])
@@ -131,9 +139,9 @@ def test_a_corpus_given_as_an_index_is_handed_to_every_sub_retriever():
     ("name", "params", "message"),
     [
         ("rrf", {}, re.escape("build('rrf'): retriever 'rrf' needs retrievers")),
-        ("rrf", {"retrievers": [{"name": "dense"}]}, re.escape("build('rrf').retrievers: expected a list of 2 or more retriever specs")),
+        ("rrf", {"retrievers": [{"name": "dense"}]}, re.escape("build('rrf').retrievers: expected a list of 2 or more retriever names or specs")),
         ("rrf", {"retrievers": [{"k1": 0.9}, {"name": "dense"}]},
-         re.escape("build('rrf').retrievers[0]: expected a retriever spec {name, params}, got {'k1': 0.9}")),
+         re.escape("build('rrf').retrievers[0]: expected a retriever name or spec {name, params}, got {'k1': 0.9}")),
         ("rrf", {"retrievers": [{"name": "nope"}, {"name": "dense"}]}, "unknown retriever 'nope'"),
         ("rrf", {"retrievers": [{"name": "dense"}] * 2, "k": -1}, re.escape("build('rrf').k: expected a number of 0 or more, got -1")),
         ("rrf", {"retrievers": [{"name": "dense"}] * 2, "depth": 0}, re.escape("build('rrf').depth: expected an integer of 1 or more, got 0")),

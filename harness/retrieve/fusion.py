@@ -96,14 +96,14 @@ class FusionRetriever(SearchesAhead):
                 stream.close()
 
 
-def build_sub_retrievers(corpus: Corpus | None, specs: list[Mapping], index: str | None = None) -> list[Retriever]:
+def build_sub_retrievers(corpus: Corpus | None, specs: list[Mapping | str], index: str | None = None) -> list[Retriever]:
     """Each built through the registry with the fusion's corpus, and its `index` (the runner's
     corpus-as-an-index) unless the entry names its own."""
     return [build_from_spec(spec, corpus, index) for spec in specs]
 
 
-def build_from_spec(spec: Mapping, corpus: Corpus | None, index: str | None) -> Retriever:
-    """A nested `{name, params, label}` spec (or the old flat `{name, param: ...}` shape) built."""
+def build_from_spec(spec: Mapping | str, corpus: Corpus | None, index: str | None) -> Retriever:
+    """A nested `{name, params, label}` spec, a plain name (or the old flat `{name, param: ...}` shape) built."""
     name, params = parts(spec)
     if index is not None:
         params.setdefault("index", index)
@@ -111,7 +111,7 @@ def build_from_spec(spec: Mapping, corpus: Corpus | None, index: str | None) -> 
 
 
 # what both fusions take besides their own
-SUB_RETRIEVERS = Param("retrievers", RetrieverSpecs(least=2), REQUIRED, "the retrievers fused: {name, params} each")
+SUB_RETRIEVERS = Param("retrievers", RetrieverSpecs(least=2), REQUIRED, "the retrievers fused: a name or {name, params} each")
 DEPTH = Param("depth", AtLeast(1), DEFAULT_DEPTH, "hits asked of each retriever per query (at least k)")
 FUSED_INDEX = Param("index", FOLDER, None, "handed to each retriever that names none (a config's "
                     "`corpus: {index: NAME}`)")
@@ -122,7 +122,7 @@ FUSED_INDEX = Param("index", FOLDER, None, "handed to each retriever that names 
 def rrf(
     corpus: Corpus | None = None,
     *,
-    retrievers: Sequence[Mapping],
+    retrievers: Sequence[Mapping | str],
     k: float = 60,
     depth: int = DEFAULT_DEPTH,
     index: str | None = None,
@@ -139,7 +139,7 @@ def rrf(
 def linear(
     corpus: Corpus | None = None,
     *,
-    retrievers: Sequence[Mapping],
+    retrievers: Sequence[Mapping | str],
     weights: Sequence[float] | None = None,
     depth: int = DEFAULT_DEPTH,
     index: str | None = None,

@@ -90,7 +90,7 @@ class RerankRetriever:
 
 
 @RETRIEVERS.register("rerank", "a cross-encoder re-scores the top hits of a first-stage retriever", [
-    Param("first_stage", RetrieverSpecs(), REQUIRED, "the retriever whose hits are re-scored: {name, params}"),
+    Param("first_stage", RetrieverSpecs(), REQUIRED, "the retriever whose hits are re-scored: a name or {name, params}"),
     Param("model", FOLDER, REQUIRED, "local cross-encoder folder (none ships, none is downloaded: e.g. a copy of "
           "cross-encoder/ms-marco-MiniLM-L-6-v2)"),
     Param("depth", AtLeast(1, or_none=True), None, "first-stage hits re-scored per query (default: k)"),
@@ -101,7 +101,7 @@ class RerankRetriever:
 def rerank(
     corpus: Corpus | None = None,
     *,
-    first_stage: Mapping,
+    first_stage: Mapping | str,
     model: str,
     depth: int | None = None,
     max_length: int | None = None,

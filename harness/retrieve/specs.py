@@ -2,8 +2,8 @@
 before anything is built.
 
 One shape everywhere: a config's `retrievers:` entries, fusion's `retrievers:` and rerank's
-`first_stage:`. The flat shape fusion used to take (`{name: bm25, k1: 0.9}`) is read as an
-alias of `{name: bm25, params: {k1: 0.9}}`.
+`first_stage:`, where a plain name (`bm25`) stands for `{name: bm25}`. The flat shape fusion
+used to take (`{name: bm25, k1: 0.9}`) is read as an alias of `{name: bm25, params: {k1: 0.9}}`.
 
 `check_spec` checks a name and its parameters against the retriever's declaration (its
 `Param`s, harness.registry): an unknown parameter, or a value of the wrong type, is a
@@ -26,8 +26,15 @@ from harness.retrieve import RETRIEVERS
 SPEC_KEYS = ("name", "params", "label")
 
 
-def parts(spec: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
-    """(name, params) of a nested spec in either shape; the label is not a parameter."""
+def as_mapping(spec: Any) -> Any:
+    """A nested spec given as a plain name (`retrievers: [bm25, dense]`, as a config's own
+    `retrievers:` take it) read as `{name: NAME}`; anything else as it is."""
+    return {"name": spec} if isinstance(spec, str) else spec
+
+
+def parts(spec: Mapping[str, Any] | str) -> tuple[str, dict[str, Any]]:
+    """(name, params) of a nested spec in any shape; the label is not a parameter."""
+    spec = as_mapping(spec)
     if "params" in spec:
         return spec["name"], dict(spec["params"] or {})
     return spec["name"], {key: value for key, value in spec.items() if key not in ("name", "label")}
@@ -48,16 +55,17 @@ class RetrieverSpecs(ParamType):
     least: int = 0
 
     def describe(self) -> str:
-        return f"a list of {self.least} or more retriever specs {{name, params}}" if self.least \
-            else "a retriever spec {name, params}"
+        return f"a list of {self.least} or more retriever names or specs {{name, params}}" if self.least \
+            else "a retriever name or spec {name, params}"
 
     def check(self, key: str, value: Any) -> None:
         if self.least and (not isinstance(value, (list, tuple)) or len(value) < self.least):
             raise ParamError(key, f"expected {self.describe()}, got {value!r}")
         entries = [(f"{key}[{i}]", spec) for i, spec in enumerate(value)] if self.least else [(key, value)]
-        for where, spec in entries:
+        for where, given in entries:
+            spec = as_mapping(given)
             if not isinstance(spec, Mapping) or not isinstance(spec.get("name"), str):
-                raise ParamError(where, f"expected a retriever spec {{name, params}}, got {spec!r}")
+                raise ParamError(where, f"expected a retriever name or spec {{name, params}}, got {given!r}")
             try:
                 RETRIEVERS.get(spec["name"])
             except HarnessError as error:  # unknown, or a plug-in that is no retriever
@@ -75,7 +83,7 @@ class RetrieverSpecs(ParamType):
     def specs(self, value: Any) -> list[Mapping[str, Any]]:
         """The well-formed specs in a value of this type."""
         found = value if self.least and isinstance(value, (list, tuple)) else [value]
-        return [spec for spec in found if isinstance(spec, Mapping) and isinstance(spec.get("name"), str)]
+        return [spec for spec in map(as_mapping, found) if isinstance(spec, Mapping) and isinstance(spec.get("name"), str)]
 
 
 def retriever_specs(name: str, params: Mapping[str, Any]) -> list[tuple[str, Mapping[str, Any]]]:
@@ -106,7 +114,7 @@ def named_paths(declaration: Declaration, params: Mapping[str, Any],
             yield f"{key}.{param.name}", value, kind
         if isinstance(param.type, RetrieverSpecs) and value is not None:
             nested = value if param.type.least else [value]
-            for i, spec in enumerate(nested):
+            for i, spec in enumerate(map(as_mapping, nested)):
                 if isinstance(spec, Mapping) and isinstance(spec.get("name"), str):
                     where = f"{key}.{param.name}[{i}]" if param.type.least else f"{key}.{param.name}"
                     inner = f"{where}.params" if "params" in spec else where
