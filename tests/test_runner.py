@@ -628,3 +628,29 @@ def test_qrels_restricted_to_a_corpus_holding_no_relevant_document_is_an_error_a
     assert capsys.readouterr().err == (
         f"harness run: error: {config}: experiments[0].qrels_restrict_to_corpus: no judged turn of pragmaticqa:val "
         "has a relevant document in the corpus other.jsonl: is it the collection these topics are judged on?\n")
+
+
+def _passages(query: str, k: int):
+    """A plug-in ranking two passages of one document."""
+    return [("d1-1", 2.0), ("d1-2", 1.0)]
+
+
+def test_runs_scored_as_documents_maxp_and_runs_scored_as_passages_are_not_tested_together(tmp_path):
+    """Equal topics, qrels, measures and depth, but one experiment judges its passages as their
+    documents (a preset's passage_separator): their scores are not of the same thing."""
+    from harness.evaluate.presets import PRESETS
+    from harness.retrieve import RETRIEVERS
+    from harness.runner.report import families
+    from harness.runner.runner import run_config
+
+    same = {"topics": "ikat2023:test", "strategies": ["raw"], "retrievers": ["passages"]}
+    config = tmp_path / "maxp.yaml"
+    config.write_text(yaml.safe_dump({"k": 500, "output": str(tmp_path / "runs"), "experiments": [
+        {**same, "name": "maxp", "preset": "cast2021", "tag": "{benchmark}.maxp"},
+        {**same, "name": "passages", "measures": list(PRESETS.get("cast2021").measures),
+         "tag": "{benchmark}.passages"}]}), encoding="utf-8")
+    with RETRIEVERS.using({"passages": _passages}):
+        outcomes = run_config(load_config(config), log=io.StringIO())
+    assert [outcome.evaluation.depth for outcome in outcomes] == [500, 500]
+    assert [[outcome.run.experiment.name for outcome in family] for family in families(outcomes)] == [
+        ["maxp"], ["passages"]]

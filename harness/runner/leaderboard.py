@@ -1,5 +1,5 @@
 """The Markdown leaderboard of a `harness run`: one section per family of comparable runs
-(runner/report.py families(): same topics, task, qrels, measures and depth), one row per run,
+(runner/report.py families(): same topics, task, qrels, measures, depth and MaxP), one row per run,
 the best value of each measure in bold, and ▲a / ▼a where a run is significantly above /
 below the section's first run (a), paired t-test, Holm-corrected, as in report.html. The
 outcomes are turned into plain sections here; harness.report.markdown renders them, as it

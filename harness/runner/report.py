@@ -25,8 +25,9 @@ if TYPE_CHECKING:
 
 def families(outcomes: Sequence["Outcome"]) -> list[list["Outcome"]]:
     """The runs that can be tested against each other: the same topics and task, scored on the
-    same judgments (by content, not file name) with the same measures to the same depth,
-    whichever experiments they come from (the paired tests need the same queries and scores).
+    same judgments (by content, not file name) with the same measures to the same depth, the
+    same way (passages judged as their documents, MaxP, or not), whichever experiments they
+    come from (the paired tests need the same queries and scores of the same thing).
     In config order, families on the same topics and task next to each other."""
     judgments: dict[int, str] = {}  # the runs of an experiment share one Qrels object
     grouped: dict[tuple, list[Outcome]] = {}
@@ -35,7 +36,7 @@ def families(outcomes: Sequence["Outcome"]) -> list[list["Outcome"]]:
         if id(qrels) not in judgments:
             judgments[id(qrels)] = provenance.qrels_hash(qrels)
         key = (experiment.topics, experiment.task, judgments[id(qrels)], tuple(outcome.evaluation.measures),
-               outcome.evaluation.depth)
+               outcome.evaluation.depth, experiment.passage_separator)
         grouped.setdefault(key, []).append(outcome)
     first_of_topic = {key[:2]: index for index, key in reversed(list(enumerate(grouped)))}
     return [grouped[key] for key in sorted(grouped, key=lambda key: first_of_topic[key[:2]])]
