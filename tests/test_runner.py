@@ -654,3 +654,28 @@ def test_runs_scored_as_documents_maxp_and_runs_scored_as_passages_are_not_teste
     assert [outcome.evaluation.depth for outcome in outcomes] == [500, 500]
     assert [[outcome.run.experiment.name for outcome in family] for family in families(outcomes)] == [
         ["maxp"], ["passages"]]
+
+
+def _some(query: str, k: int):
+    """A plug-in that retrieves nothing for the queries of an odd length."""
+    return [] if len(query) % 2 else [("d1", 1.0)]
+
+
+def test_judged_turns_missing_from_a_run_are_counted_as_harness_eval_counts_them(tmp_path, capsys):
+    """They score 0 (empty rankings): said, not left for the means to hide."""
+    from harness.retrieve import RETRIEVERS
+
+    config = tmp_path / "some.yaml"
+    config.write_text(yaml.safe_dump({"k": 10, "output": str(tmp_path / "runs"), "experiments": [
+        {"topics": "ikat2023:test", "strategies": ["raw"], "retrievers": ["some"], "measures": ["RR"]}]}),
+        encoding="utf-8")
+    with RETRIEVERS.using({"some": _some}):
+        assert main(["run", str(config)]) == 0
+    judged = load("ikat2023:test").qrels().judgments
+    ranked = read_run(tmp_path / "runs" / "ikat2023-test.raw.some.run")
+    missing = sorted(set(judged) - set(ranked))
+    assert 0 < len(missing) < len(judged)
+    assert (f"ikat2023-test.raw.some: {len(missing)} of its {len(judged)} judged turns missing from the run "
+            "(scored as empty rankings)") in capsys.readouterr().err
+    recorded = json.loads((tmp_path / "runs" / "ikat2023-test.raw.some.json").read_text(encoding="utf-8"))
+    assert recorded["scores"]["evaluation"]["missing_queries"] == missing
