@@ -49,6 +49,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, replace
+from enum import Enum
 from numbers import Integral, Real
 from pathlib import Path, PurePath
 from typing import Any, Generic, Literal, TypeVar, Union
@@ -125,7 +126,8 @@ class Param:
     """One parameter a component takes from a config: its type, default and what it does.
 
     `type` is a real type: `int`, `float` (an int is accepted), `str`, `bool`, a union
-    (`int | None`), `Literal["a", "b"]` for a choice, `list[str]`, `dict`, `Any`, `Path` (a
+    (`int | None`), `Literal["a", "b"]` or an Enum (a member's value or name) for a choice,
+    `list[str]`, `dict`, `Any`, `Path` (a
     file or folder, given as a string, looked for when a config is read), or a `ParamType`
     for values that need their own check (`AtLeast(1)`, a nested retriever spec, `LocalPath`)."""
 
@@ -251,9 +253,33 @@ def _fits(value: Any, expected: Any) -> bool:
         return isinstance(value, (list, tuple))
     if isinstance(expected, type) and issubclass(expected, PurePath):  # a config writes a path as a string
         return isinstance(value, (str, PurePath))
+    if isinstance(expected, type) and issubclass(expected, Enum):  # a config writes a member's name or value
+        return _member(expected, value) is not None
     if isinstance(expected, type):
         return isinstance(value, expected)
     return True  # a type the checker cannot read: the component checks it
+
+
+def _member(enum: type[Enum], value: Any) -> Enum | None:
+    """The member of `enum` that `value` is, or names, or whose value it is; None if none."""
+    if isinstance(value, enum):
+        return value
+    found = next((member for member in enum if member.value == value and type(member.value) is type(value)), None)
+    return found if found is not None or not isinstance(value, str) else enum.__members__.get(value)
+
+
+def as_declared(declaration: Declaration, params: Mapping[str, Any]) -> dict[str, Any]:
+    """`params` (checked, as a config writes them) with each value of a parameter typed with an
+    Enum made its member, as the component expects it (`mode: fast` -> Mode.FAST)."""
+    converted = dict(params)
+    for name, value in params.items():
+        param = declaration.param(name)
+        enums = [] if param is None else [arg for arg in (param.type, *typing.get_args(param.type))
+                                          if isinstance(arg, type) and issubclass(arg, Enum)]
+        member = next((found for enum in enums if (found := _member(enum, value)) is not None), None)
+        if member is not None:
+            converted[name] = member
+    return converted
 
 
 def _fixed_length(expected: Any) -> bool:
@@ -436,6 +462,8 @@ def describe_type(expected: Any) -> str:
         return " or ".join(dict.fromkeys(describe_type(arg) for arg in args))
     if origin is Literal:
         return "one of " + ", ".join(repr(arg) for arg in args)
+    if isinstance(expected, type) and issubclass(expected, Enum):
+        return "one of " + ", ".join(repr(member.value) for member in expected) + " (or a member's name)"
     if _fixed_length(expected):
         return f"a list of {len(args)} ({', '.join(describe_type(arg) for arg in args)})"
     if origin in (list, tuple, Sequence):

@@ -8,6 +8,7 @@ the folder `harness run` starts in. iKAT 2023 test (its provenance passages as c
 
 from __future__ import annotations
 
+import enum
 import functools
 import json
 import os
@@ -226,6 +227,30 @@ def test_a_run_over_a_rebuilt_index_folder_is_run_again_not_reused(tmp_path, cap
         assert "skipped" not in capsys.readouterr().err  # the third, after the rebuild
         assert main(["run", str(config)]) == 0
         assert "finished with the same inputs, skipped" in capsys.readouterr().err
+
+
+class Mode(enum.Enum):
+    FAST = "fast"
+    EXACT = "exact"
+
+
+def _moded(query: str, k: int, mode: Mode = Mode.FAST):
+    """A plug-in whose score says which member it was given (a string would score 0)."""
+    return [("d1", {Mode.FAST: 1.0, Mode.EXACT: 2.0}.get(mode, 0.0))]
+
+
+@pytest.mark.parametrize("written", ["exact", "EXACT"])
+def test_a_plugin_parameter_typed_with_an_enum_takes_a_members_value_or_name(written):
+    from harness.retrieve import RETRIEVERS, SearchQuery, build
+
+    with RETRIEVERS.using({"moded": _moded}):
+        parse_config(Path("x.yaml"), {"experiments": [_experiment(["raw"], [{"name": "moded", "params": {"mode": written}}])]})
+        run = build("moded", corpus=None, mode=written).search([SearchQuery("q1", "a query")], 1)
+        assert run["q1"][0].score == 2.0
+        with pytest.raises(ConfigError, match=re.escape("params.mode: expected one of 'fast', 'exact' (or a member's "
+                                                        "name), got 'slow'")):
+            parse_config(Path("x.yaml"), {"experiments": [_experiment(["raw"], [
+                {"name": "moded", "params": {"mode": "slow"}}])]})
 
 
 def test_a_partials_origin_is_its_functions_source_and_its_arguments():

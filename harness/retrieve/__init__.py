@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from harness.errors import HarnessError
-from harness.registry import AtLeast, LocalPath, Param, Registry, check_params
+from harness.registry import AtLeast, LocalPath, Param, Registry, as_declared, check_params
 from harness.trec import Hit, Run  # Hit: re-exported, a run's items (run[qid] is [Hit, ...])
 
 
@@ -83,7 +83,9 @@ def build(name: str, **params) -> Retriever:
     Inside `shared_retrievers()`, the one already built with the same parameters."""
     factory = RETRIEVERS.get(name)
     given = {key: value for key, value in params.items() if key != "corpus"}  # the harness's, not a config's
-    check_params(RETRIEVERS.declaration(name), given, f"build({name!r})", "retriever")  # `build('rrf').depth: ...`
+    declaration = RETRIEVERS.declaration(name)
+    check_params(declaration, given, f"build({name!r})", "retriever")  # `build('rrf').depth: ...`
+    params = as_declared(declaration, params)  # (`mode: fast` a plug-in's Mode.FAST)
     check_parameters(name, factory, **params)
     shared = _SHARED.get()
     if shared is None:
