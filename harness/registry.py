@@ -194,6 +194,10 @@ def check_params(declaration: Declaration, params: Mapping[str, Any], key: str =
             known = ", ".join(sorted(p.name for p in declaration.params))
             raise ParamError(f"{key}.{name}", f"unknown parameter of {kind} {declaration.name!r}; known: {known}")
         check_value(f"{key}.{name}", value, param.type)
+    for name, value in params.items():
+        param = declaration.param(name)
+        if param is not None and isinstance(param.type, ParamType):
+            param.type.check_beside(f"{key}.{name}", value, params)
     missing = [param.name for param in declaration.params if param.required and param.name not in params]
     if missing:
         raise ParamError(key, f"{kind} {declaration.name!r} needs {', '.join(missing)}")
@@ -210,6 +214,10 @@ class ParamType:
     def describe(self) -> str:
         """How an error or a listing says the type: `an integer of 1 or more`."""
         raise NotImplementedError
+
+    def check_beside(self, key: str, value: Any, params: Mapping[str, Any]) -> None:
+        """Raise ParamError at `key` unless `value` fits the other parameters given beside it
+        (run once each value has its type); most types do not depend on them."""
 
 
 def check_value(key: str, value: Any, expected: Any) -> None:
@@ -325,6 +333,27 @@ class Between(ParamType):
         if self.low == -math.inf and self.high == math.inf:
             return "a number"  # (nan and inf are not numbers to a config's author)
         return number_problem(None, self.low, self.high).removeprefix("must be ")
+
+
+@dataclass(frozen=True)
+class OnePer(ParamType):
+    """The type of a list of values of type `each`, one per entry of the list parameter `other`
+    (linear's weights, one per retriever), or null: a list of another length is an error at
+    its key when a config is read, not when the component is built."""
+
+    other: str
+    each: Any
+
+    def check(self, key: str, value: Any) -> None:
+        check_value(key, value, list[self.each] | None)
+
+    def check_beside(self, key: str, value: Any, params: Mapping[str, Any]) -> None:
+        others = params.get(self.other)
+        if value is not None and isinstance(others, (list, tuple)) and len(value) != len(others):
+            raise ParamError(key, f"expected one value per entry of {self.other} ({len(others)}), got {value!r}")
+
+    def describe(self) -> str:
+        return f"{describe_type(list[self.each] | None)}, one per entry of {self.other}"
 
 
 @dataclass(frozen=True)

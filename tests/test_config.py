@@ -349,6 +349,8 @@ def test_a_retriever_setting_out_of_its_range_is_an_error_when_the_config_is_rea
      "params.engine: unknown key(s) adress; known: address, gpus, name, retries, workers"),
     ({"name": "rerank", "params": {"first_stage": {"name": "bm25"}}}, "params: retriever 'rerank' needs model"),
     ({"name": "pyserini-dense", "params": {"index": "."}}, "params: retriever 'pyserini-dense' needs encoder"),
+    ({"name": "linear", "params": {"retrievers": ["bm25", "dense"], "weights": [1]}},
+     "params.weights: expected one value per entry of retrievers (2), got [1]"),
 ])
 def test_a_retriever_value_refused_when_built_is_an_error_at_its_key_when_the_config_is_read(tmp_path, retriever,
                                                                                                message):

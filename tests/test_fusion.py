@@ -146,7 +146,7 @@ def test_a_corpus_given_as_an_index_is_handed_to_every_sub_retriever():
         ("rrf", {"retrievers": [{"name": "dense"}] * 2, "k": -1}, re.escape("build('rrf').k: expected a number of 0 or more, got -1")),
         ("rrf", {"retrievers": [{"name": "dense"}] * 2, "depth": 0}, re.escape("build('rrf').depth: expected an integer of 1 or more, got 0")),
         ("linear", {"retrievers": [{"name": "dense"}] * 2, "weights": ["a", 1]}, re.escape("build('linear').weights: expected a list of numbers")),
-        ("linear", {"retrievers": [{"name": "dense"}] * 2, "weights": [1.0]}, "one number per retriever"),
+        ("linear", {"retrievers": [{"name": "dense"}] * 2, "weights": [1.0]}, re.escape("build('linear').weights: expected one value per entry of retrievers (2), got [1.0]")),
     ],
 )
 def test_a_bad_fusion_config_is_a_clear_error(name, params, message):

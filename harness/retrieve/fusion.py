@@ -18,8 +18,7 @@ from collections import defaultdict
 from collections.abc import Callable, Iterator, Mapping, Sequence
 
 from harness.corpus import Corpus
-from harness.errors import HarnessError
-from harness.registry import REQUIRED, AtLeast, Between, Param
+from harness.registry import REQUIRED, AtLeast, Between, OnePer, Param
 from harness.retrieve import FOLDER, RETRIEVERS, Retriever, SearchesAhead, SearchQuery, build, search_batches
 from harness.retrieve.specs import RetrieverSpecs, parts
 from harness.trec import Hit, Ranking, Run
@@ -134,7 +133,7 @@ def rrf(
 
 
 @RETRIEVERS.register("linear", "weighted sum of two or more retrievers' min-max normalised scores", [
-    SUB_RETRIEVERS, Param("weights", list[Between()] | None, None, "one weight per retriever (default: equal, 1/n)"),
+    SUB_RETRIEVERS, Param("weights", OnePer("retrievers", Between()), None, "one weight per retriever (default: equal, 1/n)"),
     DEPTH, FUSED_INDEX])
 def linear(
     corpus: Corpus | None = None,
@@ -148,8 +147,6 @@ def linear(
     parameters' types are checked by `build`, as declared above."""
     if weights is None:
         weights = [1.0 / len(retrievers)] * len(retrievers)
-    if len(weights) != len(retrievers):
-        raise HarnessError(f"linear fusion needs one number per retriever ({len(retrievers)}); got weights {weights!r}")
     weights = [float(weight) for weight in weights]
     subs = build_sub_retrievers(corpus, retrievers, index)
     return FusionRetriever(subs, lambda rankings, limit: linear_fusion(rankings, weights, limit), depth)
