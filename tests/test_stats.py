@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
 import pytest
@@ -30,6 +31,24 @@ def test_paired_t_on_identical_runs_is_p_one():
 def test_one_pair_is_no_evidence_of_a_difference_in_any_test(test):
     """scipy's t-test gave nan on one query, and the bootstrap p = 0: 'significant' on one query."""
     assert stats.TESTS.get(test)(A[:1], B[:1], Resampling(resamples=100)) == 1.0
+
+
+@pytest.mark.parametrize("test, p", [("paired-t", 0.0), ("permutation", 0.25), ("bootstrap", 0.0)])
+def test_every_query_differing_by_the_same_amount_gives_the_tests_own_p_without_a_warning(test, p):
+    """0.6 - 0.5, 0.7 - 0.6, 0.8 - 0.7 are equal but for float noise: no spread, so t is infinite
+    (p = 0); the bootstrap's re-centred means never reach 0.1 (p = 0); 2 of the 8 sign flips
+    reach it (p = 2/8). scipy's t-test printed a 'Precision loss' warning and p = 1e-31."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert stats.TESTS.get(test)(np.array([.6, .7, .8]), np.array([.5, .6, .7]),
+                                     Resampling(resamples=1000)) == p
+
+
+@pytest.mark.parametrize("test", ["paired-t", "permutation", "bootstrap"])
+def test_differences_of_float_noise_only_are_no_difference(test):
+    """0.3 vs 0.1 + 0.2 differs by 5.6e-17: a tie (as in win/tie/loss), p = 1, not a t-test on noise."""
+    a, b = np.array([.3, .3, .5]), np.array([.1 + .2, .3, .5])
+    assert stats.TESTS.get(test)(a, b, Resampling(resamples=100)) == 1.0
 
 
 def test_permutation_test_is_exact_when_resamples_cover_all_sign_flips():

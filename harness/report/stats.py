@@ -12,7 +12,10 @@ Conventions (stated once here; the report legend repeats them):
   16.4): resample the differences re-centred to mean 0, p = share of resampled means at
   least as far from 0 as the observed mean.
 - Randomised tests take a seed and a number of resamples, so a report is reproducible.
-- Fewer than two pairs, or no difference at all: every test gives p = 1. One pair has no
+- Fewer than two pairs, or no difference at all (every |a - b| within TIE_TOLERANCE, float
+  noise): every test gives p = 1. Every pair differing by the same amount (within
+  TIE_TOLERANCE) leaves no spread: the t statistic is infinite, so paired-t gives p = 0 (scipy
+  computed it from float noise and warned of precision loss). One pair has no
   spread to test against (scipy's t-test returns nan, and the bootstrap's re-centred sample
   of one is 0, which made any difference on one query 'significant').
 - Effect size: Cohen's d for paired samples (d_z = mean difference / sd of differences).
@@ -57,7 +60,12 @@ def _differences(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 def _untestable(d: np.ndarray) -> bool:
     """No test can show a difference: fewer than two pairs, or none differs (p = 1)."""
-    return len(d) < 2 or not np.any(d)
+    return len(d) < 2 or bool(np.all(np.abs(d) <= TIE_TOLERANCE))
+
+
+def _no_spread(d: np.ndarray) -> bool:
+    """Every pair differs by the same amount, up to float noise: the spread is 0, not noise."""
+    return float(np.ptp(d)) <= TIE_TOLERANCE
 
 
 @TESTS.register("paired-t")
@@ -65,6 +73,8 @@ def paired_t(a: np.ndarray, b: np.ndarray, settings: Resampling) -> float:
     d = _differences(a, b)
     if _untestable(d):
         return 1.0  # scipy returns nan (0/0, or no degrees of freedom); there is no evidence of a difference
+    if _no_spread(d):
+        return 0.0  # t = mean / (0 / sqrt(n)) is infinite
     return float(scipy_stats.ttest_rel(a, b).pvalue)
 
 
