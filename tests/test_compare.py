@@ -324,3 +324,25 @@ def test_a_single_run_s_report_has_no_empty_paired_comparisons_table_in_any_form
     assert "A single run: no paired tests" in outputs["html"] and "Paired comparisons" not in outputs["html"]
     assert {row["kind"] for row in csv.DictReader(io.StringIO(outputs["csv"]))} == {"mean"}
     assert json.loads(outputs["json"])["comparisons"] == []
+
+
+def test_cast2022_tree_node_qids_give_no_depth_guessed_from_their_number(tmp_path, capsys):
+    """132_2-1 is the 3rd user turn of its path (branch 2 starts below 1-4), not depth 1 of a
+    conversation 132_2: without --topics compare says so rather than breaking down by a wrong depth."""
+    qids = ["132_1-1", "132_1-3", "132_2-1"]
+    assert bd.depths_from_topics(c for c in load("cast2022").conversations if c.id == "132/2-14")["132_2-1"] == 3
+    qrels = tmp_path / "q.qrel"
+    qrels.write_text("".join(f"{q} 0 d1 1\n" for q in qids))
+    runs = []
+    for name, docs in (("a", "d1 d2"), ("b", "d2 d1")):
+        runs.append(tmp_path / name)
+        runs[-1].write_text("".join(f"{q} Q0 {d} {i + 1} {2 - i} {name}\n" for q in qids
+                                    for i, d in enumerate(docs.split())))
+    assert main(["compare", "--qrels", str(qrels), *map(str, runs), "--measures", "RR", "--format", "json"]) == 0
+    out, err = capsys.readouterr()
+    assert "note: no turn-depth or conversation breakdown: qid '132_1-1' names a CAsT 2022 tree node" in err
+    assert "pass --topics cast2022" in err and not json.loads(out)["breakdowns"]
+    assert main(["compare", "--qrels", str(qrels), *map(str, runs), "--measures", "RR", "--format", "json",
+                 "--topics", "cast2022"]) == 0
+    depth = next(b for b in json.loads(capsys.readouterr().out)["breakdowns"] if b["name"] == bd.DEPTH)
+    assert {g["group"]: g["queries"] for g in depth["groups"]} == {1: 1, 2: 1, 3: 1}

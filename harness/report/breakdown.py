@@ -2,7 +2,9 @@
 
 Turn depth is read from the qid when no mapping is given: the last integer among the
 qid's `_`/`-` separated parts (`106_3` -> 3, iKAT `9-1-3` -> 3), and the conversation is
-everything before that part (`106_3` -> `106`, `9-1-3` -> `9-1`). Topic adapters know
+everything before that part (`106_3` -> `106`, `9-1-3` -> `9-1`). CAsT 2022 qids
+(`132_2-1`) name a node of the topic's tree: its number counts within a branch that starts
+below another branch's turn, so neither is read from them (`--topics cast2022`). Topic adapters know
 better for their own qids: `depths_from_topics` / `groups_from_topics` read the turn's
 position and any field it declares for its turns or conversations (e.g. CoSRec's intent
 type) from a loaded benchmark.
@@ -25,9 +27,15 @@ DEPTH = "turn depth"  # breakdown names the report draws specially (curves, heat
 CONVERSATION = "conversation"
 
 _LAST_INT = re.compile(r"^(?P<prefix>.*)[_-](?P<depth>\d+)$")
+_TREE_NODE = re.compile(r"^\d+_\d+-\d+$")  # CAsT 2022 <topic>_<branch>-<node>
 
 
 def _split_qid(qid: str) -> tuple[str, int]:
+    if _TREE_NODE.match(qid):
+        raise HarnessError(
+            f"qid {qid!r} names a CAsT 2022 tree node, whose number is no turn depth (branch 2 starts below "
+            "a turn of branch 1); pass --topics cast2022"
+        )
     match = _LAST_INT.match(qid)
     if not match:
         raise HarnessError(
