@@ -206,6 +206,14 @@ def test_a_bank_is_told_by_content_so_nuggetizer_lines_in_a_json_file_read_as_nu
     assert read_bank(path).nuggets == {"q1": (Nugget("[1]", "a", 3, True),)}
 
 
+def test_a_cone_rag_bank_named_jsonl_reads_as_cone_rags(tmp_path):
+    """One JSON object over many lines, named `.jsonl`: it was read as nuggetizer's lines ('line 1: invalid JSON')."""
+    path = tmp_path / "gold.jsonl"
+    for indent in (2, None):  # over many lines, or on one
+        path.write_text(json.dumps({"q1": {"[1]": {"text": "a", "relevance": "3"}}}, indent=indent))
+        assert read_bank(path).nuggets == {"q1": (Nugget("[1]", "a", 3, True),)}
+
+
 # --- scores -------------------------------------------------------------------------------
 
 A, B, C = Nugget("1", "a", 4, True), Nugget("2", "b", 2, False), Nugget("3", "c", 1, False)

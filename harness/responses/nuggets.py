@@ -43,17 +43,25 @@ def read_bank(path: str | Path, format: str | None = None, vital_grade: int = VI
 
 
 def bank_format(path: Path) -> str:
-    """nuggetizer's JSON Lines for a `.jsonl` file, or one whose first line is a {qid, nuggets}
-    object (whatever its suffix: `nuggets.json`); else CONE-RAG's one JSON object."""
-    if ".jsonl" in path.suffixes:
-        return "nuggetizer-jsonl"
+    """By content, whatever the file's name: nuggetizer's JSON Lines when its first line is a
+    {qid, nuggets} object (`nuggets.json` too), CONE-RAG's one JSON object when the file is one
+    (a `.jsonl` name too); else by the name (`.jsonl`: nuggetizer's, whose reader names the line)."""
     with open_input(path) as handle:
         first = next((line for line in handle if line.strip()), "")
+        entry = _json(first)
+        if isinstance(entry, dict) and NUGGETIZER_KEYS <= set(entry):
+            return "nuggetizer-jsonl"
+        if ".jsonl" not in path.suffixes:
+            return "cone-rag-json"
+        whole = _json(first + handle.read())  # read on only where the first line is no nuggetizer record
+    return "cone-rag-json" if isinstance(whole, dict) else "nuggetizer-jsonl"
+
+
+def _json(text: str) -> object:
     try:
-        entry = json.loads(first)
+        return json.loads(text)
     except ValueError:
-        return "cone-rag-json"
-    return "nuggetizer-jsonl" if isinstance(entry, dict) and NUGGETIZER_KEYS <= set(entry) else "cone-rag-json"
+        return None
 
 
 def _rule(vital_grade: int) -> str:
