@@ -376,6 +376,19 @@ def test_an_unreachable_endpoint_is_a_one_line_error(pool, tmp_path, capsys):
     assert not (tmp_path / "x.qrels").exists()
 
 
+def test_an_endpoint_that_accepts_but_never_answers_is_a_one_line_error(pool, tmp_path, capsys):
+    """Every request stalls past --timeout: once one pair's tries have all timed out with nothing
+    answered yet, one line says so (each pair would otherwise cost timeout x tries, for ever)."""
+    stall = {**pool["config"], "faults": {"timeout": 1}, "timeout_s": 2}  # every prompt's first request
+    with start_llm_server(tmp_path, stall) as server:
+        assert main(judge_args(pool, server, tmp_path / "x.qrels", "--timeout", "0.3", "--retries", "0",
+                               depth=SHALLOW)) == 2
+    error = capsys.readouterr().err.strip().splitlines()[-1]
+    assert error == (f"harness judge: error: the LLM endpoint at {server.base_url} answered no request within its "
+                     "timeout (0.3 s, 1 try of one pair); is it still loading the model? (--timeout)")
+    assert not (tmp_path / "x.qrels").exists()
+
+
 def test_a_wrong_model_is_a_one_line_error(pool, tmp_path, capsys):
     with start_llm_server(tmp_path, pool["config"]) as server:
         args = judge_args(pool, server, tmp_path / "x.qrels")

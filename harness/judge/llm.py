@@ -17,7 +17,8 @@ server, OpenAI), at temperature 0, reproducible by construction.
 - At most `concurrency` requests at once (default 8); a timeout, HTTP 429 or 5xx is retried
   `retries` times with exponential backoff (honouring Retry-After); still failing, the pair
   is "failed" and not cached, so a rerun asks again. An endpoint that cannot be reached is a
-  one-line error; so is any other HTTP error (a wrong model name, a missing key).
+  one-line error, and so is one that has answered nothing when a pair's tries have all timed
+  out; so is any other HTTP error (a wrong model name, a missing key).
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from harness.errors import HarnessError, InputError, Interrupted
+from harness.errors import HarnessError, InputError, Interrupted, counted
 from harness.judge.base import CACHE_DIR, JUDGES, SCALE, counts, now
 from harness.judge.model import Item, Judgment
 from harness.judge.scales import Scale
@@ -322,6 +323,9 @@ class LLMJudge:
             self._count(cause, retry=retry)
             if not retry:
                 break
+        if cause == "timeout" and not self._reached and not stop.is_set():  # accepts, never answers
+            raise HarnessError(f"{where} answered no request within its timeout ({self.endpoint.timeout_s:g} s, "
+                               f"{counted(attempt + 1, 'try', 'tries')} of one pair); is it still loading the model? (--timeout)")
         return None
 
     # -- provenance ---------------------------------------------------------------------
