@@ -357,3 +357,23 @@ def test_cast2022_tree_node_qids_give_no_depth_guessed_from_their_number(tmp_pat
                  "--topics", "cast2022"]) == 0
     depth = next(b for b in json.loads(capsys.readouterr().out)["breakdowns"] if b["name"] == bd.DEPTH)
     assert {g["group"]: g["queries"] for g in depth["groups"]} == {1: 1, 2: 1, 3: 1}
+
+
+def test_counts_are_summed_over_the_queries_as_trec_eval_and_harness_eval_give_them(tmp_path):
+    """NumRet and NumRel(rel=1)... in a compare report are trec_eval's `all` values (sums, whole
+    numbers), not per-query means; their differences are sums too, their tests unchanged."""
+    qrels = read_qrels(CAST2021_QRELS)
+    evaluations = [evaluate(qrels, read_run(path), ["NumRet", "nDCG@3"]) for path in CAST2021_DOC_RUNS[:2]]
+    board = leaderboard(evaluations)
+    first, second = (e.run_name for e in evaluations)
+    for evaluation in evaluations:
+        assert board.summaries[evaluation.run_name, "NumRet"].mean == evaluation.means["NumRet"]
+        assert evaluation.means["NumRet"] == sum(evaluation.per_query["NumRet"].values())
+    comparison = board.comparisons_of(second, "NumRet")[0]
+    assert comparison.difference == evaluations[1].means["NumRet"] - evaluations[0].means["NumRet"]
+    per_query = [np.array([e.per_query["NumRet"].get(q, 0.0) for q in board.scores.qids]) for e in evaluations]
+    assert comparison.p_value == stats.paired_t(per_query[1], per_query[0], stats.Resampling())
+    out = tmp_path / "report.md"
+    assert main(["compare", "--qrels", str(CAST2021_QRELS), *map(str, CAST2021_DOC_RUNS[:2]),
+                 "--measures", "NumRet", "nDCG@3", "--output", str(out)]) == 0
+    assert f"| {evaluations[0].means['NumRet']:.0f}" in out.read_text()

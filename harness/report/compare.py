@@ -26,7 +26,8 @@ BASELINE_LETTERS = "abcdefghijklmnopqrstuvwxyz"
 
 
 class EvaluationLike(Protocol):
-    """What the leaderboard reads from `harness.evaluate.Evaluation`."""
+    """What the leaderboard reads from `harness.evaluate.Evaluation` (and its `counts`, the
+    measures summed over the queries, where it has them)."""
 
     run_name: str
     measures: list[str]
@@ -41,6 +42,7 @@ class Scores:
     measures: list[str]
     qids: list[str]
     values: dict[str, dict[str, np.ndarray]]  # measure -> run -> scores in `qids` order
+    counts: tuple[str, ...] = ()  # measures trec_eval sums over the queries (NumRet...), not averages
 
     def per_query(self, measure: str, run: str) -> dict[str, float]:
         return dict(zip(self.qids, self.values[measure][run].tolist()))
@@ -76,14 +78,15 @@ def align(evaluations: Sequence[EvaluationLike]) -> Scores:
         }
         for measure in measures
     }
-    return Scores(runs, measures, qids, values)
+    counts = tuple(m for m in measures if m in getattr(evaluations[0], "counts", ()))
+    return Scores(runs, measures, qids, values, counts)
 
 
 @dataclass(frozen=True)
 class Summary:
     run: str
     measure: str
-    mean: float
+    mean: float  # the run's value: the mean over the queries, or a count's sum (Scores.counts)
     ci_low: float
     ci_high: float
 
@@ -95,7 +98,7 @@ class Comparison:
     run: str
     baseline: str
     measure: str
-    difference: float  # mean(run - baseline)
+    difference: float  # mean(run - baseline); for a count, sum(run - baseline)
     ci_low: float  # t-interval of the mean difference
     ci_high: float
     effect_size: float  # Cohen's d for paired samples
@@ -241,23 +244,34 @@ def leaderboard(
         raise HarnessError(f"{scores.measures[0]} is undefined on every query: the runs cannot be ranked by it")
     if undefined:  # no mean to show or test: left out, and the legend says so (queries_note)
         kept = [measure for measure in scores.measures if measure not in undefined]
-        scores = Scores(scores.runs, kept, scores.qids, {measure: scores.values[measure] for measure in kept})
+        scores = Scores(scores.runs, kept, scores.qids, {measure: scores.values[measure] for measure in kept},
+                        scores.counts)
     board = Leaderboard(scores, baselines, test, correction, alpha, confidence, resampling, undefined=undefined,
                         unit=unit)
     defined = {measure: scores.defined(measure) for measure in scores.measures}
+
+    def scale(measure: str) -> int:
+        """A count's value is its sum over the queries, as trec_eval's `all` line gives it: its
+        mean, interval and differences times the queries (tests and effect sizes unchanged)."""
+        return int(defined[measure].sum()) if measure in scores.counts else 1
+
     for measure in scores.measures:
         for run in scores.runs:
             values = scores.values[measure][run][defined[measure]]
             low, high = stats.mean_ci(values, confidence)
-            board.summaries[run, measure] = Summary(run, measure, float(mean(values)), low, high)
+            n = scale(measure)
+            value = float(values.sum()) if measure in scores.counts else float(mean(values))
+            board.summaries[run, measure] = Summary(run, measure, value, low * n, high * n)
 
     raw = []
     for measure in scores.measures:
         for run, baseline in comparison_pairs(scores.runs, baselines):
             a, b = scores.values[measure][run][defined[measure]], scores.values[measure][baseline][defined[measure]]
             low, high = stats.mean_ci(a - b, confidence)
+            n = scale(measure)
+            difference = float((a - b).sum() if measure in scores.counts else (a - b).mean())
             raw.append(
-                (run, baseline, measure, float((a - b).mean()), low, high,
+                (run, baseline, measure, difference, low * n, high * n,
                  stats.cohens_d_paired(a, b), test_fn(a, b, resampling), stats.win_tie_loss(a, b))
             )
     adjusted = correct([item[7] for item in raw])

@@ -80,7 +80,8 @@ def leaderboard_rows(board: Leaderboard, untested: dict[str, dict[str, float]] |
     rows = []
     for rank, run in enumerate(board.ranked_runs, start=1):
         name = f"{run} ({board.letter(run)})" if run in board.baselines else run
-        rows.append([str(rank), name, *[f"{board.summaries[run, m].mean:.4f}{board.marks(run, m)}" for m in board.measures],
+        rows.append([str(rank), name, *[f"{_value(board, m, board.summaries[run, m].mean)}{board.marks(run, m)}"
+                                        for m in board.measures],
                      *[f"{values[run]:.4f}" for values in untested.values()]])
     return header, rows
 
@@ -89,12 +90,22 @@ def comparison_rows(board: Leaderboard) -> tuple[list[str], list[list[str]]]:
     header = ["run", "baseline", "measure", "Δ mean", f"{board.confidence:.0%} CI", "Cohen's d", "p",
               f"p ({board.correction})", "win/tie/loss"]
     rows = [
-        [c.run, f"{c.baseline} ({board.letter(c.baseline)})", c.measure, f"{c.difference:+.4f}",
-         f"[{c.ci_low:+.4f}, {c.ci_high:+.4f}]", f"{c.effect_size:+.2f}", f"{c.p_value:.4g}",
+        [c.run, f"{c.baseline} ({board.letter(c.baseline)})", c.measure, _value(board, c.measure, c.difference, "+"),
+         f"[{c.ci_low:+.{_decimals(board, c.measure, 1)}f}, {c.ci_high:+.{_decimals(board, c.measure, 1)}f}]",
+         f"{c.effect_size:+.2f}", f"{c.p_value:.4g}",
          f"{c.p_adjusted:.4g}{' *' if board.significant(c) else ''}", f"{c.wins}/{c.ties}/{c.losses}"]
         for run in board.ranked_runs for m in board.measures for c in board.comparisons_of(run, m)
     ]
     return header, rows
+
+
+def _decimals(board: Leaderboard, measure: str, for_count: int = 0) -> int:
+    """4 decimals, as trec_eval prints a measure; a count summed over the queries: `for_count`."""
+    return for_count if measure in board.scores.counts else 4
+
+
+def _value(board: Leaderboard, measure: str, value: float, sign: str = "") -> str:
+    return f"{value:{sign}.{_decimals(board, measure)}f}"
 
 
 def breakdown_rows(breakdown: Breakdown) -> tuple[list[str], list[list[str]]]:
