@@ -48,8 +48,10 @@ BATCH = 64  # queries per retriever call; the progress display moves once per ba
 
 @dataclass
 class Workspace:
-    """Loads each benchmark, corpus and qrels once per invocation, on first use, and forms
-    each strategy's queries once (every retriever of an experiment searches the same ones);
+    """Loads each benchmark, corpus and qrels once per invocation, on first use, forms each
+    strategy's queries once (every retriever of an experiment searches the same ones), and
+    fingerprints each corpus and each retriever's named files once (three strategies over one
+    index walked its folder three times);
     retrievers are shared the same way (`shared_retrievers`, entered by `run_config`): three
     strategies over one BM25 index build the index once, and skipped runs build nothing."""
 
@@ -57,6 +59,7 @@ class Workspace:
     _queries: dict[tuple[str, str, str | None], list[SearchQuery]] = field(default_factory=dict)
     _corpora: dict[Any, Corpus | None] = field(default_factory=dict)
     _qrels: dict[Any, Qrels] = field(default_factory=dict)
+    _fingerprints: dict[Any, Any] = field(default_factory=dict)  # corpus and named-file fingerprints
 
     def benchmark(self, topics: str) -> Benchmark:
         if topics not in self._benchmarks:
@@ -90,12 +93,26 @@ class Workspace:
         """The documents' identity in the resume key: a corpus's fingerprint; an index folder's
         files' names, sizes and mtimes (a rebuilt index is searched again); a prebuilt
         index's name."""
-        index = experiment.corpus.index
-        if index is not None:
-            folder = Path(index).expanduser()
-            return f"index:{index}:{folder_version(folder)}" if folder.is_dir() else f"index:{index}"
-        corpus = self.corpus(experiment)
-        return corpus.fingerprint if corpus is not None else "none"
+        spec = experiment.corpus
+        key = ("corpus", spec.specs, spec.index, experiment.topics if spec.own else None)
+        if key not in self._fingerprints:
+            if spec.index is not None:
+                folder = Path(spec.index).expanduser()
+                self._fingerprints[key] = (f"index:{spec.index}:{folder_version(folder)}" if folder.is_dir()
+                                           else f"index:{spec.index}")
+            else:
+                corpus = self.corpus(experiment)
+                self._fingerprints[key] = corpus.fingerprint if corpus is not None else "none"
+        return self._fingerprints[key]
+
+    def named_files(self, run: RunSpec) -> dict[str, str]:
+        """provenance.named_files of the run's retriever, once per retriever and params."""
+        task = run.experiment.task
+        key = ("files", task, run.retriever.name, provenance.canonical_json(dict(run.retriever.params)))
+        if key not in self._fingerprints:
+            declaration = TASKS.get(task).retrievers().declaration(run.retriever.name)
+            self._fingerprints[key] = provenance.named_files(declaration, run.retriever.params)
+        return self._fingerprints[key]
 
     def qrels(self, experiment: Experiment) -> Qrels:
         key = (experiment.task, experiment.topics, experiment.qrels, experiment.qrels_restrict_to_corpus,
@@ -188,7 +205,7 @@ def prepare(run: RunSpec, workspace: Workspace) -> Prepared:
     plugins = provenance.plugins(experiment.task, run.strategy, run.retriever.name, dict(run.retriever.params))
     if plugins:  # a changed plug-in changes the resume key; built-ins alone leave it as it was
         hashes["plugins"] = provenance.canonical_json(plugins)
-    files = provenance.named_files(task.retrievers().declaration(run.retriever.name), run.retriever.params)
+    files = workspace.named_files(run)
     if files:  # likewise a changed file a parameter names (a plug-in's Path parameter)
         hashes["files"] = provenance.canonical_json(files)
     digest = provenance.run_hash(hashes, run.identity())
