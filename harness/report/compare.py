@@ -249,29 +249,24 @@ def leaderboard(
     board = Leaderboard(scores, baselines, test, correction, alpha, confidence, resampling, undefined=undefined,
                         unit=unit)
     defined = {measure: scores.defined(measure) for measure in scores.measures}
-
-    def scale(measure: str) -> int:
-        """A count's value is its sum over the queries, as trec_eval's `all` line gives it: its
-        mean, interval and differences times the queries (tests and effect sizes unchanged)."""
-        return int(defined[measure].sum()) if measure in scores.counts else 1
-
+    # a count's value is its sum over the queries, as trec_eval's `all` line gives it: its
+    # interval and differences are scaled by the queries alike (tests and effect sizes unchanged)
+    scale = {measure: int(defined[measure].sum()) if measure in scores.counts else 1 for measure in scores.measures}
     for measure in scores.measures:
         for run in scores.runs:
             values = scores.values[measure][run][defined[measure]]
             low, high = stats.mean_ci(values, confidence)
-            n = scale(measure)
-            value = float(values.sum()) if measure in scores.counts else float(mean(values))
-            board.summaries[run, measure] = Summary(run, measure, value, low * n, high * n)
+            value = float(values.sum()) if scale[measure] != 1 else float(mean(values))
+            board.summaries[run, measure] = Summary(run, measure, value, low * scale[measure], high * scale[measure])
 
     raw = []
     for measure in scores.measures:
         for run, baseline in comparison_pairs(scores.runs, baselines):
             a, b = scores.values[measure][run][defined[measure]], scores.values[measure][baseline][defined[measure]]
             low, high = stats.mean_ci(a - b, confidence)
-            n = scale(measure)
-            difference = float((a - b).sum() if measure in scores.counts else (a - b).mean())
+            n = scale[measure]
             raw.append(
-                (run, baseline, measure, difference, low * n, high * n,
+                (run, baseline, measure, float((a - b).sum() if n != 1 else (a - b).mean()), low * n, high * n,
                  stats.cohens_d_paired(a, b), test_fn(a, b, resampling), stats.win_tie_loss(a, b))
             )
     adjusted = correct([item[7] for item in raw])
