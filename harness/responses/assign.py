@@ -40,7 +40,7 @@ def check_assigns(scale: Scale) -> None:
 
 
 def assignment_of(scale: Scale, label: int) -> str:
-    check_assigns(scale)
+    """The assignment of a label on a scale check_assigns has let through."""
     try:
         return ASSIGNMENTS[scale.name][label]
     except KeyError:  # a plug-in judge's label off its own scale
@@ -206,6 +206,7 @@ class RecordedAssignments:
 
 
 def assigned(scale: Scale, nuggets: Sequence[Nugget], judgments: Iterable[Judgment]) -> list[AssignedNugget]:
+    check_assigns(scale)  # once, not for every judgment
     return [AssignedNugget(nugget, assignment_of(scale, j.label) if j.label is not None else NOT, j.label is not None)
             for nugget, j in zip(nuggets, judgments, strict=True)]
 
