@@ -77,6 +77,12 @@ class Evaluation:
                 "(Judged@k 1: an empty ranking has no unjudged document)")
 
 
+def printed(value: float, count: bool, sign: str = "") -> str:
+    """A value as trec_eval prints it: a count (summed over the queries) as a whole number,
+    any other measure to 4 decimals; `sign` "+" for a difference."""
+    return f"{value:{sign}.{0 if count else 4}f}"
+
+
 def qrels_name(qrels: Qrels | QrelsTable) -> str:
     """The qrels as a warning names them: their file, else the benchmark's name for them."""
     return str(qrels.path) if qrels.path is not None else f"the qrels {qrels.name}"

@@ -11,7 +11,8 @@ from pathlib import Path
 
 from harness.cli import PRESET_HELP, add_runs, runs
 from harness.errors import HarnessError
-from harness.evaluate import JUDGED, Evaluation, Evaluator, RunFileOptions, evaluate_files, report_reading
+from harness.evaluate import (JUDGED, Evaluation, Evaluator, RunFileOptions, evaluate_files, printed,
+                              report_reading)
 from harness.evaluate import presets
 from harness.evaluate.names import CASE_RULE
 from harness.evaluate.presets import PRESETS
@@ -150,7 +151,7 @@ def _rows(evaluations: list[Evaluation], per_query: bool) -> list[list[str]]:
 
 def _cell(evaluation: Evaluation, measure: str, value: float) -> str:
     """Counts as whole numbers, other measures to 4 decimals, as trec_eval prints them."""
-    return f"{value:.0f}" if measure in evaluation.counts else f"{value:.4f}"
+    return printed(value, measure in evaluation.counts)
 
 
 def _as_csv(evaluations: list[Evaluation], per_query: bool) -> str:

@@ -7,6 +7,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from harness.errors import counted, verb
+from harness.evaluate import printed
 from harness.report.arena import Arena
 from harness.report.breakdown import Breakdown
 from harness.report.compare import Leaderboard
@@ -63,7 +64,7 @@ def _section(section: Section, header: Sequence[str]) -> str:
         values = []
         for measure in measures:
             value = row.means.get(measure)
-            text = "–" if value is None else f"{value:.0f}" if measure in row.counts else f"{value:.4f}"
+            text = "–" if value is None else printed(value, measure in row.counts)
             text = f"**{text}**" if value is not None and len(rows) > 1 and value == best[measure] else text
             values.append(text + row.marks.get(measure, ""))
         cells.append([*row.cells, *values])
@@ -80,8 +81,9 @@ def leaderboard_rows(board: Leaderboard, untested: dict[str, dict[str, float]] |
     rows = []
     for rank, run in enumerate(board.ranked_runs, start=1):
         name = f"{run} ({board.letter(run)})" if run in board.baselines else run
-        rows.append([str(rank), name, *[f"{_value(board, m, board.summaries[run, m].mean)}{board.marks(run, m)}"
-                                        for m in board.measures],
+        means = [printed(board.summaries[run, m].mean, m in board.scores.counts) + board.marks(run, m)
+                 for m in board.measures]
+        rows.append([str(rank), name, *means,
                      *[f"{values[run]:.4f}" for values in untested.values()]])
     return header, rows
 
@@ -90,8 +92,9 @@ def comparison_rows(board: Leaderboard) -> tuple[list[str], list[list[str]]]:
     header = ["run", "baseline", "measure", "Δ mean", f"{board.confidence:.0%} CI", "Cohen's d", "p",
               f"p ({board.correction})", "win/tie/loss"]
     rows = [
-        [c.run, f"{c.baseline} ({board.letter(c.baseline)})", c.measure, _value(board, c.measure, c.difference, "+"),
-         f"[{c.ci_low:+.{_decimals(board, c.measure, 1)}f}, {c.ci_high:+.{_decimals(board, c.measure, 1)}f}]",
+        [c.run, f"{c.baseline} ({board.letter(c.baseline)})", c.measure,
+         printed(c.difference, c.measure in board.scores.counts, "+"),
+         _interval(c.ci_low, c.ci_high, c.measure in board.scores.counts),
          f"{c.effect_size:+.2f}", f"{c.p_value:.4g}",
          f"{c.p_adjusted:.4g}{' *' if board.significant(c) else ''}", f"{c.wins}/{c.ties}/{c.losses}"]
         for run in board.ranked_runs for m in board.measures for c in board.comparisons_of(run, m)
@@ -99,13 +102,9 @@ def comparison_rows(board: Leaderboard) -> tuple[list[str], list[list[str]]]:
     return header, rows
 
 
-def _decimals(board: Leaderboard, measure: str, for_count: int = 0) -> int:
-    """4 decimals, as trec_eval prints a measure; a count summed over the queries: `for_count`."""
-    return for_count if measure in board.scores.counts else 4
-
-
-def _value(board: Leaderboard, measure: str, value: float, sign: str = "") -> str:
-    return f"{value:{sign}.{_decimals(board, measure)}f}"
+def _interval(low: float, high: float, count: bool) -> str:
+    """A difference's interval: to 4 decimals, a count's (a sum over the queries) to 1."""
+    return f"[{low:+.{1 if count else 4}f}, {high:+.{1 if count else 4}f}]"
 
 
 def breakdown_rows(breakdown: Breakdown) -> tuple[list[str], list[list[str]]]:
