@@ -111,3 +111,18 @@ def test_a_run_named_notes_is_refused_where_json_output_carries_the_fill_notes(t
     assert f"{run}: a run named 'notes' would share its key with the notes" in capsys.readouterr().err
     assert main(["eval", "--qrels", str(human), str(run), "--measures", "P@2", "--format", "json"]) == 0  # no notes
     assert json.loads(capsys.readouterr().out) == {"notes": {"P@2": 0.5}}
+
+
+def test_no_command_help_imports_a_heavy_library():
+    """Every `harness COMMAND --help` answers at once: importing scipy alone took 2 s."""
+    code = (
+        "import sys\n"
+        "from harness.cli import COMMANDS, main\n"
+        "for name in COMMANDS:\n"
+        "    try: main([name, '--help'])\n"
+        "    except SystemExit: pass\n"
+        "heavy = {'scipy', 'pandas', 'torch', 'pyserini', 'pyarrow', 'ray', 'sqlalchemy', 'fastapi', 'openai', "
+        "'ir_measures', 'ir_datasets'} & {module.split('.')[0] for module in sys.modules}\n"
+        "assert not heavy, heavy"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, capture_output=True)

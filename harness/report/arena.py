@@ -22,8 +22,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
-from scipy import optimize
-from scipy import stats as scipy_stats
 
 from harness.errors import HarnessError, InputError, open_input
 from harness.topics.crsarena import ArenaConversation
@@ -145,6 +143,8 @@ def _bt_fit(wins: np.ndarray, l2: float) -> np.ndarray:
         weight = games * p * (1 - p)
         return np.diag(weight.sum(axis=1) + l2) - weight
 
+    from scipy import optimize  # here, not at import: scipy takes seconds, a --help none
+
     result = optimize.minimize(objective, np.zeros(n), jac=True, hess=hessian, method="trust-exact",
                                options={"gtol": 1e-9})
     if not np.all(np.isfinite(result.x)):
@@ -237,6 +237,8 @@ def correlation(rating_name: str, ratings: dict[str, float], other: dict[str, fl
     if len(shared) < 3:
         raise HarnessError(f"correlating {rating_name} needs at least 3 systems in common, found {len(shared)}")
     x, y = [ratings[s] for s in shared], [other[s] for s in shared]
+    from scipy import stats as scipy_stats
+
     rho = scipy_stats.spearmanr(x, y)
     tau = scipy_stats.kendalltau(x, y)
     return Correlation(rating_name, len(shared), float(rho.statistic), float(rho.pvalue),

@@ -31,7 +31,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats as scipy_stats
 
 from harness.registry import Registry
 
@@ -75,6 +74,8 @@ def paired_t(a: np.ndarray, b: np.ndarray, settings: Resampling) -> float:
         return 1.0  # scipy returns nan (0/0, or no degrees of freedom); there is no evidence of a difference
     if _no_spread(d):
         return 0.0  # t = mean / (0 / sqrt(n)) is infinite
+    from scipy import stats as scipy_stats  # here: importing scipy.stats takes 2 s, a --help none
+
     return float(scipy_stats.ttest_rel(a, b).pvalue)
 
 
@@ -82,6 +83,8 @@ def paired_t(a: np.ndarray, b: np.ndarray, settings: Resampling) -> float:
 def permutation(a: np.ndarray, b: np.ndarray, settings: Resampling) -> float:
     if _untestable(_differences(a, b)):
         return 1.0
+    from scipy import stats as scipy_stats
+
     result = scipy_stats.permutation_test(
         (np.asarray(a, float), np.asarray(b, float)),
         lambda x, y, axis: np.mean(x - y, axis=axis),
@@ -163,6 +166,8 @@ def mean_ci(values: np.ndarray, confidence: float = 0.95) -> tuple[float, float]
     mean = running_mean(values)
     if len(values) < 2 or values.std() == 0:
         return mean, mean
+    from scipy import stats as scipy_stats
+
     low, high = scipy_stats.t.interval(
         confidence, len(values) - 1, loc=mean, scale=scipy_stats.sem(values)
     )
