@@ -245,15 +245,19 @@ def test_topic_adapter_depths_agree_with_the_qid_convention_on_cast2021():
     assert bd.conversations_from_topics(benchmark) == bd.conversations(from_topics)
 
 
-def test_cast2022_paths_sharing_turns_are_one_conversation_group_counting_each_turn_once():
+def test_cast2022_conversation_groups_are_topics_whether_of_several_paths_or_one():
     """CAsT 2022's conversations are paths through a topic's tree, sharing their first turns:
-    grouped by the topic, each judged turn counts once (a shared turn went to the last path)."""
+    grouped by the topic, each judged turn counts once (a shared turn went to the last path),
+    and a topic of one path is named by its topic too (it was its path's id, 137/1-12)."""
     benchmark = load("cast2022")
     groups = bd.conversations_from_topics(benchmark)
     assert set(groups) == {turn.qid for c in benchmark.conversations for turn in c.turns}
     assert groups["132_1-1"] == groups["132_2-13"] == groups["132_3-5"] == "132"
     paths = [c for c in benchmark.conversations if c.id.startswith("132/")]
     assert len(paths) > 1 and sum(v == "132" for v in groups.values()) == len({t.qid for c in paths for t in c.turns})
+    (single,) = [c for c in benchmark.conversations if c.id.startswith("137/")]
+    assert {groups[t.qid] for t in single.turns} == {"137"}
+    assert set(groups.values()) == {c.id.split("/")[0] for c in benchmark.conversations}
 
 
 def test_cosrec_intent_types_group_queries():

@@ -12,7 +12,6 @@ type) from a loaded benchmark.
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Hashable, Iterable, Mapping
 from dataclasses import dataclass
@@ -68,39 +67,11 @@ def depths_from_topics(conversations: Iterable[Conversation]) -> dict[str, int]:
 
 
 def conversations_from_topics(benchmark: Benchmark) -> dict[str, str]:
-    """qid -> its conversation. Conversations sharing a turn (CAsT 2022's paths through one
-    topic's tree: `132/1-8` and `132/2-14` begin with the same turns) are one group, named by
-    what their ids begin with (`132`), so that every turn counts once and in every path's group."""
-    group: dict[str, str] = {}  # conversation id -> the id of the group it was merged into
-
-    def root(cid: str) -> str:
-        while group.get(cid, cid) != cid:
-            cid = group[cid]
-        return cid
-
-    owner: dict[str, str] = {}
-    for conversation in benchmark.conversations:
-        group.setdefault(conversation.id, conversation.id)
-        for turn in conversation.turns:
-            if turn.qid in owner:
-                group[root(conversation.id)] = root(owner[turn.qid])
-            else:
-                owner[turn.qid] = conversation.id
-    members: dict[str, list[str]] = {}
-    for cid in group:
-        members.setdefault(root(cid), []).append(cid)
-    names = {top: _shared_name(ids) for top, ids in members.items()}
-    return {qid: names[root(cid)] for qid, cid in owner.items()}
-
-
-def _shared_name(ids: list[str]) -> str:
-    """One conversation's id, or what the merged ones' ids begin with, up to a separator
-    (`132/1-8`, `132/2-14` -> `132`); their first id if they share nothing."""
-    if len(ids) == 1:
-        return ids[0]
-    prefix = os.path.commonprefix(ids)
-    cut = max(prefix.rfind(sep) for sep in "/_-:")
-    return prefix[:cut] if cut > 0 else ids[0]
+    """qid -> its conversation's topic (`Conversation.topic`, else its id). CAsT 2022's paths
+    through one topic's tree (`132/1-8` and `132/2-14` begin with the same turns) are one group,
+    `132`, so that every turn counts once; a topic of one path (`137/1-12`) is `137` alike."""
+    return {turn.qid: conversation.topic or conversation.id
+            for conversation in benchmark.conversations for turn in conversation.turns}
 
 
 def groups_from_topics(benchmark: Benchmark, key: str) -> dict[str, str]:

@@ -8,7 +8,7 @@
 - 2021 (`cast2021`): as 2020; the canonical response passage is `Turn.response` and its id
   `<canonical_result_id>-<passage_id>` is `Turn.provenance` (the qrels are document-level).
 - 2022 (`cast2022`): topics are trees of User and System nodes linked by `parent`. Every
-  root-to-leaf path becomes one Conversation (id `<topic>/<leaf node>`); a user turn's
+  root-to-leaf path becomes one Conversation (id `<topic>/<leaf node>`, `topic` `<topic>`); a user turn's
   response is the System node after it on that path. A turn shared by several paths appears in each of them with the same history, so
   every strategy builds the same query for it; consumers dedupe by qid. The user turns must
   be exactly those listed in 2022_evaluation_topics_turn_ids.json.
@@ -258,7 +258,7 @@ def read_2022() -> tuple[Conversation, ...]:
                         provenance=reply.strings("provenance", optional=True) if reply else (),
                     )
                 )
-            conversations.append(Conversation(f"{number}/{path[-1].text('number')}", tuple(turns)))
+            conversations.append(Conversation(f"{number}/{path[-1].text('number')}", tuple(turns), topic=number))
     return tuple(conversations)
 
 

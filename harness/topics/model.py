@@ -42,6 +42,9 @@ class Conversation:
     turns: tuple[Turn, ...]
     title: str | None = None
     personal: tuple[PersonalStatement, ...] = ()
+    # the topic this conversation is one path through, where a topic is a tree of turns (CAsT
+    # 2022: path `132/2-14` of topic `132`); None: the conversation is its topic
+    topic: str | None = None
 
     def history(self, turn_index: int) -> tuple[Turn, ...]:
         """The turns before `turn_index`: all a query strategy may read besides the turn."""
