@@ -118,6 +118,25 @@ def test_a_run_scored_before_the_task_s_measures_changed_is_scored_again_at_star
         assert board.json()["rows"][0]["measures"] == body["measures"] and body["measures"]["nDCG@10"] > 0
 
 
+@pytest.mark.parametrize("database", ["sqlite", pytest.param("postgresql", marks=pytest.mark.slow)])
+def test_a_worker_scores_only_its_own_tasks_and_leaves_another_s_queued(tmp_path, request, database):
+    """Processes sharing a database may serve different tasks: a worker claimed every queued
+    submission, and one of a task it does not serve was marked failed (a KeyError)."""
+    shared = {"database": request.getfixturevalue("postgres") if database == "postgresql"
+              else f"sqlite:///{tmp_path / 'board.db'}", "storage": str(tmp_path / "files")}
+    other = {"name": "ikat2023-other", "topics": "ikat2023", "qrels": str(QRELS), "preset": "ikat2023",
+             "main_measure": "nDCG@5", "formats": ["trec"]}
+    client, serving = open_client(tmp_path / "serving", **shared)  # no lifespan: no worker, scored by hand
+    ident = post(client, trec_run(tmp_path / "run.trec", seed=2)).json()["id"]
+    serving.store.close()  # SQLite: one process at a time
+    elsewhere = Service(load_serve_config(write_config(tmp_path / "elsewhere", tasks=[other], **shared)))
+    assert not elsewhere.score_next() and elsewhere.submission(ident).status == "queued"
+    elsewhere.store.close()
+    serving = Service(load_serve_config(write_config(tmp_path / "serving", **shared)))
+    assert serving.score_next() and serving.submission(ident).status == "scored"
+    serving.store.close()
+
+
 def test_a_submission_of_a_task_since_removed_is_still_shown_to_its_team(tmp_path):
     """Renamed in the config (a new board), the old task's submissions were a KeyError: 500."""
     client, _ = open_client(tmp_path)

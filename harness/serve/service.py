@@ -189,11 +189,14 @@ class Service:
                 self._wake.clear()
 
     def score_next(self) -> bool:
-        """Score the oldest queued submission; False when none waits. With PostgreSQL its
-        row stays locked until the score is committed, and another process's worker skips
-        it (SKIP LOCKED); a process killed meanwhile leaves it queued for the next."""
+        """Score the oldest queued submission of a task this process serves; False when none
+        waits. Another task's stays queued, for the process that serves it (PostgreSQL: several
+        share the database). With PostgreSQL the row stays locked until the score is committed,
+        and another process's worker skips it (SKIP LOCKED); a process killed meanwhile leaves
+        it queued for the next."""
         with self.store.session() as session:
-            row = session.scalars(select(st.Submission).where(st.Submission.status == st.QUEUED)
+            row = session.scalars(select(st.Submission)
+                                  .where(st.Submission.status == st.QUEUED, st.Submission.task.in_(list(self.tasks)))
                                   .order_by(st.Submission.created_at, st.Submission.id).limit(1)
                                   .with_for_update(skip_locked=True)).first()
             if row is None:
