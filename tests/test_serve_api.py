@@ -75,13 +75,14 @@ def login_csrf(client: TestClient) -> str:
     return re.search(r'action="/login"><input type="hidden" name="csrf" value="([^"]+)"', client.get("/login").text)[1]
 
 
-def harness_eval(run: Path, tmp_path: Path, capsys) -> dict[str, float]:
-    """What `harness ikat to-trec` + `harness eval --preset ikat2023` print for the file."""
+def harness_eval(run: Path, tmp_path: Path, capsys, qrels: Path = QRELS, *options: str) -> dict[str, float]:
+    """What `harness ikat to-trec` + `harness eval --preset ikat2023 [options]` print for the file."""
     if run.suffix == ".json":
         assert main(["ikat", "to-trec", str(run), "--out", str(tmp_path / "converted.run")]) == 0
         run = tmp_path / "converted.run"
     capsys.readouterr()
-    assert main(["eval", "--qrels", str(QRELS), "--run", str(run), "--preset", "ikat2023", "--format", "json"]) == 0
+    assert main(["eval", "--qrels", str(qrels), "--run", str(run), "--preset", "ikat2023", *options,
+                 "--format", "json"]) == 0
     return next(iter(json.loads(capsys.readouterr().out).values()))
 
 
@@ -116,6 +117,62 @@ def test_a_run_scored_before_the_task_s_measures_changed_is_scored_again_at_star
         board = client.get(f"/api/tasks/{TASK}/leaderboard")
         assert board.status_code == 200
         assert board.json()["rows"][0]["measures"] == body["measures"] and body["measures"]["nDCG@10"] > 0
+
+
+def changed_qrels(tmp_path: Path) -> Path:
+    """The shipped qrels less every other judgment: other content, the same turns judged."""
+    path = tmp_path / "fewer.qrels"
+    path.write_text("".join(QRELS.read_text().splitlines(keepends=True)[::2]))
+    return path
+
+
+@pytest.mark.parametrize("change", ["qrels", "depth"])
+def test_a_run_scored_before_the_task_s_qrels_or_depth_changed_is_scored_again_at_start(tmp_path, capsys, change):
+    """Under the same measure names, its old scores were kept and ranked beside new ones scored
+    on other judgments or another depth. A start with nothing changed scores nothing again."""
+    run = trec_run(tmp_path / "run.trec", seed=2)
+    client, service = open_client(tmp_path)
+    with client:
+        ident = post(client, run).json()["id"]
+        before = scored(client, ident)
+    scored_at = service.submission(ident).scored_at
+    client, service = open_client(tmp_path)
+    with client:
+        pass
+    assert (service.submission(ident).status, service.submission(ident).scored_at) == ("scored", scored_at)
+    task = {"name": TASK, "topics": "ikat2023", "qrels": str(QRELS), "preset": "ikat2023", "main_measure": "nDCG@5",
+            "formats": ["trec"], **({"qrels": str(changed_qrels(tmp_path))} if change == "qrels" else {"depth": 3})}
+    client, _ = open_client(tmp_path, tasks=[task])
+    with client:
+        body = scored(client, ident)
+    expected = (harness_eval(run, tmp_path, capsys, Path(task["qrels"])) if change == "qrels"
+                else harness_eval(run, tmp_path, capsys, QRELS, "--depth", "3"))
+    assert body["status"] == "scored" and body["measures"] == expected != before["measures"]
+
+
+@pytest.mark.parametrize("database", ["sqlite", pytest.param("postgresql", marks=pytest.mark.slow)])
+def test_a_run_scored_before_scores_were_recorded_with_their_qrels_is_scored_again_once(tmp_path, caplog, request,
+                                                                                         database):
+    """A database of an earlier version has no `scored_with` column: it is added at start (not a
+    crash on the first read), and each row scored without it is scored again, once."""
+    url = request.getfixturevalue("postgres") if database == "postgresql" else f"sqlite:///{tmp_path / 'board.db'}"
+    client, service = open_client(tmp_path, database=url)
+    with client:
+        ident = post(client, trec_run(tmp_path / "run.trec", seed=2)).json()["id"]
+        means = scored(client, ident)["measures"]
+    engine = st.create_engine(st.database_url(url))
+    with engine.begin() as connection:
+        connection.execute(st.text("ALTER TABLE submissions DROP COLUMN scored_with"))
+    engine.dispose()
+    caplog.set_level(logging.INFO, logger="harness.serve")
+    for _ in range(2):  # the second start scores nothing again
+        client, service = open_client(tmp_path, database=url)
+        with client:
+            body = scored(client, ident)
+        assert body["status"] == "scored" and body["measures"] == means and service.submission(ident).scored_with
+        rescored = [r.getMessage() for r in caplog.records if "to score again" in r.getMessage()]
+        assert rescored == [f"task {TASK}: 1 scored submissions to score again (scored by an earlier version, which "
+                            "did not record the qrels and depth it scored with)"]
 
 
 @pytest.mark.parametrize("database", ["sqlite", pytest.param("postgresql", marks=pytest.mark.slow)])

@@ -38,13 +38,18 @@ def rag_run(path: Path, run: str, answers: dict[str, str]) -> Path:
 
 @pytest.fixture
 def board(tmp_path):
-    nuggets = tmp_path / "hidden" / "nuggets.jsonl"
-    nuggets.parent.mkdir()
-    nuggets.write_text("".join(json.dumps({"qid": t, "nuggets": [{"text": f"{SECRET} {t}", "importance": "vital"},
-                                                                  {"text": f"other {t}", "importance": "okay"}]}) + "\n"
-                               for t in TURNS))
-    with open_board(tmp_path, nuggets) as opened:
+    with open_board(tmp_path, write_nuggets(tmp_path)) as opened:
         yield opened
+
+
+def write_nuggets(tmp_path: Path, second: str = "okay") -> Path:
+    """Two nuggets per turn: a vital one, and one of importance `second`."""
+    nuggets = tmp_path / "hidden" / "nuggets.jsonl"
+    nuggets.parent.mkdir(exist_ok=True)
+    nuggets.write_text("".join(json.dumps({"qid": t, "nuggets": [{"text": f"{SECRET} {t}", "importance": "vital"},
+                                                                  {"text": f"other {t}", "importance": second}]}) + "\n"
+                               for t in TURNS))
+    return nuggets
 
 
 @contextlib.contextmanager
@@ -104,6 +109,15 @@ def test_a_response_boards_legend_counts_turns_as_harness_responses_eval_does(bo
     for legend in (api["legend"], page):
         assert "two-sided paired-t test on 3 turns, p-values holm-corrected" in legend, legend
         assert legend.endswith("A turn missing from a run scores 0.") and "quer" not in legend, legend
+
+
+def test_responses_scored_before_the_nugget_file_changed_are_scored_again_at_start(tmp_path):
+    """As runs are when their task's qrels change: the old scores were kept beside new ones."""
+    with open_board(tmp_path, write_nuggets(tmp_path)) as (client, folder):
+        assert submit(client, rag_run(folder / "poor.jsonl", "poor", {"0_1": "short"}), "team0").status_code == 202
+        assert scored_board(client)["rows"][0]["measures"]["vital"] == pytest.approx(1 / 3)
+    with open_board(tmp_path, write_nuggets(tmp_path, second="vital")) as (client, _):
+        assert scored_board(client)["rows"][0]["measures"]["vital"] == pytest.approx(0.5 / 3)
 
 
 def test_a_turn_whose_nuggets_all_weigh_0_is_left_out_of_the_weighted_mean(tmp_path):

@@ -55,10 +55,17 @@ class ResponseTaskRuntime(TaskRuntime):
     def evaluated_turns(self) -> frozenset[str]:
         return frozenset(t for t in self.turn_ids if self.bank.of(t))
 
+    @cached_property
+    def scored_with(self) -> dict[str, Any]:
+        """The bank's file and the grade that makes a nugget vital (TaskRuntime.scored_with)."""
+        from harness.paths import file_sha256
+
+        return {"nuggets": file_sha256(self.config.nuggets), "vital_grade": self.config.vital_grade}
+
     def prepare(self) -> None:
         """Read the topics and the bank now; a board ranked by `weighted` over a bank with no
         graded nugget could never be drawn (undefined on every turn): refused at start."""
-        _ = self.turn_ids, self.depths, self.evaluated_turns
+        _ = self.turn_ids, self.depths, self.evaluated_turns, self.scored_with
         if self.config.main_measure == "weighted" and not any(
                 nugget.grade for turn in self.evaluated_turns for nugget in self.bank.of(turn)):
             raise HarnessError(f"task {self.config.name}: main_measure weighted is undefined on every turn, since "

@@ -90,20 +90,22 @@ class Service:
         self.store.close()
 
     def _rescore_stale(self) -> None:
-        """Queue again, to be scored from its stored file, each scored submission whose measures
-        are not its task's: the config changed them since. Ranked beside the new scores, such a
-        run scored 0 on every query of a measure it lacked, and one lacking the main measure
-        made the board a KeyError (500)."""
-        stale: dict[str, int] = {}
+        """Queue again, to be scored from its stored file, each scored submission whose scores
+        are not those its task gives now: the config changed its measures, or its qrels or
+        depth under the same measure names (`scored_with`), since. Ranked beside the new scores,
+        such a run scored 0 on every query of a measure it lacked (one lacking the main
+        measure made the board a KeyError, 500), or was scored on other judgments."""
+        stale: dict[tuple[str, str], int] = {}
         with self.store.session() as session:
             for row in session.scalars(select(st.Submission).where(st.Submission.status == st.SCORED)):
                 runtime = self.tasks.get(row.task)
-                if runtime is not None and set(row.per_query or {}) != set(runtime.config.measures):
+                reason = None if runtime is None else _stale(row, runtime)
+                if reason is not None:
                     row.status = st.QUEUED
-                    stale[row.task] = stale.get(row.task, 0) + 1
+                    stale[row.task, reason] = stale.get((row.task, reason), 0) + 1
             session.commit()
-        for task, count in stale.items():
-            log.info("task %s: %d scored submissions to score again (the task's measures changed)", task, count)
+        for (task, reason), count in stale.items():
+            log.info("task %s: %d scored submissions to score again (%s)", task, count, reason)
 
     # --- accepting -----------------------------------------------------------------------
 
@@ -202,13 +204,14 @@ class Service:
             if row is None:
                 return False
             started = time.perf_counter()
+            runtime = self.tasks[row.task]
             try:
-                evaluation = self.tasks[row.task].score(self.store.stored_file(row.sha256), row.format)
+                evaluation = runtime.score(self.store.stored_file(row.sha256), row.format)
             except Exception as problem:  # noqa: BLE001  (a scoring bug must not stop the worker)
                 log.error("scoring submission %s failed: %s", row.id, type(problem).__name__)
                 row.status, row.error = st.FAILED, "scoring failed; the organisers have been told"
             else:
-                row.means, row.per_query = evaluation.means, evaluation.per_query
+                row.means, row.per_query, row.scored_with = evaluation.means, evaluation.per_query, runtime.scored_with
                 row.status = st.SCORED
             row.scored_at = st.now()
             session.commit()
@@ -244,6 +247,17 @@ class Service:
             if draw is not None and "depth_plot" not in cached[1]:
                 cached[1]["depth_plot"] = draw(cached[1])
             return cached[1]
+
+
+def _stale(row: st.Submission, runtime: TaskRuntime) -> str | None:
+    """Why a scored row's scores are not those its task gives now; None when they are."""
+    if set(row.per_query or {}) != set(runtime.config.measures):
+        return "the task's measures changed"
+    if row.scored_with is None:
+        return "scored by an earlier version, which did not record the qrels and depth it scored with"
+    changed = sorted(key for key in row.scored_with.keys() | runtime.scored_with.keys()
+                     if row.scored_with.get(key) != runtime.scored_with.get(key))
+    return f"the task's {' and '.join(changed)} changed" if changed else None
 
 
 def _board(runtime: TaskRuntime, rows: list[st.Submission]) -> dict[str, Any]:

@@ -24,8 +24,9 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import IO, Any
 
-from sqlalchemy import JSON, DateTime, Integer, String, Text, UniqueConstraint, create_engine, event, func, select
-from sqlalchemy.engine import URL, make_url
+from sqlalchemy import (JSON, DateTime, Integer, String, Text, UniqueConstraint, create_engine, event, func, inspect,
+                        select, text)
+from sqlalchemy.engine import URL, Engine, make_url
 from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column, sessionmaker
 
@@ -63,6 +64,9 @@ class Submission(Base):
     scored_at: Mapped[datetime | None] = mapped_column(DateTime, nullable=True)
     means: Mapped[dict | None] = mapped_column(JSON, nullable=True)
     per_query: Mapped[dict | None] = mapped_column(JSON, nullable=True)  # shown to the owner only
+    # what it was scored with (TaskRuntime.scored_with: the qrels' hash, depth, ...); None: scored
+    # by a version that did not record it
+    scored_with: Mapped[dict | None] = mapped_column(JSON, nullable=True)
     warnings: Mapped[list] = mapped_column(JSON, default=list)
     error: Mapped[str | None] = mapped_column(Text, nullable=True)
 
@@ -135,6 +139,7 @@ class Store:
             else:
                 self.engine = create_engine(url, pool_pre_ping=True)
             Base.metadata.create_all(self.engine)
+            _add_new_columns(self.engine)
             self._created += _private_folder(self.storage) + _private_folder(self.incoming)
         except SQLAlchemyError as error:  # no server there, a wrong password, ...: one line, never the password
             self.discard()
@@ -280,6 +285,21 @@ class Received:
         if self.fd is not None:
             os.close(self.fd)
             self.fd = None
+
+
+def _add_new_columns(engine: Engine) -> None:
+    """Add to a database made by an earlier version the columns added since (create_all makes
+    missing tables only), empty: its rows are read as rows of before (a column added later must
+    be nullable). With PostgreSQL several processes may start at once: IF NOT EXISTS."""
+    tables = inspect(engine)
+    for table in Base.metadata.sorted_tables:
+        present = {column["name"] for column in tables.get_columns(table.name)}
+        for column in table.columns:
+            if column.name not in present:
+                missing = " IF NOT EXISTS" if engine.dialect.name == "postgresql" else ""
+                with engine.begin() as connection:
+                    connection.execute(text(f"ALTER TABLE {table.name} ADD COLUMN{missing} {column.name} "
+                                            f"{column.type.compile(dialect=engine.dialect)}"))
 
 
 def _private_folder(folder: Path) -> list[Path]:

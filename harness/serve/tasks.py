@@ -136,6 +136,16 @@ class TaskRuntime:
 
         return Evaluator(read_qrels(self.config.qrels), self.config.measures)
 
+    @cached_property
+    def scored_with(self) -> dict[str, Any]:
+        """What a score depends on besides the file and the measures' names, recorded with it:
+        a start scores again each row scored otherwise (a qrels file or `depth` changed under
+        the same measure names). The qrels by their judgments, as `harness run` records them."""
+        from harness.runner.provenance import qrels_hash
+
+        return {"qrels": qrels_hash(self.evaluator.qrels), "depth": self.config.depth,
+                "passage_separator": self.config.passage_separator}
+
     def board_terms(self) -> dict[str, Any]:
         """What the board compares, as its legend words it, and how it takes a run's mean:
         none given, queries and trec_eval's mean (harness.report.compare's defaults)."""
@@ -149,7 +159,7 @@ class TaskRuntime:
         """Read the topics and qrels now, so that the first upload does not wait for them. Qrels
         judging none of the topics' turns (another year's) are refused: an upload may rank
         only those turns, so every run would score 0, and the board's turn depths cover none."""
-        _ = self.turn_ids, self.depths, self.evaluator
+        _ = self.turn_ids, self.depths, self.evaluator, self.scored_with
         judged = self.evaluator.qrels.judgments
         if not judged.keys() & self.turn_ids:
             raise HarnessError(f"task {self.config.name}: {self.config.qrels} judges none of the turns of "
