@@ -53,13 +53,14 @@ def write_nuggets(tmp_path: Path, second: str = "okay") -> Path:
 
 
 @contextlib.contextmanager
-def open_board(tmp_path: Path, nuggets: Path, main_measure: str = "all"):
+def open_board(tmp_path: Path, nuggets: Path, main_measure: str = "all", lenient: bool = False):
     """A response task scoring against `nuggets` (two per turn) through recorded assignments."""
-    # the organiser's recorded judge: run "good" supports everything, run "poor" only 0_1's vital nugget
+    # the organiser's recorded judge: run "good" supports everything, run "poor" only 0_1's vital
+    # nugget (`lenient`: both of 0_1's nuggets)
     assignments = tmp_path / "hidden" / "assignments.jsonl"
     assignments.write_text("".join(
         json.dumps({"qid": t, "run_id": run, "nuggets": [
-            {"assignment": "support" if run == "good" or (t == "0_1" and i == 0) else "not_support"}
+            {"assignment": "support" if run == "good" or (t == "0_1" and (i == 0 or lenient)) else "not_support"}
             for i in range(2)]}) + "\n" for run in ("good", "poor") for t in TURNS))
     config = {"database": f"sqlite:///{tmp_path / 'state' / 'board.db'}", "storage": str(tmp_path / "state" / "files"),
               "tasks": [{"name": "responses", "topics": "ikat2024", "nuggets": str(nuggets),
@@ -118,6 +119,16 @@ def test_responses_scored_before_the_nugget_file_changed_are_scored_again_at_sta
         assert scored_board(client)["rows"][0]["measures"]["vital"] == pytest.approx(1 / 3)
     with open_board(tmp_path, write_nuggets(tmp_path, second="vital")) as (client, _):
         assert scored_board(client)["rows"][0]["measures"]["vital"] == pytest.approx(0.5 / 3)
+
+
+def test_responses_scored_before_the_judge_changed_are_scored_again_at_start(tmp_path):
+    """The judge's recorded assignments changed (another judge's answers): new scores, not the old."""
+    nuggets = write_nuggets(tmp_path)
+    with open_board(tmp_path, nuggets) as (client, folder):
+        assert submit(client, rag_run(folder / "poor.jsonl", "poor", {"0_1": "short"}), "team0").status_code == 202
+        assert scored_board(client)["rows"][0]["measures"]["all"] == pytest.approx(0.5 / 3)
+    with open_board(tmp_path, nuggets, lenient=True) as (client, _):
+        assert scored_board(client)["rows"][0]["measures"]["all"] == pytest.approx(1 / 3)
 
 
 def test_a_turn_whose_nuggets_all_weigh_0_is_left_out_of_the_weighted_mean(tmp_path):

@@ -57,10 +57,19 @@ class ResponseTaskRuntime(TaskRuntime):
 
     @cached_property
     def scored_with(self) -> dict[str, Any]:
-        """The bank's file and the grade that makes a nugget vital (TaskRuntime.scored_with)."""
+        """The bank's file, the grade that makes a nugget vital, and the judge: its name, model
+        and prompt, and the content of a file it reads (recorded assignments, a prompt); not
+        its endpoint, which may move while answering alike (TaskRuntime.scored_with)."""
         from harness.paths import file_sha256
+        from harness.registry import split_spec
 
-        return {"nuggets": file_sha256(self.config.nuggets), "vital_grade": self.config.vital_grade}
+        settings = dict(self.config.judge_settings)
+        name, argument = split_spec(self.config.judge)
+        judge = {"judge": self.config.judge, "model": settings.get("model"),
+                 "prompt": file_sha256(settings["prompt"]) if settings.get("prompt") else None,
+                 "assignments": file_sha256(argument) if name == "file" else None}
+        return {"nuggets": file_sha256(self.config.nuggets), "vital_grade": self.config.vital_grade,
+                "judge": {key: value for key, value in judge.items() if value is not None}}
 
     def prepare(self) -> None:
         """Read the topics and the bank now; a board ranked by `weighted` over a bank with no
