@@ -459,7 +459,8 @@ def usage(declaration: Declaration) -> str:
 def arguments(declaration: Declaration, arg: str | None) -> dict[str, Any]:
     """The text after `NAME:` (a strategy's `with_responses:2`, a judge's `python:m:f:0.7`)
     read into the declared parameters, one per ':'-separated part in order (the last takes
-    the rest), defaults for those not given; a one-line HarnessError when it does not fit."""
+    the rest), defaults for those not given, as the component takes them (`as_declared`: an
+    Enum's member); a one-line HarnessError when it does not fit."""
     params, name = declaration.params, declaration.name
     texts = [] if arg is None else arg.split(":", max(len(params) - 1, 0))
     if len(texts) > len(params):
@@ -479,7 +480,7 @@ def arguments(declaration: Declaration, arg: str | None) -> dict[str, Any]:
             forms = " or ".join(repr(":".join(p.name for p in params[:end])) for end in range(least, len(params) + 1))
             raise HarnessError(f"{name} takes {forms} ({usage(declaration)}), not {arg!r}: {param.name} must be "
                                f"{describe_type(param.type)}") from None
-    return values
+    return as_declared(declaration, values)
 
 
 def describe_type(expected: Any) -> str:

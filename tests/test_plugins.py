@@ -253,6 +253,22 @@ def test_a_plugin_parameter_typed_with_an_enum_takes_a_members_value_or_name(wri
                 {"name": "moded", "params": {"mode": "slow"}}])]})
 
 
+def _moded_strategy(conversation, turn_index, mode: Mode = Mode.FAST):
+    """A strategy whose query says which member it was given (a string would give 'str')."""
+    return mode.name if isinstance(mode, Mode) else type(mode).__name__
+
+
+@pytest.mark.parametrize("written", ["exact", "EXACT"])
+def test_a_plugin_strategy_argument_typed_with_an_enum_is_passed_the_member(written):
+    """As a retriever's parameter is: `moded:exact` hands the strategy Mode.EXACT, not 'exact'."""
+    from harness.queries import stream
+    from harness.topics import load
+
+    with harness.queries.STRATEGIES.using({"moded": _moded_strategy}):
+        queries = list(stream(load("ikat2023:test").conversations[:1], f"moded:{written}"))
+    assert {query.text for query in queries} == {"EXACT"}
+
+
 def test_a_partials_origin_is_its_functions_source_and_its_arguments():
     """Its function's file (changed, the plug-in is run again), not functools' (never changes)."""
     from harness.paths import file_sha256

@@ -4,16 +4,18 @@
 from __future__ import annotations
 
 import dataclasses
+import enum
 
 import pytest
 
 from harness.errors import HarnessError
 from harness.evaluate import parse_measures
 from harness.evaluate.presets import PRESETS
-from harness.ikat.ptkb import evaluate_ptkb, rank_ptkb, turn_query
+from harness.ikat.ptkb import METHODS, evaluate_ptkb, rank_ptkb, turn_query
 from harness.queries import get
 from harness.topics.ikat import ptkb_qrels
 from harness.topics.model import Conversation, Turn
+from harness.trec import Run
 
 
 @pytest.fixture(scope="module")
@@ -68,6 +70,30 @@ def test_rankings_hold_only_the_turns_own_statements(ikat2023, bm25_rankings):
 def test_unknown_method_is_refused(ikat2023):
     with pytest.raises(HarnessError, match="unknown PTKB ranking method 'bm52'"):
         rank_ptkb(ikat2023, "bm52")
+
+
+class Order(enum.Enum):
+    LISTED = "listed"
+    REVERSED = "reversed"
+
+
+def _ordered(conversations, *, order: Order = Order.LISTED):
+    """A ranking method whose scores say which member it was given (a string would score 0)."""
+    score = {Order.LISTED: 1.0, Order.REVERSED: 2.0}.get(order, 0.0)
+
+    class Ranker:
+        def rank(self, turns):
+            return Run.of({c.turns[i].qid: [(s.id, score) for s in c.personal[:1]] for c, i in turns})
+
+    return Ranker()
+
+
+@pytest.mark.parametrize("written", ["reversed", "REVERSED"])
+def test_a_method_parameter_typed_with_an_enum_is_passed_the_member(ikat2023, written):
+    """As a retriever built for a retrieval run is: a config's `order: reversed` is Order.REVERSED."""
+    with METHODS.using({"ordered": _ordered}):
+        ranked = rank_ptkb(ikat2023, "ordered", order=written)
+    assert {hit.score for hits in ranked.values() for hit in hits} == {2.0}
 
 
 def _rewrite_later_turns(conversation: Conversation, index: int) -> Conversation:

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from harness.corpus import Corpus, Document
 from harness.errors import HarnessError
-from harness.registry import Param, Registry
+from harness.registry import Param, Registry, as_declared
 from harness.topics import Benchmark
 from harness.topics.model import Conversation
 from harness.trec import Qrels, Run
@@ -54,8 +54,11 @@ METHODS: Registry[Callable[..., PTKBRanker]] = Registry("PTKB ranking method")
 
 def rank_ptkb(benchmark: Benchmark, method: str, **params) -> Run:
     """{turn qid: best-first [(PTKB statement id, score)]} for every turn of the benchmark, a
-    run named after the method."""
-    ranker = METHODS.get(method)(benchmark.conversations, **params)
+    run named after the method, given `params` as a config writes them (checked when it was
+    read) and taking them as declared, as `harness.retrieve.build` hands a retriever its own
+    (`order: reversed` a method's Order.REVERSED)."""
+    factory = METHODS.get(method)
+    ranker = factory(benchmark.conversations, **as_declared(METHODS.declaration(method), params))
     ranked = ranker.rank([(c, i) for c in benchmark.conversations for i in range(len(c.turns))])
     ranked.name = method
     return ranked
