@@ -203,6 +203,14 @@ def check_params(declaration: Declaration, params: Mapping[str, Any], key: str =
         raise ParamError(key, f"{kind} {declaration.name!r} needs {', '.join(missing)}")
 
 
+def check_given(what: str, params: Sequence[Param], **values: Any) -> None:
+    """Raise ParamError at `what.NAME` for the first of `values` not of the type its Param in
+    `params` declares: a component's constructor checks what Python code hands it directly
+    by the declaration a config is checked against, so that one rule says each range and how
+    its error reads (`bm25.b: expected a number from 0 to 1, got 7`)."""
+    check_params(Declaration(what, "", tuple(param for param in params if param.name in values)), values, what)
+
+
 class ParamType:
     """A parameter type with its own check, for values the plain types cannot say (a nested
     retriever spec, an integer with a lower bound)."""

@@ -273,13 +273,16 @@ def test_index_built_inside_the_jvm_equals_a_child_jvms(tmp_path):
 
 
 @pytest.mark.parametrize("params, message", [
-    ({"k1": -1}, "k1 must be a number of 0 or more"), ({"k1": float("nan")}, "k1 must be"),
-    ({"b": 7}, "b must be a number from 0 to 1"), ({"b": "0.4"}, "b must be"),
-    ({"rm3": True, "fb_terms": 0}, "fb_terms must be a whole number of 1 or more"),
-    ({"rm3": True, "original_weight": 1.5}, "original_weight must be a number from 0 to 1"),
+    ({"k1": -1}, "bm25.k1: expected a number of 0 or more, got -1"),
+    ({"k1": float("nan")}, "bm25.k1: expected a number of 0 or more, got nan"),
+    ({"b": 7}, "bm25.b: expected a number from 0 to 1, got 7"), ({"b": "0.4"}, "bm25.b: expected a number from 0 to 1"),
+    ({"rm3": True, "fb_terms": 0}, "bm25.fb_terms: expected an integer of 1 or more, got 0"),
+    ({"rm3": True, "original_weight": 1.5}, "bm25.original_weight: expected a number from 0 to 1, got 1.5"),
+    ({"backend": "java"}, "bm25.backend: expected one of 'numpy', 'pyserini', got 'java'"),
 ])
 def test_a_bm25_setting_lucene_would_refuse_is_a_clear_error_before_any_index_work(params, message):
-    with pytest.raises(HarnessError, match=message):
+    """Said as a config's check says it: the declaration's check is the constructor's."""
+    with pytest.raises(HarnessError, match=f"^{re.escape(message)}"):
         BM25("no-such-index", **params)
 
 

@@ -15,7 +15,7 @@ import pytest
 from harness.errors import HarnessError
 from harness.retrieve import SearchQuery, build
 from harness.retrieve._embeddings import cache_folder, cache_key, default_model_path
-from harness.retrieve.dense import top_k
+from harness.retrieve.dense import dense, top_k
 from tests.conftest import PASSAGES_USED, ikat_corpus
 
 pytestmark = [pytest.mark.model, pytest.mark.slow]
@@ -223,6 +223,15 @@ def test_an_unknown_dtype_or_backend_is_a_clear_error(first_run):
     with pytest.raises(HarnessError, match=re.escape("build('dense').dtype: expected one of 'float32', 'float16', "
                                                      "got 'int8'")):
         build("dense", corpus=corpus, dtype="int8")
+
+
+@pytest.mark.parametrize("params, message", [
+    ({"backend": "annoy"}, "dense.backend: expected one of 'faiss', 'numpy', 'torch' or null, got 'annoy'"),
+    ({"approx": "lsh"}, "dense.approx: expected one of 'hnsw', 'ivfpq' or null, got 'lsh'"),
+])
+def test_dense_called_directly_checks_its_search_names_as_a_config_does_before_loading_a_model(params, message):
+    with pytest.raises(HarnessError, match=f"^{re.escape(message)}$"):
+        dense(ikat_corpus(), model="no-such-model", **params)
 
 
 def test_looking_up_retrievers_imports_no_heavy_library():

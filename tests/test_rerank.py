@@ -16,6 +16,7 @@ import pytest
 from harness.errors import HarnessError
 from harness.retrieve import build
 from harness.retrieve._embeddings import default_model_path, passage_text
+from harness.retrieve.rerank import rerank
 from tests.conftest import SMALL, SMALL_QUERIES as QUERIES, ikat_corpus, ikat_passages, shared_cache
 
 pytestmark = [pytest.mark.model, pytest.mark.slow]
@@ -85,6 +86,13 @@ def test_a_bi_encoder_is_not_accepted_as_a_cross_encoder(first_stage):
 def test_a_bad_rerank_config_is_a_clear_error(params, message):
     with pytest.raises(HarnessError, match=message):
         build("rerank", corpus=ikat_corpus(SMALL), **params)
+
+
+@pytest.mark.parametrize("depth", [0, "ten"])
+def test_rerank_called_directly_checks_its_depth_as_a_config_does_before_loading_a_model(first_stage, depth):
+    with pytest.raises(HarnessError, match=re.escape(
+            f"rerank.depth: expected an integer of 1 or more or null, got {depth!r}")):
+        rerank(ikat_corpus(SMALL), first_stage=first_stage, model="absent", depth=depth)
 
 
 def test_rerank_without_a_corpus_is_a_clear_error(first_stage):

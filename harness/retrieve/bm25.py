@@ -17,7 +17,6 @@ corpus (built on first use). Two backends give the same hits:
 from __future__ import annotations
 
 import gc
-import math
 import os
 import sys
 from collections.abc import Iterator, Mapping, Sequence
@@ -28,7 +27,7 @@ from typing import Any, Literal
 
 from harness.corpus import Corpus
 from harness.errors import HarnessError
-from harness.registry import INT_LIMIT, AtLeast, Between, Param
+from harness.registry import INT_LIMIT, AtLeast, Between, Param, check_given
 from harness.retrieve import FOLDER, RETRIEVERS, THREADS, SearchQuery
 from harness.retrieve.java import ensure_jvm
 from harness.retrieve.lucene import cached_index
@@ -45,26 +44,17 @@ DEFAULT_BACKEND = "numpy"
 PYSERINI_BATCH = 64
 
 
-# (low, high, whole) per setting: Lucene's BM25Similarity and Anserini's RM3 refuse the rest,
-# as a Java exception in the middle of a run
-SETTING_RANGES = {"k1": (0, math.inf, False), "b": (0, 1, False), "original_weight": (0, 1, False),
-                  "fb_terms": (1, math.inf, True), "fb_docs": (1, math.inf, True)}
-
-
-def check_settings(**settings: object) -> None:
-    """A one-line error for a setting out of its range (before any index is built or read)."""
-    for name, value in settings.items():
-        if name in SETTING_RANGES:
-            low, high, whole = SETTING_RANGES[name]
-            _check_range(name, value, low, high, whole=whole)
-
-
-def _check_range(name: str, value: object, low: float, high: float, *, whole: bool = False) -> None:
-    number = isinstance(value, int) if whole else isinstance(value, (int, float))
-    if isinstance(value, bool) or not number or not math.isfinite(value) or not low <= value <= high:
-        kind = "a whole number" if whole else "a number"
-        bounds = f"of {low} or more" if high == math.inf else f"from {low} to {high}"
-        raise HarnessError(f"bm25 {name} must be {kind} {bounds}, not {value!r}")
+# Lucene's BM25Similarity and Anserini's RM3 refuse settings out of these ranges, as a Java
+# exception in the middle of a run: declared once, checked when a config is read and by BM25
+# itself (before any index is built or read)
+K1 = Param("k1", Between(0), 0.9, "BM25 term-frequency saturation")
+B = Param("b", Between(0, 1), 0.4, "BM25 length normalisation")
+FB_TERMS = Param("fb_terms", AtLeast(1), 10, "RM3: expansion terms")
+FB_DOCS = Param("fb_docs", AtLeast(1), 10, "RM3: feedback documents")
+ORIGINAL_WEIGHT = Param("original_weight", Between(0, 1), 0.5, "RM3: weight of the original query")
+SETTINGS = (K1, B, FB_TERMS, FB_DOCS, ORIGINAL_WEIGHT)
+BACKEND = Param("backend", Literal[BACKENDS], DEFAULT_BACKEND,
+                "numpy: exact Lucene scores in numpy; pyserini: Anserini's own search")
 
 
 class BM25:
@@ -82,9 +72,8 @@ class BM25:
         maxp: bool = False,
         backend: str = DEFAULT_BACKEND,
     ) -> None:
-        if backend not in BACKENDS:
-            raise HarnessError(f"bm25 backend must be one of {', '.join(BACKENDS)}, not {backend!r}")
-        check_settings(k1=k1, b=b, original_weight=original_weight, fb_terms=fb_terms, fb_docs=fb_docs)
+        check_given("bm25", (*SETTINGS, BACKEND), k1=k1, b=b, fb_terms=fb_terms, fb_docs=fb_docs,
+                    original_weight=original_weight, backend=backend)
         self.threads = threads or os.cpu_count() or 1
         self.maxp = maxp
         self.rm3 = rm3
@@ -212,23 +201,18 @@ def _numpy_backend(params: Mapping[str, Any]) -> bool:
 @RETRIEVERS.register("bm25", "BM25 (optionally with RM3) over a Lucene index, scored as pyserini scores it", [
     Param("index", FOLDER, None, "a Lucene index folder or pyserini prebuilt index name (default: the "
           "corpus's own index, built on first use)"),
-    Param("k1", Between(0), 0.9, "BM25 term-frequency saturation"),
-    Param("b", Between(0, 1), 0.4, "BM25 length normalisation"),
+    K1, B,
     Param("rm3", bool, False, "expand each query with RM3 pseudo-relevance feedback (needs document vectors)"),
-    Param("fb_terms", AtLeast(1), 10, "RM3: expansion terms"),
-    Param("fb_docs", AtLeast(1), 10, "RM3: feedback documents"),
-    Param("original_weight", Between(0, 1), 0.5, "RM3: weight of the original query"),
-    THREADS,
+    FB_TERMS, FB_DOCS, ORIGINAL_WEIGHT, THREADS,
     Param("maxp", bool, False, "rank documents by their best passage (ids `<docid>:<n>`, as iKAT's)"),
-    Param("backend", Literal[BACKENDS], DEFAULT_BACKEND,
-          "numpy: exact Lucene scores in numpy; pyserini: Anserini's own search"),
+    BACKEND,
 ], preload=_compiled_kernels, preload_if=_numpy_backend)
 def bm25(corpus: Corpus | None = None, *, index: str | None = None, k1: float = 0.9, b: float = 0.4,
          rm3: bool = False, fb_terms: int = 10, fb_docs: int = 10, original_weight: float = 0.5,
          threads: int | None = None, maxp: bool = False, backend: str = DEFAULT_BACKEND) -> BM25:
     """Factory: `index` wins; else the corpus's cached index (built on first use)."""
     settings = {"k1": k1, "b": b, "original_weight": original_weight, "fb_terms": fb_terms, "fb_docs": fb_docs}
-    check_settings(**settings)
+    check_given("bm25", SETTINGS, **settings)  # before the corpus's index is built
     if index is None:
         if corpus is None:
             raise HarnessError("bm25 needs an index (folder or pyserini prebuilt name) or a corpus")

@@ -29,7 +29,7 @@ from harness.compute.engines import EngineParam
 from harness.compute.exact import exact_search, longest_norm
 from harness.corpus import Corpus
 from harness.errors import HarnessError
-from harness.registry import Named, Param, Registry
+from harness.registry import Named, Param, Registry, check_given
 from harness.retrieve import BATCH_SIZE, DEVICE, FOLDER, RETRIEVERS, THREADS, Retriever, SearchesAhead, SearchQuery
 from harness.retrieve._embeddings import (
     DTYPES, Encoder, PassageVectors, check_dtype, import_sentence_transformers, load_encoder, passage_vectors,
@@ -117,14 +117,20 @@ def _approx_indexes() -> Registry[Any]:
     return APPROX
 
 
+# names a config's check and dense itself (before the model loads) look up in their registries
+BACKEND = Param("backend", Named(lambda: SEARCH_BACKENDS), None, "exact search by numpy, faiss or torch (default: "
+                "torch on a GPU, else numpy below 10,000 passages and faiss from there on)")
+APPROX_INDEX = Param("approx", Named(_approx_indexes), None, "hnsw or ivfpq: an approximate faiss index proposes "
+                     "candidates, re-scored exactly")
+
+
 @RETRIEVERS.register("dense", "bi-encoder (sentence-transformers) retrieval with exact inner-product search", [
     Param("model", FOLDER, None, "local sentence-transformers folder (default: all-MiniLM-L6-v2, shipped)"),
     Param("max_length", int | None, None, "tokens per text (default: the model's)"),
     Param("normalize", bool | None, None, "unit-length vectors (default: as the model's saved similarity says)"),
     Param("dtype", Literal[DTYPES], "float32", "dtype of the cached passage vectors"),
     BATCH_SIZE,
-    Param("backend", Named(lambda: SEARCH_BACKENDS), None, "exact search by numpy, faiss or torch (default: torch on a GPU, "
-          "else numpy below 10,000 passages and faiss from there on)"),
+    BACKEND,
     DEVICE,
     THREADS,
     Param("cache_dir", str | None, None, "where passage vectors are cached (default: the harness cache's embeddings/)"),
@@ -132,8 +138,7 @@ def _approx_indexes() -> Registry[Any]:
     Param("engine", EngineParam(), None, "local, ray, or {name: ray, address: ..., workers: N}: encode and "
           "search in shards where they live (harness/scale/); the same run"),
     Param("shard_docs", int | None, None, "passages per shard with an engine"),
-    Param("approx", Named(_approx_indexes), None, "hnsw or ivfpq: an approximate faiss index proposes candidates, "
-          "re-scored exactly"),
+    APPROX_INDEX,
     Param("approx_depth", int | None, None, "candidates the approximate index proposes per shard (default: k)"),
 ], preload=import_sentence_transformers)
 def dense(
@@ -160,12 +165,7 @@ def dense(
         why = f"; the index {index!r} has no passage text to encode (pyserini-dense searches faiss indexes)"
         raise HarnessError(f"the dense retriever needs a corpus to encode{why if index else ''}")
     check_dtype(dtype)
-    if backend is not None:
-        SEARCH_BACKENDS.get(backend)  # an unknown name fails before the model loads
-    if approx is not None:
-        from harness.compute.approx import APPROX
-
-        APPROX.get(approx)
+    check_given("dense", (BACKEND, APPROX_INDEX), backend=backend, approx=approx)  # before the model loads
     spec = None
     if engine is not None or shard_docs is not None:
         from harness.compute.engines import EngineSpec

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 
 from harness.corpus import Corpus
 from harness.errors import HarnessError
-from harness.registry import REQUIRED, AtLeast, Param
+from harness.registry import REQUIRED, AtLeast, Param, check_given
 from harness.retrieve import BATCH_SIZE, DEVICE, FOLDER, RETRIEVERS, THREADS, Retriever, SearchQuery
 from harness.retrieve._embeddings import default_device, import_sentence_transformers, passage_text, set_torch_threads
 from harness.retrieve.fusion import build_from_spec
@@ -89,11 +89,14 @@ class RerankRetriever:
         return texts
 
 
+DEPTH = Param("depth", AtLeast(1, or_none=True), None, "first-stage hits re-scored per query (default: k)")
+
+
 @RETRIEVERS.register("rerank", "a cross-encoder re-scores the top hits of a first-stage retriever", [
     Param("first_stage", RetrieverSpecs(), REQUIRED, "the retriever whose hits are re-scored: a name or {name, params}"),
     Param("model", FOLDER, REQUIRED, "local cross-encoder folder (none ships, none is downloaded: e.g. a copy of "
           "cross-encoder/ms-marco-MiniLM-L-6-v2)"),
-    Param("depth", AtLeast(1, or_none=True), None, "first-stage hits re-scored per query (default: k)"),
+    DEPTH,
     Param("max_length", int | None, None, "tokens per query and passage pair (default: the model's)"),
     BATCH_SIZE, DEVICE, THREADS,
     Param("index", FOLDER, None, "handed to the first stage (a config's `corpus: {index: NAME}`)"),
@@ -113,8 +116,7 @@ def rerank(
     """The first stage's hits re-scored by the cross-encoder (the parameters as declared above)."""
     if corpus is None:
         raise HarnessError("rerank needs a corpus: the cross-encoder reads the passages' text")
-    if depth is not None and depth < 1:
-        raise HarnessError(f"rerank depth must be 1 or more; got {depth}")
+    check_given("rerank", (DEPTH,), depth=depth)  # before the model loads
     cross_encoder = load_cross_encoder(model, max_length=max_length, device=device, threads=threads)
     first = build_from_spec(first_stage, corpus, index)
     return RerankRetriever(corpus, first, cross_encoder, depth=depth, batch_size=batch_size)
