@@ -331,10 +331,13 @@ def test_a_retriever_parameter_of_the_wrong_kind_names_its_key_path(tmp_path):
      "params.k: expected a number of 0 or more, got inf"),
     ({"name": "linear", "params": {"weights": [float("nan"), 1], "retrievers": [{"name": "bm25"}, {"name": "dense"}]}},
      "params.weights: expected a list of numbers or null, got [nan, 1]"),
+    ({"name": "linear", "params": {"weights": [1e308, 1e308], "retrievers": [{"name": "bm25"}, {"name": "dense"}]}},
+     "params.weights: expected weights whose sizes add up to a finite number (a fused score is their sum over "
+     "scores from 0 to 1), got [1e+308, 1e+308]"),
 ])
 def test_a_retriever_setting_out_of_its_range_is_an_error_when_the_config_is_read(tmp_path, retriever, message):
     """Not when the retriever is built, after the runs before it (bm25's b), nor a run file of
-    nan scores (linear), nor every fused score 0 (rrf's k = .inf)."""
+    nan or inf scores (linear), nor every fused score 0 (rrf's k = .inf)."""
     message_found = _error(tmp_path, {"experiments": [_experiment(retrievers=[retriever])]})
     assert f"experiments[0].retrievers[0].{message}" in message_found
 

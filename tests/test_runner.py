@@ -373,6 +373,26 @@ def test_a_run_in_which_no_query_retrieves_a_document_is_an_error_and_leaves_no_
     assert not list(out.glob("*.run")) and not list(out.glob("*.json"))
 
 
+def test_a_fused_score_that_is_not_finite_is_one_line_naming_the_retriever_and_leaves_no_run_file(
+        tmp_path, monkeypatch, capsys):
+    """Linear fusion over a plug-in whose finite scores span more than a float holds (1e308 to
+    -1e308): min-max gives nan, which no run file holds; it failed when the run was scored,
+    after its run file and JSON were written."""
+    (tmp_path / "wide.py").write_text("def scores(query, k):\n    return [('d1', 1e308), ('d2', -1e308)]\n",
+                                      encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    config = tmp_path / "wide.yaml"
+    config.write_text(yaml.safe_dump({"output": "runs", "k": 10, "experiments": [
+        {"name": "pqa", "topics": "pragmaticqa:val", "strategies": ["raw"], "measures": ["nDCG@3"], "retrievers": [
+            {"name": "linear", "params": {"retrievers": ["python:wide:scores", "python:wide:scores"]}}]}]}),
+        encoding="utf-8")
+    assert main(["run", str(config)]) == 2
+    err = capsys.readouterr().err
+    assert err == ("harness run: error: run pragmaticqa-val.raw.linear: retriever linear gave query 1_1, document "
+                   "d1, the score nan, which is not finite; no run file is written\n")
+    assert not list((tmp_path / "runs").glob("*.run")) and not list((tmp_path / "runs").glob("*.json"))
+
+
 def _jsonl_corpus(path: Path, ids: list[str]):
     path.write_text("".join(json.dumps({"id": docid, "contents": f"text of {docid}"}) + "\n" for docid in ids))
     return open_corpus(str(path))

@@ -14,11 +14,14 @@ output does not depend on the order in which sub-retrievers are listed.
 
 from __future__ import annotations
 
+import math
 from collections import defaultdict
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
 
 from harness.corpus import Corpus
-from harness.registry import REQUIRED, AtLeast, Between, OnePer, Param
+from harness.registry import REQUIRED, AtLeast, Between, OnePer, Param, ParamError
 from harness.retrieve import FOLDER, RETRIEVERS, Retriever, SearchesAhead, SearchQuery, build, search_batches
 from harness.retrieve.specs import RetrieverSpecs, parts
 from harness.trec import Hit, Ranking, Run
@@ -109,6 +112,20 @@ def build_from_spec(spec: Mapping | str, corpus: Corpus | None, index: str | Non
     return build(name, corpus=corpus, **params)
 
 
+@dataclass(frozen=True)
+class Weights(OnePer):
+    """The type of linear's weights: one number per retriever, whose sizes add up to a finite
+    number. A fused score is their sum over scores from 0 to 1, so that no fused score
+    overflows to inf (or nan, inf - inf), which a run file cannot hold: weights near 1e308 are
+    an error at their key when a config is read, not a run file that cannot be scored."""
+
+    def check(self, key: str, value: Any) -> None:
+        super().check(key, value)
+        if value is not None and not math.isfinite(sum(abs(weight) for weight in value)):
+            raise ParamError(key, "expected weights whose sizes add up to a finite number (a fused score is their "
+                                  f"sum over scores from 0 to 1), got {value!r}")
+
+
 # what both fusions take besides their own
 SUB_RETRIEVERS = Param("retrievers", RetrieverSpecs(least=2), REQUIRED, "the retrievers fused: a name or {name, params} each")
 DEPTH = Param("depth", AtLeast(1), DEFAULT_DEPTH, "hits asked of each retriever per query (at least k)")
@@ -133,7 +150,7 @@ def rrf(
 
 
 @RETRIEVERS.register("linear", "weighted sum of two or more retrievers' min-max normalised scores", [
-    SUB_RETRIEVERS, Param("weights", OnePer("retrievers", Between()), None, "one weight per retriever (default: equal, 1/n)"),
+    SUB_RETRIEVERS, Param("weights", Weights("retrievers", Between()), None, "one weight per retriever (default: equal, 1/n)"),
     DEPTH, FUSED_INDEX])
 def linear(
     corpus: Corpus | None = None,

@@ -16,6 +16,7 @@ from __future__ import annotations
 import gc
 import hashlib
 import json
+import math
 import sys
 import threading
 import time
@@ -23,6 +24,7 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import closing, contextmanager
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
+from itertools import islice
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -253,8 +255,7 @@ def execute(prepared: Prepared, workspace: Workspace, output: Path, config_path:
     # a bar on a terminal; on a log or a pipe one line when the run is written
     with progress_bar(run.tag, "turn", total=len(prepared.queries), file=log, mininterval=0.5) as progress:
         bar = not progress.disable  # (closing a bar disables it)
-        rankings = _rankings(prepared.queries, rank, run.experiment.k, progress.update,
-                             lambda: _nothing_retrieved(prepared))
+        rankings = _rankings(prepared, rank, progress.update)
         lines = write_run(run_path(output, run), rankings, run.tag)
     seconds = time.perf_counter() - started
     if not bar:
@@ -324,22 +325,37 @@ def finished_scores(prepared: Prepared, output: Path) -> Scored:
     return scored
 
 
-def _rankings(queries: list[SearchQuery], rank: Ranker, k: int, progress: Callable[[int], object],
-              nothing: Callable[[], HarnessError]) -> Iterator[tuple[str, Iterable[tuple[str, float]]]]:
+def _rankings(prepared: Prepared, rank: Ranker,
+              progress: Callable[[int], object]) -> Iterator[tuple[str, Iterable[tuple[str, float]]]]:
     """Each query's top k (docid, score) pairs, in query order, ranked a batch at a time, so
-    that progress shows and only a few batches of rankings are held. When no query retrieved
-    anything, the error `nothing` makes is raised instead of the end of the stream, so that
-    `write_run` leaves no run file (an empty run, which trec_eval would score all 0)."""
+    that progress shows and only a few batches of rankings are held. A score that is not
+    finite, or no query retrieving anything, is an error raised instead of the rest of the
+    stream, so that `write_run` leaves no run file: not one whose inf or nan scores fail when
+    it is scored, nor an empty run, which trec_eval would score all 0."""
+    queries, k = prepared.queries, prepared.run.experiment.k
     answered = 0
     batches = [queries[start:start + BATCH] for start in range(0, len(queries), BATCH)]
     with closing(rank(batches)) as runs:
         for batch, run in zip(batches, runs):
             for query in batch:
-                answered += bool(run.scores.get(query.qid))
+                ranking = run.scores.get(query.qid, {})
+                answered += bool(ranking)
+                if not all(map(math.isfinite, islice(ranking.values(), k))):
+                    raise _not_finite(prepared, query.qid, ranking)
                 yield query.qid, run.pairs(query.qid, k)
             progress(len(batch))
     if not answered:
-        raise nothing()
+        raise _nothing_retrieved(prepared)
+
+
+def _not_finite(prepared: Prepared, qid: str, ranking: dict[str, float]) -> HarnessError:
+    """A built-in retriever's (or ranking method's) inf or nan score, which no run file holds
+    (a plug-in's answers are checked where it answers: harness.retrieve.plugins)."""
+    run = prepared.run
+    docid, score = next((docid, score) for docid, score in ranking.items() if not math.isfinite(score))
+    kind = TASKS.get(run.experiment.task).retrievers().kind
+    return HarnessError(f"run {run.tag}: {kind} {run.retriever.label or run.retriever.name} gave query {qid}, "
+                        f"document {docid}, the score {score}, which is not finite; no run file is written")
 
 
 def _nothing_retrieved(prepared: Prepared) -> HarnessError:
