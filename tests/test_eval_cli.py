@@ -39,6 +39,17 @@ def test_coverage_is_reported_on_stderr(capsys):
     assert "158 judged queries; 81 unjudged in the run (ignored)" in capsys.readouterr().err
 
 
+def test_judged_queries_missing_from_the_run_are_counted_in_the_words_compare_and_run_use(tmp_path, capsys):
+    """trec_eval -c scores them as empty rankings without a word (Evaluation.judged_note)."""
+    first = CAST2021_DOC_RUNS[0].read_text().split()[0]
+    cut = tmp_path / "cut.run"
+    cut.write_text("".join(line + "\n" for line in CAST2021_DOC_RUNS[0].read_text().splitlines()
+                           if line.split()[0] != first))
+    assert main(["eval", "--qrels", str(CAST2021_QRELS), "--run", str(cut), "--measures", "RR"]) == 0
+    assert ("cut: 158 judged queries; 1 missing from the run (scored as empty rankings); 81 unjudged in the run "
+            "(ignored)") in capsys.readouterr().err
+
+
 def test_malformed_run_exits_2_with_file_and_line(tmp_path, capsys):
     bad = tmp_path / "bad.run"
     bad.write_text("106_1 Q0 KILT_1 1 9.0 t\n106_1 Q0 KILT_2 2\n")

@@ -695,7 +695,7 @@ def test_judged_turns_missing_from_a_run_are_counted_as_harness_eval_counts_them
     ranked = read_run(tmp_path / "runs" / "ikat2023-test.raw.some.run")
     missing = sorted(set(judged) - set(ranked))
     assert 0 < len(missing) < len(judged)
-    assert (f"ikat2023-test.raw.some: {len(missing)} of its {len(judged)} judged turns missing from the run "
+    assert (f"ikat2023-test.raw.some: {len(judged)} judged queries; {len(missing)} missing from the run "
             "(scored as empty rankings)") in capsys.readouterr().err
     recorded = json.loads((tmp_path / "runs" / "ikat2023-test.raw.some.json").read_text(encoding="utf-8"))
     assert recorded["scores"]["evaluation"]["missing_queries"] == missing

@@ -68,6 +68,15 @@ class Evaluation:
     def num_queries(self) -> int:
         return len(next(iter(self.per_query.values()), {}))
 
+    def judged_note(self) -> str:
+        """How many judged queries were scored and how many of them the run lacks, which
+        trec_eval -c scores as empty rankings (0 in every mean and paired test) without a word:
+        one wording for `harness eval`, `harness compare` and `harness run`."""
+        note = f"{self.num_queries} judged queries"
+        if self.missing_queries:
+            note += f"; {len(self.missing_queries)} missing from the run (scored as empty rankings)"
+        return note
+
     def disjoint_warning(self, qrels_name: str) -> str | None:
         """A one-line warning when the run answers none of the judged queries (every measure is
         0 because the inputs do not match, which trec_eval prints without a word); None otherwise."""

@@ -115,11 +115,8 @@ def measure_settings(args: argparse.Namespace) -> tuple[list[str], int | None, s
 
 def _report_coverage(evaluation: Evaluation, qrels_path: str) -> None:
     """What trec_eval leaves silent: which queries counted as 0 and which were ignored."""
-    judged = evaluation.num_queries
     report_reading(evaluation, qrels_path)
-    notes = [f"{judged} judged queries"]
-    if evaluation.missing_queries:
-        notes.append(f"{len(evaluation.missing_queries)} missing from the run (scored as empty rankings)")
+    notes = [evaluation.judged_note()]
     if evaluation.unjudged_queries:
         notes.append(f"{len(evaluation.unjudged_queries)} unjudged in the run (ignored)")
     if evaluation.duplicates:

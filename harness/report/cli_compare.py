@@ -9,8 +9,8 @@ import sys
 from pathlib import Path
 
 from harness.cli import PRESET_HELP, add_output, add_runs, number_in, runs
-from harness.errors import HarnessError, counted, verb
-from harness.evaluate import (JUDGED, Evaluation, Evaluator, RunFileOptions, evaluate_file, keep_measures,
+from harness.errors import HarnessError
+from harness.evaluate import (JUDGED, Evaluator, RunFileOptions, evaluate_file, keep_measures,
                               report_reading, with_judged)
 from harness.evaluate.cli import add_fill, judged_before_after, measure_settings, scoring_qrels
 from harness.evaluate.presets import PRESETS
@@ -76,7 +76,7 @@ def run(args: argparse.Namespace) -> int:
         report_reading(evaluation, args.qrels)
         # the tests pair their 0s with the other runs' scores: said, as eval says it (all missing: warned of above)
         if 0 < len(evaluation.missing_queries) < evaluation.num_queries:
-            _report_missing(evaluation)
+            print(f"note: {evaluation.run_name}: {evaluation.judged_note()}", file=sys.stderr)
     board = leaderboard(
         evaluations,
         baselines(args, [e.run_name for e in evaluations]),
@@ -102,13 +102,6 @@ def run(args: argparse.Namespace) -> int:
     else:
         print(f"report written to {args.out}", file=sys.stderr)
     return 0
-
-
-def _report_missing(evaluation: Evaluation) -> None:
-    missing = len(evaluation.missing_queries)
-    judged = counted(evaluation.num_queries, "judged query", "judged queries")
-    print(f"note: {evaluation.run_name}: {missing} of the {judged} {verb(missing, 'is', 'are')} missing from the run "
-          f"(first: {evaluation.missing_queries[0]}), scored 0 in its means and paired tests", file=sys.stderr)
 
 
 def add_breakdowns(report: Report, args: argparse.Namespace) -> None:

@@ -439,9 +439,8 @@ def run_config(
                                     scored.judged, prepared.benchmark))
     for outcome in outcomes:  # what the leaderboard's numbers do not show, as `harness eval` says it
         report_reading(outcome.evaluation, qrels_name(outcome.qrels), log)
-        if missing := len(outcome.evaluation.missing_queries):  # (listed in the run's JSON)
-            print(f"{outcome.run.tag}: {missing} of its {outcome.evaluation.num_queries} judged turns missing from "
-                  "the run (scored as empty rankings)", file=log)
+        if outcome.evaluation.missing_queries:  # (listed in the run's JSON)
+            print(f"{outcome.run.tag}: {outcome.evaluation.judged_note()}", file=log)
     return outcomes
 
 
