@@ -256,6 +256,10 @@ def test_from_trec_refuses_what_would_make_an_empty_or_invalid_submission(tmp_pa
     (2025, lambda line: line.update(references={"clueweb22-en0000-00-00000:1\u00000": 1.0}),
      ":1: references: passage id 'clueweb22-en0000-00-00000:1\\x000' holds whitespace or a NUL byte, "
      "which would split its TREC run line"),
+    (2025, lambda line: line.update(turn_id="1_1\t", references={"clueweb22-en0000-00-00000:1": 1.0}),
+     ":1: turn_id '1_1\\t' holds whitespace or a NUL byte, which would split its TREC run line"),
+    (2025, lambda line: line.update(responses=[{"ptkb_provenance": ["1 x"]}]),
+     ":1: ptkb_provenance id '1 x' holds whitespace or a NUL byte, which would split its TREC run line"),
 ])
 def test_to_trec_of_an_id_holding_whitespace_names_the_submission_not_the_output(tmp_path, capsys, year, edit,
                                                                                  message):
@@ -270,11 +274,11 @@ def test_to_trec_of_an_id_holding_whitespace_names_the_submission_not_the_output
                 "responses": [], "references": {}}
         edit(line)
         text = json.dumps(line) + "\n"
-    path, out = tmp_path / ("run.json" if year == 2023 else "run.jsonl"), tmp_path / "out.run"
+    path, out, ptkb_out = tmp_path / ("run.json" if year == 2023 else "run.jsonl"), tmp_path / "out.run", tmp_path / "p.run"
     path.write_text(text)
-    assert main(["ikat", "to-trec", str(path), "--output", str(out)]) == 2
+    assert main(["ikat", "to-trec", str(path), "--output", str(out), "--ptkb-out", str(ptkb_out)]) == 2
     assert capsys.readouterr().err == f"harness ikat: error: {path}{message}\n"
-    assert not out.exists()
+    assert not out.exists() and not ptkb_out.exists()
 
 
 @pytest.mark.parametrize("statement, problem", [

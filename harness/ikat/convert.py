@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -41,11 +41,32 @@ class TrecRuns:
     passages: Rankings  # {turn id: best-first [(passage id, score)]}
     ptkb: Rankings  # {turn id: best-first [(PTKB statement id, score)]}
     year: int = 2023
+    places: dict[str, int] = field(default_factory=dict)  # turn id -> its line (JSON Lines), or its index in `turns`
 
     def print_score(self, score: float) -> str:
         """The passage scores as the official generate_run.py prints them."""
         decimals = YEARS[self.year].score_decimals
         return str(score) if decimals is None else f"{score:.{decimals}f}"
+
+    def check_ids(self, path: Path, ptkb: bool = False) -> None:
+        """Each turn id and passage id (with `ptkb`, PTKB statement id too) can be a field of a
+        TREC run line: checked once, before anything is written, and named by the submission's
+        line or turn (write_run's own guard could only name the output). The validators take
+        such ids; generate_run.py would write them into the line, which splits it."""
+        json_lines = YEARS[self.year].json_lines
+        for turn_id, place in self.places.items():
+            if problem := _split_field(turn_id):
+                if json_lines:
+                    raise InputError(path, f"turn_id {problem}", line=place)
+                raise InputError(path, f"turns[{place}].turn_id: {problem}")
+            where = {"line": place} if json_lines else {"record": f"turn {turn_id}"}
+            ids = [("references: passage id" if json_lines else "passage_provenance id", passage)
+                   for passage, _ in self.passages[turn_id]]
+            if ptkb:
+                ids += [("ptkb_provenance id", statement) for statement, _ in self.ptkb.get(turn_id, [])]
+            for name, text in ids:
+                if problem := _split_field(text):
+                    raise InputError(path, f"{name} {problem}", **where)
 
 
 def _best_first(items: list[tuple[str, float]]) -> list[tuple[str, float]]:
@@ -68,27 +89,25 @@ def _printed_2025(score: float) -> float:
 def _split_field(text: str) -> str:
     """Why an id that passes the validators cannot be a field of a TREC run line ('' when it
     can): generate_run.py writes whitespace into the line, which splits it into more fields."""
-    if text and not field_ok(text):
-        return f"{text!r} holds whitespace or a NUL byte, which would split its TREC run line"
-    return ""
+    if not text:
+        return "is missing or empty"
+    return "" if field_ok(text) else f"{text!r} holds whitespace or a NUL byte, which would split its TREC run line"
 
 
 def submission_rankings(submission: Submission, year: int, path: Path) -> TrecRuns:
     passages: Rankings = {}
     ptkb: Rankings = {}
+    places: dict[str, int] = {}
     for index, turn in enumerate(submission.turns):
         if not turn.turn_id:  # a TREC run line needs it (generate_run.py writes a line without a query id)
             raise InputError(path, f"turns[{index}].turn_id: missing or empty, expected the turn's id")
-        if problem := _split_field(turn.turn_id):
-            raise InputError(path, f"turns[{index}].turn_id: {problem}")
+        places[turn.turn_id] = index
         seen: dict[str, float] = {}
         seen_ptkb: dict[str, float] = {}
         for response in turn.responses:
             for passage in response.passage_provenance:
                 if not passage.id:
                     raise InputError(path, "a passage_provenance id is missing or empty", record=f"turn {turn.turn_id}")
-                if problem := _split_field(passage.id):
-                    raise InputError(path, f"passage_provenance id {problem}", record=f"turn {turn.turn_id}")
                 if passage.id not in seen:
                     seen[passage.id] = _scaled_score(passage.score, response.rank, path, turn.turn_id)
             for statement in response.ptkb_provenance:
@@ -96,7 +115,7 @@ def submission_rankings(submission: Submission, year: int, path: Path) -> TrecRu
         passages[turn.turn_id] = canonical_order(seen.items())
         if seen_ptkb:
             ptkb[turn.turn_id] = _best_first(list(seen_ptkb.items())) if YEARS[year].scored_ptkb else _by_position(seen_ptkb)
-    return TrecRuns(submission.run_name, passages, ptkb, year=year)
+    return TrecRuns(submission.run_name, passages, ptkb, year=year, places=places)
 
 
 def _by_position(ids: Iterable[str]) -> list[tuple[str, float]]:
@@ -108,6 +127,7 @@ def _by_position(ids: Iterable[str]) -> list[tuple[str, float]]:
 def _rankings_2025(path: Path, entries: list[tuple[int, Any]] | None = None) -> TrecRuns:
     passages: Rankings = {}
     ptkb: Rankings = {}
+    places: dict[str, int] = {}
     run_name = None
     for line, entry in decode_lines(submission_text(path)) if entries is None else entries:
         if isinstance(entry, json.JSONDecodeError) or not isinstance(entry, dict):
@@ -116,12 +136,9 @@ def _rankings_2025(path: Path, entries: list[tuple[int, Any]] | None = None) -> 
         references = entry.get("references", {})
         if not isinstance(turn_id, str) or not turn_id:
             raise InputError(path, "expected a non-empty turn_id (string)", line=line)
-        if problem := _split_field(turn_id):
-            raise InputError(path, f"turn_id {problem}", line=line)
+        places[turn_id] = line
         if not isinstance(references, dict) or "" in references:
             raise InputError(path, "expected references {passage id: score}, each passage id non-empty", line=line)
-        if problem := next(filter(None, map(_split_field, references)), ""):
-            raise InputError(path, f"references: passage id {problem}", line=line)
         metadata = entry.get("metadata") if isinstance(entry.get("metadata"), dict) else {}
         if run_name is None and metadata.get("run_id") is not None:
             run_name = str(metadata["run_id"])  # the first line's, as text (generate_run.py prints it)
@@ -143,11 +160,12 @@ def _rankings_2025(path: Path, entries: list[tuple[int, Any]] | None = None) -> 
                 ids.setdefault(str(statement))
         if ids:
             ptkb[turn_id] = _by_position(ids)
-    return TrecRuns(run_name or "default_run", passages, ptkb, year=2025)
+    return TrecRuns(run_name or "default_run", passages, ptkb, year=2025, places=places)
 
 
 def read_rankings(path: str | Path, year: int | None = None) -> TrecRuns:
-    """The passage and PTKB rankings of an iKAT submission of any year."""
+    """The passage and PTKB rankings of an iKAT submission of any year, ids as given
+    (`TrecRuns.check_ids` says whether they can be written)."""
     path = Path(path)
     year = year or guess_year(path, submission_text(path))
     if YEARS[year].json_lines:
@@ -157,18 +175,12 @@ def read_rankings(path: str | Path, year: int | None = None) -> TrecRuns:
 
 
 def decoded_rankings(path: Path, decoded: Decoded, submission: Submission | None) -> TrecRuns:
-    """read_rankings on a file decoded (and, 2023/2024, parsed into `submission`) already."""
-    if YEARS[decoded.year].json_lines:
-        return _rankings_2025(path, decoded.entries)
-    return submission_rankings(submission, decoded.year, path)
-
-
-def _check_ptkb_ids(runs: TrecRuns, path: Path) -> None:
-    """Each PTKB statement id can be a field of the PTKB run's lines (no converter upstream to follow)."""
-    for turn_id, ranking in runs.ptkb.items():
-        for statement, _ in ranking:
-            if problem := _split_field(statement) if statement else "is missing or empty":
-                raise InputError(path, f"ptkb_provenance id {problem}", record=f"turn {turn_id}")
+    """read_rankings on a file decoded (and, 2023/2024, parsed into `submission`) already, its
+    passage run's ids checked (check_ids): a hosted board refuses at upload what it could not score."""
+    runs = (_rankings_2025(path, decoded.entries) if YEARS[decoded.year].json_lines
+            else submission_rankings(submission, decoded.year, path))
+    runs.check_ids(path)
+    return runs
 
 
 def to_trec(
@@ -182,8 +194,7 @@ def to_trec(
     runs = read_rankings(path, year)
     if not any(runs.passages.values()) and not any(runs.ptkb.values()):  # not an empty run written as if it were one
         raise InputError(path, "ranks no passage for any turn: nothing to convert (an empty file?)")
-    if ptkb_out is not None:  # checked before anything is written: no passage run is left without its PTKB run
-        _check_ptkb_ids(runs, Path(path))
+    runs.check_ids(Path(path), ptkb=ptkb_out is not None)  # no passage run is left without its PTKB run
     tag = tag or "".join(runs.run_name.split()) or "ikat"
     write_run(out, runs.passages.items(), tag, printed=runs.print_score)
     if ptkb_out is not None:
