@@ -30,6 +30,31 @@ def decode(lines: Iterable[str]) -> Iterator[tuple[int, Any]]:
                 yield number, problem
 
 
+def first_line(lines: Iterable[str]) -> tuple[str, Any]:
+    """The first non-blank line and its JSON value, or the JSONDecodeError it raised (("", None)
+    for none): the sniff that tells JSON Lines (an object a line) from one JSON document. A text
+    whose first line is a whole object is JSON Lines, unless the text is that one object
+    (`document`), when only its keys can tell. JSON nested too deep or holding a number too long
+    raises (RecursionError, ValueError), as every reader of the file would: a hosted board
+    answers an upload's with one error."""
+    line = next((line for line in lines if line.strip()), "")
+    if not line:
+        return "", None
+    try:
+        return line, json.loads(line)
+    except json.JSONDecodeError as problem:
+        return line, problem
+
+
+def document(text: str) -> Any:
+    """The text as one JSON document; None when it is not one (every caller looks for an
+    object). Raises as `first_line` does."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        return None
+
+
 def read(path: str | Path) -> Iterator[tuple[int, Any]]:
     """(line number, value) for each non-blank line of a JSON-lines file, streaming."""
     path = Path(path)

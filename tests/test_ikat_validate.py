@@ -305,6 +305,17 @@ def test_a_2025_file_given_another_year_is_told_to_give_2025(run_2025):
     assert [finding.message for finding in validate(run_2025, 2023).errors] == [hint]
 
 
+def test_json_lines_told_from_one_document_by_the_rule_that_guesses_the_year(tmp_path, run_2025):
+    """The hint agrees with the year guess (harness.jsonl.first_line): a first line of a lone
+    no-break space, which the 2025 validator strips, hid it ('Expecting value', no hint)."""
+    path = tmp_path / "run.json"
+    path.write_text("\u00a0\n" + run_2025.read_text(encoding="utf-8"), encoding="utf-8")
+    assert validate_file(path, TOPICS[2025], skip=COVERAGE_CHECKS).year == 2025  # guessed
+    [problem] = [finding.message for finding in validate(path, 2023).errors]
+    assert problem.endswith("; this looks like JSON Lines (an object a line), as iKAT 2025 submissions are written: "
+                            "give --year 2025")
+
+
 def _edit_line(source: Path, target: Path, edit: Callable[[dict], None], line: int = 0) -> Path:
     lines = source.read_text().splitlines()
     entry = json.loads(lines[line])

@@ -88,12 +88,7 @@ def _year_of(path: Path, text: str, raw: Any) -> int:
     """guess_year on a text already decoded (`raw`), or found not to be one JSON document."""
     if raw is _UNDECODED:
         # JSON Lines if its first line is a whole object (a cut-off 2023 file starts with "{" too)
-        first = next((line for line in _lines(text) if line.strip()), "")
-        try:
-            whole_line = isinstance(json.loads(first), dict)
-        except json.JSONDecodeError:
-            whole_line = False
-        return 2025 if path.suffix == ".jsonl" or whole_line else 2023
+        return 2025 if path.suffix == ".jsonl" or _json_lines(text) else 2023
     if isinstance(raw, dict) and "metadata" in raw:
         return 2025
     if isinstance(raw, dict) and ("eval_response" in raw or _bare_ptkb(raw)):
@@ -172,7 +167,7 @@ def decode_submission(path: Path, text: str, year: int | None = None) -> Decoded
         decoded.entries = decode_lines(text)
     elif problem is not None:
         decoded.problem = error("json", f"not JSON: {problem.msg} (line {problem.lineno}, column {problem.colno})"
-                                        + (_trec_run_hint(body) or _json_lines_hint(body, problem)))
+                                        + (_trec_run_hint(body) or _json_lines_hint(body)))
     else:
         decoded.raw = raw
     return decoded
@@ -187,16 +182,16 @@ def _trec_run_hint(text: str) -> str:
     return ""
 
 
-def _json_lines_hint(text: str, problem: json.JSONDecodeError) -> str:
+def _json_lines(text: str) -> bool:
+    """A text that is not one JSON document is JSON Lines when its first line is an object (harness.jsonl)."""
+    return isinstance(jsonl.first_line(_lines(text))[1], dict)
+
+
+def _json_lines_hint(text: str) -> str:
     """A JSON Lines file (an iKAT 2025 submission) given with another year: said with the year to give."""
-    first = next((line for line in islice(_lines(text), 100) if line.strip()), "")
-    try:
-        one_line = problem.msg == "Extra data" and isinstance(json.loads(first), dict)
-    except ValueError:
-        return ""
     lines_years = [str(year) for year, form in YEARS.items() if form.json_lines]
     return (f"; this looks like JSON Lines (an object a line), as iKAT {' and '.join(lines_years)} submissions are "
-            f"written: give --year {lines_years[-1]}") if one_line and lines_years else ""
+            f"written: give --year {lines_years[-1]}") if lines_years and _json_lines(text) else ""
 
 
 def validate_file(

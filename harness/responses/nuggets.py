@@ -18,7 +18,6 @@ The importance rule, declared (IMPORTANCE_RULE; recorded with every score):
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from pathlib import Path
 
@@ -47,21 +46,13 @@ def bank_format(path: Path) -> str:
     {qid, nuggets} object (`nuggets.json` too), CONE-RAG's one JSON object when the file is one
     (a `.jsonl` name too); else by the name (`.jsonl`: nuggetizer's, whose reader names the line)."""
     with open_input(path) as handle:
-        first = next((line for line in handle if line.strip()), "")
-        entry = _json(first)
+        first, entry = jsonl.first_line(handle)
         if isinstance(entry, dict) and NUGGETIZER_KEYS <= set(entry):
             return "nuggetizer-jsonl"
         if ".jsonl" not in path.suffixes:
             return "cone-rag-json"
-        whole = _json(first + handle.read())  # read on only where the first line is no nuggetizer record
+        whole = jsonl.document(first + handle.read())  # read on only where the first line is no nuggetizer record
     return "cone-rag-json" if isinstance(whole, dict) else "nuggetizer-jsonl"
-
-
-def _json(text: str) -> object:
-    try:
-        return json.loads(text)
-    except ValueError:
-        return None
 
 
 def _rule(vital_grade: int) -> str:

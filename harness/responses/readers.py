@@ -27,6 +27,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from harness import jsonl
 from harness.errors import InputError
 from harness.registry import Registry
 from harness.responses.model import Response, ResponseRun, Sentence
@@ -89,23 +90,17 @@ def detect_format(path: Path) -> str:
     text = _text(path)
     if not text.strip():
         raise InputError(path, "empty file: no responses")
-    try:
-        document = json.loads(text)
-    except json.JSONDecodeError:
-        document = None
+    document = jsonl.document(text)
     # a one-line JSON Lines file is one JSON document too: these keys say it is a response line
     if isinstance(document, dict) and not (IKAT_2025_KEYS | TREC_RAG_KEYS) & set(document) \
             and not NUGGETIZER_KEYS <= set(document):
         return "ikat-json" if "turns" in document else "cone-rag-json"
-    first = next((line for line in text.split("\n") if line.strip()), "")
+    first, entry = jsonl.first_line(text.split("\n"))
     if looks_like_run_line(first.split()):
         raise InputError(path, "this looks like a TREC run ('qid Q0 docid rank score tag'), not responses: "
                                "responses eval scores what a system answers (`harness eval` scores a ranking)", line=1)
-    try:
-        entry = json.loads(first)
-    except json.JSONDecodeError as problem:
-        raise InputError(path, f"neither one JSON document nor JSON Lines: {problem.msg} "
-                               f"(column {problem.colno})", line=1) from None
+    if isinstance(entry, json.JSONDecodeError):
+        raise InputError(path, f"neither one JSON document nor JSON Lines: {entry.msg} (column {entry.colno})", line=1)
     if isinstance(entry, dict) and IKAT_2025_KEYS & set(entry):
         return "ikat-2025-jsonl"
     if isinstance(entry, dict) and TREC_RAG_KEYS & set(entry):  # the reader names a missing field
