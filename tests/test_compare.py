@@ -237,6 +237,14 @@ def test_on_one_query_no_run_is_significantly_better_and_the_json_is_strict(tmp_
     assert "Warning" not in err  # scipy's divide-by-zero warnings on one pair
 
 
+def test_a_float_strict_json_has_no_word_for_is_written_null():
+    """One rule for the compare report's JSON and responses eval's rows (report.formats.json_number)."""
+    from harness.report.formats import json_number
+
+    assert [json_number(v) for v in (float("inf"), -float("inf"), float("nan"), np.float64("nan"))] == [None] * 4
+    assert [json_number(v) for v in (0.5, 3, "x", None)] == [0.5, 3, "x", None]
+
+
 def test_topic_adapter_depths_agree_with_the_qid_convention_on_cast2021():
     benchmark = load("cast2021")
     from_topics = bd.depths_from_topics(benchmark.conversations)

@@ -31,6 +31,12 @@ FORMAT_HELP = ("Markdown, a self-contained HTML page with plots, CSV, or JSON (d
                ".md .html .csv .json; else Markdown)")
 
 
+def json_number(value: object) -> object:
+    """`value` as strict JSON can hold it: a float that is not finite (an infinite Cohen's d, a
+    NaN mean of no turn) as null, which JSON has instead of NaN and Infinity; anything else as is."""
+    return None if isinstance(value, float) and not math.isfinite(value) else value
+
+
 def report_format(out: str | Path | None) -> str:
     """The format an --output's suffix names (report.html: html), else Markdown: what a
     command writes when --format is not given."""
@@ -104,7 +110,7 @@ def as_json(report: Report) -> bytes:
             for run in board.ranked_runs
         },
         # Cohen's d of differences without spread is infinite, which strict JSON has no word for: null
-        "comparisons": [{**asdict(c), "effect_size": c.effect_size if math.isfinite(c.effect_size) else None,
+        "comparisons": [{**asdict(c), "effect_size": json_number(c.effect_size),
                          "significant": board.significant(c)} for c in board.comparisons],
         "conversation_means": report.conversation_means,
         "breakdowns": [

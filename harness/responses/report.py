@@ -5,7 +5,6 @@ conversation, and the judge named on every page (a baseline judge says so)."""
 from __future__ import annotations
 
 import json
-import math
 from dataclasses import replace
 from html import escape
 from typing import TYPE_CHECKING
@@ -84,8 +83,9 @@ def notes(evaluation: ResponseEvaluation) -> list[str]:
 def _records(frame: pd.DataFrame) -> list[dict]:
     """The rows as JSON values: every float exact, as nuggetizer and the leaderboard write it
     (pandas' to_json rounds to 15 decimals: 1/3 was 0.333333333333333), NaN as null."""
-    return [{key: None if isinstance(value, float) and math.isnan(value) else value for key, value in row.items()}
-            for row in frame.to_dict("records")]
+    from harness.report.formats import json_number
+
+    return [{key: json_number(value) for key, value in row.items()} for row in frame.to_dict("records")]
 
 
 def render(evaluation: ResponseEvaluation, report: Report, fmt: str, per_turn: bool = False) -> bytes:
