@@ -194,6 +194,26 @@ def test_a_worker_scores_only_its_own_tasks_and_leaves_another_s_queued(tmp_path
     serving.store.close()
 
 
+def test_a_start_reads_a_scored_run_s_measures_from_its_means_and_scores_again_none_that_holds_them(tmp_path):
+    """The means' keys say which measures a run was scored on; its per-query scores are read only
+    where a measure has no mean (a response measure undefined on every turn): such a run holds
+    every measure and was scored once, not again at every start."""
+    client, service = open_client(tmp_path)
+    with client:
+        ident = post(client, trec_run(tmp_path / "run.trec", seed=2)).json()["id"]
+        assert scored(client, ident)["status"] == "scored"
+    with service.store.session() as session:
+        row = session.get(st.Submission, ident)
+        dropped = next(iter(row.means))
+        row.means = {m: v for m, v in row.means.items() if m != dropped}  # as a mean undefined on every turn
+        before = row.scored_at
+        session.commit()
+    client, service = open_client(tmp_path)
+    with client, service.store.session() as session:
+        row = session.get(st.Submission, ident)
+        assert row.status == "scored" and row.scored_at == before and dropped not in row.means
+
+
 def test_a_submission_of_a_task_since_removed_is_still_shown_to_its_team(tmp_path):
     """Renamed in the config (a new board), the old task's submissions were a KeyError: 500."""
     client, _ = open_client(tmp_path)

@@ -16,6 +16,7 @@ from typing import IO, Any
 
 from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import defer
 
 from harness.serve import store as st
 from harness.serve.config import ServeConfig
@@ -97,7 +98,8 @@ class Service:
         measure made the board a KeyError, 500), or was scored on other judgments."""
         stale: dict[tuple[str, str], int] = {}
         with self.store.session() as session:
-            for row in session.scalars(select(st.Submission).where(st.Submission.status == st.SCORED)):
+            for row in session.scalars(select(st.Submission).where(st.Submission.status == st.SCORED)
+                                       .options(defer(st.Submission.per_query))):  # read where _holds needs it
                 runtime = self.tasks.get(row.task)
                 reason = None if runtime is None else _stale(row, runtime)
                 if reason is not None:
@@ -249,9 +251,16 @@ class Service:
             return cached[1]
 
 
+def _holds(row: st.Submission, measures: tuple[str, ...]) -> bool:
+    """Whether a scored row has scores for exactly the task's measures. Its means' keys say so
+    (its per-query scores, far larger, are not read); only where a measure has no mean, as a
+    response measure undefined on every turn has none, do its per-query scores' keys decide."""
+    return set(row.means or {}) == set(measures) or set(row.per_query or {}) == set(measures)
+
+
 def _stale(row: st.Submission, runtime: TaskRuntime) -> str | None:
     """Why a scored row's scores are not those its task gives now; None when they are."""
-    if set(row.per_query or {}) != set(runtime.config.measures):
+    if not _holds(row, runtime.config.measures):
         return "the task's measures changed"
     if row.scored_with is None:
         return "scored by an earlier version, which did not record the qrels and depth it scored with"
