@@ -13,7 +13,8 @@ import json
 import os
 import time
 from pathlib import Path
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from stat import S_ISDIR, S_ISREG
 from typing import Any
 
 # Files this large are hashed once per version (file_sha256): a 100 GB corpus is not read
@@ -93,15 +94,56 @@ def file_version(path: str | Path) -> list[int]:
 
 
 def folder_version(path: str | Path) -> str:
-    """A cheap fingerprint of a folder (an index, a model): the sha256 over each file's name
-    below it, size and mtime, as harness.scale.shards keys a file, not over its bytes (hashing
-    a large index on every run would cost as much as searching it). A folder rebuilt in place
-    changes it, so a run over the old one is not reused."""
+    """A cheap fingerprint of a folder (an index, a model), for resume keys. A Lucene index
+    (a folder holding segments_N) by its commit (commit_key): what a search reads, whatever
+    else lies beside it. Any other folder by the sha256 over each file's name below it, size
+    and mtime, as harness.scale.shards keys a file, not over its bytes (hashing a large index
+    on every run would cost as much as searching it); symlinked subfolders (a model folder
+    linking into a download cache) are followed. A folder rebuilt in place changes it, so a
+    run over the old one is not reused. A file changed within SETTLED_NS may change again
+    within its mtime's resolution: the fingerprint waits that long for the folder to settle;
+    one still changing then gets a key of its own, which no later run matches."""
     root = Path(path)
+    if any(root.glob("segments_*")):
+        return commit_key(root)  # bytes, not stat: vouches for the commit at once
+    for _ in range(2):
+        digest, newest = hashlib.sha256(), 0
+        for name, stat in sorted(_files_below(root, (), frozenset()), key=lambda found: found[0]):
+            digest.update(f"{'/'.join(name)}\0{stat.st_size}\0{stat.st_mtime_ns}\n".encode())
+            newest = max(newest, stat.st_mtime_ns, stat.st_ctime_ns)
+        wait = newest + SETTLED_NS - time.time_ns()
+        if wait <= 0:
+            return digest.hexdigest()
+        time.sleep(min(wait, SETTLED_NS) / 1e9)
+    return f"{digest.hexdigest()}:unsettled:{time.time_ns()}"
+
+
+def _files_below(folder: Path, name: tuple[str, ...],
+                 above: frozenset[tuple[int, int]]) -> Iterator[tuple[tuple[str, ...], os.stat_result]]:
+    """Each file below `folder`, by its path's parts from the root, with its stat (links
+    followed); a link back to a folder above it is not followed again (a cycle)."""
+    above = above | {_identity(os.stat(folder))}
+    for entry in os.scandir(folder):
+        try:
+            stat = entry.stat()
+        except OSError:
+            continue  # a dangling link: no file there
+        if S_ISDIR(stat.st_mode) and _identity(stat) not in above:
+            yield from _files_below(Path(entry.path), (*name, entry.name), above)
+        elif S_ISREG(stat.st_mode):
+            yield (*name, entry.name), stat
+
+
+def _identity(stat: os.stat_result) -> tuple[int, int]:
+    return stat.st_dev, stat.st_ino
+
+
+def commit_key(folder: Path) -> str:
+    """The sha256 of a Lucene index's commit files (`segments_N`): Lucene writes random
+    segment ids into them, so a rebuilt or changed index never has the key of the old one."""
     digest = hashlib.sha256()
-    for file in sorted(found for found in root.rglob("*") if found.is_file()):
-        stat = file.stat()
-        digest.update(f"{file.relative_to(root).as_posix()}\0{stat.st_size}\0{stat.st_mtime_ns}\n".encode())
+    for path in sorted(Path(folder).glob("segments_*")):
+        digest.update(path.name.encode() + b"\0" + path.read_bytes())
     return digest.hexdigest()
 
 

@@ -200,10 +200,12 @@ def _indexed(query: str, k: int, index: Path = Path("idx")):
 
 
 @pytest.mark.parametrize("where", ["a parameter", "the corpus"])
-def test_a_run_over_a_rebuilt_index_folder_is_run_again_not_reused(tmp_path, capsys, where):
+def test_a_run_over_a_rebuilt_index_folder_is_run_again_not_reused(tmp_path, capsys, monkeypatch, where):
     """A folder a parameter (or `corpus: {index: ...}`) names enters the resume key by its
     files' names, sizes and mtimes: rebuilt in place, its runs are made again."""
     from harness.retrieve import RETRIEVERS
+
+    monkeypatch.setattr("harness.paths.SETTLED_NS", 0)  # not waited for (a real folder: 2 s after a change)
 
     index = tmp_path / "idx"
     index.mkdir()

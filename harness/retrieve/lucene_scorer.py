@@ -51,7 +51,7 @@ import numpy as np
 
 from harness.atomic import temp_folder
 from harness.errors import HarnessError
-from harness.paths import cache_root
+from harness.paths import cache_root, commit_key
 from harness.trec import Run, kept_ranking
 
 FIELD = "contents"  # Anserini's analysed text field
@@ -140,15 +140,6 @@ def block_starts(starts: np.ndarray) -> np.ndarray:
     from harness.retrieve._lucene_kernels import BLOCK
 
     return np.concatenate(([0], np.cumsum((np.diff(starts) + BLOCK - 1) // BLOCK)))
-
-
-def commit_key(folder: Path) -> str:
-    """The sha256 of the index's commit files (`segments_N`): Lucene writes random segment
-    ids into them, so a rebuilt or changed index never has the key of the old one."""
-    digest = hashlib.sha256()
-    for path in sorted(Path(folder).glob("segments_*")):
-        digest.update(path.name.encode() + b"\0" + path.read_bytes())
-    return digest.hexdigest()
 
 
 def export_folders(folder: Path) -> list[Path]:
