@@ -458,6 +458,22 @@ def test_an_error_in_a_file_the_config_names_also_names_the_config_key(tmp_path,
                                        "fields 'qid iter docid grade', found 3\n")
 
 
+def test_a_malformed_qrels_file_several_experiments_name_is_read_and_reported_once(tmp_path, capsys, monkeypatch):
+    """At the first key naming it: the others need the same fix, and the file is read once."""
+    from harness.trec import read_qrels
+
+    qrels = tmp_path / "bad.qrels"
+    qrels.write_text("q1 0 d1 1\nq2 0 d2\n", encoding="utf-8")
+    read = []
+    monkeypatch.setattr("harness.runner.config.read_qrels", lambda path: read.append(path) or read_qrels(path))
+    experiments = [_experiment(name=name, qrels=str(qrels)) for name in ("a", "b", "c")]
+    path = _write(tmp_path, {"output": str(tmp_path / "out"), "experiments": experiments})
+    assert main(["run", str(path), "--dry-run"]) == 2
+    assert capsys.readouterr().err == (f"harness run: error: {path}: experiments[0].qrels: {qrels}:2: expected 4 "
+                                       "fields 'qid iter docid grade', found 3\n")
+    assert read == [qrels]
+
+
 def test_a_plugin_parameter_annotated_as_a_path_is_looked_for_whatever_its_name(tmp_path, monkeypatch):
     """The check reads the declared type, not the name: a `pathlib.Path` parameter of a plug-in
     is looked for when the config is read; `Path | str` also takes a name, which is not."""

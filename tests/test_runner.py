@@ -650,6 +650,23 @@ def test_qrels_restricted_to_a_corpus_holding_no_relevant_document_is_an_error_a
         "has a relevant document in the corpus other.jsonl: is it the collection these topics are judged on?\n")
 
 
+def test_the_topics_own_qrels_are_read_once_for_every_experiment_on_them(tmp_path, monkeypatch):
+    """Two experiments on iKAT 2023 test, one restricted to its corpus: one read of the qrels file."""
+    from harness.retrieve import RETRIEVERS
+    from harness.trec import read_qrels
+
+    read = []
+    monkeypatch.setattr("harness.topics._common.read_qrels", lambda path: read.append(path) or read_qrels(path))
+    config = tmp_path / "twice.yaml"
+    config.write_text(yaml.safe_dump({"k": 10, "output": str(tmp_path / "runs"), "experiments": [
+        {"name": name, "topics": "ikat2023:test", "strategies": ["raw"], "retrievers": ["one"], "measures": ["RR"],
+         "tag": f"{name}.{{retriever}}", "qrels_restrict_to_corpus": restrict}
+        for name, restrict in (("all", False), ("pool", True))]}), encoding="utf-8")
+    with RETRIEVERS.using({"one": _passages}):
+        assert main(["run", str(config)]) == 0
+    assert len(read) == 1
+
+
 def _passages(query: str, k: int):
     """A plug-in ranking two passages of one document."""
     return [("d1-1", 2.0), ("d1-2", 1.0)]

@@ -403,7 +403,7 @@ def parse_config(path: Path, document: Any) -> Config:
         "k": top["k"].positive_int() if "k" in top else DEFAULT_K,
     }
     problems = Problems(path)
-    qrels_read: dict[Path, Qrels] = {}  # a qrels file several experiments name is read once
+    qrels_read: dict[Path, Qrels | None] = {}  # a qrels file several experiments name is read once
     with endpoints(llm):  # the `llm` strategy's check sees this config's endpoints, and only here
         try:
             experiments = tuple(_experiment(node, defaults, problems, qrels_read)
@@ -441,7 +441,7 @@ _EXPERIMENT_KEYS = (
 
 
 def _experiment(node: Node, defaults: dict[str, Any], problems: Problems,
-                qrels_read: dict[Path, Qrels]) -> Experiment | None:
+                qrels_read: dict[Path, Qrels | None]) -> Experiment | None:
     """The experiment, or None when a file or folder it names is missing or malformed (the
     errors kept in `problems`, the checks that need those files skipped)."""
     kept = len(problems.found)
@@ -473,7 +473,7 @@ def _experiment(node: Node, defaults: dict[str, Any], problems: Problems,
     k = keys["k"].positive_int() if "k" in keys else defaults["k"]
     tag = _tag_pattern(keys["tag"]) if "tag" in keys else defaults["tag"]
     note = keys["note"].text() if "note" in keys else None
-    if len(problems.found) > kept:
+    if len(problems.found) > kept or ("qrels" in keys and qrels is None):  # (its error said once, where first named)
         return None
     return Experiment(
         name=name,
@@ -584,15 +584,18 @@ def _corpus_spec(node: Node) -> str:
     return spec
 
 
-def _qrels(node: Node, read: dict[Path, Qrels]) -> Qrels:
+def _qrels(node: Node, read: dict[Path, Qrels | None]) -> Qrels | None:
     """The `qrels:` file, read now (once for all experiments naming it): a malformed line is an
-    error at this key naming its line (`experiments[0].qrels: q.txt:12: expected 4 fields ...`)."""
+    error at this key naming its line (`experiments[0].qrels: q.txt:12: expected 4 fields ...`),
+    said at the first key naming the file only; None at the others."""
     from harness.evaluate import check_scorable
 
     path = node.existing_path()
     if path not in read:
-        read[path] = lookup(node, lambda: read_qrels(path))
-        lookup(node, lambda: check_scorable(read[path]))  # a query with only negative grades
+        read[path] = None  # until read and found scorable
+        qrels = lookup(node, lambda: read_qrels(path))
+        lookup(node, lambda: check_scorable(qrels))  # a query with only negative grades
+        read[path] = qrels
     return read[path]
 
 

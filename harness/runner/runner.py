@@ -60,7 +60,7 @@ class Workspace:
     _benchmarks: dict[str, Benchmark] = field(default_factory=dict)
     _queries: dict[tuple[str, str, str | None], list[SearchQuery]] = field(default_factory=dict)
     _corpora: dict[Any, Corpus | None] = field(default_factory=dict)
-    _qrels: dict[Any, Qrels] = field(default_factory=dict)
+    _qrels: dict[Any, Qrels] = field(default_factory=dict)  # (task, topics): their own; longer keys: as scored
     _fingerprints: dict[Any, Any] = field(default_factory=dict)  # corpus and named-file fingerprints
 
     def benchmark(self, topics: str) -> Benchmark:
@@ -117,13 +117,18 @@ class Workspace:
         return self._fingerprints[key]
 
     def qrels(self, experiment: Experiment) -> Qrels:
+        """The experiment's qrels, restricted to its corpus where it asks: each file read once,
+        a `qrels:` file when the config was checked, the topics' own on first use (by every
+        experiment on those topics, whatever its corpus)."""
         key = (experiment.task, experiment.topics, experiment.qrels, experiment.qrels_restrict_to_corpus,
                experiment.corpus)
         if key not in self._qrels:
-            if experiment.given_qrels is not None:  # read when the config was checked
-                qrels = experiment.given_qrels
-            else:
-                qrels = TASKS.get(experiment.task).default_qrels(self.benchmark(experiment.topics))
+            qrels = experiment.given_qrels  # read when the config was checked
+            if qrels is None:
+                own = (experiment.task, experiment.topics)
+                if own not in self._qrels:
+                    self._qrels[own] = TASKS.get(experiment.task).default_qrels(self.benchmark(experiment.topics))
+                qrels = self._qrels[own]
             if experiment.qrels_restrict_to_corpus:
                 qrels = restrict_to_corpus(qrels, self.corpus(experiment))
                 if not qrels.judgments:  # nothing to score on (the evaluator would divide by no query)
