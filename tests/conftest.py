@@ -112,6 +112,20 @@ def clueweb22_txt_with_a_repeated_id(folder: Path) -> tuple[Path, str]:
     return txt, f"{txt}/en/en00/en0000/en0000-33.json.gz:2: document id '{again}' again (first at line 1)"
 
 
+def clueweb22_txt_with_an_id_in_two_files(folder: Path) -> tuple[Path, str]:
+    """A three-file ClueWeb22 `txt` folder whose third file gives again (line 2) an id of the
+    first (line 2); returns the folder and the message naming both files and lines."""
+    twice = "clueweb22-en0000-32-00002"
+    txt = write_clueweb22_txt(folder, [Document("clueweb22-en0000-32-00001", "One sentence. Another."),
+                                       Document(twice, "A text."), Document("clueweb22-en0000-33-00001", "Two."),
+                                       Document("clueweb22-en0000-34-00001", "Three.")])
+    third = txt / "en" / "en00" / "en0000" / "en0000-34.json.gz"
+    with gzip.open(third, "at", encoding="utf-8") as handle:
+        handle.write(json.dumps({"ClueWeb22-ID": twice, "Clean-Text": "The same id, another text."}) + "\n")
+    first = txt / "en" / "en00" / "en0000" / "en0000-32.json.bz2"
+    return txt, f"{third}:2: document id '{twice}' again (first at {first}:2)"
+
+
 # --- the reference implementations in ../shared/reference (trec_eval, official iKAT tools) ---
 
 

@@ -14,14 +14,16 @@ from harness import paths
 from harness.cli import main
 from harness.compute.engines import EngineSpec, start_engine
 from harness.compute.exact import exact_search, longest_norm, rank
+from harness.corpus import Document
 from harness.corpus.readers import open_corpus
 from harness.corpus.segment import segment_corpus
 from harness.errors import HarnessError
 from harness.paths import file_version
 from harness.retrieve.dense import SEARCH_BACKENDS
 from harness.scale.segment import segment_sharded, shards_folder
-from harness.scale.shards import MANIFEST
-from tests.conftest import clueweb22_txt_with_a_repeated_id
+from harness.scale.shards import ID_HASHES, MANIFEST
+from tests.conftest import (clueweb22_txt_with_a_repeated_id, clueweb22_txt_with_an_id_in_two_files,
+                            write_clueweb22_txt)
 
 
 @pytest.fixture(scope="module")
@@ -213,6 +215,108 @@ def test_a_document_id_given_twice_in_a_file_shard_names_the_file_and_lines(tmp_
     assert main(["segment", str(folder), "--output", str(out), "--splitter", "fast", "--shard-docs", "4"]) == 2
     assert f": error: {message}; " in capsys.readouterr().err
     assert not out.exists()
+
+
+@pytest.fixture(scope="module")
+def clueweb22_documents() -> list[Document]:
+    """iKAT 2023 documents rebuilt from their official passages 0 on, under their ClueWeb22 ids."""
+    from harness.ikat.passages import rebuilt_documents
+
+    return [Document(rebuilt.document.id.split(":")[0], rebuilt.document.contents) for rebuilt in rebuilt_documents()
+            if rebuilt.document.id.split(":")[1].startswith("0-")]
+
+
+@pytest.fixture
+def checked(monkeypatch) -> list[int]:
+    """How many ids each check of repeated ids was given (harness.corpus.HashSet.add)."""
+    from harness.corpus import HashSet
+
+    sizes: list[int] = []
+    add = HashSet.add
+    monkeypatch.setattr(HashSet, "add", lambda self, hashes: sizes.append(len(hashes)) or add(self, hashes))
+    return sizes
+
+
+def test_each_id_of_a_corpus_cut_into_ranges_is_checked_once(tmp_path, checked):
+    """By the driver as it cuts the ranges; their tasks do not check them again."""
+    corpus = open_corpus("benchmark:ikat2023:test")
+    documents = sum(1 for _ in corpus.documents())
+    segment_sharded(corpus, tmp_path / "p.jsonl", start_engine(EngineSpec()), splitter="fast", shard_docs=100)
+    assert sum(checked) == documents
+
+
+def test_an_id_in_two_files_of_a_clueweb22_folder_names_both_files_on_every_run(tmp_path, capsys):
+    """Each file's task keeps its ids' hashes; the driver checks them across files, and the
+    manifest never says complete."""
+    folder, message = clueweb22_txt_with_an_id_in_two_files(tmp_path)
+    out = tmp_path / "p.jsonl"
+    for _ in range(2):
+        assert main(["segment", str(folder), "--output", str(out), "--splitter", "fast", "--shard-docs", "4"]) == 2
+        assert f": error: {message}; " in capsys.readouterr().err
+        assert not out.exists()
+    assert not json.loads((shards_folder(out) / MANIFEST).read_text())["complete"]
+
+
+def test_ids_of_a_clueweb22_folder_checked_across_files_leave_the_output_unchanged(tmp_path, clueweb22_documents):
+    """The hashes lie beside the shards, listed in the manifest, but are no part of OUT."""
+    folder = write_clueweb22_txt(tmp_path / "cw", clueweb22_documents)
+    out, one = tmp_path / "sharded.jsonl", tmp_path / "one.jsonl"
+    segment_sharded(open_corpus(str(folder)), out, start_engine(EngineSpec()), splitter="fast")
+    segment_corpus(open_corpus(str(folder)), one, splitter="fast", processes=1)
+    assert out.read_bytes() == one.read_bytes()
+    manifest = json.loads((shards_folder(out) / MANIFEST).read_text())
+    assert all(f"shard-{entry['index']:05d}{ID_HASHES}" in entry["files"] for entry in manifest["shards"])
+
+
+def test_ids_of_two_files_sharing_a_hash_are_told_apart_by_reading_the_files(tmp_path, monkeypatch,
+                                                                             clueweb22_documents):
+    monkeypatch.setattr("harness.scale.shards.id_hash", lambda document_id: 7)  # every id one hash
+    folder = write_clueweb22_txt(tmp_path / "cw", clueweb22_documents)
+    out = tmp_path / "p.jsonl"
+    segment_sharded(open_corpus(str(folder)), out, start_engine(EngineSpec()), splitter="fast")
+    assert json.loads((shards_folder(out) / MANIFEST).read_text())["complete"]
+
+
+def test_a_manifest_older_than_the_check_across_files_cuts_a_folder_s_file_shards_again(tmp_path, capsys,
+                                                                                        clueweb22_documents):
+    """Its file shards lack their ids' hashes: cut again, once."""
+    folder = write_clueweb22_txt(tmp_path / "cw", clueweb22_documents)
+    out, engine = tmp_path / "p.jsonl", start_engine(EngineSpec())
+    segment_sharded(open_corpus(str(folder)), out, engine, splitter="fast")
+    _as_written_before_the_check(shards_folder(out) / MANIFEST)
+    capsys.readouterr()
+    segment_sharded(open_corpus(str(folder)), out, engine, splitter="fast")
+    segment_sharded(open_corpus(str(folder)), out, engine, splitter="fast")
+    files = len(open_corpus(str(folder)).paths)
+    assert [line.split(";")[0] for line in capsys.readouterr().err.splitlines()] == [
+        f"segment: {files} shards, {files} run, 0 already done", f"segment: {files} shards, 0 run, {files} already done"]
+
+
+def test_a_manifest_older_than_the_check_across_files_has_its_ranges_ids_checked_once_and_kept(
+        passages_file, tmp_path, capsys, checked):
+    """The driver's pass over the corpus checks their ids again; no range is cut again."""
+    out, engine = tmp_path / "p.jsonl", start_engine(EngineSpec())
+    segment_sharded(open_corpus(str(passages_file)), out, engine, splitter="fast", shard_docs=300)
+    _as_written_before_the_check(shards_folder(out) / MANIFEST)
+    checked.clear()
+    capsys.readouterr()
+    segment_sharded(open_corpus(str(passages_file)), out, engine, splitter="fast", shard_docs=300)
+    assert sum(checked) == sum(1 for _ in open_corpus(str(passages_file)).documents())
+    assert ", 0 run," in capsys.readouterr().err
+    checked.clear()
+    segment_sharded(open_corpus(str(passages_file)), out, engine, splitter="fast", shard_docs=300)
+    assert checked == []  # taken whole now
+
+
+def _as_written_before_the_check(manifest_file) -> None:
+    """A manifest as a harness without the check across files wrote it."""
+    manifest = json.loads(manifest_file.read_text())
+    del manifest["version"]
+    for entry in manifest["shards"]:
+        for name in [name for name in entry["files"] if name.endswith(ID_HASHES)]:
+            del entry["files"][name], entry["versions"][name]
+            (manifest_file.parent / name).unlink()
+    manifest_file.write_text(json.dumps(manifest))
 
 
 def test_a_corpus_without_documents_fails_on_every_run(tmp_path):

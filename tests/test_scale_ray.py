@@ -24,9 +24,10 @@ from harness.corpus.readers import open_corpus
 from harness.corpus.segment import segment_corpus
 from harness.retrieve import SearchQuery, build
 from harness.paths import file_sha256
-from harness.scale.shards import MANIFEST
+from harness.scale.shards import MANIFEST, outputs
 from harness.trec import write_run
-from tests.conftest import clueweb22_txt_with_a_repeated_id, ikat_passages, write_clueweb22_txt
+from tests.conftest import (clueweb22_txt_with_a_repeated_id, clueweb22_txt_with_an_id_in_two_files, ikat_passages,
+                            write_clueweb22_txt)
 
 pytestmark = [pytest.mark.ray, pytest.mark.slow]
 ray = pytest.importorskip("ray")
@@ -74,9 +75,9 @@ def assert_manifest_matches(out: Path) -> dict:
     assert manifest["complete"] and [entry["index"] for entry in manifest["shards"]] == list(
         range(len(manifest["shards"])))
     for entry in manifest["shards"]:
-        for name, sha in entry["files"].items():
-            assert file_sha256(folder / name) == sha
-            assert sum(1 for _ in open(folder / name, encoding="utf-8")) == entry["count"]
+        assert all(file_sha256(folder / name) == sha for name, sha in entry["files"].items())
+        (name,) = outputs(entry)
+        assert sum(1 for _ in open(folder / name, encoding="utf-8")) == entry["count"]
     lines = out.read_text(encoding="utf-8").count("\n")
     assert manifest["count"] == lines
     return manifest
@@ -112,6 +113,13 @@ def test_a_users_mistake_a_task_finds_is_its_one_line_without_the_remote_traceba
     assert main(ray_segment(cluster, str(folder), tmp_path / "p.jsonl", "fast", 4)) == 2
     err = capsys.readouterr().err
     assert f": error: {message}; " in err and "Traceback" not in err and "shard task failed" not in err
+
+
+def test_an_id_in_two_files_read_by_different_workers_is_caught(cluster, tmp_path, capsys):
+    """The ids' hashes each worker keeps are the same in every process (Python's hash() is not)."""
+    folder, message = clueweb22_txt_with_an_id_in_two_files(tmp_path)
+    assert main(ray_segment(cluster, str(folder), tmp_path / "p.jsonl", "fast", 4)) == 2
+    assert f": error: {message}; " in capsys.readouterr().err
 
 
 def test_rerun_redoes_only_the_missing_shard(cluster, local_passages, tmp_path, capsys):

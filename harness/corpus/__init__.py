@@ -67,13 +67,13 @@ def unique_ids(corpus: Corpus, documents: Iterable[Document]) -> Iterator[Docume
     tell a repeated id from two ids sharing a hash, and to say where."""
     import numpy as np  # here: not a cost of every `import harness`
 
-    seen = _Hashes()
+    seen = HashSet()
     read = 0
     for block in _blocks(documents):
         again = seen.add(np.fromiter((hash(document.id) for document in block), np.int64, len(block)))
         read += len(block)
         if again:
-            _raise_repeated(corpus, again, read)
+            raise_repeated(corpus, again, read)
         yield from block
 
 
@@ -95,12 +95,12 @@ def _blocks(documents: Iterable[Document]) -> Iterator[list[Document]]:
         yield block
 
 
-def _raise_repeated(corpus: Corpus, repeated: set[int], read: int) -> None:
+def raise_repeated(corpus: Corpus, repeated: set[int], read: int, key: Callable[[str], int] = hash) -> None:
     """The error for the first id read twice among the corpus's first `read` documents whose
-    hashes are `repeated`; nothing when those hashes are shared by different ids."""
+    hashes (by `key`) are `repeated`; nothing when those hashes are shared by different ids."""
     first: dict[str, tuple[int, tuple[Path, int] | None]] = {}  # id of a repeated hash -> where it came first
     for ordinal, (document, where) in enumerate(islice(corpus.located(), read)):
-        if hash(document.id) not in repeated:
+        if key(document.id) not in repeated:
             continue
         if document.id not in first:
             first[document.id] = ordinal, where
@@ -115,7 +115,13 @@ def _raise_repeated(corpus: Corpus, repeated: set[int], read: int) -> None:
                          line=where[1])
 
 
-class _Hashes:
+def id_hash(document_id: str) -> int:
+    """A 64-bit hash of an id that every process gives alike (Python's hash() of a str is
+    salted per process): for ids checked where they are read by several workers."""
+    return int.from_bytes(hashlib.blake2b(document_id.encode("utf-8"), digest_size=8).digest(), "little", signed=True)
+
+
+class HashSet:
     """A set of 64-bit hashes as sorted arrays whose sizes at least halve, one to the next (a
     new block merges with every one not bigger than it): 8 bytes a hash (16 while the biggest
     merge runs; a Python set of ints takes about 60), a lookup a binary search per array."""

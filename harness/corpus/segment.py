@@ -179,13 +179,13 @@ def _pool_context() -> multiprocessing.context.BaseContext:
     return multiprocessing.get_context("spawn" if jvm is not None and jvm.vm_running else "fork")
 
 
-def iter_passages(corpus: Corpus, splitter: str = "spacy", processes: int | None = None) -> Iterator[list[Passage]]:
-    """Each document's passages, in corpus order; `processes` workers (default: all cores). A
-    document id given twice (its passages' ids would be too) is an error naming its file and
-    lines, said as soon as the block holding it is read, before it is split (harness.corpus.unique_ids)."""
+def iter_passages(documents: Iterator[Document], splitter: str = "spacy",
+                  processes: int | None = None) -> Iterator[list[Passage]]:
+    """Each document's passages, in order; `processes` workers (default: all cores). The
+    documents' ids are checked by the caller, once (harness.corpus.unique_ids)."""
     processes = processes or os.cpu_count() or 1
     _set_splitter(splitter)  # here, once: a bad name or a missing model fails before any worker
-    batches = _batches(unique_ids(corpus, corpus.documents()))
+    batches = _batches(documents)
     if processes == 1:
         for batch in batches:
             yield from _segment_batch(batch)
@@ -203,12 +203,14 @@ def passage_line(passage: Passage) -> str:
 
 
 def segment_corpus(corpus: Corpus, out: Path, splitter: str = "spacy", processes: int | None = None) -> int:
-    """Write `out` as JSONL passages {"id", "contents", "md5"}; returns the passage count."""
+    """Write `out` as JSONL passages {"id", "contents", "md5"}; returns the passage count. A
+    document id given twice (its passages' ids would be too) is an error naming its file and
+    lines, said as soon as the block holding it is read, before it is split (harness.corpus.unique_ids)."""
     count = 0
     with atomic_write(out) as handle:
         progress = progress_bar(f"segment {corpus.name}", " docs")
         with progress:
-            for passages in iter_passages(corpus, splitter, processes):
+            for passages in iter_passages(unique_ids(corpus, corpus.documents()), splitter, processes):
                 handle.writelines(passage_line(passage) for passage in passages)
                 count += len(passages)
                 progress.update(1)

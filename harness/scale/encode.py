@@ -10,7 +10,6 @@ hardware. On a GPU the model runs in float16 when float16 vectors are asked for.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import io
 import os
 from dataclasses import dataclass
@@ -19,12 +18,12 @@ from typing import Any
 
 import numpy as np
 
-from harness.atomic import atomic_write
 from harness.compute.engines import Engine
-from harness.corpus import Corpus, unique_ids
+from harness.corpus import Corpus
 from harness.retrieve._embeddings import (Encoder, cache_folder, cache_key, check_dtype, chunk_size, encode_all,
                                           load_encoder)
-from harness.scale.shards import ShardResult, ShardTask, plan, run_shards, source_key
+from harness.scale.shards import (ShardResult, ShardTask, outputs, plan, run_shards, source_key,
+                                  write_hashed)
 
 SHARD_DOCS = 8192
 
@@ -39,12 +38,6 @@ def encoder_settings(encoder: Encoder, dtype: str) -> dict[str, Any]:
         "batch_size": encoder.batch_size,
         "dtype": check_dtype(dtype),
     }
-
-
-def _write_hashed(path: Path, data: bytes) -> str:
-    with atomic_write(path, "wb") as handle:
-        handle.write(data)
-    return hashlib.sha256(data).hexdigest()
 
 
 def _half_precision(on: bool) -> contextlib.AbstractContextManager:
@@ -65,16 +58,16 @@ def encode_shard(task: ShardTask) -> ShardResult:
     # float16 on a GPU by autocast: the model object is shared (queries are encoded by it too)
     # and must stay float32
     with _half_precision(encoder.device == "cuda" and settings["dtype"] == "float16"):
-        corpus = task.corpus()
-        ids, vectors = encode_all(encoder, unique_ids(corpus, corpus.documents()), dtype=settings["dtype"])
+        read: list[str] = []
+        ids, vectors = encode_all(encoder, task.documents(read), dtype=settings["dtype"])
     buffer = io.BytesIO()
     np.save(buffer, vectors, allow_pickle=False)
     folder = Path(task.folder)
     files = {
-        f"{task.stem}.npy": _write_hashed(folder / f"{task.stem}.npy", buffer.getvalue()),
-        f"{task.stem}.ids": _write_hashed(folder / f"{task.stem}.ids", "".join(f"{i}\n" for i in ids).encode()),
+        f"{task.stem}.npy": write_hashed(folder / f"{task.stem}.npy", buffer.getvalue()),
+        f"{task.stem}.ids": write_hashed(folder / f"{task.stem}.ids", "".join(f"{i}\n" for i in ids).encode()),
     }
-    return ShardResult.written(len(ids), len(ids), folder, files)
+    return task.result(len(ids), len(ids), files, read)
 
 
 def encode_sharded(
@@ -98,7 +91,7 @@ class VectorShard:
 def vector_shards(folder: Path, manifest: dict[str, Any]) -> list[VectorShard]:
     shards, offset = [], 0
     for entry in manifest["shards"]:
-        names = sorted(entry["files"])  # .ids, .npy
+        names = sorted(outputs(entry))  # .ids, .npy
         shards.append(VectorShard(offset, entry["count"], str(folder / names[1]), str(folder / names[0])))
         offset += entry["count"]
     return shards

@@ -14,7 +14,7 @@ from harness.atomic import atomic_write
 from harness.compute.engines import Engine
 from harness.corpus import Corpus
 from harness.corpus.segment import iter_passages, passage_line
-from harness.scale.shards import ShardResult, ShardTask, plan, run_shards, source_key
+from harness.scale.shards import ShardResult, ShardTask, outputs, plan, run_shards, source_key
 
 SHARD_DOCS = 10_000
 
@@ -22,18 +22,19 @@ SHARD_DOCS = 10_000
 def segment_shard(task: ShardTask) -> ShardResult:
     """Segment one shard into its own JSONL file (written atomically)."""
     name = f"{task.stem}.jsonl"
-    shard = task.corpus()
+    ids: list[str] = []
     docs = count = 0
     digest = hashlib.sha256()
     with atomic_write(Path(task.folder) / name) as handle:
-        for passages in iter_passages(shard, task.settings["splitter"], task.settings.get("processes") or 1):
+        for passages in iter_passages(task.documents(ids), task.settings["splitter"],
+                                      task.settings.get("processes") or 1):
             for passage in passages:
                 line = passage_line(passage)
                 digest.update(line.encode("utf-8"))
                 handle.write(line)
             docs += 1
             count += len(passages)
-    return ShardResult.written(docs, count, Path(task.folder), {name: digest.hexdigest()})
+    return task.result(docs, count, {name: digest.hexdigest()}, ids)
 
 
 def shards_folder(out: Path) -> Path:
@@ -56,7 +57,7 @@ def segment_sharded(
     manifest = run_shards(engine, "segment", segment_shard, tasks, folder, settings, source_key(corpus))
     with atomic_write(out, "wb") as handle:
         for entry in manifest["shards"]:
-            for name in entry["files"]:
+            for name in outputs(entry):
                 with open(folder / name, "rb") as shard:
                     shutil.copyfileobj(shard, handle, 1 << 20)
     return manifest["count"]

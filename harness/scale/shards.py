@@ -1,7 +1,10 @@
 """Shards and their manifest, and the resumable driver loop that runs them on an engine.
 
 A shard is fixed by the input alone: one file of a multi-file corpus (a ClueWeb22 `txt`
-folder), else a range of `shard_docs` consecutive documents. Each shard's files are written
+folder), else a range of `shard_docs` consecutive documents. Each document id is checked once:
+a range's as the driver cuts it from its one pass over the corpus; a file's by its task,
+within the file, and by the driver across files, from the 64-bit hashes of its ids that the
+task keeps beside its outputs (`shard-NNNNN.id-hashes`). Each shard's files are written
 atomically by its task, which returns their sha256 and file versions (size, mtime, inode,
 ctime); the driver records them in `manifest.json` (rewritten atomically after every shard),
 so a killed worker, node or driver loses at most the shards in flight. A rerun skips a shard
@@ -20,16 +23,22 @@ import sys
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from itertools import chain
 from pathlib import Path
 from typing import Any
 
 from harness.atomic import atomic_write, make_folder
 from harness.compute.engines import Engine
-from harness.corpus import Corpus, Document, unique_ids
+from harness.corpus import Corpus, Document, HashSet, id_hash, raise_repeated, unique_ids
 from harness.errors import HarnessError
 from harness.paths import file_sha256, file_version, settled
 
 MANIFEST = "manifest.json"
+# 2: a multi-file corpus's ids are checked across its files. An older manifest is never taken
+# whole: its ranges are kept once the driver's pass has checked their ids again; its file
+# shards, whose ids' hashes it lacks, are cut again.
+MANIFEST_VERSION = 2
+ID_HASHES = ".id-hashes"  # a file shard's ids' hashes (id_hash, sorted int64), beside its outputs
 
 
 @dataclass(frozen=True)
@@ -39,21 +48,33 @@ class ShardTask:
     key: str  # the input's identity: a file's path, size and mtime, or the sha256 of the documents
     settings: dict[str, Any]
     source: str | None = None  # a corpus spec the task opens itself (one ClueWeb22 file)
-    documents: tuple[Document, ...] | None = None  # or the documents, cut from the corpus stream
+    cut: tuple[Document, ...] | None = None  # or the documents, cut from the corpus stream
 
     @property
     def stem(self) -> str:
         return f"shard-{self.index:05d}"
 
-    def corpus(self) -> Corpus:
-        """The shard's documents: its file's (whose lines an error names), or those cut from
-        the corpus stream (whose ids `plan` checked as the whole corpus's)."""
-        if self.documents is not None:
-            documents = self.documents
-            return Corpus(self.stem, lambda: iter(documents))
+    def documents(self, ids: list[str]) -> Iterator[Document]:
+        """The shard's documents, each id checked once: those cut from the corpus stream were
+        checked by `plan`, as the whole corpus's; a file's are checked here, within the file
+        (an error names its lines), each then appended to `ids` for the check across files."""
+        if self.cut is not None:
+            return iter(self.cut)
         from harness.corpus.readers import open_corpus
 
-        return open_corpus(self.source)
+        corpus = open_corpus(self.source)
+        return (ids.append(document.id) or document for document in unique_ids(corpus, corpus.documents()))
+
+    def result(self, docs: int, count: int, files: dict[str, str], ids: list[str]) -> ShardResult:
+        """The result of this task, which wrote `files` (name -> sha256 of the bytes it wrote)
+        to its folder; a file shard's `ids` (from `documents`) are kept beside them, hashed."""
+        folder = Path(self.folder)
+        if self.source is not None:
+            import numpy as np
+
+            hashes = np.sort(np.fromiter(map(id_hash, ids), np.int64, len(ids)))
+            files = {**files, _id_file(self.index): write_hashed(folder / _id_file(self.index), hashes.tobytes())}
+        return ShardResult(docs, count, files, {name: file_version(folder / name) for name in files})
 
 
 @dataclass(frozen=True)
@@ -63,10 +84,21 @@ class ShardResult:
     files: dict[str, str] = field(default_factory=dict)  # file name -> sha256
     versions: dict[str, list[int]] = field(default_factory=dict)  # file name -> file_version, taken by the task
 
-    @classmethod
-    def written(cls, docs: int, count: int, folder: Path, files: dict[str, str]) -> ShardResult:
-        """The result of a task that wrote `files` (name -> sha256 of the bytes it wrote) to folder."""
-        return cls(docs, count, files, {name: file_version(folder / name) for name in files})
+
+def write_hashed(path: Path, data: bytes) -> str:
+    """`data` written to `path` atomically; its sha256."""
+    with atomic_write(path, "wb") as handle:
+        handle.write(data)
+    return hashlib.sha256(data).hexdigest()
+
+
+def outputs(entry: dict[str, Any]) -> list[str]:
+    """A manifest entry's output files, in the order its task wrote them (its ids' hashes left out)."""
+    return [name for name in entry["files"] if not name.endswith(ID_HASHES)]
+
+
+def _id_file(index: int) -> str:
+    return f"shard-{index:05d}{ID_HASHES}"
 
 
 def _documents_key(documents: tuple[Document, ...]) -> str:
@@ -93,8 +125,8 @@ def plan(corpus: Corpus, folder: Path, settings: dict[str, Any], shard_docs: int
     from the one pass over the corpus, so a document id given twice is an error naming its
     file and lines before the shard holding it is handed out (harness.corpus.unique_ids, 8
     bytes a document here). A file's shard is read by its task alone: there its ids are
-    checked, within the file only (across files that would cost the driver a second pass
-    over the collection)."""
+    checked within the file, and by `run_shards` across files (a pass here would read the
+    collection twice)."""
     paths, root = getattr(corpus, "paths", ()), getattr(corpus, "folder", None)
     if root is not None and len(paths) > 1:
         for index, path in enumerate(paths):
@@ -114,7 +146,7 @@ def plan(corpus: Corpus, folder: Path, settings: dict[str, Any], shard_docs: int
         if not chunk:
             return
         chunk = tuple(chunk)
-        yield ShardTask(index, str(folder), _documents_key(chunk), settings, documents=chunk)
+        yield ShardTask(index, str(folder), _documents_key(chunk), settings, cut=chunk)
         index += 1
 
 
@@ -147,13 +179,16 @@ def _files_intact(folder: Path, entry: dict[str, Any]) -> bool:
 
 
 def _still_valid(folder: Path, entry: dict[str, Any] | None, task: ShardTask) -> bool:
-    return entry is not None and entry.get("input") == task.key and _files_intact(folder, entry)
+    """Done from this input, its files as written; a file shard with its ids' hashes."""
+    return (entry is not None and entry.get("input") == task.key
+            and (task.source is None or _id_file(task.index) in entry["files"]) and _files_intact(folder, entry))
 
 
 def _finished(folder: Path, manifest: dict[str, Any] | None, job: str, settings: dict[str, Any],
               source: str | None) -> bool:
-    """A complete manifest of this job, settings and input whose files are all as written."""
+    """A complete manifest of this version, job, settings and input whose files are all as written."""
     return (source is not None and manifest is not None and manifest.get("complete") is True
+            and manifest.get("version") == MANIFEST_VERSION
             and manifest.get("job") == job and manifest.get("settings") == settings
             and manifest.get("source") == source and bool(manifest.get("shards"))
             and all(_files_intact(folder, entry) for entry in manifest["shards"]))
@@ -187,7 +222,9 @@ def run_shards(
     if old is not None and old.get("job") == job and old.get("settings") == settings:
         previous = {entry["index"]: entry for entry in old.get("shards", [])}
     entries: dict[int, dict[str, Any]] = {}
-    manifest = {"job": job, "settings": settings, "source": source, "complete": False, "shards": []}
+    manifest = {"version": MANIFEST_VERSION, "job": job, "settings": settings, "source": source, "complete": False,
+                "shards": []}
+    across = _IdsAcrossFiles(folder)
     redone = 0
 
     def save(complete: bool = False) -> None:
@@ -203,6 +240,7 @@ def run_shards(
             if _still_valid(folder, entry, task):
                 entries[task.index] = entry
                 progress.update(entry["docs"])
+                across.add(entry)
                 continue
             yield task
 
@@ -215,6 +253,7 @@ def run_shards(
             progress.set_postfix_str(f"{len(entries)} shards, {redone} run", refresh=False)
             progress.update(result.docs)
             save()
+            across.add(entries[task.index])
     planned = set(entries)
     for index, entry in previous.items():  # shards past the end of a shorter input
         if index not in planned:
@@ -228,6 +267,46 @@ def run_shards(
     save(complete=True)
     _report(job, folder, manifest["shards"], redone, started)
     return manifest
+
+
+class _IdsAcrossFiles:
+    """The ids of a multi-file corpus's shards, checked across its files as each shard is
+    done (within a file its task checked them), from the hashes each task keeps: an id in two
+    files is an error naming both, before the manifest says complete (8 bytes a document,
+    as harness.corpus.unique_ids). Where hashes repeat, the files holding them are read again
+    to tell a repeated id from two ids sharing a hash, and to say where."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        self.seen = HashSet()
+        self.entries: list[dict[str, Any]] = []
+
+    def add(self, entry: dict[str, Any]) -> None:
+        if entry.get("source") is None:
+            return  # a range: checked by `plan`
+        self.entries.append(entry)
+        again = self.seen.add(self._hashes(entry))
+        if again:
+            self._raise(again)
+
+    def _hashes(self, entry: dict[str, Any]) -> Any:
+        import numpy as np
+
+        return np.fromfile(self.folder / _id_file(entry["index"]), dtype=np.int64)
+
+    def _raise(self, again: set[int]) -> None:
+        import numpy as np
+
+        from harness.corpus.readers import open_corpus
+
+        wanted = np.fromiter(again, np.int64, len(again))
+        holding = sorted((entry for entry in self.entries if np.isin(self._hashes(entry), wanted).any()),
+                         key=lambda entry: entry["index"])
+        corpora = [open_corpus(entry["source"]) for entry in holding]
+        files = Corpus("+".join(corpus.name for corpus in corpora),
+                       lambda: chain.from_iterable(corpus.documents() for corpus in corpora),
+                       read_located=lambda: chain.from_iterable(corpus.located() for corpus in corpora))
+        raise_repeated(files, again, sum(entry["docs"] for entry in holding), key=id_hash)
 
 
 def _report(job: str, folder: Path, shards: list[dict[str, Any]], redone: int, started: float) -> None:
