@@ -268,6 +268,22 @@ def test_ids_of_a_clueweb22_folder_checked_across_files_leave_the_output_unchang
     assert all(f"shard-{entry['index']:05d}{ID_HASHES}" in entry["files"] for entry in manifest["shards"])
 
 
+def test_a_clueweb22_file_changed_too_recently_is_cut_again_next_time(tmp_path, capsys, monkeypatch,
+                                                                      clueweb22_documents):
+    """Its size and mtime do not vouch for its bytes yet (as for a corpus file, shards.source_key)."""
+    folder = write_clueweb22_txt(tmp_path / "cw", clueweb22_documents)
+    out, engine = tmp_path / "p.jsonl", start_engine(EngineSpec())
+    files = len(open_corpus(str(folder)).paths)
+    monkeypatch.setattr("harness.paths.SETTLED_NS", 3600 * 10**9)
+    segment_sharded(open_corpus(str(folder)), out, engine, splitter="fast")
+    monkeypatch.setattr("harness.paths.SETTLED_NS", 0)
+    segment_sharded(open_corpus(str(folder)), out, engine, splitter="fast")
+    segment_sharded(open_corpus(str(folder)), out, engine, splitter="fast")
+    assert [line.split(";")[0] for line in capsys.readouterr().err.splitlines()] == [
+        f"segment: {files} shards, {files} run, 0 already done"] * 2 + [
+        f"segment: {files} shards, 0 run, {files} already done"]
+
+
 def test_ids_of_two_files_sharing_a_hash_are_told_apart_by_reading_the_files(tmp_path, monkeypatch,
                                                                              clueweb22_documents):
     monkeypatch.setattr("harness.scale.shards.id_hash", lambda document_id: 7)  # every id one hash
@@ -277,9 +293,10 @@ def test_ids_of_two_files_sharing_a_hash_are_told_apart_by_reading_the_files(tmp
     assert json.loads((shards_folder(out) / MANIFEST).read_text())["complete"]
 
 
-def test_a_manifest_older_than_the_check_across_files_cuts_a_folder_s_file_shards_again(tmp_path, capsys,
+def test_a_manifest_older_than_the_check_across_files_cuts_a_folder_s_file_shards_again(tmp_path, capsys, monkeypatch,
                                                                                         clueweb22_documents):
     """Its file shards lack their ids' hashes: cut again, once."""
+    monkeypatch.setattr("harness.paths.SETTLED_NS", 0)  # the files taken as settled at once
     folder = write_clueweb22_txt(tmp_path / "cw", clueweb22_documents)
     out, engine = tmp_path / "p.jsonl", start_engine(EngineSpec())
     segment_sharded(open_corpus(str(folder)), out, engine, splitter="fast")
@@ -289,7 +306,8 @@ def test_a_manifest_older_than_the_check_across_files_cuts_a_folder_s_file_shard
     segment_sharded(open_corpus(str(folder)), out, engine, splitter="fast")
     files = len(open_corpus(str(folder)).paths)
     assert [line.split(";")[0] for line in capsys.readouterr().err.splitlines()] == [
-        f"segment: {files} shards, {files} run, 0 already done", f"segment: {files} shards, 0 run, {files} already done"]
+        f"segment: {files} shards, {files} run, 0 already done",
+        f"segment: {files} shards, 0 run, {files} already done"]
 
 
 def test_a_manifest_older_than_the_check_across_files_has_its_ranges_ids_checked_once_and_kept(

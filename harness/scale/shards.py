@@ -124,14 +124,18 @@ def plan(corpus: Corpus, folder: Path, settings: dict[str, Any], shard_docs: int
     ranges of shard_docs documents (rounded up to a multiple of `align`). Ranges are cut here,
     from the one pass over the corpus, so a document id given twice is an error naming its
     file and lines before the shard holding it is handed out (harness.corpus.unique_ids, 8
-    bytes a document here). A file's shard is read by its task alone: there its ids are
+    bytes a document here). A file's shard is keyed by its path, size and mtime, as
+    source_key keys the corpus (a file changed too recently is keyed to be cut again next
+    time), and read by its task alone: there its ids are
     checked within the file, and by `run_shards` across files (a pass here would read the
     collection twice)."""
     paths, root = getattr(corpus, "paths", ()), getattr(corpus, "folder", None)
     if root is not None and len(paths) > 1:
         for index, path in enumerate(paths):
-            stat = path.stat()
-            key = f"{path.relative_to(root).as_posix()}:{stat.st_size}:{stat.st_mtime_ns}"
+            version = file_version(path)
+            key = f"{path.relative_to(root).as_posix()}:{version[0]}:{version[1]}"
+            if not settled(version):  # may change again within its mtime: a key no later run matches
+                key += f":unsettled:{time.time_ns()}"
             yield ShardTask(index, str(folder), key, settings, source=f"clueweb22:{path}")
         return
     size = -(-shard_docs // align) * align
