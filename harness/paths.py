@@ -121,9 +121,14 @@ def folder_version(path: str | Path) -> str:
 def _files_below(folder: Path, name: tuple[str, ...],
                  above: frozenset[tuple[int, int]]) -> Iterator[tuple[tuple[str, ...], os.stat_result]]:
     """Each file below `folder`, by its path's parts from the root, with its stat (links
-    followed); a link back to a folder above it is not followed again (a cycle)."""
-    above = above | {_identity(os.stat(folder))}
-    for entry in os.scandir(folder):
+    followed); a link back to a folder above it is not followed again (a cycle), and a folder
+    that cannot be listed holds none (as pathlib's rglob skips it)."""
+    try:
+        above = above | {_identity(os.stat(folder))}
+        entries = list(os.scandir(folder))
+    except OSError:
+        return
+    for entry in entries:
         try:
             stat = entry.stat()
         except OSError:
