@@ -80,6 +80,7 @@ def test_a_symlinked_subfolder_is_followed_and_a_link_back_up_is_not(tmp_path, s
     assert folder_version(model) != key
 
 
+@pytest.mark.java
 def test_a_lucene_index_is_keyed_by_its_commit_until_it_is_rebuilt(tmp_path, monkeypatch):
     """Its segments_N names every file a search reads: one small file read, no walk, no wait
     (its bytes vouch for it at once), a file beside it ignored; a rebuild writes a new commit."""
