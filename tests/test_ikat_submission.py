@@ -281,6 +281,18 @@ def test_to_trec_of_an_id_holding_whitespace_names_the_submission_not_the_output
     assert not out.exists() and not ptkb_out.exists()
 
 
+def test_to_trec_of_a_2025_turn_given_twice_takes_the_later_line_whole(tmp_path, capsys):
+    """Its passages and its PTKB statements alike (a PTKB ranking of the earlier line was kept
+    beside the later line's passages, and its bad id was named by the later line)."""
+    first = {"metadata": {"team_id": "t", "run_id": "r", "run_type": "automatic"}, "turn_id": "1_1",
+             "responses": [{"ptkb_provenance": ["1 x"]}], "references": {"clueweb22-en0000-00-00000:1": 1.0}}
+    later = {**first, "responses": [], "references": {"clueweb22-en0000-00-00001:1": 1.0}}
+    path, out, ptkb_out = tmp_path / "run.jsonl", tmp_path / "out.run", tmp_path / "p.run"
+    path.write_text(json.dumps(first) + "\n" + json.dumps(later) + "\n")
+    assert main(["ikat", "to-trec", str(path), "--output", str(out), "--ptkb-out", str(ptkb_out)]) == 0
+    assert out.read_text().split()[2] == "clueweb22-en0000-00-00001:1" and ptkb_out.read_text() == ""
+
+
 @pytest.mark.parametrize("statement, problem", [
     ("1 x", "'1 x' holds whitespace or a NUL byte, which would split its TREC run line"),
     ("", "is missing or empty"),

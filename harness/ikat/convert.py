@@ -158,6 +158,7 @@ def _rankings_2025(path: Path, entries: list[tuple[int, Any]] | None = None) -> 
                 raise InputError(path, "ptkb_provenance: expected a list", line=line)
             for statement in statements:
                 ids.setdefault(str(statement))
+        ptkb.pop(turn_id, None)  # a turn given again is that line's, PTKB and passages alike (`places`)
         if ids:
             ptkb[turn_id] = _by_position(ids)
     return TrecRuns(run_name or "default_run", passages, ptkb, year=2025, places=places)
