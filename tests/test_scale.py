@@ -4,8 +4,10 @@ and sharded, resumable segmentation on the local engine."""
 from __future__ import annotations
 
 import dataclasses
+import gzip
 import json
 import os
+import re
 
 import numpy as np
 import pytest
@@ -255,6 +257,57 @@ def test_an_id_in_two_files_of_a_clueweb22_folder_names_both_files_on_every_run(
         assert f": error: {message}; " in capsys.readouterr().err
         assert not out.exists()
     assert not json.loads((shards_folder(out) / MANIFEST).read_text())["complete"]
+
+
+def test_a_clueweb22_folder_with_an_empty_file_is_segmented_on_every_run(tmp_path, capsys):
+    """Its shard holds no ids: nothing to check across files, and no error."""
+    folder = write_clueweb22_txt(tmp_path / "cw", [Document("clueweb22-en0000-32-00001", "One sentence. Another."),
+                                                   Document("clueweb22-en0000-33-00001", "Emptied below."),
+                                                   Document("clueweb22-en0000-34-00001", "Three.")])
+    with gzip.open(folder / "en" / "en00" / "en0000" / "en0000-33.json.gz", "wt", encoding="utf-8"):
+        pass
+    out = tmp_path / "p.jsonl"
+    for _ in range(2):
+        assert main(["segment", str(folder), "--output", str(out), "--splitter", "fast", "--shard-docs", "4"]) == 0
+        assert "segment: 3 shards, " in capsys.readouterr().err
+        assert [json.loads(line)["id"].split(":")[0] for line in out.read_text().splitlines()] == [
+            "clueweb22-en0000-32-00001", "clueweb22-en0000-34-00001"]
+
+
+def test_a_shard_s_id_hashes_the_driver_cannot_read_are_an_error_naming_the_file(tmp_path, monkeypatch,
+                                                                                  clueweb22_documents):
+    """As on Ray when a worker's file is not yet seen by the driver's node (NFS); a rerun then runs."""
+    from harness.scale import segment
+
+    folder = write_clueweb22_txt(tmp_path / "cw", clueweb22_documents)
+    out, engine = tmp_path / "p.jsonl", start_engine(EngineSpec())
+    ran = segment.segment_shard
+
+    def unseen(task):
+        result = ran(task)
+        (shards_folder(out) / f"{task.stem}{ID_HASHES}").unlink()
+        return result
+
+    monkeypatch.setattr(segment, "segment_shard", unseen)
+    message = f"cannot read {shards_folder(out) / f'shard-00000{ID_HASHES}'} (its shard's ids' hashes"
+    with pytest.raises(HarnessError, match=re.escape(message)):
+        segment_sharded(open_corpus(str(folder)), out, engine, splitter="fast")
+    monkeypatch.undo()
+    segment_sharded(open_corpus(str(folder)), out, engine, splitter="fast")
+    assert json.loads((shards_folder(out) / MANIFEST).read_text())["complete"]
+
+
+def test_an_id_in_two_files_of_a_moved_clueweb22_folder_names_the_files_where_they_are_now(tmp_path, capsys,
+                                                                                           monkeypatch):
+    """Its shards are kept (keyed by each file's path in the folder); the error reads the files again."""
+    monkeypatch.setattr("harness.paths.SETTLED_NS", 0)  # the files taken as settled at once: shards kept
+    folder, message = clueweb22_txt_with_an_id_in_two_files(tmp_path / "before")
+    options = ["--output", str(tmp_path / "p.jsonl"), "--splitter", "fast", "--shard-docs", "4"]
+    assert main(["segment", str(folder), *options]) == 2
+    (tmp_path / "before").rename(tmp_path / "after")
+    capsys.readouterr()
+    assert main(["segment", str(tmp_path / "after" / "txt"), *options]) == 2
+    assert f": error: {message.replace(str(tmp_path / 'before'), str(tmp_path / 'after'))}; " in capsys.readouterr().err
 
 
 def test_ids_of_a_clueweb22_folder_checked_across_files_leave_the_output_unchanged(tmp_path, clueweb22_documents):

@@ -134,6 +134,8 @@ class HashSet:
         import numpy as np
 
         block = np.sort(hashes)
+        if not len(block):  # an empty file's: no empty run, where a lookup would clip to a last element it lacks
+            return set()
         again = set(block[1:][block[1:] == block[:-1]].tolist())
         for run in self.runs:
             at = np.minimum(np.searchsorted(run, block), len(run) - 1)

@@ -242,7 +242,8 @@ def run_shards(
         for task in tasks:
             entry = previous.get(task.index)
             if _still_valid(folder, entry, task):
-                entries[task.index] = entry
+                # its key is the file's path in the folder: the folder may have moved since
+                entries[task.index] = entry = {**entry, "source": task.source}
                 progress.update(entry["docs"])
                 across.add(entry)
                 continue
@@ -296,7 +297,13 @@ class _IdsAcrossFiles:
     def _hashes(self, entry: dict[str, Any]) -> Any:
         import numpy as np
 
-        return np.fromfile(self.folder / _id_file(entry["index"]), dtype=np.int64)
+        path = self.folder / _id_file(entry["index"])
+        try:
+            return np.fromfile(path, dtype=np.int64)
+        except OSError as error:  # a worker's file not yet seen here (NFS), or gone
+            raise HarnessError(f"cannot read {path} (its shard's ids' hashes, which its task wrote): "
+                               f"{error.strerror or error}; run again: the shard is kept if the file can be "
+                               f"read then, else cut again") from None
 
     def _raise(self, again: set[int]) -> None:
         import numpy as np
