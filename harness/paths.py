@@ -8,6 +8,7 @@ setup.py); a clone or an editable install reads the repo's own `data/` and `qrel
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -99,30 +100,34 @@ def folder_version(path: str | Path) -> str:
     else lies beside it. Any other folder by the sha256 over each file's name below it, size
     and mtime, as harness.scale.shards keys a file, not over its bytes (hashing a large index
     on every run would cost as much as searching it); symlinked subfolders (a model folder
-    linking into a download cache) are followed. A folder rebuilt in place changes it, so a
-    run over the old one is not reused. A file changed within SETTLED_NS may change again
-    within its mtime's resolution: the fingerprint waits that long for the folder to settle;
-    one still changing then gets a key of its own, which no later run matches."""
+    linking into a download cache) are followed, but not one linking to the folder or above
+    it (its parent's other files are no part of it; / would be a walk of the disk). A folder
+    rebuilt in place changes it, so a run over the old one is not reused. A file changed
+    within SETTLED_NS may change again within its mtime's resolution: the fingerprint waits
+    that long, once, for the folder to settle; one still changing then gets a key of its
+    own, which no later run matches."""
     root = Path(path)
     if any(root.glob("segments_*")):
         return commit_key(root)  # bytes, not stat: vouches for the commit at once
-    for _ in range(2):
+    for waited in (False, True):
         digest, newest = hashlib.sha256(), 0
-        for name, stat in sorted(_files_below(root, (), frozenset()), key=lambda found: found[0]):
+        for name, stat in sorted(_files_below(root, (), _real_folders_up(root)), key=lambda found: found[0]):
             digest.update(f"{'/'.join(name)}\0{stat.st_size}\0{stat.st_mtime_ns}\n".encode())
             newest = max(newest, stat.st_mtime_ns, stat.st_ctime_ns)
         wait = newest + SETTLED_NS - time.time_ns()
         if wait <= 0:
             return digest.hexdigest()
-        time.sleep(min(wait, SETTLED_NS) / 1e9)
+        if not waited:
+            time.sleep(min(wait, SETTLED_NS) / 1e9)
     return f"{digest.hexdigest()}:unsettled:{time.time_ns()}"
 
 
 def _files_below(folder: Path, name: tuple[str, ...],
                  above: frozenset[tuple[int, int]]) -> Iterator[tuple[tuple[str, ...], os.stat_result]]:
     """Each file below `folder`, by its path's parts from the root, with its stat (links
-    followed); a link back to a folder above it is not followed again (a cycle), and a folder
-    that cannot be listed holds none (as pathlib's rglob skips it)."""
+    followed); a link to a folder in `above` (the root, a folder walked to get here, or one
+    above either in the filesystem) is not followed: a cycle, or a walk of the root's parent
+    (or of / or ~); a folder that cannot be listed holds none (as pathlib's rglob skips it)."""
     try:
         above = above | {_identity(os.stat(folder))}
         entries = list(os.scandir(folder))
@@ -134,9 +139,21 @@ def _files_below(folder: Path, name: tuple[str, ...],
         except OSError:
             continue  # a dangling link: no file there
         if S_ISDIR(stat.st_mode) and _identity(stat) not in above:
-            yield from _files_below(Path(entry.path), (*name, entry.name), above)
+            # below a link, the folders above its target are `above` too (a cache's `up -> ../..`)
+            yield from _files_below(Path(entry.path), (*name, entry.name),
+                                    above | _real_folders_up(entry.path) if entry.is_symlink() else above)
         elif S_ISREG(stat.st_mode):
             yield (*name, entry.name), stat
+
+
+def _real_folders_up(path: str | Path) -> frozenset[tuple[int, int]]:
+    """The folder `path` resolves to and each folder above that one, by identity."""
+    real = Path(os.path.realpath(path))
+    found = set()
+    for folder in (real, *real.parents):
+        with contextlib.suppress(OSError):
+            found.add(_identity(os.stat(folder)))
+    return frozenset(found)
 
 
 def _identity(stat: os.stat_result) -> tuple[int, int]:

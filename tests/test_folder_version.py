@@ -55,12 +55,15 @@ def test_a_folder_changed_this_instant_is_waited_for_until_it_settles(tmp_path, 
     assert folder_version(tmp_path) == key
 
 
-def test_a_folder_still_changing_after_the_wait_gets_a_key_no_later_call_matches(tmp_path, monkeypatch):
-    monkeypatch.setattr("harness.paths.SETTLED_NS", 100_000_000)
+def test_a_folder_still_changing_after_one_wait_gets_a_key_no_later_call_matches(tmp_path, monkeypatch):
+    monkeypatch.setattr("harness.paths.SETTLED_NS", 10**9)
     (tmp_path / "index.bin").write_bytes(b"1234")
     later = time.time_ns() + 3600 * 10**9
     os.utime(tmp_path / "index.bin", ns=(later, later))  # stamped in the future: never settled
-    assert folder_version(tmp_path) != folder_version(tmp_path)
+    started = time.monotonic()
+    key = folder_version(tmp_path)
+    assert 0.95 <= time.monotonic() - started < 1.8  # waited once, not again before giving up
+    assert folder_version(tmp_path) != key
 
 
 def test_a_symlinked_subfolder_is_followed_and_a_link_back_up_is_not(tmp_path, settled_at_once):
@@ -78,6 +81,47 @@ def test_a_symlinked_subfolder_is_followed_and_a_link_back_up_is_not(tmp_path, s
     assert folder_version(model) == key
     (cache / "weights.bin").write_bytes(b"12345")
     assert folder_version(model) != key
+
+
+def test_a_link_to_the_folder_or_a_folder_above_it_is_not_walked(tmp_path, settled_at_once):
+    """Its parent's other files are no part of it (and a link to / would walk the disk),
+    nor is what lies above a download cache it links into."""
+    cache = tmp_path / "home" / ".cache" / "snapshot"
+    cache.mkdir(parents=True)
+    (cache / "weights.bin").write_bytes(b"1234")
+    (cache / "all").symlink_to("..", target_is_directory=True)  # up from the cache, not from the model
+    model = tmp_path / "model"
+    model.mkdir()
+    (model / "config.json").write_text("{}")
+    (model / "weights").symlink_to(cache, target_is_directory=True)
+    (model / "up").symlink_to("..", target_is_directory=True)
+    (model / "self").symlink_to(".", target_is_directory=True)
+    key = folder_version(model)
+    (tmp_path / "beside.txt").write_text("a file beside the model folder")
+    (cache.parent / "other.bin").write_text("another model in the cache")
+    assert folder_version(model) == key
+    (cache / "weights.bin").write_bytes(b"12345")
+    assert folder_version(model) != key
+
+
+def test_a_subfolder_that_cannot_be_listed_is_left_out(tmp_path, settled_at_once):
+    """As pathlib's rglob leaves it out: the key a run over the folder had before."""
+    (tmp_path / "model" / "locked").mkdir(parents=True)
+    (tmp_path / "model" / "config.json").write_text("{}")
+    (tmp_path / "model" / "locked" / "weights.bin").write_bytes(b"1234")
+    (tmp_path / "model" / "locked").chmod(0)
+    try:
+        try:
+            os.listdir(tmp_path / "model" / "locked")
+        except PermissionError:
+            pass
+        else:
+            pytest.skip("a folder's mode stops no listing here (running as root)")
+        stat = (tmp_path / "model" / "config.json").stat()
+        assert folder_version(tmp_path / "model") == hashlib.sha256(
+            f"config.json\0{stat.st_size}\0{stat.st_mtime_ns}\n".encode()).hexdigest()
+    finally:
+        (tmp_path / "model" / "locked").chmod(0o755)
 
 
 @pytest.mark.java
