@@ -27,12 +27,13 @@ from typing import Any, Literal
 
 from harness.corpus import Corpus
 from harness.errors import HarnessError
+from harness.paths import commit_key
 from harness.registry import INT_LIMIT, AtLeast, Between, Param, check_given
 from harness.retrieve import FOLDER, RETRIEVERS, THREADS, SearchQuery
 from harness.retrieve.java import ensure_jvm
 from harness.retrieve.lucene import cached_index
 from harness.retrieve.lucene_scorer import (
-    LuceneIndex, LuceneScorer, analyze, bag_of_words, commit_key, feedback_query, read_index,
+    LuceneIndex, LuceneScorer, analyze, bag_of_words, feedback_query, read_index,
 )
 from harness.trec import Run, maxp
 
