@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import copy
 import json
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -96,6 +97,18 @@ def test_year_is_guessed_from_the_file(tmp_path):
 def test_a_topics_file_that_does_not_exist_is_named(capsys):
     assert main(["ikat", "validate", str(SAMPLES_2023 / "sample_run.json"), "--topics", "nope.json"]) == 2
     assert "--topics nope.json: no such file" in capsys.readouterr().err
+
+
+HUGE = "7" * 5000  # an integer of more digits than Python converts (int_max_str_digits, 4300)
+DEEP = "[" * 5000 + "]" * 5000  # nested past the recursion limit
+
+
+def test_a_topics_file_python_cannot_hold_is_a_one_line_error_naming_its_line(tmp_path, capsys):
+    topics = tmp_path / "topics.json"
+    topics.write_text('[\n  {"number": ' + HUGE + "}\n]\n")
+    assert main(["ikat", "validate", str(SAMPLES_2023 / "sample_run.json"), "--topics", str(topics)]) == 2
+    assert capsys.readouterr().err == (f"harness ikat: error: {topics}:2: invalid JSON: an integer of 5000 digits, "
+                                       f"more than Python's limit ({sys.get_int_max_str_digits()}) allows (column 14)\n")
 
 
 def test_a_topics_file_holding_no_topic_is_an_error_not_every_turn_unknown(tmp_path, capsys):
@@ -274,6 +287,26 @@ def test_not_json_is_an_error(tmp_path):
     assert failing_checks(validate(tmp_path / "run.json", 2023)) == {"json"}
 
 
+@pytest.mark.parametrize("value, problem", [(HUGE, "an integer of 5000 digits"), (DEEP, "nested 5001 levels deep")])
+def test_json_python_cannot_hold_is_not_json_to_the_validator_as_a_syntax_error_is(tmp_path, value, problem):
+    (tmp_path / "run.json").write_text('{"run_name": "x",\n "turns": ' + value + "}")
+    [finding] = validate(tmp_path / "run.json", 2023).errors
+    assert finding.check == "json" and finding.message.startswith(f"not JSON: {problem}")
+
+
+@pytest.mark.parametrize("value, problem", [
+    (HUGE, f"an integer of 5000 digits, more than Python's limit ({sys.get_int_max_str_digits()}) allows"),
+    (DEEP, f"nested 5001 levels deep, more than Python's recursion limit ({sys.getrecursionlimit()}) allows"),
+])
+def test_to_trec_of_json_python_cannot_hold_is_a_one_line_error_naming_the_line(tmp_path, capsys, value, problem):
+    """It was a ValueError or RecursionError traceback."""
+    run = tmp_path / "run.json"
+    run.write_text('{"run_name": "x",\n "turns": [], "n": ' + value + "}")
+    assert main(["ikat", "to-trec", str(run), "--output", str(tmp_path / "out.run")]) == 2
+    assert capsys.readouterr().err == f"harness ikat: error: {run}:2: not JSON: {problem}\n"
+    assert not (tmp_path / "out.run").exists()
+
+
 def test_a_trec_run_given_as_a_submission_is_told_to_go_through_from_trec(tmp_path, capsys):
     """The same hint from `validate` (a finding) and `to-trec` (an error), which read it alike."""
     run = tmp_path / "mine.run"
@@ -425,6 +458,14 @@ def test_2025_bad_json_line_is_an_error(tmp_path, run_2025):
     (tmp_path / "run.jsonl").write_text("\n".join(["{oops", *lines[1:]]) + "\n")
     report = validate(tmp_path / "run.jsonl", 2025)
     assert failing_checks(report) == {"json-object"} and report.errors[0].line == 1
+
+
+def test_2025_json_line_python_cannot_hold_is_an_error_naming_its_line(tmp_path, run_2025):
+    lines = run_2025.read_text().splitlines()
+    (tmp_path / "run.jsonl").write_text("\n".join([lines[0], '{"turn_id": ' + DEEP + "}", *lines[2:]]) + "\n")
+    report = validate(tmp_path / "run.jsonl", 2025)
+    assert [(f.check, f.line) for f in report.errors] == [("json-object", 2)]
+    assert report.errors[0].message.startswith("not JSON: nested 5001 levels deep")
 
 
 def test_every_registered_check_is_exercised_above():

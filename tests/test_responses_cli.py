@@ -5,6 +5,7 @@ responses as the bank, a TREC run as responses), each named as what it is."""
 from __future__ import annotations
 
 import json
+import sys
 
 import pytest
 
@@ -113,3 +114,27 @@ def test_a_baseline_matching_no_run_is_quoted_as_written_as_compare_does(tiny, c
     (harness.report.cli_options), a run's file path standing for the run only where that names one."""
     assert main([*tiny, "--baseline", "runs/three.json"]) == 2
     assert "baseline 'runs/three.json' is not among the runs (one, two)" in capsys.readouterr().err
+
+
+HUGE = "7" * 5000  # an integer of more digits than Python converts (int_max_str_digits, 4300)
+
+
+def test_a_json_lines_run_python_cannot_hold_is_a_one_line_error_naming_its_line(tmp_path, capsys):
+    """It was a ValueError traceback."""
+    run, bank = tmp_path / "run.jsonl", tmp_path / "bank.json"
+    run.write_text(json.dumps({"run_id": "r", "topic_id": "1_1", "references": [], "answer": []}) + "\n"
+                   + '{"run_id": "r", "topic_id": ' + HUGE + "}\n")
+    bank.write_text(json.dumps({"1_1": {"1": {"text": "a", "relevance": "3"}}}))
+    assert main(["responses", "eval", str(run), "--nuggets", str(bank), "--judge", "minilm"]) == 2
+    assert capsys.readouterr().err == (f"harness responses: error: {run}:2: invalid JSON: an integer of 5000 digits, "
+                                       f"more than Python's limit ({sys.get_int_max_str_digits()}) allows (column 29)\n")
+
+
+def test_a_nugget_bank_python_cannot_hold_is_a_one_line_error_naming_its_line(tiny, tmp_path, capsys):
+    """One JSON document over several lines, named .jsonl: the line of the integer, not line 1 read
+    as JSON Lines."""
+    bank = tmp_path / "bank.jsonl"
+    bank.write_text('{"1_1": {\n  "1": {"text": "a", "relevance": ' + HUGE + "}}}\n")
+    assert main([*tiny[:3], "--nuggets", str(bank), *tiny[5:]]) == 2
+    assert capsys.readouterr().err == (f"harness responses: error: {bank}:2: invalid JSON: an integer of 5000 digits, "
+                                       f"more than Python's limit ({sys.get_int_max_str_digits()}) allows (column 35)\n")

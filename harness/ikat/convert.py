@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from harness import jsonl
 from harness.errors import InputError
 from harness.ikat.checks_2023 import float32
 from harness.ikat.checks_2025 import is_score_map
@@ -130,7 +131,9 @@ def _rankings_2025(path: Path, entries: list[tuple[int, Any]] | None = None) -> 
     places: dict[str, int] = {}
     run_name = None
     for line, entry in decode_lines(submission_text(path)) if entries is None else entries:
-        if isinstance(entry, json.JSONDecodeError) or not isinstance(entry, dict):
+        if isinstance(entry, json.JSONDecodeError):
+            raise jsonl.invalid(path, entry, line)
+        if not isinstance(entry, dict):
             raise InputError(path, "not a JSON object", line=line)
         turn_id = entry.get("turn_id")
         references = entry.get("references", {})

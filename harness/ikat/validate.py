@@ -76,7 +76,7 @@ class ValidationReport:
 def guess_year(path: Path, text: str) -> int:
     """2025 files are JSON Lines; a 2024 run has eval_response or bare PTKB numbers."""
     try:
-        return _year_of(path, text, json.loads(text))
+        return _year_of(path, text, jsonl.loads(text))
     except json.JSONDecodeError:
         return _year_of(path, text, _UNDECODED)
 
@@ -149,12 +149,13 @@ class Decoded:
 
 def decode_submission(path: Path, text: str, year: int | None = None) -> Decoded:
     """Decode a submission's text, guessing its year (when not given) from the same parse.
-    A text nested too deeply or holding a number too long raises RecursionError or ValueError."""
+    JSON nested too deeply or holding too long an integer is not JSON to the validator (a
+    finding), as a syntax error is (harness.jsonl.loads)."""
     body = text.removeprefix("\ufeff")
     raw, problem = _UNDECODED, None
     if year is None or not YEARS[year].json_lines:
         try:
-            raw = json.loads(body)
+            raw = jsonl.loads(body)
         except json.JSONDecodeError as found:
             problem = found
     year = year or _year_of(path, body, raw)
@@ -269,7 +270,7 @@ def read_submission(path: str | Path, year: int | None = None) -> tuple[Submissi
                                "2023 or 2024 run (iKAT 2025 runs and TREC RAG answers are JSON Lines)")
     ctx = Context(year, {})
     try:
-        ctx.raw = json.loads(text)
+        ctx.raw = jsonl.loads(text)
     except json.JSONDecodeError as problem:
         raise InputError(path, f"not JSON: {problem.msg}{_trec_run_hint(text)}", line=problem.lineno) from None
     for name in CHECKS:

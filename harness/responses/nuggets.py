@@ -51,7 +51,7 @@ def bank_format(path: Path) -> str:
             return "nuggetizer-jsonl"
         if ".jsonl" not in path.suffixes:
             return "cone-rag-json"
-        whole = jsonl.document(first + handle.read())  # read on only where the first line is no nuggetizer record
+        whole = jsonl.document(first + handle.read(), path)  # read on only where the first line is no nuggetizer record
     return "cone-rag-json" if isinstance(whole, dict) else "nuggetizer-jsonl"
 
 

@@ -90,7 +90,7 @@ def detect_format(path: Path) -> str:
     text = _text(path)
     if not text.strip():
         raise InputError(path, "empty file: no responses")
-    document = jsonl.document(text)
+    document = jsonl.document(text, path)
     # a one-line JSON Lines file is one JSON document too: these keys say it is a response line
     if isinstance(document, dict) and not (IKAT_2025_KEYS | TREC_RAG_KEYS) & set(document) \
             and not NUGGETIZER_KEYS <= set(document):
@@ -152,7 +152,7 @@ def _lines(path: Path) -> list[tuple[int, Any]]:
     entries = decode_lines(_text(path))
     for line, entry in entries:
         if isinstance(entry, json.JSONDecodeError):
-            raise InputError(path, f"invalid JSON: {entry.msg} (column {entry.colno})", line=line)
+            raise jsonl.invalid(path, entry, line)
         if not isinstance(entry, dict):
             raise InputError(path, "the line must be a JSON object", line=line)
     return entries

@@ -22,6 +22,7 @@ import subprocess
 from collections import deque
 from pathlib import Path
 
+from harness import jsonl
 from harness.atomic import check_outputs, temp_folder
 from harness.corpus import Corpus, unique_ids
 from harness.corpus.segment import document_text
@@ -129,7 +130,7 @@ def stored_texts(index: str | Path, ids: set[str]) -> dict[str, str]:
         text = document.contents()
         if text is None and (raw := document.raw()) is not None:
             try:
-                record = json.loads(raw)
+                record = jsonl.loads(raw)
             except json.JSONDecodeError:
                 record = None
             text = record.get("contents", raw) if isinstance(record, dict) else raw

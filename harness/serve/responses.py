@@ -23,9 +23,10 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
+from harness import jsonl
 from harness.errors import HarnessError, InputError
 from harness.serve.config import RESPONSE_FORMATS
-from harness.serve.tasks import Message, TaskRuntime, Verdict, undecodable
+from harness.serve.tasks import Message, TaskRuntime, Verdict
 
 
 @dataclass(frozen=True)
@@ -99,10 +100,9 @@ class ResponseTaskRuntime(TaskRuntime):
                 return Verdict(fmt, "", [Message("error", "format", f"this is a {fmt} file; the task accepts "
                                                                     f"{', '.join(self.config.formats)}", display)])
             runs = read_responses(path, reader)
-        except InputError as problem:
-            return Verdict(None, "", [Message("error", "read", problem.problem, display, problem.line)])
-        except (RecursionError, ValueError) as problem:
-            return Verdict(None, "", [undecodable(problem, display)])
+        except InputError as problem:  # JSON Python cannot hold is a "json" error, as the iKAT board's validator says
+            check = "json" if isinstance(problem.__cause__, jsonl.Unreadable) else "read"
+            return Verdict(None, "", [Message("error", check, problem.problem, display, problem.line)])
         if len(runs) != 1:
             return Verdict(fmt, "", [Message("error", "runs", f"the file holds {len(runs)} runs; upload one", display)])
         verdict = Verdict(fmt, runs[0].name)

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import io
 import re
-import sys
 import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -191,10 +190,7 @@ class TaskRuntime:
         del data
         from harness.ikat.validate import decode_submission
 
-        try:
-            decoded = decode_submission(Path("upload"), text)  # the year from the content, not the name
-        except (RecursionError, ValueError) as problem:
-            return Verdict(None, "", [undecodable(problem, display)])
+        decoded = decode_submission(Path("upload"), text)  # the year from the content, not the name
         return self._checked(file_format(decoded.year), self._check_ikat(decoded, display), display)
 
     def _checked(self, fmt: str, check: Callable[[], Verdict], display: str) -> Verdict:
@@ -283,13 +279,6 @@ class TaskRuntime:
             trec_run = Path(folder) / "run.run"
             to_trec(path, trec_run, year=FORMAT_YEARS[fmt])
             return evaluate_files(self.evaluator, [trec_run], options)[0]
-
-
-def undecodable(problem: RecursionError | ValueError, display: str) -> Message:
-    """JSON that parses, but not into Python: nested past the recursion limit, or an integer
-    of more digits than Python converts (a 500 before, now the upload's one error)."""
-    reason = f"nested more than {sys.getrecursionlimit()} levels deep" if isinstance(problem, RecursionError) else problem
-    return Message("error", "json", f"not JSON the validator reads: {reason}", display)
 
 
 def _not_utf8(data: bytes, problem: UnicodeDecodeError, display: str) -> Message:

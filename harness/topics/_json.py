@@ -29,10 +29,11 @@ def read_json(path: str | Path, object_pairs_hook: Any = None) -> Any:
     as json.load takes it (e.g. to see a key an object gives twice)."""
     path = Path(path)
     with open_input(path) as handle:
-        try:
-            return json.load(handle, object_pairs_hook=object_pairs_hook)
-        except json.JSONDecodeError as error:
-            raise InputError(path, f"invalid JSON: {error.msg} (column {error.colno})", line=error.lineno) from None
+        text = handle.read()
+    try:
+        return jsonl.loads(text, object_pairs_hook)
+    except json.JSONDecodeError as error:
+        raise jsonl.invalid(path, error) from error
 
 
 def read_jsonl(path: str | Path) -> Iterator[tuple[int, Any]]:

@@ -18,6 +18,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
+from harness import jsonl
 from harness.errors import InputError, read_input
 from harness.paths import data_root
 from harness.topics import ADAPTERS, Benchmark
@@ -92,7 +93,7 @@ def read_dialogues(path: str | Path, setting: str | None = None) -> tuple[ArenaC
     if setting is None:
         setting = next((s for s in SETTINGS if s in path.stem), path.stem)
     try:
-        records = json.loads(read_input(path))
+        records = jsonl.loads(read_input(path))
     except json.JSONDecodeError as error:
         raise InputError(path, f"not valid JSON ({error.msg})", line=error.lineno) from None
     if not isinstance(records, list) or not records:  # [] would add no satisfaction, without a word
