@@ -41,6 +41,7 @@ from __future__ import annotations
 import difflib
 import re
 import string
+import sys
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -218,6 +219,14 @@ def _tag_fields(experiment: Experiment, strategy: str | None, retriever: Retriev
 class _UniqueKeyLoader(yaml.SafeLoader):
     """safe_load that refuses a key given twice in one mapping (YAML keeps the last silently)."""
 
+    def construct_object(self, node: yaml.Node, deep: bool = False) -> Any:
+        """A value YAML reads but Python cannot hold (an integer of more digits than Python
+        converts, a 13th month) is an error at its line, as bad YAML is, not a ValueError."""
+        try:
+            return super().construct_object(node, deep)
+        except ValueError as error:
+            raise yaml.constructor.ConstructorError(None, None, str(error), node.start_mark) from None
+
 
 def _construct_mapping(loader: _UniqueKeyLoader, node: yaml.MappingNode, deep: bool = False) -> dict:
     seen: set = set()
@@ -384,6 +393,9 @@ def read_yaml(path: Path) -> Any:
         mark = getattr(error, "problem_mark", None)
         problem = getattr(error, "problem", None) or str(error)
         raise InputError(path, f"not valid YAML: {problem}", line=mark.line + 1 if mark else None) from None
+    except RecursionError:
+        raise InputError(path, f"not valid YAML: nested deeper than Python's recursion limit "
+                               f"({sys.getrecursionlimit()}) allows") from None
     return document
 
 
