@@ -152,14 +152,16 @@ def test_yaml_syntax_error_gives_the_line(tmp_path):
 
 
 @pytest.mark.parametrize("text, says", [
-    ("experiments:\n  - name: a\n    k: " + "7" * 5000 + "\n", ":3: not valid YAML: Exceeds the limit ("),
+    ("experiments:\n  - name: a\n    k: " + "7" * 5000 + "\n",
+     ":3: not valid YAML: Exceeds the limit (4300 digits) for integer string conversion: value has 5000 digits"),
     ("experiments:\n  - name: a\n    on: 2020-13-45\n", ":3: not valid YAML: month must be in 1..12"),
     ("experiments: " + "[" * 5000 + "]" * 5000 + "\n", ": not valid YAML: nested deeper than Python's recursion limit"),
 ])
 def test_yaml_python_cannot_hold_is_an_error_naming_the_file_not_a_traceback(tmp_path, text, says):
     """An integer of more digits than Python converts, a date that is none, nesting past the
     recursion limit: YAML reads them, Python does not (they were a ValueError or RecursionError)."""
-    assert says in _error(tmp_path, text)
+    message = _error(tmp_path, text)
+    assert says in message and "sys." not in message
 
 
 def test_a_number_written_with_an_exponent_alone_is_a_number_as_python_reads_it(tmp_path):

@@ -224,8 +224,9 @@ class _UniqueKeyLoader(yaml.SafeLoader):
         converts, a 13th month) is an error at its line, as bad YAML is, not a ValueError."""
         try:
             return super().construct_object(node, deep)
-        except ValueError as error:
-            raise yaml.constructor.ConstructorError(None, None, str(error), node.start_mark) from None
+        except ValueError as error:  # without Python's advice to call sys.set_int_max_str_digits()
+            problem = str(error).partition("; use sys.set_int_max_str_digits")[0]
+            raise yaml.constructor.ConstructorError(None, None, problem, node.start_mark) from None
 
 
 def _construct_mapping(loader: _UniqueKeyLoader, node: yaml.MappingNode, deep: bool = False) -> dict:
