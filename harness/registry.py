@@ -110,7 +110,8 @@ def number_problem(value: object, low: float, high: float, *, whole: bool = Fals
     command line (harness.cli), the Python API's arguments (harness.api) and an engine's
     workers (harness.compute.engines), so all say the same."""
     kind = Integral if whole else Real
-    if isinstance(value, kind) and not isinstance(value, bool) and math.isfinite(value) \
+    if isinstance(value, kind) and not isinstance(value, bool) \
+            and (whole or _float_holds(value) and math.isfinite(value)) \
             and (low < value if open_low else low <= value) and value <= high:
         return None
     kind_name = "a whole number" if whole else "a number"
@@ -119,6 +120,37 @@ def number_problem(value: object, low: float, high: float, *, whole: bool = Fals
     else:
         bounds = f" above {low} and at most {high}" if open_low else f" from {low} to {high}"
     return f"must be {'a finite ' + kind_name[2:] if not bounds else kind_name}{bounds}"
+
+
+def _float_holds(value: object) -> bool:
+    """Whether float(value) is a float, not an OverflowError: an integer of 309 digits or more,
+    as YAML reads one, is not, and is no value of a parameter a component takes as a float."""
+    try:
+        float(value)  # type: ignore[arg-type]
+    except OverflowError:
+        return False
+    return True
+
+
+class _TooLarge:
+    """Where an error shows an integer no float holds: saying why, not its 400 digits."""
+
+    def __repr__(self) -> str:
+        return "an integer too large for a floating-point number"
+
+
+def _quoted(value: Any) -> str:
+    """`value` as an error shows it: its repr, each integer no float holds in it (in a list,
+    tuple or dict, as a config gives them) said to be one."""
+    def readable(item: Any) -> Any:
+        if isinstance(item, int) and not isinstance(item, bool) and not _float_holds(item):
+            return _TooLarge()
+        if type(item) in (list, tuple):
+            return type(item)(map(readable, item))
+        if type(item) is dict:
+            return {key: readable(each) for key, each in item.items()}
+        return item
+    return repr(readable(value))
 
 
 @dataclass(frozen=True)
@@ -233,7 +265,7 @@ def check_value(key: str, value: Any, expected: Any) -> None:
     if isinstance(expected, ParamType):
         expected.check(key, value)
     elif not _fits(value, expected):
-        raise ParamError(key, f"expected {describe_type(expected)}, got {value!r}")
+        raise ParamError(key, f"expected {describe_type(expected)}, got {_quoted(value)}")
 
 
 def _fits(value: Any, expected: Any) -> bool:
@@ -262,7 +294,7 @@ def _fits(value: Any, expected: Any) -> bool:
         return isinstance(value, Mapping) and (len(args) != 2 or all(
             _fits(k, args[0]) and _fits(v, args[1]) for k, v in value.items()))
     if expected is float:
-        return isinstance(value, (int, float)) and not isinstance(value, bool)
+        return isinstance(value, (int, float)) and not isinstance(value, bool) and _float_holds(value)
     if expected is int:
         return isinstance(value, int) and not isinstance(value, bool)
     if expected is tuple:  # YAML and JSON have lists only (a plug-in's default `(1, 2)` says tuple)
@@ -335,7 +367,7 @@ class Between(ParamType):
 
     def check(self, key: str, value: Any) -> None:
         if number_problem(value, self.low, self.high) is not None:
-            raise ParamError(key, f"expected {self.describe()}, got {value!r}")
+            raise ParamError(key, f"expected {self.describe()}, got {_quoted(value)}")
 
     def describe(self) -> str:
         if self.low == -math.inf and self.high == math.inf:

@@ -22,7 +22,7 @@ from harness.corpus import Corpus, Document
 from harness.corpus.readers import open_corpus
 from harness.errors import HarnessError, InputError
 from harness.retrieve import RETRIEVERS, SearchQuery, build
-from harness.retrieve.bm25 import BM25
+from harness.retrieve.bm25 import BM25, bm25
 from harness.retrieve.lucene import MANIFEST, build_index, cached_index
 from tests.conftest import interruptible
 
@@ -291,6 +291,8 @@ def test_bm25_settings_are_checked_before_an_index_is_built(tmp_path, monkeypatc
     corpus = Corpus("two", lambda: iter([Document("d1", "one text"), Document("d2", "another text")]))
     with pytest.raises(HarnessError, match=r"build\('bm25'\)\.k1: expected a number of 0 or more, got -1"):
         build("bm25", corpus=corpus, k1=-1)
+    with pytest.raises(HarnessError, match=r"^bm25\.backend: expected one of 'numpy', 'pyserini', got 'java'"):
+        bm25(corpus, backend="java")  # the factory called as Python, not through `build`'s check
     assert not (tmp_path / "cache").exists()
 
 

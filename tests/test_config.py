@@ -356,6 +356,31 @@ def test_a_retriever_setting_out_of_its_range_is_an_error_when_the_config_is_rea
 
 
 @pytest.mark.parametrize("retriever, message", [
+    ({"name": "bm25", "params": {"k1": 10**400}},
+     "params.k1: expected a number of 0 or more, got an integer too large for a floating-point number"),
+    ({"name": "linear", "params": {"weights": [10**400, 1], "retrievers": ["bm25", "dense"]}},
+     "params.weights: expected a list of numbers or null, got [an integer too large for a floating-point number, 1]"),
+    ({"name": "linear", "params": {"weights": [10**308, 10**308], "retrievers": ["bm25", "dense"]}},
+     "params.weights: expected weights whose sizes add up to a finite number (a fused score is their sum over "
+     f"scores from 0 to 1), got [{str(10**308)[:76]}... (622 characters)"),
+])
+def test_an_integer_written_too_long_for_a_float_is_an_error_at_its_key_in_a_dry_run(tmp_path, capsys, retriever,
+                                                                                       message):
+    """YAML reads 309 digits or more as an int no float holds (an OverflowError in the check, a
+    traceback); two that a float holds, summed as ints, were one too."""
+    path = _write(tmp_path, {"output": str(tmp_path / "out"), "experiments": [_experiment(retrievers=[retriever])]})
+    assert main(["run", str(path), "--dry-run"]) == 2
+    assert capsys.readouterr().err == f"harness run: error: {path}: experiments[0].retrievers[0].{message}\n"
+
+
+def test_an_integer_longer_than_python_reads_is_an_error_at_its_line(tmp_path, capsys):
+    path = _write(tmp_path, "experiments:\n  - name: pqa\n    k: " + "9" * 5000 + "\n")
+    assert main(["run", str(path), "--dry-run"]) == 2
+    assert capsys.readouterr().err == (f"harness run: error: {path}:3: not valid YAML: an integer of more than "
+                                       "4300 digits\n")
+
+
+@pytest.mark.parametrize("retriever, message", [
     ({"name": "dense", "params": {"backend": "fais"}},
      "params.backend: expected one of 'faiss', 'numpy', 'torch' or null, got 'fais'"),
     ({"name": "dense", "params": {"approx": "hnws"}},

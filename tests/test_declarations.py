@@ -133,6 +133,9 @@ def test_a_plugin_declared_with_harness_declare_is_checked_by_its_declaration(tm
            "'python:declared_plugins:scaled'; known: weight" in _error(tmp_path, {"retrievers": [retriever]})
     retriever["params"] = {"weight": "heavy"}
     assert "params.weight: expected a number, got 'heavy'" in _error(tmp_path, {"retrievers": [retriever]})
+    retriever["params"] = {"weight": 10**400}  # as YAML reads 401 digits: float() of it is an OverflowError
+    assert "params.weight: expected a number, got an integer too large for a floating-point number" \
+        in _error(tmp_path, {"retrievers": [retriever]})
     assert "experiments[0].strategies[0]: python:declared_plugins:last takes 'N' " \
            "(python:declared_plugins:last[:N]), not 'x'" in _error(
                tmp_path, {"strategies": ["python:declared_plugins:last:x"], "retrievers": ["bm25"]})

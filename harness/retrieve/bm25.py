@@ -213,7 +213,7 @@ def bm25(corpus: Corpus | None = None, *, index: str | None = None, k1: float = 
          threads: int | None = None, maxp: bool = False, backend: str = DEFAULT_BACKEND) -> BM25:
     """Factory: `index` wins; else the corpus's cached index (built on first use)."""
     settings = {"k1": k1, "b": b, "original_weight": original_weight, "fb_terms": fb_terms, "fb_docs": fb_docs}
-    check_given("bm25", SETTINGS, **settings)  # before the corpus's index is built
+    check_given("bm25", (*SETTINGS, BACKEND), backend=backend, **settings)  # before the corpus's index is built
     if index is None:
         if corpus is None:
             raise HarnessError("bm25 needs an index (folder or pyserini prebuilt name) or a corpus")

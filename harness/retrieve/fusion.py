@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from harness.corpus import Corpus
+from harness.errors import shown
 from harness.registry import REQUIRED, AtLeast, Between, OnePer, Param, ParamError
 from harness.retrieve import FOLDER, RETRIEVERS, Retriever, SearchesAhead, SearchQuery, build, search_batches
 from harness.retrieve.specs import RetrieverSpecs, parts
@@ -121,9 +122,11 @@ class Weights(OnePer):
 
     def check(self, key: str, value: Any) -> None:
         super().check(key, value)
-        if value is not None and not math.isfinite(sum(abs(weight) for weight in value)):
+        # summed as floats, as the fused scores are (YAML's 309-digit integers summed as ints
+        # were an OverflowError in isfinite; each holds a float, by the check above)
+        if value is not None and not math.isfinite(sum(abs(float(weight)) for weight in value)):
             raise ParamError(key, "expected weights whose sizes add up to a finite number (a fused score is their "
-                                  f"sum over scores from 0 to 1), got {value!r}")
+                                  f"sum over scores from 0 to 1), got {shown(value)}")
 
 
 # what both fusions take besides their own
