@@ -373,13 +373,6 @@ def test_an_integer_written_too_long_for_a_float_is_an_error_at_its_key_in_a_dry
     assert capsys.readouterr().err == f"harness run: error: {path}: experiments[0].retrievers[0].{message}\n"
 
 
-def test_an_integer_longer_than_python_reads_is_an_error_at_its_line(tmp_path, capsys):
-    path = _write(tmp_path, "experiments:\n  - name: pqa\n    k: " + "9" * 5000 + "\n")
-    assert main(["run", str(path), "--dry-run"]) == 2
-    assert capsys.readouterr().err == (f"harness run: error: {path}:3: not valid YAML: an integer of more than "
-                                       "4300 digits\n")
-
-
 @pytest.mark.parametrize("retriever, message", [
     ({"name": "dense", "params": {"backend": "fais"}},
      "params.backend: expected one of 'faiss', 'numpy', 'torch' or null, got 'fais'"),

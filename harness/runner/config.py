@@ -250,19 +250,6 @@ _UniqueKeyLoader.add_implicit_resolver("tag:yaml.org,2002:float",
                                        list("-+0123456789."))
 
 
-def _construct_int(loader: _UniqueKeyLoader, node: yaml.ScalarNode) -> int:
-    """YAML's integer, or an error at its line where Python will not read one that long (over
-    4300 digits: a ValueError, a traceback)."""
-    try:
-        return yaml.SafeLoader.construct_yaml_int(loader, node)
-    except ValueError:
-        raise yaml.constructor.ConstructorError(
-            None, None, f"an integer of more than {sys.get_int_max_str_digits()} digits", node.start_mark) from None
-
-
-_UniqueKeyLoader.add_constructor("tag:yaml.org,2002:int", _construct_int)
-
-
 class Node:
     """A value of the YAML document with its key path, so that every error can say where
     (public: harness.serve reads its own config file with it)."""
