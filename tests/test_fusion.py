@@ -8,7 +8,7 @@ import pytest
 
 from harness.errors import HarnessError
 from harness.retrieve import Hit, SearchQuery, build, shared_retrievers
-from harness.retrieve.fusion import linear_fusion, min_max, reciprocal_rank_fusion
+from harness.retrieve.fusion import linear, linear_fusion, min_max, reciprocal_rank_fusion, rrf
 from tests.conftest import SMALL, SMALL_QUERIES as QUERIES, ikat_corpus, shared_cache
 
 
@@ -228,3 +228,16 @@ def test_a_runs_batches_answered_before_come_from_memory_and_the_others_are_sear
         assert list(search_batches(fused, batches, 5)) == one_by_one
     texts = [tuple(q.text for q in batch) for batch in batches]
     assert calls == [(texts[0], 5), (texts[1], 5), (texts[2], 5)]
+
+
+@pytest.mark.parametrize("fusion, settings, message", [
+    (linear, {"weights": [10**400, 1]},
+     "linear.weights: expected a list of numbers or null, got [an integer too large for a floating-point number, 1]"),
+    (linear, {"weights": [1]}, "linear.weights: expected one value per entry of retrievers (2), got [1]"),
+    (rrf, {"k": -1}, "rrf.k: expected a number of 0 or more, got -1"),
+])
+def test_a_fusion_called_from_python_checks_its_settings_as_a_config_is_checked(fusion, settings, message):
+    """Before any retriever is built, in the config's words (a huge weight was an OverflowError)."""
+    with pytest.raises(HarnessError) as caught:
+        fusion(None, retrievers=["bm25", "dense"], **settings)
+    assert str(caught.value) == message

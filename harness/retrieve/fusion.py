@@ -22,7 +22,7 @@ from typing import Any
 
 from harness.corpus import Corpus
 from harness.errors import shown
-from harness.registry import REQUIRED, AtLeast, Between, OnePer, Param, ParamError
+from harness.registry import REQUIRED, AtLeast, Between, OnePer, Param, ParamError, check_given
 from harness.retrieve import FOLDER, RETRIEVERS, Retriever, SearchesAhead, SearchQuery, build, search_batches
 from harness.retrieve.specs import RetrieverSpecs, parts
 from harness.trec import Hit, Ranking, Run
@@ -134,10 +134,12 @@ SUB_RETRIEVERS = Param("retrievers", RetrieverSpecs(least=2), REQUIRED, "the ret
 DEPTH = Param("depth", AtLeast(1), DEFAULT_DEPTH, "hits asked of each retriever per query (at least k)")
 FUSED_INDEX = Param("index", FOLDER, None, "handed to each retriever that names none (a config's "
                     "`corpus: {index: NAME}`)")
+RRF_K = Param("k", Between(0), 60, "RRF's rank constant (not the number of hits)")
+WEIGHTS = Param("weights", Weights("retrievers", Between()), None, "one weight per retriever (default: equal, 1/n)")
 
 
 @RETRIEVERS.register("rrf", "reciprocal rank fusion of two or more retrievers' rankings", [
-    SUB_RETRIEVERS, Param("k", Between(0), 60, "RRF's rank constant (not the number of hits)"), DEPTH, FUSED_INDEX])
+    SUB_RETRIEVERS, RRF_K, DEPTH, FUSED_INDEX])
 def rrf(
     corpus: Corpus | None = None,
     *,
@@ -147,14 +149,14 @@ def rrf(
     index: str | None = None,
 ) -> FusionRetriever:
     """Reciprocal rank fusion; `k` is RRF's rank constant (60), not the number of hits. The
-    parameters' types and ranges are checked by `build`, as declared above."""
+    parameters are checked as declared above, called from Python too, before any is built."""
+    check_given("rrf", (SUB_RETRIEVERS, RRF_K, DEPTH), retrievers=retrievers, k=k, depth=depth)
     subs = build_sub_retrievers(corpus, retrievers, index)
     return FusionRetriever(subs, lambda rankings, limit: reciprocal_rank_fusion(rankings, k, limit), depth)
 
 
 @RETRIEVERS.register("linear", "weighted sum of two or more retrievers' min-max normalised scores", [
-    SUB_RETRIEVERS, Param("weights", Weights("retrievers", Between()), None, "one weight per retriever (default: equal, 1/n)"),
-    DEPTH, FUSED_INDEX])
+    SUB_RETRIEVERS, WEIGHTS, DEPTH, FUSED_INDEX])
 def linear(
     corpus: Corpus | None = None,
     *,
@@ -164,7 +166,8 @@ def linear(
     index: str | None = None,
 ) -> FusionRetriever:
     """Weighted sum of min-max normalised scores; equal weights (1/n) unless given. The
-    parameters' types are checked by `build`, as declared above."""
+    parameters are checked as declared above, called from Python too, before any is built."""
+    check_given("linear", (SUB_RETRIEVERS, WEIGHTS, DEPTH), retrievers=retrievers, weights=weights, depth=depth)
     if weights is None:
         weights = [1.0 / len(retrievers)] * len(retrievers)
     weights = [float(weight) for weight in weights]
