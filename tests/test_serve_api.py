@@ -172,7 +172,69 @@ def test_a_run_scored_before_scores_were_recorded_with_their_qrels_is_scored_aga
         assert body["status"] == "scored" and body["measures"] == means and service.submission(ident).scored_with
         rescored = [r.getMessage() for r in caplog.records if "to score again" in r.getMessage()]
         assert rescored == [f"task {TASK}: 1 scored submissions to score again (scored by an earlier version, which "
-                            "did not record the qrels and depth it scored with)"]
+                            "did not record what it was scored with)"]
+
+
+def test_runs_are_scored_again_when_the_task_s_passage_separator_changes(tmp_path):
+    """The cast2021 preset's measures and depth given by hand drop its separator ('-': MaxP
+    over documents): the same measure names, other scores (service._stale)."""
+    from harness.evaluate.presets import PRESETS
+    from harness.serve.service import _stale
+    from harness.serve.tasks import TaskRuntime
+
+    def runtime(**task) -> TaskRuntime:
+        task = {"name": TASK, "topics": "ikat2023", "qrels": str(QRELS), "main_measure": "nDCG@5",
+                "formats": ["trec"], **task}
+        return TaskRuntime(load_serve_config(write_config(tmp_path, tasks=[task])).tasks[TASK])
+
+    before = runtime(preset="cast2021")
+    row = st.Submission(means=dict.fromkeys(before.config.measures, 0.5), scored_with=before.scored_with)
+    assert _stale(row, before) is None
+    after = runtime(measures=list(PRESETS.get("cast2021").measures), depth=500)
+    assert _stale(row, after) == "the task's passage_separator changed"
+
+
+@pytest.mark.slow
+def test_a_run_whose_scoring_again_fails_keeps_its_scores_off_the_board_until_a_start_scores_it(tmp_path, caplog):
+    """Its stored file gone, a run queued again after the qrels changed was marked failed: gone
+    from the board for good, its old means unread in its row. Now it is stale: its owner sees
+    its earlier scores and why, the board ranks only runs scored alike, and each start tries it
+    again (the worker does not, in a loop); the config changed back, it is on the board as it was."""
+    run = trec_run(tmp_path / "run.trec", seed=2)
+    client, service = open_client(tmp_path)
+    with client:
+        ident = post(client, run).json()["id"]
+        before = scored(client, ident)
+    stored = service.store.file(before["sha256"])
+    stored.unlink()
+    task = {"name": TASK, "topics": "ikat2023", "qrels": str(changed_qrels(tmp_path)), "preset": "ikat2023",
+            "main_measure": "nDCG@5", "formats": ["trec"]}
+    caplog.set_level(logging.INFO, logger="harness.serve")
+    client, service = open_client(tmp_path, tasks=[task])
+    with client:
+        body = scored(client, ident)
+        assert (body["status"], body["measures"]) == ("stale", before["measures"])
+        assert "scoring it again with the task's current settings failed" in body["error"]
+        assert client.get(f"/api/tasks/{TASK}/leaderboard").json()["rows"] == []
+        login(client)
+        assert "stale" in client.get("/team").text
+    assert [r.getMessage() for r in caplog.records if r.levelno == logging.ERROR] == [
+        f"scoring submission {ident} of task {TASK} again failed: FileNotFoundError; its earlier scores are kept, off "
+        "the board (status stale), and it is tried again at the next start"]
+    client, service = open_client(tmp_path)  # the qrels it was scored with: its scores are the task's again
+    with client:
+        body = scored(client, ident)
+        assert (body["status"], body["measures"], body["error"]) == ("scored", before["measures"], None)
+        assert [row["run_name"] for row in client.get(f"/api/tasks/{TASK}/leaderboard").json()["rows"]] == ["trec-2"]
+    client, service = open_client(tmp_path, tasks=[task])  # the changed qrels again, the file still gone
+    with client:
+        assert scored(client, ident)["status"] == "stale"
+    stored.write_bytes(run.read_bytes())
+    client, service = open_client(tmp_path, tasks=[task])  # its file back: a start scores it on the changed qrels
+    with client:
+        body = scored(client, ident)
+        assert (body["status"], body["error"]) == ("scored", None) and body["measures"] != before["measures"]
+        assert [row["run_name"] for row in client.get(f"/api/tasks/{TASK}/leaderboard").json()["rows"]] == ["trec-2"]
 
 
 @pytest.mark.parametrize("database", ["sqlite", pytest.param("postgresql", marks=pytest.mark.slow)])
@@ -499,6 +561,28 @@ def test_postgresql_by_url_through_the_same_code(postgres, tmp_path, capsys):
         body = scored(client, first.json()["id"])
         assert body["measures"] == harness_eval(run, tmp_path, capsys)
         assert client.get(f"/api/tasks/{TASK}/leaderboard").json()["rows"][0]["run_name"] == "run-80"
+
+
+@pytest.mark.slow
+def test_a_role_that_may_not_add_a_new_column_is_told_the_statement_the_owner_should_run(postgres, tmp_path, capsys):
+    """A database of an earlier version, served by a role that is not its tables' owner: the start
+    said only "cannot connect to database ...: must be owner of table submissions"."""
+    client, _ = open_client(tmp_path, database=postgres)  # its tables made by their owner, then as before the column
+    with client:
+        pass
+    engine = st.create_engine(st.database_url(postgres))
+    with engine.begin() as connection:
+        for statement in ("ALTER TABLE submissions DROP COLUMN scored_with", "CREATE ROLE board LOGIN",
+                          "GRANT ALL ON ALL TABLES IN SCHEMA public TO board",
+                          "GRANT ALL ON ALL SEQUENCES IN SCHEMA public TO board"):
+            connection.execute(st.text(statement))
+    engine.dispose()
+    board = postgres.replace("harness@", "board@")
+    assert main(["serve", str(write_config(tmp_path, database=board)), "--port", "0"]) == 2
+    assert capsys.readouterr().err == (
+        f"harness serve: error: database {board}: table submissions lacks the column scored_with this version adds, "
+        "and adding it failed (must be owner of table submissions); have the table's owner run: ALTER TABLE "
+        "submissions ADD COLUMN IF NOT EXISTS scored_with JSON;\n")
 
 
 # --- command line --------------------------------------------------------------------------

@@ -17,7 +17,7 @@ pytest.importorskip("fastapi", reason="the serve extra is not installed (pip ins
 
 from fastapi.testclient import TestClient  # noqa: E402
 
-from harness.errors import HarnessError  # noqa: E402
+from harness.errors import HarnessError, InputError  # noqa: E402
 from harness.serve.app import create_app  # noqa: E402
 from harness.serve.config import load_serve_config  # noqa: E402
 from harness.serve.service import Service  # noqa: E402
@@ -192,3 +192,63 @@ def test_a_response_task_config_names_a_bad_format_by_its_key_path(tmp_path, cap
     (tmp_path / "c.yaml").write_text(yaml.safe_dump(config))
     with pytest.raises(Exception, match=r"tasks\[0\]\.formats\[0\].*unknown response format 'trec'"):
         load_serve_config(tmp_path / "c.yaml")
+
+
+def test_an_llm_judge_s_missing_prompt_file_is_a_config_error_naming_its_key(tmp_path):
+    """It was a traceback at start (the prompt hashed for `scored_with`), not a config error."""
+    config = {"tasks": [{"name": "r", "topics": "ikat2024", "nuggets": __file__, "judge": "llm", "formats":
+                         ["trec-rag-jsonl"], "llm": {"model": "m", "base_url": "http://127.0.0.1:9/v1",
+                                                     "prompt": "missing.txt"}}], "teams": []}
+    (tmp_path / "c.yaml").write_text(yaml.safe_dump(config))
+    with pytest.raises(InputError, match=r"tasks\[0\]\.llm\.prompt: no such file: missing\.txt"):
+        load_serve_config(tmp_path / "c.yaml")
+
+
+def _moved(path: Path) -> str:
+    """The same bytes under another name."""
+    moved = path.with_name(f"moved-{path.name}")
+    moved.write_bytes(path.read_bytes())
+    return str(moved)
+
+
+def _other(path: Path) -> str:
+    other = path.with_name(f"other-{path.name}")
+    other.write_text(path.read_text() + "\n")
+    return str(other)
+
+
+@pytest.mark.parametrize(("judge", "edit", "reason"), [
+    ("llm", lambda task, _: task.update(vital_grade=2), "vital_grade"),
+    ("llm", lambda task, _: task["llm"].update(model="another-model"), "judge"),
+    ("llm", lambda task, files: task["llm"].update(prompt=_other(files["prompt"])), "judge"),
+    ("llm", lambda task, files: task["llm"].update(prompt=_moved(files["prompt"])), None),
+    ("llm", lambda task, _: task["llm"].update(base_url="http://127.0.0.2:9/v1"), None),  # the same model elsewhere
+    ("file", lambda task, files: task.update(judge=f"file:{_other(files['assignments'])}"), "judge"),
+    ("file", lambda task, files: task.update(judge=f"file:{_moved(files['assignments'])}"), None),
+], ids=["vital_grade", "model", "prompt", "prompt-moved", "base_url", "assignments", "assignments-moved"])
+def test_responses_are_scored_again_when_what_scores_them_changes_not_where_it_lies(tmp_path, judge, edit, reason):
+    """A start scores again responses scored otherwise (service._stale): by another vital grade,
+    llm model or prompt, or other recorded assignments; not after a file moved with the same
+    bytes (a `file:` judge was recorded with its path), nor for another address of the model."""
+    from harness.serve.responses import ResponseTaskRuntime
+    from harness.serve.service import _stale
+    from harness.serve.store import Submission
+
+    files = {"prompt": tmp_path / "prompt.txt", "assignments": tmp_path / "assignments.jsonl"}
+    files["prompt"].write_text("Does the passage support the nugget? {nugget} {passage}\n")
+    files["assignments"].write_text(json.dumps({"qid": "0_1", "run_id": "r", "nuggets": []}) + "\n")
+    llm = {"model": "m", "base_url": "http://127.0.0.1:9/v1", "prompt": str(files["prompt"])}
+    task = {"name": "r", "topics": "ikat2024", "nuggets": str(write_nuggets(tmp_path)), "formats": ["trec-rag-jsonl"],
+            **({"judge": "llm", "llm": llm} if judge == "llm" else {"judge": f"file:{files['assignments']}"})}
+
+    def runtime() -> ResponseTaskRuntime:
+        (tmp_path / "c.yaml").write_text(yaml.safe_dump({
+            "database": f"sqlite:///{tmp_path / 'board.db'}", "storage": str(tmp_path / "files"), "tasks": [task],
+            "teams": [{"name": "team0", "token_sha256": sha256_hex(team_token("team0"))}]}))
+        return ResponseTaskRuntime(load_serve_config(tmp_path / "c.yaml").tasks["r"])
+
+    before = runtime()
+    row = Submission(means=dict.fromkeys(before.config.measures, 0.5), scored_with=before.scored_with)
+    assert _stale(row, before) is None
+    edit(task, files)
+    assert _stale(row, runtime()) == (f"the task's {reason} changed" if reason else None)

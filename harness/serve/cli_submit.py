@@ -88,7 +88,7 @@ def _wait(client, ident: str, timeout: float) -> int:
             for measure, value in body["measures"].items():
                 print(f"{measure}\t{value:.4f}")
             return 0
-        if body.get("status") == "failed":
+        if body.get("status") in ("failed", "stale"):
             raise HarnessError(f"submission {ident} could not be scored: {body.get('error')}")
         time.sleep(0.5)
     raise HarnessError(f"submission {ident} was not scored within {timeout:g} s; it stays queued on the server")

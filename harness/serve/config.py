@@ -253,6 +253,7 @@ def _response_task(node: Node) -> TaskConfig:
         name=_name(keys["name"]), title=keys["title"].text() if "title" in keys else keys["name"].text(),
         topics=topics, qrels=nuggets, measures=(main, *[m for m in MEASURES if m != main]), depth=None,
         passage_separator=None, main_measure=main, formats=formats, partial=True, nuggets=nuggets, judge=judge,
-        judge_settings=tuple((key, llm[key].text()) for key in JUDGE_KEYS if key in llm),
+        judge_settings=tuple((key, str(llm[key].existing_path()) if key == "prompt" else llm[key].text())
+                             for key in JUDGE_KEYS if key in llm),
         vital_grade=keys["vital_grade"].positive_int() if "vital_grade" in keys else 3,
         per_query_scores=keys["per_query_scores"].flag() if "per_query_scores" in keys else True)

@@ -77,7 +77,7 @@ significantly lower. Test: {{ board.legend }}</p>
 <th class="l">status</th><th class="l">scores</th><th>warnings</th><th class="l">submitted</th></tr></thead><tbody>
 {% for s in submissions %}<tr><td class="l">{{ s.id }}</td><td class="l"><a href="/tasks/{{ s.task }}">{{ s.task }}</a></td>
 <td class="l">{{ s.run_name }}</td><td class="l">{{ s.description }}</td><td class="l">{{ s.status }}</td>
-<td class="l">{% if s.means %}{% for m, v in s.means.items() %}{{ m }} {{ "%.4f"|format(v) }}{% if not loop.last %}, {% endif %}{% endfor %}{% elif s.error %}{{ s.error }}{% endif %}</td>
+<td class="l">{% if s.means %}{% for m, v in s.means.items() %}{{ m }} {{ "%.4f"|format(v) }}{% if not loop.last %}, {% endif %}{% endfor %}{% endif %}{% if s.error %} {{ s.error }}{% endif %}</td>
 <td>{{ s.warnings|length }}{% if s.warnings|length >= max_messages %}+{% endif %}</td><td class="l">{{ s.created_at.isoformat(timespec="seconds") }}Z</td></tr>{% endfor %}
 </tbody></table>{% endblock %}""",
 }

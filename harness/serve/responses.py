@@ -59,14 +59,15 @@ class ResponseTaskRuntime(TaskRuntime):
     @cached_property
     def scored_with(self) -> dict[str, Any]:
         """The bank's file, the grade that makes a nugget vital, and the judge: its name, model
-        and prompt, and the content of a file it reads (recorded assignments, a prompt); not
-        its endpoint, which may move while answering alike (TaskRuntime.scored_with)."""
+        and prompt, and the content of a file it reads (recorded assignments, a prompt), not
+        the file's path; nor its endpoint: either may move while answering alike
+        (TaskRuntime.scored_with)."""
         from harness.paths import file_sha256
         from harness.registry import split_spec
 
         settings = dict(self.config.judge_settings)
         name, argument = split_spec(self.config.judge)
-        judge = {"judge": self.config.judge, "model": settings.get("model"),
+        judge = {"judge": name if name == "file" else self.config.judge, "model": settings.get("model"),
                  "prompt": file_sha256(settings["prompt"]) if settings.get("prompt") else None,
                  "assignments": file_sha256(argument) if name == "file" else None}
         return {"nuggets": file_sha256(self.config.nuggets), "vital_grade": self.config.vital_grade,

@@ -95,19 +95,28 @@ class Service:
         are not those its task gives now: the config changed its measures, or its qrels or
         depth under the same measure names (`scored_with`), since. Ranked beside the new scores,
         such a run scored 0 on every query of a measure it lacked (one lacking the main
-        measure made the board a KeyError, 500), or was scored on other judgments."""
+        measure made the board a KeyError, 500), or was scored on other judgments. A row that
+        scoring again failed before (STALE) is tried again; one whose scores are its task's
+        again (the config changed back) is back on the board as it was."""
         stale: dict[tuple[str, str], int] = {}
+        restored: dict[str, int] = {}
         with self.store.session() as session:
-            for row in session.scalars(select(st.Submission).where(st.Submission.status == st.SCORED)
+            for row in session.scalars(select(st.Submission).where(st.Submission.status.in_((st.SCORED, st.STALE)))
                                        .options(defer(st.Submission.per_query))):  # read where _holds needs it
                 runtime = self.tasks.get(row.task)
                 reason = None if runtime is None else _stale(row, runtime)
                 if reason is not None:
                     row.status = st.QUEUED
                     stale[row.task, reason] = stale.get((row.task, reason), 0) + 1
+                elif row.status == st.STALE and runtime is not None:
+                    row.status, row.error = st.SCORED, None
+                    restored[row.task] = restored.get(row.task, 0) + 1
             session.commit()
         for (task, reason), count in stale.items():
             log.info("task %s: %d scored submissions to score again (%s)", task, count, reason)
+        for task, count in restored.items():
+            log.info("task %s: %d submissions back on the board with their earlier scores, which are the task's "
+                     "again", task, count)
 
     # --- accepting -----------------------------------------------------------------------
 
@@ -210,11 +219,10 @@ class Service:
             try:
                 evaluation = runtime.score(self.store.stored_file(row.sha256), row.format)
             except Exception as problem:  # noqa: BLE001  (a scoring bug must not stop the worker)
-                log.error("scoring submission %s failed: %s", row.id, type(problem).__name__)
-                row.status, row.error = st.FAILED, "scoring failed; the organisers have been told"
+                _failed(row, problem)
             else:
                 row.means, row.per_query, row.scored_with = evaluation.means, evaluation.per_query, runtime.scored_with
-                row.status = st.SCORED
+                row.status, row.error = st.SCORED, None
             row.scored_at = st.now()
             session.commit()
         if row.status == st.SCORED:
@@ -251,6 +259,23 @@ class Service:
             return cached[1]
 
 
+def _failed(row: st.Submission, problem: Exception) -> None:
+    """Mark a row whose scoring failed. One scored before (queued again at start: its task
+    changed) keeps its earlier scores and what they were scored with, STALE: off the board,
+    which ranks runs scored alike, shown to its owner, and tried again at the next start
+    (not before: the worker would retry it at once, forever); FAILED would lose it for good."""
+    why = type(problem).__name__  # not its message, which may quote the hidden qrels
+    if row.means is None:
+        log.error("scoring submission %s failed: %s", row.id, why)
+        row.status, row.error = st.FAILED, "scoring failed; the organisers have been told"
+        return
+    log.error("scoring submission %s of task %s again failed: %s; its earlier scores are kept, off the board (status "
+              "stale), and it is tried again at the next start", row.id, row.task, why)
+    row.status = st.STALE
+    row.error = ("scoring it again with the task's current settings failed; these are its earlier scores, off the "
+                 "board until a start scores it again; the organisers have been told")
+
+
 def _holds(row: st.Submission, measures: tuple[str, ...]) -> bool:
     """Whether a scored row has scores for exactly the task's measures. Its means' keys say so
     (its per-query scores, far larger, are not read); only where a measure has no mean, as a
@@ -263,7 +288,7 @@ def _stale(row: st.Submission, runtime: TaskRuntime) -> str | None:
     if not _holds(row, runtime.config.measures):
         return "the task's measures changed"
     if row.scored_with is None:
-        return "scored by an earlier version, which did not record the qrels and depth it scored with"
+        return "scored by an earlier version, which did not record what it was scored with"
     changed = sorted(key for key in row.scored_with.keys() | runtime.scored_with.keys()
                      if row.scored_with.get(key) != runtime.scored_with.get(key))
     return f"the task's {' and '.join(changed)} changed" if changed else None

@@ -33,6 +33,7 @@ from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column, sess
 from harness.errors import HarnessError
 
 QUEUED, SCORED, FAILED = "queued", "scored", "failed"
+STALE = "stale"  # scored, then its task changed, and scoring it again failed: its earlier scores, off the board
 CHUNK = 1 << 20
 
 
@@ -139,12 +140,11 @@ class Store:
             else:
                 self.engine = create_engine(url, pool_pre_ping=True)
             Base.metadata.create_all(self.engine)
-            _add_new_columns(self.engine)
+            _add_new_columns(self.engine, database)
             self._created += _private_folder(self.storage) + _private_folder(self.incoming)
         except SQLAlchemyError as error:  # no server there, a wrong password, ...: one line, never the password
             self.discard()
-            shown = make_url(database).render_as_string(hide_password=True)  # as the config has it
-            raise HarnessError(f"cannot connect to database {shown}: "
+            raise HarnessError(f"cannot connect to database {_shown(database)}: "
                                f"{_reason(error, url.password)}") from None
         except BaseException:
             self.discard()
@@ -287,19 +287,27 @@ class Received:
             self.fd = None
 
 
-def _add_new_columns(engine: Engine) -> None:
+def _add_new_columns(engine: Engine, database: str) -> None:
     """Add to a database made by an earlier version the columns added since (create_all makes
     missing tables only), empty: its rows are read as rows of before (a column added later must
-    be nullable). With PostgreSQL several processes may start at once: IF NOT EXISTS."""
+    be nullable). With PostgreSQL several processes may start at once: IF NOT EXISTS. A role
+    that may not alter the table (PostgreSQL: not its owner) is told what its owner should run."""
     tables = inspect(engine)
     for table in Base.metadata.sorted_tables:
         present = {column["name"] for column in tables.get_columns(table.name)}
         for column in table.columns:
             if column.name not in present:
                 missing = " IF NOT EXISTS" if engine.dialect.name == "postgresql" else ""
-                with engine.begin() as connection:
-                    connection.execute(text(f"ALTER TABLE {table.name} ADD COLUMN{missing} {column.name} "
-                                            f"{column.type.compile(dialect=engine.dialect)}"))
+                statement = (f"ALTER TABLE {table.name} ADD COLUMN{missing} {column.name} "
+                             f"{column.type.compile(dialect=engine.dialect)}")
+                try:
+                    with engine.begin() as connection:
+                        connection.execute(text(statement))
+                except SQLAlchemyError as error:
+                    raise HarnessError(f"database {_shown(database)}: table {table.name} lacks the column "
+                                       f"{column.name} this version adds, and adding it failed "
+                                       f"({_reason(error, engine.url.password)}); have the table's owner run: "
+                                       f"{statement};") from None
 
 
 def _private_folder(folder: Path) -> list[Path]:
@@ -324,6 +332,11 @@ def _private_file(path: Path) -> bool:
     except FileExistsError:
         return False
     return True
+
+
+def _shown(database: str) -> str:
+    """The database URL as the config has it, without its password."""
+    return make_url(database).render_as_string(hide_password=True)
 
 
 def _reason(error: SQLAlchemyError, password: str | None) -> str:
