@@ -239,7 +239,9 @@ def check_given(what: str, params: Sequence[Param], **values: Any) -> None:
     """Raise ParamError at `what.NAME` for the first of `values` not of the type its Param in
     `params` declares: a component's constructor checks what Python code hands it directly
     by the declaration a config is checked against, so that one rule says each range and how
-    its error reads (`bm25.b: expected a number from 0 to 1, got 7`)."""
+    its error reads (`bm25.b: expected a number from 0 to 1, got 7`). A numpy array or scalar
+    is checked as the list or number it holds, as Python code hands them (`weights=np.array(...)`)."""
+    values = {name: value.tolist() if hasattr(value, "tolist") else value for name, value in values.items()}
     check_params(Declaration(what, "", tuple(param for param in params if param.name in values)), values, what)
 
 

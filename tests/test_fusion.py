@@ -241,3 +241,12 @@ def test_a_fusion_called_from_python_checks_its_settings_as_a_config_is_checked(
     with pytest.raises(HarnessError) as caught:
         fusion(None, retrievers=["bm25", "dense"], **settings)
     assert str(caught.value) == message
+
+
+def test_a_fusion_called_from_python_takes_numpy_settings_as_the_numbers_they_hold():
+    import numpy as np
+
+    with pytest.raises(HarnessError, match="rrf.depth: expected an integer of 1 or more, got 0"):
+        rrf(None, retrievers=["bm25", "dense"], depth=np.int64(0))  # checked as the number it holds
+    fused = linear(ikat_corpus(SMALL), retrievers=["bm25", "bm25"], weights=np.array([0.5, 0.5]))
+    assert fused.search(QUERIES, 5) == linear(ikat_corpus(SMALL), retrievers=["bm25", "bm25"]).search(QUERIES, 5)

@@ -21,9 +21,11 @@ pytest.importorskip("fastapi", reason="the serve extra is not installed (pip ins
 from fastapi.testclient import TestClient  # noqa: E402
 
 from harness.cli import main  # noqa: E402
+from harness.errors import HarnessError  # noqa: E402
 from harness.paths import REPO_ROOT  # noqa: E402
 from harness.serve import store as st  # noqa: E402
 from harness.serve.app import create_app  # noqa: E402
+from harness.serve.cli_submit import _wait  # noqa: E402
 from harness.serve.config import load_serve_config  # noqa: E402
 from harness.serve.service import Service  # noqa: E402
 from tests.serve_support import QRELS, TASK, ikat_run, postgres, team_token, trec_run, write_config  # noqa: E402,F401
@@ -195,7 +197,8 @@ def test_runs_are_scored_again_when_the_task_s_passage_separator_changes(tmp_pat
 
 
 @pytest.mark.slow
-def test_a_run_whose_scoring_again_fails_keeps_its_scores_off_the_board_until_a_start_scores_it(tmp_path, caplog):
+def test_a_run_whose_scoring_again_fails_keeps_its_scores_off_the_board_until_a_start_scores_it(tmp_path, caplog,
+                                                                                                  capsys):
     """Its stored file gone, a run queued again after the qrels changed was marked failed: gone
     from the board for good, its old means unread in its row. Now it is stale: its owner sees
     its earlier scores and why, the board ranks only runs scored alike, and each start tries it
@@ -216,6 +219,11 @@ def test_a_run_whose_scoring_again_fails_keeps_its_scores_off_the_board_until_a_
         assert (body["status"], body["measures"]) == ("stale", before["measures"])
         assert "scoring it again with the task's current settings failed" in body["error"]
         assert client.get(f"/api/tasks/{TASK}/leaderboard").json()["rows"] == []
+        client.headers.update(auth("team0"))  # `harness submit --wait`: its earlier scores, and why it is not shown
+        with pytest.raises(HarnessError, match=f"submission {ident} is not on the board: scoring it again"):
+            _wait(client, ident, 5)
+        assert capsys.readouterr().out.splitlines()[0] == f"nDCG@5\t{before['measures']['nDCG@5']:.4f}"
+        del client.headers["Authorization"]
         login(client)
         assert "stale" in client.get("/team").text
     assert [r.getMessage() for r in caplog.records if r.levelno == logging.ERROR] == [

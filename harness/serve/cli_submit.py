@@ -83,12 +83,14 @@ def _wait(client, ident: str, timeout: float) -> int:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         body = _json(client.get(f"/api/submissions/{ident}"))
-        if body.get("status") == "scored":
+        if body.get("status") in ("scored", "stale"):  # stale: its earlier scores, off the board
             _print_warnings(body.get("warnings") or [], ident)
             for measure, value in body["measures"].items():
                 print(f"{measure}\t{value:.4f}")
+            if body["status"] == "stale":
+                raise HarnessError(f"submission {ident} is not on the board: {body.get('error')}")
             return 0
-        if body.get("status") in ("failed", "stale"):
+        if body.get("status") == "failed":
             raise HarnessError(f"submission {ident} could not be scored: {body.get('error')}")
         time.sleep(0.5)
     raise HarnessError(f"submission {ident} was not scored within {timeout:g} s; it stays queued on the server")

@@ -106,7 +106,7 @@ class Service:
                 runtime = self.tasks.get(row.task)
                 reason = None if runtime is None else _stale(row, runtime)
                 if reason is not None:
-                    row.status = st.QUEUED
+                    row.status, row.error = st.QUEUED, None  # a stale row's note is of its last try
                     stale[row.task, reason] = stale.get((row.task, reason), 0) + 1
                 elif row.status == st.STALE and runtime is not None:
                     row.status, row.error = st.SCORED, None
