@@ -30,7 +30,7 @@ from __future__ import annotations
 import os
 import sys
 import warnings
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TextIO
@@ -206,7 +206,7 @@ class Evaluator:
         if self._others:
             per_query.update(self._score_others(table, ranked, evaluated))
         per_query = {name: per_query[name] for name in self.measures}
-        means = {name: sum(values.values()) / (1 if name in self._counts else len(values))
+        means = {name: added_in_order(values.values()) / (1 if name in self._counts else len(values))
                  for name, values in per_query.items()}
         judged = set(qrels.qids)
         return Evaluation(
@@ -251,6 +251,16 @@ class Evaluator:
             if metric.query_id in evaluated:  # ir-measures also yields its default for the queries the run lacks
                 per_query[self._names[metric.measure]][metric.query_id] = float(metric.value)
         return per_query
+
+
+def added_in_order(values: Iterable[float]) -> float:
+    """The values added one by one from 0.0, as trec_eval adds up the queries (in qid order)
+    for its `all` line. Not sum(): from Python 3.12 on it adds floats with compensation, which
+    moves a mean on a rounding boundary to the other side of trec_eval's fourth decimal."""
+    total = 0.0
+    for value in values:
+        total += value
+    return total
 
 
 def evaluate(qrels: Qrels, run: Run, measures: Sequence[str], depth: int | None = None) -> Evaluation:
