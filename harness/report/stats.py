@@ -32,6 +32,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from harness.evaluate import added_in_order
 from harness.registry import Registry
 
 DEFAULT_RESAMPLES = 10_000
@@ -155,9 +156,9 @@ def cohens_d_paired(a: np.ndarray, b: np.ndarray) -> float:
 
 def running_mean(values: np.ndarray) -> float:
     """The mean as trec_eval takes its `all` value (and `harness eval` its means): the values
-    added one by one in query order, then divided; numpy's pairwise sum differs in the last
-    bit, which shows in the 4th decimal where a mean falls on a half."""
-    return sum(np.asarray(values, dtype=float).tolist()) / len(values) if len(values) else math.nan
+    added one by one in query order (`added_in_order`), then divided; numpy's pairwise sum
+    differs in the last bit, which shows in the 4th decimal where a mean falls on a half."""
+    return added_in_order(np.asarray(values, dtype=float).tolist()) / len(values) if len(values) else math.nan
 
 
 def mean_ci(values: np.ndarray, confidence: float = 0.95) -> tuple[float, float]:
