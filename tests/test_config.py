@@ -154,12 +154,14 @@ def test_yaml_syntax_error_gives_the_line(tmp_path):
 @pytest.mark.parametrize("text, says", [
     ("experiments:\n  - name: a\n    k: " + "7" * 5000 + "\n",
      ":3: not valid YAML: Exceeds the limit (4300 digits) for integer string conversion: value has 5000 digits"),
+    ("experiments:\n  - name: a\n    k: 0x" + "f" * 5000 + "\n",  # Python reads it, but cannot print it
+     ":3: not valid YAML: Exceeds the limit (4300 digits) for integer string conversion"),
     ("experiments:\n  - name: a\n    on: 2020-13-45\n", ":3: not valid YAML: month must be in 1..12"),
     ("experiments: " + "[" * 5000 + "]" * 5000 + "\n", ": not valid YAML: nested deeper than Python's recursion limit"),
 ])
 def test_yaml_python_cannot_hold_is_an_error_naming_the_file_not_a_traceback(tmp_path, text, says):
-    """An integer of more digits than Python converts, a date that is none, nesting past the
-    recursion limit: YAML reads them, Python does not (they were a ValueError or RecursionError)."""
+    """An integer of more digits than Python converts (or, hex, prints), a date that is none, nesting
+    past the recursion limit: YAML reads them, Python does not (they were a ValueError or RecursionError)."""
     message = _error(tmp_path, text)
     assert says in message and "sys." not in message
 

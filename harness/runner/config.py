@@ -221,9 +221,14 @@ class _UniqueKeyLoader(yaml.SafeLoader):
 
     def construct_object(self, node: yaml.Node, deep: bool = False) -> Any:
         """A value YAML reads but Python cannot hold (an integer of more digits than Python
-        converts, a 13th month) is an error at its line, as bad YAML is, not a ValueError."""
+        converts, a 13th month) is an error at its line, as bad YAML is, not a ValueError. A hex,
+        octal or binary one converts at any length but does not print: a ValueError later, in
+        the message that shows it."""
         try:
-            return super().construct_object(node, deep)
+            value = super().construct_object(node, deep)
+            if isinstance(value, int):
+                str(value)  # the ValueError it would raise in a message
+            return value
         except ValueError as error:  # without Python's advice to call sys.set_int_max_str_digits()
             problem = str(error).partition("; use sys.set_int_max_str_digits")[0]
             raise yaml.constructor.ConstructorError(None, None, problem, node.start_mark) from None
