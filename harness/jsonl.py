@@ -40,27 +40,51 @@ def loads(text: str, object_pairs_hook: Any = None) -> Any:
         return json.loads(text, object_pairs_hook=object_pairs_hook)
     except json.JSONDecodeError:
         raise
-    except RecursionError:
-        raise _too_deep(text) from None
-    except ValueError:
-        too_long = _too_long(text)
-        if too_long is None:
-            raise  # not the integer limit: object_pairs_hook's own error
-        raise too_long from None
+    except (RecursionError, ValueError) as error:
+        # Python's limits, not object_pairs_hook's own error (whatever integers the text holds)
+        if isinstance(error, RecursionError):
+            unreadable = _too_deep(text)
+        else:
+            unreadable = _too_long(text) if str(error).startswith("Exceeds the limit") else None
+        if unreadable is None:
+            raise
+        raise unreadable from None
 
 
-def _too_deep(text: str) -> Unreadable:
-    """The text's deepest nesting, placed at the first bracket that reaches it."""
-    depth = deepest = place = 0
+def _too_deep(text: str) -> Unreadable | None:
+    """Placed at the first bracket deeper than json reads, read no further: a deep first line
+    of a large upload costs no more than the line."""
+    readable = _readable_depth()
+    depth = 0
     for token in _TOKEN.finditer(text):
         if token.group() in ("[", "{"):
             depth += 1
-            if depth > deepest:
-                deepest, place = depth, token.start()
+            if depth > readable:
+                problem = (f"nested more than {readable} levels deep, deeper than Python reads "
+                           f"(its recursion limit is {sys.getrecursionlimit()})")
+                return Unreadable(problem, text, token.start())
         elif token.group() in ("]", "}"):
             depth -= 1
-    problem = f"nested {deepest} levels deep, more than Python's recursion limit ({sys.getrecursionlimit()}) allows"
-    return Unreadable(problem, text, place)
+    return None
+
+
+def _readable_depth() -> int:
+    """How deep json nests from here: the recursion limit less the calls in progress, a few more
+    here than where the parse failed, so a text that failed nests deeper than this."""
+    def reads(depth: int) -> bool:
+        try:
+            json.loads("[" * depth + "]" * depth)
+        except RecursionError:
+            return False
+        return True
+
+    low, high = 0, 1
+    while reads(high):
+        low, high = high, high * 2
+    while high - low > 1:
+        middle = (low + high) // 2
+        low, high = (middle, high) if reads(middle) else (low, middle)
+    return low
 
 
 def _too_long(text: str) -> Unreadable | None:
@@ -96,17 +120,20 @@ def decode(lines: Iterable[str]) -> Iterator[tuple[int, Any]]:
 
 
 def first_line(lines: Iterable[str]) -> tuple[str, Any]:
-    """The first non-blank line and its JSON value, or the JSONDecodeError it raised (("", None)
-    for none): the sniff that tells JSON Lines (an object a line) from one JSON document. A text
-    whose first line is a whole object is JSON Lines, unless the text is that one object
-    (`document`), when only its keys can tell."""
-    line = next((line for line in lines if line.strip()), "")
-    if not line:
-        return "", None
-    try:
-        return line, loads(line)
-    except json.JSONDecodeError as problem:
-        return line, problem
+    """The text read up to the first non-blank line, that line included, and the line's JSON
+    value, or the JSONDecodeError it raised (("", None) for none): the sniff that tells JSON Lines
+    (an object a line) from one JSON document. A text whose first line is a whole object is JSON
+    Lines, unless the text is that one object (`document`, of the text read and the rest, whose
+    lines are numbered as in the file), when only its keys can tell."""
+    taken = []
+    for line in lines:
+        taken.append(line)
+        if line.strip():
+            try:
+                return "".join(taken), loads(line)
+            except json.JSONDecodeError as problem:
+                return "".join(taken), problem
+    return "", None
 
 
 def document(text: str, path: str | Path) -> Any:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -287,7 +288,7 @@ def test_not_json_is_an_error(tmp_path):
     assert failing_checks(validate(tmp_path / "run.json", 2023)) == {"json"}
 
 
-@pytest.mark.parametrize("value, problem", [(HUGE, "an integer of 5000 digits"), (DEEP, "nested 5001 levels deep")])
+@pytest.mark.parametrize("value, problem", [(HUGE, "an integer of 5000 digits"), (DEEP, "nested more than ")])
 def test_json_python_cannot_hold_is_not_json_to_the_validator_as_a_syntax_error_is(tmp_path, value, problem):
     (tmp_path / "run.json").write_text('{"run_name": "x",\n "turns": ' + value + "}")
     [finding] = validate(tmp_path / "run.json", 2023).errors
@@ -295,15 +296,15 @@ def test_json_python_cannot_hold_is_not_json_to_the_validator_as_a_syntax_error_
 
 
 @pytest.mark.parametrize("value, problem", [
-    (HUGE, f"an integer of 5000 digits, more than Python's limit ({sys.get_int_max_str_digits()}) allows"),
-    (DEEP, f"nested 5001 levels deep, more than Python's recursion limit ({sys.getrecursionlimit()}) allows"),
+    (HUGE, re.escape(f"an integer of 5000 digits, more than Python's limit ({sys.get_int_max_str_digits()}) allows")),
+    (DEEP, rf"nested more than \d+ levels deep, deeper than Python reads \(its recursion limit is {sys.getrecursionlimit()}\)"),
 ])
 def test_to_trec_of_json_python_cannot_hold_is_a_one_line_error_naming_the_line(tmp_path, capsys, value, problem):
     """It was a ValueError or RecursionError traceback."""
     run = tmp_path / "run.json"
     run.write_text('{"run_name": "x",\n "turns": [], "n": ' + value + "}")
     assert main(["ikat", "to-trec", str(run), "--output", str(tmp_path / "out.run")]) == 2
-    assert capsys.readouterr().err == f"harness ikat: error: {run}:2: not JSON: {problem}\n"
+    assert re.fullmatch(rf"harness ikat: error: {re.escape(str(run))}:2: not JSON: {problem}\n", capsys.readouterr().err)
     assert not (tmp_path / "out.run").exists()
 
 
@@ -465,7 +466,7 @@ def test_2025_json_line_python_cannot_hold_is_an_error_naming_its_line(tmp_path,
     (tmp_path / "run.jsonl").write_text("\n".join([lines[0], '{"turn_id": ' + DEEP + "}", *lines[2:]]) + "\n")
     report = validate(tmp_path / "run.jsonl", 2025)
     assert [(f.check, f.line) for f in report.errors] == [("json-object", 2)]
-    assert report.errors[0].message.startswith("not JSON: nested 5001 levels deep")
+    assert report.errors[0].message.startswith("not JSON: nested more than ")
 
 
 def test_every_registered_check_is_exercised_above():

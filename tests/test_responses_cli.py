@@ -130,11 +130,15 @@ def test_a_json_lines_run_python_cannot_hold_is_a_one_line_error_naming_its_line
                                        f"more than Python's limit ({sys.get_int_max_str_digits()}) allows (column 29)\n")
 
 
-def test_a_nugget_bank_python_cannot_hold_is_a_one_line_error_naming_its_line(tiny, tmp_path, capsys):
+@pytest.mark.parametrize("text, line, column", [
+    ('{"1_1": {\n  "1": {"text": "a", "relevance": ' + HUGE + "}}}\n", 2, 35),
+    ("\n\n" + '{"1_1": {"1": {"text": "a", "relevance": ' + HUGE + "}}}\n", 3, 42),  # blank lines counted
+])
+def test_a_nugget_bank_python_cannot_hold_is_a_one_line_error_naming_its_line(tiny, tmp_path, capsys, text, line, column):
     """One JSON document over several lines, named .jsonl: the line of the integer, not line 1 read
     as JSON Lines."""
     bank = tmp_path / "bank.jsonl"
-    bank.write_text('{"1_1": {\n  "1": {"text": "a", "relevance": ' + HUGE + "}}}\n")
+    bank.write_text(text)
     assert main([*tiny[:3], "--nuggets", str(bank), *tiny[5:]]) == 2
-    assert capsys.readouterr().err == (f"harness responses: error: {bank}:2: invalid JSON: an integer of 5000 digits, "
-                                       f"more than Python's limit ({sys.get_int_max_str_digits()}) allows (column 35)\n")
+    assert capsys.readouterr().err == (f"harness responses: error: {bank}:{line}: invalid JSON: an integer of 5000 digits, "
+                                       f"more than Python's limit ({sys.get_int_max_str_digits()}) allows (column {column})\n")

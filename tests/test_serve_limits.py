@@ -78,7 +78,7 @@ def test_login_body_is_limited_chunked_or_not(server):
 
 
 @pytest.mark.parametrize(("payload", "message"), [
-    (b"[" * 200_000 + b"]" * 200_000, "nested 200000 levels deep"),
+    (b"[" * 200_000 + b"]" * 200_000, "nested more than "),
     (b'{"run_name": "r", "turns": [], "n": ' + b"7" * 100_000 + b"}", "an integer of 100000 digits"),
 ])
 def test_deep_nesting_and_huge_integers_are_422_with_an_audit_row(server, payload, message):
