@@ -109,6 +109,13 @@ def test_a_trec_run_given_as_responses_is_named_a_trec_run(tmp_path, capsys):
         "responses: responses eval scores what a system answers (`harness eval` scores a ranking)\n")
 
 
+def test_a_format_error_after_blank_lines_names_the_first_line_that_is_not_blank(tmp_path, capsys):
+    run = tmp_path / "r.run"
+    run.write_text("\n\n1_1 Q0 d1 1 9.5 mine\n")
+    assert main(["responses", "eval", str(run), "--nuggets", str(run), "--judge", "minilm"]) == 2
+    assert f"{run}:3: this looks like a TREC run" in capsys.readouterr().err
+
+
 def test_a_baseline_matching_no_run_is_quoted_as_written_as_compare_does(tiny, capsys):
     """Not cut to 'three': --baseline is read by the rule `harness compare` reads it by
     (harness.report.cli_options), a run's file path standing for the run only where that names one."""

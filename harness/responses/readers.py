@@ -95,21 +95,23 @@ def detect_format(path: Path) -> str:
     if isinstance(document, dict) and not (IKAT_2025_KEYS | TREC_RAG_KEYS) & set(document) \
             and not NUGGETIZER_KEYS <= set(document):
         return "ikat-json" if "turns" in document else "cone-rag-json"
-    first, entry = jsonl.first_line(text.split("\n"))
+    first, entry = jsonl.first_line(line + "\n" for line in text.split("\n"))
+    line = first.count("\n")  # of the first non-blank line
     if looks_like_run_line(first.split()):
-        raise InputError(path, "this looks like a TREC run ('qid Q0 docid rank score tag'), not responses: "
-                               "responses eval scores what a system answers (`harness eval` scores a ranking)", line=1)
+        raise InputError(path, "this looks like a TREC run ('qid Q0 docid rank score tag'), not responses: responses "
+                               "eval scores what a system answers (`harness eval` scores a ranking)", line=line)
     if isinstance(entry, json.JSONDecodeError):
-        raise InputError(path, f"neither one JSON document nor JSON Lines: {entry.msg} (column {entry.colno})", line=1)
+        raise InputError(path, f"neither one JSON document nor JSON Lines: {entry.msg} (column {entry.colno})",
+                         line=line)
     if isinstance(entry, dict) and IKAT_2025_KEYS & set(entry):
         return "ikat-2025-jsonl"
     if isinstance(entry, dict) and TREC_RAG_KEYS & set(entry):  # the reader names a missing field
         return "trec-rag-jsonl"
     if isinstance(entry, dict) and NUGGETIZER_KEYS <= set(entry):
         raise InputError(path, f"this looks like a nugget bank (nuggetizer's {{qid, nuggets}} lines), not responses: "
-                               f"{GIVE_BANK}", line=1)
+                               f"{GIVE_BANK}", line=line)
     raise InputError(path, "not a response format: expected an iKAT run (turns / turn_id), a TREC RAG answer "
-                           "line (answer) or a CONE-RAG {turn: {run: response}} file", line=1)
+                           "line (answer) or a CONE-RAG {turn: {run: response}} file", line=line)
 
 
 def read_responses(path: str | Path, format: str | None = None) -> list[ResponseRun]:
