@@ -402,6 +402,7 @@ VARIANTS_2025: list[tuple[str, Edit2025, str | None]] = [
     ("reference-score-integer-beyond-any-float",
      _first(lambda e: e["references"].update({next(iter(e["references"])): 10**400})), None),
     ("run-type-list", _first(lambda e: e["metadata"].update(run_type=["automatic"])), None),
+    ("ptkb-null", _first(lambda e: e["responses"][0].update(ptkb_provenance=None)), None),
 ]
 UPSTREAM_WARNINGS_2025 = {"references", "metadata"}  # the checks whose warnings upstream prints
 
@@ -473,14 +474,17 @@ def test_to_trec_equals_generate_run_on_every_sample_run(tmp_path, trec_eval, sh
     assert compared >= 2
 
 
-def test_to_trec_2025_equals_generate_run(tmp_path, shipped_passages):
-    """2025: references printed with 6 decimals; scores equal at 6 decimals are ties."""
+@pytest.mark.parametrize("ptkb", [[], None], ids=["ptkb-list", "ptkb-null"])
+def test_to_trec_2025_equals_generate_run(tmp_path, shipped_passages, ptkb):
+    """2025: references printed with 6 decimals; scores equal at 6 decimals are ties. A
+    ptkb_provenance that is not a list (read by neither script) converts too."""
     script = reference_dir("ikat-official", "2025", "scripts") / "generate_run.py"
     lines = base_2025(shipped_passages)
     rng = random.Random(7)
     for line in lines:
         line["references"] = {pid: rng.choice([3.0, 3.0000001, 2.5, 1e-7]) for pid in line["references"]}
         line["metadata"]["run_id"] = 7  # not a string: printed as generate_run.py prints it
+        line["responses"][0]["ptkb_provenance"] = ptkb
     submission = tmp_path / "run.jsonl"
     submission.write_text("".join(json.dumps(line) + "\n" for line in lines))
     theirs_path, ours_path = tmp_path / "official.run", tmp_path / "harness.run"

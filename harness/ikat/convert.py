@@ -43,6 +43,7 @@ class TrecRuns:
     ptkb: Rankings  # {turn id: best-first [(PTKB statement id, score)]}
     year: int = 2023
     places: dict[str, int] = field(default_factory=dict)  # turn id -> its line (JSON Lines), or its index in `turns`
+    ptkb_unlisted: tuple[int, ...] = ()  # 2025: the lines with a ptkb_provenance that is not a list
 
     def print_score(self, score: float) -> str:
         """The passage scores as the official generate_run.py prints them."""
@@ -55,6 +56,8 @@ class TrecRuns:
         line or turn (write_run's own guard could only name the output). The validators take
         such ids; generate_run.py would write them into the line, which splits it."""
         json_lines = YEARS[self.year].json_lines
+        if ptkb and self.ptkb_unlisted:  # the validators do not read it; only a PTKB run needs it
+            raise InputError(path, "ptkb_provenance: expected a list", line=self.ptkb_unlisted[0])
         for turn_id, place in self.places.items():
             if problem := _split_field(turn_id):
                 if json_lines:
@@ -129,6 +132,7 @@ def _rankings_2025(path: Path, entries: list[tuple[int, Any]] | None = None) -> 
     passages: Rankings = {}
     ptkb: Rankings = {}
     places: dict[str, int] = {}
+    unlisted: dict[str, int] = {}  # turn id -> its line, where a ptkb_provenance is not a list
     run_name = None
     for line, entry in decode_lines(submission_text(path)) if entries is None else entries:
         if isinstance(entry, json.JSONDecodeError):
@@ -155,16 +159,19 @@ def _rankings_2025(path: Path, entries: list[tuple[int, Any]] | None = None) -> 
         responses = entry.get("responses", [])
         if not isinstance(responses, list):
             raise InputError(path, "responses: expected a list", line=line)
+        ptkb.pop(turn_id, None)  # a turn given again is that line's, PTKB and passages alike (`places`)
+        unlisted.pop(turn_id, None)
         for response in responses:
             statements = response.get("ptkb_provenance", []) if isinstance(response, dict) else []
             if not isinstance(statements, list):
-                raise InputError(path, "ptkb_provenance: expected a list", line=line)
+                unlisted[turn_id] = line
+                continue
             for statement in statements:
                 ids.setdefault(str(statement))
-        ptkb.pop(turn_id, None)  # a turn given again is that line's, PTKB and passages alike (`places`)
         if ids:
             ptkb[turn_id] = _by_position(ids)
-    return TrecRuns(run_name or "default_run", passages, ptkb, year=2025, places=places)
+    return TrecRuns(run_name or "default_run", passages, ptkb, year=2025, places=places,
+                    ptkb_unlisted=tuple(sorted(unlisted.values())))
 
 
 def read_rankings(path: str | Path, year: int | None = None) -> TrecRuns:
