@@ -25,7 +25,9 @@ from pathlib import Path
 
 import pytest
 
+from harness.errors import HarnessError
 from harness.ikat.convert import to_trec
+from harness.ikat.submission import FLOAT32_MAX, build_submission, write_submission
 from harness.ikat.validate import CHECKS, read_passage_ids, validate_file
 from harness.paths import data_root
 from harness.topics.ikat import passages_path, read_topics, topics_path
@@ -338,6 +340,28 @@ def test_validator_verdicts_and_warning_counts_equal_the_official_validator(tmp_
     assert files[tmp_path / "runs" / "base.json"] is None and official[str(tmp_path / "runs" / "base.json")]["exit"] == 0
     print(f"\niKAT {year}: {len(files)} files, {same} equal, deliberate differences: {', '.join(differences)}")
     assert len(files) - len(SAMPLES[year]) - 1 >= 40
+
+
+@pytest.mark.parametrize("year", [2023, 2024])
+def test_a_written_submission_holds_no_score_beyond_a_32_bit_float(tmp_path, shipped_passages, year):
+    """run.proto stores scores as 32-bit floats and protobuf refuses the whole file for one
+    beyond them, which a TREC run given to from-trec may hold: the largest is written and
+    validates; a larger one is an error naming turn and passage, and nothing is written."""
+    folder = official_copy(tmp_path, year)
+    first, second = sorted(shipped_passages)[:2]
+    rankings = {turn.qid: [(first, FLOAT32_MAX), (second, 1.0)] for c in TOPICS[year] for turn in c.turns}
+    fits = tmp_path / "fits.json"
+    write_submission(fits, build_submission(rankings, {}, run_name="r", conversations=TOPICS[year]), year)
+    turn = next(iter(rankings))
+    beyond = build_submission({**rankings, turn: [(first, 3.4028235e38)]}, {}, run_name="r", conversations=TOPICS[year])
+    with pytest.raises(HarnessError, match=f"turn {turn}: passage {first} scores 3.40282e\\+38, beyond a 32-bit float"):
+        write_submission(tmp_path / "beyond.json", beyond, year)
+    assert not (tmp_path / "beyond.json").exists()
+    refused = tmp_path / "refused.json"  # the written file with that one score
+    refused.write_text(fits.read_text().replace(json.dumps(FLOAT32_MAX), json.dumps(3.4028235e38), 1))
+    verdicts = official_verdicts(folder, year, [fits, refused], shipped_passages)
+    assert (verdicts[str(fits)]["exit"], verdicts[str(refused)]["exit"]) == (0, 255)
+    assert validate_file(fits, TOPICS[year], year, passages=shipped_passages).ok
 
 
 # --- 2025: the JSON Lines validator -------------------------------------------------------

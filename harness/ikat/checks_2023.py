@@ -15,6 +15,7 @@ from typing import Any
 
 from harness.ikat.checks import RUN_TYPES, Context, Finding, TopicInfo, check, error, warning
 from harness.ikat.submission import (
+    FLOAT32_MAX,
     PROVENANCE_LIMIT,
     YEARS,
     PassageProvenance,
@@ -24,8 +25,6 @@ from harness.ikat.submission import (
     SubmissionTurn,
     checked_by,
 )
-
-FLOAT32_MAX = 3.4028234663852886e38
 
 
 # --- the 2023/2024 structure: run.proto as protobuf's JSON parser reads it ----------------

@@ -32,6 +32,7 @@ from harness.trec import Ranking
 RESPONSE_WORD_LIMIT = 250  # iKAT guidelines; the 2025 validator counts NFKC-normalised words
 PROVENANCE_LIMIT = 1000  # passages per response (2023/2024), references per turn (2025)
 PTKB_DEPTH = 3  # statements of a PTKB ranking a built response lists as its PTKB provenance
+FLOAT32_MAX = 3.4028234663852886e38  # run.proto's scores (2023/2024) are 32-bit floats
 
 
 @dataclass(frozen=True)
@@ -144,14 +145,31 @@ def _json_run(submission: Submission, ptkb_entry: Callable[[Any], Any], **header
     return json.dumps(document, indent=1)
 
 
+def _float32_scores(submission: Submission, year: int, ptkb: bool) -> None:
+    """Each score written fits run.proto's 32-bit float: protobuf's JSON parser, and so the
+    official validator, refuses the whole file for one beyond it."""
+    for turn in submission.turns:
+        for response in turn.responses:
+            scored = [("passage", p) for p in response.passage_provenance]
+            scored += [("PTKB statement", p) for p in response.ptkb_provenance] if ptkb else []
+            for kind, item in scored:
+                if abs(item.score) > FLOAT32_MAX:
+                    raise HarnessError(
+                        f"turn {turn.turn_id}: {kind} {item.id} scores {item.score:g}, beyond a 32-bit float "
+                        f"(at most {FLOAT32_MAX:.8g} either way), which the iKAT {year} format stores scores in: "
+                        "the official validator would refuse the file; rescale the run's scores")
+
+
 @WRITERS.register("2023")
 def _lines_2023(submission: Submission) -> Iterable[str]:
+    _float32_scores(submission, 2023, ptkb=True)
     yield _json_run(submission, lambda p: {"id": p.id, "text": p.text, "score": p.score})
 
 
 @WRITERS.register("2024")
 def _lines_2024(submission: Submission) -> Iterable[str]:
     """2024 lists PTKB statements by number and says whether the response is to be judged."""
+    _float32_scores(submission, 2024, ptkb=False)
     yield _json_run(submission, lambda p: _ptkb_number(p.id), eval_response=submission.eval_response)
 
 
