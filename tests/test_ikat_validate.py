@@ -266,6 +266,18 @@ def test_2024_ptkb_numbers_must_be_statements_of_the_topic(tmp_path):
     assert failing_checks(report) == {"ptkb-id"} and report.errors[0].turn == "0_1"
 
 
+@pytest.mark.parametrize("rank", ["1.0", "1e0"])
+def test_a_quoted_rank_int_does_not_read_is_refused_as_the_pinned_protobuf_refuses_it(tmp_path, rank):
+    """The official tools pin protobuf 5.26.1 (2024; 4.24.1, 2023), whose JSON parser reads a
+    quoted integer with int(): `"1.0"` is no rank there ("invalid literal for int()"), though
+    protobuf 7 reads it as 1."""
+    run = json.loads(SAMPLE_2024.read_text())
+    run["turns"][0]["responses"][0]["rank"] = rank
+    (tmp_path / "run.json").write_text(json.dumps(run))
+    [finding] = validate(tmp_path / "run.json", 2024).errors
+    assert finding.message == f"turns[0].responses[0].rank: '{rank}' is not a 32-bit integer"
+
+
 def test_2024_missing_topic_turns_are_fatal(tmp_path):
     run = json.loads(SAMPLE_2024.read_text())
     run["turns"] = [t for t in run["turns"] if t["turn_id"] != "0_3"]

@@ -95,7 +95,9 @@ def _encodable(text: str) -> bool:
 
 
 def protobuf_int(value: Any) -> int | None:
-    """An integer field's value as json_format reads it (None: refused)."""
+    """An integer field's value as json_format reads it (None: refused), in the protobuf the
+    official tools pin (4.24.1 for 2023, 5.26.1 for 2024): a quoted value is what int() reads,
+    so `"1.0"` and `"1e3"` are refused (later protobufs, 7.36 here, read them as floats first)."""
     if isinstance(value, bool) or (isinstance(value, float) and not value.is_integer()):
         return None
     if isinstance(value, str) and " " in value:
@@ -103,11 +105,7 @@ def protobuf_int(value: Any) -> int | None:
     try:
         return int(value)
     except (TypeError, ValueError, OverflowError):
-        try:
-            number = float(value)
-        except (TypeError, ValueError):
-            return None
-        return int(number) if number.is_integer() else None
+        return None
 
 
 def protobuf_float(value: Any) -> float | None:
