@@ -293,16 +293,19 @@ def test_to_trec_of_a_2025_turn_given_twice_takes_the_later_line_whole(tmp_path,
     assert out.read_text().split()[2] == "clueweb22-en0000-00-00001:1" and ptkb_out.read_text() == ""
 
 
-def test_a_2025_ptkb_provenance_that_is_not_a_list_stops_only_the_ptkb_run(tmp_path, capsys):
+@pytest.mark.parametrize("provenance", [None, [None], [{"id": 1}], [True]])
+def test_a_2025_ptkb_provenance_that_is_not_a_list_of_ids_stops_only_the_ptkb_run(tmp_path, capsys, provenance):
     """Neither the 2025 validator nor generate_run.py reads the field: the passage run is
-    written (a hosted board scores it), a PTKB run cannot be, and nothing is written then."""
+    written (a hosted board scores it), a PTKB run cannot be, and nothing is written then
+    (an entry that is no id was written as `None`)."""
     line = {"metadata": {"team_id": "t", "run_id": "r", "run_type": "automatic"}, "turn_id": "1-1_1",
-            "responses": [{"text": "A.", "citations": {}, "ptkb_provenance": None}],
+            "responses": [{"text": "A.", "citations": {}, "ptkb_provenance": provenance}],
             "references": {"clueweb22-en0000-00-00000:1": 1.0}}
     path, out, ptkb_out = tmp_path / "run.jsonl", tmp_path / "out.run", tmp_path / "p.run"
     path.write_text(json.dumps(line) + "\n")
     assert main(["ikat", "to-trec", str(path), "--output", str(out), "--ptkb-out", str(ptkb_out)]) == 2
-    assert capsys.readouterr().err == f"harness ikat: error: {path}:1: ptkb_provenance: expected a list\n"
+    assert capsys.readouterr().err == (f"harness ikat: error: {path}:1: ptkb_provenance: expected a list of "
+                                       "statement ids (strings or integers)\n")
     assert not out.exists() and not ptkb_out.exists()
     assert main(["ikat", "to-trec", str(path), "--output", str(out)]) == 0
     assert out.read_text().split() == ["1-1_1", "Q0", "clueweb22-en0000-00-00000:1", "1", "1.000000", "r"]

@@ -43,7 +43,7 @@ class TrecRuns:
     ptkb: Rankings  # {turn id: best-first [(PTKB statement id, score)]}
     year: int = 2023
     places: dict[str, int] = field(default_factory=dict)  # turn id -> its line (JSON Lines), or its index in `turns`
-    ptkb_unlisted: tuple[int, ...] = ()  # 2025: the lines with a ptkb_provenance that is not a list
+    ptkb_unlisted: tuple[int, ...] = ()  # 2025: the lines with a ptkb_provenance that is no list of ids
 
     def print_score(self, score: float) -> str:
         """The passage scores as the official generate_run.py prints them."""
@@ -57,7 +57,8 @@ class TrecRuns:
         such ids; generate_run.py would write them into the line, which splits it."""
         json_lines = YEARS[self.year].json_lines
         if ptkb and self.ptkb_unlisted:  # the validators do not read it; only a PTKB run needs it
-            raise InputError(path, "ptkb_provenance: expected a list", line=self.ptkb_unlisted[0])
+            raise InputError(path, "ptkb_provenance: expected a list of statement ids (strings or integers)",
+                             line=self.ptkb_unlisted[0])
         for turn_id, place in self.places.items():
             if problem := _split_field(turn_id):
                 if json_lines:
@@ -132,7 +133,7 @@ def _rankings_2025(path: Path, entries: list[tuple[int, Any]] | None = None) -> 
     passages: Rankings = {}
     ptkb: Rankings = {}
     places: dict[str, int] = {}
-    unlisted: dict[str, int] = {}  # turn id -> its line, where a ptkb_provenance is not a list
+    unlisted: dict[str, int] = {}  # turn id -> its line, where a ptkb_provenance is no list of ids
     run_name = None
     for line, entry in decode_lines(submission_text(path)) if entries is None else entries:
         if isinstance(entry, json.JSONDecodeError):
@@ -163,8 +164,9 @@ def _rankings_2025(path: Path, entries: list[tuple[int, Any]] | None = None) -> 
         unlisted.pop(turn_id, None)
         for response in responses:
             statements = response.get("ptkb_provenance", []) if isinstance(response, dict) else []
-            if not isinstance(statements, list):
-                unlisted[turn_id] = line
+            if not isinstance(statements, list) or not all(
+                    isinstance(statement, (str, int)) and not isinstance(statement, bool) for statement in statements):
+                unlisted[turn_id] = line  # its ids would be written as `None`, `{'id': 1}`
                 continue
             for statement in statements:
                 ids.setdefault(str(statement))
