@@ -52,39 +52,26 @@ def loads(text: str, object_pairs_hook: Any = None) -> Any:
 
 
 def _too_deep(text: str) -> Unreadable | None:
-    """Placed at the first bracket deeper than json reads, read no further: a deep first line
-    of a large upload costs no more than the line."""
-    readable = _readable_depth()
-    depth = 0
+    """Placed at the first bracket past the recursion limit, read no further (a deep first line
+    of a large upload costs no more than the line); a text json failed on that nests no deeper
+    (the calls in progress count against the limit too) at its deepest bracket."""
+    limit = sys.getrecursionlimit()
+    depth = deepest = 0
+    at = None
     for token in _TOKEN.finditer(text):
         if token.group() in ("[", "{"):
             depth += 1
-            if depth > readable:
-                problem = (f"nested more than {readable} levels deep, deeper than Python reads "
-                           f"(its recursion limit is {sys.getrecursionlimit()})")
-                return Unreadable(problem, text, token.start())
+            if depth > deepest:
+                deepest, at = depth, token.start()
+                if depth > limit:
+                    break
         elif token.group() in ("]", "}"):
             depth -= 1
-    return None
-
-
-def _readable_depth() -> int:
-    """How deep json nests from here: the recursion limit less the calls in progress, a few more
-    here than where the parse failed, so a text that failed nests deeper than this."""
-    def reads(depth: int) -> bool:
-        try:
-            json.loads("[" * depth + "]" * depth)
-        except RecursionError:
-            return False
-        return True
-
-    low, high = 0, 1
-    while reads(high):
-        low, high = high, high * 2
-    while high - low > 1:
-        middle = (low + high) // 2
-        low, high = (middle, high) if reads(middle) else (low, middle)
-    return low
+    if at is None:
+        return None
+    nested = f"more than {limit}" if deepest > limit else f"{deepest}"
+    return Unreadable(f"nested {nested} levels deep, deeper than Python reads (its recursion limit is {limit})",
+                      text, at)
 
 
 def _too_long(text: str) -> Unreadable | None:
