@@ -149,6 +149,15 @@ def test_any_qid_grouping_can_be_read_from_a_file(board, tmp_path):
     assert by_intent.groups == ["recommendation", "search"] and by_intent.unassigned == 156
 
 
+def test_a_group_mean_adds_its_queries_one_by_one_as_trec_eval_does():
+    """As the all line: numpy's mean of these P@20 values prints 0.2938, trec_eval 0.2937."""
+    from harness.report.compare import Scores
+
+    qids = [f"1_{turn}" for turn in range(1, 9)]
+    scores = Scores(["r"], ["P@20"], qids, {"P@20": {"r": np.array([0, .25, .15, .3, .35, .1, .4, .8])}})
+    assert f"{bd.breakdown(scores, 'P@20', dict.fromkeys(qids, 'all'), 'group').means['r']['all']:.4f}" == "0.2937"
+
+
 def test_malformed_group_file_names_file_and_line(tmp_path):
     groups = tmp_path / "groups.tsv"
     groups.write_text("106_1 search\n106_2\n")

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import copy
 import json
+import math
 import random
 import shutil
 import subprocess
@@ -354,8 +355,11 @@ def test_a_written_submission_holds_no_score_beyond_a_32_bit_float(tmp_path, shi
     write_submission(fits, build_submission(rankings, {}, run_name="r", conversations=TOPICS[year]), year)
     turn = next(iter(rankings))
     beyond = build_submission({**rankings, turn: [(first, 3.4028235e38)]}, {}, run_name="r", conversations=TOPICS[year])
-    with pytest.raises(HarnessError, match=f"turn {turn}: passage {first} scores 3.40282e\\+38, beyond a 32-bit float"):
+    with pytest.raises(HarnessError, match=f"turn {turn}: passage {first} scores 3.40282e\\+38, not a finite 32-bit"):
         write_submission(tmp_path / "beyond.json", beyond, year)
+    no_number = build_submission({**rankings, turn: [(first, math.nan)]}, {}, run_name="r", conversations=TOPICS[year])
+    with pytest.raises(HarnessError, match=f"turn {turn}: passage {first} scores nan, not a finite 32-bit"):
+        write_submission(tmp_path / "beyond.json", no_number, year)  # from Python: the CLI's run reader refuses it
     assert not (tmp_path / "beyond.json").exists()
     refused = tmp_path / "refused.json"  # the written file with that one score
     refused.write_text(fits.read_text().replace(json.dumps(FLOAT32_MAX), json.dumps(3.4028235e38), 1))

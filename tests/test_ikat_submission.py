@@ -293,7 +293,18 @@ def test_to_trec_of_a_2025_turn_given_twice_takes_the_later_line_whole(tmp_path,
     assert out.read_text().split()[2] == "clueweb22-en0000-00-00001:1" and ptkb_out.read_text() == ""
 
 
-@pytest.mark.parametrize("provenance", [None, [None], [{"id": 1}], [True]])
+def test_a_2025_ptkb_provenance_null_is_none_as_a_missing_one_is(tmp_path):
+    """JSON's null for a field is its default; the 2025 validator takes it."""
+    line = {"metadata": {"team_id": "t", "run_id": "r", "run_type": "automatic"}, "turn_id": "1-1_1",
+            "responses": [{"text": "A.", "citations": {}, "ptkb_provenance": None}],
+            "references": {"clueweb22-en0000-00-00000:1": 1.0}}
+    path, out, ptkb_out = tmp_path / "run.jsonl", tmp_path / "out.run", tmp_path / "p.run"
+    path.write_text(json.dumps(line) + "\n")
+    assert main(["ikat", "to-trec", str(path), "--output", str(out), "--ptkb-out", str(ptkb_out)]) == 0
+    assert ptkb_out.read_text() == "" and out.read_text().split()[2] == "clueweb22-en0000-00-00000:1"
+
+
+@pytest.mark.parametrize("provenance", [3, [None], [{"id": 1}], [True]])
 def test_a_2025_ptkb_provenance_that_is_not_a_list_of_ids_stops_only_the_ptkb_run(tmp_path, capsys, provenance):
     """Neither the 2025 validator nor generate_run.py reads the field: the passage run is
     written (a hosted board scores it), a PTKB run cannot be, and nothing is written then

@@ -104,7 +104,7 @@ def protobuf_int(value: Any) -> int | None:
         return None
     try:
         return int(value)
-    except (TypeError, ValueError, OverflowError):
+    except (TypeError, ValueError):
         return None
 
 

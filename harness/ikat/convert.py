@@ -163,7 +163,8 @@ def _rankings_2025(path: Path, entries: list[tuple[int, Any]] | None = None) -> 
         ptkb.pop(turn_id, None)  # a turn given again is that line's, PTKB and passages alike (`places`)
         unlisted.pop(turn_id, None)
         for response in responses:
-            statements = response.get("ptkb_provenance", []) if isinstance(response, dict) else []
+            statements = response.get("ptkb_provenance") if isinstance(response, dict) else None
+            statements = [] if statements is None else statements  # null as a missing key: none
             if not isinstance(statements, list) or not all(
                     isinstance(statement, (str, int)) and not isinstance(statement, bool) for statement in statements):
                 unlisted[turn_id] = line  # its ids would be written as `None`, `{'id': 1}`

@@ -146,16 +146,16 @@ def _json_run(submission: Submission, ptkb_entry: Callable[[Any], Any], **header
 
 
 def _float32_scores(submission: Submission, year: int, ptkb: bool) -> None:
-    """Each score written fits run.proto's 32-bit float: protobuf's JSON parser, and so the
-    official validator, refuses the whole file for one beyond it."""
+    """Each score written is a number that fits run.proto's 32-bit float: protobuf's JSON
+    parser, and so the official validator, refuses the whole file for one beyond it or NaN."""
     for turn in submission.turns:
         for response in turn.responses:
             scored = [("passage", p) for p in response.passage_provenance]
             scored += [("PTKB statement", p) for p in response.ptkb_provenance] if ptkb else []
             for kind, item in scored:
-                if abs(item.score) > FLOAT32_MAX:
+                if not abs(item.score) <= FLOAT32_MAX:  # NaN too, which no validator takes
                     raise HarnessError(
-                        f"turn {turn.turn_id}: {kind} {item.id} scores {item.score:g}, beyond a 32-bit float "
+                        f"turn {turn.turn_id}: {kind} {item.id} scores {item.score:g}, not a finite 32-bit float "
                         f"(at most {FLOAT32_MAX:.8g} either way), which the iKAT {year} format stores scores in: "
                         "the official validator would refuse the file; rescale the run's scores")
 

@@ -21,6 +21,7 @@ import numpy as np
 
 from harness.errors import HarnessError, InputError, read_input
 from harness.report.compare import Scores
+from harness.report.stats import running_mean
 from harness.topics import Benchmark, Conversation
 
 DEPTH = "turn depth"  # breakdown names the report draws specially (curves, heat map)
@@ -132,7 +133,7 @@ def breakdown(scores: Scores, measure: str, groups: Mapping[str, Hashable], name
         raise HarnessError(f"the {name} mapping covers none of the {len(scores.qids)} compared queries")
     ordered = sorted(members, key=lambda g: (str(type(g)), g))
     means = {
-        run: {g: float(scores.values[measure][run][members[g]].mean()) for g in ordered}
+        run: {g: running_mean(scores.values[measure][run][members[g]]) for g in ordered}  # as trec_eval adds
         for run in scores.runs
     }
     covered = sum(len(v) for v in members.values())

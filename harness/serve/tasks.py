@@ -293,10 +293,11 @@ def ranked_board(runs: list[ScoredRun], **terms: Any):
     """`harness compare`'s leaderboard with the best run on the main measure as the only
     baseline: paired t-tests, Holm-corrected over every run and measure; `terms` as the task
     has them (TaskRuntime.board_terms)."""
+    from harness.evaluate import added_in_order
     from harness.report.compare import leaderboard
 
     if not runs:
         raise HarnessError("no scored runs")
     main = runs[0].measures[0]
-    top = max(runs, key=lambda run: sum(run.per_query[main].values()))
+    top = max(runs, key=lambda run: added_in_order(run.per_query[main][qid] for qid in sorted(run.per_query[main])))
     return leaderboard(runs, [top.run_name], test="paired-t", correction="holm", **terms)
