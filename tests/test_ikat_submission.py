@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -293,13 +294,19 @@ def test_to_trec_of_a_2025_turn_given_twice_takes_the_later_line_whole(tmp_path,
     assert out.read_text().split()[2] == "clueweb22-en0000-00-00001:1" and ptkb_out.read_text() == ""
 
 
+def _ptkb_2025(tmp_path: Path, provenance: Any) -> tuple[Path, Path, Path]:
+    """A 2025 submission of one turn whose response's ptkb_provenance is `provenance`: (it, out, ptkb out)."""
+    line = {"metadata": {"team_id": "t", "run_id": "r", "run_type": "automatic"}, "turn_id": "1-1_1",
+            "responses": [{"text": "A.", "citations": {}, "ptkb_provenance": provenance}],
+            "references": {"clueweb22-en0000-00-00000:1": 1.0}}
+    path = tmp_path / "run.jsonl"
+    path.write_text(json.dumps(line) + "\n")
+    return path, tmp_path / "out.run", tmp_path / "p.run"
+
+
 def test_a_2025_ptkb_provenance_null_is_none_as_a_missing_one_is(tmp_path):
     """JSON's null for a field is its default; the 2025 validator takes it."""
-    line = {"metadata": {"team_id": "t", "run_id": "r", "run_type": "automatic"}, "turn_id": "1-1_1",
-            "responses": [{"text": "A.", "citations": {}, "ptkb_provenance": None}],
-            "references": {"clueweb22-en0000-00-00000:1": 1.0}}
-    path, out, ptkb_out = tmp_path / "run.jsonl", tmp_path / "out.run", tmp_path / "p.run"
-    path.write_text(json.dumps(line) + "\n")
+    path, out, ptkb_out = _ptkb_2025(tmp_path, None)
     assert main(["ikat", "to-trec", str(path), "--output", str(out), "--ptkb-out", str(ptkb_out)]) == 0
     assert ptkb_out.read_text() == "" and out.read_text().split()[2] == "clueweb22-en0000-00-00000:1"
 
@@ -309,11 +316,8 @@ def test_a_2025_ptkb_provenance_that_is_not_a_list_of_ids_stops_only_the_ptkb_ru
     """Neither the 2025 validator nor generate_run.py reads the field: the passage run is
     written (a hosted board scores it), a PTKB run cannot be, and nothing is written then
     (an entry that is no id was written as `None`)."""
-    line = {"metadata": {"team_id": "t", "run_id": "r", "run_type": "automatic"}, "turn_id": "1-1_1",
-            "responses": [{"text": "A.", "citations": {}, "ptkb_provenance": provenance}],
-            "references": {"clueweb22-en0000-00-00000:1": 1.0}}
-    path, out, ptkb_out = tmp_path / "run.jsonl", tmp_path / "out.run", tmp_path / "p.run"
-    path.write_text(json.dumps(line) + "\n")
+    path, out, ptkb_out = _ptkb_2025(tmp_path, provenance)
+    line = json.loads(path.read_text())
     assert main(["ikat", "to-trec", str(path), "--output", str(out), "--ptkb-out", str(ptkb_out)]) == 2
     assert capsys.readouterr().err == (f"harness ikat: error: {path}:1: ptkb_provenance: expected a list of "
                                        "statement ids (strings or integers)\n")
