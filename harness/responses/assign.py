@@ -206,7 +206,7 @@ class RecordedAssignments:
 
 
 def assigned(scale: Scale, nuggets: Sequence[Nugget], judgments: Iterable[Judgment]) -> list[AssignedNugget]:
-    check_assigns(scale)  # once, not for every judgment
+    """Each nugget's assignment from its judgment, on a scale check_assigns has let through."""
     return [AssignedNugget(nugget, assignment_of(scale, j.label) if j.label is not None else NOT, j.label is not None)
             for nugget, j in zip(nuggets, judgments, strict=True)]
 
