@@ -152,7 +152,7 @@ def decode_submission(path: Path, text: str, year: int | None = None) -> Decoded
     JSON nested too deeply or holding too long an integer is not JSON to the validator (a
     finding), as a syntax error is (harness.jsonl.loads)."""
     body = text.removeprefix("\ufeff")
-    raw, problem = _UNDECODED, None
+    raw, problem, given = _UNDECODED, None, year
     if year is None or not YEARS[year].json_lines:
         try:
             raw = jsonl.loads(body)
@@ -168,7 +168,8 @@ def decode_submission(path: Path, text: str, year: int | None = None) -> Decoded
         decoded.entries = decode_lines(text)
     elif problem is not None:
         decoded.problem = error("json", f"not JSON: {problem.msg} (line {problem.lineno}, column {problem.colno})"
-                                        + (_trec_run_hint(body) or _json_lines_hint(body)))
+                                        # a year guessed is 2025 where the text is JSON Lines: no hint to give
+                                        + (_trec_run_hint(body) or (_json_lines_hint(body) if given else "")))
     else:
         decoded.raw = raw
     return decoded
