@@ -24,7 +24,6 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import closing, contextmanager
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
-from itertools import islice
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -343,21 +342,20 @@ def _rankings(prepared: Prepared, rank: Ranker,
     with closing(rank(batches)) as runs:
         for batch, run in zip(batches, runs):
             for query in batch:
-                ranking = run.scores.get(query.qid, {})
-                answered += bool(ranking)
-                if not all(map(math.isfinite, islice(ranking.values(), k))):
-                    raise _not_finite(prepared, query.qid, ranking)
-                yield query.qid, run.pairs(query.qid, k)
+                pairs = list(run.pairs(query.qid, k))  # looked over once for a score no run file holds
+                answered += bool(pairs)
+                if bad := next(((docid, score) for docid, score in pairs if not math.isfinite(score)), None):
+                    raise _not_finite(prepared, query.qid, *bad)
+                yield query.qid, pairs
             progress(len(batch))
     if not answered:
         raise _nothing_retrieved(prepared)
 
 
-def _not_finite(prepared: Prepared, qid: str, ranking: dict[str, float]) -> HarnessError:
+def _not_finite(prepared: Prepared, qid: str, docid: str, score: float) -> HarnessError:
     """A built-in retriever's (or ranking method's) inf or nan score, which no run file holds
     (a plug-in's answers are checked where it answers: harness.retrieve.plugins)."""
     run = prepared.run
-    docid, score = next((docid, score) for docid, score in ranking.items() if not math.isfinite(score))
     kind = TASKS.get(run.experiment.task).retrievers().kind
     return HarnessError(f"run {run.tag}: {kind} {run.retriever.label or run.retriever.name} gave query {qid}, "
                         f"document {docid}, the score {score}, which is not finite; no run file is written")
