@@ -88,6 +88,17 @@ STRATEGIES: Registry[Strategy] = Registry("query strategy", package=__name__, gr
                                            by_keyword=False)
 
 
+def every_turn(check: Callable[[Conversation, int], object]) -> Callable[[Sequence[Conversation]], None]:
+    """A `topics` check (register) that runs `check(conversation, turn_index)` on every turn:
+    what a strategy reads from each turn is looked for when a config names it, not at the turn."""
+    def check_all(conversations: Sequence[Conversation]) -> None:
+        for conversation in conversations:
+            for index in range(len(conversation.turns)):
+                check(conversation, index)
+
+    return check_all
+
+
 def register(name: str, summary: str, params: Sequence[Param] = (),
              topics: Callable[[Sequence[Conversation]], None] | None = None) -> Callable[[F], F]:
     """Decorator: the function `(conversation, turn_index, *arguments) -> Query` is the strategy

@@ -10,10 +10,8 @@ an intent) falls back to its utterance; a benchmark with no variants at all is a
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-
 from harness.errors import HarnessError
-from harness.queries import register
+from harness.queries import every_turn, register
 from harness.queries.history import build, current
 from harness.registry import AtLeast, Param
 from harness.topics.cosrec import CosrecTurn
@@ -27,25 +25,15 @@ def _variants(conversation: Conversation, turn_index: int, strategy: str) -> tup
     return turn.query_variants or (turn.utterance,)
 
 
-def _every_turn(strategy: str) -> Callable[[Sequence[Conversation]], None]:
-    """The topics check of `strategy`: every turn is a CoSRec turn, said when a config names it."""
-    def check(conversations: Sequence[Conversation]) -> None:
-        for conversation in conversations:
-            for index in range(len(conversation.turns)):
-                _variants(conversation, index, strategy)
-
-    return check
-
-
 @register("variant", "the turn's I-th stand-alone query variant (CoSRec)", [
     Param("I", AtLeast(0), 0, "which variant, 0-based in file order (an intent with fewer gives its last)")],
-    topics=_every_turn("variant"))
+    topics=every_turn(lambda conversation, index: _variants(conversation, index, "variant")))
 def variant(conversation: Conversation, turn_index: int, i: int = 0) -> Query:
     variants = _variants(conversation, turn_index, "variant")
     return build(conversation, turn_index, [variants[min(i, len(variants) - 1)]])
 
 
 @register("all_variants", "every distinct stand-alone query variant of the turn, joined (CoSRec)",
-          topics=_every_turn("all_variants"))
+          topics=every_turn(lambda conversation, index: _variants(conversation, index, "all_variants")))
 def all_variants(conversation: Conversation, turn_index: int) -> Query:
     return build(conversation, turn_index, list(dict.fromkeys(_variants(conversation, turn_index, "all_variants"))))

@@ -26,13 +26,13 @@ import math
 import re
 import sys
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
 from harness.errors import HarnessError
-from harness.queries import Function, add, register
+from harness.queries import Function, add, every_turn, register
 from harness.registry import AtLeast, Param
 from harness.topics.model import Conversation, Query, Turn
 
@@ -89,23 +89,15 @@ def _official(kind: str, turn: Turn) -> str:
     return text
 
 
-def _every_turn(kind: str) -> Callable[[Sequence[Conversation]], None]:
-    """The topics check of the `kind` strategy: every turn has the rewrite (cast2019:train
-    resolves only its first 23 turns), said when a config names it, not at the turn."""
-    def check(conversations: Sequence[Conversation]) -> None:
-        for conversation in conversations:
-            for turn in conversation.turns:
-                _official(kind, turn)
-
-    return check
-
-
-@register("manual", "the benchmark's manual (resolved) rewrite of the turn", topics=_every_turn("manual"))
+# every turn has the rewrite (cast2019:train resolves only its first 23 turns)
+@register("manual", "the benchmark's manual (resolved) rewrite of the turn",
+          topics=every_turn(lambda conversation, index: _official("manual", conversation.turns[index])))
 def manual(conversation: Conversation, turn_index: int) -> Query:
     return _rewrite("manual", conversation, turn_index)
 
 
-@register("automatic", "the benchmark's automatic rewrite of the turn", topics=_every_turn("automatic"))
+@register("automatic", "the benchmark's automatic rewrite of the turn",
+          topics=every_turn(lambda conversation, index: _official("automatic", conversation.turns[index])))
 def automatic(conversation: Conversation, turn_index: int) -> Query:
     return _rewrite("automatic", conversation, turn_index)
 
