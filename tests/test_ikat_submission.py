@@ -282,6 +282,33 @@ def test_to_trec_of_an_id_holding_whitespace_names_the_submission_not_the_output
     assert not out.exists() and not ptkb_out.exists()
 
 
+@pytest.mark.parametrize("year, edit, message", [
+    (2023, lambda run: (run["turns"][0].update(turn_id="9-1_1 "), run["turns"][1]["responses"][0].update(rank=-1)),
+     " (record turn 9-1_2): a response has rank -1: its scale 1 / (rank + 1) is a division by zero; ranks start at 1"),
+    (2025, lambda lines: (lines[0].update(turn_id="1_1\t"), lines.append("{")),
+     ":2: invalid JSON: Expecting property name enclosed in double quotes (column 2)"),
+])
+def test_to_trec_names_a_part_that_does_not_read_before_an_earlier_id_that_cannot_be_written(
+        tmp_path, capsys, year, edit, message):
+    """Ids are checked once the whole submission has been read: of two problems, a later turn or
+    line that does not read is the one named, not an earlier id holding whitespace."""
+    if year == 2023:
+        run = json.loads(SAMPLE_2023.read_text())
+        edit(run)
+        path, text = tmp_path / "run.json", json.dumps(run)
+    else:
+        lines: list[Any] = [{"metadata": {"team_id": "t", "run_id": "r", "run_type": "automatic"}, "turn_id": "1_1",
+                             "responses": [], "references": {"clueweb22-en0000-00-00000:1": 1.0}}]
+        edit(lines)
+        path, text = tmp_path / "run.jsonl", "".join((line if isinstance(line, str) else json.dumps(line)) + "\n"
+                                                      for line in lines)
+    path.write_text(text)
+    out = tmp_path / "out.run"
+    assert main(["ikat", "to-trec", str(path), "--output", str(out)]) == 2
+    assert capsys.readouterr().err == f"harness ikat: error: {path}{message}\n"
+    assert not out.exists()
+
+
 def test_to_trec_of_a_2025_turn_given_twice_takes_the_later_line_whole(tmp_path, capsys):
     """Its passages and its PTKB statements alike (a PTKB ranking of the earlier line was kept
     beside the later line's passages, and its bad id was named by the later line)."""
