@@ -66,15 +66,21 @@ class Strategy:
 
 class Function(Strategy):
     """A strategy written as a function `(conversation, turn_index, *arguments) -> Query`, with
-    `topics`, if given, as its `check_topics` (what every turn must hold: a manual rewrite)."""
+    `topics`, if given, as its `check_topics` (what every turn must hold: a manual rewrite) and
+    `arguments_check` as its `check` (what its arguments name can be read: a benchmark)."""
 
     def __init__(self, name: str, summary: str, params: Sequence[Param], function: Callable[..., Query],
-                 topics: Callable[[Sequence[Conversation]], None] | None = None) -> None:
+                 topics: Callable[[Sequence[Conversation]], None] | None = None,
+                 arguments_check: Callable[..., None] | None = None) -> None:
         super().__init__(name, summary, params)
-        self.function, self.topics = function, topics
+        self.function, self.topics, self.arguments_check = function, topics, arguments_check
 
     def query(self, conversation: Conversation, turn_index: int, *args: Any) -> Query:
         return self.function(conversation, turn_index, *args)
+
+    def check(self, *args: Any) -> None:
+        if self.arguments_check is not None:
+            self.arguments_check(*args)
 
     def check_topics(self, conversations: Sequence[Conversation], *args: Any) -> None:
         if self.topics is not None:
@@ -100,12 +106,14 @@ def every_turn(check: Callable[[Conversation, int], object]) -> Callable[[Sequen
 
 
 def register(name: str, summary: str, params: Sequence[Param] = (),
-             topics: Callable[[Sequence[Conversation]], None] | None = None) -> Callable[[F], F]:
+             topics: Callable[[Sequence[Conversation]], None] | None = None,
+             check: Callable[..., None] | None = None) -> Callable[[F], F]:
     """Decorator: the function `(conversation, turn_index, *arguments) -> Query` is the strategy
-    `name`, declared by `summary` and `params` (its arguments after `NAME:`); `topics` checks
-    that a benchmark's conversations hold what it reads, when a config names it."""
+    `name`, declared by `summary` and `params` (its arguments after `NAME:`); when a config names
+    it, `topics` checks that a benchmark's conversations hold what it reads, and `check(*arguments)`
+    that what its arguments name can be read."""
     def decorator(function: F) -> F:
-        add(Function(name, summary, params, function, topics))
+        add(Function(name, summary, params, function, topics, check))
         return function
 
     return decorator

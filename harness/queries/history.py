@@ -32,7 +32,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from harness.errors import HarnessError
-from harness.queries import Function, add, every_turn, register
+from harness.queries import every_turn, register
 from harness.registry import AtLeast, Param
 from harness.topics.model import Conversation, Query, Turn
 
@@ -201,6 +201,16 @@ def _document_frequencies(conversation: Conversation, turn_index: int, benchmark
     return len(background.words) - len(removed) + len(seen), df
 
 
+def _check_benchmark(benchmark: str | None) -> None:
+    """hqe's BENCHMARK is loaded when a config names it, so that a misspelt one is an error at
+    its key (`hqe:cast2091`), not half-way through a `harness run`."""
+    if benchmark is not None:
+        _benchmark(benchmark)
+
+
+@register("hqe", "history query expansion (Lin et al., 2020): salient earlier words, then the utterance", [
+    Param("BENCHMARK", str | None, None, "the benchmark whose utterances are the IDF background (default: "
+          "this conversation so far)")], check=_check_benchmark)
 def hqe(conversation: Conversation, turn_index: int, benchmark: str | None = None) -> Query:
     """History query expansion (Lin et al., 2020, "Query Reformulation using Query History for
     Passage Retrieval in Conversational Search"), with IDF in place of BM25 term scores.
@@ -231,17 +241,3 @@ def hqe(conversation: Conversation, turn_index: int, benchmark: str | None = Non
         keywords += [w for turn in earlier[-SUBTOPIC_WINDOW:] for w in _words(turn.utterance)
                      if salience(w) >= SUBTOPIC_THRESHOLD]
     return build(conversation, turn_index, [*dict.fromkeys(keywords), utterance])
-
-
-class _Hqe(Function):
-    """hqe, whose BENCHMARK is loaded when a config names it, so that a misspelt one is an error
-    at its key (`hqe:cast2091`), not half-way through a `harness run`."""
-
-    def check(self, benchmark: str | None) -> None:
-        if benchmark is not None:
-            _benchmark(benchmark)
-
-
-add(_Hqe("hqe", "history query expansion (Lin et al., 2020): salient earlier words, then the utterance", [
-    Param("BENCHMARK", str | None, None, "the benchmark whose utterances are the IDF background (default: "
-          "this conversation so far)")], hqe))
