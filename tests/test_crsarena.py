@@ -60,3 +60,13 @@ def test_malformed_dialogue_names_file_and_record(tmp_path):
                                 "conversation": [], "metadata": {}}]))
     with pytest.raises(InputError, match=r"crs_arena_dial_open.json \(record 0 \(x_1\)\): expected a str field 'sentiment'"):
         read_dialogues(bad)
+
+
+def test_a_dialogue_file_that_is_not_json_is_worded_as_every_json_reader_words_it(tmp_path):
+    """`FILE:LINE: invalid JSON: WHAT (column N)`, as topics, qrels and submissions say (it said
+    'not valid JSON (WHAT)', without the column)."""
+    bad = tmp_path / "crs_arena_dial_open.json"
+    bad.write_text('[\n  {"conversation ID": "x_1",\n')
+    with pytest.raises(InputError) as error:
+        read_dialogues(bad)
+    assert str(error.value) == f"{bad}:3: invalid JSON: Expecting property name enclosed in double quotes (column 1)"
