@@ -129,6 +129,13 @@ def clueweb22_txt_with_an_id_in_two_files(folder: Path) -> tuple[Path, str]:
 # --- the reference implementations in ../shared/reference (trec_eval, official iKAT tools) ---
 
 
+def child_env(**changes: str) -> dict[str, str]:
+    """The environment of a child process that runs this checkout's harness: the checkout first on
+    PYTHONPATH, and what the caller's PYTHONPATH holds kept after it (a model or plug-in put there)."""
+    return {**os.environ, **changes,
+            "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO_ROOT), os.environ.get("PYTHONPATH")]))}
+
+
 def shared_root() -> Path | None:
     """`../shared` beside the repo (or $HARNESS_SHARED): reference code and data the tests
     compare against; None in a clone that has none."""

@@ -16,7 +16,7 @@ from harness.errors import HarnessError
 from harness.retrieve import SearchQuery, build
 from harness.retrieve._embeddings import cache_folder, cache_key, default_model_path
 from harness.retrieve.dense import dense, top_k
-from tests.conftest import PASSAGES_USED, ikat_corpus
+from tests.conftest import PASSAGES_USED, child_env, ikat_corpus
 
 pytestmark = [pytest.mark.model, pytest.mark.slow]
 
@@ -412,7 +412,7 @@ def test_encoding_shows_no_progress_bar_on_a_stderr_that_is_not_a_terminal(tmp_p
     script = ("import sys; from harness.retrieve import SearchQuery, build; from tests.conftest import ikat_corpus; "
               "build('dense', corpus=ikat_corpus(40), cache_dir=sys.argv[1], threads=2)"
               ".search([SearchQuery('q', 'hybrid cars')], 3)")
-    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
+    env = child_env()
     env.pop("HF_HUB_DISABLE_PROGRESS_BARS", None)
     result = subprocess.run([sys.executable, "-c", script, str(tmp_path)], capture_output=True, text=True,
                             cwd=REPO_ROOT, env=env, timeout=300)

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import interruptible, shared_root, start_llm_server
+from tests.conftest import child_env, interruptible, shared_root, start_llm_server
 from harness.cli import main
 from harness.errors import HarnessError, InputError
 from harness.judge.base import JUDGES, read_provenance, sidecar
@@ -399,9 +399,7 @@ def test_a_wrong_model_is_a_one_line_error(pool, tmp_path, capsys):
 
 def judge_process(args: list[str], **popen) -> subprocess.Popen:
     """`harness ARGS` in a child process running this checkout's harness."""
-    path = os.pathsep.join([str(Path(__file__).parents[1]), os.environ.get("PYTHONPATH", "")])
-    return subprocess.Popen([sys.executable, "-m", "harness.cli", *args], env={**os.environ, "PYTHONPATH": path},
-                            **popen)
+    return subprocess.Popen([sys.executable, "-m", "harness.cli", *args], env=child_env(), **popen)
 
 
 def test_a_kill_mid_run_resumes_without_asking_again(pool, tmp_path):

@@ -13,9 +13,7 @@ import yaml
 
 import harness
 from harness.cli import main
-
-
-REPO = Path(__file__).resolve().parents[1]
+from tests.conftest import child_env
 
 
 def _config(folder: Path, retriever: str) -> Path:
@@ -45,7 +43,7 @@ def test_a_plugin_package_named_like_a_standard_module_gets_its_own_frames_too(t
     (package / "search.py").write_text("def search(query, k):\n    return _inner()\n\n\n"
                                        "def _inner():\n    raise ValueError('my bug')\n")
     config = _config(tmp_path, "python:code.search:search")
-    environment = {**os.environ, "PYTHONPATH": str(REPO)}
+    environment = child_env()
     done = subprocess.run([sys.executable, "-m", "harness.cli", "run", str(config)], cwd=tmp_path, env=environment,
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 2, done.stderr

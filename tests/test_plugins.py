@@ -26,6 +26,7 @@ import harness
 from harness.cli import main
 from harness.queries import history
 from harness.runner.config import ConfigError, parse_config
+from tests.conftest import child_env
 
 PLUGIN = Path(__file__).parent / "plugin_example"
 MODULE = "harness_plugin_example"
@@ -291,7 +292,7 @@ def test_a_partials_origin_is_the_same_in_every_process_though_python_lists_its_
              "RETRIEVERS.get(name); print(json.dumps([RETRIEVERS.origin(name), repr(wordy.search)]))")
     found = []
     for seed in ("1", "2", "3"):
-        environment = {**os.environ, "PYTHONHASHSEED": seed, "PYTHONPATH": str(Path(harness.__file__).parents[1])}
+        environment = child_env(PYTHONHASHSEED=seed)
         done = subprocess.run([sys.executable, "-c", probe], cwd=tmp_path, env=environment, capture_output=True,
                               text=True, timeout=120)
         assert done.returncode == 0, done.stderr

@@ -25,9 +25,9 @@ import yaml
 from harness.atomic import atomic_write, temp_folder
 from harness.cli import main
 from harness.errors import HarnessError
-from harness.paths import REPO_ROOT, file_in
+from harness.paths import file_in
 from harness.trec import read_run
-from tests.conftest import CAST2021_DOC_RUNS, CAST2021_QRELS, interruptible
+from tests.conftest import CAST2021_DOC_RUNS, child_env, CAST2021_QRELS, interruptible
 from tests.test_ikat_validate import SAMPLES_2023, _edit_line, failing_checks, run_2025, validate  # noqa: F401
 
 TAG = "ikat2023-test.raw.bm25"
@@ -367,7 +367,7 @@ def _gone(pid: int, within: float) -> bool:
 
 
 def _env(cache: Path | None = None) -> dict[str, str]:
-    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
+    env = child_env()
     env.setdefault("HARNESS_JAVA_HEAP", "1g")
     if cache is not None:
         env["HARNESS_CACHE"] = str(cache)

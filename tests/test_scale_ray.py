@@ -26,7 +26,7 @@ from harness.retrieve import SearchQuery, build
 from harness.paths import file_sha256
 from harness.scale.shards import MANIFEST, outputs
 from harness.trec import write_run
-from tests.conftest import (clueweb22_txt_with_a_repeated_id, clueweb22_txt_with_an_id_in_two_files, ikat_passages,
+from tests.conftest import (child_env, clueweb22_txt_with_a_repeated_id, clueweb22_txt_with_an_id_in_two_files, ikat_passages,
                             write_clueweb22_txt)
 
 pytestmark = [pytest.mark.ray, pytest.mark.slow]
@@ -160,7 +160,7 @@ def test_worker_killed_mid_run_then_rerun_gives_identical_output(cluster, local_
     out = tmp_path / "passages.jsonl"
     folder = out.parent / f"{out.name}.shards"
     command = [sys.executable, "-m", "harness.cli", *ray_segment(cluster, spec, out, splitter, 50)]
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    env = child_env()
     driver = subprocess.Popen(command, cwd=REPO, env=env, stderr=subprocess.PIPE, text=True)
     killed = None
     deadline = time.monotonic() + 120

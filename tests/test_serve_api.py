@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import re
 import socket
 import subprocess
@@ -22,12 +21,12 @@ from fastapi.testclient import TestClient  # noqa: E402
 
 from harness.cli import main  # noqa: E402
 from harness.errors import HarnessError  # noqa: E402
-from harness.paths import REPO_ROOT  # noqa: E402
 from harness.serve import store as st  # noqa: E402
 from harness.serve.app import create_app  # noqa: E402
 from harness.serve.cli_submit import _wait  # noqa: E402
 from harness.serve.config import load_serve_config  # noqa: E402
 from harness.serve.service import Service  # noqa: E402
+from tests.conftest import child_env  # noqa: E402
 from tests.serve_support import QRELS, TASK, ikat_run, postgres, team_token, trec_run, write_config  # noqa: E402,F401
 
 pytestmark = pytest.mark.server
@@ -657,7 +656,7 @@ def test_a_failed_start_is_one_line_and_leaves_nothing_new_on_disk(tmp_path, cap
         before = sorted(tmp_path.rglob("*"))
         if failure == "malformed qrels":
             done = subprocess.run([sys.executable, "-m", "harness.cli", "serve", *args], cwd=tmp_path, timeout=120,
-                                  capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(REPO_ROOT)})
+                                  capture_output=True, text=True, env=child_env())
             code, err = done.returncode, done.stderr
         else:
             code, err = main(["serve", *args]), capsys.readouterr().err
