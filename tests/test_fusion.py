@@ -71,6 +71,14 @@ def test_min_max_maps_each_ranking_to_zero_one_and_all_equal_to_one():
     assert min_max([]) == {}
 
 
+def test_min_max_of_scores_spanning_more_than_a_float_holds_is_finite_and_exact():
+    """1e308 - (-1e308) overflows to inf, which made every normalised score nan or 0."""
+    wide = hits(("top", 1e308), ("mid", 0.0), ("upper", 5e307), ("bottom", -1e308))
+    assert min_max(wide) == {"top": 1.0, "mid": 0.5, "upper": 0.75, "bottom": 0.0}
+    fused = linear_fusion([wide, hits(("mid", 2.0), ("top", 1.0))], weights=[0.5, 0.5])
+    assert as_pairs(fused) == [("mid", 0.75), ("top", 0.5), ("upper", 0.375), ("bottom", 0.0)]
+
+
 def test_linear_weights_normalised_scores_and_a_missing_document_scores_zero():
     first = hits(("d1", 10.0), ("d2", 6.0), ("d3", 2.0))  # normalised: d1 1, d2 0.5, d3 0
     second = hits(("d3", 0.9), ("d4", 0.5), ("d1", 0.1))  # normalised: d3 1, d4 0.5, d1 0

@@ -58,12 +58,17 @@ def linear_fusion(rankings: Sequence[Ranking], weights: Sequence[float], limit: 
 
 
 def min_max(ranking: Ranking) -> dict[str, float]:
+    """(score - low) / (high - low) per docid (its best score), in [0, 1] for any finite
+    scores: where high - low overflows (scores from 1e308 down to -1e308), each is halved
+    before it is subtracted, an exact step that leaves the quotient as it is."""
     best = _best_hits(ranking)
     if not best:
         return {}
     low, high = min(best.values()), max(best.values())
     if high == low:
         return dict.fromkeys(best, 1.0)
+    if math.isinf(high - low):
+        return {docid: (score / 2 - low / 2) / (high / 2 - low / 2) for docid, score in best.items()}
     return {docid: (score - low) / (high - low) for docid, score in best.items()}
 
 
