@@ -347,8 +347,11 @@ def test_a_retriever_parameter_of_the_wrong_kind_names_its_key_path(tmp_path):
     ({"name": "linear", "params": {"weights": [float("nan"), 1], "retrievers": [{"name": "bm25"}, {"name": "dense"}]}},
      "params.weights: expected a list of numbers or null, got [nan, 1]"),
     ({"name": "linear", "params": {"weights": [1e308, 1e308], "retrievers": [{"name": "bm25"}, {"name": "dense"}]}},
-     "params.weights: expected weights whose sizes add up to a finite number (a fused score is their sum over "
-     "scores from 0 to 1), got [1e+308, 1e+308]"),
+     "params.weights: expected weights whose positive ones add up to a finite number, and whose negative ones too "
+     "(a fused score can reach either sum: weights times scores from 0 to 1), got [1e+308, 1e+308]"),
+    ({"name": "linear", "params": {"weights": [-1e308, 1, -1e308], "retrievers": ["bm25", "dense", "bm25"]}},
+     "params.weights: expected weights whose positive ones add up to a finite number, and whose negative ones too "
+     "(a fused score can reach either sum: weights times scores from 0 to 1), got [-1e+308, 1, -1e+308]"),
 ])
 def test_a_retriever_setting_out_of_its_range_is_an_error_when_the_config_is_read(tmp_path, retriever, message):
     """Not when the retriever is built, after the runs before it (bm25's b), nor a run file of
@@ -357,14 +360,24 @@ def test_a_retriever_setting_out_of_its_range_is_an_error_when_the_config_is_rea
     assert f"experiments[0].retrievers[0].{message}" in message_found
 
 
+def test_linear_weights_of_either_sign_that_no_fused_score_can_overflow_with_are_taken(tmp_path):
+    """A fused score lies between the sum of the negative weights and that of the positive
+    ones: 1e308 and -1e308 never add up past a float, although their sizes do."""
+    weights = [1e308, -1e308]
+    retriever = {"name": "linear", "params": {"weights": weights, "retrievers": ["bm25", "dense"]}}
+    runs = load_config(_write(tmp_path, {"experiments": [_experiment(retrievers=[retriever])]})).runs()
+    assert runs[0].retriever.params["weights"] == weights
+
+
 @pytest.mark.parametrize("retriever, message", [
     ({"name": "bm25", "params": {"k1": 10**400}},
      "params.k1: expected a number of 0 or more, got an integer too large for a floating-point number"),
     ({"name": "linear", "params": {"weights": [10**400, 1], "retrievers": ["bm25", "dense"]}},
      "params.weights: expected a list of numbers or null, got [an integer too large for a floating-point number, 1]"),
     ({"name": "linear", "params": {"weights": [10**308, 10**308], "retrievers": ["bm25", "dense"]}},
-     "params.weights: expected weights whose sizes add up to a finite number (a fused score is their sum over "
-     f"scores from 0 to 1), got [{str(10**308)[:76]}... (622 characters)"),
+     "params.weights: expected weights whose positive ones add up to a finite number, and whose negative ones too "
+     f"(a fused score can reach either sum: weights times scores from 0 to 1), got [{str(10**308)[:76]}... "
+     "(622 characters)"),
 ])
 def test_an_integer_written_too_long_for_a_float_is_an_error_at_its_key_in_a_dry_run(tmp_path, capsys, retriever,
                                                                                        message):

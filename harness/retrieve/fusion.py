@@ -15,9 +15,11 @@ output does not depend on the order in which sub-retrievers are listed.
 from __future__ import annotations
 
 import math
+import operator
 from collections import defaultdict
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from functools import reduce
 from typing import Any
 
 from harness.corpus import Corpus
@@ -120,18 +122,26 @@ def build_from_spec(spec: Mapping | str, corpus: Corpus | None, index: str | Non
 
 @dataclass(frozen=True)
 class Weights(OnePer):
-    """The type of linear's weights: one number per retriever, whose sizes add up to a finite
-    number. A fused score is their sum over scores from 0 to 1, so that no fused score
-    overflows to inf (or nan, inf - inf), which a run file cannot hold: weights near 1e308 are
-    an error at their key when a config is read, not a run file that cannot be scored."""
+    """The type of linear's weights: one number per retriever, whose positive ones add up to a
+    finite number, and so do their negative ones. A fused score adds weight x score, score
+    from 0 to 1, in the retrievers' order: it lies between those two sums (a document scoring
+    1 where the weight is positive and 0 elsewhere gets the first), so that no fused score
+    overflows to inf (or nan), which a run file cannot hold, exactly when neither sum does:
+    [1e308, -1e308] is fine, [1e308, 1e308] is an error at its key when a config is read."""
 
     def check(self, key: str, value: Any) -> None:
         super().check(key, value)
-        # summed as floats, as the fused scores are (YAML's 309-digit integers summed as ints
-        # were an OverflowError in isfinite; each holds a float, by the check above)
-        if value is not None and not math.isfinite(sum(abs(float(weight)) for weight in value)):
-            raise ParamError(key, "expected weights whose sizes add up to a finite number (a fused score is their "
-                                  f"sum over scores from 0 to 1), got {shown(value)}")
+        if value is None:
+            return
+        # as floats, as the fused scores are (each holds a float, by the check above; YAML's
+        # 309-digit integers summed as ints were an OverflowError in isfinite), one at a
+        # time in order, as they are added up (sum() of floats is compensated from Python 3.12)
+        weights = [float(weight) for weight in value]
+        for side in ([weight for weight in weights if weight > 0], [weight for weight in weights if weight < 0]):
+            if not math.isfinite(reduce(operator.add, side, 0.0)):
+                raise ParamError(key, "expected weights whose positive ones add up to a finite number, and whose "
+                                      "negative ones too (a fused score can reach either sum: weights times scores "
+                                      f"from 0 to 1), got {shown(value)}")
 
 
 # what both fusions take besides their own
