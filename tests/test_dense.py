@@ -14,8 +14,9 @@ import pytest
 
 from harness.errors import HarnessError
 from harness.retrieve import SearchQuery, build
-from harness.retrieve._embeddings import cache_folder, cache_key, default_model_path
+from harness.retrieve._embeddings import cache_folder, cache_key, default_model_path, passage_vectors
 from harness.retrieve.dense import dense, top_k
+from harness.scale.encode import encode_sharded
 from tests.conftest import PASSAGES_USED, child_env, ikat_corpus
 
 pytestmark = [pytest.mark.model, pytest.mark.slow]
@@ -228,10 +229,21 @@ def test_an_unknown_dtype_or_backend_is_a_clear_error(first_run):
 @pytest.mark.parametrize("params, message", [
     ({"backend": "annoy"}, "dense.backend: expected one of 'faiss', 'numpy', 'torch' or null, got 'annoy'"),
     ({"approx": "lsh"}, "dense.approx: expected one of 'hnsw', 'ivfpq' or null, got 'lsh'"),
+    ({"dtype": "int8"}, "dense.dtype: expected one of 'float32', 'float16', got 'int8'"),
 ])
 def test_dense_called_directly_checks_its_search_names_as_a_config_does_before_loading_a_model(params, message):
     with pytest.raises(HarnessError, match=f"^{re.escape(message)}$"):
         dense(ikat_corpus(), model="no-such-model", **params)
+
+
+@pytest.mark.parametrize("name, encode", [
+    ("passage_vectors", lambda: passage_vectors(ikat_corpus(), None, dtype="float64")),
+    ("encode_sharded", lambda: encode_sharded(ikat_corpus(), None, Path("vectors"), None, dtype="float64")),
+])
+def test_the_encoders_called_from_python_check_their_dtype_by_the_rule_dense_declares(name, encode):
+    """Before any model or engine is used: a vector type no cache is read back as."""
+    with pytest.raises(HarnessError, match=f"^{name}.dtype: expected one of 'float32', 'float16', got 'float64'$"):
+        encode()
 
 
 def test_looking_up_retrievers_imports_no_heavy_library():

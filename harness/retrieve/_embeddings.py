@@ -23,7 +23,7 @@ from contextlib import closing, contextmanager
 from dataclasses import dataclass
 from itertools import islice
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
@@ -31,11 +31,15 @@ from harness.atomic import atomic_write
 from harness.corpus import Corpus, Document, unique_ids
 from harness.errors import HarnessError
 from harness.paths import cache_root, feed_file
+from harness.registry import Param, check_given
 
 if TYPE_CHECKING:
     from sentence_transformers import SentenceTransformer
 
 DTYPES = ("float32", "float16")
+# the one rule for a stored vector type: the dense retriever declares it, and the encoders
+# called from Python check their `dtype` by it (check_given), before any vector is stored
+DTYPE = Param("dtype", Literal[DTYPES], "float32", "dtype of the cached passage vectors")
 # Passages per encoding call, in batches: enough to group passages of nearly equal length
 # (little padding), few enough that the progress display moves every few seconds.
 _BATCHES_PER_CHUNK = 8
@@ -530,7 +534,7 @@ def passage_vectors(
     corpus: Corpus, encoder: Encoder, *, dtype: str = "float32", cache_dir: Path | None = None
 ) -> PassageVectors:
     """The corpus's vectors from the cache, or encoded (with progress on stderr) and cached."""
-    check_dtype(dtype)
+    check_given("passage_vectors", (DTYPE,), dtype=dtype)
     key = cache_key(corpus.fingerprint, encoder, dtype)
     folder = cache_folder(Path(cache_dir) if cache_dir else cache_root() / "embeddings", corpus.name, key)
     cached = _read_cache(folder, key)
@@ -541,12 +545,6 @@ def passage_vectors(
     stored = vectors.astype(dtype, copy=False)
     _write_cache(folder, key, ids, stored, model_path=encoder.path)
     return PassageVectors(ids, stored.astype(np.float32, copy=False), folder, from_cache=False)
-
-
-def check_dtype(dtype: str) -> str:
-    if dtype not in DTYPES:
-        raise HarnessError(f"embedding dtype {dtype!r} is not supported; use one of {', '.join(DTYPES)}")
-    return dtype
 
 
 def _encode_corpus(corpus: Corpus, encoder: Encoder) -> tuple[list[str], np.ndarray]:

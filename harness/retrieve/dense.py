@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import closing
 from functools import cached_property
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 
@@ -32,7 +32,7 @@ from harness.errors import HarnessError
 from harness.registry import Named, Param, Registry, check_given
 from harness.retrieve import BATCH_SIZE, DEVICE, FOLDER, RETRIEVERS, THREADS, Retriever, SearchesAhead, SearchQuery
 from harness.retrieve._embeddings import (
-    DTYPES, Encoder, PassageVectors, check_dtype, import_sentence_transformers, load_encoder, passage_vectors,
+    DTYPE, Encoder, PassageVectors, import_sentence_transformers, load_encoder, passage_vectors,
 )
 from harness.trec import Run
 
@@ -128,7 +128,7 @@ APPROX_INDEX = Param("approx", Named(_approx_indexes), None, "hnsw or ivfpq: an 
     Param("model", FOLDER, None, "local sentence-transformers folder (default: all-MiniLM-L6-v2, shipped)"),
     Param("max_length", int | None, None, "tokens per text (default: the model's)"),
     Param("normalize", bool | None, None, "unit-length vectors (default: as the model's saved similarity says)"),
-    Param("dtype", Literal[DTYPES], "float32", "dtype of the cached passage vectors"),
+    DTYPE,
     BATCH_SIZE,
     BACKEND,
     DEVICE,
@@ -164,8 +164,8 @@ def dense(
     if corpus is None:
         why = f"; the index {index!r} has no passage text to encode (pyserini-dense searches faiss indexes)"
         raise HarnessError(f"the dense retriever needs a corpus to encode{why if index else ''}")
-    check_dtype(dtype)
-    check_given("dense", (BACKEND, APPROX_INDEX), backend=backend, approx=approx)  # before the model loads
+    # before the model loads
+    check_given("dense", (DTYPE, BACKEND, APPROX_INDEX), dtype=dtype, backend=backend, approx=approx)
     spec = None
     if engine is not None or shard_docs is not None:
         from harness.compute.engines import EngineSpec

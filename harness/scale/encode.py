@@ -20,7 +20,8 @@ import numpy as np
 
 from harness.compute.engines import Engine
 from harness.corpus import Corpus
-from harness.retrieve._embeddings import (Encoder, cache_folder, cache_key, check_dtype, chunk_size, encode_all,
+from harness.registry import check_given
+from harness.retrieve._embeddings import (DTYPE, Encoder, cache_folder, cache_key, chunk_size, encode_all,
                                           load_encoder)
 from harness.scale.shards import (ShardResult, ShardTask, outputs, plan, run_shards, source_key,
                                   write_hashed)
@@ -36,7 +37,7 @@ def encoder_settings(encoder: Encoder, dtype: str) -> dict[str, Any]:
         "max_length": encoder.max_length,
         "normalize": encoder.normalize,
         "batch_size": encoder.batch_size,
-        "dtype": check_dtype(dtype),
+        "dtype": dtype,
     }
 
 
@@ -75,6 +76,7 @@ def encode_sharded(
     shard_docs: int | None = None,
 ) -> dict[str, Any]:
     """Encode every shard not already done; returns the manifest."""
+    check_given("encode_sharded", (DTYPE,), dtype=dtype)
     settings = {**encoder_settings(encoder, dtype), "shard_docs": shard_docs or SHARD_DOCS}
     tasks = plan(corpus, folder, settings, settings["shard_docs"], align=chunk_size(encoder))
     return run_shards(engine, "encode", encode_shard, tasks, folder, settings, source_key(corpus))
