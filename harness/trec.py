@@ -439,7 +439,7 @@ def write_run(
 
     Only one query's ranking is held at a time. By default printed scores are made strictly
     decreasing within a query (a tie is printed one unit of the last decimal below its
-    predecessor), so that trec_eval's re-sort by score cannot reorder the file. With
+    predecessor, or from 2**33 on, where floats are further apart, the next float below), so that trec_eval's re-sort by score cannot reorder the file. With
     `printed`, each score is printed by it unchanged, ties kept: the rankings must then
     already be in canonical order (`canonical_order`). Returns the number of lines written.
     """
@@ -463,6 +463,8 @@ def write_run(
                 value = round(score, 6)
                 if previous is not None and value >= previous:
                     value = round(previous - 1e-6, 6)
+                    if value >= previous:  # from 2**33 on no float lies 1e-6 below: the next one does, printed apart
+                        value = math.nextafter(previous, -math.inf)
                 previous = value
                 out.write(f"{qid} Q0 {docid} {rank} {format_score(value)} {tag}\n")
                 written += 1

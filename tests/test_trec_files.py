@@ -63,6 +63,17 @@ def test_tied_scores_are_written_strictly_decreasing_so_trec_eval_keeps_the_orde
     assert [docid for docid, _ in read_run(path).ranked("q1")] == ["a", "b", "c"]
 
 
+def test_tied_scores_too_large_for_a_step_of_a_millionth_are_written_strictly_decreasing_too(tmp_path):
+    """Past 2**33 no float lies 1e-6 below another: the tie takes the next float below."""
+    path = tmp_path / "r.run"
+    write_run(path, [("q1", [("a", 1e17), ("b", 1e17), ("c", 1e17)]), ("q2", [("x", -9e9), ("y", -9e9)])], tag="t")
+    printed = [line.split()[4] for line in path.read_text().splitlines()]
+    assert printed == ["100000000000000000.000000", "99999999999999984.000000", "99999999999999968.000000",
+                       "-9000000000.000000", "-9000000000.000002"]
+    assert [docid for docid, _ in read_run(path).ranked("q1")] == ["a", "b", "c"]
+    assert [docid for docid, _ in read_run(path).ranked("q2")] == ["x", "y"]
+
+
 @pytest.mark.parametrize("qid, docid, tag", [
     ("31_1", "CAR_1 extra", "t"), ("31_1", "CAR_1\nq 0 x 1 1 t", "t"), ("31_1", "", "t"),
     ("31 1", "CAR_1", "t"), ("", "CAR_1", "t"), ("31_1", "CAR_1", "a b"), ("31_1", "CAR_1", ""),
