@@ -158,6 +158,16 @@ def test_a_group_mean_adds_its_queries_one_by_one_as_trec_eval_does():
     assert f"{bd.breakdown(scores, 'P@20', dict.fromkeys(qids, 'all'), 'group').means['r']['all']:.4f}" == "0.2937"
 
 
+def test_a_conversation_macro_mean_adds_the_conversations_one_by_one_as_trec_eval_does():
+    """Eight one-turn conversations with the P@20 values above: numpy's mean of their means
+    printed 0.2938, where adding them in conversation order gives trec_eval's 0.2937."""
+    from harness.report.compare import Scores
+
+    qids = [f"{topic}_1" for topic in range(1, 9)]
+    scores = Scores(["r"], ["P@20"], qids, {"P@20": {"r": np.array([0, .25, .15, .3, .35, .1, .4, .8])}})
+    assert f"{bd.conversation_means(scores, 'P@20', bd.conversations(qids))['r']:.4f}" == "0.2937"
+
+
 def test_malformed_group_file_names_file_and_line(tmp_path):
     groups = tmp_path / "groups.tsv"
     groups.write_text("106_1 search\n106_2\n")

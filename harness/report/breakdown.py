@@ -142,6 +142,7 @@ def breakdown(scores: Scores, measure: str, groups: Mapping[str, Hashable], name
 
 
 def conversation_means(scores: Scores, measure: str, conversation: Mapping[str, str]) -> dict[str, float]:
-    """Macro average: mean over each conversation's turns, then over conversations."""
+    """Macro average: mean over each conversation's turns, then over conversations, each added
+    one by one in conversation order as trec_eval adds queries (running_mean)."""
     by_conversation = breakdown(scores, measure, conversation, CONVERSATION)
-    return {run: float(np.mean(list(m.values()))) for run, m in by_conversation.means.items()}
+    return {run: running_mean(np.array(list(m.values()))) for run, m in by_conversation.means.items()}
