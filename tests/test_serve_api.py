@@ -244,6 +244,31 @@ def test_a_run_whose_scoring_again_fails_keeps_its_scores_off_the_board_until_a_
         assert [row["run_name"] for row in client.get(f"/api/tasks/{TASK}/leaderboard").json()["rows"]] == ["trec-2"]
 
 
+def stale_row(tmp_path: Path) -> str:
+    """A scored submission whose scoring again has failed (status stale, its note set), scored
+    with other qrels than its task's now: the next start queues it again. No worker runs."""
+    client, service = open_client(tmp_path)
+    ident = post(client, trec_run(tmp_path / "run.trec", seed=2)).json()["id"]
+    assert service.score_next()
+    with service.store.session() as session:
+        row = session.get(st.Submission, ident)
+        row.status, row.error = st.STALE, "scoring it again with the task's current settings failed"
+        row.scored_with = {**row.scored_with, "qrels": "the hash of other qrels"}
+        session.commit()
+    service.store.close()
+    return ident
+
+
+def test_a_stale_run_queued_again_at_start_loses_the_note_of_its_failed_try(tmp_path):
+    """Queued, it is being scored again: the note of the last try no longer says what it is."""
+    ident = stale_row(tmp_path)
+    service = Service(load_serve_config(write_config(tmp_path)))
+    service._rescore_stale()  # what a start does before its worker runs
+    row = service.submission(ident)
+    assert (row.status, row.error) == ("queued", None)
+    service.store.close()
+
+
 @pytest.mark.parametrize("database", ["sqlite", pytest.param("postgresql", marks=pytest.mark.slow)])
 def test_a_worker_scores_only_its_own_tasks_and_leaves_another_s_queued(tmp_path, request, database):
     """Processes sharing a database may serve different tasks: a worker claimed every queued
