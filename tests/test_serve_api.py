@@ -269,6 +269,29 @@ def test_a_stale_run_queued_again_at_start_loses_the_note_of_its_failed_try(tmp_
     service.store.close()
 
 
+def test_a_stale_run_s_scored_time_is_that_of_the_scores_it_shows_not_of_the_failed_try(tmp_path):
+    """Its owner sees its earlier scores: `scored` says when those were scored."""
+    ident = stale_row(tmp_path)
+    client, service = open_client(tmp_path)
+    row = service.submission(ident)
+    service.store.file(row.sha256).unlink()  # scoring it again fails
+    service._rescore_stale()
+    assert service.score_next() and service.submission(ident).status == "stale"
+    body = client.get(f"/api/submissions/{ident}", headers=auth()).json()
+    assert body["scored"] == row.scored_at.isoformat() + "Z" and service.submission(ident).scored_at == row.scored_at
+    service.store.close()
+
+
+def test_a_submission_whose_scoring_failed_has_no_scored_time(tmp_path):
+    client, service = open_client(tmp_path)
+    ident = post(client, trec_run(tmp_path / "run.trec", seed=2)).json()["id"]
+    service.store.file(service.submission(ident).sha256).unlink()
+    assert service.score_next()
+    body = client.get(f"/api/submissions/{ident}", headers=auth()).json()
+    assert (body["status"], body["scored"], service.submission(ident).scored_at) == ("failed", None, None)
+    service.store.close()
+
+
 @pytest.mark.parametrize("database", ["sqlite", pytest.param("postgresql", marks=pytest.mark.slow)])
 def test_a_worker_scores_only_its_own_tasks_and_leaves_another_s_queued(tmp_path, request, database):
     """Processes sharing a database may serve different tasks: a worker claimed every queued

@@ -173,6 +173,8 @@ def create_app(service: Service) -> FastAPI:
             "id": row.id, "task": row.task, "team": row.team, "run_name": row.run_name,
             "description": row.description, "format": row.format, "sha256": row.sha256,
             "submitted": row.created_at.isoformat() + "Z", "status": row.status,
+            # when its measures were scored (a version before kept the time of a failed try, means or none)
+            "scored": row.scored_at.isoformat() + "Z" if row.scored_at and row.means is not None else None,
             "measures": row.means, "warnings": row.warnings, "error": row.error,
             "per_query": row.per_query if served is not None and served.per_query_scores else None,
         }

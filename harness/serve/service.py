@@ -222,8 +222,7 @@ class Service:
                 _failed(row, problem)
             else:
                 row.means, row.per_query, row.scored_with = evaluation.means, evaluation.per_query, runtime.scored_with
-                row.status, row.error = st.SCORED, None
-            row.scored_at = st.now()
+                row.status, row.error, row.scored_at = st.SCORED, None, st.now()
             session.commit()
         if row.status == st.SCORED:
             log.info("scored submission %s in %.2f s", row.id, time.perf_counter() - started)
@@ -261,7 +260,7 @@ class Service:
 
 def _failed(row: st.Submission, problem: Exception) -> None:
     """Mark a row whose scoring failed. One scored before (queued again at start: its task
-    changed) keeps its earlier scores and what they were scored with, STALE: off the board,
+    changed) keeps its earlier scores, what they were scored with and when, STALE: off the board,
     which ranks runs scored alike, shown to its owner, and tried again at the next start
     (not before: the worker would retry it at once, forever); FAILED would lose it for good."""
     why = type(problem).__name__  # not its message, which may quote the hidden qrels

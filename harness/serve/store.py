@@ -62,6 +62,7 @@ class Submission(Base):
     description: Mapped[str] = mapped_column(Text, default="")
     created_at: Mapped[datetime] = mapped_column(DateTime, default=now)
     status: Mapped[str] = mapped_column(String(16), default=QUEUED, index=True)
+    # when `means` were scored: a failed try leaves it (None: never scored; stale: its earlier scoring)
     scored_at: Mapped[datetime | None] = mapped_column(DateTime, nullable=True)
     means: Mapped[dict | None] = mapped_column(JSON, nullable=True)
     per_query: Mapped[dict | None] = mapped_column(JSON, nullable=True)  # shown to the owner only
