@@ -52,16 +52,20 @@ def write_nuggets(tmp_path: Path, second: str = "okay") -> Path:
     return nuggets
 
 
-@contextlib.contextmanager
-def open_board(tmp_path: Path, nuggets: Path, main_measure: str = "all", lenient: bool = False):
-    """A response task scoring against `nuggets` (two per turn) through recorded assignments."""
-    # the organiser's recorded judge: run "good" supports everything, run "poor" only 0_1's vital
-    # nugget (`lenient`: both of 0_1's nuggets)
-    assignments = tmp_path / "hidden" / "assignments.jsonl"
-    assignments.write_text("".join(
+def write_assignments(path: Path, lenient: bool = False) -> Path:
+    """The organiser's recorded judge: run "good" supports everything, run "poor" only 0_1's
+    vital nugget (`lenient`: both of 0_1's nuggets)."""
+    path.write_text("".join(
         json.dumps({"qid": t, "run_id": run, "nuggets": [
             {"assignment": "support" if run == "good" or (t == "0_1" and (i == 0 or lenient)) else "not_support"}
             for i in range(2)]}) + "\n" for run in ("good", "poor") for t in TURNS))
+    return path
+
+
+@contextlib.contextmanager
+def open_board(tmp_path: Path, nuggets: Path, main_measure: str = "all", lenient: bool = False):
+    """A response task scoring against `nuggets` (two per turn) through recorded assignments."""
+    assignments = write_assignments(tmp_path / "hidden" / "assignments.jsonl", lenient)
     config = {"database": f"sqlite:///{tmp_path / 'state' / 'board.db'}", "storage": str(tmp_path / "state" / "files"),
               "tasks": [{"name": "responses", "topics": "ikat2024", "nuggets": str(nuggets),
                          "judge": f"file:{assignments}", "main_measure": main_measure, "formats": ["trec-rag-jsonl"]}],
@@ -128,6 +132,19 @@ def test_responses_scored_before_the_judge_changed_are_scored_again_at_start(tmp
         assert submit(client, rag_run(folder / "poor.jsonl", "poor", {"0_1": "short"}), "team0").status_code == 202
         assert scored_board(client)["rows"][0]["measures"]["all"] == pytest.approx(0.5 / 3)
     with open_board(tmp_path, nuggets, lenient=True) as (client, _):
+        assert scored_board(client)["rows"][0]["measures"]["all"] == pytest.approx(1 / 3)
+
+
+def test_a_response_board_scores_with_the_judge_s_files_as_its_start_read_them(tmp_path):
+    """Its judge's file replaced under a running board: runs were scored with the new file but
+    recorded as scored with the one the start had hashed, so the next start kept them. The judge
+    reads its files at start, and its hash of them is what `scored_with` records."""
+    nuggets = write_nuggets(tmp_path)
+    with open_board(tmp_path, nuggets) as (client, folder):
+        write_assignments(folder / "hidden" / "assignments.jsonl", lenient=True)  # after the start
+        assert submit(client, rag_run(folder / "poor.jsonl", "poor", {"0_1": "short"}), "team0").status_code == 202
+        assert scored_board(client)["rows"][0]["measures"]["all"] == pytest.approx(0.5 / 3)
+    with open_board(tmp_path, nuggets, lenient=True) as (client, _):  # the file it now holds: scored again
         assert scored_board(client)["rows"][0]["measures"]["all"] == pytest.approx(1 / 3)
 
 

@@ -84,10 +84,11 @@ def write_qrels(path: str | Path, judgments: Iterable[Judgment], provenance: dic
     return written
 
 
-def read_provenance(qrels: str | Path, sha256_key: str = "qrels_sha256") -> dict | None:
+def read_provenance(qrels: str | Path, sha256_key: str = "qrels_sha256", sha256: str | None = None) -> dict | None:
     """The sidecar of a judge-made qrels file (or, with sha256_key="assignments_sha256", of a
     nugget assignment file), or None for a file without one (human labels, or labels from
-    elsewhere). A sidecar written for another version of the file says so."""
+    elsewhere). A sidecar written for another version of the file says so: the file's
+    `sha256`, where the caller hashed it already, else hashed here."""
     path = sidecar(qrels)
     try:
         record = json.loads(path.read_text(encoding="utf-8"))
@@ -97,7 +98,7 @@ def read_provenance(qrels: str | Path, sha256_key: str = "qrels_sha256") -> dict
         raise InputError(path, f"unreadable provenance sidecar ({error})") from None
     if not isinstance(record, dict):
         raise InputError(path, "a provenance sidecar must be a JSON object")
-    record["matches_file"] = record.get(sha256_key) == file_sha256(qrels)
+    record["matches_file"] = record.get(sha256_key) == (sha256 or file_sha256(qrels))
     return record
 
 

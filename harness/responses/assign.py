@@ -20,6 +20,7 @@ from harness.errors import HarnessError, InputError
 from harness.judge.base import counts, now
 from harness.judge.model import Item, Judgment
 from harness.judge.scales import SUPPORT_0_2, YES_NO, Scale
+from harness.paths import file_sha256
 from harness.responses.model import Nugget, Response, first_few
 from harness.responses.scores import NOT, PARTIAL, SUPPORT
 
@@ -117,6 +118,7 @@ class RecordedAssignments:
                                      line=line)
                 label = LABELS[assignment] if isinstance(assignment, str) and assignment in LABELS else str(assignment)
                 self.labels[key] = (label, str(nugget.get("text", "")), line)
+        self.sha256 = file_sha256(self.path)  # of the labels just read: each provenance() and a board's key
         self._counts: dict[str, int] = {}
         self._lines = (0, 0)  # of the last judge(): lines whose run_id names no run asked about, lines
 
@@ -192,14 +194,12 @@ class RecordedAssignments:
                                     f"is for run {run}{more}; a line's run_id must be the name of the run it assigns")
 
     def provenance(self) -> dict:
-        from harness.paths import file_sha256
-
         from harness.judge.base import read_provenance
 
-        record = {"judge": self.name, "file": str(self.path), "sha256": file_sha256(self.path),
+        record = {"judge": self.name, "file": str(self.path), "sha256": self.sha256,
                   "scale": self.scale.name, "date": now(), "recorded": len(self.labels), "counts": dict(self._counts),
                   "lines": self._lines[1], "lines_matching_no_run": self._lines[0]}
-        source = read_provenance(self.path, "assignments_sha256")
+        source = read_provenance(self.path, "assignments_sha256", self.sha256)
         if source is not None:  # assignments a judge made earlier (--assignments-out): keep who made them
             record["source_provenance"] = source
         return record
@@ -225,7 +225,6 @@ def write_assignments(path: str | Path, records: Iterable[dict], provenance: dic
     """The assignments as nuggetizer's assignment output, then their provenance sidecar
     (PATH.provenance.json: the judge's provenance and the file's sha256), each atomically."""
     from harness.judge.base import sidecar
-    from harness.paths import file_sha256
 
     with atomic_write(path) as handle:
         for record in records:

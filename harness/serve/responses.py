@@ -61,20 +61,22 @@ class ResponseTaskRuntime(TaskRuntime):
         """The bank's file, the grade that makes a nugget vital, and the judge: its name, model
         and prompt, and the content of a file it reads (recorded assignments, a prompt), not
         the file's path; nor its endpoint: either may move while answering alike
-        (TaskRuntime.scored_with)."""
+        (TaskRuntime.scored_with). A file's content is the hash the judge took of it as it read
+        it: hashed once a start, and the hash of what scores, should the file change later."""
         from harness.paths import file_sha256
         from harness.registry import split_spec
 
         settings = dict(self.config.judge_settings)
-        name, argument = split_spec(self.config.judge)
+        name, _ = split_spec(self.config.judge)
         judge = {"judge": name if name == "file" else self.config.judge, "model": settings.get("model"),
-                 "prompt": file_sha256(settings["prompt"]) if settings.get("prompt") else None,
-                 "assignments": file_sha256(argument) if name == "file" else None}
+                 "prompt": self.judge.template.sha256 if name == "llm" and settings.get("prompt") else None,
+                 "assignments": self.judge.sha256 if name == "file" else None}
         return {"nuggets": file_sha256(self.config.nuggets), "vital_grade": self.config.vital_grade,
                 "judge": {key: value for key, value in judge.items() if value is not None}}
 
     def prepare(self) -> None:
-        """Read the topics and the bank now; a board ranked by `weighted` over a bank with no
+        """Read the topics, the bank and the files a judge reads (recorded assignments, a prompt:
+        `scored_with` has the judge read them) now; a board ranked by `weighted` over a bank with no
         graded nugget could never be drawn (undefined on every turn): refused at start."""
         _ = self.turn_ids, self.depths, self.evaluated_turns, self.scored_with
         if self.config.main_measure == "weighted" and not any(
