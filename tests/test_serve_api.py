@@ -650,6 +650,56 @@ def test_new_token_prints_a_token_and_the_config_line_with_its_hash(capsys):
     assert f"token_sha256: {st.sha256_hex(token)}" in out
 
 
+@pytest.mark.parametrize("database", ["sqlite", pytest.param("postgresql", marks=pytest.mark.slow)])
+def test_requeue_failed_queues_a_task_s_failed_submissions_again_for_its_worker_to_score(tmp_path, capsys, request,
+                                                                                         database):
+    """Submissions marked failed by the server's fault (a worker once claimed another task's
+    and marked them failed) stayed failed; `--requeue-failed --task T` queues T's again, without
+    their note, and leaves another task's failed. With PostgreSQL, beside the running server."""
+    other = {"name": "ikat2023-other", "topics": "ikat2023", "qrels": str(QRELS), "preset": "ikat2023",
+             "main_measure": "nDCG@5", "formats": ["trec"]}
+    url = request.getfixturevalue("postgres") if database == "postgresql" else None
+    config = write_config(tmp_path, database=url, tasks=[{**other, "name": TASK}, other])
+    service = Service(load_serve_config(config))
+    client = TestClient(create_app(service), base_url="http://testserver")  # no lifespan: no worker
+    run = trec_run(tmp_path / "run.trec", seed=2)
+    idents = [post(client, run).json()["id"]]
+    with run.open("rb") as handle:
+        idents.append(client.post("/api/tasks/ikat2023-other/submissions", headers=auth(),
+                                  files={"file": (run.name, handle)}).json()["id"])
+    stored = service.store.file(service.submission(idents[0]).sha256)
+    stored.unlink()  # as the claiming worker's KeyError: a failure that is not the run's
+    assert service.score_next() and service.score_next()
+    stored.write_bytes(run.read_bytes())
+    if database == "sqlite":  # one process at a time: the server stopped, started again after
+        service.store.close()
+    assert main(["serve", str(config), "--requeue-failed", "--task", TASK]) == 0
+    assert capsys.readouterr().out == f"task {TASK}: 1 failed submission queued again\n"
+    if database == "sqlite":
+        service = Service(load_serve_config(config))
+    assert [(service.submission(i).status, service.submission(i).error) for i in idents] == [
+        ("queued", None), ("failed", "scoring failed; the organisers have been told")]
+    assert service.score_next() and service.submission(idents[0]).status == "scored"
+    service.store.close()
+
+
+def test_requeue_failed_on_a_database_not_there_yet_queues_none_and_makes_nothing(tmp_path, capsys):
+    assert main(["serve", str(write_config(tmp_path)), "--requeue-failed"]) == 0
+    assert capsys.readouterr().out == f"task {TASK}: 0 failed submissions queued again\n"
+    assert not (tmp_path / "state").exists()
+
+
+@pytest.mark.parametrize(("options", "message"), [
+    (["--requeue-failed", "--task", "ikat2099"], "--task ikat2099: {config} has no such task; its tasks: ikat2023"),
+    (["--task", TASK], "--task goes with --requeue-failed"),
+])
+def test_requeue_failed_s_task_is_one_of_the_config_s_else_one_line(tmp_path, capsys, options, message):
+    config = write_config(tmp_path)
+    assert main(["serve", str(config), *options]) == 2
+    assert capsys.readouterr().err == f"harness serve: error: {message.format(config=config)}\n"
+    assert not (tmp_path / "state").exists()  # nothing made
+
+
 def test_serve_with_a_bad_config_is_a_one_line_error(tmp_path, capsys):
     path = write_config(tmp_path)
     path.write_text(path.read_text().replace("quota: 5", "quota: many"))

@@ -1,4 +1,5 @@
-"""`harness serve CONFIG`: run the leaderboard server (uvicorn), or print a new team token."""
+"""`harness serve CONFIG`: run the leaderboard server (uvicorn), print a new team token, or queue failed
+submissions again (--requeue-failed)."""
 
 from __future__ import annotations
 
@@ -20,6 +21,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="port (default 8000; 0: a free one, which the start line names)")
     parser.add_argument("--new-token", action="store_true",
                         help="print a new random team token and the config line holding its hash, then exit")
+    parser.add_argument("--requeue-failed", action="store_true",
+                        help="queue the config's failed submissions again, to be scored by its server, then exit "
+                             "(SQLite: with the server stopped)")
+    parser.add_argument("--task", action="append", default=[],
+                        help="with --requeue-failed: only this task's (repeatable; default: every task of the config)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -32,6 +38,10 @@ def run(args: argparse.Namespace) -> int:
         return 0
     if not args.config:
         raise HarnessError("give the leaderboard config (e.g. configs/leaderboard.yaml), or --new-token")
+    if args.task and not args.requeue_failed:
+        raise HarnessError("--task goes with --requeue-failed")
+    if args.requeue_failed:
+        return _requeue_failed(args.config, args.task)
     import logging
 
     import uvicorn
@@ -73,6 +83,28 @@ def run(args: argparse.Namespace) -> int:
         listening.close()
         if server is None or not server.started:
             service.store.discard()
+    return 0
+
+
+def _requeue_failed(config_path: str, tasks: list[str]) -> int:
+    """Failed submissions queued again in the config's database: a running server's worker
+    (PostgreSQL) or the next start (SQLite, one process at a time) scores them. Nothing but
+    the rows changes: a database or folder this call had to make is removed again."""
+    from harness.serve.config import load_serve_config
+    from harness.serve.store import Store
+
+    config = load_serve_config(config_path)
+    unknown = [task for task in tasks if task not in config.tasks]
+    if unknown:
+        raise HarnessError(f"--task {unknown[0]}: {config_path} has no such task; its tasks: {', '.join(config.tasks)}")
+    tasks = tasks or list(config.tasks)
+    store = Store(config.database, config.storage)
+    try:
+        queued = store.requeue_failed(tasks)
+    finally:
+        store.discard()
+    for task in tasks:
+        print(f"task {task}: {counted(queued.get(task, 0), 'failed submission')} queued again")
     return 0
 
 

@@ -271,6 +271,20 @@ class Store:
     def audit(self, session: Session, **fields: Any) -> None:
         session.add(Audit(**fields))
 
+    def requeue_failed(self, tasks: Iterable[str]) -> dict[str, int]:
+        """Queue again, their note cleared, the failed submissions of `tasks`, for a worker to
+        score from their stored files: a failure the server's own (a scoring bug fixed since;
+        a worker that claimed another task's submissions and marked them failed) is not the
+        team's. The number queued again, per task that had any."""
+        queued: dict[str, int] = {}
+        with self.session() as session:
+            for row in session.scalars(select(Submission).where(Submission.status == FAILED,
+                                                                Submission.task.in_(list(tasks)))):
+                row.status, row.error = QUEUED, None
+                queued[row.task] = queued.get(row.task, 0) + 1
+            session.commit()
+        return queued
+
 
 @dataclass
 class Received:
