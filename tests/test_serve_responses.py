@@ -221,6 +221,15 @@ def test_an_llm_judge_s_missing_prompt_file_is_a_config_error_naming_its_key(tmp
         load_serve_config(tmp_path / "c.yaml")
 
 
+def test_an_llm_block_beside_another_judge_is_a_config_error_naming_its_key(tmp_path):
+    """Only judge: llm reads llm: {model, base_url, prompt}; beside another it would look used."""
+    config = {"tasks": [{"name": "r", "topics": "ikat2024", "nuggets": __file__, "judge": "minilm", "formats":
+                         ["trec-rag-jsonl"], "llm": {"model": "m", "base_url": "http://127.0.0.1:9/v1"}}], "teams": []}
+    (tmp_path / "c.yaml").write_text(yaml.safe_dump(config))
+    with pytest.raises(InputError, match=r"tasks\[0\]\.llm: read by judge: llm alone; this task's judge is 'minilm'"):
+        load_serve_config(tmp_path / "c.yaml")
+
+
 def _moved(path: Path) -> str:
     """The same bytes under another name."""
     moved = path.with_name(f"moved-{path.name}")

@@ -244,6 +244,8 @@ def _response_task(node: Node) -> TaskConfig:
     llm = keys["llm"].mapping(JUDGE_KEYS, required=("model", "base_url")) if "llm" in keys else {}
     if judge == "llm" and not llm:
         raise keys["judge"].error("judge: llm needs llm: {model, base_url[, prompt]}")
+    if llm and judge != "llm":  # left from an llm judge, it would read as if it took part in the scoring
+        raise keys["llm"].error(f"read by judge: llm alone; this task's judge is {judge!r}")
     if judge.startswith("file:") and not Path(judge[5:]).is_file():
         raise keys["judge"].error(f"no file {judge[5:]}")
     topics = keys["topics"].text()
