@@ -339,6 +339,7 @@ def test_a_clueweb22_file_changed_too_recently_is_cut_again_next_time(tmp_path, 
 
 def test_ids_of_two_files_sharing_a_hash_are_told_apart_by_reading_the_files(tmp_path, monkeypatch,
                                                                              clueweb22_documents):
+    """Within a file as across files: a task checks its file by the hashes it keeps."""
     monkeypatch.setattr("harness.scale.shards.id_hash", lambda document_id: 7)  # every id one hash
     folder = write_clueweb22_txt(tmp_path / "cw", clueweb22_documents)
     out = tmp_path / "p.jsonl"

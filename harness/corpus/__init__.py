@@ -55,7 +55,8 @@ class Corpus:
         return ((document, None) for document in self.documents())
 
 
-def unique_ids(corpus: Corpus, documents: Iterable[Document]) -> Iterator[Document]:
+def unique_ids(corpus: Corpus, documents: Iterable[Document], key: Callable[[str], int] = hash,
+               seen: HashSet | None = None) -> Iterator[Document]:
     """`documents` (the corpus's, read to build an index) passed through, an id given twice
     an error naming where as soon as the block holding it is read (_ID_BLOCK documents, fewer
     where their texts are long), before any of that block is passed on (before a dense index
@@ -64,16 +65,18 @@ def unique_ids(corpus: Corpus, documents: Iterable[Document]) -> Iterator[Docume
     BM25 and dense; the numpy BM25 refuses such an index and falls back to pyserini). Holds 8
     bytes a document, a 64-bit hash of its id (the ids of ClueWeb22-B's 117M passages would
     take gigabytes as strings); where a hash repeats, the corpus is read again up to there, to
-    tell a repeated id from two ids sharing a hash, and to say where."""
+    tell a repeated id from two ids sharing a hash, and to say where. `key` hashes an id
+    (id_hash where the hashes are kept for a check across processes); `seen`, where given,
+    holds the hash of every id passed (HashSet.all), hashed once for both checks."""
     import numpy as np  # here: not a cost of every `import harness`
 
-    seen = HashSet()
+    seen = HashSet() if seen is None else seen
     read = 0
     for block in _blocks(documents):
-        again = seen.add(np.fromiter((hash(document.id) for document in block), np.int64, len(block)))
+        again = seen.add(np.fromiter((key(document.id) for document in block), np.int64, len(block)))
         read += len(block)
         if again:
-            raise_repeated(corpus, again, read)
+            raise_repeated(corpus, again, read, key=key)
         yield from block
 
 
@@ -145,3 +148,9 @@ class HashSet:
             block.sort(kind="stable")  # two sorted runs: merged in linear time
         self.runs.append(block)
         return again
+
+    def all(self) -> np.ndarray:
+        """Every hash added, sorted, repeats kept (int64)."""
+        import numpy as np
+
+        return np.sort(np.concatenate(self.runs)) if self.runs else np.zeros(0, np.int64)

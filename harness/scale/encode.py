@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from harness.compute.engines import Engine
-from harness.corpus import Corpus
+from harness.corpus import Corpus, HashSet
 from harness.registry import check_given
 from harness.retrieve._embeddings import (DTYPE, Encoder, cache_folder, cache_key, chunk_size, encode_all,
                                           load_encoder)
@@ -59,8 +59,8 @@ def encode_shard(task: ShardTask) -> ShardResult:
     # float16 on a GPU by autocast: the model object is shared (queries are encoded by it too)
     # and must stay float32
     with _half_precision(encoder.device == "cuda" and settings["dtype"] == "float16"):
-        read: list[str] = []
-        ids, vectors = encode_all(encoder, task.documents(read), dtype=settings["dtype"])
+        seen = HashSet()
+        ids, vectors = encode_all(encoder, task.documents(seen), dtype=settings["dtype"])
     buffer = io.BytesIO()
     np.save(buffer, vectors, allow_pickle=False)
     folder = Path(task.folder)
@@ -68,7 +68,7 @@ def encode_shard(task: ShardTask) -> ShardResult:
         f"{task.stem}.npy": write_hashed(folder / f"{task.stem}.npy", buffer.getvalue()),
         f"{task.stem}.ids": write_hashed(folder / f"{task.stem}.ids", "".join(f"{i}\n" for i in ids).encode()),
     }
-    return task.result(len(ids), len(ids), files, read)
+    return task.result(len(ids), len(ids), files, seen)
 
 
 def encode_sharded(

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from harness.atomic import atomic_write
 from harness.compute.engines import Engine
-from harness.corpus import Corpus
+from harness.corpus import Corpus, HashSet
 from harness.corpus.segment import iter_passages, passage_line
 from harness.scale.shards import ShardResult, ShardTask, outputs, plan, run_shards, source_key
 
@@ -22,11 +22,11 @@ SHARD_DOCS = 10_000
 def segment_shard(task: ShardTask) -> ShardResult:
     """Segment one shard into its own JSONL file (written atomically)."""
     name = f"{task.stem}.jsonl"
-    ids: list[str] = []
+    seen = HashSet()
     docs = count = 0
     digest = hashlib.sha256()
     with atomic_write(Path(task.folder) / name) as handle:
-        for passages in iter_passages(task.documents(ids), task.settings["splitter"],
+        for passages in iter_passages(task.documents(seen), task.settings["splitter"],
                                       task.settings.get("processes") or 1):
             for passage in passages:
                 line = passage_line(passage)
@@ -34,7 +34,7 @@ def segment_shard(task: ShardTask) -> ShardResult:
                 handle.write(line)
             docs += 1
             count += len(passages)
-    return task.result(docs, count, {name: digest.hexdigest()}, ids)
+    return task.result(docs, count, {name: digest.hexdigest()}, seen)
 
 
 def shards_folder(out: Path) -> Path:

@@ -54,25 +54,23 @@ class ShardTask:
     def stem(self) -> str:
         return f"shard-{self.index:05d}"
 
-    def documents(self, ids: list[str]) -> Iterator[Document]:
+    def documents(self, seen: HashSet) -> Iterator[Document]:
         """The shard's documents, each id checked once: those cut from the corpus stream were
         checked by `plan`, as the whole corpus's; a file's are checked here, within the file
-        (an error names its lines), each then appended to `ids` for the check across files."""
+        (an error names its lines), by their id_hash, which `seen` keeps for the check across files."""
         if self.cut is not None:
             return iter(self.cut)
         from harness.corpus.readers import open_corpus
 
         corpus = open_corpus(self.source)
-        return (ids.append(document.id) or document for document in unique_ids(corpus, corpus.documents()))
+        return unique_ids(corpus, corpus.documents(), key=id_hash, seen=seen)
 
-    def result(self, docs: int, count: int, files: dict[str, str], ids: list[str]) -> ShardResult:
+    def result(self, docs: int, count: int, files: dict[str, str], seen: HashSet) -> ShardResult:
         """The result of this task, which wrote `files` (name -> sha256 of the bytes it wrote)
-        to its folder; a file shard's `ids` (from `documents`) are kept beside them, hashed."""
+        to its folder; a file shard's ids' hashes (`seen`, from `documents`) are kept beside them."""
         folder = Path(self.folder)
         if self.source is not None:
-            import numpy as np
-
-            hashes = np.sort(np.fromiter(map(id_hash, ids), np.int64, len(ids)))
+            hashes = seen.all()
             files = {**files, _id_file(self.index): write_hashed(folder / _id_file(self.index), hashes.tobytes())}
         return ShardResult(docs, count, files, {name: file_version(folder / name) for name in files})
 
