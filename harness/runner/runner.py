@@ -51,8 +51,8 @@ BATCH = 64  # queries per retriever call; the progress display moves once per ba
 class Workspace:
     """Loads each benchmark, corpus and qrels once per invocation, on first use, forms each
     strategy's queries once (every retriever of an experiment searches the same ones), and
-    fingerprints each corpus and each retriever's named files once (three strategies over one
-    index walked its folder three times);
+    fingerprints each index folder and each retriever's named files once (three strategies over
+    one index walked its folder three times; a corpus, loaded once, keeps its own fingerprint);
     retrievers are shared the same way (`shared_retrievers`, entered by `run_config`): three
     strategies over one BM25 index build the index once, and skipped runs build nothing."""
 
@@ -60,7 +60,7 @@ class Workspace:
     _queries: dict[tuple[str, str, str | None], list[SearchQuery]] = field(default_factory=dict)
     _corpora: dict[Any, Corpus | None] = field(default_factory=dict)
     _qrels: dict[Any, Qrels] = field(default_factory=dict)  # (task, topics): their own; longer keys: as scored
-    _fingerprints: dict[Any, Any] = field(default_factory=dict)  # corpus and named-file fingerprints
+    _fingerprints: dict[Any, Any] = field(default_factory=dict)  # index-folder and named-file fingerprints
 
     def benchmark(self, topics: str) -> Benchmark:
         if topics not in self._benchmarks:
@@ -95,15 +95,14 @@ class Workspace:
         files' names, sizes and mtimes (a rebuilt index is searched again); a prebuilt
         index's name."""
         spec = experiment.corpus
-        key = ("corpus", spec.specs, spec.index, experiment.topics if spec.own else None)
+        if spec.index is None:
+            corpus = self.corpus(experiment)
+            return corpus.fingerprint if corpus is not None else "none"
+        key = ("index", spec.index)
         if key not in self._fingerprints:
-            if spec.index is not None:
-                folder = Path(spec.index).expanduser()
-                self._fingerprints[key] = (f"index:{spec.index}:{folder_version(folder)}" if folder.is_dir()
-                                           else f"index:{spec.index}")
-            else:
-                corpus = self.corpus(experiment)
-                self._fingerprints[key] = corpus.fingerprint if corpus is not None else "none"
+            folder = Path(spec.index).expanduser()
+            self._fingerprints[key] = (f"index:{spec.index}:{folder_version(folder)}" if folder.is_dir()
+                                       else f"index:{spec.index}")
         return self._fingerprints[key]
 
     def named_files(self, run: RunSpec) -> dict[str, str]:
