@@ -30,34 +30,40 @@ class EngineSpec:
     retries: int = 3  # ray: times a task is retried after its worker process or node dies
 
     @classmethod
-    def from_mapping(cls, value: Any, where: str = "engine") -> EngineSpec:
-        """`engine: ray` or `engine: {name: ray, address: ..., workers: 2}`."""
+    def from_mapping(cls, value: Any, key: str = "engine") -> EngineSpec:
+        """`engine: ray` or `engine: {name: ray, address: ..., workers: 2}`; a problem is a
+        ParamError at `key` (a config's `params.engine`, as EngineParam checks it)."""
         if isinstance(value, str):
             value = {"name": value}
         if not isinstance(value, dict):
-            raise HarnessError(f"{where} must be an engine name or a mapping with a name; got {value!r}")
+            raise ParamError(key, f"must be an engine name or a mapping with a name; got {value!r}")
         known = {field.name for field in fields(cls)}
         unknown = sorted(set(value) - known)
         if unknown:
-            raise HarnessError(f"{where}: unknown key(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}")
+            raise ParamError(key, f"unknown key(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}")
         spec = cls(**value)
-        ENGINES.get(spec.name)  # an unknown engine fails before any work
-        spec.check_workers(f"{where}: workers")
+        try:
+            ENGINES.get(spec.name)  # an unknown engine fails before any work
+        except HarnessError as error:
+            raise ParamError(key, str(error)) from None
+        if problem := spec.workers_problem():
+            raise ParamError(key, f"workers {problem}")
         return spec
 
-    def check_workers(self, key: str) -> None:
-        """A one-line HarnessError at `key` unless `workers` is null or a count of tasks this
-        engine can run at once. Where they run on this machine (the local engine, or a Ray
-        instance started here, given that many CPUs: 10000 gave it 10000, a worker process per
-        task in flight), at most the cores this process may use; on a Ray cluster joined at an
+    def workers_problem(self) -> str | None:
+        """What is wrong with `workers` unless it is null or a count of tasks this engine can
+        run at once. Where they run on this machine (the local engine, or a Ray instance
+        started here, given that many CPUs: 10000 gave it 10000, a worker process per task in
+        flight), at most the cores this process may use; on a Ray cluster joined at an
         address, whose nodes this machine cannot count before it joins, any count."""
         if self.workers is None:
-            return
+            return None
         here = self.name == "local" or not self.address
         problem = number_problem(self.workers, 1, usable_cores() if here else INT_LIMIT, whole=True)
-        if problem:
-            why = " (the cores this process may use; a Ray cluster joined with an address may take more)" if here else ""
-            raise HarnessError(f"{key} {problem}{why}, not {self.workers!r}")
+        if not problem:
+            return None
+        why = " (the cores this process may use; a Ray cluster joined with an address may take more)" if here else ""
+        return f"{problem}{why}, not {self.workers!r}"
 
 
 @dataclass(frozen=True)
@@ -67,12 +73,8 @@ class EngineParam(ParamType):
     component is built, after the runs before it."""
 
     def check(self, key: str, value: Any) -> None:
-        if value is None:
-            return
-        try:
-            EngineSpec.from_mapping(value, "engine")
-        except HarnessError as error:
-            raise ParamError(key, str(error).removeprefix("engine: ").removeprefix("engine ")) from None
+        if value is not None:
+            EngineSpec.from_mapping(value, key)
 
     def describe(self) -> str:
         return "an engine name (local, ray), a mapping {name, address, workers, gpus, retries} or null"
@@ -246,5 +248,6 @@ def engine_spec(args: argparse.Namespace) -> EngineSpec:
     if args.shard_docs is not None and (problem := number_problem(args.shard_docs, 1, INT_LIMIT, whole=True)):
         raise HarnessError(f"--shard-docs {problem}, not {args.shard_docs}")
     spec = EngineSpec(name=args.engine, address=args.address, workers=args.workers)
-    spec.check_workers("--workers")
+    if problem := spec.workers_problem():
+        raise HarnessError(f"--workers {problem}")
     return spec
