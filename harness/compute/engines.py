@@ -8,12 +8,13 @@ from __future__ import annotations
 import argparse
 import os
 import socket
+import typing
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, fields
 from typing import Any, Protocol, TypeVar
 
 from harness.errors import HarnessError, InputError
-from harness.registry import INT_LIMIT, ParamError, ParamType, Registry, number_problem
+from harness.registry import INT_LIMIT, ParamError, ParamType, Registry, check_value, number_problem
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -31,8 +32,9 @@ class EngineSpec:
 
     @classmethod
     def from_mapping(cls, value: Any, key: str = "engine") -> EngineSpec:
-        """`engine: ray` or `engine: {name: ray, address: ..., workers: 2}`; a problem is a
-        ParamError at `key` (a config's `params.engine`, as EngineParam checks it)."""
+        """`engine: ray` or `engine: {name: ray, address: ..., workers: 2}`, each value of its
+        field's type; a problem is a ParamError at `key` (a config's `params.engine`, as
+        EngineParam checks it)."""
         if isinstance(value, str):
             value = {"name": value}
         if not isinstance(value, dict):
@@ -41,6 +43,10 @@ class EngineSpec:
         unknown = sorted(set(value) - known)
         if unknown:
             raise ParamError(key, f"unknown key(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}")
+        declared = typing.get_type_hints(cls)
+        for name, given in value.items():
+            if name != "workers":  # its own rule, which counts the cores (workers_problem)
+                check_value(f"{key}.{name}", given, declared[name])
         spec = cls(**value)
         try:
             ENGINES.get(spec.name)  # an unknown engine fails before any work
