@@ -13,6 +13,7 @@ import functools
 import io
 import json
 import math
+import random
 import warnings
 
 import pytest
@@ -142,6 +143,61 @@ def test_a_threshold_given_twice_is_one_column_with_its_own_value_in_csv_and_tab
     assert main(["qrels", "agree", str(a), str(b), "--thresholds", "2", "1", "1", "--per-query"]) == 0
     assert capsys.readouterr().out.splitlines()[-2].split() == [
         "qid", "pairs", "kappa(>=2)", "kappa(>=1)", "kappa(linear)", "kappa(quadratic)"]
+
+
+
+def test_a_kappa_of_exactly_0_is_0_not_a_negative_zero(capsys, tmp_path):
+    """Observed disagreement equal to chance's: linear kappa 0, as scikit-learn gives it; a
+    float sum of chance disagreement made it -2.2e-16, shown -0.0000 (and -0.0 in JSON).
+    Found by differential fuzzing against scikit-learn."""
+    a, b = tmp_path / "a.qrels", tmp_path / "b.qrels"
+    pairs = [(3, 2), (4, 3), (4, 1), (4, 0), (3, 1)]
+    a.write_text("".join(f"1 0 d{i} {x}\n" for i, (x, _) in enumerate(pairs)))
+    b.write_text("".join(f"1 0 d{i} {y}\n" for i, (_, y) in enumerate(pairs)))
+    expected = cohen_kappa_score(*zip(*pairs), labels=[0, 1, 2, 3, 4], weights="linear")
+    assert expected == 0.0
+    assert main(["qrels", "agree", str(a), str(b)]) == 0
+    assert "weighted kappa (linear): 0.0000\n" in capsys.readouterr().out
+    assert main(["qrels", "agree", str(a), str(b), "--format", "json"]) == 0
+    assert '"linear": 0.0,' in capsys.readouterr().out
+
+
+def test_kappas_on_random_qrels_equal_scikit_learns_and_are_undefined_where_its_are():
+    """Seeded pairs of qrels (grades -1 to 4, queries and documents on one side only, every
+    label the same on one or both sides): every kappa, overall and per query, equals
+    cohen_kappa_score, NaN (n/a) exactly where it is NaN."""
+    from harness.judge.agree import compare_labels
+    from harness.trec import Qrels
+
+    rng, undefined = random.Random(16), 0
+    for _ in range(150):
+        low = rng.choice([-1, 0, 0, 1])
+        high = low + rng.randint(1, 4)
+        constant = rng.random() < 0.2
+        a: dict[str, dict[str, int]] = {}
+        b: dict[str, dict[str, int]] = {}
+        for q in map(str, range(rng.randint(1, 4))):
+            for d in map(str, range(rng.randint(1, 12))):
+                side = rng.random()
+                if side < 0.9:
+                    a.setdefault(q, {})[d] = low if constant else rng.randint(low, high)
+                if side > 0.1:
+                    b.setdefault(q, {})[d] = rng.randint(low, high)
+        thresholds = sorted(set(rng.choices(range(low - 1, high + 2), k=2)))
+        result = compare_labels(Qrels("a", a), Qrels("b", b), thresholds)
+        for qid, part in [(None, result.overall), *result.per_query.items()]:
+            pairs = [(x, b[q][d]) for q, docs in a.items() if qid in (None, q) for d, x in docs.items()
+                     if d in b.get(q, {})]
+            x, y = [p[0] for p in pairs], [p[1] for p in pairs]
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # scikit-learn warns where kappa is undefined
+                expected = {**{t: cohen_kappa_score([g >= t for g in x], [g >= t for g in y], labels=[False, True])
+                               for t in thresholds},
+                            **{w: cohen_kappa_score(x, y, labels=part.grades, weights=w) for w in ("linear", "quadratic")}}
+            for key, value in {**part.kappa, **part.weighted}.items():
+                undefined += math.isnan(expected[key])
+                assert value == pytest.approx(expected[key], abs=1e-12, nan_ok=True), (qid, key)
+    assert undefined > 100  # the undefined cases were met
 
 
 # -- orderings -----------------------------------------------------------------------------

@@ -33,23 +33,23 @@ WEIGHTINGS = ("linear", "quadratic")
 
 def kappa(confusion: Sequence[Sequence[int]], grades: Sequence[int], weights: str | None = None) -> float:
     """Cohen's kappa from a confusion matrix (rows A, columns B, both over `grades`): 1 minus
-    weighted observed disagreement over weighted chance disagreement."""
+    weighted observed disagreement over weighted chance disagreement. Counts and weights are
+    whole numbers, so it is one division of integers, rounded once: a kappa of exactly 0 is
+    0.0 (summing chance disagreement in floats gave -2.2e-16, shown -0.0000)."""
     n = sum(map(sum, confusion))
-    if n == 0:
-        return math.nan
     rows = [sum(row) for row in confusion]
     columns = [sum(column) for column in zip(*confusion)]
 
-    def weight(i: int, j: int) -> float:
+    def weight(i: int, j: int) -> int:
         if weights is None:
-            return float(i != j)
+            return int(i != j)
         distance = abs(grades[i] - grades[j])
-        return float(distance if weights == "linear" else distance ** 2)
+        return distance if weights == "linear" else distance ** 2
 
     size = len(grades)
     observed = sum(weight(i, j) * confusion[i][j] for i in range(size) for j in range(size))
-    expected = sum(weight(i, j) * rows[i] * columns[j] / n for i in range(size) for j in range(size))
-    return 1 - observed / expected if expected else math.nan
+    expected = sum(weight(i, j) * rows[i] * columns[j] for i in range(size) for j in range(size))  # n x chance's
+    return (expected - n * observed) / expected if expected else math.nan
 
 
 @dataclass
