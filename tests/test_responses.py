@@ -255,13 +255,12 @@ def test_a_turn_whose_nuggets_all_have_grade_0_has_no_weighted_recall_left_out_o
         in evaluation.notes
 
 
-def test_a_runs_mean_is_nuggetizers_exact_mean_not_a_float_sums(tmp_path):
-    """Turns scoring 1/8, 9/10, 1/5 and 1/2 average 0.43125 exactly: nuggetizer's
-    statistics.mean gives that double (0.4313 at 4 decimals); numpy's and pandas's sums gave
-    0.43124999999999997 (0.4312). Found by differential fuzzing against nuggetizer."""
+def scoring_an_eighth_nine_tenths_a_fifth_and_a_half(tmp_path: Path, turns: list[str]) -> tuple:
+    """Run `a` on four turns scoring 1/8, 9/10, 1/5 and 1/2 (mean 0.43125 exactly), through
+    recorded assignments: the evaluation, and nuggetizer's mean of the same records."""
     from nuggetizer.core.metrics import calculate_global_metrics
 
-    sizes, supported = {"1_1": 8, "1_2": 10, "1_3": 5, "1_4": 2}, {"1_1": 1, "1_2": 9, "1_3": 1, "1_4": 1}
+    sizes, supported = dict(zip(turns, (8, 10, 5, 2))), dict(zip(turns, (1, 9, 1, 1)))
     bank = NuggetBank("bank", {t: tuple(Nugget(str(i), f"{t} {i}", 1, False) for i in range(1, n + 1))
                                for t, n in sizes.items()}, "rule")
     records = [{"qid": t, "run_id": "a", "nuggets": [
@@ -270,10 +269,27 @@ def test_a_runs_mean_is_nuggetizers_exact_mean_not_a_float_sums(tmp_path):
     path = tmp_path / "assignments.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in records))
     evaluation = evaluate_runs([run_of("a", dict.fromkeys(sizes, "x"))], bank, RecordedAssignments(path))
-    expected = calculate_global_metrics(records)["all_score"]
+    return evaluation, calculate_global_metrics(records)["all_score"]
+
+
+def test_a_runs_mean_is_nuggetizers_exact_mean_not_a_float_sums(tmp_path):
+    """Turns scoring 1/8, 9/10, 1/5 and 1/2 average 0.43125 exactly: nuggetizer's
+    statistics.mean gives that double (0.4313 at 4 decimals); numpy's and pandas's sums gave
+    0.43124999999999997 (0.4312). Found by differential fuzzing against nuggetizer."""
+    evaluation, expected = scoring_an_eighth_nine_tenths_a_fifth_and_a_half(tmp_path, ["1_1", "1_2", "1_3", "1_4"])
     assert expected == 0.43125
     assert evaluation.aggregate().set_index("run").loc["a", "all"] == expected
     assert build_report(evaluation).leaderboard.summaries["a", "all"].mean == expected
+
+
+def test_a_breakdown_groups_mean_is_taken_as_the_runs_mean(tmp_path):
+    """Four first turns: the turn-depth group 1 holds every turn, and shows the run's mean
+    (0.4313), not a running float sum's 0.43124999999999997 (0.4312) beside it. Found by
+    differential fuzzing against nuggetizer."""
+    evaluation, expected = scoring_an_eighth_nine_tenths_a_fifth_and_a_half(tmp_path, ["1_1", "2_1", "3_1", "4_1"])
+    depth = build_report(evaluation).breakdowns[0]
+    assert (depth.name, depth.measure, depth.groups) == ("turn depth", "all", [1])
+    assert depth.means["a"][1] == expected == 0.43125
 
 
 

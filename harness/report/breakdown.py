@@ -13,7 +13,7 @@ type) from a loaded benchmark.
 from __future__ import annotations
 
 import re
-from collections.abc import Hashable, Iterable, Mapping
+from collections.abc import Callable, Hashable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -121,9 +121,12 @@ class Breakdown:
     unassigned: int  # queries of the comparison that the mapping does not cover
 
 
-def breakdown(scores: Scores, measure: str, groups: Mapping[str, Hashable], name: str) -> Breakdown:
+def breakdown(scores: Scores, measure: str, groups: Mapping[str, Hashable], name: str,
+              mean: Callable[[np.ndarray], float] = running_mean) -> Breakdown:
     """A query whose score on `measure` is undefined (Scores.defined) is in no group: a group
-    of such queries alone is left out."""
+    of such queries alone is left out. `mean` takes a group's mean as the board takes a run's
+    (trec_eval's running sum; responses: nuggetizer's exact mean), so that a group of all the
+    queries shows the run's mean to the last digit."""
     defined = scores.defined(measure)
     members: dict[Hashable, list[int]] = {}
     for index, qid in enumerate(scores.qids):
@@ -133,7 +136,7 @@ def breakdown(scores: Scores, measure: str, groups: Mapping[str, Hashable], name
         raise HarnessError(f"the {name} mapping covers none of the {len(scores.qids)} compared queries")
     ordered = sorted(members, key=lambda g: (str(type(g)), g))
     means = {
-        run: {g: running_mean(scores.values[measure][run][members[g]]) for g in ordered}  # as trec_eval adds
+        run: {g: mean(scores.values[measure][run][members[g]]) for g in ordered}
         for run in scores.runs
     }
     covered = sum(len(v) for v in members.values())
