@@ -416,6 +416,48 @@ def test_the_four_scores_equal_nuggetizers_on_recorded_assignments_for_all_23_ru
     assert_equal_to_nuggetizer(evaluation, records)
 
 
+
+def test_the_four_scores_equal_nuggetizers_on_seeded_odd_banks_read_from_files(tmp_path, capsys):
+    """Seeded turns of 1 to 30 nuggets (vital and okay mixed, none vital, all vital, one nugget,
+    the same text repeated), assignments all not_support, all support or mixed, some that
+    nuggetizer gives no credit (`failed`, `Support`), lines with and without nugget ids, and a
+    turn without nuggets: given as users give them (nuggetizer's nugget and assignment JSON
+    Lines, TREC RAG answers) to `harness responses eval`, every per-turn score and run mean
+    equals nuggetizer's metric on the records (the turn without nuggets is not scored)."""
+    rng = random.Random(16)
+    bank, records = {"1_0": []}, []
+    for number in range(1, 41):
+        kind = rng.choice(["mixed", "none vital", "all vital", "one", "one text"])
+        size = 1 if kind == "one" else rng.randint(1, 30)
+        bank[f"1_{number}"] = [{"text": "the same" if kind == "one text" else f"fact {i}",
+                                "importance": {"none vital": "okay", "all vital": "vital"}.get(
+                                    kind, rng.choice(["vital", "okay"]))} for i in range(size)]
+    for run in ("a", "b", "c"):
+        (tmp_path / f"{run}.jsonl").write_text("".join(json.dumps({"run_id": run, "topic_id": turn, "references": [],
+                                                                   "answer": [{"text": "x", "citations": []}]}) + "\n"
+                                                       for turn in bank))
+        for turn, nuggets in bank.items():
+            labels = rng.choice([["not_support"], ["support"], ["support", "partial_support", "not_support"],
+                                 ["support", "failed", "Support", "partial_support"]])
+            with_ids = rng.random() < 0.5
+            if nuggets:
+                records.append({"qid": turn, "run_id": run, "nuggets": [
+                    {**({"id": str(i + 1)} if with_ids else {}), **nugget, "assignment": rng.choice(labels)}
+                    for i, nugget in enumerate(nuggets)]})
+    (tmp_path / "bank.jsonl").write_text("".join(json.dumps({"qid": turn, "nuggets": nuggets}) + "\n"
+                                                 for turn, nuggets in bank.items()))
+    (tmp_path / "assigned.jsonl").write_text("".join(json.dumps(record) + "\n" for record in records))
+    assert main(["responses", "eval", *(str(tmp_path / f"{run}.jsonl") for run in "abc"), "--nuggets",
+                 str(tmp_path / "bank.jsonl"), "--judge", f"file:{tmp_path / 'assigned.jsonl'}", "--format", "json",
+                 "--per-turn"]) == 0
+    document = json.loads(capsys.readouterr().out)
+    expected, _ = nuggetizer_scores(records)
+    assert {(row["run"], row["turn"]): {score: row[score] for score in SCORES}
+            for row in document["per_turn"]} == expected
+    for row in document["aggregate"]:
+        _, means = nuggetizer_scores([r for r in records if r["run_id"] == row["run"]])
+        assert {score: row[score] for score in SCORES} == {score: means[f"{score}_score"] for score in SCORES}
+
 def recorded_for(runs: list[ResponseRun], bank: NuggetBank, path: Path, names: dict[str, str]) -> Path:
     """Every nugget of every answered turn supported, each run's lines under names.get(run, run)."""
     path.write_text("".join(json.dumps({"qid": turn, "run_id": names.get(run.name, run.name), "nuggets": [
