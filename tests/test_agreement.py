@@ -15,6 +15,7 @@ import json
 import math
 import random
 import warnings
+from fractions import Fraction
 
 import pytest
 from scipy.stats import kendalltau
@@ -229,6 +230,18 @@ def test_tau_ap_with_ties_counts_half_and_skips_runs_tied_at_the_top():
     assert math.isnan(tau_ap([1, 2], [5, 5]))  # nothing is above anything
     assert ranks({"a": 0.5, "b": 0.7, "c": 0.5}) == {"b": 1, "a": 2, "c": 2}
 
+
+
+def test_a_tau_ap_of_exactly_0_is_0_not_a_negative_zero():
+    """Seven runs whose shares C(i) average exactly 1/2: tau_AP 0 (the definition in exact
+    fractions), where a float sum of the shares gave -1.1e-16, shown -0.0000. Found by
+    differential fuzzing against the definition worked in fractions."""
+    truth, estimate = [8, 17, 6, 10, 16, 18, 19], [14, 1, 4, 7, 19, 8, 3]
+    shares = [Fraction(sum(truth[j] > truth[i] for j in range(7) if estimate[j] > estimate[i]),
+                        sum(estimate[j] > estimate[i] for j in range(7))) for i in range(7) if estimate[i] < 19]
+    assert 2 * sum(shares) / len(shares) - 1 == 0
+    value = tau_ap(truth, estimate)
+    assert value == 0 and math.copysign(1, value) == 1 and f"{value:.4f}" == "0.0000"
 
 @pytest.fixture(scope="module")
 def ptkb_sweep(tmp_path_factory):

@@ -25,6 +25,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from fractions import Fraction
 
 from harness.trec import Qrels
 
@@ -135,14 +136,15 @@ def kendall_tau(x: Sequence[float], y: Sequence[float]) -> float:
 
 def tau_ap(truth: Sequence[float], estimate: Sequence[float]) -> float:
     """AP correlation of the estimated ordering against the true one (scores, higher first;
-    ties as the module docstring says)."""
+    ties as the module docstring says). The shares are fractions, added exactly and rounded
+    once: a tau_AP of exactly 0 is 0.0 (a float sum gave -1.1e-16, shown -0.0000)."""
     shares = []
     for i in range(len(truth)):
         above = [j for j in range(len(truth)) if estimate[j] > estimate[i]]
         if above:
-            right = sum(1.0 if truth[j] > truth[i] else 0.5 if truth[j] == truth[i] else 0.0 for j in above)
-            shares.append(right / len(above))
-    return 2 * sum(shares) / len(shares) - 1 if shares else math.nan
+            halves = sum(2 if truth[j] > truth[i] else 1 if truth[j] == truth[i] else 0 for j in above)
+            shares.append(Fraction(halves, 2 * len(above)))
+    return float(2 * sum(shares) / len(shares) - 1) if shares else math.nan
 
 
 def ranks(scores: Mapping[str, float]) -> dict[str, int]:
