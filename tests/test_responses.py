@@ -292,6 +292,12 @@ def test_a_breakdown_groups_mean_is_taken_as_the_runs_mean(tmp_path):
     assert depth.means["a"][1] == expected == 0.43125
 
 
+def test_the_mean_over_conversations_is_taken_as_the_runs_mean(tmp_path):
+    """Four one-turn conversations: their macro mean is the run's mean (0.4313), not a running
+    float sum's (0.4312)."""
+    evaluation, expected = scoring_an_eighth_nine_tenths_a_fifth_and_a_half(tmp_path, ["1_1", "2_1", "3_1", "4_1"])
+    assert build_report(evaluation).conversation_means["all"]["a"] == expected == 0.43125
+
 
 def test_the_json_report_writes_nuggetizers_scores_to_the_last_bit(tmp_path):
     """The aggregate and per-turn rows, as the leaderboard, write each score as Python writes a

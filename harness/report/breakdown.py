@@ -122,11 +122,12 @@ class Breakdown:
 
 
 def breakdown(scores: Scores, measure: str, groups: Mapping[str, Hashable], name: str,
-              mean: Callable[[np.ndarray], float] = running_mean) -> Breakdown:
+              mean: Callable[[np.ndarray], float] | None = None) -> Breakdown:
     """A query whose score on `measure` is undefined (Scores.defined) is in no group: a group
     of such queries alone is left out. `mean` takes a group's mean as the board takes a run's
-    (trec_eval's running sum; responses: nuggetizer's exact mean), so that a group of all the
-    queries shows the run's mean to the last digit."""
+    (None: trec_eval's running sum; responses: nuggetizer's exact mean), so that a group of all
+    the queries shows the run's mean to the last digit."""
+    mean = mean or running_mean
     defined = scores.defined(measure)
     members: dict[Hashable, list[int]] = {}
     for index, qid in enumerate(scores.qids):
@@ -144,8 +145,11 @@ def breakdown(scores: Scores, measure: str, groups: Mapping[str, Hashable], name
                      int(defined.sum()) - covered)
 
 
-def conversation_means(scores: Scores, measure: str, conversation: Mapping[str, str]) -> dict[str, float]:
-    """Macro average: mean over each conversation's turns, then over conversations, each added
-    one by one in conversation order as trec_eval adds queries (running_mean)."""
-    by_conversation = breakdown(scores, measure, conversation, CONVERSATION)
-    return {run: running_mean(np.array(list(m.values()))) for run, m in by_conversation.means.items()}
+def conversation_means(scores: Scores, measure: str, conversation: Mapping[str, str],
+                       mean: Callable[[np.ndarray], float] | None = None) -> dict[str, float]:
+    """Macro average: mean over each conversation's turns, then over conversations, both taken
+    as the board takes a run's mean (`mean`, as in `breakdown`; None: added one by one in
+    conversation order, as trec_eval adds queries)."""
+    mean = mean or running_mean
+    by_conversation = breakdown(scores, measure, conversation, CONVERSATION, mean)
+    return {run: mean(np.array(list(m.values()))) for run, m in by_conversation.means.items()}

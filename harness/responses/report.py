@@ -69,7 +69,8 @@ def build_report(evaluation: ResponseEvaluation, baselines: list[str] | None = N
     except HarnessError:
         return report  # turn ids without a depth (TREC RAG topics): no breakdown
     report.breakdowns = [bd.breakdown(board.scores, m, depths, bd.DEPTH, BOARD["mean"]) for m in board.measures]
-    report.conversation_means = {m: bd.conversation_means(board.scores, m, conversations) for m in board.measures}
+    report.conversation_means = {m: bd.conversation_means(board.scores, m, conversations, BOARD["mean"])
+                                 for m in board.measures}
     report.breakdowns.append(bd.breakdown(board.scores, board.measures[0], conversations, bd.CONVERSATION,
                                           BOARD["mean"]))
     return report

@@ -324,7 +324,7 @@ def _board(runtime: TaskRuntime, rows: list[st.Submission]) -> dict[str, Any]:
     result["top"] = by_label[top].run_name
     # the page and the API show tiers and p-values, not compare's marks
     result["legend"] = f"{board.test_note()} {board.missing_note()}"
-    depth = bd.breakdown(board.scores, main, runtime.depths, bd.DEPTH)
+    depth = bd.breakdown(board.scores, main, runtime.depths, bd.DEPTH, runtime.board_terms().get("mean"))
     ranked = board.ranked_runs[:10]
     result["depth"] = bd.Breakdown(depth.name, depth.measure, depth.groups, depth.counts,
                                    {run: depth.means[run] for run in ranked}, depth.unassigned)
