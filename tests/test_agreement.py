@@ -62,11 +62,17 @@ def same(value: float | None, expected: float) -> bool:
     return (value is None and math.isnan(expected)) or (value is not None and abs(value - expected) < 1e-6)
 
 
+def between(grades: list[int]) -> list[int]:
+    """Every grade from the lowest to the highest: scikit-learn weighs by a label's position,
+    the harness by the grade's value, which agree where no grade between is left out."""
+    return list(range(min(grades), max(grades) + 1)) if grades else grades
+
+
 def check_against_sklearn(document: dict, a: str, b: str, qid: str | None = None) -> None:
     x, y = shared_labels(a, b, qid)
     part = document if qid is None else document["per_query"][qid]
     grades = document["grades"]
-    assert grades == list(range(min(x + y), max(x + y) + 1)) or qid is not None
+    assert grades == sorted(set(x + y)) or qid is not None
     assert part["pairs"] == len(x)
     assert part["confusion"] == confusion_matrix(x, y, labels=grades).tolist()
     with warnings.catch_warnings():
@@ -76,7 +82,7 @@ def check_against_sklearn(document: dict, a: str, b: str, qid: str | None = None
             expected = cohen_kappa_score([g >= t for g in x], [g >= t for g in y], labels=[False, True])
             assert same(part["kappa"][threshold], expected), (qid, threshold)
         for weighting in ("linear", "quadratic"):
-            expected = cohen_kappa_score(x, y, labels=grades, weights=weighting)
+            expected = cohen_kappa_score(x, y, labels=between(grades), weights=weighting)
             assert same(part["weighted_kappa"][weighting], expected), (qid, weighting)
 
 
@@ -163,6 +169,19 @@ def test_a_kappa_of_exactly_0_is_0_not_a_negative_zero(capsys, tmp_path):
     assert '"linear": 0.0,' in capsys.readouterr().out
 
 
+def test_the_confusion_is_over_the_grades_given_not_every_grade_between(capsys, tmp_path):
+    """Grades 0 and 100000 are a 2 x 2 confusion (over every grade between, 100001 rows, it was a
+    MemoryError); the weights still come from the grade values. Found by differential fuzzing."""
+    a, b = tmp_path / "a.qrels", tmp_path / "b.qrels"
+    a.write_text("1 0 d1 0\n1 0 d2 100000\n1 0 d3 0\n")
+    b.write_text("1 0 d1 0\n1 0 d2 100000\n1 0 d3 100000\n")
+    assert main(["qrels", "agree", str(a), str(b), "--format", "json"]) == 0
+    document = json.loads(capsys.readouterr().out)
+    assert document["grades"] == [0, 100000] and document["confusion"] == [[1, 1], [0, 1]]
+    x, y = [0, 100000, 0], [0, 100000, 100000]
+    assert document["weighted_kappa"]["linear"] == pytest.approx(cohen_kappa_score(x, y, labels=[0, 100000]))
+
+
 def test_kappas_on_random_qrels_equal_scikit_learns_and_are_undefined_where_its_are():
     """Seeded pairs of qrels (grades -1 to 4, queries and documents on one side only, every
     label the same on one or both sides): every kappa, overall and per query, equals
@@ -194,7 +213,8 @@ def test_kappas_on_random_qrels_equal_scikit_learns_and_are_undefined_where_its_
                 warnings.simplefilter("ignore")  # scikit-learn warns where kappa is undefined
                 expected = {**{t: cohen_kappa_score([g >= t for g in x], [g >= t for g in y], labels=[False, True])
                                for t in thresholds},
-                            **{w: cohen_kappa_score(x, y, labels=part.grades, weights=w) for w in ("linear", "quadratic")}}
+                            **{w: cohen_kappa_score(x, y, labels=between(part.grades), weights=w)
+                               for w in ("linear", "quadratic")}}
             for key, value in {**part.kappa, **part.weighted}.items():
                 undefined += math.isnan(expected[key])
                 assert value == pytest.approx(expected[key], abs=1e-12, nan_ok=True), (qid, key)

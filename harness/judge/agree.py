@@ -103,7 +103,7 @@ def compare_labels(a: Qrels, b: Qrels, thresholds: Sequence[int] = (1, 2)) -> Ag
     b_only += sum(len(docs) for qid, docs in b.judgments.items() if qid not in a.judgments)
     everything = [pair for labels in shared.values() for pair in labels]
     seen = {grade for pair in everything for grade in pair}
-    grades = list(range(min(seen), max(seen) + 1)) if seen else []
+    grades = sorted(seen)  # those given, not every one between: grades 0 and 100000 made 100001 rows
     return Agreement(
         a_only, b_only, agreement(everything, thresholds, grades),
         {qid: agreement(labels, thresholds, grades) for qid, labels in shared.items()},
