@@ -11,10 +11,11 @@ import socket
 import typing
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, fields
-from typing import Any, Protocol, TypeVar
+from typing import Any, ClassVar, Protocol, TypeVar
 
 from harness.errors import HarnessError, InputError
-from harness.registry import INT_LIMIT, ParamError, ParamType, Registry, check_value, number_problem
+from harness.registry import (INT_LIMIT, AtLeast, Between, ParamError, ParamType, Registry, check_value,
+                              number_problem)
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -29,6 +30,8 @@ class EngineSpec:
     workers: int | None = None  # shard tasks in flight at once (default: the cluster's CPUs, locally 1)
     gpus: float = 0.0  # ray: GPUs per encoding task (a fraction shares one GPU between tasks)
     retries: int = 3  # ray: times a task is retried after its worker process or node dies
+    # the fields whose type is narrower than their annotation (workers: workers_problem)
+    RANGES: ClassVar[dict[str, ParamType]] = {"gpus": Between(0), "retries": AtLeast(0)}
 
     @classmethod
     def from_mapping(cls, value: Any, key: str = "engine") -> EngineSpec:
@@ -46,7 +49,7 @@ class EngineSpec:
         declared = typing.get_type_hints(cls)
         for name, given in value.items():
             if name != "workers":  # its own rule, which counts the cores (workers_problem)
-                check_value(f"{key}.{name}", given, declared[name])
+                check_value(f"{key}.{name}", given, cls.RANGES.get(name, declared[name]))
         spec = cls(**value)
         try:
             ENGINES.get(spec.name)  # an unknown engine fails before any work
