@@ -429,6 +429,17 @@ def format_score(score: float) -> str:
     return f"{score:.6f}"
 
 
+def _printed_below(previous: float) -> str:
+    """The score printed just below `previous` (a printed score as read back): one unit of the
+    last decimal below, or where six decimals cannot tell floats apart (from 2**32 on) the
+    first float below whose print reads back lower; below the most negative float, none: the
+    tie is kept."""
+    value = round(previous - 1e-6, 6)
+    while float(text := format_score(value)) >= previous:
+        value = math.nextafter(min(value, previous), -math.inf)
+    return text if math.isfinite(value) else format_score(previous)
+
+
 def write_run(
     path: str | Path,
     rankings: Iterable[tuple[str, Iterable[tuple[str, float]]]],
@@ -438,8 +449,8 @@ def write_run(
     """Stream (qid, best-first [(docid, score), ...]) into a TREC run file, atomically.
 
     Only one query's ranking is held at a time. By default printed scores are made strictly
-    decreasing within a query (a tie is printed one unit of the last decimal below its
-    predecessor, or from 2**33 on, where floats are further apart, the next float below), so that trec_eval's re-sort by score cannot reorder the file. With
+    decreasing within a query (a tie is printed just below its predecessor: `_printed_below`),
+    so that trec_eval's re-sort by score cannot reorder the file. With
     `printed`, each score is printed by it unchanged, ties kept: the rankings must then
     already be in canonical order (`canonical_order`). Returns the number of lines written.
     """
@@ -460,12 +471,10 @@ def write_run(
                     out.write(f"{qid} Q0 {docid} {rank} {printed(score)} {tag}\n")
                     written += 1
                     continue
-                value = round(score, 6)
-                if previous is not None and value >= previous:
-                    value = round(previous - 1e-6, 6)
-                    if value >= previous:  # from 2**33 on no float lies 1e-6 below: the next one does, printed apart
-                        value = math.nextafter(previous, -math.inf)
-                previous = value
-                out.write(f"{qid} Q0 {docid} {rank} {format_score(value)} {tag}\n")
+                text = format_score(round(score, 6))
+                if previous is not None and float(text) >= previous:
+                    text = _printed_below(previous)
+                previous = float(text)  # as trec_eval reads it back
+                out.write(f"{qid} Q0 {docid} {rank} {text} {tag}\n")
                 written += 1
     return written

@@ -4,6 +4,7 @@ decreasing scores) and passage -> document runs."""
 from __future__ import annotations
 
 import json
+import sys
 
 import pytest
 
@@ -63,15 +64,21 @@ def test_tied_scores_are_written_strictly_decreasing_so_trec_eval_keeps_the_orde
     assert [docid for docid, _ in read_run(path).ranked("q1")] == ["a", "b", "c"]
 
 
-def test_tied_scores_too_large_for_a_step_of_a_millionth_are_written_strictly_decreasing_too(tmp_path):
-    """Past 2**33 no float lies 1e-6 below another: the tie takes the next float below."""
+@pytest.mark.parametrize("score", [0.1, -9e9, 2.0 ** 33, 4852613493.920177, -4852613493.920177, 1e17, -1e300])
+def test_tied_scores_of_any_size_are_written_strictly_decreasing(tmp_path, score):
+    """Six decimals cannot tell every float from 2**32 on apart (4852613493.920177 printed
+    twice), nor does a step of 1e-6 exist past 2**33 (1e17 printed thrice)."""
     path = tmp_path / "r.run"
-    write_run(path, [("q1", [("a", 1e17), ("b", 1e17), ("c", 1e17)]), ("q2", [("x", -9e9), ("y", -9e9)])], tag="t")
-    printed = [line.split()[4] for line in path.read_text().splitlines()]
-    assert printed == ["100000000000000000.000000", "99999999999999984.000000", "99999999999999968.000000",
-                       "-9000000000.000000", "-9000000000.000002"]
-    assert [docid for docid, _ in read_run(path).ranked("q1")] == ["a", "b", "c"]
-    assert [docid for docid, _ in read_run(path).ranked("q2")] == ["x", "y"]
+    write_run(path, [("q1", [(f"d{i}", score) for i in range(20)])], tag="t")
+    printed = [float(line.split()[4]) for line in path.read_text().splitlines()]
+    assert all(above > below for above, below in zip(printed, printed[1:])) and printed[0] == round(score, 6)
+    assert [docid for docid, _ in read_run(path).ranked("q1")] == [f"d{i}" for i in range(20)]
+
+
+def test_a_tie_at_the_most_negative_float_is_kept_not_written_as_minus_inf(tmp_path):
+    lowest = -sys.float_info.max
+    write_run(tmp_path / "r.run", [("q1", [("a", 1.0), ("b", lowest), ("c", lowest)])], tag="t")
+    assert read_run(tmp_path / "r.run").ranked("q1")[1:] == [("c", lowest), ("b", lowest)]  # as trec_eval reads ties
 
 
 @pytest.mark.parametrize("qid, docid, tag", [
