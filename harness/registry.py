@@ -241,7 +241,8 @@ def check_given(what: str, params: Sequence[Param], **values: Any) -> None:
     by the declaration a config is checked against, so that one rule says each range and how
     its error reads (`bm25.b: expected a number from 0 to 1, got 7`). A numpy array or scalar
     is checked as the list or number it holds, as Python code hands them (`weights=np.array(...)`)."""
-    values = {name: value.tolist() if hasattr(value, "tolist") else value for name, value in values.items()}
+    values = {name: value.tolist() if hasattr(value, "tolist") and not isinstance(value, type) else value
+              for name, value in values.items()}  # a numpy type itself (dtype=np.float16) is no value to list
     check_params(Declaration(what, "", tuple(param for param in params if param.name in values)), values, what)
 
 

@@ -258,3 +258,10 @@ def test_a_fusion_called_from_python_takes_numpy_settings_as_the_numbers_they_ho
         rrf(None, retrievers=["bm25", "dense"], depth=np.int64(0))  # checked as the number it holds
     fused = linear(ikat_corpus(SMALL), retrievers=["bm25", "bm25"], weights=np.array([0.5, 0.5]))
     assert fused.search(QUERIES, 5) == linear(ikat_corpus(SMALL), retrievers=["bm25", "bm25"]).search(QUERIES, 5)
+
+
+def test_a_numpy_type_given_as_a_setting_is_an_error_at_its_key_not_a_traceback():
+    import numpy as np
+
+    with pytest.raises(HarnessError, match=r"linear\.weights: expected .*, got <class 'numpy\.float64'>"):
+        linear(None, retrievers=["bm25", "dense"], weights=np.float64)
