@@ -689,9 +689,15 @@ def test_requeue_failed_on_a_database_not_there_yet_queues_none_and_makes_nothin
     assert not (tmp_path / "state").exists()
 
 
+def test_requeue_failed_says_a_task_named_twice_once(tmp_path, capsys):
+    assert main(["serve", str(write_config(tmp_path)), "--requeue-failed", "--task", TASK, "--task", TASK]) == 0
+    assert capsys.readouterr().out == f"task {TASK}: 0 failed submissions queued again\n"
+
+
 @pytest.mark.parametrize(("options", "message"), [
     (["--requeue-failed", "--task", "ikat2099"], "--task ikat2099: {config} has no such task; its tasks: ikat2023"),
     (["--task", TASK], "--task goes with --requeue-failed"),
+    (["--new-token", "--task", TASK], "--task goes with --requeue-failed"),
 ])
 def test_requeue_failed_s_task_is_one_of_the_config_s_else_one_line(tmp_path, capsys, options, message):
     config = write_config(tmp_path)

@@ -29,6 +29,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.task and not args.requeue_failed:
+        raise HarnessError("--task goes with --requeue-failed")
     if args.new_token:
         from harness.serve.store import sha256_hex
 
@@ -38,8 +40,6 @@ def run(args: argparse.Namespace) -> int:
         return 0
     if not args.config:
         raise HarnessError("give the leaderboard config (e.g. configs/leaderboard.yaml), or --new-token")
-    if args.task and not args.requeue_failed:
-        raise HarnessError("--task goes with --requeue-failed")
     if args.requeue_failed:
         return _requeue_failed(args.config, args.task)
     import logging
@@ -97,7 +97,7 @@ def _requeue_failed(config_path: str, tasks: list[str]) -> int:
     unknown = [task for task in tasks if task not in config.tasks]
     if unknown:
         raise HarnessError(f"--task {unknown[0]}: {config_path} has no such task; its tasks: {', '.join(config.tasks)}")
-    tasks = tasks or list(config.tasks)
+    tasks = list(dict.fromkeys(tasks)) or list(config.tasks)  # a task named twice is requeued and said once
     store = Store(config.database, config.storage)
     try:
         queued = store.requeue_failed(tasks)
