@@ -11,7 +11,7 @@ import argparse
 import importlib
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import NoReturn
 
 from harness.errors import HarnessError
@@ -79,6 +79,25 @@ PRESET_HELP = (  # --preset of eval, compare and qrels rank-agree
 def add_output(parser: argparse.ArgumentParser, dest: str = "out", **kwargs) -> None:
     """`--output`, with `--out` as an alias (older spelling)."""
     parser.add_argument("--output", "--out", dest=dest, **kwargs)
+
+
+# a format's other spelling -> its name: every command's --format reads both (eval said table,
+# components text; compare said md, components markdown)
+FORMAT_ALIASES = {"markdown": "md", "text": "table"}
+
+
+def add_format(parser: argparse.ArgumentParser, names: Sequence[str], help: str, default: str | None = None) -> None:
+    """`--format`, one of `names` (listed by --help) or an alias of one (FORMAT_ALIASES),
+    stored as its name."""
+    def name(text: str) -> str:
+        chosen = FORMAT_ALIASES.get(text, text)
+        if chosen not in names:
+            raise argparse.ArgumentTypeError(f"invalid choice: {text!r} (choose from {', '.join(names)})")
+        return chosen
+
+    aliases = [f"{alias} means {chosen}" for alias, chosen in FORMAT_ALIASES.items() if chosen in names]
+    parser.add_argument("--format", type=name, default=default, metavar="{" + ",".join(names) + "}",
+                        help=help + (f" ({', '.join(aliases)})" if aliases else ""))
 
 
 class _Parser(argparse.ArgumentParser):

@@ -232,6 +232,23 @@ def test_a_mistake_on_the_command_line_is_one_line_naming_the_command_and_its_he
     assert err.startswith(says) and err.rstrip().endswith(f"(`{says.split(':')[0]} --help` lists the options)")
 
 
+@pytest.mark.parametrize("argv, alias, name", [
+    (["eval", "--qrels", "q", "r"], "text", "table"),
+    (["qrels", "agree", "a", "b"], "text", "table"),
+    (["qrels", "rank-agree", "a", "b", "r"], "text", "table"),
+    (["arena", "--votes", "v"], "text", "table"),
+    (["arena", "--votes", "v"], "markdown", "md"),
+    (["compare", "--qrels", "q", "r"], "markdown", "md"),
+    (["responses", "eval", "r", "--nuggets", "n", "--judge", "minilm"], "markdown", "md"),
+    (["components"], "text", "table"),
+    (["components"], "markdown", "md"),
+])
+def test_a_format_reads_under_either_spelling_in_every_command(argv, alias, name):
+    """A spelling one command takes works in the next (components said text and markdown, the
+    others table and md): either is read as the name --help lists."""
+    assert _parser([*argv, "--format", alias])[1].format == _parser([*argv, "--format", name])[1].format == name
+
+
 def _command_parsers() -> list[tuple[str, argparse.ArgumentParser]]:
     """Every command's parser and every nested command's (`harness ikat validate`)."""
     found = []

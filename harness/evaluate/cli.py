@@ -9,7 +9,7 @@ import json
 import sys
 from pathlib import Path
 
-from harness.cli import PRESET_HELP, add_runs, runs
+from harness.cli import PRESET_HELP, add_format, add_runs, runs
 from harness.errors import HarnessError
 from harness.evaluate import (JUDGED, Evaluation, Evaluator, RunFileOptions, evaluate_files, printed,
                               report_reading)
@@ -35,9 +35,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--passage-separator",
         help="runs rank passages '<docid><SEP><n>': judge documents by their best passage (MaxP)",
     )
-    parser.add_argument("--format", choices=["table", "csv", "json"], default="table",
-                        help="an aligned text table (default), CSV, or JSON (run -> measure -> mean; with "
-                        "--per-query, every query's values too)")
+    add_format(parser, list(FORMATTERS), default="table",
+               help="an aligned text table (default), CSV, or JSON (run -> measure -> mean; with --per-query, "
+               "every query's values too)")
     add_fill(parser)
 
 

@@ -13,7 +13,7 @@ import json
 import math
 import sys
 
-from harness.cli import PRESET_HELP, add_output, add_runs, number_in, runs
+from harness.cli import PRESET_HELP, add_format, add_output, add_runs, number_in, runs
 from harness.judge.agree import WEIGHTINGS, Agreement, PairAgreement, RankingAgreement
 
 
@@ -26,8 +26,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     agree.add_argument("--thresholds", nargs="+", type=number_in(-2**31, 2**31 - 1, whole=True), default=[1, 2],
                        metavar="T", help="binary kappa of grade >= T, for each T (default 1 2)")
     agree.add_argument("--per-query", action="store_true", help="also every query's kappas (table; CSV and JSON always have them)")
-    agree.add_argument("--format", choices=["table", "csv", "json"], default="table",
-                       help="an aligned text table (default), CSV, or JSON")
+    add_format(agree, ["table", "csv", "json"], default="table", help="an aligned text table (default), CSV, or JSON")
     add_output(agree, help="write here (atomically) instead of stdout")
     agree.set_defaults(_action=run_agree)
 
@@ -43,8 +42,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     rank.add_argument("--passage-separator", help="judge passage runs '<docid><SEP><n>' by document (MaxP)")
     rank.add_argument("--moves", type=number_in(0, 10**6, whole=True), default=3,
                       help="list the runs whose rank changes most (default 3 per measure)")
-    rank.add_argument("--format", choices=["table", "csv", "json"], default="table",
-                      help="an aligned text table (default), CSV, or JSON")
+    add_format(rank, ["table", "csv", "json"], default="table", help="an aligned text table (default), CSV, or JSON")
     add_output(rank, help="write here (atomically) instead of stdout")
     rank.set_defaults(_action=run_rank_agree)
 

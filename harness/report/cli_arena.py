@@ -10,7 +10,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from harness.cli import number_in
+from harness.cli import add_format, number_in
 from harness.errors import HarnessError
 from harness.report import arena as arena_lib
 from harness.report.arena import Arena, EloSettings
@@ -27,8 +27,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "other in the order given")
     parser.add_argument("--dialogues", action="extend", nargs="+", default=[], metavar="JSON",
                         help="CRSArena-Dial dialogue file(s): satisfaction rate per system")
-    parser.add_argument("--format", choices=["table", "json", "md"], default="table",
-                        help="an aligned text table (default), JSON, or Markdown")
+    add_format(parser, ["table", "json", "md"], default="table", help="an aligned text table (default), JSON, or Markdown")
     parser.add_argument("--seed", type=number_in(0, SEED_MAX, whole=True), default=42, help="bootstrap seed (default 42)")
     parser.add_argument("--bootstrap", type=number_in(1, math.inf, whole=True), default=1000,
                         help="bootstrap resamples (default 1000)")

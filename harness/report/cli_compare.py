@@ -8,7 +8,7 @@ import math
 import sys
 from pathlib import Path
 
-from harness.cli import PRESET_HELP, add_output, add_runs, number_in, runs
+from harness.cli import PRESET_HELP, add_format, add_output, add_runs, number_in, runs
 from harness.errors import HarnessError
 from harness.evaluate import (JUDGED, Evaluator, RunFileOptions, evaluate_file, keep_measures,
                               report_reading, with_judged)
@@ -33,8 +33,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--depth", type=int, help="evaluate the top N documents per query (trec_eval -M)")
     parser.add_argument("--passage-separator", help="judge passage runs '<docid><SEP><n>' by document (MaxP)")
     add_paired_tests(parser)
-    parser.add_argument("--format", choices=FORMATS.names(),
-                        help=FORMAT_HELP)
+    add_format(parser, FORMATS.names(), help=FORMAT_HELP)
     add_output(parser, help="write the report here (atomically) instead of stdout")
     parser.add_argument("--topics", metavar="BENCHMARK",
                         help="take turn depths and conversations (and --group-field) from this benchmark's "

@@ -8,7 +8,7 @@ import argparse
 import math
 import sys
 
-from harness.cli import add_output, number_in
+from harness.cli import add_format, add_output, number_in
 from harness.errors import HarnessError
 from harness.paths import refuse_overwriting
 
@@ -46,8 +46,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     ev.add_argument("--assignments-out", metavar="JSONL",
                     help="write every assignment as nuggetizer's assignment output (readable by --judge file:)")
     add_paired_tests(ev)
-    ev.add_argument("--format", choices=FORMATS.names(),
-                    help=FORMAT_HELP)
+    add_format(ev, FORMATS.names(), help=FORMAT_HELP)
     ev.add_argument("--per-turn", action="store_true", help="json: add every (run, turn) row")
     add_output(ev, help="write the report here (atomically) instead of stdout")
     ev.set_defaults(responses_run=_eval)

@@ -2,7 +2,7 @@
 declares itself (`Registry.declaration`): its summary, the parameters a config may give (type,
 default, description), a benchmark's splits and typed fields, and where a plug-in comes from.
 
-`--format markdown` writes the tables of the README's "Pieces you can name" section, and
+`--format md` writes the tables of the README's "Pieces you can name" section, and
 `--update README.md` rewrites them there, between `<!-- components:KIND -->` and
 `<!-- /components -->` (the prose around them is kept); tests/test_components.py fails when
 the README's tables disagree with the declarations."""
@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.atomic import atomic_write
+from harness.cli import add_format
 from harness.errors import COMPRESSED, HarnessError, InputError, counted, read_input
 from harness.registry import Declaration, Param, Registry, describe_type
 
@@ -31,7 +32,7 @@ REGISTRIES = {
     "judge": ("harness.judge.base", "JUDGES"),
     "corpus-format": ("harness.corpus.readers", "CORPUS_FORMATS"),
 }
-FORMATS = ("text", "json", "markdown")
+FORMATS = ("table", "json", "md")
 TABLE = re.compile(r"(<!-- components:(?P<kind>[\w-]+) -->\n).*?(<!-- /components -->)", re.S)
 MARKER = re.compile(r"<!-- (?:components:(?P<kind>[\w-]+)|/components) -->")
 
@@ -51,8 +52,8 @@ def singular(kind: str) -> str:
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("kind", nargs="?", type=singular, choices=sorted(REGISTRIES),
                         help="list this kind only (plural too, as a config's keys: retrievers)")
-    parser.add_argument("--format", choices=FORMATS, default="text",
-                        help="text, json, or markdown (the README's tables; default text)")
+    add_format(parser, FORMATS, default="table",
+               help="a text listing (default), JSON, or Markdown (the README's tables)")
     parser.add_argument("--update", metavar="FILE",
                         help="rewrite FILE's tables between `<!-- components:KIND -->` and `<!-- /components -->` "
                              "from the built-ins' declarations (e.g. README.md)")
@@ -73,7 +74,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"{path}: {tables} {'updated' if updated != readme else 'up to date'}", file=sys.stderr)
         return 0
     kinds = [args.kind] if args.kind else list(REGISTRIES)
-    if args.format == "markdown":
+    if args.format == "md":
         sys.stdout.write("\n".join(markdown(kind) for kind in kinds))
         return 0
     listing = {kind: [describe(kind, name) for name in registry(kind).names()] for kind in kinds}
