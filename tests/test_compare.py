@@ -345,13 +345,25 @@ def test_topics_sharing_no_turn_with_the_runs_are_named_as_the_mistake(capsys):
 
 
 @pytest.mark.parametrize("name, starts", [("board.html", "<!DOCTYPE html>"), ("board.json", "{"),
-                                          ("board.txt", "# Run")])
+                                          ("board.txt", "# Run"), ("board", "# Run")])
 def test_without_format_the_report_is_written_as_its_output_suffix_says(tmp_path, capsys, name, starts):
     out = tmp_path / name
     assert main(["compare", "--qrels", str(CAST2021_QRELS), *map(str, CAST2021_DOC_RUNS[:2]), "--measures", "RR",
                  "--output", str(out)]) == 0
     assert out.read_text().startswith(starts)
     assert capsys.readouterr().err.endswith(f"report written to {out}\n")
+
+
+def test_an_output_suffix_naming_no_report_format_is_an_error_unless_format_is_given(tmp_path, capsys):
+    """Markdown written to board.pdf would be a file no PDF reader opens, said to be written."""
+    out, args = tmp_path / "board.pdf", ["compare", "--qrels", str(CAST2021_QRELS), str(CAST2021_DOC_RUNS[0]),
+                                         "--measures", "RR"]
+    assert main([*args, "--output", str(out)]) == 2
+    assert capsys.readouterr().err == (f"harness compare: error: --output {out}: .pdf names no report format (known: "
+                                       ".csv .html .json .md .htm .markdown .txt); name the file so, or give --format\n")
+    assert not out.exists()
+    assert main([*args, "--output", str(out), "--format", "md"]) == 0
+    assert out.read_text().startswith("# Run")
 
 
 def test_a_single_run_s_report_has_no_empty_paired_comparisons_table_in_any_format(capsys):

@@ -35,6 +35,13 @@ def test_without_format_the_report_is_written_as_its_output_suffix_says(tiny, tm
     assert capsys.readouterr().err.endswith(f"report written to {tmp_path / name}\n")
 
 
+def test_an_output_suffix_naming_no_report_format_is_an_error_before_any_judging(tiny, tmp_path, capsys):
+    (tmp_path / "assigned.jsonl").unlink()  # judging would fail: the suffix is refused first
+    assert main([*tiny, "--output", str(tmp_path / "report.pdf")]) == 2
+    assert capsys.readouterr().err.startswith(f"harness responses: error: --output {tmp_path / 'report.pdf'}: .pdf "
+                                              "names no report format (known: .csv .html .json .md")
+
+
 def test_an_empty_passages_file_is_an_error_naming_it(tiny, tmp_path, capsys):
     """Not 'cited passage ... has no text in the run file; give the collection with --passages'."""
     (tmp_path / "passages.jsonl").write_text("")

@@ -59,6 +59,7 @@ def run(args: argparse.Namespace) -> int:
         from harness.topics import check_field
 
         check_field(args.topics, args.group_field, "--group-field")
+    fmt = report_format(args.format, args.out)
     measures, depth, separator = measure_settings(args)
     files = runs(args)
     inputs = [args.qrels, args.fill, *files, args.groups, *(args.arena_votes or []), *(args.dialogues or [])]
@@ -95,7 +96,7 @@ def run(args: argparse.Namespace) -> int:
         from harness.report.cli_arena import build_arena
 
         report.arena = build_arena(args.arena_votes, args.dialogues or [], args.seed, args.arena_bootstrap)
-    content = write_report(report, args.format or report_format(args.out), args.out)
+    content = write_report(report, fmt, args.out)
     if args.out is None:
         sys.stdout.buffer.write(content)
     else:

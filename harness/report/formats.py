@@ -16,6 +16,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 from harness.atomic import atomic_write
+from harness.errors import HarnessError
 from harness.registry import Registry
 from harness.report import html, markdown
 from harness.report.arena import Arena
@@ -28,7 +29,9 @@ FORMATS.add("html", html.as_html)
 
 
 FORMAT_HELP = ("Markdown, a self-contained HTML page with plots, CSV, or JSON (default: as --output's suffix says, "
-               ".md .html .csv .json; else Markdown)")
+               ".md .html .csv .json, .txt for Markdown; Markdown on stdout or to a name without a suffix)")
+# an --output suffix -> the format it names, besides the formats' own names (report.csv: csv)
+SUFFIXES = {"htm": "html", "markdown": "md", "txt": "md"}
 
 
 def json_number(value: object) -> object:
@@ -37,12 +40,18 @@ def json_number(value: object) -> object:
     return None if isinstance(value, float) and not math.isfinite(value) else value
 
 
-def report_format(out: str | Path | None) -> str:
-    """The format an --output's suffix names (report.html: html), else Markdown: what a
-    command writes when --format is not given."""
+def report_format(fmt: str | None, out: str | Path | None) -> str:
+    """The format a command writes: --format's, else the one --output's suffix names
+    (report.html: html), else Markdown (stdout, or a name without a suffix). Another suffix is
+    an error, before any work: r.pdf would have been Markdown under a name promising a PDF."""
     suffix = Path(out).suffix.lower().lstrip(".") if out else ""
-    suffix = "html" if suffix == "htm" else suffix
-    return suffix if suffix in FORMATS.names() else "md"
+    if fmt or not suffix:
+        return fmt or "md"
+    if SUFFIXES.get(suffix, suffix) not in FORMATS.names():
+        known = " ".join(f".{name}" for name in [*FORMATS.names(), *SUFFIXES])
+        raise HarnessError(f"--output {out}: .{suffix} names no report format (known: {known}); name the file so, "
+                           "or give --format")
+    return SUFFIXES.get(suffix, suffix)
 
 
 def write_report(report: Report, fmt: str, path: str | Path | None) -> bytes:

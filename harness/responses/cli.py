@@ -94,6 +94,7 @@ def _eval(args: argparse.Namespace) -> int:
     from harness.responses.readers import read_responses
     from harness.responses.report import build_report, render
 
+    fmt = report_format(args.format, args.out)
     refuse_overwriting([*args.responses, args.nuggets, args.passages],
                        [("--output", args.out), ("--assignments-out", args.assignments_out),
                         ("--assignments-out", args.assignments_out and sidecar(args.assignments_out))])
@@ -122,7 +123,7 @@ def _eval(args: argparse.Namespace) -> int:
     report = build_report(evaluation, baselines(args, [run.name for run in runs]), test=args.test,
                           correction=args.correction, alpha=args.alpha,
                           resampling=Resampling(args.resamples, args.seed))
-    content = render(evaluation, report, args.format or report_format(args.out), per_turn=args.per_turn)
+    content = render(evaluation, report, fmt, per_turn=args.per_turn)
     if args.out is not None:
         from harness.atomic import atomic_write
 
