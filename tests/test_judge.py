@@ -22,6 +22,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import child_env, interruptible, shared_root, start_llm_server
+from tests.test_progress import Terminal
 from harness.cli import main
 from harness.errors import HarnessError, InputError
 from harness.judge.base import JUDGES, read_provenance, sidecar
@@ -549,6 +550,25 @@ def test_eval_output_with_filled_labels_says_who_made_them_in_every_format(tmp_p
         assert notes[2] == "sys: Judged@10 0.9000 with the human labels, 1.0000 with the holes filled", fmt  # 1 - unj
     assert main(["eval", "--qrels", str(human), str(run), "--measures", "P@2", "--format", "csv"]) == 0
     assert "#" not in capsys.readouterr().out  # without --fill the output is as before
+
+
+def test_eval_fill_notes_are_said_once_on_a_terminal_and_on_stderr_too_for_a_file_or_pipe(tmp_path, capsys,
+                                                                                          monkeypatch):
+    """On a terminal the output's '#' lines are on the screen: stderr's 'note:' lines were the same
+    notes again; an output going to a file or a pipe is not seen, so stderr says them."""
+    human, fill, run = tmp_path / "human.qrels", tmp_path / "fill.qrels", tmp_path / "sys.run"
+    human.write_text("1 0 a 1\n1 0 b 0\n")
+    fill.write_text("1 0 c 2\n")
+    run.write_text("1 Q0 a 1 3 s\n1 Q0 c 2 2 s\n")
+    args = ["eval", "--qrels", str(human), str(run), "--measures", "P@2", "--fill", str(fill)]
+    assert main(args) == 0
+    piped = capsys.readouterr()
+    notes = [line[2:] for line in piped.out.splitlines() if line.startswith("# ")]
+    assert len(notes) == 3 and [line[6:] for line in piped.err.splitlines() if line.startswith("note: ")] == notes
+    monkeypatch.setattr(sys, "stdout", Terminal())
+    assert main(args) == 0
+    assert [line[2:] for line in sys.stdout.getvalue().splitlines() if line.startswith("# ")] == notes
+    assert "note: " not in capsys.readouterr().err
 
 
 def test_fill_scores_human_labels_first_and_reports_judged_before_and_after(pool, tmp_path, capsys):

@@ -85,8 +85,9 @@ def run(args: argparse.Namespace) -> int:
     if args.fill:
         notes += [f"{name}: {JUDGED} {before:.4f} with the human labels, {after:.4f} with the holes filled"
                   for name, (before, after) in judged_before_after(args.qrels, qrels, runs(args), options).items()]
-    for note in notes:
-        print(f"note: {note}", file=sys.stderr)
+    if not sys.stdout.isatty():  # on a terminal the output's own notes are on the screen: not twice
+        for note in notes:
+            print(f"note: {note}", file=sys.stderr)
     sys.stdout.write(_with_notes(FORMATTERS[args.format](evaluations, args.per_query), notes, args.format))
     return 0
 
