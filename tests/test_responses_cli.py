@@ -42,6 +42,15 @@ def test_an_output_suffix_naming_no_report_format_is_an_error_before_any_judging
                                               "names no report format (known: .csv .html .json .md")
 
 
+def test_per_turn_without_json_output_is_an_error_before_any_judging(tiny, tmp_path, capsys):
+    """The other formats have no per-turn rows: --per-turn with them was silently ignored."""
+    (tmp_path / "assigned.jsonl").unlink()  # judging would fail: --per-turn is refused first
+    assert main([*tiny, "--per-turn", "--output", str(tmp_path / "report.html")]) == 2
+    assert capsys.readouterr().err == ("harness responses: error: --per-turn adds the (run, turn) rows to JSON output "
+                                       "alone, and this report is html: give --format json (or an --output ending "
+                                       ".json), or leave --per-turn out\n")
+
+
 def test_an_empty_passages_file_is_an_error_naming_it(tiny, tmp_path, capsys):
     """Not 'cited passage ... has no text in the run file; give the collection with --passages'."""
     (tmp_path / "passages.jsonl").write_text("")

@@ -47,7 +47,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                     help="write every assignment as nuggetizer's assignment output (readable by --judge file:)")
     add_paired_tests(ev)
     add_format(ev, FORMATS.names(), help=FORMAT_HELP)
-    ev.add_argument("--per-turn", action="store_true", help="json: add every (run, turn) row")
+    ev.add_argument("--per-turn", action="store_true", help="add every (run, turn) row to JSON output (json only)")
     add_output(ev, help="write the report here (atomically) instead of stdout")
     ev.set_defaults(responses_run=_eval)
 
@@ -95,6 +95,9 @@ def _eval(args: argparse.Namespace) -> int:
     from harness.responses.report import build_report, render
 
     fmt = report_format(args.format, args.out)
+    if args.per_turn and fmt != "json":  # before the judging: the rows would be left out unsaid
+        raise HarnessError(f"--per-turn adds the (run, turn) rows to JSON output alone, and this report is {fmt}: "
+                           "give --format json (or an --output ending .json), or leave --per-turn out")
     refuse_overwriting([*args.responses, args.nuggets, args.passages],
                        [("--output", args.out), ("--assignments-out", args.assignments_out),
                         ("--assignments-out", args.assignments_out and sidecar(args.assignments_out))])
