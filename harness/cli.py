@@ -71,11 +71,6 @@ def number_in(low: float, high: float, *, whole: bool = False, open_low: bool = 
     return parse
 
 
-PRESET_HELP = (  # --preset of eval, compare and qrels rank-agree
-    "a benchmark's official measures, with its depth and passage separator (--measures, --depth and "
-    "--passage-separator, where given, take their place)")
-
-
 def add_output(parser: argparse.ArgumentParser, dest: str = "out", **kwargs) -> None:
     """`--output`, with `--out` as an alias (older spelling)."""
     parser.add_argument("--output", "--out", dest=dest, **kwargs)

@@ -6,8 +6,14 @@ import json
 import subprocess
 import sys
 
+import pytest
+
 from harness.cli import main
+from harness.evaluate.presets import DEFAULT_MEASURES, PRESETS
+from harness.paths import REPO_ROOT
 from tests.conftest import CAST2021_DOC_RUNS, CAST2021_PASSAGE_RUNS, CAST2021_QRELS
+
+README = REPO_ROOT / "README.md"
 
 
 def test_json_maps_run_stem_to_measure_to_mean(capsys):
@@ -32,6 +38,22 @@ def test_preset_cast2021_judges_passage_runs_at_document_level(capsys):
     out = capsys.readouterr().out.splitlines()
     assert out[0] == "run,qid,nDCG@3,nDCG@5,nDCG@500,AP(rel=2)@500,RR(rel=2),R(rel=2)@500"
     assert out[1].startswith("org_convdr,all,")
+
+
+def test_help_names_the_default_measures_and_what_every_preset_computes(capsys):
+    """Not only harness/evaluate/presets.py: --measures and --preset are chosen reading --help."""
+    with pytest.raises(SystemExit):
+        main(["eval", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert f"default: {' '.join(DEFAULT_MEASURES)}, or --preset's" in text
+    for name in PRESETS.names():
+        preset = PRESETS.get(name)
+        assert f"{name}: {' '.join(preset.measures)}" + (f", depth {preset.depth}" if preset.depth else "") in text
+
+
+def test_the_readme_names_the_default_measures():
+    text = " ".join(README.read_text(encoding="utf-8").split())
+    assert f"compute {', '.join(DEFAULT_MEASURES[:-1])} and {DEFAULT_MEASURES[-1]}" in text
 
 
 def test_coverage_is_reported_on_stderr(capsys):

@@ -9,7 +9,7 @@ import json
 import sys
 from pathlib import Path
 
-from harness.cli import PRESET_HELP, add_format, add_runs, runs
+from harness.cli import add_format, add_runs, runs
 from harness.errors import HarnessError
 from harness.evaluate import (JUDGED, Evaluation, Evaluator, RunFileOptions, evaluate_files, printed,
                               report_reading)
@@ -26,8 +26,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_runs(parser, "one or more TREC run files")
     parser.add_argument("--measures", nargs="+",
                         help="ir-measures names (nDCG@3 'P(rel=2)@3' RR) or trec_eval's (ndcg_cut_3 P_5 map); "
-                        f"{CASE_RULE}. Give run files before it, or end it with --")
-    parser.add_argument("--preset", choices=PRESETS.names(), help=PRESET_HELP)
+                        f"{CASE_RULE}; {presets.DEFAULT_HELP}. Give run files before it, or end it with --")
+    parser.add_argument("--preset", choices=PRESETS.names(), help=presets.preset_help())
     parser.add_argument("--depth", type=int, help="evaluate the top N documents per query (trec_eval -M)")
     parser.add_argument("--per-query", action="store_true", help="also report every query's value")
     parser.add_argument("--strict", action="store_true", help="a duplicate (qid, docid) in a run is an error")

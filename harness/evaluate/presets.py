@@ -14,6 +14,8 @@ from harness.errors import HarnessError
 from harness.registry import Registry
 
 DEFAULT_MEASURES = ["nDCG@10", "P@10", "AP", "RR", "R@1000"]
+# said by --measures' help of eval, compare and qrels rank-agree
+DEFAULT_HELP = f"default: {' '.join(DEFAULT_MEASURES)}, or --preset's"
 
 
 @dataclass(frozen=True)
@@ -78,6 +80,16 @@ PRESETS.add("recommendation", Preset(
     source="Conversational recommendation convention (e.g. CRS evaluations on ReDial / "
     "OpenDialKG): Recall@1/10/50 over the recommended items, with nDCG@10.",
 ))
+
+
+def preset_help() -> str:
+    """--preset's help (eval, compare, qrels rank-agree): every preset with what it computes, so
+    that one is chosen knowing its measures, not by reading this file."""
+    listed = [f"{name}: {' '.join(preset.measures)}" + (f", depth {preset.depth}" if preset.depth else "")
+              + (f", passages by document (separator {preset.passage_separator!r})" if preset.passage_separator else "")
+              for name in PRESETS.names() for preset in [PRESETS.get(name)]]
+    return ("a benchmark's official measures, with its depth and passage separator (--measures, --depth and "
+            f"--passage-separator, where given, take their place): {'; '.join(listed)}")
 
 
 def measure_settings(measures: str | Sequence[str] | None, preset: str | None, depth: int | None,

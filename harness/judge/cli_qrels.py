@@ -13,11 +13,13 @@ import json
 import math
 import sys
 
-from harness.cli import PRESET_HELP, add_format, add_output, add_runs, number_in, runs
+from harness.cli import add_format, add_output, add_runs, number_in, runs
 from harness.judge.agree import WEIGHTINGS, Agreement, PairAgreement, RankingAgreement
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from harness.evaluate.presets import DEFAULT_HELP, preset_help
+
     sub = parser.add_subparsers(dest="action", required=True, metavar="ACTION")
     agree = sub.add_parser("agree", help="Cohen's kappa, weighted kappa and confusion of two qrels on shared pairs",
                            description="Agreement of qrels A and B on the (qid, docid) pairs both judge.")
@@ -36,8 +38,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     rank.add_argument("a", metavar="A", help="qrels file A (the reference ordering, e.g. human labels)")
     rank.add_argument("b", metavar="B", help="qrels file B (the ordering compared, e.g. LLM labels)")
     add_runs(rank, "TREC run files (two or more)")
-    rank.add_argument("--measures", nargs="+", help="ir-measures names, e.g. nDCG@5 'P(rel=2)@10'")
-    rank.add_argument("--preset", help=PRESET_HELP)
+    rank.add_argument("--measures", nargs="+", help=f"ir-measures names, e.g. nDCG@5 'P(rel=2)@10' ({DEFAULT_HELP})")
+    rank.add_argument("--preset", help=preset_help())
     rank.add_argument("--depth", type=int, help="evaluate the top N documents per query (trec_eval -M)")
     rank.add_argument("--passage-separator", help="judge passage runs '<docid><SEP><n>' by document (MaxP)")
     rank.add_argument("--moves", type=number_in(0, 10**6, whole=True), default=3,

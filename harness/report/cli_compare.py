@@ -8,12 +8,12 @@ import math
 import sys
 from pathlib import Path
 
-from harness.cli import PRESET_HELP, add_format, add_output, add_runs, number_in, runs
+from harness.cli import add_format, add_output, add_runs, number_in, runs
 from harness.errors import HarnessError
 from harness.evaluate import (JUDGED, Evaluator, RunFileOptions, evaluate_file, keep_measures,
                               report_reading, with_judged)
 from harness.evaluate.cli import add_fill, judged_before_after, measure_settings, scoring_qrels
-from harness.evaluate.presets import PRESETS
+from harness.evaluate.presets import DEFAULT_HELP, PRESETS, preset_help
 from harness.report import breakdown as bd
 from harness.report.compare import Leaderboard, leaderboard
 from harness.report.formats import FORMAT_HELP, FORMATS, report_format, write_report
@@ -28,8 +28,8 @@ from harness.trec import file_stem
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_runs(parser, "TREC run files, each named by its file name less its suffix (r.run and r.run.gz: r)")
     parser.add_argument("--qrels", required=True, help="qrels file: qid iter docid grade")
-    parser.add_argument("--measures", nargs="+", help="ir-measures names, e.g. nDCG@3 'P(rel=2)@3' RR")
-    parser.add_argument("--preset", choices=PRESETS.names(), help=PRESET_HELP)
+    parser.add_argument("--measures", nargs="+", help=f"ir-measures names, e.g. nDCG@3 'P(rel=2)@3' RR ({DEFAULT_HELP})")
+    parser.add_argument("--preset", choices=PRESETS.names(), help=preset_help())
     parser.add_argument("--depth", type=int, help="evaluate the top N documents per query (trec_eval -M)")
     parser.add_argument("--passage-separator", help="judge passage runs '<docid><SEP><n>' by document (MaxP)")
     add_paired_tests(parser)
