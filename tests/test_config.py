@@ -313,8 +313,8 @@ def test_an_unknown_only_names_the_nearest_run_tag_and_how_to_list_them(tmp_path
 def test_every_shipped_config_validates_and_plans(path, capsys):
     """A dry run loads topics, queries and qrels of every run; it ranks nothing."""
     assert main(["run", str(path), "--dry-run", "--output", "/nonexistent-output"]) == 0
-    lines = capsys.readouterr().out.splitlines()
-    assert len(lines) == len(load_config(path).runs())
+    where, *lines = capsys.readouterr().out.splitlines()
+    assert where == "runs go to /nonexistent-output" and len(lines) == len(load_config(path).runs())
     assert all("\t0 queries" not in line and "\t0 judged" not in line for line in lines)
 
 

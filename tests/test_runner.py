@@ -249,8 +249,9 @@ def test_qrels_restricted_to_the_corpus_keep_judged_pool_documents_only():
 def test_dry_run_lists_runs_and_whether_they_are_finished(finished, capsys):
     assert main(["run", str(_config(finished.parent)), "--output", str(finished), "--dry-run"]) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert lines[0].startswith(f"{PQA_TAG}\t1526 queries") and lines[0].endswith("finished")
-    assert len(lines) == len(load_config(_config(finished.parent)).runs())
+    assert lines[0] == f"runs go to {finished}"
+    assert lines[1].startswith(f"{PQA_TAG}\t1526 queries") and lines[1].endswith("finished")
+    assert len(lines) == 1 + len(load_config(_config(finished.parent)).runs())
 
 
 def test_a_dry_run_loads_no_model_and_no_library_only_running_needs(tmp_path):
@@ -264,8 +265,23 @@ def test_a_dry_run_loads_no_model_and_no_library_only_running_needs(tmp_path):
             f"{str(tmp_path / 'runs')!r}, '--dry-run']) == 0; print(sorted(m for m in ('scipy', 'jnius', 'torch', "
             "'sentence_transformers', 'pyserini', 'harness.runner.leaderboard') if m in sys.modules))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
-    assert done.stdout.splitlines() == ["ikat2023-test.raw.bm25\t332 queries\t176 judged\tto run",
+    assert done.stdout.splitlines() == [f"runs go to {tmp_path / 'runs'}",
+                                        "ikat2023-test.raw.bm25\t332 queries\t176 judged\tto run",
                                         "ikat2023-test.raw.dense\t332 queries\t176 judged\tto run", "[]"], done.stderr
+
+
+def test_a_dry_run_says_first_where_the_runs_go_read_from_the_folder_harness_runs_in(tmp_path, monkeypatch, capsys):
+    """A relative output is the working folder's, not the config's: run from another folder, a
+    dry run listed finished runs as 'to run' and never said where it looked."""
+    config = tmp_path / "configs" / "quick.yaml"
+    config.parent.mkdir()
+    config.write_text(yaml.safe_dump({"k": 10, "output": "runs/quick", "experiments": [
+        {"name": "pqa", "topics": "pragmaticqa:val", "strategies": ["raw"], "measures": ["RR"], "retrievers": ["bm25"]}]}),
+        encoding="utf-8")
+    monkeypatch.chdir(config.parent)
+    assert main(["run", "quick.yaml", "--dry-run"]) == 0
+    assert capsys.readouterr().out.splitlines()[0] == (f"runs go to {config.parent / 'runs' / 'quick'} (output: "
+                                                       "runs/quick, relative to the folder harness runs in)")
 
 
 def test_default_ikat_pool_is_the_894_shipped_provenance_passages():

@@ -7,6 +7,7 @@ import atexit
 import dataclasses
 import functools
 import gc
+import os
 import sys
 from pathlib import Path
 
@@ -40,6 +41,7 @@ def run(args: argparse.Namespace) -> int:
         config = dataclasses.replace(config, output=args.output)
     check_outputs(config.output, folder=True)  # the folder it will write: before --dry-run says all is well
     if args.dry_run:
+        print(destination(config.output))
         for prepared, finished in plan(config, only=args.only):
             state = "finished" if finished else "to run"
             print(f"{prepared.run.tag}\t{len(prepared.queries)} queries\t"
@@ -58,6 +60,14 @@ def run(args: argparse.Namespace) -> int:
         path = write_html(outcomes, config.output / "report.html", title=f"Report: {args.config}")
         print(f"report written to {path.resolve()}")
     return 0
+
+
+def destination(output: Path) -> str:
+    """Where the runs go, as a dry run says first: a relative `output` is read from the folder
+    harness runs in, not the config's, so from another folder the runs listed 'to run' may be
+    finished ones elsewhere."""
+    where = f"runs go to {os.path.abspath(output)}"
+    return where if output.is_absolute() else f"{where} (output: {output}, relative to the folder harness runs in)"
 
 
 @functools.cache
