@@ -59,11 +59,11 @@ def run(args: argparse.Namespace) -> int:
         from harness.topics import check_field
 
         check_field(args.topics, args.group_field, "--group-field")
-    fmt = report_format(args.format, args.out)
     measures, depth, separator = measure_settings(args)
     files = runs(args)
     inputs = [args.qrels, args.fill, *files, args.groups, *(args.arena_votes or []), *(args.dialogues or [])]
     refuse_overwriting(inputs, [("--output", args.out)])
+    fmt = report_format(args.format, args.out)
     qrels, notes = scoring_qrels(args)
     # Judged@10 comes out of the same pass and is shown beside the measures, outside the test family
     scored_measures, judged = with_judged(measures)

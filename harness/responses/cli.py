@@ -94,13 +94,13 @@ def _eval(args: argparse.Namespace) -> int:
     from harness.responses.readers import read_responses
     from harness.responses.report import build_report, render
 
+    refuse_overwriting([*args.responses, args.nuggets, args.passages],
+                       [("--output", args.out), ("--assignments-out", args.assignments_out),
+                        ("--assignments-out", args.assignments_out and sidecar(args.assignments_out))])
     fmt = report_format(args.format, args.out)
     if args.per_turn and fmt != "json":  # before the judging: the rows would be left out unsaid
         raise HarnessError(f"--per-turn adds the (run, turn) rows to JSON output alone, and this report is {fmt}: "
                            "give --format json (or an --output ending .json), or leave --per-turn out")
-    refuse_overwriting([*args.responses, args.nuggets, args.passages],
-                       [("--output", args.out), ("--assignments-out", args.assignments_out),
-                        ("--assignments-out", args.assignments_out and sidecar(args.assignments_out))])
     runs = [run for path in args.responses for run in read_responses(path, args.response_format)]
     bank = read_bank(args.nuggets, vital_grade=args.vital_grade)
     questions, turns = {}, None
