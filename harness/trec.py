@@ -257,7 +257,13 @@ def qrels_lines(path: Path) -> Iterator[tuple[int, list[str]]]:
 
 
 _HEADER_WORDS = {"qid", "query", "query_id", "topic", "q0", "iter", "docid", "docno", "doc_id", "rank", "score",
-                 "tag", "run", "rel", "relevance", "label", "grade", "judgment"}
+                 "tag", "run", "rel", "relevance", "label", "grade", "judgment", "text"}
+
+
+def looks_like_header(fields: list[str]) -> bool:
+    """Whether a first line reads as column names rather than data (two or more of the usual
+    ones): pandas and spreadsheets write one, and TREC-style files have none."""
+    return sum(field.lower() in _HEADER_WORDS for field in fields) >= 2
 
 
 def _looks_like(number: int, fields: list[str], kind: str) -> str:
@@ -271,7 +277,7 @@ def _looks_like(number: int, fields: list[str], kind: str) -> str:
     if "," in line:
         return (f": the line is comma-separated (a CSV file?); TREC {kind} files separate fields by spaces or tabs, "
                 "with no header: write it with sep=' ', e.g. pandas' to_csv(path, sep=' ', header=False, index=False)")
-    if number == 1 and sum(field.lower() in _HEADER_WORDS for field in fields) >= 2:
+    if number == 1 and looks_like_header(fields):
         return f": line 1 looks like a header row ({line!r}); TREC {kind} files have none: delete it"
     if kind == "qrels" and len(fields) == 3 and INTEGER.fullmatch(fields[2]):
         return (": this looks like 'qid docid grade' without the iteration column trec_eval requires; add 0 as the "

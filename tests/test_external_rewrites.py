@@ -60,6 +60,13 @@ def test_an_extra_qid_names_the_file(tsv):
         list(stream(load("cast2019").conversations, f"rewrites:{tsv}"))
 
 
+def test_a_header_row_names_the_file_and_line_as_the_run_reader_does(tsv):
+    tsv.write_text("qid\ttext\n" + tsv.read_text(encoding="utf-8"), encoding="utf-8")
+    with pytest.raises(InputError, match=f"{tsv.name}:1: looks like a header row \\('qid text'\\); "
+                                         "rewrites files have none: delete it"):
+        list(stream(load("cast2019").conversations, f"rewrites:{tsv}"))
+
+
 def test_rewrites_without_a_file_or_with_a_bad_line_is_one_sentence(tmp_path):
     with pytest.raises(HarnessError, match="rewrites needs a file"):
         list(stream(load("cast2019").conversations, "rewrites"))

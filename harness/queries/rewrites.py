@@ -21,6 +21,7 @@ from harness.queries import Strategy, add
 from harness.queries.history import build, current
 from harness.registry import Param
 from harness.topics.model import Conversation, Query
+from harness.trec import looks_like_header
 
 
 @dataclass(frozen=True)
@@ -28,6 +29,7 @@ class RewritesFile:
     path: Path
     sha256: str
     texts: dict[str, str]
+    lines: dict[str, int]  # qid -> its line, for errors found once the benchmark is known
 
 
 def _records(path: Path):
@@ -55,13 +57,15 @@ def _records(path: Path):
 @lru_cache(maxsize=8)
 def _read(path: Path, stamp: tuple[int, int]) -> RewritesFile:
     texts: dict[str, str] = {}
+    lines: dict[str, int] = {}
     for number, qid, text in _records(path):
         if qid in texts:
             raise InputError(path, f"qid {qid!r} appears twice", line=number)
         if not text.strip():
             raise InputError(path, f"qid {qid!r} has an empty rewrite", line=number)
         texts[qid] = " ".join(text.split())
-    return RewritesFile(path, file_sha256(path), texts)
+        lines[qid] = number
+    return RewritesFile(path, file_sha256(path), texts, lines)
 
 
 def load(file: str) -> RewritesFile:
@@ -87,6 +91,10 @@ class Rewrites(Strategy):
     def check_stream(self, qids: set[str], file: str) -> None:
         rewrites = load(file)
         extra = sorted(set(rewrites.texts) - qids)
+        header = next((qid for qid in extra if rewrites.lines[qid] == 1), None)
+        if header is not None and looks_like_header([header, *rewrites.texts[header].split()]):
+            raise InputError(rewrites.path, f"looks like a header row ({header + ' ' + rewrites.texts[header]!r}); "
+                                            "rewrites files have none: delete it", line=1)
         if extra:
             raise InputError(rewrites.path, f"{len(extra)} qid(s) are not turns of this benchmark, e.g. {extra[0]!r}")
 
