@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
@@ -23,6 +24,27 @@ def shown(value: object, limit: int = 80) -> str:
     that YAML read as one string."""
     text = repr(value)
     return text if len(text) <= limit else f"{text[:limit - 3]}... ({len(text)} characters)"
+
+
+@dataclass(frozen=True)
+class Spelling:
+    """How a message names a setting the user gave: the command line's `--passage-separator '-'`
+    or the Python API's `passage_separator='-'`. A check both share takes the caller's, so
+    each user reads the name they typed."""
+
+    flags: bool
+
+    def name(self, key: str) -> str:
+        """`key` (the Python argument's name) as this caller spells it."""
+        return "--" + key.replace("_", "-") if self.flags else key
+
+    def given(self, key: str, value: object) -> str:
+        """`key` set to `value`, as this caller would write it."""
+        return f"{self.name(key)} {value!r}" if self.flags else f"{key}={value!r}"
+
+
+FLAGS = Spelling(flags=True)  # the command line
+ARGUMENTS = Spelling(flags=False)  # the Python API (harness.api)
 
 
 COMPRESSED = (".gz", ".bz2")  # the suffixes open_input decompresses

@@ -195,8 +195,8 @@ def test_runs_or_qrels_of_another_type_are_refused_in_one_line():
 
 
 @pytest.mark.parametrize("given, error", [
-    ({"depth": "10"}, r"--depth must be a positive number of documents, not '10'"),
-    ({"passage_separator": 1}, r"--passage-separator must be the character\(s\) .* not 1"),
+    ({"depth": "10"}, r"^depth must be a positive number of documents, not '10'"),
+    ({"passage_separator": 1}, r"^passage_separator must be the character\(s\) .* not 1"),
     ({"alpha": 5}, r"alpha must be a number above 0 and at most 1, not 5"),
     ({"resamples": 0}, r"resamples must be a whole number of 1 or more, not 0"),
     ({"seed": -1}, r"seed must be a whole number from 0 to 4294967295, not -1"),
@@ -208,6 +208,15 @@ def test_compare_checks_its_arguments_as_the_command_line_does(given, error):
     run, qrels = _frames()
     with pytest.raises(harness.errors.HarnessError, match=error):
         harness.compare({"a": run, "b": run.assign(score=[1.0, 2.0, 1.0])}, qrels, "AP", **given)
+
+
+def test_the_command_line_names_its_flags_where_the_api_names_its_arguments(capsys):
+    """One check behind both: harness.evaluate(depth=0) says depth, `harness eval --depth 0` says --depth."""
+    run, qrels = _frames()
+    with pytest.raises(harness.errors.HarnessError, match=r"^depth must be a positive number of documents, not 0"):
+        harness.evaluate(run, qrels, "AP", depth=0)
+    assert main(["eval", "--qrels", str(CAST2021_QRELS), RUNS[0], "--depth", "0"]) == 2
+    assert "error: --depth must be a positive number of documents, not 0" in capsys.readouterr().err
 
 
 def test_run_refuses_a_config_or_objects_of_another_type_in_one_line():

@@ -46,8 +46,8 @@ def test_compare_warns_as_eval_does(capsys):
     assert f"run {CAST2021_DOC_RUNS[0].stem!r}" not in err
 
 
-def test_the_python_api_warns_too():
-    with pytest.warns(UserWarning, match="--passage-separator '-' \\(the preset cast2021 sets it\\)"):
+def test_the_python_api_warns_too_naming_its_own_argument():
+    with pytest.warns(UserWarning, match="with passage_separator='-' \\(the preset cast2021 sets it\\)"):
         harness.evaluate(str(CAST2021_PASSAGE_RUNS[0]), QRELS, ["nDCG@3"])
     with warnings.catch_warnings():
         warnings.simplefilter("error")

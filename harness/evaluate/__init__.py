@@ -41,7 +41,7 @@ from harness.evaluate.coverage import RARELY, TOP, docid_warning
 from harness.evaluate.measures import family, parse_measures
 from harness.evaluate.ranked import rank, values, vectorised
 from harness.evaluate.tables import QrelsTable, RunTable, read_run_table, spare_memory
-from harness.errors import HarnessError, InputError
+from harness.errors import ARGUMENTS, FLAGS, HarnessError, InputError, Spelling
 from harness.trec import Qrels, Run, read_run
 
 __all__ = ["JUDGED", "Evaluation", "Evaluator", "RunFileOptions", "evaluate", "evaluate_files", "keep_measures",
@@ -172,8 +172,10 @@ class Evaluator:
     at once; the others by ir-measures, on the same rankings in trec_eval's order with
     strictly decreasing scores n, n-1, ..., 1."""
 
-    def __init__(self, qrels: Qrels | QrelsTable, measures: Sequence[str], *, announce: bool = True) -> None:
-        """`measures` in ir-measures or trec_eval syntax; results are keyed by the names as given."""
+    def __init__(self, qrels: Qrels | QrelsTable, measures: Sequence[str], *, announce: bool = True,
+                 spelling: Spelling = FLAGS) -> None:
+        """`measures` in ir-measures or trec_eval syntax; results are keyed by the names as given.
+        `spelling`: how warnings name a setting (the command line's flags, the API's arguments)."""
         names = [measures] if isinstance(measures, str) else list(measures)
         parsed = parse_measures(names, announce=announce)
         self.table = qrels if isinstance(qrels, QrelsTable) else QrelsTable.from_qrels(qrels)
@@ -184,6 +186,7 @@ class Evaluator:
         self._vectorised = [m for m in parsed if vectorised(m)]
         self._others = [m for m in parsed if not vectorised(m)]
         self._scorer = None
+        self._spelling = spelling
         if announce:
             _warn_unreachable(parsed, names, self.table)
 
@@ -231,7 +234,7 @@ class Evaluator:
             return None
         tops = run.top_ranked(min(TOP, depth or TOP))
         rankings = {self.table.qids[number]: tops[self.table.qids[number]] for number in ranked.query.tolist()}
-        return docid_warning(run.name, rankings, self.qrels.judgments, qrels_name(self.table))
+        return docid_warning(run.name, rankings, self.qrels.judgments, qrels_name(self.table), self._spelling)
 
     def _score_others(self, run: RunTable, ranked, evaluated: set[str]) -> dict[str, dict[str, float]]:
         """The families without vectorised code, by ir-measures: each ranking handed on in
@@ -327,13 +330,14 @@ def evaluate_file(evaluator: Evaluator, path: str | Path, options: RunFileOption
 def score_runs(runs, qrels, measures: str | Sequence[str] | None = None, *, preset: str | None = None,
                depth: int | None = None, passage_separator: str | None = None) -> list[Evaluation]:
     """Runs (files, `Run`s or DataFrames; one, a list or {name: run}) scored as `harness eval`
-    scores them: the same default measures, presets and depth."""
+    scores them: the same default measures, presets and depth; for the Python API, whose
+    messages name its arguments (depth=, passage_separator=)."""
     from harness.evaluate.frames import as_qrels, run_list
     from harness.evaluate.presets import measure_settings
 
-    measures, depth, separator = measure_settings(measures, preset, depth, passage_separator)
+    measures, depth, separator = measure_settings(measures, preset, depth, passage_separator, spelling=ARGUMENTS)
     judged = as_qrels(qrels)
-    evaluator = Evaluator(judged, measures)
+    evaluator = Evaluator(judged, measures, spelling=ARGUMENTS)
     evaluations = [evaluator(run.to_documents(separator) if separator else run, depth) for run in run_list(runs)]
     for evaluation in evaluations:  # what report_reading says on the command line
         for warning in reading_warnings(evaluation, qrels_name(judged)):

@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 from harness.cli import add_format, add_runs, runs
-from harness.errors import HarnessError
+from harness.errors import FLAGS, HarnessError
 from harness.evaluate import (JUDGED, Evaluation, Evaluator, RunFileOptions, evaluate_files, printed,
                               report_reading)
 from harness.evaluate import presets
@@ -111,7 +111,7 @@ def measure_settings(args: argparse.Namespace) -> tuple[list[str], int | None, s
         raise HarnessError(f"--measures took {', '.join(swallowed)}, which {'is a file' if len(swallowed) == 1 else 'are files'}"
                            ", not measures (an option with several values takes every word after it): put the run "
                            "files before --measures, or end the measures with -- (--measures nDCG@10 AP -- RUN...)")
-    return presets.measure_settings(args.measures, args.preset, args.depth, args.passage_separator)
+    return presets.measure_settings(args.measures, args.preset, args.depth, args.passage_separator, spelling=FLAGS)
 
 
 def _report_coverage(evaluation: Evaluation, qrels_path: str) -> None:

@@ -5,8 +5,8 @@ passage run against document qrels, lower-cased ids, another collection's ids).
 `docid_warning` looks at the top 10 of each judged query the run answers and, when fewer than
 `RARELY` of them are judged and under `FOUND` of the queries find any judged document there,
 says how many are and what the ids look like: passage ids `<docid><sep><n>` of judged
-documents (naming --passage-separator and the preset that sets it), or judged ids in another
-case. Where judged documents turn up for many queries the ids are the qrels' own: the
+documents (naming the passage separator, as the caller spells it, and the preset that sets
+it), or judged ids in another case. Where judged documents turn up for many queries the ids are the qrels' own: the
 judgments are sparse (PragmatiCQA's derived qrels judge a few spans a turn), not mismatched.
 """
 
@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from itertools import islice
 
+from harness.errors import Spelling
 from harness.trec import passage_document
 
 TOP = 10
@@ -28,9 +29,10 @@ def _judged(rankings: Mapping[str, list[str]], judgments: Mapping[str, Mapping[s
 
 
 def docid_warning(run_name: str, rankings: Mapping[str, Iterable[str]], judgments: Mapping[str, Mapping[str, int]],
-                  qrels_name: str) -> str | None:
+                  qrels_name: str, spelling: Spelling) -> str | None:
     """A one-line warning when the run's top-10 documents (`rankings`: best-first docids of
-    the judged queries it answers) are almost never judged; None otherwise."""
+    the judged queries it answers) are almost never judged; None otherwise. `spelling` names
+    the passage separator setting as the caller takes it."""
     top = {qid: top_docids for qid, docids in rankings.items() if (top_docids := list(islice(docids, TOP)))}
     shown = sum(map(len, top.values()))
     judged = _judged(top, judgments)
@@ -40,10 +42,11 @@ def docid_warning(run_name: str, rankings: Mapping[str, Iterable[str]], judgment
         return None
     message = (f"run {run_name!r}: only {judged} of the {shown} documents in its top {TOP}s are judged in "
                f"{qrels_name}, so nearly every measure is 0")
-    return message + _why(top, judgments, judged, shown)
+    return message + _why(top, judgments, judged, shown, spelling)
 
 
-def _why(top: Mapping[str, list[str]], judgments: Mapping[str, Mapping[str, int]], judged: int, shown: int) -> str:
+def _why(top: Mapping[str, list[str]], judgments: Mapping[str, Mapping[str, int]], judged: int, shown: int,
+         spelling: Spelling) -> str:
     from harness.evaluate.presets import PRESETS
 
     best = max(((_judged(top, judgments, lambda d, s=s: passage_document(d, s)), s) for s in SEPARATORS),
@@ -55,8 +58,8 @@ def _why(top: Mapping[str, list[str]], judgments: Mapping[str, Mapping[str, int]
         example = next(d for docids in top.values() for d in docids if passage_document(d, separator) != d)
         return (f"; its ids look like passage ids of judged documents ({example!r} is passage "
                 f"{example.rpartition(separator)[2]} of {passage_document(example, separator)!r}): judge documents "
-                f"by their best passage with --passage-separator '{separator}'{preset}; read so, {best[0]} of the "
-                f"{shown} would be judged")
+                f"by their best passage with {spelling.given('passage_separator', separator)}{preset}; read so, "
+                f"{best[0]} of the {shown} would be judged")
     folded = {qid: {docid.casefold() for docid in docs} for qid, docs in judgments.items()}
     in_other_case = sum(docid.casefold() in folded[qid] for qid, docids in top.items() for docid in docids)
     if in_other_case > max(judged, RARELY * shown):

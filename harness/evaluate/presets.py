@@ -10,7 +10,7 @@ from collections.abc import Iterable, Sequence
 from numbers import Integral
 from dataclasses import dataclass
 
-from harness.errors import HarnessError
+from harness.errors import HarnessError, Spelling
 from harness.registry import Registry
 
 DEFAULT_MEASURES = ["nDCG@10", "P@10", "AP", "RR", "R@1000"]
@@ -93,19 +93,20 @@ def preset_help() -> str:
 
 
 def measure_settings(measures: str | Sequence[str] | None, preset: str | None, depth: int | None,
-                     passage_separator: str | None) -> tuple[list[str], int | None, str | None]:
+                     passage_separator: str | None, *, spelling: Spelling) -> tuple[list[str], int | None, str | None]:
     """Measures, depth and passage separator as `harness eval` / `compare` / the Python API
-    take them: explicit values win over the preset's, the preset's over the defaults."""
+    take them: explicit values win over the preset's, the preset's over the defaults. A bad
+    depth or separator is named as `spelling` (the caller's flags or arguments) names it."""
     chosen = PRESETS.get(preset) if preset else None
     if isinstance(measures, str) or (measures is not None and not isinstance(measures, Iterable)):
         measures = [measures]  # one measure, not its characters (anything else is refused by name below)
     measures = list(measures) if measures else (list(chosen.measures) if chosen else DEFAULT_MEASURES)
     depth = depth if depth is not None else (chosen.depth if chosen else None)
     if depth is not None and (not isinstance(depth, Integral) or isinstance(depth, bool) or depth < 1):
-        raise HarnessError(f"--depth must be a positive number of documents, not {depth!r}")
+        raise HarnessError(f"{spelling.name('depth')} must be a positive number of documents, not {depth!r}")
     if passage_separator is not None and (not isinstance(passage_separator, str) or not passage_separator
                                           or passage_separator.isspace()):
-        raise HarnessError(f"--passage-separator must be the character(s) between a document id and its passage "
-                           f"number, such as '-' or ':', not {passage_separator!r}")
+        raise HarnessError(f"{spelling.name('passage_separator')} must be the character(s) between a document id "
+                           f"and its passage number, such as '-' or ':', not {passage_separator!r}")
     separator = passage_separator or (chosen.passage_separator if chosen else None)
     return measures, depth, separator
