@@ -51,6 +51,16 @@ def test_per_turn_without_json_output_is_an_error_before_any_judging(tiny, tmp_p
                                        ".json), or leave --per-turn out\n")
 
 
+def test_recorded_assignments_without_a_sidecar_are_given_no_date_and_said_to_have_none(tiny, capsys):
+    """The time they are read again is not when they were made (it said 'made <now>', a new date each run)."""
+    assert main([*tiny, "--format", "json"]) == 0
+    assert "date" not in json.loads(capsys.readouterr().out)["judge"]
+    assert main([*tiny, "--format", "csv"]) == 0
+    [line] = [line for line in capsys.readouterr().out.splitlines() if "judged by" in line]
+    assert line.endswith(", scale support-0-2; no provenance sidecar: who made the assignments, and when, "
+                         "is not recorded")
+
+
 def test_an_empty_passages_file_is_an_error_naming_it(tiny, tmp_path, capsys):
     """Not 'cited passage ... has no text in the run file; give the collection with --passages'."""
     (tmp_path / "passages.jsonl").write_text("")

@@ -17,7 +17,7 @@ from pathlib import Path
 from harness import jsonl
 from harness.atomic import atomic_write
 from harness.errors import HarnessError, InputError
-from harness.judge.base import counts, now
+from harness.judge.base import counts
 from harness.judge.model import Item, Judgment
 from harness.judge.scales import SUPPORT_0_2, YES_NO, Scale
 from harness.paths import file_sha256
@@ -194,10 +194,12 @@ class RecordedAssignments:
                                     f"is for run {run}{more}; a line's run_id must be the name of the run it assigns")
 
     def provenance(self) -> dict:
+        """No date: the assignments were made when they were recorded, which only their
+        sidecar (source_provenance) knows; the time they are read again is not it."""
         from harness.judge.base import read_provenance
 
         record = {"judge": self.name, "file": str(self.path), "sha256": self.sha256,
-                  "scale": self.scale.name, "date": now(), "recorded": len(self.labels), "counts": dict(self._counts),
+                  "scale": self.scale.name, "recorded": len(self.labels), "counts": dict(self._counts),
                   "lines": self._lines[1], "lines_matching_no_run": self._lines[0]}
         source = read_provenance(self.path, "assignments_sha256", self.sha256)
         if source is not None:  # assignments a judge made earlier (--assignments-out): keep who made them

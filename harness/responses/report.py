@@ -52,6 +52,8 @@ def provenance_notes(evaluation: ResponseEvaluation) -> list[str]:
         line = f"{task} judged by: {provenance_line(record)}"
         if record.get("source_provenance"):
             line += f"; recorded assignments made by: {provenance_line(record['source_provenance'])}"
+        elif record.get("file"):  # replayed from a file without a sidecar: its maker and date are unknown
+            line += "; no provenance sidecar: who made the assignments, and when, is not recorded"
         lines.append(line)
     return lines
 
