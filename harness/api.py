@@ -89,7 +89,8 @@ def run(config: str | Path | Mapping[str, Any], *, retrievers: Mapping[str, Any]
     with `search(queries, k)`, a PyTerrier transformer; a strategy `f(conversation,
     turn_index, arg=None) -> str`. Their source is hashed into the resume key, so a changed
     function is run again. `leaderboard` / `report` write OUTPUT/leaderboard.md and
-    OUTPUT/report.html as `harness run [--report]` does (over every finished run of the config)."""
+    OUTPUT/report.html as `harness run [--report]` does (over every finished run of the config).
+    Runs that are not scored (topics without qrels, `measures: []`) are written, not in the frames."""
     import dataclasses
     import io
     from contextlib import ExitStack
@@ -125,6 +126,7 @@ def run(config: str | Path | Mapping[str, Any], *, retrievers: Mapping[str, Any]
             from harness.runner.report import write_html
 
             write_html(outcomes, loaded.output / "report.html", title=f"Report: {loaded.path}")
+    outcomes = [o for o in outcomes if o.evaluation is not None]
     labels = {
         "experiment": [o.run.experiment.name for o in outcomes],
         "strategy": [o.run.strategy for o in outcomes],

@@ -76,9 +76,20 @@ def test_unknown_split_names_the_known_ones(tmp_path):
     assert "experiments[0].topics: pragmaticqa has no split 'vla'; known: val, train, test" in message
 
 
-def test_topics_without_qrels_need_a_qrels_file(tmp_path):
-    message = _error(tmp_path, {"experiments": [_experiment(topics="ikat2025:test", corpus="benchmark:ikat2023:test")]})
-    assert "experiments[0].topics: ikat2025:test ships no qrels; give 'qrels: FILE'" in message
+@pytest.mark.parametrize("scoring", [{"measures": ["nDCG@10"]}, {"preset": "ikat2024"}])
+def test_topics_without_qrels_and_measures_named_need_a_qrels_file(tmp_path, scoring):
+    experiment = {**_experiment(topics="ikat2025:test", corpus="benchmark:ikat2023:test"), "measures": None, **scoring}
+    message = _error(tmp_path, {"experiments": [{key: value for key, value in experiment.items() if value}]})
+    assert ("experiments[0].topics: ikat2025:test ships no qrels; give 'qrels: FILE' (or 'measures: []' to write "
+            "the runs unscored)") in message
+
+
+@pytest.mark.parametrize("measures", [{"measures": []}, {}])
+def test_topics_without_qrels_and_no_measures_are_run_unscored(tmp_path, measures):
+    experiment = {**_experiment(topics="ikat2025:test", corpus="benchmark:ikat2023:test"), "measures": None}
+    experiment = {**{key: value for key, value in experiment.items() if value}, **measures}
+    [loaded] = load_config(_write(tmp_path, {"experiments": [experiment]})).experiments
+    assert (loaded.unscored, loaded.measures) == ("ikat2025:test ships no qrels", ())
 
 
 def test_unknown_retriever_names_the_known_ones(tmp_path):

@@ -776,3 +776,29 @@ def test_judged_turns_missing_from_a_run_are_counted_as_harness_eval_counts_them
             "(scored as empty rankings)") in capsys.readouterr().err
     recorded = json.loads((tmp_path / "runs" / "ikat2023-test.raw.some.json").read_text(encoding="utf-8"))
     assert recorded["scores"]["evaluation"]["missing_queries"] == missing
+
+
+@pytest.mark.slow
+def test_topics_without_qrels_are_run_and_written_not_scored_and_said_so(tmp_path, capsys):
+    """iKAT 2025 ships no qrels: its runs are made for `ikat from-trec`, and no score (no 0)
+    stands anywhere for them: not in the leaderboard, the JSON or the Python API's frames."""
+    import harness
+
+    out = tmp_path / "runs"
+    config = tmp_path / "unscored.yaml"
+    config.write_text(yaml.safe_dump({"output": str(out), "experiments": [
+        {"task": "ptkb", "topics": "ikat2025", "retrievers": ["bm25"]},  # the task's own measures: not named
+        {"task": "ptkb", "topics": "ikat2023:test", "retrievers": ["bm25"]}]}), encoding="utf-8")
+    assert main(["run", str(config), "--dry-run"]) == 0
+    assert capsys.readouterr().out.splitlines()[0] == "ikat2025.ptkb.bm25\t188 queries\tnot scored\tto run"
+    assert main(["run", str(config)]) == 0
+    said = capsys.readouterr()
+    assert f"{config}: experiments[0]: ikat2025:test ships no qrels: its runs are written to {out}, not scored" \
+        in said.err.splitlines()
+    assert said.out.endswith(f"| {PTKB_TAG} | – | bm25 | 0.5287 | 0.3673 | 0.5415 | 0.6214 |\n\n"
+                             "Not scored (ikat2025:test ships no qrels): ikat2025.ptkb.bm25.\n")
+    assert len(list(read_run(out / "ikat2025.ptkb.bm25.run"))) == 186  # of 188 turns: two rank no statement
+    recorded = json.loads((out / "ikat2025.ptkb.bm25.json").read_text(encoding="utf-8"))
+    assert recorded["not_scored"] == "ikat2025:test ships no qrels" and "scores" not in recorded
+    per_query, aggregate = harness.run(config, quiet=True)  # resumed: nothing is run again
+    assert list(aggregate["run"]) == [PTKB_TAG]

@@ -12,7 +12,8 @@ and measures; parsing turns it into dataclasses and refuses anything it cannot r
         strategies: [raw, hqe]        # query strategies (retrieval only)
         retrievers: [bm25, {name: dense, label: minilm, params: {max_length: 128}}]
         corpus: FILE or FORMAT:SPEC, a list of them, or {index: NAME}   # default: the topics' own
-        qrels: FILE                   # default: the topics' own qrels
+        qrels: FILE                   # default: the topics' own qrels (without any: measures: [] or none,
+                                      # and the runs are written, not scored)
         qrels_restrict_to_corpus: false   # judge only documents of the corpus (small pools)
         measures: [nDCG@3, R@100]     # ir-measures names, or `preset: NAME`
         k: 100
@@ -127,6 +128,9 @@ class Experiment:
     # the `qrels:` file as read when the config was checked (None: no such key), so that a
     # malformed line is a config error and the run does not read it again
     given_qrels: Qrels | None = field(default=None, compare=False, repr=False)
+    # why its runs are written and not scored (topics without qrels, and no measures named);
+    # None: they are scored
+    unscored: str | None = None
 
 
 @dataclass(frozen=True)
@@ -480,10 +484,14 @@ def _experiment(node: Node, defaults: dict[str, Any], problems: Problems,
             and benchmark.corpus is None and not all("index" in retriever.params for retriever in retrievers):
         raise keys["topics"].error(f"{benchmark.name} brings no corpus; give 'corpus:' (a file or spec, "
                                    "or {index: NAME})")
+    unscored = None
     if benchmark is not None and "qrels" not in keys and not task.has_default_qrels(benchmark):
-        raise keys["topics"].error(f"{benchmark.name} ships no qrels; give 'qrels: FILE'")
+        if "preset" in keys or ("measures" in keys and keys["measures"].value != []):
+            raise keys["topics"].error(f"{benchmark.name} ships no qrels; give 'qrels: FILE' (or 'measures: []' "
+                                       "to write the runs unscored)")
+        unscored = f"{benchmark.name} ships no qrels"
     qrels = problems.keep(_qrels, keys["qrels"], qrels_read) if "qrels" in keys else None
-    measures, depth, separator = measures_of(keys, node, task, as_given=True)
+    measures, depth, separator = ((), None, None) if unscored else measures_of(keys, node, task, as_given=True)
     restrict = keys["qrels_restrict_to_corpus"].flag() if "qrels_restrict_to_corpus" in keys else False
     if restrict and corpus is not None and corpus.index is not None:
         raise keys["qrels_restrict_to_corpus"].error("needs the corpus documents, not an index name")
@@ -511,6 +519,7 @@ def _experiment(node: Node, defaults: dict[str, Any], problems: Problems,
         tag=tag,
         note=note,
         given_qrels=qrels,
+        unscored=unscored,
     )
 
 

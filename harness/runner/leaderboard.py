@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 from harness.atomic import atomic_write
 
 from harness.report.markdown import Row, Section, run_leaderboard
-from harness.runner.report import families, family_name, tested
+from harness.runner.report import families, family_name, tested, unscored_note
 
 if TYPE_CHECKING:
     from harness.runner.runner import Outcome
@@ -27,7 +27,9 @@ def render(outcomes: Sequence["Outcome"], title: str) -> str:
     headings = [f"{rows[0].run.experiment.topics} — {rows[0].run.experiment.task}" for rows in grouped]
     # topics and task shared by several families (other qrels or measures): named by experiment too
     headings = [f"{h} ({family_name(rows)})" if headings.count(h) > 1 else h for h, rows in zip(headings, grouped)]
-    return run_leaderboard(title, [_section(h, rows) for h, rows in zip(headings, grouped)], HEADER)
+    board = run_leaderboard(title, [_section(h, rows) for h, rows in zip(headings, grouped)], HEADER)
+    note = unscored_note(outcomes)
+    return board if note is None else f"{board}\n{note}\n"
 
 
 def write(outcomes: Sequence["Outcome"], output: Path, title: str) -> tuple[str, Path]:

@@ -28,11 +28,14 @@ def families(outcomes: Sequence["Outcome"]) -> list[list["Outcome"]]:
     same judgments (by content, not file name) with the same measures to the same depth, the
     same way (passages judged as their documents, MaxP, or not), whichever experiments they
     come from (the paired tests need the same queries and scores of the same thing).
-    In config order, families on the same topics and task next to each other."""
+    In config order, families on the same topics and task next to each other. A run that is
+    not scored is in none (`unscored_note` names it)."""
     judgments: dict[int, str] = {}  # the runs of an experiment share one Qrels object
     grouped: dict[tuple, list[Outcome]] = {}
     for outcome in outcomes:
         experiment, qrels = outcome.run.experiment, outcome.qrels
+        if outcome.evaluation is None or qrels is None:
+            continue
         if id(qrels) not in judgments:
             judgments[id(qrels)] = provenance.qrels_hash(qrels)
         key = (experiment.topics, experiment.task, judgments[id(qrels)], tuple(outcome.evaluation.measures),
@@ -40,6 +43,17 @@ def families(outcomes: Sequence["Outcome"]) -> list[list["Outcome"]]:
         grouped.setdefault(key, []).append(outcome)
     first_of_topic = {key[:2]: index for index, key in reversed(list(enumerate(grouped)))}
     return [grouped[key] for key in sorted(grouped, key=lambda key: first_of_topic[key[:2]])]
+
+
+def unscored_note(outcomes: Sequence["Outcome"]) -> str | None:
+    """The runs written without scores (their topics ship no qrels), in one line; None when
+    every run is scored. The leaderboard and the report say it, so that a run missing from
+    their tables is not taken for one that failed."""
+    unscored = [outcome for outcome in outcomes if outcome.evaluation is None]
+    if not unscored:
+        return None
+    reasons = "; ".join(dict.fromkeys(outcome.run.experiment.unscored or "" for outcome in unscored))
+    return f"Not scored ({reasons}): {', '.join(outcome.run.tag for outcome in unscored)}."
 
 
 def tested(outcomes: Sequence["Outcome"]) -> Leaderboard:
@@ -72,6 +86,8 @@ def write_html(outcomes: Sequence["Outcome"], path: str | Path, title: str) -> P
         for note in dict.fromkeys(member.run.experiment.note for member in members if member.run.experiment.note):
             body.append(f"<p class='legend'>{escape(note)}</p>")
         body += sections(report, h="h3")
+    if (note := unscored_note(outcomes)) is not None:
+        body.append(f"<hr><p class='legend'>{escape(note)}</p>")
     with atomic_write(path, "wb") as handle:
         handle.write(page(title, body))
     return Path(path)

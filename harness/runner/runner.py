@@ -189,10 +189,10 @@ class Prepared:
     run: RunSpec
     benchmark: Benchmark
     queries: list[SearchQuery]
-    qrels: Qrels
+    qrels: Qrels | None  # None: the run is not scored (Experiment.unscored)
     hashes: dict[str, str]
     digest: str  # the resume key: of what determines the run file (not the qrels)
-    qrels_hash: str  # what the scores depend on besides the run file (`_scoring`)
+    qrels_hash: str | None  # what the scores depend on besides the run file (`_scoring`)
     seconds: float
 
 
@@ -202,7 +202,7 @@ def prepare(run: RunSpec, workspace: Workspace) -> Prepared:
     task = TASKS.get(experiment.task)
     benchmark = workspace.benchmark(experiment.topics)
     queries = workspace.queries(experiment, run.strategy)
-    qrels = workspace.qrels(experiment)
+    qrels = workspace.qrels(experiment) if experiment.unscored is None else None
     hashes = {
         "queries": provenance.queries_hash(queries, task.context(benchmark)),
         "corpus": workspace.corpus_fingerprint(experiment),
@@ -214,8 +214,8 @@ def prepare(run: RunSpec, workspace: Workspace) -> Prepared:
     if files:  # likewise a changed file a parameter names (a plug-in's Path parameter)
         hashes["files"] = provenance.canonical_json(files)
     digest = provenance.run_hash(hashes, run.identity())
-    return Prepared(run, benchmark, queries, qrels, hashes, digest, provenance.qrels_hash(qrels),
-                    time.perf_counter() - started)
+    return Prepared(run, benchmark, queries, qrels, hashes, digest,
+                    provenance.qrels_hash(qrels) if qrels is not None else None, time.perf_counter() - started)
 
 
 def run_path(output: Path, run: RunSpec) -> Path:
@@ -241,8 +241,9 @@ def is_finished(prepared: Prepared, output: Path) -> bool:
     return recorded == prepared.digest
 
 
-def execute(prepared: Prepared, workspace: Workspace, output: Path, config_path: Path, log: TextIO) -> Scored:
-    """Rank every query and write the run file, score it, then write its JSON."""
+def execute(prepared: Prepared, workspace: Workspace, output: Path, config_path: Path,
+            log: TextIO) -> Scored | None:
+    """Rank every query and write the run file, score it (None: not scored), then write its JSON."""
     run = prepared.run
     task = TASKS.get(run.experiment.task)
     started = time.perf_counter()
@@ -283,6 +284,9 @@ def execute(prepared: Prepared, workspace: Workspace, output: Path, config_path:
         },
         "finished_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
     }
+    if prepared.qrels is None:  # its JSON says why it has no scores
+        _write_metadata(json_path(output, run), {**metadata, "not_scored": run.experiment.unscored})
+        return None
     # the run is finished: an interrupt or an error while it is scored leaves it to be scored, not ranked, again
     _write_metadata(json_path(output, run), metadata)
     scored = score(prepared, output)
@@ -310,9 +314,11 @@ def _scores_record(prepared: Prepared, scored: Scored) -> dict[str, Any]:
     return {"for": _scoring(prepared), "evaluation": asdict(scored.evaluation), "judged": scored.judged}
 
 
-def finished_scores(prepared: Prepared, output: Path) -> Scored:
+def finished_scores(prepared: Prepared, output: Path) -> Scored | None:
     """A skipped run's scores: those its JSON records when they were taken the same way,
-    else scored again and recorded."""
+    else scored again and recorded; None for a run that is not scored."""
+    if prepared.qrels is None:
+        return None
     path = json_path(output, prepared.run)
     metadata = json.loads(path.read_text(encoding="utf-8"))
     recorded = metadata.get("scores")
@@ -386,10 +392,15 @@ class Outcome:
     run: RunSpec
     path: Path
     skipped: bool
-    qrels: Qrels
-    evaluation: Evaluation
-    judged: float
+    qrels: Qrels | None  # None, and no evaluation or judged: the run is not scored (Experiment.unscored)
+    evaluation: Evaluation | None
+    judged: float | None
     benchmark: Benchmark  # the topics the run answered (the report's turn depths)
+
+    @classmethod
+    def of(cls, prepared: Prepared, output: Path, skipped: bool, scored: Scored | None) -> "Outcome":
+        return cls(prepared.run, run_path(output, prepared.run), skipped, prepared.qrels,
+                   scored.evaluation if scored else None, scored.judged if scored else None, prepared.benchmark)
 
 
 def score(prepared: Prepared, output: Path) -> Scored:
@@ -437,9 +448,14 @@ def run_config(
                 scored = finished_scores(prepared, output)
             else:
                 scored = execute(prepared, workspace, output, config.path, log)
-            outcomes.append(Outcome(run, run_path(output, run), skipped, prepared.qrels, scored.evaluation,
-                                    scored.judged, prepared.benchmark))
+            outcomes.append(Outcome.of(prepared, output, skipped, scored))
+    for experiment in {id(run.experiment): run.experiment for run in selected_runs}.values():
+        if experiment.unscored:
+            print(f"{experiment.file}: {experiment.key}: {experiment.unscored}: its runs are written to {output}, "
+                  "not scored", file=log)
     for outcome in outcomes:  # what the leaderboard's numbers do not show, as `harness eval` says it
+        if outcome.evaluation is None:
+            continue
         report_reading(outcome.evaluation, qrels_name(outcome.qrels), log)
         if outcome.evaluation.missing_queries:  # (listed in the run's JSON)
             print(f"{outcome.run.tag}: {outcome.evaluation.judged_note()}", file=log)
@@ -503,9 +519,7 @@ def _finished_outcome(run: RunSpec, workspace: Workspace, output: Path, log: Tex
         print(f"{run.tag}: left out of the leaderboard: its files were made from other inputs "
               f"(run it with --only {run.tag})", file=log)
         return None
-    scored = finished_scores(prepared, output)
-    return Outcome(run, run_path(output, run), True, prepared.qrels, scored.evaluation, scored.judged,
-                   prepared.benchmark)
+    return Outcome.of(prepared, output, True, finished_scores(prepared, output))
 
 
 def plan(config: Config, *, only: Iterable[str] = (), log: TextIO | None = None) -> list[tuple[Prepared, bool]]:
