@@ -351,6 +351,31 @@ def test_a_2025_file_given_another_year_is_told_to_give_2025(run_2025):
     assert [finding.message for finding in validate(run_2025, 2023).errors] == [hint]
 
 
+def test_a_2023_file_given_as_2025_is_one_error_saying_it_is_one_json_document_not_an_error_a_line(tmp_path, capsys):
+    """--year 2025 on a 2023/2024 submission: no line of it is a JSON object; one finding says
+    what the file is (it was one error for each of its lines, counted as turns)."""
+    message = ("ERROR [json]: one JSON document holding a list of turns, as iKAT 2023 and 2024 submissions are "
+               "written, not JSON Lines (an object a line): leave --year out (the year is guessed from the file) or "
+               "give the file's year\n")
+    sample = SAMPLES_2023 / "sample_run.json"  # on one line
+    indented = tmp_path / "indented.json"  # as from-trec writes it: a line for each key
+    indented.write_text(json.dumps(json.loads(sample.read_text()), indent=2))
+    for path in (sample, indented):
+        assert main(["ikat", "validate", str(path), "--topics", "ikat2025", "--year", "2025", "--partial"]) == 1
+        assert capsys.readouterr() == (message, f"{path.name} (iKAT 2025): 0 turns, 1 errors, 0 warnings: INVALID "
+                                                "(1 x error json)\n")
+
+
+def test_a_trec_run_given_as_2025_is_one_error_told_to_go_through_from_trec(capsys):
+    run = data_root() / "cast" / "2021" / "baselines" / "document_runs" / "org_manual_bm25.run"
+    assert main(["ikat", "validate", str(run), "--topics", "ikat2025", "--year", "2025", "--quiet"]) == 1
+    assert capsys.readouterr().err == ("org_manual_bm25.run (iKAT 2025): 0 turns, 1 errors, 0 warnings: INVALID "
+                                       "(1 x error json)\n")
+    [finding] = validate(run, 2025, partial=False).findings
+    assert finding.message.endswith("is a JSON object; this looks like a TREC run ('qid Q0 docid rank score tag'), "
+                                    "not an iKAT submission: `harness ikat from-trec` writes one from it")
+
+
 def test_json_lines_told_from_one_document_by_the_rule_that_guesses_the_year(tmp_path, run_2025):
     """The hint agrees with the year guess (harness.jsonl.first_line): a first line of a lone
     no-break space, which the 2025 validator strips, hid it ('Expecting value', no hint)."""

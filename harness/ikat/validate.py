@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from harness import jsonl
-from harness.errors import HarnessError, InputError, open_input, read_input
+from harness.errors import HarnessError, InputError, counted, open_input, read_input
 from harness.ikat.checks import CHECKS, Context, Finding, error, topic_index
 from harness.ikat.checks_2023 import parse_submission
 from harness.ikat.submission import YEARS, Submission
@@ -166,6 +166,9 @@ def decode_submission(path: Path, text: str, year: int | None = None) -> Decoded
         decoded.problem = error("bom", _BOM_PROBLEM, line=1)
     elif YEARS[year].json_lines:
         decoded.entries = decode_lines(text)
+        if (shape := _not_json_lines(body, decoded.entries)) is not None:
+            decoded.problem = error("json", shape)
+            decoded.entries = []  # no line is a turn
     elif problem is not None:
         decoded.problem = error("json", f"not JSON: {problem.msg} (line {problem.lineno}, column {problem.colno})"
                                         # a year guessed is 2025 where the text is JSON Lines: no hint to give
@@ -182,6 +185,24 @@ def _trec_run_hint(text: str) -> str:
         return ("; this looks like a TREC run ('qid Q0 docid rank score tag'), not an iKAT submission: "
                 "`harness ikat from-trec` writes one from it")
     return ""
+
+
+def _not_json_lines(text: str, entries: list[tuple[int, Any]]) -> str | None:
+    """A file read as JSON Lines that is a 2023/2024 submission (one JSON document holding
+    `turns`), or in which no line is an object (a TREC run): what it looks like, said once, not
+    an error for each of its lines. None for a file of JSON lines."""
+    try:
+        raw = jsonl.loads(text)
+    except json.JSONDecodeError:
+        raw = None
+    if isinstance(raw, dict) and isinstance(raw.get("turns"), list):
+        document_years = " and ".join(str(year) for year, form in YEARS.items() if not form.json_lines)
+        return (f"one JSON document holding a list of turns, as iKAT {document_years} submissions are written, not "
+                "JSON Lines (an object a line): leave --year out (the year is guessed from the file) or give the "
+                "file's year")
+    if entries and not any(isinstance(value, dict) for _, value in entries):
+        return f"not JSON Lines: none of its {counted(len(entries), 'line')} is a JSON object{_trec_run_hint(text)}"
+    return None
 
 
 def _json_lines(text: str) -> bool:
@@ -230,7 +251,8 @@ def validate_decoded(
     each check (a server returning a few hundred need not hold one per turn per check)."""
     year = decoded.year
     ctx = Context(year, topic_index(topics), raw=decoded.raw, entries=decoded.entries, passages=passages)
-    report = ValidationReport(path, year, turns=len(decoded.entries))
+    turn_ids = {value.get("turn_id") for _, value in decoded.entries if isinstance(value, dict)}  # 2025: the turns its lines answer
+    report = ValidationReport(path, year, turns=sum(isinstance(turn_id, str) for turn_id in turn_ids))
     if decoded.problem is not None:
         report.findings.append(decoded.problem)
         return report
