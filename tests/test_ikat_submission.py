@@ -314,11 +314,12 @@ def test_to_trec_of_a_2025_turn_given_twice_takes_the_later_line_whole(tmp_path,
     beside the later line's passages, and its bad id was named by the later line)."""
     first = {"metadata": {"team_id": "t", "run_id": "r", "run_type": "automatic"}, "turn_id": "1_1",
              "responses": [{"ptkb_provenance": ["1 x"]}], "references": {"clueweb22-en0000-00-00000:1": 1.0}}
-    later = {**first, "responses": [], "references": {"clueweb22-en0000-00-00001:1": 1.0}}
+    later = {**first, "responses": [{"ptkb_provenance": ["2"]}], "references": {"clueweb22-en0000-00-00001:1": 1.0}}
     path, out, ptkb_out = tmp_path / "run.jsonl", tmp_path / "out.run", tmp_path / "p.run"
     path.write_text(json.dumps(first) + "\n" + json.dumps(later) + "\n")
     assert main(["ikat", "to-trec", str(path), "--output", str(out), "--ptkb-out", str(ptkb_out)]) == 0
-    assert out.read_text().split()[2] == "clueweb22-en0000-00-00001:1" and ptkb_out.read_text() == ""
+    assert out.read_text().split()[2] == "clueweb22-en0000-00-00001:1"
+    assert ptkb_out.read_text().split()[:3] == ["1_1", "Q0", "2"]
 
 
 def _ptkb_2025(tmp_path: Path, provenance: Any) -> tuple[Path, Path, Path]:
@@ -331,11 +332,32 @@ def _ptkb_2025(tmp_path: Path, provenance: Any) -> tuple[Path, Path, Path]:
     return path, tmp_path / "out.run", tmp_path / "p.run"
 
 
-def test_a_2025_ptkb_provenance_null_is_none_as_a_missing_one_is(tmp_path):
-    """JSON's null for a field is its default; the 2025 validator takes it."""
+def test_a_2025_ptkb_provenance_null_is_none_as_a_missing_one_is(tmp_path, capsys):
+    """JSON's null for a field is its default; the 2025 validator takes it: no PTKB provenance,
+    not a ptkb_provenance that is no list of ids."""
     path, out, ptkb_out = _ptkb_2025(tmp_path, None)
-    assert main(["ikat", "to-trec", str(path), "--output", str(out), "--ptkb-out", str(ptkb_out)]) == 0
-    assert ptkb_out.read_text() == "" and out.read_text().split()[2] == "clueweb22-en0000-00-00000:1"
+    assert main(["ikat", "to-trec", str(path), "--output", str(out), "--ptkb-out", str(ptkb_out)]) == 2
+    assert "lists no PTKB provenance for any turn" in capsys.readouterr().err
+    assert main(["ikat", "to-trec", str(path), "--output", str(out)]) == 0
+    assert out.read_text().split()[2] == "clueweb22-en0000-00-00000:1"
+
+
+def test_a_submission_listing_no_ptkb_provenance_is_an_error_with_ptkb_out_not_an_empty_ptkb_run(tmp_path, capsys):
+    """As a file ranking no passage is (eval refuses an empty run): the official 2023 sample
+    with its PTKB provenance left out (from-trec without --ptkb-run writes such a file), and
+    neither run is written."""
+    run = json.loads(SAMPLE_2023.read_text())
+    for turn in run["turns"]:
+        for response in turn["responses"]:
+            response["ptkb_provenance"] = []
+    path, out, ptkb_out = tmp_path / "run.json", tmp_path / "out.run", tmp_path / "out.ptkb.run"
+    path.write_text(json.dumps(run))
+    assert main(["ikat", "to-trec", str(path), "--output", str(out), "--ptkb-out", str(ptkb_out)]) == 2
+    assert capsys.readouterr().err == (
+        f"harness ikat: error: {path}: lists no PTKB provenance for any turn: its PTKB run would rank nothing: "
+        "convert its passages alone, or write it with PTKB provenance (harness ikat from-trec --ptkb-run)\n")
+    assert not out.exists() and not ptkb_out.exists()
+    assert main(["ikat", "to-trec", str(path), "--output", str(out)]) == 0 and read_run(out).scores
 
 
 @pytest.mark.parametrize("provenance", [3, [None], [{"id": 1}], [True]])
