@@ -59,6 +59,17 @@ def test_passage_texts_come_from_a_corpus_spec(tmp_path, run_file, outside, caps
     assert "warning: 1 of 4 passages has no text in benchmark:ikat2023:train" in capsys.readouterr().err
 
 
+def test_passage_texts_come_from_several_corpus_specs_searched_in_order(tmp_path, run_file, outside, capsys):
+    """As a config's corpus: list: the first spec holding a passage gives its text."""
+    passages = tmp_path / "passages.jsonl"  # the last outside passage, under another text: the pool's comes first
+    last = list(outside)[-1]
+    passages.write_text(json.dumps({"id": last, "contents": "a later text"}) + "\n"
+                        + json.dumps({"id": "clueweb22-en0000-00-00000:0", "contents": "only here"}) + "\n")
+    response = from_trec(tmp_path, run_file, "--passages", "benchmark:ikat2023", TRAIN_POOL, str(passages))
+    assert [p["text"] for p in response["passage_provenance"]] == ["only here", *outside.values()]
+    assert "no text" not in capsys.readouterr().err
+
+
 def test_passage_texts_come_from_a_passages_file(tmp_path, run_file, outside):
     passages = tmp_path / "passages.jsonl"
     passages.write_text("".join(json.dumps({"id": pid, "contents": text}) + "\n" for pid, text in outside.items()))

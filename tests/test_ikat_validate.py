@@ -11,6 +11,7 @@ import json
 import re
 import sys
 from collections.abc import Callable
+from itertools import islice
 from pathlib import Path
 
 import pytest
@@ -251,6 +252,43 @@ def test_passage_collection_reads_from_a_benchmark_or_its_passage_file():
     from_file = read_passage_ids(str(passages_path("test")))
     assert len(from_file) == 700 and "clueweb22-en0000-32-08101:4" in from_file
     assert read_passage_ids("benchmark:ikat2023") == from_file
+
+
+@pytest.fixture(scope="module")
+def two_pools_submission(tmp_path_factory) -> Path:
+    """The official 2023 sample with its passages swapped for the first 30 of each shipped pool,
+    one of each in turn, as a run of the default config (corpus: [benchmark:ikat2023:test,
+    benchmark:ikat2023:train]) cites them."""
+    from harness.corpus.readers import open_corpus
+
+    run = json.loads((SAMPLES_2023 / "sample_run.json").read_text())
+    pools = [[d.id for d in islice(open_corpus(f"benchmark:ikat2023:{split}").documents(), 30)]
+             for split in ("test", "train")]
+    for turn in run["turns"]:
+        for response in turn["responses"]:
+            for passage, pid in zip(response["passage_provenance"], [pid for pair in zip(*pools) for pid in pair]):
+                passage["id"] = pid
+    path = tmp_path_factory.mktemp("pools") / "run.json"
+    path.write_text(json.dumps(run))
+    return path
+
+
+def test_several_passage_collections_are_one_as_a_config_s_corpus_list(two_pools_submission, capsys):
+    pools = ["benchmark:ikat2023:test", "benchmark:ikat2023:train"]
+    assert main(["ikat", "validate", str(two_pools_submission), "--topics", "ikat2023", "--partial",
+                 "--passages", *pools]) == 0
+    out, err = capsys.readouterr()
+    assert "[passage-exists]" not in out and "note:" not in err
+
+
+def test_one_split_s_pool_as_the_collection_is_noted_with_the_splits_it_leaves_out(two_pools_submission, capsys):
+    """benchmark:ikat2023 is the test split's pool alone, as everywhere a corpus is named."""
+    assert main(["ikat", "validate", str(two_pools_submission), "--topics", "ikat2023", "--partial",
+                 "--passages", "benchmark:ikat2023"]) == 0
+    out, err = capsys.readouterr()
+    unknown = out.count("[passage-exists]")
+    assert unknown > 0 and (f"note: {unknown} passage ids are not in --passages benchmark:ikat2023; the benchmark's "
+                            "other splits ship passages too: add benchmark:ikat2023:train if the run searched them") in err
 
 
 def test_more_warnings_than_allowed_is_an_error():

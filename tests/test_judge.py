@@ -471,13 +471,65 @@ def test_a_passage_the_corpus_lacks_or_a_query_the_benchmark_lacks_is_a_one_line
     corpus = tmp_path / "short.jsonl"
     corpus.write_text("".join(pool["corpus"].read_text().splitlines(keepends=True)[1:]))
     args = judge_args(pool, type("S", (), {"base_url": "http://127.0.0.1:9/v1"}), tmp_path / "x.qrels")
-    assert main([*args, "--corpus", str(corpus)]) == 2
+    args[args.index(str(pool["corpus"]))] = str(corpus)
+    assert main(args) == 2
     assert capsys.readouterr().err.strip().endswith(
         f"are not in corpus short.jsonl (e.g. {sorted(d for _, d in pool['labels'])[0]!r}); "
-        "give the corpus the runs were made on")
+        "give the corpus the runs were made on (each of them, if they searched several)")
     args[args.index("ikat2024")] = "ikat2023"
     assert main(args) == 2
     assert "queries of the runs are not turns of ikat2023" in capsys.readouterr().err
+
+
+@pytest.fixture(scope="module")
+def two_pools_run(tmp_path_factory) -> tuple[Path, dict[str, str]]:
+    """A run of the first iKAT 2023 test turn over both provenance pools, as the default
+    config's runs search them (corpus: [benchmark:ikat2023:test, benchmark:ikat2023:train]):
+    the first passage of each pool. (the run, {passage id: its text as a judge reads it})"""
+    from harness.corpus.readers import open_corpus
+    from harness.corpus.segment import document_text
+    from harness.topics import load
+
+    qid = load("ikat2023").turns[0].qid
+    firsts = [next(open_corpus(f"benchmark:ikat2023:{split}").documents()) for split in ("test", "train")]
+    run = tmp_path_factory.mktemp("pools") / "pools.run"
+    run.write_text("".join(f"{qid} Q0 {passage.id} {rank} {-rank} pools\n" for rank, passage in enumerate(firsts, 1)))
+    return run, {passage.id: document_text(passage) for passage in firsts}
+
+
+@pytest.mark.parametrize("corpus", [[], ["--corpus", "benchmark:ikat2023:test", "benchmark:ikat2023:train"]])
+def test_a_run_searching_several_corpora_is_judged_on_their_passages_named_or_every_split_of_the_topics(
+        two_pools_run, tmp_path, corpus):
+    """--corpus takes several specs, as a config's corpus: list does; without it, every split's
+    corpus of --topics is read, its own first, as `ikat from-trec` reads them (ikat2023 is the
+    test split, whose pool alone lacks the train pool's passages)."""
+    run, texts = two_pools_run
+    out = tmp_path / "llm.qrels"
+    with start_llm_server(tmp_path, {"labels": {}}) as server:
+        assert main(["judge", str(run), "--topics", "ikat2023", "--model", "m", "--base-url", server.base_url,
+                     "--cache", str(tmp_path / "cache"), "--output", str(out), *corpus]) == 0
+        sent = prompts(server)
+    assert len(sent) == 2 and all(any(text in prompt for prompt in sent) for text in texts.values())
+    assert read_provenance(out)["inputs"]["corpus"] == (corpus[1:] or ["benchmark:ikat2023", "benchmark:ikat2023:train"])
+
+
+def test_one_split_of_several_is_a_one_line_error_naming_the_corpus_and_the_passages_it_lacks(two_pools_run, capsys):
+    run, texts = two_pools_run
+    assert main(["judge", str(run), "--topics", "ikat2023", "--corpus", "benchmark:ikat2023", "--model", "m",
+                 "--base-url", "http://127.0.0.1:9/v1", "--output", "never.qrels"]) == 2
+    assert capsys.readouterr().err == (
+        f"harness judge: error: 1 of the 2 passages to judge are not in corpus ikat2023:test-provenance "
+        f"(e.g. {list(texts)[1]!r}); give the corpus the runs were made on (each of them, if they searched several)\n")
+
+
+def test_run_files_taken_by_corpus_are_a_usage_error_saying_so(two_pools_run, capsys):
+    run, _ = two_pools_run
+    assert main(["judge", "--corpus", "benchmark:ikat2023:test", "benchmark:ikat2023:train", str(run),
+                 "--topics", "ikat2023", "--output", "never.qrels"]) == 2
+    assert capsys.readouterr().err == (
+        f"harness judge: error: --corpus took benchmark:ikat2023:test benchmark:ikat2023:train {run} and no run file "
+        "is left (an option with several values takes every word after it): put the run files before --corpus, or "
+        "end the corpora with -- (--corpus A B -- RUN...)\n")
 
 
 def test_nothing_left_to_judge_writes_an_empty_qrels_that_fills_nothing(pool, tmp_path, capsys):

@@ -37,9 +37,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="check only the turns in the file (skip the checks that every test turn is answered)",
     )
     validate.add_argument(
-        "--passages",
+        "--passages", nargs="+", action="extend", metavar="SPEC",
         help="2023/2024: warn for passage ids not in this collection, as the official gRPC service does "
-        "(benchmark:NAME, an iKAT passage .jsonl, or a file of ids)",
+        "(benchmark:NAME[:SPLIT], an iKAT passage .jsonl, or a file of ids; several are one collection, as a "
+        "config's corpus: list: the default config's runs search benchmark:ikat2023:test benchmark:ikat2023:train)",
     )
     validate.add_argument("--quiet", action="store_true", help="print the summary only")
     validate.set_defaults(ikat_run=_validate)
@@ -71,11 +72,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     from_trec.add_argument("--depth", type=number_in(1, PROVENANCE_LIMIT, whole=True), default=PROVENANCE_LIMIT,
                            help=f"passages per turn (1 to {PROVENANCE_LIMIT})")
     from_trec.add_argument(
-        "--passages", metavar="SPEC",
+        "--passages", metavar="SPEC", nargs="+", action="extend",
         help="where the passage texts come from: any corpus the harness reads (an iKAT passages .jsonl, TREC "
         "or ClueWeb22 files, irds:ID, benchmark:NAME) or a Lucene index folder with stored contents or raw "
-        "documents (default: the passages every split of the benchmark ships: iKAT 2023's test and train "
-        "provenance pools)",
+        "documents; several are searched in order (default: the passages every split of the benchmark ships: "
+        "iKAT 2023's test and train provenance pools)",
     )
     from_trec.set_defaults(ikat_run=_from_trec)
 
@@ -105,7 +106,7 @@ def _validate(args: argparse.Namespace) -> int:
         args.year,
         max_warnings=args.max_warnings,
         skip=COVERAGE_CHECKS if args.partial else (),
-        passages=read_passage_ids(args.passages) if args.passages else None,
+        passages=frozenset().union(*map(read_passage_ids, args.passages)) if args.passages else None,
     )
     if not args.quiet:
         for finding in report.findings:
@@ -114,11 +115,26 @@ def _validate(args: argparse.Namespace) -> int:
     if report.turns and len(set(unknown)) >= report.turns:  # every turn (in file order): another year's topics?
         print(f"note: none of the file's {counted(report.turns, 'turn')} is a turn of --topics {args.topics} (the "
               f"file's first: {unknown[0]!r}): give the topics of the file's year", file=sys.stderr)
+    unknown_passages = sum(finding.check == "passage-exists" for finding in report.findings)
+    if unknown_passages and (others := _splits_left_out(args.passages)):
+        print(f"note: {counted(unknown_passages, 'passage id')} {verb(unknown_passages, 'is', 'are')} not in --passages "
+              f"{' '.join(args.passages)}; the benchmark's other splits ship passages too: add {' '.join(others)} if "
+              "the run searched them (the default config's iKAT 2023 runs search both splits' pools)", file=sys.stderr)
     if args.passages and report.year not in CHECKS.get("passage-exists").years:
         print(f"note: --passages was not used: the iKAT {report.year} validator looks up no passage (it checks "
               "references against the ClueWeb22 id pattern only)", file=sys.stderr)
     print(report.summary(), file=sys.stderr)
     return 0 if report.ok else 1
+
+
+def _splits_left_out(specs: list[str]) -> list[str]:
+    """The `benchmark:` specs of the corpora that the splits of the benchmarks named in `specs`
+    ship and `specs` leave out: `benchmark:ikat2023` is the test split's pool alone."""
+    from harness.topics import shipped_corpora
+
+    named = [shipped_corpora(spec.removeprefix("benchmark:")) for spec in specs if spec.startswith("benchmark:")]
+    given = {next(iter(corpora.values())).name for corpora in named if corpora}  # each spec's own corpus first
+    return list(dict.fromkeys(spec for corpora in named for spec, corpus in corpora.items() if corpus.name not in given))
 
 
 def _to_trec(args: argparse.Namespace) -> int:
@@ -160,7 +176,7 @@ def _from_trec(args: argparse.Namespace) -> int:
                            f"(iKAT {args.year})")
     if YEARS[args.year].json_lines and not args.team_id:
         raise HarnessError(f"--year {args.year}: the format's metadata names the team: give --team-id")
-    refuse_overwriting([args.trec_run, args.ptkb_run, Path(args.passages) if args.passages else None], [("--output", args.out)])
+    refuse_overwriting([args.trec_run, args.ptkb_run, *map(Path, args.passages or ())], [("--output", args.out)])
     benchmark = load(args.benchmark)
     run = read_run(args.trec_run)
     _answered_turns(args.trec_run, run, benchmark, args.benchmark, "passages")
@@ -258,11 +274,37 @@ def _check_statements(path: Path, run: Run, benchmark: Benchmark) -> None:
                            f"(its statement ids: {', '.join(known) if known else 'none'})", line=line)
 
 
-def _passage_source(spec: str | None, benchmark: str):
-    """The passage texts from --passages (a corpus spec or a Lucene index), else those the
-    benchmark ships with any of its splits."""
-    if spec is None:
-        return _shipped_passages(benchmark)
+def _passage_source(specs: list[str] | None, benchmark: str):
+    """The passage texts from --passages (corpus specs or Lucene indexes), else from the
+    corpora every split of the benchmark ships (iKAT 2023: the test and the train provenance
+    pools, which the default config searches as one): each read in turn for the passages not
+    found yet, first found first."""
+    from harness.ikat.submission import passage_texts
+
+    if specs:
+        sources = [_one_source(spec) for spec in specs]
+        name = ", ".join(name for _, name in sources)
+    else:
+        from harness.registry import split_spec
+        from harness.topics import shipped_corpora
+
+        corpora = shipped_corpora(benchmark)
+        sources = [(corpus, spec) for spec, corpus in corpora.items()]
+        name = (f"the passages {split_spec(benchmark)[0]} ships "
+                f"({', '.join(corpus.name for corpus in corpora.values()) or 'it ships none'})")
+
+    def texts(ids: set[str]) -> dict[str, str]:
+        found: dict[str, str] = {}
+        for source, _ in sources:
+            if len(found) < len(ids):
+                found.update(passage_texts(source, ids - found.keys()))
+        return found
+
+    return texts, name
+
+
+def _one_source(spec: str):
+    """A --passages spec's texts (a Lucene index, else a corpus) and its name in messages."""
     from harness.retrieve.lucene import is_index
 
     if is_index(spec):
@@ -274,27 +316,6 @@ def _passage_source(spec: str | None, benchmark: str):
     from harness.corpus.readers import open_documents
 
     return open_documents(spec), spec
-
-
-def _shipped_passages(benchmark: str):
-    """The passages every split of `benchmark` ships (iKAT 2023: the test and the train
-    provenance pools, which the default config searches as one), first found first."""
-    from harness.ikat.submission import passage_texts
-    from harness.registry import split_spec
-    from harness.topics import load, splits
-
-    base = split_spec(benchmark)[0]
-    names = [f"{base}:{name}" for name in splits(base)] or [benchmark]
-    corpora = [corpus for name in names if (corpus := load(name).corpus) is not None]
-
-    def texts(ids: set[str]) -> dict[str, str]:
-        found: dict[str, str] = {}
-        for corpus in corpora:
-            if len(found) < len(ids):
-                found.update(passage_texts(corpus, ids - found.keys()))
-        return found
-
-    return texts, f"the passages {base} ships ({', '.join(corpus.name for corpus in corpora) or 'it ships none'})"
 
 
 def _report_texts(submission, source_name: str) -> None:

@@ -22,9 +22,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_runs(parser, "TREC run files whose top-k pairs to judge")
     parser.add_argument("--topics", required=True, metavar="BENCHMARK",
                         help="the benchmark the runs answer (queries and their conversations), e.g. ikat2024")
-    parser.add_argument("--corpus", metavar="SPEC",
-                        help="where the passages' text is: any corpus spec (file, irds:ID, benchmark:NAME); "
-                             "default: the benchmark's own corpus (the file judge needs none)")
+    parser.add_argument("--corpus", metavar="SPEC", nargs="+", action="extend",
+                        help="where the passages' text is: one or more corpus specs (file, irds:ID, benchmark:NAME), "
+                             "searched in order, as a config's corpus: list; default: the corpora every split of the "
+                             "benchmark brings, its own split's first (the file judge needs none)")
     add_output(parser, required=True, metavar="QRELS",
                help="the qrels file of the new labels (and its sidecar QRELS.provenance.json)")
     parser.add_argument("--qrels", help="labels already made (e.g. NIST's): pairs they judge are not judged again")
@@ -92,9 +93,13 @@ def make_llm_judge(args: argparse.Namespace, prompt_name: str, scale: Scale):
 
 
 def run(args: argparse.Namespace) -> int:
-    from harness.topics import load
+    from harness.topics import load, shipped_corpora
     from harness.trec import read_qrels, read_run
 
+    if args.corpus and len(args.corpus) > 1 and not [*args.runs, *args.run_alias]:
+        raise HarnessError(f"--corpus took {' '.join(args.corpus)} and no run file is left (an option with several "
+                           "values takes every word after it): put the run files before --corpus, or end the "
+                           "corpora with -- (--corpus A B -- RUN...)")
     files = runs(args)
     refuse_overwriting([*files, args.qrels, args.labels], [("--output", args.out),
                                                             ("--output", sidecar(args.out))])
@@ -103,21 +108,19 @@ def run(args: argparse.Namespace) -> int:
     if args.corpus:
         from harness.corpus.readers import open_corpus
 
-        corpus = open_corpus(args.corpus)
+        corpora = {spec: open_corpus(spec) for spec in args.corpus}
     elif args.judge == "file":
-        corpus = None  # recorded labels, answered by (qid, docid): no passage text needed
-    elif benchmark.corpus is not None:
-        corpus = benchmark.corpus
-    else:
+        corpora = {}  # recorded labels, answered by (qid, docid): no passage text needed
+    elif not (corpora := shipped_corpora(args.topics)):
         raise HarnessError(f"{args.topics} brings no corpus: give --corpus, the corpus the runs were made on")
     human = read_qrels(args.qrels) if args.qrels else None
     pairs, skipped = unjudged_pairs([read_run(path, depth=args.depth) for path in files], args.depth, human)
-    items = relevance_items(pairs, benchmark, corpus, args.query_field)
+    items = relevance_items(pairs, benchmark, list(corpora.values()), args.query_field)
     judgments = judge.judge(items, progress=True)
     provenance = judge.provenance()
     provenance["inputs"] = {
         "runs": {path: file_sha256(path) for path in files}, "depth": args.depth, "topics": args.topics,
-        "corpus": args.corpus or (f"benchmark:{args.topics}" if corpus is not None else None), "query_field": args.query_field,
+        "corpus": list(corpora) or None, "query_field": args.query_field,
         "qrels": {args.qrels: file_sha256(args.qrels)} if args.qrels else None, "skipped_judged": skipped,
     }
     written = write_qrels(args.out, judgments, provenance)

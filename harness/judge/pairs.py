@@ -40,12 +40,12 @@ def _natural(qid: str) -> list:
     return [int(part) if part.isdigit() else part for part in re.split(r"(\d+)", qid)]
 
 
-def relevance_items(pairs: Sequence[tuple[str, str]], benchmark: Benchmark, corpus: Corpus | None,
+def relevance_items(pairs: Sequence[tuple[str, str]], benchmark: Benchmark, corpora: Sequence[Corpus],
                     query_field: str = "utterance") -> list[Item]:
     """Items keyed (qid, docid) with the fields of ITEM_FIELDS. A query that is not a turn of
-    the benchmark, a turn without the chosen query field, or a passage the corpus lacks is a
-    one-line error (a judge must not grade an empty text). Without a corpus (a judge that
-    answers from recorded labels reads no text) the passage field is empty."""
+    the benchmark, a turn without the chosen query field, or a passage none of the corpora
+    holds is a one-line error (a judge must not grade an empty text). Without a corpus (a
+    judge that answers from recorded labels reads no text) the passage field is empty."""
     if query_field not in QUERY_FIELDS:
         raise HarnessError(f"unknown query field {query_field!r}; known: {', '.join(QUERY_FIELDS)}")
     turns = {turn.qid: (conversation, index) for conversation in benchmark.conversations
@@ -54,7 +54,7 @@ def relevance_items(pairs: Sequence[tuple[str, str]], benchmark: Benchmark, corp
     if strange:
         raise HarnessError(f"{len(strange)} queries of the runs are not turns of {benchmark.name} "
                            f"(e.g. {strange[0]!r}); is --topics the benchmark the runs answer?")
-    texts = passages(corpus, {docid for _, docid in pairs}) if corpus is not None else {}
+    texts = passages(corpora, {docid for _, docid in pairs}) if corpora else {}
     items = []
     for qid, docid in pairs:
         conversation, index = turns[qid]
@@ -72,17 +72,24 @@ def relevance_items(pairs: Sequence[tuple[str, str]], benchmark: Benchmark, corp
     return items
 
 
-def passages(corpus: Corpus, wanted: set[str]) -> dict[str, str]:
+def passages(corpora: Sequence[Corpus], wanted: set[str]) -> dict[str, str]:
     """The text of each wanted passage as every judge reads it (document_text: the title on
-    the first line, then the contents), from one pass over the corpus."""
+    the first line, then the contents), from one pass over each corpus in turn, read until
+    every passage is found (the first corpus holding a passage gives its text): a run may
+    search several corpora as one (a config's `corpus:` list)."""
     texts: dict[str, str] = {}
-    for document in corpus.documents():
-        if document.id in wanted:
-            texts[document.id] = document_text(document)
-            if len(texts) == len(wanted):
-                break
+    for corpus in corpora:
+        if len(texts) == len(wanted):
+            break
+        for document in corpus.documents():
+            if document.id in wanted and document.id not in texts:
+                texts[document.id] = document_text(document)
+                if len(texts) == len(wanted):
+                    break
     absent = sorted(wanted - set(texts))
     if absent:
-        raise HarnessError(f"{len(absent)} of the {len(wanted)} passages to judge are not in corpus {corpus.name} "
-                           f"(e.g. {absent[0]!r}); give the corpus the runs were made on")
+        where = f"corpus {corpora[0].name}" if len(corpora) == 1 else f"any of the corpora {', '.join(c.name for c in corpora)}"
+        raise HarnessError(f"{len(absent)} of the {len(wanted)} passages to judge are not in {where} "
+                           f"(e.g. {absent[0]!r}); give the corpus the runs were made on (each of them, if they "
+                           "searched several)")
     return texts

@@ -69,6 +69,20 @@ def check_field(name: str, field: str, option: str) -> None:
                            f"declared: {', '.join(declared) or 'none'}")
 
 
+def shipped_corpora(name: str) -> dict[str, Corpus]:
+    """The corpora the splits of benchmark `name` bring, by their `benchmark:` specs: `name`'s
+    own first, then the other splits' in declared order, each corpus once (OpenDialKG's splits
+    share one). A run may search several as one (the default config: iKAT 2023's test and train
+    provenance pools), so a command looking up its passages reads them all, first found first."""
+    base, _ = split_spec(name)
+    corpora: dict[str, Corpus] = {}
+    for each in (name, *(f"{base}:{split}" for split in splits(base))):
+        corpus = load(each).corpus
+        if corpus is not None and all(corpus.name != known.name for known in corpora.values()):
+            corpora[f"benchmark:{each}"] = corpus
+    return corpora
+
+
 def _benchmark_corpus(name: str) -> Corpus:
     corpus = load(name).corpus
     if corpus is None:
@@ -82,4 +96,4 @@ CORPUS_FORMATS.add("benchmark", CorpusFormat(open=_benchmark_corpus, claims=lamb
 
 
 __all__ = ["ADAPTERS", "Adapter", "Benchmark", "Conversation", "PersonalStatement", "Query", "Turn", "check_field",
-           "fields", "load", "names", "splits"]
+           "fields", "load", "names", "shipped_corpora", "splits"]
