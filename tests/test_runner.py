@@ -790,7 +790,7 @@ def test_topics_without_qrels_are_run_and_written_not_scored_and_said_so(tmp_pat
         {"task": "ptkb", "topics": "ikat2025", "retrievers": ["bm25"]},  # the task's own measures: not named
         {"task": "ptkb", "topics": "ikat2023:test", "retrievers": ["bm25"]}]}), encoding="utf-8")
     assert main(["run", str(config), "--dry-run"]) == 0
-    assert capsys.readouterr().out.splitlines()[0] == "ikat2025.ptkb.bm25\t188 queries\tnot scored\tto run"
+    assert capsys.readouterr().out.splitlines()[1] == "ikat2025.ptkb.bm25\t188 queries\tnot scored\tto run"
     assert main(["run", str(config)]) == 0
     said = capsys.readouterr()
     assert f"{config}: experiments[0]: ikat2025:test ships no qrels: its runs are written to {out}, not scored" \
