@@ -138,14 +138,37 @@ def _raw(path: Path) -> IO[bytes]:
     return open(path, "rb")
 
 
+# What a file's first bytes say it is when they are not UTF-8 text, with what to do: checked only
+# once a bad byte is met on line 1 (the usual reasons a text reader meets one there).
+_UTF16 = "save it as UTF-8, e.g. iconv -f UTF-16 -t UTF-8"
+_MAGIC = (
+    (b"\x1f\x8b", "gzip-compressed", "rename it {name}.gz, which is read decompressed"),
+    (b"\xff\xfe", "UTF-16 text (byte-order mark FF FE)", _UTF16),
+    (b"\xfe\xff", "UTF-16 text (byte-order mark FE FF)", _UTF16),
+)
+
+
+def _what_it_is(path: Path, start: bytes) -> str | None:
+    """What a file starting with a gzip magic number or a UTF-16 byte-order mark is, and what to
+    do; None for any other bad byte."""
+    for magic, kind, cure in _MAGIC:
+        if start.startswith(magic):
+            if magic == b"\x1f\x8b" and path.suffix in COMPRESSED:
+                cure = f"it was compressed twice: decompress it once and keep the {path.suffix}"
+            return f"{kind}, not UTF-8 text: {cure.format(name=path.name)}"
+    return None
+
+
 def _bad_byte(path: Path, error: UnicodeDecodeError) -> InputError:
-    """The line holding the first byte that is not UTF-8."""
+    """The line holding the first byte that is not UTF-8 (at line 1, a compressed or UTF-16 file said as such)."""
     try:
         with _raw(path) as raw:
             for number, line in enumerate(raw, start=1):
                 try:
                     line.decode("utf-8-sig" if number == 1 else "utf-8")
                 except UnicodeDecodeError as found:
+                    if number == 1 and (said := _what_it_is(path, line)) is not None:
+                        return InputError(path, said, line=1)
                     return InputError(path, f"not UTF-8 text (byte 0x{line[found.start]:02x} at column "
                                             f"{len(line[:found.start].decode('utf-8', 'replace')) + 1})",
                                       line=number)

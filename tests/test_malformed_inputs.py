@@ -192,3 +192,29 @@ def test_a_bad_byte_in_a_compressed_corpus_is_reported_at_its_real_line(compress
     path.write_bytes(compress(b"".join(lines)))
     code, _, err = _run(READERS["corpus"].command(path, tmp_path), capsys)
     assert_one_line_error(code, err, path, 201)
+
+
+ENCODED = {"gzip": (gzip.compress, "gzip-compressed"),
+           "UTF-16 LE": (lambda data: data.decode("utf-8").encode("utf-16"), "UTF-16 text (byte-order mark FF FE)"),
+           "UTF-16 BE": (lambda data: b"\xfe\xff" + data.decode("utf-8").encode("utf-16-be"),
+                         "UTF-16 text (byte-order mark FE FF)")}
+
+
+@pytest.mark.parametrize("encoding", sorted(ENCODED))
+@pytest.mark.parametrize("reader", sorted(READERS))
+def test_a_compressed_or_utf16_file_is_said_as_such(reader, encoding, tmp_path, capsys, shadow):  # noqa: F811
+    """A gzip file without its .gz suffix or a UTF-16 file is named for what it is, with what to
+    do, not as a stray byte at line 1."""
+    spec, (encode, said) = READERS[reader], ENCODED[encoding]
+    path = _place(tmp_path, spec, encode(spec.good().encode("utf-8")), shadow)
+    code, _, err = _run(spec.command(path, tmp_path), capsys)
+    assert_one_line_error(code, err, path, 1)
+    assert f"{said}, not UTF-8 text: " in err and "byte 0x" not in err
+
+
+def test_a_gzip_file_compressed_twice_is_said_as_such(tmp_path, capsys):
+    path = tmp_path / "twice.run.gz"
+    path.write_bytes(gzip.compress(gzip.compress(_head(CAST2021_DOC_RUNS[0], 20).encode("utf-8"))))
+    code, _, err = _run(READERS["run"].command(path, tmp_path), capsys)
+    assert_one_line_error(code, err, path, 1)
+    assert "compressed twice: decompress it once and keep the .gz" in err
