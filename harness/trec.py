@@ -286,6 +286,12 @@ def _looks_like(number: int, fields: list[str], kind: str) -> str:
         return ": this looks like a run line ('qid Q0 docid rank score tag'): is a run file given as the qrels?"
     if kind == "run" and len(fields) == 4 and INTEGER.fullmatch(fields[3]):
         return ": this looks like a qrels line ('qid iter docid grade'): is the qrels file given as a run?"
+    if kind == "run" and len(fields) == 3 and INTEGER.fullmatch(fields[2]):
+        return (": this looks like 'qid docid rank' (an MS MARCO run); write it as a TREC run, the score falling as "
+                "the rank rises, e.g. awk '{print $1, \"Q0\", $2, $3, -$3, \"myrun\"}'")
+    if kind == "run" and len(fields) == 5 and INTEGER.fullmatch(fields[3]) and SCORE.fullmatch(fields[4]):
+        return (": this looks like 'qid Q0 docid rank score' without the run tag (the 6th field); add one, "
+                "e.g. awk '{print $0, \"myrun\"}'")
     return ""
 
 

@@ -89,7 +89,9 @@ def test_run_and_qrels_with_no_common_query_score_zero(tmp_path, qrels_106):
 
 
 @pytest.mark.parametrize(("line", "problem"), [
-    ("106_1 Q0 KILT_1 1 9.0", "expected 6 fields 'qid Q0 docid rank score tag', found 5"),
+    ("106_1 Q0 KILT_1 1 9.0", "expected 6 fields 'qid Q0 docid rank score tag', found 5: this looks like "
+                             "'qid Q0 docid rank score' without the run tag (the 6th field); add one, "
+                             "e.g. awk '{print $0, \"myrun\"}'"),
     ("106_1 Q0 KILT_1 one 9.0 t", "rank 'one' is not an integer"),
     ("106_1 Q0 KILT_1 1 high t", f"score 'high' is not a number: {PLAIN}"),
     ("106_1 Q0 KILT_1 1 nan t", f"score 'nan' is not finite: {PLAIN}"),

@@ -43,6 +43,33 @@ def test_a_three_column_qrels_is_told_to_add_the_iteration_column(tmp_path, caps
     assert "add 0 as the second field" in error
 
 
+def _scores(capsys, run) -> str:
+    assert main(["eval", "--qrels", QRELS, str(run), "--measures", "nDCG@3", "AP", "--format", "csv"]) == 0
+    return capsys.readouterr().out.split("\n", 1)[1].split(",", 1)[1]
+
+
+def test_an_ms_marco_run_is_told_how_to_write_it_as_a_trec_run(tmp_path, capsys):
+    """'qid docid rank': the awk line the error gives scores as the TREC run it came from."""
+    lines = [line.split() for line in RUN.read_text().splitlines()]
+    run = tmp_path / "msmarco.run"
+    run.write_text("".join(f"{q}\t{d}\t{r}\n" for q, _, d, r, _, _ in lines))
+    error = error_of(capsys, "--qrels", QRELS, str(run))
+    assert error.endswith("msmarco.run:1: expected 6 fields 'qid Q0 docid rank score tag', found 3: this looks like "
+                          "'qid docid rank' (an MS MARCO run); write it as a TREC run, the score falling as the rank "
+                          "rises, e.g. awk '{print $1, \"Q0\", $2, $3, -$3, \"myrun\"}'")
+    cured = tmp_path / "cured.run"
+    cured.write_text("".join(f"{q} Q0 {d} {r} {-int(r)} myrun\n" for q, _, d, r, _, _ in lines))
+    assert _scores(capsys, cured) == _scores(capsys, RUN)
+
+
+def test_a_run_without_its_tag_is_told_to_add_one(tmp_path, capsys):
+    run = tmp_path / "untagged.run"
+    run.write_text("".join(" ".join(line.split()[:5]) + "\n" for line in RUN.read_text().splitlines()))
+    assert error_of(capsys, "--qrels", QRELS, str(run)).endswith(
+        "untagged.run:1: expected 6 fields 'qid Q0 docid rank score tag', found 5: this looks like "
+        "'qid Q0 docid rank score' without the run tag (the 6th field); add one, e.g. awk '{print $0, \"myrun\"}'")
+
+
 @pytest.mark.parametrize("qrels, run, told", [
     (str(RUN), str(RUN), "is a run file given as the qrels?"),
     (QRELS, QRELS, "is the qrels file given as a run?"),
