@@ -60,13 +60,36 @@ def test_measures_are_reported_under_the_names_given(capsys):
 
 def test_every_bad_measure_is_named_at_once_with_the_nearest_valid_name(capsys):
     assert main(["eval", "--qrels", str(CAST2021_QRELS), RUN,
-                 "--measures", "nDGC@10", "P5", "unj_10", "nDCG@3", "recip_rnak", "gm_map", "P.5,10"]) == 2
+                 "--measures", "nDGC@10", "P5", "unj_10", "nDCG@3", "recip_rnak", "set_F", "P.5,10"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1
     assert "6 of 7 measures refused" in err[0]
     for bad, nearest in [("nDGC@10", "nDCG@10"), ("P5", "P_5"), ("unj_10", "Judged@10"),
-                         ("recip_rnak", "recip_rank"), ("gm_map", "map"), ("P.5,10", "give P_5 P_10")]:
+                         ("recip_rnak", "recip_rank"), ("set_F", "use set_P and set_recall"),
+                         ("P.5,10", "give P_5 P_10")]:
         assert f"'{bad}'" in err[0] and nearest in err[0]
+
+
+@pytest.mark.parametrize("name", ["gm_map", "GM_BPREF"])
+def test_a_geometric_mean_is_refused_with_the_reason_not_a_nearest_name(capsys, name):
+    """GMAP is not AP: no 'nearest valid name: map', as iprec_at_recall is refused with its reason."""
+    assert main(["eval", "--qrels", str(CAST2021_QRELS), RUN, "--measures", name]) == 2
+    assert capsys.readouterr().err == (
+        f"harness eval: error: cannot read measure {name!r}: refused: trec_eval's gm_map and gm_bpref are geometric "
+        "means over the queries, which the harness does not take (map and bpref are the arithmetic means)\n")
+
+
+@pytest.mark.parametrize("written, give", [("nDCG@3,RR", "nDCG@3 RR"), ("nDCG@3, RR", "nDCG@3 RR"),
+                                           ("P@5,10", "P@5 P@10"), ("P(rel=2)@5,nDCG@3", "'P(rel=2)@5' nDCG@3")])
+def test_a_comma_separated_list_of_measures_is_told_one_measure_per_argument(capsys, written, give):
+    assert main(["eval", "--qrels", str(CAST2021_QRELS), RUN, "--measures", written]) == 2
+    assert capsys.readouterr().err == (f"harness eval: error: cannot read measure {written!r}: one measure per "
+                                       f"argument, not a comma-separated list: give {give}\n")
+
+
+def test_parameters_inside_parentheses_are_not_a_list(capsys):
+    assert main(["eval", "--qrels", str(CAST2021_QRELS), RUN, "--measures", "P(rel=2,judged_only=True)@5"]) == 2
+    assert "trec_eval -J is not applied" in capsys.readouterr().err
 
 
 def test_the_same_measure_under_two_names_is_refused_naming_both(capsys):

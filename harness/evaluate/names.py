@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import difflib
 import re
+import shlex
 import sys
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
@@ -65,11 +66,14 @@ TREC_EVAL_ADVICE = {
     "unj": "Judged@{k} (it is 1 - unj_{k})",
 }
 TREC_EVAL_REFUSED = {
+    "gm_": "trec_eval's gm_map and gm_bpref are geometric means over the queries, which the harness does not take "
+           "(map and bpref are the arithmetic means)",
     "set_f": "trec_eval's set_F weighs by a beta the harness does not pass; use set_P and set_recall",
     "iprec_at_recall": "interpolated precision is not computed as trec_eval computes it at every level",
 }
 
 _IR_MEASURES_SYNTAX = re.compile(r"([A-Za-z_]+)(.*)", re.DOTALL)
+_TOP_LEVEL_COMMA = re.compile(r"\s*,\s*(?![^()]*\))")  # a comma outside parentheses (inside, it parts parameters)
 _TREC_EVAL_SYNTAX = re.compile(r"([A-Za-z_][A-Za-z0-9_]*?)(?:[._]([0-9]+))?")
 
 
@@ -81,6 +85,9 @@ def canonical(name: str, computed: Collection[str]) -> str:
     """The ir-measures spelling of `name` (checked against the harness's table later);
     `computed`: the families the harness computes, for suggestions."""
     if "@" in name or "(" in name:
+        listed = _TOP_LEVEL_COMMA.split(name)
+        if len(listed) > 1:
+            raise MeasureNameError(f"one measure per argument, not a comma-separated list: give {_spelled(listed)}")
         match = _IR_MEASURES_SYNTAX.fullmatch(name)
         head = IR_MEASURES.get(match.group(1).lower()) if match else None
         if head is None:
@@ -116,6 +123,16 @@ def canonical(name: str, computed: Collection[str]) -> str:
     else:
         suggestion = _nearest(written, _trec_eval_names(), "")
     raise MeasureNameError(f"not a measure the harness computes{suggestion}")
+
+
+def _spelled(listed: Sequence[str]) -> str:
+    """The measures of a comma-separated list as separate shell words ('P@5,10' lists P@5 and P@10)."""
+    names: list[str] = []
+    for part in listed:
+        if part.isdigit() and names and "@" in names[-1]:
+            part = f"{names[-1].rpartition('@')[0]}@{part}"
+        names.append(part)
+    return " ".join(shlex.quote(name) for name in names)
 
 
 def _families(computed: Collection[str]) -> dict[str, str]:
