@@ -419,3 +419,15 @@ def test_counts_are_summed_over_the_queries_as_trec_eval_and_harness_eval_give_t
     assert main(["compare", "--qrels", str(CAST2021_QRELS), *map(str, CAST2021_DOC_RUNS[:2]),
                  "--measures", "NumRet", "nDCG@3", "--output", str(out)]) == 0
     assert f"| {evaluations[0].means['NumRet']:.0f}" in out.read_text()
+    # JSON and CSV give a count's value and difference as the whole numbers they are, as the table prints them
+    assert main(["compare", "--qrels", str(CAST2021_QRELS), *map(str, CAST2021_DOC_RUNS[:2]),
+                 "--measures", "NumRet", "nDCG@3", "--format", "json", "--output", str(out.with_suffix(".json"))]) == 0
+    document = json.loads(out.with_suffix(".json").read_text())
+    assert document["runs"][first]["NumRet"]["mean"] == evaluations[0].means["NumRet"]
+    assert type(document["runs"][first]["NumRet"]["mean"]) is int
+    assert [type(c["difference"]) for c in document["comparisons"]] == [int, float]
+    assert main(["compare", "--qrels", str(CAST2021_QRELS), *map(str, CAST2021_DOC_RUNS[:2]),
+                 "--measures", "NumRet", "nDCG@3", "--output", str(out.with_suffix(".csv"))]) == 0
+    rows = list(csv.reader(out.with_suffix(".csv").read_text().splitlines()))
+    assert ["mean", first, "NumRet", "", f"{evaluations[0].means['NumRet']:.0f}"] == rows[1][:5]
+    assert [row[4] for row in rows if row[:3] == ["vs baseline", second, "NumRet"]] == [f"{comparison.difference:.0f}"]

@@ -25,6 +25,20 @@ def test_json_maps_run_stem_to_measure_to_mean(capsys):
     assert f"{result['org_convdr']['nDCG@3']:.4f}" == "0.3542"  # trec_eval -c -M1000 ndcg_cut_3
 
 
+def test_counts_are_whole_numbers_in_json_as_in_the_table_and_csv(capsys):
+    """NumRel, NumRet and the other counts: 5505, not 5505.0, on `all` and per query."""
+    argv = ["eval", "--qrels", str(CAST2021_QRELS), str(CAST2021_DOC_RUNS[0]), "--measures", "P@5", "NumRel",
+            "NumRet(rel=1)", "num_q", "--per-query"]
+    assert main([*argv, "--format", "json"]) == 0
+    result = json.loads(capsys.readouterr().out)["org_convdr"]
+    assert main([*argv, "--format", "csv"]) == 0
+    all_row = capsys.readouterr().out.splitlines()[-1].split(",")
+    counts = {name: result[name] for name in ("NumRel", "NumRet(rel=1)", "num_q")}
+    assert all(type(value) is int for value in counts.values()) and type(result["P@5"]) is float
+    assert [str(value) for value in counts.values()] == all_row[3:]
+    assert all(type(value) is int for name in counts for value in result["per_query"][name].values())
+
+
 def test_per_query_json_has_every_judged_query(capsys):
     main(["eval", "--qrels", str(CAST2021_QRELS), "--run", str(CAST2021_DOC_RUNS[0]),
           "--measures", "RR", "--per-query", "--format", "json"])

@@ -558,7 +558,14 @@ def test_the_leaderboard_prints_counts_as_whole_numbers_as_trec_eval_does(tmp_pa
          "retrievers": ["one"]}]}), encoding="utf-8")
     with RETRIEVERS.using({"one": _declared_one()}):
         assert main(["run", str(config)]) == 0
-    assert "| pragmaticqa-val.raw.one | raw | one | 1480 | 1480 | 0.0000 |" in capsys.readouterr().out
+        assert "| pragmaticqa-val.raw.one | raw | one | 1480 | 1480 | 0.0000 |" in capsys.readouterr().out
+        # the run's JSON records them so too, and a rerun reads them back to the same leaderboard
+        record = json.loads((tmp_path / "runs" / "pragmaticqa-val.raw.one.json").read_text())["scores"]["evaluation"]
+        assert [record["means"][name] for name in ("NumRet", "num_q")] == [1480, 1480]
+        assert all(type(v) is int for name in ("NumRet", "num_q") for v in [record["means"][name],
+                                                                              *record["per_query"][name].values()])
+        assert main(["run", str(config)]) == 0
+        assert "| pragmaticqa-val.raw.one | raw | one | 1480 | 1480 | 0.0000 |" in capsys.readouterr().out
 
 
 def test_a_parameter_yaml_reads_as_a_date_is_recorded_as_its_text_in_the_runs_json(tmp_path):

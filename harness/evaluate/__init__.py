@@ -68,6 +68,16 @@ class Evaluation:
     def num_queries(self) -> int:
         return len(next(iter(self.per_query.values()), {}))
 
+    def whole_counts(self) -> "Evaluation":
+        """This evaluation with its counts as the whole numbers they are (5505, not 5505.0): as
+        the JSON outputs give them, agreeing with the tables, which print them so."""
+        def whole(measure: str, value: float) -> float | int:
+            return json_value(value, measure in self.counts)
+
+        return replace(self, means={m: whole(m, v) for m, v in self.means.items()},
+                       per_query={m: {qid: whole(m, v) for qid, v in values.items()}
+                                  for m, values in self.per_query.items()})
+
     def judged_note(self) -> str:
         """How many judged queries were scored and how many of them the run lacks, which
         trec_eval -c scores as empty rankings (0 in every mean and paired test) without a word:
@@ -90,6 +100,12 @@ def printed(value: float, count: bool, sign: str = "") -> str:
     """A value as trec_eval prints it: a count (summed over the queries) as a whole number,
     any other measure to 4 decimals; `sign` "+" for a difference."""
     return f"{value:{sign}.{0 if count else 4}f}"
+
+
+def json_value(value: float, count: bool) -> float | int:
+    """A value as a JSON output gives it: a count (summed over the queries) as a whole number,
+    as `printed` prints it; any other measure unrounded."""
+    return round(value) if count else value
 
 
 def qrels_name(qrels: Qrels | QrelsTable) -> str:

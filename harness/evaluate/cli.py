@@ -127,7 +127,7 @@ def _report_coverage(evaluation: Evaluation, qrels_path: str) -> None:
 
 def _as_json(evaluations: list[Evaluation], per_query: bool) -> str:
     document = {}
-    for evaluation in evaluations:
+    for evaluation in map(Evaluation.whole_counts, evaluations):
         entry: dict = dict(evaluation.means)
         if per_query:
             entry["per_query"] = evaluation.per_query

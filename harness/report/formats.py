@@ -17,6 +17,7 @@ from pathlib import Path
 
 from harness.atomic import atomic_write
 from harness.errors import HarnessError
+from harness.evaluate import json_value
 from harness.registry import Registry
 from harness.report import html, markdown
 from harness.report.arena import Arena
@@ -76,13 +77,19 @@ def as_csv(report: Report) -> bytes:
     for run in board.ranked_runs:
         for measure in board.measures:
             s = board.summaries[run, measure]
-            writer.writerow(["mean", run, measure, "", f"{s.mean:.6f}", f"{s.ci_low:.6f}", f"{s.ci_high:.6f}",
-                             "", "", "", "", "", "", ""])
+            count = measure in board.scores.counts
+            writer.writerow(["mean", run, measure, "", _csv_value(s.mean, count), f"{s.ci_low:.6f}",
+                             f"{s.ci_high:.6f}", "", "", "", "", "", "", ""])
             for c in board.comparisons_of(run, measure):
-                writer.writerow(["vs baseline", run, measure, c.baseline, f"{c.difference:.6f}", f"{c.ci_low:.6f}",
-                                 f"{c.ci_high:.6f}", f"{c.effect_size:.4f}", f"{c.p_value:.6g}",
+                writer.writerow(["vs baseline", run, measure, c.baseline, _csv_value(c.difference, count),
+                                 f"{c.ci_low:.6f}", f"{c.ci_high:.6f}", f"{c.effect_size:.4f}", f"{c.p_value:.6g}",
                                  f"{c.p_adjusted:.6g}", int(board.significant(c)), c.wins, c.ties, c.losses])
     return out.getvalue().encode()
+
+
+def _csv_value(value: float, count: bool) -> str:
+    """A count (a sum over the queries) as the whole number it is, any other value to 6 decimals."""
+    return str(json_value(value, count)) if count else f"{value:.6f}"
 
 
 def arena_dict(arena: Arena) -> dict:
@@ -114,12 +121,14 @@ def as_json(report: Report) -> bytes:
         "queries_per_measure": {**{m: board.queries(m) for m in board.measures}, **dict.fromkeys(board.undefined, 0)},
         "baselines": board.baselines,
         "runs": {
-            run: {m: {"mean": s.mean, "ci_low": s.ci_low, "ci_high": s.ci_high, "marks": board.marks(run, m)}
+            run: {m: {"mean": json_value(s.mean, m in board.scores.counts), "ci_low": s.ci_low, "ci_high": s.ci_high,
+                      "marks": board.marks(run, m)}
                   for m in board.measures for s in [board.summaries[run, m]]}
             for run in board.ranked_runs
         },
         # Cohen's d of differences without spread is infinite, which strict JSON has no word for: null
-        "comparisons": [{**asdict(c), "effect_size": json_number(c.effect_size),
+        "comparisons": [{**asdict(c), "difference": json_value(c.difference, c.measure in board.scores.counts),
+                         "effect_size": json_number(c.effect_size),
                          "significant": board.significant(c)} for c in board.comparisons],
         "conversation_means": report.conversation_means,
         "breakdowns": [

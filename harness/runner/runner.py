@@ -311,7 +311,7 @@ def _scoring(prepared: Prepared) -> dict[str, Any]:
 
 
 def _scores_record(prepared: Prepared, scored: Scored) -> dict[str, Any]:
-    return {"for": _scoring(prepared), "evaluation": asdict(scored.evaluation), "judged": scored.judged}
+    return {"for": _scoring(prepared), "evaluation": asdict(scored.evaluation.whole_counts()), "judged": scored.judged}
 
 
 def finished_scores(prepared: Prepared, output: Path) -> Scored | None:
