@@ -118,6 +118,17 @@ def test_kappa_on_the_two_ptkb_qrels_equals_scikit_learn(capsys):
     assert document["kappa"]["2"] is None  # no grade 2 on either side: undefined, never a made-up 0
 
 
+def test_a_threshold_above_every_grade_is_a_warning_that_its_kappa_is_n_a(capsys):
+    """The PTKB qrels grade 0 and 1: kappa at >= 2 or 3 is undefined (n/a), said as `harness eval`
+    says a rel= no judgment reaches; once per threshold, whatever the format."""
+    for fmt in ("table", "json"):
+        assert main(["qrels", "agree", str(PTKB_NIST), str(PTKB_ORG), "--thresholds", "1", "3", "2", "3",
+                     "--format", fmt]) == 0
+        assert capsys.readouterr().err.splitlines() == [
+            f"warning: --thresholds {t}: no judgment in qrels {PTKB_NIST} or {PTKB_ORG} reaches grade {t} "
+            "(the highest is 1), so its kappa is n/a" for t in (3, 2)]
+
+
 def test_csv_and_table_say_what_json_says(capsys):
     document = agree_json(str(PTKB_NIST), str(PTKB_ORG), capsys)
     assert main(["qrels", "agree", str(PTKB_NIST), str(PTKB_ORG), "--thresholds", *THRESHOLDS, "--format", "csv"]) == 0

@@ -176,9 +176,16 @@ def _warn_unreachable(parsed: Sequence, names: Sequence[str], qrels: QrelsTable)
     for measure, name in zip(parsed, names):
         level = measure.params.get("rel")
         if level is not None and (top is None or level > top):
-            highest = f"the highest is {top}" if top is not None else "they judge nothing"
-            print(f"warning: {name}: no judgment in qrels {qrels_name(qrels)} reaches grade {level} ({highest}), "
-                  "so it is 0 on every query", file=sys.stderr)
+            print(f"warning: {unreachable(name, qrels_name(qrels), level, top)}, so it is 0 on every query",
+                  file=sys.stderr)
+
+
+def unreachable(what: str, qrels: str, level: int, top: int | None) -> str:
+    """'{what}: no judgment in qrels {qrels} reaches grade {level} (the highest is {top})': a
+    relevance level above every grade (a measure's rel=, `qrels agree --thresholds`), whose
+    number then says nothing; the caller says what it is instead."""
+    highest = f"the highest is {top}" if top is not None else "they judge nothing"
+    return f"{what}: no judgment in qrels {qrels} reaches grade {level} ({highest})"
 
 
 class Evaluator:

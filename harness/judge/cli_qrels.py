@@ -15,6 +15,7 @@ import sys
 
 from harness.cli import add_format, add_output, add_runs, number_in, runs
 from harness.judge.agree import WEIGHTINGS, Agreement, PairAgreement, RankingAgreement
+from harness.trec import Qrels
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -85,9 +86,23 @@ def run_agree(args: argparse.Namespace) -> int:
     if not result.overall.pairs:
         print(f"warning: {args.a} and {args.b} judge no (qid, docid) pair in common: every kappa is n/a",
               file=sys.stderr)
+    else:
+        _warn_unreachable(a, b, args)
     formats = {"table": _agree_table, "csv": _agree_csv, "json": _agree_json}
     _emit(formats[args.format](result, args), args.out)
     return 0
+
+
+def _warn_unreachable(a: Qrels, b: Qrels, args: argparse.Namespace) -> None:
+    """A threshold above every grade of both qrels makes every label 0 on both sides, so its
+    kappa is n/a: said once, on stderr, in the words `harness eval` uses for such a rel=."""
+    from harness.evaluate import unreachable
+
+    top = max(grade for qrels in (a, b) for docs in qrels.judgments.values() for grade in docs.values())
+    for threshold in dict.fromkeys(args.thresholds):
+        if threshold > top:
+            print(f"warning: {unreachable(f'--thresholds {threshold}', f'{args.a} or {args.b}', threshold, top)}, "
+                  "so its kappa is n/a", file=sys.stderr)
 
 
 def _columns(result: Agreement) -> list[str]:
