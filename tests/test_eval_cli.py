@@ -39,6 +39,31 @@ def test_counts_are_whole_numbers_in_json_as_in_the_table_and_csv(capsys):
     assert all(type(value) is int for name in counts for value in result["per_query"][name].values())
 
 
+@pytest.mark.parametrize("command", ["eval", "compare"])
+def test_a_depth_shallower_than_a_measure_reads_is_a_warning_as_harness_run_gives(capsys, command):
+    """nDCG@500 at --depth 10 is nDCG@10 under nDCG@500's name: said as `harness run` says it of k."""
+    runs = [str(path) for path in CAST2021_DOC_RUNS[:2]]
+    assert main([command, "--qrels", str(CAST2021_QRELS), *runs, "--preset", "cast2021", "--depth", "10",
+                 "--format", "json"]) == 0
+    warnings = [line for line in capsys.readouterr().err.splitlines() if line.startswith("warning:")]
+    assert warnings == ["warning: --depth 10 keeps 10 documents per query, fewer than nDCG@500 (500), "
+                        "AP(rel=2)@500 (500), R(rel=2)@500 (500) reads: scored on the top 10 alone; give --depth 500 "
+                        "for what the names say"]
+
+
+def test_a_presets_depth_shallower_than_a_measure_given_is_named_as_the_presets(capsys):
+    assert main(["eval", "--qrels", str(CAST2021_QRELS), str(CAST2021_DOC_RUNS[0]), "--preset", "cast2021",
+                 "--measures", "R@1000", "nDCG@3", "--format", "json"]) == 0
+    assert ("warning: the cast2021 preset's depth 500 keeps 500 documents per query, fewer than R@1000 (1000) reads: "
+            "scored on the top 500 alone; give --depth 1000 for what the names say\n") in capsys.readouterr().err
+
+
+def test_a_depth_as_deep_as_every_measure_reads_draws_no_warning(capsys):
+    assert main(["eval", "--qrels", str(CAST2021_QRELS), str(CAST2021_DOC_RUNS[0]), "--measures", "R@10", "AP",
+                 "--depth", "10"]) == 0
+    assert "warning" not in capsys.readouterr().err
+
+
 def test_per_query_json_has_every_judged_query(capsys):
     main(["eval", "--qrels", str(CAST2021_QRELS), "--run", str(CAST2021_DOC_RUNS[0]),
           "--measures", "RR", "--per-query", "--format", "json"])

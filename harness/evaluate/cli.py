@@ -14,6 +14,7 @@ from harness.errors import FLAGS, HarnessError
 from harness.evaluate import (JUDGED, Evaluation, Evaluator, RunFileOptions, evaluate_files, printed,
                               report_reading)
 from harness.evaluate import presets
+from harness.evaluate.measures import reads_deeper
 from harness.evaluate.names import CASE_RULE
 from harness.evaluate.presets import PRESETS
 from harness.evaluate.tables import QrelsTable, read_qrels_table, spare_memory
@@ -111,7 +112,12 @@ def measure_settings(args: argparse.Namespace) -> tuple[list[str], int | None, s
         raise HarnessError(f"--measures took {', '.join(swallowed)}, which {'is a file' if len(swallowed) == 1 else 'are files'}"
                            ", not measures (an option with several values takes every word after it): put the run "
                            "files before --measures, or end the measures with -- (--measures nDCG@10 AP -- RUN...)")
-    return presets.measure_settings(args.measures, args.preset, args.depth, args.passage_separator, spelling=FLAGS)
+    measures, depth, separator = presets.measure_settings(args.measures, args.preset, args.depth,
+                                                          args.passage_separator, spelling=FLAGS)
+    if depth is not None and (problem := reads_deeper(measures, depth, "--depth")) is not None:
+        source = f"--depth {depth}" if args.depth is not None else f"the {args.preset} preset's depth {depth}"
+        print(f"warning: {source} keeps {depth} documents per query, {problem}", file=sys.stderr)
+    return measures, depth, separator
 
 
 def _report_coverage(evaluation: Evaluation, qrels_path: str) -> None:

@@ -655,21 +655,14 @@ def measures_of(
 
 def shallow_measures(experiment: Experiment) -> str | None:
     """What the experiment's measures read deeper than its runs go, in one line; None when
-    nothing does. R@100 over runs of k: 10 is R@10 under R@100's name, and a preset's depth 1000
-    over k: 100 scores the top 100: the numbers would be right for the runs, not for the names."""
-    from harness.evaluate import parse_measures
+    nothing does (a preset's depth 1000 over k: 100 scores the top 100 too)."""
+    from harness.evaluate.measures import reads_deeper
 
-    parsed = parse_measures(list(experiment.measures), announce=False)
-    deeper = {name: measure.params["cutoff"] for name, measure in zip(experiment.measures, parsed)
-              if measure.params.get("cutoff", 0) > experiment.k}
-    if experiment.depth is not None and experiment.depth > experiment.k:
-        deeper["the preset's depth"] = experiment.depth
-    if not deeper:
+    preset = {"the preset's depth": experiment.depth} if experiment.depth is not None else None
+    problem = reads_deeper(experiment.measures, experiment.k, "k:", preset)
+    if problem is None:
         return None
-    listed = ", ".join(f"{name} ({depth})" for name, depth in deeper.items())
-    return (f"{experiment.file}: {experiment.key}: its runs hold {experiment.k} hits per turn (k), fewer than "
-            f"{listed} reads: scored on the top {experiment.k} alone; give k: {max(deeper.values())} for what "
-            "the names say")
+    return f"{experiment.file}: {experiment.key}: its runs hold {experiment.k} hits per turn (k), {problem}"
 
 
 def _tag_pattern(node: Node) -> str:
