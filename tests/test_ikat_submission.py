@@ -360,6 +360,22 @@ def test_a_submission_listing_no_ptkb_provenance_is_an_error_with_ptkb_out_not_a
     assert main(["ikat", "to-trec", str(path), "--output", str(out)]) == 0 and read_run(out).scores
 
 
+def test_a_submission_listing_ptkb_provenance_alone_is_an_error_not_an_empty_passage_run(tmp_path, capsys):
+    """The official 2023 sample with its passage provenance left out: its PTKB provenance does
+    not make an empty passage run a run (it was written, 0 bytes, and exit 0)."""
+    run = json.loads(SAMPLE_2023.read_text())
+    for turn in run["turns"]:
+        for response in turn["responses"]:
+            response["passage_provenance"] = []
+    path, out, ptkb_out = tmp_path / "run.json", tmp_path / "out.run", tmp_path / "out.ptkb.run"
+    path.write_text(json.dumps(run))
+    for extra in ([], ["--ptkb-out", str(ptkb_out)]):
+        assert main(["ikat", "to-trec", str(path), "--output", str(out), *extra]) == 2
+        assert capsys.readouterr().err.endswith(f"{path}: ranks no passage for any turn: its passage run would rank "
+                                                "nothing; it lists PTKB provenance alone\n")
+        assert not out.exists() and not ptkb_out.exists()
+
+
 @pytest.mark.parametrize("provenance", [3, [None], [{"id": 1}], [True]])
 def test_a_2025_ptkb_provenance_that_is_not_a_list_of_ids_stops_only_the_ptkb_run(tmp_path, capsys, provenance):
     """Neither the 2025 validator nor generate_run.py reads the field: the passage run is

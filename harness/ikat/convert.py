@@ -209,7 +209,10 @@ def to_trec(
     if not any(runs.passages.values()) and not any(runs.ptkb.values()):  # not an empty run written as if it were one
         raise InputError(path, "ranks no passage for any turn: nothing to convert (an empty file?)")
     runs.check_ids(Path(path), ptkb=ptkb_out is not None)  # no passage run is left without its PTKB run
-    if ptkb_out is not None and not runs.ptkb:  # a PTKB run ranking nothing is an error, as a passage run is
+    if not any(runs.passages.values()):
+        raise InputError(path, "ranks no passage for any turn: its passage run would rank nothing; it lists PTKB "
+                               "provenance alone")
+    if ptkb_out is not None and not any(runs.ptkb.values()):  # a PTKB run ranking nothing is an error, as a passage run is
         raise InputError(path, "lists no PTKB provenance for any turn: its PTKB run would rank nothing: convert its "
                                "passages alone, or write it with PTKB provenance (harness ikat from-trec --ptkb-run)")
     tag = tag or "".join(runs.run_name.split()) or "ikat"
