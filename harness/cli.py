@@ -14,6 +14,7 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import NoReturn
 
+from harness import __version__
 from harness.errors import HarnessError
 from harness.registry import number_problem
 
@@ -131,6 +132,8 @@ def command_parser(chosen: str | None) -> tuple[argparse.ArgumentParser, argpars
     module alone is imported), and that command's own parser (None if it is not a command)."""
     parser = _Parser(prog="harness", description=DESCRIPTION,
                      epilog="`harness COMMAND --help` lists a command's options.")
+    parser.add_argument("--version", action="version", version=f"harness {__version__}",
+                        help="print the harness's version (which the run JSONs record too) and exit")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     found = None
     for name, (module_name, help_text) in COMMANDS.items():

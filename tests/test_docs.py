@@ -216,6 +216,15 @@ def test_top_level_help_describes_the_tool_in_whole_sentences(capsys):
     assert "Each subcommand lives" not in help_text
 
 
+def test_version_prints_the_version_the_run_jsons_record(capsys):
+    """Researchers cite the version they used: `harness --version`, with no command."""
+    import harness
+
+    with pytest.raises(SystemExit) as stop:
+        main(["--version"])
+    assert stop.value.code == 0 and capsys.readouterr().out == f"harness {harness.__version__}\n"
+
+
 @pytest.mark.parametrize("argv, says", [
     (["eval", "--bogus"], "harness eval: error: the following arguments are required: --qrels"),
     (["eval", "--qrels", "q", "--bogus"], "harness eval: error: unrecognized arguments: --bogus"),
