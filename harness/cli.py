@@ -10,8 +10,10 @@ from __future__ import annotations
 import argparse
 import importlib
 import os
+import re
 import sys
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import NoReturn
 
 from harness import __version__
@@ -49,11 +51,11 @@ def add_runs(parser: argparse.ArgumentParser, help_text: str = "TREC run files")
 
 
 def runs(args: argparse.Namespace) -> list[str]:
-    """The run files given, positional first; none is a one-line error."""
-    given = [*args.runs, *args.run_alias]
-    if not given:
-        raise HarnessError("give at least one run file")
-    return given
+    """The run files given, positional first (none is a usage error, said by `_parser`)."""
+    return [*args.runs, *args.run_alias]
+
+
+NO_RUNS = "give at least one run file"
 
 
 def number_in(low: float, high: float, *, whole: bool = False, open_low: bool = False) -> Callable[[str], float]:
@@ -101,19 +103,57 @@ class _Parser(argparse.ArgumentParser):
     error is: the usage summary of a command with many options hid the line that mattered.
     Its subcommands' parsers are of this class too (argparse makes them of the parent's)."""
 
+    words: tuple[str, ...] = ()  # what this parser was given to parse (a subcommand's: the words after its name)
+
     def error(self, message: str) -> NoReturn:
+        message = self._swallowed(message) or message
         self.exit(2, f"{self.prog}: error: {message} (`{self.prog} --help` lists the options)\n")
 
     def parse_known_args(self, args=None, namespace=None):
-        """As argparse's, noting the innermost (sub)command parser left with unknown
-        arguments, so that _parser names it (`harness ikat validate`, not `harness`)."""
+        """As argparse's, noting the innermost (sub)command parser, so that _parser and main
+        name it (`harness ikat validate`, not `harness`) and the words it was given."""
+        self.words = tuple(sys.argv[1:] if args is None else args)
         namespace, extras = super().parse_known_args(args, namespace)
-        if extras and not hasattr(namespace, _LEFT_WITH):
-            setattr(namespace, _LEFT_WITH, self)
+        if not hasattr(namespace, _PARSED_BY):
+            setattr(namespace, _PARSED_BY, self)
         return namespace, extras
 
+    def _swallowed(self, message: str) -> str | None:
+        """Where the positional arguments came out missing (or an option refused one as its
+        value), the files an option of several values took from after it, and the fix: such an
+        option takes every word up to the next option. None where no such option took a file."""
+        positionals = [action for action in self._actions
+                       if not action.option_strings and not isinstance(action, argparse._SubParsersAction)]
+        names = " ".join((action.metavar or action.dest) + ("..." if action.nargs in ("*", "+") else "")
+                         for action in positionals)
+        missing = message.partition("the following arguments are required: ")[2].split(", ")
+        for option, values in reversed(self._several_values()):
+            files = [value for value in values if Path(value).is_file()]
+            if files and (message == NO_RUNS or message.startswith(f"argument {option}:")
+                          or any((action.metavar or action.dest) in missing for action in positionals)):
+                return (f"{option} took {', '.join(files)}, which {'is a file' if len(files) == 1 else 'are files'} "
+                        "(an option with several values takes every word after it): put "
+                        f"{names} before {option}, or end its values with -- ({option} ... -- {names})")
+        return None
 
-_LEFT_WITH = "_parser_left_with_extras"  # set by _Parser.parse_known_args, read and removed by _parser
+    def _several_values(self) -> list[tuple[str, list[str]]]:
+        """Each option of several values (nargs='+') in the words given, with the words it took:
+        those up to the next option, or to `--`."""
+        several = {name for action in self._actions if action.nargs == "+" for name in action.option_strings}
+        found = []
+        for at, word in enumerate(self.words):
+            if word == "--":
+                break
+            if word in several:
+                rest = list(self.words[at + 1:])
+                end = next((i for i, value in enumerate(rest) if value.startswith("-") and not _NEGATIVE.fullmatch(value)),
+                           len(rest))
+                found.append((word, rest[:end]))
+        return found
+
+
+_PARSED_BY = "_parsed_by"  # set by _Parser.parse_known_args, read and removed by _parser
+_NEGATIVE = re.compile(r"-\d+|-\d*\.\d+")  # a value, not an option (argparse's rule)
 
 
 def _describe_nested(parser: argparse.ArgumentParser) -> None:
@@ -147,13 +187,17 @@ def command_parser(chosen: str | None) -> tuple[argparse.ArgumentParser, argpars
     return parser, found
 
 
-def _parser(argv: list[str]) -> tuple[argparse.ArgumentParser, argparse.Namespace]:
+def _parser(argv: list[str]) -> tuple[_Parser, argparse.Namespace]:
+    """The innermost (sub)command parser that read `argv` (which names the command in errors),
+    and what it read; a usage error exits, said by that parser."""
     parser, _ = command_parser(next((a for a in argv if not a.startswith("-")), None))
     args, unknown = parser.parse_known_args(argv)
-    named = vars(args).pop(_LEFT_WITH, parser)
-    if unknown:  # said by the innermost command's parser, which names it and its --help
+    named = vars(args).pop(_PARSED_BY)
+    if unknown:
         named.error(f"unrecognized arguments: {' '.join(unknown)}")
-    return parser, args
+    if "runs" in vars(args) and not runs(args):  # add_runs's, which --run may fill, so argparse cannot require it
+        named.error(NO_RUNS)
+    return named, args
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -144,9 +144,12 @@ def test_run_files_are_positional_and_run_is_an_alias(capsys):
     assert sorted(json.loads(positional)) == sorted(path.stem for path in CAST2021_DOC_RUNS[:2])
 
 
-def test_no_run_file_is_one_line_error(capsys):
-    assert main(["eval", "--qrels", str(CAST2021_QRELS), "--measures", "RR"]) == 2
-    assert capsys.readouterr().err == "harness eval: error: give at least one run file\n"
+def test_no_run_file_is_one_line_error_before_the_qrels_are_read(capsys):
+    with pytest.raises(SystemExit) as stop:
+        main(["eval", "--qrels", "no-such.qrels", "--measures", "RR"])
+    assert stop.value.code == 2
+    assert capsys.readouterr().err == ("harness eval: error: give at least one run file "
+                                       "(`harness eval --help` lists the options)\n")
 
 
 def test_output_and_its_alias_out_write_the_same_file(tmp_path):

@@ -79,10 +79,34 @@ def test_a_run_and_qrels_given_the_wrong_way_round_are_named(capsys, qrels, run,
 
 
 def test_run_files_swallowed_by_measures_are_named_with_the_fix(capsys):
-    error = error_of(capsys, "--qrels", QRELS, "--measures", "nDCG@3", *map(str, CAST2021_DOC_RUNS[:2]))
-    assert f"--measures took {CAST2021_DOC_RUNS[0]}, {CAST2021_DOC_RUNS[1]}, which are files, not measures" in error
-    assert "put the run files before --measures, or end the measures with --" in error
+    with pytest.raises(SystemExit):
+        main(["eval", "--qrels", QRELS, "--measures", "nDCG@3", *map(str, CAST2021_DOC_RUNS[:2])])
+    error = capsys.readouterr().err
+    assert f"--measures took {CAST2021_DOC_RUNS[0]}, {CAST2021_DOC_RUNS[1]}, which are files" in error
+    assert "put RUN... before --measures, or end its values with -- (--measures ... -- RUN...)" in error
     assert main(["eval", "--qrels", QRELS, "--measures", "nDCG@3", "--", str(RUN)]) == 0
+
+
+@pytest.mark.parametrize("argv, option, positionals", [
+    (["compare", "--qrels", QRELS, "--baseline", "org_manual_bm25", "{runs}", "--measures", "P@5"], "--baseline", "RUN..."),
+    (["compare", "--qrels", QRELS, "--arena-votes", "{runs}"], "--arena-votes", "RUN..."),
+    (["compare", "--qrels", QRELS, "--dialogues", "{runs}"], "--dialogues", "RUN..."),
+    (["responses", "eval", "--nuggets", "n", "--judge", "minilm", "--baseline", "A", "{runs}"], "--baseline", "RESPONSES..."),
+    (["qrels", "rank-agree", "--measures", "P@5", QRELS, QRELS, "{runs}"], "--measures", "A B RUN..."),
+    (["qrels", "agree", "--thresholds", "1", QRELS, QRELS], "--thresholds", "A B"),
+])
+def test_every_option_of_several_values_that_swallows_the_files_after_it_says_so(capsys, argv, option, positionals):
+    """An option with nargs='+' takes every word up to the next option: the error names the
+    files it took and the two fixes, whichever the option and command (not 'give at least one
+    run file' or 'the following arguments are required')."""
+    files = [str(run) for run in CAST2021_DOC_RUNS[:2]]
+    argv = [word for arg in argv for word in (files if arg == "{runs}" else [arg])]
+    with pytest.raises(SystemExit) as stop:
+        main(argv)
+    error = capsys.readouterr().err
+    assert stop.value.code == 2 and error.count("\n") == 1
+    assert f"{option} took " in error and (", ".join(files) in error or QRELS in error)
+    assert f"put {positionals} before {option}, or end its values with -- ({option} ... -- {positionals})" in error
 
 
 def test_a_folder_given_to_submit_as_the_run_is_named_a_folder_before_any_request(tmp_path, capsys):

@@ -7,7 +7,6 @@ import csv
 import io
 import json
 import sys
-from pathlib import Path
 
 from harness.cli import add_format, add_runs, runs
 from harness.errors import FLAGS, HarnessError
@@ -105,13 +104,7 @@ def _with_notes(output: str, notes: list[str], fmt: str) -> str:
 
 def measure_settings(args: argparse.Namespace) -> tuple[list[str], int | None, str | None]:
     """Measures, depth and passage separator from --measures/--preset/--depth/--passage-separator
-    (shared with `harness compare`). Run files swallowed by --measures are a usage error that
-    says so: an option taking several values takes every word after it."""
-    swallowed = [name for name in args.measures or [] if Path(name).is_file()]
-    if swallowed:
-        raise HarnessError(f"--measures took {', '.join(swallowed)}, which {'is a file' if len(swallowed) == 1 else 'are files'}"
-                           ", not measures (an option with several values takes every word after it): put the run "
-                           "files before --measures, or end the measures with -- (--measures nDCG@10 AP -- RUN...)")
+    (shared with `harness compare`)."""
     measures, depth, separator = presets.measure_settings(args.measures, args.preset, args.depth,
                                                           args.passage_separator, spelling=FLAGS)
     if depth is not None and (problem := reads_deeper(measures, depth, "--depth")) is not None:
