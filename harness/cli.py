@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import NoReturn
 
 from harness import __version__
-from harness.errors import HarnessError
+from harness.errors import HarnessError, open_input
 from harness.registry import number_problem
 
 DESCRIPTION = ("A TREC-style evaluation harness for conversational search and recommendation: run benchmark "
@@ -106,7 +106,7 @@ class _Parser(argparse.ArgumentParser):
     words: tuple[str, ...] = ()  # what this parser was given to parse (a subcommand's: the words after its name)
 
     def error(self, message: str) -> NoReturn:
-        message = self._swallowed(message) or message
+        message = "; ".join([self._swallowed(message) or message, *self._trec_eval_habits()])
         self.exit(2, f"{self.prog}: error: {message} (`{self.prog} --help` lists the options)\n")
 
     def parse_known_args(self, args=None, namespace=None):
@@ -136,6 +136,29 @@ class _Parser(argparse.ArgumentParser):
                         f"{names} before {option}, or end its values with -- ({option} ... -- {names})")
         return None
 
+    def _trec_eval_habits(self) -> list[str]:
+        """trec_eval's flags and argument order, given to a command with the options that do
+        the same here: each with that option (the README sells trec_eval's numbers)."""
+        declared = self._option_string_actions
+        hints = []
+        for at, word in enumerate(self.words):
+            flag, value = word[:2], word[2:] or (self.words[at + 1] if at + 1 < len(self.words) else "N")
+            if flag == "-m" and "--measures" in declared:
+                hints.append(f"trec_eval's -m {value} is --measures {value} here")
+            elif word == "-q" and "--per-query" in declared:
+                hints.append("trec_eval's -q is --per-query here")
+            elif flag == "-M" and "--depth" in declared:
+                hints.append(f"trec_eval's -M {value} is --depth {value} here")
+            elif word == "-c" and "--qrels" in declared:
+                hints.append("trec_eval's -c is always on here (a judged query the run lacks scores 0)")
+            elif flag == "-l" and "--measures" in declared:
+                hints.append(f"trec_eval's -l{value} is rel={value} in a measure's name here: P(rel={value})@10")
+        first = next((word for word in self.words if not word.startswith("-") and Path(word).is_file()), None)
+        if "--qrels" in declared and first and not any(word.startswith("--qrels") for word in self.words) \
+                and _reads_as_qrels(first):
+            hints.append(f"{first} reads as qrels, which trec_eval takes first: give it as --qrels {first}")
+        return hints
+
     def _several_values(self) -> list[tuple[str, list[str]]]:
         """Each option of several values (nargs='+') in the words given, with the words it took:
         those up to the next option, or to `--`."""
@@ -150,6 +173,17 @@ class _Parser(argparse.ArgumentParser):
                            len(rest))
                 found.append((word, rest[:end]))
         return found
+
+
+def _reads_as_qrels(path: str) -> bool:
+    """Whether a file's first line is a qrels line (a missing or unreadable file is not)."""
+    from harness.trec import looks_like_qrels_line
+
+    try:
+        with open_input(path) as lines:
+            return looks_like_qrels_line(next(iter(lines), "").split())
+    except HarnessError:
+        return False
 
 
 _PARSED_BY = "_parsed_by"  # set by _Parser.parse_known_args, read and removed by _parser

@@ -73,6 +73,12 @@ def looks_like_run_line(fields: Sequence[str]) -> bool:
     return len(fields) >= 6 and fields[3].isdigit()
 
 
+def looks_like_qrels_line(fields: Sequence[str]) -> bool:
+    """Whether a line's fields read as a qrels line ('qid iter docid grade'): said where a
+    qrels file is given in place of a run, or first, as trec_eval takes it."""
+    return len(fields) == 4 and INTEGER.fullmatch(fields[3]) is not None
+
+
 def field_ok(text: str) -> bool:
     """`text` may be a field of a TREC line: non-empty, no whitespace that would split it, no NUL."""
     return bool(text) and not _SEPARATOR.search(text)
@@ -284,7 +290,7 @@ def _looks_like(number: int, fields: list[str], kind: str) -> str:
                 "second field, e.g. awk '{print $1, 0, $2, $3}'")
     if kind == "qrels" and len(fields) >= 6:
         return ": this looks like a run line ('qid Q0 docid rank score tag'): is a run file given as the qrels?"
-    if kind == "run" and len(fields) == 4 and INTEGER.fullmatch(fields[3]):
+    if kind == "run" and looks_like_qrels_line(fields):
         return ": this looks like a qrels line ('qid iter docid grade'): is the qrels file given as a run?"
     if kind == "run" and len(fields) == 3 and INTEGER.fullmatch(fields[2]):
         return (": this looks like 'qid docid rank' (an MS MARCO run); write it as a TREC run, the score falling as "

@@ -124,3 +124,31 @@ def test_an_ikat_submission_given_as_a_run_is_named_json_with_to_trec_as_the_cur
     assert error_of(capsys, "--qrels", QRELS, str(sample)).endswith(
         "sample_run.json:1: rank '\"manual\",' is not an integer: the file looks like JSON, not TREC run lines: "
         "`harness ikat to-trec` writes a TREC run of an iKAT submission")
+
+
+@pytest.mark.parametrize("habit, hint", [
+    (["-m", "ndcg_cut.3"], "trec_eval's -m ndcg_cut.3 is --measures ndcg_cut.3 here"),
+    (["-q"], "trec_eval's -q is --per-query here"),
+    (["-M100"], "trec_eval's -M 100 is --depth 100 here"),
+    (["-M", "100"], "trec_eval's -M 100 is --depth 100 here"),
+    (["-c"], "trec_eval's -c is always on here (a judged query the run lacks scores 0)"),
+    (["-l2"], "trec_eval's -l2 is rel=2 in a measure's name here: P(rel=2)@10"),
+])
+def test_a_trec_eval_flag_is_answered_with_the_option_that_does_it(capsys, habit, hint):
+    """trec_eval users type its flags; the one error line maps each to the harness's option."""
+    with pytest.raises(SystemExit) as stop:
+        main(["eval", "--qrels", QRELS, str(RUN), *habit])
+    error = capsys.readouterr().err
+    assert stop.value.code == 2 and error.count("\n") == 1
+    assert error.startswith("harness eval: error: unrecognized arguments: -") and f"; {hint} (`harness eval" in error
+
+
+def test_the_qrels_given_first_as_trec_eval_takes_it_is_told_to_be_given_as_qrels(capsys):
+    with pytest.raises(SystemExit):
+        main(["eval", "-q", QRELS, str(RUN)])
+    error = capsys.readouterr().err
+    assert error.startswith("harness eval: error: the following arguments are required: --qrels; ")
+    assert f"; {QRELS} reads as qrels, which trec_eval takes first: give it as --qrels {QRELS} (" in error
+    with pytest.raises(SystemExit):
+        main(["eval", str(RUN), QRELS])  # a run first is not taken for qrels
+    assert "reads as qrels" not in capsys.readouterr().err
