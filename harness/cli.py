@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import NoReturn
 
 from harness import __version__
-from harness.errors import HarnessError, open_input
+from harness.errors import HarnessError, InputError, open_input
 from harness.registry import number_problem
 
 DESCRIPTION = ("A TREC-style evaluation harness for conversational search and recommendation: run benchmark "
@@ -169,8 +169,8 @@ class _Parser(argparse.ArgumentParser):
                 break
             if word in several:
                 rest = list(self.words[at + 1:])
-                end = next((i for i, value in enumerate(rest) if value.startswith("-") and not _NEGATIVE.fullmatch(value)),
-                           len(rest))
+                end = next((i for i, value in enumerate(rest)
+                            if value.startswith("-") and not _NEGATIVE.fullmatch(value)), len(rest))
                 found.append((word, rest[:end]))
         return found
 
@@ -237,11 +237,12 @@ def _parser(argv: list[str]) -> tuple[_Parser, argparse.Namespace]:
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # before torch loads: see retrieve._embeddings
-    _, args = _parser(argv)
+    parser, args = _parser(argv)
+    command = parser.prog  # the full command, `harness ikat from-trec`, as argparse's errors name it
     try:
         return int(args._run(args) or 0)
     except HarnessError as error:
-        print(f"harness {args.command}: error: {error}", file=sys.stderr)
+        print(f"{command}: error: {error}{usage_tail(parser, error)}", file=sys.stderr)
         return 2
     except ModuleNotFoundError as error:  # a plug-in's own import, or an optional extra not installed: say which
         from harness.extras import missing_extra
@@ -250,7 +251,7 @@ def main(argv: list[str] | None = None) -> int:
         message = plugin_import_failure(error) or missing_extra(error)
         if message is None:
             raise
-        print(f"harness {args.command}: error: {message}", file=sys.stderr)
+        print(f"{command}: error: {message}", file=sys.stderr)
         return 2
     except Exception as error:  # a plug-in's own code raising: its frames and one line, not the harness's
         from harness.registry import plugin_failure
@@ -258,12 +259,23 @@ def main(argv: list[str] | None = None) -> int:
         found = plugin_failure(error)
         if found is None:
             raise
-        print(f"{found[0]}harness {args.command}: error: {found[1]}", file=sys.stderr)
+        print(f"{found[0]}{command}: error: {found[1]}", file=sys.stderr)
         return 2
     except KeyboardInterrupt as interrupt:  # an Interrupted says what it kept
-        print(f"harness {args.command}: interrupted" + (f": {interrupt}" if str(interrupt) else
-                                                        "; finished outputs are kept"), file=sys.stderr)
+        print(f"{command}: interrupted" + (f": {interrupt}" if str(interrupt) else
+                                           "; finished outputs are kept"), file=sys.stderr)
         return 130
+
+
+def usage_tail(parser: argparse.ArgumentParser, error: HarnessError) -> str:
+    """The `--help` tail of a mistake on the command line, as argparse's errors end: an error
+    that opens with one of the command's options (`--run-type 'x' is not one of ...`), found
+    once the command runs. An input file's error names the file, and the file is to be fixed,
+    so it has none."""
+    option = re.match(r"--[\w-]+", str(error))
+    if isinstance(error, InputError) or not option or option[0] not in parser._option_string_actions:
+        return ""
+    return f" (`{parser.prog} --help` lists the options)"
 
 
 if __name__ == "__main__":

@@ -341,7 +341,8 @@ def test_topics_sharing_no_turn_with_the_runs_are_named_as_the_mistake(capsys):
                  "--topics", "ikat2023"]) == 2
     assert capsys.readouterr().err == (
         "harness compare: error: --topics ikat2023: none of its 332 turns is a compared query (its first turn is "
-        "'9-1_1', the first compared query '106_1'): give the benchmark the runs answer\n")
+        "'9-1_1', the first compared query '106_1'): give the benchmark the runs answer "
+        "(`harness compare --help` lists the options)\n")
 
 
 @pytest.mark.parametrize("name, starts", [("board.html", "<!DOCTYPE html>"), ("board.json", "{"),
@@ -360,7 +361,8 @@ def test_an_output_suffix_naming_no_report_format_is_an_error_unless_format_is_g
                                          "--measures", "RR"]
     assert main([*args, "--output", str(out)]) == 2
     assert capsys.readouterr().err == (f"harness compare: error: --output {out}: .pdf names no report format (known: "
-                                       ".csv .html .json .md .htm .markdown .txt); name the file so, or give --format\n")
+                                       ".csv .html .json .md .htm .markdown .txt); name the file so, or give --format "
+                                       "(`harness compare --help` lists the options)\n")
     assert not out.exists()
     assert main([*args, "--output", str(out), "--format", "md"]) == 0
     assert out.read_text().startswith("# Run")

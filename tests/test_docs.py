@@ -258,6 +258,30 @@ def test_a_format_reads_under_either_spelling_in_every_command(argv, alias, name
     assert _parser([*argv, "--format", alias])[1].format == _parser([*argv, "--format", name])[1].format == name
 
 
+@pytest.mark.parametrize("argv, says", [
+    (["ikat", "from-trec", "r.run", "--benchmark", "ikat2023", "--run-name", "r", "--run-type", "only_response",
+      "--output", "x.json"],
+     "harness ikat from-trec: error: --run-type 'only_response' is not one of automatic, manual (iKAT 2023)"),
+    (["topics", "export", "ikat2023", "--strategy", "manaul"],
+     "harness topics export: error: --strategy: unknown query strategy 'manaul'; known: "),
+])
+def test_a_mistake_in_an_option_found_as_the_command_runs_reads_as_argparse_s_own(tmp_path, monkeypatch, capsys,
+                                                                                  argv, says):
+    """Found after parsing, it names the whole command and ends with its --help, as the README's
+    command-line conventions say."""
+    monkeypatch.chdir(tmp_path)
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith(says)
+    assert err.endswith(f" (`{says.split(':')[0]} --help` lists the options)\n")
+
+
+def test_an_input_file_s_error_names_the_whole_command_and_the_file_without_the_help(tmp_path, capsys):
+    """The file is what to fix, not the command line: no --help tail."""
+    assert main(["ikat", "to-trec", str(tmp_path / "nope.json"), "--output", str(tmp_path / "x.run")]) == 2
+    assert capsys.readouterr().err == f"harness ikat to-trec: error: {tmp_path / 'nope.json'}: no such file\n"
+
+
 def _command_parsers() -> list[tuple[str, argparse.ArgumentParser]]:
     """Every command's parser and every nested command's (`harness ikat validate`)."""
     found = []

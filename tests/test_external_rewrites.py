@@ -124,7 +124,7 @@ def test_llm_without_an_endpoint_is_one_sentence(monkeypatch, capsys):
     monkeypatch.delenv("HARNESS_LLM_BASE_URL", raising=False)
     assert main(["topics", "export", "cast2019", "--strategy", "llm"]) == 2
     assert capsys.readouterr().err.strip().splitlines() == [
-        "harness topics: error: llm:default has no endpoint: give `llm: {default: {model, base_url, prompt}}` in "
+        "harness topics export: error: llm:default has no endpoint: give `llm: {default: {model, base_url, prompt}}` in "
         "the run config, or set HARNESS_LLM_BASE_URL, HARNESS_LLM_MODEL and HARNESS_LLM_PROMPT"]
 
 

@@ -83,7 +83,7 @@ def test_an_empty_passages_file_is_an_error_naming_it_not_empty_texts(tmp_path, 
     out = tmp_path / "submission.json"
     assert main(["ikat", "from-trec", str(run_file), "--benchmark", "ikat2023", "--year", "2023", "--run-name", "x",
                  "--output", str(out), "--passages", str(passages)]) == 2
-    assert capsys.readouterr().err.endswith(f"\nharness ikat: error: {passages}: holds no document: nothing to read\n")
+    assert capsys.readouterr().err.endswith(f"\nharness ikat from-trec: error: {passages}: holds no document: nothing to read\n")
     assert not out.exists()
 
 
@@ -132,7 +132,7 @@ def _from_trec_error(tmp_path, run_file, ptkb_run, capsys) -> str:
 def test_a_ptkb_run_that_answers_no_turn_is_the_error_a_passage_run_gets(tmp_path, run_file, capsys):
     from tests.conftest import CAST2021_DOC_RUNS  # a CAsT run: not one of its queries is an iKAT turn
 
-    assert (f"harness ikat: error: {CAST2021_DOC_RUNS[0]}: none of its"
+    assert (f"harness ikat from-trec: error: {CAST2021_DOC_RUNS[0]}: none of its"
             in _from_trec_error(tmp_path, run_file, CAST2021_DOC_RUNS[0], capsys))
 
 
@@ -140,7 +140,7 @@ def test_a_ptkb_run_ranking_a_statement_the_turns_ptkb_lacks_is_an_error_naming_
     ptkb_run = tmp_path / "ptkb.run"
     ptkb_run.write_text("9-1_1 Q0 1 1 2 x\n9-1_1 Q0 nosuch 2 1 x\n")
     assert _from_trec_error(tmp_path, run_file, ptkb_run, capsys).endswith(
-        f"harness ikat: error: {ptkb_run}:2: turn 9-1_1: 'nosuch' is not a statement of its PTKB "
+        f"harness ikat from-trec: error: {ptkb_run}:2: turn 9-1_1: 'nosuch' is not a statement of its PTKB "
         "(its statement ids: 1, 2, 3, 4, 5, 6, 7, 8, 9, 10)\n")
 
 
@@ -149,8 +149,8 @@ def test_the_2025_format_without_a_team_id_is_refused_before_anything_is_read(tm
     assert main(["ikat", "from-trec", str(run_file), "--benchmark", "ikat2023", "--year", "2025", "--run-name", "x",
                  "--output", str(out)]) == 2
     assert not out.exists()
-    assert capsys.readouterr().err == ("harness ikat: error: --year 2025: the format's metadata names the team: "
-                                       "give --team-id\n")
+    assert capsys.readouterr().err == ("harness ikat from-trec: error: --year 2025: the format's metadata names the team: "
+                                       "give --team-id (`harness ikat from-trec --help` lists the options)\n")
 
 
 def test_the_format_year_defaults_to_the_benchmark_s(tmp_path, run_file, capsys):

@@ -176,7 +176,7 @@ def test_to_trec_of_a_turn_or_passage_without_its_id_names_the_submission_not_th
     path, out = tmp_path / "run.json", tmp_path / "out.run"
     path.write_text(json.dumps(run))
     assert main(["ikat", "to-trec", str(path), "--output", str(out)]) == 2
-    assert capsys.readouterr().err == f"harness ikat: error: {path}{message}\n"
+    assert capsys.readouterr().err == f"harness ikat to-trec: error: {path}{message}\n"
     assert not out.exists()
 
 
@@ -278,7 +278,7 @@ def test_to_trec_of_an_id_holding_whitespace_names_the_submission_not_the_output
     path, out, ptkb_out = tmp_path / ("run.json" if year == 2023 else "run.jsonl"), tmp_path / "out.run", tmp_path / "p.run"
     path.write_text(text)
     assert main(["ikat", "to-trec", str(path), "--output", str(out), "--ptkb-out", str(ptkb_out)]) == 2
-    assert capsys.readouterr().err == f"harness ikat: error: {path}{message}\n"
+    assert capsys.readouterr().err == f"harness ikat to-trec: error: {path}{message}\n"
     assert not out.exists() and not ptkb_out.exists()
 
 
@@ -305,7 +305,7 @@ def test_to_trec_names_a_part_that_does_not_read_before_an_earlier_id_that_canno
     path.write_text(text)
     out = tmp_path / "out.run"
     assert main(["ikat", "to-trec", str(path), "--output", str(out)]) == 2
-    assert capsys.readouterr().err == f"harness ikat: error: {path}{message}\n"
+    assert capsys.readouterr().err == f"harness ikat to-trec: error: {path}{message}\n"
     assert not out.exists()
 
 
@@ -384,7 +384,7 @@ def test_a_2025_ptkb_provenance_that_is_not_a_list_of_ids_stops_only_the_ptkb_ru
     path, out, ptkb_out = _ptkb_2025(tmp_path, provenance)
     line = json.loads(path.read_text())
     assert main(["ikat", "to-trec", str(path), "--output", str(out), "--ptkb-out", str(ptkb_out)]) == 2
-    assert capsys.readouterr().err == (f"harness ikat: error: {path}:1: ptkb_provenance: expected a list of "
+    assert capsys.readouterr().err == (f"harness ikat to-trec: error: {path}:1: ptkb_provenance: expected a list of "
                                        "statement ids (strings or integers)\n")
     assert not out.exists() and not ptkb_out.exists()
     assert main(["ikat", "to-trec", str(path), "--output", str(out)]) == 0
@@ -406,7 +406,7 @@ def test_to_trec_checks_ptkb_ids_before_writing_either_run(tmp_path, capsys, sta
     path, out, ptkb_out = tmp_path / "run.json", tmp_path / "out.run", tmp_path / "out.ptkb.run"
     path.write_text(json.dumps(run))
     assert main(["ikat", "to-trec", str(path), "--output", str(out), "--ptkb-out", str(ptkb_out)]) == 2
-    assert capsys.readouterr().err == f"harness ikat: error: {path} (record turn 9-1_1): ptkb_provenance id {problem}\n"
+    assert capsys.readouterr().err == f"harness ikat to-trec: error: {path} (record turn 9-1_1): ptkb_provenance id {problem}\n"
     assert not out.exists() and not ptkb_out.exists()
 
 
@@ -417,5 +417,5 @@ def test_to_trec_checks_ptkb_ids_before_writing_either_run(tmp_path, capsys, sta
 def test_to_trec_of_a_2025_line_says_which_id_is_empty(tmp_path, capsys, name, message):
     path, out = Path(__file__).parent / "malformed" / "ikat2025" / name, tmp_path / "out.run"
     assert main(["ikat", "to-trec", str(path), "--output", str(out)]) == 2
-    assert capsys.readouterr().err == f"harness ikat: error: {path}{message}\n"
+    assert capsys.readouterr().err == f"harness ikat to-trec: error: {path}{message}\n"
     assert not out.exists()

@@ -109,7 +109,7 @@ def test_a_topics_file_python_cannot_hold_is_a_one_line_error_naming_its_line(tm
     topics = tmp_path / "topics.json"
     topics.write_text('[\n  {"number": ' + HUGE + "}\n]\n")
     assert main(["ikat", "validate", str(SAMPLES_2023 / "sample_run.json"), "--topics", str(topics)]) == 2
-    assert capsys.readouterr().err == (f"harness ikat: error: {topics}:2: invalid JSON: an integer of 5000 digits, "
+    assert capsys.readouterr().err == (f"harness ikat validate: error: {topics}:2: invalid JSON: an integer of 5000 digits, "
                                        f"more than Python's limit ({sys.get_int_max_str_digits()}) allows (column 14)\n")
 
 
@@ -117,7 +117,7 @@ def test_a_topics_file_holding_no_topic_is_an_error_not_every_turn_unknown(tmp_p
     topics = tmp_path / "topics.json"
     topics.write_text("[]\n")
     assert main(["ikat", "validate", str(SAMPLES_2023 / "sample_run.json"), "--topics", str(topics)]) == 2
-    assert capsys.readouterr().err == (f"harness ikat: error: {topics}: holds no topic: expected a JSON list of "
+    assert capsys.readouterr().err == (f"harness ikat validate: error: {topics}: holds no topic: expected a JSON list of "
                                        "iKAT topics\n")
 
 
@@ -234,14 +234,14 @@ def test_an_empty_passage_collection_is_an_error_not_a_warning_for_every_passage
     ids.write_text(text)
     assert main(["ikat", "validate", str(SAMPLES_2023 / "sample_run.json"), "--topics", "ikat2023", "--partial",
                  "--passages", str(ids)]) == 2
-    assert capsys.readouterr().err.startswith(f"harness ikat: error: {ids}: holds no passage id")
+    assert capsys.readouterr().err.startswith(f"harness ikat validate: error: {ids}: holds no passage id")
 
 
 def test_json_given_as_the_passage_id_file_is_an_error_naming_its_line(tmp_path, capsys):
     """A submission (or a .json passages file) read as ids made every passage 'not in the collection'."""
     assert main(["ikat", "validate", str(SAMPLES_2023 / "sample_run.json"), "--topics", "ikat2023", "--partial",
                  "--passages", str(SAMPLES_2023 / "sample_run.json")]) == 2
-    assert capsys.readouterr().err.startswith(f"harness ikat: error: {SAMPLES_2023 / 'sample_run.json'}:1: looks like "
+    assert capsys.readouterr().err.startswith(f"harness ikat validate: error: {SAMPLES_2023 / 'sample_run.json'}:1: looks like "
                                               "JSON, not one passage id per line")
 
 
@@ -354,7 +354,7 @@ def test_to_trec_of_json_python_cannot_hold_is_a_one_line_error_naming_the_line(
     run = tmp_path / "run.json"
     run.write_text('{"run_name": "x",\n "turns": [], "n": ' + value + "}")
     assert main(["ikat", "to-trec", str(run), "--output", str(tmp_path / "out.run")]) == 2
-    assert re.fullmatch(rf"harness ikat: error: {re.escape(str(run))}:2: not JSON: {problem}\n", capsys.readouterr().err)
+    assert re.fullmatch(rf"harness ikat to-trec: error: {re.escape(str(run))}:2: not JSON: {problem}\n", capsys.readouterr().err)
     assert not (tmp_path / "out.run").exists()
 
 
@@ -366,7 +366,7 @@ def test_a_trec_run_given_as_a_submission_is_told_to_go_through_from_trec(tmp_pa
             "not an iKAT submission: `harness ikat from-trec` writes one from it")
     assert [finding.message for finding in validate(run, 2023).errors] == [hint]
     assert main(["ikat", "to-trec", str(run), "--output", str(tmp_path / "out.run")]) == 2
-    assert capsys.readouterr().err == f"harness ikat: error: {run}:1: {hint.replace(' (line 1, column 2)', '')}\n"
+    assert capsys.readouterr().err == f"harness ikat to-trec: error: {run}:1: {hint.replace(' (line 1, column 2)', '')}\n"
 
 
 # --- 2025: JSON Lines ------------------------------------------------------------------------

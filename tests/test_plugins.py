@@ -531,7 +531,7 @@ def test_a_plugin_missing_a_module_of_its_own_is_named_not_sent_to_an_extra(in_f
     monkeypatch.setitem(sys.modules, "spacy", None)  # the harness's own optional import still names its extra
     history._stopwords.cache_clear()  # looked for anew, as in a fresh process (a test before may have read them)
     assert main(["topics", "export", "cast2019", "--strategy", "hqe"]) == 2
-    assert capsys.readouterr().err == ("harness topics: error: this needs spacy, from the [segment] extra: "
+    assert capsys.readouterr().err == ("harness topics export: error: this needs spacy, from the [segment] extra: "
                                        "pip install 'convsearch-harness[segment]' (or 'convsearch-harness[all]')\n")
 
 

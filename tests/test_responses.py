@@ -484,7 +484,7 @@ def test_recorded_assignments_that_match_no_run_are_an_error_naming_the_file_and
     assert main(["responses", "eval", str(manual), "--nuggets", str(cone_rag("human_resources", "gold_nuggets_human.json")),
                  "--judge", f"file:{path}"]) == 2
     assert capsys.readouterr().err == (
-        f"harness responses: error: {path}: 312 of the 312 lines match no run evaluated (their run_ids: uva-1, uva-2, "
+        f"harness responses eval: error: {path}: 312 of the 312 lines match no run evaluated (their run_ids: uva-1, uva-2, "
         f"uva-3, uva-4), and no line is for run {sorted(run.name for run in runs)[0]} (nor for 3 more runs); a line's "
         "run_id must be the name of the run it assigns\n")
 
@@ -957,7 +957,7 @@ def test_a_malformed_bank_is_one_line_naming_file_and_record(tmp_path, capsys, g
     (tmp_path / "r.json").write_text(json.dumps({"1_1": {"run": "text"}}))
     assert main(["responses", "eval", str(tmp_path / "r.json"), "--nuggets", str(tmp_path / "bank.json"),
                  "--judge", "minilm"]) == 2
-    assert capsys.readouterr().err == (f"harness responses: error: {tmp_path / 'bank.json'} (record turn 1_1, nugget "
+    assert capsys.readouterr().err == (f"harness responses eval: error: {tmp_path / 'bank.json'} (record turn 1_1, nugget "
                                        f"[1]): relevance: expected a whole-number grade of 0 or more, got {grade!r}\n")
 
 

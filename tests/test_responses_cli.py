@@ -38,7 +38,7 @@ def test_without_format_the_report_is_written_as_its_output_suffix_says(tiny, tm
 def test_an_output_suffix_naming_no_report_format_is_an_error_before_any_judging(tiny, tmp_path, capsys):
     (tmp_path / "assigned.jsonl").unlink()  # judging would fail: the suffix is refused first
     assert main([*tiny, "--output", str(tmp_path / "report.pdf")]) == 2
-    assert capsys.readouterr().err.startswith(f"harness responses: error: --output {tmp_path / 'report.pdf'}: .pdf "
+    assert capsys.readouterr().err.startswith(f"harness responses eval: error: --output {tmp_path / 'report.pdf'}: .pdf "
                                               "names no report format (known: .csv .html .json .md")
 
 
@@ -46,9 +46,10 @@ def test_per_turn_without_json_output_is_an_error_before_any_judging(tiny, tmp_p
     """The other formats have no per-turn rows: --per-turn with them was silently ignored."""
     (tmp_path / "assigned.jsonl").unlink()  # judging would fail: --per-turn is refused first
     assert main([*tiny, "--per-turn", "--output", str(tmp_path / "report.html")]) == 2
-    assert capsys.readouterr().err == ("harness responses: error: --per-turn adds the (run, turn) rows to JSON output "
+    assert capsys.readouterr().err == ("harness responses eval: error: --per-turn adds the (run, turn) rows to JSON output "
                                        "alone, and this report is html: give --format json (or an --output ending "
-                                       ".json), or leave --per-turn out\n")
+                                       ".json), or leave --per-turn out "
+                                       "(`harness responses eval --help` lists the options)\n")
 
 
 def test_recorded_assignments_without_a_sidecar_are_given_no_date_and_said_to_have_none(tiny, capsys):
@@ -65,7 +66,7 @@ def test_an_empty_passages_file_is_an_error_naming_it(tiny, tmp_path, capsys):
     """Not 'cited passage ... has no text in the run file; give the collection with --passages'."""
     (tmp_path / "passages.jsonl").write_text("")
     assert main([*tiny, "--passages", str(tmp_path / "passages.jsonl")]) == 2
-    assert capsys.readouterr().err.endswith(f"harness responses: error: {tmp_path / 'passages.jsonl'}: holds no "
+    assert capsys.readouterr().err.endswith(f"harness responses eval: error: {tmp_path / 'passages.jsonl'}: holds no "
                                             "document: nothing to read\n")
 
 
@@ -81,7 +82,7 @@ def test_a_cited_passage_without_text_is_an_error_naming_the_file_line_turn_and_
     args = ["responses", "eval", str(run), "--nuggets", str(bank), "--judge", "minilm", "--citations"]
     assert main(args + (["--passages", str(passages)] if given else [])) == 2
     line, turn, pid = (2, "1_2", "p2") if given else (1, "1_1", "p1")
-    assert capsys.readouterr().err == (f"harness responses: error: {run}:{line}: turn {turn}: cited passage {pid} has "
+    assert capsys.readouterr().err == (f"harness responses eval: error: {run}:{line}: turn {turn}: cited passage {pid} has "
                                        f"no text in the run file{says}\n")
 
 
@@ -89,7 +90,7 @@ def test_a_cited_passage_without_text_is_an_error_naming_the_file_line_turn_and_
 def test_a_responses_file_holding_no_response_is_an_error_naming_it(tiny, tmp_path, capsys, text):
     (tmp_path / "r.json").write_text(text)
     assert main(tiny) == 2
-    assert capsys.readouterr().err == (f"harness responses: error: {tmp_path / 'r.json'}: holds no response: "
+    assert capsys.readouterr().err == (f"harness responses eval: error: {tmp_path / 'r.json'}: holds no response: "
                                        "nothing to evaluate\n")
 
 
@@ -106,7 +107,7 @@ def test_a_nugget_bank_given_as_responses_is_named_a_nugget_bank_with_where_it_g
                        cone_rag("participant_resources", "manual_responses.json"))
     assert main(["responses", "eval", str(bank), "--nuggets", str(responses), "--judge", "minilm"]) == 2
     assert capsys.readouterr().err == (
-        f"harness responses: error: {bank} (record turn 8_5): this looks like a nugget bank ({{turn: {{nugget id: "
+        f"harness responses eval: error: {bank} (record turn 8_5): this looks like a nugget bank ({{turn: {{nugget id: "
         "{text, relevance}}}), not responses: give it to --nuggets, and the responses as RESPONSES\n")
 
 
@@ -115,7 +116,7 @@ def test_responses_given_as_the_nugget_bank_are_named_responses_with_where_they_
     responses = cone_rag("participant_resources", "manual_responses.json")
     assert main(["responses", "eval", str(responses), "--nuggets", str(responses), "--judge", "minilm"]) == 2
     assert capsys.readouterr().err == (
-        f"harness responses: error: {responses} (record turn 0_2): this looks like responses ({{turn: {{run: "
+        f"harness responses eval: error: {responses} (record turn 0_2): this looks like responses ({{turn: {{run: "
         "response}}), not a nugget bank: give it as RESPONSES, and the nugget bank to --nuggets\n")
 
 
@@ -131,7 +132,7 @@ def test_a_trec_run_given_as_responses_is_named_a_trec_run(tmp_path, capsys):
     run.write_text("1_1 Q0 d1 1 9.5 mine\n")
     assert main(["responses", "eval", str(run), "--nuggets", str(run), "--judge", "minilm"]) == 2
     assert capsys.readouterr().err == (
-        f"harness responses: error: {run}:1: this looks like a TREC run ('qid Q0 docid rank score tag'), not "
+        f"harness responses eval: error: {run}:1: this looks like a TREC run ('qid Q0 docid rank score tag'), not "
         "responses: responses eval scores what a system answers (`harness eval` scores a ranking)\n")
 
 
@@ -159,7 +160,7 @@ def test_a_json_lines_run_python_cannot_hold_is_a_one_line_error_naming_its_line
                    + '{"run_id": "r", "topic_id": ' + HUGE + "}\n")
     bank.write_text(json.dumps({"1_1": {"1": {"text": "a", "relevance": "3"}}}))
     assert main(["responses", "eval", str(run), "--nuggets", str(bank), "--judge", "minilm"]) == 2
-    assert capsys.readouterr().err == (f"harness responses: error: {run}:2: invalid JSON: an integer of 5000 digits, "
+    assert capsys.readouterr().err == (f"harness responses eval: error: {run}:2: invalid JSON: an integer of 5000 digits, "
                                        f"more than Python's limit ({sys.get_int_max_str_digits()}) allows (column 29)\n")
 
 
@@ -173,5 +174,5 @@ def test_a_nugget_bank_python_cannot_hold_is_a_one_line_error_naming_its_line(ti
     bank = tmp_path / "bank.jsonl"
     bank.write_text(text)
     assert main([*tiny[:3], "--nuggets", str(bank), *tiny[5:]]) == 2
-    assert capsys.readouterr().err == (f"harness responses: error: {bank}:{line}: invalid JSON: an integer of 5000 digits, "
+    assert capsys.readouterr().err == (f"harness responses eval: error: {bank}:{line}: invalid JSON: an integer of 5000 digits, "
                                        f"more than Python's limit ({sys.get_int_max_str_digits()}) allows (column {column})\n")

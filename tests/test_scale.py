@@ -86,7 +86,8 @@ def test_workers_beyond_the_cores_this_process_may_use_are_refused_naming_the_op
                      *engine]) == 2
         assert capsys.readouterr().err == (
             f"harness {command}: error: --workers must be a whole number from 1 to {cores} (the cores this process "
-            f"may use; a Ray cluster joined with an address may take more), not {cores + 1}\n")
+            f"may use; a Ray cluster joined with an address may take more), not {cores + 1} "
+            f"(`harness {command} --help` lists the options)\n")
     assert not out.exists()
     assert EngineSpec.from_mapping({"name": "ray", "address": "auto", "workers": 10000}).workers == 10000
     with pytest.raises(HarnessError, match=rf"^dense retriever engine: workers must be a whole number from 1 to {cores} "):

@@ -702,7 +702,8 @@ def test_requeue_failed_says_a_task_named_twice_once(tmp_path, capsys):
 def test_requeue_failed_s_task_is_one_of_the_config_s_else_one_line(tmp_path, capsys, options, message):
     config = write_config(tmp_path)
     assert main(["serve", str(config), *options]) == 2
-    assert capsys.readouterr().err == f"harness serve: error: {message.format(config=config)}\n"
+    assert capsys.readouterr().err == (f"harness serve: error: {message.format(config=config)} "
+                                       "(`harness serve --help` lists the options)\n")
     assert not (tmp_path / "state").exists()  # nothing made
 
 
@@ -817,7 +818,7 @@ def test_a_server_url_that_is_not_one_is_said_before_anything_is_sent(tmp_path, 
     run = trec_run(tmp_path / "run.trec", seed=1)
     assert main(["submit", "--server", "http://", "--token", "t", "--task", TASK, str(run)]) == 2
     assert capsys.readouterr().err == ("harness submit: error: --server 'http://': the URL names no host: give the "
-                                       "server's URL, such as http://127.0.0.1:8000\n")
+                                       "server's URL, such as http://127.0.0.1:8000 (`harness submit --help` lists the options)\n")
     assert main(["submit", "--server", "127.0.0.1:8000", "--token", "t", "--task", TASK, str(run)]) == 2
     assert "--server '127.0.0.1:8000': not an http:// or https:// URL" in capsys.readouterr().err
 

@@ -54,7 +54,7 @@ def test_a_strategy_reading_ptkb_statements_on_topics_without_any_is_an_error_as
     assert main(["topics", "export", "cast2019", "--strategy", "ptkb_topk"]) == 2
     captured = capsys.readouterr()
     assert captured.out == ""
-    assert captured.err == ("harness topics: error: ptkb_topk needs PTKB statements, and no conversation of these "
+    assert captured.err == ("harness topics export: error: ptkb_topk needs PTKB statements, and no conversation of these "
                             "topics has any (iKAT and CoSRec benchmarks have them)\n")
 
 

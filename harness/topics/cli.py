@@ -13,7 +13,7 @@ from typing import IO
 from harness.atomic import atomic_write
 from harness.cli import add_output
 from harness.errors import HarnessError
-from harness.queries import STRATEGIES, stream
+from harness.queries import STRATEGIES, get as strategy, stream
 from harness.topics import Benchmark, load, names
 
 FORMATS = ("jsonl", "tsv")
@@ -40,6 +40,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     if args.action == "list":
         return list_benchmarks(sys.stdout)
+    try:
+        strategy(args.strategy)
+    except HarnessError as error:  # a mistake on the command line: main adds the --help that lists them
+        raise HarnessError(f"--strategy: {error}") from None
     benchmark = load(args.name)
     try:
         with _output(args.out) as out:
