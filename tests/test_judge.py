@@ -524,12 +524,13 @@ def test_one_split_of_several_is_a_one_line_error_naming_the_corpus_and_the_pass
 
 def test_run_files_taken_by_corpus_are_a_usage_error_saying_so(two_pools_run, capsys):
     run, _ = two_pools_run
-    assert main(["judge", "--corpus", "benchmark:ikat2023:test", "benchmark:ikat2023:train", str(run),
-                 "--topics", "ikat2023", "--output", "never.qrels"]) == 2
-    assert capsys.readouterr().err == (
-        f"harness judge: error: --corpus took benchmark:ikat2023:test benchmark:ikat2023:train {run} and no run file "
-        "is left (an option with several values takes every word after it): put the run files before --corpus, or "
-        "end the corpora with -- (--corpus A B -- RUN...)\n")
+    with pytest.raises(SystemExit) as stop:
+        main(["judge", "--corpus", "benchmark:ikat2023:test", "benchmark:ikat2023:train", str(run),
+              "--topics", "ikat2023", "--output", "never.qrels"])
+    assert stop.value.code == 2 and capsys.readouterr().err == (
+        f"harness judge: error: --corpus took {run}, which is a file (an option with several values takes every word "
+        "after it): put RUN... before --corpus, or end its values with -- (--corpus ... -- RUN...) "
+        "(`harness judge --help` lists the options)\n")
 
 
 def test_nothing_left_to_judge_writes_an_empty_qrels_that_fills_nothing(pool, tmp_path, capsys):

@@ -96,10 +96,6 @@ def run(args: argparse.Namespace) -> int:
     from harness.topics import load, shipped_corpora
     from harness.trec import read_qrels, read_run
 
-    if args.corpus and len(args.corpus) > 1 and not [*args.runs, *args.run_alias]:
-        raise HarnessError(f"--corpus took {' '.join(args.corpus)} and no run file is left (an option with several "
-                           "values takes every word after it): put the run files before --corpus, or end the "
-                           "corpora with -- (--corpus A B -- RUN...)")
     files = runs(args)
     refuse_overwriting([*files, args.qrels, args.labels], [("--output", args.out),
                                                             ("--output", sidecar(args.out))])
