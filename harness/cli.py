@@ -131,9 +131,7 @@ class _Parser(argparse.ArgumentParser):
             files = [value for value in values if Path(value).is_file()]
             if files and (message == NO_RUNS or message.startswith(f"argument {option}:")
                           or any((action.metavar or action.dest) in missing for action in positionals)):
-                return (f"{option} took {', '.join(files)}, which {'is a file' if len(files) == 1 else 'are files'} "
-                        "(an option with several values takes every word after it): put "
-                        f"{names} before {option}, or end its values with -- ({option} ... -- {names})")
+                return swallowed(option, files, names)
         return None
 
     def _trec_eval_habits(self) -> list[str]:
@@ -173,6 +171,13 @@ class _Parser(argparse.ArgumentParser):
                             if value.startswith("-") and not _NEGATIVE.fullmatch(value)), len(rest))
                 found.append((word, rest[:end]))
         return found
+
+
+def swallowed(option: str, files: Sequence[str], names: str) -> str:
+    """How an option of several values that took `files` (the positionals `names`) is told."""
+    return (f"{option} took {', '.join(files)}, which {'is a file' if len(files) == 1 else 'are files'} "
+            f"(an option with several values takes every word after it): put {names} before {option}, or end "
+            f"its values with -- ({option} ... -- {names})")
 
 
 def _reads_as_qrels(path: str) -> bool:

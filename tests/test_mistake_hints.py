@@ -87,6 +87,14 @@ def test_run_files_swallowed_by_measures_are_named_with_the_fix(capsys):
     assert main(["eval", "--qrels", QRELS, "--measures", "nDCG@3", "--", str(RUN)]) == 0
 
 
+def test_a_run_file_among_the_measures_after_another_run_is_named_as_swallowed_too(capsys):
+    """A run before --measures fills the positionals, so the parser sees nothing missing; the
+    one after was read as a measure name ('cannot read measure ...')."""
+    first, second = map(str, CAST2021_DOC_RUNS[:2])
+    assert main(["eval", "--qrels", QRELS, first, "--measures", "nDCG@3", second]) == 2
+    assert f"--measures took {second}, which is a file" in capsys.readouterr().err
+
+
 @pytest.mark.parametrize("argv, option, positionals", [
     (["compare", "--qrels", QRELS, "--baseline", "org_manual_bm25", "{runs}", "--measures", "P@5"], "--baseline", "RUN..."),
     (["compare", "--qrels", QRELS, "--arena-votes", "{runs}"], "--arena-votes", "RUN..."),

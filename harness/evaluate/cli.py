@@ -7,8 +7,9 @@ import csv
 import io
 import json
 import sys
+from pathlib import Path
 
-from harness.cli import add_format, add_runs, runs
+from harness.cli import add_format, add_runs, runs, swallowed
 from harness.errors import FLAGS, HarnessError
 from harness.evaluate import (JUDGED, Evaluation, Evaluator, RunFileOptions, evaluate_files, printed,
                               report_reading)
@@ -104,7 +105,10 @@ def _with_notes(output: str, notes: list[str], fmt: str) -> str:
 
 def measure_settings(args: argparse.Namespace) -> tuple[list[str], int | None, str | None]:
     """Measures, depth and passage separator from --measures/--preset/--depth/--passage-separator
-    (shared with `harness compare`)."""
+    (shared with `harness compare`). A run file among the measures, the positionals filled by
+    others before it, is said as the parser says one swallowed (no measure is a file)."""
+    if files := [name for name in args.measures or [] if Path(name).is_file()]:
+        raise HarnessError(swallowed("--measures", files, "RUN..."))
     measures, depth, separator = presets.measure_settings(args.measures, args.preset, args.depth,
                                                           args.passage_separator, spelling=FLAGS)
     if depth is not None and (problem := reads_deeper(measures, depth, "--depth")) is not None:
