@@ -246,6 +246,9 @@ def main(argv: list[str] | None = None) -> int:
     command = parser.prog  # the full command, `harness ikat from-trec`, as argparse's errors name it
     try:
         return int(args._run(args) or 0)
+    except BrokenPipeError:  # `| head`: the reader has all it wants; what is left unwritten goes nowhere
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
     except HarnessError as error:
         print(f"{command}: error: {error}{usage_tail(parser, error)}", file=sys.stderr)
         return 2

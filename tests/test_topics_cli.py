@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 
 import pytest
 
 from harness.cli import main
+from tests.conftest import CAST2021_DOC_RUNS, CAST2021_QRELS, child_env
 
 
 @pytest.mark.slow
@@ -79,3 +82,17 @@ def test_export_context_is_the_texts_the_strategy_used_not_the_history(capsys):
     with pytest.raises(SystemExit):
         main(["topics", "export", "--help"])
     assert "not the conversation history" in " ".join(capsys.readouterr().out.split())
+
+
+def test_a_reader_that_stops_early_ends_the_command_quietly():
+    """`harness ... | head`: the rest of the output goes nowhere, exit 0, no BrokenPipeError
+    traceback (every command: main says it once)."""
+    for command in (["topics", "export", "cast2022", "--strategy", "all_history"],  # 117 KB
+                    ["eval", "--qrels", CAST2021_QRELS, *map(str, CAST2021_DOC_RUNS), "--per-query", "--format", "json",
+                     "--measures", "P@5", "P@10", "P@20", "nDCG@3", "nDCG@5", "nDCG@10", "AP", "RR", "R@1000"]):  # 200 KB
+        child = subprocess.Popen([sys.executable, "-m", "harness.cli", *command], stdout=subprocess.PIPE,
+                                 stderr=subprocess.PIPE, env=child_env())
+        assert child.stdout.readline()
+        child.stdout.close()  # as head does, with most of the output still to come
+        assert child.wait(timeout=120) == 0, command
+        assert b"Traceback" not in child.stderr.read()
