@@ -129,6 +129,15 @@ def test_a_threshold_above_every_grade_is_a_warning_that_its_kappa_is_n_a(capsys
             "(the highest is 1), so its kappa is n/a" for t in (3, 2)]
 
 
+def test_a_threshold_at_or_below_every_grade_is_a_warning_that_its_kappa_is_n_a(capsys):
+    """At >= 0 every label is 1 on both sides: undefined too, and said so."""
+    assert main(["qrels", "agree", str(PTKB_NIST), str(PTKB_ORG), "--thresholds", "0", "1", "--format", "json"]) == 0
+    said = capsys.readouterr()
+    assert json.loads(said.out)["kappa"]["0"] is None
+    assert said.err.splitlines() == [f"warning: --thresholds 0: every judgment in qrels {PTKB_NIST} and {PTKB_ORG} "
+                                     "reaches grade 0 (the lowest is 0), so its kappa is n/a"]
+
+
 def test_csv_and_table_say_what_json_says(capsys):
     document = agree_json(str(PTKB_NIST), str(PTKB_ORG), capsys)
     assert main(["qrels", "agree", str(PTKB_NIST), str(PTKB_ORG), "--thresholds", *THRESHOLDS, "--format", "csv"]) == 0

@@ -94,15 +94,20 @@ def run_agree(args: argparse.Namespace) -> int:
 
 
 def _warn_unreachable(a: Qrels, b: Qrels, args: argparse.Namespace) -> None:
-    """A threshold above every grade of both qrels makes every label 0 on both sides, so its
-    kappa is n/a: said once, on stderr, in the words `harness eval` uses for such a rel=."""
+    """A threshold above every grade of both qrels makes every label 0 on both sides, one at or
+    below every grade every label 1, so its kappa is n/a: said once, on stderr, the first in
+    the words `harness eval` uses for such a rel=."""
     from harness.evaluate import unreachable
 
-    top = max(grade for qrels in (a, b) for docs in qrels.judgments.values() for grade in docs.values())
+    grades = [grade for qrels in (a, b) for docs in qrels.judgments.values() for grade in docs.values()]
+    top, bottom = max(grades), min(grades)
     for threshold in dict.fromkeys(args.thresholds):
         if threshold > top:
             print(f"warning: {unreachable(f'--thresholds {threshold}', f'{args.a} or {args.b}', threshold, top)}, "
                   "so its kappa is n/a", file=sys.stderr)
+        elif threshold <= bottom:
+            print(f"warning: --thresholds {threshold}: every judgment in qrels {args.a} and {args.b} reaches grade "
+                  f"{threshold} (the lowest is {bottom}), so its kappa is n/a", file=sys.stderr)
 
 
 def _columns(result: Agreement) -> list[str]:
