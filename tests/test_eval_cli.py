@@ -39,12 +39,13 @@ def test_counts_are_whole_numbers_in_json_as_in_the_table_and_csv(capsys):
     assert all(type(value) is int for name in counts for value in result["per_query"][name].values())
 
 
-@pytest.mark.parametrize("command", ["eval", "compare"])
+@pytest.mark.parametrize("command", [["eval", "--qrels"], ["compare", "--qrels"], ["qrels", "rank-agree"]])
 def test_a_depth_shallower_than_a_measure_reads_is_a_warning_as_harness_run_gives(capsys, command):
-    """nDCG@500 at --depth 10 is nDCG@10 under nDCG@500's name: said as `harness run` says it of k."""
+    """nDCG@500 at --depth 10 is nDCG@10 under nDCG@500's name: said as `harness run` says it of k
+    (rank-agree: with each of its two qrels, here the same file)."""
     runs = [str(path) for path in CAST2021_DOC_RUNS[:2]]
-    assert main([command, "--qrels", str(CAST2021_QRELS), *runs, "--preset", "cast2021", "--depth", "10",
-                 "--format", "json"]) == 0
+    qrels = [str(CAST2021_QRELS)] * (2 if command[0] == "qrels" else 1)
+    assert main([*command, *qrels, *runs, "--preset", "cast2021", "--depth", "10", "--format", "json"]) == 0
     warnings = [line for line in capsys.readouterr().err.splitlines() if line.startswith("warning:")]
     assert warnings == ["warning: --depth 10 keeps 10 documents per query, fewer than nDCG@500 (500), "
                         "AP(rel=2)@500 (500), R(rel=2)@500 (500) reads: scored on the top 10 alone; give --depth 500 "

@@ -191,9 +191,9 @@ def _agree_json(result: Agreement, args: argparse.Namespace) -> str:
 
 
 def run_rank_agree(args: argparse.Namespace) -> int:
-    from harness.errors import FLAGS, HarnessError
+    from harness.errors import HarnessError
     from harness.evaluate import Evaluator, RunFileOptions, evaluate_file
-    from harness.evaluate.presets import measure_settings
+    from harness.evaluate.cli import measure_settings
     from harness.judge.agree import compare_orderings
     from harness.paths import refuse_overwriting
     from harness.trec import Qrels, read_qrels
@@ -202,8 +202,7 @@ def run_rank_agree(args: argparse.Namespace) -> int:
     if len(files) < 2:
         raise HarnessError("rank-agree needs two or more runs to order")
     refuse_overwriting([args.a, args.b, *files], [("--output", args.out)])
-    measures, depth, separator = measure_settings(args.measures, args.preset, args.depth, args.passage_separator,
-                                              spelling=FLAGS)
+    measures, depth, separator = measure_settings(args)  # as eval's: a depth shallower than a measure is said
     options = RunFileOptions(passage_separator=separator, depth=depth)
     qrels = {"A": read_qrels(args.a), "B": read_qrels(args.b)}
     shared = set(qrels["A"].judgments) & set(qrels["B"].judgments)
