@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from harness.errors import FLAGS
 from harness.evaluate import Evaluator, RunFileOptions, evaluate, evaluate_file
 from harness.evaluate import tables
 from harness.evaluate.coverage import docid_warning
@@ -71,7 +72,7 @@ def test_a_run_read_in_one_pass_is_warned_about_with_the_top_10s_the_exact_reade
     assert "written in another case" in fast.docid_warning
     exact, qrels = read_run(path), read_qrels(CAST2021_QRELS)
     top_10s = {qid: [docid for docid, _ in exact.ranked(qid, 10)] for qid in exact.scores if qid in qrels.judgments}
-    assert fast.docid_warning == docid_warning("run", top_10s, qrels.judgments, str(CAST2021_QRELS))
+    assert fast.docid_warning == docid_warning("run", top_10s, qrels.judgments, str(CAST2021_QRELS), FLAGS)
     assert evaluate(qrels, exact, ["RR"], depth=100).docid_warning == fast.docid_warning
 
 

@@ -76,12 +76,12 @@ def test_installed_wheel_exports_ikat2023_as_the_repo_does(installed, tmp_path):
     assert len(light.splitlines()) == 332
 
 
-@pytest.mark.parametrize(("args", "module", "extra"), [
-    (["topics", "export", "cast2019", "--strategy", "hqe"], "spacy", "segment"),
-    (["serve", "configs/leaderboard.yaml"], "uvicorn", "serve"),
-    (["segment", "passages.jsonl", "--output", "out.jsonl", "--engine", "ray"], "ray", "scale"),
+@pytest.mark.parametrize(("args", "command", "module", "extra"), [
+    (["topics", "export", "cast2019", "--strategy", "hqe"], "topics export", "spacy", "segment"),
+    (["serve", "configs/leaderboard.yaml"], "serve", "uvicorn", "serve"),
+    (["segment", "passages.jsonl", "--output", "out.jsonl", "--engine", "ray"], "segment", "ray", "scale"),
 ])
-def test_a_command_needing_a_missing_extra_names_it(installed, tmp_path, args, module, extra):
+def test_a_command_needing_a_missing_extra_names_it(installed, tmp_path, args, command, module, extra):
     python, _ = installed
     (tmp_path / "configs").mkdir()
     (tmp_path / "configs" / "leaderboard.yaml").write_text("tasks: {}\n")
@@ -90,5 +90,5 @@ def test_a_command_needing_a_missing_extra_names_it(installed, tmp_path, args, m
                             cwd=tmp_path, capture_output=True, text=True, env=_env(tmp_path))
     assert result.returncode == 2
     assert result.stderr.strip().splitlines() == [
-        f"harness {args[0]}: error: this needs {module}, from the [{extra}] extra: pip install 'convsearch-harness[{extra}]' "
+        f"harness {command}: error: this needs {module}, from the [{extra}] extra: pip install 'convsearch-harness[{extra}]' "
         "(or 'convsearch-harness[all]')"]
