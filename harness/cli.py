@@ -151,11 +151,25 @@ class _Parser(argparse.ArgumentParser):
                 hints.append("trec_eval's -c is always on here (a judged query the run lacks scores 0)")
             elif flag == "-l" and "--measures" in declared:
                 hints.append(f"trec_eval's -l{value} is rel={value} in a measure's name here: P(rel={value})@10")
-        first = next((word for word in self.words if not word.startswith("-") and Path(word).is_file()), None)
+        first = next((word for word in self._positional_words() if Path(word).is_file()), None)
         if "--qrels" in declared and first and not any(word.startswith("--qrels") for word in self.words) \
                 and _reads_as_qrels(first):
             hints.append(f"{first} reads as qrels, which trec_eval takes first: give it as --qrels {first}")
         return hints
+
+    def _positional_words(self) -> list[str]:
+        """The words given that no option takes as its value (`--fill Q R`: R alone), as
+        argparse reads them: an option of several values takes every word up to the next."""
+        found, taking = [], 0
+        for word in self.words:
+            if word.startswith("-") and not _NEGATIVE.fullmatch(word):
+                action = self._option_string_actions.get(word)
+                taking = 0 if action is None or action.nargs == 0 else len(self.words) if action.nargs == "+" else 1
+            elif taking:
+                taking -= 1
+            else:
+                found.append(word)
+        return found
 
     def _several_values(self) -> list[tuple[str, list[str]]]:
         """Each option of several values (nargs='+') in the words given, with the words it took:

@@ -160,3 +160,6 @@ def test_the_qrels_given_first_as_trec_eval_takes_it_is_told_to_be_given_as_qrel
     with pytest.raises(SystemExit):
         main(["eval", str(RUN), QRELS])  # a run first is not taken for qrels
     assert "reads as qrels" not in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(["eval", "--fill", QRELS, str(RUN)])  # nor the value of another option
+    assert "reads as qrels" not in capsys.readouterr().err
