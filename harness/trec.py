@@ -263,7 +263,8 @@ def qrels_lines(path: Path) -> Iterator[tuple[int, list[str]]]:
 
 
 _HEADER_WORDS = {"qid", "query", "query_id", "topic", "q0", "iter", "docid", "docno", "doc_id", "rank", "score",
-                 "tag", "run", "rel", "relevance", "label", "grade", "judgment", "text"}
+                 "tag", "run", "rel", "relevance", "label", "grade", "judgment", "text", "turn_id", "rewrite",
+                 "utterance"}
 
 
 def looks_like_header(fields: list[str]) -> bool:

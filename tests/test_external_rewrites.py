@@ -60,9 +60,11 @@ def test_an_extra_qid_names_the_file(tsv):
         list(stream(load("cast2019").conversations, f"rewrites:{tsv}"))
 
 
-def test_a_header_row_names_the_file_and_line_as_the_run_reader_does(tsv):
-    tsv.write_text("qid\ttext\n" + tsv.read_text(encoding="utf-8"), encoding="utf-8")
-    with pytest.raises(InputError, match=f"{tsv.name}:1: looks like a header row \\('qid text'\\); "
+@pytest.mark.parametrize("header", ["qid\ttext", "query_id\trewrite", "turn_id\tutterance"])
+def test_a_header_row_names_the_file_and_line_as_the_run_reader_does(tsv, header):
+    tsv.write_text(f"{header}\n" + tsv.read_text(encoding="utf-8"), encoding="utf-8")
+    shown = header.replace("\t", " ")
+    with pytest.raises(InputError, match=f"{tsv.name}:1: looks like a header row \\('{shown}'\\); "
                                          "rewrites files have none: delete it"):
         list(stream(load("cast2019").conversations, f"rewrites:{tsv}"))
 

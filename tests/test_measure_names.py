@@ -80,7 +80,8 @@ def test_a_geometric_mean_is_refused_with_the_reason_not_a_nearest_name(capsys, 
 
 
 @pytest.mark.parametrize("written, give", [("nDCG@3,RR", "nDCG@3 RR"), ("nDCG@3, RR", "nDCG@3 RR"),
-                                           ("P@5,10", "P@5 P@10"), ("P(rel=2)@5,nDCG@3", "'P(rel=2)@5' nDCG@3")])
+                                           ("P@5,10", "P@5 P@10"), ("P(rel=2)@5,nDCG@3", "'P(rel=2)@5' nDCG@3"),
+                                           ("nDCG@3,", "nDCG@3")])
 def test_a_comma_separated_list_of_measures_is_told_one_measure_per_argument(capsys, written, give):
     assert main(["eval", "--qrels", str(CAST2021_QRELS), RUN, "--measures", written]) == 2
     assert capsys.readouterr().err == (f"harness eval: error: cannot read measure {written!r}: one measure per "

@@ -128,7 +128,7 @@ def canonical(name: str, computed: Collection[str]) -> str:
 def _spelled(listed: Sequence[str]) -> str:
     """The measures of a comma-separated list as separate shell words ('P@5,10' lists P@5 and P@10)."""
     names: list[str] = []
-    for part in listed:
+    for part in filter(None, (part.strip() for part in listed)):  # 'nDCG@3,' lists nDCG@3 alone
         if part.isdigit() and names and "@" in names[-1]:
             part = f"{names[-1].rpartition('@')[0]}@{part}"
         names.append(part)
