@@ -407,6 +407,8 @@ def test_an_integer_written_too_long_for_a_float_is_an_error_at_its_key_in_a_dry
     ({"name": "dense", "params": {"engine": "rey"}}, "params.engine: unknown engine 'rey'; known: local, ray"),
     ({"name": "dense", "params": {"engine": {"name": "ray", "adress": "auto"}}},
      "params.engine: unknown key(s) adress; known: address, gpus, name, retries, workers"),
+    ({"name": "dense", "params": {"engine": {"name": "ray", 1: 2}}},
+     "params.engine: unknown key(s) 1; known: address, gpus, name, retries, workers"),
     ({"name": "dense", "params": {"engine": {"name": 3}}}, "params.engine.name: expected a string, got 3"),
     ({"name": "dense", "params": {"engine": {"name": "ray", "gpus": "one"}}},
      "params.engine.gpus: expected a number of 0 or more, got 'one'"),

@@ -354,8 +354,8 @@ def test_a_submission_listing_no_ptkb_provenance_is_an_error_with_ptkb_out_not_a
     path.write_text(json.dumps(run))
     assert main(["ikat", "to-trec", str(path), "--output", str(out), "--ptkb-out", str(ptkb_out)]) == 2
     assert capsys.readouterr().err == (
-        f"harness ikat: error: {path}: lists no PTKB provenance for any turn: its PTKB run would rank nothing: "
-        "convert its passages alone, or write it with PTKB provenance (harness ikat from-trec --ptkb-run)\n")
+        f"harness ikat to-trec: error: {path}: lists no PTKB provenance for any turn: its PTKB run would rank "
+        "nothing: convert its passages alone, or write it with PTKB provenance (harness ikat from-trec --ptkb-run)\n")
     assert not out.exists() and not ptkb_out.exists()
     assert main(["ikat", "to-trec", str(path), "--output", str(out)]) == 0 and read_run(out).scores
 

@@ -90,7 +90,7 @@ def test_workers_beyond_the_cores_this_process_may_use_are_refused_naming_the_op
             f"(`harness {command} --help` lists the options)\n")
     assert not out.exists()
     assert EngineSpec.from_mapping({"name": "ray", "address": "auto", "workers": 10000}).workers == 10000
-    with pytest.raises(HarnessError, match=rf"^dense retriever engine: workers must be a whole number from 1 to {cores} "):
+    with pytest.raises(HarnessError, match=rf"^dense retriever engine.workers: must be a whole number from 1 to {cores} "):
         EngineSpec.from_mapping({"name": "ray", "workers": 10000}, "dense retriever engine")
 
 

@@ -43,7 +43,7 @@ class EngineSpec:
         if not isinstance(value, dict):
             raise ParamError(key, f"must be an engine name or a mapping with a name; got {value!r}")
         known = {field.name for field in fields(cls)}
-        unknown = sorted(set(value) - known)
+        unknown = sorted(map(str, set(value) - known))  # YAML keys need not be strings: {1: 2}
         if unknown:
             raise ParamError(key, f"unknown key(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}")
         declared = typing.get_type_hints(cls)
@@ -56,7 +56,7 @@ class EngineSpec:
         except HarnessError as error:
             raise ParamError(key, str(error)) from None
         if problem := spec.workers_problem():
-            raise ParamError(key, f"workers {problem}")
+            raise ParamError(f"{key}.workers", problem)
         return spec
 
     def workers_problem(self) -> str | None:
