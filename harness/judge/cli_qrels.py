@@ -18,6 +18,9 @@ from harness.judge.agree import WEIGHTINGS, Agreement, PairAgreement, RankingAgr
 from harness.trec import Qrels
 
 
+THRESHOLDS = [1, 2]  # qrels agree's default --thresholds (the object itself: `is` tells it from a given list)
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     from harness.evaluate.presets import DEFAULT_HELP, preset_help
 
@@ -26,7 +29,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                            description="Agreement of qrels A and B on the (qid, docid) pairs both judge.")
     agree.add_argument("a", metavar="A", help="qrels file A (e.g. the human labels)")
     agree.add_argument("b", metavar="B", help="qrels file B (e.g. an LLM's labels)")
-    agree.add_argument("--thresholds", nargs="+", type=number_in(-2**31, 2**31 - 1, whole=True), default=[1, 2],
+    agree.add_argument("--thresholds", nargs="+", type=number_in(-2**31, 2**31 - 1, whole=True), default=THRESHOLDS,
                        metavar="T", help="binary kappa of grade >= T, for each T (default 1 2)")
     agree.add_argument("--per-query", action="store_true", help="also every query's kappas (table; CSV and JSON always have them)")
     add_format(agree, ["table", "csv", "json"], default="table", help="an aligned text table (default), CSV, or JSON")
@@ -101,12 +104,13 @@ def _warn_unreachable(a: Qrels, b: Qrels, args: argparse.Namespace) -> None:
 
     grades = [grade for qrels in (a, b) for docs in qrels.judgments.values() for grade in docs.values()]
     top, bottom = max(grades), min(grades)
+    given = "--thresholds" if args.thresholds is not THRESHOLDS else "the default --thresholds"  # binary qrels: 2
     for threshold in dict.fromkeys(args.thresholds):
         if threshold > top:
-            print(f"warning: {unreachable(f'--thresholds {threshold}', f'{args.a} or {args.b}', threshold, top)}, "
+            print(f"warning: {unreachable(f'{given} {threshold}', f'{args.a} or {args.b}', threshold, top)}, "
                   "so its kappa is n/a", file=sys.stderr)
         elif threshold <= bottom:
-            print(f"warning: --thresholds {threshold}: every judgment in qrels {args.a} and {args.b} reaches grade "
+            print(f"warning: {given} {threshold}: every judgment in qrels {args.a} and {args.b} reaches grade "
                   f"{threshold} (the lowest is {bottom}), so its kappa is n/a", file=sys.stderr)
 
 
