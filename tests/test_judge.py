@@ -390,6 +390,25 @@ def test_an_endpoint_that_accepts_but_never_answers_is_a_one_line_error(pool, tm
     assert not (tmp_path / "x.qrels").exists()
 
 
+def test_a_base_url_that_is_not_the_api_root_is_asked_about_not_the_model(pool, tmp_path, capsys):
+    """A 404 from a base URL without /v1 (vLLM's root answers 404) is the URL's, the usual cause."""
+    with start_llm_server(tmp_path, pool["config"]) as server:
+        args = judge_args(pool, server, tmp_path / "x.qrels")
+        args[args.index(server.base_url)] = server.base_url.removesuffix("/v1")
+        assert main(args) == 2
+    assert capsys.readouterr().err.strip().endswith("; is the base URL the API root, e.g. http://HOST:PORT/v1?")
+
+
+def test_a_base_url_without_a_scheme_is_said_so_not_unreachable(pool, tmp_path, capsys):
+    with start_llm_server(tmp_path, pool["config"]) as server:
+        args = judge_args(pool, server, tmp_path / "x.qrels")
+        bare = server.base_url.removeprefix("http://")
+        args[args.index(server.base_url)] = bare
+        assert main(args) == 2
+    assert capsys.readouterr().err == (f"harness judge: error: LLM base URL {bare!r} is not an http:// or https:// "
+                                       "URL with a host (e.g. http://127.0.0.1:8000/v1)\n")
+
+
 def test_a_wrong_model_is_a_one_line_error(pool, tmp_path, capsys):
     with start_llm_server(tmp_path, pool["config"]) as server:
         args = judge_args(pool, server, tmp_path / "x.qrels")

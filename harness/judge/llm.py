@@ -40,7 +40,7 @@ from harness.judge.model import Item, Judgment
 from harness.judge.scales import Scale
 from harness.paths import cache_root
 from harness.registry import AtLeast, Param
-from harness.queries.llm import Endpoint, answer_text, not_a_completion, template_fields
+from harness.queries.llm import Endpoint, answer_text, not_a_completion, status_error, template_fields
 
 PROMPTS = Path(__file__).with_name("prompts")
 UNRECORDED = "not recorded"  # the endpoint of an answer cached before cache lines named it
@@ -315,8 +315,7 @@ class LLMJudge:
                 cause = f"HTTP {error.status_code}"
                 wait_s = max(wait_s, _retry_after(error.response))
             except openai.APIStatusError as error:
-                raise HarnessError(f"{where} answered HTTP {error.status_code} for model "
-                                   f"{self.endpoint.model!r}: {_message(error)}") from None
+                raise status_error(self.endpoint, error.status_code, f": {_message(error)}") from None
             except json.JSONDecodeError:  # HTTP 200 whose body the client could not read as JSON
                 raise not_a_completion(self.endpoint.base_url, " (its body is not JSON)") from None
             retry = attempt < self.retries and not stop.wait(min(wait_s, BACKOFF_CAP_S))  # none after Ctrl-C

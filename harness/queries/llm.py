@@ -30,6 +30,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from harness.atomic import atomic_write
 from harness.errors import HarnessError, InputError
@@ -50,6 +51,13 @@ class Endpoint:
     prompt: Path  # template file
     api_key_env: str = "OPENAI_API_KEY"
     timeout_s: float = 120.0
+
+    def __post_init__(self) -> None:
+        """A base URL without http(s):// or a host is said so here, not as 'cannot reach' later."""
+        parts = urlsplit(self.base_url)
+        if parts.scheme not in ("http", "https") or not parts.netloc:
+            raise HarnessError(f"LLM base URL {self.base_url!r} is not an http:// or https:// URL with a host "
+                               "(e.g. http://127.0.0.1:8000/v1)")
 
     def template(self) -> str:
         """The checked template, read once per version of the file (it is asked for every turn)."""
@@ -183,11 +191,19 @@ def _ask(target: Endpoint, prompt: str) -> str:
     except openai.APIConnectionError:
         raise HarnessError(f"cannot reach the LLM endpoint at {target.base_url}; is the server running?") from None
     except openai.APIStatusError as error:
-        raise HarnessError(f"the LLM endpoint at {target.base_url} answered HTTP {error.status_code} "
-                           f"for model {target.model!r}") from None
+        raise status_error(target, error.status_code) from None
     except json.JSONDecodeError:  # HTTP 200 whose body the client could not read as JSON
         raise not_a_completion(target.base_url, " (its body is not JSON)") from None
     return answer_text(response, target.base_url)
+
+
+def status_error(target: Endpoint, status: int, detail: str = "") -> HarnessError:
+    """The one-line error for an HTTP error status; a 404 from a base URL that is not an API
+    root (no /v1) asks about that, the usual cause, not about the model."""
+    root = urlsplit(target.base_url).path.rstrip("/").endswith("/v1")
+    hint = "; is the base URL the API root, e.g. http://HOST:PORT/v1?" if status == 404 and not root else ""
+    return HarnessError(f"the LLM endpoint at {target.base_url} answered HTTP {status} for model "
+                        f"{target.model!r}{detail}{hint}")
 
 
 def not_a_completion(base_url: str, why: str = "") -> HarnessError:

@@ -451,8 +451,11 @@ def _llm_endpoints(node: Node | None) -> dict[str, Any]:
             keys = node.child(str(name), value).mapping(("model", "base_url", "prompt", "api_key_env"),
                                                         required=("model", "base_url", "prompt"))
             extra = {"api_key_env": keys["api_key_env"].text()} if "api_key_env" in keys else {}
-            endpoints[str(name)] = Endpoint(keys["model"].text(), keys["base_url"].text(),
-                                            keys["prompt"].existing_path(), **extra)
+            try:
+                endpoints[str(name)] = Endpoint(keys["model"].text(), keys["base_url"].text(),
+                                                keys["prompt"].existing_path(), **extra)
+            except HarnessError as error:  # a base URL that is no http(s) URL, said at its key
+                raise keys["base_url"].error(str(error)) from None
     return endpoints
 
 
