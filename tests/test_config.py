@@ -84,6 +84,20 @@ def test_topics_without_qrels_and_measures_named_need_a_qrels_file(tmp_path, sco
             "the runs unscored)") in message
 
 
+def test_topics_without_qrels_and_both_measures_and_preset_say_to_give_one(tmp_path):
+    experiment = {**_experiment(topics="ikat2025:test", corpus="benchmark:ikat2023:test"), "measures": [],
+                  "preset": "ikat2024"}
+    message = _error(tmp_path, {"experiments": [experiment]})
+    assert "experiments[0].preset: give 'measures' or 'preset', not both" in message
+
+
+def test_topics_without_qrels_and_null_measures_say_null_is_not_an_empty_list(tmp_path):
+    experiment = {**_experiment(topics="ikat2025:test", corpus="benchmark:ikat2023:test"), "measures": None}
+    message = _error(tmp_path, {"experiments": [experiment]})
+    assert ("experiments[0].measures: found nothing (null), which is not a list of measures; ikat2025:test ships "
+            "no qrels: write 'measures: []' to write the runs unscored, or give 'qrels: FILE'") in message
+
+
 @pytest.mark.parametrize("measures", [{"measures": []}, {}])
 def test_topics_without_qrels_and_no_measures_are_run_unscored(tmp_path, measures):
     experiment = {**_experiment(topics="ikat2025:test", corpus="benchmark:ikat2023:test"), "measures": None}

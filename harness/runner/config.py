@@ -489,10 +489,13 @@ def _experiment(node: Node, defaults: dict[str, Any], problems: Problems,
                                    "or {index: NAME})")
     unscored = None
     if benchmark is not None and "qrels" not in keys and not task.has_default_qrels(benchmark):
-        if "preset" in keys or ("measures" in keys and keys["measures"].value != []):
-            raise keys["topics"].error(f"{benchmark.name} ships no qrels; give 'qrels: FILE' (or 'measures: []' "
-                                       "to write the runs unscored)")
         unscored = f"{benchmark.name} ships no qrels"
+        _measures_or_preset(keys)  # (that mistake first: the advice below would name what is given)
+        if "measures" in keys and keys["measures"].value is None:
+            raise keys["measures"].error(f"found nothing (null), which is not a list of measures; {unscored}: "
+                                         "write 'measures: []' to write the runs unscored, or give 'qrels: FILE'")
+        if "preset" in keys or ("measures" in keys and keys["measures"].value != []):
+            raise keys["topics"].error(f"{unscored}; give 'qrels: FILE' (or 'measures: []' to write the runs unscored)")
     qrels = problems.keep(_qrels, keys["qrels"], qrels_read) if "qrels" in keys else None
     measures, depth, separator = ((), None, None) if unscored else measures_of(keys, node, task, as_given=True)
     restrict = keys["qrels_restrict_to_corpus"].flag() if "qrels_restrict_to_corpus" in keys else False
@@ -639,8 +642,7 @@ def measures_of(
     from harness.evaluate.presets import PRESETS
 
     depth = separator = None
-    if "measures" in keys and "preset" in keys:
-        raise keys["preset"].error("give 'measures' or 'preset', not both")
+    _measures_or_preset(keys)
     if "measures" in keys:
         node = keys["measures"]
         names = [item.text() for item in node.items()]
@@ -654,6 +656,12 @@ def measures_of(
         raise parent.error("missing 'measures' (ir-measures names) or 'preset'")
     parsed = lookup(node, lambda: parse_measures(names))
     return tuple(names) if as_given else tuple(str(m) for m in parsed), depth, separator
+
+
+def _measures_or_preset(keys: dict[str, Node]) -> None:
+    """One way of naming the measures: both is an error, whether or not there are qrels."""
+    if "measures" in keys and "preset" in keys:
+        raise keys["preset"].error("give 'measures' or 'preset', not both")
 
 
 def shallow_measures(experiment: Experiment) -> str | None:
