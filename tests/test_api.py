@@ -83,6 +83,19 @@ def test_run_equals_harness_run(tmp_path, capsys):
         assert dict(zip(per_query.qid, per_query[measure])) == evaluation["per_query"][measure]
 
 
+@pytest.mark.slow
+def test_run_gives_counts_as_whole_numbers_fresh_or_resumed(tmp_path):
+    """A fresh run's frames gave NumRet 5505.0, its resumed run's (read from the JSON) 5505."""
+    config = {"output": str(tmp_path / "runs"), "experiments": [
+        {"task": "ptkb", "topics": "ikat2023:test", "retrievers": ["bm25"], "measures": ["RR", "NumRet", "NumRel"]}]}
+    fresh = harness.run(config, quiet=True)
+    resumed = harness.run(config, quiet=True)
+    for made, reused in zip(fresh, resumed):
+        pd.testing.assert_frame_equal(made, reused)
+        assert all(pd.api.types.is_integer_dtype(made[count]) for count in ("NumRet", "NumRel"))
+    assert fresh.aggregate.NumRet[0] == fresh.per_query.NumRet.sum()
+
+
 def test_one_measure_may_be_given_as_a_string():
     as_string = harness.evaluate(RUNS[0], CAST2021_QRELS, "nDCG@3", passage_separator="-").aggregate
     as_list = harness.evaluate(RUNS[0], CAST2021_QRELS, ["nDCG@3"], passage_separator="-").aggregate

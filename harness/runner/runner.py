@@ -311,7 +311,7 @@ def _scoring(prepared: Prepared) -> dict[str, Any]:
 
 
 def _scores_record(prepared: Prepared, scored: Scored) -> dict[str, Any]:
-    return {"for": _scoring(prepared), "evaluation": asdict(scored.evaluation.whole_counts()), "judged": scored.judged}
+    return {"for": _scoring(prepared), "evaluation": asdict(scored.evaluation), "judged": scored.judged}
 
 
 def finished_scores(prepared: Prepared, output: Path) -> Scored | None:
@@ -324,7 +324,7 @@ def finished_scores(prepared: Prepared, output: Path) -> Scored | None:
     recorded = metadata.get("scores")
     if isinstance(recorded, dict) and recorded.get("for") == _scoring(prepared):
         try:
-            return Scored(Evaluation(**recorded["evaluation"]), float(recorded["judged"]))
+            return Scored(Evaluation(**recorded["evaluation"]).whole_counts(), float(recorded["judged"]))
         except (TypeError, KeyError, ValueError):  # not the layout this version writes: score again
             pass
     scored = score(prepared, output)
@@ -383,7 +383,7 @@ def _nothing_retrieved(prepared: Prepared) -> HarnessError:
 
 @dataclass(frozen=True)
 class Scored:
-    evaluation: Evaluation  # the experiment's measures
+    evaluation: Evaluation  # the experiment's measures, counts whole (as recorded, fresh or resumed alike)
     judged: float  # mean Judged@10, for the report
 
 
@@ -410,7 +410,7 @@ def score(prepared: Prepared, output: Path) -> Scored:
     scored, judged = with_judged(kept)  # the experiment's own Judged@10, however spelled, or an added one
     evaluator = Evaluator(prepared.qrels, scored, announce=False)
     both = evaluate_file(evaluator, run_path(output, prepared.run), run_file_options(experiment))
-    return Scored(keep_measures(both, kept), both.means[judged])
+    return Scored(keep_measures(both, kept).whole_counts(), both.means[judged])
 
 
 def run_file_options(experiment: Experiment) -> RunFileOptions:
