@@ -809,3 +809,32 @@ def test_topics_without_qrels_are_run_and_written_not_scored_and_said_so(tmp_pat
     assert recorded["not_scored"] == "ikat2025:test ships no qrels" and "scores" not in recorded
     per_query, aggregate = harness.run(config, quiet=True)  # resumed: nothing is run again
     assert list(aggregate["run"]) == [PTKB_TAG]
+
+
+def test_a_finished_run_scored_or_not_by_another_config_has_a_json_saying_which_this_config_made_of_it(
+        tmp_path, capsys):
+    """Qrels and measures are not in the resume key: the run is not ranked again when they
+    change, and its JSON holds `scores` (no `not_scored`) or `not_scored` (no `scores`) as the
+    config run last says, not both, nor an earlier config's scores under "Not scored"."""
+    out, tag = tmp_path / "runs", "ikat2025.ptkb.bm25"
+    experiment = {"task": "ptkb", "topics": "ikat2025", "retrievers": ["bm25"]}
+    unscored, scored = tmp_path / "unscored.yaml", tmp_path / "scored.yaml"
+    unscored.write_text(yaml.safe_dump({"output": str(out), "experiments": [{**experiment, "measures": []}]}),
+                        encoding="utf-8")
+    assert main(["run", str(unscored)]) == 0
+    qrels = tmp_path / "q.txt"  # each turn's top statement judged relevant
+    run = read_run(out / f"{tag}.run")
+    qrels.write_text("".join(f"{qid} 0 {next(iter(docs))} 1\n" for qid, docs in run.scores.items()), encoding="utf-8")
+    scored.write_text(yaml.safe_dump({"output": str(out), "experiments": [
+        {**experiment, "qrels": str(qrels), "measures": ["RR", "NumRet"]}]}), encoding="utf-8")
+    ranked = (out / f"{tag}.run").stat().st_mtime_ns
+    assert main(["run", str(scored)]) == 0
+    assert f"{tag}: finished with the same inputs, skipped" in capsys.readouterr().err
+    recorded = json.loads((out / f"{tag}.json").read_text(encoding="utf-8"))
+    assert "not_scored" not in recorded and recorded["scores"]["evaluation"]["means"]["RR"] == 1
+    assert recorded["config"]["qrels"] == str(qrels)
+    assert main(["run", str(unscored)]) == 0
+    assert capsys.readouterr().out.endswith(f"Not scored (ikat2025:test ships no qrels): {tag}.\n")
+    recorded = json.loads((out / f"{tag}.json").read_text(encoding="utf-8"))
+    assert recorded["not_scored"] == "ikat2025:test ships no qrels" and "scores" not in recorded
+    assert (out / f"{tag}.run").stat().st_mtime_ns == ranked

@@ -316,21 +316,27 @@ def _scores_record(prepared: Prepared, scored: Scored) -> dict[str, Any]:
 
 def finished_scores(prepared: Prepared, output: Path) -> Scored | None:
     """A skipped run's scores: those its JSON records when they were taken the same way,
-    else scored again and recorded; None for a run that is not scored."""
-    if prepared.qrels is None:
-        return None
+    else scored again and recorded; None for a run that is not scored. Qrels and measures are
+    not in the resume key, so the run may have been scored, or not, by another config: its
+    JSON is rewritten to say what this one makes of it, `scores` or `not_scored`, never both."""
     path = json_path(output, prepared.run)
     metadata = json.loads(path.read_text(encoding="utf-8"))
+    unscored = prepared.run.experiment.unscored
+    # the config as taken now: its qrels, measures and note may differ from those that ranked the run
+    now = {key: value for key, value in metadata.items() if key not in ("scores", "not_scored")}
+    now["config"] = prepared.run.description()
+    if prepared.qrels is None:
+        if "scores" in metadata or metadata.get("not_scored") != unscored:
+            _write_metadata(path, {**now, "not_scored": unscored})
+        return None
     recorded = metadata.get("scores")
-    if isinstance(recorded, dict) and recorded.get("for") == _scoring(prepared):
+    if isinstance(recorded, dict) and recorded.get("for") == _scoring(prepared) and "not_scored" not in metadata:
         try:
             return Scored(Evaluation(**recorded["evaluation"]).whole_counts(), float(recorded["judged"]))
         except (TypeError, KeyError, ValueError):  # not the layout this version writes: score again
             pass
     scored = score(prepared, output)
-    # the config as scored now: its qrels, measures and note may differ from those that ranked the run
-    _write_metadata(path, {**metadata, "config": prepared.run.description(),
-                           "scores": _scores_record(prepared, scored)})
+    _write_metadata(path, {**now, "scores": _scores_record(prepared, scored)})
     return scored
 
 
