@@ -3,6 +3,8 @@ of the issue. Runs are built from the shipped iKAT 2023 topics and qrels."""
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import logging
 import re
@@ -364,6 +366,7 @@ def test_resubmitted_identical_file_returns_the_same_id(server, tmp_path):
     first, second = post(client, run), post(client, run)
     assert (first.status_code, second.status_code) == (202, 202)
     assert first.json()["id"] == second.json()["id"]
+    assert (first.json()["status"], second.json()["status"]) == ("accepted", "duplicate")  # no new submission
     assert len(service.team_submissions("team0")) == 1
 
 
@@ -821,6 +824,23 @@ def test_a_server_url_that_is_not_one_is_said_before_anything_is_sent(tmp_path, 
                                        "server's URL, such as http://127.0.0.1:8000 (`harness submit --help` lists the options)\n")
     assert main(["submit", "--server", "127.0.0.1:8000", "--token", "t", "--task", TASK, str(run)]) == 2
     assert "--server '127.0.0.1:8000': not an http:// or https:// URL" in capsys.readouterr().err
+    assert main(["submit", "--server", "http://127.0.0.1:8000/api/", "--token", "t", "--task", TASK, str(run)]) == 2
+    assert "--server 'http://127.0.0.1:8000/api/': the URL names the server's API, not the server: give the " \
+           "server's URL" in capsys.readouterr().err  # the upload went to no route, which answered 413
+
+
+def test_warnings_past_the_200_kept_are_counted_by_the_last_and_by_submit():
+    """A run without PTKB provenance draws a warning a turn: 332 are 200 kept and one saying so,
+    and `submit --wait` says 327 more, not 195."""
+    from harness.serve.cli_submit import _print_warnings
+    from harness.serve.service import kept_warnings
+
+    kept = kept_warnings([f"turn {i}: no PTKB provenance" for i in range(332)])
+    assert len(kept) == 201 and kept[-1] == "... and 132 more warnings, not kept"
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err):
+        _print_warnings(kept, "abc")
+    assert err.getvalue().splitlines()[-1] == "warning: ... and 327 more (GET /api/submissions/abc lists the first 200)"
 
 
 @pytest.mark.parametrize("timeout", ["nan", "-1", "0", "soon"])

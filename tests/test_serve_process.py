@@ -135,6 +135,11 @@ def test_harness_submit_uploads_waits_and_prints_the_measures(tmp_path, capsys):
         assert main([*common, str(run), "--wait"]) == 0
         lines = capsys.readouterr().out.splitlines()
         assert len(lines[0]) == 16 and lines[1].startswith("nDCG@5\t0.") and len(lines) == 8
+        assert main([*common, str(run), "--description", "second"]) == 0  # the same file: not a new submission
+        said = capsys.readouterr()
+        assert said.out == lines[0] + "\n" and said.err == (
+            f"already submitted: submission {lines[0]}, the same file (not a new submission; its description is kept "
+            "as first given)\n")
         assert main([*common, str(broken)]) == 1
         assert capsys.readouterr().out == ("broken.trec:1 [trec]: expected 6 fields 'qid Q0 docid rank score tag', found "
                                            "4: this looks like a qrels line ('qid iter docid grade'): is the qrels file "
@@ -159,7 +164,9 @@ def test_harness_submit_wait_prints_the_servers_warnings_the_first_five_and_a_co
             "warning: judged-only.trec warning [coverage]: 156 turns have no results (scored 0)"]
         many = warnings(ikat_run(tmp_path / "sparse.json", seed=8))
     assert len(many) == 6 and all(line.startswith("warning: sparse.json turn ") for line in many[:5])
-    assert re.fullmatch(r"warning: \.\.\. and \d+ more \(GET /api/submissions/[0-9a-f]{16} lists them\)", many[5])
+    # every turn's warning counted, past the 200 the server keeps (it said 195 more)
+    assert re.fullmatch(r"warning: \.\.\. and \d{3} more \(GET /api/submissions/[0-9a-f]{16} lists the first 200\)",
+                        many[5])
 
 
 def test_harness_submit_to_an_unknown_task_lists_the_server_s_tasks(tmp_path, capsys):
@@ -169,6 +176,6 @@ def test_harness_submit_to_an_unknown_task_lists_the_server_s_tasks(tmp_path, ca
         assert main(["submit", "--server", server.url, "--token", team_token("team0"), "--task", "ikat2024",
                      str(trec_run(tmp_path / "run.trec", seed=1))]) == 2
     assert capsys.readouterr().err == (f"harness submit: error: --task ikat2024: the server has no such task (its "
-                                       f"tasks: {TASK})\n")
+                                       f"tasks: {TASK}) (`harness submit --help` lists the options)\n")
     # the same server's start line, counts of one in the singular (a process of its own would cost 5 s)
     assert "harness serve: 1 task, 1 team, database " in server.log.read_text()

@@ -12,3 +12,7 @@ hidden qrels in the background and ranks them with significance tiers.
 FastAPI, uvicorn, SQLAlchemy and Jinja2 are imported only by these modules (the `serve`
 extra), so the rest of the harness never loads them.
 """
+
+# the last of a submission's warnings where the server kept the first 200 (service.py), which
+# `harness submit --wait` reads back to say how many there were
+NOT_KEPT = "... and {} more warnings, not kept"

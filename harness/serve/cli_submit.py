@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import argparse
 import math
+import re
 import sys
 import time
 from pathlib import Path
 
 from harness.cli import number_in
 from harness.errors import HarnessError, open_input
+from harness.serve import NOT_KEPT
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -46,7 +48,11 @@ def run(args: argparse.Namespace) -> int:
             if answer.status_code != 202:
                 raise HarnessError(f"the server answered {answer.status_code}: {body.get('detail', answer.text[:200])}")
             ident = body["id"]
-            print(f"accepted: submission {ident}", file=sys.stderr)
+            if body.get("status") == "duplicate":
+                print(f"already submitted: submission {ident}, the same file (not a new submission; its description "
+                      "is kept as first given)", file=sys.stderr)
+            else:
+                print(f"accepted: submission {ident}", file=sys.stderr)
             print(ident)
             if args.wait:
                 return _wait(client, ident, args.timeout)
@@ -67,6 +73,8 @@ def server_url(given: str) -> str:
                    else "the URL names no host" if not parts.hostname else None)
     except ValueError:
         problem = "the port is not a number from 0 to 65535"
+    if not problem and parts.path.rstrip("/").endswith("/api"):  # the requests add /api/...
+        problem = "the URL names the server's API, not the server"
     if problem:
         raise HarnessError(f"--server {given!r}: {problem}: give the server's URL, such as http://127.0.0.1:8000")
     return given.rstrip("/")
@@ -103,8 +111,10 @@ def _print_warnings(warnings: list[str], ident: str) -> None:
     for warning in warnings[:SHOWN_WARNINGS]:
         print(f"warning: {warning}", file=sys.stderr)
     if len(warnings) > SHOWN_WARNINGS:
-        print(f"warning: ... and {len(warnings) - SHOWN_WARNINGS} more (GET /api/submissions/{ident} lists "
-              "them)", file=sys.stderr)
+        cut = re.fullmatch(re.escape(NOT_KEPT).replace(r"\{\}", r"(\d+)"), warnings[-1])
+        more = len(warnings) - SHOWN_WARNINGS + (int(cut[1]) - 1 if cut else 0)
+        listed = f"the first {len(warnings) - 1}" if cut else "them"
+        print(f"warning: ... and {more} more (GET /api/submissions/{ident} lists {listed})", file=sys.stderr)
 
 
 def _json(answer) -> dict:

@@ -18,6 +18,7 @@ from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import defer
 
+from harness.serve import NOT_KEPT
 from harness.serve import store as st
 from harness.serve.config import ServeConfig
 from harness.serve.responses import ResponseTaskRuntime
@@ -30,6 +31,15 @@ VALIDATION_WAIT_S = 120  # longer than this in the queue: 503, try again
 _DISPLAY = re.compile(r"[^A-Za-z0-9_.+-]")
 
 
+def kept_warnings(warnings: list) -> list[str]:
+    """The first MAX_MESSAGES warnings, and a last one saying how many more were not kept (a
+    run without PTKB provenance draws one a turn), so that no reader takes 200 for all."""
+    kept = [str(warning) for warning in warnings[:MAX_MESSAGES]]
+    if len(warnings) > MAX_MESSAGES:
+        kept.append(NOT_KEPT.format(len(warnings) - MAX_MESSAGES))
+    return kept
+
+
 @dataclass
 class Outcome:
     """An upload's answer: 202 (stored, `id`), 422 (`messages`), 404, 413, 429 or 503 (`detail`)."""
@@ -38,10 +48,11 @@ class Outcome:
     id: str | None = None
     detail: str = ""
     messages: list[dict] = field(default_factory=list)
+    duplicate: bool = False  # 202 for a file this team gave this task before: no new submission
 
     def body(self) -> dict[str, Any]:
         if self.status == 202:
-            return {"id": self.id, "status": "accepted"}
+            return {"id": self.id, "status": "duplicate" if self.duplicate else "accepted"}
         body: dict[str, Any] = {"detail": self.detail}
         if self.messages:
             body["errors"] = self.messages
@@ -139,7 +150,7 @@ class Service:
             if session.get(st.Submission, ident) is not None:
                 self.store.audit(session, team=team, task=task, sha256=sha256, event="duplicate", detail=ident)
                 session.commit()
-                return Outcome(202, id=ident)
+                return Outcome(202, id=ident, duplicate=True)
             over = self._over_quota(session, team, task, sha256)  # before spending time on validation
             if over is not None:
                 return over
@@ -166,7 +177,7 @@ class Service:
             session.add(st.Submission(
                 id=ident, task=task, team=team, sha256=sha256, format=verdict.format,
                 run_name=(verdict.run_name or display)[:200], description=description,
-                warnings=[str(w) for w in verdict.warnings[:MAX_MESSAGES]], status=st.QUEUED,
+                warnings=kept_warnings(verdict.warnings), status=st.QUEUED,
             ))
             self.store.audit(session, team=team, task=task, sha256=sha256, event="accepted", detail=ident)
             try:
