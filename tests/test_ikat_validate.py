@@ -286,9 +286,27 @@ def test_one_split_s_pool_as_the_collection_is_noted_with_the_splits_it_leaves_o
     assert main(["ikat", "validate", str(two_pools_submission), "--topics", "ikat2023", "--partial",
                  "--passages", "benchmark:ikat2023"]) == 0
     out, err = capsys.readouterr()
-    unknown = out.count("[passage-exists]")
+    unknown = len(set(re.findall(r"passage '(.*?)' is not in the passage collection", out)))
     assert unknown > 0 and (f"note: {unknown} passage ids are not in --passages benchmark:ikat2023; the benchmark's "
                             "other splits ship passages too: add benchmark:ikat2023:train if the run searched them") in err
+
+
+def test_the_note_counts_distinct_passage_ids_not_one_per_turn(tmp_path, capsys):
+    """Every passage of the sample set to one of 2 train-pool ids: 2 ids, though every turn cites both."""
+    from harness.corpus.readers import open_corpus
+
+    train = [d.id for d in islice(open_corpus("benchmark:ikat2023:train").documents(), 2)]
+    run = json.loads((SAMPLES_2023 / "sample_run.json").read_text())
+    for turn in run["turns"]:
+        for response in turn["responses"]:
+            for index, passage in enumerate(response["passage_provenance"]):
+                passage["id"] = train[index % 2]
+    (tmp_path / "run.json").write_text(json.dumps(run))
+    main(["ikat", "validate", str(tmp_path / "run.json"), "--topics", "ikat2023", "--partial",
+          "--passages", "benchmark:ikat2023"])
+    out, err = capsys.readouterr()
+    assert out.count("[passage-exists]") == 2 * len(run["turns"]) > 2
+    assert "note: 2 passage ids are not in --passages benchmark:ikat2023;" in err
 
 
 def test_more_warnings_than_allowed_is_an_error():

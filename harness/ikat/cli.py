@@ -16,6 +16,7 @@ from harness.paths import refuse_overwriting
 from harness.topics.model import Conversation
 
 if TYPE_CHECKING:
+    from harness.ikat.validate import ValidationReport
     from harness.topics import Benchmark
     from harness.trec import Run
 
@@ -100,13 +101,14 @@ def _validate(args: argparse.Namespace) -> int:
     from harness.ikat.checks import CHECKS
     from harness.ikat.validate import COVERAGE_CHECKS, read_passage_ids, validate_file
 
+    passages = frozenset().union(*map(read_passage_ids, args.passages)) if args.passages else None
     report = validate_file(
         args.run,
         load_topics(args.topics),
         args.year,
         max_warnings=args.max_warnings,
         skip=COVERAGE_CHECKS if args.partial else (),
-        passages=frozenset().union(*map(read_passage_ids, args.passages)) if args.passages else None,
+        passages=passages,
     )
     if not args.quiet:
         for finding in report.findings:
@@ -115,7 +117,7 @@ def _validate(args: argparse.Namespace) -> int:
     if report.turns and len(set(unknown)) >= report.turns:  # every turn (in file order): another year's topics?
         print(f"note: none of the file's {counted(report.turns, 'turn')} is a turn of --topics {args.topics} (the "
               f"file's first: {unknown[0]!r}): give the topics of the file's year", file=sys.stderr)
-    unknown_passages = sum(finding.check == "passage-exists" for finding in report.findings)
+    unknown_passages = len(_unknown_passages(report, passages))
     if unknown_passages and (others := _splits_left_out(args.passages)):
         print(f"note: {counted(unknown_passages, 'passage id')} {verb(unknown_passages, 'is', 'are')} not in --passages "
               f"{' '.join(args.passages)}; the benchmark's other splits ship passages too: add {' '.join(others)} if "
@@ -125,6 +127,14 @@ def _validate(args: argparse.Namespace) -> int:
               "references against the ClueWeb22 id pattern only)", file=sys.stderr)
     print(report.summary(), file=sys.stderr)
     return 0 if report.ok else 1
+
+
+def _unknown_passages(report: ValidationReport, passages: frozenset[str] | None) -> set[str]:
+    """The distinct passage ids the submission cites that are not in --passages (the
+    passage-exists findings are one per turn per id)."""
+    if passages is None or report.submission is None:
+        return set()
+    return {p.id for turn in report.submission.turns for r in turn.responses for p in r.passage_provenance} - passages
 
 
 def _splits_left_out(specs: list[str]) -> list[str]:
