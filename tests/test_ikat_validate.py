@@ -288,7 +288,18 @@ def test_one_split_s_pool_as_the_collection_is_noted_with_the_splits_it_leaves_o
     out, err = capsys.readouterr()
     unknown = len(set(re.findall(r"passage '(.*?)' is not in the passage collection", out)))
     assert unknown > 0 and (f"note: {unknown} passage ids are not in --passages benchmark:ikat2023; the benchmark's "
-                            "other splits ship passages too: add benchmark:ikat2023:train if the run searched them") in err
+                            f"other splits ship passages too: add benchmark:ikat2023:train (it holds {unknown} of them) "
+                            "if the run searched them") in err
+
+
+@pytest.mark.parametrize("train", [(), ("2023_train_topics_psg_text.jsonl",)])
+def test_a_left_out_split_is_not_named_when_it_holds_none_of_the_unknown_ids(capsys, train):
+    """The sample's passages are in neither pool; the train pool given as its file is not left out either."""
+    pools = [str(data_root() / "ikat" / "2023" / "data" / name) for name in train]
+    main(["ikat", "validate", str(SAMPLES_2023 / "sample_run.json"), "--topics", "ikat2023", "--partial",
+          "--passages", "benchmark:ikat2023", *pools])
+    out, err = capsys.readouterr()
+    assert "[passage-exists]" in out and "note:" not in err
 
 
 def test_the_note_counts_distinct_passage_ids_not_one_per_turn(tmp_path, capsys):
@@ -306,7 +317,7 @@ def test_the_note_counts_distinct_passage_ids_not_one_per_turn(tmp_path, capsys)
           "--passages", "benchmark:ikat2023"])
     out, err = capsys.readouterr()
     assert out.count("[passage-exists]") == 2 * len(run["turns"]) > 2
-    assert "note: 2 passage ids are not in --passages benchmark:ikat2023;" in err
+    assert "note: 2 passage ids are not in --passages benchmark:ikat2023;" in err and "(it holds 2 of them)" in err
 
 
 def test_more_warnings_than_allowed_is_an_error():

@@ -117,11 +117,13 @@ def _validate(args: argparse.Namespace) -> int:
     if report.turns and len(set(unknown)) >= report.turns:  # every turn (in file order): another year's topics?
         print(f"note: none of the file's {counted(report.turns, 'turn')} is a turn of --topics {args.topics} (the "
               f"file's first: {unknown[0]!r}): give the topics of the file's year", file=sys.stderr)
-    unknown_passages = len(_unknown_passages(report, passages))
-    if unknown_passages and (others := _splits_left_out(args.passages)):
-        print(f"note: {counted(unknown_passages, 'passage id')} {verb(unknown_passages, 'is', 'are')} not in --passages "
-              f"{' '.join(args.passages)}; the benchmark's other splits ship passages too: add {' '.join(others)} if "
-              "the run searched them (the default config's iKAT 2023 runs search both splits' pools)", file=sys.stderr)
+    unknown_passages = _unknown_passages(report, passages)
+    if unknown_passages and (others := _splits_holding(args.passages, unknown_passages)):
+        n = len(unknown_passages)
+        print(f"note: {counted(n, 'passage id')} {verb(n, 'is', 'are')} not in --passages {' '.join(args.passages)}; "
+              f"the benchmark's other splits ship passages too: add "
+              f"{', '.join(f'{spec} (it holds {held} of them)' for spec, held in others.items())} if the run searched "
+              "them (the default config's iKAT 2023 runs search both splits' pools)", file=sys.stderr)
     if args.passages and report.year not in CHECKS.get("passage-exists").years:
         print(f"note: --passages was not used: the iKAT {report.year} validator looks up no passage (it checks "
               "references against the ClueWeb22 id pattern only)", file=sys.stderr)
@@ -137,14 +139,17 @@ def _unknown_passages(report: ValidationReport, passages: frozenset[str] | None)
     return {p.id for turn in report.submission.turns for r in turn.responses for p in r.passage_provenance} - passages
 
 
-def _splits_left_out(specs: list[str]) -> list[str]:
+def _splits_holding(specs: list[str], unknown: set[str]) -> dict[str, int]:
     """The `benchmark:` specs of the corpora that the splits of the benchmarks named in `specs`
-    ship and `specs` leave out: `benchmark:ikat2023` is the test split's pool alone."""
+    ship and `specs` leave out (`benchmark:ikat2023` is the test split's pool alone), each that
+    holds some of the `unknown` passage ids, with how many: a split given as a file holds none."""
     from harness.topics import shipped_corpora
 
     named = [shipped_corpora(spec.removeprefix("benchmark:")) for spec in specs if spec.startswith("benchmark:")]
     given = {next(iter(corpora.values())).name for corpora in named if corpora}  # each spec's own corpus first
-    return list(dict.fromkeys(spec for corpora in named for spec, corpus in corpora.items() if corpus.name not in given))
+    left_out = {spec: corpus for corpora in named for spec, corpus in corpora.items() if corpus.name not in given}
+    held = {spec: sum(document.id in unknown for document in corpus.documents()) for spec, corpus in left_out.items()}
+    return {spec: count for spec, count in held.items() if count}
 
 
 def _to_trec(args: argparse.Namespace) -> int:
