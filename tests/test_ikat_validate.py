@@ -443,6 +443,18 @@ def test_a_trec_run_given_as_2025_is_one_error_told_to_go_through_from_trec(caps
                                     "not an iKAT submission: `harness ikat from-trec` writes one from it")
 
 
+@pytest.mark.parametrize("text", ["", "\n  \n\n"])
+@pytest.mark.parametrize("partial", [[], ["--partial"]])
+def test_a_2025_file_with_no_line_is_one_error_not_valid_nor_an_error_a_turn(tmp_path, capsys, text, partial):
+    """It drew 188 turns-covered errors, or with --partial '0 turns, 0 errors: valid'."""
+    path = tmp_path / "run.jsonl"
+    path.write_text(text)
+    assert main(["ikat", "validate", str(path), "--topics", "ikat2025", "--year", "2025", *partial]) == 1
+    assert capsys.readouterr() == ("ERROR [json]: the file is empty (or blank lines only): iKAT 2025 submissions are "
+                                   "JSON Lines, an object a line for each turn\n",
+                                   "run.jsonl (iKAT 2025): 0 turns, 1 errors, 0 warnings: INVALID (1 x error json)\n")
+
+
 def test_json_lines_told_from_one_document_by_the_rule_that_guesses_the_year(tmp_path, run_2025):
     """The hint agrees with the year guess (harness.jsonl.first_line): a first line of a lone
     no-break space, which the 2025 validator strips, hid it ('Expecting value', no hint)."""

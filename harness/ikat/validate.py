@@ -189,8 +189,13 @@ def _trec_run_hint(text: str) -> str:
 
 def _not_json_lines(text: str, entries: list[tuple[int, Any]]) -> str | None:
     """A file read as JSON Lines that is a 2023/2024 submission (one JSON document holding
-    `turns`), or in which no line is an object (a TREC run): what it looks like, said once, not
-    an error for each of its lines. None for a file of JSON lines."""
+    `turns`), or in which no line is an object (a TREC run), or that holds no line at all: what
+    it looks like, said once, not an error for each of its lines (or for each turn it leaves
+    unanswered). None for a file of JSON lines."""
+    if not entries:
+        lines_years = " and ".join(str(year) for year, form in YEARS.items() if form.json_lines)
+        return (f"the file is empty (or blank lines only): iKAT {lines_years} submissions are JSON Lines, an object a "
+                "line for each turn")
     try:
         raw = jsonl.loads(text)
     except json.JSONDecodeError:
