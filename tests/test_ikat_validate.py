@@ -570,6 +570,19 @@ def test_2025_repeated_turn_is_a_warning(tmp_path, run_2025):
     assert warned_checks(report) == {"turn-repeated"} and report.ok
 
 
+def test_2025_lines_not_json_objects_are_named_20_then_counted_in_one_error(tmp_path, run_2025, capsys):
+    """A valid first line above a TREC run drew an error for each of its 18570 lines."""
+    trec = (data_root() / "cast" / "2021" / "baselines" / "document_runs" / "org_manual_bm25.run").read_text()
+    path = tmp_path / "run.jsonl"
+    path.write_text(run_2025.read_text().splitlines()[0] + "\n" + trec)
+    lines = 1 + trec.count("\n")
+    errors = validate(path, 2025).errors
+    assert [f.line for f in errors] == list(range(2, 23))
+    assert errors[-1].message == f"... and {lines - 21} more lines that are not a JSON object (lines 22 to {lines})"
+    assert main(["ikat", "validate", str(path), "--topics", "ikat2025", "--year", "2025", "--partial"]) == 1
+    assert capsys.readouterr().out.count("\n") == 21
+
+
 def test_2025_bad_json_line_is_an_error(tmp_path, run_2025):
     lines = run_2025.read_text().splitlines()
     (tmp_path / "run.jsonl").write_text("\n".join(["{oops", *lines[1:]]) + "\n")

@@ -13,6 +13,7 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
+from harness.errors import counted, verb
 from harness.ikat.checks import RUN_TYPES, Context, Finding, check, error, warning
 from harness.ikat.submission import PROVENANCE_LIMIT, RESPONSE_WORD_LIMIT, checked_by, word_count
 
@@ -30,13 +31,24 @@ def _objects(ctx: Context) -> Iterator[tuple[int, dict, str | None]]:
             yield line, entry, turn_id if isinstance(turn_id, str) else None
 
 
+JSON_OBJECT_SHOWN = 20  # lines that are not objects named one by one; the rest are one finding
+
+
 @check("json-object", JSONL_YEARS)
 def _json_object(ctx: Context) -> Iterator[Finding]:
-    for line, entry in ctx.entries:
+    """Each line is a JSON object. Past the first JSON_OBJECT_SHOWN lines that are not, one
+    error counts the rest (a valid first line above a TREC run drew thousands), as
+    --max-warnings sums up warnings in one error."""
+    bad = [(line, entry) for line, entry in ctx.entries if not isinstance(entry, dict)]
+    for line, entry in bad[:JSON_OBJECT_SHOWN]:
         if isinstance(entry, json.JSONDecodeError):
             yield error("json-object", f"not JSON: {entry.msg} (column {entry.colno})", line=line)
-        elif not isinstance(entry, dict):
+        else:
             yield error("json-object", "the line must be a JSON object", line=line)
+    if len(bad) > JSON_OBJECT_SHOWN:
+        rest = bad[JSON_OBJECT_SHOWN:]
+        yield error("json-object", f"... and {counted(len(rest), 'more line')} that {verb(len(rest), 'is', 'are')} not "
+                                   f"a JSON object (lines {rest[0][0]} to {rest[-1][0]})", line=rest[0][0])
 
 
 @check("turn-id", JSONL_YEARS)
