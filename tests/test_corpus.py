@@ -114,10 +114,15 @@ def test_jsonl_malformed_line_names_file_and_line(tmp_path):
         list(open_corpus(str(path)).documents())  # just past the cut end, not column 1
 
 
+def test_an_ikat_passages_file_reads_as_its_benchmark_corpus(ikat_documents):
+    """doc_id + passage_id + passage_text: the id `doc_id:passage_id`, the text between its newlines."""
+    assert list(open_corpus(str(IKAT_PASSAGES)).documents()) == ikat_documents
+
+
 def test_jsonl_record_without_text_field_is_rejected(tmp_path):
-    # the shipped iKAT file has doc_id + passage_text: no contents/text/body field
-    with pytest.raises(InputError, match=r"psg_text\.jsonl:1: expected an id field"):
-        list(open_corpus(f"jsonl:{IKAT_PASSAGES}").documents())
+    path = write_jsonl(tmp_path / "passages.jsonl", [{"doc_id": "clueweb22-en0000-32-08101", "passage_id": "4"}])
+    with pytest.raises(InputError, match=r"passages\.jsonl:1: expected an id field .* found \['doc_id', 'passage_id'\]"):
+        list(open_corpus(f"jsonl:{path}").documents())
 
 
 def trecweb(documents: list[Document]) -> str:

@@ -77,6 +77,15 @@ def test_passage_texts_come_from_a_passages_file(tmp_path, run_file, outside):
     assert {p["id"]: p["text"] for p in response["passage_provenance"][1:]} == outside
 
 
+def test_passage_texts_come_from_the_shipped_passages_file_of_a_pool(tmp_path, run_file, outside):
+    """The pool file's doc_id + passage_id + passage_text was refused: 'expected an id field'."""
+    from harness.paths import data_root
+
+    pool = data_root() / "ikat" / "2023" / "data" / "2023_train_topics_psg_text.jsonl"
+    response = from_trec(tmp_path, run_file, "--passages", str(pool))
+    assert {p["id"]: p["text"] for p in response["passage_provenance"][1:]} == outside
+
+
 def test_an_empty_passages_file_is_an_error_naming_it_not_empty_texts(tmp_path, run_file, capsys):
     passages = tmp_path / "passages.jsonl"
     passages.write_text("\n")

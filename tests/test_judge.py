@@ -29,6 +29,7 @@ from harness.judge.base import JUDGES, read_provenance, sidecar
 from harness.judge.llm import LLMJudge, default_prompt
 from harness.judge.model import Item
 from harness.judge.scales import RELEVANCE_0_3, RELEVANCE_0_4, SCALES, SUPPORT_0_2, YES_NO
+from harness.paths import data_root
 from harness.queries.llm import Endpoint
 from harness.trec import read_qrels
 
@@ -530,6 +531,19 @@ def test_a_run_searching_several_corpora_is_judged_on_their_passages_named_or_ev
         sent = prompts(server)
     assert len(sent) == 2 and all(any(text in prompt for prompt in sent) for text in texts.values())
     assert read_provenance(out)["inputs"]["corpus"] == (corpus[1:] or ["benchmark:ikat2023", "benchmark:ikat2023:train"])
+
+
+def test_a_run_is_judged_on_the_shipped_passages_files_of_the_pools(two_pools_run, tmp_path):
+    """The pool files' doc_id + passage_id + passage_text was refused: 'expected an id field'."""
+    run, texts = two_pools_run
+    pools = [str(data_root() / "ikat" / "2023" / "data" / f"2023_{split}_topics_psg_text.jsonl")
+             for split in ("test", "train")]
+    with start_llm_server(tmp_path, {"labels": {}}) as server:
+        assert main(["judge", str(run), "--topics", "ikat2023", "--model", "m", "--base-url", server.base_url,
+                     "--cache", str(tmp_path / "cache"), "--output", str(tmp_path / "llm.qrels"),
+                     "--corpus", *pools]) == 0
+        sent = prompts(server)
+    assert len(sent) == 2 and all(any(text in prompt for prompt in sent) for text in texts.values())
 
 
 def test_one_split_of_several_is_a_one_line_error_naming_the_corpus_and_the_passages_it_lacks(two_pools_run, capsys):

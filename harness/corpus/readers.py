@@ -115,7 +115,11 @@ def _file_corpus(path: Path, parse: Callable[..., Iterator[Any]]) -> FileCorpus:
 # -- JSONL ---------------------------------------------------------------------------------
 
 _ID_KEYS = ("id", "docid", "doc_id", "_id")
-_TEXT_KEYS = ("contents", "text", "body")
+_TEXT_KEYS = ("contents", "text", "body", "passage_text")
+# iKAT's passage files (the 2023 provenance pools): a passage is `doc_id` + `passage_id`, its
+# id in runs and qrels `<doc_id>:<passage_id>` (as `ikat validate --passages` reads them), its
+# passage_text printed between newlines, which are not its text (benchmark:ikat2023 strips them)
+_PASSAGE_KEYS = ("doc_id", "passage_id")
 
 
 def _first_key(record: dict, keys: tuple[str, ...]) -> str | None:
@@ -132,19 +136,23 @@ def _json_objects(path: Path) -> Iterator[tuple[int, dict]]:
 
 def _jsonl_documents(path: Path, located: bool = False) -> Iterator[Any]:
     for number, record in _json_objects(path):
-        id_key, text_key = _first_key(record, _ID_KEYS), _first_key(record, _TEXT_KEYS)
+        passage = "passage_id" in record and "doc_id" in record  # an iKAT passage: one look-up on the common path
+        id_key = " and ".join(_PASSAGE_KEYS) if passage else _first_key(record, _ID_KEYS)
+        text_key = _first_key(record, _TEXT_KEYS)
         if id_key is None or text_key is None:
             raise InputError(
                 path,
-                f"expected an id field ({'/'.join(_ID_KEYS)}) and a text field "
+                f"expected an id field ({'/'.join(_ID_KEYS)}, or {' and '.join(_PASSAGE_KEYS)}) and a text field "
                 f"({'/'.join(_TEXT_KEYS)}); found {sorted(record)}",
                 line=number,
             )
-        docid, text, title = record[id_key], record[text_key], record.get("title")
+        docid = _passage_id(record, path, number) if passage else record[id_key]
         if not isinstance(docid, (str, int)) or not str(docid).strip():
             raise InputError(path, f"{id_key} must be a non-empty string", line=number)
+        text, title = record[text_key], record.get("title")
         if not isinstance(text, str) or not (title is None or isinstance(title, str)):
             raise InputError(path, f"{text_key} and title must be strings", line=number, record=str(docid))
+        text = text.strip() if text_key == "passage_text" else text
         document = Document(id=str(docid), contents=text, title=title or None)
         yield (document, (path, number)) if located else document
 
@@ -157,9 +165,18 @@ def _claims_jsonl(spec: str) -> bool:
     return _first_line(spec).startswith("{")
 
 
+def _passage_id(record: dict, path: Path, number: int) -> str:
+    """An iKAT passage's id, `<doc_id>:<passage_id>`."""
+    parts = [record[key] for key in _PASSAGE_KEYS]
+    if not all(isinstance(part, (str, int)) and str(part).strip() for part in parts):
+        raise InputError(path, f"{' and '.join(_PASSAGE_KEYS)} must be non-empty strings", line=number)
+    return ":".join(map(str, parts))
+
+
 CORPUS_FORMATS.add(
     "jsonl", CorpusFormat(open=lambda spec: _file_corpus(_existing(spec), _jsonl_documents), claims=_claims_jsonl),
-    "JSON lines, a document a line: an id (id, docid, doc_id or _id) and a text (contents, text or body)",
+    "JSON lines, a document a line: an id (id, docid, doc_id or _id; an iKAT passage's doc_id and passage_id, "
+    "as doc_id:passage_id) and a text (contents, text, body or passage_text)",
     [Param("PATH", str, desc="the file")],
 )
 
