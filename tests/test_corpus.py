@@ -14,7 +14,7 @@ import pytest
 
 import harness.corpus
 from harness import paths, topics
-from harness.corpus import Corpus, Document, unique_ids
+from harness.corpus import Corpus, Document, find_texts, unique_ids
 from harness.corpus.readers import CORPUS_FORMATS, open_corpus
 from harness.errors import HarnessError, InputError
 from harness.paths import data_root
@@ -117,6 +117,25 @@ def test_jsonl_malformed_line_names_file_and_line(tmp_path):
 def test_an_ikat_passages_file_reads_as_its_benchmark_corpus(ikat_documents):
     """doc_id + passage_id + passage_text: the id `doc_id:passage_id`, the text between its newlines."""
     assert list(open_corpus(str(IKAT_PASSAGES)).documents()) == ikat_documents
+
+
+def test_texts_are_found_in_several_sources_in_order_each_asked_only_for_those_not_found_yet(ikat_documents):
+    """One search for `judge --corpus A B` and `ikat from-trec --passages A B INDEX`: the first
+    source holding an id gives its text (the judge's text function its own)."""
+    train = next(open_corpus("benchmark:ikat2023:train").documents())
+    first = ikat_documents[0]
+    asked = []
+
+    def lookup(ids: set[str]) -> dict[str, str]:
+        asked.append(set(ids))
+        return {pid: "looked up" for pid in ids}
+
+    wanted = {first.id, train.id, "clueweb22-en0000-00-00000:0"}
+    sources = [open_corpus(str(IKAT_PASSAGES)), open_corpus("benchmark:ikat2023:train"), lookup]
+    assert find_texts(sources, wanted) == {first.id: first.contents, train.id: train.contents,
+                                           "clueweb22-en0000-00-00000:0": "looked up"}
+    assert asked == [{"clueweb22-en0000-00-00000:0"}]
+    assert find_texts(sources[:1], {first.id}, text=lambda d: d.id) == {first.id: first.id}
 
 
 def test_jsonl_record_without_text_field_is_rejected(tmp_path):

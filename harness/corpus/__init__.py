@@ -55,6 +55,32 @@ class Corpus:
         return ((document, None) for document in self.documents())
 
 
+# a look-up of texts by document id (a Lucene index's stored documents), searched as a corpus is
+TextLookup = Callable[[set[str]], dict[str, str]]
+
+
+def find_texts(sources: Iterable[Corpus | TextLookup], wanted: set[str],
+               text: Callable[[Document], str] = lambda document: document.contents) -> dict[str, str]:
+    """The text of each `wanted` id that the sources hold, searched in turn, each (one pass over
+    a corpus, read until all are found, or one look-up) for the ids not found yet: the first
+    source holding an id gives its text, as a run searching several corpora as one (a config's
+    `corpus:` list) ranks them. `text` makes a corpus document's text (a judge's: its title too)."""
+    found: dict[str, str] = {}
+    for source in sources:
+        missing = wanted - found.keys()
+        if not missing:
+            break
+        if not isinstance(source, Corpus):
+            found.update(source(missing))
+            continue
+        for document in source.documents():
+            if document.id in missing and document.id not in found:
+                found[document.id] = text(document)
+                if len(found) == len(wanted):
+                    break
+    return found
+
+
 def unique_ids(corpus: Corpus, documents: Iterable[Document], key: Callable[[str], int] = hash,
                seen: HashSet | None = None) -> Iterator[Document]:
     """`documents` (the corpus's, read to build an index) passed through, an id given twice

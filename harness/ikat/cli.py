@@ -294,7 +294,9 @@ def _passage_source(specs: list[str] | None, benchmark: str):
     corpora every split of the benchmark ships (iKAT 2023: the test and the train provenance
     pools, which the default config searches as one): each read in turn for the passages not
     found yet, first found first."""
-    from harness.ikat.submission import passage_texts
+    from functools import partial
+
+    from harness.corpus import find_texts
 
     if specs:
         sources = [_one_source(spec) for spec in specs]
@@ -308,14 +310,7 @@ def _passage_source(specs: list[str] | None, benchmark: str):
         name = (f"the passages {split_spec(benchmark)[0]} ships "
                 f"({', '.join(corpus.name for corpus in corpora.values()) or 'it ships none'})")
 
-    def texts(ids: set[str]) -> dict[str, str]:
-        found: dict[str, str] = {}
-        for source, _ in sources:
-            if len(found) < len(ids):
-                found.update(passage_texts(source, ids - found.keys()))
-        return found
-
-    return texts, name
+    return partial(find_texts, [source for source, _ in sources]), name
 
 
 def _one_source(spec: str):

@@ -23,7 +23,7 @@ from typing import Any
 from pathlib import Path
 
 from harness.atomic import atomic_write
-from harness.corpus import Corpus
+from harness.corpus import Corpus, TextLookup, find_texts
 from harness.errors import HarnessError
 from harness.registry import Registry
 from harness.topics.model import Conversation
@@ -216,7 +216,7 @@ def write_submission(path: str | Path, submission: Submission, year: int) -> Non
 # it is made from: those marked `used`, the 2025 citations)
 Responder = Callable[[str, Sequence[PassageProvenance]], tuple[str, Sequence[str]]]
 # where passage texts come from: a corpus (streamed once), {id: text}, or a look-up by ids
-PassageSource = Corpus | Mapping[str, str] | Callable[[set[str]], dict[str, str]]
+PassageSource = Corpus | Mapping[str, str] | TextLookup
 
 
 def extractive_response(qid: str, passages: Sequence[PassageProvenance]) -> tuple[str, Sequence[str]]:
@@ -226,18 +226,10 @@ def extractive_response(qid: str, passages: Sequence[PassageProvenance]) -> tupl
 
 
 def passage_texts(source: PassageSource, ids: set[str]) -> dict[str, str]:
-    """The texts of `ids`: one streaming pass over a corpus, lookups in a dict, or the look-up."""
-    if callable(source) and not isinstance(source, Corpus):
-        return source(ids)
-    if isinstance(source, Corpus):
-        found: dict[str, str] = {}
-        for document in source.documents():
-            if document.id in ids:
-                found[document.id] = document.contents
-                if len(found) == len(ids):
-                    break
-        return found
-    return {pid: source[pid] for pid in ids if pid in source}
+    """The texts of `ids`: lookups in a dict, else one streaming pass over a corpus or the look-up."""
+    if isinstance(source, Mapping):
+        return {pid: source[pid] for pid in ids if pid in source}
+    return find_texts([source], ids)
 
 
 def build_submission(

@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from harness.corpus import Corpus
+from harness.corpus import Corpus, find_texts
 from harness.corpus.segment import document_text
 from harness.errors import HarnessError
 from harness.judge.model import Item
@@ -77,15 +77,7 @@ def passages(corpora: Sequence[Corpus], wanted: set[str]) -> dict[str, str]:
     the first line, then the contents), from one pass over each corpus in turn, read until
     every passage is found (the first corpus holding a passage gives its text): a run may
     search several corpora as one (a config's `corpus:` list)."""
-    texts: dict[str, str] = {}
-    for corpus in corpora:
-        if len(texts) == len(wanted):
-            break
-        for document in corpus.documents():
-            if document.id in wanted and document.id not in texts:
-                texts[document.id] = document_text(document)
-                if len(texts) == len(wanted):
-                    break
+    texts = find_texts(corpora, wanted, document_text)
     absent = sorted(wanted - set(texts))
     if absent:
         where = f"corpus {corpora[0].name}" if len(corpora) == 1 else f"any of the corpora {', '.join(c.name for c in corpora)}"
