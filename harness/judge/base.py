@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Protocol
 
 from harness.atomic import atomic_write
-from harness.errors import InputError
+from harness.errors import HarnessError, InputError
 from harness.judge.model import STATUSES, Item, Judgment
 from harness.judge.scales import Scale
 from harness.paths import file_sha256
@@ -46,7 +46,32 @@ def plugin(spec: str) -> Judge:
     """A plug-in judge (an entry point of `harness.judges`, or `python:module:attr`) made with
     the arguments after its name (`python:mine:Strict:0.9`), read into its declared parameters."""
     name, argument = split_spec(spec)
-    return JUDGES.get(name)(**arguments(JUDGES.declaration(name), argument))
+    judge = JUDGES.get(name)(**arguments(JUDGES.declaration(name), argument))
+    check_judge(judge, spec)
+    return judge
+
+
+def check_judge(judge: object, spec: str) -> None:
+    """A plug-in lacking a member of the `Judge` protocol is refused when it is made, in one
+    line, not with a traceback halfway through judging."""
+    members = {"name": isinstance(getattr(judge, "name", None), str),
+               "scale": isinstance(getattr(judge, "scale", None), Scale),
+               "judge(items, progress)": callable(getattr(judge, "judge", None)),
+               "provenance()": callable(getattr(judge, "provenance", None))}
+    lacking = [member for member, present in members.items() if not present]
+    if lacking:
+        raise HarnessError(f"judge {spec!r} ({type(judge).__name__}) has no {', '.join(lacking)}: a judge needs "
+                           "name (a str), scale (a harness.judge.scales.Scale), judge(items, progress) and "
+                           "provenance() (README: Your own system)")
+
+
+def checked(judge: Judge, judgments: Sequence[Judgment]) -> list[Judgment]:
+    """The judgments, each labelled one on the judge's scale (else an error, before anything
+    is written)."""
+    for judgment in judgments:
+        if judgment.status == "ok":
+            judge.scale.check(judgment.label, f"judge {judge.name!r}")
+    return list(judgments)
 
 
 def counts(judgments: Iterable[Judgment]) -> dict[str, int]:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from harness.cli import add_output, add_runs, number_in, runs
 from harness.errors import HarnessError
-from harness.judge.base import JUDGES, plugin, sidecar, write_qrels
+from harness.judge.base import JUDGES, checked, counts, plugin, sidecar, write_qrels
 from harness.judge.llm import CONCURRENCY, RETRIES
 from harness.judge.pairs import QUERY_FIELDS, relevance_items, unjudged_pairs
 from harness.judge.scales import SCALES, Scale
@@ -112,8 +112,8 @@ def run(args: argparse.Namespace) -> int:
     human = read_qrels(args.qrels) if args.qrels else None
     pairs, skipped = unjudged_pairs([read_run(path, depth=args.depth) for path in files], args.depth, human)
     items = relevance_items(pairs, benchmark, list(corpora.values()), args.query_field)
-    judgments = judge.judge(items, progress=True)
-    provenance = judge.provenance()
+    judgments = checked(judge, judge.judge(items, progress=True))
+    provenance = {"counts": counts(judgments), **judge.provenance()}  # a plug-in's may leave the counts out
     provenance["inputs"] = {
         "runs": {path: file_sha256(path) for path in files}, "depth": args.depth, "topics": args.topics,
         "corpus": list(corpora) or None, "query_field": args.query_field,

@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from harness.errors import HarnessError
 from harness.registry import Registry
 
 _LABEL = re.compile(r"\s*([0-9]+)\.?\s*")  # ASCII digits: "\d" would take "３" or "٣" for 3
@@ -28,6 +29,12 @@ class Scale:
             return None
         label = int(match.group(1))
         return label if label in self.labels else None
+
+    def check(self, label: object, who: str = "the judge") -> None:
+        """Refuses a label a judge (a plug-in's, say) gave off its own scale: counted, never
+        written or scored as if it were a grade."""
+        if label not in self.labels:
+            raise HarnessError(f"{who} gave label {label!r}, which is not on its scale {self.span()}")
 
     def span(self) -> str:
         """'relevance-0-4 (0 to 4)': the scale's name and its labels, as an error names them."""

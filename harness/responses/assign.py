@@ -42,10 +42,8 @@ def check_assigns(scale: Scale) -> None:
 
 def assignment_of(scale: Scale, label: int) -> str:
     """The assignment of a label on a scale check_assigns has let through."""
-    try:
-        return ASSIGNMENTS[scale.name][label]
-    except KeyError:  # a plug-in judge's label off its own scale
-        raise HarnessError(f"the judge gave label {label!r}, which is not on its scale {scale.span()}") from None
+    scale.check(label)  # a plug-in judge's label off its own scale
+    return ASSIGNMENTS[scale.name][label]
 
 
 def nugget_items(run: str, response: Response, nuggets: Sequence[Nugget], question: str = "") -> list[Item]:
