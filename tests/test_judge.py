@@ -524,10 +524,11 @@ def test_a_run_searching_several_corpora_is_judged_on_their_passages_named_or_ev
     corpus of --topics is read, its own first, as `ikat from-trec` reads them (ikat2023 is the
     test split, whose pool alone lacks the train pool's passages)."""
     run, texts = two_pools_run
-    out = tmp_path / "llm.qrels"
-    with start_llm_server(tmp_path, {"labels": {}}) as server:
+    out, prompt = tmp_path / "llm.qrels", tmp_path / "prompt.txt"
+    prompt.write_text("[passage any] {query}\n{passage}\nReply with one of {labels}.\n")  # the server answers 2
+    with start_llm_server(tmp_path, {"labels": {"any": [["2"]]}}) as server:
         assert main(["judge", str(run), "--topics", "ikat2023", "--model", "m", "--base-url", server.base_url,
-                     "--cache", str(tmp_path / "cache"), "--output", str(out), *corpus]) == 0
+                     "--cache", str(tmp_path / "cache"), "--prompt", str(prompt), "--output", str(out), *corpus]) == 0
         sent = prompts(server)
     assert len(sent) == 2 and all(any(text in prompt for prompt in sent) for text in texts.values())
     assert read_provenance(out)["inputs"]["corpus"] == (corpus[1:] or ["benchmark:ikat2023", "benchmark:ikat2023:train"])

@@ -534,7 +534,7 @@ def test_assignments_written_out_keep_a_nugget_without_label_unlabelled_when_rea
     assert [n["assignment"] for r in first.records for n in r["nuggets"]] == ["support", "failed", "failed"]
     again = evaluate_runs([run_of("a", {"1_1": "x", "1_2": "y"})], small_bank(), RecordedAssignments(out))
     assert again.per_turn().equals(first.per_turn())
-    assert "2 of 3 nugget judgments have no label (2 unparseable): counted as not supported" in again.notes
+    assert "2 of 3 nugget judgments have no label (2 unparseable, e.g. 'failed'): counted as not supported" in again.notes
     theirs = [calculate_nugget_scores(r["qid"], r["nuggets"]).all_score for r in first.records]
     assert first.per_turn()["all"].tolist() == theirs == [0.5, 0.0]
 
@@ -553,7 +553,7 @@ def test_a_recorded_assignment_outside_the_three_counts_unsupported_as_in_nugget
     row = evaluation.per_turn().iloc[0]
     theirs = calculate_nugget_scores("1_1", record["nuggets"])
     assert (row["all"], row["vital"], row["unjudged"]) == (theirs.all_score, theirs.vital_score, 1) == (0.5, 0.0, 1)
-    assert "1 of 2 nugget judgments have no label (1 unparseable): counted as not supported" in evaluation.notes
+    assert "1 of 2 nugget judgments have no label (1 unparseable, e.g. 'failed'): counted as not supported" in evaluation.notes
 
 
 def test_nuggets_a_recorded_line_leaves_out_count_unsupported_and_the_rest_keep_their_labels(tmp_path):

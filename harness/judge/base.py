@@ -74,6 +74,21 @@ def checked(judge: Judge, judgments: Sequence[Judgment]) -> list[Judgment]:
     return list(judgments)
 
 
+def check_parsed(judgments: Sequence[Judgment], scale: Scale, hint: str) -> str | None:
+    """An error, quoting an answer, when the judge's answers hold no label and some are off the
+    scale (a prompt, scale or model that does not fit: every label would be missing); else
+    the first answer off the scale, shortened, for the notes and the sidecar (None if none)."""
+    raw = next((judgment.raw for judgment in judgments if judgment.status == "unparseable"), None)
+    if raw is None:
+        return None
+    example = " ".join(raw.split())
+    example = example if len(example) <= 80 else example[:77] + "..."
+    if not any(judgment.status == "ok" for judgment in judgments):
+        raise HarnessError(f"no answer of the judge is a label of {scale.span()}: e.g. {example!r} "
+                           f"({sum(j.status == 'unparseable' for j in judgments)} such answers); {hint}")
+    return example
+
+
 def counts(judgments: Iterable[Judgment]) -> dict[str, int]:
     """Pairs by status, and how many were answered from the cache."""
     found = {"pairs": 0, **{status: 0 for status in STATUSES}, "cached": 0}

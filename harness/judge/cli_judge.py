@@ -10,7 +10,7 @@ from pathlib import Path
 
 from harness.cli import add_output, add_runs, number_in, runs
 from harness.errors import HarnessError
-from harness.judge.base import JUDGES, checked, counts, plugin, sidecar, write_qrels
+from harness.judge.base import JUDGES, check_parsed, checked, counts, plugin, sidecar, write_qrels
 from harness.judge.llm import CONCURRENCY, RETRIES
 from harness.judge.pairs import QUERY_FIELDS, relevance_items, unjudged_pairs
 from harness.judge.scales import SCALES, Scale
@@ -113,7 +113,10 @@ def run(args: argparse.Namespace) -> int:
     pairs, skipped = unjudged_pairs([read_run(path, depth=args.depth) for path in files], args.depth, human)
     items = relevance_items(pairs, benchmark, list(corpora.values()), args.query_field)
     judgments = checked(judge, judge.judge(items, progress=True))
+    example = check_parsed(judgments, judge.scale, "check --prompt (does it ask for one label?), --scale and --model")
     provenance = {"counts": counts(judgments), **judge.provenance()}  # a plug-in's may leave the counts out
+    if example is not None:
+        provenance["unparseable_example"] = example
     provenance["inputs"] = {
         "runs": {path: file_sha256(path) for path in files}, "depth": args.depth, "topics": args.topics,
         "corpus": list(corpora) or None, "query_field": args.query_field,
@@ -127,6 +130,9 @@ def run(args: argparse.Namespace) -> int:
           f"{tally.get('unparseable', 0)} unparseable, {tally.get('failed', 0)} failed, "
           f"{tally.get('missing', 0)} missing); {known}"
           f"wrote {written} labels to {args.out} and {sidecar(args.out)}", file=sys.stderr)
+    if example is not None:
+        print(f"note: {tally['unparseable']} of {tally['pairs']} answers off the scale {judge.scale.span()}, "
+              f"counted as unparseable (never labelled): e.g. {example!r}", file=sys.stderr)
     if tally.get("failed"):
         print(f"warning: {tally['failed']} pairs got no answer after the retries; run again to ask them "
               "again (the answers received are cached)", file=sys.stderr)

@@ -34,7 +34,7 @@ from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING
 
 from harness.errors import HarnessError, InputError
-from harness.judge.base import Judge, counts
+from harness.judge.base import Judge, check_parsed, counts
 from harness.judge.model import Item, Judgment
 from harness.responses import assign
 from harness.responses.model import NuggetBank, Response, ResponseRun, first_few
@@ -44,6 +44,7 @@ from harness.responses.scores import (CITATION_SCORES, NUGGET_SCORES, SUPPORT_WE
 if TYPE_CHECKING:
     import pandas as pd
 
+HINT = "check the judge's prompt (--prompt, --citation-prompt: does it ask for one label?) and --model"
 MEASURES = ("all", "vital", "strict_all", "strict_vital", "weighted")  # leaderboard order: `all` ranks
 
 
@@ -180,6 +181,7 @@ def evaluate_runs(
         raise HarnessError(f"citation support needs a judge on the support-0-2 scale, not {citation_judge.scale.name}")
     by_slot = _judge_groups(judge, nugget_groups, progress)
     judgments = [j for found in by_slot.values() for j in found]
+    example = check_parsed(judgments, judge.scale, HINT)
     unrecorded = _unrecorded(by_slot)
     if unrecorded:  # scored, they would be 0 everywhere: left out, in a note, before their citations are judged
         notes.append(_left_out(judge, unrecorded, len(runs)))
@@ -191,6 +193,7 @@ def evaluate_runs(
         evaluated = _evaluated(runs, bank, evaluated_turns)  # a turn only a run left out answered is not one
     cite_by_slot = _judge_groups(citation_judge, cite_groups, progress) if cite_groups else {}
     cite_judgments = [j for found in cite_by_slot.values() for j in found]
+    cite_example = check_parsed(cite_judgments, citation_judge.scale, HINT) if cite_judgments else None
     notes += _turn_notes(runs, bank, evaluated_turns, evaluated)
 
     results, records = [], []
@@ -217,12 +220,12 @@ def evaluate_runs(
             if response is not None:
                 records.append(assign.nuggetizer_record(turn, run.name, response, labelled))
     if unjudged_total:
-        notes.append(_unlabelled("nugget", judgments, "not supported"))
+        notes.append(_unlabelled("nugget", judgments, "not supported", example))
     if cite_unjudged:
-        notes.append(_unlabelled("citation", cite_judgments, "no support"))
-    provenance = judge.provenance()
+        notes.append(_unlabelled("citation", cite_judgments, "no support", cite_example))
+    provenance = _quoting(judge.provenance(), example)
     if citation_judge is not None:
-        provenance = {"nuggets": provenance, "citations": citation_judge.provenance()}
+        provenance = {"nuggets": provenance, "citations": _quoting(citation_judge.provenance(), cite_example)}
     asked = sum(map(len, nugget_groups.values())) + len(cite_judgments)
     return ResponseEvaluation([run.name for run in runs], evaluated, results, provenance, bank.rule, notes, records,
                               asked, time.perf_counter() - started, citation_judge is not None)
@@ -282,15 +285,20 @@ def _left_out(judge: Judge, unrecorded: Sequence[str], runs: int) -> str:
             f"{first_few(unrecorded)}")
 
 
-def _unlabelled(what: str, judgments: Sequence, counted_as: str) -> str:
+def _unlabelled(what: str, judgments: Sequence, counted_as: str, example: str | None) -> str:
     """The note on judgments without a label, by cause: only failed requests are asked again
     on a rerun (an LLM judge caches what it was answered; recorded labels are as they are)."""
     found = counts(judgments)
     causes = [f"{found['failed']} failed (a rerun asks them again)" if found["failed"] else "",
-              f"{found['unparseable']} unparseable" if found["unparseable"] else "",
+              f"{found['unparseable']} unparseable, e.g. {example!r}" if found["unparseable"] else "",
               f"{found['missing']} with no recorded label" if found["missing"] else ""]
     return (f"{sum(j.label is None for j in judgments)} of {len(judgments)} {what} judgments have no label "
             f"({', '.join(filter(None, causes))}): counted as {counted_as}")
+
+
+def _quoting(provenance: dict, example: str | None) -> dict:
+    """The judge's provenance with an answer off its scale quoted, where there was one."""
+    return provenance if example is None else {**provenance, "unparseable_example": example}
 
 
 def _citation_fields(response: Response, judgments: Sequence) -> tuple[dict, int]:
