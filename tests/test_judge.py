@@ -539,10 +539,12 @@ def test_a_run_is_judged_on_the_shipped_passages_files_of_the_pools(two_pools_ru
     run, texts = two_pools_run
     pools = [str(data_root() / "ikat" / "2023" / "data" / f"2023_{split}_topics_psg_text.jsonl")
              for split in ("test", "train")]
-    with start_llm_server(tmp_path, {"labels": {}}) as server:
+    prompt = tmp_path / "prompt.txt"
+    prompt.write_text("[passage any] {query}\n{passage}\nReply with one of {labels}.\n")  # the server answers 2
+    with start_llm_server(tmp_path, {"labels": {"any": [["2"]]}}) as server:
         assert main(["judge", str(run), "--topics", "ikat2023", "--model", "m", "--base-url", server.base_url,
-                     "--cache", str(tmp_path / "cache"), "--output", str(tmp_path / "llm.qrels"),
-                     "--corpus", *pools]) == 0
+                     "--cache", str(tmp_path / "cache"), "--prompt", str(prompt),
+                     "--output", str(tmp_path / "llm.qrels"), "--corpus", *pools]) == 0
         sent = prompts(server)
     assert len(sent) == 2 and all(any(text in prompt for prompt in sent) for text in texts.values())
 
