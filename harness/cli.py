@@ -16,7 +16,6 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import NoReturn
 
-from harness import __version__
 from harness.errors import HarnessError, InputError, open_input
 from harness.registry import number_problem
 
@@ -225,7 +224,8 @@ def command_parser(chosen: str | None) -> tuple[argparse.ArgumentParser, argpars
     module alone is imported), and that command's own parser (None if it is not a command)."""
     parser = _Parser(prog="harness", description=DESCRIPTION,
                      epilog="`harness COMMAND --help` lists a command's options.")
-    parser.add_argument("--version", action="version", version=f"harness {__version__}",
+    version = sys.modules["harness"].__version__  # the package, imported before this module (no arrow up to it)
+    parser.add_argument("--version", action="version", version=f"harness {version}",
                         help="print the harness's version (which the run JSONs record too) and exit")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     found = None
