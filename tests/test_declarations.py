@@ -251,6 +251,12 @@ def test_a_python_judge_is_made_with_its_declared_arguments(modules):
 
             def __init__(self, threshold: float = 0.5):
                 self.threshold = threshold
+
+            def judge(self, items, progress=False):
+                return []
+
+            def provenance(self):
+                return {}
         """)
     assert make_judge("python:my_judge:Strict:0.9").threshold == 0.9
     assert make_judge("python:my_judge:Strict").threshold == 0.5
