@@ -36,6 +36,7 @@ source), for the resume key: a changed plug-in is run again, not reused. Built-i
 
 from __future__ import annotations
 
+import difflib
 import functools
 import importlib
 import inspect
@@ -721,7 +722,9 @@ class Registry(Generic[T]):
                 self._python[name] = self._from_python(name)
             return self._python[name][0]
         known = ", ".join(self.names()) or "none"
-        raise HarnessError(f"unknown {self.kind} {name!r}; known: {known}")
+        close = difflib.get_close_matches(name, self.names(), n=1, cutoff=0.6)
+        nearest = f"; nearest: {close[0]}" if close else ""
+        raise HarnessError(f"unknown {self.kind} {name!r}{nearest}; known: {known}")
 
     def origin(self, name: str) -> Origin | None:
         """What the plug-in `name` is (None for a built-in): hashed into the resume key of its runs."""

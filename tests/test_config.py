@@ -67,7 +67,7 @@ def test_unknown_top_level_key_is_an_error(tmp_path):
 
 def test_unknown_adapter_names_the_known_ones(tmp_path):
     message = _error(tmp_path, {"experiments": [_experiment(topics="pragmatiqa:val")]})
-    assert "experiments[0].topics: unknown topic adapter 'pragmatiqa'; known:" in message
+    assert "experiments[0].topics: unknown benchmark 'pragmatiqa'; nearest: pragmaticqa; known:" in message
     assert "pragmaticqa" in message
 
 
@@ -108,7 +108,7 @@ def test_topics_without_qrels_and_no_measures_are_run_unscored(tmp_path, measure
 
 def test_unknown_retriever_names_the_known_ones(tmp_path):
     message = _error(tmp_path, {"experiments": [_experiment(retrievers=["bm25", "bm26"])]})
-    assert "experiments[0].retrievers[1]: unknown retriever 'bm26'; known:" in message
+    assert "experiments[0].retrievers[1]: unknown retriever 'bm26'; nearest: bm25; known:" in message
     assert "bm25" in message
 
 
@@ -418,7 +418,7 @@ def test_an_integer_written_too_long_for_a_float_is_an_error_at_its_key_in_a_dry
      "params.backend: expected one of 'faiss', 'numpy', 'torch' or null, got 'fais'"),
     ({"name": "dense", "params": {"approx": "hnws"}},
      "params.approx: expected one of 'hnsw', 'ivfpq' or null, got 'hnws'"),
-    ({"name": "dense", "params": {"engine": "rey"}}, "params.engine: unknown engine 'rey'; known: local, ray"),
+    ({"name": "dense", "params": {"engine": "rey"}}, "params.engine: unknown engine 'rey'; nearest: ray; known: local, ray"),
     ({"name": "dense", "params": {"engine": {"name": "ray", "adress": "auto"}}},
      "params.engine: unknown key(s) adress; known: address, gpus, name, retries, workers"),
     ({"name": "dense", "params": {"engine": {"name": "ray", 1: 2}}},

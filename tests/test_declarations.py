@@ -94,7 +94,7 @@ def test_a_strategy_argument_of_the_wrong_type_is_refused_when_the_config_is_rea
 
 def test_hqes_background_benchmark_is_loaded_when_the_config_is_read(tmp_path):
     """A misspelt `hqe:BENCHMARK` was found only when the queries were formed, without the key."""
-    assert "x.yaml: experiments[0].strategies[1]: unknown topic adapter 'cast2091'" \
+    assert "x.yaml: experiments[0].strategies[1]: unknown benchmark 'cast2091'" \
         in _error(tmp_path, {"strategies": ["raw", "hqe:cast2091"], "retrievers": ["bm25"]})
     assert "x.yaml: experiments[0].strategies[0]: cast2019 has no split 'tset'" \
         in _error(tmp_path, {"strategies": ["hqe:cast2019:tset"], "retrievers": ["bm25"]})

@@ -263,7 +263,7 @@ def test_a_format_reads_under_either_spelling_in_every_command(argv, alias, name
       "--output", "x.json"],
      "harness ikat from-trec: error: --run-type 'only_response' is not one of automatic, manual (iKAT 2023)"),
     (["topics", "export", "ikat2023", "--strategy", "manaul"],
-     "harness topics export: error: --strategy: unknown query strategy 'manaul'; known: "),
+     "harness topics export: error: --strategy: unknown query strategy 'manaul'; nearest: manual; known: "),
 ])
 def test_a_mistake_in_an_option_found_as_the_command_runs_reads_as_argparse_s_own(tmp_path, monkeypatch, capsys,
                                                                                   argv, says):

@@ -43,11 +43,16 @@ def test_export_tsv_with_split_and_each_qid_once(tmp_path):
 
 def test_unknown_benchmark_and_missing_rewrites_are_one_line_errors(capsys, tmp_path):
     assert main(["topics", "export", "nope"]) == 2
-    assert "unknown topic adapter 'nope'" in capsys.readouterr().err
+    assert "unknown benchmark 'nope'" in capsys.readouterr().err
     out = tmp_path / "never.jsonl"
     assert main(["topics", "export", "cast2019:train", "--strategy", "manual", "--out", str(out)]) == 2
     assert "turn 3_1 has no manual rewrite" in capsys.readouterr().err
     assert not out.exists()  # atomic: nothing half-written
+
+
+def test_a_misspelt_benchmark_is_called_a_benchmark_with_the_nearest_name(capsys):
+    assert main(["topics", "export", "ikat224"]) == 2
+    assert "unknown benchmark 'ikat224'; nearest: ikat2024; known: cast2019," in capsys.readouterr().err
 
 
 def test_a_strategy_reading_ptkb_statements_on_topics_without_any_is_an_error_as_variant_is(capsys, tmp_path):

@@ -35,7 +35,7 @@ class Benchmark:
 
 
 Adapter = Callable[[str | None], Benchmark]
-ADAPTERS: Registry[Adapter] = Registry("topic adapter", package=__name__, group="harness.benchmarks")
+ADAPTERS: Registry[Adapter] = Registry("benchmark", package=__name__, group="harness.benchmarks")
 
 
 def load(name: str) -> Benchmark:
