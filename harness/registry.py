@@ -617,6 +617,15 @@ def summary_of(obj: Any) -> str:
     return inspect.cleandoc(doc).splitlines()[0] if doc and doc.strip() else ""
 
 
+class PluginNotFound(HarnessError):
+    """A `python:` plug-in whose own module is on no path: a config's reader, which knows the
+    config's folder, can say that the module is there."""
+
+    def __init__(self, message: str, module: str) -> None:
+        super().__init__(message)
+        self.module = module  # the top-level name, as `import` looked for it
+
+
 class Registry(Generic[T]):
     def __init__(self, kind: str, package: str | None = None, group: str | None = None,
                  not_from_config: tuple[str, ...] = (), by_keyword: bool = True) -> None:
@@ -797,7 +806,11 @@ class Registry(Generic[T]):
         try:
             module = importlib.import_module(module_name)
         except Exception as error:
-            raise HarnessError(f"{self.kind} {name!r}: cannot import {module_name} ({_failure(error)})") from None
+            message = f"{self.kind} {name!r}: cannot import {module_name} ({_failure(error)})"
+            top = module_name.partition(".")[0]
+            if isinstance(error, ModuleNotFoundError) and error.name == top:
+                raise PluginNotFound(message, top) from None
+            raise HarnessError(message) from None
         finally:
             if added:
                 sys.path.remove(here)

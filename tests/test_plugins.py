@@ -122,6 +122,19 @@ def test_a_wrong_signature_is_caught_when_the_config_is_read_naming_the_key(in_f
         parse_config(in_folder / "x.yaml", {"experiments": [_experiment(["raw"], ["python:nope:f"])]})
 
 
+def test_a_plugin_module_beside_the_config_but_not_on_the_path_is_said_to_be_there(tmp_path, monkeypatch):
+    """Imported from the folder harness runs in and PYTHONPATH, not the config's: the error says where it is."""
+    project = tmp_path / "proj"
+    project.mkdir()
+    shutil.copy(PLUGIN / f"{MODULE}.py", project / "beside.py")
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ConfigError, match=r"retrievers\[0\]: retriever 'python:beside:overlap': cannot import beside "
+                                          r"\(ModuleNotFoundError: No module named 'beside'\); beside.py is beside the "
+                                          rf"config \({re.escape(str(project))}\): run harness from there or add it "
+                                          r"to PYTHONPATH$"):
+        parse_config(project / "x.yaml", {"experiments": [_experiment(["raw"], ["python:beside:overlap"])]})
+
+
 def test_a_plugin_parameter_is_checked_against_its_signature(in_folder):
     experiment = _experiment(["raw"], [{"name": "python:mine:overlap", "params": {"boost": "fast"}}])
     with pytest.raises(ConfigError, match=r"experiments\[0\].retrievers\[0\].params.boost: expected a number, got 'fast'"):

@@ -53,7 +53,7 @@ import yaml
 from harness.atomic import in_the_way
 from harness.errors import HarnessError, InputError, read_input, shown
 from harness.paths import cache_root, data_root, name_problem, qrels_root
-from harness.registry import INT_LIMIT, LocalPath, ParamError, check_params
+from harness.registry import INT_LIMIT, LocalPath, ParamError, PluginNotFound, check_params
 from harness.runner.tasks import TASKS
 from harness.trec import Qrels, read_qrels
 
@@ -384,7 +384,19 @@ def lookup(node: Node, check: Callable[[], Any]) -> Any:
     try:
         return check()
     except HarnessError as error:
-        raise node.error(str(error)) from None
+        raise node.error(str(error) + _plugin_beside_config(node, error)) from None
+
+
+def _plugin_beside_config(node: Node, error: HarnessError) -> str:
+    """Where a `python:` plug-in's module is not found but sits beside the config: a hint that
+    it is imported from the folder harness runs in and PYTHONPATH, not the config's; '' otherwise."""
+    if not isinstance(error, PluginNotFound):
+        return ""
+    folder = node.file.resolve().parent
+    for entry in (f"{error.module}.py", error.module):
+        if (folder / entry).exists():
+            return f"; {entry} is beside the config ({folder}): run harness from there or add it to PYTHONPATH"
+    return ""
 
 
 def load_config(path: str | Path) -> Config:
@@ -579,7 +591,7 @@ def _retriever(node: Node, task, problems: Problems) -> RetrieverSpec:
     except ParamError as error:
         raise node.child(error.key, None).error(error.problem) from None
     except HarnessError as error:  # unknown, or a `python:` plug-in that cannot be imported or is no retriever
-        raise node.error(str(error)) from None
+        raise node.error(str(error) + _plugin_beside_config(node, error)) from None
     for key, value, kind in named_paths(declaration, params):
         problems.keep(_look_for, node.child(key, value), kind)
     return RetrieverSpec(name, params, label)
