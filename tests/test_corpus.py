@@ -281,6 +281,22 @@ def test_a_document_id_given_twice_names_the_file_and_line_of_each(tmp_path, ika
         list(unique_ids(corpus := open_corpus(str(folder)), corpus.documents()))
 
 
+@pytest.mark.parametrize("docid", ["doc d0", "tab\tid", "nul\0"])
+def test_a_document_id_no_trec_run_line_can_hold_names_its_file_and_line(tmp_path, docid):
+    """Refused where the corpus is read (segment, index, dense), not when a run is written after the search."""
+    path = tmp_path / "docs.jsonl"
+    path.write_text(json.dumps({"id": "ok", "contents": "a"}) + "\n" + json.dumps({"id": docid, "contents": "b"}))
+    with pytest.raises(InputError, match=rf"docs\.jsonl:2: document id {re.escape(repr(docid))} is empty or holds "
+                                         r"whitespace or a NUL byte, which a TREC run line cannot hold"):
+        list(unique_ids(corpus := open_corpus(str(path)), corpus.documents()))
+
+
+def test_an_empty_document_id_in_a_corpus_not_read_from_a_file_is_refused_naming_the_corpus():
+    corpus = Corpus("made", lambda: iter([Document("x", "1"), Document("", "2")]))
+    with pytest.raises(HarnessError, match=r"^corpus made: document id '' is empty or holds whitespace"):
+        list(unique_ids(corpus, corpus.documents()))
+
+
 def test_a_document_id_given_twice_in_a_corpus_not_read_from_a_file_names_their_numbers():
     corpus = Corpus("made", lambda: iter([Document("x", "1"), Document("y", "2"), Document("x", "3")]))
     with pytest.raises(HarnessError, match=r"corpus made: document id 'x' is given twice, as documents 1 and 3"):

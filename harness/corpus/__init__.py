@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from harness.errors import HarnessError, InputError
+from harness.trec import field_ok
 
 if TYPE_CHECKING:
     import numpy as np
@@ -101,6 +102,8 @@ def unique_ids(corpus: Corpus, documents: Iterable[Document], key: Callable[[str
     for block in _blocks(documents):
         again = seen.add(np.fromiter((key(document.id) for document in block), np.int64, len(block)))
         read += len(block)
+        if not all(map(field_ok, (document.id for document in block))):
+            raise_unwritable(corpus, read)
         if again:
             raise_repeated(corpus, again, read, key=key)
         yield from block
@@ -142,6 +145,19 @@ def raise_repeated(corpus: Corpus, repeated: set[int], read: int, key: Callable[
         place = f"line {where_first[1]}" if where_first[0] == where[0] else f"{where_first[0]}:{where_first[1]}"
         raise InputError(where[0], f"document id {document.id!r} again (first at {place}); {consequence}",
                          line=where[1])
+
+
+def raise_unwritable(corpus: Corpus, read: int) -> None:
+    """The error for the first id among the corpus's first `read` documents that no TREC run
+    line can hold: said where the corpus is read, not when a run is written after the search."""
+    for document, where in islice(corpus.located(), read):
+        if field_ok(document.id):
+            continue
+        problem = (f"document id {document.id!r} is empty or holds whitespace or a NUL byte, which a TREC run "
+                   f"line cannot hold")
+        if where is None:
+            raise HarnessError(f"corpus {corpus.name}: {problem}")
+        raise InputError(where[0], problem, line=where[1])
 
 
 def id_hash(document_id: str) -> int:
