@@ -190,6 +190,21 @@ def test_a_document_id_given_twice_is_an_error_at_index_build_naming_file_line_a
     assert sorted(p.name for p in tmp_path.iterdir()) == ["corpus.jsonl"]
 
 
+def test_index_refuses_a_corpus_of_empty_texts_and_counts_those_it_skips(tmp_path, capsys):
+    """Anserini skips a document whose text is empty: said, as harness segment says it (test_segment)."""
+    empty, some = tmp_path / "empty.jsonl", tmp_path / "some.jsonl"
+    empty.write_text(json.dumps({"id": "a", "contents": ""}) + "\n")
+    some.write_text("".join(json.dumps({"id": docid, "contents": text}) + "\n"
+                            for docid, text in (("a", "text"), ("b", "more"), ("c", " "))))
+    assert main(["index", str(empty), "--output", str(tmp_path / "none"), "--threads", "1"]) == 2
+    assert capsys.readouterr().err.endswith(f": error: {empty}: every document's text is empty (1 document): "
+                                            "nothing to index\n")
+    assert main(["index", str(some), "--output", str(tmp_path / "index"), "--threads", "1"]) == 0
+    assert re.search(rf"index of 2 documents written to .* s; 1 document with empty text skipped \(the first at "
+                     rf"{re.escape(str(some))}:3\)\n$", capsys.readouterr().err)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["empty.jsonl", "index", "some.jsonl"]
+
+
 def anserini_running(pid: int) -> bool:
     """Whether the process has an IndexCollection child (Linux /proc)."""
     for child in Path(f"/proc/{pid}/task/{pid}/children").read_text().split():

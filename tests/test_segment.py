@@ -6,6 +6,7 @@ import hashlib
 import json
 import re
 from itertools import groupby
+from pathlib import Path
 
 import pytest
 
@@ -226,6 +227,28 @@ def test_a_corpus_spec_holding_no_document_names_its_file(tmp_path, capsys):
     assert main(["segment", f"trec:{blank}", "--output", str(tmp_path / "p.jsonl")]) == 2
     assert capsys.readouterr().err.endswith(f": error: {blank}: holds no document: nothing to read\n")
     assert not (tmp_path / "p.jsonl").exists()
+
+
+def _with_empty_texts(path: Path, texts: list[str]) -> Path:
+    path.write_text("".join(json.dumps({"id": f"d{number}", "contents": text}) + "\n"
+                            for number, text in enumerate(texts)))
+    return path
+
+
+def test_a_corpus_whose_every_text_is_empty_is_an_error_naming_its_file_and_nothing_is_written(tmp_path, capsys):
+    """Not '0 passages written' (Anserini skips such documents too: see test_bm25)."""
+    corpus, out = _with_empty_texts(tmp_path / "docs.jsonl", ["", " \n "]), tmp_path / "p.jsonl"
+    assert main(["segment", str(corpus), "--output", str(out), "--splitter", "fast", "--processes", "1"]) == 2
+    assert capsys.readouterr().err.endswith(
+        f": error: {corpus}: every document's text is empty (2 documents): nothing to segment\n")
+    assert not out.exists()
+
+
+def test_documents_whose_text_is_empty_are_counted_in_the_last_line_with_the_first_one_s_line(tmp_path, capsys):
+    corpus, out = _with_empty_texts(tmp_path / "docs.jsonl", ["One. Two.", "", "Three.", ""]), tmp_path / "p.jsonl"
+    assert main(["segment", str(corpus), "--output", str(out), "--splitter", "fast", "--processes", "1"]) == 0
+    assert re.search(rf"2 passages written to {re.escape(str(out))} in \d+\.\d s; 2 documents with empty text "
+                     rf"skipped \(the first at {re.escape(str(corpus))}:2\)\n$", capsys.readouterr().err)
 
 
 @pytest.mark.parametrize("sharding, lines", [

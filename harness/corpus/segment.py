@@ -29,7 +29,7 @@ from typing import Protocol
 
 from harness.atomic import atomic_write
 from harness.corpus import Corpus, Document, unique_ids
-from harness.errors import HarnessError
+from harness.errors import HarnessError, InputError, counted
 from harness.progress import progress_bar
 from harness.registry import Registry
 
@@ -129,6 +129,45 @@ def document_text(document: Document) -> str:
     return f"{document.title}\n{document.contents}" if document.title else document.contents
 
 
+@dataclass
+class Textless:
+    """The documents whose text is empty, which give no passage and no index entry (Anserini
+    skips them too): passed over, counted and the first found again, for the command to say so
+    in its last line, and to refuse a corpus of nothing else rather than write an empty output."""
+
+    corpus: Corpus
+    count: int = 0
+    first: int | None = None  # the first one's ordinal in the corpus
+
+    def passed_over(self, documents: Iterable[Document]) -> Iterator[Document]:
+        """`documents` (the whole corpus, in order) without those whose text is empty."""
+        for ordinal, document in enumerate(documents):
+            text = document_text(document)
+            if text and not text.isspace():
+                yield document
+                continue
+            self.count += 1
+            if self.first is None:
+                self.first = ordinal
+
+    def _where(self) -> tuple[Path, int] | None:
+        return next(islice(self.corpus.located(), self.first, None))[1]
+
+    def note(self) -> str:
+        """'; 2 documents with empty text skipped (the first at docs.jsonl:3)', '' where none was."""
+        if not self.count:
+            return ""
+        where = self._where()
+        place = f"{where[0]}:{where[1]}" if where else f"document {self.first + 1:,}"
+        return f"; {counted(self.count, 'document')} with empty text skipped (the first at {place})"
+
+    def nothing_left(self, doing: str) -> HarnessError:
+        """The error where every document's text is empty: nothing to `doing`."""
+        where = self._where()
+        problem = f"every document's text is empty ({counted(self.count, 'document')}): nothing to {doing}"
+        return InputError(where[0], problem) if where else HarnessError(f"corpus {self.corpus.name}: {problem}")
+
+
 def prepare(text: str) -> str:
     """What the reference feeds to spaCy: one line, stripped, first 10,000 characters."""
     return text.replace("\r", " ").replace("\n", " ").strip()[:MAX_CHARS]
@@ -202,16 +241,22 @@ def passage_line(passage: Passage) -> str:
     return json.dumps({"id": passage.id, "contents": passage.contents, "md5": passage.md5}) + "\n"
 
 
-def segment_corpus(corpus: Corpus, out: Path, splitter: str = "spacy", processes: int | None = None) -> int:
+def segment_corpus(corpus: Corpus, out: Path, splitter: str = "spacy", processes: int | None = None,
+                   textless: Textless | None = None) -> int:
     """Write `out` as JSONL passages {"id", "contents", "md5"}; returns the passage count. A
     document id given twice (its passages' ids would be too) is an error naming its file and
-    lines, said as soon as the block holding it is read, before it is split (harness.corpus.unique_ids)."""
+    lines, said as soon as the block holding it is read, before it is split (harness.corpus.unique_ids).
+    Documents whose text is empty are counted in `textless`; a corpus of only those is an error."""
+    textless = Textless(corpus) if textless is None else textless
     count = 0
     with atomic_write(out) as handle:
         progress = progress_bar(f"segment {corpus.name}", " docs")
         with progress:
-            for passages in iter_passages(unique_ids(corpus, corpus.documents()), splitter, processes):
+            documents = textless.passed_over(unique_ids(corpus, corpus.documents()))
+            for passages in iter_passages(documents, splitter, processes):
                 handle.writelines(passage_line(passage) for passage in passages)
                 count += len(passages)
                 progress.update(1)
+        if not count and textless.count:
+            raise textless.nothing_left("segment")
     return count

@@ -11,6 +11,7 @@ from pathlib import Path
 from harness.cli import add_output
 from harness.retrieve.lucene import MANIFEST, build_index, default_threads
 from harness.corpus.readers import open_documents
+from harness.corpus.segment import Textless
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -27,7 +28,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     # a child JVM whatever the size: progress from its log, and Ctrl-C stops it at once
     started = time.perf_counter()
-    out = build_index(open_documents(args.corpus), args.out, threads=args.threads, force=args.force, in_process=False)
+    corpus = open_documents(args.corpus)
+    textless = Textless(corpus)
+    out = build_index(corpus, args.out, threads=args.threads, force=args.force, in_process=False, textless=textless)
     documents = json.loads((out / MANIFEST).read_text(encoding="utf-8"))["documents"]
-    print(f"index of {documents} documents written to {out} in {time.perf_counter() - started:.1f} s", file=sys.stderr)
+    print(f"index of {documents} documents written to {out} in {time.perf_counter() - started:.1f} s"
+          f"{textless.note()}", file=sys.stderr)
     return 0

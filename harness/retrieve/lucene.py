@@ -25,7 +25,7 @@ from pathlib import Path
 from harness import jsonl
 from harness.atomic import check_outputs, temp_folder
 from harness.corpus import Corpus, unique_ids
-from harness.corpus.segment import document_text
+from harness.corpus.segment import Textless, document_text
 from harness.errors import HarnessError
 from harness.paths import cache_root
 from harness.progress import progress_bar
@@ -46,10 +46,12 @@ def default_threads() -> int:
 
 
 def build_index(
-    corpus: Corpus, out: Path, threads: int | None = None, force: bool = False, in_process: bool | None = None
+    corpus: Corpus, out: Path, threads: int | None = None, force: bool = False, in_process: bool | None = None,
+    textless: Textless | None = None,
 ) -> Path:
     """Index `corpus` into `out`; refuses to replace a finished index unless `force`.
-    `in_process`: IndexCollection in this process's JVM (default: for small corpora)."""
+    `in_process`: IndexCollection in this process's JVM (default: for small corpora).
+    Documents whose text is empty are counted in `textless`; a corpus of only those is an error."""
     out = Path(out)
     check_outputs(out, folder=True)  # a file in the way, or nowhere to build: said before Java starts
     if out.exists() and not force:
@@ -59,9 +61,11 @@ def build_index(
     with temp_folder(out.parent, f".{out.name}.building") as building:
         dump = building / "jsonl"  # next to the index, not in a possibly small /tmp
         dump.mkdir()
-        count = _dump_jsonl(corpus, dump)
+        textless = Textless(corpus) if textless is None else textless
+        count = _dump_jsonl(corpus, dump, textless)
         if count == 0:
-            raise HarnessError(f"corpus {corpus.name} has no documents to index")
+            raise textless.nothing_left("index") if textless.count else HarnessError(
+                f"corpus {corpus.name} has no documents to index")
         arguments = _index_options(threads) + ["-input", str(dump), "-index", str(building / "index")]
         if (count <= IN_PROCESS_DOCS) if in_process is None else in_process:
             indexed = _index_in_jvm(arguments, building / "index")
@@ -88,14 +92,16 @@ def cached_index(corpus: Corpus, threads: int | None = None) -> Path:
         raise
 
 
-def _dump_jsonl(corpus: Corpus, folder: Path) -> int:
-    """Write the corpus as JsonCollection shards; returns the number of documents. An id given
-    twice is an error as soon as the block holding it is read, before it is written and before
-    Lucene indexes anything (harness.corpus.unique_ids)."""
+def _dump_jsonl(corpus: Corpus, folder: Path, textless: Textless) -> int:
+    """Write the corpus as JsonCollection shards, those whose text is empty passed over (into
+    `textless`); returns the number of documents. An id given twice is an error as soon as the
+    block holding it is read, before it is written and before Lucene indexes anything
+    (harness.corpus.unique_ids)."""
     count = 0
     handle = None
+    documents = textless.passed_over(unique_ids(corpus, corpus.documents()))
     try:
-        for document in progress_bar(f"dump {corpus.name}", " docs", iterable=unique_ids(corpus, corpus.documents())):
+        for document in progress_bar(f"dump {corpus.name}", " docs", iterable=documents):
             if count % SHARD_DOCS == 0:
                 if handle:
                     handle.close()
