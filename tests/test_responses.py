@@ -961,6 +961,20 @@ def test_a_malformed_bank_is_one_line_naming_file_and_record(tmp_path, capsys, g
                                        f"[1]): relevance: expected a whole-number grade of 0 or more, got {grade!r}\n")
 
 
+@pytest.mark.parametrize("text, expected", [
+    ('{"1_1": {"[1]": {"text": "  ", "relevance": "3"}}}', " (record turn 1_1, nugget [1]): text: empty"),
+    ('{"qid": "1_1", "nuggets": [{"text": "a", "importance": "vital"}, {"text": " ", "importance": "okay"}]}\n',
+     ":1: nuggets[1].text: empty"),
+])
+def test_a_blank_nugget_text_is_an_error_as_a_missing_one_is(tmp_path, text, expected):
+    """No response can support a nugget that says nothing: it would count as missed by every run."""
+    path = tmp_path / "bank.json"
+    path.write_text(text)
+    with pytest.raises(InputError) as error:
+        read_bank(path)
+    assert str(error.value) == f"{path}{expected}"
+
+
 @pytest.mark.parametrize("read, text, expected", [
     (read_responses, '{"1_1": {"r": "Paris."},\n "1_1": {"r": "Lyon."}}', ": turn 1_1 is given twice"),
     (read_responses, '{"1_1": {"r": "Paris.", "r": "Lyon."}}', " (record turn 1_1): run r is given twice"),

@@ -76,6 +76,8 @@ def read_cone_rag_bank(path: Path, vital_grade: int) -> NuggetBank:
                                        "it as RESPONSES, and the nugget bank to --nuggets", record=f"turn {turn}")
             if not isinstance(entry, dict) or not isinstance(entry.get("text"), str):
                 raise InputError(path, "text: expected the nugget's text (a string)", record=where)
+            if not entry["text"].strip():  # no nugget to support: every response would miss it
+                raise InputError(path, "text: empty", record=where)
             grade = entry.get("relevance")
             if isinstance(grade, bool) or not (isinstance(grade, int) and grade >= 0 or
                                                isinstance(grade, str) and grade.isdecimal()):
@@ -104,6 +106,8 @@ def read_nuggetizer_bank(path: Path, vital_grade: int) -> NuggetBank:
         for index, nugget in enumerate(record["nuggets"]):
             if not isinstance(nugget, dict) or not isinstance(nugget.get("text"), str):
                 raise InputError(path, f"nuggets[{index}].text: expected a string", line=line)
+            if not nugget["text"].strip():
+                raise InputError(path, f"nuggets[{index}].text: empty", line=line)
             importance = nugget.get("importance")
             if importance not in NUGGETIZER_GRADES:
                 raise InputError(path, f"nuggets[{index}].importance: expected 'vital' or 'okay', got {importance!r}",
