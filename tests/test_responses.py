@@ -961,6 +961,16 @@ def test_a_malformed_bank_is_one_line_naming_file_and_record(tmp_path, capsys, g
                                        f"[1]): relevance: expected a whole-number grade of 0 or more, got {grade!r}\n")
 
 
+def test_a_qrels_file_given_as_recorded_assignments_is_said_to_be_one(tmp_path):
+    """The mix-up with `harness judge --judge file --labels`: named, not 'invalid JSON: Extra data'."""
+    path = tmp_path / "llm.qrels"
+    path.write_text("\n0_1 0 doc0_1-0:0 2\n0_1 0 doc0_1-1:0 3\n")
+    with pytest.raises(InputError) as error:
+        RecordedAssignments(path)
+    assert str(error.value) == (f"{path}:2: looks like a qrels file; --judge file: takes nuggetizer assignment "
+                                "JSONL {qid, run_id, nuggets}")
+
+
 @pytest.mark.parametrize("text, expected", [
     ('{"1_1": {"[1]": {"text": "  ", "relevance": "3"}}}', " (record turn 1_1, nugget [1]): text: empty"),
     ('{"qid": "1_1", "nuggets": [{"text": "a", "importance": "vital"}, {"text": " ", "importance": "okay"}]}\n',

@@ -16,13 +16,14 @@ from pathlib import Path
 
 from harness import jsonl
 from harness.atomic import atomic_write
-from harness.errors import HarnessError, InputError
+from harness.errors import HarnessError, InputError, open_input
 from harness.judge.base import counts
 from harness.judge.model import Item, Judgment
 from harness.judge.scales import SUPPORT_0_2, YES_NO, Scale
 from harness.paths import file_sha256
 from harness.responses.model import Nugget, Response, first_few
 from harness.responses.scores import NOT, PARTIAL, SUPPORT
+from harness.trec import looks_like_qrels_line
 
 # a judge's label as nuggetizer's assignment, per scale
 ASSIGNMENTS: dict[str, dict[int, str]] = {
@@ -96,6 +97,7 @@ class RecordedAssignments:
         self.path = Path(path)
         self.labels: dict[tuple[str, str, str], tuple[int | str, str, int]] = {}  # key -> (label, text, line)
         self.positional: set[tuple[str, str]] = set()  # (qid, run) of lines whose nuggets have no id
+        self._check_not_qrels()
         for line, record in jsonl.read(self.path):
             if not isinstance(record, dict) or not isinstance(record.get("nuggets"), list):
                 raise InputError(self.path, "expected {qid, run_id, nuggets: [...]}", line=line)
@@ -119,6 +121,16 @@ class RecordedAssignments:
         self.sha256 = file_sha256(self.path)  # of the labels just read: each provenance() and a board's key
         self._counts: dict[str, int] = {}
         self._lines = (0, 0)  # of the last judge(): lines whose run_id names no run asked about, lines
+
+    def _check_not_qrels(self) -> None:
+        """A qrels file given here (a mix-up with `harness judge --judge file --labels`) is said
+        so, not blamed on its first line's JSON."""
+        with open_input(self.path) as handle:
+            first, entry = jsonl.first_line(handle)
+        lines = first.splitlines()  # up to the first non-blank line
+        if isinstance(entry, json.JSONDecodeError) and looks_like_qrels_line(lines[-1].split()):
+            raise InputError(self.path, "looks like a qrels file; --judge file: takes nuggetizer assignment JSONL "
+                                        "{qid, run_id, nuggets}", line=len(lines))
 
     def judge(self, items: Sequence[Item], progress: bool = False) -> list[Judgment]:
         found = []
