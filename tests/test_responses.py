@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import math
 import random
+import re
 from dataclasses import replace
 from html import escape
 from pathlib import Path
@@ -470,6 +471,25 @@ def recorded_for(runs: list[ResponseRun], bank: NuggetBank, path: Path, names: d
         {"id": n.id, "text": n.text, "assignment": "support"} for n in bank.of(turn)]}) + "\n"
         for run in runs for turn in run.responses if bank.of(turn)))
     return path
+
+
+@pytest.mark.reference
+def test_positional_assignments_made_on_another_cone_rag_bank_are_an_error_naming_file_and_line(tmp_path, capsys):
+    """nuggetizer's lines (no `id`) made on the full human bank, scored on the deduplicated one:
+    CONE-RAG's ids (`[2]`) are not positions, so the lines must still reach the text check,
+    not leave 95 % of the labels missing with exit status 0."""
+    manual = cone_rag("participant_resources", "manual_responses.json")
+    full = read_bank(cone_rag("human_resources", "gold_nuggets_human.json"))
+    path = tmp_path / "assignments.jsonl"
+    path.write_text("".join(json.dumps({"qid": turn, "run_id": run.name, "nuggets": [
+        {"text": n.text, "importance": "vital" if n.vital else "okay", "assignment": "support"}
+        for n in full.of(turn)]}) + "\n" for run in read_responses(manual) for turn in run.responses if full.of(turn)))
+    assert main(["responses", "eval", str(manual), "--nuggets",
+                 str(cone_rag("human_resources", "gold_nuggets_human_deduplicated.json")),
+                 "--judge", f"file:{path}"]) == 2
+    assert re.fullmatch(rf"harness responses eval: error: {re.escape(str(path))}:\d+: turn \S+, run \S+, nugget "
+                        r"\[\d+\]: the recorded text differs from the nugget bank's; were the assignments made with "
+                        r"another bank\?\n", capsys.readouterr().err)
 
 
 @pytest.mark.reference

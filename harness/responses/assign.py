@@ -154,8 +154,9 @@ class RecordedAssignments:
     def _aligned(self, items: Sequence[Item]) -> dict[tuple[str, ...], tuple[str, str, str] | None]:
         """For lines whose nuggets have no id: each asked nugget's recorded key, the line's
         nuggets matched to the bank's in order by text (None: left out of the line). A line
-        some of whose nuggets match none is not aligned: its positions stand, and the text
-        check names the first that differs."""
+        some of whose nuggets match none is not aligned: its positions stand (the bank's ids,
+        such as CONE-RAG's `[2]`, are not its positions), and the text check names the first
+        that differs."""
         groups: dict[tuple[str, str], list[Item]] = {}
         for item in items:
             if tuple(item.key[:2]) in self.positional and "nugget" in item.fields:
@@ -170,8 +171,9 @@ class RecordedAssignments:
                 matches = text is not None and (not text or text == item.fields["nugget"].strip())
                 keys[item.key] = key if matches else None
                 position += matches
-            if (qid, run, str(position)) not in self.labels:  # every recorded nugget matched one asked about
-                found.update(keys)
+            if (qid, run, str(position)) in self.labels:  # not aligned: the i-th asked is the i-th recorded
+                keys = {item.key: (qid, run, str(index)) for index, item in enumerate(group, 1)}
+            found.update(keys)
         return found
 
     def _check_some_run_is_recorded(self, found: Sequence[Judgment]) -> None:
