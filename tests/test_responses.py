@@ -967,8 +967,27 @@ def test_a_bank_without_a_graded_nugget_shows_weighted_recall_as_undefined_on_ev
     assert main(["responses", "eval", str(tmp_path / "r.json"), "--nuggets", str(tmp_path / "bank.json"),
                  "--judge", f"file:{recorded}", "--format", "json"]) == 0
     document = json.loads(capsys.readouterr().out)
-    assert "t-intervals on 1 turn (weighted undefined on every turn)" in document["legend"]
+    assert ("t-intervals on 1 turn (vital undefined on every turn; strict_vital undefined on every turn; weighted "
+            "undefined on every turn)") in document["legend"]  # no grade reaches the vital grade either
     assert "weighted" not in document["runs"]["run"] and document["queries_per_measure"]["weighted"] == 0
+
+
+@pytest.mark.reference
+def test_a_vital_grade_above_every_nugget_grade_is_warned_and_leaves_vital_undefined_not_0(human_bank, tmp_path,
+                                                                                        capsys):
+    """With no vital nugget the vital scores say nothing: said as eval says an unreachable rel=,
+    and left off the board as an undefined weighted recall is, not 0.0000 for every run."""
+    manual = cone_rag("participant_resources", "manual_responses.json")
+    path = recorded_for(read_responses(manual), human_bank, tmp_path / "assignments.jsonl", {})
+    assert main(["responses", "eval", str(manual), "--nuggets", str(cone_rag("human_resources", "gold_nuggets_human.json")),
+                 "--judge", f"file:{path}", "--vital-grade", "9", "--format", "json"]) == 0
+    out, err = capsys.readouterr()
+    assert err.startswith("warning: --vital-grade 9: no nugget in gold_nuggets_human.json reaches grade 9 (the highest "
+                          "is 4), so no nugget is vital: vital and strict_vital are undefined (n/a)\n")
+    document = json.loads(out)
+    assert "(vital undefined on every turn; strict_vital undefined on every turn)" in document["legend"]
+    assert all(set(scores) == {"all", "strict_all", "weighted"} for scores in document["runs"].values())
+    assert all(row["vital"] is None for row in document["aggregate"])
 
 
 @pytest.mark.parametrize("grade", ["high", "\u00b2", -1])  # a superscript two is a digit to str.isdigit, not to int()

@@ -180,12 +180,13 @@ def _warn_unreachable(parsed: Sequence, names: Sequence[str], qrels: QrelsTable)
                   file=sys.stderr)
 
 
-def unreachable(what: str, qrels: str, level: int, top: int | None) -> str:
+def unreachable(what: str, qrels: str, level: int, top: int | None, judged: str = "judgment in qrels") -> str:
     """'{what}: no judgment in qrels {qrels} reaches grade {level} (the highest is {top})': a
-    relevance level above every grade (a measure's rel=, `qrels agree --thresholds`), whose
-    number then says nothing; the caller says what it is instead."""
+    relevance level above every grade (a measure's rel=, `qrels agree --thresholds`, or a
+    nugget bank's --vital-grade with `judged` "nugget in"), whose number then says nothing;
+    the caller says what it is instead."""
     highest = f"the highest is {top}" if top is not None else "they judge nothing"
-    return f"{what}: no judgment in qrels {qrels} reaches grade {level} ({highest})"
+    return f"{what}: no {judged} {qrels} reaches grade {level} ({highest})"
 
 
 class Evaluator:

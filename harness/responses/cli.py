@@ -103,6 +103,9 @@ def _eval(args: argparse.Namespace) -> int:
                            "give --format json (or an --output ending .json), or leave --per-turn out")
     runs = [run for path in args.responses for run in read_responses(path, args.response_format)]
     bank = read_bank(args.nuggets, vital_grade=args.vital_grade)
+    unreachable = bank.unreachable_vital_grade()
+    if unreachable:
+        print(f"warning: {unreachable}", file=sys.stderr)
     questions, turns = {}, None
     if args.topics:
         from harness.topics import load

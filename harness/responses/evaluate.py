@@ -9,6 +9,8 @@ Declared rules (each tested in tests/test_responses.py):
 - A turn whose bank entry has no nugget is not scored (no recall is defined); it is listed.
   A turn whose nuggets all have grade 0 has no weighted recall (NaN): left out of that
   score's means, tests and breakdowns, its other scores kept; the notes count and list them.
+  A graded bank none of whose nuggets reaches the vital grade has no vital nugget: vital and
+  strict_vital are undefined (NaN) on every turn, not nuggetizer's 0 (harness.responses.cli warns).
 - A response to a turn the bank does not have is not scored and is listed; with known turns
   given (`turns`, e.g. a benchmark's), a response to a turn outside them is an error naming
   the file and line, as harness ikat validate refuses invented turns.
@@ -30,7 +32,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Collection, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from harness.errors import HarnessError, InputError
@@ -198,6 +200,7 @@ def evaluate_runs(
 
     results, records = [], []
     unjudged_total = cite_unjudged = 0
+    vital_undefined = bank.unreachable_vital_grade() is not None
     for run in runs:
         for turn in evaluated:
             nuggets = bank.of(turn)
@@ -208,6 +211,8 @@ def evaluate_runs(
             else:
                 labelled = assign.assigned(judge.scale, nuggets, found)
             scores = nugget_scores(nuggets, [a.assignment for a in labelled])
+            if vital_undefined:
+                scores = replace(scores, vital=math.nan, strict_vital=math.nan)
             unjudged = sum(not a.judged for a in labelled)
             unjudged_total += unjudged
             extra = {}

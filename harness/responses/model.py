@@ -52,9 +52,21 @@ class NuggetBank:
     name: str
     nuggets: dict[str, tuple[Nugget, ...]]  # turn -> nuggets
     rule: str  # how grades became vital / okay, in words (recorded with every score)
+    vital_grade: int | None = None  # the grade from which a graded nugget is vital; None: importance as given
 
     def of(self, turn: str) -> tuple[Nugget, ...]:
         return self.nuggets.get(turn, ())
+
+    def unreachable_vital_grade(self) -> str | None:
+        """Where `vital_grade` is above every nugget's grade no nugget is vital, and the vital
+        scores say nothing (nuggetizer's 0 on every turn): the warning that says so, else None."""
+        grades = [n.grade for nuggets in self.nuggets.values() for n in nuggets]
+        if self.vital_grade is None or not grades or max(grades) >= self.vital_grade:
+            return None
+        from harness.evaluate import unreachable
+
+        return (f"{unreachable(f'--vital-grade {self.vital_grade}', self.name, self.vital_grade, max(grades), 'nugget in')}"
+                ", so no nugget is vital: vital and strict_vital are undefined (n/a)")
 
 
 def first_few(names: Sequence[str], shown: int = 5) -> str:

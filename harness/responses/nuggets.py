@@ -87,7 +87,7 @@ def read_cone_rag_bank(path: Path, vital_grade: int) -> NuggetBank:
             grade = int(grade)
             found.append(Nugget(nugget_id, entry["text"], grade, grade >= vital_grade))
         nuggets[turn] = tuple(found)
-    return NuggetBank(path.name, nuggets, _rule(vital_grade))
+    return NuggetBank(path.name, nuggets, _rule(vital_grade), vital_grade)
 
 
 @BANKS.register("nuggetizer-jsonl")
