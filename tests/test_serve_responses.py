@@ -187,6 +187,18 @@ def test_a_board_ranked_by_weighted_over_a_bank_without_a_graded_nugget_is_refus
     assert not (tmp_path / "state").exists()  # refused before the database and storage were made
 
 
+def test_a_board_ranked_by_vital_over_a_bank_whose_grades_never_reach_the_vital_grade_is_refused_at_start(tmp_path):
+    """Every nugget of grade 2, vital from grade 3: vital is undefined on every turn (it ranked every run at 0)."""
+    nuggets = tmp_path / "hidden" / "nuggets.json"
+    nuggets.parent.mkdir()
+    nuggets.write_text(json.dumps({t: {"1": {"text": f"{SECRET} {t}", "relevance": "2"}} for t in TURNS}))
+    with pytest.raises(HarnessError, match=r"task responses: main_measure vital is undefined on every turn, since no "
+                                           r"nugget of .*nuggets\.json reaches vital_grade 3"):
+        with open_board(tmp_path, nuggets, main_measure="vital"):
+            pass
+    assert not (tmp_path / "state").exists()
+
+
 def test_a_response_to_a_turn_outside_the_topics_is_refused_naming_its_line(board):
     client, folder = board
     answer = submit(client, rag_run(folder / "bad.jsonl", "bad", {"0_1": "x", "99_9": "y"}), "team0")

@@ -77,12 +77,17 @@ class ResponseTaskRuntime(TaskRuntime):
     def prepare(self) -> None:
         """Read the topics, the bank and the files a judge reads (recorded assignments, a prompt:
         `scored_with` has the judge read them) now; a board ranked by `weighted` over a bank with no
-        graded nugget could never be drawn (undefined on every turn): refused at start."""
+        graded nugget, or by `vital` or `strict_vital` over one whose grades never reach the vital
+        grade, could never be drawn (undefined on every turn): refused at start."""
         _ = self.turn_ids, self.depths, self.evaluated_turns, self.scored_with
         if self.config.main_measure == "weighted" and not any(
                 nugget.grade for turn in self.evaluated_turns for nugget in self.bank.of(turn)):
             raise HarnessError(f"task {self.config.name}: main_measure weighted is undefined on every turn, since "
                                f"every nugget of {self.config.nuggets} has grade 0; rank the board by another measure")
+        if self.config.main_measure in ("vital", "strict_vital") and self.bank.unreachable_vital_grade():
+            raise HarnessError(f"task {self.config.name}: main_measure {self.config.main_measure} is undefined on "
+                               f"every turn, since no nugget of {self.config.nuggets} reaches vital_grade "
+                               f"{self.config.vital_grade}; rank the board by another measure, or lower vital_grade")
 
     def board_terms(self) -> dict[str, Any]:
         """Turns, and nuggetizer's mean: as `harness responses eval`'s board has them."""
