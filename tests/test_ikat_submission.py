@@ -342,16 +342,23 @@ def test_a_2025_ptkb_provenance_null_is_none_as_a_missing_one_is(tmp_path, capsy
     assert out.read_text().split()[2] == "clueweb22-en0000-00-00000:1"
 
 
+def _sample_2023_without(provenance: str, folder: Path) -> tuple[Path, Path, Path]:
+    """The official 2023 sample with every response's `provenance` list emptied, and where its
+    passage and PTKB runs would go."""
+    run = json.loads(SAMPLE_2023.read_text())
+    for turn in run["turns"]:
+        for response in turn["responses"]:
+            response[provenance] = []
+    path = folder / "run.json"
+    path.write_text(json.dumps(run))
+    return path, folder / "out.run", folder / "out.ptkb.run"
+
+
 def test_a_submission_listing_no_ptkb_provenance_is_an_error_with_ptkb_out_not_an_empty_ptkb_run(tmp_path, capsys):
     """As a file ranking no passage is (eval refuses an empty run): the official 2023 sample
     with its PTKB provenance left out (from-trec without --ptkb-run writes such a file), and
     neither run is written."""
-    run = json.loads(SAMPLE_2023.read_text())
-    for turn in run["turns"]:
-        for response in turn["responses"]:
-            response["ptkb_provenance"] = []
-    path, out, ptkb_out = tmp_path / "run.json", tmp_path / "out.run", tmp_path / "out.ptkb.run"
-    path.write_text(json.dumps(run))
+    path, out, ptkb_out = _sample_2023_without("ptkb_provenance", tmp_path)
     assert main(["ikat", "to-trec", str(path), "--output", str(out), "--ptkb-out", str(ptkb_out)]) == 2
     assert capsys.readouterr().err == (
         f"harness ikat to-trec: error: {path}: lists no PTKB provenance for any turn: its PTKB run would rank "
@@ -363,12 +370,7 @@ def test_a_submission_listing_no_ptkb_provenance_is_an_error_with_ptkb_out_not_a
 def test_a_submission_listing_ptkb_provenance_alone_is_an_error_not_an_empty_passage_run(tmp_path, capsys):
     """The official 2023 sample with its passage provenance left out: its PTKB provenance does
     not make an empty passage run a run (it was written, 0 bytes, and exit 0)."""
-    run = json.loads(SAMPLE_2023.read_text())
-    for turn in run["turns"]:
-        for response in turn["responses"]:
-            response["passage_provenance"] = []
-    path, out, ptkb_out = tmp_path / "run.json", tmp_path / "out.run", tmp_path / "out.ptkb.run"
-    path.write_text(json.dumps(run))
+    path, out, ptkb_out = _sample_2023_without("passage_provenance", tmp_path)
     for extra in ([], ["--ptkb-out", str(ptkb_out)]):
         assert main(["ikat", "to-trec", str(path), "--output", str(out), *extra]) == 2
         assert capsys.readouterr().err.endswith(f"{path}: ranks no passage for any turn: its passage run would rank "

@@ -176,27 +176,21 @@ def test_a_bank_without_a_graded_nugget_draws_with_weighted_recall_undefined(tmp
     assert page.status_code == 200 and ">undefined</td>" in page.text
 
 
-def test_a_board_ranked_by_weighted_over_a_bank_without_a_graded_nugget_is_refused_at_start(tmp_path):
+@pytest.mark.parametrize("measure, grade, refusal", [
+    ("weighted", "0", r"main_measure weighted is undefined on every turn.*nuggets\.json has grade 0"),
+    # every nugget of grade 2, vital from grade 3 (it ranked every run at 0)
+    ("vital", "2", r"main_measure vital is undefined on every turn, since no nugget of .*nuggets\.json reaches "
+                   r"vital_grade 3"),
+])
+def test_a_board_ranked_by_a_measure_undefined_on_every_turn_of_its_bank_is_refused_at_start(tmp_path, measure, grade,
+                                                                                               refusal):
     nuggets = tmp_path / "hidden" / "nuggets.json"
     nuggets.parent.mkdir()
-    nuggets.write_text(json.dumps({t: {"1": {"text": f"{SECRET} {t}", "relevance": "0"}} for t in TURNS}))
-    with pytest.raises(HarnessError, match=r"task responses: main_measure weighted is undefined on every turn.*"
-                                           r"nuggets\.json has grade 0"):
-        with open_board(tmp_path, nuggets, main_measure="weighted"):
+    nuggets.write_text(json.dumps({t: {"1": {"text": f"{SECRET} {t}", "relevance": grade}} for t in TURNS}))
+    with pytest.raises(HarnessError, match=f"task responses: {refusal}"):
+        with open_board(tmp_path, nuggets, main_measure=measure):
             pass
     assert not (tmp_path / "state").exists()  # refused before the database and storage were made
-
-
-def test_a_board_ranked_by_vital_over_a_bank_whose_grades_never_reach_the_vital_grade_is_refused_at_start(tmp_path):
-    """Every nugget of grade 2, vital from grade 3: vital is undefined on every turn (it ranked every run at 0)."""
-    nuggets = tmp_path / "hidden" / "nuggets.json"
-    nuggets.parent.mkdir()
-    nuggets.write_text(json.dumps({t: {"1": {"text": f"{SECRET} {t}", "relevance": "2"}} for t in TURNS}))
-    with pytest.raises(HarnessError, match=r"task responses: main_measure vital is undefined on every turn, since no "
-                                           r"nugget of .*nuggets\.json reaches vital_grade 3"):
-        with open_board(tmp_path, nuggets, main_measure="vital"):
-            pass
-    assert not (tmp_path / "state").exists()
 
 
 def test_a_response_to_a_turn_outside_the_topics_is_refused_naming_its_line(board):
