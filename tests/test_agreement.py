@@ -356,3 +356,18 @@ def test_tau_of_the_run_orderings_on_the_queries_both_judge_equals_scipy_on_a_bm
     table = capsys.readouterr().out
     assert "tau_AP" in table and "nDCG@3" in table and " -> " in table
     assert "scored on the 39 queries both judge (98 in A, 112 in B)" in table
+
+
+@pytest.mark.parametrize("suffix, starts", [(".csv", "qid,pairs,"), (".json", "{"), (".txt", "A: ")])
+def test_agree_writes_the_format_its_output_suffix_names(tmp_path, suffix, starts):
+    """As compare does: agree.csv was the aligned table under a CSV name."""
+    out = tmp_path / f"agree{suffix}"
+    assert main(["qrels", "agree", str(PTKB_NIST), str(PTKB_ORG), "--output", str(out)]) == 0
+    assert out.read_text().startswith(starts)
+
+
+def test_an_agree_output_suffix_naming_no_format_is_an_error_before_any_work(tmp_path, capsys):
+    out = tmp_path / "agree.pdf"
+    assert main(["qrels", "agree", str(PTKB_NIST), str(PTKB_ORG), "--output", str(out)]) == 2
+    assert ".pdf names no format this command writes (known: .table .csv .json .txt)" in capsys.readouterr().err
+    assert not out.exists()

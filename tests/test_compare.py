@@ -360,7 +360,7 @@ def test_an_output_suffix_naming_no_report_format_is_an_error_unless_format_is_g
     out, args = tmp_path / "board.pdf", ["compare", "--qrels", str(CAST2021_QRELS), str(CAST2021_DOC_RUNS[0]),
                                          "--measures", "RR"]
     assert main([*args, "--output", str(out)]) == 2
-    assert capsys.readouterr().err == (f"harness compare: error: --output {out}: .pdf names no report format (known: "
+    assert capsys.readouterr().err == (f"harness compare: error: --output {out}: .pdf names no format this command writes (known: "
                                        ".csv .html .json .md .htm .markdown .txt); name the file so, or give --format "
                                        "(`harness compare --help` lists the options)\n")
     assert not out.exists()

@@ -39,7 +39,7 @@ def test_an_output_suffix_naming_no_report_format_is_an_error_before_any_judging
     (tmp_path / "assigned.jsonl").unlink()  # judging would fail: the suffix is refused first
     assert main([*tiny, "--output", str(tmp_path / "report.pdf")]) == 2
     assert capsys.readouterr().err.startswith(f"harness responses eval: error: --output {tmp_path / 'report.pdf'}: .pdf "
-                                              "names no report format (known: .csv .html .json .md")
+                                              "names no format this command writes (known: .csv .html .json .md")
 
 
 def test_per_turn_without_json_output_is_an_error_before_any_judging(tiny, tmp_path, capsys):

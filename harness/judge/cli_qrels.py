@@ -18,6 +18,9 @@ from harness.judge.agree import WEIGHTINGS, Agreement, PairAgreement, RankingAgr
 from harness.trec import Qrels
 
 
+QRELS_FORMATS = ("table", "csv", "json")
+QRELS_FORMAT_HELP = ("an aligned text table, CSV, or JSON (default: as --output's suffix says, .csv .json, .txt for "
+                     "the table; the table on stdout or to a name without a suffix)")
 THRESHOLDS = [1, 2]  # qrels agree's default --thresholds (the object itself: `is` tells it from a given list)
 
 
@@ -32,7 +35,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     agree.add_argument("--thresholds", nargs="+", type=number_in(-2**31, 2**31 - 1, whole=True), default=THRESHOLDS,
                        metavar="T", help="binary kappa of grade >= T, for each T (default 1 2)")
     agree.add_argument("--per-query", action="store_true", help="also every query's kappas (table; CSV and JSON always have them)")
-    add_format(agree, ["table", "csv", "json"], default="table", help="an aligned text table (default), CSV, or JSON")
+    add_format(agree, QRELS_FORMATS, help=QRELS_FORMAT_HELP)
     add_output(agree, help="write here (atomically) instead of stdout")
     agree.set_defaults(_action=run_agree)
 
@@ -48,13 +51,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     rank.add_argument("--passage-separator", help="judge passage runs '<docid><SEP><n>' by document (MaxP)")
     rank.add_argument("--moves", type=number_in(0, 10**6, whole=True), default=3,
                       help="list the runs whose rank changes most (default 3 per measure)")
-    add_format(rank, ["table", "csv", "json"], default="table", help="an aligned text table (default), CSV, or JSON")
+    add_format(rank, QRELS_FORMATS, help=QRELS_FORMAT_HELP)
     add_output(rank, help="write here (atomically) instead of stdout")
     rank.set_defaults(_action=run_rank_agree)
 
 
 def run(args: argparse.Namespace) -> int:
     return args._action(args)
+
+
+def _format(args: argparse.Namespace) -> str:
+    """--format, else as --output's suffix says (agree.csv: csv; .txt: the table), else the table."""
+    from harness.report.formats import output_format
+
+    return output_format(args.format, args.out, QRELS_FORMATS, "table", {"txt": "table"})
 
 
 def _emit(text: str, out: str | None) -> None:
@@ -84,6 +94,7 @@ def run_agree(args: argparse.Namespace) -> int:
     from harness.trec import read_qrels
 
     refuse_overwriting([args.a, args.b], [("--output", args.out)])
+    args.format = _format(args)  # an --output suffix naming no format: said before any work
     a, b = read_qrels(args.a), read_qrels(args.b)
     result = compare_labels(a, b, args.thresholds)
     if not result.overall.pairs:
@@ -206,6 +217,7 @@ def run_rank_agree(args: argparse.Namespace) -> int:
     if len(files) < 2:
         raise HarnessError("rank-agree needs two or more runs to order")
     refuse_overwriting([args.a, args.b, *files], [("--output", args.out)])
+    args.format = _format(args)
     measures, depth, separator = measure_settings(args)  # as eval's: a depth shallower than a measure is said
     options = RunFileOptions(passage_separator=separator, depth=depth)
     qrels = {"A": read_qrels(args.a), "B": read_qrels(args.b)}

@@ -11,7 +11,7 @@ import csv
 import io
 import json
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import asdict
 from pathlib import Path
 
@@ -41,18 +41,26 @@ def json_number(value: object) -> object:
     return None if isinstance(value, float) and not math.isfinite(value) else value
 
 
-def report_format(fmt: str | None, out: str | Path | None) -> str:
-    """The format a command writes: --format's, else the one --output's suffix names
-    (report.html: html), else Markdown (stdout, or a name without a suffix). Another suffix is
-    an error, before any work: r.pdf would have been Markdown under a name promising a PDF."""
+def output_format(fmt: str | None, out: str | None, names: Sequence[str], default: str,
+                  suffixes: dict[str, str]) -> str:
+    """The format a command writes: --format's, else the one --output's suffix names (its own
+    name, report.csv: csv, or one of `suffixes`), else `default` (stdout, or a name without a
+    suffix). Another suffix is an error, before any work: r.pdf would have been the default
+    format under a name promising a PDF."""
     suffix = Path(out).suffix.lower().lstrip(".") if out else ""
     if fmt or not suffix:
-        return fmt or "md"
-    if SUFFIXES.get(suffix, suffix) not in FORMATS.names():
-        known = " ".join(f".{name}" for name in [*FORMATS.names(), *SUFFIXES])
-        raise HarnessError(f"--output {out}: .{suffix} names no report format (known: {known}); name the file so, "
-                           "or give --format")
-    return SUFFIXES.get(suffix, suffix)
+        return fmt or default
+    chosen = suffixes.get(suffix, suffix)
+    if chosen not in names:
+        known = " ".join(f".{name}" for name in [*names, *suffixes])
+        raise HarnessError(f"--output {out}: .{suffix} names no format this command writes (known: {known}); "
+                           "name the file so, or give --format")
+    return chosen
+
+
+def report_format(fmt: str | None, out: str | Path | None) -> str:
+    """The format a report command writes (output_format): Markdown by default."""
+    return output_format(fmt, str(out) if out else None, FORMATS.names(), "md", SUFFIXES)
 
 
 def write_report(report: Report, fmt: str, path: str | Path | None) -> bytes:
