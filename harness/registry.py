@@ -785,11 +785,16 @@ class Registry(Generic[T]):
         except Exception as error:  # a plug-in's own import error, in one line
             raise HarnessError(f"{self.kind} {name!r}: cannot load the entry point {point.value} of "
                                f"{_distribution(point)} ({_failure(error)})") from None
-        item = self._adopt(name, obj)
-        _note_plugin_package(obj, f"{self.kind} {name!r} (entry point {point.value} of {_distribution(point)})")
+        where = f"entry point {point.value} of {_distribution(point)}"
+        try:  # a wrong signature or declaration: said with the package it is in, for the user to find
+            item = self._adopt(name, obj)
+            declaration = self._declared(name, obj, item)
+        except HarnessError as error:
+            raise HarnessError(f"{error} ({where})") from None
+        _note_plugin_package(obj, f"{self.kind} {name!r} ({where})")
         del self._entry_points[name]
         self._items[name] = item
-        self._declarations[name] = self._declared(name, obj, item)
+        self._declarations[name] = declaration
         dist = getattr(point, "dist", None)
         self._origins[name] = {"entry_point": f"{point.group}:{name}", "distribution": dist.name if dist else None,
                                "version": dist.version if dist else None, **object_origin(obj)}

@@ -562,28 +562,60 @@ def test_a_plugin_missing_a_module_in_another_module_of_its_package_is_named_too
         f"own code needs (ModuleNotFoundError at {in_folder / 'heavypkg' / 'base.py'}:3: ")
 
 
+def _installed(tmp_path: Path, monkeypatch, module: str, entry_points: str) -> Path:
+    """broken_plugin 0.1 with `module` and `entry_points`, installed as pip installs a package: a
+    dist-info folder on the PYTHONPATH of the harness run as a user runs it (importlib.metadata
+    finds the entry points there), without installing into the shared venv."""
+    site = tmp_path / "site"
+    (site / "broken_plugin-0.1.dist-info").mkdir(parents=True)
+    (site / "broken_plugin-0.1.dist-info" / "METADATA").write_text("Metadata-Version: 2.1\nName: broken-plugin\n"
+                                                                   "Version: 0.1\n")
+    (site / "broken_plugin-0.1.dist-info" / "entry_points.txt").write_text(f"[harness.retrievers]\n{entry_points}")
+    (site / "broken_plugin.py").write_text(module)
+    monkeypatch.setenv("PYTHONPATH", f"{Path(harness.__file__).parents[1]}{os.pathsep}{site}")
+    return site
+
+
 @pytest.mark.parametrize("module", [
     "import faiss_not_installed\n\n\ndef search(query, k):\n    return []\n",  # on loading the entry point
     "def search(query, k):\n    import faiss_not_installed\n    return []\n",  # when it is first called
 ], ids=["on loading", "when called"])
 def test_an_entry_point_plugin_missing_a_module_is_one_line_naming_it_its_entry_point_and_the_module(
         tmp_path, monkeypatch, module):
-    """Installed as pip installs a package, a dist-info folder on sys.path (importlib.metadata
-    finds the entry point there), without installing into the shared venv."""
-    site = tmp_path / "site"
-    (site / "broken_plugin-0.1.dist-info").mkdir(parents=True)
-    (site / "broken_plugin-0.1.dist-info" / "METADATA").write_text("Metadata-Version: 2.1\nName: broken-plugin\n"
-                                                                   "Version: 0.1\n")
-    (site / "broken_plugin-0.1.dist-info" / "entry_points.txt").write_text("[harness.retrievers]\n"
-                                                                           "broken = broken_plugin:search\n")
-    (site / "broken_plugin.py").write_text(module)
-    monkeypatch.setenv("PYTHONPATH", f"{Path(harness.__file__).parents[1]}{os.pathsep}{site}")
+    site = _installed(tmp_path, monkeypatch, module, "broken = broken_plugin:search\n")
     done = _harness(sys.executable, tmp_path, "run", str(_config(tmp_path, ["raw"], ["broken"])))
     assert done.returncode == 2 and "Traceback" not in done.stderr
     [line] = [line for line in done.stderr.splitlines() if "error" in line]  # after any progress bar
     assert "retriever 'broken'" in line and "entry point broken_plugin:search of broken-plugin 0.1" in line
     assert re.search(fr"\(ModuleNotFoundError at {re.escape(str(site / 'broken_plugin.py'))}:[12]: "
                      r"No module named 'faiss_not_installed'\)$", line)
+
+
+_FINE_AND_WRONG = 'def search(query: str, k: int):\n    """fine"""\n    return []\n\n\ndef wrong(query):\n    return []\n'
+
+
+def test_components_lists_the_plugins_that_load_and_marks_a_broken_one_with_its_package(tmp_path, monkeypatch):
+    """One entry point of the wrong signature made `harness components` list nothing, in an
+    error naming no package: it is the command a user runs to find such a plug-in."""
+    _installed(tmp_path, monkeypatch, _FINE_AND_WRONG, "fine = broken_plugin:search\nwrong = broken_plugin:wrong\n")
+    done = _harness(sys.executable, tmp_path, "components", "retriever")
+    assert done.returncode == 1 and "Traceback" not in done.stderr
+    listing = {line.split()[0]: line for line in done.stdout.splitlines() if line.startswith("  ") and line[2] != " "}
+    assert "bm25" in listing and listing["fine"].endswith("fine  [broken-plugin]")
+    assert re.fullmatch(r"  wrong +BROKEN: wrong\(query\) cannot be called as f\(query, k\); .* "
+                        r"\(entry point broken_plugin:wrong of broken-plugin 0\.1\)", listing["wrong"])
+    assert done.stderr == "harness components: 1 plug-in cannot be loaded (marked BROKEN)\n"
+    as_json = json.loads(_harness(sys.executable, tmp_path, "components", "retriever", "--format", "json").stdout)
+    wrong = next(c for c in as_json["retriever"] if c["name"] == "wrong")
+    assert wrong["error"].endswith("(entry point broken_plugin:wrong of broken-plugin 0.1)")
+
+
+def test_a_config_naming_an_entry_point_of_the_wrong_signature_is_an_error_naming_its_package(
+        tmp_path, monkeypatch):
+    _installed(tmp_path, monkeypatch, _FINE_AND_WRONG, "wrong = broken_plugin:wrong\n")
+    done = _harness(sys.executable, tmp_path, "run", str(_config(tmp_path, ["raw"], ["wrong"])), "--dry-run")
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert "retriever 'wrong'" in done.stderr and "(entry point broken_plugin:wrong of broken-plugin 0.1)" in done.stderr
 
 
 def test_a_plugin_score_beyond_any_float_is_refused_as_not_finite():

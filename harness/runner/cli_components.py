@@ -77,13 +77,26 @@ def run(args: argparse.Namespace) -> int:
     if args.format == "md":
         sys.stdout.write("\n".join(markdown(kind) for kind in kinds))
         return 0
-    listing = {kind: [describe(kind, name) for name in registry(kind).names()] for kind in kinds}
+    listing = {kind: [listed(kind, name) for name in registry(kind).names()] for kind in kinds}
     if args.format == "json":
         json.dump(listing, sys.stdout, indent=2)
         sys.stdout.write("\n")
     else:
         sys.stdout.write(as_text(listing))
-    return 0
+    broken = sum("error" in component for components in listing.values() for component in components)
+    if broken:  # for scripts to notice: the listing itself went on
+        print(f"harness components: {counted(broken, 'plug-in')} cannot be loaded (marked BROKEN)", file=sys.stderr)
+    return 1 if broken else 0
+
+
+def listed(kind: str, name: str) -> dict[str, Any]:
+    """`describe`, or for a plug-in that cannot be loaded (an entry point whose target fails
+    to import or has the wrong signature) its name and why, naming its package: `components`
+    is where a user looks for it, so the others are listed still."""
+    try:
+        return describe(kind, name)
+    except HarnessError as error:
+        return {"name": name, "error": str(error).removeprefix(f"{kind} {name!r}: ")}
 
 
 def describe(kind: str, name: str) -> dict[str, Any]:
@@ -130,6 +143,9 @@ def as_text(listing: dict[str, list[dict[str, Any]]]) -> str:
     for kind, components in listing.items():
         lines.append(f"{kind}:")
         for component in components:
+            if "error" in component:
+                lines.append(f"  {component['name']:<20} BROKEN: {component['error']}")
+                continue
             origin = f"  [{component['plugin']}]" if component["plugin"] else ""
             lines.append(f"  {component['name']:<20} {component['summary']}{origin}".rstrip())
             if component.get("splits"):
