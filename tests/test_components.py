@@ -5,6 +5,7 @@ from __future__ import annotations
 import gzip
 import json
 import re
+import sys
 from pathlib import Path
 
 from harness.cli import main
@@ -147,3 +148,27 @@ def test_a_kind_may_be_named_in_the_plural_as_a_configs_keys_name_it(capsys):
     for plural, kind in (("retrievers", "retriever"), ("strategies", "strategy"), ("corpus-formats", "corpus-format")):
         assert main(["components", plural, "--format", "json"]) == 0
         assert list(json.loads(capsys.readouterr().out)) == [kind]
+
+
+def test_a_python_spec_is_shown_with_the_declaration_its_signature_gives(tmp_path, monkeypatch, capsys):
+    """`python:` plug-ins have no name to be listed by: the spec itself shows how the harness
+    reads its signature, as a config naming it is checked ('unrecognized arguments' before)."""
+    (tmp_path / "components_shown.py").write_text(
+        'def search(query: str, k: int, boost: float = 1.0):\n    """toy search"""\n    return []\n')
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delitem(sys.modules, "components_shown", raising=False)
+    assert main(["components", "retriever", "python:components_shown:search"]) == 0
+    assert capsys.readouterr().out == ("retriever:\n  python:components_shown:search toy search  [components_shown:search]\n"
+                                       f"  {'':<22}boost: a number = 1.0\n")
+    assert main(["components", "retriever", "python:components_shown:search", "--format", "json"]) == 0
+    [shown] = json.loads(capsys.readouterr().out)["retriever"]
+    assert shown["parameters"] == [{"name": "boost", "type": "a number", "required": False, "default": 1.0, "desc": ""}]
+
+
+def test_one_named_component_is_shown_alone_and_an_unknown_one_is_an_error(capsys):
+    assert main(["components", "retriever", "bm25", "--format", "json"]) == 0
+    assert [c["name"] for c in json.loads(capsys.readouterr().out)["retriever"]] == ["bm25"]
+    assert main(["components", "retriever", "bm2"]) == 2
+    assert "unknown retriever 'bm2'; nearest: bm25" in capsys.readouterr().err
+    assert main(["components", "retriever", "bm25", "--format", "md"]) == 2
+    assert "one component is shown as text or json" in capsys.readouterr().err

@@ -1,6 +1,7 @@
-"""`harness components [KIND]`: every registered component (built-in or plug-in) by kind, as it
+"""`harness components [KIND [NAME]]`: every registered component (built-in or plug-in) by kind, as it
 declares itself (`Registry.declaration`): its summary, the parameters a config may give (type,
 default, description), a benchmark's splits and typed fields, and where a plug-in comes from.
+NAME shows one, a `python:module:attr` spec too (such a plug-in is registered under no name).
 
 `--format md` writes the tables of the README's "Pieces you can name" section, and
 `--update README.md` rewrites them there, between `<!-- components:KIND -->` and
@@ -52,6 +53,9 @@ def singular(kind: str) -> str:
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("kind", nargs="?", type=singular, choices=sorted(REGISTRIES),
                         help="list this kind only (plural too, as a config's keys: retrievers)")
+    parser.add_argument("name", nargs="?",
+                        help="show this one only: a registered name or a plug-in's python:module:attr spec, "
+                             "its declaration as a config is checked against")
     add_format(parser, FORMATS, default="table",
                help="a text listing (default), JSON, or Markdown (the README's tables)")
     parser.add_argument("--update", metavar="FILE",
@@ -60,6 +64,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.name is not None:  # one component, a `python:` spec's too (it has no name to be listed by)
+        if args.format == "md" or args.update:
+            raise HarnessError(f"{args.name}: --format md and --update write the README's tables of the "
+                               "built-ins; one component is shown as text or json")
+        shown = {args.kind: [describe(args.kind, args.name)]}
+        sys.stdout.write(json.dumps(shown, indent=2) + "\n" if args.format == "json" else as_text(shown))
+        return 0
     if args.update:
         path = Path(args.update)
         if path.suffix in COMPRESSED:  # read decompressed, it would be written back as plain text
