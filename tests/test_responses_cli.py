@@ -176,3 +176,24 @@ def test_a_nugget_bank_python_cannot_hold_is_a_one_line_error_naming_its_line(ti
     assert main([*tiny[:3], "--nuggets", str(bank), *tiny[5:]]) == 2
     assert capsys.readouterr().err == (f"harness responses eval: error: {bank}:{line}: invalid JSON: an integer of 5000 digits, "
                                        f"more than Python's limit ({sys.get_int_max_str_digits()}) allows (column {column})\n")
+
+
+
+def test_a_baseline_given_as_the_path_of_a_file_of_one_run_is_that_run(tiny, tmp_path, capsys):
+    """--baseline takes a name or a path (its help): a responses file's path names the run it holds."""
+    for run, text in (("one", "a"), ("two", "b")):
+        (tmp_path / f"{run}.json").write_text(json.dumps({t: {run: text} for t in ("1_1", "1_2")}))
+    files = [tiny[0], tiny[1], str(tmp_path / "one.json"), str(tmp_path / "two.json"), *tiny[3:]]
+    assert main([*files, "--baseline", str(tmp_path / "two.json"), "--format", "json"]) == 0
+    assert {row["baseline"] for row in json.loads(capsys.readouterr().out)["comparisons"]} == {"two"}
+
+
+def test_a_baseline_given_as_the_path_of_a_file_of_several_runs_is_an_error_naming_them(tiny, capsys):
+    """Which of its runs is meant is not for the harness to guess; said before any judging."""
+    assert main([*tiny, "--baseline", tiny[2]]) == 2
+    assert f"--baseline {tiny[2]}: that file holds 2 runs (one, two): name one" in capsys.readouterr().err
+
+
+def test_a_mistyped_baseline_gets_the_nearest_run_name(tiny, capsys):
+    assert main([*tiny, "--baseline", "tow"]) == 2
+    assert "baseline 'tow' is not among the runs (one, two); nearest: two" in capsys.readouterr().err

@@ -79,7 +79,7 @@ def run(args: argparse.Namespace) -> int:
             print(f"note: {evaluation.run_name}: {evaluation.judged_note()}", file=sys.stderr)
     board = leaderboard(
         evaluations,
-        baselines(args, [e.run_name for e in evaluations]),
+        baselines(args, {str(path): [e.run_name] for path, e in zip(files, evaluations)}),
         test=args.test, correction=args.correction, alpha=args.alpha,
         resampling=Resampling(args.resamples, args.seed),
     )

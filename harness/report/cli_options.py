@@ -6,8 +6,11 @@ from __future__ import annotations
 
 import argparse
 import math
+from collections.abc import Mapping, Sequence
+from pathlib import Path
 
 from harness.cli import number_in
+from harness.errors import HarnessError
 from harness.report.stats import CORRECTIONS, DEFAULT_RESAMPLES, DEFAULT_SEED, SEED_MAX, TESTS
 from harness.trec import file_stem
 
@@ -27,8 +30,17 @@ def add_paired_tests(parser: argparse.ArgumentParser) -> None:
                         help=f"random seed of the resampling (default {DEFAULT_SEED})")
 
 
-def baselines(args: argparse.Namespace, names: list[str]) -> list[str]:
-    """The --baseline runs by name: a name itself, or a run file's path (named by its file stem);
-    anything else as written, so that the error quotes what was typed."""
-    return [file_stem(given) if given not in names and file_stem(given) in names else given
-            for given in args.baseline or []]
+def baselines(args: argparse.Namespace, files: Mapping[str, Sequence[str]]) -> list[str]:
+    """The --baseline runs by name. `files` maps each run file given to the runs it holds: a
+    baseline is a run's name, or such a file's path (the run it holds: a file of several runs
+    must be named by run), or another run file's path (named by its file stem); anything else as
+    written, so that the error quotes what was typed."""
+    names = [name for held in files.values() for name in held]
+    held_by = {Path(path).resolve(): held for path, held in files.items()}
+    chosen = []
+    for given in args.baseline or []:
+        held = held_by.get(Path(given).resolve(), []) if given not in names else [given]
+        if len(held) > 1:
+            raise HarnessError(f"--baseline {given}: that file holds {len(held)} runs ({', '.join(held)}): name one")
+        chosen.append(held[0] if held else file_stem(given) if file_stem(given) in names else given)
+    return chosen

@@ -12,6 +12,7 @@ them at once.
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
@@ -236,7 +237,9 @@ def leaderboard(
     baselines = list(dict.fromkeys(baselines)) if baselines else [scores.runs[0]]
     unknown = [b for b in baselines if b not in scores.runs]
     if unknown:
-        raise HarnessError(f"baseline {unknown[0]!r} is not among the runs ({', '.join(scores.runs)})")
+        close = difflib.get_close_matches(unknown[0], scores.runs, n=1, cutoff=0.6)
+        raise HarnessError(f"baseline {unknown[0]!r} is not among the runs ({', '.join(scores.runs)})"
+                           + (f"; nearest: {close[0]}" if close else ""))
     if len(baselines) > len(BASELINE_LETTERS):
         raise HarnessError(f"at most {len(BASELINE_LETTERS)} baselines")
     undefined = [measure for measure in scores.measures if not scores.defined(measure).any()]

@@ -101,7 +101,9 @@ def _eval(args: argparse.Namespace) -> int:
     if args.per_turn and fmt != "json":  # before the judging: the rows would be left out unsaid
         raise HarnessError(f"--per-turn adds the (run, turn) rows to JSON output alone, and this report is {fmt}: "
                            "give --format json (or an --output ending .json), or leave --per-turn out")
-    runs = [run for path in args.responses for run in read_responses(path, args.response_format)]
+    held = [(str(path), read_responses(path, args.response_format)) for path in args.responses]
+    runs = [run for _, file_runs in held for run in file_runs]
+    chosen = baselines(args, {path: [run.name for run in file_runs] for path, file_runs in held})  # before the judging
     bank = read_bank(args.nuggets, vital_grade=args.vital_grade)
     unreachable = bank.unreachable_vital_grade()
     if unreachable:
@@ -126,7 +128,7 @@ def _eval(args: argparse.Namespace) -> int:
         write_assignments(args.assignments_out, evaluation.records,
                           {**nugget_judge, "nuggets": str(args.nuggets), "nugget_rule": evaluation.rule,
                            "responses": [str(path) for path in args.responses]})
-    report = build_report(evaluation, baselines(args, [run.name for run in runs]), test=args.test,
+    report = build_report(evaluation, chosen, test=args.test,
                           correction=args.correction, alpha=args.alpha,
                           resampling=Resampling(args.resamples, args.seed))
     content = render(evaluation, report, fmt, per_turn=args.per_turn)
