@@ -620,6 +620,22 @@ def test_a_recorded_label_off_the_judges_scale_is_an_error_naming_the_file_line_
     assert not out.exists() and not sidecar(out).exists()
 
 
+
+def test_an_llm_option_given_with_another_judge_is_an_error_naming_it(tmp_path, capsys, monkeypatch):
+    """It was silently ignored; an llm option left at its environment default is no option given."""
+    monkeypatch.setenv("HARNESS_LLM_MODEL", "m")
+    from harness.paths import qrels_root
+
+    labels = qrels_root() / "ikat" / "2023-qrels.all-turns.txt"
+    qid, judged = next(iter(read_qrels(labels).judgments.items()))
+    run = tmp_path / "mine.run"
+    run.write_text(f"{qid} Q0 {next(iter(judged))} 1 1.0 mine\n")
+    args = ["judge", str(run), "--topics", "ikat2023", "--judge", "file", "--labels", str(labels)]
+    assert main([*args, "--timeout", "3", "--output", str(tmp_path / "a.qrels")]) == 2
+    assert capsys.readouterr().err.startswith("harness judge: error: --timeout is an option of --judge llm, "
+                                              "not of --judge file")
+    assert main([*args, "--output", str(tmp_path / "b.qrels")]) == 0
+
 # -- eval / compare --fill -----------------------------------------------------------------
 
 

@@ -197,3 +197,16 @@ def test_a_baseline_given_as_the_path_of_a_file_of_several_runs_is_an_error_nami
 def test_a_mistyped_baseline_gets_the_nearest_run_name(tiny, capsys):
     assert main([*tiny, "--baseline", "tow"]) == 2
     assert "baseline 'tow' is not among the runs (one, two); nearest: two" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("option", ["--model", "--base-url", "--prompt", "--citation-prompt"])
+def test_an_llm_option_given_with_another_judge_is_an_error_naming_it(tiny, capsys, option):
+    """`--judge minilm --model m` ran MiniLM without a word (the option read by `harness judge` alike)."""
+    assert main([*tiny, option, "x"]) == 2
+    assert f"error: {option} is an option of --judge llm, not of --judge file:" in capsys.readouterr().err
+
+
+def test_the_llm_model_from_the_environment_is_no_option_given(tiny, monkeypatch):
+    monkeypatch.setenv("HARNESS_LLM_MODEL", "m")
+    monkeypatch.setenv("HARNESS_LLM_BASE_URL", "http://127.0.0.1:9/v1")
+    assert main(tiny) == 0

@@ -43,28 +43,47 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_llm_arguments(parser, "harness/judge/prompts/relevance.txt")
 
 
-def add_llm_arguments(parser: argparse.ArgumentParser, default_prompt: str) -> None:
+class LlmOption(argparse.Action):
+    """An llm judge option, noted as given: with another judge it is an error (check_llm_options),
+    where one left at its default (--model's $HARNESS_LLM_MODEL, say) is not."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        setattr(namespace, self.dest, values)
+        namespace.llm_options_given = [*namespace.llm_options_given, self.option_strings[0]]
+
+
+def add_llm_arguments(parser: argparse.ArgumentParser, default_prompt: str) -> argparse._ArgumentGroup:
     """The llm judge's endpoint, prompt, concurrency, retries, timeout and cache options (also
-    for other commands that judge with it)."""
+    for other commands that judge with it); the group, for a command's own llm options (action=LlmOption)."""
+    parser.set_defaults(llm_options_given=[])
     llm = parser.add_argument_group("llm judge (an OpenAI-compatible chat endpoint)")
-    llm.add_argument("--model", default=os.environ.get("HARNESS_LLM_MODEL"),
+    llm.add_argument("--model", action=LlmOption, default=os.environ.get("HARNESS_LLM_MODEL"),
                      help="model name (default $HARNESS_LLM_MODEL)")
-    llm.add_argument("--base-url", default=os.environ.get("HARNESS_LLM_BASE_URL"),
+    llm.add_argument("--base-url", action=LlmOption, default=os.environ.get("HARNESS_LLM_BASE_URL"),
                      help="e.g. http://127.0.0.1:8000/v1 (default $HARNESS_LLM_BASE_URL)")
-    llm.add_argument("--api-key-env", default="OPENAI_API_KEY",
+    llm.add_argument("--api-key-env", action=LlmOption, default="OPENAI_API_KEY",
                      help="environment variable holding the key, if the endpoint needs one (default OPENAI_API_KEY)")
-    llm.add_argument("--prompt", help=f"prompt template file (default: the harness's {default_prompt})")
-    llm.add_argument("--concurrency", type=number_in(1, 1024, whole=True), default=CONCURRENCY,
+    llm.add_argument("--prompt", action=LlmOption,
+                     help=f"prompt template file (default: the harness's {default_prompt})")
+    llm.add_argument("--concurrency", action=LlmOption, type=number_in(1, 1024, whole=True), default=CONCURRENCY,
                      help=f"requests at once (default {CONCURRENCY})")
-    llm.add_argument("--retries", type=number_in(0, 100, whole=True), default=RETRIES,
+    llm.add_argument("--retries", action=LlmOption, type=number_in(0, 100, whole=True), default=RETRIES,
                      help=f"retries of a timeout, 429 or 5xx, with exponential backoff (default {RETRIES})")
-    llm.add_argument("--timeout", type=number_in(0, 3600, open_low=True), default=120.0,
+    llm.add_argument("--timeout", action=LlmOption, type=number_in(0, 3600, open_low=True), default=120.0,
                      help="seconds to wait for one answer (default 120)")
-    llm.add_argument("--cache", help="answer cache folder (default: the harness cache's judge/)")
+    llm.add_argument("--cache", action=LlmOption, help="answer cache folder (default: the harness cache's judge/)")
+    return llm
+
+
+def check_llm_options(args: argparse.Namespace) -> None:
+    """An llm judge option given with another judge is an error: it was silently ignored."""
+    if args.judge != "llm" and args.llm_options_given:
+        raise HarnessError(f"{args.llm_options_given[0]} is an option of --judge llm, not of --judge {args.judge}")
 
 
 def make_judge(args: argparse.Namespace):
     """The judge the options name (checked before any pair is read)."""
+    check_llm_options(args)
     if args.judge not in ("llm", "file"):
         if JUDGES.origin(split_spec(args.judge)[0]) is None:  # built in, for `harness responses`
             raise HarnessError(f"--judge {args.judge} judges support (harness responses eval), not relevance; "

@@ -14,7 +14,7 @@ from harness.paths import refuse_overwriting
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from harness.judge.cli_judge import add_llm_arguments
+    from harness.judge.cli_judge import LlmOption, add_llm_arguments
     from harness.report.formats import FORMAT_HELP, FORMATS
     from harness.report.cli_options import add_paired_tests
     from harness.responses.judges import JUDGE_NAMES
@@ -40,9 +40,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     ev.add_argument("--topics", metavar="BENCHMARK",
                     help="the benchmark's turns: their questions fill the prompts, and a response to another "
                          "turn is an error")
-    add_llm_arguments(ev, "nugget_support.txt ({question}, {nugget}, {response})")
-    ev.add_argument("--citation-prompt", help="llm judge: the citation template (default: the harness's "
-                                              "citation_support.txt: {question}, {sentence}, {passage})")
+    llm = add_llm_arguments(ev, "nugget_support.txt ({question}, {nugget}, {response})")
+    llm.add_argument("--citation-prompt", action=LlmOption,
+                     help="the citation template (default: the harness's citation_support.txt: {question}, "
+                          "{sentence}, {passage})")
     ev.add_argument("--assignments-out", metavar="JSONL",
                     help="write every assignment as nuggetizer's assignment output (readable by --judge file:)")
     add_paired_tests(ev)
@@ -85,6 +86,7 @@ def _judge(args: argparse.Namespace, task: str):
 
 def _eval(args: argparse.Namespace) -> int:
     from harness.judge.base import sidecar
+    from harness.judge.cli_judge import check_llm_options
     from harness.report.formats import report_format
     from harness.report.cli_options import baselines
     from harness.report.stats import Resampling
@@ -94,6 +96,7 @@ def _eval(args: argparse.Namespace) -> int:
     from harness.responses.readers import read_responses
     from harness.responses.report import build_report, render
 
+    check_llm_options(args)
     refuse_overwriting([*args.responses, args.nuggets, args.passages],
                        [("--output", args.out), ("--assignments-out", args.assignments_out),
                         ("--assignments-out", args.assignments_out and sidecar(args.assignments_out))])
