@@ -74,6 +74,11 @@ def checked(judge: Judge, judgments: Sequence[Judgment]) -> list[Judgment]:
     return list(judgments)
 
 
+def quoting(provenance: dict, example: str | None) -> dict:
+    """A judge's provenance with an answer off its scale quoted (check_parsed's), where there was one."""
+    return provenance if example is None else {**provenance, "unparseable_example": example}
+
+
 def check_parsed(judgments: Sequence[Judgment], scale: Scale, hint: str) -> str | None:
     """An error, quoting an answer, when the judge's answers hold no label and some are off the
     scale (a prompt, scale or model that does not fit: every label would be missing); else

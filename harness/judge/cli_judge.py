@@ -10,7 +10,7 @@ from pathlib import Path
 
 from harness.cli import add_output, add_runs, number_in, runs
 from harness.errors import HarnessError
-from harness.judge.base import JUDGES, check_parsed, checked, counts, plugin, sidecar, write_qrels
+from harness.judge.base import JUDGES, check_parsed, checked, counts, plugin, quoting, sidecar, write_qrels
 from harness.judge.llm import CONCURRENCY, RETRIES
 from harness.judge.pairs import QUERY_FIELDS, relevance_items, unjudged_pairs
 from harness.judge.scales import SCALES, Scale
@@ -133,9 +133,7 @@ def run(args: argparse.Namespace) -> int:
     items = relevance_items(pairs, benchmark, list(corpora.values()), args.query_field)
     judgments = checked(judge, judge.judge(items, progress=True))
     example = check_parsed(judgments, judge.scale, "check --prompt (does it ask for one label?), --scale and --model")
-    provenance = {"counts": counts(judgments), **judge.provenance()}  # a plug-in's may leave the counts out
-    if example is not None:
-        provenance["unparseable_example"] = example
+    provenance = quoting({"counts": counts(judgments), **judge.provenance()}, example)  # a plug-in's may lack counts
     provenance["inputs"] = {
         "runs": {path: file_sha256(path) for path in files}, "depth": args.depth, "topics": args.topics,
         "corpus": list(corpora) or None, "query_field": args.query_field,

@@ -36,7 +36,7 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from harness.errors import HarnessError, InputError
-from harness.judge.base import Judge, check_parsed, counts
+from harness.judge.base import Judge, check_parsed, counts, quoting
 from harness.judge.model import Item, Judgment
 from harness.responses import assign
 from harness.responses.model import NuggetBank, Response, ResponseRun, first_few
@@ -228,9 +228,9 @@ def evaluate_runs(
         notes.append(_unlabelled("nugget", judgments, "not supported", example))
     if cite_unjudged:
         notes.append(_unlabelled("citation", cite_judgments, "no support", cite_example))
-    provenance = _quoting(judge.provenance(), example)
+    provenance = quoting(judge.provenance(), example)
     if citation_judge is not None:
-        provenance = {"nuggets": provenance, "citations": _quoting(citation_judge.provenance(), cite_example)}
+        provenance = {"nuggets": provenance, "citations": quoting(citation_judge.provenance(), cite_example)}
     asked = sum(map(len, nugget_groups.values())) + len(cite_judgments)
     return ResponseEvaluation([run.name for run in runs], evaluated, results, provenance, bank.rule, notes, records,
                               asked, time.perf_counter() - started, citation_judge is not None)
@@ -299,11 +299,6 @@ def _unlabelled(what: str, judgments: Sequence, counted_as: str, example: str | 
               f"{found['missing']} with no recorded label" if found["missing"] else ""]
     return (f"{sum(j.label is None for j in judgments)} of {len(judgments)} {what} judgments have no label "
             f"({', '.join(filter(None, causes))}): counted as {counted_as}")
-
-
-def _quoting(provenance: dict, example: str | None) -> dict:
-    """The judge's provenance with an answer off its scale quoted, where there was one."""
-    return provenance if example is None else {**provenance, "unparseable_example": example}
 
 
 def _citation_fields(response: Response, judgments: Sequence) -> tuple[dict, int]:
