@@ -142,8 +142,8 @@ class Textless:
     def passed_over(self, documents: Iterable[Document]) -> Iterator[Document]:
         """`documents` (the whole corpus, in order) without those whose text is empty."""
         for ordinal, document in enumerate(documents):
-            text = document_text(document)
-            if text and not text.isspace():
+            # document_text's parts, tested without building it (the segmenter or index builds it next)
+            if any(part and not part.isspace() for part in (document.contents, document.title)):
                 yield document
                 continue
             self.count += 1
