@@ -100,9 +100,10 @@ def unique_ids(corpus: Corpus, documents: Iterable[Document], key: Callable[[str
     seen = HashSet() if seen is None else seen
     read = 0
     for block in _blocks(documents):
-        again = seen.add(np.fromiter((key(document.id) for document in block), np.int64, len(block)))
+        ids = [document.id for document in block]  # walked once for the hashes, once for field_ok
+        again = seen.add(np.fromiter(map(key, ids), np.int64, len(ids)))
         read += len(block)
-        if not all(map(field_ok, (document.id for document in block))):
+        if not all(map(field_ok, ids)):
             raise_unwritable(corpus, read)
         if again:
             raise_repeated(corpus, again, read, key=key)
