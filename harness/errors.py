@@ -47,7 +47,12 @@ FLAGS = Spelling(flags=True)  # the command line
 ARGUMENTS = Spelling(flags=False)  # the Python API (harness.api)
 
 
-COMPRESSED = (".gz", ".bz2")  # the suffixes open_input decompresses
+# The opening bytes of compressed files, by format: one table for every reader of a user's text
+# (the CLI's readers at a bad byte on line 1, the hosted board before it reads an upload).
+_COMPRESSION_MAGIC = {b"\x1f\x8b": "gzip", b"BZh": "bzip2", b"\xfd7zXZ\x00": "xz", b"PK\x03\x04": "zip"}
+_READ_DECOMPRESSED = {"gzip": ".gz", "bzip2": ".bz2"}  # the formats open_input reads decompressed, by suffix
+COMPRESSED = tuple(_READ_DECOMPRESSED.values())  # the suffixes open_input decompresses
+_UTF16_BOMS = (b"\xff\xfe", b"\xfe\xff")
 
 
 class HarnessError(Exception):
@@ -138,25 +143,50 @@ def _raw(path: Path) -> IO[bytes]:
     return open(path, "rb")
 
 
-# What a file's first bytes say it is when they are not UTF-8 text, with what to do: checked only
-# once a bad byte is met on line 1 (the usual reasons a text reader meets one there).
-_UTF16 = "save it as UTF-8, e.g. iconv -f UTF-16 -t UTF-8"
-_MAGIC = (
-    (b"\x1f\x8b", "gzip-compressed", "rename it {name}.gz, which is read decompressed"),
-    (b"\xff\xfe", "UTF-16 text (byte-order mark FF FE)", _UTF16),
-    (b"\xfe\xff", "UTF-16 text (byte-order mark FE FF)", _UTF16),
-)
+@dataclass(frozen=True)
+class NotText:
+    """What a file's first bytes say it is when they are not UTF-8 text: a compressed file or
+    UTF-16 text, named alike by every reader; what to do about a compressed one is the reader's."""
+
+    format: str  # a _COMPRESSION_MAGIC format, or "UTF-16"
+    said: str  # as messages name it: "gzip-compressed", "UTF-16 text (byte-order mark FF FE)"
+
+    @property
+    def compressed(self) -> bool:
+        return self.format != "UTF-16"
+
+    def problem(self, if_compressed: str) -> str:
+        """The message: what the file is, then `if_compressed` for a compressed file or how to
+        save UTF-16 text as UTF-8."""
+        cure = if_compressed if self.compressed else "save it as UTF-8, e.g. iconv -f UTF-16 -t UTF-8"
+        return f"{self.said}, not UTF-8 text: {cure}"
 
 
-def _what_it_is(path: Path, start: bytes) -> str | None:
-    """What a file starting with a gzip magic number or a UTF-16 byte-order mark is, and what to
-    do; None for any other bad byte."""
-    for magic, kind, cure in _MAGIC:
+def not_text(start: bytes) -> NotText | None:
+    """What a file starting with `start` is when that is a compression format's magic number or
+    a UTF-16 byte-order mark; None otherwise."""
+    for magic, name in _COMPRESSION_MAGIC.items():
         if start.startswith(magic):
-            if magic == b"\x1f\x8b" and path.suffix in COMPRESSED:
-                cure = f"it was compressed twice: decompress it once and keep the {path.suffix}"
-            return f"{kind}, not UTF-8 text: {cure.format(name=path.name)}"
-    return None
+            return NotText(name, f"{name}-compressed")
+    bom = next((bom for bom in _UTF16_BOMS if start.startswith(bom)), None)
+    return None if bom is None else NotText("UTF-16", f"UTF-16 text (byte-order mark {bom.hex(' ').upper()})")
+
+
+def bad_byte(line: bytes, start: int) -> str:
+    """'not UTF-8 text (byte 0xff at column 3)': the byte at `start` of `line`, counted in characters."""
+    return f"not UTF-8 text (byte 0x{line[start]:02x} at column {len(line[:start].decode('utf-8', 'replace')) + 1})"
+
+
+def _cure(path: Path, found: NotText) -> str:
+    """What to do with `path`, found compressed: name it so that it is read decompressed (after
+    decompressing it once, when it was read decompressed already), or decompress it."""
+    suffix = _READ_DECOMPRESSED.get(found.format)
+    if suffix is None:
+        return f"decompress it (only {' and '.join(COMPRESSED)} files are read decompressed)"
+    if path.suffix in COMPRESSED:  # read decompressed by its suffix, and compressed still
+        keep = f"keep the {suffix}" if path.suffix == suffix else f"name it {path.stem}{suffix}"
+        return f"it was compressed twice: decompress it once and {keep}"
+    return f"rename it {path.name}{suffix}, which is read decompressed"
 
 
 def _bad_byte(path: Path, error: UnicodeDecodeError) -> InputError:
@@ -167,11 +197,9 @@ def _bad_byte(path: Path, error: UnicodeDecodeError) -> InputError:
                 try:
                     line.decode("utf-8-sig" if number == 1 else "utf-8")
                 except UnicodeDecodeError as found:
-                    if number == 1 and (said := _what_it_is(path, line)) is not None:
-                        return InputError(path, said, line=1)
-                    return InputError(path, f"not UTF-8 text (byte 0x{line[found.start]:02x} at column "
-                                            f"{len(line[:found.start].decode('utf-8', 'replace')) + 1})",
-                                      line=number)
+                    if number == 1 and (what := not_text(line)) is not None:
+                        return InputError(path, what.problem(_cure(path, what)), line=1)
+                    return InputError(path, bad_byte(line, found.start), line=number)
     except (OSError, EOFError):
         pass
     return InputError(path, f"not UTF-8 text ({error.reason})")

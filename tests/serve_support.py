@@ -3,7 +3,11 @@ shipped iKAT 2023 topics and qrels, a config with teams, and a server in a subpr
 
 from __future__ import annotations
 
+import bz2
 import glob
+import gzip
+import io
+import lzma
 import os
 import random
 import shutil
@@ -13,6 +17,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import zipfile
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
@@ -24,6 +29,30 @@ from harness.paths import REPO_ROOT, qrels_root
 
 QRELS = qrels_root() / "ikat" / "2023-qrels.all-turns.txt"
 TASK = "ikat2023"
+
+
+def _zipped(data: bytes) -> bytes:
+    """`data` as the one file of a zip archive."""
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
+        archive.writestr("run", data)
+    return buffer.getvalue()
+
+
+_COMPRESSED = "not UTF-8 text: upload the run itself, uncompressed"
+_UTF16 = "not UTF-8 text: save it as UTF-8, e.g. iconv -f UTF-16 -t UTF-8"
+# An upload that is no UTF-8 text, as made from a good one, and the check and message refusing it:
+# the formats and their names are those the harness's readers say (harness.errors.not_text).
+NOT_TEXT = {
+    "gzip": (gzip.compress, "format", f"gzip-compressed, {_COMPRESSED}"),
+    "bzip2": (bz2.compress, "format", f"bzip2-compressed, {_COMPRESSED}"),
+    "xz": (lzma.compress, "format", f"xz-compressed, {_COMPRESSED}"),
+    "zip": (_zipped, "format", f"zip-compressed, {_COMPRESSED}"),
+    "UTF-16": (lambda data: data.decode("utf-8").encode("utf-16"), "encoding",
+               f"UTF-16 text (byte-order mark FF FE), {_UTF16}"),
+    "UTF-16 BE": (lambda data: b"\xfe\xff" + data.decode("utf-8").encode("utf-16-be"), "encoding",
+                  f"UTF-16 text (byte-order mark FE FF), {_UTF16}"),
+}
 
 
 @cache

@@ -15,6 +15,7 @@ import bz2
 import gzip
 import itertools
 import json
+import lzma
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -212,9 +213,23 @@ def test_a_compressed_or_utf16_file_is_said_as_such(reader, encoding, tmp_path, 
     assert f"{said}, not UTF-8 text: " in err and "byte 0x" not in err
 
 
-def test_a_gzip_file_compressed_twice_is_said_as_such(tmp_path, capsys):
-    path = tmp_path / "twice.run.gz"
-    path.write_bytes(gzip.compress(gzip.compress(_head(CAST2021_DOC_RUNS[0], 20).encode("utf-8"))))
+_DECOMPRESS_ONCE = "it was compressed twice: decompress it once and"
+
+
+@pytest.mark.parametrize(("name", "compress", "said"), [
+    ("run", bz2.compress, "bzip2-compressed, not UTF-8 text: rename it run.bz2, which is read decompressed"),
+    ("run", lzma.compress, "xz-compressed, not UTF-8 text: decompress it (only .gz and .bz2 files are read "
+                           "decompressed)"),
+    ("twice.run.gz", lambda data: gzip.compress(gzip.compress(data)),
+     f"gzip-compressed, not UTF-8 text: {_DECOMPRESS_ONCE} keep the .gz"),
+    ("twice.run.gz", lambda data: gzip.compress(bz2.compress(data)),
+     f"bzip2-compressed, not UTF-8 text: {_DECOMPRESS_ONCE} name it twice.run.bz2"),
+], ids=["bzip2", "xz", "gzip-twice", "bzip2-in-gz"])
+def test_a_compressed_run_is_said_as_such_with_how_to_read_it(tmp_path, capsys, name, compress, said):
+    """Every format the hosted board names (harness.errors.not_text), with what makes it readable
+    here: a suffix read decompressed, or decompressing it (once, when it was compressed twice)."""
+    path = tmp_path / name
+    path.write_bytes(compress(_head(CAST2021_DOC_RUNS[0], 20).encode("utf-8")))
     code, _, err = _run(READERS["run"].command(path, tmp_path), capsys)
     assert_one_line_error(code, err, path, 1)
-    assert "compressed twice: decompress it once and keep the .gz" in err
+    assert f"{path}:1: {said}" in err

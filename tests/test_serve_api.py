@@ -29,7 +29,8 @@ from harness.serve.cli_submit import _wait  # noqa: E402
 from harness.serve.config import load_serve_config  # noqa: E402
 from harness.serve.service import Service  # noqa: E402
 from tests.conftest import child_env  # noqa: E402
-from tests.serve_support import QRELS, TASK, ikat_run, postgres, team_token, trec_run, write_config  # noqa: E402,F401
+from tests.serve_support import (  # noqa: E402,F401
+    NOT_TEXT, QRELS, TASK, ikat_run, postgres, team_token, trec_run, write_config)
 
 pytestmark = pytest.mark.server
 SUBMIT = f"/api/tasks/{TASK}/submissions"
@@ -407,17 +408,19 @@ def test_a_passage_id_holding_whitespace_is_422_at_upload_not_a_failed_scoring(s
     assert service.team_submissions("team0") == []
 
 
-def test_a_compressed_upload_is_422_saying_so(server, tmp_path):
-    """A run.trec.gz was read as a TREC run: its 422 listed garbage bytes as unknown query ids."""
-    import gzip
-
+@pytest.mark.parametrize("kind", ["trec", "json"])
+@pytest.mark.parametrize("encoding", sorted(NOT_TEXT))
+def test_a_compressed_or_utf16_upload_is_422_saying_so(server, tmp_path, encoding, kind):
+    """Read as a TREC run (it does not start with `{`), a run.trec.gz's 422 listed garbage bytes as
+    unknown query ids, and a UTF-16 file's its characters split by NUL bytes."""
     client, _ = server
-    packed = tmp_path / "run.trec.gz"
-    packed.write_bytes(gzip.compress(trec_run(tmp_path / "run.trec", seed=6).read_bytes()))
+    encode, check, message = NOT_TEXT[encoding]
+    run = (trec_run if kind == "trec" else ikat_run)(tmp_path / f"run.{kind}", seed=6)
+    packed = tmp_path / "upload"
+    packed.write_bytes(encode(run.read_bytes()))
     answer = post(client, packed)
     assert answer.status_code == 422
-    assert [(e["check"], e["message"]) for e in answer.json()["errors"]] == [
-        ("format", "a gzip-compressed file: upload the run itself, uncompressed")]
+    assert [(e["check"], e["message"]) for e in answer.json()["errors"]] == [(check, message)]
 
 
 def test_trec_run_with_an_unknown_query_is_422_naming_it(server, tmp_path):

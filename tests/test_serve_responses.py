@@ -22,7 +22,7 @@ from harness.serve.app import create_app  # noqa: E402
 from harness.serve.config import load_serve_config  # noqa: E402
 from harness.serve.service import Service  # noqa: E402
 from harness.serve.store import sha256_hex  # noqa: E402
-from tests.serve_support import team_token  # noqa: E402
+from tests.serve_support import NOT_TEXT, team_token  # noqa: E402
 
 pytestmark = pytest.mark.server
 TURNS = ("0_1", "0_2", "0_3")
@@ -199,6 +199,18 @@ def test_a_response_to_a_turn_outside_the_topics_is_refused_naming_its_line(boar
     assert answer.status_code == 422
     [error] = answer.json()["errors"]
     assert (error["line"], error["turn"], error["check"]) == (2, "99_9", "turn")
+
+
+def test_a_compressed_or_utf16_response_upload_is_refused_as_a_run_board_refuses_it(board):
+    """The responses reader said so as to a CLI user, of the board's stored file: 'gzip-compressed,
+    not UTF-8 text: rename it 740237b8375780e8.part.gz, which is read decompressed'."""
+    client, folder = board
+    good = rag_run(folder / "good.jsonl", "good", {t: "an answer" for t in TURNS}).read_bytes()
+    for encoding, (encode, check, message) in NOT_TEXT.items():
+        (folder / "upload").write_bytes(encode(good))
+        answer = submit(client, folder / "upload", "team0")
+        assert answer.status_code == 422
+        assert [(e["check"], e["message"]) for e in answer.json()["errors"]] == [(check, message)], encoding
 
 
 @pytest.mark.parametrize("payload", [b"[" * 200_000 + b"]" * 200_000, b'{"run_id": ' + b"7" * 100_000 + b"}\n"])

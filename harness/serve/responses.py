@@ -26,7 +26,7 @@ from typing import Any
 from harness import jsonl
 from harness.errors import HarnessError, InputError
 from harness.serve.config import RESPONSE_FORMATS
-from harness.serve.tasks import Message, TaskRuntime, Verdict
+from harness.serve.tasks import Message, TaskRuntime, Verdict, refused_if_not_text
 
 
 @dataclass(frozen=True)
@@ -98,7 +98,12 @@ class ResponseTaskRuntime(TaskRuntime):
     def check(self, path: Path, display: str) -> Verdict:
         from harness.responses.readers import detect_format, read_responses
 
-        over = self.budget.exceeded(path.read_bytes())  # the same bound as a run's, before decoding
+        data = path.read_bytes()
+        refused = refused_if_not_text(data, display)  # not as the reader says it: it names the stored file
+        if refused is not None:
+            return refused
+        over = self.budget.exceeded(data)  # the same bound as a run's, before decoding
+        del data
         if over:
             return Verdict(None, "", [Message("error", "size", over, display)])
         try:

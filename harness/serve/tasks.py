@@ -17,15 +17,13 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from harness.errors import HarnessError, InputError, counted, verb
+from harness.errors import HarnessError, InputError, bad_byte, counted, not_text, verb
 from harness.ikat.submission import file_format
 from harness.serve.config import FORMAT_YEARS, TaskConfig
 
 MAX_MESSAGES = 200  # findings returned for one upload
 DEFAULT_DEPTH = 1000  # results per turn a task without a depth is sized for (trec_eval's default)
 UTF8_BOM = b"\xef\xbb\xbf"
-# what a compressed upload starts with: read as a TREC run, its bytes made one garbage query id per line
-COMPRESSED = {b"\x1f\x8b": "gzip", b"BZh": "bzip2", b"\xfd7zXZ\x00": "xz", b"PK\x03\x04": "zip"}
 # A passage or response text is a few KiB: a longer string is no run's (decoded, one emoji in
 # it makes Python hold every character of it in 4 bytes), nor is a longer TREC line.
 MAX_STRING = 1 << 20
@@ -174,10 +172,9 @@ class TaskRuntime:
         to what the task's topics could need (`Budget`), so no upload costs more memory than
         a small multiple of a real run of the task."""
         data = path.read_bytes()
-        packed = next((name for magic, name in COMPRESSED.items() if data.startswith(magic)), None)
-        if packed is not None:
-            return Verdict(None, "", [Message("error", "format", f"a {packed}-compressed file: upload the run itself, "
-                                                                 "uncompressed", display)])
+        refused = refused_if_not_text(data, display)
+        if refused is not None:
+            return refused
         if not data.removeprefix(UTF8_BOM).lstrip().startswith((b"{", b"[")):
             return self._checked("trec", self._check_trec(path, data, display), display)
         over = self.budget.exceeded(data)
@@ -281,11 +278,21 @@ class TaskRuntime:
             return evaluate_files(self.evaluator, [trec_run], options)[0]
 
 
+def refused_if_not_text(data: bytes, display: str) -> Verdict | None:
+    """An upload that starts as a compressed file or UTF-16 text refused, named as the harness's
+    readers name it (harness.errors.not_text); None for any other. Read on, a compressed file's
+    bytes made one garbage query id a line, and UTF-16 text NUL bytes in every field."""
+    found = not_text(data)
+    if found is None:
+        return None
+    return Verdict(None, "", [Message("error", "format" if found.compressed else "encoding",
+                                      found.problem("upload the run itself, uncompressed"), display)])
+
+
 def _not_utf8(data: bytes, problem: UnicodeDecodeError, display: str) -> Message:
     """The line and column of the first byte that is not UTF-8, as the harness's readers say it."""
     start = data.rfind(b"\n", 0, problem.start) + 1
-    column = len(data[start:problem.start].decode("utf-8", "replace")) + 1
-    message = f"not UTF-8 text (byte 0x{data[problem.start]:02x} at column {column})"
+    message = bad_byte(data[start:problem.start + 1], problem.start - start)
     return Message("error", "encoding", message, display, data.count(b"\n", 0, problem.start) + 1)
 
 
