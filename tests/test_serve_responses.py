@@ -20,7 +20,7 @@ from fastapi.testclient import TestClient  # noqa: E402
 from harness.errors import HarnessError, InputError  # noqa: E402
 from harness.serve.app import create_app  # noqa: E402
 from harness.serve.config import load_serve_config  # noqa: E402
-from harness.serve.service import Service  # noqa: E402
+from harness.serve.service import Service, _stale  # noqa: E402
 from harness.serve.store import sha256_hex  # noqa: E402
 from tests.serve_support import NOT_TEXT, team_token  # noqa: E402
 
@@ -274,25 +274,47 @@ def test_responses_are_scored_again_when_what_scores_them_changes_not_where_it_l
     """A start scores again responses scored otherwise (service._stale): by another vital grade,
     llm model or prompt, or other recorded assignments; not after a file moved with the same
     bytes (a `file:` judge was recorded with its path), nor for another address of the model."""
-    from harness.serve.responses import ResponseTaskRuntime
-    from harness.serve.service import _stale
-    from harness.serve.store import Submission
-
     files = {"prompt": tmp_path / "prompt.txt", "assignments": tmp_path / "assignments.jsonl"}
     files["prompt"].write_text("Does the passage support the nugget? {nugget} {passage}\n")
     files["assignments"].write_text(json.dumps({"qid": "0_1", "run_id": "r", "nuggets": []}) + "\n")
     llm = {"model": "m", "base_url": "http://127.0.0.1:9/v1", "prompt": str(files["prompt"])}
     task = {"name": "r", "topics": "ikat2024", "nuggets": str(write_nuggets(tmp_path)), "formats": ["trec-rag-jsonl"],
             **({"judge": "llm", "llm": llm} if judge == "llm" else {"judge": f"file:{files['assignments']}"})}
-
-    def runtime() -> ResponseTaskRuntime:
-        (tmp_path / "c.yaml").write_text(yaml.safe_dump({
-            "database": f"sqlite:///{tmp_path / 'board.db'}", "storage": str(tmp_path / "files"), "tasks": [task],
-            "teams": [{"name": "team0", "token_sha256": sha256_hex(team_token("team0"))}]}))
-        return ResponseTaskRuntime(load_serve_config(tmp_path / "c.yaml").tasks["r"])
-
-    before = runtime()
-    row = Submission(means=dict.fromkeys(before.config.measures, 0.5), scored_with=before.scored_with)
-    assert _stale(row, before) is None
+    row = _scored_row(tmp_path, task)
     edit(task, files)
-    assert _stale(row, runtime()) == (f"the task's {reason} changed" if reason else None)
+    assert _stale(row, _runtime(tmp_path, task)) == (f"the task's {reason} changed" if reason else None)
+
+
+def test_responses_judged_with_the_shipped_prompt_are_scored_again_when_a_newer_harness_rewords_it(tmp_path,
+                                                                                                   monkeypatch):
+    """An llm judge without a prompt of its own was recorded by its model alone: the shipped
+    support prompt, reworded by an upgrade, changed its answers unnoticed."""
+    from harness.responses import judges
+
+    task = {"name": "r", "topics": "ikat2024", "nuggets": str(write_nuggets(tmp_path)), "formats": ["trec-rag-jsonl"],
+            "judge": "llm", "llm": {"model": "m", "base_url": "http://127.0.0.1:9/v1"}}
+    row = _scored_row(tmp_path, task)
+    reworded = tmp_path / "nugget_support.txt"
+    reworded.write_text(judges.TEMPLATES["nuggets"].read_text(encoding="utf-8") + "\n", encoding="utf-8")
+    monkeypatch.setitem(judges.TEMPLATES, "nuggets", reworded)  # the shipped prompt, as a newer harness ships it
+    assert _stale(row, _runtime(tmp_path, task)) == "the task's judge changed"
+
+
+def _runtime(tmp_path: Path, task: dict):
+    """The runtime of a board serving `task` alone, as a start reads its config."""
+    from harness.serve.responses import ResponseTaskRuntime
+
+    (tmp_path / "c.yaml").write_text(yaml.safe_dump({
+        "database": f"sqlite:///{tmp_path / 'board.db'}", "storage": str(tmp_path / "files"), "tasks": [task],
+        "teams": [{"name": "team0", "token_sha256": sha256_hex(team_token("team0"))}]}))
+    return ResponseTaskRuntime(load_serve_config(tmp_path / "c.yaml").tasks["r"])
+
+
+def _scored_row(tmp_path: Path, task: dict):
+    """A submission scored by `task` as it is now: not stale under it."""
+    from harness.serve.store import Submission
+
+    runtime = _runtime(tmp_path, task)
+    row = Submission(means=dict.fromkeys(runtime.config.measures, 0.5), scored_with=runtime.scored_with)
+    assert _stale(row, runtime) is None
+    return row

@@ -59,17 +59,18 @@ class ResponseTaskRuntime(TaskRuntime):
     @cached_property
     def scored_with(self) -> dict[str, Any]:
         """The bank's file, the grade that makes a nugget vital, and the judge: its name, model
-        and prompt, and the content of a file it reads (recorded assignments, a prompt), not
-        the file's path; nor its endpoint: either may move while answering alike
-        (TaskRuntime.scored_with). A file's content is the hash the judge took of it as it read
-        it: hashed once a start, and the hash of what scores, should the file change later."""
+        and prompt, and the content of a file it reads (recorded assignments, a prompt: the
+        task's own or the shipped one, which a newer harness may reword), not the file's path;
+        nor its endpoint: either may move while answering alike (TaskRuntime.scored_with). A
+        file's content is the hash the judge took of it as it read it: hashed once a start,
+        and the hash of what scores, should the file change later."""
         from harness.paths import file_sha256
         from harness.registry import split_spec
 
         settings = dict(self.config.judge_settings)
         name, _ = split_spec(self.config.judge)
         judge = {"judge": name if name == "file" else self.config.judge, "model": settings.get("model"),
-                 "prompt": self.judge.template.sha256 if name == "llm" and settings.get("prompt") else None,
+                 "prompt": self.judge.template.sha256 if name == "llm" else None,
                  "assignments": self.judge.sha256 if name == "file" else None}
         return {"nuggets": file_sha256(self.config.nuggets), "vital_grade": self.config.vital_grade,
                 "judge": {key: value for key, value in judge.items() if value is not None}}
