@@ -28,23 +28,31 @@ def shown(value: object, limit: int = 80) -> str:
 
 @dataclass(frozen=True)
 class Spelling:
-    """How a message names a setting the user gave: the command line's `--passage-separator '-'`
-    or the Python API's `passage_separator='-'`. A check both share takes the caller's, so
-    each user reads the name they typed."""
+    """How a message names a setting the user gave: the command line's `--passage-separator '-'`,
+    the Python API's `passage_separator='-'` or a config's `'preset: cast2021'`. A check they
+    share takes the caller's, so each user reads the name they typed."""
 
-    flags: bool
+    way: str  # "flags", "arguments" or "config"
+
+    @property
+    def config(self) -> bool:
+        """A config file: it has keys for a few settings only (a passage separator comes with a preset)."""
+        return self.way == "config"
 
     def name(self, key: str) -> str:
         """`key` (the Python argument's name) as this caller spells it."""
-        return "--" + key.replace("_", "-") if self.flags else key
+        return {"flags": "--" + key.replace("_", "-"), "config": key + ":"}.get(self.way, key)
 
     def given(self, key: str, value: object) -> str:
         """`key` set to `value`, as this caller would write it."""
-        return f"{self.name(key)} {value!r}" if self.flags else f"{key}={value!r}"
+        if self.config:
+            return f"'{self.name(key)} {value}'"
+        return f"{self.name(key)} {value!r}" if self.way == "flags" else f"{key}={value!r}"
 
 
-FLAGS = Spelling(flags=True)  # the command line
-ARGUMENTS = Spelling(flags=False)  # the Python API (harness.api)
+FLAGS = Spelling("flags")  # the command line
+ARGUMENTS = Spelling("arguments")  # the Python API (harness.api)
+CONFIG = Spelling("config")  # a `harness run` config's keys
 
 
 # The opening bytes of compressed files, by format: one table for every reader of a user's text

@@ -1,13 +1,14 @@
 """A run whose documents are almost never judged is warned about, with what its ids look like
 (harness.evaluate.coverage): the CAsT 2021 passage runs against the document qrels without
---preset, and a run with lower-cased ids, in `harness eval`, `harness compare` and the
-Python API."""
+--preset, and a run with lower-cased ids, in `harness eval`, `harness compare`, `harness run` and
+the Python API."""
 
 from __future__ import annotations
 
 import warnings
 
 import pytest
+import yaml
 
 import harness
 from harness.cli import main
@@ -52,6 +53,27 @@ def test_the_python_api_warns_too_naming_its_own_argument():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         harness.evaluate(str(CAST2021_PASSAGE_RUNS[0]), QRELS, preset="cast2021")
+
+
+@pytest.mark.parametrize("separator, advice", [
+    ("-", "with 'preset: cast2021' in the experiment (a config sets the passage separator, '-', through a preset "
+          "alone, with its measures and depth)"),
+    (":", "with harness eval --passage-separator ':' on its run file (a config sets the passage separator through "
+          "'preset:' alone, and no preset sets ':')"),
+], ids=["a preset's", "no preset's"])
+def test_harness_run_names_the_config_s_way_to_judge_passages_by_document(tmp_path, capsys, separator, advice):
+    from harness.retrieve import RETRIEVERS
+
+    qrels, config = tmp_path / "qrels.txt", tmp_path / "passages.yaml"
+    qrels.write_text("1_1 0 d1 1\n", encoding="utf-8")
+    config.write_text(yaml.safe_dump({"k": 10, "output": str(tmp_path / "runs"), "experiments": [
+        {"topics": "pragmaticqa:val", "strategies": ["raw"], "measures": ["RR"], "retrievers": ["passages"],
+         "qrels": str(qrels)}]}), encoding="utf-8")
+    with RETRIEVERS.using({"passages": lambda query, k: [(f"d1{separator}1", 2.0), (f"d2{separator}1", 1.0)]}):
+        assert main(["run", str(config)]) == 0
+    warning = next(line for line in capsys.readouterr().err.splitlines() if line.startswith("warning:"))
+    assert f"passage ids of judged documents ('d1{separator}1' is passage 1 of 'd1'): judge documents by their " \
+           f"best passage {advice}; read so, 1 of the 2 would be judged" in warning
 
 
 def test_sparse_judgments_found_for_many_queries_are_not_taken_for_a_mismatch():

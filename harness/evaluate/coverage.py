@@ -6,8 +6,9 @@ passage run against document qrels, lower-cased ids, another collection's ids).
 `RARELY` of them are judged and under `FOUND` of the queries find any judged document there,
 says how many are and what the ids look like: passage ids `<docid><sep><n>` of judged
 documents (naming the passage separator, as the caller spells it, and the preset that sets
-it), or judged ids in another case. Where judged documents turn up for many queries the ids are the qrels' own: the
-judgments are sparse (PragmatiCQA's derived qrels judge a few spans a turn), not mismatched.
+it: a config's only way), or judged ids in another case. Where judged documents turn up for
+many queries the ids are the qrels' own: the judgments are sparse (PragmatiCQA's derived qrels
+judge a few spans a turn), not mismatched.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from itertools import islice
 
-from harness.errors import Spelling
+from harness.errors import FLAGS, Spelling
 from harness.trec import passage_document
 
 TOP = 10
@@ -54,11 +55,10 @@ def _why(top: Mapping[str, list[str]], judgments: Mapping[str, Mapping[str, int]
     if best[0] > max(judged, RARELY * shown):
         separator = best[1]
         presets = [name for name in PRESETS.names() if PRESETS.get(name).passage_separator == separator]
-        preset = f" (the preset {' / '.join(presets)} sets it)" if presets else ""
         example = next(d for docids in top.values() for d in docids if passage_document(d, separator) != d)
         return (f"; its ids look like passage ids of judged documents ({example!r} is passage "
                 f"{example.rpartition(separator)[2]} of {passage_document(example, separator)!r}): judge documents "
-                f"by their best passage with {spelling.given('passage_separator', separator)}{preset}; read so, "
+                f"by their best passage with {_separator_setting(separator, presets, spelling)}; read so, "
                 f"{best[0]} of the {shown} would be judged")
     folded = {qid: {docid.casefold() for docid in docs} for qid, docs in judgments.items()}
     in_other_case = sum(docid.casefold() in folded[qid] for qid, docids in top.items() for docid in docids)
@@ -66,3 +66,16 @@ def _why(top: Mapping[str, list[str]], judgments: Mapping[str, Mapping[str, int]
         return (f"; {in_other_case} of them are judged ids written in another case (ids are compared exactly, "
                 "as trec_eval compares them): write the run's ids as the qrels write them")
     return "; check that the run and the qrels use the same collection and document ids"
+
+
+def _separator_setting(separator: str, presets: list[str], spelling: Spelling) -> str:
+    """The setting that reads `separator` as the caller gives it: the flag or argument, naming
+    the presets that set it; in a config, which has no key for it, the preset's key."""
+    if not spelling.config:
+        return spelling.given("passage_separator", separator) + (
+            f" (the preset {' / '.join(presets)} sets it)" if presets else "")
+    if presets:
+        return (f"{' or '.join(spelling.given('preset', name) for name in presets)} in the experiment (a config "
+                f"sets the passage separator, {separator!r}, through a preset alone, with its measures and depth)")
+    return (f"harness eval {FLAGS.given('passage_separator', separator)} on its run file (a config sets the "
+            f"passage separator through 'preset:' alone, and no preset sets {separator!r})")

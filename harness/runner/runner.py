@@ -29,7 +29,7 @@ from typing import Any, TextIO
 
 from harness.atomic import atomic_write, folder_lock
 from harness.corpus import Corpus, Document
-from harness.errors import HarnessError
+from harness.errors import CONFIG, HarnessError
 from harness.evaluate import (JUDGED, Evaluation, Evaluator, RunFileOptions, evaluate_file, keep_measures,
                               qrels_name, report_reading, with_judged)
 from harness.queries import inputs as strategy_inputs
@@ -414,7 +414,7 @@ def score(prepared: Prepared, output: Path) -> Scored:
     experiment = prepared.run.experiment
     kept = list(experiment.measures)  # as the config names them, checked when it was read
     scored, judged = with_judged(kept)  # the experiment's own Judged@10, however spelled, or an added one
-    evaluator = Evaluator(prepared.qrels, scored, announce=False)
+    evaluator = Evaluator(prepared.qrels, scored, announce=False, spelling=CONFIG)  # warnings name config keys
     both = evaluate_file(evaluator, run_path(output, prepared.run), run_file_options(experiment))
     return Scored(keep_measures(both, kept).whole_counts(), both.means[judged])
 
