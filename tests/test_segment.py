@@ -235,20 +235,34 @@ def _with_empty_texts(path: Path, texts: list[str]) -> Path:
     return path
 
 
-def test_a_corpus_whose_every_text_is_empty_is_an_error_naming_its_file_and_nothing_is_written(tmp_path, capsys):
-    """Not '0 passages written' (Anserini skips such documents too: see test_bm25)."""
-    corpus, out = _with_empty_texts(tmp_path / "docs.jsonl", ["", " \n "]), tmp_path / "p.jsonl"
-    assert main(["segment", str(corpus), "--output", str(out), "--splitter", "fast", "--processes", "1"]) == 2
-    assert capsys.readouterr().err.endswith(
-        f": error: {corpus}: every document's text is empty (2 documents): nothing to segment\n")
-    assert not out.exists()
+SHARDING = pytest.mark.parametrize("sharding", [[], ["--shard-docs", "2"]], ids=["one pass", "sharded"])
 
 
-def test_documents_whose_text_is_empty_are_counted_in_the_last_line_with_the_first_one_s_line(tmp_path, capsys):
-    corpus, out = _with_empty_texts(tmp_path / "docs.jsonl", ["One. Two.", "", "Three.", ""]), tmp_path / "p.jsonl"
-    assert main(["segment", str(corpus), "--output", str(out), "--splitter", "fast", "--processes", "1"]) == 0
-    assert re.search(rf"2 passages written to {re.escape(str(out))} in \d+\.\d s; 2 documents with empty text "
-                     rf"skipped \(the first at {re.escape(str(corpus))}:2\)\n$", capsys.readouterr().err)
+@SHARDING
+def test_a_corpus_whose_every_text_is_empty_is_an_error_naming_its_file_and_nothing_is_written(tmp_path, capsys,
+                                                                                               sharding):
+    """Not '0 passages written' (Anserini skips such documents too: see test_bm25); sharded, on
+    a rerun too, which takes the finished shards as they are."""
+    corpus, out = _with_empty_texts(tmp_path / "docs.jsonl", ["", " \n ", ""]), tmp_path / "p.jsonl"
+    for _ in range(2):
+        assert main(["segment", str(corpus), "--output", str(out), "--splitter", "fast", "--processes", "1",
+                     *sharding]) == 2
+        assert capsys.readouterr().err.endswith(
+            f": error: {corpus}: every document's text is empty (3 documents): nothing to segment\n")
+        assert not out.exists()
+
+
+@SHARDING
+def test_documents_whose_text_is_empty_are_counted_in_the_last_line_with_the_first_one_s_line(tmp_path, capsys,
+                                                                                              sharding):
+    """Sharded, the first is found in its shard (the second here), on a rerun too."""
+    corpus = _with_empty_texts(tmp_path / "docs.jsonl", ["One. Two.", "Three.", "", "Four.", " "])
+    out = tmp_path / "p.jsonl"
+    for _ in range(2):
+        assert main(["segment", str(corpus), "--output", str(out), "--splitter", "fast", "--processes", "1",
+                     *sharding]) == 0
+        assert re.search(rf"3 passages written to {re.escape(str(out))} in \d+\.\d s; 2 documents with empty text "
+                         rf"skipped \(the first at {re.escape(str(corpus))}:3\)\n$", capsys.readouterr().err)
 
 
 @pytest.mark.parametrize("sharding, lines", [

@@ -39,20 +39,19 @@ def run(args: argparse.Namespace) -> int:
     started = time.perf_counter()
     spec = engine_spec(args)
     refuse_overwriting([args.corpus] if Path(args.corpus).is_file() else [], [("--output", args.out)])
+    corpus = open_documents(args.corpus)
+    textless = Textless(corpus)
     if spec.name == "local" and args.shard_docs is None:
-        corpus = open_documents(args.corpus)
-        textless = Textless(corpus)
         count = segment_corpus(corpus, args.out, splitter=args.splitter, processes=args.processes, textless=textless)
-        skipped = textless.note()
     else:
         from harness.scale.segment import segment_sharded
 
-        corpus, engine = open_documents(args.corpus), start_engine(spec)
+        engine = start_engine(spec)
         try:
             count = segment_sharded(corpus, args.out, engine, splitter=args.splitter, shard_docs=args.shard_docs,
-                                    processes=args.processes)
+                                    processes=args.processes, textless=textless)
         finally:
             engine.close()
-        skipped = ""  # harness.scale.segment passes them over, uncounted (not yet said)
-    print(f"{count} passages written to {args.out} in {time.perf_counter() - started:.1f} s{skipped}", file=sys.stderr)
+    print(f"{count} passages written to {args.out} in {time.perf_counter() - started:.1f} s{textless.note()}",
+          file=sys.stderr)
     return 0

@@ -135,7 +135,7 @@ class Textless:
     skips them too): passed over, counted and the first found again, for the command to say so
     in its last line, and to refuse a corpus of nothing else rather than write an empty output."""
 
-    corpus: Corpus
+    corpus: Corpus | None  # None: a shard's documents, counted by its task; the driver says them (scale/segment.py)
     count: int = 0
     first: int | None = None  # the first one's ordinal in the corpus
 

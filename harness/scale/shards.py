@@ -65,14 +65,16 @@ class ShardTask:
         corpus = open_corpus(self.source)
         return unique_ids(corpus, corpus.documents(), key=id_hash, seen=seen)
 
-    def result(self, docs: int, count: int, files: dict[str, str], seen: HashSet) -> ShardResult:
+    def result(self, docs: int, count: int, files: dict[str, str], seen: HashSet,
+               skipped: tuple[int, int | None] = (0, None)) -> ShardResult:
         """The result of this task, which wrote `files` (name -> sha256 of the bytes it wrote)
-        to its folder; a file shard's ids' hashes (`seen`, from `documents`) are kept beside them."""
+        to its folder; a file shard's ids' hashes (`seen`, from `documents`) are kept beside them.
+        `skipped`: how many of its documents gave nothing, and the first one's ordinal in the shard."""
         folder = Path(self.folder)
         if self.source is not None:
             hashes = seen.all()
             files = {**files, _id_file(self.index): write_hashed(folder / _id_file(self.index), hashes.tobytes())}
-        return ShardResult(docs, count, files, {name: file_version(folder / name) for name in files})
+        return ShardResult(docs, count, files, {name: file_version(folder / name) for name in files}, *skipped)
 
 
 @dataclass(frozen=True)
@@ -81,6 +83,8 @@ class ShardResult:
     count: int  # records written (passages, vectors)
     files: dict[str, str] = field(default_factory=dict)  # file name -> sha256
     versions: dict[str, list[int]] = field(default_factory=dict)  # file name -> file_version, taken by the task
+    skipped: int = 0  # documents read that gave nothing (segment: empty text)
+    first_skipped: int | None = None  # the first of those: its ordinal among the shard's documents
 
 
 def write_hashed(path: Path, data: bytes) -> str:
@@ -252,6 +256,8 @@ def run_shards(
             entries[task.index] = {"index": task.index, "input": task.key, "source": task.source,
                                    "docs": result.docs, "count": result.count, "files": result.files,
                                    "versions": result.versions}
+            if result.skipped:
+                entries[task.index].update(skipped=result.skipped, first_skipped=result.first_skipped)
             redone += 1
             progress.set_postfix_str(f"{len(entries)} shards, {redone} run", refresh=False)
             progress.update(result.docs)
