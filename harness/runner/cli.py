@@ -25,8 +25,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--force", action="store_true", help="redo runs even when finished with the same inputs")
     parser.add_argument("--dry-run", action="store_true",
                         help="check the config and list its runs with their queries and judged queries; retrieve "
-                        "nothing (the queries are formed, to know whether a run is finished: ptkb_topk ranks PTKB "
-                        "statements for them)")
+                        "nothing. To know whether a run is finished, its queries are formed (ptkb_topk ranks PTKB "
+                        "statements for them) and its corpus files hashed (read through; one of 64 MiB or more "
+                        "again only once changed); qrels_restrict_to_corpus reads the corpus's ids")
     add_output(parser, dest="output", type=Path, help="write runs here instead of the config's `output`")
     parser.add_argument("--report", action="store_true",
                         help="also write OUTPUT/report.html: tests against each leaderboard section's first run, plots")
