@@ -136,6 +136,13 @@ def test_a_default_threshold_above_every_grade_is_said_to_be_the_default(capsys)
                                        f"{PTKB_ORG} reaches grade 2 (the highest is 1), so its kappa is n/a\n")
 
 
+def test_thresholds_given_as_the_default_values_are_named_as_given(capsys):
+    """`--thresholds 1 2` typed by the user is what they gave, though it equals the default."""
+    assert main(["qrels", "agree", str(PTKB_NIST), str(PTKB_ORG), "--thresholds", "1", "2"]) == 0
+    assert capsys.readouterr().err == (f"warning: --thresholds 2: no judgment in qrels {PTKB_NIST} or "
+                                       f"{PTKB_ORG} reaches grade 2 (the highest is 1), so its kappa is n/a\n")
+
+
 def test_a_threshold_at_or_below_every_grade_is_a_warning_that_its_kappa_is_n_a(capsys):
     """At >= 0 every label is 1 on both sides: undefined too, and said so."""
     assert main(["qrels", "agree", str(PTKB_NIST), str(PTKB_ORG), "--thresholds", "0", "1", "--format", "json"]) == 0

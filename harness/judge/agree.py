@@ -89,7 +89,10 @@ class Agreement:
     queries: dict[str, int] = field(default_factory=dict)  # "A", "B", "both" -> queries judged
 
 
-def compare_labels(a: Qrels, b: Qrels, thresholds: Sequence[int] = (1, 2)) -> Agreement:
+THRESHOLDS = (1, 2)  # the grades binary kappa is taken at when none are given (`qrels agree --thresholds`)
+
+
+def compare_labels(a: Qrels, b: Qrels, thresholds: Sequence[int] = THRESHOLDS) -> Agreement:
     """Agreement of two qrels on the pairs both judge (queries in the order A lists them)."""
     shared: dict[str, list[tuple[int, int]]] = {}
     a_only = b_only = 0

@@ -14,14 +14,13 @@ import math
 import sys
 
 from harness.cli import add_format, add_output, add_runs, number_in, runs
-from harness.judge.agree import WEIGHTINGS, Agreement, PairAgreement, RankingAgreement
+from harness.judge.agree import THRESHOLDS, WEIGHTINGS, Agreement, PairAgreement, RankingAgreement
 from harness.trec import Qrels
 
 
 QRELS_FORMATS = ("table", "csv", "json")
 QRELS_FORMAT_HELP = ("an aligned text table, CSV, or JSON (default: as --output's suffix says, .csv .json, .txt for "
                      "the table; the table on stdout or to a name without a suffix)")
-THRESHOLDS = [1, 2]  # qrels agree's default --thresholds (the object itself: `is` tells it from a given list)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -32,8 +31,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                            description="Agreement of qrels A and B on the (qid, docid) pairs both judge.")
     agree.add_argument("a", metavar="A", help="qrels file A (e.g. the human labels)")
     agree.add_argument("b", metavar="B", help="qrels file B (e.g. an LLM's labels)")
-    agree.add_argument("--thresholds", nargs="+", type=number_in(-2**31, 2**31 - 1, whole=True), default=THRESHOLDS,
-                       metavar="T", help="binary kappa of grade >= T, for each T (default 1 2)")
+    agree.add_argument("--thresholds", nargs="+", type=number_in(-2**31, 2**31 - 1, whole=True), metavar="T",
+                       help=f"binary kappa of grade >= T, for each T (default {' '.join(map(str, THRESHOLDS))})")
     agree.add_argument("--per-query", action="store_true", help="also every query's kappas (table; CSV and JSON always have them)")
     add_format(agree, QRELS_FORMATS, help=QRELS_FORMAT_HELP)
     add_output(agree, help="write here (atomically) instead of stdout")
@@ -96,18 +95,21 @@ def run_agree(args: argparse.Namespace) -> int:
     refuse_overwriting([args.a, args.b], [("--output", args.out)])
     args.format = _format(args)  # an --output suffix naming no format: said before any work
     a, b = read_qrels(args.a), read_qrels(args.b)
-    result = compare_labels(a, b, args.thresholds)
+    # a warning names a threshold as the user gave it, or as the default they did not give
+    given = "--thresholds" if args.thresholds is not None else "the default --thresholds"  # binary qrels: 2
+    thresholds = args.thresholds if args.thresholds is not None else list(THRESHOLDS)
+    result = compare_labels(a, b, thresholds)
     if not result.overall.pairs:
         print(f"warning: {args.a} and {args.b} judge no (qid, docid) pair in common: every kappa is n/a",
               file=sys.stderr)
     else:
-        _warn_unreachable(a, b, args)
+        _warn_unreachable(a, b, args, thresholds, given)
     formats = {"table": _agree_table, "csv": _agree_csv, "json": _agree_json}
     _emit(formats[args.format](result, args), args.out)
     return 0
 
 
-def _warn_unreachable(a: Qrels, b: Qrels, args: argparse.Namespace) -> None:
+def _warn_unreachable(a: Qrels, b: Qrels, args: argparse.Namespace, thresholds: list[int], given: str) -> None:
     """A threshold above every grade of both qrels makes every label 0 on both sides, one at or
     below every grade every label 1, so its kappa is n/a: said once, on stderr, the first in
     the words `harness eval` uses for such a rel=."""
@@ -115,8 +117,7 @@ def _warn_unreachable(a: Qrels, b: Qrels, args: argparse.Namespace) -> None:
 
     grades = [grade for qrels in (a, b) for docs in qrels.judgments.values() for grade in docs.values()]
     top, bottom = max(grades), min(grades)
-    given = "--thresholds" if args.thresholds is not THRESHOLDS else "the default --thresholds"  # binary qrels: 2
-    for threshold in dict.fromkeys(args.thresholds):
+    for threshold in dict.fromkeys(thresholds):
         if threshold > top:
             print(f"warning: {unreachable(f'{given} {threshold}', f'{args.a} or {args.b}', threshold, top)}, "
                   "so its kappa is n/a", file=sys.stderr)
