@@ -186,6 +186,20 @@ def test_evaluate_warns_when_the_run_has_no_query_in_common_with_the_qrels():
         assert harness.evaluate(run, qrels, "nDCG@3").aggregate["nDCG@3"][0] == 0
 
 
+@pytest.mark.parametrize("preset, depth, warning", [
+    (None, 10, "depth=10 keeps 10 documents per query, fewer than nDCG@500 (500) reads: scored on the top 10 alone; "
+               "give depth=500 for what the names say"),
+    ("cast2021", None, "the cast2021 preset's depth 500 keeps 500 documents per query, fewer than R@1000 (1000) "
+                       "reads: scored on the top 500 alone; give depth=1000 for what the names say")])
+def test_a_depth_shallower_than_a_measure_reads_is_a_warning_as_harness_eval_gives(preset, depth, warning):
+    """nDCG@500 at depth=10 is nDCG@10 under nDCG@500's name: said as `harness eval` says it of
+    --depth, the depth named as the caller set it."""
+    measures = ["R@1000" if preset else "nDCG@500", "nDCG@3"]
+    with pytest.warns(UserWarning) as caught:
+        harness.evaluate(RUNS[0], CAST2021_QRELS, measures, preset=preset, depth=depth, passage_separator="-")
+    assert [str(w.message) for w in caught] == [warning]
+
+
 @pytest.mark.parametrize("measures", [5, "ir_measures"])
 def test_a_measure_that_is_not_a_name_is_refused_in_one_line(measures):
     if measures == "ir_measures":

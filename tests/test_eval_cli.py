@@ -52,6 +52,16 @@ def test_a_depth_shallower_than_a_measure_reads_is_a_warning_as_harness_run_give
                         "for what the names say"]
 
 
+def test_compare_counts_the_judged_column_it_adds_in_the_depth_warning(capsys):
+    """compare shows Judged@10 beside the measures: at --depth 5 it reads 5 of its 10 ranks."""
+    runs = [str(path) for path in CAST2021_DOC_RUNS[:2]]
+    assert main(["compare", "--qrels", str(CAST2021_QRELS), *runs, "--measures", "nDCG@3", "--depth", "5",
+                 "--format", "json"]) == 0
+    warnings = [line for line in capsys.readouterr().err.splitlines() if line.startswith("warning:")]
+    assert warnings == ["warning: --depth 5 keeps 5 documents per query, fewer than Judged@10 (10) reads: scored on "
+                        "the top 5 alone; give --depth 10 for what the names say"]
+
+
 def test_a_presets_depth_shallower_than_a_measure_given_is_named_as_the_presets(capsys):
     assert main(["eval", "--qrels", str(CAST2021_QRELS), str(CAST2021_DOC_RUNS[0]), "--preset", "cast2021",
                  "--measures", "R@1000", "nDCG@3", "--format", "json"]) == 0

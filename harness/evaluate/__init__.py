@@ -357,9 +357,12 @@ def score_runs(runs, qrels, measures: str | Sequence[str] | None = None, *, pres
     scores them: the same default measures, presets and depth; for the Python API, whose
     messages name its arguments (depth=, passage_separator=)."""
     from harness.evaluate.frames import as_qrels, run_list
-    from harness.evaluate.presets import measure_settings
+    from harness.evaluate.presets import depth_warning, measure_settings
 
+    given = depth
     measures, depth, separator = measure_settings(measures, preset, depth, passage_separator, spelling=ARGUMENTS)
+    if (warning := depth_warning(measures, depth, given, preset, spelling=ARGUMENTS)) is not None:
+        warnings.warn(warning, stacklevel=3)  # as `harness eval` says it on stderr
     judged = as_qrels(qrels)
     evaluator = Evaluator(judged, measures, spelling=ARGUMENTS)
     evaluations = [evaluator(run.to_documents(separator) if separator else run, depth) for run in run_list(runs)]

@@ -12,9 +12,8 @@ from pathlib import Path
 from harness.cli import add_format, add_runs, runs, swallowed
 from harness.errors import FLAGS, HarnessError
 from harness.evaluate import (JUDGED, Evaluation, Evaluator, RunFileOptions, evaluate_files, printed,
-                              report_reading)
+                              report_reading, with_judged)
 from harness.evaluate import presets
-from harness.evaluate.measures import reads_deeper
 from harness.evaluate.names import CASE_RULE
 from harness.evaluate.presets import PRESETS
 from harness.evaluate.tables import QrelsTable, read_qrels_table, spare_memory
@@ -103,17 +102,19 @@ def _with_notes(output: str, notes: list[str], fmt: str) -> str:
     return "".join(f"# {note}\n" for note in notes) + output
 
 
-def measure_settings(args: argparse.Namespace) -> tuple[list[str], int | None, str | None]:
+def measure_settings(args: argparse.Namespace, judged_too: bool = False) -> tuple[list[str], int | None, str | None]:
     """Measures, depth and passage separator from --measures/--preset/--depth/--passage-separator
     (shared with `harness compare`). A run file among the measures, the positionals filled by
-    others before it, is said as the parser says one swallowed (no measure is a file)."""
+    others before it, is said as the parser says one swallowed (no measure is a file). A depth
+    shallower than a measure reads is warned of, JUDGED counted with them where the output shows
+    it too (`judged_too`: compare's column)."""
     if files := [name for name in args.measures or [] if Path(name).is_file()]:
         raise HarnessError(swallowed("--measures", files, "RUN..."))
     measures, depth, separator = presets.measure_settings(args.measures, args.preset, args.depth,
                                                           args.passage_separator, spelling=FLAGS)
-    if depth is not None and (problem := reads_deeper(measures, depth, "--depth")) is not None:
-        source = f"--depth {depth}" if args.depth is not None else f"the {args.preset} preset's depth {depth}"
-        print(f"warning: {source} keeps {depth} documents per query, {problem}", file=sys.stderr)
+    shown = with_judged(measures)[0] if judged_too and depth is not None else measures
+    if (warning := presets.depth_warning(shown, depth, args.depth, args.preset, spelling=FLAGS)) is not None:
+        print(f"warning: {warning}", file=sys.stderr)
     return measures, depth, separator
 
 

@@ -169,7 +169,8 @@ def parse_measures(names: Sequence[str], *, announce: bool = True) -> list:
 def reads_deeper(names: Sequence[str], depth: int, option: str, others: dict[str, int] | None = None) -> str | None:
     """What reads deeper than the `depth` documents scored, in the words `harness run` (k) and
     `eval`/`compare` (--depth) warn with: 'fewer than R@100 (100) reads: scored on the top 10 alone;
-    give `option` 100 ...'; `others`, further depths by what sets them; None when nothing does.
+    give `option` 100 ...' (an `option` ending in '=', the Python API's 'depth=', takes the number
+    without a space); `others`, further depths by what sets them; None when nothing does.
     R@100 over 10 documents is R@10 under R@100's name: right for the run, not for the name."""
     parsed = parse_measures(list(names), announce=False)
     deeper = {name: measure.params["cutoff"] for name, measure in zip(names, parsed)
@@ -178,8 +179,8 @@ def reads_deeper(names: Sequence[str], depth: int, option: str, others: dict[str
     if not deeper:
         return None
     listed = ", ".join(f"{name} ({value})" for name, value in deeper.items())
-    return (f"fewer than {listed} reads: scored on the top {depth} alone; give {option} {max(deeper.values())} "
-            "for what the names say")
+    give = f"{option}{'' if option.endswith('=') else ' '}{max(deeper.values())}"
+    return f"fewer than {listed} reads: scored on the top {depth} alone; give {give} for what the names say"
 
 
 def family(measure) -> Family:

@@ -11,6 +11,7 @@ from numbers import Integral
 from dataclasses import dataclass
 
 from harness.errors import HarnessError, Spelling
+from harness.evaluate.measures import reads_deeper
 from harness.registry import Registry
 
 DEFAULT_MEASURES = ["nDCG@10", "P@10", "AP", "RR", "R@1000"]
@@ -110,3 +111,18 @@ def measure_settings(measures: str | Sequence[str] | None, preset: str | None, d
                            f"and its passage number, such as '-' or ':', not {passage_separator!r}")
     separator = passage_separator or (chosen.passage_separator if chosen else None)
     return measures, depth, separator
+
+
+def depth_warning(measures: Sequence[str], depth: int | None, given: int | None, preset: str | None, *,
+                  spelling: Spelling) -> str | None:
+    """What a `depth` shallower than a measure reads does to its number (measure_settings' depth:
+    `given` by the caller, else the preset's), in one line for `harness eval` / `compare` /
+    `qrels rank-agree` (stderr) and the Python API (warnings.warn) alike, the depth named as
+    the caller set it; None when every measure is read whole."""
+    if depth is None:
+        return None
+    problem = reads_deeper(measures, depth, spelling.name("depth") if spelling.flags else "depth=")
+    if problem is None:
+        return None
+    source = spelling.given("depth", depth) if given is not None else f"the {preset} preset's depth {depth}"
+    return f"{source} keeps {depth} documents per query, {problem}"

@@ -59,7 +59,7 @@ def run(args: argparse.Namespace) -> int:
         from harness.topics import check_field
 
         check_field(args.topics, args.group_field, "--group-field")
-    measures, depth, separator = measure_settings(args)
+    measures, depth, separator = measure_settings(args, judged_too=True)  # its Judged@10 column too
     files = runs(args)
     inputs = [args.qrels, args.fill, *files, args.groups, *(args.arena_votes or []), *(args.dialogues or [])]
     refuse_overwriting(inputs, [("--output", args.out)])
