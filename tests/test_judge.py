@@ -652,7 +652,8 @@ def test_eval_output_with_filled_labels_says_who_made_them_in_every_format(tmp_p
         out = capsys.readouterr().out
         notes = json.loads(out)["notes"] if fmt == "json" else [line[2:] for line in out.splitlines() if line[:2] == "# "]
         assert notes[0].startswith("holes filled from") and "no provenance sidecar" in notes[1], fmt
-        assert notes[2] == "sys: Judged@10 0.9000 with the human labels, 1.0000 with the holes filled", fmt  # 1 - unj
+        assert notes[2] == ("sys: Judged@10 (1 - unj@10) 0.9000 with the human labels, 1.0000 with the holes "
+                            "filled"), fmt
     assert main(["eval", "--qrels", str(human), str(run), "--measures", "P@2", "--format", "csv"]) == 0
     assert "#" not in capsys.readouterr().out  # without --fill the output is as before
 
@@ -676,6 +677,36 @@ def test_eval_fill_notes_are_said_once_on_a_terminal_and_on_stderr_too_for_a_fil
     assert "note: " not in capsys.readouterr().err
 
 
+def test_the_fill_notes_judged_is_evals_judged_at_10_trec_evals_not_ir_measures(tmp_path, capsys):
+    """The note's Judged@10 is what `--measures Judged@10` gives with the human labels and with the
+    holes filled: trec_eval's 1 - unj@10, under which a query the run lacks counts as judged.
+    ir-measures' own Judged@10 counts it 0: on a run answering 6 of the 158 CAsT 2021 queries the
+    two are far apart, and the note's name says which it is."""
+    import ir_measures
+
+    from harness.trec import read_run
+    from tests.conftest import CAST2021_DOC_RUNS, CAST2021_QRELS
+
+    human, source = read_qrels(CAST2021_QRELS).judgments, read_run(CAST2021_DOC_RUNS[0]).scores
+    top = {qid: list(source[qid].items())[:10] for qid in list(source)[:6]}
+    run, fill = tmp_path / "six.run", tmp_path / "fill.qrels"
+    run.write_text("".join(f"{q} Q0 {d} {r} {s} six\n" for q, docs in top.items() for r, (d, s) in enumerate(docs, 1)))
+    fill.write_text("".join(f"{q} 0 {d} 1\n" for q, docs in top.items() for d, _ in docs if d not in human[q]))
+    judged = []
+    for extra in ([], ["--fill", str(fill)]):
+        assert main(["eval", "--qrels", str(CAST2021_QRELS), str(run), "--measures", "Judged@10", *extra,
+                     "--format", "json"]) == 0
+        judged.append(json.loads(capsys.readouterr().out))
+    before, after = judged[0]["six"]["Judged@10"], judged[1]["six"]["Judged@10"]
+    assert judged[1]["notes"][2] == (f"six: Judged@10 (1 - unj@10) {before:.4f} with the human labels, {after:.4f} "
+                                     "with the holes filled")
+    measure = ir_measures.Judged @ 10
+    theirs = ir_measures.calc_aggregate([measure], [ir_measures.Qrel(q, d, g) for q, docs in human.items()
+                                                    for d, g in docs.items()],
+                                        [ir_measures.ScoredDoc(q, d, s) for q, docs in top.items() for d, s in docs])
+    assert before > 0.9 and after == 1.0 and theirs[measure] < 0.05
+
+
 def test_fill_scores_human_labels_first_and_reports_judged_before_and_after(pool, tmp_path, capsys):
     with start_llm_server(tmp_path, pool["config"]) as server:
         out = tmp_path / "holes.qrels"
@@ -687,8 +718,8 @@ def test_fill_scores_human_labels_first_and_reports_judged_before_and_after(pool
     filled = json.loads(captured.out)["pool"]["nDCG@10"]
     assert "judge llm, model gpt-4-as-recorded" in captured.err
     assert any("judge llm, model gpt-4-as-recorded" in note for note in json.loads(captured.out)["notes"])
-    before, after = (float(x) for x in captured.err.split("pool: Judged@10 ")[1].split(" with the holes")[0]
-                     .split(" with the human labels, "))
+    note = captured.err.split("pool: Judged@10 (1 - unj@10) ")[1].split(" with the holes")[0]
+    before, after = (float(x) for x in note.split(" with the human labels, "))
     assert before < 1.0 and after == 1.0
     # the same as scoring a qrels file that merges the two by hand, human labels first
     merged = tmp_path / "merged.qrels"
