@@ -990,6 +990,22 @@ def test_a_vital_grade_above_every_nugget_grade_is_warned_and_leaves_vital_undef
     assert all(row["vital"] is None for row in document["aggregate"])
 
 
+def test_the_api_warns_of_a_vital_grade_above_every_nugget_grade_as_the_command_does(tmp_path):
+    """Undefined vital scores without a word were the API's, where the command warns; the
+    warning names the argument as the caller wrote it, and points at the caller's line."""
+    (tmp_path / "bank.json").write_text(json.dumps({"1_1": {"1": {"text": "a", "relevance": "3"}}}))
+    (tmp_path / "r.json").write_text(json.dumps({"1_1": {"run": "a"}}))
+    recorded = tmp_path / "assigned.jsonl"
+    recorded.write_text(json.dumps({"qid": "1_1", "run_id": "run", "nuggets": [{"assignment": "support"}]}) + "\n")
+    with pytest.warns(UserWarning) as caught:
+        _, aggregate = evaluate(tmp_path / "r.json", tmp_path / "bank.json", judge=f"file:{recorded}", vital_grade=9)
+    assert [str(warning.message) for warning in caught] == [
+        "vital_grade=9: no nugget in bank.json reaches grade 9 (the highest is 3), so no nugget is vital: vital and "
+        "strict_vital are undefined (n/a)"]
+    assert caught[0].filename == __file__
+    assert aggregate["vital"].isna().all() and aggregate["all"].tolist() == [1.0]
+
+
 @pytest.mark.parametrize("grade", ["high", "\u00b2", -1])  # a superscript two is a digit to str.isdigit, not to int()
 def test_a_malformed_bank_is_one_line_naming_file_and_record(tmp_path, capsys, grade):
     (tmp_path / "bank.json").write_text(json.dumps({"1_1": {"[1]": {"text": "a", "relevance": grade}}}))

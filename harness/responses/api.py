@@ -11,9 +11,12 @@ a file or a `NuggetBank`; the judge a name (`minilm`, `file:PATH`, `llm` with `m
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from harness.errors import ARGUMENTS
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -33,6 +36,9 @@ def _evaluation(responses: Any, nuggets: Any, judge: Any, *, citations: bool, pa
     given: Sequence = [responses] if isinstance(responses, (str, Path, ResponseRun)) else responses
     runs = [item for x in given for item in ([x] if isinstance(x, ResponseRun) else read_responses(x))]
     bank = nuggets if isinstance(nuggets, NuggetBank) else read_bank(nuggets, vital_grade=vital_grade)
+    unreachable = bank.unreachable_vital_grade(ARGUMENTS)
+    if unreachable:  # as `harness responses eval` warns it, before the judging
+        warnings.warn(unreachable, stacklevel=3)
     nugget_judge = make_judge(judge, **judge_settings) if isinstance(judge, str) else judge
     citation_judge = None
     if citations:

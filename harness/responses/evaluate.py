@@ -10,7 +10,8 @@ Declared rules (each tested in tests/test_responses.py):
   A turn whose nuggets all have grade 0 has no weighted recall (NaN): left out of that
   score's means, tests and breakdowns, its other scores kept; the notes count and list them.
   A graded bank none of whose nuggets reaches the vital grade has no vital nugget: vital and
-  strict_vital are undefined (NaN) on every turn, not nuggetizer's 0 (harness.responses.cli warns).
+  strict_vital are undefined (NaN) on every turn, not nuggetizer's 0 (harness.responses.cli
+  and harness.responses.api warn).
 - A response to a turn the bank does not have is not scored and is listed; with known turns
   given (`turns`, e.g. a benchmark's), a response to a turn outside them is an error naming
   the file and line, as harness ikat validate refuses invented turns.

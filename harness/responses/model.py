@@ -6,6 +6,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from harness.errors import FLAGS, Spelling
+
 
 @dataclass(frozen=True)
 class Sentence:
@@ -57,16 +59,18 @@ class NuggetBank:
     def of(self, turn: str) -> tuple[Nugget, ...]:
         return self.nuggets.get(turn, ())
 
-    def unreachable_vital_grade(self) -> str | None:
+    def unreachable_vital_grade(self, spelling: Spelling = FLAGS) -> str | None:
         """Where `vital_grade` is above every nugget's grade no nugget is vital, and the vital
-        scores say nothing (nuggetizer's 0 on every turn): the warning that says so, else None."""
+        scores say nothing (nuggetizer's 0 on every turn): the warning that says so, naming the
+        setting as `spelling` writes it (--vital-grade, or the API's vital_grade=), else None."""
         grades = [n.grade for nuggets in self.nuggets.values() for n in nuggets]
         if self.vital_grade is None or not grades or max(grades) >= self.vital_grade:
             return None
         from harness.evaluate import unreachable
 
-        return (f"{unreachable(f'--vital-grade {self.vital_grade}', self.name, self.vital_grade, max(grades), 'nugget in')}"
-                ", so no nugget is vital: vital and strict_vital are undefined (n/a)")
+        setting = spelling.given("vital_grade", self.vital_grade)
+        return (f"{unreachable(setting, self.name, self.vital_grade, max(grades), 'nugget in')}, so no nugget is "
+                "vital: vital and strict_vital are undefined (n/a)")
 
 
 def first_few(names: Sequence[str], shown: int = 5) -> str:
