@@ -94,6 +94,18 @@ def test_a_responses_file_holding_no_response_is_an_error_naming_it(tiny, tmp_pa
                                        "nothing to evaluate\n")
 
 
+def test_recorded_assignments_none_of_which_is_a_label_are_an_error_naming_the_file_not_a_prompt(tiny, tmp_path,
+                                                                                                   capsys):
+    """Nothing was asked: the hint to check --prompt and --model (the llm judge's) did not fit."""
+    recorded = tmp_path / "assigned.jsonl"
+    recorded.write_text(recorded.read_text().replace('"support"', '"failed"').replace('"not_support"', '"failed"'))
+    assert main(tiny) == 2
+    assert capsys.readouterr().err == (
+        "harness responses eval: error: no answer of the judge is a label of support-0-2 (0 to 2): e.g. 'failed' "
+        f"(4 such answers); {recorded} records no assignment of these nuggets as support, partial_support or "
+        "not_support (nuggetizer writes failed where its LLM gave up): assign them again\n")
+
+
 def test_the_legend_counts_response_turns_not_queries(tiny, capsys):
     assert main([*tiny, "--format", "json"]) == 0
     legend = json.loads(capsys.readouterr().out)["legend"]

@@ -184,7 +184,7 @@ def evaluate_runs(
         raise HarnessError(f"citation support needs a judge on the support-0-2 scale, not {citation_judge.scale.name}")
     by_slot = _judge_groups(judge, nugget_groups, progress)
     judgments = [j for found in by_slot.values() for j in found]
-    example = check_parsed(judgments, judge.scale, HINT)
+    example = check_parsed(judgments, judge.scale, _unparsed_hint(judge))
     unrecorded = _unrecorded(by_slot)
     if unrecorded:  # scored, they would be 0 everywhere: left out, in a note, before their citations are judged
         notes.append(_left_out(judge, unrecorded, len(runs)))
@@ -278,6 +278,15 @@ def _unrecorded(by_slot: Mapping[tuple[str, str], Sequence]) -> list[str]:
     for (run, _), found in by_slot.items():
         statuses.setdefault(run, set()).update(judgment.status for judgment in found)
     return [run for run, seen in statuses.items() if seen == {"missing"}]
+
+
+def _unparsed_hint(judge: Judge) -> str:
+    """What to check where none of the judge's answers is a label: recorded assignments'
+    file (nothing was asked: a prompt or model is not the cause), else the prompt and model."""
+    if isinstance(judge, assign.RecordedAssignments):
+        return (f"{judge.path} records no assignment of these nuggets as support, partial_support or not_support "
+                "(nuggetizer writes failed where its LLM gave up): assign them again")
+    return HINT
 
 
 def _left_out(judge: Judge, unrecorded: Sequence[str], runs: int) -> str:
