@@ -23,7 +23,7 @@ from harness.errors import HarnessError, InputError
 from harness.judge.llm import LLMJudge
 from harness.judge.scales import SUPPORT_0_2
 from harness.queries.llm import Endpoint
-from harness.responses import evaluate
+from harness.responses import compare, evaluate
 from harness.responses.assign import RecordedAssignments
 from harness.responses.evaluate import MEASURES, evaluate_runs
 from harness.responses.judges import TEMPLATES
@@ -359,6 +359,14 @@ def small_bank() -> NuggetBank:
 def run_of(name: str, texts: dict[str, str]) -> ResponseRun:
     return ResponseRun(name, Path(f"{name}.jsonl"),
                        "test", {t: Response(t, x, (Sentence(x),), line=i + 1) for i, (t, x) in enumerate(texts.items())})
+
+
+def test_the_api_refuses_a_baseline_matching_no_run_before_the_judge_is_asked_anything():
+    """As `responses eval --baseline` does: the judging may cost an LLM's calls."""
+    judge = CountingJudge()
+    with pytest.raises(HarnessError, match=r"^baseline 'tow' is not among the runs \(one, two\); nearest: two$"):
+        compare([run_of("one", {"1_1": "a"}), run_of("two", {"1_1": "b"})], small_bank(), judge, baseline="tow")
+    assert judge.asked == []
 
 
 def test_an_empty_response_supports_nothing_and_the_judge_is_not_asked():

@@ -206,7 +206,9 @@ def test_a_baseline_given_as_the_path_of_a_file_of_several_runs_is_an_error_nami
     assert f"--baseline {tiny[2]}: that file holds 2 runs (one, two): name one" in capsys.readouterr().err
 
 
-def test_a_mistyped_baseline_gets_the_nearest_run_name(tiny, capsys):
+def test_a_mistyped_baseline_gets_the_nearest_run_name_before_any_judging(tiny, tmp_path, capsys):
+    """Said after the judging it was, which may cost an LLM's calls."""
+    (tmp_path / "assigned.jsonl").unlink()  # judging would fail: the baseline is refused first
     assert main([*tiny, "--baseline", "tow"]) == 2
     assert "baseline 'tow' is not among the runs (one, two); nearest: two" in capsys.readouterr().err
 

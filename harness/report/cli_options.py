@@ -11,6 +11,7 @@ from pathlib import Path
 
 from harness.cli import number_in
 from harness.errors import HarnessError
+from harness.report.compare import check_baselines
 from harness.report.stats import CORRECTIONS, DEFAULT_RESAMPLES, DEFAULT_SEED, SEED_MAX, TESTS
 from harness.trec import file_stem
 
@@ -34,7 +35,7 @@ def baselines(args: argparse.Namespace, files: Mapping[str, Sequence[str]]) -> l
     """The --baseline runs by name. `files` maps each run file given to the runs it holds: a
     baseline is a run's name, or such a file's path (the run it holds: a file of several runs
     must be named by run), or another run file's path (named by its file stem); anything else as
-    written, so that the error quotes what was typed."""
+    written, so that the error (one matching no run, naming the nearest) quotes what was typed."""
     names = [name for held in files.values() for name in held]
     held_by = {Path(path).resolve(): held for path, held in files.items()}
     chosen = []
@@ -43,4 +44,5 @@ def baselines(args: argparse.Namespace, files: Mapping[str, Sequence[str]]) -> l
         if len(held) > 1:
             raise HarnessError(f"--baseline {given}: that file holds {len(held)} runs ({', '.join(held)}): name one")
         chosen.append(held[0] if held else file_stem(given) if file_stem(given) in names else given)
+    check_baselines(chosen, names)  # before any judging or scoring
     return chosen

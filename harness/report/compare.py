@@ -215,6 +215,16 @@ def comparison_pairs(runs: Sequence[str], baselines: Sequence[str]) -> list[tupl
     return pairs
 
 
+def check_baselines(baselines: Sequence[str], runs: Sequence[str]) -> None:
+    """A baseline that is none of the runs is an error naming the nearest run's name: from the
+    leaderboard, and from the commands before their work (`responses eval`'s judging)."""
+    unknown = [b for b in baselines if b not in runs]
+    if unknown:
+        close = difflib.get_close_matches(unknown[0], runs, n=1, cutoff=0.6)
+        raise HarnessError(f"baseline {unknown[0]!r} is not among the runs ({', '.join(runs)})"
+                           + (f"; nearest: {close[0]}" if close else ""))
+
+
 def leaderboard(
     evaluations: Sequence[EvaluationLike],
     baselines: Sequence[str] | None = None,
@@ -235,11 +245,7 @@ def leaderboard(
     correct = stats.CORRECTIONS.get(correction)
     # a baseline named twice (by name and by path) is one baseline: not a second set of tests in the family
     baselines = list(dict.fromkeys(baselines)) if baselines else [scores.runs[0]]
-    unknown = [b for b in baselines if b not in scores.runs]
-    if unknown:
-        close = difflib.get_close_matches(unknown[0], scores.runs, n=1, cutoff=0.6)
-        raise HarnessError(f"baseline {unknown[0]!r} is not among the runs ({', '.join(scores.runs)})"
-                           + (f"; nearest: {close[0]}" if close else ""))
+    check_baselines(baselines, scores.runs)
     if len(baselines) > len(BASELINE_LETTERS):
         raise HarnessError(f"at most {len(BASELINE_LETTERS)} baselines")
     undefined = [measure for measure in scores.measures if not scores.defined(measure).any()]

@@ -26,7 +26,8 @@ if TYPE_CHECKING:
 
 
 def _evaluation(responses: Any, nuggets: Any, judge: Any, *, citations: bool, passages: dict | None,
-                vital_grade: int, **judge_settings: Any) -> ResponseEvaluation:
+                vital_grade: int, baselines: Sequence[str] = (), **judge_settings: Any) -> ResponseEvaluation:
+    from harness.report.compare import check_baselines
     from harness.responses.evaluate import evaluate_runs
     from harness.responses.judges import make_judge
     from harness.responses.model import NuggetBank, ResponseRun
@@ -35,6 +36,7 @@ def _evaluation(responses: Any, nuggets: Any, judge: Any, *, citations: bool, pa
 
     given: Sequence = [responses] if isinstance(responses, (str, Path, ResponseRun)) else responses
     runs = [item for x in given for item in ([x] if isinstance(x, ResponseRun) else read_responses(x))]
+    check_baselines(baselines, [run.name for run in runs])  # before the judging, which may cost an LLM's calls
     bank = nuggets if isinstance(nuggets, NuggetBank) else read_bank(nuggets, vital_grade=vital_grade)
     unreachable = bank.unreachable_vital_grade(ARGUMENTS)
     if unreachable:  # as `harness responses eval` warns it, before the judging
@@ -67,8 +69,8 @@ def compare(responses: Sequence[str | Path | ResponseRun], nuggets: str | Path |
 
     from harness.responses.report import build_report
 
-    evaluation = _evaluation(responses, nuggets, judge, citations=False, passages=None, vital_grade=vital_grade,
-                             **judge_settings)
     baselines = [baseline] if isinstance(baseline, str) else list(baseline or [])
+    evaluation = _evaluation(responses, nuggets, judge, citations=False, passages=None, vital_grade=vital_grade,
+                             baselines=baselines, **judge_settings)
     board = build_report(evaluation, baselines, test=test, correction=correction, alpha=alpha).leaderboard
     return pd.DataFrame(board.rows())
