@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import random
 import re
 import time
 from pathlib import Path
@@ -63,9 +64,11 @@ def write_assignments(path: Path, lenient: bool = False) -> Path:
 
 
 @contextlib.contextmanager
-def open_board(tmp_path: Path, nuggets: Path, main_measure: str = "all", lenient: bool = False):
-    """A response task scoring against `nuggets` (two per turn) through recorded assignments."""
-    assignments = write_assignments(tmp_path / "hidden" / "assignments.jsonl", lenient)
+def open_board(tmp_path: Path, nuggets: Path, main_measure: str = "all", lenient: bool = False,
+               assignments: Path | None = None):
+    """A response task scoring against `nuggets` (two per turn) through recorded assignments
+    (`assignments`: those given, for another bank)."""
+    assignments = assignments or write_assignments(tmp_path / "hidden" / "assignments.jsonl", lenient)
     config = {"database": f"sqlite:///{tmp_path / 'state' / 'board.db'}", "storage": str(tmp_path / "state" / "files"),
               "tasks": [{"name": "responses", "topics": "ikat2024", "nuggets": str(nuggets),
                          "judge": f"file:{assignments}", "main_measure": main_measure, "formats": ["trec-rag-jsonl"]}],
@@ -318,3 +321,37 @@ def _scored_row(tmp_path: Path, task: dict):
     row = Submission(means=dict.fromkeys(runtime.config.measures, 0.5), scored_with=runtime.scored_with)
     assert _stale(row, runtime) is None
     return row
+
+
+@pytest.mark.slow
+@pytest.mark.reference
+def test_a_response_boards_depth_breakdown_is_the_one_harness_responses_eval_gives(tmp_path, capsys):
+    """Two CONE-RAG runs, the human nuggets, labels drawn at random: the board's means by turn
+    depth are `harness responses eval`'s to the last bit (both take nuggetizer's mean of a group)."""
+    from harness.cli import main
+    from harness.responses.readers import read_responses
+    from tests.test_responses import cone_rag
+
+    bank = cone_rag("human_resources", "gold_nuggets_human.json")
+    nuggets = {turn: list(record) for turn, record in json.loads(bank.read_text()).items()}
+    runs = read_responses(cone_rag("participant_resources", "manual_responses.json"))[:2]
+    files = [rag_run(tmp_path / f"{run.name}.jsonl", run.name, {t: r.text for t, r in run.responses.items()})
+             for run in runs]
+    draw = random.Random(17)
+    assignments = tmp_path / "assignments.jsonl"
+    assignments.write_text("".join(json.dumps({"qid": turn, "run_id": run.name, "nuggets": [
+        {"id": nugget, "assignment": draw.choice(["support", "partial_support", "not_support"])}
+        for nugget in nuggets[turn]]}) + "\n" for run in runs for turn in run.responses if nuggets.get(turn)))
+    with open_board(tmp_path, bank, assignments=assignments) as (client, _):
+        for team, path in enumerate(files):
+            assert submit(client, path, f"team{team}").status_code == 202
+        assert len(scored_board(client, 2)["rows"]) == 2
+    depth = Service(load_serve_config(tmp_path / "leaderboard.yaml")).board("responses")["depth"]  # the page's plot
+    assert main(["responses", "eval", *map(str, files), "--nuggets", str(bank), "--judge", f"file:{assignments}",
+                 "--format", "json"]) == 0
+    [expected] = [b for b in json.loads(capsys.readouterr().out)["breakdowns"]
+                  if (b["name"], b["measure"]) == (depth.name, depth.measure)]
+    run = {label: label.split("/", 1)[1].split(" (")[0] for label in depth.means}  # team/run (id): run
+    assert [{"group": g, "queries": depth.counts[g], **{run[label]: means[g] for label, means in depth.means.items()}}
+            for g in depth.groups] == expected["groups"]
+    assert depth.measure == "all" and len(depth.groups) > 5 and depth.unassigned == expected["unassigned"] == 0
