@@ -3,6 +3,8 @@ Bradley-Terry with bootstrap intervals, win rates, satisfaction and its correlat
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 import random
 
@@ -187,3 +189,26 @@ def test_several_files_may_follow_one_option_as_when_it_is_repeated(capsys):
     assert main(["arena", "--votes", str(OPEN), "--votes", str(CLOSED),
                  "--dialogues", dialogues[0], "--dialogues", dialogues[1], *common]) == 0
     assert together == capsys.readouterr().out
+
+
+def test_cli_csv_has_the_json_ratings_one_row_per_system_ranked(capsys):
+    common = ["arena", "--votes", str(OPEN), "--bootstrap", "20",
+              "--dialogues", str(VOTES / "crs_arena_dial_open.json")]
+    assert main([*common, "--format", "json"]) == 0
+    systems = json.loads(capsys.readouterr().out)
+    assert main([*common, "--format", "csv"]) == 0
+    rows = list(csv.DictReader(io.StringIO(capsys.readouterr().out)))
+    assert [row["system"] for row in rows] == list(systems)
+    assert [row["rank"] for row in rows] == [str(rank) for rank in range(1, len(systems) + 1)]
+    values = {row["system"]: {c: float(v) for c, v in row.items() if c not in ("rank", "system")} for row in rows}
+    assert values == systems
+
+
+def test_cli_writes_what_the_output_suffix_names(tmp_path, capsys):
+    assert main(["arena", "--votes", str(OPEN), "--bootstrap", "20", "--output", str(tmp_path / "ratings.csv")]) == 0
+    assert (tmp_path / "ratings.csv").read_text().startswith("rank,system,elo,bt,ci_low,ci_high,votes\n")
+    assert main(["arena", "--votes", str(OPEN), "--bootstrap", "20", "--output", str(tmp_path / "ratings.txt")]) == 0
+    assert (tmp_path / "ratings.txt").read_text().split()[:3] == ["rank", "system", "Elo"]
+    assert main(["arena", "--votes", str(OPEN), "--output", str(tmp_path / "ratings.pdf")]) == 2
+    assert ".pdf names no format this command writes" in capsys.readouterr().err
+    assert not (tmp_path / "ratings.pdf").exists()

@@ -10,14 +10,20 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from harness.cli import add_format, number_in
+from harness.atomic import atomic_write
+from harness.cli import add_format, add_output, number_in
 from harness.errors import HarnessError
+from harness.paths import refuse_overwriting
 from harness.report import arena as arena_lib
 from harness.report.arena import Arena, EloSettings
-from harness.report.formats import arena_dict
+from harness.report.formats import arena_csv, arena_dict, output_format
 from harness.report.markdown import arena_markdown, arena_rows, correlation_rows, win_rate_rows
 from harness.report.stats import SEED_MAX
 from harness.topics.crsarena import read_dialogues
+
+
+ARENA_FORMATS = ("table", "csv", "json", "md")
+ARENA_SUFFIXES = {"txt": "table", "markdown": "md"}  # an --output suffix -> the format it names, besides their own
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -27,7 +33,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "other in the order given")
     parser.add_argument("--dialogues", action="extend", nargs="+", default=[], metavar="JSON",
                         help="CRSArena-Dial dialogue file(s): satisfaction rate per system")
-    add_format(parser, ["table", "json", "md"], default="table", help="an aligned text table (default), JSON, or Markdown")
+    add_format(parser, ARENA_FORMATS, help="an aligned text table, CSV or JSON (the ratings), or Markdown (default: "
+               "as --output's suffix says, .csv .json .md, .txt for the table; the table on stdout or to a name "
+               "without a suffix)")
+    add_output(parser, help="write here (atomically) instead of stdout")
     parser.add_argument("--seed", type=number_in(0, SEED_MAX, whole=True), default=42, help="bootstrap seed (default 42)")
     parser.add_argument("--bootstrap", type=number_in(1, math.inf, whole=True), default=1000,
                         help="bootstrap resamples (default 1000)")
@@ -71,6 +80,8 @@ def _plain_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
 def render(arena: Arena, fmt: str) -> str:
     if fmt == "json":
         return json.dumps(arena_dict(arena), indent=2) + "\n"
+    if fmt == "csv":
+        return arena_csv(arena)
     if fmt == "md":
         return arena_markdown(arena)
     text = _plain_table(*arena_rows(arena)) + "\n" + arena.legend() + "\n\n" + _plain_table(*win_rate_rows(arena))
@@ -80,7 +91,16 @@ def render(arena: Arena, fmt: str) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
+    refuse_overwriting([*args.votes, *args.dialogues], [("--output", args.out)])
+    # --format, else as --output's suffix says (ratings.csv: csv), else the table; another suffix: said before any work
+    fmt = output_format(args.format, args.out, ARENA_FORMATS, "table", ARENA_SUFFIXES)
     arena = build_arena(args.votes, args.dialogues, args.seed, args.bootstrap,
                         EloSettings(initial=args.initial, k=args.k), args.ties)
-    sys.stdout.write(render(arena, args.format))
+    text = render(arena, fmt)
+    if args.out is None:
+        sys.stdout.write(text)
+        return 0
+    with atomic_write(args.out) as handle:
+        handle.write(text)
+    print(f"ratings written to {args.out}", file=sys.stderr)
     return 0

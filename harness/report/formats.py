@@ -111,6 +111,21 @@ def arena_dict(arena: Arena) -> dict:
     return systems
 
 
+def arena_csv(arena: Arena) -> str:
+    """The ratings as arena_dict has them, one row per system, ranked; satisfaction empty for a
+    system without dialogues, and its column only where dialogues were given."""
+    systems = arena_dict(arena)
+    columns = ["elo", "bt", "ci_low", "ci_high", "votes"]
+    if any(r.satisfaction is not None for r in arena.ratings):
+        columns.append("satisfaction")
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(["rank", "system", *columns])
+    writer.writerows([rank, system, *(entry.get(c, "") for c in columns)]
+                     for rank, (system, entry) in enumerate(systems.items(), start=1))
+    return out.getvalue()
+
+
 @FORMATS.register("json")
 def as_json(report: Report) -> bytes:
     board = report.leaderboard
