@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import NoReturn
 
 from harness.errors import HarnessError, InputError, open_input
-from harness.registry import number_problem
+from harness.registry import UnknownName, number_problem
 
 DESCRIPTION = ("A TREC-style evaluation harness for conversational search and recommendation: run benchmark "
                "configs, score and compare runs as trec_eval does, and write, check and host TREC iKAT submissions.")
@@ -289,13 +289,15 @@ def main(argv: list[str] | None = None) -> int:
         return 130
 
 
-def usage_tail(parser: argparse.ArgumentParser, error: HarnessError) -> str:
+def usage_tail(parser: _Parser, error: HarnessError) -> str:
     """The `--help` tail of a mistake on the command line, as argparse's errors end: an error
-    that opens with one of the command's options (`--run-type 'x' is not one of ...`), found
-    once the command runs. An input file's error names the file, and the file is to be fixed,
-    so it has none."""
+    found once the command runs that opens with one of the command's options (`--run-type 'x'
+    is not one of ...`), or an unknown name given as a positional argument (`topics export
+    ikatt`, `ikat2023:tst`). An input file's error names the file, and the file is to be
+    fixed, so it has none; nor has a name read from a file (a config's)."""
     option = re.match(r"--[\w-]+", str(error))
-    if isinstance(error, InputError) or not option or option[0] not in parser._option_string_actions:
+    given = isinstance(error, UnknownName) and any(error.name in word.split(":") for word in parser._positional_words())
+    if isinstance(error, InputError) or not (given or option and option[0] in parser._option_string_actions):
         return ""
     return f" (`{parser.prog} --help` lists the options)"
 

@@ -626,6 +626,19 @@ class PluginNotFound(HarnessError):
         self.module = module  # the top-level name, as `import` looked for it
 
 
+class UnknownName(HarnessError):
+    """A name that names nothing of its kind (no registered item, no split of a benchmark):
+    where the command line gave it, that is the mistake, and the front end says so (its --help)."""
+
+    def __init__(self, message: str, name: str) -> None:
+        super().__init__(message)
+        self.name = name
+
+    def __reduce__(self):
+        """Survives pickling, as InputError does: one raised in a worker process reaches the user intact."""
+        return (UnknownName, (str(self), self.name))
+
+
 class Registry(Generic[T]):
     def __init__(self, kind: str, package: str | None = None, group: str | None = None,
                  not_from_config: tuple[str, ...] = (), by_keyword: bool = True) -> None:
@@ -733,7 +746,7 @@ class Registry(Generic[T]):
         known = ", ".join(self.names()) or "none"
         close = difflib.get_close_matches(name, self.names(), n=1, cutoff=0.6)
         nearest = f"; nearest: {close[0]}" if close else ""
-        raise HarnessError(f"unknown {self.kind} {name!r}{nearest}; known: {known}")
+        raise UnknownName(f"unknown {self.kind} {name!r}{nearest}; known: {known}", name)
 
     def origin(self, name: str) -> Origin | None:
         """What the plug-in `name` is (None for a built-in): hashed into the resume key of its runs."""

@@ -276,6 +276,19 @@ def test_a_mistake_in_an_option_found_as_the_command_runs_reads_as_argparse_s_ow
     assert err.endswith(f" (`{says.split(':')[0]} --help` lists the options)\n")
 
 
+@pytest.mark.parametrize("argv, says", [
+    (["topics", "export", "ikatt"], "harness topics export: error: unknown benchmark 'ikatt'; nearest: ikat2025; "),
+    (["topics", "export", "ikat2023:tst"], "harness topics export: error: ikat2023 has no split 'tst'; known: "),
+    (["components", "benchmark", "ikatt"], "harness components: error: unknown benchmark 'ikatt'; nearest: "),
+])
+def test_an_unknown_name_given_as_a_positional_argument_ends_with_the_help(capsys, argv, says):
+    """The command line is what to fix, as when the error opens with an option."""
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith(says)
+    assert err.endswith(f" (`{says.split(':')[0]} --help` lists the options)\n")
+
+
 def test_an_input_file_s_error_names_the_whole_command_and_the_file_without_the_help(tmp_path, capsys):
     """The file is what to fix, not the command line: no --help tail."""
     assert main(["ikat", "to-trec", str(tmp_path / "nope.json"), "--output", str(tmp_path / "x.run")]) == 2

@@ -5,8 +5,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from harness.errors import HarnessError, InputError
+from harness.errors import InputError
 from harness.paths import qrels_root
+from harness.registry import UnknownName
 from harness.topics import ADAPTERS
 from harness.trec import Qrels, read_qrels
 
@@ -17,7 +18,7 @@ def choose_split(name: str, split: str | None) -> str:
     splits = ADAPTERS.declaration(name).splits
     chosen = split or splits[0]
     if chosen not in splits:
-        raise HarnessError(f"{name} has no split {chosen!r}; known: {', '.join(splits)}")
+        raise UnknownName(f"{name} has no split {chosen!r}; known: {', '.join(splits)}", chosen)
     return chosen
 
 
