@@ -13,6 +13,7 @@ import os
 import re
 import sys
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import NoReturn
 
@@ -126,7 +127,7 @@ class _Parser(argparse.ArgumentParser):
         names = " ".join((action.metavar or action.dest) + ("..." if action.nargs in ("*", "+") else "")
                          for action in positionals)
         missing = message.partition("the following arguments are required: ")[2].split(", ")
-        for option, values in reversed(self._several_values()):
+        for option, values in reversed(self._read_words().several):
             files = [value for value in values if Path(value).is_file()]
             if files and (message == NO_RUNS or message.startswith(f"argument {option}:")
                           or any((action.metavar or action.dest) in missing for action in positionals)):
@@ -150,40 +151,41 @@ class _Parser(argparse.ArgumentParser):
                 hints.append("trec_eval's -c is always on here (a judged query the run lacks scores 0)")
             elif flag == "-l" and "--measures" in declared:
                 hints.append(f"trec_eval's -l{value} is rel={value} in a measure's name here: P(rel={value})@10")
-        first = next((word for word in self._positional_words() if Path(word).is_file()), None)
+        first = next((word for word in self._read_words().positional if Path(word).is_file()), None)
         if "--qrels" in declared and first and not any(word.startswith("--qrels") for word in self.words) \
                 and _reads_as_qrels(first):
             hints.append(f"{first} reads as qrels, which trec_eval takes first: give it as --qrels {first}")
         return hints
 
-    def _positional_words(self) -> list[str]:
-        """The words given that no option takes as its value (`--fill Q R`: R alone), as
-        argparse reads them: an option of several values takes every word up to the next."""
-        found, taking = [], 0
+    def _read_words(self) -> _ReadWords:
+        """The words given as argparse reads them: an option of several values (nargs='+') takes
+        every word up to the next option (or `--`, after which no option takes several), any
+        other option taking a value the word after it (`--fill Q R`: R is positional)."""
+        read, taking, values, ended = _ReadWords([], []), 0, None, False
         for word in self.words:
             if word.startswith("-") and not _NEGATIVE.fullmatch(word):
+                ended = ended or word == "--"
                 action = self._option_string_actions.get(word)
                 taking = 0 if action is None or action.nargs == 0 else len(self.words) if action.nargs == "+" else 1
+                values = [] if action is not None and action.nargs == "+" and not ended else None
+                if values is not None:
+                    read.several.append((word, values))
             elif taking:
                 taking -= 1
+                if values is not None:
+                    values.append(word)
             else:
-                found.append(word)
-        return found
+                read.positional.append(word)
+        return read
 
-    def _several_values(self) -> list[tuple[str, list[str]]]:
-        """Each option of several values (nargs='+') in the words given, with the words it took:
-        those up to the next option, or to `--`."""
-        several = {name for action in self._actions if action.nargs == "+" for name in action.option_strings}
-        found = []
-        for at, word in enumerate(self.words):
-            if word == "--":
-                break
-            if word in several:
-                rest = list(self.words[at + 1:])
-                end = next((i for i, value in enumerate(rest)
-                            if value.startswith("-") and not _NEGATIVE.fullmatch(value)), len(rest))
-                found.append((word, rest[:end]))
-        return found
+
+@dataclass(frozen=True)
+class _ReadWords:
+    """What _Parser._read_words finds: the words no option takes as its value, and each option
+    of several values given with the words it took."""
+
+    positional: list[str]
+    several: list[tuple[str, list[str]]]
 
 
 def swallowed(option: str, files: Sequence[str], names: str) -> str:
@@ -296,7 +298,8 @@ def usage_tail(parser: _Parser, error: HarnessError) -> str:
     ikatt`, `ikat2023:tst`). An input file's error names the file, and the file is to be
     fixed, so it has none; nor has a name read from a file (a config's)."""
     option = re.match(r"--[\w-]+", str(error))
-    given = isinstance(error, UnknownName) and any(error.name in word.split(":") for word in parser._positional_words())
+    given = isinstance(error, UnknownName) and any(error.name in word.split(":")
+                                                   for word in parser._read_words().positional)
     if isinstance(error, InputError) or not (given or option and option[0] in parser._option_string_actions):
         return ""
     return f" (`{parser.prog} --help` lists the options)"
