@@ -148,16 +148,16 @@ class Decoded:
 
 
 def decode_submission(path: Path, text: str, year: int | None = None) -> Decoded:
-    """Decode a submission's text, guessing its year (when not given) from the same parse.
-    JSON nested too deeply or holding too long an integer is not JSON to the validator (a
-    finding), as a syntax error is (harness.jsonl.loads)."""
+    """Decode a submission's text, guessing its year (when not given) from the same parse, which
+    also tells a JSON Lines year's file that is one JSON document (_not_json_lines). JSON
+    nested too deeply or holding too long an integer is not JSON to the validator (a finding),
+    as a syntax error is (harness.jsonl.loads)."""
     body = text.removeprefix("\ufeff")
     raw, problem, given = _UNDECODED, None, year
-    if year is None or not YEARS[year].json_lines:
-        try:
-            raw = jsonl.loads(body)
-        except json.JSONDecodeError as found:
-            problem = found
+    try:
+        raw = jsonl.loads(body)
+    except json.JSONDecodeError as found:
+        problem = found
     year = year or _year_of(path, body, raw)
     if year not in YEARS:
         raise HarnessError(f"iKAT year must be one of {', '.join(map(str, YEARS))}, not {year}")
@@ -166,7 +166,7 @@ def decode_submission(path: Path, text: str, year: int | None = None) -> Decoded
         decoded.problem = error("bom", _BOM_PROBLEM, line=1)
     elif YEARS[year].json_lines:
         decoded.entries = decode_lines(text)
-        if (shape := _not_json_lines(body, decoded.entries)) is not None:
+        if (shape := _not_json_lines(body, decoded.entries, raw)) is not None:
             decoded.problem = error("json", shape)
             decoded.entries = []  # no line is a turn
     elif problem is not None:
@@ -187,25 +187,22 @@ def _trec_run_hint(text: str) -> str:
     return ""
 
 
-def _not_json_lines(text: str, entries: list[tuple[int, Any]]) -> str | None:
+def _not_json_lines(text: str, entries: list[tuple[int, Any]], raw: Any) -> str | None:
     """A file read as JSON Lines that is a 2023/2024 submission (one JSON document holding
-    `turns`), or in which no line is an object (a TREC run), or that holds no line at all: what
-    it looks like, said once, not an error for each of its lines (or for each turn it leaves
-    unanswered). None for a file of JSON lines."""
+    `turns`; `raw` is the text decoded as one document, or _UNDECODED), or in which no line is
+    an object (a TREC run), or that holds no line at all: what it looks like, said once, not an
+    error for each of its lines (or for each turn it leaves unanswered). None for a file of
+    JSON lines."""
     if not entries:
         lines_years = " and ".join(str(year) for year, form in YEARS.items() if form.json_lines)
         return (f"the file is empty (or blank lines only): iKAT {lines_years} submissions are JSON Lines, an object a "
                 "line for each turn")
-    try:
-        raw = jsonl.loads(text)
-    except json.JSONDecodeError:
-        raw = None
     if isinstance(raw, dict) and isinstance(raw.get("turns"), list):
         document_years = " and ".join(str(year) for year, form in YEARS.items() if not form.json_lines)
         return (f"one JSON document holding a list of turns, as iKAT {document_years} submissions are written, not "
                 "JSON Lines (an object a line): leave --year out (the year is guessed from the file) or give the "
                 "file's year")
-    if entries and not any(isinstance(value, dict) for _, value in entries):
+    if not any(isinstance(value, dict) for _, value in entries):
         return f"not JSON Lines: none of its {counted(len(entries), 'line')} is a JSON object{_trec_run_hint(text)}"
     return None
 
