@@ -100,6 +100,7 @@ def load_topics(spec: str) -> tuple[Conversation, ...]:
 def _validate(args: argparse.Namespace) -> int:
     from harness.ikat.checks import CHECKS
     from harness.ikat.validate import COVERAGE_CHECKS, read_passage_ids, validate_file
+    from harness.topics import held_by
 
     passages = frozenset().union(*map(read_passage_ids, args.passages)) if args.passages else None
     report = validate_file(
@@ -121,8 +122,7 @@ def _validate(args: argparse.Namespace) -> int:
     if unknown_passages and (others := _splits_holding(args.passages, unknown_passages)):
         n = len(unknown_passages)
         print(f"note: {counted(n, 'passage id')} {verb(n, 'is', 'are')} not in --passages {' '.join(args.passages)}; "
-              f"the benchmark's other splits ship passages too: add "
-              f"{', '.join(f'{spec} (it holds {held} of them)' for spec, held in others.items())} if the run searched "
+              f"the benchmark's other splits ship passages too: add {held_by(others)} if the run searched "
               "them (the default config's iKAT 2023 runs search both splits' pools)", file=sys.stderr)
     if args.passages and report.year not in CHECKS.get("passage-exists").years:
         print(f"note: --passages was not used: the iKAT {report.year} validator looks up no passage (it checks "
@@ -143,13 +143,12 @@ def _splits_holding(specs: list[str], unknown: set[str]) -> dict[str, int]:
     """The `benchmark:` specs of the corpora that the splits of the benchmarks named in `specs`
     ship and `specs` leave out (`benchmark:ikat2023` is the test split's pool alone), each that
     holds some of the `unknown` passage ids, with how many: a split given as a file holds none."""
-    from harness.topics import shipped_corpora
+    from harness.topics import shipped_corpora, splits_holding
 
     named = [shipped_corpora(spec.removeprefix("benchmark:")) for spec in specs if spec.startswith("benchmark:")]
     given = {next(iter(corpora.values())).name for corpora in named if corpora}  # each spec's own corpus first
     left_out = {spec: corpus for corpora in named for spec, corpus in corpora.items() if corpus.name not in given}
-    held = {spec: sum(document.id in unknown for document in corpus.documents()) for spec, corpus in left_out.items()}
-    return {spec: count for spec, count in held.items() if count}
+    return splits_holding(left_out, unknown)
 
 
 def _to_trec(args: argparse.Namespace) -> int:

@@ -9,7 +9,8 @@ import sys
 from pathlib import Path
 
 from harness.cli import add_output, add_runs, number_in, runs
-from harness.errors import HarnessError
+from harness.corpus import Corpus
+from harness.errors import HarnessError, verb
 from harness.judge.base import JUDGES, check_parsed, checked, counts, plugin, quoting, sidecar, write_qrels
 from harness.judge.llm import CONCURRENCY, RETRIES
 from harness.judge.pairs import QUERY_FIELDS, relevance_items, unjudged_pairs
@@ -111,6 +112,22 @@ def make_llm_judge(args: argparse.Namespace, prompt_name: str, scale: Scale):
                              cache_dir=Path(args.cache) if args.cache else None)
 
 
+def other_splits_note(topics: str, corpora: dict[str, Corpus], docids: set[str]) -> None:
+    """The passages to judge that --topics' own split's corpus lacks, read from the other
+    splits' (shipped_corpora, the default): one note saying how many and which split holds
+    them. Right where the runs searched those too (iKAT 2023's pools), it is a run made on the
+    wrong split's corpus otherwise (PragmatiCQA's val spans for its test turns)."""
+    from harness.topics import held_by, splits_holding
+
+    own = corpora.get(f"benchmark:{topics}")
+    outside = set(docids).difference(document.id for document in own.documents()) if own else set(docids)
+    others = {spec: corpus for spec, corpus in corpora.items() if corpus is not own}
+    if outside and (held := splits_holding(others, outside)):
+        print(f"note: {len(outside)} of the {len(docids)} passages to judge {verb(len(outside), 'is', 'are')} not in "
+              f"the corpus of --topics {topics} but in other splits' corpora: {held_by(held)}; right if the runs searched "
+              "them too, else give --corpus the corpus the runs were made on", file=sys.stderr)
+
+
 def run(args: argparse.Namespace) -> int:
     from harness.topics import load, shipped_corpora
     from harness.trec import read_qrels, read_run
@@ -131,6 +148,8 @@ def run(args: argparse.Namespace) -> int:
     human = read_qrels(args.qrels) if args.qrels else None
     pairs, skipped = unjudged_pairs([read_run(path, depth=args.depth) for path in files], args.depth, human)
     items = relevance_items(pairs, benchmark, list(corpora.values()), args.query_field)
+    if not args.corpus and len(corpora) > 1:  # before any answer is paid for
+        other_splits_note(args.topics, corpora, {docid for _, docid in pairs})
     judgments = checked(judge, judge.judge(items, progress=True))
     example = check_parsed(judgments, judge.scale, "check --prompt (does it ask for one label?), --scale and --model")
     provenance = quoting({"counts": counts(judgments), **judge.provenance()}, example)  # a plug-in's may lack counts

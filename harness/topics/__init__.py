@@ -10,7 +10,7 @@ harness.corpus.readers.open_corpus (whose registry names this module as a plugin
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Set
 from dataclasses import dataclass
 from harness.corpus import Corpus
 from harness.corpus.readers import CORPUS_FORMATS, CorpusFormat
@@ -83,6 +83,19 @@ def shipped_corpora(name: str) -> dict[str, Corpus]:
     return corpora
 
 
+def splits_holding(corpora: Mapping[str, Corpus], ids: Set[str]) -> dict[str, int]:
+    """Each of `corpora` (other splits' corpora by their `benchmark:` specs, as shipped_corpora
+    names them) that holds some of `ids`, with how many (one pass over each): where passages
+    missing from the split given are, for a note saying so (held_by)."""
+    held = {spec: sum(document.id in ids for document in corpus.documents()) for spec, corpus in corpora.items()}
+    return {spec: count for spec, count in held.items() if count}
+
+
+def held_by(held: Mapping[str, int]) -> str:
+    """splits_holding's answer in a note's words: 'benchmark:ikat2023:train (it holds 3 of them)'."""
+    return ", ".join(f"{spec} (it holds {count} of them)" for spec, count in held.items())
+
+
 def _benchmark_corpus(name: str) -> Corpus:
     corpus = load(name).corpus
     if corpus is None:
@@ -96,4 +109,4 @@ CORPUS_FORMATS.add("benchmark", CorpusFormat(open=_benchmark_corpus, claims=lamb
 
 
 __all__ = ["ADAPTERS", "Adapter", "Benchmark", "Conversation", "PersonalStatement", "Query", "Turn", "check_field",
-           "fields", "load", "names", "shipped_corpora", "splits"]
+           "fields", "held_by", "load", "names", "shipped_corpora", "splits", "splits_holding"]
