@@ -17,7 +17,10 @@ that answers from recorded labels (e.g. the iKAT organisers' GPT-4 pool judgment
      "faults": {"429": N, "500": N, "timeout": N},    # the first request of every Nth prompt
                                                       # (by its sha256) fails so
      "timeout_s": 1.0,                                # how long a "timeout" stalls
-     "always_503": N}                                 # every Nth prompt always fails
+     "always_503": N,                                 # every Nth prompt always fails
+     "too_long": [NEEDLE, ...]}                       # a prompt holding one is refused at once
+                                                      # with HTTP 400, as vLLM refuses one past
+                                                      # the model's window
 
 Each request's JSON is appended to LOG (one line each, written on arrival).
 """
@@ -37,6 +40,8 @@ JUDGE: dict = {}
 ATTEMPTS: dict[str, int] = {}
 LOCK = threading.Lock()
 PASSAGE = re.compile(r"\[passage (\S+)\]")
+TOO_LONG = ("This model's maximum context length is 4096 tokens. However, you requested 9100 tokens "
+            "(9000 in the messages, 100 in the completion). Please reduce the length of the messages or completion.")
 
 
 def faulty(prompt: str, every: int | None) -> bool:
@@ -61,6 +66,8 @@ class Handler(BaseHTTPRequestHandler):
         prompt = body["messages"][-1]["content"]
         if not JUDGE:
             return self._answer(body, "rewrite: " + " ".join(prompt.split()))
+        if any(needle in prompt for needle in JUDGE.get("too_long", [])):
+            return self._send(400, {"error": {"message": TOO_LONG, "type": "BadRequestError", "code": 400}})
         with LOCK:
             attempt = ATTEMPTS[prompt] = ATTEMPTS.get(prompt, 0) + 1
         time.sleep(JUDGE.get("delay_s", 0))

@@ -22,6 +22,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import child_env, interruptible, shared_root, start_llm_server
+from tests.llm_server import TOO_LONG
 from tests.test_progress import Terminal
 from harness.cli import main
 from harness.errors import HarnessError, InputError
@@ -302,6 +303,40 @@ def test_a_pair_failing_after_every_retry_is_counted_and_asked_again_next_time(p
         before = len(server.requests())
         assert main(judge_args(pool, server, out, "--retries", "0", depth=SHALLOW)) == 1
         assert len(server.requests()) - before == failed  # only the failed pairs are asked again
+
+
+def test_a_pair_the_endpoint_refuses_fails_alone_quoted_and_is_asked_again_next_time(pool, tmp_path, capsys):
+    """A passage past the model's window is refused (HTTP 400) at once, before the answers to
+    the requests sent with it: that pair fails (counted, left out, not retried, the refusal
+    quoted), the others are judged, and a rerun asks it alone again."""
+    seen = Counter(docid for _, docid in pool["shallow"])
+    qid, docid = next(pair for pair in pool["shallow"] if seen[pair[1]] == 1)
+    config = {**pool["config"], "delay_s": 0.05, "too_long": [f"[passage {docid}]"]}
+    with start_llm_server(tmp_path, config) as server:
+        out = tmp_path / "llm.qrels"
+        assert main(judge_args(pool, server, out, depth=SHALLOW)) == 1
+        assert written(out) == {pair: grade for pair, grade in pool["shallow"].items() if pair != (qid, docid)}
+        assert len(server.requests()) == len(pool["shallow"])  # no retry
+        record = read_provenance(out)
+        assert record["counts"]["failed"] == 1 and record["failed_requests"] == {"HTTP 400": 1}
+        assert record["refused_requests"] == 1 and record["refused_example"] == f"HTTP 400: {TOO_LONG}"
+        assert (f"warning: 1 pairs got no answer after the retries or were refused by the endpoint (1 request "
+                f"refused, e.g. {record['refused_example']!r}); run again") in capsys.readouterr().err
+        assert main(judge_args(pool, server, out, depth=SHALLOW)) == 1
+        assert len(server.requests()) == len(pool["shallow"]) + 1 and f"[passage {docid}]" in prompts(server)[-1]
+    assert read_provenance(out)["counts"] == {**record["counts"], "cached": len(pool["shallow"]) - 1}
+
+
+def test_an_endpoint_refusing_every_request_is_a_one_line_error(pool, tmp_path, capsys):
+    """Refused with HTTP 400 eight times in a row before any answer (a parameter the server
+    rejects, a window too small for any prompt): the endpoint, not a pair; no qrels written."""
+    with start_llm_server(tmp_path, {**pool["config"], "too_long": ["[passage "]}) as server:
+        out = tmp_path / "llm.qrels"
+        assert main(judge_args(pool, server, out, depth=SHALLOW)) == 2
+        assert len(server.requests()) < 2 * 8 < len(pool["shallow"])
+    assert capsys.readouterr().err == (f"harness judge: error: the LLM endpoint at {server.base_url} answered HTTP 400 "
+                                       f"for model 'gpt-4-as-recorded': {TOO_LONG}\n")
+    assert not out.exists()
 
 
 def test_a_completion_without_a_choice_is_an_empty_answer_and_a_body_that_is_none_a_one_line_error(tmp_path):

@@ -813,6 +813,20 @@ def test_the_command_exits_1_when_judgments_failed_after_the_retries(tmp_path, c
 
 
 @pytest.mark.server
+def test_a_judgment_the_endpoint_refuses_is_failed_and_the_warning_quotes_the_refusal(tmp_path, capsys):
+    """A prompt past the model's window (HTTP 400) fails that judgment alone, as in `harness judge`."""
+    from tests.llm_server import TOO_LONG
+
+    files, bank = write_llm_inputs(tmp_path)
+    with start_llm_server(tmp_path, {"labels": ANSWERS, "too_long": ["at 90 C."]}) as server:
+        code = main(["responses", "eval", *files, "--nuggets", str(bank), "--judge", "llm", "--model", "m",
+                     "--base-url", server.base_url, "--cache", str(tmp_path / "cache")])
+    assert code == 1 and (f"warning: 1 judgments got no answer after the retries or were refused by the endpoint "
+                          f"(1 request refused, e.g. {'HTTP 400: ' + TOO_LONG!r}) (scored as not supported)"
+                          in capsys.readouterr().err)
+
+
+@pytest.mark.server
 def test_citation_support_through_the_llm_judge_and_the_command(tmp_path, capsys):
     files, bank = write_llm_inputs(tmp_path)
     cited = tmp_path / "cited.jsonl"

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Protocol
 
 from harness.atomic import atomic_write
-from harness.errors import HarnessError, InputError
+from harness.errors import HarnessError, InputError, counted
 from harness.judge.model import STATUSES, Item, Judgment
 from harness.judge.scales import Scale
 from harness.paths import file_sha256
@@ -77,6 +77,17 @@ def checked(judge: Judge, judgments: Sequence[Judgment]) -> list[Judgment]:
 def quoting(provenance: dict, example: str | None) -> dict:
     """A judge's provenance with an answer off its scale quoted (check_parsed's), where there was one."""
     return provenance if example is None else {**provenance, "unparseable_example": example}
+
+
+def failed_why(provenances: Iterable[dict]) -> str:
+    """Why pairs failed, for the warnings that count them: no answer after the retries, or
+    refused by the endpoint (a passage past the model's window), the first refusal quoted."""
+    refusals = [record for record in provenances if record.get("refused_requests")]
+    if not refusals:
+        return "got no answer after the retries"
+    return (f"got no answer after the retries or were refused by the endpoint "
+            f"({counted(sum(record['refused_requests'] for record in refusals), 'request')} refused, "
+            f"e.g. {refusals[0]['refused_example']!r})")
 
 
 def check_parsed(judgments: Sequence[Judgment], scale: Scale, hint: str) -> str | None:

@@ -11,7 +11,8 @@ from pathlib import Path
 from harness.cli import add_output, add_runs, number_in, runs
 from harness.corpus import Corpus
 from harness.errors import HarnessError, verb
-from harness.judge.base import JUDGES, check_parsed, checked, counts, plugin, quoting, sidecar, write_qrels
+from harness.judge.base import (JUDGES, check_parsed, checked, counts, failed_why, plugin, quoting, sidecar,
+                                 write_qrels)
 from harness.judge.llm import CONCURRENCY, RETRIES
 from harness.judge.pairs import QUERY_FIELDS, relevance_items, unjudged_pairs
 from harness.judge.scales import SCALES, Scale
@@ -170,7 +171,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"note: {tally['unparseable']} of {tally['pairs']} answers off the scale {judge.scale.span()}, "
               f"counted as unparseable (never labelled): e.g. {example!r}", file=sys.stderr)
     if tally.get("failed"):
-        print(f"warning: {tally['failed']} pairs got no answer after the retries; run again to ask them "
+        print(f"warning: {tally['failed']} pairs {failed_why([provenance])}; run again to ask them "
               "again (the answers received are cached)", file=sys.stderr)
         return 1
     return 0

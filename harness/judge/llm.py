@@ -19,6 +19,13 @@ server, OpenAI), at temperature 0, reproducible by construction.
   is "failed" and not cached, so a rerun asks again. An endpoint that cannot be reached is a
   one-line error, and so is one that has answered nothing when a pair's tries have all timed
   out; so is any other HTTP error (a wrong model name, a missing key).
+- A pair refused with HTTP 400, 413 or 422 (a passage past the model's context window) is
+  "failed" too, not retried (it would be refused again), while the endpoint answers other
+  pairs: this run, or earlier ones whose answers it gave are in the cache. Refused before it
+  answers any, 8 times in a row (or `concurrency`, if more, or every request there is), it is
+  refusing the requests, not a pair (a parameter it rejects): a one-line error, as a wrong model
+  is. (The first refusal alone cannot tell: a long passage is refused at once, before the
+  answers to the requests sent with it.)
 """
 
 from __future__ import annotations
@@ -44,6 +51,8 @@ from harness.queries.llm import Endpoint, answer_text, not_a_completion, status_
 
 PROMPTS = Path(__file__).with_name("prompts")
 UNRECORDED = "not recorded"  # the endpoint of an answer cached before cache lines named it
+REFUSALS = frozenset({400, 413, 422})  # statuses that may refuse one request (too long), not the endpoint
+REFUSED_IN_A_ROW = 8  # refusals (or `concurrency`, if more) with no answer yet: the endpoint refuses every request
 CONCURRENCY, RETRIES = 8, 4  # the defaults of every door to this judge: the CLI, the API, configs
 JUDGE_FIELDS = ("scale", "labels")  # filled by the judge, not by the items
 BACKOFF_CAP_S = 60.0
@@ -153,6 +162,15 @@ class AnswerCache:
                 self._handle = None
 
 
+class Refused(HarnessError):
+    """An HTTP 400, 413 or 422 answer to one request: its pair failed, or, when every request
+    is refused, the run's one-line error (judge() decides which)."""
+
+    def __init__(self, endpoint: Endpoint, status: int, message: str) -> None:
+        super().__init__(str(status_error(endpoint, status, f": {message}")))
+        self.example = f"HTTP {status}: {message}"
+
+
 @dataclass
 class Stats:
     """What the last judge() did: requests sent, failed requests by cause, retries sent, wall time."""
@@ -181,6 +199,7 @@ class LLMJudge:
         self.stats = Stats()
         self._counts: dict[str, int] = {}
         self._answered_by: dict[str, int] = {}
+        self._refused: list[Refused] = []
         self._reached = False
         self._client = None
         self._stats_lock = threading.Lock()
@@ -193,7 +212,8 @@ class LLMJudge:
     def judge(self, items: Sequence[Item], progress: bool = False) -> list[Judgment]:
         from harness.progress import progress_bar
 
-        self.stats, self._counts, self._answered_by = Stats(), {}, {}  # this call's, even if it stops half-way
+        # this call's, even if it stops half-way
+        self.stats, self._counts, self._answered_by, self._refused = Stats(), {}, {}, []
         started = time.perf_counter()
         prompts = [self.prompt(item) for item in items]  # every template problem before any request
         import openai  # noqa: F401 (imported once here, not by eight threads at once)
@@ -207,6 +227,8 @@ class LLMJudge:
             else:
                 todo.setdefault(key, []).append(index)
         hits = len(items) - sum(map(len, todo.values()))
+        answered_before = any(self.cache.endpoints.get(key) == self.endpoint.base_url
+                              for key in keys if key in self.cache.answers)
         bar = progress_bar(f"judging ({self.endpoint.model})", "pair", total=len(items), shown=progress, initial=hits)
         bar.set_postfix_str(f"cache hits {hits}, 0.0 req/s", refresh=False)
         stop = threading.Event()
@@ -223,10 +245,13 @@ class LLMJudge:
                     return
                 first = asking[0]
                 try:
-                    answers.put((asking, self._ask_and_keep(prompts[first], keys[first], items[first].key, stop)))
+                    answer = self._ask_and_keep(prompts[first], keys[first], items[first].key, stop)
+                except Refused as refusal:  # the main thread judges whether the pair or the endpoint failed
+                    answer = refusal
                 except BaseException as error:  # noqa: BLE001 (handed to the main thread, raised there)
                     answers.put((asking, error))
                     return
+                answers.put((asking, answer))
 
         try:
             # daemon threads: on Ctrl-C the process ends at once, not after the requests in flight
@@ -234,6 +259,12 @@ class LLMJudge:
                 threading.Thread(target=work, name=f"judge-{number}", daemon=True).start()
             for _ in range(len(todo)):
                 asking, answer = answers.get()
+                if isinstance(answer, Refused):
+                    self._refused.append(answer)
+                    in_a_row = min(len(todo), max(self.concurrency, REFUSED_IN_A_ROW))
+                    if not (self._reached or answered_before) and len(self._refused) >= in_a_row:
+                        raise self._refused[0]  # every request refused: the endpoint's answer, not a pair's
+                    answer = None
                 if isinstance(answer, BaseException):
                     raise answer  # a fatal endpoint error
                 for index in asking:
@@ -292,7 +323,7 @@ class LLMJudge:
 
     def _ask(self, prompt: str, stop: threading.Event) -> str | None:
         """The answer, or None after `retries` retries of timeouts, 429s and 5xx answers (or
-        once `stop` is set: no retry is sent after an interrupt)."""
+        once `stop` is set: no retry is sent after an interrupt); Refused at once for a 400, 413 or 422."""
         import openai
 
         client = self._client_for()
@@ -315,6 +346,9 @@ class LLMJudge:
                 cause = f"HTTP {error.status_code}"
                 wait_s = max(wait_s, _retry_after(error.response))
             except openai.APIStatusError as error:
+                if error.status_code in REFUSALS:
+                    self._count(f"HTTP {error.status_code}")
+                    raise Refused(self.endpoint, error.status_code, _message(error)) from None
                 raise status_error(self.endpoint, error.status_code, f": {_message(error)}") from None
             except json.JSONDecodeError:  # HTTP 200 whose body the client could not read as JSON
                 raise not_a_completion(self.endpoint.base_url, " (its body is not JSON)") from None
@@ -336,6 +370,8 @@ class LLMJudge:
             "temperature": 0, "date": now(), "counts": dict(self._counts), "answered_by": dict(self._answered_by),
             "requests": self.stats.requests, "retries": self.stats.retries, "failed_requests": dict(self.stats.causes),
             "cache": str(self.cache.path),
+            **({"refused_requests": len(self._refused), "refused_example": self._refused[0].example}
+               if self._refused else {}),  # their pairs are among the failed; the first refusal quoted
         }
 
 

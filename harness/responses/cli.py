@@ -146,7 +146,9 @@ def _eval(args: argparse.Namespace) -> int:
     judges = evaluation.judge.values() if evaluation.citations else [evaluation.judge]
     failed = sum(record.get("counts", {}).get("failed", 0) for record in judges)
     if failed:  # as `harness judge`: scores with endpoint failures in them are not a clean result
-        print(f"warning: {failed} judgments got no answer after the retries (scored as not supported); run again "
+        from harness.judge.base import failed_why
+
+        print(f"warning: {failed} judgments {failed_why(judges)} (scored as not supported); run again "
               "to ask them again (the answers received are cached)", file=sys.stderr)
         return 1
     return 0
