@@ -263,10 +263,10 @@ def test_pairs_people_judged_are_not_judged_again(pool, tmp_path):
 
 def test_429_500_and_timeouts_are_retried_with_backoff(pool, tmp_path, monkeypatch):
     monkeypatch.setattr("harness.judge.llm.BACKOFF_CAP_S", 0.05)
-    config = {**pool["config"], "faults": {"429": 5, "500": 7, "timeout": 11}, "timeout_s": 0.6}
+    config = {**pool["config"], "faults": {"429": 5, "500": 7, "timeout": 11}, "timeout_s": 2.0}
     with start_llm_server(tmp_path, config) as server:
         out = tmp_path / "llm.qrels"
-        assert main(judge_args(pool, server, out, "--timeout", "0.2", depth=SHALLOW)) == 0
+        assert main(judge_args(pool, server, out, "--timeout", "0.8", depth=SHALLOW)) == 0
         asked = Counter(prompts(server))
     assert written(out) == pool["shallow"]
     assert set(asked.values()) == {1, 2}  # a failed first request is asked once more
