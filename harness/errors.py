@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import difflib
 import io
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
@@ -24,6 +25,13 @@ def shown(value: object, limit: int = 80) -> str:
     that YAML read as one string."""
     text = repr(value)
     return text if len(text) <= limit else f"{text[:limit - 3]}... ({len(text)} characters)"
+
+
+def nearest(name: str, names: Iterable[str]) -> str:
+    """'; nearest: X' for the one of `names` closest to a misspelt `name`, '' when none is close:
+    every unknown name (a registered component, a config key, a run, a tag) is answered alike."""
+    close = difflib.get_close_matches(name, list(names), n=1, cutoff=0.6)
+    return f"; nearest: {close[0]}" if close else ""
 
 
 @dataclass(frozen=True)

@@ -36,7 +36,6 @@ source), for the resume key: a changed plug-in is run again, not reused. Built-i
 
 from __future__ import annotations
 
-import difflib
 import functools
 import importlib
 import inspect
@@ -55,7 +54,7 @@ from numbers import Integral, Real
 from pathlib import Path, PurePath
 from typing import Any, Generic, Literal, TypeVar, Union
 
-from harness.errors import HarnessError
+from harness.errors import HarnessError, nearest
 
 T = TypeVar("T")
 PYTHON = "python:"  # `python:package.module:attr`
@@ -744,9 +743,7 @@ class Registry(Generic[T]):
                 self._python[name] = self._from_python(name)
             return self._python[name][0]
         known = ", ".join(self.names()) or "none"
-        close = difflib.get_close_matches(name, self.names(), n=1, cutoff=0.6)
-        nearest = f"; nearest: {close[0]}" if close else ""
-        raise UnknownName(f"unknown {self.kind} {name!r}{nearest}; known: {known}", name)
+        raise UnknownName(f"unknown {self.kind} {name!r}{nearest(name, self.names())}; known: {known}", name)
 
     def origin(self, name: str) -> Origin | None:
         """What the plug-in `name` is (None for a built-in): hashed into the resume key of its runs."""

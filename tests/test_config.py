@@ -56,13 +56,19 @@ def test_strategies_times_retrievers_make_the_runs(tmp_path):
     assert runs[0].experiment.measures == ("nDCG@10",)
 
 
-def test_unknown_key_is_an_error(tmp_path):
+def test_unknown_key_is_an_error_naming_the_nearest_key(tmp_path):
     message = _error(tmp_path, {"experiments": [_experiment(), _experiment(name="b", retriver="bm25")]})
-    assert "experiments[1].retriver: unknown key" in message
+    assert "experiments[1].retriver: unknown key; nearest: retrievers; known:" in message
 
 
-def test_unknown_top_level_key_is_an_error(tmp_path):
-    assert "outptu: unknown key" in _error(tmp_path, {"outptu": "runs", "experiments": [_experiment()]})
+def test_unknown_top_level_key_is_an_error_naming_the_nearest_key(tmp_path):
+    message = _error(tmp_path, {"outptu": "runs", "experiments": [_experiment()]})
+    assert "outptu: unknown key; nearest: output; known:" in message
+
+
+def test_an_unknown_retriever_spec_key_names_the_nearest_key(tmp_path):
+    message = _error(tmp_path, {"experiments": [_experiment(retrievers=[{"name": "bm25", "parms": {}}])]})
+    assert "retrievers[0].parms: unknown key; nearest: params; known:" in message
 
 
 def test_unknown_adapter_names_the_known_ones(tmp_path):

@@ -12,14 +12,13 @@ them at once.
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
 import numpy as np
 
-from harness.errors import HarnessError, counted
+from harness.errors import HarnessError, counted, nearest
 from harness.report import stats
 from harness.report.stats import Resampling
 
@@ -220,9 +219,8 @@ def check_baselines(baselines: Sequence[str], runs: Sequence[str]) -> None:
     leaderboard, and from the commands before their work (`responses eval`'s judging)."""
     unknown = [b for b in baselines if b not in runs]
     if unknown:
-        close = difflib.get_close_matches(unknown[0], runs, n=1, cutoff=0.6)
         raise HarnessError(f"baseline {unknown[0]!r} is not among the runs ({', '.join(runs)})"
-                           + (f"; nearest: {close[0]}" if close else ""))
+                           + nearest(unknown[0], runs))
 
 
 def leaderboard(

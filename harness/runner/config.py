@@ -39,7 +39,6 @@ line; `{data}`, `{qrels}` and `{cache}` expand to the shipped data, qrels and ca
 
 from __future__ import annotations
 
-import difflib
 import re
 import string
 import sys
@@ -51,7 +50,7 @@ from typing import Any, TypeVar
 import yaml
 
 from harness.atomic import in_the_way
-from harness.errors import HarnessError, InputError, read_input, shown
+from harness.errors import HarnessError, InputError, nearest, read_input, shown
 from harness.paths import cache_root, data_root, name_problem, qrels_root
 from harness.registry import INT_LIMIT, LocalPath, ParamError, PluginNotFound, check_params
 from harness.runner.tasks import TASKS
@@ -193,8 +192,7 @@ class Config:
         if "," in name and set(name.split(",")) <= known:
             hint = "; --only takes one name: repeat it (--only A --only B)"
         else:
-            nearest = difflib.get_close_matches(name, sorted(known), n=1, cutoff=0.6)
-            hint = f"; nearest: {nearest[0]}" if nearest else ""
+            hint = nearest(name, sorted(known))
         return (f"{self.path}: --only {name!r} is neither an experiment nor a run tag{hint} (experiments: {names}; "
                 f"`harness run {self.path} --dry-run` lists the run tags)")
 
@@ -280,7 +278,8 @@ class Node:
         allowed = tuple(allowed)
         for key in self.value:
             if key not in allowed:
-                raise self.child(str(key), None).error(f"unknown key; known: {', '.join(allowed)}")
+                raise self.child(str(key), None).error(
+                    f"unknown key{nearest(str(key), allowed)}; known: {', '.join(allowed)}")
         for key in required:
             if key not in self.value:
                 raise self.error(f"missing required key {key!r}")
