@@ -971,10 +971,8 @@ def object_origin(obj: Any) -> Origin:
     module's file when there is one, else the code's own source text (a notebook cell), else
     its repr."""
     target = _code(obj)
-    # an object (a PyTerrier pipeline) is its class's code and its settings, as its repr shows
-    # them, less any address (which changes every run); a partial its function's and its
-    # arguments, its sets' members in a fixed order (_stable_repr)
-    settings = {} if target is obj else {"repr": _without_address(_stable_repr(obj))}
+    # a bound method's object is its settings, as any other object's (a method's code is its class's)
+    settings = _settings(obj.__self__) if inspect.ismethod(obj) else {} if target is obj else _settings(obj)
     module = inspect.getmodule(target)
     file = getattr(module, "__file__", None)
     if file and Path(file).is_file():
@@ -989,6 +987,54 @@ def object_origin(obj: Any) -> Origin:
         text = _without_address(repr(obj))
     return {"module": getattr(module, "__name__", None), "sha256": hashlib.sha256(text.encode()).hexdigest(),
             **settings}
+
+
+# the origin key of a plug-in with no identity that tells its versions apart: why, beside a
+# random token, so that the resume key of its runs matches no finished run (they are made again)
+NOT_RESUMED = "not_resumed"
+_DEFAULT_REPR = re.compile(r" object at 0x[0-9a-fA-F]+>")  # object.__repr__'s ending: no argument in it
+
+
+def _settings(obj: Any) -> Origin:
+    """An object's settings (a PyTerrier pipeline's, a partial's arguments) as its repr shows
+    them, less any address (which changes every run), its sets' members in a fixed order
+    (_stable_repr). An object whose class keeps object's repr, which shows no argument, is
+    its attributes (`vars`) where they are plain values; one with an argument so written, or
+    attributes not plain, is never resumed: instances with other arguments would key alike."""
+    text = _stable_repr(obj)
+    settings: Origin = {"repr": _without_address(text)}
+    if type(obj).__repr__ is object.__repr__:
+        state = getattr(obj, "__dict__", None)
+        if state is None or not _plain(state):
+            return {**settings, **_never_resumed(
+                "its class keeps object's repr, which shows none of its arguments, and its attributes are not "
+                "plain values (numbers, strings, lists, dicts of them...): give the class a __repr__ that shows them")}
+        return {**settings, "state": _stable_repr(state)} if state else settings
+    if _DEFAULT_REPR.search(text):
+        return {**settings, **_never_resumed(
+            "its repr shows an object whose class keeps object's repr, which shows none of its arguments")}
+    return settings
+
+
+def _plain(value: Any, within: frozenset[int] = frozenset()) -> bool:
+    """Whether `value`'s repr is all there is to it, the same in every process: a number,
+    string, bytes, None, an Enum member or a path, or a list, tuple, set or dict of them."""
+    if value is None or type(value) in (bool, int, float, complex, str, bytes) or isinstance(value, (Enum, PurePath)):
+        return True
+    if id(value) in within:  # a container holding itself: repr writes it as `[...]`, the same every time
+        return True
+    within = within | {id(value)}
+    if type(value) in (list, tuple, set, frozenset):
+        return all(_plain(item, within) for item in value)
+    if type(value) is dict:
+        return all(_plain(key, within) and _plain(item, within) for key, item in value.items())
+    return False
+
+
+def _never_resumed(why: str) -> Origin:
+    import secrets
+
+    return {NOT_RESUMED: why, "token": secrets.token_hex(8)}
 
 
 def _stable_repr(value: Any, within: frozenset[int] = frozenset()) -> str:

@@ -193,7 +193,7 @@ def test_a_run_whose_plugin_reads_a_changed_file_named_by_a_path_parameter_is_ru
 
     weights = tmp_path / "w.txt"
     config = tmp_path / "w.yaml"
-    config.write_text(yaml.safe_dump({"k": 10, "output": str(tmp_path / "runs"), "experiments": [{
+    config.write_text(yaml.safe_dump({"k": 20, "output": str(tmp_path / "runs"), "experiments": [{
         "topics": "ikat2023:test", "strategies": ["raw"], "measures": ["RR"],
         "retrievers": [{"name": "weighted", "params": {"weights": str(weights)}}]}]}), encoding="utf-8")
     run = tmp_path / "runs" / "ikat2023-test.raw.weighted.run"
@@ -229,7 +229,7 @@ def test_a_run_over_a_rebuilt_index_folder_is_run_again_not_reused(tmp_path, cap
     else:
         experiment["corpus"] = {"index": str(index)}
     config = tmp_path / "i.yaml"
-    config.write_text(yaml.safe_dump({"k": 10, "output": str(tmp_path / "runs"), "experiments": [experiment]}),
+    config.write_text(yaml.safe_dump({"k": 20, "output": str(tmp_path / "runs"), "experiments": [experiment]}),
                       encoding="utf-8")
     run = tmp_path / "runs" / "ikat2023-test.raw.indexed.run"
     with RETRIEVERS.using({"indexed": _indexed}):
@@ -626,3 +626,50 @@ def test_a_plugin_score_beyond_any_float_is_refused_as_not_finite():
         with pytest.raises(harness.errors.HarnessError, match=r"retriever 'mine' answered tuple \('d1', 1000+\.\.\. "
                                                               r"for query q1; expected a docid string .* finite score"):
             build("mine").search([SearchQuery("q1", "a")], k=10)
+
+
+class _Reversible:
+    """A retriever object whose class keeps object's repr: its repr shows no argument."""
+
+    def __init__(self, reverse: bool = False, model=None):
+        self.reverse, self.model = reverse, model
+
+    def search(self, queries, k):
+        return {query.qid: [("a", 1.0 if self.reverse else 2.0), ("b", 1.5)] for query in queries}
+
+
+def _first_of(folder: Path) -> str:
+    return next(iter((folder / "runs" / "ikat2023-test.raw.mine.run").open())).split()[2]
+
+
+def test_an_object_whose_repr_shows_no_argument_is_keyed_by_its_attributes(tmp_path):
+    """Mine(reverse=True) after Mine(reverse=False) is run again, not reused: object's repr is the same."""
+    config = {"k": 20, "output": str(tmp_path / "runs"), "experiments": [_experiment(["raw"], ["mine"])]}
+    for reverse in (False, True):
+        harness.run(config, retrievers={"mine": _Reversible(reverse)}, quiet=True)
+        assert _first_of(tmp_path) == ("b" if reverse else "a")
+
+
+def test_an_object_whose_repr_shows_no_argument_nor_plain_attributes_is_never_resumed(tmp_path, capsys):
+    """Its attributes (a model, say) have no text that tells two apart: its runs are made again, and it is said."""
+    config = tmp_path / "mine.yaml"
+    config.write_text(yaml.safe_dump({"k": 20, "output": str(tmp_path / "runs"),
+                                      "experiments": [_experiment(["raw"], ["mine"])]}), encoding="utf-8")
+    from harness.retrieve import RETRIEVERS
+
+    for reverse in (False, True):
+        with RETRIEVERS.using({"mine": _Reversible(reverse, model=_Reversible())}):
+            assert main(["run", str(config)]) == 0
+        assert _first_of(tmp_path) == ("b" if reverse else "a")
+    err = capsys.readouterr().err
+    assert "skipped" not in err
+    assert "warning: retriever mine: its runs are made again every time, never resumed: its class keeps " \
+           "object's repr" in err
+
+
+def test_a_bound_methods_origin_is_its_objects_attributes_too():
+    """`Mine(reverse=True).search` handed as a search function keys as its object does."""
+    from harness.registry import object_origin
+
+    assert object_origin(_Reversible(True).search) != object_origin(_Reversible(False).search)
+    assert object_origin(_Reversible(True).search)["state"] == "{'reverse': True, 'model': None}"

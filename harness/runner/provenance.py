@@ -80,6 +80,23 @@ def plugins(task: str, strategy: str | None, retriever: str, params: dict[str, A
     return found
 
 
+def never_resumed(runs: Iterable[Any]) -> dict[str, str]:
+    """Each plug-in of these runs (`RunSpec`s) with no identity that tells its versions apart
+    (a function typed into the interpreter, an object whose repr shows no argument), by what
+    it is (`retriever mine`), and why: their resume keys match no finished run, so they are
+    made again every time, which a user should be told once rather than wonder at."""
+    from harness.registry import NOT_RESUMED, split_spec
+
+    found: dict[str, str] = {}
+    for run in runs:
+        uses = plugins(run.experiment.task, run.strategy, run.retriever.name, dict(run.retriever.params))
+        for role, origin in uses.items():
+            if NOT_RESUMED in origin:
+                what = f"strategy {split_spec(run.strategy)[0]}" if role == "strategy" else role
+                found.setdefault(what, origin[NOT_RESUMED])
+    return found
+
+
 def named_files(declaration: Declaration, params: Mapping[str, Any]) -> dict[str, str]:
     """The sha256 of each file a retriever's parameters name (a plug-in's `pathlib.Path`
     parameter: its weights, its term list), by key path, nested specs included: a run whose

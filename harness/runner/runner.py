@@ -469,10 +469,14 @@ def run_config(
 
 
 def warn_shallow(runs: Iterable[RunSpec], log: TextIO) -> None:
-    """A warning per experiment whose measures read deeper than its runs go (shallow_measures)."""
+    """A warning per experiment whose measures read deeper than its runs go (shallow_measures),
+    and per plug-in whose runs are never resumed (provenance.never_resumed)."""
+    runs = list(runs)
     for experiment in {id(run.experiment): run.experiment for run in runs}.values():
         if (problem := shallow_measures(experiment)) is not None:
             print(f"warning: {problem}", file=log)
+    for what, why in provenance.never_resumed(runs).items():
+        print(f"warning: {what}: its runs are made again every time, never resumed: {why}", file=log)
 
 
 def preloads(runs: Iterable[RunSpec]) -> list[Callable[[], object]]:
