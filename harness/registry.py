@@ -968,8 +968,9 @@ def _distribution(point: Any) -> str:
 
 def object_origin(obj: Any) -> Origin:
     """The module an object's code comes from (`_code`) and the sha256 of its source: the
-    module's file when there is one, else the code's own source text (a notebook cell), else
-    its repr."""
+    module's file when there is one, else the code's own source text (a notebook cell). Code
+    with no source to read (typed into the interactive interpreter, read from stdin) has no
+    identity that tells its versions apart: it is never resumed (`NOT_RESUMED`)."""
     target = _code(obj)
     # a bound method's object is its settings, as any other object's (a method's code is its class's)
     settings = _settings(obj.__self__) if inspect.ismethod(obj) else {} if target is obj else _settings(obj)
@@ -984,7 +985,9 @@ def object_origin(obj: Any) -> Origin:
     try:
         text = inspect.getsource(target)
     except (OSError, TypeError):  # no source to read
-        text = _without_address(repr(obj))
+        return {"module": getattr(module, "__name__", None), **settings,
+                **_never_resumed("its source cannot be read (it was defined in the interactive interpreter or "
+                                 "read from stdin), so a changed version is not told apart")}
     return {"module": getattr(module, "__name__", None), "sha256": hashlib.sha256(text.encode()).hexdigest(),
             **settings}
 

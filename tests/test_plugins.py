@@ -667,6 +667,24 @@ def test_an_object_whose_repr_shows_no_argument_nor_plain_attributes_is_never_re
            "object's repr" in err
 
 
+def test_a_function_with_no_source_to_read_is_never_resumed(tmp_path):
+    """Typed into the interpreter or read from stdin (`python -`), a changed function is run again."""
+    script = (
+        "import harness\n"
+        f"config = {{'k': 20, 'output': {str(tmp_path / 'runs')!r}, "
+        f"'experiments': [{_experiment(['raw'], ['mine'])!r}]}}\n"
+        "def first(query, k):\n    return [('a', 2.0), ('b', 1.0)]\n"
+        "harness.run(config, retrievers={'mine': first})\n"
+        "def first(query, k):\n    return [('b', 2.0), ('a', 1.0)]\n"
+        "harness.run(config, retrievers={'mine': first})\n")
+    done = subprocess.run([sys.executable, "-"], input=script, cwd=tmp_path, env=child_env(), capture_output=True,
+                          text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert "skipped" not in done.stderr and _first_of(tmp_path) == "b"
+    assert "warning: retriever mine: its runs are made again every time, never resumed: its source cannot be " \
+           "read" in done.stderr
+
+
 def test_a_bound_methods_origin_is_its_objects_attributes_too():
     """`Mine(reverse=True).search` handed as a search function keys as its object does."""
     from harness.registry import object_origin
