@@ -333,6 +333,24 @@ def as_declared(declaration: Declaration, params: Mapping[str, Any]) -> dict[str
     return converted
 
 
+def _defaults(item: Any) -> dict[str, Any]:
+    """The defaults of the keyword parameters `item` is called with; none where its signature
+    cannot be read."""
+    try:
+        signature = inspect.signature(item)
+    except (TypeError, ValueError):
+        return {}
+    return {name: param.default for name, param in signature.parameters.items()
+            if param.default is not inspect.Parameter.empty}
+
+
+def _same(value: Any, default: Any) -> bool:
+    """Whether a parameter's value is its default, an Enum member as its value: of one type
+    and equal (`k1: 1` is not the default 1.0, which a component might tell apart)."""
+    default = default.value if isinstance(default, Enum) else default
+    return type(value) is type(default) and value == default
+
+
 def _fixed_length(expected: Any) -> bool:
     """Whether `expected` is a tuple of so many values, each of its own type (`tuple[str, int]`),
     not `tuple[int, ...]`."""
@@ -728,6 +746,22 @@ class Registry(Generic[T]):
                 found = self._declarations[name] = found()
             return found
         return self._python[name][2]  # `get` above put it there
+
+    def acting(self, name: str, params: Mapping[str, Any]) -> dict[str, Any]:
+        """`params` (checked, as a config writes them) as they act, for the resume key: each
+        Enum member, or member's name, written as its value, and each parameter given its
+        default left out, where what is called has that default too (a declared default only
+        might not be the one that acts). Writing a default out, or a member by its name, keys
+        as leaving it out or writing its value; a config that writes neither keys as it did."""
+        declaration, defaults = self.declaration(name), _defaults(self.get(name))
+        acting = {}
+        for key, value in as_declared(declaration, params).items():
+            value = value.value if isinstance(value, Enum) else value
+            param = declaration.param(key)
+            if param is not None and key in defaults and _same(value, param.default) and _same(value, defaults[key]):
+                continue
+            acting[key] = value
+        return acting
 
     def get(self, name: str) -> T:
         self._load()

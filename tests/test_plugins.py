@@ -691,3 +691,22 @@ def test_a_bound_methods_origin_is_its_objects_attributes_too():
 
     assert object_origin(_Reversible(True).search) != object_origin(_Reversible(False).search)
     assert object_origin(_Reversible(True).search)["state"] == "{'reverse': True, 'model': None}"
+
+
+def test_the_resume_key_takes_params_as_they_act_a_default_written_out_or_a_member_by_name_keys_alike():
+    """Writing a default out (bm25's k1 0.9, b 0.4) or an Enum member by name reruns nothing;
+    a config that writes neither keys as it did."""
+    from harness.retrieve import RETRIEVERS
+
+    def retriever(spec) -> dict:
+        config = parse_config(Path("x.yaml"), {"experiments": [_experiment(["raw"], [spec])]})
+        return config.runs()[0].identity()["retriever"]
+
+    with RETRIEVERS.using({"moded": _moded}):
+        assert retriever({"name": "moded", "params": {"mode": "FAST"}}) == retriever({"name": "moded", "params": {
+            "mode": "fast"}}) == retriever("moded") == {"name": "moded", "params": {}}
+        assert retriever({"name": "moded", "params": {"mode": "EXACT"}}) == {"name": "moded",
+                                                                            "params": {"mode": "exact"}}
+    assert retriever({"name": "bm25", "params": {"k1": 0.9, "b": 0.4}}) == {"name": "bm25", "params": {}}
+    assert retriever({"name": "bm25", "params": {"k1": 1.2, "b": 0.4}}) == {"name": "bm25", "params": {"k1": 1.2}}
+    assert retriever({"name": "bm25", "params": {"k1": 1}})["params"] == {"k1": 1}  # not 1.0: kept as written

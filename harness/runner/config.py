@@ -52,7 +52,7 @@ import yaml
 from harness.atomic import in_the_way
 from harness.errors import HarnessError, InputError, nearest, read_input, shown
 from harness.paths import cache_root, data_root, name_problem, qrels_root
-from harness.registry import INT_LIMIT, LocalPath, ParamError, PluginNotFound, check_params
+from harness.registry import INT_LIMIT, LocalPath, ParamError, PluginNotFound, Registry, check_params
 from harness.runner.tasks import TASKS
 from harness.trec import Qrels, read_qrels
 
@@ -78,8 +78,10 @@ class RetrieverSpec:
     params: Mapping[str, Any] = field(default_factory=dict)
     label: str = ""  # how runs and tags call it; defaults to the name
 
-    def as_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "params": dict(self.params)}
+    def acting(self, registry: Registry) -> dict[str, Any]:
+        """Its name and params as they act (`Registry.acting`: a default written out, or an
+        Enum member by name, keys as leaving it out or writing its value): the resume key's."""
+        return {"name": self.name, "params": registry.acting(self.name, self.params)}
 
 
 @dataclass(frozen=True)
@@ -148,7 +150,7 @@ class RunSpec:
             "task": e.task,
             "topics": e.topics,
             "strategy": self.strategy,
-            "retriever": self.retriever.as_dict(),
+            "retriever": self.retriever.acting(TASKS.get(e.task).retrievers()),
             "corpus": e.corpus.as_dict(),
             "k": e.k,
             "tag": self.tag,
