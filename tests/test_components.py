@@ -6,13 +6,14 @@ import gzip
 import json
 import re
 import sys
+from enum import Enum
 from pathlib import Path
 
 from harness.cli import main
 from harness.queries import STRATEGIES
 from harness.registry import Param, declare
 from harness.retrieve import RETRIEVERS
-from harness.runner.cli_components import REGISTRIES, markdown, registry, update_tables
+from harness.runner.cli_components import REGISTRIES, _param_cell, markdown, registry, update_tables
 from harness.topics import names
 
 README = Path(__file__).resolve().parents[1] / "README.md"
@@ -66,6 +67,25 @@ def test_components_json_gives_a_plugin_default_json_cannot_write_as_its_repr(ca
         assert main(["components", "retriever", "--format", "json"]) == 0
     odd = next(c for c in json.loads(capsys.readouterr().out)["retriever"] if c["name"] == "odd")
     assert [p["default"] for p in odd["parameters"]] == ["[PosixPath('a')]", "('a', 1)", "inf", "{1: 2}", ["a"]]
+
+
+class _Mode(Enum):
+    FAST = "fast"
+    SLOW = "slow"
+
+
+def _moded(query: str, k: int, mode: _Mode = _Mode.FAST):
+    return []
+
+
+def test_an_enum_default_is_listed_as_a_config_writes_it(capsys):
+    """`fast`, not the member's repr `<_Mode.FAST: 'fast'>`, in the listing, JSON and Markdown alike."""
+    with RETRIEVERS.using({"moded": _moded}):
+        assert main(["components", "retriever", "moded"]) == 0
+        assert "mode: one of 'fast', 'slow' (or a member's name) = 'fast'" in capsys.readouterr().out
+        assert main(["components", "retriever", "moded", "--format", "json"]) == 0
+        assert '"default": "fast"' in capsys.readouterr().out
+    assert "default `'fast'`" in _param_cell(Param("mode", _Mode, _Mode.FAST))
 
 
 def test_components_json_gives_a_benchmarks_splits_and_fields(capsys):

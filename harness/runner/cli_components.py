@@ -15,6 +15,7 @@ import importlib
 import json
 import re
 import sys
+from enum import Enum
 from pathlib import Path
 from typing import Any
 
@@ -129,11 +130,16 @@ def describe(kind: str, name: str) -> dict[str, Any]:
 
 
 def _param(param: Param) -> dict[str, Any]:
-    default = None if param.required else param.default
+    default = None if param.required else _written(param.default)
     if not _as_json(default):
         default = repr(default)
     return {"name": param.name, "type": describe_type(param.type), "required": param.required,
             "default": default, "desc": param.desc}
+
+
+def _written(default: Any) -> Any:
+    """A default as a config writes it: an Enum member as its value (`fast`, not `<Mode.FAST: 'fast'>`)."""
+    return default.value if isinstance(default, Enum) else default
 
 
 def _as_json(value: Any) -> bool:
@@ -199,7 +205,7 @@ def markdown(kind: str) -> str:
 
 
 def _param_cell(param: Param) -> str:
-    default = "required" if param.required else f"default `{param.default!r}`"
+    default = "required" if param.required else f"default `{_written(param.default)!r}`"
     return f"`{param.name}` ({describe_type(param.type)}, {default}): {param.desc}".rstrip(": ")
 
 
