@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from dataclasses import replace
@@ -64,6 +65,17 @@ def test_history_strategies(throat):
     assert _texts(throat, "all_history")[2] == "What is throat cancer? Is it treatable? Tell me about lung cancer."
     assert _texts(throat, "first_plus_current")[2] == "What is throat cancer? Tell me about lung cancer."
     assert _texts(throat, "first_plus_current")[0] == "What is throat cancer?"
+
+
+@pytest.mark.parametrize(("name", "hint"), [
+    ("with_responses:", "give the argument (with_responses[:K]) or leave the ':' out ('with_responses')"),
+    ("rewrites:", "give the argument (rewrites:FILE)"),  # (its file is required: no name without it)
+])
+def test_a_strategy_name_ending_in_a_colon_is_refused(name, hint):
+    """`with_responses:` would act as `with_responses`, under a run tag of its own: a typo."""
+    with pytest.raises(HarnessError, match=re.escape(f"query strategy {name!r} has nothing after its last ':': {hint}")
+                       + "$"):
+        get(name)
 
 
 def test_with_responses_adds_the_last_k_responses():

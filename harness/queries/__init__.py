@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any, TypeVar
 
 from harness.errors import HarnessError
-from harness.registry import Declaration, Param, Registry, arguments, split_spec
+from harness.registry import Declaration, Param, Registry, arguments, split_spec, usage
 from harness.topics.model import Conversation, Query
 
 F = TypeVar("F", bound=Callable[..., Query])
@@ -126,8 +126,16 @@ def add(strategy: Strategy) -> None:
 
 
 def get(name: str) -> tuple[Strategy, str | None]:
+    """The strategy and its argument text; a name ending in ':' (`python:mine:last:`), a
+    typo that would act as the name without it under a run tag of its own, is an error."""
     base, arg = split_spec(name)
-    return STRATEGIES.get(base), arg
+    strategy = STRATEGIES.get(base)
+    if arg is None and name != base:
+        declaration = strategy.declaration
+        bare = "" if any(param.required for param in declaration.params) else f" or leave the ':' out ({base!r})"
+        raise HarnessError(f"query strategy {name!r} has nothing after its last ':': give the argument "
+                           f"({usage(declaration)}){bare}")
+    return strategy, arg
 
 
 def check(name: str) -> None:
