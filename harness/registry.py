@@ -31,7 +31,8 @@ A plug-in may carry one (`declaration` attribute, e.g. from `harness.declare`); 
 read from the plug-in's signature (real annotations, as a researcher writes them) and docstring.
 
 `origin(name)` says what a plug-in is (distribution and version, module, the sha256 of its
-source), for the resume key: a changed plug-in is run again, not reused. Built-ins have none.
+source and of its helper modules), for the resume key: a changed plug-in is run again, not
+reused. Built-ins have none.
 """
 
 from __future__ import annotations
@@ -927,13 +928,20 @@ def _note_plugin_package(obj: Any, what: str) -> None:
 def _pythons_own(place: str) -> bool:
     """In the standard library's folder, and not in a site-packages folder inside it (where a
     Python installed without a virtual environment keeps installed packages)."""
+    import sysconfig
+
+    return (any(_inside(place, sysconfig.get_path(name)) for name in ("stdlib", "platstdlib"))
+            and not _installed(place))
+
+
+def _installed(place: str) -> bool:
+    """In a folder where installed packages are kept (site-packages, a virtual environment's too)."""
     import site
     import sysconfig
 
-    installed = [*site.getsitepackages(), site.getusersitepackages(),
-                 *(sysconfig.get_path(name) for name in ("purelib", "platlib"))]
-    return (any(_inside(place, sysconfig.get_path(name)) for name in ("stdlib", "platstdlib"))
-            and not any(_inside(place, folder) for folder in installed))
+    folders = [*site.getsitepackages(), site.getusersitepackages(),
+               *(sysconfig.get_path(name) for name in ("purelib", "platlib"))]
+    return any(_inside(place, folder) for folder in folders)
 
 
 def _inside(path: str, folder: str) -> bool:
@@ -1013,7 +1021,9 @@ def object_origin(obj: Any) -> Origin:
     if file and Path(file).is_file():
         from harness.paths import file_sha256
 
-        return {"module": module.__name__, "sha256": file_sha256(file), **settings}
+        helpers = _helpers(module)
+        return {"module": module.__name__, "sha256": file_sha256(file), **({"helpers": helpers} if helpers else {}),
+                **settings}
     import hashlib  # here: loading OpenSSL was a sixth of `import harness` (2.7 of 15.5 ms)
 
     try:
@@ -1024,6 +1034,33 @@ def object_origin(obj: Any) -> Origin:
                                  "read from stdin), so a changed version is not told apart")}
     return {"module": getattr(module, "__name__", None), "sha256": hashlib.sha256(text.encode()).hexdigest(),
             **settings}
+
+
+def _helpers(module: types.ModuleType) -> dict[str, str]:
+    """The sha256 of each other module loaded now (when the plug-in is loaded, or handed to
+    the Python API) whose file lies in the plug-in module's folder tree: its top-level
+    package's folders, or a single-file module's folder. A plug-in's own helpers are modules
+    beside it; editing one changes its ranking as editing the plug-in does. Python's own and
+    installed modules (their versions are not the plug-in's), the harness's and the running
+    script's (`__main__`, which calls the plug-in) are not its helpers; nor is a module it
+    imports only when it runs, which is not loaded yet (README: `--force` after editing one)."""
+    from harness.paths import file_sha256
+
+    top = sys.modules.get(module.__name__.partition(".")[0], module)
+    file = getattr(top, "__file__", None)
+    places = list(getattr(top, "__path__", None) or ([os.path.dirname(file)] if file else []))
+    places = [os.path.abspath(place) for place in places
+              if not (_installed(place) or _pythons_own(place) or _inside(os.path.abspath(place), _HARNESS))]
+    found = {}
+    for name, loaded in list(sys.modules.items()):
+        path = getattr(loaded, "__file__", None)
+        if loaded is module or name == "__main__" or not path or not path.endswith(".py"):
+            continue
+        path = os.path.abspath(path)
+        if any(_inside(path, place) for place in places) and not (
+                _installed(path) or _pythons_own(path) or _inside(path, _HARNESS)) and os.path.isfile(path):
+            found[name] = file_sha256(path)
+    return dict(sorted(found.items()))
 
 
 # the origin key of a plug-in with no identity that tells its versions apart: why, beside a

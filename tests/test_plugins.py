@@ -184,6 +184,23 @@ def test_a_changed_plugin_is_run_again_not_reused(in_folder):
     assert changed.returncode == 0 and "skipped" not in changed.stderr
 
 
+def test_a_plugin_whose_helper_module_changed_is_run_again_not_reused(tmp_path):
+    """A module beside the plug-in that it imports is keyed too (hashes.plugins' helpers): editing it
+    changes the ranking as editing the plug-in does."""
+    (tmp_path / "ranked.py").write_text("import weights\n\n\ndef search(query, k):\n"
+                                        "    return [('a', weights.A), ('b', 1.0)]\n", encoding="utf-8")
+    config = _config(tmp_path, ["raw"], ["python:ranked:search"])
+    run = tmp_path / "runs" / "ikat2023-test.raw.python-ranked-search.run"
+    for weight, skipped in (("2.0", False), ("2.0", True), ("0.25", False)):  # (another size: no stale .pyc)
+        (tmp_path / "weights.py").write_text(f"A = {weight}\n", encoding="utf-8")
+        done = _harness(sys.executable, tmp_path, "run", str(config))
+        assert done.returncode == 0, done.stderr
+        assert ("finished with the same inputs, skipped" in done.stderr) is skipped
+        assert run.read_text().split()[2] == ("a" if weight == "2.0" else "b")
+    record = json.loads((tmp_path / "runs" / "ikat2023-test.raw.python-ranked-search.json").read_text())
+    assert list(json.loads(record["hashes"]["plugins"])["retriever python:ranked:search"]["helpers"]) == ["weights"]
+
+
 def test_a_run_whose_plugin_reads_a_changed_file_named_by_a_path_parameter_is_run_again(tmp_path, capsys):
     """The file's sha256 enters the resume key (hashes.files), as the plug-in's source does."""
     from harness.retrieve import RETRIEVERS
@@ -290,7 +307,9 @@ def test_a_partials_origin_is_its_functions_source_and_its_arguments():
     from harness.paths import file_sha256
     from harness.registry import object_origin
 
-    assert object_origin(functools.partial(_experiment, ["raw"])) == {
+    origin = object_origin(functools.partial(_experiment, ["raw"]))
+    origin.pop("helpers", None)  # (the other test modules loaded beside this one)
+    assert origin == {
         "module": __name__, "sha256": file_sha256(__file__), "repr": "functools.partial(<function _experiment>, ['raw'])"}
 
 
