@@ -46,6 +46,18 @@ def test_a_missing_qid_names_the_file(tsv):
         list(stream(load("cast2019").conversations, f"rewrites:{tsv}"))
 
 
+def test_an_empty_rewrite_is_sent_as_manual_sends_it_with_a_warning_naming_its_line(tmp_path, capsys):
+    """`topics export --strategy manual` feeds back unchanged: iKAT 2023's 12-1_12 has an empty official rewrite."""
+    exported = tmp_path / "manual.tsv"
+    assert main(["topics", "export", "ikat2023", "--strategy", "manual", "--format", "tsv",
+                 "--output", str(exported)]) == 0
+    line = next(n for n, row in enumerate(exported.read_text(encoding="utf-8").splitlines(), 1) if row == "12-1_12\t")
+    capsys.readouterr()
+    assert _manual_pairs("ikat2023", f"rewrites:{exported}") == _manual_pairs("ikat2023")
+    assert f"warning: {exported}:{line}: qid '12-1_12' has an empty rewrite, so the query is empty and retrieves " \
+        "nothing" in capsys.readouterr().err
+
+
 def test_a_repeated_qid_names_the_file_and_line(tsv):
     lines = tsv.read_text(encoding="utf-8").splitlines(keepends=True)
     tsv.write_text("".join(lines + [lines[0]]), encoding="utf-8")

@@ -2,14 +2,17 @@
 
 FILE is TSV (`qid<TAB>text`, no header) or JSON lines (`{"qid": ..., "text": ...}`, `.jsonl`).
 Each qid of the benchmark must be there exactly once: a missing, repeated or extra qid is an
-error naming the file (and line). The rewrite is read for the current turn only, so this
-strategy cannot read a later turn unless the file itself was made from one. The run JSON
-records the file and its sha256 (`inputs`).
+error naming the file (and line). An empty rewrite is sent as it is, an empty query, with a
+warning naming its line, as `manual` sends an empty official rewrite, so that
+`harness topics export BENCHMARK --strategy manual --format tsv` feeds back unchanged. The
+rewrite is read for the current turn only, so this strategy cannot read a later turn unless
+the file itself was made from one. The run JSON records the file and its sha256 (`inputs`).
 """
 
 from __future__ import annotations
 
 import os
+import sys
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -56,15 +59,20 @@ def _records(path: Path):
 
 @lru_cache(maxsize=8)
 def _read(path: Path, stamp: tuple[int, int]) -> RewritesFile:
+    """The file's rewrites; its empty ones are warned of here, once per version of the file."""
     texts: dict[str, str] = {}
     lines: dict[str, int] = {}
     for number, qid, text in _records(path):
         if qid in texts:
             raise InputError(path, f"qid {qid!r} appears twice", line=number)
-        if not text.strip():
-            raise InputError(path, f"qid {qid!r} has an empty rewrite", line=number)
         texts[qid] = " ".join(text.split())
         lines[qid] = number
+    empty = [qid for qid, text in texts.items() if not text]
+    if empty:
+        others = f" and {len(empty) - 1} other qid(s)" if len(empty) > 1 else ""
+        print(f"warning: {path}:{lines[empty[0]]}: qid {empty[0]!r}{others} {'have' if others else 'has'} an empty "
+              "rewrite, so the query is empty and retrieves nothing (sent as it is, as `manual` sends an empty "
+              "official rewrite)", file=sys.stderr)
     return RewritesFile(path, file_sha256(path), texts, lines)
 
 
