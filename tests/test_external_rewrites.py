@@ -213,3 +213,20 @@ def test_config_strategies_are_checked_with_their_key_path_when_the_config_is_re
     experiment["strategies"] = ["llm:local"]
     with pytest.raises(ConfigError, match=r"experiments\[0\].strategies\[0\]: llm:local has no endpoint"):
         parse_config(tmp_path / "x.yaml", {"experiments": [experiment]})
+
+
+def test_a_rewrites_file_missing_a_turn_or_with_a_header_is_refused_at_its_key_when_the_config_is_read(tsv, tmp_path):
+    from harness.runner.config import ConfigError, parse_config
+
+    lines = tsv.read_text(encoding="utf-8").splitlines(keepends=True)
+    experiment = {"topics": "cast2019", "strategies": ["raw", f"rewrites:{tsv}"], "retrievers": ["bm25"],
+                  "measures": ["RR"]}
+    tsv.write_text("".join(lines[:5] + lines[6:]), encoding="utf-8")
+    missing = lines[5].split("\t")[0]
+    with pytest.raises(ConfigError, match=rf"x.yaml: experiments\[0\].strategies\[1\]: .*rewrites.tsv: no rewrite "
+                                          rf"for turn {missing}$"):
+        parse_config(tmp_path / "x.yaml", {"experiments": [experiment]})
+    tsv.write_text("qid\ttext\n" + "".join(lines), encoding="utf-8")
+    with pytest.raises(ConfigError, match=r"x.yaml: experiments\[0\].strategies\[1\]: .*rewrites.tsv:1: looks like a "
+                                          r"header row"):
+        parse_config(tmp_path / "x.yaml", {"experiments": [experiment]})

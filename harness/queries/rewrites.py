@@ -2,17 +2,19 @@
 
 FILE is TSV (`qid<TAB>text`, no header) or JSON lines (`{"qid": ..., "text": ...}`, `.jsonl`).
 Each qid of the benchmark must be there exactly once: a missing, repeated or extra qid is an
-error naming the file (and line). An empty rewrite is sent as it is, an empty query, with a
-warning naming its line, as `manual` sends an empty official rewrite, so that
-`harness topics export BENCHMARK --strategy manual --format tsv` feeds back unchanged. The
-rewrite is read for the current turn only, so this strategy cannot read a later turn unless
-the file itself was made from one. The run JSON records the file and its sha256 (`inputs`).
+error naming the file (and line), found when a config names the file. An empty rewrite is sent
+as it is, an empty query, with a warning naming its line, as `manual` sends an empty official
+rewrite, so that `harness topics export BENCHMARK --strategy manual --format tsv` feeds back
+unchanged. The rewrite is read for the current turn only, so this strategy cannot read a later
+turn unless the file itself was made from one. The run JSON records the file and its sha256
+(`inputs`).
 """
 
 from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -96,13 +98,18 @@ class Rewrites(Strategy):
     def check(self, file: str) -> None:
         load(file)
 
-    def check_stream(self, qids: set[str], file: str) -> None:
+    def check_topics(self, conversations: Sequence[Conversation], file: str) -> None:
+        """Every turn has a rewrite and every rewrite is a turn's, checked when a config names the
+        file (so the error names its key) and before any query is built."""
         rewrites = load(file)
-        extra = sorted(set(rewrites.texts) - qids)
+        qids = {turn.qid: None for conversation in conversations for turn in conversation.turns}  # in turn order
+        extra = sorted(set(rewrites.texts) - set(qids))
         header = next((qid for qid in extra if rewrites.lines[qid] == 1), None)
         if header is not None and looks_like_header([header, *rewrites.texts[header].split()]):
             raise InputError(rewrites.path, f"looks like a header row ({header + ' ' + rewrites.texts[header]!r}); "
                                             "rewrites files have none: delete it", line=1)
+        if missing := next((qid for qid in qids if qid not in rewrites.texts), None):
+            raise InputError(rewrites.path, f"no rewrite for turn {missing}")
         if extra:
             raise InputError(rewrites.path, f"{len(extra)} qid(s) are not turns of this benchmark, e.g. {extra[0]!r}")
 
