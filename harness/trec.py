@@ -36,6 +36,7 @@ Conventions (those of trec_eval, stated once here and tested in tests/test_trec_
 from __future__ import annotations
 
 import heapq
+import json
 import math
 import re
 from array import array
@@ -47,7 +48,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from harness.atomic import atomic_write
-from harness.errors import COMPRESSED, HarnessError, InputError, TextInput, open_input
+from harness.errors import COMPRESSED, HarnessError, InputError, TextInput, open_input, read_input
 
 
 SCORE = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
@@ -273,13 +274,26 @@ def looks_like_header(fields: list[str]) -> bool:
     return sum(field.lower() in _HEADER_WORDS for field in fields) >= 2
 
 
-def _looks_like(number: int, fields: list[str], kind: str) -> str:
+def _json_run_cure(path: Path) -> str:
+    """What to do with a JSON file given as a run: `harness run`'s record of a run (a glob such
+    as runs/mine/* takes it with the run) names its .run file; any other is taken for an iKAT
+    submission."""
+    try:
+        record = json.loads(read_input(path))
+    except (HarnessError, ValueError):
+        record = None
+    if isinstance(record, dict) and {"tag", "run", "hashes"} <= record.keys() and isinstance(record["run"], str):
+        return f": this is `harness run`'s record of {record['run']}: give the .run files ({path.parent / '*.run'})"
+    return ": `harness ikat to-trec` writes a TREC run of an iKAT submission"
+
+
+def _looks_like(path: Path, number: int, fields: list[str], kind: str) -> str:
     """What a line that is not a TREC `kind` line looks like it is, and what to do: the
     classic mistakes (a header row, a CSV file, a qrels without its iteration column, a run
     given as qrels or the other way round). '' when it looks like none of them."""
     line = " ".join(fields)
     if number == 1 and fields[:1] and fields[0][:1] in ("{", "["):
-        cure = ": `harness ikat to-trec` writes a TREC run of an iKAT submission" if kind == "run" else ""
+        cure = _json_run_cure(path) if kind == "run" else ""
         return f": the file looks like JSON, not TREC {kind} lines{cure}"
     if "," in line:
         return (f": the line is comma-separated (a CSV file?); TREC {kind} files separate fields by spaces or tabs, "
@@ -307,10 +321,11 @@ def _parse_run_fields(path: Path, number: int, fields: list[str]) -> tuple[str, 
     _nul_check(path, number, " ".join(fields))
     if len(fields) < 6:
         raise InputError(path, f"expected 6 fields 'qid Q0 docid rank score tag', found {len(fields)}"
-                               + _looks_like(number, fields, "run"), line=number)
+                               + _looks_like(path, number, fields, "run"), line=number)
     qid, _, docid, rank, score, tag = fields[:6]  # trec_eval ignores the rest of the line
     if not INTEGER.fullmatch(rank):
-        raise InputError(path, f"rank {rank!r} is not an integer" + _looks_like(number, fields, "run"), line=number)
+        raise InputError(path, f"rank {rank!r} is not an integer" + _looks_like(path, number, fields, "run"),
+                         line=number)
     if not SCORE.fullmatch(score) or not math.isfinite(float(score)):
         problem = "is not finite" if _is_float(score) and not math.isfinite(float(score)) else "is not a number"
         raise InputError(
@@ -422,10 +437,10 @@ def read_qrels(path: str | Path, *, name: str | None = None) -> Qrels:
     for number, fields in qrels_lines(path):
         if len(fields) != 4:
             raise InputError(path, f"expected 4 fields 'qid iter docid grade', found {len(fields)}"
-                                   + _looks_like(number, fields, "qrels"), line=number)
+                                   + _looks_like(path, number, fields, "qrels"), line=number)
         qid, _, docid, grade = fields
         if not INTEGER.fullmatch(grade):
-            raise InputError(path, f"grade {grade!r} is not an integer" + _looks_like(number, fields, "qrels"),
+            raise InputError(path, f"grade {grade!r} is not an integer" + _looks_like(path, number, fields, "qrels"),
                              line=number)
         grade_value = int(grade)
         if not -GRADE_LIMIT <= grade_value < GRADE_LIMIT:

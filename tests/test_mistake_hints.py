@@ -3,6 +3,8 @@ what to do (harness.trec's readers, `harness eval`'s options), on the CAsT 2021 
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from harness.cli import main
@@ -132,6 +134,18 @@ def test_an_ikat_submission_given_as_a_run_is_named_json_with_to_trec_as_the_cur
     assert error_of(capsys, "--qrels", QRELS, str(sample)).endswith(
         "sample_run.json:1: rank '\"manual\",' is not an integer: the file looks like JSON, not TREC run lines: "
         "`harness ikat to-trec` writes a TREC run of an iKAT submission")
+
+
+def test_a_harness_run_record_given_as_a_run_names_its_run_file_and_the_glob_to_give(tmp_path, capsys):
+    """`runs/mine/*` takes each run's JSON record with it: the cure is the .run files, not ikat to-trec."""
+    record = tmp_path / "mine" / "cast2021.raw.bm25.json"
+    record.parent.mkdir()
+    record.write_text(json.dumps({"tag": "cast2021.raw.bm25", "run": "cast2021.raw.bm25.run", "config_file": "x.yaml",
+                                  "hash": "0" * 64, "hashes": {"queries": "1" * 64}}, indent=2), encoding="utf-8")
+    assert error_of(capsys, "--qrels", QRELS, str(record)).endswith(
+        "cast2021.raw.bm25.json:1: expected 6 fields 'qid Q0 docid rank score tag', found 1: the file looks like JSON, "
+        "not TREC run lines: this is `harness run`'s record of cast2021.raw.bm25.run: give the .run files "
+        f"({tmp_path / 'mine' / '*.run'})")
 
 
 @pytest.mark.parametrize("habit, hint", [
