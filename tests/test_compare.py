@@ -218,6 +218,20 @@ def test_a_run_missing_judged_queries_is_named_with_how_many_its_tests_score_0(t
         "note: cut: 158 judged queries; 1 missing from the run (scored as empty rankings)")
 
 
+def test_two_runs_of_one_file_name_are_refused_naming_both_paths(tmp_path, capsys):
+    """One system's runs from two output folders share a name: the error says which files."""
+    other = tmp_path / "other" / CAST2021_DOC_RUNS[0].name
+    other.parent.mkdir()
+    other.write_bytes(CAST2021_DOC_RUNS[0].read_bytes())
+    assert main(["compare", "--qrels", str(CAST2021_QRELS), str(CAST2021_DOC_RUNS[0]), str(other),
+                 "--measures", "RR"]) == 2
+    assert capsys.readouterr().err == (
+        f"harness compare: error: two runs share the name {other.stem}: {CAST2021_DOC_RUNS[0]} and {other}; "
+        "rename one run file (its name, less the suffix, names the run)\n")
+    assert main(["compare", "--qrels", str(CAST2021_QRELS), str(other), str(other), "--measures", "RR"]) == 2
+    assert capsys.readouterr().err == f"harness compare: error: {other} is given twice\n"
+
+
 def test_a_single_run_gets_a_leaderboard_without_tests(evaluations):
     board = leaderboard(evaluations[:1])
     assert board.comparisons == [] and board.marks("org_convdr", "nDCG@3") == ""

@@ -61,6 +61,7 @@ def run(args: argparse.Namespace) -> int:
         check_field(args.topics, args.group_field, "--group-field")
     measures, depth, separator = measure_settings(args, judged_too=True)  # its Judged@10 column too
     files = runs(args)
+    _refuse_shared_names(files)
     inputs = [args.qrels, args.fill, *files, args.groups, *(args.arena_votes or []), *(args.dialogues or [])]
     refuse_overwriting(inputs, [("--output", args.out)])
     fmt = report_format(args.format, args.out)
@@ -102,6 +103,20 @@ def run(args: argparse.Namespace) -> int:
     else:
         print(f"report written to {args.out}", file=sys.stderr)
     return 0
+
+
+def _refuse_shared_names(files: list[str]) -> None:
+    """A run is named by its file name less its suffix, so two files of one name (one system's
+    runs from two output folders) cannot be told apart: said with both paths, before scoring."""
+    seen: dict[str, str] = {}
+    for path in files:
+        name = file_stem(path)
+        if name in seen and Path(seen[name]).resolve() == Path(path).resolve():
+            raise HarnessError(f"{path} is given twice")
+        if name in seen:
+            raise HarnessError(f"two runs share the name {name}: {seen[name]} and {path}; rename one run file "
+                               "(its name, less the suffix, names the run)")
+        seen[name] = path
 
 
 def add_breakdowns(report: Report, args: argparse.Namespace) -> None:
