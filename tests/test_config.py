@@ -56,6 +56,17 @@ def test_strategies_times_retrievers_make_the_runs(tmp_path):
     assert runs[0].experiment.measures == ("nDCG@10",)
 
 
+def test_a_serve_config_given_to_harness_run_and_a_run_config_given_to_harness_serve_name_the_command(capsys):
+    """Not 'unknown key' in a file the user never edited: the shipped configs, each given to the other command."""
+    run_config, serve_config = REPO_ROOT / "configs" / "default.yaml", REPO_ROOT / "configs" / "leaderboard.yaml"
+    assert main(["run", str(serve_config), "--dry-run"]) == 2
+    assert capsys.readouterr().err == (f"harness run: error: {serve_config}: this is a harness serve config (it has "
+                                       "tasks:): give it to `harness serve`\n")
+    assert main(["serve", str(run_config)]) == 2
+    assert capsys.readouterr().err == (f"harness serve: error: {run_config}: this is a harness run config (it has "
+                                       "experiments:): give it to `harness run`\n")
+
+
 def test_unknown_key_is_an_error_naming_the_nearest_key(tmp_path):
     message = _error(tmp_path, {"experiments": [_experiment(), _experiment(name="b", retriver="bm25")]})
     assert "experiments[1].retriver: unknown key; nearest: retrievers; known:" in message

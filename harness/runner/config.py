@@ -422,10 +422,20 @@ def read_yaml(path: Path) -> Any:
     return document
 
 
+def refuse_other_kind(root: Node, own: str, others: Iterable[str], command: str) -> None:
+    """A config for another command (a run config given to `harness serve`), one without the
+    key `own` but with one of `others`, is said to be one, with the command to give it to:
+    its keys would otherwise read as unknown ones."""
+    if isinstance(root.value, dict) and own not in root.value:
+        if key := next((key for key in others if key in root.value), None):
+            raise root.error(f"this is a harness {command} config (it has {key}:): give it to `harness {command}`")
+
+
 def parse_config(path: Path, document: Any) -> Config:
     root = Node(path, "", document)
     from harness.queries.llm import endpoints
 
+    refuse_other_kind(root, "experiments", ("tasks", "database", "teams"), "serve")
     top = root.mapping(("output", "tag", "k", "llm", "experiments"), required=("experiments",))
     llm = _llm_endpoints(top.get("llm"))
     output = top["output"].path() if "output" in top else Path(DEFAULT_OUTPUT)
