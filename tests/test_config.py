@@ -150,6 +150,20 @@ def test_a_qrels_query_with_only_negative_grades_is_refused_when_the_config_is_r
                             "or leave the query out")
 
 
+def test_qrels_judging_none_of_the_topics_turns_are_refused_when_the_config_is_read(tmp_path, capsys):
+    """Another benchmark's qrels: every run was ranked, then scored 0 on every measure, with exit
+    status 0 (a hosted task is refused in the same words)."""
+    from harness.paths import qrels_root
+
+    qrels = qrels_root() / "cast" / "trec-cast-qrels-docs.2021.qrel"
+    path = _write(tmp_path, {"output": str(tmp_path / "out"), "experiments": [
+        _experiment(topics="ikat2023:test", qrels=str(qrels))]})
+    assert main(["run", str(path), "--dry-run"]) == 2
+    assert capsys.readouterr().err == (
+        f"harness run: error: {path}: experiments[0].qrels: {qrels} judges none of the turns of ikat2023:test (its "
+        "first query '106_1', the topics' first turn '9-1_1'): give the topics' own qrels\n")
+
+
 def test_a_folder_given_as_the_qrels_file_names_the_key(tmp_path):
     message = _error(tmp_path, {"experiments": [_experiment(qrels=str(tmp_path))]})
     assert f"experiments[0].qrels: {tmp_path} is a folder, expected a file" in message
@@ -622,7 +636,7 @@ def test_every_bad_topics_corpus_and_qrels_file_is_reported_at_once_without_the_
         _experiment(name="a", corpus=[str(tmp_path / "nope.jsonl"), str(qrels)], qrels=str(qrels)),
         _experiment(name="b", topics="pragmaticqa:nope", strategies=["ptkb_topk"], qrels=str(tmp_path),
                     retrievers=[{"name": "dense", "params": {"model": "./nomodel"}}]),
-        _experiment(name="c", qrels="{qrels}/ikat/2023-qrels.all-turns.txt"),  # a real qrels file: read, fine
+        _experiment(name="c", topics="ikat2023:test", qrels="{qrels}/ikat/2023-qrels.all-turns.txt"),  # read, fine
     ]
     path = _write(tmp_path, {"output": str(tmp_path / "out"), "experiments": experiments})
     assert main(["run", str(path), "--dry-run"]) == 2

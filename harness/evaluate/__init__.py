@@ -152,6 +152,17 @@ def check_scorable(qrels: Qrels) -> None:
     _check_scorable(QrelsTable.from_qrels(qrels))
 
 
+def judges_none(qrels: Qrels, turns: Sequence[str], topics: str) -> str | None:
+    """Why qrels judging none of the turns (another benchmark's, another year's) cannot score
+    runs of them, in words naming the qrels, a query of each and what to do; None when they
+    judge one. Every run would score 0 against them: a run config and a hosted task refuse them."""
+    if not turns or qrels.judgments.keys() & set(turns):
+        return None
+    first = f"its first query {next(iter(qrels.judgments))!r}" if qrels.judgments else "it judges no query"
+    return (f"{qrels.path or qrels.name} judges none of the turns of {topics} ({first}, the topics' first turn "
+            f"{turns[0]!r}): give the topics' own qrels")
+
+
 def _check_scorable(qrels: QrelsTable) -> None:
     """trec_eval sizes its relevance levels by a query's highest grade: with none at 0 or
     above it stops with "Can't calculate measure" or reads out of bounds, and pytrec_eval,

@@ -45,7 +45,7 @@ def run(args: argparse.Namespace) -> int:
         print(destination(config.output))
         for prepared, finished in plan(config, only=args.only):
             state = "finished" if finished else "to run"
-            judged = f"{len(prepared.qrels.judgments)} judged" if prepared.qrels is not None else "not scored"
+            judged = f"{prepared.judged()} judged" if prepared.qrels is not None else "not scored"
             print(f"{prepared.run.tag}\t{len(prepared.queries)} queries\t{judged}\t{state}")
         return 0
     from harness.runner import leaderboard  # not for a dry run: it brings scipy (2 s)

@@ -520,6 +520,8 @@ def _experiment(node: Node, defaults: dict[str, Any], problems: Problems,
         if "preset" in keys or ("measures" in keys and keys["measures"].value != []):
             raise keys["topics"].error(f"{unscored}; give 'qrels: FILE' (or 'measures: []' to write the runs unscored)")
     qrels = problems.keep(_qrels, keys["qrels"], qrels_read) if "qrels" in keys else None
+    if qrels is not None and benchmark is not None:
+        problems.keep(_judging, keys["qrels"], qrels, benchmark)
     measures, depth, separator = ((), None, None) if unscored else measures_of(keys, node, task, as_given=True)
     restrict = keys["qrels_restrict_to_corpus"].flag() if "qrels_restrict_to_corpus" in keys else False
     if restrict and corpus is not None and corpus.index is not None:
@@ -653,6 +655,15 @@ def _qrels(node: Node, read: dict[Path, Qrels | None]) -> Qrels | None:
         lookup(node, lambda: check_scorable(qrels))  # a query with only negative grades
         read[path] = qrels
     return read[path]
+
+
+def _judging(node: Node, qrels: Qrels, benchmark) -> None:
+    """The `qrels:` file judges a turn of the topics: against another benchmark's every run
+    would be ranked, then score 0 on every measure."""
+    from harness.evaluate import judges_none
+
+    if problem := judges_none(qrels, [turn.qid for turn in benchmark.turns], benchmark.name):
+        raise node.error(problem)
 
 
 def measures_of(

@@ -195,6 +195,11 @@ class Prepared:
     qrels_hash: str | None  # what the scores depend on besides the run file (`_scoring`)
     seconds: float
 
+    def judged(self) -> int:
+        """How many of the run's queries the qrels judge (a judged query it lacks scores 0: the
+        qrels' own count says nothing of the run)."""
+        return len(self.qrels.judgments.keys() & {query.qid for query in self.queries}) if self.qrels is not None else 0
+
 
 def prepare(run: RunSpec, workspace: Workspace) -> Prepared:
     started = time.perf_counter()

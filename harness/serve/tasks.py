@@ -156,12 +156,11 @@ class TaskRuntime:
         """Read the topics and qrels now, so that the first upload does not wait for them. Qrels
         judging none of the topics' turns (another year's) are refused: an upload may rank
         only those turns, so every run would score 0, and the board's turn depths cover none."""
+        from harness.evaluate import judges_none
+
         _ = self.turn_ids, self.depths, self.evaluator, self.scored_with
-        judged = self.evaluator.qrels.judgments
-        if not judged.keys() & self.turn_ids:
-            raise HarnessError(f"task {self.config.name}: {self.config.qrels} judges none of the turns of "
-                               f"{self.config.topics} (its first query {next(iter(judged))!r}, the topics' first turn "
-                               f"{next(iter(self.depths))!r}): give the topics' own qrels")
+        if problem := judges_none(self.evaluator.qrels, list(self.depths), self.config.topics):
+            raise HarnessError(f"task {self.config.name}: {problem}")
 
     # --- checking ------------------------------------------------------------------------
 
