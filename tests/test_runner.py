@@ -632,6 +632,30 @@ def test_changed_qrels_rescore_a_finished_run_without_ranking_its_turns_again(tm
     assert "| pragmaticqa-val.raw.ranked | raw | ranked | 1.0000 |" in captured.out  # d1 at rank 1: RR 1, was 0.5
 
 
+def test_a_run_replacing_one_another_config_made_is_a_warning_naming_both(tmp_path, capsys):
+    """Two configs writing one output folder under one tag replace each other's runs in turn, and
+    the other config's leaderboard keeps the replaced run's scores; the same config rerunning its
+    run with other inputs (or --force) is normal and draws no warning."""
+    from harness.retrieve import RETRIEVERS
+
+    out = tmp_path / "runs"
+    configs = []
+    for name, k in (("a", 10), ("b", 5)):
+        configs.append(tmp_path / f"{name}.yaml")
+        configs[-1].write_text(yaml.safe_dump({"k": k, "output": str(out), "experiments": [
+            {"topics": "pragmaticqa:val", "strategies": ["raw"], "measures": ["RR"], "retrievers": ["ranked"]}]}),
+            encoding="utf-8")
+    with RETRIEVERS.using({"ranked": lambda query, k: [("d1", 2.0), ("d2", 1.0)]}):
+        assert main(["run", str(configs[0])]) == 0
+        assert main(["run", str(configs[0]), "--force"]) == 0
+        assert " was made by " not in capsys.readouterr().err
+        assert main(["run", str(configs[1])]) == 0
+    warnings = [line for line in capsys.readouterr().err.splitlines() if " was made by " in line]
+    assert warnings == [f"warning: {out / 'pragmaticqa-val.raw.ranked.run'} was made by {configs[0]}; {configs[1]} now "
+                        "replaces it (its scores on that config's leaderboard are stale): give the two configs other "
+                        "outputs or tags"]
+
+
 def test_a_run_rescored_on_other_qrels_records_them_in_its_json(tmp_path):
     """The JSON beside a rescored run names the qrels and measures its scores are for, not those of the
     config that ranked it."""

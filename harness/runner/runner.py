@@ -260,6 +260,10 @@ def execute(prepared: Prepared, workspace: Workspace, output: Path, config_path:
     # its JSON would otherwise leave the old inputs' hash beside the new file, and a rerun of the
     # old config would take the new file (and the old scores) as its finished run
     if json_path(output, run).is_file():  # (a folder in its way is said when the JSON is written)
+        if (maker := _other_config(json_path(output, run), config_path)) is not None:
+            print(f"warning: {run_path(output, run)} was made by {maker}; {config_path} now replaces it (its scores "
+                  f"on that config's leaderboard are stale): give the two configs other outputs or tags",
+                  file=log)
         json_path(output, run).unlink()
     # a bar on a terminal; on a log or a pipe one line when the run is written
     with progress_bar(run.tag, "turn", total=len(prepared.queries), file=log, mininterval=0.5) as progress:
@@ -297,6 +301,19 @@ def execute(prepared: Prepared, workspace: Workspace, output: Path, config_path:
     scored = score(prepared, output)
     _write_metadata(json_path(output, run), {**metadata, "scores": _scores_record(prepared, scored)})
     return scored
+
+
+def _other_config(path: Path, config_path: Path) -> str | None:
+    """The config file a run's JSON says made it, when that is another than `config_path`: two
+    configs writing one output folder under one run tag replace each other's runs in turn;
+    None when it is the same config or the JSON names none."""
+    try:
+        recorded = json.loads(path.read_text(encoding="utf-8")).get("config_file")
+    except (OSError, json.JSONDecodeError, UnicodeDecodeError, AttributeError):
+        return None
+    if not isinstance(recorded, str) or recorded == str(config_path):
+        return None
+    return None if Path(recorded).resolve() == config_path.resolve() else recorded
 
 
 def _write_metadata(path: Path, metadata: dict[str, Any]) -> None:
