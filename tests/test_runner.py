@@ -296,6 +296,23 @@ def test_a_dry_run_counts_the_judged_queries_among_the_run_s_own(tmp_path, capsy
     assert capsys.readouterr().out.splitlines()[1] == f"{PQA_TAG}\t1526 queries\t2 judged\tto run"
 
 
+def test_a_dry_run_with_force_lists_the_finished_runs_force_would_redo(tmp_path, capsys):
+    """What the command would do: --force redoes the selected runs, finished or not."""
+    from harness.retrieve import RETRIEVERS
+
+    config = _raw_pragmaticqa(tmp_path, ["ranked", "other"])
+    answer = lambda query, k: [("d1", 2.0)]  # noqa: E731
+    with RETRIEVERS.using({"ranked": answer, "other": answer}):
+        assert main(["run", str(config)]) == 0
+        capsys.readouterr()
+        for only, runs in (([], 2), (["--only", "pragmaticqa-val.raw.ranked"], 1)):
+            assert main(["run", str(config), "--dry-run", "--force", *only]) == 0
+            states = [line.rsplit("\t", 1)[1] for line in capsys.readouterr().out.splitlines()[1:]]
+            assert states == ["finished, forced: to run"] * runs
+        assert main(["run", str(config), "--dry-run"]) == 0
+    assert [line.rsplit("\t", 1)[1] for line in capsys.readouterr().out.splitlines()[1:]] == ["finished"] * 2
+
+
 def test_default_ikat_pool_is_the_894_shipped_provenance_passages():
     """The small-scale iKAT 2023 experiment searches both topic splits' provenance passages."""
     from harness.paths import REPO_ROOT

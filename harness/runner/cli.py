@@ -24,10 +24,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--force", action="store_true", help="redo runs even when finished with the same inputs")
     parser.add_argument("--dry-run", action="store_true",
-                        help="check the config and list its runs with their queries and judged queries; retrieve "
-                        "nothing. To know whether a run is finished, its queries are formed (ptkb_topk ranks PTKB "
-                        "statements for them) and its corpus files hashed (read through; one of 64 MiB or more "
-                        "again only once changed); qrels_restrict_to_corpus reads the corpus's ids")
+                        help="check the config and list its runs with their queries and judged queries, and what "
+                        "the command would do with each (with --force: 'finished, forced: to run'); retrieve nothing. "
+                        "To know whether a run is finished, its queries are formed (ptkb_topk ranks PTKB statements "
+                        "for them) and its corpus files hashed (read through; one of 64 MiB or more again only once "
+                        "changed); qrels_restrict_to_corpus reads the corpus's ids")
     add_output(parser, dest="output", type=Path, help="write runs here instead of the config's `output`")
     parser.add_argument("--report", action="store_true",
                         help="also write OUTPUT/report.html: tests against each leaderboard section's first run, plots")
@@ -44,7 +45,7 @@ def run(args: argparse.Namespace) -> int:
     if args.dry_run:
         print(destination(config.output))
         for prepared, finished in plan(config, only=args.only):
-            state = "finished" if finished else "to run"
+            state = ("finished, forced: to run" if args.force else "finished") if finished else "to run"
             judged = f"{prepared.judged()} judged" if prepared.qrels is not None else "not scored"
             print(f"{prepared.run.tag}\t{len(prepared.queries)} queries\t{judged}\t{state}")
         return 0
