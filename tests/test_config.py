@@ -184,6 +184,18 @@ def test_missing_corpus_file_names_key_and_file(tmp_path):
     assert "experiments[0].corpus:" in message and "missing.jsonl" in message
 
 
+def test_a_corpus_file_whose_first_record_lacks_the_id_or_text_field_is_an_error_at_its_key(tmp_path, capsys):
+    """Its first record is read when the config is checked: the dry run vouched for the file, and
+    the run then failed without naming the config."""
+    corpus = tmp_path / "c.jsonl"
+    corpus.write_text('{"pid": "a", "passage": "hello world"}\n', encoding="utf-8")
+    path = _write(tmp_path, {"output": str(tmp_path / "out"), "experiments": [_experiment(corpus=str(corpus))]})
+    assert main(["run", str(path), "--dry-run"]) == 2
+    assert capsys.readouterr().err == (
+        f"harness run: error: {path}: experiments[0].corpus: {corpus}:1: expected an id field (id/docid/doc_id/_id, or "
+        "doc_id and passage_id) and a text field (contents/text/body/passage_text); found ['passage', 'pid']\n")
+
+
 def test_bad_measure_is_an_error(tmp_path):
     message = _error(tmp_path, {"experiments": [_experiment(measures=["nDCG@ten"])]})
     assert "experiments[0].measures: cannot read measure 'nDCG@ten'" in message

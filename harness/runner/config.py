@@ -29,9 +29,10 @@ Retriever parameters are checked here too, against each retriever's declaration,
 and rerank specs included (`experiments[0].retrievers[1].params.b: expected a number from 0
 to 1, got 2`; see harness.retrieve.specs); a retriever spec is `{name, params, label}` at every
 level. Strategy arguments (`with_responses:2`) are checked against the strategy's declaration.
-The files and folders a config names are checked here as well: corpus files opened, qrels files
-read, and every file or folder a retriever parameter names by its declared type (LocalPath,
-harness.registry) looked for; their errors are all reported at once (`Problems`).
+The files and folders a config names are checked here as well: corpus files opened (their first
+record read), qrels files read (and refused when they judge none of the topics' turns), and every
+file or folder a retriever parameter names by its declared type (LocalPath, harness.registry)
+looked for; their errors are all reported at once (`Problems`).
 
 Relative paths are relative to the folder `harness run` is started from, as on the command
 line; `{data}`, `{qrels}` and `{cache}` expand to the shipped data, qrels and cache folders.
@@ -632,13 +633,16 @@ def _corpus(node: Node, problems: Problems) -> CorpusSpec | None:
 
 
 def _corpus_spec(node: Node) -> str:
-    """One corpus spec, opened to check it."""
-    from harness.corpus.readers import open_corpus
+    """One corpus spec, opened to check it; a file's first document is read too (cheap), so
+    that a file of other field names is an error here, not when its run starts."""
+    from harness.corpus.readers import FileCorpus, open_corpus
 
     spec = str(node.path())
     if not Path(spec).exists() and (hint := node.beside_config(Path(spec))):
         raise node.error(f"no such file: {spec}{hint}")
-    lookup(node, lambda: open_corpus(spec))
+    corpus = lookup(node, lambda: open_corpus(spec))
+    if isinstance(corpus, FileCorpus):
+        lookup(node, lambda: next(iter(corpus.documents()), None))
     return spec
 
 
