@@ -112,6 +112,17 @@ def kept_ranking(ranking: Iterable[tuple[str, float]]) -> tuple[dict[str, float]
     return kept, len(pairs) - len(kept)
 
 
+def _first_repeat(rankings: Mapping[str, Iterable[tuple[str, float]]]) -> tuple[str, str] | None:
+    """The first (qid, docid) whose document its ranking gave before."""
+    for qid, ranking in rankings.items():
+        seen: set[str] = set()
+        for docid, _ in () if isinstance(ranking, Mapping) else ranking:
+            if docid in seen:
+                return qid, docid
+            seen.add(docid)
+    return None
+
+
 @dataclass(eq=False)
 class Run(Mapping[str, Ranking]):
     """Rankings per query: what a retriever answers, what a run file holds, what is scored.
@@ -125,12 +136,19 @@ class Run(Mapping[str, Ranking]):
     duplicates: int = 0  # (qid, docid) repeats dropped while reading
     path: Path | None = None
     trailing: int = 0  # lines with text after the sixth field (ignored, as trec_eval does)
+    repeated: tuple[str, str] | None = None  # the first (qid, docid) repeat `of` dropped, for a message naming it
 
     @classmethod
     def of(cls, rankings: Mapping[str, Iterable[tuple[str, float]]], name: str = "run") -> "Run":
         """From best-first (docid, score) rankings. A document repeated within a ranking keeps
-        its first (best) score and is counted in `duplicates`, as `read_run` keeps it."""
-        return cls.of_kept({qid: kept_ranking(ranking) for qid, ranking in rankings.items()}, name)
+        its first (best) score and is counted in `duplicates`, as `read_run` keeps it; the
+        first repeat is `repeated` (a plug-in answering a document twice is told which)."""
+        listed = {qid: ranking if isinstance(ranking, (list, tuple, Mapping)) else list(ranking)
+                  for qid, ranking in rankings.items()}
+        run = cls.of_kept({qid: kept_ranking(ranking) for qid, ranking in listed.items()}, name)
+        if run.duplicates:
+            run.repeated = _first_repeat(listed)
+        return run
 
     @classmethod
     def of_kept(cls, rankings: Mapping[str, tuple[dict[str, float], int]], name: str = "run") -> "Run":

@@ -673,6 +673,41 @@ def test_a_run_replacing_one_another_config_made_is_a_warning_naming_both(tmp_pa
                         "outputs or tags"]
 
 
+def test_documents_a_retriever_answers_twice_for_a_query_are_counted_in_a_warning_and_the_run_s_json(tmp_path, capsys):
+    """Each is kept once, at its best score; the run file then holds no repeat, so its scoring
+    counted none, and a plug-in's bug looked like a clean run."""
+    from harness.retrieve import RETRIEVERS
+
+    config = _raw_pragmaticqa(tmp_path, ["twice"])
+    with RETRIEVERS.using({"twice": lambda query, k: [("d1", 2.0), ("d2", 1.5), ("d1", 1.0)]}):
+        assert main(["run", str(config)]) == 0
+    assert ("warning: run pragmaticqa-val.raw.twice: retriever twice answered 1526 documents twice for the same query "
+            "(the first: document d1 for query 1_1); each is kept once, at its best score"
+            in capsys.readouterr().err.splitlines())
+    record = json.loads((tmp_path / "runs" / "pragmaticqa-val.raw.twice.json").read_text(encoding="utf-8"))
+    assert record["duplicates"] == 1526 and record["lines"] == 2 * 1526
+
+
+def test_documents_answered_twice_are_counted_in_a_run_answered_from_a_shared_retriever_s_memory(tmp_path):
+    """Two strategies forming the same queries: the second run's batches are the first's answers,
+    repeats included."""
+    from harness.queries import STRATEGIES
+    from harness.retrieve import RETRIEVERS
+
+    config = tmp_path / "same.yaml"
+    config.write_text(yaml.safe_dump({"k": 10, "output": str(tmp_path / "runs"), "experiments": [
+        {"name": "pqa", "topics": "pragmaticqa:val", "strategies": ["raw", "same"], "measures": ["RR"],
+         "retrievers": ["twice"]}]}), encoding="utf-8")
+    asked = []
+    with RETRIEVERS.using({"twice": lambda query, k: asked.append(query) or [("d1", 2.0), ("d1", 1.0)]}), \
+            STRATEGIES.using({"same": lambda conversation, turn_index: conversation.turns[turn_index].utterance}):
+        assert main(["run", str(config)]) == 0
+    assert len(asked) == 1526  # the second run was answered from memory
+    for strategy in ("raw", "same"):
+        record = json.loads((tmp_path / "runs" / f"pragmaticqa-val.{strategy}.twice.json").read_text(encoding="utf-8"))
+        assert record["duplicates"] == 1526
+
+
 def test_a_run_rescored_on_other_qrels_records_them_in_its_json(tmp_path):
     """The JSON beside a rescored run names the qrels and measures its scores are for, not those of the
     config that ranked it."""

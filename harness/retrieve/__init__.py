@@ -101,7 +101,11 @@ class _Remembering(SearchesAhead):
 
     def __init__(self, retriever: Retriever, shared: "_Shared") -> None:
         self.retriever, self.shared = retriever, shared
-        self.answers: dict[tuple[tuple[str, ...], int], list[dict[str, float]]] = {}
+        # per batch: each query's ranking, and the repeats the retriever's answer dropped (Run.duplicates)
+        # with the first one's query by its place in the batch (Run.repeated), so a run answered
+        # from memory reports them as the first did
+        self.answers: dict[tuple[tuple[str, ...], int],
+                           tuple[list[dict[str, float]], int, tuple[int, str] | None]] = {}
 
     def search_batches(self, batches: Sequence[Sequence[SearchQuery]], k: int) -> Iterator[Run]:
         """The batches answered before from memory, the others by the retriever (ahead)."""
@@ -110,13 +114,19 @@ class _Remembering(SearchesAhead):
         fresh = search_batches(self.retriever, [batch for batch, old in zip(batches, known) if not old], k)
         with closing(fresh):
             for batch, key, old in zip(batches, keys, known):
+                qids = [query.qid for query in batch]
                 if old:
-                    yield Run("run", {query.qid: dict(ranking) for query, ranking in zip(batch, self.answers[key])})
+                    answers, duplicates, place = self.answers[key]
+                    yield Run("run", {qid: dict(ranking) for qid, ranking in zip(qids, answers)}, duplicates,
+                              repeated=None if place is None else (qids[place[0]], place[1]))
                     continue
                 found = next(fresh)
-                answers = [found.scores.get(query.qid, {}) for query in batch]
+                answers = [found.scores.get(qid, {}) for qid in qids]
                 if self.shared.keep(sum(map(len, answers))):
-                    self.answers[key] = answers
+                    place = None
+                    if found.repeated is not None and found.repeated[0] in qids:
+                        place = qids.index(found.repeated[0]), found.repeated[1]
+                    self.answers[key] = answers, found.duplicates, place
                 yield found
 
 

@@ -42,7 +42,7 @@ from harness.runner import provenance
 from harness.runner.config import Config, ConfigError, Experiment, RunSpec, shallow_measures
 from harness.runner.tasks import TASKS, Ranker
 from harness.topics import Benchmark, load
-from harness.trec import Qrels, write_run
+from harness.trec import Qrels, Run, write_run
 
 BATCH = 64  # queries per retriever call; the progress display moves once per batch
 
@@ -268,12 +268,15 @@ def execute(prepared: Prepared, workspace: Workspace, output: Path, config_path:
     # a bar on a terminal; on a log or a pipe one line when the run is written
     with progress_bar(run.tag, "turn", total=len(prepared.queries), file=log, mininterval=0.5) as progress:
         bar = not progress.disable  # (closing a bar disables it)
-        rankings = _rankings(prepared, rank, progress.update)
+        repeats = Repeats()
+        rankings = _rankings(prepared, rank, progress.update, repeats)
         lines = write_run(run_path(output, run), rankings, run.tag)
     seconds = time.perf_counter() - started
     if not bar:
         print(f"{run.tag}: {len(prepared.queries)} turns ranked in {set_up + seconds:.1f} s ({run_path(output, run)})",
               file=log)
+    if repeats.count:
+        print(f"warning: {repeats.said(prepared)}", file=log)
     metadata = {
         "tag": run.tag,
         "run": run_path(output, run).name,
@@ -284,6 +287,7 @@ def execute(prepared: Prepared, workspace: Workspace, output: Path, config_path:
         "hashes": prepared.hashes,
         "queries": len(prepared.queries),
         "lines": lines,
+        "duplicates": repeats.count,  # documents the retriever answered twice for a query, dropped
         "versions": provenance.versions(),
         "timings": {
             "prepare_s": round(prepared.seconds, 3),
@@ -362,18 +366,45 @@ def finished_scores(prepared: Prepared, output: Path) -> Scored | None:
     return scored
 
 
-def _rankings(prepared: Prepared, rank: Ranker,
-              progress: Callable[[int], object]) -> Iterator[tuple[str, Iterable[tuple[str, float]]]]:
+@dataclass
+class Repeats:
+    """Documents a retriever answered more than once for a query: each is kept once, at its
+    best score (Run.of), and counted here, so that a plug-in's bug is said, not hidden (the
+    run file holds no repeat, so scoring it finds none)."""
+
+    count: int = 0
+    first: tuple[str, str] | None = None  # (qid, docid)
+
+    def add(self, run: Run) -> None:
+        self.count += run.duplicates
+        self.first = self.first or run.repeated
+
+    def said(self, prepared: Prepared) -> str:
+        run = prepared.run
+        kind = TASKS.get(run.experiment.task).retrievers().kind
+        first = f" (the first: document {self.first[1]} for query {self.first[0]})" if self.first else ""
+        return (f"run {run.tag}: {kind} {run.retriever.label or run.retriever.name} answered {self.count} "
+                f"document{'s' * (self.count != 1)} twice for the same query{first}; each is kept once, at its best "
+                "score")
+
+
+def _rankings(prepared: Prepared, rank: Ranker, progress: Callable[[int], object],
+              repeats: Repeats) -> Iterator[tuple[str, Iterable[tuple[str, float]]]]:
     """Each query's top k (docid, score) pairs, in query order, ranked a batch at a time, so
-    that progress shows and only a few batches of rankings are held. A score that is not
-    finite, or no query retrieving anything, is an error raised instead of the rest of the
-    stream, so that `write_run` leaves no run file: not one whose inf or nan scores fail when
-    it is scored, nor an empty run, which trec_eval would score all 0."""
+    that progress shows and only a few batches of rankings are held; the documents answered
+    twice are counted in `repeats`. A score that is not finite, or no query retrieving
+    anything, is an error raised instead of the rest of the stream, so that `write_run`
+    leaves no run file: not one whose inf or nan scores fail when it is scored, nor an empty
+    run, which trec_eval would score all 0."""
     queries, k = prepared.queries, prepared.run.experiment.k
     answered = 0
     batches = [queries[start:start + BATCH] for start in range(0, len(queries), BATCH)]
+    counted = None
     with closing(rank(batches)) as runs:
         for batch, run in zip(batches, runs):
+            if run is not counted:  # (the ptkb task hands every batch its one run of all turns)
+                repeats.add(run)
+                counted = run
             for query in batch:
                 pairs = list(run.pairs(query.qid, k))  # looked over once for a score no run file holds
                 answered += bool(pairs)
