@@ -214,6 +214,24 @@ def test_preset_gives_its_measures_and_depth(tmp_path):
     assert loaded.measures[0] == "nDCG@3" and loaded.depth == 1000
 
 
+@pytest.mark.parametrize("overrides, separator", [
+    ({"passage_separator": ":"}, ":"),
+    ({"preset": "cast2021", "measures": None}, "-"),
+    ({"preset": "cast2021", "measures": None, "passage_separator": "_"}, "_"),
+], ids=["the key's", "the preset's", "the key's over the preset's"])
+def test_passage_separator_is_the_key_s_else_the_preset_s(tmp_path, overrides, separator):
+    """As in `harness eval`, where --passage-separator wins over --preset's."""
+    experiment = {key: value for key, value in _experiment(**overrides).items() if value is not None}
+    assert load_config(_write(tmp_path, {"experiments": [experiment]})).experiments[0].passage_separator == separator
+
+
+@pytest.mark.parametrize("value", [" ", "", 1, None])
+def test_a_passage_separator_that_splits_no_id_is_refused_as_eval_refuses_it(tmp_path, value):
+    message = _error(tmp_path, {"experiments": [_experiment(passage_separator=value)]})
+    assert (f"experiments[0].passage_separator: must be the character(s) between a document id and its passage "
+            f"number, such as '-' or ':', not {value!r}") in message
+
+
 def test_yaml_syntax_error_gives_the_line(tmp_path):
     message = _error(tmp_path, "experiments:\n  - name: a\n    topics: [unclosed\n")
     assert ":4: not valid YAML" in message

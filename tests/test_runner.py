@@ -708,6 +708,32 @@ def test_documents_answered_twice_are_counted_in_a_run_answered_from_a_shared_re
         assert record["duplicates"] == 1526
 
 
+def test_a_passage_separator_given_later_rescores_a_finished_run_without_ranking_again(tmp_path, capsys):
+    """`passage_separator:` is part of what its scores were scored with: added to the config, the
+    passage run is judged by document, not left with the scores read without it."""
+    from harness.retrieve import RETRIEVERS
+
+    asked = []
+
+    def passages(query: str, k: int):
+        asked.append(query)
+        return [("d1-2", 2.0), ("d2-1", 1.0)]
+
+    qrels, config = tmp_path / "qrels.txt", tmp_path / "p.yaml"
+    qrels.write_text("1_1 0 d1 1\n", encoding="utf-8")
+    experiment = {"topics": "pragmaticqa:val", "strategies": ["raw"], "measures": ["RR"], "retrievers": ["passages"],
+                  "qrels": str(qrels)}
+    with RETRIEVERS.using({"passages": passages}):
+        for given in ({}, {"passage_separator": "-"}):
+            config.write_text(yaml.safe_dump({"k": 10, "output": str(tmp_path / "runs"),
+                                              "experiments": [experiment | given]}), encoding="utf-8")
+            capsys.readouterr()
+            assert main(["run", str(config)]) == 0
+    captured = capsys.readouterr()
+    assert len(asked) == 1526 and "pragmaticqa-val.raw.passages: finished with the same inputs, skipped" in captured.err
+    assert "| pragmaticqa-val.raw.passages | raw | passages | 1.0000 |" in captured.out  # d1 at rank 1: RR 1, was 0
+
+
 def test_a_run_rescored_on_other_qrels_records_them_in_its_json(tmp_path):
     """The JSON beside a rescored run names the qrels and measures its scores are for, not those of the
     config that ranked it."""

@@ -196,6 +196,9 @@ def test_runs_are_scored_again_when_the_task_s_passage_separator_changes(tmp_pat
     assert _stale(row, before) is None
     after = runtime(measures=list(PRESETS.get("cast2021").measures), depth=500)
     assert _stale(row, after) == "the task's passage_separator changed"
+    assert _stale(row, runtime(measures=list(PRESETS.get("cast2021").measures), depth=500, passage_separator="-")) \
+        is None  # the task's own `passage_separator:` gives it back
+    assert runtime(preset="cast2021", passage_separator=":").scored_with["passage_separator"] == ":"  # the key wins
 
 
 @pytest.mark.slow
@@ -580,6 +583,8 @@ def test_shipped_config_loads():
     (lambda c: c["tasks"][0].update(formats=["ikat-2023-json", "pdf"]), "tasks[0].formats[1]: unknown format 'pdf'"),
     (lambda c: c["tasks"][0].update(qrels="missing.qrels"), "tasks[0].qrels: no such file: missing.qrels"),
     (lambda c: c["tasks"][0].update(preset="ikat2099"), "tasks[0].preset: unknown measure preset 'ikat2099'"),
+    (lambda c: c["tasks"][0].update(passage_separator=" "), "tasks[0].passage_separator: must be the character(s) "
+     "between a document id and its passage number, such as '-' or ':', not ' '"),
     (lambda c: c["tasks"][0].update(topics="ikat2023:bogus"), "tasks[0].topics: ikat2023 has no split 'bogus'; known: test, train"),
     (lambda c: c["teams"][1].update(token_sha256="secret"), "teams[1].token_sha256: expected the 64 hex digits"),
     (lambda c: c["teams"][1].update(name="team0"), "teams: two teams are named 'team0'"),

@@ -105,12 +105,20 @@ def measure_settings(measures: str | Sequence[str] | None, preset: str | None, d
     depth = depth if depth is not None else (chosen.depth if chosen else None)
     if depth is not None and (not isinstance(depth, Integral) or isinstance(depth, bool) or depth < 1):
         raise HarnessError(f"{spelling.name('depth')} must be a positive number of documents, not {depth!r}")
-    if passage_separator is not None and (not isinstance(passage_separator, str) or not passage_separator
-                                          or passage_separator.isspace()):
-        raise HarnessError(f"{spelling.name('passage_separator')} must be the character(s) between a document id "
-                           f"and its passage number, such as '-' or ':', not {passage_separator!r}")
+    if passage_separator is not None and (problem := separator_problem(passage_separator)):
+        raise HarnessError(f"{spelling.name('passage_separator')} {problem}")
     separator = passage_separator or (chosen.passage_separator if chosen else None)
     return measures, depth, separator
+
+
+def separator_problem(separator: object) -> str | None:
+    """Why `separator` cannot split passage ids into document and passage number, worded to
+    follow the setting's name; None when it can. One rule for --passage-separator, the API's
+    passage_separator= and the configs' `passage_separator:` key."""
+    if isinstance(separator, str) and separator and not separator.isspace():
+        return None
+    return (f"must be the character(s) between a document id and its passage number, such as '-' or ':', "
+            f"not {separator!r}")
 
 
 def depth_warning(measures: Sequence[str], depth: int | None, given: int | None, preset: str | None, *,

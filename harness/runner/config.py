@@ -16,6 +16,7 @@ and measures; parsing turns it into dataclasses and refuses anything it cannot r
                                       # and the runs are written, not scored)
         qrels_restrict_to_corpus: false   # judge only documents of the corpus (small pools)
         measures: [nDCG@3, R@100]     # ir-measures names, or `preset: NAME`
+        passage_separator: "-"        # judge passage runs <docid>-<n> by document (MaxP); default: the preset's
         k: 100
         tag: "{name}.{strategy}.{retriever}"
         note: "shown in the leaderboard"
@@ -123,7 +124,7 @@ class Experiment:
     qrels_restrict_to_corpus: bool
     measures: tuple[str, ...]
     depth: int | None  # evaluation depth (trec_eval -M): the preset's, else none (the run's k)
-    passage_separator: str | None  # a preset judging passages at document level (MaxP)
+    passage_separator: str | None  # judge passage runs at document level (MaxP): the key's, else the preset's
     k: int
     tag: str
     note: str | None
@@ -485,7 +486,7 @@ def _llm_endpoints(node: Node | None) -> dict[str, Any]:
 
 _EXPERIMENT_KEYS = (
     "name", "task", "topics", "strategies", "retrievers", "corpus", "qrels",
-    "qrels_restrict_to_corpus", "measures", "preset", "k", "tag", "note",
+    "qrels_restrict_to_corpus", "measures", "preset", "passage_separator", "k", "tag", "note",
 )
 
 
@@ -674,10 +675,12 @@ def measures_of(
     keys: dict[str, Node], parent: Node, task=None, *, as_given: bool = False
 ) -> tuple[tuple[str, ...], int | None, str | None]:
     """(measures, evaluation depth, passage separator) from `measures:`, `preset:` or the task's
-    defaults (a serve task has none). The measures are checked, and named as the config names
-    them with `as_given` (results keep the user's names), else canonically (ir-measures)."""
+    defaults (a serve task has none), the separator from `passage_separator:`, which wins over
+    the preset's, as --passage-separator does over --preset's in `harness eval`. The measures are
+    checked, and named as the config names them with `as_given` (results keep the user's names),
+    else canonically (ir-measures)."""
     from harness.evaluate import parse_measures
-    from harness.evaluate.presets import PRESETS
+    from harness.evaluate.presets import PRESETS, separator_problem
 
     depth = separator = None
     _measures_or_preset(keys)
@@ -692,6 +695,11 @@ def measures_of(
         node, names = parent, task.default_measures()
     else:
         raise parent.error("missing 'measures' (ir-measures names) or 'preset'")
+    if "passage_separator" in keys:
+        given = keys["passage_separator"]
+        if (problem := separator_problem(given.value)) is not None:
+            raise given.error(problem)
+        separator = given.value
     parsed = lookup(node, lambda: parse_measures(names))
     return tuple(names) if as_given else tuple(str(m) for m in parsed), depth, separator
 

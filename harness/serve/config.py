@@ -12,6 +12,8 @@
         topics: ikat2023              # a benchmark name or an iKAT topics file
         qrels: "{qrels}/ikat/2023-qrels.all-turns.txt"   # hidden: never served
         preset: ikat2023              # or measures: [nDCG@5, ...] (+ depth: 1000)
+        # passage_separator: '-'      # judge passage runs '<docid>-<n>' by document (MaxP), as
+                                      # the cast2021 preset does; given, it wins over the preset's
         main_measure: nDCG@5          # ranks the board; one of the measures
         formats: [ikat-2023-json, trec]   # ikat-2023-json ikat-2024-json ikat-2025-jsonl trec
         partial: false                # true: runs may answer only some turns
@@ -181,8 +183,8 @@ def _task(node: Node) -> TaskConfig:
         return _response_task(node)
 
     keys = node.mapping(
-        ("name", "title", "topics", "qrels", "measures", "preset", "depth", "main_measure", "formats", "partial",
-         "per_query_scores"),
+        ("name", "title", "topics", "qrels", "measures", "preset", "depth", "passage_separator", "main_measure",
+         "formats", "partial", "per_query_scores"),
         required=("name", "topics", "qrels", "main_measure", "formats"),
     )
     name = _name(keys["name"])
