@@ -37,14 +37,14 @@ def nearest(name: str, names: Iterable[str]) -> str:
 @dataclass(frozen=True)
 class Spelling:
     """How a message names a setting the user gave: the command line's `--passage-separator '-'`,
-    the Python API's `passage_separator='-'` or a config's `'preset: cast2021'`. A check they
+    the Python API's `passage_separator='-'` or a config's `passage_separator: '-'`. A check they
     share takes the caller's, so each user reads the name they typed."""
 
     way: str  # "flags", "arguments" or "config"
 
     @property
     def config(self) -> bool:
-        """A config file: it has keys for a few settings only (a passage separator comes with a preset)."""
+        """A config file: it has keys for a few settings only, set per experiment."""
         return self.way == "config"
 
     def name(self, key: str) -> str:
@@ -52,10 +52,9 @@ class Spelling:
         return {"flags": "--" + key.replace("_", "-"), "config": key + ":"}.get(self.way, key)
 
     def given(self, key: str, value: object) -> str:
-        """`key` set to `value`, as this caller would write it."""
-        if self.config:
-            return f"'{self.name(key)} {value}'"
-        return f"{self.name(key)} {value!r}" if self.way == "flags" else f"{key}={value!r}"
+        """`key` set to `value`, as this caller would write it (a string quoted, as a shell and
+        YAML read it)."""
+        return f"{key}={value!r}" if self.way == "arguments" else f"{self.name(key)} {value!r}"
 
 
 FLAGS = Spelling("flags")  # the command line

@@ -56,10 +56,9 @@ def test_the_python_api_warns_too_naming_its_own_argument():
 
 
 @pytest.mark.parametrize("separator, advice", [
-    ("-", "with 'preset: cast2021' in the experiment (a config sets the passage separator, '-', through a preset "
-          "alone, with its measures and depth)"),
-    (":", "with harness eval --passage-separator ':' on its run file (a config sets the passage separator through "
-          "'preset:' alone, and no preset sets ':')"),
+    ("-", "with passage_separator: '-' in the experiment (or preset: 'cast2021', which sets it with its measures "
+          "and depth)"),
+    (":", "with passage_separator: ':' in the experiment"),
 ], ids=["a preset's", "no preset's"])
 def test_harness_run_names_the_config_s_way_to_judge_passages_by_document(tmp_path, capsys, separator, advice):
     from harness.retrieve import RETRIEVERS

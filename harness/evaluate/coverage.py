@@ -5,8 +5,8 @@ passage run against document qrels, lower-cased ids, another collection's ids).
 `docid_warning` looks at the top 10 of each judged query the run answers and, when fewer than
 `RARELY` of them are judged and under `FOUND` of the queries find any judged document there,
 says how many are and what the ids look like: passage ids `<docid><sep><n>` of judged
-documents (naming the passage separator, as the caller spells it, and the preset that sets
-it: a config's only way), or judged ids in another case. Where judged documents turn up for
+documents (naming the passage separator setting, as the caller spells it, and the presets
+that set it), or judged ids in another case. Where judged documents turn up for
 many queries the ids are the qrels' own: the judgments are sparse (PragmatiCQA's derived qrels
 judge a few spans a turn), not mismatched.
 """
@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from itertools import islice
 
-from harness.errors import FLAGS, Spelling
+from harness.errors import Spelling
 from harness.trec import passage_document
 
 TOP = 10
@@ -69,13 +69,13 @@ def _why(top: Mapping[str, list[str]], judgments: Mapping[str, Mapping[str, int]
 
 
 def _separator_setting(separator: str, presets: list[str], spelling: Spelling) -> str:
-    """The setting that reads `separator` as the caller gives it: the flag or argument, naming
-    the presets that set it; in a config, which has no key for it, the preset's key."""
-    if not spelling.config:
-        return spelling.given("passage_separator", separator) + (
-            f" (the preset {' / '.join(presets)} sets it)" if presets else "")
-    if presets:
-        return (f"{' or '.join(spelling.given('preset', name) for name in presets)} in the experiment (a config "
-                f"sets the passage separator, {separator!r}, through a preset alone, with its measures and depth)")
-    return (f"harness eval {FLAGS.given('passage_separator', separator)} on its run file (a config sets the "
-            f"passage separator through 'preset:' alone, and no preset sets {separator!r})")
+    """The setting that reads `separator` as the caller gives it (the flag, the argument, the
+    experiment's key), naming the presets that set it: in a config, a preset sets its measures
+    and depth too."""
+    setting = spelling.given("passage_separator", separator)
+    if not presets:
+        return setting + (" in the experiment" if spelling.config else "")
+    if spelling.config:
+        return (f"{setting} in the experiment (or {' or '.join(spelling.given('preset', name) for name in presets)}, "
+                "which sets it with its measures and depth)")
+    return f"{setting} (the preset {' / '.join(presets)} sets it)"
