@@ -40,16 +40,22 @@ class Spelling:
     the Python API's `passage_separator='-'` or a config's `passage_separator: '-'`. A check they
     share takes the caller's, so each user reads the name they typed."""
 
-    way: str  # "flags", "arguments" or "config"
+    way: str  # "flags", "arguments", "config" or "team"
 
     @property
     def config(self) -> bool:
         """A config file: it has keys for a few settings only, set per experiment."""
         return self.way == "config"
 
+    @property
+    def team(self) -> bool:
+        """A hosted task's team: it sets nothing (the task's config keys are its organisers') and
+        never sees the task's qrels."""
+        return self.way == "team"
+
     def name(self, key: str) -> str:
         """`key` (the Python argument's name) as this caller spells it."""
-        return {"flags": "--" + key.replace("_", "-"), "config": key + ":"}.get(self.way, key)
+        return {"flags": "--" + key.replace("_", "-"), "config": key + ":", "team": key + ":"}.get(self.way, key)
 
     def given(self, key: str, value: object) -> str:
         """`key` set to `value`, as this caller would write it (a string quoted, as a shell and
@@ -60,6 +66,7 @@ class Spelling:
 FLAGS = Spelling("flags")  # the command line
 ARGUMENTS = Spelling("arguments")  # the Python API (harness.api)
 CONFIG = Spelling("config")  # a `harness run` config's keys
+TEAM = Spelling("team")  # a hosted task's submitting team (harness serve)
 
 
 # The opening bytes of compressed files, by format: one table for every reader of a user's text

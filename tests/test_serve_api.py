@@ -201,6 +201,36 @@ def test_runs_are_scored_again_when_the_task_s_passage_separator_changes(tmp_pat
     assert runtime(preset="cast2021", passage_separator=":").scored_with["passage_separator"] == ":"  # the key wins
 
 
+def test_a_passage_run_on_a_task_judging_documents_is_warned_of_to_its_team_and_not_once_the_task_reads_it_so(
+        tmp_path, caplog):
+    """CAsT 2021's passage run on a task with its own measures over the document qrels scores 0: the
+    team is told why, as `harness eval` says it, in words for a team, which cannot change the task
+    (nor see its qrels), and the log tells the organisers. Given the task's `passage_separator:`, a
+    start scores the run again, without the warning."""
+    from tests.conftest import CAST2021_PASSAGE_RUNS, CAST2021_QRELS
+
+    run = CAST2021_PASSAGE_RUNS[0]
+    task = {"name": "cast2021", "topics": "cast2021", "qrels": str(CAST2021_QRELS), "measures": ["nDCG@3"],
+            "main_measure": "nDCG@3", "formats": ["trec"]}
+    caplog.set_level(logging.INFO, logger="harness.serve")
+    client, _ = open_client(tmp_path, tasks=[task])
+    with client, run.open("rb") as handle:
+        answer = client.post("/api/tasks/cast2021/submissions", headers=auth(), files={"file": (run.name, handle)})
+        body = scored(client, ident := answer.json()["id"])
+    warning = ("scoring: only 0 of the 1580 documents in the run's top 10s are judged in the task's qrels, so nearly "
+               "every measure is 0; its ids look like passage ids of judged documents (")
+    assert body["measures"] == {"nDCG@3": 0.0} and body["warnings"][0].startswith(warning)
+    assert body["warnings"][0].endswith("), and the task judges documents: ask its organisers to judge each document "
+                                        "by its best passage (passage_separator: '-' on the task)")
+    assert CAST2021_QRELS.name not in body["warnings"][0]  # the qrels are hidden
+    assert any(f"task cast2021: submission {ident}: {body['warnings'][0].removeprefix('scoring: ')}" == r.getMessage()
+               for r in caplog.records)
+    client, _ = open_client(tmp_path, tasks=[task | {"passage_separator": "-"}])
+    with client:
+        body = scored(client, ident)
+    assert body["measures"]["nDCG@3"] > 0.3 and not any(w.startswith("scoring: ") for w in body["warnings"])
+
+
 @pytest.mark.slow
 def test_a_run_whose_scoring_again_fails_keeps_its_scores_off_the_board_until_a_start_scores_it(tmp_path, caplog,
                                                                                                   capsys):

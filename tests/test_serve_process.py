@@ -169,6 +169,26 @@ def test_harness_submit_wait_prints_the_servers_warnings_the_first_five_and_a_co
                         many[5])
 
 
+def test_harness_submit_wait_says_why_a_passage_run_scores_0_on_a_task_judging_documents(tmp_path, capsys):
+    """A task with its own measures over CAsT 2021's document qrels: the team learns why its passage
+    run scores 0, as `harness eval` would have told it."""
+    from harness.cli import main
+    from tests.conftest import CAST2021_PASSAGE_RUNS, CAST2021_QRELS
+
+    task = {"name": "cast2021", "topics": "cast2021", "qrels": str(CAST2021_QRELS), "measures": ["nDCG@3"],
+            "main_measure": "nDCG@3", "formats": ["trec"]}
+    with ServerProcess(write_config(tmp_path, teams=1, tasks=[task])) as server:
+        assert main(["submit", "--server", server.url, "--token", team_token("team0"), "--task", "cast2021",
+                     str(CAST2021_PASSAGE_RUNS[0]), "--wait"]) == 0
+    said = capsys.readouterr()
+    assert said.out.splitlines()[1] == "nDCG@3\t0.0000"
+    assert said.err.splitlines()[1].startswith(
+        "warning: scoring: only 0 of the 1580 documents in the run's top 10s are judged in the task's qrels, so nearly "
+        "every measure is 0; its ids look like passage ids of judged documents (")
+    assert "ask its organisers to judge each document by its best passage (passage_separator: '-' on the task)" \
+        in said.err
+
+
 def test_harness_submit_to_an_unknown_task_lists_the_server_s_tasks(tmp_path, capsys):
     from harness.cli import main
 

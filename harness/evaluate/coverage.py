@@ -6,7 +6,8 @@ passage run against document qrels, lower-cased ids, another collection's ids).
 `RARELY` of them are judged and under `FOUND` of the queries find any judged document there,
 says how many are and what the ids look like: passage ids `<docid><sep><n>` of judged
 documents (naming the passage separator setting, as the caller spells it, and the presets
-that set it), or judged ids in another case. Where judged documents turn up for
+that set it; a hosted task's team, which sets nothing, is told what to ask its organisers),
+or judged ids in another case. Where judged documents turn up for
 many queries the ids are the qrels' own: the judgments are sparse (PragmatiCQA's derived qrels
 judge a few spans a turn), not mismatched.
 """
@@ -33,7 +34,8 @@ def docid_warning(run_name: str, rankings: Mapping[str, Iterable[str]], judgment
                   qrels_name: str, spelling: Spelling) -> str | None:
     """A one-line warning when the run's top-10 documents (`rankings`: best-first docids of
     the judged queries it answers) are almost never judged; None otherwise. `spelling` names
-    the passage separator setting as the caller takes it."""
+    the passage separator setting as the caller takes it; to a team (TEAM) the run and the
+    qrels, hidden, are the task's, not `run_name` and `qrels_name`."""
     top = {qid: top_docids for qid, docids in rankings.items() if (top_docids := list(islice(docids, TOP)))}
     shown = sum(map(len, top.values()))
     judged = _judged(top, judgments)
@@ -41,9 +43,12 @@ def docid_warning(run_name: str, rankings: Mapping[str, Iterable[str]], judgment
         return None
     if sum(any(docid in judgments[qid] for docid in docids) for qid, docids in top.items()) >= FOUND * len(top):
         return None
-    message = (f"run {run_name!r}: only {judged} of the {shown} documents in its top {TOP}s are judged in "
-               f"{qrels_name}, so nearly every measure is 0")
-    return message + _why(top, judgments, judged, shown, spelling)
+    if spelling.team:  # the run's file is stored by its hash, no name of the team's; the qrels are hidden
+        message = f"only {judged} of the {shown} documents in the run's top {TOP}s are judged in the task's qrels"
+    else:
+        message = (f"run {run_name!r}: only {judged} of the {shown} documents in its top {TOP}s are judged in "
+                   f"{qrels_name}")
+    return message + ", so nearly every measure is 0" + _why(top, judgments, judged, shown, spelling)
 
 
 def _why(top: Mapping[str, list[str]], judgments: Mapping[str, Mapping[str, int]], judged: int, shown: int,
@@ -56,10 +61,14 @@ def _why(top: Mapping[str, list[str]], judgments: Mapping[str, Mapping[str, int]
         separator = best[1]
         presets = [name for name in PRESETS.names() if PRESETS.get(name).passage_separator == separator]
         example = next(d for docids in top.values() for d in docids if passage_document(d, separator) != d)
-        return (f"; its ids look like passage ids of judged documents ({example!r} is passage "
-                f"{example.rpartition(separator)[2]} of {passage_document(example, separator)!r}): judge documents "
-                f"by their best passage with {_separator_setting(separator, presets, spelling)}; read so, "
-                f"{best[0]} of the {shown} would be judged")
+        looks = (f"; its ids look like passage ids of judged documents ({example!r} is passage "
+                 f"{example.rpartition(separator)[2]} of {passage_document(example, separator)!r})")
+        if spelling.team:
+            return (f"{looks}, and the task judges documents: ask its organisers to judge each document by "
+                    f"its best passage ({spelling.given('passage_separator', separator)} on the task)")
+        setting = _separator_setting(separator, presets, spelling)
+        return (f"{looks}: judge documents by their best passage with {setting}; read so, {best[0]} of the {shown} "
+                "would be judged")
     folded = {qid: {docid.casefold() for docid in docs} for qid, docs in judgments.items()}
     in_other_case = sum(docid.casefold() in folded[qid] for qid, docids in top.items() for docid in docids)
     if in_other_case > max(judged, RARELY * shown):

@@ -137,3 +137,7 @@ class ResponseTaskRuntime(TaskRuntime):
         per_query = {m: {turn: score for turn, score in evaluation.measure_scores(m)[run.name].items()
                          if not math.isnan(score)} for m in MEASURES}  # undefined (NaN) left out, as in the mean
         return ScoredResponses({m: mean(v.values()) for m, v in per_query.items() if v}, per_query)
+
+    def scoring_warnings(self, evaluation: ScoredResponses) -> list[str]:
+        """None: a response run ranks no documents whose ids could miss the judgments."""
+        return []

@@ -28,6 +28,7 @@ log = logging.getLogger("harness.serve")
 MAX_DESCRIPTION = 2000
 VALIDATIONS = 2  # uploads checked at once; the others wait (each may hold ~200 MB decoded)
 VALIDATION_WAIT_S = 120  # longer than this in the queue: 503, try again
+SCORING = "scoring: "  # opens a warning its scoring found, replaced when the row is scored again
 _DISPLAY = re.compile(r"[^A-Za-z0-9_.+-]")
 
 
@@ -233,6 +234,11 @@ class Service:
                 _failed(row, problem)
             else:
                 row.means, row.per_query, row.scored_with = evaluation.means, evaluation.per_query, runtime.scored_with
+                found = runtime.scoring_warnings(evaluation)
+                row.warnings = [SCORING + warning for warning in found] + [
+                    warning for warning in row.warnings if not warning.startswith(SCORING)]
+                for warning in found:  # the organisers' too: a task's settings may be what to fix
+                    log.warning("task %s: submission %s: %s", row.task, row.id, warning)
                 row.status, row.error, row.scored_at = st.SCORED, None, st.now()
             session.commit()
         if row.status == st.SCORED:

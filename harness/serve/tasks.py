@@ -17,7 +17,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from harness.errors import HarnessError, InputError, bad_byte, counted, not_text, verb
+from harness.errors import TEAM, HarnessError, InputError, bad_byte, counted, not_text, verb
 from harness.ikat.submission import file_format
 from harness.serve.config import FORMAT_YEARS, TaskConfig
 
@@ -131,7 +131,8 @@ class TaskRuntime:
         from harness.evaluate import Evaluator
         from harness.trec import read_qrels
 
-        return Evaluator(read_qrels(self.config.qrels), self.config.measures)
+        # its warnings are the team's, which can change its run, not the task
+        return Evaluator(read_qrels(self.config.qrels), self.config.measures, spelling=TEAM)
 
     @cached_property
     def scored_with(self) -> dict[str, Any]:
@@ -275,6 +276,12 @@ class TaskRuntime:
             trec_run = Path(folder) / "run.run"
             to_trec(path, trec_run, year=FORMAT_YEARS[fmt])
             return evaluate_files(self.evaluator, [trec_run], options)[0]
+
+    def scoring_warnings(self, evaluation) -> list[str]:
+        """What scoring found that the scores do not show, for the team: the run's documents
+        almost never judged (`harness eval`'s docid warning: passage ids against a task judging
+        documents, ids in another case), which is otherwise a board row of zeros, unexplained."""
+        return [evaluation.docid_warning] if evaluation.docid_warning else []
 
 
 def refused_if_not_text(data: bytes, display: str) -> Verdict | None:
