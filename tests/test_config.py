@@ -101,6 +101,13 @@ def test_topics_without_qrels_and_measures_named_need_a_qrels_file(tmp_path, sco
             "the runs unscored)") in message
 
 
+def test_topics_without_qrels_and_a_passage_separator_need_a_qrels_file(tmp_path):
+    experiment = {**_experiment(topics="ikat2025:test", corpus="benchmark:ikat2023:test"), "measures": [],
+                  "passage_separator": "-"}
+    assert ("experiments[0].passage_separator: ikat2025:test ships no qrels, so its runs are not scored; give "
+            "'qrels: FILE', or leave the passage separator out") in _error(tmp_path, {"experiments": [experiment]})
+
+
 def test_topics_without_qrels_and_both_measures_and_preset_say_to_give_one(tmp_path):
     experiment = {**_experiment(topics="ikat2025:test", corpus="benchmark:ikat2023:test"), "measures": [],
                   "preset": "ikat2024"}

@@ -521,6 +521,9 @@ def _experiment(node: Node, defaults: dict[str, Any], problems: Problems,
                                          "write 'measures: []' to write the runs unscored, or give 'qrels: FILE'")
         if "preset" in keys or ("measures" in keys and keys["measures"].value != []):
             raise keys["topics"].error(f"{unscored}; give 'qrels: FILE' (or 'measures: []' to write the runs unscored)")
+        if "passage_separator" in keys:  # (it would be read by no scoring)
+            raise keys["passage_separator"].error(f"{unscored}, so its runs are not scored; give 'qrels: FILE', or "
+                                                  "leave the passage separator out")
     qrels = problems.keep(_qrels, keys["qrels"], qrels_read) if "qrels" in keys else None
     if qrels is not None and benchmark is not None:
         problems.keep(_judging, keys["qrels"], qrels, benchmark)
