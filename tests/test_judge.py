@@ -697,6 +697,25 @@ def test_an_llm_option_given_with_another_judge_is_an_error_naming_it(tmp_path, 
                                               "not of --judge file")
     assert main([*args, "--output", str(tmp_path / "b.qrels")]) == 0
 
+
+def test_labels_given_with_another_judge_is_an_error_naming_both_before_anything_is_sent(tmp_path, capsys,
+                                                                                          monkeypatch):
+    """The mirror of the llm options' rule: --labels without --judge file got 'the llm judge needs
+    --model', and with HARNESS_LLM_* set every pair went to the model, the labels unread."""
+    monkeypatch.setenv("HARNESS_LLM_MODEL", "m")
+    monkeypatch.setenv("HARNESS_LLM_BASE_URL", "http://127.0.0.1:9/v1")  # nothing listens: nothing may be sent
+    from harness.paths import qrels_root
+
+    labels = qrels_root() / "ikat" / "2023-qrels.all-turns.txt"
+    qid, judged = next(iter(read_qrels(labels).judgments.items()))
+    run, out = tmp_path / "mine.run", tmp_path / "x.qrels"
+    run.write_text(f"{qid} Q0 {next(iter(judged))} 1 1.0 mine\n")
+    assert main(["judge", str(run), "--topics", "ikat2023", "--labels", str(labels), "--output", str(out)]) == 2
+    assert capsys.readouterr().err.startswith("harness judge: error: --labels is an option of --judge file, "
+                                              "not of --judge llm: give --judge file to answer from the recorded "
+                                              "labels")
+    assert not out.exists()
+
 # -- eval / compare --fill -----------------------------------------------------------------
 
 

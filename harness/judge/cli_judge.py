@@ -84,8 +84,13 @@ def check_llm_options(args: argparse.Namespace) -> None:
 
 
 def make_judge(args: argparse.Namespace):
-    """The judge the options name (checked before any pair is read)."""
+    """The judge the options name (checked before any pair is read). --labels with another
+    judge is an error, as an llm option is: the llm judge, the default, ignored it (and with
+    HARNESS_LLM_* set sent every pair to the model)."""
     check_llm_options(args)
+    if args.labels and args.judge != "file":
+        raise HarnessError(f"--labels is an option of --judge file, not of --judge {args.judge}: give --judge file "
+                           "to answer from the recorded labels")
     if args.judge not in ("llm", "file"):
         if JUDGES.origin(split_spec(args.judge)[0]) is None:  # built in, for `harness responses`
             raise HarnessError(f"--judge {args.judge} judges support (harness responses eval), not relevance; "
