@@ -62,10 +62,15 @@ def test_recorded_assignments_without_a_sidecar_are_given_no_date_and_said_to_ha
                          "is not recorded")
 
 
-def test_an_empty_passages_file_is_an_error_naming_it(tiny, tmp_path, capsys):
+def test_an_empty_passages_file_is_an_error_naming_it(tmp_path, capsys):
     """Not 'cited passage ... has no text in the run file; give the collection with --passages'."""
+    run, bank = tmp_path / "run.jsonl", tmp_path / "bank.json"
+    run.write_text(json.dumps({"run_id": "r", "topic_id": "1_1", "references": ["p1"],
+                               "answer": [{"text": "A fact.", "citations": [0]}]}) + "\n")
+    bank.write_text(json.dumps({"1_1": {"1": {"text": "a", "relevance": "3"}}}))
     (tmp_path / "passages.jsonl").write_text("")
-    assert main([*tiny, "--passages", str(tmp_path / "passages.jsonl")]) == 2
+    assert main(["responses", "eval", str(run), "--nuggets", str(bank), "--judge", "minilm", "--citations",
+                 "--passages", str(tmp_path / "passages.jsonl")]) == 2
     assert capsys.readouterr().err.endswith(f"harness responses eval: error: {tmp_path / 'passages.jsonl'}: holds no "
                                             "document: nothing to read\n")
 
@@ -218,6 +223,16 @@ def test_an_llm_option_given_with_another_judge_is_an_error_naming_it(tiny, caps
     """`--judge minilm --model m` ran MiniLM without a word (the option read by `harness judge` alike)."""
     assert main([*tiny, option, "x"]) == 2
     assert f"error: {option} is an option of --judge llm, not of --judge file:" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("option", ["--passages", "--citation-prompt"])
+def test_an_option_of_citations_without_citations_is_an_error_naming_both(tiny, capsys, option):
+    """They were ignored without a word (a missing --citation-prompt file not even opened), and no
+    support precision or recall appeared; said before any judging."""
+    llm = ["--judge", "llm", "--model", "m", "--base-url", "http://127.0.0.1:9/v1"]  # nothing listens
+    assert main([*tiny, *llm, option, "nosuch.txt"]) == 2
+    assert f"error: {option} serves --citations (citation support), which is not given: add --citations, or " \
+           f"leave {option} out" in capsys.readouterr().err
 
 
 def test_the_llm_model_from_the_environment_is_no_option_given(tiny, monkeypatch):

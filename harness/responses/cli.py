@@ -97,6 +97,10 @@ def _eval(args: argparse.Namespace) -> int:
     from harness.responses.report import build_report, render
 
     check_llm_options(args)
+    for option, value in (("--passages", args.passages), ("--citation-prompt", args.citation_prompt)):
+        if value is not None and not args.citations:  # was ignored without a word, the file never opened
+            raise HarnessError(f"{option} serves --citations (citation support), which is not given: add "
+                               f"--citations, or leave {option} out")
     refuse_overwriting([*args.responses, args.nuggets, args.passages],
                        [("--output", args.out), ("--assignments-out", args.assignments_out),
                         ("--assignments-out", args.assignments_out and sidecar(args.assignments_out))])
