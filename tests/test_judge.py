@@ -161,12 +161,17 @@ def test_a_template_field_the_items_lack_is_a_one_line_error(tmp_path):
 
 
 @pytest.mark.parametrize("text", ["", "Is this passage relevant? Answer 0 to 4.\n"])
-def test_a_template_using_no_field_is_an_error_naming_it(tmp_path, text):
-    """An empty file (or the wrong one) would send every item the same prompt and get one label back."""
+def test_a_template_using_no_field_is_an_error_naming_the_fields_the_items_have(tmp_path, text):
+    """An empty file (or the wrong one) would send every item the same prompt and get one label back;
+    said before any request, naming this judge's fields (the hint named {question}, a nugget
+    prompt's field, to a relevance judge)."""
     template = tmp_path / "prompt.txt"
     template.write_text(text)
-    with pytest.raises(InputError, match=rf"^{template}: uses no {{field}}: every item would get the same prompt"):
-        LLMJudge(Endpoint("m", "http://127.0.0.1:9/v1", template), template, YES_NO, cache_dir=tmp_path)
+    judge = LLMJudge(Endpoint("m", "http://127.0.0.1:9/v1", template), template, YES_NO, cache_dir=tmp_path)
+    with pytest.raises(InputError) as error:
+        judge.judge([Item(("q", "d"), {"query": "q", "passage": "p"})])
+    assert str(error.value) == (f"{template}: uses no {{field}}: every item would get the same prompt; the items "
+                                "have: labels, passage, query, scale")
 
 
 # -- harness judge against the recorded GPT-4 labels ---------------------------------------
@@ -628,6 +633,18 @@ def test_passages_found_only_in_another_split_s_corpus_are_noted_with_how_many_a
         "note: 2 of the 3 passages to judge are not in the corpus of --topics pragmaticqa:test but in other splits' "
         "corpora: benchmark:pragmaticqa:val (it holds 2 of them); right if the runs searched them too, else give "
         "--corpus the corpus the runs were made on"]
+
+
+def test_a_prompt_using_no_field_is_told_the_fields_harness_judge_fills(pool, tmp_path, capsys):
+    """A qrels file given as --prompt: the hint lists the relevance items' fields (README's), not
+    {question}, which `harness judge` does not fill; nothing is sent (nothing listens there)."""
+    out = tmp_path / "p.qrels"
+    assert main(["judge", str(pool["run"]), "--topics", "ikat2024", "--corpus", str(pool["corpus"]), "--model", "m",
+                 "--base-url", "http://127.0.0.1:9/v1", "--prompt", str(nist_2024()), "--output", str(out)]) == 2
+    assert capsys.readouterr().err.startswith(f"harness judge: error: {nist_2024()}: uses no {{field}}: every item "
+                                              "would get the same prompt; the items have: context, labels, passage, "
+                                              "ptkb, query, scale, title")
+    assert not out.exists()
 
 
 def test_nothing_left_to_judge_writes_an_empty_qrels_that_fills_nothing(pool, tmp_path, capsys):

@@ -86,19 +86,24 @@ class Template:
         else:
             text, source = template, "<text>"
             data = text.encode("utf-8")
-        names = template_fields(text, source, "uses no {field}: every item would get the same prompt (the shipped "
-                                              "templates use {question}, {passage}, ...)")
+        names = template_fields(text, source, None)  # none: said by fill, which knows the items' fields
         odd = sorted(name for name in names if not name.isidentifier())
         if odd:
             raise InputError(source, f"bad field {{{odd[0]}}} in the prompt template: a field is a plain name")
         return cls(text, source, hashlib.sha256(data).hexdigest(), names)
 
     def fill(self, fields: Mapping[str, str], scale: Scale) -> str:
+        """A template using no field, or one the items lack, is an error naming the fields this
+        judge's items have (a relevance judge's are not a nugget judge's)."""
         values = {"scale": scale.describe(), "labels": ", ".join(map(str, scale.labels)), **fields}
+        have = ", ".join(sorted(values))
+        if not self.names:
+            raise InputError(self.source, f"uses no {{field}}: every item would get the same prompt; the items have: "
+                                          f"{have}")
         missing = sorted(self.names - set(values))
         if missing:
             raise InputError(self.source, f"the prompt template uses {{{missing[0]}}}, which the items do not "
-                                          f"carry; they have: {', '.join(sorted(values))}")
+                                          f"carry; they have: {have}")
         return self.text.format_map(values)
 
 

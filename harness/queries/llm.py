@@ -73,15 +73,16 @@ class Endpoint:
                 "prompt_sha256": file_sha256(self.prompt), "temperature": 0}
 
 
-def template_fields(text: str, source: Path | str, none: str) -> frozenset[str]:
+def template_fields(text: str, source: Path | str, none: str | None) -> frozenset[str]:
     """The {field}s of a prompt template (this strategy's, an LLM judge's). A template without
     any (an empty file, or the wrong one) would send the same prompt for every item, and get the
-    same answer back: an InputError saying `none`, as is a brace left unpaired."""
+    same answer back: an InputError saying `none` (None: the caller says it, once it knows the
+    fields its items carry), as is a brace left unpaired."""
     try:
         names = frozenset(name for _, name, _, _ in string.Formatter().parse(text) if name is not None)
     except ValueError as error:
         raise InputError(source, f"bad prompt template ({error}); a literal brace is {{{{ or }}}}") from None
-    if not names:
+    if not names and none is not None:
         raise InputError(source, none)
     return names
 
