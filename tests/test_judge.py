@@ -656,6 +656,45 @@ def test_nothing_left_to_judge_writes_an_empty_qrels_that_fills_nothing(pool, tm
     assert "0 labels added" in capsys.readouterr().err
 
 
+def file_judge_args(pool: dict, out: Path, labels: Path, *extra: str) -> list[str]:
+    return ["judge", str(pool["run"]), "--topics", "ikat2024", "--depth", str(DEPTH), "--judge", "file",
+            "--labels", str(labels), "--output", str(out), *extra]
+
+
+def test_labels_of_another_year_labelling_no_pair_are_an_error_not_an_empty_qrels(pool, tmp_path, capsys):
+    """iKAT 2023's labels for a 2024 run: 'wrote 0 labels', exit 0, and --fill quietly added none."""
+    from harness.paths import qrels_root
+
+    labels, out = qrels_root() / "ikat" / "2023-qrels.all-turns.txt", tmp_path / "x.qrels"
+    assert main(file_judge_args(pool, out, labels)) == 2
+    assert capsys.readouterr().err.startswith(
+        f"harness judge: error: --labels {labels} and the {len(pool['labels'])} pairs to judge have no (qid, docid) "
+        "pair in common: nothing to write; are they labels of --topics ikat2024, the benchmark the runs answer?")
+    assert not out.exists()
+
+
+def test_labels_of_the_runs_queries_but_none_of_their_passages_are_an_error_saying_so(pool, tmp_path, capsys):
+    qid = next(iter(pool["labels"]))[0]
+    labels, out = tmp_path / "other.qrels", tmp_path / "x.qrels"
+    labels.write_text(f"{qid} 0 some-other-passage 2\n")
+    assert main(file_judge_args(pool, out, labels)) == 2
+    assert capsys.readouterr().err.startswith(
+        f"harness judge: error: --labels {labels} and the {len(pool['labels'])} pairs to judge have no (qid, docid) "
+        f"pair in common: nothing to write; it judges 1 of their {QUERIES} queries, other passages of them")
+
+
+def test_a_qrels_judging_none_of_the_runs_queries_is_a_warning_said_before_judging(pool, tmp_path, capsys):
+    """iKAT 2023's qrels skip nothing of a 2024 run: '0 pairs already in --qrels skipped' and no
+    word (with an llm judge, people's pairs are paid for again)."""
+    from harness.paths import qrels_root
+
+    human = qrels_root() / "ikat" / "2023-qrels.all-turns.txt"
+    assert main(file_judge_args(pool, tmp_path / "x.qrels", pool_file(), "--qrels", str(human))) == 0
+    assert capsys.readouterr().err.startswith(
+        f"warning: --qrels {human} judges none of the runs' {QUERIES} queries; is it the qrels of --topics ikat2024, "
+        f"the benchmark the runs answer? (no pair is skipped)\njudged {len(pool['labels'])} pairs")
+
+
 def test_the_file_judge_answers_from_recorded_labels(pool, tmp_path):
     out = tmp_path / "file.qrels"
     assert main(["judge", str(pool["run"]), "--topics", "ikat2024", "--depth", str(DEPTH),

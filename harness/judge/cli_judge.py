@@ -18,6 +18,7 @@ from harness.judge.pairs import QUERY_FIELDS, relevance_items, unjudged_pairs
 from harness.judge.scales import SCALES, Scale
 from harness.paths import file_sha256, refuse_overwriting
 from harness.registry import split_spec
+from harness.trec import Qrels
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -118,6 +119,26 @@ def make_llm_judge(args: argparse.Namespace, prompt_name: str, scale: Scale):
                              cache_dir=Path(args.cache) if args.cache else None)
 
 
+def on_judged_queries(human: Qrels, queries: set[str], args: argparse.Namespace) -> None:
+    """A --qrels judging none of the runs' queries (the wrong year's) skips nothing: said before
+    any pair is judged (an llm judge would be paid for pairs people judged)."""
+    if not queries.intersection(human.judgments):
+        print(f"warning: --qrels {args.qrels} judges none of the runs' {len(queries)} queries; is it the qrels of "
+              f"--topics {args.topics}, the benchmark the runs answer? (no pair is skipped)", file=sys.stderr)
+
+
+def no_label(labels: dict[str, dict[str, int]], pairs: list[tuple[str, str]], args: argparse.Namespace) -> None:
+    """--labels labelling none of the pairs to judge would write an empty qrels, which fills
+    nothing: an error, saying whether the file judges their queries at all (the wrong year's
+    labels do not)."""
+    queries = {qid for qid, _ in pairs}
+    common = len(queries.intersection(labels))
+    hint = (f"are they labels of --topics {args.topics}, the benchmark the runs answer?" if not common else
+            f"it judges {common} of their {len(queries)} queries, other passages of them")
+    raise HarnessError(f"--labels {args.labels} and the {len(pairs)} pairs to judge have no (qid, docid) pair in "
+                       f"common: nothing to write; {hint}")
+
+
 def other_splits_note(topics: str, corpora: dict[str, Corpus], docids: set[str]) -> None:
     """The passages to judge that --topics' own split's corpus lacks, read from the other
     splits' (shipped_corpora, the default): one note saying how many and which split holds
@@ -152,7 +173,10 @@ def run(args: argparse.Namespace) -> int:
     elif not (corpora := shipped_corpora(args.topics)):
         raise HarnessError(f"{args.topics} brings no corpus: give --corpus, the corpus the runs were made on")
     human = read_qrels(args.qrels) if args.qrels else None
-    pairs, skipped = unjudged_pairs([read_run(path, depth=args.depth) for path in files], args.depth, human)
+    ranked = [read_run(path, depth=args.depth) for path in files]
+    pairs, skipped = unjudged_pairs(ranked, args.depth, human)
+    if human is not None:
+        on_judged_queries(human, {qid for run in ranked for qid in run.scores}, args)
     items = relevance_items(pairs, benchmark, list(corpora.values()), args.query_field)
     if not args.corpus and len(corpora) > 1:  # before any answer is paid for
         other_splits_note(args.topics, corpora, {docid for _, docid in pairs})
@@ -164,6 +188,8 @@ def run(args: argparse.Namespace) -> int:
         "corpus": list(corpora) or None, "query_field": args.query_field,
         "qrels": {args.qrels: file_sha256(args.qrels)} if args.qrels else None, "skipped_judged": skipped,
     }
+    if args.judge == "file" and pairs and not provenance["counts"].get("ok"):
+        no_label(judge.labels, pairs, args)
     written = write_qrels(args.out, judgments, provenance)
     tally = provenance["counts"]
     sent = f", {provenance['requests']} requests" if "requests" in provenance else ""
