@@ -695,6 +695,52 @@ def test_a_qrels_judging_none_of_the_runs_queries_is_a_warning_said_before_judgi
         f"the benchmark the runs answer? (no pair is skipped)\njudged {len(pool['labels'])} pairs")
 
 
+def test_the_closing_line_counts_the_pairs_on_queries_the_qrels_does_not_judge(pool, tmp_path, capsys):
+    """Their labels --fill never uses (README's hole-filling recipe paid for them: 83% of the
+    requests in a newcomer's try)."""
+    nist = read_qrels(nist_2024()).judgments
+    elsewhere = sum(qid not in nist for qid, _ in pool["labels"])
+    holes = sum(qid in nist and docid not in nist[qid] for qid, docid in pool["labels"])
+    assert 0 < elsewhere < len(pool["labels"]) and holes
+    assert main(file_judge_args(pool, tmp_path / "x.qrels", pool_file(), "--qrels", str(nist_2024()))) == 0
+    assert f"; {elsewhere} pairs judged on queries --qrels does not judge, whose labels --fill does not use " \
+           "(--holes-only leaves them out); wrote" in capsys.readouterr().err
+
+
+def test_holes_only_judges_only_the_holes_of_the_queries_the_qrels_judges(pool, tmp_path, capsys):
+    """Every label it writes is one --fill uses."""
+    nist = read_qrels(nist_2024()).judgments
+    holes = {(qid, docid): grade for (qid, docid), grade in pool["labels"].items()
+             if qid in nist and docid not in nist[qid]}
+    elsewhere = sum(qid not in nist for qid, _ in pool["labels"])
+    out = tmp_path / "holes.qrels"
+    assert main(file_judge_args(pool, out, pool_file(), "--qrels", str(nist_2024()), "--holes-only")) == 0
+    err = capsys.readouterr().err
+    assert err.startswith(f"judged {len(holes)} pairs")
+    assert f"; {elsewhere} pairs on queries --qrels does not judge left out (--holes-only); wrote" in err
+    assert written(out) == holes and read_provenance(out)["inputs"]["holes_only"] is True
+    assert main(["eval", "--qrels", str(nist_2024()), str(pool["run"]), "--fill", str(out)]) == 0
+    assert f"{len(holes)} labels added, 0 pairs already judged by people (their label kept), 0 on queries people " \
+           "did not judge" in capsys.readouterr().err
+
+
+def test_holes_only_with_a_qrels_judging_none_of_the_runs_queries_is_an_error(pool, tmp_path, capsys):
+    """Nothing is left to judge: said before any pair is judged, nothing written."""
+    from harness.paths import qrels_root
+
+    human, out = qrels_root() / "ikat" / "2023-qrels.all-turns.txt", tmp_path / "x.qrels"
+    assert main(file_judge_args(pool, out, pool_file(), "--qrels", str(human), "--holes-only")) == 2
+    assert capsys.readouterr().err.startswith(
+        f"harness judge: error: --qrels {human} judges none of the runs' {QUERIES} queries; is it the qrels of "
+        "--topics ikat2024, the benchmark the runs answer? (--holes-only leaves nothing to judge)")
+    assert not out.exists()
+
+
+def test_holes_only_without_qrels_is_an_error(pool, tmp_path, capsys):
+    assert main(file_judge_args(pool, tmp_path / "x.qrels", pool_file(), "--holes-only")) == 2
+    assert capsys.readouterr().err.startswith("harness judge: error: --holes-only needs --qrels")
+
+
 def test_the_file_judge_answers_from_recorded_labels(pool, tmp_path):
     out = tmp_path / "file.qrels"
     assert main(["judge", str(pool["run"]), "--topics", "ikat2024", "--depth", str(DEPTH),

@@ -32,6 +32,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_output(parser, required=True, metavar="QRELS",
                help="the qrels file of the new labels (and its sidecar QRELS.provenance.json)")
     parser.add_argument("--qrels", help="labels already made (e.g. NIST's): pairs they judge are not judged again")
+    parser.add_argument("--holes-only", action="store_true",
+                        help="judge only the holes of the queries --qrels judges, the labels --fill uses (default: "
+                             "the pairs of every query of the runs)")
     parser.add_argument("--depth", type=number_in(1, 10**6, whole=True), default=10,
                         help="judge each run's top K per query (default 10)")
     parser.add_argument("--judge", default="llm", metavar="JUDGE",
@@ -119,12 +122,20 @@ def make_llm_judge(args: argparse.Namespace, prompt_name: str, scale: Scale):
                              cache_dir=Path(args.cache) if args.cache else None)
 
 
-def on_judged_queries(human: Qrels, queries: set[str], args: argparse.Namespace) -> None:
-    """A --qrels judging none of the runs' queries (the wrong year's) skips nothing: said before
-    any pair is judged (an llm judge would be paid for pairs people judged)."""
+def on_judged_queries(pairs: list[tuple[str, str]], human: Qrels, queries: set[str],
+                      args: argparse.Namespace) -> tuple[list[tuple[str, str]], int]:
+    """The pairs to judge and how many lie on queries --qrels does not judge, whose labels --fill
+    never uses (--holes-only leaves them out). A --qrels judging none of the runs' queries (the
+    wrong year's) skips nothing: said before any pair is judged (an llm judge would be paid for
+    pairs people judged), an error with --holes-only (nothing is left to judge)."""
     if not queries.intersection(human.judgments):
-        print(f"warning: --qrels {args.qrels} judges none of the runs' {len(queries)} queries; is it the qrels of "
-              f"--topics {args.topics}, the benchmark the runs answer? (no pair is skipped)", file=sys.stderr)
+        words = (f"--qrels {args.qrels} judges none of the runs' {len(queries)} queries; is it the qrels of --topics "
+                 f"{args.topics}, the benchmark the runs answer?")
+        if args.holes_only:
+            raise HarnessError(f"{words} (--holes-only leaves nothing to judge)")
+        print(f"warning: {words} (no pair is skipped)", file=sys.stderr)
+    judged = [pair for pair in pairs if pair[0] in human.judgments]
+    return (judged if args.holes_only else pairs), len(pairs) - len(judged)
 
 
 def no_label(labels: dict[str, dict[str, int]], pairs: list[tuple[str, str]], args: argparse.Namespace) -> None:
@@ -162,6 +173,9 @@ def run(args: argparse.Namespace) -> int:
     files = runs(args)
     refuse_overwriting([*files, args.qrels, args.labels], [("--output", args.out),
                                                             ("--output", sidecar(args.out))])
+    if args.holes_only and not args.qrels:
+        raise HarnessError("--holes-only needs --qrels: the holes are the pairs --qrels does not judge on the "
+                           "queries it judges")
     judge = make_judge(args)
     benchmark = load(args.topics)
     if args.corpus:
@@ -175,8 +189,9 @@ def run(args: argparse.Namespace) -> int:
     human = read_qrels(args.qrels) if args.qrels else None
     ranked = [read_run(path, depth=args.depth) for path in files]
     pairs, skipped = unjudged_pairs(ranked, args.depth, human)
+    elsewhere = 0  # pairs on queries --qrels does not judge
     if human is not None:
-        on_judged_queries(human, {qid for run in ranked for qid in run.scores}, args)
+        pairs, elsewhere = on_judged_queries(pairs, human, {qid for run in ranked for qid in run.scores}, args)
     items = relevance_items(pairs, benchmark, list(corpora.values()), args.query_field)
     if not args.corpus and len(corpora) > 1:  # before any answer is paid for
         other_splits_note(args.topics, corpora, {docid for _, docid in pairs})
@@ -187,6 +202,7 @@ def run(args: argparse.Namespace) -> int:
         "runs": {path: file_sha256(path) for path in files}, "depth": args.depth, "topics": args.topics,
         "corpus": list(corpora) or None, "query_field": args.query_field,
         "qrels": {args.qrels: file_sha256(args.qrels)} if args.qrels else None, "skipped_judged": skipped,
+        "holes_only": args.holes_only,
     }
     if args.judge == "file" and pairs and not provenance["counts"].get("ok"):
         no_label(judge.labels, pairs, args)
@@ -194,6 +210,11 @@ def run(args: argparse.Namespace) -> int:
     tally = provenance["counts"]
     sent = f", {provenance['requests']} requests" if "requests" in provenance else ""
     known = f"{skipped} pairs already in --qrels skipped; " if args.qrels else ""
+    if args.holes_only:
+        known += f"{elsewhere} pairs on queries --qrels does not judge left out (--holes-only); "
+    elif elsewhere:
+        known += (f"{elsewhere} pairs judged on queries --qrels does not judge, whose labels --fill does not use "
+                  "(--holes-only leaves them out); ")
     print(f"judged {tally.get('pairs', 0)} pairs ({tally.get('cached', 0)} from the cache{sent}; "
           f"{tally.get('unparseable', 0)} unparseable, {tally.get('failed', 0)} failed, "
           f"{tally.get('missing', 0)} missing); {known}"
