@@ -54,7 +54,6 @@ UNRECORDED = "not recorded"  # the endpoint of an answer cached before cache lin
 REFUSALS = frozenset({400, 413, 422})  # statuses that may refuse one request (too long), not the endpoint
 REFUSED_IN_A_ROW = 8  # refusals (or `concurrency`, if more) with no answer yet: the endpoint refuses every request
 CONCURRENCY, RETRIES = 8, 4  # the defaults of every door to this judge: the CLI, the API, configs
-JUDGE_FIELDS = ("scale", "labels")  # filled by the judge, not by the items
 BACKOFF_CAP_S = 60.0
 
 
