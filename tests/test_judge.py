@@ -821,14 +821,14 @@ def test_labels_given_with_another_judge_is_an_error_naming_both_before_anything
 # -- eval / compare --fill -----------------------------------------------------------------
 
 
-def test_eval_output_with_filled_labels_says_who_made_them_in_every_format(tmp_path, capsys):
-    """Not only on stderr: a saved `harness eval --fill` table, CSV or JSON names the fill."""
+def test_eval_output_with_filled_labels_says_who_made_them_in_a_table_and_json(tmp_path, capsys):
+    """Not only on stderr: a saved `harness eval --fill` table or JSON names the fill."""
     human, fill = tmp_path / "human.qrels", tmp_path / "fill.qrels"
     human.write_text("1 0 a 1\n1 0 b 0\n")
     fill.write_text("1 0 c 2\n")
     run = tmp_path / "sys.run"
     run.write_text("1 Q0 a 1 3 s\n1 Q0 c 2 2 s\n")
-    for fmt in ("table", "csv", "json"):
+    for fmt in ("table", "json"):
         assert main(["eval", "--qrels", str(human), str(run), "--measures", "P@2", "--fill", str(fill),
                      "--format", fmt]) == 0
         out = capsys.readouterr().out
@@ -836,8 +836,31 @@ def test_eval_output_with_filled_labels_says_who_made_them_in_every_format(tmp_p
         assert notes[0].startswith("holes filled from") and "no provenance sidecar" in notes[1], fmt
         assert notes[2] == ("sys: Judged@10 (1 - unj@10) 0.9000 with the human labels, 1.0000 with the holes "
                             "filled"), fmt
-    assert main(["eval", "--qrels", str(human), str(run), "--measures", "P@2", "--format", "csv"]) == 0
-    assert "#" not in capsys.readouterr().out  # without --fill the output is as before
+
+
+def test_eval_fill_csv_is_a_csv_pandas_reads_with_its_notes_on_stderr(tmp_path, capsys, monkeypatch):
+    """`eval --fill --format csv > scores.csv` is the CSV it is without --fill (a '#' note line
+    above the header broke csv readers and pandas); the notes are `note:` lines on stderr, on a
+    terminal too, where the CSV does not show them."""
+    import pandas
+
+    human, fill, run = tmp_path / "human.qrels", tmp_path / "fill.qrels", tmp_path / "sys.run"
+    human.write_text("1 0 a 1\n1 0 b 0\n")
+    fill.write_text("1 0 c 2\n")
+    run.write_text("1 Q0 a 1 3 s\n1 Q0 c 2 2 s\n")
+    args = ["eval", "--qrels", str(human), str(run), "--measures", "P@2", "--format", "csv"]
+    assert main(args) == 0
+    plain = capsys.readouterr().out
+    assert main([*args, "--fill", str(fill)]) == 0
+    captured = capsys.readouterr()
+    assert captured.out.splitlines()[0] == "run,qid,P@2" and "#" not in captured.out
+    (tmp_path / "scores.csv").write_text(captured.out)
+    assert pandas.read_csv(tmp_path / "scores.csv").to_dict("records") == [{"run": "sys", "qid": "all", "P@2": 1.0}]
+    notes = [line[6:] for line in captured.err.splitlines() if line.startswith("note: ")]
+    assert notes[0].startswith("holes filled from") and notes[2].startswith("sys: Judged@10") and plain != captured.out
+    monkeypatch.setattr(sys, "stdout", Terminal())
+    assert main([*args, "--fill", str(fill)]) == 0
+    assert [line[6:] for line in capsys.readouterr().err.splitlines() if line.startswith("note: ")] == notes
 
 
 def test_eval_fill_notes_are_said_once_on_a_terminal_and_on_stderr_too_for_a_file_or_pipe(tmp_path, capsys,

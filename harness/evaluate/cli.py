@@ -90,7 +90,8 @@ def run(args: argparse.Namespace) -> int:
     if args.fill:
         notes += [f"{name}: {FILL_JUDGED} {before:.4f} with the human labels, {after:.4f} with the holes filled"
                   for name, (before, after) in judged_before_after(args.qrels, qrels, runs(args), options).items()]
-    if not sys.stdout.isatty():  # on a terminal the output's own notes are on the screen: not twice
+    # on a terminal the output's own notes are on the screen: not twice; a CSV has none (stderr alone)
+    if args.format == "csv" or not sys.stdout.isatty():
         for note in notes:
             print(f"note: {note}", file=sys.stderr)
     sys.stdout.write(_with_notes(FORMATTERS[args.format](evaluations, args.per_query), notes, args.format))
@@ -99,8 +100,9 @@ def run(args: argparse.Namespace) -> int:
 
 def _with_notes(output: str, notes: list[str], fmt: str) -> str:
     """Scores that use filled labels say so in the output itself, not only on stderr: '#' lines
-    before a table or CSV (as `harness compare` writes its CSV), a "notes" list in JSON."""
-    if not notes:
+    before a table, a "notes" list in JSON. A CSV stays one header and its rows, which csv readers
+    and pandas read as they are (a '#' line above the header broke them): its notes are stderr's."""
+    if not notes or fmt == "csv":
         return output
     if fmt == "json":
         return json.dumps({**json.loads(output), "notes": notes}, indent=2) + "\n"
