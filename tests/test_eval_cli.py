@@ -212,3 +212,45 @@ def test_no_command_help_imports_a_heavy_library():
         "assert not heavy, heavy"
     )
     subprocess.run([sys.executable, "-c", code], check=True, capture_output=True)
+
+
+@pytest.mark.parametrize("name, fmt", [("s.csv", "csv"), ("s.json", "json"), ("s.txt", "table"), ("scores", "table")])
+def test_output_writes_the_format_its_suffix_names_and_says_where(tmp_path, capsys, name, fmt):
+    """`eval --output`, as compare's and qrels agree's: the file holds what stdout would, in the
+    format its suffix names (--format still wins), and stderr says where it went."""
+    argv = ["eval", "--qrels", str(CAST2021_QRELS), str(CAST2021_DOC_RUNS[0]), "--measures", "P@5", "NumRel"]
+    assert main([*argv, "--format", fmt]) == 0
+    expected = capsys.readouterr().out
+    assert main([*argv, "--output", str(tmp_path / name)]) == 0
+    captured = capsys.readouterr()
+    assert (tmp_path / name).read_text() == expected and captured.out == ""
+    assert captured.err.splitlines()[-1] == f"scores written to {tmp_path / name}"
+    assert main([*argv, "--output", str(tmp_path / "forced.csv"), "--format", "json"]) == 0
+    assert json.loads((tmp_path / "forced.csv").read_text())["org_convdr"]["NumRel"] > 0
+
+
+def test_an_output_suffix_naming_no_format_or_an_input_is_an_error_before_any_work(tmp_path, capsys):
+    run = tmp_path / "r.run"
+    run.write_text(CAST2021_DOC_RUNS[0].read_text())
+    argv = ["eval", "--qrels", str(CAST2021_QRELS), str(run)]
+    assert main([*argv, "--output", str(tmp_path / "scores.pdf")]) == 2
+    assert capsys.readouterr().err.startswith(f"harness eval: error: --output {tmp_path / 'scores.pdf'}: .pdf names "
+                                              "no format this command writes (known: .table .csv .json .txt)")
+    assert main([*argv, "--output", str(run)]) == 2
+    assert f"--output {run} would overwrite an input" in capsys.readouterr().err
+    assert run.read_text() == CAST2021_DOC_RUNS[0].read_text() and not (tmp_path / "scores.pdf").exists()
+
+
+def test_output_with_fill_keeps_the_notes_in_the_table_and_says_them_on_stderr(tmp_path, capsys):
+    """The table written to --output carries the '#' notes; stderr says them too (the file is not
+    on the screen)."""
+    human, fill, run = tmp_path / "human.qrels", tmp_path / "fill.qrels", tmp_path / "sys.run"
+    human.write_text("1 0 a 1\n1 0 b 0\n")
+    fill.write_text("1 0 c 2\n")
+    run.write_text("1 Q0 a 1 3 s\n1 Q0 c 2 2 s\n")
+    out = tmp_path / "scores.txt"
+    assert main(["eval", "--qrels", str(human), str(run), "--measures", "P@2", "--fill", str(fill),
+                 "--output", str(out)]) == 0
+    notes = [line[2:] for line in out.read_text().splitlines() if line.startswith("# ")]
+    assert len(notes) == 3 and notes[0].startswith("holes filled from")
+    assert [line[6:] for line in capsys.readouterr().err.splitlines() if line.startswith("note: ")] == notes

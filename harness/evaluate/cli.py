@@ -9,7 +9,8 @@ import json
 import sys
 from pathlib import Path
 
-from harness.cli import add_format, add_runs, runs, swallowed
+from harness.atomic import atomic_write
+from harness.cli import add_format, add_output, add_runs, runs, swallowed
 from harness.errors import FLAGS, HarnessError
 from harness.evaluate import (JUDGED, Evaluation, Evaluator, RunFileOptions, evaluate_files, printed,
                               report_reading, with_judged)
@@ -17,6 +18,7 @@ from harness.evaluate import presets
 from harness.evaluate.names import CASE_RULE
 from harness.evaluate.presets import PRESETS
 from harness.evaluate.tables import QrelsTable, read_qrels_table, spare_memory
+from harness.paths import refuse_overwriting
 from harness.trec import Qrels
 
 
@@ -35,9 +37,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--passage-separator",
         help="runs rank passages '<docid><SEP><n>': judge documents by their best passage (MaxP)",
     )
-    add_format(parser, list(FORMATTERS), default="table",
-               help="an aligned text table (default), CSV, or JSON (run -> measure -> mean; with --per-query, "
-               "every query's values too)")
+    add_format(parser, list(FORMATTERS),
+               help="an aligned text table, CSV, or JSON (run -> measure -> mean; with --per-query, every query's "
+               "values too); default: as --output's suffix says, .csv .json, .txt for the table; the table on "
+               "stdout or to a name without a suffix")
+    add_output(parser, help="write the scores here (atomically) instead of stdout")
     add_fill(parser)
 
 
@@ -72,6 +76,11 @@ def judged_before_after(human_path: str, filled: Qrels, files: list[str],
 
 
 def run(args: argparse.Namespace) -> int:
+    from harness.report.formats import output_format  # here: it loads the report modules, 0.2 s eval need not wait
+
+    refuse_overwriting([args.qrels, args.fill, *runs(args)], [("--output", args.out)])
+    # as `harness compare` and `qrels agree` choose it: an --output suffix naming no format is said before any work
+    args.format = output_format(args.format, args.out, list(FORMATTERS), "table", {"txt": "table"})
     measures, depth, separator = measure_settings(args)
     spare_memory()
     qrels, notes = scoring_qrels(args)
@@ -91,10 +100,16 @@ def run(args: argparse.Namespace) -> int:
         notes += [f"{name}: {FILL_JUDGED} {before:.4f} with the human labels, {after:.4f} with the holes filled"
                   for name, (before, after) in judged_before_after(args.qrels, qrels, runs(args), options).items()]
     # on a terminal the output's own notes are on the screen: not twice; a CSV has none (stderr alone)
-    if args.format == "csv" or not sys.stdout.isatty():
+    if args.format == "csv" or args.out is not None or not sys.stdout.isatty():
         for note in notes:
             print(f"note: {note}", file=sys.stderr)
-    sys.stdout.write(_with_notes(FORMATTERS[args.format](evaluations, args.per_query), notes, args.format))
+    output = _with_notes(FORMATTERS[args.format](evaluations, args.per_query), notes, args.format)
+    if args.out is None:
+        sys.stdout.write(output)
+        return 0
+    with atomic_write(args.out) as handle:
+        handle.write(output)
+    print(f"scores written to {args.out}", file=sys.stderr)  # as `harness compare --output` says it
     return 0
 
 
