@@ -741,6 +741,30 @@ def test_holes_only_without_qrels_is_an_error(pool, tmp_path, capsys):
     assert capsys.readouterr().err.startswith("harness judge: error: --holes-only needs --qrels")
 
 
+@pytest.mark.parametrize("command", ["eval", "compare"])
+def test_filling_labels_of_another_scale_than_the_human_grades_is_a_warning_naming_both(pool, tmp_path, capsys,
+                                                                                        command):
+    """GPT-4's pool labels made yes-no (grade >= 2: yes) fill iKAT's 0-4 qrels: a 'yes' (1) would
+    score as iKAT's grade 1, below every rel=2 measure. The sidecar says the scale, so eval and
+    compare --fill warn, naming both; the labels on iKAT's own scale draw no warning."""
+    yes_no = tmp_path / "yes-no.txt"
+    yes_no.write_text("".join(f"{q} 0 {d} {int(g >= 2)}\n" for (q, d), g in pool["labels"].items()))
+    fills = {}
+    for scale, labels in (("yes-no", yes_no), ("relevance-0-4", pool_file())):
+        fills[scale] = tmp_path / f"{scale}.qrels"
+        assert main(["judge", str(pool["run"]), "--topics", "ikat2024", "--qrels", str(nist_2024()), "--judge", "file",
+                     "--labels", str(labels), "--scale", scale, "--output", str(fills[scale])]) == 0
+    capsys.readouterr()
+    argv = [command, "--qrels", str(nist_2024()), str(pool["run"]), "--measures", "P(rel=2)@10", "--fill"]
+    assert main([*argv, str(fills["yes-no"])]) == 0
+    warnings = [line for line in capsys.readouterr().err.splitlines() if line.startswith("warning: ")]
+    assert warnings == [f"warning: {fills['yes-no']}: its provenance sidecar puts its labels on the scale yes-no "
+                        f"(0 to 1), but {nist_2024()} grades 0 to 4: each filled label is scored as the human grade "
+                        "of the same number, mixing the two scales; judge with --scale relevance-0-4"]
+    assert main([*argv, str(fills["relevance-0-4"])]) == 0
+    assert "warning: " not in capsys.readouterr().err
+
+
 def test_the_file_judge_answers_from_recorded_labels(pool, tmp_path):
     out = tmp_path / "file.qrels"
     assert main(["judge", str(pool["run"]), "--topics", "ikat2024", "--depth", str(DEPTH),

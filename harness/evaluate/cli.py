@@ -65,6 +65,8 @@ def scoring_qrels(args: argparse.Namespace) -> tuple[Qrels | QrelsTable, list[st
     from harness.judge.fill import fill
 
     filled = fill(human.qrels, args.fill)
+    if filled.scale_warning:
+        print(f"warning: {filled.scale_warning}", file=sys.stderr)
     return filled.qrels, filled.notes(args.fill)
 
 

@@ -11,7 +11,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness.errors import InputError
-from harness.judge.base import describe_provenance
+from harness.judge.base import describe_provenance, read_provenance
+from harness.judge.scales import SCALES
 from harness.trec import Qrels, file_stem, read_qrels
 
 
@@ -22,6 +23,7 @@ class Filled:
     overlapping: int  # pairs both judge: the human label kept
     other_queries: int  # fill labels on queries without human judgments: not used
     provenance: str  # one line: who made the filled labels
+    scale_warning: str | None = None  # the filled labels' scale is not the human labels' grades
 
     def notes(self, fill_path: str | Path) -> list[str]:
         return [f"holes filled from {fill_path}: {self.added} labels added, {self.overlapping} pairs already "
@@ -51,4 +53,25 @@ def fill(human: Qrels, fill_path: str | Path) -> Filled:
                 target[docid] = grade
                 added += 1
     name = f"{human.name}+{file_stem(fill_path)}"
-    return Filled(Qrels(name, judgments), added, overlapping, other, describe_provenance(fill_path))
+    return Filled(Qrels(name, judgments), added, overlapping, other, describe_provenance(fill_path),
+                  _scale_warning(human, fill_path))
+
+
+def _scale_warning(human: Qrels, fill_path: str | Path) -> str | None:
+    """A warning when the scale the fill's sidecar records spans other grades than the human
+    labels do: a filled label is scored as the human grade of the same number, so a model's
+    'yes' (1) would count as iKAT's 'related' (1), below every rel=2 measure. None when the
+    grades agree, or the fill has no sidecar or a scale unknown here (nothing to compare)."""
+    record = read_provenance(fill_path)
+    name = record.get("scale") if record else None
+    grades = {grade for docs in human.judgments.values() for grade in docs.values()}
+    if name not in SCALES.names() or not grades:
+        return None
+    scale, low, high = SCALES.get(name), min(grades), max(grades)
+    if (min(scale.labels), max(scale.labels)) == (low, high):
+        return None
+    fitting = [other for other in SCALES.names() if SCALES.get(other).labels == tuple(range(low, high + 1))]
+    return (f"{fill_path}: its provenance sidecar puts its labels on the scale {scale.span()}, but "
+            f"{human.path or human.name} grades {low} to {high}: each filled label is scored as the human grade "
+            "of the same number, mixing the two scales; judge with "
+            + (f"--scale {fitting[0]}" if fitting else f"a --scale of grades {low} to {high}"))
