@@ -378,3 +378,22 @@ def test_an_agree_output_suffix_naming_no_format_is_an_error_before_any_work(tmp
     assert main(["qrels", "agree", str(PTKB_NIST), str(PTKB_ORG), "--output", str(out)]) == 2
     assert ".pdf names no format this command writes (known: .table .csv .json .txt)" in capsys.readouterr().err
     assert not out.exists()
+
+
+def test_a_run_neither_qrels_judges_is_a_warning_naming_it_under_each_as_eval_gives(tmp_path, capsys):
+    """A PTKB run a `runs/*.run` glob took beside the passage runs (`ikat to-trec --ptkb-out`):
+    scored 0 under both qrels, it sits last in both orderings and inflates tau. rank-agree says
+    so in eval's words, once per qrels (on the queries both judge); the passage runs draw none."""
+    a, b = ikat_2024_pair()
+    sample = shared_root() / "data/ikat/2024/scripts/run_validation/tests/data/sample_run.json"
+    passages, ptkb, again = tmp_path / "s.run", tmp_path / "s.ptkb.run", tmp_path / "again.run"
+    assert main(["ikat", "to-trec", str(sample), "--output", str(passages), "--ptkb-out", str(ptkb)]) == 0
+    again.write_text(passages.read_text())
+    capsys.readouterr()
+    assert main(["qrels", "rank-agree", a, b, str(passages), str(again), str(ptkb), "--preset", "ikat2024"]) == 0
+    said = [line for line in capsys.readouterr().err.splitlines() if line.startswith("warning: ")]
+    shared = set(judgments(a)) & set(judgments(b))
+    shown = sum(line.split()[0] in shared and int(line.split()[3]) <= 10 for line in ptkb.read_text().splitlines())
+    assert said == [f"warning: run 's.ptkb': only 0 of the {shown} documents in its top 10s are judged in {qrels}, so "
+                    "nearly every measure is 0; check that the run and the qrels use the same collection and document "
+                    "ids" for qrels in (a, b)]

@@ -208,7 +208,7 @@ def _agree_json(result: Agreement, args: argparse.Namespace) -> str:
 
 def run_rank_agree(args: argparse.Namespace) -> int:
     from harness.errors import HarnessError
-    from harness.evaluate import Evaluator, RunFileOptions, evaluate_file
+    from harness.evaluate import Evaluator, RunFileOptions, evaluate_file, reading_warnings
     from harness.evaluate.cli import measure_settings
     from harness.judge.agree import compare_orderings
     from harness.paths import refuse_overwriting
@@ -232,6 +232,9 @@ def run_rank_agree(args: argparse.Namespace) -> int:
         labels = Qrels(labels.name, {q: docs for q, docs in labels.judgments.items() if q in shared}, labels.path)
         evaluator = Evaluator(labels, measures)
         means[side] = [evaluate_file(evaluator, file, options) for file in files]
+        for evaluation in means[side]:  # a run a qrels hardly judges (a PTKB run a glob took): said, as eval says it
+            for warning in reading_warnings(evaluation, args.a if side == "A" else args.b):
+                print(f"warning: {warning}", file=sys.stderr)
     names = [evaluation.run_name for evaluation in means["A"]]
     if len(set(names)) != len(names):
         raise HarnessError(f"two runs share a file name stem ({', '.join(names)}); rename one")
