@@ -397,3 +397,33 @@ def test_a_run_neither_qrels_judges_is_a_warning_naming_it_under_each_as_eval_gi
     assert said == [f"warning: run 's.ptkb': only 0 of the {shown} documents in its top 10s are judged in {qrels}, so "
                     "nearly every measure is 0; check that the run and the qrels use the same collection and document "
                     "ids" for qrels in (a, b)]
+
+
+def test_qrels_sharing_no_judged_pair_are_a_warning_that_tau_measures_no_agreement_and_why(tmp_path, capsys):
+    """`harness judge --qrels HUMAN` labels only the pairs HUMAN lacks: rank-agree of HUMAN and its
+    qrels compares an ordering by people's labels with one by labels of other documents alone
+    (README's recipe once printed tau -1.0000 so, without a word). Said as agree says it, with
+    the reason where B's sidecar records it; a copy without the sidecar gets the warning alone."""
+    a, pool = ikat_2024_pair()
+    sample = shared_root() / "data/ikat/2024/scripts/run_validation/tests/data/sample_run.json"
+    run, holes, copy = tmp_path / "s.run", tmp_path / "llm.qrels", tmp_path / "copy.qrels"
+    assert main(["ikat", "to-trec", str(sample), "--output", str(run)]) == 0
+    assert main(["judge", str(run), "--topics", "ikat2024", "--qrels", a, "--judge", "file", "--labels", pool,
+                 "--depth", "10", "--output", str(holes)]) == 0
+    copy.write_text(holes.read_text())
+    lines = run.read_text().splitlines(keepends=True)
+    other = tmp_path / "other.run"
+    other.write_text("".join(line for line in lines if line.split()[3] != "1"))  # each turn's first passage gone
+    capsys.readouterr()
+    why = (f"; {holes} holds only the pairs {a} lacks (its sidecar says `harness judge` made it with --qrels {a}): "
+           "to measure agreement, judge the pairs people judged, without --qrels")
+    for b, reason in ((holes, why), (copy, "")):
+        assert main(["qrels", "rank-agree", a, str(b), str(run), str(other), "--measures", "nDCG@10"]) == 0
+        assert f"warning: {a} and {b} judge no (qid, docid) pair in common: the ordering under B reflects only B's " \
+               "labels, of documents A does not judge, so tau and tau_AP do not measure how far the labels agree" \
+               f"{reason}\n" in capsys.readouterr().err
+        assert main(["qrels", "agree", a, str(b)]) == 0
+        assert f"warning: {a} and {b} judge no (qid, docid) pair in common: every kappa is n/a{reason}\n" in \
+            capsys.readouterr().err
+    assert main(["qrels", "rank-agree", a, pool, str(run), str(other), "--measures", "nDCG@10"]) == 0
+    assert "pair in common" not in capsys.readouterr().err  # the GPT-4 pool shares 8,103 pairs with NIST's

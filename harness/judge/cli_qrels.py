@@ -100,13 +100,26 @@ def run_agree(args: argparse.Namespace) -> int:
     thresholds = args.thresholds if args.thresholds is not None else list(THRESHOLDS)
     result = compare_labels(a, b, thresholds)
     if not result.overall.pairs:
-        print(f"warning: {args.a} and {args.b} judge no (qid, docid) pair in common: every kappa is n/a",
-              file=sys.stderr)
+        print(f"warning: {_no_pair_in_common(args.a, args.b, 'every kappa is n/a')}", file=sys.stderr)
     else:
         _warn_unreachable(a, b, args, thresholds, given)
     formats = {"table": _agree_table, "csv": _agree_csv, "json": _agree_json}
     _emit(formats[args.format](result, args), args.out)
     return 0
+
+
+def _no_pair_in_common(a: str, b: str, consequence: str) -> str:
+    """The warning that qrels A and B share no judged pair, and why where B's sidecar knows:
+    `harness judge --qrels A` labels only the pairs A lacks, so its qrels can never agree with A."""
+    from harness.judge.base import read_provenance
+    from harness.paths import file_sha256
+
+    warning = f"{a} and {b} judge no (qid, docid) pair in common: {consequence}"
+    skipped = ((read_provenance(b) or {}).get("inputs") or {}).get("qrels") or {}
+    if file_sha256(a) in skipped.values():
+        warning += (f"; {b} holds only the pairs {a} lacks (its sidecar says `harness judge` made it with --qrels "
+                    f"{a}): to measure agreement, judge the pairs people judged, without --qrels")
+    return warning
 
 
 def _warn_unreachable(a: Qrels, b: Qrels, args: argparse.Namespace, thresholds: list[int], given: str) -> None:
@@ -226,6 +239,10 @@ def run_rank_agree(args: argparse.Namespace) -> int:
     if not shared:
         raise HarnessError(f"{args.a} and {args.b} judge no query in common: there is no ordering to compare")
     args.queries = (len(shared), len(qrels["A"].judgments), len(qrels["B"].judgments))
+    if not any(qrels["A"].judgments[qid].keys() & qrels["B"].judgments[qid].keys() for qid in shared):
+        consequence = ("the ordering under B reflects only B's labels, of documents A does not judge, so tau and "
+                       "tau_AP do not measure how far the labels agree")
+        print(f"warning: {_no_pair_in_common(args.a, args.b, consequence)}", file=sys.stderr)
     means = {}
     for side, labels in qrels.items():
         # the same queries on both sides: the orderings differ by the labels, not by the topic sets
