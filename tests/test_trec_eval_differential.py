@@ -1,4 +1,5 @@
-"""Every measure family the harness accepts equals `trec_eval -q -c -M` to 4 decimals.
+"""Every measure family the harness accepts equals `trec_eval -q -c -M` to 4 decimals (but
+Judged, which trec_eval lacks: ir-measures' own, tests/test_judged.py).
 
 The reference is trec_eval itself, built from its C sources in ../shared/reference. Inputs
 are the real qrels of CAsT 2019-2022 and iKAT 2023/2024 (a seeded sample of queries, with
@@ -39,7 +40,7 @@ QRELS = {
 DEPTHS = (None, 25)
 
 # harness measure -> (trec_eval measure name as printed, relevance level -l, depth -M override)
-# RR@k is trec_eval's recip_rank on the top k (-M k); Judged@k is 1 - unj_k.
+# RR@k is trec_eval's recip_rank on the top k (-M k).
 MEASURES: dict[str, tuple[str, int, int | None]] = {
     "nDCG": ("ndcg", 1, None), "nDCG@3": ("ndcg_cut_3", 1, None), "nDCG@10": ("ndcg_cut_10", 1, None),
     "P@5": ("P_5", 1, None), "P(rel=2)@5": ("P_5", 2, None),
@@ -51,14 +52,13 @@ MEASURES: dict[str, tuple[str, int, int | None]] = {
     "Rprec": ("Rprec", 1, None), "Rprec(rel=2)": ("Rprec", 2, None),
     "Bpref": ("bpref", 1, None), "Bpref(rel=2)": ("bpref", 2, None),
     "Success@5": ("success_5", 1, None), "Success(rel=2)@5": ("success_5", 2, None),
-    "Judged@5": ("unj_5", 1, None), "Judged@20": ("unj_20", 1, None),
     "infAP": ("infAP", 1, None), "infAP(rel=2)": ("infAP", 2, None),
     "NumQ": ("num_q", 1, None), "NumRel": ("num_rel", 1, None), "NumRet": ("num_ret", 1, None),
     "NumRelRet": ("num_rel_ret", 1, None), "NumRet(rel=2)": ("num_rel_ret", 2, None),
 }
 TREC_EVAL_ARGS = [
     "-m", "ndcg", "-m", "ndcg_cut.3,10", "-m", "P.5", "-m", "recall.10", "-m", "map", "-m", "map_cut.10",
-    "-m", "recip_rank", "-m", "Rprec", "-m", "bpref", "-m", "success.5", "-m", "unj.5,20", "-m", "infAP",
+    "-m", "recip_rank", "-m", "Rprec", "-m", "bpref", "-m", "success.5", "-m", "infAP",
     "-m", "num_q", "-m", "num_rel", "-m", "num_ret", "-m", "num_rel_ret",
 ]
 SCORE_FORMATS = ("{:d}", "{:.1f}", "{:.3e}", "{:.2E}", "{:+.2f}")
@@ -106,6 +106,16 @@ def random_run(qrels: Qrels, rng: random.Random, folder: Path) -> tuple[Path, Pa
     return full, deduplicated
 
 
+def seeded_inputs(name: str, seed: int, folder: Path) -> tuple[Path, Qrels, Path, Path]:
+    """The qrels sampled from `name` (its path and judgments) and a random run over them (with
+    and without its duplicates), in a new `folder`, the same for the same seed."""
+    rng = random.Random(seed)
+    folder.mkdir()
+    qrels_path = sample_qrels(name, rng, folder)
+    qrels = read_qrels(qrels_path)
+    return (qrels_path, qrels, *random_run(qrels, rng, folder))
+
+
 def trec_eval_values(binary: Path, qrels: Path, run: Path, level: int, depth: int | None) -> dict:
     """(trec_eval measure, qid) -> value, `all` included."""
     args = [str(binary), "-q", "-c", f"-l{level}", *([f"-M{depth}"] if depth else []), *TREC_EVAL_ARGS]
@@ -122,12 +132,7 @@ def test_every_accepted_measure_equals_trec_eval_per_query_and_all(trec_eval, tm
     worst: dict[str, float] = defaultdict(float)
     mismatches = []
     for seed, name in enumerate(QRELS):
-        rng = random.Random(seed)
-        folder = tmp_path / name
-        folder.mkdir()
-        qrels_path = sample_qrels(name, rng, folder)
-        qrels = read_qrels(qrels_path)
-        full, deduplicated = random_run(qrels, rng, folder)
+        qrels_path, qrels, full, deduplicated = seeded_inputs(name, seed, tmp_path / name)
         run = read_run(full)
         assert run.duplicates > 0
         for depth in DEPTHS:
@@ -145,8 +150,6 @@ def test_every_accepted_measure_equals_trec_eval_per_query_and_all(trec_eval, tm
                 assert set(rows) == ({"all"} if trec_name == "num_q" else set(qrels.judgments) | {"all"}), measure
                 for qid, value in rows.items():
                     mine = ours.means[canonical[measure]] if qid == "all" else ours.per_query[canonical[measure]][qid]
-                    if trec_name.startswith("unj_"):
-                        value = 1 - value
                     difference = abs(mine - value)
                     family = measure.split("(")[0].split("@")[0]
                     compared[family] += 1
@@ -203,7 +206,6 @@ def test_files_at_the_edges_of_the_format_equal_trec_eval(trec_eval, tmp_path, c
             if measure_level != level or cut is not None:
                 continue
             value = theirs[trec_name, "all"]
-            value = 1 - value if trec_name.startswith("unj_") else value
             assert abs(ours.means[canonical[measure]] - value) <= 5e-5, (case, measure)
 
 
@@ -318,7 +320,6 @@ def test_every_accepted_measure_equals_trec_eval_on_a_million_line_run_read_as_h
                 if printed != trec_name:
                     continue
                 mine = ours.means[measure] if qid == "all" else ours.per_query[measure][qid]
-                value = 1 - value if trec_name.startswith("unj_") else value
                 compared += 1
                 if abs(mine - value) > 5e-5 + 1e-9:
                     mismatches.append((measure, qid, mine, value))

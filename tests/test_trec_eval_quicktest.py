@@ -1,6 +1,6 @@
 """trec_eval's own quicktest (its Makefile's `quicktest` target), read from
 ../shared/reference/trec_eval/test: for every measure of its expected outputs that the
-harness accepts (trec_eval names mapped by harness.evaluate.names, and Judged@k = 1 - unj_k),
+harness accepts (trec_eval names mapped by harness.evaluate.names; not unj, which it refuses),
 the harness's value equals trec_eval's, per query and on `all`, to the 4 decimals printed.
 
 The files stay in ../shared (NIST's, not copied into the repo); without them the tests skip
@@ -9,7 +9,6 @@ in one line.
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 import pytest
@@ -29,7 +28,6 @@ QUICKTEST = {
     "out.test.aqcM": ("qrels.test", "results.trunc", 100, 1),  # -m all_trec -q -c -M100
     "out.test.aql": ("qrels.rel_level", "results.test", None, 2),  # -m all_trec -q -l2
 }
-UNJ = re.compile(r"unj_([0-9]+)")
 
 
 def expected(path: Path) -> dict[str, dict[str, str]]:
@@ -44,8 +42,6 @@ def expected(path: Path) -> dict[str, dict[str, str]]:
 def harness_name(trec_eval_name: str, level: int) -> str | None:
     """The harness measure for a trec_eval output name at relevance level `level`, or None
     where the harness refuses the name."""
-    if match := UNJ.fullmatch(trec_eval_name):
-        return f"Judged@{match.group(1)}"
     try:
         measure = parse_measures([trec_eval_name], announce=False)[0]
     except HarnessError:
@@ -72,8 +68,6 @@ def test_every_accepted_measure_equals_trec_evals_quicktest(output):
     for te, name in names.items():
         for qid, printed in reference[te].items():
             value = evaluation.means[name] if qid == "all" else evaluation.per_query[name][qid]
-            if UNJ.fullmatch(te):
-                value = 1 - value
             ours = f"{value:.0f}" if name in evaluation.counts else f"{value:.4f}"
             if ours != printed:
                 differences.append(f"{te} ({name}) {qid}: trec_eval {printed}, harness {ours}")

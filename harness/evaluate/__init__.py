@@ -1,5 +1,5 @@
 """Scoring runs against qrels under trec_eval's conventions, every value equal to
-`trec_eval -q -c -M<depth>`'s.
+`trec_eval -q -c -M<depth>`'s (Judged@k, which trec_eval lacks, to ir-measures' own).
 
 Runs and qrels are read into columns (`harness.evaluate.tables`: pyarrow on all cores for
 files in the common form, the exact readers of harness.trec for the rest), put into
@@ -14,8 +14,8 @@ pins down:
   scores n, n-1, ..., 1, so no provider's own tie rule (some break ties by docid
   ascending) can change a value;
 - missing queries (trec_eval -c): a query in the qrels but absent from the run is scored on
-  an empty ranking: 0 for the rank measures, its real relevant count for NumRel, 1 for
-  NumQ, and no unjudged document (Judged@k = 1) as trec_eval's unj says;
+  an empty ranking: 0 for the rank measures (Judged@k too, as ir-measures has it), its real
+  relevant count for NumRel, 1 for NumQ;
 - `all`: counts (NumQ, NumRel, NumRet) are summed, every other measure averaged over all
   qrels queries;
 - unjudged queries: a query in the run but not in the qrels is ignored (and counted);
@@ -92,8 +92,7 @@ class Evaluation:
         0 because the inputs do not match, which trec_eval prints without a word); None otherwise."""
         if len(self.missing_queries) != self.num_queries:
             return None
-        return (f"run {self.run_name!r} has no query in common with {qrels_name}; every measure is 0 "
-                "(Judged@k 1: an empty ranking has no unjudged document)")
+        return f"run {self.run_name!r} has no query in common with {qrels_name}; every measure is 0"
 
 
 def printed(value: float, count: bool, sign: str = "") -> str:

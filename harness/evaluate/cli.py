@@ -45,15 +45,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_fill(parser)
 
 
-# What the --fill notes call JUDGED: the measure `--measures Judged@10` and compare's column give, trec_eval's
-# 1 - unj@10, which is not ir-measures' own Judged@10 (a query the run lacks counts as judged; README, Conventions)
-FILL_JUDGED = f"{JUDGED} (1 - unj@10)"
-
-
 def add_fill(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--fill", metavar="QRELS",
                         help="fill the holes of --qrels with these labels (e.g. from `harness judge`): human "
-                             f"labels first; {FILL_JUDGED} with and without the fill is reported")
+                             f"labels first; {JUDGED} with and without the fill is reported")
 
 
 def scoring_qrels(args: argparse.Namespace) -> tuple[Qrels | QrelsTable, list[str]]:
@@ -99,7 +94,7 @@ def run(args: argparse.Namespace) -> int:
     for evaluation in evaluations:
         _report_coverage(evaluation, qrels_path=args.qrels)
     if args.fill:
-        notes += [f"{name}: {FILL_JUDGED} {before:.4f} with the human labels, {after:.4f} with the holes filled"
+        notes += [f"{name}: {JUDGED} {before:.4f} with the human labels, {after:.4f} with the holes filled"
                   for name, (before, after) in judged_before_after(args.qrels, qrels, runs(args), options).items()]
     # on a terminal the output's own notes are on the screen: not twice; a CSV has none (stderr alone)
     if args.format == "csv" or args.out is not None or not sys.stdout.isatty():

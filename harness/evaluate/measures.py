@@ -1,4 +1,5 @@
-"""The measures the harness accepts: one table of families, each equal to a trec_eval measure.
+"""The measures the harness accepts: one table of families, each equal to a trec_eval measure
+(Judged, which trec_eval lacks, to ir-measures' own).
 
 Every family below is computed on a run already in trec_eval's canonical order (score
 descending, docid descending): in numpy by `harness.evaluate.ranked` where it has code for
@@ -22,7 +23,7 @@ from harness.registry import Registry
 
 @dataclass(frozen=True)
 class Family:
-    trec_eval: str  # the trec_eval measure it equals ("-M k" = evaluated at depth k)
+    trec_eval: str  # the trec_eval measure it equals ("-M k" = evaluated at depth k), or the ir-measures one
     rel: bool = True  # takes rel= (trec_eval -l): grades >= rel count as relevant
     cutoff: str = "optional"  # "required", "optional" or "none" (the @k)
     summed: bool = False  # a count: trec_eval's `all` line is the sum over queries
@@ -37,7 +38,7 @@ FAMILIES.add("RR", Family("recip_rank (@k: recip_rank at -M k)"))
 FAMILIES.add("Rprec", Family("Rprec", cutoff="none"))
 FAMILIES.add("Bpref", Family("bpref", cutoff="none"))
 FAMILIES.add("Success", Family("success.k", cutoff="required"))
-FAMILIES.add("Judged", Family("1 - unj.k (negative grades are unjudged, empty ranks are not)",
+FAMILIES.add("Judged", Family("none: ir-measures' Judged@k, the share of the top min(k, ranked) the qrels list",
                               rel=False, cutoff="required"))
 FAMILIES.add("infAP", Family("infAP", cutoff="none"))
 # set measures score the whole ranking handed on, which the harness has already cut to the depth (-M)

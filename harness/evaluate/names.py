@@ -63,7 +63,8 @@ TREC_EVAL = {entry.name.lower(): entry for entry in (
 
 # trec_eval measures with a close harness measure that is not the same number: the advice.
 TREC_EVAL_ADVICE = {
-    "unj": "Judged@{k} (it is 1 - unj_{k})",
+    "unj": "Judged@{k}, ir-measures' share of the top {k} the qrels judge (1 - unj_{k} where every judged query "
+           "ranks {k} documents, none graded below 0)",
 }
 TREC_EVAL_REFUSED = {
     "gm_": "trec_eval's gm_map and gm_bpref are geometric means over the queries, which the harness does not take "

@@ -9,7 +9,7 @@ tied documents cannot change a value).
 `VECTORISED` computes the families that are functions of those grades (every accepted one
 but infAP and the set measures, which ir-measures computes) exactly as trec_eval's C loops
 do: the same divisions, log2 from the C library, and sums added one by one in rank order,
-not pairwise.
+not pairwise; Judged@k, which trec_eval lacks, as ir-measures' judged provider does.
 """
 
 from __future__ import annotations
@@ -20,14 +20,14 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from harness.evaluate.tables import QrelsTable, RunTable, in_rank_order, range_rows, starts_of, tie_order
+from harness.evaluate.tables import NONPOOL, QrelsTable, RunTable, in_rank_order, range_rows, starts_of, tie_order
 
 
 @dataclass
 class Ranked:
     """Each evaluated query's ranking in trec_eval's order, cut to depth: its qrels query
-    number, and the grades of its documents in rank order (negative: not judged), the
-    queries one after another."""
+    number, and the grades of its documents in rank order (NONPOOL: not in the qrels; UNJUDGED:
+    graded below 0), the queries one after another."""
 
     query: np.ndarray  # qrels query number of each ranking
     starts: np.ndarray  # int64, where each ranking starts in `grades`, then the total
@@ -40,9 +40,10 @@ class Ranked:
         return np.diff(self.starts)
 
     def hits(self, level: int | None) -> np.ndarray:
-        """The documents graded `level` or above (None: the unjudged ones, graded below 0), in order."""
+        """The documents graded `level` or above (None: those the qrels do not list), in order."""
         if ("hits", level) not in self._cache:
-            self._cache["hits", level] = np.flatnonzero(self.grades < 0 if level is None else self.grades >= level)
+            hit = self.grades == NONPOOL if level is None else self.grades >= level
+            self._cache["hits", level] = np.flatnonzero(hit)
         return self._cache["hits", level]
 
     def locate(self, documents: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -267,8 +268,12 @@ def _bpref(r: Ranked, q: QrelsTable, p: dict) -> np.ndarray:
 
 
 def _judged(r: Ranked, q: QrelsTable, p: dict) -> np.ndarray:
-    """1 - trec_eval's unj@k: unjudged (negative) documents in the first k, over k."""
-    return 1.0 - r.count_in_top(None, p["cutoff"]) / p["cutoff"]
+    """ir-measures' Judged@k (trec_eval has no such measure): of the first min(k, ranked)
+    documents, the share the qrels list, whatever the grade (a negative one too: a qrels line
+    is a judgment). Over the documents ranked, not k: a short ranking of unjudged documents
+    reads 0 (1 - trec_eval's unj@k would count its empty ranks as judged)."""
+    shown = np.minimum(r.lengths, p["cutoff"])  # at least 1: `rank` keeps no empty ranking
+    return (shown - r.count_in_top(None, p["cutoff"])) / shown
 
 
 def _num_ret(r: Ranked, q: QrelsTable, p: dict) -> np.ndarray:
@@ -291,7 +296,7 @@ VECTORISED: dict[str, tuple[Callable[[Ranked, QrelsTable, dict], np.ndarray],
                             Callable[[QrelsTable], np.ndarray] | None]] = {
     "nDCG": (_ndcg, None), "P": (_precision, None), "R": (_recall, None), "AP": (_average_precision, None),
     "RR": (_reciprocal_rank, None), "Rprec": (_rprec, None), "Success": (_success, None), "Bpref": (_bpref, None),
-    "Judged": (_judged, lambda q: np.ones(len(q.qids))),  # nothing retrieved: nothing unjudged
+    "Judged": (_judged, None),  # a query the run lacks: 0, as in ir-measures (nothing of its top k is judged)
     "NumQ": (_num_q, lambda q: np.ones(len(q.qids))),
     "NumRel": (_num_rel_ranked, lambda q: _num_rel(q, 1).astype(float)),
     "NumRet": (_num_ret, None),
