@@ -19,7 +19,7 @@ import pytest
 from harness.cli import main
 from harness.ikat.submission import Submission, SubmissionTurn, write_submission
 from harness.ikat.validate import CHECKS, COVERAGE_CHECKS, ValidationReport, read_submission, validate_file
-from harness.paths import data_root
+from harness.paths import data_root, qrels_root
 from harness.topics.ikat import read_topics, topics_path
 
 SAMPLES_2023 = data_root() / "ikat" / "2023" / "scripts" / "run_validation" / "tests" / "data"
@@ -243,6 +243,20 @@ def test_json_given_as_the_passage_id_file_is_an_error_naming_its_line(tmp_path,
                  "--passages", str(SAMPLES_2023 / "sample_run.json")]) == 2
     assert capsys.readouterr().err.startswith(f"harness ikat validate: error: {SAMPLES_2023 / 'sample_run.json'}:1: looks like "
                                               "JSON, not one passage id per line")
+
+
+@pytest.mark.parametrize("kind", ["qrels ('qid iter docid grade')", "a TREC run ('qid Q0 docid rank score tag')"])
+def test_a_qrels_or_run_given_as_the_passage_id_file_is_an_error_naming_its_line(tmp_path, capsys, kind):
+    """Each line was read as one id, the turn id (a qrels line's first field): every passage was 'not in the
+    collection'."""
+    qrels = qrels_root() / "ikat" / "2023-qrels.all-turns.txt"
+    if kind.startswith("a TREC run"):
+        qrels = tmp_path / "run.txt"
+        qrels.write_text("9-1_1 Q0 clueweb22-en0000-32-08101:4 1 2.5 bm25\n")
+    assert main(["ikat", "validate", str(SAMPLES_2023 / "sample_run.json"), "--topics", "ikat2023", "--partial",
+                 "--passages", str(qrels)]) == 2
+    assert capsys.readouterr().err.startswith(f"harness ikat validate: error: {qrels}:1: looks like {kind}, not one "
+                                              "passage id per line: give the collection the run searched")
 
 
 def test_passage_collection_reads_from_a_benchmark_or_its_passage_file():

@@ -31,7 +31,7 @@ from harness.ikat.checks import CHECKS, Context, Finding, error, topic_index
 from harness.ikat.checks_2023 import parse_submission
 from harness.ikat.submission import YEARS, Submission
 from harness.topics.model import Conversation
-from harness.trec import looks_like_run_line
+from harness.trec import looks_like_qrels_line, looks_like_run_line
 
 MAX_WARNINGS = 2000  # the 2023/2024 validators' default --max_warnings
 # Checks that need the whole test set in the file; skipped for a partial (development) run.
@@ -332,13 +332,20 @@ def read_passage_ids(spec: str) -> frozenset[str]:
 
 
 def _passage_id(path: Path, number: int, line: str) -> str:
-    """A line's first field: its id. JSON there (a submission, a passages file not named .jsonl)
-    would make every passage 'not in the collection'."""
-    first = line.split()[0]
-    if first[0] in "{[":
+    """A line's first field: its id. JSON there (a submission, a passages file not named .jsonl),
+    a qrels or a TREC run (its first field is a turn id) would make every passage 'not in the
+    collection'."""
+    fields = line.split()
+    if fields[0][0] in "{[":
         raise InputError(path, "looks like JSON, not one passage id per line (a passages file is read as JSON lines "
                                "when its name ends in .jsonl)", line=number)
-    return first
+    for looks_like, kind in ((looks_like_qrels_line, "qrels ('qid iter docid grade')"),
+                             (looks_like_run_line, "a TREC run ('qid Q0 docid rank score tag')")):
+        if looks_like(fields):
+            raise InputError(path, f"looks like {kind}, not one passage id per line: give the collection the run "
+                                   "searched (benchmark:NAME, an iKAT passage .jsonl, or a file of its passage ids)",
+                             line=number)
+    return fields[0]
 
 
 def _some(path: Path, ids: frozenset[str]) -> frozenset[str]:
