@@ -96,6 +96,60 @@ def test_year_is_guessed_from_the_file(tmp_path):
     assert report.year == 2023 and [f.check for f in report.errors] == ["json"]
 
 
+@pytest.fixture(scope="module")
+def sample_2024_as(tmp_path_factory) -> Callable[[int], Path]:
+    """The 2024 sample (2024 turns) written in another year's format, as `from-trec --year` writes it."""
+    sample, _ = read_submission(SAMPLE_2024)
+    folder = tmp_path_factory.mktemp("formats")
+
+    def written(year: int) -> Path:
+        path = folder / f"as{year}.json{'l' * (year == 2025)}"
+        write_submission(path, Submission(sample.run_name, "automatic", sample.turns, team_id="t"), year)
+        return path
+
+    return written
+
+
+@pytest.mark.parametrize("year", [2023, 2025])
+@pytest.mark.parametrize("topics", ["ikat2024", str(topics_path(2024))])
+def test_a_file_in_another_years_format_than_the_topics_is_one_error_naming_both(sample_2024_as, capsys, year, topics):
+    """The official 2024 validator refuses a 2023-format file (its run.proto's ptkb_provenance are int32s) or
+    JSON Lines; the year guessed from the file was never held to the topics' ('valid (iKAT 2023)')."""
+    assert main(["ikat", "validate", str(sample_2024_as(year)), "--topics", topics]) == 1
+    assert capsys.readouterr().out == (
+        f"ERROR [format-year]: the file is in the iKAT {year} format, but the topics are iKAT 2024's, whose validator "
+        "takes the 2024 format only: write it with `harness ikat from-trec --year 2024` (from its TREC run: `harness "
+        f"ikat to-trec` writes one), or give --year {year} to check it against these topics as it is\n")
+
+
+def test_another_years_format_given_with_year_is_checked_as_asked_with_a_note(sample_2024_as, capsys):
+    """A harness leaderboard may take another year's format for the topics: --year says so."""
+    main(["ikat", "validate", str(sample_2024_as(2023)), "--topics", "ikat2024", "--year", "2023", "--quiet"])
+    err = capsys.readouterr().err
+    assert err.startswith("note: --year 2023 checks the file in the iKAT 2023 format, which the iKAT 2024 validator "
+                          "of --topics ikat2024 does not take (it takes the 2024 format only)\n")
+    assert "218 turns" in err and "format-year" not in err
+
+
+def test_a_submission_of_another_year_than_the_topics_is_told_to_give_its_year_s_topics(capsys):
+    """The 2024 sample (its format and its turns) against the 2023 topics: the topics are the mistake."""
+    assert main(["ikat", "validate", str(SAMPLE_2024), "--topics", "ikat2023"]) == 1
+    assert capsys.readouterr().out == ("ERROR [format-year]: the file is an iKAT 2024 submission (its format and its "
+                                       "turns), but the topics are iKAT 2023's: give the topics of the file's year\n")
+
+
+def test_a_file_showing_neither_json_year_s_form_is_checked_as_the_topics_year(tmp_path):
+    """No eval_response and no PTKB provenance: both official validators parse it, so it is the topics' year's."""
+    run = json.loads(SAMPLE_2024.read_text())
+    del run["eval_response"]
+    for turn in run["turns"]:
+        for response in turn["responses"]:
+            response["ptkb_provenance"] = []
+    (tmp_path / "run.json").write_text(json.dumps(run))
+    report = validate_file(tmp_path / "run.json", TOPICS[2024], topics_year=2024)
+    assert report.year == 2024 and "format-year" not in failing_checks(report)
+
+
 def test_a_topics_file_that_does_not_exist_is_named(capsys):
     assert main(["ikat", "validate", str(SAMPLES_2023 / "sample_run.json"), "--topics", "nope.json"]) == 2
     assert "--topics nope.json: no such file" in capsys.readouterr().err
@@ -562,8 +616,9 @@ def test_2025_missing_and_extra_turns_are_errors(tmp_path, run_2025):
 
 
 def test_another_years_topics_are_named_as_the_likely_mistake(capsys):
-    """The 2024 sample against the 2023 topics: 244 errors, and now a line saying what they have in common."""
-    assert main(["ikat", "validate", str(SAMPLE_2024), "--topics", "ikat2023", "--quiet"]) == 1
+    """The 2024 sample checked as 2024 against the 2023 topics: 244 errors, and a line saying what they have in
+    common."""
+    assert main(["ikat", "validate", str(SAMPLE_2024), "--topics", "ikat2023", "--year", "2024", "--quiet"]) == 1
     assert ("note: none of the file's 218 turns is a turn of --topics ikat2023 (the file's first: '0_1'): give the "
             "topics of the file's year") in capsys.readouterr().err
     assert main(["ikat", "validate", str(SAMPLE_2024), "--topics", "ikat2024", "--quiet"]) == 0

@@ -147,11 +147,12 @@ class Decoded:
     problem: Finding | None = None
 
 
-def decode_submission(path: Path, text: str, year: int | None = None) -> Decoded:
+def decode_submission(path: Path, text: str, year: int | None = None, topics_year: int | None = None) -> Decoded:
     """Decode a submission's text, guessing its year (when not given) from the same parse, which
     also tells a JSON Lines year's file that is one JSON document (_not_json_lines). JSON
     nested too deeply or holding too long an integer is not JSON to the validator (a finding),
-    as a syntax error is (harness.jsonl.loads)."""
+    as a syntax error is (harness.jsonl.loads). `topics_year`: the year of the topics it is
+    checked against, when known; a year guessed that is not theirs is one finding (_format_year)."""
     body = text.removeprefix("\ufeff")
     raw, problem, given = _UNDECODED, None, year
     try:
@@ -161,9 +162,13 @@ def decode_submission(path: Path, text: str, year: int | None = None) -> Decoded
     year = year or _year_of(path, body, raw)
     if year not in YEARS:
         raise HarnessError(f"iKAT year must be one of {', '.join(map(str, YEARS))}, not {year}")
+    if not given and topics_year and year != topics_year and _fits(raw, topics_year):
+        year = topics_year  # a 2023/2024 file showing neither year's form (no eval_response, no PTKB) is both
     decoded = Decoded(year)
     if text.startswith("\ufeff"):
         decoded.problem = error("bom", _BOM_PROBLEM, line=1)
+    elif not given and topics_year and year != topics_year and (raw is not _UNDECODED or YEARS[year].json_lines):
+        decoded.problem = error("format-year", _format_year(year, topics_year, _turn_ids(raw, text, year)))
     elif YEARS[year].json_lines:
         decoded.entries = decode_lines(text)
         if (shape := _not_json_lines(body, decoded.entries, raw)) is not None:
@@ -176,6 +181,45 @@ def decode_submission(path: Path, text: str, year: int | None = None) -> Decoded
     else:
         decoded.raw = raw
     return decoded
+
+
+def _turn_ids(raw: Any, text: str, year: int) -> set[str]:
+    """The turn ids a file answers, read as loosely as can be (for a message, not a check)."""
+    turns = [value for _, value in decode_lines(text)] if YEARS[year].json_lines else (
+        raw.get("turns") if isinstance(raw, dict) and isinstance(raw.get("turns"), list) else [])
+    return {turn["turn_id"] for turn in turns if isinstance(turn, dict) and isinstance(turn.get("turn_id"), str)}
+
+
+def _format_year(year: int, topics_year: int, turns: set[str]) -> str:
+    """A file of one year's format checked against another year's topics: the track of the topics'
+    year takes its own format only (its validator refuses the other's fields: 2023's scored PTKB
+    provenance are no int32 in 2024's run.proto, 2024's eval_response no field of 2023's). A file
+    whose turns are of its own format's year is checked against the wrong topics, more likely."""
+    if turns and turns_year(turns) == year:
+        return (f"the file is an iKAT {year} submission (its format and its turns), but the topics are iKAT "
+                f"{topics_year}'s: give the topics of the file's year")
+    return (f"the file is in the iKAT {year} format, but the topics are iKAT {topics_year}'s, whose validator takes "
+            f"the {topics_year} format only: write it with `harness ikat from-trec --year {topics_year}` (from its "
+            f"TREC run: `harness ikat to-trec` writes one), or give --year {year} to check it against these topics "
+            "as it is")
+
+
+def _fits(raw: Any, year: int) -> bool:
+    """Whether a decoded 2023/2024 file passes the structure checks of `year` (a JSON document year)."""
+    return raw is not _UNDECODED and not YEARS[year].json_lines and _structure_error(raw, year) is None
+
+
+def _structure_error(raw: Any, year: int) -> Finding | None:
+    """The first error of the year's structure checks (those the later checks need to pass) on
+    a decoded 2023/2024 file, or None."""
+    ctx = Context(year, {}, raw=raw)
+    for name in CHECKS:
+        chosen = CHECKS.get(name)
+        if chosen.structural and year in chosen.years:
+            finding = next(iter(chosen.run(ctx)), None)
+            if finding is not None and finding.level == "error":
+                return finding
+    return None
 
 
 def _trec_run_hint(text: str) -> str:
@@ -227,15 +271,18 @@ def validate_file(
     max_warnings: int | None = MAX_WARNINGS,
     skip: Iterable[str] = (),
     passages: Container[str] | None = None,
+    topics_year: int | None = None,
 ) -> ValidationReport:
     """Run every check registered for the year (guessed from the file when not given).
 
     `skip` names checks to leave out (e.g. COVERAGE_CHECKS for a file that answers only
     some turns); `max_warnings` (2023/2024: fatal when exceeded, as upstream) None for no limit;
-    `passages` the collection's passage ids, to check that every cited passage exists.
+    `passages` the collection's passage ids, to check that every cited passage exists;
+    `topics_year` the topics' iKAT year (harness.ikat.validate.topics_year), when known: a file guessed to be of another
+    year's format is one error.
     """
     path = Path(path)
-    decoded = decode_submission(path, read_input(path, encoding="utf-8"), year)
+    decoded = decode_submission(path, read_input(path, encoding="utf-8"), year, topics_year)
     return validate_decoded(path, decoded, topics, max_warnings=max_warnings, skip=skip, passages=passages)
 
 
@@ -276,6 +323,21 @@ def validate_decoded(
     return report
 
 
+def topics_year(conversations: Iterable[Conversation]) -> int | None:
+    """The iKAT year of topics (a benchmark's, a copy of its file, or some of its topics)."""
+    return turns_year({turn.qid for conversation in conversations for turn in conversation.turns})
+
+
+def turns_year(turns: set[str]) -> int | None:
+    """The iKAT year whose shipped topics files (any split) hold every one of `turns`, None where
+    none or several do."""
+    from harness.topics.ikat import read_topics, topics_path
+
+    years = {year for year in YEARS for split in ("test", "train") if (path := topics_path(year, split)).exists()
+             and turns <= {turn.qid for conversation in read_topics(path) for turn in conversation.turns}}
+    return years.pop() if len(years) == 1 else None
+
+
 def _file_order(ctx: Context) -> Callable[[Finding], int]:
     """Findings in the order of the file: whole-file findings first, then by line or turn."""
     position: dict[str, int] = {}
@@ -293,18 +355,14 @@ def read_submission(path: str | Path, year: int | None = None) -> tuple[Submissi
     if YEARS[year].json_lines:
         raise InputError(path, "is JSON Lines (one JSON object per line), not the one JSON document of an iKAT "
                                "2023 or 2024 run (iKAT 2025 runs and TREC RAG answers are JSON Lines)")
-    ctx = Context(year, {})
     try:
-        ctx.raw = jsonl.loads(text)
+        raw = jsonl.loads(text)
     except json.JSONDecodeError as problem:
         raise InputError(path, f"not JSON: {problem.msg}{_trec_run_hint(text)}", line=problem.lineno) from None
-    for name in CHECKS:
-        chosen = CHECKS.get(name)
-        if chosen.structural and year in chosen.years:
-            finding = next(iter(chosen.run(ctx)), None)
-            if finding is not None and finding.level == "error":
-                raise InputError(path, finding.message, record=f"turn {finding.turn}" if finding.turn else None)
-    return parse_submission(ctx.raw, year), year
+    finding = _structure_error(raw, year)
+    if finding is not None:
+        raise InputError(path, finding.message, record=f"turn {finding.turn}" if finding.turn else None)
+    return parse_submission(raw, year), year
 
 
 def read_passage_ids(spec: str) -> frozenset[str]:
