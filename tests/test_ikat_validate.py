@@ -486,6 +486,28 @@ def test_a_2025_file_given_another_year_is_told_to_give_2025(run_2025):
     assert [finding.message for finding in validate(run_2025, 2023).errors] == [hint]
 
 
+@pytest.mark.parametrize("given, path, found", [
+    (2023, SAMPLE_2024, "eval_response: unknown field (expected one of run_name, run_type, turns)"),
+    (2024, SAMPLES_2023 / "sample_run.json", "turns[0].responses[0].ptkb_provenance[0]: {'id': '1', 'text': "),
+])
+def test_a_json_file_given_the_other_json_year_is_told_to_leave_year_out(tmp_path, capsys, given, path, found):
+    """Hundreds of schema errors (a 2024 file as 2023: 603), none saying the file is the other year's: one, as
+    --year 2025 on a JSON file gets; to-trec, which reads the file alike, says it too."""
+    (error,) = validate(path, given).errors
+    other = 2024 if given == 2023 else 2023
+    assert error.check == "format-year" and error.message.startswith(f"the file is in the iKAT {other} format, not "
+                                                                     f"{given}'s ({found}")
+    assert error.message.endswith("): leave --year out (the year is guessed from the file) or give the file's year")
+    assert main(["ikat", "to-trec", str(path), "--year", str(given), "--output", str(tmp_path / "out.run")]) == 2
+    assert capsys.readouterr().err == f"harness ikat to-trec: error: {path}: {error.message}\n"
+
+
+def test_to_trec_of_a_2025_file_given_another_year_is_told_to_give_2025(tmp_path, run_2025, capsys):
+    assert main(["ikat", "to-trec", str(run_2025), "--year", "2024", "--output", str(tmp_path / "out.run")]) == 2
+    assert capsys.readouterr().err.endswith("; this looks like JSON Lines (an object a line), as iKAT 2025 "
+                                            "submissions are written: give --year 2025\n")
+
+
 def test_a_2023_file_given_as_2025_is_one_error_saying_it_is_one_json_document_not_an_error_a_line(tmp_path, capsys):
     """--year 2025 on a 2023/2024 submission: no line of it is a JSON object; one finding says
     what the file is (it was one error for each of its lines, counted as turns)."""

@@ -178,6 +178,8 @@ def decode_submission(path: Path, text: str, year: int | None = None, topics_yea
         decoded.problem = error("json", f"not JSON: {problem.msg} (line {problem.lineno}, column {problem.colno})"
                                         # a year guessed is 2025 where the text is JSON Lines: no hint to give
                                         + (_trec_run_hint(body) or (_json_lines_hint(body) if given else "")))
+    elif given and (other := _other_years_format(path, body, raw, year)):
+        decoded.problem = error("format-year", other)
     else:
         decoded.raw = raw
     return decoded
@@ -220,6 +222,16 @@ def _structure_error(raw: Any, year: int) -> Finding | None:
             if finding is not None and finding.level == "error":
                 return finding
     return None
+
+
+def _other_years_format(path: Path, text: str, raw: Any, year: int) -> str | None:
+    """A 2023/2024 file given --year of the other, whose year (guessed) it parses as while it
+    fails `year`'s structure checks: what it is, said once, not an error for each of its fields."""
+    guessed = _year_of(path, text, raw)
+    if guessed == year or not _fits(raw, guessed) or (found := _structure_error(raw, year)) is None:
+        return None
+    return (f"the file is in the iKAT {guessed} format, not {year}'s ({found.message}): leave --year out (the year is "
+            "guessed from the file) or give the file's year")
 
 
 def _trec_run_hint(text: str) -> str:
@@ -358,8 +370,11 @@ def read_submission(path: str | Path, year: int | None = None) -> tuple[Submissi
     try:
         raw = jsonl.loads(text)
     except json.JSONDecodeError as problem:
-        raise InputError(path, f"not JSON: {problem.msg}{_trec_run_hint(text)}", line=problem.lineno) from None
+        raise InputError(path, f"not JSON: {problem.msg}{_trec_run_hint(text) or _json_lines_hint(text)}",
+                         line=problem.lineno) from None
     finding = _structure_error(raw, year)
+    if finding is not None and (other := _other_years_format(path, text, raw, year)):
+        raise InputError(path, other)
     if finding is not None:
         raise InputError(path, finding.message, record=f"turn {finding.turn}" if finding.turn else None)
     return parse_submission(raw, year), year
