@@ -459,6 +459,24 @@ def test_2025_validator_verdicts_and_warnings_equal_the_official_validator(tmp_p
     print(f"\niKAT 2025: {len(runs)} files, {same} equal")
 
 
+@pytest.mark.parametrize("texts, official_ok", [(["word " * 300], True), (["A short answer.", "word " * 300], False)])
+def test_2025_responses_are_checked_after_the_trim_as_the_official_validator_checks_them(
+        tmp_path, shipped_passages, texts, official_ok):
+    """An over-long response citing a passage not in its references: the official validator (default --fix-length)
+    drops it and passes the file; a short response before it, citing that passage, is kept and fails it."""
+    script = reference_dir("ikat-official", "2025", "scripts") / "validate_trec_ikat25.py"
+    lines = base_2025(shipped_passages)
+    lines[0]["responses"] = [{"text": text, "citations": {"clueweb22-en9999-00-00001:1": 1.0}, "ptkb_provenance": []}
+                             for text in texts]
+    path = tmp_path / "long.jsonl"
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    done = subprocess.run([sys.executable, str(script), "--input", str(path), "--topics", str(topics_path(2025))],
+                          capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert (done.returncode == 0) is official_ok and "Trimming responses" in done.stdout
+    report = validate_file(path, TOPICS[2025], 2025)
+    assert report.ok is official_ok and "response-length" in {f.check for f in report.warnings}
+
+
 # --- to-trec against generate_run.py --------------------------------------------------------
 
 

@@ -625,6 +625,25 @@ def test_2025_check_fires_on_its_own_breakage(tmp_path, run_2025, check, level, 
     assert {(f.turn, f.line) for f in report.findings} == {(turn, 1)}
 
 
+BAD_CITATION = {"clueweb22-en9999-00-00001:1": 1.0}  # in no line's references
+
+
+@pytest.mark.parametrize("responses, ok", [
+    ([{"text": "word " * 300, "citations": BAD_CITATION, "ptkb_provenance": []}], True),
+    ([{"text": "A short answer.", "citations": BAD_CITATION, "ptkb_provenance": []},
+      {"text": "word " * 300, "citations": {}, "ptkb_provenance": []}], False),
+])
+def test_2025_responses_are_checked_after_the_official_trim_to_250_words(tmp_path, run_2025, responses, ok):
+    """The official validator (--fix-length, on by default) drops responses from the end until the turn fits, then
+    checks what is left: a dropped response's bad citation fails nothing; a kept one's still does."""
+    path = _edit_line(run_2025, tmp_path / "run.jsonl", lambda entry: entry.update(responses=responses))
+    report = validate(path, 2025)
+    assert report.ok is ok and ("responses" in failing_checks(report)) is not ok
+    (length,) = [f for f in report.warnings if f.check == "response-length"]
+    assert length.message.endswith(f"drops responses from the end to fit (1 of {len(responses)} here) and checks only "
+                                   "those it keeps")
+
+
 def test_2025_missing_and_extra_turns_are_errors(tmp_path, run_2025):
     path = _edit_line(run_2025, tmp_path / "run.jsonl", _set(["turn_id"], "99-1_1"))
     report = validate(path, 2025, partial=False)

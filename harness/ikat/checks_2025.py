@@ -2,7 +2,8 @@
 
 From irlabamsterdam/iKAT 2025/scripts/validate_trec_ikat25.py. Its fix-ups (trimming long
 responses and references, written to a `.fixed` file, and not switchable off) are not
-reproduced: what they would change is reported instead.
+reproduced: what they would change is reported instead, and what it checks after them is
+checked (the responses a turn keeps once trimmed to fit, `kept_responses`).
 """
 
 from __future__ import annotations
@@ -133,7 +134,7 @@ def _responses_2025(ctx: Context) -> Iterator[Finding]:
             continue
         references = entry.get("references")
         checkable = is_score_map(references)  # else the references check reports it
-        for index, response in enumerate(responses):
+        for index, response in enumerate(kept_responses(responses)):
             problems = []
             if not isinstance(response, dict):
                 problems.append("must be an object")
@@ -152,23 +153,41 @@ def _responses_2025(ctx: Context) -> Iterator[Finding]:
                 yield error("responses", f"responses[{index}]: {problem}", turn_id, line)
 
 
+def _words(response: Any) -> int:
+    return word_count(response["text"]) if isinstance(response, dict) and isinstance(response.get("text"), str) else 0
+
+
+def kept_responses(responses: list) -> list:
+    """The responses the official validator checks: its --fix-length (on by default) first drops
+    responses from the end until the turn's words fit RESPONSE_WORD_LIMIT, so a problem of a
+    response it drops does not fail the file there, nor here."""
+    words = list(map(_words, responses))
+    kept, total = len(responses), sum(words)
+    while total > RESPONSE_WORD_LIMIT and kept:
+        kept -= 1
+        total -= words[kept]
+    return responses[:kept]
+
+
 @check("response-length", JSONL_YEARS)
 def _response_length(ctx: Context) -> Iterator[Finding]:
     """The responses of a turn total at most 250 words (NFKC, whitespace-split).
 
     Deliberate difference: upstream prints no warning but silently drops responses from the
-    end until the turn fits; here nothing is changed behind the user's back, and it is said.
+    end until the turn fits (and checks the rest only, as `responses` does here); here nothing
+    is changed behind the user's back, and it is said.
     """
     for line, entry, turn_id in _objects(ctx):
         responses = entry.get("responses")
         if not isinstance(responses, list):
             continue
-        words = sum(word_count(r["text"]) for r in responses if isinstance(r, dict) and isinstance(r.get("text"), str))
+        words = sum(map(_words, responses))
         if words > RESPONSE_WORD_LIMIT:
+            dropped = len(responses) - len(kept_responses(responses))
             yield warning(
                 "response-length",
                 f"responses total {words} words, more than {RESPONSE_WORD_LIMIT}; the official validator drops "
-                "responses from the end to fit",
+                f"responses from the end to fit ({dropped} of {len(responses)} here) and checks only those it keeps",
                 turn_id,
                 line,
             )
