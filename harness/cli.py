@@ -12,7 +12,7 @@ import importlib
 import os
 import re
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import NoReturn
@@ -263,7 +263,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return int(args._run(args) or 0)
     except BrokenPipeError:  # `| head`: the reader has all it wants; what is left unwritten goes nowhere
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        _stdout_to_nowhere()
         return 0
     except HarnessError as error:
         print(f"{command}: error: {error}{usage_tail(parser, error)}", file=sys.stderr)
@@ -289,6 +289,24 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{command}: interrupted" + (f": {interrupt}" if str(interrupt) else
                                            "; finished outputs are kept"), file=sys.stderr)
         return 130
+
+
+def print_lines(lines: Iterable[object]) -> None:
+    """Each line on stdout, for a command whose exit status is a verdict (`ikat validate`): a
+    reader that stops early (`| head`) ends the printing, not the command, so the verdict (its
+    summary and exit status 1 for an invalid file) still comes, where main's own catch would
+    end the command with 0."""
+    try:
+        for line in lines:
+            print(line)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        _stdout_to_nowhere()
+
+
+def _stdout_to_nowhere() -> None:
+    """What is left unwritten on a closed stdout goes nowhere (not a second BrokenPipeError at exit)."""
+    os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
 
 
 def usage_tail(parser: _Parser, error: HarnessError) -> str:

@@ -9,6 +9,7 @@ import sys
 import pytest
 
 from harness.cli import main
+from harness.paths import data_root
 from tests.conftest import CAST2021_DOC_RUNS, CAST2021_QRELS, child_env
 
 
@@ -101,3 +102,25 @@ def test_a_reader_that_stops_early_ends_the_command_quietly():
         child.stdout.close()  # as head does, with most of the output still to come
         assert child.wait(timeout=120) == 0, command
         assert b"Traceback" not in child.stderr.read()
+
+
+def test_a_reader_that_stops_early_leaves_ikat_validate_s_verdict_standing(tmp_path):
+    """`harness ikat validate RUN | head` on an invalid run: its summary on stderr and exit 1,
+    as without the pipe (a closed pipe ended it with 0 and no verdict, at random)."""
+    submission = json.loads((data_root() / "ikat" / "2023" / "scripts" / "run_validation" / "tests" / "data"
+                             / "sample_run.json").read_text(encoding="utf-8"))
+    for turn in submission["turns"]:  # 36,000 findings, 3.7 MB: far more than a pipe holds
+        for response in turn["responses"]:
+            response["passage_provenance"] = [{"id": f"not a passage {i}", "text": "x", "score": 1.0, "used": True}
+                                              for i in range(1000)]
+    invalid = tmp_path / "invalid.json"
+    invalid.write_text(json.dumps(submission), encoding="utf-8")
+    for _ in range(3):
+        child = subprocess.Popen([sys.executable, "-m", "harness.cli", "ikat", "validate", str(invalid), "--topics",
+                                  "ikat2023", "--partial"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                 env=child_env())
+        assert child.stdout.readline()
+        child.stdout.close()  # as head does, with most of the findings still to come
+        assert child.wait(timeout=120) == 1
+        err = child.stderr.read()
+        assert b"INVALID" in err and b"Traceback" not in err

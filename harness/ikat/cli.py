@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from harness.cli import add_output, number_in
+from harness.cli import add_output, number_in, print_lines
 from harness.errors import HarnessError, InputError, counted, open_input, verb
 from harness.ikat.submission import PROVENANCE_LIMIT, PTKB_DEPTH, YEARS
 from harness.paths import refuse_overwriting
@@ -118,8 +118,7 @@ def _validate(args: argparse.Namespace) -> int:
         print(f"note: --year {args.year} checks the file in the iKAT {args.year} format, which the iKAT {year} "
               f"validator of --topics {args.topics} does not take (it takes the {year} format only)", file=sys.stderr)
     if not args.quiet:
-        for finding in report.findings:
-            print(finding)
+        print_lines(report.findings)
     unknown = [finding.turn for finding in report.errors if finding.check in ("turn-id-known", "turns-known")]
     if report.turns and len(set(unknown)) >= report.turns:  # every turn (in file order): another year's topics?
         print(f"note: none of the file's {counted(report.turns, 'turn')} is a turn of --topics {args.topics} (the "
