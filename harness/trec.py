@@ -477,6 +477,20 @@ def read_qrels(path: str | Path, *, name: str | None = None) -> Qrels:
     return Qrels(name or file_stem(path), judgments, path)
 
 
+def qrels_text(qrels: Qrels) -> str:
+    """The judgments as a qrels file (`qid 0 docid grade`), queries and documents in sorted
+    order, so that the same judgments are always the same bytes (`harness run` writes derived
+    and restricted qrels this way, and rewrites nothing that did not change)."""
+    lines = []
+    for qid in sorted(qrels.judgments):
+        for docid, grade in sorted(qrels.judgments[qid].items()):
+            if not (field_ok(qid) and field_ok(docid)):
+                raise HarnessError(f"qrels {qrels.name}: query {qid!r}, document {docid!r}: an id is empty or holds "
+                                   "whitespace or a NUL byte, which would break a qrels line")
+            lines.append(f"{qid} 0 {docid} {grade}\n")
+    return "".join(lines)
+
+
 def format_score(score: float) -> str:
     return f"{score:.6f}"
 

@@ -45,7 +45,8 @@ def write(outcomes: Sequence["Outcome"], output: Path, title: str) -> tuple[str,
 def _section(heading: str, rows: list["Outcome"]) -> Section:
     first = rows[0]
     notes = list(dict.fromkeys(row.run.experiment.note for row in rows if row.run.experiment.note))
-    qrels = [f"Qrels `{first.qrels.name}`: {len(first.qrels.judgments)} judged queries; evaluated to depth "
+    written = f" ({first.qrels_file})" if first.qrels_file is not None else ""  # for `harness compare --qrels`
+    qrels = [f"Qrels `{first.qrels.name}`{written}: {len(first.qrels.judgments)} judged queries; evaluated to depth "
              f"{first.evaluation.depth}; a judged query missing from a run scores 0."]
     board = tested(rows) if len(rows) > 1 else None
     cells = []

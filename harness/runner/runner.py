@@ -7,6 +7,8 @@ replaces the old run) -> write `<tag>.json` (atomic, after the run file, so a JS
 describes the complete run beside it) -> evaluate -> write it again with the scores.
 A skipped run reuses the scores its JSON records, unless the measures, depth or qrels changed.
 A run killed half-way leaves only a dot-named temp file, removed when the run is redone.
+Qrels no file holds (derived from the data, or restricted to the corpus) are written to
+OUTPUT/qrels/, and each run's JSON names the qrels file it was scored on, for `harness compare`.
 One `harness run` at a time writes to an output folder (a lock on the folder); another
 waits for it, says so in one line, and then skips the runs it finished.
 """
@@ -17,6 +19,7 @@ import gc
 import hashlib
 import json
 import math
+import re
 import sys
 import threading
 import time
@@ -42,9 +45,10 @@ from harness.runner import provenance
 from harness.runner.config import Config, ConfigError, Experiment, RunSpec, shallow_measures
 from harness.runner.tasks import TASKS, Ranker
 from harness.topics import Benchmark, load
-from harness.trec import Qrels, Run, write_run
+from harness.trec import Qrels, Run, qrels_text, write_run
 
 BATCH = 64  # queries per retriever call; the progress display moves once per batch
+_UNSAFE_IN_FILE_NAME = re.compile(r"[^A-Za-z0-9_.+=@-]+")  # a written qrels file's name has '-' for each stretch
 
 
 @dataclass
@@ -54,13 +58,16 @@ class Workspace:
     fingerprints each index folder and each retriever's named files once (three strategies over
     one index walked its folder three times; a corpus, loaded once, keeps its own fingerprint);
     retrievers are shared the same way (`shared_retrievers`, entered by `run_config`): three
-    strategies over one BM25 index build the index once, and skipped runs build nothing."""
+    strategies over one BM25 index build the index once, and skipped runs build nothing.
+    With an `output` folder (not in a dry run), qrels no file holds are written there (qrels_file)."""
 
+    output: Path | None = None
     _benchmarks: dict[str, Benchmark] = field(default_factory=dict)
     _queries: dict[tuple[str, str, str | None], list[SearchQuery]] = field(default_factory=dict)
     _corpora: dict[Any, Corpus | None] = field(default_factory=dict)
     _qrels: dict[Any, Qrels] = field(default_factory=dict)  # (task, topics): their own; longer keys: as scored
     _fingerprints: dict[Any, Any] = field(default_factory=dict)  # index-folder and named-file fingerprints
+    _qrels_files: dict[str, Path] = field(default_factory=dict)  # qrels hash -> the file written for them
 
     def benchmark(self, topics: str) -> Benchmark:
         if topics not in self._benchmarks:
@@ -137,6 +144,27 @@ class Workspace:
             self._qrels[key] = qrels
         return self._qrels[key]
 
+    def qrels_file(self, qrels: Qrels, digest: str) -> Path | None:
+        """Where `harness compare --qrels` finds the judgments the leaderboard scored with, when no
+        file holds them (derived from the data, or restricted to the corpus: `qrels.path` None):
+        OUTPUT/qrels/<their name>.qrels, written once per invocation, and only when its bytes
+        change (a rerun touches nothing). Named by the qrels' own name, as the leaderboard names
+        them (another set of the same name in this invocation adds its hash's first 8 digits).
+        None for qrels read from a file, and in a dry run."""
+        if qrels.path is not None or self.output is None:
+            return None
+        if digest not in self._qrels_files:
+            name = _UNSAFE_IN_FILE_NAME.sub("-", qrels.name).strip("-.") or "qrels"
+            if any(path.name == f"{name}.qrels" for path in self._qrels_files.values()):
+                name = f"{name}-{digest[:8]}"
+            path = file_in(self.output / "qrels", f"{name}.qrels")
+            text = qrels_text(qrels).encode("utf-8")
+            if not (path.is_file() and path.read_bytes() == text):
+                with atomic_write(path, "wb") as handle:
+                    handle.write(text)
+            self._qrels_files[digest] = path
+        return self._qrels_files[digest]
+
     def retriever(self, run: RunSpec) -> Retriever:
         experiment = run.experiment
         params = dict(run.retriever.params)
@@ -170,7 +198,8 @@ def concatenate(corpora: list[Corpus]) -> Corpus:
 
 def restrict_to_corpus(qrels: Qrels, corpus: Corpus | None) -> Qrels:
     """Judgments of documents in the corpus only; a query left without a relevant one is dropped
-    (no run could score on it). For small pools standing in for the official collection."""
+    (no run could score on it). For small pools standing in for the official collection. No
+    file holds them (path None): `harness run` writes them (Workspace.qrels_file)."""
     if corpus is None:
         raise ValueError("restricting qrels needs a corpus")
     docids = {document.id for document in corpus.documents()}
@@ -179,7 +208,7 @@ def restrict_to_corpus(qrels: Qrels, corpus: Corpus | None) -> Qrels:
         inside = {docid: grade for docid, grade in judged.items() if docid in docids}
         if any(grade > 0 for grade in inside.values()):
             kept[qid] = inside
-    return Qrels(f"{qrels.name}@{corpus.name}", kept, qrels.path)
+    return Qrels(f"{qrels.name}@{corpus.name}", kept)
 
 
 @dataclass
@@ -194,6 +223,7 @@ class Prepared:
     digest: str  # the resume key: of what determines the run file (not the qrels)
     qrels_hash: str | None  # what the scores depend on besides the run file (`_scoring`)
     seconds: float
+    qrels_file: Path | None = None  # the qrels written for `harness compare` (Workspace.qrels_file)
 
     def judged(self) -> int:
         """How many of the run's queries the qrels judge (a judged query it lacks scores 0: the
@@ -219,8 +249,12 @@ def prepare(run: RunSpec, workspace: Workspace) -> Prepared:
     if files:  # likewise a changed file a parameter names (a plug-in's Path parameter)
         hashes["files"] = provenance.canonical_json(files)
     digest = provenance.run_hash(hashes, run.identity())
-    return Prepared(run, benchmark, queries, qrels, hashes, digest,
-                    provenance.qrels_hash(qrels) if qrels is not None else None, time.perf_counter() - started)
+    qrels_hash = qrels_file = None
+    if qrels is not None:
+        qrels_hash = provenance.qrels_hash(qrels)
+        qrels_file = workspace.qrels_file(qrels, qrels_hash)
+    return Prepared(run, benchmark, queries, qrels, hashes, digest, qrels_hash, time.perf_counter() - started,
+                    qrels_file)
 
 
 def run_path(output: Path, run: RunSpec) -> Path:
@@ -337,7 +371,15 @@ def _scoring(prepared: Prepared) -> dict[str, Any]:
 
 
 def _scores_record(prepared: Prepared, scored: Scored) -> dict[str, Any]:
-    return {"for": _scoring(prepared), "evaluation": asdict(scored.evaluation), "judged": scored.judged}
+    return {"for": _scoring(prepared), "qrels_file": _qrels_file(prepared), "evaluation": asdict(scored.evaluation),
+            "judged": scored.judged}
+
+
+def _qrels_file(prepared: Prepared) -> str | None:
+    """The file holding the qrels the run is scored with, for `harness compare --qrels`: the
+    one written for them, else the file they were read from."""
+    path = prepared.qrels_file or (prepared.qrels.path if prepared.qrels is not None else None)
+    return str(path) if path is not None else None
 
 
 def finished_scores(prepared: Prepared, output: Path) -> Scored | None:
@@ -358,9 +400,13 @@ def finished_scores(prepared: Prepared, output: Path) -> Scored | None:
     recorded = metadata.get("scores")
     if isinstance(recorded, dict) and recorded.get("for") == _scoring(prepared) and "not_scored" not in metadata:
         try:
-            return Scored(Evaluation(**recorded["evaluation"]).whole_counts(), float(recorded["judged"]))
+            scored = Scored(Evaluation(**recorded["evaluation"]).whole_counts(), float(recorded["judged"]))
         except (TypeError, KeyError, ValueError):  # not the layout this version writes: score again
             pass
+        else:
+            if recorded.get("qrels_file") != _qrels_file(prepared):  # (recorded before qrels files were named)
+                _write_metadata(path, {**now, "scores": _scores_record(prepared, scored)})
+            return scored
     scored = score(prepared, output)
     _write_metadata(path, {**now, "scores": _scores_record(prepared, scored)})
     return scored
@@ -455,11 +501,13 @@ class Outcome:
     evaluation: Evaluation | None
     judged: float | None
     benchmark: Benchmark  # the topics the run answered (the report's turn depths)
+    qrels_file: Path | None = None  # the qrels written for `harness compare` (None: read from a file, or none)
 
     @classmethod
     def of(cls, prepared: Prepared, output: Path, skipped: bool, scored: Scored | None) -> "Outcome":
         return cls(prepared.run, run_path(output, prepared.run), skipped, prepared.qrels,
-                   scored.evaluation if scored else None, scored.judged if scored else None, prepared.benchmark)
+                   scored.evaluation if scored else None, scored.judged if scored else None, prepared.benchmark,
+                   prepared.qrels_file)
 
 
 def score(prepared: Prepared, output: Path) -> Scored:
@@ -487,7 +535,7 @@ def run_config(
     runs, not X alone), in config order."""
     log = log or sys.stderr
     output = config.output  # folder_lock makes it, or says in one line why it cannot
-    workspace = Workspace()
+    workspace = Workspace(output)
     outcomes = []
     selected_runs = config.runs(only)
     warn_shallow(selected_runs, log)

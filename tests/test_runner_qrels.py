@@ -1,0 +1,145 @@
+"""`harness run` writes the qrels it scores with where no file holds them (derived from the
+data, or restricted to the corpus), so that `harness compare --qrels` can take them."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from harness.cli import main
+from harness.errors import HarnessError
+from harness.topics import load
+from harness.trec import Qrels, qrels_text, read_qrels
+
+PQA_QRELS = "qrels/pragmaticqa-val-derived.qrels"  # `pragmaticqa:val (derived)`, made a file name
+
+
+def _config(folder: Path, experiment: dict, name: str = "c.yaml") -> Path:
+    config = folder / name
+    config.write_text(yaml.safe_dump({"k": 10, "output": str(folder / "runs"), "experiments": [
+        {"topics": "pragmaticqa:val", "strategies": ["raw"], "measures": ["RR"], "retrievers": ["ranked"],
+         **experiment}]}), encoding="utf-8")
+    return config
+
+
+def _ranked(query: str, k: int):
+    return [("d1", 2.0), ("d2", 1.0)]
+
+
+def _run(config: Path, *options: str) -> int:
+    from harness.retrieve import RETRIEVERS
+
+    with RETRIEVERS.using({"ranked": _ranked}):
+        return main(["run", str(config), *options])
+
+
+@pytest.mark.java
+@pytest.mark.slow
+def test_the_written_qrels_given_to_harness_compare_reproduce_the_leaderboards_means(tmp_path, capsys):
+    """PragmatiCQA's derived qrels and iKAT 2023's restricted to the shipped passages, BM25 runs."""
+    config = tmp_path / "small.yaml"
+    out = tmp_path / "runs"
+    config.write_text(yaml.safe_dump({"output": str(out), "experiments": [
+        {"name": "pqa", "topics": "pragmaticqa:val", "strategies": ["raw", "hqe"], "retrievers": ["bm25"], "k": 20,
+         "measures": ["nDCG@3", "nDCG@10", "RR", "R@20"]},
+        {"name": "ikat", "topics": "ikat2023:test", "strategies": ["raw", "manual"], "retrievers": ["bm25"], "k": 100,
+         "corpus": ["benchmark:ikat2023:test", "benchmark:ikat2023:train"], "qrels_restrict_to_corpus": True,
+         "measures": ["nDCG@5", "P(rel=2)@20", "RR(rel=2)"]}]}), encoding="utf-8")
+    assert main(["run", str(config)]) == 0
+    board = capsys.readouterr().out
+    restricted = "2023-qrels.all-turns@ikat2023:test-provenance+ikat2023:train-provenance"
+    for name, written, tags in (
+        ("pragmaticqa:val (derived)", out / PQA_QRELS, ["pragmaticqa-val.raw.bm25", "pragmaticqa-val.hqe.bm25"]),
+        (restricted, out / "qrels" / f"{restricted.replace(':', '-')}.qrels",
+         ["ikat2023-test.raw.bm25", "ikat2023-test.manual.bm25"]),
+    ):
+        assert f"Qrels `{name}` ({written}): " in board
+        records = {tag: json.loads((out / f"{tag}.json").read_text(encoding="utf-8"))["scores"] for tag in tags}
+        assert {record["qrels_file"] for record in records.values()} == {str(written)}
+        compared = tmp_path / "compared.json"
+        measures = list(records[tags[0]]["evaluation"]["measures"])
+        assert main(["compare", "--qrels", str(written), *(str(out / f"{tag}.run") for tag in tags),
+                     "--measures", *measures, "--output", str(compared)]) == 0
+        runs = json.loads(compared.read_text(encoding="utf-8"))["runs"]
+        for tag, record in records.items():
+            assert {m: runs[tag][m]["mean"] for m in measures} == record["evaluation"]["means"]
+
+
+def test_derived_qrels_are_written_once_as_sorted_trec_qrels_and_left_alone_while_unchanged(tmp_path, capsys):
+    """Four columns, queries and documents in sorted order, the same bytes on every rerun: a
+    rerun does not touch the file (its mtime stays); a file that differs is replaced."""
+    config = _config(tmp_path, {})
+    assert _run(config) == 0
+    written = tmp_path / "runs" / PQA_QRELS
+    assert read_qrels(written).judgments == load("pragmaticqa:val").qrels().judgments
+    lines = [line.split() for line in written.read_text(encoding="utf-8").splitlines()]
+    assert {len(fields) for fields in lines} == {4} and {fields[1] for fields in lines} == {"0"}
+    assert lines == sorted(lines, key=lambda fields: (fields[0], fields[2]))
+    before = written.stat().st_mtime_ns
+    assert _run(config) == 0
+    assert written.stat().st_mtime_ns == before
+    written.write_text("1_1 0 d1 1\n", encoding="utf-8")
+    assert _run(config) == 0
+    assert read_qrels(written).judgments == load("pragmaticqa:val").qrels().judgments
+
+
+def test_qrels_read_from_a_file_are_not_written_and_the_runs_json_names_that_file(tmp_path, capsys):
+    qrels = tmp_path / "mine.txt"
+    qrels.write_text("1_1 0 d2 1\n", encoding="utf-8")
+    assert _run(_config(tmp_path, {"qrels": str(qrels)})) == 0
+    assert not (tmp_path / "runs" / "qrels").exists()
+    record = json.loads((tmp_path / "runs" / "pragmaticqa-val.raw.ranked.json").read_text(encoding="utf-8"))
+    assert record["scores"]["qrels_file"] == str(qrels)
+    assert "Qrels `mine`: 1 judged queries" in capsys.readouterr().out
+
+
+def test_a_dry_run_writes_no_qrels(tmp_path, capsys):
+    assert _run(_config(tmp_path, {}), "--dry-run") == 0
+    assert not (tmp_path / "runs" / "qrels").exists()
+
+
+def test_a_finished_runs_json_recorded_without_its_qrels_file_gets_it_without_being_scored_again(tmp_path,
+                                                                                                 monkeypatch, capsys):
+    """A run finished before qrels were written keeps its recorded scores; its JSON names the file."""
+    from harness.runner import runner
+
+    config = _config(tmp_path, {})
+    assert _run(config) == 0
+    path = tmp_path / "runs" / "pragmaticqa-val.raw.ranked.json"
+    record = json.loads(path.read_text(encoding="utf-8"))
+    del record["scores"]["qrels_file"]
+    path.write_text(json.dumps(record), encoding="utf-8")
+    monkeypatch.setattr(runner, "score", lambda *args: pytest.fail("scored again"))
+    assert _run(config) == 0
+    assert json.loads(path.read_text(encoding="utf-8"))["scores"]["qrels_file"] == str(tmp_path / "runs" / PQA_QRELS)
+
+
+def test_two_sets_of_qrels_of_one_name_get_two_files(tmp_path, capsys):
+    """Two `mine.txt` restricted to one corpus: the second file's name takes its hash's first 8
+    digits, and neither replaces the other's."""
+    corpus = tmp_path / "pool.jsonl"
+    corpus.write_text("".join(json.dumps({"id": docid, "contents": "text"}) + "\n" for docid in ("d1", "d2")),
+                      encoding="utf-8")
+    experiments = []
+    for name, docid in (("a", "d1"), ("b", "d2")):
+        qrels = tmp_path / name / "mine.txt"
+        qrels.parent.mkdir()
+        qrels.write_text(f"1_1 0 {docid} 1\n", encoding="utf-8")
+        experiments.append({"name": name, "tag": name, "topics": "pragmaticqa:val", "strategies": ["raw"],
+                            "measures": ["RR"], "retrievers": ["ranked"], "qrels": str(qrels), "corpus": str(corpus),
+                            "qrels_restrict_to_corpus": True})
+    config = tmp_path / "c.yaml"
+    config.write_text(yaml.safe_dump({"k": 10, "output": str(tmp_path / "runs"), "experiments": experiments}),
+                      encoding="utf-8")
+    assert _run(config) == 0
+    files = [Path(json.loads((tmp_path / "runs" / f"{tag}.json").read_text())["scores"]["qrels_file"]) for tag in "ab"]
+    assert files[0].name == "mine@pool.jsonl.qrels" and files[1].name.startswith("mine@pool.jsonl-")
+    assert [read_qrels(file).judgments for file in files] == [{"1_1": {"d1": 1}}, {"1_1": {"d2": 1}}]
+
+
+def test_qrels_text_refuses_an_id_that_would_break_a_qrels_line():
+    with pytest.raises(HarnessError, match="'a b'"):
+        qrels_text(Qrels("q", {"1": {"a b": 1}}))
