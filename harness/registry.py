@@ -781,14 +781,16 @@ class Registry(Generic[T]):
         raise UnknownName(f"unknown {self.kind} {name!r}{nearest(name, self.names())}; known: {known}", name)
 
     def origin(self, name: str) -> Origin | None:
-        """What the plug-in `name` is (None for a built-in): hashed into the resume key of its runs."""
+        """What the plug-in `name` is (None for a built-in): hashed into the resume key of its runs.
+        One never resumed gets a new token each time it is asked: an object loaded once, then
+        changed, is run again by the next `harness.run` of the same process too."""
         self.get(name)
         using = self._using.get()
         if name in using:
-            return using[name][1]
-        if name in self._python:
-            return self._python[name][1]
-        return self._origins.get(name)
+            found = using[name][1]
+        else:
+            found = self._python[name][1] if name in self._python else self._origins.get(name)
+        return {**found, **_never_resumed(found[NOT_RESUMED])} if found and NOT_RESUMED in found else found
 
     @contextmanager
     def using(self, objects: Mapping[str, Any]) -> Iterator[None]:
@@ -1016,6 +1018,7 @@ def object_origin(obj: Any) -> Origin:
     target = _code(obj)
     # a bound method's object is its settings, as any other object's (a method's code is its class's)
     settings = _settings(obj.__self__) if inspect.ismethod(obj) else {} if target is obj else _settings(obj)
+    settings = {**settings, **_function_settings(target)}  # a function's (a partial's) captured values
     module = inspect.getmodule(target)
     file = getattr(module, "__file__", None)
     if file and Path(file).is_file():
@@ -1088,6 +1091,112 @@ def _settings(obj: Any) -> Origin:
         return {**settings, **_never_resumed(
             "its repr shows an object whose class keeps object's repr, which shows none of its arguments")}
     return settings
+
+
+def _function_settings(function: Any, within: frozenset[int] = frozenset()) -> Origin:
+    """What a function's source does not say: the values its closure captured (the inner
+    function of `make_search(0.3)`, a lambda made in a loop) and its defaults where they may
+    not be its source's (a nested function's or lambda's, evaluated each time it is made; a
+    module-level one's, changed at run time). Empty for a module-level function without a
+    closure whose defaults are as written: it keys by its file, as it always did. A captured
+    function, class or module is its name (a function with its own such values); a value not
+    plain (`_plain`) has no text that tells two apart: the plug-in is never resumed."""
+    if not inspect.isfunction(function):
+        return {}
+    within = within | {id(function)}
+    found: Origin = {}
+    captured = {}
+    for name, cell in zip(function.__code__.co_freevars, function.__closure__ or ()):
+        try:
+            captured[name] = _named(cell.cell_contents, within)
+        except ValueError:  # an empty cell: a name of the enclosing function not bound (yet)
+            continue
+    if captured:
+        found["closure"] = captured
+    defaults = _defaults_not_written(function)
+    if defaults:
+        found["defaults"] = {name: _named(value, within) for name, value in defaults.items()}
+    if not _plain(found):
+        return _never_resumed("it captured a value that is not plain (numbers, strings, lists, dicts of them...) "
+                              "in its closure or defaults, so another such value is not told apart: capture plain "
+                              "values, or give the plug-in as an object whose __repr__ shows them")
+    return {key: _stable_repr(value) for key, value in found.items()}
+
+
+def _named(value: Any, within: frozenset[int]) -> Any:
+    """A captured function, class or module as text naming it (a function with its own
+    captured values, `_function_settings`), any other value as it is, for `_plain` to judge."""
+    if inspect.ismodule(value):
+        return f"<module {value.__name__}>"
+    if not (inspect.isfunction(value) or inspect.isclass(value)):
+        return value
+    kind = "class" if inspect.isclass(value) else "function"
+    own = _function_settings(value, within) if id(value) not in within else {}
+    if NOT_RESUMED in own:
+        return value  # not plain: never resumed
+    return f"<{kind} {value.__module__}.{value.__qualname__}{' ' + _stable_repr(own) if own else ''}>"
+
+
+def _defaults_not_written(function: Any) -> dict[str, Any]:
+    """A function's defaults by parameter, unless its source writes each as it is now: a
+    module-level function's, made once when its module is imported. A nested function's or
+    lambda's are made each time it is, from the values of the moment."""
+    positional = function.__defaults__ or ()
+    names = function.__code__.co_varnames[:function.__code__.co_argcount]  # the last ones have the defaults
+    defaults = {**dict(zip(names[len(names) - len(positional):], positional)), **(function.__kwdefaults__ or {})}
+    if not defaults or ("<" not in function.__qualname__ and _as_written(function, defaults)):
+        return {}
+    return defaults
+
+
+def _as_written(function: Any, defaults: Mapping[str, Any]) -> bool:
+    """Whether the function's source writes these defaults: a literal equal to its value (of
+    its type), or a name (`Mode.FAST`, `MODEL`) for the same object. A default written
+    otherwise (a call) is taken as written: the file's hash keys its source."""
+    import ast
+    import textwrap
+
+    try:
+        node = ast.parse(textwrap.dedent(inspect.getsource(function))).body[0]
+    except (OSError, TypeError, SyntaxError, IndexError):
+        return False
+    if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return False
+    arguments = node.args
+    ordered = [*arguments.posonlyargs, *arguments.args]
+    written = {**{arg.arg: expr for arg, expr in zip(ordered[len(ordered) - len(arguments.defaults):],
+                                                      arguments.defaults)},
+               **{arg.arg: expr for arg, expr in zip(arguments.kwonlyargs, arguments.kw_defaults) if expr is not None}}
+    if written.keys() != defaults.keys():
+        return False
+    for name, expr in written.items():
+        try:
+            expected = ast.literal_eval(expr)
+        except (ValueError, TypeError, SyntaxError):  # not a literal
+            expected = _written_name(expr, function.__globals__)
+            if expected is _UNKNOWN:
+                continue
+        value = defaults[name]
+        if value is not expected and not (_plain(value) and type(value) is type(expected) and value == expected):
+            return False
+    return True
+
+
+_UNKNOWN = object()  # a default's source that is neither a literal nor a name (`_written_name`)
+
+
+def _written_name(expr: Any, namespace: Mapping[str, Any]) -> Any:
+    """The object a dotted name (`MODEL`, `Mode.FAST`) in a function's source names in its
+    module (or Python's builtins), `_UNKNOWN` for any other expression or a name not found."""
+    import ast
+    import builtins
+
+    if isinstance(expr, ast.Attribute):
+        found = _written_name(expr.value, namespace)
+        return _UNKNOWN if found is _UNKNOWN else getattr(found, expr.attr, _UNKNOWN)
+    if isinstance(expr, ast.Name):
+        return namespace.get(expr.id, getattr(builtins, expr.id, _UNKNOWN))
+    return _UNKNOWN
 
 
 def _plain(value: Any, within: frozenset[int] = frozenset()) -> bool:

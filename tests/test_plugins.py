@@ -712,6 +712,91 @@ def test_a_bound_methods_origin_is_its_objects_attributes_too():
     assert object_origin(_Reversible(True).search)["state"] == "{'reverse': True, 'model': None}"
 
 
+def _ranking(first):
+    """A search function made by a factory: only the value its closure captured says which document is first."""
+    def search(query, k):
+        return [(first, 2.0), ("b" if first == "a" else "a", 1.0)]
+    return search
+
+
+def _first_by_default(query, k, first="a", *, second="b"):
+    return [(first, 2.0), (second, 1.0)]
+
+
+@pytest.mark.parametrize("wrap", [lambda search: search, functools.partial], ids=["function", "partial"])
+def test_a_functions_captured_values_enter_its_key(tmp_path, wrap):
+    """make_search(0.7) after make_search(0.3) is run again, not reused: both are the same file's code."""
+    config = {"k": 20, "output": str(tmp_path / "runs"), "experiments": [_experiment(["raw"], ["mine"])]}
+    for first in ("a", "b"):
+        harness.run(config, retrievers={"mine": wrap(_ranking(first))}, quiet=True)
+        assert _first_of(tmp_path) == first
+
+
+def test_a_functions_defaults_changed_at_run_time_enter_its_key(tmp_path):
+    """__defaults__ or __kwdefaults__ set anew: run again; as the source writes them, keyed by the file alone."""
+    from harness.registry import object_origin
+
+    config = {"k": 20, "output": str(tmp_path / "runs"), "experiments": [_experiment(["raw"], ["mine"])]}
+    assert set(object_origin(_first_by_default)) <= {"module", "sha256", "helpers"}
+    try:
+        for defaults, kwdefaults, first in ((("a",), {"second": "b"}, "a"), (("b",), {"second": "b"}, "b"),
+                                            (("c",), {"second": "b"}, "c"), (("c",), {"second": "d"}, "c")):
+            _first_by_default.__defaults__, _first_by_default.__kwdefaults__ = defaults, kwdefaults
+            harness.run(config, retrievers={"mine": _first_by_default}, quiet=True)
+            found = [line.split()[2] for line in (tmp_path / "runs" / "ikat2023-test.raw.mine.run").open()][:2]
+            assert found == [first, kwdefaults["second"]]
+    finally:
+        _first_by_default.__defaults__, _first_by_default.__kwdefaults__ = ("a",), {"second": "b"}
+
+
+def test_a_lambda_made_in_a_loop_is_keyed_by_the_value_it_captured(tmp_path):
+    """`lambda query, k, first=first: ...` for each value: each is run, none reuses another's run."""
+    config = {"k": 20, "output": str(tmp_path / "runs"), "experiments": [_experiment(["raw"], ["mine"])]}
+    for first, search in zip("ab", [lambda query, k, first=first: [(first, 2.0), ("c", 1.0)] for first in "ab"]):
+        harness.run(config, retrievers={"mine": search}, quiet=True)
+        assert _first_of(tmp_path) == first
+
+
+def test_a_function_that_captured_a_value_not_plain_is_never_resumed(tmp_path, capsys):
+    """A captured model has no text that tells two apart: its runs are made again, and it is said."""
+    config = tmp_path / "mine.yaml"
+    config.write_text(yaml.safe_dump({"k": 20, "output": str(tmp_path / "runs"),
+                                      "experiments": [_experiment(["raw"], ["mine"])]}), encoding="utf-8")
+    from harness.retrieve import RETRIEVERS
+
+    def searching(model):
+        return lambda query, k: [("a" if model.reverse else "b", 2.0)]
+
+    for reverse in (True, False):
+        with RETRIEVERS.using({"mine": searching(_Reversible(reverse))}):
+            assert main(["run", str(config)]) == 0
+        assert _first_of(tmp_path) == ("a" if reverse else "b")
+    err = capsys.readouterr().err
+    assert "skipped" not in err
+    assert "warning: retriever mine: its runs are made again every time, never resumed: it captured a value " \
+           "that is not plain" in err
+
+
+def test_a_python_spec_never_resumed_is_run_again_by_the_same_process_too(tmp_path):
+    """Loaded once, changed, run again by a second harness.run of the script: not the first run reused."""
+    (tmp_path / "mymine.py").write_text(
+        "class Mine:\n"
+        "    def __init__(self):\n        self.first, self.model = 'a', object()\n"
+        "    def search(self, queries, k):\n"
+        "        return {query.qid: [(self.first, 2.0), ('c', 1.0)] for query in queries}\n"
+        "mine = Mine()\n", encoding="utf-8")
+    script = (
+        "import harness, mymine\n"
+        f"config = {{'k': 20, 'output': {str(tmp_path / 'runs')!r}, "
+        f"'experiments': [{_experiment(['raw'], ['python:mymine:mine'])!r}]}}\n"
+        "harness.run(config)\nmymine.mine.first = 'b'\nharness.run(config)\n")
+    done = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, env=child_env(), capture_output=True,
+                          text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    first = next(iter((tmp_path / "runs" / "ikat2023-test.raw.python-mymine-mine.run").open())).split()[2]
+    assert "skipped" not in done.stderr and first == "b"
+
+
 def test_the_resume_key_takes_params_as_they_act_a_default_written_out_or_a_member_by_name_keys_alike():
     """Writing a default out (bm25's k1 0.9, b 0.4) or an Enum member by name reruns nothing;
     a config that writes neither keys as it did."""
