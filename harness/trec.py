@@ -97,30 +97,29 @@ class Hit(NamedTuple):
 Ranking = Sequence[Hit]
 
 
-def kept_ranking(ranking: Iterable[tuple[str, float]]) -> tuple[dict[str, float], int]:
-    """What a `Run` keeps of a best-first ranking: {docid: score}, a repeated document at its
-    first (best) score, as `read_run` keeps it; and how many repeats it dropped. A {docid:
-    score} mapping is read as its pairs (iterating it would give the docids alone)."""
+class Kept(NamedTuple):
+    """What a `Run` keeps of one best-first ranking (`kept_ranking`)."""
+
+    scores: dict[str, float]  # {docid: score}, a repeated document at its first (best) score
+    dropped: int  # the repeats dropped
+    first_repeat: str | None  # the first document the ranking gave again, for a message naming it
+
+
+def kept_ranking(ranking: Iterable[tuple[str, float]]) -> Kept:
+    """What a `Run` keeps of a best-first ranking, as `read_run` keeps it. A {docid: score}
+    mapping is read as its pairs (iterating it would give the docids alone)."""
     pairs = (list(ranking.items()) if isinstance(ranking, Mapping)
              else ranking if isinstance(ranking, (list, tuple)) else list(ranking))
     kept = dict(pairs)
     if len(kept) == len(pairs):
-        return kept, 0
-    kept = {}  # dict() kept a repeat's last score; the first is the best
+        return Kept(kept, 0, None)
+    kept, first = {}, None  # dict() kept a repeat's last score; the first is the best
     for docid, score in pairs:
-        kept.setdefault(docid, score)
-    return kept, len(pairs) - len(kept)
-
-
-def _first_repeat(rankings: Mapping[str, Iterable[tuple[str, float]]]) -> tuple[str, str] | None:
-    """The first (qid, docid) whose document its ranking gave before."""
-    for qid, ranking in rankings.items():
-        seen: set[str] = set()
-        for docid, _ in () if isinstance(ranking, Mapping) else ranking:
-            if docid in seen:
-                return qid, docid
-            seen.add(docid)
-    return None
+        if docid not in kept:
+            kept[docid] = score
+        elif first is None:
+            first = docid
+    return Kept(kept, len(pairs) - len(kept), first)
 
 
 @dataclass(eq=False)
@@ -136,26 +135,23 @@ class Run(Mapping[str, Ranking]):
     duplicates: int = 0  # (qid, docid) repeats dropped while reading
     path: Path | None = None
     trailing: int = 0  # lines with text after the sixth field (ignored, as trec_eval does)
-    repeated: tuple[str, str] | None = None  # the first (qid, docid) repeat `of` dropped, for a message naming it
+    repeated: tuple[str, str] | None = None  # the first (qid, docid) repeat dropped, for a message naming it
 
     @classmethod
     def of(cls, rankings: Mapping[str, Iterable[tuple[str, float]]], name: str = "run") -> "Run":
         """From best-first (docid, score) rankings. A document repeated within a ranking keeps
         its first (best) score and is counted in `duplicates`, as `read_run` keeps it; the
         first repeat is `repeated` (a plug-in answering a document twice is told which)."""
-        listed = {qid: ranking if isinstance(ranking, (list, tuple, Mapping)) else list(ranking)
-                  for qid, ranking in rankings.items()}
-        run = cls.of_kept({qid: kept_ranking(ranking) for qid, ranking in listed.items()}, name)
-        if run.duplicates:
-            run.repeated = _first_repeat(listed)
-        return run
+        return cls.of_kept({qid: kept_ranking(ranking) for qid, ranking in rankings.items()}, name)
 
     @classmethod
-    def of_kept(cls, rankings: Mapping[str, tuple[dict[str, float], int]], name: str = "run") -> "Run":
+    def of_kept(cls, rankings: Mapping[str, Kept], name: str = "run") -> "Run":
         """From rankings as `kept_ranking` keeps them, made where they were found (a
         retriever's worker threads: on the caller's thread they took 10% of a BM25 search)."""
-        return cls(name, {qid: scores for qid, (scores, _) in rankings.items()},
-                   sum(dropped for _, dropped in rankings.values()))
+        repeated = next(((qid, kept.first_repeat) for qid, kept in rankings.items() if kept.first_repeat is not None),
+                        None)
+        return cls(name, {qid: kept.scores for qid, kept in rankings.items()},
+                   sum(kept.dropped for kept in rankings.values()), repeated=repeated)
 
     def __getitem__(self, qid: str) -> list[Hit]:
         return list(map(Hit._make, self.scores[qid].items()))

@@ -269,7 +269,7 @@ def test_near_ties_one_rounding_step_apart_count_as_ties():
 @pytest.mark.java
 def test_an_id_the_index_repeats_keeps_its_first_hit_and_is_counted(index):
     """As a run file's repeat is read (`Run.of`): the second document under the same external
-    id drops out of the ranking and is counted in `duplicates`."""
+    id drops out of the ranking, is counted in `duplicates` and named in `repeated`."""
     scorer = build("bm25", corpus=None, index=index).scorer
     query = {"electric": 1.0, "car": 1.0}
     found = scorer.search({"q": query}, 10)
@@ -278,6 +278,7 @@ def test_an_id_the_index_repeats_keeps_its_first_hit_and_is_counted(index):
     docids[docids == second] = first
     twins = lucene_scorer.LuceneScorer(replace(scorer.index, docids=docids), 0.9, 0.4).search({"q": query}, 10)
     assert twins["q"] == [hit for hit in found["q"] if hit.docid != second] and twins.duplicates == 1
+    assert twins.repeated == ("q", first)  # named in `harness run`'s warning
 
 
 def test_a_depth_beyond_the_index_size_searches_without_allocating_for_it(index, turns):

@@ -30,11 +30,13 @@ def test_a_document_repeated_in_a_ranking_keeps_its_first_score_as_read_run_keep
 
 def test_rankings_kept_where_they_were_found_make_the_run_of_their_hits():
     """A retriever's worker threads keep each ranking as a Run keeps it (`kept_ranking`): the
-    same run, repeats and their count included."""
-    rankings = {"q1": [("d1", 2.0), ("d2", 1.5), ("d1", 1.0)], "q2": [("d2", 1.0)], "q3": []}
+    same run, repeats, their count and the first of them included (a plug-in answering a
+    document twice is told which, whichever way its run was made)."""
+    rankings = {"q1": [("d1", 2.0), ("d2", 1.5), ("d2", 1.2), ("d1", 1.0)], "q2": [("d2", 1.0)], "q3": []}
     kept = {qid: kept_ranking(ranking) for qid, ranking in rankings.items()}
-    assert kept["q1"] == ({"d1": 2.0, "d2": 1.5}, 1)
-    assert Run.of_kept(kept) == Run.of(rankings) and Run.of_kept(kept).duplicates == 1
+    assert kept["q1"] == ({"d1": 2.0, "d2": 1.5}, 2, "d2")
+    assert Run.of_kept(kept) == Run.of(rankings) and Run.of_kept(kept).duplicates == 2
+    assert Run.of_kept(kept).repeated == Run.of(rankings).repeated == ("q1", "d2")
 
 
 def test_two_runs_are_equal_only_when_they_rank_in_the_same_order():

@@ -52,7 +52,7 @@ import numpy as np
 from harness.atomic import temp_folder
 from harness.errors import HarnessError
 from harness.paths import cache_root, commit_key
-from harness.trec import Run, kept_ranking
+from harness.trec import Kept, Run, kept_ranking
 
 FIELD = "contents"  # Anserini's analysed text field
 ID_FIELD = "id"
@@ -242,11 +242,11 @@ class LuceneScorer:
         thread that found it (an external id the index repeats: its first hit)."""
         from harness.retrieve._lucene_kernels import adjust_ties
 
-        def top(query: dict[str, float]) -> tuple[dict[str, float], int]:
+        def top(query: dict[str, float]) -> Kept:
             docs, scores = self._top(query, k)
             docids, adjusted = self.index.docids[docs].tolist(), adjust_ties(scores).tolist()
             kept = dict(zip(docids, adjusted))  # no id repeated, as nearly always: kept as it is
-            return (kept, 0) if len(kept) == len(docids) else kept_ranking(list(zip(docids, adjusted)))
+            return Kept(kept, 0, None) if len(kept) == len(docids) else kept_ranking(list(zip(docids, adjusted)))
 
         if threads > 1 and len(queries) > 1:
             with ThreadPoolExecutor(threads) as pool:
