@@ -675,17 +675,18 @@ def test_a_run_replacing_one_another_config_made_is_a_warning_naming_both(tmp_pa
 
 def test_documents_a_retriever_answers_twice_for_a_query_are_counted_in_a_warning_and_the_run_s_json(tmp_path, capsys):
     """Each is kept once, at its best score; the run file then holds no repeat, so its scoring
-    counted none, and a plug-in's bug looked like a clean run."""
+    counted none, and a plug-in's bug looked like a clean run. The count is of repeats: a
+    document answered three times for a query counts two."""
     from harness.retrieve import RETRIEVERS
 
     config = _raw_pragmaticqa(tmp_path, ["twice"])
-    with RETRIEVERS.using({"twice": lambda query, k: [("d1", 2.0), ("d2", 1.5), ("d1", 1.0)]}):
+    with RETRIEVERS.using({"twice": lambda query, k: [("d1", 2.0), ("d2", 1.5), ("d1", 1.0), ("d1", 0.5)]}):
         assert main(["run", str(config)]) == 0
-    assert ("warning: run pragmaticqa-val.raw.twice: retriever twice answered 1526 documents twice for the same query "
-            "(the first: document d1 for query 1_1); each is kept once, at its best score"
+    assert ("warning: run pragmaticqa-val.raw.twice: retriever twice answered a document again for the same query "
+            "3052 times (the first: document d1 for query 1_1); each document is kept once, at its best score"
             in capsys.readouterr().err.splitlines())
     record = json.loads((tmp_path / "runs" / "pragmaticqa-val.raw.twice.json").read_text(encoding="utf-8"))
-    assert record["duplicates"] == 1526 and record["lines"] == 2 * 1526
+    assert record["duplicates"] == 2 * 1526 and record["lines"] == 2 * 1526
 
 
 def test_documents_answered_twice_are_counted_in_a_run_answered_from_a_shared_retriever_s_memory(tmp_path):

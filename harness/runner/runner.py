@@ -418,7 +418,7 @@ class Repeats:
     best score (Run.of), and counted here, so that a plug-in's bug is said, not hidden (the
     run file holds no repeat, so scoring it finds none)."""
 
-    count: int = 0
+    count: int = 0  # the repeats dropped: a document answered three times for a query counts two
     first: tuple[str, str] | None = None  # (qid, docid)
 
     def add(self, run: Run) -> None:
@@ -429,9 +429,9 @@ class Repeats:
         run = prepared.run
         kind = TASKS.get(run.experiment.task).retrievers().kind
         first = f" (the first: document {self.first[1]} for query {self.first[0]})" if self.first else ""
-        return (f"run {run.tag}: {kind} {run.retriever.label or run.retriever.name} answered {self.count} "
-                f"document{'s' * (self.count != 1)} twice for the same query{first}; each is kept once, at its best "
-                "score")
+        return (f"run {run.tag}: {kind} {run.retriever.label or run.retriever.name} answered a document again for "
+                f"the same query {self.count} time{'s' * (self.count != 1)}{first}; each document is kept once, at "
+                "its best score")
 
 
 def _rankings(prepared: Prepared, rank: Ranker, progress: Callable[[int], object],
