@@ -67,6 +67,12 @@ def test_a_serve_config_given_to_harness_run_and_a_run_config_given_to_harness_s
                                        "experiments:): give it to `harness run`\n")
 
 
+def test_a_serve_config_without_its_tasks_given_to_harness_run_is_named_by_any_serve_key(tmp_path):
+    """One list of serve's keys, serve's own: a half-written serve config is not 'storage: unknown key'."""
+    assert _error(tmp_path, {"storage": "leaderboard/files", "quota": 5}).endswith(
+        "this is a harness serve config (it has storage:): give it to `harness serve`")
+
+
 def test_unknown_key_is_an_error_naming_the_nearest_key(tmp_path):
     message = _error(tmp_path, {"experiments": [_experiment(), _experiment(name="b", retriver="bm25")]})
     assert "experiments[1].retriver: unknown key; nearest: retrievers; known:" in message

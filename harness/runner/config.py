@@ -424,6 +424,12 @@ def read_yaml(path: Path) -> Any:
     return document
 
 
+# The top-level keys of a `harness serve` config, here where both read them: serve.config its
+# own with them, and `harness run` a file of them without experiments: as one for `harness serve`,
+# naming the first it has (the required ones first: 'it has tasks:').
+SERVE_KEYS = ("tasks", "teams", "database", "storage", "quota", "max_upload_mb", "rejects_per_hour", "client_timeout_s")
+
+
 def refuse_other_kind(root: Node, own: str, others: Iterable[str], command: str) -> None:
     """A config for another command (a run config given to `harness serve`), one without the
     key `own` but with one of `others`, is said to be one, with the command to give it to:
@@ -437,7 +443,7 @@ def parse_config(path: Path, document: Any) -> Config:
     root = Node(path, "", document)
     from harness.queries.llm import endpoints
 
-    refuse_other_kind(root, "experiments", ("tasks", "database", "teams"), "serve")
+    refuse_other_kind(root, "experiments", SERVE_KEYS, "serve")
     top = root.mapping(("output", "tag", "k", "llm", "experiments"), required=("experiments",))
     llm = _llm_endpoints(top.get("llm"))
     output = top["output"].path() if "output" in top else Path(DEFAULT_OUTPUT)

@@ -37,7 +37,7 @@ from typing import Any
 
 from harness.atomic import output_problem
 from harness.ikat.submission import YEARS, file_format
-from harness.runner.config import Node, lookup, measures_of, read_yaml, refuse_other_kind
+from harness.runner.config import SERVE_KEYS, Node, lookup, measures_of, read_yaml, refuse_other_kind
 
 # upload formats: each iKAT year's file (harness.ikat.submission.YEARS), and TREC runs
 FORMAT_YEARS = {file_format(year): year for year in YEARS}
@@ -106,8 +106,7 @@ def load_serve_config(path: str | Path) -> ServeConfig:
 def parse_serve_config(path: Path, document: Any) -> ServeConfig:
     root = Node(path, "", document)
     refuse_other_kind(root, "tasks", ("experiments",), "run")
-    top = root.mapping(("database", "storage", "quota", "max_upload_mb", "rejects_per_hour", "client_timeout_s",
-                        "tasks", "teams"), required=("tasks", "teams"))
+    top = root.mapping(SERVE_KEYS, required=("tasks", "teams"))
     database = _database(top["database"]) if "database" in top else DEFAULT_DATABASE
     storage = top["storage"].path() if "storage" in top else Path(DEFAULT_STORAGE)
     # where the server writes: a place it cannot write is a config error, found before it listens
