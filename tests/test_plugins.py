@@ -686,6 +686,23 @@ def test_an_object_whose_repr_shows_no_argument_nor_plain_attributes_is_never_re
            "object's repr" in err
 
 
+def test_a_run_of_a_plug_in_never_resumed_that_only_leaves_out_is_said_to_be_never_resumed(tmp_path, capsys):
+    """Not 'its files were made from other inputs': they may be of these very inputs, which such
+    a plug-in gives no way to know."""
+    config = tmp_path / "mine.yaml"
+    config.write_text(yaml.safe_dump({"k": 20, "output": str(tmp_path / "runs"),
+                                      "experiments": [_experiment(["raw"], ["mine", "plain"])]}), encoding="utf-8")
+    from harness.retrieve import RETRIEVERS
+
+    with RETRIEVERS.using({"mine": _Reversible(model=_Reversible()), "plain": lambda query, k: [("a", 1.0)]}):
+        assert main(["run", str(config)]) == 0
+        capsys.readouterr()
+        assert main(["run", str(config), "--only", "ikat2023-test.raw.plain"]) == 0
+    assert ("ikat2023-test.raw.mine: left out of the leaderboard: retriever mine is never resumed, so its files are "
+            "not known to be of the current inputs (select it with --only ikat2023-test.raw.mine to make it again): "
+            "its class keeps object's repr") in capsys.readouterr().err
+
+
 def test_a_function_with_no_source_to_read_is_never_resumed(tmp_path):
     """Typed into the interpreter or read from stdin (`python -`), a changed function is run again."""
     script = (

@@ -539,6 +539,7 @@ def run_config(
     outcomes = []
     selected_runs = config.runs(only)
     warn_shallow(selected_runs, log)
+    warn_never_resumed(selected_runs, log)
     selected = {run.tag for run in selected_runs}
     # one writer per output folder: a second run waits, then skips what the first finished
     with folder_lock(output, log), shared_retrievers(), llm_endpoints(config.llm), \
@@ -570,12 +571,14 @@ def run_config(
 
 
 def warn_shallow(runs: Iterable[RunSpec], log: TextIO) -> None:
-    """A warning per experiment whose measures read deeper than its runs go (shallow_measures),
-    and per plug-in whose runs are never resumed (provenance.never_resumed)."""
-    runs = list(runs)
+    """A warning per experiment whose measures read deeper than its runs go (shallow_measures)."""
     for experiment in {id(run.experiment): run.experiment for run in runs}.values():
         if (problem := shallow_measures(experiment)) is not None:
             print(f"warning: {problem}", file=log)
+
+
+def warn_never_resumed(runs: Iterable[RunSpec], log: TextIO) -> None:
+    """A warning per plug-in whose runs are never resumed (provenance.never_resumed)."""
     for what, why in provenance.never_resumed(runs).items():
         print(f"warning: {what}: its runs are made again every time, never resumed: {why}", file=log)
 
@@ -622,8 +625,14 @@ def preloading(loads: list[Callable[[], object]]) -> Iterator[None]:
 
 def _finished_outcome(run: RunSpec, workspace: Workspace, output: Path, log: TextIO) -> Outcome | None:
     """A run not selected this time, if its files record the current inputs; else None (said
-    in one line when files of other inputs are there)."""
+    in one line when files are there: of other inputs, or of a plug-in never resumed, whose
+    files are never known to be of the current inputs)."""
     if not _has_files(run, output):
+        return None
+    if never := provenance.never_resumed([run]):
+        print(f"{run.tag}: left out of the leaderboard: {' and '.join(never)} {'is' if len(never) == 1 else 'are'} "
+              f"never resumed, so its files are not known to be of the current inputs (select it with --only "
+              f"{run.tag} to make it again): {'; '.join(dict.fromkeys(never.values()))}", file=log)
         return None
     prepared = prepare(run, workspace)
     if not is_finished(prepared, output):
@@ -635,9 +644,10 @@ def _finished_outcome(run: RunSpec, workspace: Workspace, output: Path, log: Tex
 
 def plan(config: Config, *, only: Iterable[str] = (), log: TextIO | None = None) -> list[tuple[Prepared, bool]]:
     """Dry run: every selected run with its inputs loaded and hashed, and whether it is finished."""
-    workspace = Workspace()
+    workspace, log = Workspace(), log or sys.stderr
     runs = config.runs(only)
-    warn_shallow(runs, log or sys.stderr)
+    warn_shallow(runs, log)
+    warn_never_resumed(runs, log)
     with shared_retrievers(), llm_endpoints(config.llm):
         prepared = [prepare(run, workspace) for run in runs]
     return [(p, is_finished(p, config.output)) for p in prepared]
