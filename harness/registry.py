@@ -1076,8 +1076,11 @@ def _settings(obj: Any) -> Origin:
     """An object's settings (a PyTerrier pipeline's, a partial's arguments) as its repr shows
     them, less any address (which changes every run), its sets' members in a fixed order
     (_stable_repr). An object whose class keeps object's repr, which shows no argument, is
-    its attributes (`vars`) where they are plain values; one with an argument so written, or
-    attributes not plain, is never resumed: instances with other arguments would key alike."""
+    its attributes (`vars`) where they are plain values, by the sha256 of their text (a retriever
+    holding its documents would write them all into every run's JSON); one with an argument so
+    written, or attributes not plain, is never resumed: instances with other arguments would key alike."""
+    import hashlib
+
     text = _stable_repr(obj)
     settings: Origin = {"repr": _without_address(text)}
     if type(obj).__repr__ is object.__repr__:
@@ -1086,7 +1089,7 @@ def _settings(obj: Any) -> Origin:
             return {**settings, **_never_resumed(
                 "its class keeps object's repr, which shows none of its arguments, and its attributes are not "
                 "plain values (numbers, strings, lists, dicts of them...): give the class a __repr__ that shows them")}
-        return {**settings, "state": _stable_repr(state)} if state else settings
+        return {**settings, "state": hashlib.sha256(_stable_repr(state).encode()).hexdigest()} if state else settings
     if _DEFAULT_REPR.search(text):
         return {**settings, **_never_resumed(
             "its repr shows an object whose class keeps object's repr, which shows none of its arguments")}

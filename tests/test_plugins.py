@@ -726,7 +726,24 @@ def test_a_bound_methods_origin_is_its_objects_attributes_too():
     from harness.registry import object_origin
 
     assert object_origin(_Reversible(True).search) != object_origin(_Reversible(False).search)
-    assert object_origin(_Reversible(True).search)["state"] == "{'reverse': True, 'model': None}"
+    assert object_origin(_Reversible(True).search)["state"] == _sha256("{'reverse': True, 'model': None}")
+
+
+def _sha256(text: str) -> str:
+    import hashlib
+
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def test_an_objects_attributes_are_keyed_by_their_sha256_not_written_into_every_runs_json(tmp_path):
+    """A retriever holding its documents (a dict of strings) keeps a run JSON of a few kB, not its documents."""
+    documents = {f"d{number}": "some words of a document " * 20 for number in range(2000)}
+    config = {"k": 20, "output": str(tmp_path / "runs"), "experiments": [_experiment(["raw"], ["mine"])]}
+    harness.run(config, retrievers={"mine": _Reversible(model=documents)}, quiet=True)
+    record = json.loads((tmp_path / "runs" / "ikat2023-test.raw.mine.json").read_text())
+    origin = json.loads(record["hashes"]["plugins"])["retriever mine"]
+    assert origin["state"] == _sha256(f"{{'reverse': False, 'model': {documents!r}}}")
+    assert len(record["hashes"]["plugins"]) < 1000
 
 
 def _ranking(first):
