@@ -844,7 +844,7 @@ class Registry(Generic[T]):
         self._declarations[name] = declaration
         dist = getattr(point, "dist", None)
         self._origins[name] = {"entry_point": f"{point.group}:{name}", "distribution": dist.name if dist else None,
-                               "version": dist.version if dist else None, **object_origin(obj)}
+                               "version": dist.version if dist else None, **object_origin(obj, by_name=True)}
         return item
 
     def _from_python(self, name: str) -> tuple[T, Origin, Declaration]:
@@ -873,7 +873,7 @@ class Registry(Generic[T]):
             obj = getattr(obj, part)
         item = self._adopt(name, obj)
         _note_plugin_package(obj, f"{self.kind} {name!r} (module {module_name})")
-        return item, {"python": name[len(PYTHON):], **object_origin(obj)}, self._declared(name, obj, item)
+        return item, {"python": name[len(PYTHON):], **object_origin(obj, by_name=True)}, self._declared(name, obj, item)
 
     def __contains__(self, name: object) -> bool:
         if not isinstance(name, str):
@@ -1010,14 +1010,18 @@ def _distribution(point: Any) -> str:
     return f"{dist.name} {dist.version}" if dist is not None else f"the entry point {point.value}"
 
 
-def object_origin(obj: Any) -> Origin:
+def object_origin(obj: Any, by_name: bool = False) -> Origin:
     """The module an object's code comes from (`_code`) and the sha256 of its source: the
     module's file when there is one, else the code's own source text (a notebook cell). Code
     with no source to read (typed into the interactive interpreter, read from stdin) has no
-    identity that tells its versions apart: it is never resumed (`NOT_RESUMED`)."""
+    identity that tells its versions apart: it is never resumed (`NOT_RESUMED`). An object
+    loaded `by_name` (a config's `python:` spec, an entry point) is built when its module
+    loads, so its module's file keys it, with its repr as it was keyed before its attributes
+    were (_settings): its runs made then stay finished, and one holding a model resumes."""
     target = _code(obj)
     # a bound method's object is its settings, as any other object's (a method's code is its class's)
-    settings = _settings(obj.__self__) if inspect.ismethod(obj) else {} if target is obj else _settings(obj)
+    settings = (_settings(obj.__self__) if inspect.ismethod(obj) else {} if target is obj
+                else {"repr": _without_address(_stable_repr(obj))} if by_name else _settings(obj))
     settings = {**settings, **_function_settings(target)}  # a function's (a partial's) captured values
     module = inspect.getmodule(target)
     file = getattr(module, "__file__", None)
@@ -1078,7 +1082,8 @@ def _settings(obj: Any) -> Origin:
     (_stable_repr). An object whose class keeps object's repr, which shows no argument, is
     its attributes (`vars`) where they are plain values, by the sha256 of their text (a retriever
     holding its documents would write them all into every run's JSON); one with an argument so
-    written, or attributes not plain, is never resumed: instances with other arguments would key alike."""
+    written, or attributes not plain, is never resumed: instances with other arguments would key
+    alike. (An object handed to the Python API; one loaded by name is keyed by its module.)"""
     import hashlib
 
     text = _stable_repr(obj)

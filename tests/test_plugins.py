@@ -848,3 +848,26 @@ def test_the_resume_key_takes_params_as_they_act_a_default_written_out_or_a_memb
     assert retriever({"name": "bm25", "params": {"k1": 0.9, "b": 0.4}}) == {"name": "bm25", "params": {}}
     assert retriever({"name": "bm25", "params": {"k1": 1.2, "b": 0.4}}) == {"name": "bm25", "params": {"k1": 1.2}}
     assert retriever({"name": "bm25", "params": {"k1": 1}})["params"] == {"k1": 1}  # not 1.0: kept as written
+
+
+_ENGINE = ("import threading\n\n\nclass Engine:\n    def __init__(self):\n        self.lock = threading.Lock()\n\n"
+           "    def search(self, queries, k):\n        return {query.qid: [('a', 2.0), ('b', 1.0)] for query in queries}\n"
+           "\n\nengine = Engine()\n")
+
+
+def test_a_module_level_object_a_config_names_is_keyed_by_its_modules_file_and_resumed(tmp_path):
+    """`python:engine:engine`, whose class keeps object's repr and holds a lock, is built when its module loads:
+    its module's file keys it, as before its attributes were keyed, so its runs resume (runs made then too)."""
+    from harness.paths import file_sha256
+
+    (tmp_path / "engine.py").write_text(_ENGINE, encoding="utf-8")
+    config = _config(tmp_path, ["raw"], ["python:engine:engine"])
+    for skipped in (False, True):
+        done = _harness(sys.executable, tmp_path, "run", str(config))
+        assert done.returncode == 0, done.stderr
+        assert ("finished with the same inputs, skipped" in done.stderr) is skipped
+        assert "never resumed" not in done.stderr
+    record = json.loads((tmp_path / "runs" / "ikat2023-test.raw.python-engine-engine.json").read_text())
+    assert json.loads(record["hashes"]["plugins"])["retriever python:engine:engine"] == {
+        "python": "engine:engine", "module": "engine", "sha256": file_sha256(tmp_path / "engine.py"),
+        "repr": "<engine.Engine object>"}
