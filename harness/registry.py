@@ -1016,12 +1016,14 @@ def object_origin(obj: Any, by_name: bool = False) -> Origin:
     with no source to read (typed into the interactive interpreter, read from stdin) has no
     identity that tells its versions apart: it is never resumed (`NOT_RESUMED`). An object
     loaded `by_name` (a config's `python:` spec, an entry point) is built when its module
-    loads, so its module's file keys it, with its repr as it was keyed before its attributes
-    were (_settings): its runs made then stay finished, and one holding a model resumes."""
+    loads, so its module's file keys it, with its repr (none for a method) as it was keyed
+    before its attributes were (_settings): its runs made then stay finished, and one holding
+    a model resumes."""
     target = _code(obj)
-    # a bound method's object is its settings, as any other object's (a method's code is its class's)
-    settings = (_settings(obj.__self__) if inspect.ismethod(obj) else {} if target is obj
-                else {"repr": _without_address(_stable_repr(obj))} if by_name else _settings(obj))
+    if by_name:
+        settings = {} if target is obj else {"repr": _without_address(_stable_repr(obj))}
+    else:  # a bound method's object is its settings, as any other object's (a method's code is its class's)
+        settings = _settings(obj.__self__) if inspect.ismethod(obj) else {} if target is obj else _settings(obj)
     settings = {**settings, **_function_settings(target)}  # a function's (a partial's) captured values
     module = inspect.getmodule(target)
     file = getattr(module, "__file__", None)

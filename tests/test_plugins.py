@@ -851,8 +851,8 @@ def test_the_resume_key_takes_params_as_they_act_a_default_written_out_or_a_memb
 
 
 _ENGINE = ("import threading\n\n\nclass Engine:\n    def __init__(self):\n        self.lock = threading.Lock()\n\n"
-           "    def search(self, queries, k):\n        return {query.qid: [('a', 2.0), ('b', 1.0)] for query in queries}\n"
-           "\n\nengine = Engine()\n")
+           "    def search(self, queries, k):\n        return {query.qid: self.ranked(query.text, k) for query in queries}\n\n"
+           "    def ranked(self, query, k):\n        return [('a', 2.0), ('b', 1.0)]\n\n\nengine = Engine()\n")
 
 
 def test_a_module_level_object_a_config_names_is_keyed_by_its_modules_file_and_resumed(tmp_path):
@@ -871,3 +871,17 @@ def test_a_module_level_object_a_config_names_is_keyed_by_its_modules_file_and_r
     assert json.loads(record["hashes"]["plugins"])["retriever python:engine:engine"] == {
         "python": "engine:engine", "module": "engine", "sha256": file_sha256(tmp_path / "engine.py"),
         "repr": "<engine.Engine object>"}
+
+
+def test_a_bound_method_a_config_names_is_keyed_by_its_modules_file_as_before(tmp_path):
+    """`python:engine:engine.ranked`: its module's file keys it, not its object's settings, so its runs made before
+    its object's settings were keyed stay finished."""
+    from harness.paths import file_sha256
+
+    (tmp_path / "engine.py").write_text(_ENGINE.replace("threading.Lock()", "'plain'"), encoding="utf-8")
+    config = _config(tmp_path, ["raw"], ["python:engine:engine.ranked"])
+    done = _harness(sys.executable, tmp_path, "run", str(config))
+    assert done.returncode == 0, done.stderr
+    record = json.loads((tmp_path / "runs" / "ikat2023-test.raw.python-engine-engine.ranked.json").read_text())
+    assert json.loads(record["hashes"]["plugins"])["retriever python:engine:engine.ranked"] == {
+        "python": "engine:engine.ranked", "module": "engine", "sha256": file_sha256(tmp_path / "engine.py")}
