@@ -1046,13 +1046,15 @@ def object_origin(obj: Any, by_name: bool = False) -> Origin:
 
 
 def _helpers(module: types.ModuleType) -> dict[str, str]:
-    """The sha256 of each other module loaded now (when the plug-in is loaded, or handed to
-    the Python API) whose file lies in the plug-in module's folder tree: its top-level
-    package's folders, or a single-file module's folder. A plug-in's own helpers are modules
-    beside it; editing one changes its ranking as editing the plug-in does. Python's own and
-    installed modules (their versions are not the plug-in's), the harness's and the running
-    script's (`__main__`, which calls the plug-in) are not its helpers; nor is a module it
-    imports only when it runs, which is not loaded yet (README: `--force` after editing one)."""
+    """The sha256 of each module the plug-in's module imports when it loads, and those import
+    in turn (`_imports`), whose file lies in its folder tree: its top-level package's folders,
+    or a single-file module's folder. A plug-in's own helpers are modules beside it; editing
+    one changes its ranking as editing the plug-in does. Only what it imports: another plug-in
+    beside it, loaded before it by the same config, is not its helper (the key would depend on
+    which others a config lists). Python's own and installed modules (their versions are not
+    the plug-in's), the harness's and the running script's (`__main__`, which calls the
+    plug-in) are not its helpers; nor is a module it imports only inside a function, when it
+    runs (README: `--force` after editing one)."""
     from harness.paths import file_sha256
 
     top = sys.modules.get(module.__name__.partition(".")[0], module)
@@ -1060,16 +1062,61 @@ def _helpers(module: types.ModuleType) -> dict[str, str]:
     places = list(getattr(top, "__path__", None) or ([os.path.dirname(file)] if file else []))
     places = [os.path.abspath(place) for place in places
               if not (_installed(place) or _pythons_own(place) or _inside(os.path.abspath(place), _HARNESS))]
-    found = {}
-    for name, loaded in list(sys.modules.items()):
-        path = getattr(loaded, "__file__", None)
-        if loaded is module or name == "__main__" or not path or not path.endswith(".py"):
-            continue
-        path = os.path.abspath(path)
-        if any(_inside(path, place) for place in places) and not (
-                _installed(path) or _pythons_own(path) or _inside(path, _HARNESS)) and os.path.isfile(path):
-            found[name] = file_sha256(path)
+    found: dict[str, str] = {}
+    importers = [module]
+    while importers:
+        for name in sorted(_imports(importers.pop())):
+            loaded = sys.modules.get(name)
+            path = getattr(loaded, "__file__", None)
+            if loaded is module or name in found or name == "__main__" or not path or not path.endswith(".py"):
+                continue
+            path = os.path.abspath(path)
+            if any(_inside(path, place) for place in places) and not (
+                    _installed(path) or _pythons_own(path) or _inside(path, _HARNESS)) and os.path.isfile(path):
+                found[name] = file_sha256(path)
+                importers.append(loaded)
     return dict(sorted(found.items()))
+
+
+def _imports(module: types.ModuleType) -> set[str]:
+    """The names of the modules `module` imports when it loads: those its import statements
+    outside functions name, with their packages, and those its globals hold, or whose functions
+    and classes they hold; not a package's submodules in its globals, which the import system
+    puts there whenever anything imports them (its own import statements name its own)."""
+    import ast
+    import importlib.util
+
+    names: set[str] = set()
+    try:
+        nodes = list(ast.parse(Path(module.__file__).read_bytes()).body)
+    except (OSError, SyntaxError, ValueError, TypeError):  # no source to read: its globals alone
+        nodes = []
+    while nodes:
+        node = nodes.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            continue  # runs when called, not when the module loads
+        nodes.extend(ast.iter_child_nodes(node))
+        if isinstance(node, ast.Import):
+            written = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            try:
+                base = importlib.util.resolve_name("." * node.level + (node.module or ""), module.__package__ or "")
+            except (ImportError, ValueError):
+                continue
+            written = [base, *(f"{base}.{alias.name}" for alias in node.names)]
+        else:
+            continue
+        for name in written:  # `import a.b.c` loads a and a.b too
+            parts = name.split(".")
+            names.update(".".join(parts[:end]) for end in range(1, len(parts) + 1))
+    package = module.__name__ + "." if hasattr(module, "__path__") else None
+    for value in list(vars(module).values()):
+        if isinstance(value, types.ModuleType):
+            if not (package and value.__name__.startswith(package)):
+                names.add(value.__name__)
+        elif inspect.isfunction(value) or inspect.isclass(value):
+            names.add(getattr(value, "__module__", None) or "")
+    return names - {"", module.__name__}
 
 
 # the origin key of a plug-in with no identity that tells its versions apart: why, beside a

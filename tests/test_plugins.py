@@ -201,6 +201,23 @@ def test_a_plugin_whose_helper_module_changed_is_run_again_not_reused(tmp_path):
     assert list(json.loads(record["hashes"]["plugins"])["retriever python:ranked:search"]["helpers"]) == ["weights"]
 
 
+def test_a_plugins_helpers_are_what_it_imports_not_the_other_plugins_a_config_lists(tmp_path):
+    """pb's key is the same whether or not the config lists pa, beside it, before it: a run made by one config is
+    finished for the other. Its helpers are what it imports, a module whose function it imports too."""
+    for name in ("pa", "pb"):
+        (tmp_path / f"{name}.py").write_text(f"from {name}_weights import weight\n\n\ndef search(query, k):\n"
+                                             "    return [('a', weight()), ('b', 1.0)]\n", encoding="utf-8")
+        (tmp_path / f"{name}_weights.py").write_text("def weight():\n    return 2.0\n", encoding="utf-8")
+    both = _config(tmp_path, ["raw"], ["python:pa:search", "python:pb:search"])
+    assert _harness(sys.executable, tmp_path, "run", str(both)).returncode == 0
+    only_b = _config(tmp_path, ["raw"], ["python:pb:search"])
+    done = _harness(sys.executable, tmp_path, "run", str(only_b))
+    assert done.returncode == 0, done.stderr
+    assert "ikat2023-test.raw.python-pb-search: finished with the same inputs, skipped" in done.stderr
+    record = json.loads((tmp_path / "runs" / "ikat2023-test.raw.python-pb-search.json").read_text())
+    assert list(json.loads(record["hashes"]["plugins"])["retriever python:pb:search"]["helpers"]) == ["pb_weights"]
+
+
 def test_a_run_whose_plugin_reads_a_changed_file_named_by_a_path_parameter_is_run_again(tmp_path, capsys):
     """The file's sha256 enters the resume key (hashes.files), as the plug-in's source does."""
     from harness.retrieve import RETRIEVERS
