@@ -1081,3 +1081,17 @@ def test_a_turn_run_or_nugget_a_cone_rag_file_gives_twice_is_an_error_not_the_la
 def test_two_runs_with_one_name_are_refused():
     with pytest.raises(HarnessError, match="two runs share the name a"):
         evaluate_runs([run_of("a", {"1_1": "x"}), run_of("a", {"1_2": "y"})], small_bank(), CountingJudge())
+
+
+def test_the_api_s_llm_judge_refuses_a_prompt_its_items_cannot_fill_when_it_is_made(tmp_path):
+    """harness.responses.evaluate(..., citations=True) filled the citation prompt only after every
+    nugget's request; a hosted board's, at its first upload."""
+    from harness.responses.judges import make_judge
+
+    prompt = tmp_path / "prompt.txt"
+    prompt.write_text("Does {response} state {nugget}?\n")
+    make_judge("llm", model="m", base_url="http://127.0.0.1:9/v1", prompt=prompt, cache_dir=tmp_path)
+    with pytest.raises(InputError, match=r"uses \{nugget\}, which the items do not carry; they have: labels, passage, "
+                                         r"question, scale, sentence$"):
+        make_judge("llm", task="citations", model="m", base_url="http://127.0.0.1:9/v1", prompt=prompt,
+                   cache_dir=tmp_path)

@@ -239,3 +239,20 @@ def test_the_llm_model_from_the_environment_is_no_option_given(tiny, monkeypatch
     monkeypatch.setenv("HARNESS_LLM_MODEL", "m")
     monkeypatch.setenv("HARNESS_LLM_BASE_URL", "http://127.0.0.1:9/v1")
     assert main(tiny) == 0
+
+
+def test_a_citation_prompt_its_items_cannot_fill_is_an_error_before_any_request(tmp_path, capsys):
+    """It was filled once the nuggets' requests had all been answered (paid for); nothing listens
+    at --base-url: the nugget judge's first request would be an error of its own."""
+    run, bank, prompt = tmp_path / "run.jsonl", tmp_path / "bank.json", tmp_path / "nugget_prompt.txt"
+    run.write_text(json.dumps({"run_id": "r", "topic_id": "1_1", "references": ["p1"],
+                               "answer": [{"text": "A fact.", "citations": [0]}]}) + "\n")
+    bank.write_text(json.dumps({"1_1": {"1": {"text": "a", "relevance": "3"}}}))
+    (tmp_path / "passages.jsonl").write_text(json.dumps({"id": "p1", "contents": "a passage"}) + "\n")
+    prompt.write_text("Does {response} state {nugget}? Reply 0, 1 or 2.\n")  # a nugget prompt
+    assert main(["responses", "eval", str(run), "--nuggets", str(bank), "--judge", "llm", "--model", "m", "--base-url",
+                 "http://127.0.0.1:9/v1", "--citations", "--passages", f"jsonl:{tmp_path / 'passages.jsonl'}",
+                 "--citation-prompt", str(prompt)]) == 2
+    assert capsys.readouterr().err.startswith(f"harness responses eval: error: {prompt}: the prompt template uses "
+                                              "{nugget}, which the items do not carry; they have: labels, passage, "
+                                              "question, scale, sentence")

@@ -242,6 +242,36 @@ def test_an_llm_judge_s_missing_prompt_file_is_a_config_error_naming_its_key(tmp
         load_serve_config(tmp_path / "c.yaml")
 
 
+def _llm_task(tmp_path: Path, prompt: str) -> dict:
+    """A task judged by an llm (nothing listens at its address) with `prompt` as its prompt file."""
+    (tmp_path / "prompt.txt").write_text(prompt)
+    return {"name": "r", "topics": "ikat2024", "nuggets": str(write_nuggets(tmp_path)), "formats": ["trec-rag-jsonl"],
+            "judge": "llm", "llm": {"model": "m", "base_url": "http://127.0.0.1:9/v1",
+                                    "prompt": str(tmp_path / "prompt.txt")}}
+
+
+@pytest.mark.parametrize("prompt, says", [
+    ("Is it supported? Reply 0, 1 or 2.\n", "uses no {field}: every item would get the same prompt; the items have: "),
+    ("Does {passage} support {nugget}?\n", "the prompt template uses {passage}, which the items do not carry; they "
+                                           "have: "),
+], ids=["no field", "a field nugget items lack"])
+def test_an_llm_prompt_its_nugget_items_cannot_fill_refuses_the_start_naming_its_key(tmp_path, prompt, says):
+    """Refused when a submission was scored (the prompt filled as it judged), not at start (the
+    config `harness serve` reads first); said with the fields a nugget item has, before any
+    request (nothing listens at the judge's address)."""
+    config = _config(tmp_path, _llm_task(tmp_path, prompt))
+    with pytest.raises(InputError) as error:
+        load_serve_config(config)
+    assert str(error.value) == (f"{config}: tasks[0].llm.prompt: {tmp_path / 'prompt.txt'}: {says}labels, nugget, "
+                                "question, response, scale")
+
+
+def test_an_llm_prompt_filled_by_the_nugget_items_fields_starts_the_board(tmp_path):
+    service = Service(load_serve_config(_config(tmp_path, _llm_task(tmp_path, "Does {response} state {nugget}?\n"))))
+    service.stop()
+    assert list(service.tasks) == ["r"]
+
+
 def test_an_llm_block_beside_another_judge_is_a_config_error_naming_its_key(tmp_path):
     """Only judge: llm reads llm: {model, base_url, prompt}; beside another it would look used."""
     config = {"tasks": [{"name": "r", "topics": "ikat2024", "nuggets": __file__, "judge": "minilm", "formats":
@@ -278,7 +308,7 @@ def test_responses_are_scored_again_when_what_scores_them_changes_not_where_it_l
     llm model or prompt, or other recorded assignments; not after a file moved with the same
     bytes (a `file:` judge was recorded with its path), nor for another address of the model."""
     files = {"prompt": tmp_path / "prompt.txt", "assignments": tmp_path / "assignments.jsonl"}
-    files["prompt"].write_text("Does the passage support the nugget? {nugget} {passage}\n")
+    files["prompt"].write_text("Does the response state the nugget? {nugget} {response}\n")
     files["assignments"].write_text(json.dumps({"qid": "0_1", "run_id": "r", "nuggets": []}) + "\n")
     llm = {"model": "m", "base_url": "http://127.0.0.1:9/v1", "prompt": str(files["prompt"])}
     task = {"name": "r", "topics": "ikat2024", "nuggets": str(write_nuggets(tmp_path)), "formats": ["trec-rag-jsonl"],
@@ -307,10 +337,15 @@ def _runtime(tmp_path: Path, task: dict):
     """The runtime of a board serving `task` alone, as a start reads its config."""
     from harness.serve.responses import ResponseTaskRuntime
 
+    return ResponseTaskRuntime(load_serve_config(_config(tmp_path, task)).tasks["r"])
+
+
+def _config(tmp_path: Path, task: dict) -> Path:
+    """The config of a board serving `task` alone."""
     (tmp_path / "c.yaml").write_text(yaml.safe_dump({
         "database": f"sqlite:///{tmp_path / 'board.db'}", "storage": str(tmp_path / "files"), "tasks": [task],
         "teams": [{"name": "team0", "token_sha256": sha256_hex(team_token("team0"))}]}))
-    return ResponseTaskRuntime(load_serve_config(tmp_path / "c.yaml").tasks["r"])
+    return tmp_path / "c.yaml"
 
 
 def _scored_row(tmp_path: Path, task: dict):

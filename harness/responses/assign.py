@@ -21,7 +21,7 @@ from harness.judge.base import counts
 from harness.judge.model import Item, Judgment
 from harness.judge.scales import SUPPORT_0_2, YES_NO, Scale
 from harness.paths import file_sha256
-from harness.responses.model import Nugget, Response, first_few
+from harness.responses.model import Nugget, Response, Sentence, first_few
 from harness.responses.scores import NOT, PARTIAL, SUPPORT
 from harness.trec import looks_like_qrels_line
 
@@ -50,6 +50,16 @@ def assignment_of(scale: Scale, label: int) -> str:
 def nugget_items(run: str, response: Response, nuggets: Sequence[Nugget], question: str = "") -> list[Item]:
     return [Item((response.turn, run, nugget.id), {"question": question, "nugget": nugget.text,
                                                    "response": response.text}) for nugget in nuggets]
+
+
+def sample_item(task: str) -> Item:
+    """An item of `task`'s kind ("nuggets", "citations"), its fields empty: built by the same
+    code as the judged ones, so an llm judge's prompt is filled once with the fields its items
+    will carry before any request (harness.responses.judges.check_prompt)."""
+    response = Response("", "", (Sentence("", ("p",)),), {"p": ""})
+    if task == "citations":
+        return citation_items("", response, None)[0]
+    return nugget_items("", response, [Nugget("", "", 0, False)])[0]
 
 
 def citation_items(run: str, response: Response, passages: Mapping[str, str] | None, question: str = "",

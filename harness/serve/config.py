@@ -248,6 +248,11 @@ def _response_task(node: Node) -> TaskConfig:
         raise keys["judge"].error("judge: llm needs llm: {model, base_url[, prompt]}")
     if llm and judge != "llm":  # left from an llm judge, it would read as if it took part in the scoring
         raise keys["llm"].error(f"read by judge: llm alone; this task's judge is {judge!r}")
+    if "prompt" in llm:  # filled once now: a prompt its items cannot fill failed at the first upload's scoring
+        from harness.responses.judges import check_prompt
+
+        prompt = llm["prompt"].existing_path()
+        lookup(llm["prompt"], lambda: check_prompt(prompt))
     if judge.startswith("file:") and not Path(judge[5:]).is_file():
         raise keys["judge"].error(f"no file {judge[5:]}")
     topics = keys["topics"].text()
