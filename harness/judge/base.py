@@ -172,9 +172,9 @@ def provenance_line(record: dict) -> str:
     return line
 
 
-def describe_provenance(qrels: str | Path) -> str:
-    """One line on who made the labels in `qrels`, for reports."""
-    record = read_provenance(qrels)
+def describe_provenance(qrels: str | Path, record: dict | None) -> str:
+    """One line on who made the labels in `qrels`, for reports, from its sidecar `record`
+    (read_provenance's, read once by the caller, which may use it for more)."""
     if record is None:
         return f"{Path(qrels).name}: no provenance sidecar (labels of unknown origin)"
     return f"{Path(qrels).name}: " + provenance_line(record)

@@ -175,7 +175,8 @@ def _origin(path: str) -> str:
     """The path, and who made its labels where a judge wrote it (its provenance sidecar)."""
     from harness.judge.base import describe_provenance, read_provenance
 
-    return f"{path} ({describe_provenance(path)})" if read_provenance(path) is not None else path
+    record = read_provenance(path)
+    return f"{path} ({describe_provenance(path, record)})" if record is not None else path
 
 
 def _aligned(rows: list[list[str]]) -> list[str]:

@@ -53,17 +53,18 @@ def fill(human: Qrels, fill_path: str | Path) -> Filled:
                 target[docid] = grade
                 added += 1
     name = f"{human.name}+{file_stem(fill_path)}"
-    return Filled(Qrels(name, judgments), added, overlapping, other, describe_provenance(fill_path),
-                  _scale_warning(human, fill_path))
+    record = read_provenance(fill_path)
+    return Filled(Qrels(name, judgments), added, overlapping, other, describe_provenance(fill_path, record),
+                  _scale_warning(human, fill_path, record))
 
 
-def _scale_warning(human: Qrels, fill_path: str | Path) -> str | None:
+def _scale_warning(human: Qrels, fill_path: str | Path, record: dict | None) -> str | None:
     """A warning when the scale the fill's sidecar records spans other grades than the human
     labels do: a filled label is scored as the human grade of the same number, so a model's
     'yes' (1) would count as iKAT's 'related' (1), below every rel=2 measure. None when the
-    grades agree, or the fill has no sidecar or a scale unknown here (nothing to compare)."""
-    record = read_provenance(fill_path)
-    name = record.get("scale") if record else None
+    grades agree, or the fill has no sidecar, one written for another version of the file (its
+    scale is not this file's: the provenance line warns of it) or a scale unknown here."""
+    name = record.get("scale") if record and record["matches_file"] else None
     grades = {grade for docs in human.judgments.values() for grade in docs.values()}
     if name not in SCALES.names() or not grades:
         return None
