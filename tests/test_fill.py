@@ -29,3 +29,39 @@ def test_a_fill_whose_sidecar_is_of_another_version_of_the_file_draws_no_scale_w
     filled = fill(human, path)
     assert filled.scale_warning is None
     assert filled.provenance.endswith("(WARNING: the file changed since its sidecar was written)")
+
+
+def derived(benchmark: str) -> Qrels:
+    from harness.topics import load
+
+    return load(benchmark).qrels()
+
+
+def test_qrels_of_relevant_documents_only_take_a_fill_whose_top_grade_is_theirs_without_warning(tmp_path):
+    """OpenDialKG's derived qrels grade every recommended item 1 and have no 0: yes-no labels
+    (0 to 1) fit them, as relevance-0-4 labels fit iKAT's 0-4 grades."""
+    for human, scale in ((derived("opendialkg:valid"), "yes-no"),
+                         (read_qrels(qrels_root() / "ikat" / "2024-qrels.txt"), "relevance-0-4")):
+        assert fill(human, judged_fill(tmp_path / f"{scale}.qrels", human, scale)).scale_warning is None
+
+
+def test_a_fill_of_another_top_grade_is_told_the_relevance_scale_of_the_human_top_grade(tmp_path):
+    """yes-no labels in OpenDialKG's 1s are fine, relevance-0-4 labels are not: told yes-no."""
+    human = derived("opendialkg:valid")
+    path = judged_fill(tmp_path / "llm.qrels", human, "relevance-0-4")
+    assert fill(human, path).scale_warning == (
+        f"{path}: its provenance sidecar puts its labels on the scale relevance-0-4 (0 to 4), but the top grade of "
+        "opendialkg:valid (derived) is 1: each filled label is scored as the human grade of the same number, mixing "
+        "the two scales; judge with --scale yes-no")
+
+
+def test_no_relevance_scale_of_the_human_top_grade_is_told_the_grade_never_the_support_scale(tmp_path):
+    """CoSRec's curated qrels grade 0 to 2, as support-0-2 does, and PragmatiCQA's 1 to 2; that
+    scale grades how far a text backs a statement, not relevance: the top grade is what to meet."""
+    cosrec = qrels_root() / "cosrec" / "curated.qrels"
+    for human, name in ((read_qrels(cosrec), cosrec), (derived("pragmaticqa:val"), "pragmaticqa:val (derived)")):
+        path = judged_fill(tmp_path / "llm.qrels", human, "relevance-0-4")
+        assert fill(human, path).scale_warning == (
+            f"{path}: its provenance sidecar puts its labels on the scale relevance-0-4 (0 to 4), but the top grade "
+            f"of {name} is 2: each filled label is scored as the human grade of the same number, mixing the two "
+            "scales; judge with a --scale whose top grade is 2")

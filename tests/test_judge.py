@@ -759,8 +759,8 @@ def test_filling_labels_of_another_scale_than_the_human_grades_is_a_warning_nami
     assert main([*argv, str(fills["yes-no"])]) == 0
     warnings = [line for line in capsys.readouterr().err.splitlines() if line.startswith("warning: ")]
     assert warnings == [f"warning: {fills['yes-no']}: its provenance sidecar puts its labels on the scale yes-no "
-                        f"(0 to 1), but {nist_2024()} grades 0 to 4: each filled label is scored as the human grade "
-                        "of the same number, mixing the two scales; judge with --scale relevance-0-4"]
+                        f"(0 to 1), but the top grade of {nist_2024()} is 4: each filled label is scored as the "
+                        "human grade of the same number, mixing the two scales; judge with --scale relevance-0-4"]
     assert main([*argv, str(fills["relevance-0-4"])]) == 0
     assert "warning: " not in capsys.readouterr().err
 

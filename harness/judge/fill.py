@@ -12,7 +12,7 @@ from pathlib import Path
 
 from harness.errors import InputError
 from harness.judge.base import describe_provenance, read_provenance
-from harness.judge.scales import SCALES
+from harness.judge.scales import SCALES, SUPPORT_0_2
 from harness.trec import Qrels, file_stem, read_qrels
 
 
@@ -23,7 +23,7 @@ class Filled:
     overlapping: int  # pairs both judge: the human label kept
     other_queries: int  # fill labels on queries without human judgments: not used
     provenance: str  # one line: who made the filled labels
-    scale_warning: str | None = None  # the filled labels' scale is not the human labels' grades
+    scale_warning: str | None = None  # the filled labels' top grade is not the human labels'
 
     def notes(self, fill_path: str | Path) -> list[str]:
         return [f"holes filled from {fill_path}: {self.added} labels added, {self.overlapping} pairs already "
@@ -59,20 +59,24 @@ def fill(human: Qrels, fill_path: str | Path) -> Filled:
 
 
 def _scale_warning(human: Qrels, fill_path: str | Path, record: dict | None) -> str | None:
-    """A warning when the scale the fill's sidecar records spans other grades than the human
-    labels do: a filled label is scored as the human grade of the same number, so a model's
-    'yes' (1) would count as iKAT's 'related' (1), below every rel=2 measure. None when the
-    grades agree, or the fill has no sidecar, one written for another version of the file (its
-    scale is not this file's: the provenance line warns of it) or a scale unknown here."""
+    """A warning when the top grade of the scale the fill's sidecar records is not the human
+    labels' top grade: a filled label is scored as the human grade of the same number, so a
+    model's 'yes' (1) would count as iKAT's 'related' (1), below every rel=2 measure. The top
+    grades alone are compared: qrels listing only relevant documents (OpenDialKG's all 1,
+    PragmatiCQA's 1 and 2) have no 0 for a scale's 0 to match. None when they agree, or the fill
+    has no sidecar, one written for another version of the file (its scale is not this file's:
+    the provenance line warns of it) or a scale unknown here."""
     name = record.get("scale") if record and record["matches_file"] else None
     grades = {grade for docs in human.judgments.values() for grade in docs.values()}
     if name not in SCALES.names() or not grades:
         return None
-    scale, low, high = SCALES.get(name), min(grades), max(grades)
-    if (min(scale.labels), max(scale.labels)) == (low, high):
+    scale, top = SCALES.get(name), max(grades)
+    if max(scale.labels) == top:
         return None
-    fitting = [other for other in SCALES.names() if SCALES.get(other).labels == tuple(range(low, high + 1))]
-    return (f"{fill_path}: its provenance sidecar puts its labels on the scale {scale.span()}, but "
-            f"{human.path or human.name} grades {low} to {high}: each filled label is scored as the human grade "
-            "of the same number, mixing the two scales; judge with "
-            + (f"--scale {fitting[0]}" if fitting else f"a --scale of grades {low} to {high}"))
+    # support-0-2 grades how far a text backs a statement (nuggets, citations), not relevance
+    fitting = [other for other in SCALES.names()
+               if SCALES.get(other) is not SUPPORT_0_2 and max(SCALES.get(other).labels) == top]
+    return (f"{fill_path}: its provenance sidecar puts its labels on the scale {scale.span()}, but the top grade "
+            f"of {human.path or human.name} is {top}: each filled label is scored as the human grade of the same "
+            "number, mixing the two scales; judge with "
+            + (f"--scale {' or '.join(fitting)}" if fitting else f"a --scale whose top grade is {top}"))
