@@ -55,6 +55,17 @@ def runs(args: argparse.Namespace) -> list[str]:
     return [*args.runs, *args.run_alias]
 
 
+def distinct_runs(args: argparse.Namespace) -> list[str]:
+    """The run files given (`runs`), refused before any is scored where two share a name (the
+    file name less its suffix, which names a run in the scores): said naming both files."""
+    from harness.report.compare import refuse_shared_names
+    from harness.trec import file_stem
+
+    files = runs(args)
+    refuse_shared_names([file_stem(path) for path in files], files)
+    return files
+
+
 NO_RUNS = "give at least one run file"
 
 

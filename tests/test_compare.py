@@ -218,18 +218,29 @@ def test_a_run_missing_judged_queries_is_named_with_how_many_its_tests_score_0(t
         "note: cut: 158 judged queries; 1 missing from the run (scored as empty rankings)")
 
 
-def test_two_runs_of_one_file_name_are_refused_naming_both_paths(tmp_path, capsys):
-    """One system's runs from two output folders share a name: the error says which files."""
+@pytest.mark.parametrize("command", [["compare"], ["eval"], ["qrels", "rank-agree"]])
+def test_two_runs_of_one_file_name_are_refused_naming_both_paths_before_any_is_scored(tmp_path, capsys, command):
+    """One system's runs from two output folders share a name: the error says which files,
+    before scoring (the second is no run file at all: reading it would be the error)."""
     other = tmp_path / "other" / CAST2021_DOC_RUNS[0].name
     other.parent.mkdir()
-    other.write_bytes(CAST2021_DOC_RUNS[0].read_bytes())
-    assert main(["compare", "--qrels", str(CAST2021_QRELS), str(CAST2021_DOC_RUNS[0]), str(other),
-                 "--measures", "RR"]) == 2
+    other.write_text("not a run\n")
+    qrels = ["--qrels", str(CAST2021_QRELS)]
+    if command[0] == "qrels":  # rank-agree orders the runs under two qrels, A and B
+        qrels = [str(CAST2021_QRELS), str(tmp_path / "b.qrels")]
+        (tmp_path / "b.qrels").write_bytes(CAST2021_QRELS.read_bytes())
+    prog = f"harness {' '.join(command)}"
+    assert main([*command, *qrels, str(CAST2021_DOC_RUNS[0]), str(other), "--measures", "RR"]) == 2
     assert capsys.readouterr().err == (
-        f"harness compare: error: two runs share the name {other.stem}: {CAST2021_DOC_RUNS[0]} and {other}; "
+        f"{prog}: error: two runs share the name {other.stem}: {CAST2021_DOC_RUNS[0]} and {other}; "
         "rename one run file (its name, less the suffix, names the run)\n")
-    assert main(["compare", "--qrels", str(CAST2021_QRELS), str(other), str(other), "--measures", "RR"]) == 2
-    assert capsys.readouterr().err == f"harness compare: error: {other} is given twice\n"
+    assert main([*command, *qrels, str(other), str(other), "--measures", "RR"]) == 2
+    assert capsys.readouterr().err == f"{prog}: error: {other} is given twice\n"
+
+
+def test_runs_of_one_name_are_refused_by_the_python_api_too(evaluations):
+    with pytest.raises(HarnessError, match=f"^two runs share the name {evaluations[0].run_name}; rename one$"):
+        leaderboard([evaluations[0], evaluations[0]])
 
 
 def test_a_single_run_gets_a_leaderboard_without_tests(evaluations):

@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 from harness.atomic import atomic_write
-from harness.cli import add_format, add_output, add_runs, runs, swallowed
+from harness.cli import add_format, add_output, add_runs, distinct_runs, swallowed
 from harness.errors import FLAGS, HarnessError
 from harness.evaluate import (JUDGED, Evaluation, Evaluator, RunFileOptions, evaluate_files, printed,
                               report_reading, with_judged)
@@ -75,7 +75,8 @@ def judged_before_after(human_path: str, filled: Qrels, files: list[str],
 def run(args: argparse.Namespace) -> int:
     from harness.report.formats import output_format  # here: it loads the report modules, 0.2 s eval need not wait
 
-    refuse_overwriting([args.qrels, args.fill, *runs(args)], [("--output", args.out)])
+    files = distinct_runs(args)
+    refuse_overwriting([args.qrels, args.fill, *files], [("--output", args.out)])
     # as `harness compare` and `qrels agree` choose it: an --output suffix naming no format is said before any work
     args.format = output_format(args.format, args.out, list(FORMATTERS), "table", {"txt": "table"})
     measures, depth, separator = measure_settings(args)
@@ -83,19 +84,17 @@ def run(args: argparse.Namespace) -> int:
     qrels, notes = scoring_qrels(args)
     evaluator = Evaluator(qrels, measures)
     options = RunFileOptions(strict=args.strict, passage_separator=separator, depth=depth)
-    evaluations = evaluate_files(evaluator, runs(args), options)
+    evaluations = evaluate_files(evaluator, files, options)
     names = [e.run_name for e in evaluations]
-    if len(set(names)) != len(names):
-        raise HarnessError(f"two runs share a file name stem ({', '.join(names)}); rename one")
     if notes and args.format == "json" and "notes" in names:  # its scores would be overwritten by the notes
-        raise HarnessError(f"{runs(args)[names.index('notes')]}: a run named 'notes' would share its key with "
+        raise HarnessError(f"{files[names.index('notes')]}: a run named 'notes' would share its key with "
                            "the notes that JSON output with --fill carries (where the filled labels came from); "
                            "rename the file")
     for evaluation in evaluations:
         _report_coverage(evaluation, qrels_path=args.qrels)
     if args.fill:
         notes += [f"{name}: {JUDGED} {before:.4f} with the human labels, {after:.4f} with the holes filled"
-                  for name, (before, after) in judged_before_after(args.qrels, qrels, runs(args), options).items()]
+                  for name, (before, after) in judged_before_after(args.qrels, qrels, files, options).items()]
     # on a terminal the output's own notes are on the screen: not twice; a CSV has none (stderr alone)
     if args.format == "csv" or args.out is not None or not sys.stdout.isatty():
         for note in notes:

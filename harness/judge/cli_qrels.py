@@ -13,7 +13,7 @@ import json
 import math
 import sys
 
-from harness.cli import add_format, add_output, add_runs, number_in, runs
+from harness.cli import add_format, add_output, add_runs, distinct_runs, number_in
 from harness.judge.agree import THRESHOLDS, WEIGHTINGS, Agreement, PairAgreement, RankingAgreement
 from harness.trec import Qrels
 
@@ -228,7 +228,7 @@ def run_rank_agree(args: argparse.Namespace) -> int:
     from harness.paths import refuse_overwriting
     from harness.trec import Qrels, read_qrels
 
-    files = runs(args)
+    files = distinct_runs(args)
     if len(files) < 2:
         raise HarnessError("rank-agree needs two or more runs to order")
     refuse_overwriting([args.a, args.b, *files], [("--output", args.out)])
@@ -253,9 +253,6 @@ def run_rank_agree(args: argparse.Namespace) -> int:
         for evaluation in means[side]:  # a run a qrels hardly judges (a PTKB run a glob took): said, as eval says it
             for warning in reading_warnings(evaluation, args.a if side == "A" else args.b):
                 print(f"warning: {warning}", file=sys.stderr)
-    names = [evaluation.run_name for evaluation in means["A"]]
-    if len(set(names)) != len(names):
-        raise HarnessError(f"two runs share a file name stem ({', '.join(names)}); rename one")
     results = [compare_orderings(measure,
                                  {e.run_name: e.means[measure] for e in means["A"]},
                                  {e.run_name: e.means[measure] for e in means["B"]})

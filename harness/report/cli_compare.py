@@ -8,7 +8,7 @@ import math
 import sys
 from pathlib import Path
 
-from harness.cli import add_format, add_output, add_runs, number_in, runs
+from harness.cli import add_format, add_output, add_runs, distinct_runs, number_in
 from harness.errors import HarnessError
 from harness.evaluate import (JUDGED, Evaluator, RunFileOptions, evaluate_file, keep_measures,
                               report_reading, with_judged)
@@ -60,8 +60,7 @@ def run(args: argparse.Namespace) -> int:
 
         check_field(args.topics, args.group_field, "--group-field")
     measures, depth, separator = measure_settings(args, judged_too=True)  # its Judged@10 column too
-    files = runs(args)
-    _refuse_shared_names(files)
+    files = distinct_runs(args)
     inputs = [args.qrels, args.fill, *files, args.groups, *(args.arena_votes or []), *(args.dialogues or [])]
     refuse_overwriting(inputs, [("--output", args.out)])
     fmt = report_format(args.format, args.out)
@@ -103,20 +102,6 @@ def run(args: argparse.Namespace) -> int:
     else:
         print(f"report written to {args.out}", file=sys.stderr)
     return 0
-
-
-def _refuse_shared_names(files: list[str]) -> None:
-    """A run is named by its file name less its suffix, so two files of one name (one system's
-    runs from two output folders) cannot be told apart: said with both paths, before scoring."""
-    seen: dict[str, str] = {}
-    for path in files:
-        name = file_stem(path)
-        if name in seen and Path(seen[name]).resolve() == Path(path).resolve():
-            raise HarnessError(f"{path} is given twice")
-        if name in seen:
-            raise HarnessError(f"two runs share the name {name}: {seen[name]} and {path}; rename one run file "
-                               "(its name, less the suffix, names the run)")
-        seen[name] = path
 
 
 def add_breakdowns(report: Report, args: argparse.Namespace) -> None:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Protocol
 
 import numpy as np
@@ -53,15 +54,30 @@ class Scores:
         return ~np.any([np.isnan(self.values[measure][run]) for run in self.runs], axis=0)
 
 
+def refuse_shared_names(names: Sequence[str], files: Sequence[str] | None = None) -> None:
+    """Runs are told apart by name, so two of one name are refused: the command line's run
+    files (`files`, each named by its file name less the suffix: one system's runs from two
+    output folders) before any is scored, naming both; the Python API's runs here, in `align`."""
+    seen: dict[str, int] = {}
+    for index, name in enumerate(names):
+        if name not in seen:
+            seen[name] = index
+        elif files is None:
+            raise HarnessError(f"two runs share the name {name}; rename one")
+        elif Path(files[seen[name]]).resolve() == Path(files[index]).resolve():
+            raise HarnessError(f"{files[index]} is given twice")
+        else:
+            raise HarnessError(f"two runs share the name {name}: {files[seen[name]]} and {files[index]}; rename one "
+                               "run file (its name, less the suffix, names the run)")
+
+
 def align(evaluations: Sequence[EvaluationLike]) -> Scores:
     """Put the runs' per-query scores side by side; a query a run lacks scores 0, unless no
     run has a score for it on that measure: then it is undefined there (NaN, Scores.defined)."""
     if not evaluations:
         raise HarnessError("no runs to compare")
     runs = [evaluation.run_name for evaluation in evaluations]
-    repeated = sorted({run for run in runs if runs.count(run) > 1})
-    if repeated:
-        raise HarnessError(f"two runs share the name {', '.join(repeated)}; rename one run file")
+    refuse_shared_names(runs)
     measures = list(evaluations[0].measures)
     for evaluation in evaluations[1:]:
         if list(evaluation.measures) != measures:
