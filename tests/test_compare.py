@@ -361,6 +361,17 @@ def test_a_baseline_matching_no_run_is_quoted_as_written(capsys):
     assert "baseline 'org.convdr' is not among the runs (org_convdr, org_convdr_bert)" in capsys.readouterr().err
 
 
+def test_a_baseline_matching_no_run_is_said_before_any_run_is_scored(tmp_path, capsys):
+    """The second run file is no run at all: scoring it would be the error, so the misspelt
+    --baseline is the one said, before any run is read."""
+    broken = tmp_path / "broken.run"
+    broken.write_text("not a run\n")
+    assert main(["compare", "--qrels", str(CAST2021_QRELS), str(CAST2021_DOC_RUNS[0]), str(broken), "--measures",
+                 "RR", "--baseline", "brokn"]) == 2
+    assert capsys.readouterr().err == (f"harness compare: error: baseline 'brokn' is not among the runs "
+                                       f"({CAST2021_DOC_RUNS[0].stem}, broken); nearest: broken\n")
+
+
 def test_topics_sharing_no_turn_with_the_runs_are_named_as_the_mistake(capsys):
     assert main(["compare", "--qrels", str(CAST2021_QRELS), *map(str, CAST2021_DOC_RUNS[:2]), "--measures", "RR",
                  "--topics", "ikat2023"]) == 2

@@ -61,6 +61,8 @@ def run(args: argparse.Namespace) -> int:
         check_field(args.topics, args.group_field, "--group-field")
     measures, depth, separator = measure_settings(args, judged_too=True)  # its Judged@10 column too
     files = distinct_runs(args)
+    # each file holds one run, named by its file stem: a misspelt --baseline is said before any scoring
+    chosen = baselines(args, {path: [file_stem(path)] for path in files})
     inputs = [args.qrels, args.fill, *files, args.groups, *(args.arena_votes or []), *(args.dialogues or [])]
     refuse_overwriting(inputs, [("--output", args.out)])
     fmt = report_format(args.format, args.out)
@@ -79,7 +81,7 @@ def run(args: argparse.Namespace) -> int:
             print(f"note: {evaluation.run_name}: {evaluation.judged_note()}", file=sys.stderr)
     board = leaderboard(
         evaluations,
-        baselines(args, {str(path): [e.run_name] for path, e in zip(files, evaluations)}),
+        chosen,
         test=args.test, correction=args.correction, alpha=args.alpha,
         resampling=Resampling(args.resamples, args.seed),
     )
