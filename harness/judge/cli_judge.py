@@ -10,7 +10,7 @@ from pathlib import Path
 
 from harness.cli import add_output, add_runs, number_in, runs
 from harness.corpus import Corpus
-from harness.errors import HarnessError, verb
+from harness.errors import HarnessError, InputError, verb
 from harness.judge.base import (JUDGES, check_parsed, checked, counts, failed_why, plugin, quoting, sidecar,
                                  write_qrels)
 from harness.judge.llm import CONCURRENCY, RETRIES
@@ -141,13 +141,13 @@ def on_judged_queries(pairs: list[tuple[str, str]], human: Qrels, queries: set[s
 def no_label(labels: dict[str, dict[str, int]], pairs: list[tuple[str, str]], args: argparse.Namespace) -> None:
     """--labels labelling none of the pairs to judge would write an empty qrels, which fills
     nothing: an error, saying whether the file judges their queries at all (the wrong year's
-    labels do not)."""
+    labels do not). The file is what to fix: an InputError naming it, with no `--help` tail."""
     queries = {qid for qid, _ in pairs}
     common = len(queries.intersection(labels))
-    hint = (f"are they labels of --topics {args.topics}, the benchmark the runs answer?" if not common else
+    hint = (f"are these labels of --topics {args.topics}, the benchmark the runs answer?" if not common else
             f"it judges {common} of their {len(queries)} queries, other passages of them")
-    raise HarnessError(f"--labels {args.labels} and the {len(pairs)} pairs to judge have no (qid, docid) pair in "
-                       f"common: nothing to write; {hint}")
+    raise InputError(args.labels, f"--labels labelling none of the {len(pairs)} (qid, docid) pairs to judge: "
+                                  f"nothing to write; {hint}")
 
 
 def other_splits_note(topics: str, corpora: dict[str, Corpus], docids: set[str]) -> None:
