@@ -868,7 +868,8 @@ def test_the_resume_key_takes_params_as_they_act_a_default_written_out_or_a_memb
 
 
 _ENGINE = ("import threading\n\n\nclass Engine:\n    def __init__(self):\n        self.lock = threading.Lock()\n\n"
-           "    def search(self, queries, k):\n        return {query.qid: self.ranked(query.text, k) for query in queries}\n\n"
+           "    def search(self, queries, k):\n"
+           "        return {query.qid: self.ranked(query.text, k) for query in queries}\n\n"
            "    def ranked(self, query, k):\n        return [('a', 2.0), ('b', 1.0)]\n\n\nengine = Engine()\n")
 
 

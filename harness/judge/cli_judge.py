@@ -162,8 +162,8 @@ def other_splits_note(topics: str, corpora: dict[str, Corpus], docids: set[str])
     others = {spec: corpus for spec, corpus in corpora.items() if corpus is not own}
     if outside and (held := splits_holding(others, outside)):
         print(f"note: {len(outside)} of the {len(docids)} passages to judge {verb(len(outside), 'is', 'are')} not in "
-              f"the corpus of --topics {topics} but in other splits' corpora: {held_by(held)}; right if the runs searched "
-              "them too, else give --corpus the corpus the runs were made on", file=sys.stderr)
+              f"the corpus of --topics {topics} but in other splits' corpora: {held_by(held)}; right if the runs "
+              "searched them too, else give --corpus the corpus the runs were made on", file=sys.stderr)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -75,7 +75,8 @@ class RetrieverSpecs(ParamType):
                 continue
             unknown = sorted(set(spec) - set(SPEC_KEYS))
             if unknown:
-                raise ParamError(f"{where}.{unknown[0]}", f"unknown key{nearest(unknown[0], SPEC_KEYS)}; known: {', '.join(SPEC_KEYS)}")
+                raise ParamError(f"{where}.{unknown[0]}",
+                                 f"unknown key{nearest(unknown[0], SPEC_KEYS)}; known: {', '.join(SPEC_KEYS)}")
             if not isinstance(spec["params"], Mapping):
                 raise ParamError(f"{where}.params", f"expected a mapping, got {spec['params']!r}")
             check_spec(spec["name"], spec["params"], f"{where}.params")
