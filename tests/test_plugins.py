@@ -828,8 +828,9 @@ def test_a_function_that_captured_a_value_not_plain_is_never_resumed(tmp_path, c
            "that is not plain" in err
 
 
-def test_a_python_spec_never_resumed_is_run_again_by_the_same_process_too(tmp_path):
-    """Loaded once, changed, run again by a second harness.run of the script: not the first run reused."""
+def test_an_object_never_resumed_is_run_again_by_the_same_process_too(tmp_path):
+    """Handed to harness.run, changed, handed again by a second harness.run of the script: not
+    the first run reused (its key is drawn anew each time, not once a process)."""
     (tmp_path / "mymine.py").write_text(
         "class Mine:\n"
         "    def __init__(self):\n        self.first, self.model = 'a', object()\n"
@@ -839,12 +840,13 @@ def test_a_python_spec_never_resumed_is_run_again_by_the_same_process_too(tmp_pa
     script = (
         "import harness, mymine\n"
         f"config = {{'k': 20, 'output': {str(tmp_path / 'runs')!r}, "
-        f"'experiments': [{_experiment(['raw'], ['python:mymine:mine'])!r}]}}\n"
-        "harness.run(config)\nmymine.mine.first = 'b'\nharness.run(config)\n")
+        f"'experiments': [{_experiment(['raw'], ['mine'])!r}]}}\n"
+        "harness.run(config, retrievers={'mine': mymine.mine})\nmymine.mine.first = 'b'\n"
+        "harness.run(config, retrievers={'mine': mymine.mine})\n")
     done = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, env=child_env(), capture_output=True,
                           text=True, timeout=300)
     assert done.returncode == 0, done.stderr
-    first = next(iter((tmp_path / "runs" / "ikat2023-test.raw.python-mymine-mine.run").open())).split()[2]
+    first = next(iter((tmp_path / "runs" / "ikat2023-test.raw.mine.run").open())).split()[2]
     assert "skipped" not in done.stderr and first == "b"
 
 
