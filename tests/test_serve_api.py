@@ -755,6 +755,10 @@ def test_serve_with_a_bad_config_is_a_one_line_error(tmp_path, capsys):
     assert capsys.readouterr().err == f"harness serve: error: {path}: quota: expected a positive integer, found 'many'\n"
 
 
+# a failure other than the port's, on any free port: the default 8000 may be taken on the machine
+ANY_PORT = ("--port", "0")
+
+
 def _malformed_qrels(folder: Path) -> tuple[list[str], str]:
     qrels = folder / "bad.qrels"
     qrels.write_text("".join(Path(QRELS).read_text().splitlines(True)[:3]) + "9-1-1 0 only-three-fields\n")
@@ -762,7 +766,7 @@ def _malformed_qrels(folder: Path) -> tuple[list[str], str]:
     config = yaml.safe_load(path.read_text())
     config["tasks"][0]["qrels"] = str(qrels)
     path.write_text(yaml.safe_dump(config))
-    return [str(path)], f"{qrels}:4: expected 4 fields 'qid iter docid grade', found 3"
+    return [str(path), *ANY_PORT], f"{qrels}:4: expected 4 fields 'qid iter docid grade', found 3"
 
 
 def _other_years_qrels(folder: Path) -> tuple[list[str], str]:
@@ -772,8 +776,8 @@ def _other_years_qrels(folder: Path) -> tuple[list[str], str]:
     config = yaml.safe_load(path.read_text())
     config["tasks"][0]["qrels"] = str(qrels)
     path.write_text(yaml.safe_dump(config))
-    return [str(path)], (f"task {TASK}: {qrels} judges none of the turns of ikat2023 (its first query '0_8', the "
-                         "topics' first turn '9-1_1'): give the topics' own qrels")
+    return [str(path), *ANY_PORT], (f"task {TASK}: {qrels} judges none of the turns of ikat2023 (its first query "
+                                    "'0_8', the topics' first turn '9-1_1'): give the topics' own qrels")
 
 
 def _port_taken(folder: Path, taken: socket.socket) -> tuple[list[str], str]:
@@ -785,7 +789,7 @@ def _port_taken(folder: Path, taken: socket.socket) -> tuple[list[str], str]:
 
 def _database_unreachable(folder: Path) -> tuple[list[str], str]:
     path = write_config(folder, database="postgresql://u:secret@127.0.0.1:1/db")  # nothing listens on port 1
-    return [str(path)], "cannot connect to database postgresql://u:***@127.0.0.1:1/db: connection failed: "
+    return [str(path), *ANY_PORT], "cannot connect to database postgresql://u:***@127.0.0.1:1/db: connection failed: "
 
 
 @pytest.mark.parametrize("failure", ["malformed qrels", "another year's qrels", "port taken", "database unreachable"])
@@ -825,7 +829,7 @@ def test_a_database_without_an_installed_driver_is_a_config_error_at_database(tm
 
 def test_a_database_that_cannot_be_reached_is_one_line_without_the_password(tmp_path, capsys):
     path = write_config(tmp_path, database="postgresql://u:secret@127.0.0.1:1/db")  # nothing listens on port 1
-    assert main(["serve", str(path)]) == 2
+    assert main(["serve", str(path), *ANY_PORT]) == 2
     err = capsys.readouterr().err
     assert err.startswith("harness serve: error: cannot connect to database postgresql://u:***@127.0.0.1:1/db: ")
     assert "Connection refused" in err and err.count("\n") == 1 and "secret" not in err
