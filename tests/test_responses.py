@@ -637,30 +637,57 @@ def test_the_offline_baseline_scores_equal_nuggetizers_and_replay_from_its_assig
 
 @pytest.mark.model
 @pytest.mark.slow
-def test_an_interrupted_offline_judge_resumes_from_the_chunks_it_cached(tmp_path, monkeypatch):
-    """A kill or Ctrl-C during a long cold run loses at most the chunk in progress."""
+def test_an_interrupted_offline_judge_resumes_to_the_similarities_of_an_uninterrupted_run(tmp_path, monkeypatch):
+    """Ctrl-C during a long cold run loses at most the chunk in progress, says how many pairs are
+    cached, and the rerun encodes only what the run had not: the vectors later chunks reuse
+    were kept, so every similarity equals an uninterrupted run's, to the last digit."""
+    from harness.errors import Interrupted
     from harness.judge.model import Item
     from harness.responses import baseline
+    from harness.retrieve import _embeddings
 
     items = [Item(("t", "r", str(i)), {"nugget": f"fact {i} about rivers",
                                        "response": f"Rivers flow. The answer states fact {i}."}) for i in range(6)]
-    split = baseline.sentences
+    load = _embeddings.load_encoder
 
-    def interrupted(text):  # Ctrl-C while the third chunk is being computed
-        if "fact 4" in text:
-            raise KeyboardInterrupt
-        return split(text)
+    class Stopping:  # Ctrl-C when the third chunk starts encoding
+        def __init__(self, encoder):
+            self.encoder, self.calls = encoder, 0
 
-    monkeypatch.setattr(baseline, "sentences", interrupted)
-    with pytest.raises(KeyboardInterrupt):
+        def encode_documents(self, texts):
+            self.calls += 1
+            if self.calls == 3:
+                raise KeyboardInterrupt
+            return self.encoder.encode_documents(texts)
+
+    monkeypatch.setattr(_embeddings, "load_encoder", lambda *args, **kwargs: Stopping(load(*args, **kwargs)))
+    with pytest.raises(Interrupted, match=r"^4 of 6 pairs judged, their similarities cached in .*; run the same "):
         baseline.MiniLMJudge(cache_dir=tmp_path, chunk_pairs=2).judge(items)
-    monkeypatch.setattr(baseline, "sentences", split)
+    assert list(tmp_path.glob("*.carried/*.npz"))  # "Rivers flow.", encoded in the first chunk
+    monkeypatch.setattr(_embeddings, "load_encoder", load)
     resumed = baseline.MiniLMJudge(cache_dir=tmp_path, chunk_pairs=2)
     judgments = resumed.judge(items)
     assert [j.cached for j in judgments] == [True] * 4 + [False] * 2
-    assert resumed.encoded == 5  # only the last chunk: its two claims and three sentences
-    uninterrupted = baseline.MiniLMJudge(cache_dir=tmp_path / "fresh").judge(items)
-    assert [float(j.raw) for j in judgments] == pytest.approx([float(j.raw) for j in uninterrupted], abs=1e-5)
+    assert resumed.encoded == 4  # the last chunk's two claims and two new sentences
+    assert not list(tmp_path.glob("*.carried"))  # the run finished: nothing left to resume
+    uninterrupted = baseline.MiniLMJudge(cache_dir=tmp_path / "fresh", chunk_pairs=2).judge(items)
+    assert [(j.label, j.raw) for j in judgments] == [(j.label, j.raw) for j in uninterrupted]
+
+
+@pytest.mark.model
+def test_a_run_interrupted_before_its_first_chunk_says_nothing_is_cached_yet(tmp_path, monkeypatch):
+    from harness.errors import Interrupted
+    from harness.judge.model import Item
+    from harness.responses import baseline
+    from harness.retrieve import _embeddings
+
+    def interrupted(*args, **kwargs):  # Ctrl-C while MiniLM loads
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(_embeddings, "load_encoder", interrupted)
+    with pytest.raises(Interrupted, match=r"^0 of 1 pairs judged: nothing cached yet \(the cache is written after "
+                                          r"every 4096 pairs computed, the first once MiniLM has loaded\)$"):
+        baseline.MiniLMJudge(cache_dir=tmp_path).judge([Item(("t",), {"nugget": "a", "response": "b."})])
 
 
 # --- the llm judge end to end -------------------------------------------------------------

@@ -10,19 +10,25 @@ how well the judge agrees with people must be measured before its scores are tru
 Similarities are cached on disk per model (cache_root()/judge/minilm/), keyed by the claim
 and the evidence, so a rerun loads no model and changing a threshold re-judges for free. The
 cache is written after every CHUNK_PAIRS new pairs, so a kill or Ctrl-C during a long cold run
-loses at most one chunk and the rerun resumes from the cache.
+loses at most one chunk and the rerun resumes from the cache. A text is encoded once per run,
+in the chunk that first needs it, and a vector moves in its last bits with the texts encoded
+beside it: the vectors later chunks reuse are kept beside the cache (`<model>.carried/`) until
+the run ends, so a resumed run computes the similarities an uninterrupted one does.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
+import shutil
+import zipfile
 from collections.abc import Sequence
 from pathlib import Path
 
 from harness.atomic import atomic_write
-from harness.errors import HarnessError
+from harness.errors import HarnessError, Interrupted
 from harness.judge.base import CACHE_DIR, JUDGES, counts, now
 from harness.judge.model import Item, Judgment
 from harness.judge.scales import SUPPORT_0_2
@@ -63,6 +69,20 @@ def _keys(pairs: Sequence[tuple[str, str]]) -> list[str]:
 
     return [hashlib.sha256(f"[{dumped(claim)}, {dumped(evidence)}]".encode("utf-8")).hexdigest()[:32]
             for claim, evidence in pairs]
+
+
+def _carried(folder: Path) -> dict[str, object]:
+    """The vectors an interrupted run encoded for its later chunks (a damaged file's texts are encoded again)."""
+    import numpy as np
+
+    vectors: dict[str, object] = {}
+    for file in sorted(folder.glob("*.npz")):
+        try:
+            with np.load(file) as data:
+                vectors.update(zip(data["texts"].tolist(), data["vectors"]))
+        except (OSError, ValueError, KeyError, zipfile.BadZipFile):
+            pass
+    return vectors
 
 
 class MiniLMJudge:
@@ -109,35 +129,55 @@ class MiniLMJudge:
         keys = _keys(pairs)
         todo = {key: pair for key, pair in zip(keys, pairs) if key not in cache}
         if todo:
+            self._fill(cache, path, list(todo.items()), set(keys))
+        return [cache[key] for key in keys], [key not in todo for key in keys]
+
+    def _fill(self, cache: dict[str, float], path: Path, pending: list[tuple[str, tuple[str, str]]],
+              asked: set[str]) -> None:
+        """The pending pairs' similarities into `cache`, chunk by chunk, the cache written after
+        each. Ctrl-C says how many pairs are cached, and how to resume."""
+        import numpy as np
+
+        carried = path.with_suffix(".carried")
+        split: dict[str, list[str]] = {}  # evidence -> its sentences (a response is the evidence of many pairs)
+        for _, (_, evidence) in pending:
+            if evidence not in split:
+                split[evidence] = sentences(evidence)
+        chunks = [pending[start:start + self.chunk_pairs] for start in range(0, len(pending), self.chunk_pairs)]
+        texts = [list(dict.fromkeys([claim for _, (claim, _) in chunk] +
+                                    [s for _, (_, evidence) in chunk for s in split[evidence]])) for chunk in chunks]
+        last = {text: index for index, found in enumerate(texts) for text in found}  # the last chunk needing it
+        try:
             from harness.retrieve._embeddings import load_encoder
 
             encoder = load_encoder(self.model, normalize=True, batch_size=self.batch_size)
-            vectors: dict[str, object] = {}  # text -> vector, kept across chunks: each text encoded once
-            pending = list(todo.items())
-            for start in range(0, len(pending), self.chunk_pairs):
-                cache.update(self._compute(pending[start:start + self.chunk_pairs], encoder, vectors))
+            vectors = _carried(carried)
+            for index, chunk in enumerate(chunks):
+                fresh = [text for text in texts[index] if text not in vectors]
+                if fresh:
+                    vectors.update(zip(fresh, encoder.encode_documents(fresh)))
+                    self.encoded += len(fresh)
+                    later = [text for text in fresh if last[text] > index]
+                    if later:  # before the cache: a kill between the two writes keeps them for the chunk redone
+                        carried.mkdir(parents=True, exist_ok=True)
+                        with atomic_write(carried / f"{os.getpid()}-{index}.npz", "wb") as handle:
+                            np.savez_compressed(handle, texts=np.array(later),  # padded to the longest: compressed
+                                                vectors=np.stack([vectors[t] for t in later]))
+                for key, (claim, evidence) in chunk:
+                    parts = split[evidence]
+                    cache[key] = (round(float(np.max(np.stack([vectors[s] for s in parts]) @ vectors[claim])), 6)
+                                  if parts else 0.0)
                 with atomic_write(path) as handle:  # a kill loses at most the chunk in progress
                     json.dump(cache, handle)
-        return [cache[key] for key in keys], [key not in todo for key in keys]
-
-    def _compute(self, todo: list[tuple[str, tuple[str, str]]], encoder, vectors: dict) -> dict[str, float]:
-        import numpy as np
-
-        split = {key: sentences(evidence) for key, (_, evidence) in todo}
-        texts = [text for text in dict.fromkeys([claim for _, (claim, _) in todo] +
-                                                [s for parts in split.values() for s in parts]) if text not in vectors]
-        if texts:
-            vectors.update(zip(texts, encoder.encode_documents(texts)))
-        self.encoded += len(texts)
-        found = {}
-        for key, (claim, _) in todo:
-            parts = split[key]
-            if not parts:
-                found[key] = 0.0
-                continue
-            similarity = np.stack([vectors[s] for s in parts]) @ vectors[claim]
-            found[key] = round(float(np.max(similarity)), 6)
-        return found
+        except KeyboardInterrupt:
+            judged = sum(key in cache for key in asked)
+            if not judged:
+                raise Interrupted(f"0 of {len(asked)} pairs judged: nothing cached yet (the cache is written "
+                                  f"after every {self.chunk_pairs} pairs computed, the first once MiniLM has loaded)"
+                                  ) from None
+            raise Interrupted(f"{judged} of {len(asked)} pairs judged, their similarities cached in {path}; run the "
+                              "same command again to resume (they are not computed again)") from None
+        shutil.rmtree(carried, ignore_errors=True)
 
     def judge(self, items: Sequence[Item], progress: bool = False) -> list[Judgment]:
         pairs = [claim_and_evidence(item) for item in items]
