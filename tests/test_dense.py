@@ -430,3 +430,32 @@ def test_encoding_shows_no_progress_bar_on_a_stderr_that_is_not_a_terminal(tmp_p
                             cwd=REPO_ROOT, env=env, timeout=300)
     assert result.returncode == 0, result.stderr
     assert "Loading weights" not in result.stderr and "encoding" not in result.stderr and "%|" not in result.stderr
+
+
+def test_ctrl_c_while_workers_encode_runs_no_batch_that_has_not_started(monkeypatch):
+    """Ctrl-C stops encoding at once: the batches queued behind the one interrupted are cancelled,
+    not run to the end while the process waits to exit (a minilm judge chunk's hundreds of batches)."""
+    import dataclasses
+    import threading
+    import time
+
+    from harness.retrieve import _embeddings
+
+    encoder = dataclasses.replace(_embeddings.load_encoder(batch_size=2), workers=2)
+    ran, lock = [], threading.Lock()
+
+    def encode_batch(encoder, texts, query):
+        with lock:
+            ran.append(texts)
+            first = len(ran) == 1
+        if first:
+            raise KeyboardInterrupt
+        time.sleep(0.05)
+        return np.zeros((len(texts), 384), dtype=np.float32)
+
+    monkeypatch.setattr(_embeddings, "_encode_batch", encode_batch)
+    texts = [f"text {i} " + "word " * (i % 7) for i in range(100)]
+    with pytest.raises(KeyboardInterrupt):
+        encoder.encode_documents(texts)
+    time.sleep(0.5)  # time for 10 more batches, were they still queued
+    assert len(ran) <= 3  # the interrupted one and those the other worker had started

@@ -196,9 +196,11 @@ def _encode_ahead(encoder: Encoder, calls: Iterable[list[str]], *, query: bool) 
                     pending.append((call, [executor.submit(run, job) for job in call.jobs()]))
                 if not pending:
                     return
-                call, futures = pending.popleft()
-                yield call.vectors([future.result() for future in futures])
-        finally:  # the caller stopped early (an error): what has not started is not run
+                call, futures = pending[0]  # still pending while awaited: Ctrl-C cancels its batches too
+                vectors = call.vectors([future.result() for future in futures])
+                pending.popleft()
+                yield vectors
+        finally:  # the caller stopped early (an error, Ctrl-C): what has not started is not run
             for _, futures in pending:
                 for future in futures:
                     future.cancel()
