@@ -58,8 +58,7 @@ def runs(args: argparse.Namespace) -> list[str]:
 def distinct_runs(args: argparse.Namespace) -> list[str]:
     """The run files given (`runs`), refused before any is scored where two share a name (the
     file name less its suffix, which names a run in the scores): said naming both files."""
-    from harness.report.compare import refuse_shared_names
-    from harness.trec import file_stem
+    from harness.trec import file_stem, refuse_shared_names
 
     files = runs(args)
     refuse_shared_names([file_stem(path) for path in files], files)

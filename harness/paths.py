@@ -14,7 +14,7 @@ import json
 import os
 import time
 from pathlib import Path
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from stat import S_ISDIR, S_ISREG
 from typing import Any
 
@@ -205,6 +205,25 @@ def _remember(memo: Path, record: dict[str, Any]) -> None:
             json.dump(record, handle)
     except OSError:
         pass  # a read-only cache only costs the next reader a re-hash
+
+
+def output_format(fmt: str | None, out: str | None, names: Sequence[str], default: str,
+                  suffixes: dict[str, str]) -> str:
+    """The format a command writes: --format's, else the one --output's suffix names (its own
+    name, report.csv: csv, or one of `suffixes`), else `default` (stdout, or a name without a
+    suffix). Another suffix is an error, before any work: r.pdf would have been the default
+    format under a name promising a PDF."""
+    from harness.errors import HarnessError
+
+    suffix = Path(out).suffix.lower().lstrip(".") if out else ""
+    if fmt or not suffix:
+        return fmt or default
+    chosen = suffixes.get(suffix, suffix)
+    if chosen not in names:
+        known = " ".join(f".{name}" for name in [*names, *suffixes])
+        raise HarnessError(f"--output {out}: .{suffix} names no format this command writes (known: {known}); "
+                           "name the file so, or give --format")
+    return chosen
 
 
 def refuse_overwriting(inputs: Iterable[str | Path | None], outputs: Iterable[tuple[str, str | Path | None]]) -> None:

@@ -540,3 +540,20 @@ def write_run(
                 out.write(f"{qid} Q0 {docid} {rank} {text} {tag}\n")
                 written += 1
     return written
+
+
+def refuse_shared_names(names: Sequence[str], files: Sequence[str] | None = None) -> None:
+    """Runs are told apart by name, so two of one name are refused: the command line's run
+    files (`files`, each named by its file name less the suffix: one system's runs from two
+    output folders) before any is scored, naming both; the Python API's runs here, in `align`."""
+    seen: dict[str, int] = {}
+    for index, name in enumerate(names):
+        if name not in seen:
+            seen[name] = index
+        elif files is None:
+            raise HarnessError(f"two runs share the name {name}; rename one")
+        elif Path(files[seen[name]]).resolve() == Path(files[index]).resolve():
+            raise HarnessError(f"{files[index]} is given twice")
+        else:
+            raise HarnessError(f"two runs share the name {name}: {files[seen[name]]} and {files[index]}; rename one "
+                               "run file (its name, less the suffix, names the run)")

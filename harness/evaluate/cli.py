@@ -18,7 +18,7 @@ from harness.evaluate import presets
 from harness.evaluate.names import CASE_RULE
 from harness.evaluate.presets import PRESETS
 from harness.evaluate.tables import QrelsTable, read_qrels_table, spare_memory
-from harness.paths import refuse_overwriting
+from harness.paths import output_format, refuse_overwriting
 from harness.trec import Qrels
 
 
@@ -73,7 +73,6 @@ def judged_before_after(human_path: str, filled: Qrels, files: list[str],
 
 
 def run(args: argparse.Namespace) -> int:
-    from harness.report.formats import output_format  # here: it loads the report modules, 0.2 s eval need not wait
 
     files = distinct_runs(args)
     refuse_overwriting([args.qrels, args.fill, *files], [("--output", args.out)])

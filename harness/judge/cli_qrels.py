@@ -61,7 +61,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _format(args: argparse.Namespace) -> str:
     """--format, else as --output's suffix says (agree.csv: csv; .txt: the table), else the table."""
-    from harness.report.formats import output_format
+    from harness.paths import output_format
 
     return output_format(args.format, args.out, QRELS_FORMATS, "table", {"txt": "table"})
 

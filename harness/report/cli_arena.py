@@ -13,10 +13,10 @@ from pathlib import Path
 from harness.atomic import atomic_write
 from harness.cli import add_format, add_output, number_in
 from harness.errors import HarnessError
-from harness.paths import refuse_overwriting
+from harness.paths import output_format, refuse_overwriting
 from harness.report import arena as arena_lib
 from harness.report.arena import Arena, EloSettings
-from harness.report.formats import arena_csv, arena_dict, output_format
+from harness.report.formats import arena_csv, arena_dict
 from harness.report.markdown import arena_markdown, arena_rows, correlation_rows, win_rate_rows
 from harness.report.stats import SEED_MAX
 from harness.topics.crsarena import read_dialogues

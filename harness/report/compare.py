@@ -14,7 +14,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Protocol
 
 import numpy as np
@@ -22,6 +21,7 @@ import numpy as np
 from harness.errors import HarnessError, counted, nearest
 from harness.report import stats
 from harness.report.stats import Resampling
+from harness.trec import refuse_shared_names
 
 BASELINE_LETTERS = "abcdefghijklmnopqrstuvwxyz"
 
@@ -52,23 +52,6 @@ class Scores:
         """Where every run's score on `measure` is a number: a NaN is an undefined score (a
         response turn whose nuggets all weigh 0), left out of that measure for every run."""
         return ~np.any([np.isnan(self.values[measure][run]) for run in self.runs], axis=0)
-
-
-def refuse_shared_names(names: Sequence[str], files: Sequence[str] | None = None) -> None:
-    """Runs are told apart by name, so two of one name are refused: the command line's run
-    files (`files`, each named by its file name less the suffix: one system's runs from two
-    output folders) before any is scored, naming both; the Python API's runs here, in `align`."""
-    seen: dict[str, int] = {}
-    for index, name in enumerate(names):
-        if name not in seen:
-            seen[name] = index
-        elif files is None:
-            raise HarnessError(f"two runs share the name {name}; rename one")
-        elif Path(files[seen[name]]).resolve() == Path(files[index]).resolve():
-            raise HarnessError(f"{files[index]} is given twice")
-        else:
-            raise HarnessError(f"two runs share the name {name}: {files[seen[name]]} and {files[index]}; rename one "
-                               "run file (its name, less the suffix, names the run)")
 
 
 def align(evaluations: Sequence[EvaluationLike]) -> Scores:

@@ -11,12 +11,12 @@ import csv
 import io
 import json
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
 
 from harness.atomic import atomic_write
-from harness.errors import HarnessError
+from harness.paths import output_format
 from harness.evaluate import json_value
 from harness.registry import Registry
 from harness.report import html, markdown
@@ -39,23 +39,6 @@ def json_number(value: object) -> object:
     """`value` as strict JSON can hold it: a float that is not finite (an infinite Cohen's d, a
     NaN mean of no turn) as null, which JSON has instead of NaN and Infinity; anything else as is."""
     return None if isinstance(value, float) and not math.isfinite(value) else value
-
-
-def output_format(fmt: str | None, out: str | None, names: Sequence[str], default: str,
-                  suffixes: dict[str, str]) -> str:
-    """The format a command writes: --format's, else the one --output's suffix names (its own
-    name, report.csv: csv, or one of `suffixes`), else `default` (stdout, or a name without a
-    suffix). Another suffix is an error, before any work: r.pdf would have been the default
-    format under a name promising a PDF."""
-    suffix = Path(out).suffix.lower().lstrip(".") if out else ""
-    if fmt or not suffix:
-        return fmt or default
-    chosen = suffixes.get(suffix, suffix)
-    if chosen not in names:
-        known = " ".join(f".{name}" for name in [*names, *suffixes])
-        raise HarnessError(f"--output {out}: .{suffix} names no format this command writes (known: {known}); "
-                           "name the file so, or give --format")
-    return chosen
 
 
 def report_format(fmt: str | None, out: str | Path | None) -> str:
