@@ -873,7 +873,8 @@ class Registry(Generic[T]):
             obj = getattr(obj, part)
         item = self._adopt(name, obj)
         _note_plugin_package(obj, f"{self.kind} {name!r} (module {module_name})")
-        return item, {"python": name[len(PYTHON):], **object_origin(obj, by_name=True)}, self._declared(name, obj, item)
+        return item, {"python": name[len(PYTHON):], **object_origin(obj, by_name=True), **_built_in(module, obj)}, \
+            self._declared(name, obj, item)
 
     def __contains__(self, name: object) -> bool:
         if not isinstance(name, str):
@@ -1043,6 +1044,21 @@ def object_origin(obj: Any, by_name: bool = False) -> Origin:
                                  "read from stdin), so a changed version is not told apart")}
     return {"module": getattr(module, "__name__", None), "sha256": hashlib.sha256(text.encode()).hexdigest(),
             **settings}
+
+
+def _built_in(module: types.ModuleType, obj: Any) -> Origin:
+    """The module a `python:` spec names, where it built the object (an instance, a partial, a
+    bound method's instance) from code another module holds: `engine = Engine(model="x")` in
+    pd.py, Engine in mylib.py. Its file keys the object too, as the arguments it was built
+    with are written there; editing them reused the run. A function the module only hands on
+    (a package re-exporting one) is its own module's."""
+    built = obj.__self__ if inspect.ismethod(obj) else obj
+    file = getattr(module, "__file__", None)
+    if _code(built) is built or inspect.getmodule(_code(built)) is module or not file or not Path(file).is_file():
+        return {}
+    from harness.paths import file_sha256
+
+    return {"built_in": {"module": module.__name__, "sha256": file_sha256(file)}}
 
 
 def _helpers(module: types.ModuleType) -> dict[str, str]:

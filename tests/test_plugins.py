@@ -905,3 +905,23 @@ def test_a_bound_method_a_config_names_is_keyed_by_its_modules_file_as_before(tm
     record = json.loads((tmp_path / "runs" / "ikat2023-test.raw.python-engine-engine.ranked.json").read_text())
     assert json.loads(record["hashes"]["plugins"])["retriever python:engine:engine.ranked"] == {
         "python": "engine:engine.ranked", "module": "engine", "sha256": file_sha256(tmp_path / "engine.py")}
+
+
+def test_an_object_a_config_names_built_from_another_modules_class_is_keyed_by_the_module_that_built_it(tmp_path):
+    """`engine = Engine("a")` in pd.py, Engine in mylib.py (object's repr, no argument in it):
+    editing the arguments in pd.py reruns the run (it was keyed by mylib.py alone, and reused)."""
+    (tmp_path / "mylib.py").write_text(
+        "class Engine:\n"
+        "    def __init__(self, first):\n        self.first = first\n"
+        "    def search(self, queries, k):\n"
+        "        return {query.qid: self.ranked(query.text, k) for query in queries}\n"
+        "    def ranked(self, query, k):\n        return [(self.first, 2.0), ('c', 1.0)]\n", encoding="utf-8")
+    for spec, first in (("python:pd:engine", "a"), ("python:pd:engine.ranked", "b")):
+        (tmp_path / "pd.py").write_text(f"from mylib import Engine\n\nengine = Engine({first!r})\n", encoding="utf-8")
+        config = _config(tmp_path, ["raw"], [spec])
+        assert _harness(sys.executable, tmp_path, "run", str(config)).returncode == 0
+        (tmp_path / "pd.py").write_text("from mylib import Engine\n\nengine = Engine('z')\n", encoding="utf-8")
+        done = _harness(sys.executable, tmp_path, "run", str(config))
+        assert done.returncode == 0 and "skipped" not in done.stderr, done.stderr
+        run = next((tmp_path / "runs").glob(f"ikat2023-test.raw.{spec.replace(':', '-')}.run"))
+        assert run.read_text().split()[2] == "z"
