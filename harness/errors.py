@@ -70,11 +70,12 @@ TEAM = Spelling("team")  # a hosted task's submitting team (harness serve)
 
 
 # The opening bytes of compressed files, by format: one table for every reader of a user's text
-# (the CLI's readers at a bad byte on line 1, the hosted board before it reads an upload).
+# (the CLI's readers at a bad byte, the hosted board before it reads an upload).
 _COMPRESSION_MAGIC = {b"\x1f\x8b": "gzip", b"BZh": "bzip2", b"\xfd7zXZ\x00": "xz", b"PK\x03\x04": "zip"}
 _READ_DECOMPRESSED = {"gzip": ".gz", "bzip2": ".bz2"}  # the formats open_input reads decompressed, by suffix
 COMPRESSED = tuple(_READ_DECOMPRESSED.values())  # the suffixes open_input decompresses
-_UTF16_BOMS = (b"\xff\xfe", b"\xfe\xff")
+# Byte-order marks of Unicode text other than UTF-8, by encoding, longest first: UTF-32 LE's starts as UTF-16 LE's.
+_BOMS = {b"\xff\xfe\x00\x00": "UTF-32", b"\x00\x00\xfe\xff": "UTF-32", b"\xff\xfe": "UTF-16", b"\xfe\xff": "UTF-16"}
 
 
 class HarnessError(Exception):
@@ -168,30 +169,30 @@ def _raw(path: Path) -> IO[bytes]:
 @dataclass(frozen=True)
 class NotText:
     """What a file's first bytes say it is when they are not UTF-8 text: a compressed file or
-    UTF-16 text, named alike by every reader; what to do about a compressed one is the reader's."""
+    UTF-16 or UTF-32 text, named alike by every reader; what to do about a compressed one is the reader's."""
 
-    format: str  # a _COMPRESSION_MAGIC format, or "UTF-16"
+    format: str  # a _COMPRESSION_MAGIC format, or a _BOMS encoding ("UTF-16", "UTF-32")
     said: str  # as messages name it: "gzip-compressed", "UTF-16 text (byte-order mark FF FE)"
 
     @property
     def compressed(self) -> bool:
-        return self.format != "UTF-16"
+        return self.format not in _BOMS.values()
 
     def problem(self, if_compressed: str) -> str:
         """The message: what the file is, then `if_compressed` for a compressed file or how to
-        save UTF-16 text as UTF-8."""
-        cure = if_compressed if self.compressed else "save it as UTF-8, e.g. iconv -f UTF-16 -t UTF-8"
+        save UTF-16 or UTF-32 text as UTF-8."""
+        cure = if_compressed if self.compressed else f"save it as UTF-8, e.g. iconv -f {self.format} -t UTF-8"
         return f"{self.said}, not UTF-8 text: {cure}"
 
 
 def not_text(start: bytes) -> NotText | None:
     """What a file starting with `start` is when that is a compression format's magic number or
-    a UTF-16 byte-order mark; None otherwise."""
+    a UTF-16 or UTF-32 byte-order mark; None otherwise."""
     for magic, name in _COMPRESSION_MAGIC.items():
         if start.startswith(magic):
             return NotText(name, f"{name}-compressed")
-    bom = next((bom for bom in _UTF16_BOMS if start.startswith(bom)), None)
-    return None if bom is None else NotText("UTF-16", f"UTF-16 text (byte-order mark {bom.hex(' ').upper()})")
+    bom = next((bom for bom in _BOMS if start.startswith(bom)), None)
+    return None if bom is None else NotText(_BOMS[bom], f"{_BOMS[bom]} text (byte-order mark {bom.hex(' ').upper()})")
 
 
 def bad_byte(line: bytes, start: int) -> str:
@@ -212,15 +213,17 @@ def _cure(path: Path, found: NotText) -> str:
 
 
 def _bad_byte(path: Path, error: UnicodeDecodeError) -> InputError:
-    """The line holding the first byte that is not UTF-8 (at line 1, a compressed or UTF-16 file said as such)."""
+    """The line holding the first byte that is not UTF-8; a file starting as compressed data or
+    UTF-16/UTF-32 text is said as such at line 1, wherever that byte is (a bzip2 or zip header
+    can hold a newline before its first byte that is not UTF-8: no signature holds one)."""
     try:
         with _raw(path) as raw:
             for number, line in enumerate(raw, start=1):
+                if number == 1 and (what := not_text(line)) is not None:
+                    return InputError(path, what.problem(_cure(path, what)), line=1)
                 try:
                     line.decode("utf-8-sig" if number == 1 else "utf-8")
                 except UnicodeDecodeError as found:
-                    if number == 1 and (what := not_text(line)) is not None:
-                        return InputError(path, what.problem(_cure(path, what)), line=1)
                     return InputError(path, bad_byte(line, found.start), line=number)
     except (OSError, EOFError):
         pass

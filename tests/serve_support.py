@@ -31,27 +31,30 @@ QRELS = qrels_root() / "ikat" / "2023-qrels.all-turns.txt"
 TASK = "ikat2023"
 
 
-def _zipped(data: bytes) -> bytes:
-    """`data` as the one file of a zip archive."""
+def zipped(data: bytes) -> bytes:
+    """`data` as the one file of a zip archive, dated so that its bytes are the same every day."""
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
-        archive.writestr("run", data)
+        archive.writestr(zipfile.ZipInfo("run", date_time=(2026, 11, 27, 0, 0, 0)), data)
     return buffer.getvalue()
 
 
 _COMPRESSED = "not UTF-8 text: upload the run itself, uncompressed"
 _UTF16 = "not UTF-8 text: save it as UTF-8, e.g. iconv -f UTF-16 -t UTF-8"
+_UTF32 = "not UTF-8 text: save it as UTF-8, e.g. iconv -f UTF-32 -t UTF-8"
 # An upload that is no UTF-8 text, as made from a good one, and the check and message refusing it:
 # the formats and their names are those the harness's readers say (harness.errors.not_text).
 NOT_TEXT = {
     "gzip": (gzip.compress, "format", f"gzip-compressed, {_COMPRESSED}"),
     "bzip2": (bz2.compress, "format", f"bzip2-compressed, {_COMPRESSED}"),
     "xz": (lzma.compress, "format", f"xz-compressed, {_COMPRESSED}"),
-    "zip": (_zipped, "format", f"zip-compressed, {_COMPRESSED}"),
+    "zip": (zipped, "format", f"zip-compressed, {_COMPRESSED}"),
     "UTF-16": (lambda data: data.decode("utf-8").encode("utf-16"), "encoding",
                f"UTF-16 text (byte-order mark FF FE), {_UTF16}"),
     "UTF-16 BE": (lambda data: b"\xfe\xff" + data.decode("utf-8").encode("utf-16-be"), "encoding",
                   f"UTF-16 text (byte-order mark FE FF), {_UTF16}"),
+    "UTF-32": (lambda data: b"\xff\xfe\x00\x00" + data.decode("utf-8").encode("utf-32-le"), "encoding",
+               f"UTF-32 text (byte-order mark FF FE 00 00), {_UTF32}"),
 }
 
 

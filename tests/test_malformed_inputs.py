@@ -25,6 +25,7 @@ import pytest
 from harness.cli import main
 from harness.paths import data_root
 from tests.conftest import CAST2021_DOC_RUNS, CAST2021_QRELS
+from tests.serve_support import zipped
 from tests.test_topics_malformed import shadow  # noqa: F401  (fixture)
 
 MALFORMED = Path(__file__).parent / "malformed"
@@ -198,19 +199,41 @@ def test_a_bad_byte_in_a_compressed_corpus_is_reported_at_its_real_line(compress
 ENCODED = {"gzip": (gzip.compress, "gzip-compressed"),
            "UTF-16 LE": (lambda data: data.decode("utf-8").encode("utf-16"), "UTF-16 text (byte-order mark FF FE)"),
            "UTF-16 BE": (lambda data: b"\xfe\xff" + data.decode("utf-8").encode("utf-16-be"),
-                         "UTF-16 text (byte-order mark FE FF)")}
+                         "UTF-16 text (byte-order mark FE FF)"),
+           "UTF-32 LE": (lambda data: b"\xff\xfe\x00\x00" + data.decode("utf-8").encode("utf-32-le"),
+                         "UTF-32 text (byte-order mark FF FE 00 00)"),
+           "UTF-32 BE": (lambda data: b"\x00\x00\xfe\xff" + data.decode("utf-8").encode("utf-32-be"),
+                         "UTF-32 text (byte-order mark 00 00 FE FF)")}
 
 
 @pytest.mark.parametrize("encoding", sorted(ENCODED))
 @pytest.mark.parametrize("reader", sorted(READERS))
-def test_a_compressed_or_utf16_file_is_said_as_such(reader, encoding, tmp_path, capsys, shadow):  # noqa: F811
-    """A gzip file without its .gz suffix or a UTF-16 file is named for what it is, with what to
-    do, not as a stray byte at line 1."""
+def test_a_compressed_or_utf16_or_utf32_file_is_said_as_such(reader, encoding, tmp_path, capsys, shadow):  # noqa: F811
+    """A gzip file without its .gz suffix or a UTF-16 or UTF-32 file is named for what it is, with
+    what to do, not as a stray byte at line 1 (UTF-32 LE's byte-order mark starts as UTF-16 LE's)."""
     spec, (encode, said) = READERS[reader], ENCODED[encoding]
     path = _place(tmp_path, spec, encode(spec.good().encode("utf-8")), shadow)
     code, _, err = _run(spec.command(path, tmp_path), capsys)
     assert_one_line_error(code, err, path, 1)
     assert f"{said}, not UTF-8 text: " in err and "byte 0x" not in err
+
+
+@pytest.mark.parametrize(("compress", "said"), [
+    (bz2.compress, "bzip2-compressed, not UTF-8 text: rename it run.bz2, which is read decompressed"),
+    (zipped, "zip-compressed, not UTF-8 text: decompress it (only .gz and .bz2 files are read decompressed)"),
+], ids=["bzip2", "zip"])
+def test_a_compressed_run_whose_first_line_decodes_is_said_as_such(tmp_path, capsys, compress, said):
+    """A bzip2 or zip header can hold a newline before any byte that is not UTF-8 (1 run in 100
+    or so): the file's start names it, not the stray byte on line 2."""
+    lines = CAST2021_DOC_RUNS[0].read_bytes().splitlines(keepends=True)
+    packed = (compress(b"".join(lines[:count])) for count in range(1, len(lines)))
+    first_lines = ((data, data.split(b"\n", 1)[0]) for data in packed)
+    data = next(data for data, first in first_lines if first.decode("utf-8", "replace").encode("utf-8") == first)
+    path = tmp_path / "run"
+    path.write_bytes(data)
+    code, _, err = _run(READERS["run"].command(path, tmp_path), capsys)
+    assert_one_line_error(code, err, path, 1)
+    assert f"{path}:1: {said}" in err
 
 
 _DECOMPRESS_ONCE = "it was compressed twice: decompress it once and"

@@ -285,7 +285,7 @@ class TaskRuntime:
 
 
 def refused_if_not_text(data: bytes, display: str) -> Verdict | None:
-    """An upload that starts as a compressed file or UTF-16 text refused, named as the harness's
+    """An upload that starts as a compressed file or UTF-16/UTF-32 text refused, named as the harness's
     readers name it (harness.errors.not_text); None for any other. Read on, a compressed file's
     bytes made one garbage query id a line, and UTF-16 text NUL bytes in every field."""
     found = not_text(data)
