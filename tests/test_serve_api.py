@@ -231,6 +231,31 @@ def test_a_passage_run_on_a_task_judging_documents_is_warned_of_to_its_team_and_
     assert body["measures"]["nDCG@3"] > 0.3 and not any(w.startswith("scoring: ") for w in body["warnings"])
 
 
+@pytest.mark.parametrize(("ids", "why"), [
+    (str.lower, "; 1099 of them are judged ids written in another case (ids are compared exactly, as trec_eval "
+                "compares them): write the run's ids as the task's collection writes them"),
+    (lambda docid: "other-" + docid, "; check that the run's ids are the document ids of the task's collection"),
+], ids=["another case", "another collection"])
+def test_a_run_of_ids_the_task_never_judged_is_warned_of_to_its_team_without_the_qrels_it_never_sees(
+        tmp_path, ids, why):
+    """`harness eval` tells its user to write the ids as the qrels write them, or to check that
+    the run and the qrels share a collection: a team, which never sees the task's qrels, is
+    pointed to the task's collection."""
+    from tests.conftest import CAST2021_DOC_RUNS, CAST2021_QRELS
+
+    run = tmp_path / "run.trec"
+    run.write_text("".join(f"{qid} Q0 {ids(docid)} {rest}" for qid, _, docid, rest in
+                           (line.split(" ", 3) for line in CAST2021_DOC_RUNS[0].read_text().splitlines(True))))
+    task = {"name": "cast2021", "topics": "cast2021", "qrels": str(CAST2021_QRELS), "measures": ["nDCG@3"],
+            "main_measure": "nDCG@3", "formats": ["trec"]}
+    client, _ = open_client(tmp_path, tasks=[task])
+    with client, run.open("rb") as handle:
+        answer = client.post("/api/tasks/cast2021/submissions", headers=auth(), files={"file": (run.name, handle)})
+        body = scored(client, answer.json()["id"])
+    assert body["warnings"] == ["scoring: only 0 of the 1580 documents in the run's top 10s are judged in the task's "
+                                f"qrels, so nearly every measure is 0{why}"]
+
+
 @pytest.mark.slow
 def test_a_run_whose_scoring_again_fails_keeps_its_scores_off_the_board_until_a_start_scores_it(tmp_path, caplog,
                                                                                                   capsys):

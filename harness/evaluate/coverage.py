@@ -7,7 +7,8 @@ passage run against document qrels, lower-cased ids, another collection's ids).
 says how many are and what the ids look like: passage ids `<docid><sep><n>` of judged
 documents (naming the passage separator setting, as the caller spells it, and the presets
 that set it; a hosted task's team, which sets nothing, is told what to ask its organisers),
-or judged ids in another case. Where judged documents turn up for
+or judged ids in another case (to be written as the qrels write them; a team, which never sees
+the qrels, is pointed to the task's collection). Where judged documents turn up for
 many queries the ids are the qrels' own: the judgments are sparse (PragmatiCQA's derived qrels
 judge a few spans a turn), not mismatched.
 """
@@ -72,8 +73,11 @@ def _why(top: Mapping[str, list[str]], judgments: Mapping[str, Mapping[str, int]
     folded = {qid: {docid.casefold() for docid in docs} for qid, docs in judgments.items()}
     in_other_case = sum(docid.casefold() in folded[qid] for qid, docids in top.items() for docid in docids)
     if in_other_case > max(judged, RARELY * shown):
+        ids = "the task's collection writes them" if spelling.team else "the qrels write them"
         return (f"; {in_other_case} of them are judged ids written in another case (ids are compared exactly, "
-                "as trec_eval compares them): write the run's ids as the qrels write them")
+                f"as trec_eval compares them): write the run's ids as {ids}")
+    if spelling.team:
+        return "; check that the run's ids are the document ids of the task's collection"
     return "; check that the run and the qrels use the same collection and document ids"
 
 
