@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from harness.errors import HarnessError
+from harness.errors import HarnessError, Spelling
 from harness.evaluate.names import EXAMPLES
 from harness.registry import Registry
 
@@ -167,11 +167,12 @@ def parse_measures(names: Sequence[str], *, announce: bool = True) -> list:
     return parsed
 
 
-def reads_deeper(names: Sequence[str], depth: int, option: str, others: dict[str, int] | None = None) -> str | None:
+def reads_deeper(names: Sequence[str], depth: int, key: str, spelling: Spelling,
+                 others: dict[str, int] | None = None) -> str | None:
     """What reads deeper than the `depth` documents scored, in the words `harness run` (k) and
     `eval`/`compare` (--depth) warn with: 'fewer than R@100 (100) reads: scored on the top 10 alone;
-    give `option` 100 ...' (an `option` ending in '=', the Python API's 'depth=', takes the number
-    without a space); `others`, further depths by what sets them; None when nothing does.
+    give --depth 100 ...', the setting `key` as the caller spells it; `others`, further depths by
+    what sets them; None when nothing does.
     R@100 over 10 documents is R@10 under R@100's name: right for the run, not for the name."""
     parsed = parse_measures(list(names), announce=False)
     deeper = {name: measure.params["cutoff"] for name, measure in zip(names, parsed)
@@ -180,7 +181,7 @@ def reads_deeper(names: Sequence[str], depth: int, option: str, others: dict[str
     if not deeper:
         return None
     listed = ", ".join(f"{name} ({value})" for name, value in deeper.items())
-    give = f"{option}{'' if option.endswith('=') else ' '}{max(deeper.values())}"
+    give = spelling.given(key, max(deeper.values()))
     return f"fewer than {listed} reads: scored on the top {depth} alone; give {give} for what the names say"
 
 

@@ -129,7 +129,7 @@ def depth_warning(measures: Sequence[str], depth: int | None, given: int | None,
     the caller set it; None when every measure is read whole."""
     if depth is None:
         return None
-    problem = reads_deeper(measures, depth, spelling.name("depth") if spelling.way != "arguments" else "depth=")
+    problem = reads_deeper(measures, depth, "depth", spelling)
     if problem is None:
         return None
     source = spelling.given("depth", depth) if given is not None else f"the {preset} preset's depth {depth}"

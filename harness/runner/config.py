@@ -52,7 +52,7 @@ from typing import Any, TypeVar
 import yaml
 
 from harness.atomic import in_the_way
-from harness.errors import HarnessError, InputError, nearest, read_input, shown
+from harness.errors import CONFIG, HarnessError, InputError, nearest, read_input, shown
 from harness.paths import cache_root, data_root, name_problem, qrels_root
 from harness.registry import INT_LIMIT, LocalPath, ParamError, PluginNotFound, Registry, check_params
 from harness.runner.tasks import TASKS
@@ -725,7 +725,7 @@ def shallow_measures(experiment: Experiment) -> str | None:
     from harness.evaluate.measures import reads_deeper
 
     preset = {"the preset's depth": experiment.depth} if experiment.depth is not None else None
-    problem = reads_deeper(experiment.measures, experiment.k, "k:", preset)
+    problem = reads_deeper(experiment.measures, experiment.k, "k", CONFIG, preset)
     if problem is None:
         return None
     return f"{experiment.file}: {experiment.key}: its runs hold {experiment.k} hits per turn (k), {problem}"
