@@ -147,7 +147,8 @@ class Run(Mapping[str, Ranking]):
     @classmethod
     def of_kept(cls, rankings: Mapping[str, Kept], name: str = "run") -> "Run":
         """From rankings as `kept_ranking` keeps them, made where they were found (a
-        retriever's worker threads: on the caller's thread they took 10% of a BM25 search)."""
+        retriever's worker threads: on the caller's thread they took 10% of a BM25 search;
+        a plug-in's answer, cut to k after its repeats are dropped)."""
         repeated = next(((qid, kept.first_repeat) for qid, kept in rankings.items() if kept.first_repeat is not None),
                         None)
         return cls(name, {qid: kept.scores for qid, kept in rankings.items()},

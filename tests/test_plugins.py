@@ -421,6 +421,18 @@ def test_a_search_function_may_bring_a_batch_form_and_its_hits_come_best_first()
     assert dict(hits) == {qid: [Hit("d1", 3.0), Hit("d3", 2.0)] for qid in ("q1", "q2")}
 
 
+def test_a_plugin_answering_a_document_again_keeps_k_distinct_documents_its_repeat_counted():
+    """Repeats are dropped (the first, best, kept) before the answer is cut to k: a plug-in that
+    gave k distinct documents among its repeats ranks k, not fewer."""
+    from harness.retrieve import RETRIEVERS, SearchQuery, build
+    from harness.trec import Hit
+
+    with RETRIEVERS.using({"mine": lambda query, k: [("d1", 3.0), ("d1", 2.5), ("d2", 2.0), ("d3", 1.0)]}):
+        run = build("mine").search([SearchQuery("q", "a")], k=2)
+    assert run["q"] == [Hit("d1", 3.0), Hit("d2", 2.0)]
+    assert (run.duplicates, run.repeated) == (1, ("q", "d1"))
+
+
 def test_an_object_plugin_answer_becomes_a_run_at_the_edge():
     """A retriever object's {qid: pairs} answer is checked and made a Run, best first, cut at
     k; an answer that is no mapping is one line naming the plug-in."""

@@ -14,9 +14,9 @@ What a researcher has is one of:
 
 Anything else, or a function that cannot be called as `f(query, k)`, is a one-line error
 naming the plug-in, raised when the name is first looked up (the config check does that).
-Whatever a plug-in answers becomes a `Run` here, at the edge, checked and best first, so
-the harness past this module sees one ranking type. A score is a real number (int, float,
-numpy's): float() alone would take "3.5" and True.
+Whatever a plug-in answers becomes a `Run` here, at the edge, checked, best first and its
+repeats dropped before the top k are taken, so the harness past this module sees one ranking
+type. A score is a real number (int, float, numpy's): float() alone would take "3.5" and True.
 """
 
 from __future__ import annotations
@@ -25,12 +25,13 @@ import inspect
 import math
 import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from itertools import islice
 from numbers import Real
 from typing import Any
 
 from harness.errors import HarnessError
 from harness.retrieve import RETRIEVERS, Retriever, RetrieverFactory, SearchQuery
-from harness.trec import Hit, Run, field_ok
+from harness.trec import Hit, Kept, Run, field_ok, kept_ranking
 
 _EXPECTED = ("a function f(query: str, k: int) -> [(docid, score), ...], a class or object with "
              "search(queries, k), or a PyTerrier transformer")
@@ -133,8 +134,8 @@ class _Function:
 
     def search(self, queries: Sequence[SearchQuery], k: int) -> Run:
         if self.batch is None:
-            return Run.of({query.qid: hits(self.name, query.qid, self.function(query.text, k, **self.params), k)
-                           for query in queries})
+            return Run.of_kept({query.qid: top(self.name, query.qid, self.function(query.text, k, **self.params), k)
+                               for query in queries})
         answered = self.batch([query.text for query in queries], k, **self.params)
         one_each = isinstance(answered, Iterable) and not isinstance(answered, (str, bytes, Mapping))
         answers = list(answered) if one_each else None
@@ -142,7 +143,7 @@ class _Function:
             got = type(answered).__name__ if answers is None else f"{len(answers)} ranking{'s' * (len(answers) != 1)}"
             raise HarnessError(f"retriever {self.name!r}: batch(queries, k) answered {got} for {len(queries)} "
                                "queries; expected one list of (docid, score) pairs per query, in their order")
-        return Run.of({query.qid: hits(self.name, query.qid, answer, k) for query, answer in zip(queries, answers)})
+        return Run.of_kept({query.qid: top(self.name, query.qid, answer, k) for query, answer in zip(queries, answers)})
 
 
 class _Searcher:
@@ -163,12 +164,14 @@ class _Searcher:
             raise HarnessError(f"retriever {self.name!r}: search(queries, k) answered query {stray!r}, which it was "
                                f"not asked (asked: {', '.join(sorted(asked)[:3])}{', ...' if len(asked) > 3 else ''}); "
                                "expected the qids of the SearchQuery objects, as strings")
-        return Run.of({query.qid: hits(self.name, query.qid, answer.get(query.qid, ()), k) for query in queries})
+        return Run.of_kept({query.qid: top(self.name, query.qid, answer.get(query.qid, ()), k) for query in queries})
 
 
-def hits(name: str, qid: str, answer: Iterable, k: int) -> list[Hit]:
-    """(docid, score) pairs as Hits, best first (ties keep their order), the top k; anything
-    else is a one-line error naming the plug-in and the query."""
+def top(name: str, qid: str, answer: Iterable, k: int) -> Kept:
+    """(docid, score) pairs best first (ties keep their order), the top k distinct documents: a
+    document answered again is dropped (its first, best score kept) and counted before the cut,
+    so an answer of k distinct documents keeps them all. Anything else is a one-line error
+    naming the plug-in and the query."""
     if answer is None or isinstance(answer, (str, bytes, Mapping)) or not isinstance(answer, Iterable):
         raise HarnessError(f"retriever {name!r} answered {_short(answer)} for query {qid}; "
                            "expected a list of (docid, score) pairs")
@@ -194,7 +197,8 @@ def hits(name: str, qid: str, answer: Iterable, k: int) -> list[Hit]:
                                "expected a docid string (non-empty, no whitespace or NUL byte) and a finite score")
         found.append(Hit(docid, score))
     found.sort(key=lambda hit: -hit.score)
-    return found[:k]
+    kept = kept_ranking(found)
+    return kept._replace(scores=dict(islice(kept.scores.items(), k)))
 
 
 def _number(score: Any) -> bool:
@@ -232,4 +236,4 @@ class _Transformer:
                                f"{sorted(missing)[0]!r}; expected qid, docno, score")
         grouped = {str(qid): list(zip(group["docno"].astype(str), group["score"]))
                    for qid, group in result.groupby("qid", sort=False)}
-        return Run.of({query.qid: hits(self.name, query.qid, grouped.get(query.qid, []), k) for query in queries})
+        return Run.of_kept({query.qid: top(self.name, query.qid, grouped.get(query.qid, []), k) for query in queries})
