@@ -1062,15 +1062,15 @@ def _built_in(module: types.ModuleType, obj: Any) -> Origin:
 
 
 def _helpers(module: types.ModuleType) -> dict[str, str]:
-    """The sha256 of each module the plug-in's module imports when it loads, and those import
-    in turn (`_imports`), whose file lies in its folder tree: its top-level package's folders,
-    or a single-file module's folder. A plug-in's own helpers are modules beside it; editing
-    one changes its ranking as editing the plug-in does. Only what it imports: another plug-in
-    beside it, loaded before it by the same config, is not its helper (the key would depend on
-    which others a config lists). Python's own and installed modules (their versions are not
-    the plug-in's), the harness's and the running script's (`__main__`, which calls the
-    plug-in) are not its helpers; nor is a module it imports only inside a function, when it
-    runs (README: `--force` after editing one)."""
+    """The sha256 of each module the plug-in's module imports, and those import in turn
+    (`_imports`), whose file lies in its folder tree: its top-level package's folders, or a
+    single-file module's folder. A plug-in's own helpers are modules beside it; editing one
+    changes its ranking as editing the plug-in does. A module a function imports when it runs
+    is one too, found where the import system would find it, not yet loaded (`_spec`). Only
+    what it imports: another plug-in beside it, loaded before it by the same config, is not its
+    helper (the key would depend on which others a config lists). Python's own and installed
+    modules (their versions are not the plug-in's), the harness's and the running script's
+    (`__main__`, which calls the plug-in) are not its helpers."""
     from harness.paths import file_sha256
 
     top = sys.modules.get(module.__name__.partition(".")[0], module)
@@ -1079,60 +1079,83 @@ def _helpers(module: types.ModuleType) -> dict[str, str]:
     places = [os.path.abspath(place) for place in places
               if not (_installed(place) or _pythons_own(place) or _inside(os.path.abspath(place), _HARNESS))]
     found: dict[str, str] = {}
-    importers = [module]
+    importers = [(module.__name__, getattr(module, "__file__", None), module.__package__ or "", vars(module))]
     while importers:
-        for name in sorted(_imports(importers.pop())):
+        for name in sorted(_imports(*importers.pop())):
+            if name in found or name in ("__main__", module.__name__):
+                continue
             loaded = sys.modules.get(name)
-            path = getattr(loaded, "__file__", None)
-            if loaded is module or name in found or name == "__main__" or not path or not path.endswith(".py"):
+            spec = None if loaded is not None else _spec(name)
+            path = getattr(loaded, "__file__", None) if spec is None else spec.origin if spec.has_location else None
+            if not isinstance(path, str) or not path.endswith(".py"):
                 continue
             path = os.path.abspath(path)
             if any(_inside(path, place) for place in places) and not (
                     _installed(path) or _pythons_own(path) or _inside(path, _HARNESS)) and os.path.isfile(path):
                 found[name] = file_sha256(path)
-                importers.append(loaded)
+                importers.append((name, path, loaded.__package__ or "", vars(loaded)) if spec is None else
+                                 (name, path, name if spec.submodule_search_locations is not None
+                                  else name.rpartition(".")[0], {}))
     return dict(sorted(found.items()))
 
 
-def _imports(module: types.ModuleType) -> set[str]:
-    """The names of the modules `module` imports when it loads: those its import statements
-    outside functions name, with their packages, and those its globals hold, or whose functions
-    and classes they hold; not a package's submodules in its globals, which the import system
-    puts there whenever anything imports them (its own import statements name its own)."""
+def _spec(name: str) -> Any:
+    """The spec (importlib's ModuleSpec) of module `name`, not loaded, as the import system
+    would find it, without importing it or the packages above it (a function's `import
+    numpy.linalg` must not load numpy to key a plug-in); None when it is not found."""
+    import importlib.machinery
+    import importlib.util
+
+    loaded = sys.modules.get(name)
+    if loaded is not None:
+        return getattr(loaded, "__spec__", None)
+    parent = name.rpartition(".")[0]
+    try:
+        if not parent:
+            return importlib.util.find_spec(name)
+        above = _spec(parent)
+        places = above.submodule_search_locations if above is not None else None
+        return importlib.machinery.PathFinder.find_spec(name, list(places)) if places else None
+    except (ImportError, ValueError, AttributeError):
+        return None
+
+
+def _imports(name: str, file: str | None, package: str, namespace: Mapping[str, Any]) -> set[str]:
+    """The names of the modules module `name` (its file, its package, its globals) imports:
+    those its import statements name, anywhere in it (a function's, run when it is called,
+    too), with their packages, and those its globals hold, or whose functions and classes they
+    hold; not a package's submodules in its globals, which the import system puts there
+    whenever anything imports them (its own import statements name its own)."""
     import ast
     import importlib.util
 
     names: set[str] = set()
     try:
-        nodes = list(ast.parse(Path(module.__file__).read_bytes()).body)
+        nodes = list(ast.walk(ast.parse(Path(file).read_bytes()))) if file else []
     except (OSError, SyntaxError, ValueError, TypeError):  # no source to read: its globals alone
         nodes = []
-    while nodes:
-        node = nodes.pop()
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
-            continue  # runs when called, not when the module loads
-        nodes.extend(ast.iter_child_nodes(node))
+    for node in nodes:
         if isinstance(node, ast.Import):
             written = [alias.name for alias in node.names]
         elif isinstance(node, ast.ImportFrom):
             try:
-                base = importlib.util.resolve_name("." * node.level + (node.module or ""), module.__package__ or "")
+                base = importlib.util.resolve_name("." * node.level + (node.module or ""), package)
             except (ImportError, ValueError):
                 continue
             written = [base, *(f"{base}.{alias.name}" for alias in node.names)]
         else:
             continue
-        for name in written:  # `import a.b.c` loads a and a.b too
-            parts = name.split(".")
+        for each in written:  # `import a.b.c` loads a and a.b too
+            parts = each.split(".")
             names.update(".".join(parts[:end]) for end in range(1, len(parts) + 1))
-    package = module.__name__ + "." if hasattr(module, "__path__") else None
-    for value in list(vars(module).values()):
+    inside = name + "." if "__path__" in namespace else None
+    for value in list(namespace.values()):
         if isinstance(value, types.ModuleType):
-            if not (package and value.__name__.startswith(package)):
+            if not (inside and value.__name__.startswith(inside)):
                 names.add(value.__name__)
         elif inspect.isfunction(value) or inspect.isclass(value):
             names.add(getattr(value, "__module__", None) or "")
-    return names - {"", module.__name__}
+    return names - {"", name}
 
 
 # the origin key of a plug-in with no identity that tells its versions apart: why, beside a

@@ -184,11 +184,15 @@ def test_a_changed_plugin_is_run_again_not_reused(in_folder):
     assert changed.returncode == 0 and "skipped" not in changed.stderr
 
 
-def test_a_plugin_whose_helper_module_changed_is_run_again_not_reused(tmp_path):
-    """A module beside the plug-in that it imports is keyed too (hashes.plugins' helpers): editing it
-    changes the ranking as editing the plug-in does."""
-    (tmp_path / "ranked.py").write_text("import weights\n\n\ndef search(query, k):\n"
-                                        "    return [('a', weights.A), ('b', 1.0)]\n", encoding="utf-8")
+@pytest.mark.parametrize("source", [
+    "import weights\n\n\ndef search(query, k):\n    return [('a', weights.A), ('b', 1.0)]\n",
+    "def search(query, k):\n    from weights import A\n\n    return [('a', A), ('b', 1.0)]\n",  # imported when it runs
+], ids=["when-it-loads", "inside-a-function"])
+def test_a_plugin_whose_helper_module_changed_is_run_again_not_reused(tmp_path, source):
+    """A module beside the plug-in that it imports is keyed too (hashes.plugins' helpers), whether
+    its module imports it when it loads or a function imports it when it runs: editing it changes
+    the ranking as editing the plug-in does."""
+    (tmp_path / "ranked.py").write_text(source, encoding="utf-8")
     config = _config(tmp_path, ["raw"], ["python:ranked:search"])
     run = tmp_path / "runs" / "ikat2023-test.raw.python-ranked-search.run"
     for weight, skipped in (("2.0", False), ("2.0", True), ("0.25", False)):  # (another size: no stale .pyc)
@@ -199,6 +203,29 @@ def test_a_plugin_whose_helper_module_changed_is_run_again_not_reused(tmp_path):
         assert run.read_text().split()[2] == ("a" if weight == "2.0" else "b")
     record = json.loads((tmp_path / "runs" / "ikat2023-test.raw.python-ranked-search.json").read_text())
     assert list(json.loads(record["hashes"]["plugins"])["retriever python:ranked:search"]["helpers"]) == ["weights"]
+
+
+def test_a_helper_a_function_imports_is_keyed_without_importing_it_nor_a_library_it_imports(tmp_path, monkeypatch):
+    """Keying a plug-in looks for the modules its functions import when they run, as the import
+    system would, and loads none: not its helper, nor a library (numpy's seconds) it may never use."""
+    from harness.registry import object_origin
+
+    plug, lib = tmp_path / "plug", tmp_path / "lib"
+    (lib / "heavy").mkdir(parents=True)
+    (lib / "heavy" / "__init__.py").write_text("raise AssertionError('imported')\n", encoding="utf-8")
+    (lib / "heavy" / "part.py").write_text("", encoding="utf-8")
+    plug.mkdir()
+    (plug / "lazy_weights.py").write_text("A = 2.0\n", encoding="utf-8")
+    (plug / "lazy_ranked.py").write_text("def search(query, k):\n    import heavy.part\n"
+                                         "    from lazy_weights import A\n\n    return [('a', A)]\n", encoding="utf-8")
+    monkeypatch.syspath_prepend(str(lib))
+    monkeypatch.syspath_prepend(str(plug))
+    monkeypatch.delitem(sys.modules, "lazy_ranked", raising=False)
+    from lazy_ranked import search
+
+    assert list(object_origin(search)["helpers"]) == ["lazy_weights"]
+    assert "heavy" not in sys.modules and "lazy_weights" not in sys.modules
+    del sys.modules["lazy_ranked"]
 
 
 def test_a_plugins_helpers_are_what_it_imports_not_the_other_plugins_a_config_lists(tmp_path):
