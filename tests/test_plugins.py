@@ -759,6 +759,31 @@ def test_a_run_of_a_plug_in_never_resumed_that_only_leaves_out_is_said_to_be_nev
             "its class keeps object's repr") in capsys.readouterr().err
 
 
+def test_a_run_left_out_for_two_plug_ins_never_resumed_names_the_plug_in_of_each_reason(tmp_path, capsys):
+    """Each reason follows the plug-in it is of: joined bare, which was whose was not said."""
+    from harness.queries import STRATEGIES
+    from harness.retrieve import RETRIEVERS
+
+    config = tmp_path / "mine.yaml"
+    config.write_text(yaml.safe_dump({"k": 20, "output": str(tmp_path / "runs"),
+                                      "experiments": [_experiment(["kept"], ["mine", "plain"])]}), encoding="utf-8")
+    model = object()
+
+    def kept(conversation, turn_index):  # captures `model`, which has no text that tells two apart
+        return model and conversation.turns[turn_index].utterance
+
+    with RETRIEVERS.using({"mine": _Reversible(model=_Reversible()), "plain": lambda query, k: [("a", 1.0)]}), \
+            STRATEGIES.using({"kept": kept}):
+        assert main(["run", str(config)]) == 0
+        capsys.readouterr()
+        assert main(["run", str(config), "--only", "ikat2023-test.kept.plain"]) == 0
+    left_out = next(line for line in capsys.readouterr().err.splitlines() if "left out" in line)
+    assert left_out.startswith("ikat2023-test.kept.mine: left out of the leaderboard: strategy kept and retriever mine "
+                               "are never resumed, ")
+    assert re.search(r"to make it again\): strategy kept: it captured a value that is not plain.*; retriever mine: "
+                     r"its class keeps object's repr", left_out)
+
+
 def test_a_function_with_no_source_to_read_is_never_resumed(tmp_path):
     """Typed into the interpreter or read from stdin (`python -`), a changed function is run again."""
     script = (

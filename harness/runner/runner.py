@@ -23,7 +23,7 @@ import re
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import closing, contextmanager
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
@@ -632,7 +632,7 @@ def _finished_outcome(run: RunSpec, workspace: Workspace, output: Path, log: Tex
     if never := provenance.never_resumed([run]):
         print(f"{run.tag}: left out of the leaderboard: {' and '.join(never)} {'is' if len(never) == 1 else 'are'} "
               f"never resumed, so its files are not known to be of the current inputs (select it with --only "
-              f"{run.tag} to make it again): {'; '.join(dict.fromkeys(never.values()))}", file=log)
+              f"{run.tag} to make it again): {_whose(never)}", file=log)
         return None
     prepared = prepare(run, workspace)
     if not is_finished(prepared, output):
@@ -640,6 +640,14 @@ def _finished_outcome(run: RunSpec, workspace: Workspace, output: Path, log: Tex
               f"(run it with --only {run.tag})", file=log)
         return None
     return Outcome.of(prepared, output, True, finished_scores(prepared, output))
+
+
+def _whose(reasons: Mapping[str, str]) -> str:
+    """Why plug-ins are never resumed: one's reason, or each one's after its name, so that
+    two reasons are not left for a user to match to their plug-ins."""
+    if len(reasons) == 1:
+        return next(iter(reasons.values()))
+    return "; ".join(f"{what}: {why}" for what, why in reasons.items())
 
 
 def plan(config: Config, *, only: Iterable[str] = (), log: TextIO | None = None) -> list[tuple[Prepared, bool]]:
