@@ -673,6 +673,44 @@ def test_a_run_replacing_one_another_config_made_is_a_warning_naming_both(tmp_pa
                         "outputs or tags"]
 
 
+def _ranked_config(path: Path, output: Path) -> Path:
+    """A config at `path` running the `ranked` plug-in on pragmaticqa:val into `output`."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(yaml.safe_dump({"k": 10, "output": str(output), "experiments": [
+        {"topics": "pragmaticqa:val", "strategies": ["raw"], "measures": ["RR"], "retrievers": ["ranked"]}]}),
+        encoding="utf-8")
+    return path
+
+
+def test_one_config_run_by_other_paths_from_other_folders_replaces_its_own_run_without_a_warning(
+        tmp_path, capsys, monkeypatch):
+    """`configs/a.yaml` from the project, `a.yaml` from configs/ and a symlink to it are one
+    config: the path as typed named another file when read from another folder."""
+    from harness.retrieve import RETRIEVERS
+
+    (tmp_path / "link.yaml").symlink_to(_ranked_config(tmp_path / "configs" / "a.yaml", tmp_path / "runs"))
+    with RETRIEVERS.using({"ranked": lambda query, k: [("d1", 2.0), ("d2", 1.0)]}):
+        for folder, path in ((tmp_path, "configs/a.yaml"), (tmp_path / "configs", "a.yaml"), (tmp_path, "link.yaml")):
+            monkeypatch.chdir(folder)
+            assert main(["run", path, "--force"]) == 0
+    assert " was made by " not in capsys.readouterr().err
+
+
+def test_two_configs_typed_alike_in_other_folders_are_two_configs(tmp_path, capsys, monkeypatch):
+    """`x.yaml` in one project and `x.yaml` in another, writing one output folder: the second
+    replacing the first's run is warned about, as two configs named apart are."""
+    from harness.retrieve import RETRIEVERS
+
+    for project in ("p1", "p2"):
+        _ranked_config(tmp_path / project / "x.yaml", tmp_path / "runs")
+    with RETRIEVERS.using({"ranked": lambda query, k: [("d1", 2.0), ("d2", 1.0)]}):
+        for project in ("p1", "p2"):
+            monkeypatch.chdir(tmp_path / project)
+            assert main(["run", "x.yaml", "--force"]) == 0
+    run = tmp_path / "runs" / "pragmaticqa-val.raw.ranked.run"
+    assert f"warning: {run} was made by x.yaml; x.yaml now replaces it" in capsys.readouterr().err
+
+
 def test_documents_a_retriever_answers_twice_for_a_query_are_counted_in_a_warning_and_the_run_s_json(tmp_path, capsys):
     """Each is kept once, at its best score; the run file then holds no repeat, so its scoring
     counted none, and a plug-in's bug looked like a clean run. The count is of repeats: a

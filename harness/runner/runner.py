@@ -19,6 +19,7 @@ import gc
 import hashlib
 import json
 import math
+import os
 import re
 import sys
 import threading
@@ -315,6 +316,8 @@ def execute(prepared: Prepared, workspace: Workspace, output: Path, config_path:
         "tag": run.tag,
         "run": run_path(output, run).name,
         "config_file": str(config_path),
+        # the file itself, to tell it from another config (`_other_config`) whatever folder it was run from
+        **({"config_realpath": os.path.realpath(config_path)} if config_path.is_file() else {}),
         "config": run.description(),
         "strategy_inputs": strategy_inputs(run.strategy) if run.strategy else {},  # rewrites file sha256, LLM
         "hash": prepared.digest,
@@ -344,12 +347,24 @@ def execute(prepared: Prepared, workspace: Workspace, output: Path, config_path:
 def _other_config(path: Path, config_path: Path) -> str | None:
     """The config file a run's JSON says made it, when that is another than `config_path`: two
     configs writing one output folder under one run tag replace each other's runs in turn;
-    None when it is the same config or the JSON names none."""
+    None when it is the same config or the JSON names none. The same file is told by the real
+    path the JSON records: a path as typed (`configs/x.yaml`) names another file from another
+    folder, and one config run by two paths (from two folders, by a symlink) is one config."""
     try:
-        recorded = json.loads(path.read_text(encoding="utf-8")).get("config_file")
+        record = json.loads(path.read_text(encoding="utf-8"))
+        recorded, real = record.get("config_file"), record.get("config_realpath")
     except (OSError, json.JSONDecodeError, UnicodeDecodeError, AttributeError):
         return None
-    if not isinstance(recorded, str) or recorded == str(config_path):
+    if not isinstance(recorded, str):
+        return None
+    if isinstance(real, str) and config_path.is_file():
+        try:
+            same = os.path.samefile(real, config_path)
+        except OSError:  # the other config's file is gone
+            same = real == os.path.realpath(config_path)
+        return None if same else recorded
+    # a JSON written before the real path was recorded, or a config that is no file (the Python API's)
+    if recorded == str(config_path):
         return None
     return None if Path(recorded).resolve() == config_path.resolve() else recorded
 
