@@ -647,6 +647,20 @@ def test_a_prompt_using_no_field_is_told_the_fields_harness_judge_fills(pool, tm
     assert not out.exists()
 
 
+def test_a_prompt_field_the_items_lack_is_an_error_also_when_nothing_is_left_to_judge(pool, tmp_path, capsys):
+    """--qrels judging every pair of the run: the judge fills no prompt, and a --prompt its items
+    cannot fill wrote an empty qrels, exit 0; it is said before any pair is read."""
+    prompt, out = tmp_path / "prompt.txt", tmp_path / "none.qrels"
+    prompt.write_text("Is {passage} relevant to {question}?\n")
+    assert main(["judge", str(pool["run"]), "--topics", "ikat2024", "--corpus", str(pool["corpus"]), "--model", "m",
+                 "--base-url", "http://127.0.0.1:9/v1", "--qrels", str(pool_file()), "--prompt", str(prompt),
+                 "--output", str(out)]) == 2
+    assert capsys.readouterr().err.startswith(f"harness judge: error: {prompt}: the prompt template uses {{question}}, "
+                                              "which the items do not carry; they have: context, labels, passage, "
+                                              "ptkb, query, scale, title")
+    assert not out.exists()
+
+
 def test_nothing_left_to_judge_writes_an_empty_qrels_that_fills_nothing(pool, tmp_path, capsys):
     out = tmp_path / "none.qrels"
     args = ["judge", str(pool["run"]), "--topics", "ikat2024", "--judge", "file", "--labels", str(pool_file()),

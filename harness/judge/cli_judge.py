@@ -14,7 +14,8 @@ from harness.errors import HarnessError, InputError, verb
 from harness.judge.base import (JUDGES, check_parsed, checked, counts, failed_why, plugin, quoting, sidecar,
                                  write_qrels)
 from harness.judge.llm import CONCURRENCY, RETRIES
-from harness.judge.pairs import QUERY_FIELDS, relevance_items, unjudged_pairs
+from harness.judge.model import Item
+from harness.judge.pairs import QUERY_FIELDS, relevance_items, sample_item, unjudged_pairs
 from harness.judge.scales import SCALES, Scale
 from harness.paths import file_sha256, refuse_overwriting
 from harness.registry import split_spec
@@ -105,18 +106,21 @@ def make_judge(args: argparse.Namespace):
         if not args.labels:
             raise HarnessError("--judge file needs --labels FILE (a qrels file of recorded labels)")
         return JUDGES.get("file")(args.labels, scale)
-    return make_llm_judge(args, "relevance", scale)
+    return make_llm_judge(args, "relevance", scale, sample_item())
 
 
-def make_llm_judge(args: argparse.Namespace, prompt_name: str, scale: Scale):
+def make_llm_judge(args: argparse.Namespace, prompt_name: str, scale: Scale, sample: Item):
     """The llm judge add_llm_arguments' options describe; without --prompt, the shipped
-    harness/judge/prompts/<prompt_name>.txt."""
+    harness/judge/prompts/<prompt_name>.txt. Its prompt is filled with `sample`, an item of
+    the kind it is to judge, now: not once other requests are paid for, and also when nothing
+    is left to judge."""
     if not args.model or not args.base_url:
         raise HarnessError("the llm judge needs --model and --base-url (or HARNESS_LLM_MODEL and HARNESS_LLM_BASE_URL)")
-    from harness.judge.llm import default_prompt
+    from harness.judge.llm import check_prompt, default_prompt
     from harness.queries.llm import Endpoint
 
     prompt = Path(args.prompt) if args.prompt else default_prompt(prompt_name)
+    check_prompt(prompt, sample, scale)
     endpoint = Endpoint(args.model, args.base_url, prompt, api_key_env=args.api_key_env, timeout_s=args.timeout)
     return JUDGES.get("llm")(endpoint, prompt, scale, concurrency=args.concurrency, retries=args.retries,
                              cache_dir=Path(args.cache) if args.cache else None)

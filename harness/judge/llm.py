@@ -62,6 +62,15 @@ def default_prompt(name: str = "relevance") -> Path:
     return PROMPTS / f"{name}.txt"
 
 
+def check_prompt(prompt: Path | str, item: Item, scale: Scale) -> None:
+    """The prompt filled once with `item`, one of the kind the judge is to get (its fields empty):
+    a template using no field, or one those items lack, is an InputError naming the file now. The
+    judge fills its prompts only as it judges: `harness judge` with nothing left to judge never
+    said it, a citation prompt's mistake came after every nugget's request was paid for, a hosted
+    task's at its first upload."""
+    Template.load(prompt).fill(item.fields, scale)
+
+
 @dataclass(frozen=True)
 class Template:
     text: str

@@ -20,6 +20,12 @@ QUERY_FIELDS = ("utterance", "manual_rewrite", "automatic_rewrite")
 ITEM_FIELDS = ("query", "context", "passage", "title", "ptkb")
 
 
+def sample_item() -> Item:
+    """An item of relevance_items' kind, its fields empty: the llm judge's prompt is filled with
+    it before any pair is read (harness.judge.llm.check_prompt)."""
+    return Item(("", ""), dict.fromkeys(ITEM_FIELDS, ""))
+
+
 def unjudged_pairs(runs: Sequence[Run], depth: int, judged: Qrels | None) -> tuple[list[tuple[str, str]], int]:
     """(qid, docid) pairs in the top `depth` of any run that `judged` does not label, each
     once, by query then by first appearance; and how many judged pairs were skipped."""

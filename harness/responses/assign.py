@@ -55,7 +55,7 @@ def nugget_items(run: str, response: Response, nuggets: Sequence[Nugget], questi
 def sample_item(task: str) -> Item:
     """An item of `task`'s kind ("nuggets", "citations"), its fields empty: built by the same
     code as the judged ones, so an llm judge's prompt is filled once with the fields its items
-    will carry before any request (harness.responses.judges.check_prompt)."""
+    will carry before any request (harness.judge.llm.check_prompt)."""
     response = Response("", "", (Sentence("", ("p",)),), {"p": ""})
     if task == "citations":
         return citation_items("", response, None)[0]

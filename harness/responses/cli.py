@@ -7,7 +7,6 @@ from __future__ import annotations
 import argparse
 import math
 import sys
-from pathlib import Path
 
 from harness.cli import add_format, add_output, number_in
 from harness.errors import HarnessError
@@ -79,14 +78,12 @@ def _judge(args: argparse.Namespace, task: str):
         return make_judge(args.judge, task=task)
     from harness.judge.cli_judge import make_llm_judge
     from harness.judge.scales import SUPPORT_0_2
-    from harness.responses.judges import check_prompt
+    from harness.responses.assign import sample_item
 
     if task == "citations":
         args = argparse.Namespace(**{**vars(args), "prompt": args.citation_prompt})
-    judge = make_llm_judge(args, "nugget_support" if task == "nuggets" else "citation_support", SUPPORT_0_2)
-    if args.prompt:  # now, not once the nuggets' requests are paid for
-        check_prompt(Path(args.prompt), task)
-    return judge
+    return make_llm_judge(args, "nugget_support" if task == "nuggets" else "citation_support", SUPPORT_0_2,
+                          sample_item(task))
 
 
 def _eval(args: argparse.Namespace) -> int:

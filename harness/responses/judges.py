@@ -42,9 +42,10 @@ def make_judge(spec: str, *, task: str = "nuggets", model: str | None = None, ba
 
         return RecordedAssignments(argument)
     if name == "llm":
-        from harness.judge.llm import LLMJudge
+        from harness.judge.llm import LLMJudge, check_prompt
         from harness.judge.scales import SUPPORT_0_2
         from harness.queries.llm import Endpoint
+        from harness.responses.assign import sample_item
 
         model = model or os.environ.get("HARNESS_LLM_MODEL")
         base_url = base_url or os.environ.get("HARNESS_LLM_BASE_URL")
@@ -52,21 +53,10 @@ def make_judge(spec: str, *, task: str = "nuggets", model: str | None = None, ba
             raise HarnessError("the llm judge needs a model and a base URL (or HARNESS_LLM_MODEL and "
                                "HARNESS_LLM_BASE_URL)")
         template = Path(prompt) if prompt else TEMPLATES[task]
-        check_prompt(template, task)
+        check_prompt(template, sample_item(task), SUPPORT_0_2)
         return LLMJudge(Endpoint(model, base_url, template), template, SUPPORT_0_2, concurrency=concurrency,
                         retries=retries, cache_dir=cache_dir)
     if name in JUDGES.names() or name.startswith(PYTHON):
         return plugin(spec)
     raise HarnessError(f"unknown judge {spec!r}; known: {', '.join(JUDGE_NAMES)}")
 
-
-def check_prompt(prompt: Path, task: str = "nuggets") -> None:
-    """The llm judge's prompt for `task` filled once with an item of that kind (assign.sample_item):
-    a template using no field, or one those items lack, is an InputError naming the file now. The
-    judge fills its prompts only as it judges: a citation prompt's mistake came after every nugget's
-    request was paid for, a hosted task's at its first upload."""
-    from harness.judge.llm import Template
-    from harness.judge.scales import SUPPORT_0_2
-    from harness.responses.assign import sample_item
-
-    Template.load(prompt).fill(sample_item(task).fields, SUPPORT_0_2)

@@ -249,10 +249,12 @@ def _response_task(node: Node) -> TaskConfig:
     if llm and judge != "llm":  # left from an llm judge, it would read as if it took part in the scoring
         raise keys["llm"].error(f"read by judge: llm alone; this task's judge is {judge!r}")
     if "prompt" in llm:  # filled once now: a prompt its items cannot fill failed at the first upload's scoring
-        from harness.responses.judges import check_prompt
+        from harness.judge.llm import check_prompt
+        from harness.judge.scales import SUPPORT_0_2
+        from harness.responses.assign import sample_item
 
         prompt = llm["prompt"].existing_path()
-        lookup(llm["prompt"], lambda: check_prompt(prompt))
+        lookup(llm["prompt"], lambda: check_prompt(prompt, sample_item("nuggets"), SUPPORT_0_2))
     if judge.startswith("file:") and not Path(judge[5:]).is_file():
         raise keys["judge"].error(f"no file {judge[5:]}")
     topics = keys["topics"].text()
