@@ -1122,3 +1122,31 @@ def test_the_api_s_llm_judge_refuses_a_prompt_its_items_cannot_fill_when_it_is_m
                                          r"question, scale, sentence$"):
         make_judge("llm", task="citations", model="m", base_url="http://127.0.0.1:9/v1", prompt=prompt,
                    cache_dir=tmp_path)
+
+
+@pytest.mark.server
+def test_the_api_s_citation_judge_reads_citation_prompt_and_the_nugget_judge_prompt(tmp_path):
+    """As --prompt and --citation-prompt: one prompt= served both judges, so a nugget prompt asked
+    the citations for {nugget}, an error, and no citation prompt of one's own could be given."""
+    _, bank = write_llm_inputs(tmp_path)
+    nugget, citation = tmp_path / "nugget.txt", tmp_path / "citation.txt"
+    nugget.write_text("NUGGET {nugget} stated by {response}? {labels}\n")
+    citation.write_text("CITATION {sentence} backed by {passage}? {labels}\n")
+    labels = {**ANSWERS, "p1": [["Water boils at 100 C.", "2"]]}
+    with start_llm_server(tmp_path, {"labels": labels}) as server:
+        _, aggregate = evaluate(str(one_citation_run(tmp_path)), bank, "llm", model="m", base_url=server.base_url,
+                                prompt=nugget, citations=True, citation_prompt=citation,
+                                passages={"p1": "[passage p1] boiling"}, cache_dir=tmp_path / "cache")
+        sent = [request["messages"][-1]["content"].split()[0] for request in server.requests()]
+    assert sorted(sent) == ["CITATION", "NUGGET"]
+    assert aggregate.loc[0, ["all", "support_precision"]].tolist() == [1.0, 1.0]
+
+
+@pytest.mark.parametrize("settings, expected", [
+    ({"judge": "llm"}, "citation_prompt= serves citations=True (citation support), which is not given"),
+    ({"judge": "minilm", "citations": True}, "citation_prompt= is a template of judge='llm', not of judge='minilm'"),
+])
+def test_a_citation_prompt_without_citations_or_an_llm_judge_is_an_error_not_ignored(tmp_path, settings, expected):
+    with pytest.raises(HarnessError, match=re.escape(expected)):
+        evaluate(tmp_path / "never.jsonl", tmp_path / "never.json", citation_prompt=tmp_path / "citation.txt",
+                 **settings)

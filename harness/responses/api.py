@@ -6,7 +6,7 @@
 
 Responses are files (any format harness.responses.readers reads) or `ResponseRun`s; the bank
 a file or a `NuggetBank`; the judge a name (`minilm`, `file:PATH`, `llm` with `model` and
-`base_url`) or a judge object.
+`base_url`, and optionally `prompt` for nuggets and `citation_prompt` for citations) or a judge object.
 """
 
 from __future__ import annotations
@@ -26,7 +26,12 @@ if TYPE_CHECKING:
 
 
 def _evaluation(responses: Any, nuggets: Any, judge: Any, *, citations: bool, passages: dict | None,
-                vital_grade: int, baselines: Sequence[str] = (), **judge_settings: Any) -> ResponseEvaluation:
+                vital_grade: int, baselines: Sequence[str] = (), citation_prompt: str | Path | None = None,
+                **judge_settings: Any) -> ResponseEvaluation:
+    """`prompt` is the nugget judge's template, `citation_prompt` the citation judge's (the shipped
+    citation_support.txt without it), as --prompt and --citation-prompt are: one prompt= for both
+    asked a citation for {nugget}, an error before any request."""
+    from harness.errors import HarnessError
     from harness.report.compare import check_baselines
     from harness.responses.evaluate import evaluate_runs
     from harness.responses.judges import make_judge
@@ -34,6 +39,11 @@ def _evaluation(responses: Any, nuggets: Any, judge: Any, *, citations: bool, pa
     from harness.responses.nuggets import read_bank
     from harness.responses.readers import read_responses
 
+    if citation_prompt is not None and not citations:  # as the CLI's --citation-prompt: not ignored
+        raise HarnessError("citation_prompt= serves citations=True (citation support), which is not given: pass "
+                           "citations=True, or leave citation_prompt out")
+    if citation_prompt is not None and judge != "llm":
+        raise HarnessError(f"citation_prompt= is a template of judge='llm', not of judge={judge!r}")
     given: Sequence = [responses] if isinstance(responses, (str, Path, ResponseRun)) else responses
     runs = [item for x in given for item in ([x] if isinstance(x, ResponseRun) else read_responses(x))]
     check_baselines(baselines, [run.name for run in runs])  # before the judging, which may cost an LLM's calls
@@ -44,16 +54,18 @@ def _evaluation(responses: Any, nuggets: Any, judge: Any, *, citations: bool, pa
     nugget_judge = make_judge(judge, **judge_settings) if isinstance(judge, str) else judge
     citation_judge = None
     if citations:
-        citation_judge = make_judge(judge, task="citations", **judge_settings) if isinstance(judge, str) else judge
+        citation_judge = (make_judge(judge, task="citations", **{**judge_settings, "prompt": citation_prompt})
+                          if isinstance(judge, str) else judge)
     return evaluate_runs(runs, bank, nugget_judge, citation_judge=citation_judge, passages=passages)
 
 
 def evaluate(responses: str | Path | ResponseRun | Sequence[str | Path | ResponseRun], nuggets: str | Path | NuggetBank,
              judge: Any = "minilm", *, citations: bool = False, passages: dict[str, str] | None = None,
-             vital_grade: int = 3, **judge_settings: Any) -> tuple[pd.DataFrame, pd.DataFrame]:
+             citation_prompt: str | Path | None = None, vital_grade: int = 3,
+             **judge_settings: Any) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(per turn: one row per run and evaluated turn; aggregate: one row per run, with the judge)."""
     evaluation = _evaluation(responses, nuggets, judge, citations=citations, passages=passages,
-                             vital_grade=vital_grade, **judge_settings)
+                             vital_grade=vital_grade, citation_prompt=citation_prompt, **judge_settings)
     from harness.responses.report import judge_label
 
     aggregate = evaluation.aggregate()
