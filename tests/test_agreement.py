@@ -399,6 +399,23 @@ def test_a_run_neither_qrels_judges_is_a_warning_naming_it_under_each_as_eval_gi
                     "ids" for qrels in (a, b)]
 
 
+def test_a_measure_under_which_every_run_ties_says_why_tau_is_na_not_moves(tmp_path, capsys):
+    """B labels every retrieved passage relevant: under B every run's P@1 is 1, tau is n/a, and the
+    'moves' were A's ordering alone (r2: 2 -> 1, r3: 2 -> 1), which no disagreement made."""
+    a, b = tmp_path / "a.qrels", tmp_path / "b.qrels"
+    a.write_text("q1 0 d1 1\nq1 0 d2 0\nq1 0 d3 0\n")
+    b.write_text("q1 0 d1 1\nq1 0 d2 1\nq1 0 d3 1\n")
+    runs = []
+    for name, top in (("r1", "d1"), ("r2", "d2"), ("r3", "d3")):
+        runs.append(tmp_path / f"{name}.run")
+        runs[-1].write_text(f"q1 Q0 {top} 1 1 {name}\n")
+    assert main(["qrels", "rank-agree", str(a), str(b), *map(str, runs), "--measures", "P@1"]) == 0
+    assert capsys.readouterr().out.splitlines()[-1].split(None, 3) == ["P@1", "n/a", "n/a",
+                                                                       "n/a: every run ties under B"]
+    assert main(["qrels", "rank-agree", str(b), str(b), *map(str, runs), "--measures", "P@1"]) == 0
+    assert capsys.readouterr().out.splitlines()[-1].endswith("n/a: every run ties under A and B")
+
+
 def test_qrels_sharing_no_judged_pair_are_a_warning_that_tau_measures_no_agreement_and_why(tmp_path, capsys):
     """`harness judge --qrels HUMAN` labels only the pairs HUMAN lacks: rank-agree of HUMAN and its
     qrels compares an ordering by people's labels with one by labels of other documents alone

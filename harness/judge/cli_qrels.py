@@ -273,6 +273,11 @@ def _rank_table(results: list[RankingAgreement], args: argparse.Namespace) -> st
 
 
 def _moves(result: RankingAgreement, limit: int) -> str:
+    """Where every run ties under A or B (tau n/a), why, not moves: they would be the other side's
+    ordering alone, which no disagreement made."""
+    tied = [side for side, at in (("A", 1), ("B", 2)) if all(move[at] == 1 for move in result.moves)]
+    if tied:
+        return f"n/a: every run ties under {' and '.join(tied)}"
     return ", ".join(f"{run}: {a} -> {b}" for run, a, b in result.moves[:limit] if a != b) or "none"
 
 
