@@ -609,30 +609,55 @@ def test_run_files_taken_by_corpus_are_a_usage_error_saying_so(two_pools_run, ca
         "(`harness judge --help` lists the options)\n")
 
 
-@pytest.mark.parametrize("corpus", [[], ["--corpus", "benchmark:pragmaticqa:test", "benchmark:pragmaticqa:val"]])
-def test_passages_found_only_in_another_split_s_corpus_are_noted_with_how_many_and_the_split(tmp_path, capsys, corpus):
-    """A PragmatiCQA test run made on the val split's spans (two of its three passages) is judged
-    on the corpora of every split (the default), and one note says so; the corpora named with
-    --corpus are the user's choice, said nothing of."""
+def judge_val_spans(folder: Path, *corpus: str) -> None:
+    """`harness judge` of a PragmatiCQA test run made on the val split's spans (two of its three
+    passages), with `corpus` (the corpus options; none: the default, every split's)."""
     from harness.corpus.readers import open_corpus
     from harness.topics import load
 
     qid = load("pragmaticqa:test").turns[0].qid
     spans = [open_corpus(f"benchmark:pragmaticqa:{split}").documents() for split in ("val", "test")]
     passages = [next(spans[0]), next(spans[0]), next(spans[1])]
-    run = tmp_path / "val-spans.run"
+    run = folder / "val-spans.run"
     run.write_text("".join(f"{qid} Q0 {passage.id} {rank} {-rank} r\n" for rank, passage in enumerate(passages, 1)))
-    prompt = tmp_path / "prompt.txt"
+    prompt = folder / "prompt.txt"
     prompt.write_text("[passage any] {query}\n{passage}\nReply with one of {labels}.\n")  # the server answers 2
-    with start_llm_server(tmp_path, {"labels": {"any": [["2"]]}}) as server:
+    with start_llm_server(folder, {"labels": {"any": [["2"]]}}) as server:
         assert main(["judge", str(run), "--topics", "pragmaticqa:test", "--model", "m", "--base-url", server.base_url,
-                     "--cache", str(tmp_path / "cache"), "--prompt", str(prompt),
-                     "--output", str(tmp_path / "llm.qrels"), *corpus]) == 0
+                     "--cache", str(folder / "cache"), "--prompt", str(prompt),
+                     "--output", str(folder / "llm.qrels"), *corpus]) == 0
+
+
+@pytest.mark.parametrize("corpus", [[], ["--corpus", "benchmark:pragmaticqa:test", "benchmark:pragmaticqa:val"]])
+def test_passages_found_only_in_another_split_s_corpus_are_noted_with_how_many_and_the_split(tmp_path, capsys, corpus):
+    """The run is judged on the corpora of every split (the default), and one note says so; the
+    corpora named with --corpus are the user's choice, said nothing of."""
+    judge_val_spans(tmp_path, *corpus)
     notes = [line for line in capsys.readouterr().err.splitlines() if line.startswith("note:")]
     assert notes == [] if corpus else notes == [
         "note: 2 of the 3 passages to judge are not in the corpus of --topics pragmaticqa:test but in other splits' "
         "corpora: benchmark:pragmaticqa:val (it holds 2 of them); right if the runs searched them too, else give "
         "--corpus the corpus the runs were made on"]
+
+
+def test_the_note_on_other_splits_reads_no_corpus_again(tmp_path, capsys, monkeypatch):
+    """Which split holds each passage is known from the one search for their texts: the note read
+    the own split's corpus again, and every other split's in full."""
+    from dataclasses import replace
+
+    import harness.topics
+
+    shipped, passes = harness.topics.shipped_corpora, []
+
+    def counted(name: str) -> dict:
+        def reading(spec, corpus):
+            return lambda: passes.append(spec) or corpus.documents()
+        return {spec: replace(corpus, documents=reading(spec, corpus)) for spec, corpus in shipped(name).items()}
+
+    monkeypatch.setattr(harness.topics, "shipped_corpora", counted)
+    judge_val_spans(tmp_path)
+    assert passes == ["benchmark:pragmaticqa:test", "benchmark:pragmaticqa:val"]
+    assert "(it holds 2 of them)" in capsys.readouterr().err
 
 
 def test_a_prompt_using_no_field_is_told_the_fields_harness_judge_fills(pool, tmp_path, capsys):

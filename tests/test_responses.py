@@ -902,7 +902,7 @@ def test_a_cited_passage_is_judged_by_the_text_harness_judge_reads_its_title_the
                      "--base-url", server.base_url, "--cache", str(tmp_path / "cache"), "--citations",
                      "--passages", f"jsonl:{corpus}"]) == 0
         [prompt] = [text for text in (r["messages"][-1]["content"] for r in server.requests()) if "cites" in text]
-    text = judged_texts([open_corpus(f"jsonl:{corpus}")], {"p1"})["p1"]
+    _, text = judged_texts([open_corpus(f"jsonl:{corpus}")], {"p1"})["p1"]
     assert text == "Boiling point\n[passage p1] at sea level"
     assert f"Passage the sentence cites:\n{text}\n" in prompt
 

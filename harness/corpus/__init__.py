@@ -66,17 +66,25 @@ def find_texts(sources: Iterable[Corpus | TextLookup], wanted: set[str],
     a corpus, read until all are found, or one look-up) for the ids not found yet: the first
     source holding an id gives its text, as a run searching several corpora as one (a config's
     `corpus:` list) ranks them. `text` makes a corpus document's text (a judge's: its title too)."""
-    found: dict[str, str] = {}
-    for source in sources:
+    return {id_: found for id_, (_, found) in find_sourced_texts(sources, wanted, text).items()}
+
+
+def find_sourced_texts(sources: Iterable[Corpus | TextLookup], wanted: set[str],
+                       text: Callable[[Document], str] = lambda document: document.contents
+                       ) -> dict[str, tuple[int, str]]:
+    """find_texts' texts, each with the index of the source that gave it: which corpus holds a
+    passage, known from the one search (`harness judge`'s note on passages of other splits)."""
+    found: dict[str, tuple[int, str]] = {}
+    for index, source in enumerate(sources):
         missing = wanted - found.keys()
         if not missing:
             break
         if not isinstance(source, Corpus):
-            found.update(source(missing))
+            found.update((id_, (index, looked_up)) for id_, looked_up in source(missing).items())
             continue
         for document in source.documents():
             if document.id in missing and document.id not in found:
-                found[document.id] = text(document)
+                found[document.id] = index, text(document)
                 if len(found) == len(wanted):
                     break
     return found

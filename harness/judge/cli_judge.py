@@ -9,7 +9,6 @@ import sys
 from pathlib import Path
 
 from harness.cli import add_output, add_runs, number_in, runs
-from harness.corpus import Corpus
 from harness.errors import HarnessError, InputError, verb
 from harness.judge.base import (JUDGES, check_parsed, checked, counts, failed_why, plugin, quoting, sidecar,
                                  write_qrels)
@@ -154,18 +153,23 @@ def no_label(labels: dict[str, dict[str, int]], pairs: list[tuple[str, str]], ar
                                   f"nothing to write; {hint}")
 
 
-def other_splits_note(topics: str, corpora: dict[str, Corpus], docids: set[str]) -> None:
+def other_splits_note(topics: str, specs: list[str], sources: dict[str, int]) -> None:
     """The passages to judge that --topics' own split's corpus lacks, read from the other
     splits' (shipped_corpora, the default): one note saying how many and which split holds
     them. Right where the runs searched those too (iKAT 2023's pools), it is a run made on the
-    wrong split's corpus otherwise (PragmatiCQA's val spans for its test turns)."""
-    from harness.topics import held_by, splits_holding
+    wrong split's corpus otherwise (PragmatiCQA's val spans for its test turns). `sources`: for
+    each passage, the index in `specs` of the corpus whose text was read (the own split's
+    first), known from the one search for the texts: no corpus is read again (a passage two
+    other splits held would count for the first alone; the shipped splits share none)."""
+    from collections import Counter
 
-    own = corpora.get(f"benchmark:{topics}")
-    outside = set(docids).difference(document.id for document in own.documents()) if own else set(docids)
-    others = {spec: corpus for spec, corpus in corpora.items() if corpus is not own}
-    if outside and (held := splits_holding(others, outside)):
-        print(f"note: {len(outside)} of the {len(docids)} passages to judge {verb(len(outside), 'is', 'are')} not in "
+    from harness.topics import held_by
+
+    found_in = Counter(specs[source] for source in sources.values())
+    held = {spec: found_in[spec] for spec in specs if found_in[spec] and spec != f"benchmark:{topics}"}
+    if held:
+        outside = sum(held.values())
+        print(f"note: {outside} of the {len(sources)} passages to judge {verb(outside, 'is', 'are')} not in "
               f"the corpus of --topics {topics} but in other splits' corpora: {held_by(held)}; right if the runs "
               "searched them too, else give --corpus the corpus the runs were made on", file=sys.stderr)
 
@@ -196,9 +200,9 @@ def run(args: argparse.Namespace) -> int:
     elsewhere = 0  # pairs on queries --qrels does not judge
     if human is not None:
         pairs, elsewhere = on_judged_queries(pairs, human, {qid for run in ranked for qid in run.scores}, args)
-    items = relevance_items(pairs, benchmark, list(corpora.values()), args.query_field)
+    items, sources = relevance_items(pairs, benchmark, list(corpora.values()), args.query_field)
     if not args.corpus and len(corpora) > 1:  # before any answer is paid for
-        other_splits_note(args.topics, corpora, {docid for _, docid in pairs})
+        other_splits_note(args.topics, list(corpora), sources)
     judgments = checked(judge, judge.judge(items, progress=True))
     example = check_parsed(judgments, judge.scale, "check --prompt (does it ask for one label?), --scale and --model")
     provenance = quoting({"counts": counts(judgments), **judge.provenance()}, example)  # a plug-in's may lack counts

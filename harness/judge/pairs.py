@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from harness.corpus import Corpus, find_texts
+from harness.corpus import Corpus, find_sourced_texts
 from harness.corpus.segment import document_text
 from harness.errors import HarnessError
 from harness.judge.model import Item
@@ -47,8 +47,9 @@ def _natural(qid: str) -> list:
 
 
 def relevance_items(pairs: Sequence[tuple[str, str]], benchmark: Benchmark, corpora: Sequence[Corpus],
-                    query_field: str = "utterance") -> list[Item]:
-    """Items keyed (qid, docid) with the fields of ITEM_FIELDS. A query that is not a turn of
+                    query_field: str = "utterance") -> tuple[list[Item], dict[str, int]]:
+    """Items keyed (qid, docid) with the fields of ITEM_FIELDS, and for each passage the index in
+    `corpora` of the one its text came from (the first holding it). A query that is not a turn of
     the benchmark, a turn without the chosen query field, or a passage none of the corpora
     holds is a one-line error (a judge must not grade an empty text). Without a corpus (a
     judge that answers from recorded labels reads no text) the passage field is empty."""
@@ -71,19 +72,19 @@ def relevance_items(pairs: Sequence[tuple[str, str]], benchmark: Benchmark, corp
         items.append(Item((qid, docid), {
             "query": query,
             "context": history_text(conversation, index) or "(none: this is the first message)",
-            "passage": texts.get(docid, ""),
+            "passage": texts[docid][1] if docid in texts else "",
             "title": conversation.title or "",
             "ptkb": "\n".join(f"- {statement.text}" for statement in conversation.personal) or "(none)",
         }))
-    return items
+    return items, {docid: source for docid, (source, _) in texts.items()}
 
 
-def passages(corpora: Sequence[Corpus], wanted: set[str]) -> dict[str, str]:
+def passages(corpora: Sequence[Corpus], wanted: set[str]) -> dict[str, tuple[int, str]]:
     """The text of each wanted passage as every judge reads it (document_text: the title on
-    the first line, then the contents), from one pass over each corpus in turn, read until
-    every passage is found (the first corpus holding a passage gives its text): a run may
-    search several corpora as one (a config's `corpus:` list)."""
-    texts = find_texts(corpora, wanted, document_text)
+    the first line, then the contents), with the index of the corpus it came from, from one
+    pass over each corpus in turn, read until every passage is found (the first corpus holding
+    a passage gives its text): a run may search several corpora as one (a config's `corpus:` list)."""
+    texts = find_sourced_texts(corpora, wanted, document_text)
     absent = sorted(wanted - set(texts))
     if absent:
         where = f"corpus {corpora[0].name}" if len(corpora) == 1 else f"any of the corpora {', '.join(c.name for c in corpora)}"
