@@ -764,6 +764,32 @@ def test_holes_only_judges_only_the_holes_of_the_queries_the_qrels_judges(pool, 
            "did not judge" in capsys.readouterr().err
 
 
+def test_judged_queries_only_judges_every_pair_of_the_queries_the_qrels_judges(pool, tmp_path, capsys):
+    """The pairs agree and rank-agree compare with people's: those people judged too, none on a
+    query they never judged (without --qrels those were paid for and never read)."""
+    nist = read_qrels(nist_2024()).judgments
+    wanted = {(qid, docid): grade for (qid, docid), grade in pool["labels"].items() if qid in nist}
+    people = sum(docid in nist[qid] for qid, docid in wanted)
+    elsewhere = len(pool["labels"]) - len(wanted)
+    assert people and elsewhere
+    out = tmp_path / "judged.qrels"
+    assert main(file_judge_args(pool, out, pool_file(), "--qrels", str(nist_2024()), "--judged-queries-only")) == 0
+    err = capsys.readouterr().err
+    assert err.startswith(f"judged {len(wanted)} pairs")
+    assert f"; {elsewhere} pairs on queries --qrels does not judge left out (--judged-queries-only); wrote" in err
+    assert "skipped" not in err
+    assert written(out) == wanted and read_provenance(out)["inputs"]["judged_queries_only"] is True
+
+
+def test_judged_queries_only_without_qrels_or_with_holes_only_is_an_error(pool, tmp_path, capsys):
+    assert main(file_judge_args(pool, tmp_path / "x.qrels", pool_file(), "--judged-queries-only")) == 2
+    assert capsys.readouterr().err.startswith("harness judge: error: --judged-queries-only needs --qrels")
+    with pytest.raises(SystemExit):
+        main(file_judge_args(pool, tmp_path / "x.qrels", pool_file(), "--qrels", str(nist_2024()), "--holes-only",
+                             "--judged-queries-only"))
+    assert "--judged-queries-only: not allowed with argument --holes-only" in capsys.readouterr().err
+
+
 def test_holes_only_with_a_qrels_judging_none_of_the_runs_queries_is_an_error(pool, tmp_path, capsys):
     """Nothing is left to judge: said before any pair is judged, nothing written."""
     from harness.paths import qrels_root

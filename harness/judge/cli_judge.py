@@ -31,10 +31,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "benchmark brings, its own split's first (the file judge needs none)")
     add_output(parser, required=True, metavar="QRELS",
                help="the qrels file of the new labels (and its sidecar QRELS.provenance.json)")
-    parser.add_argument("--qrels", help="labels already made (e.g. NIST's): pairs they judge are not judged again")
-    parser.add_argument("--holes-only", action="store_true",
-                        help="judge only the holes of the queries --qrels judges, the labels --fill uses (default: "
-                             "the pairs of every query of the runs)")
+    parser.add_argument("--qrels", help="labels already made (e.g. NIST's): pairs they judge are not judged again "
+                                        "(unless --judged-queries-only)")
+    only = parser.add_mutually_exclusive_group()
+    only.add_argument("--holes-only", action="store_true",
+                      help="judge only the holes of the queries --qrels judges, the labels --fill uses (default: "
+                           "the pairs of every query of the runs)")
+    only.add_argument("--judged-queries-only", action="store_true",
+                      help="judge every pair of the queries --qrels judges, the pairs it labels too: the labels "
+                           "qrels agree and rank-agree compare with people's")
     parser.add_argument("--depth", type=number_in(1, 10**6, whole=True), default=10,
                         help="judge each run's top K per query (default 10)")
     parser.add_argument("--judge", default="llm", metavar="JUDGE",
@@ -127,18 +132,24 @@ def make_llm_judge(args: argparse.Namespace, prompt_name: str, scale: Scale, sam
 
 def on_judged_queries(pairs: list[tuple[str, str]], human: Qrels, queries: set[str],
                       args: argparse.Namespace) -> tuple[list[tuple[str, str]], int]:
-    """The pairs to judge and how many lie on queries --qrels does not judge, whose labels --fill
-    never uses (--holes-only leaves them out). A --qrels judging none of the runs' queries (the
-    wrong year's) skips nothing: said before any pair is judged (an llm judge would be paid for
-    pairs people judged), an error with --holes-only (nothing is left to judge)."""
+    """The pairs to judge and how many lie on queries --qrels does not judge, whose labels --fill,
+    agree and rank-agree never use (--holes-only and --judged-queries-only leave them out). A
+    --qrels judging none of the runs' queries (the wrong year's) skips nothing: said before any
+    pair is judged (an llm judge would be paid for pairs people judged), an error with either
+    (nothing is left to judge)."""
     if not queries.intersection(human.judgments):
         words = (f"--qrels {args.qrels} judges none of the runs' {len(queries)} queries; is it the qrels of --topics "
                  f"{args.topics}, the benchmark the runs answer?")
-        if args.holes_only:
-            raise HarnessError(f"{words} (--holes-only leaves nothing to judge)")
+        if only_option(args):
+            raise HarnessError(f"{words} ({only_option(args)} leaves nothing to judge)")
         print(f"warning: {words} (no pair is skipped)", file=sys.stderr)
     judged = [pair for pair in pairs if pair[0] in human.judgments]
-    return (judged if args.holes_only else pairs), len(pairs) - len(judged)
+    return (judged if only_option(args) else pairs), len(pairs) - len(judged)
+
+
+def only_option(args: argparse.Namespace) -> str | None:
+    """--holes-only or --judged-queries-only, whichever is given (argparse allows one)."""
+    return "--holes-only" if args.holes_only else "--judged-queries-only" if args.judged_queries_only else None
 
 
 def no_label(labels: dict[str, dict[str, int]], pairs: list[tuple[str, str]], args: argparse.Namespace) -> None:
@@ -184,6 +195,8 @@ def run(args: argparse.Namespace) -> int:
     if args.holes_only and not args.qrels:
         raise HarnessError("--holes-only needs --qrels: the holes are the pairs --qrels does not judge on the "
                            "queries it judges")
+    if args.judged_queries_only and not args.qrels:
+        raise HarnessError("--judged-queries-only needs --qrels: it judges the queries --qrels judges")
     judge = make_judge(args)
     benchmark = load(args.topics)
     if args.corpus:
@@ -196,7 +209,7 @@ def run(args: argparse.Namespace) -> int:
         raise HarnessError(f"{args.topics} brings no corpus: give --corpus, the corpus the runs were made on")
     human = read_qrels(args.qrels) if args.qrels else None
     ranked = [read_run(path, depth=args.depth) for path in files]
-    pairs, skipped = unjudged_pairs(ranked, args.depth, human)
+    pairs, skipped = unjudged_pairs(ranked, args.depth, None if args.judged_queries_only else human)
     elsewhere = 0  # pairs on queries --qrels does not judge
     if human is not None:
         pairs, elsewhere = on_judged_queries(pairs, human, {qid for run in ranked for qid in run.scores}, args)
@@ -210,16 +223,16 @@ def run(args: argparse.Namespace) -> int:
         "runs": {path: file_sha256(path) for path in files}, "depth": args.depth, "topics": args.topics,
         "corpus": list(corpora) or None, "query_field": args.query_field,
         "qrels": {args.qrels: file_sha256(args.qrels)} if args.qrels else None, "skipped_judged": skipped,
-        "holes_only": args.holes_only,
+        "holes_only": args.holes_only, "judged_queries_only": args.judged_queries_only,
     }
     if args.judge == "file" and pairs and not provenance["counts"].get("ok"):
         no_label(judge.labels, pairs, args)
     written = write_qrels(args.out, judgments, provenance)
     tally = provenance["counts"]
     sent = f", {provenance['requests']} requests" if "requests" in provenance else ""
-    known = f"{skipped} pairs already in --qrels skipped; " if args.qrels else ""
-    if args.holes_only:
-        known += f"{elsewhere} pairs on queries --qrels does not judge left out (--holes-only); "
+    known = f"{skipped} pairs already in --qrels skipped; " if args.qrels and not args.judged_queries_only else ""
+    if only_option(args):
+        known += f"{elsewhere} pairs on queries --qrels does not judge left out ({only_option(args)}); "
     elif elsewhere:
         known += (f"{elsewhere} pairs judged on queries --qrels does not judge, whose labels --fill does not use "
                   "(--holes-only leaves them out); ")
