@@ -444,3 +444,22 @@ def test_qrels_sharing_no_judged_pair_are_a_warning_that_tau_measures_no_agreeme
             capsys.readouterr().err
     assert main(["qrels", "rank-agree", a, pool, str(run), str(other), "--measures", "nDCG@10"]) == 0
     assert "pair in common" not in capsys.readouterr().err  # the GPT-4 pool shares 8,103 pairs with NIST's
+
+
+def test_judged_queries_only_qrels_sharing_no_pair_are_warned_of_with_that_reason(tmp_path, capsys):
+    """`harness judge --qrels A --judged-queries-only` labels A's own pairs too: when it still shares
+    none with A, the runs' top k held none of the documents people judged, and the warning says so,
+    not that judging without --qrels would help."""
+    _, pool = ikat_2024_pair()
+    sample = shared_root() / "data/ikat/2024/scripts/run_validation/tests/data/sample_run.json"
+    run, a, out = tmp_path / "s.run", tmp_path / "a.qrels", tmp_path / "llm.qrels"
+    assert main(["ikat", "to-trec", str(sample), "--output", str(run)]) == 0
+    qid = run.read_text().split(None, 1)[0]
+    a.write_text(f"{qid} 0 no-such-passage 1\n")  # A judges one document no run ranks
+    assert main(["judge", str(run), "--topics", "ikat2024", "--qrels", str(a), "--judged-queries-only",
+                 "--judge", "file", "--labels", pool, "--depth", "10", "--output", str(out)]) == 0
+    capsys.readouterr()
+    assert main(["qrels", "agree", str(a), str(out)]) == 0
+    err = capsys.readouterr().err
+    assert f"{out} was judged with --judged-queries-only on the runs' top 10, none of which {a} judges" in err
+    assert "without --qrels" not in err

@@ -110,16 +110,22 @@ def run_agree(args: argparse.Namespace) -> int:
 
 def _no_pair_in_common(a: str, b: str, consequence: str) -> str:
     """The warning that qrels A and B share no judged pair, and why where B's sidecar knows:
-    `harness judge --qrels A` labels only the pairs A lacks, so its qrels can never agree with A."""
+    `harness judge --qrels A` labels only the pairs A lacks, so its qrels can never agree with A;
+    with --judged-queries-only it labels A's pairs too, so none in common means the runs' top k
+    held none of the documents people judged."""
     from harness.judge.base import read_provenance
     from harness.paths import file_sha256
 
     warning = f"{a} and {b} judge no (qid, docid) pair in common: {consequence}"
-    skipped = ((read_provenance(b) or {}).get("inputs") or {}).get("qrels") or {}
-    if file_sha256(a) in skipped.values():
-        warning += (f"; {b} holds only the pairs {a} lacks (its sidecar says `harness judge` made it with --qrels "
-                    f"{a}): to measure agreement, judge the pairs people judged, without --qrels")
-    return warning
+    inputs = (read_provenance(b) or {}).get("inputs") or {}
+    if file_sha256(a) not in (inputs.get("qrels") or {}).values():
+        return warning
+    if inputs.get("judged_queries_only"):
+        return warning + (f"; {b} was judged with --judged-queries-only on the runs' top {inputs.get('depth')}, "
+                          f"none of which {a} judges (its sidecar says so): judge runs ranking the documents "
+                          "people judged, or deeper")
+    return warning + (f"; {b} holds only the pairs {a} lacks (its sidecar says `harness judge` made it with --qrels "
+                      f"{a}): to measure agreement, judge the pairs people judged, without --qrels")
 
 
 def _warn_unreachable(a: Qrels, b: Qrels, args: argparse.Namespace, thresholds: list[int], given: str) -> None:
