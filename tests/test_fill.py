@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from harness.judge.base import write_qrels
+from harness.judge.base import counts, write_qrels
 from harness.judge.fill import fill
 from harness.judge.model import Judgment
 from harness.paths import qrels_root
@@ -29,6 +29,23 @@ def test_a_fill_whose_sidecar_is_of_another_version_of_the_file_draws_no_scale_w
     filled = fill(human, path)
     assert filled.scale_warning is None
     assert filled.provenance.endswith("(WARNING: the file changed since its sidecar was written)")
+
+
+def test_a_fill_whose_sidecar_counts_failed_pairs_is_said_to_be_incomplete_in_the_notes(tmp_path):
+    """Pairs the judge got no answer for stay holes: the notes every report prints under its
+    title say how many, from the sidecar, and how to finish the fill; a complete fill is silent."""
+    human = read_qrels(qrels_root() / "ikat" / "2024-qrels.txt")
+    qid = next(iter(human.judgments))
+    judgments = [Judgment((qid, "a-hole"), 1, "ok", "1", False), Judgment((qid, "b-hole"), None, "failed", "", False),
+                 Judgment((qid, "c-hole"), None, "failed", "", False)]
+    path = tmp_path / "part.qrels"
+    write_qrels(path, judgments, {"counts": counts(judgments), "judge": "llm", "scale": "relevance-0-4"})
+    assert fill(human, path).notes(path)[-1] == (
+        "WARNING: part.qrels: 2 of the 3 pairs it was asked to judge got no label (its sidecar): rerun "
+        "`harness judge` to finish it")
+    write_qrels(path, judgments[:1], {"counts": counts(judgments[:1]), "judge": "llm", "scale": "relevance-0-4"})
+    assert fill(human, path).incomplete is None
+    assert not any("WARNING" in note for note in fill(human, path).notes(path))
 
 
 def derived(benchmark: str) -> Qrels:

@@ -24,11 +24,13 @@ class Filled:
     other_queries: int  # fill labels on queries without human judgments: not used
     provenance: str  # one line: who made the filled labels
     scale_warning: str | None = None  # the filled labels' top grade is not the human labels'
+    incomplete: str | None = None  # the judge left pairs it was asked to judge without a label
 
     def notes(self, fill_path: str | Path) -> list[str]:
         return [f"holes filled from {fill_path}: {self.added} labels added, {self.overlapping} pairs already "
                 f"judged by people (their label kept), {self.other_queries} on queries people did not judge "
-                "(not used)", f"filled labels: {self.provenance}"]
+                "(not used)", f"filled labels: {self.provenance}"] + ([f"WARNING: {self.incomplete}"]
+                                                                     if self.incomplete else [])
 
 
 def fill(human: Qrels, fill_path: str | Path) -> Filled:
@@ -55,7 +57,21 @@ def fill(human: Qrels, fill_path: str | Path) -> Filled:
     name = f"{human.name}+{file_stem(fill_path)}"
     record = read_provenance(fill_path)
     return Filled(Qrels(name, judgments), added, overlapping, other, describe_provenance(fill_path, record),
-                  _scale_warning(human, fill_path, record))
+                  _scale_warning(human, fill_path, record), _incomplete(fill_path, record))
+
+
+def _incomplete(fill_path: str | Path, record: dict | None) -> str | None:
+    """Pairs the judge was asked for and could not label (no answer after the retries), as the
+    fill's sidecar counts them: their holes stay holes, and a board called filled must say so
+    (a script that ignores `harness judge`'s exit status would not). None for a complete fill,
+    one without a sidecar, or one whose sidecar is of another version of the file (its counts
+    are not this file's: the provenance line warns of it)."""
+    tally = record.get("counts") if record and record["matches_file"] else None
+    failed = tally.get("failed") if isinstance(tally, dict) else None
+    if not isinstance(failed, int) or failed <= 0:
+        return None
+    return (f"{Path(fill_path).name}: {failed} of the {tally.get('pairs', '?')} pairs it was asked to judge got no "
+            "label (its sidecar): rerun `harness judge` to finish it")
 
 
 def _scale_warning(human: Qrels, fill_path: str | Path, record: dict | None) -> str | None:
