@@ -195,6 +195,23 @@ def test_to_trec_counts_the_turns_its_run_file_holds_and_those_ranking_no_passag
     assert len(written.scores) == len(run["turns"]) - 1
 
 
+def test_to_trec_counts_the_passages_a_response_lists_again_which_it_drops(tmp_path, capsys):
+    """generate_run.py keeps a passage's first occurrence: a repeat in one response is said and
+    counted, as `harness eval` counts a run's repeated documents, not dropped silently."""
+    run = json.loads(SAMPLE_2023.read_text())
+    provenance = run["turns"][0]["responses"][0]["passage_provenance"]
+    provenance.append({**provenance[0], "score": 0.001})
+    path, out = tmp_path / "run.json", tmp_path / "out.run"
+    path.write_text(json.dumps(run))
+    assert main(["ikat", "to-trec", str(path), "--output", str(out)]) == 0
+    written = read_run(out)
+    assert capsys.readouterr().err == (f"{out}: {sum(map(len, written.scores.values()))} passages over "
+                                       f"{len(written.scores)} turns; 1 repeated passage dropped (listed again in the "
+                                       "same response: the first kept)\n")
+    first = run["turns"][0]
+    assert written.scores[first["turn_id"]][provenance[0]["id"]] > 0.001  # the first occurrence's score
+
+
 def test_cli_from_trec_writes_a_valid_submission(tmp_path, ikat2023, bm25_rankings, ptkb_rankings):
     passages, ptkb = tmp_path / "bm25.run", tmp_path / "ptkb.run"
     write_run(passages, bm25_rankings.items(), "bm25")

@@ -166,8 +166,9 @@ def _to_trec(args: argparse.Namespace) -> int:
     passages = sum(map(len, runs.passages.values()))
     empty = sum(not ranking for ranking in runs.passages.values())  # in the submission, not in the run file
     print(f"{out}: {counted(passages, 'passage')} over {counted(len(runs.passages) - empty, 'turn')}"
-          + (f" ({counted(empty, 'turn')} of the submission {verb(empty, 'ranks', 'rank')} no passage)" if empty else ""),
-          file=sys.stderr)
+          + (f" ({counted(empty, 'turn')} of the submission {verb(empty, 'ranks', 'rank')} no passage)" if empty else "")
+          + (f"; {counted(runs.repeated, 'repeated passage')} dropped (listed again in the same response: the first "
+             "kept)" if runs.repeated else ""), file=sys.stderr)
     if args.ptkb_out is not None:
         print(f"{args.ptkb_out}: PTKB provenance of {counted(len(runs.ptkb), 'turn')}", file=sys.stderr)
     return 0

@@ -44,6 +44,7 @@ class TrecRuns:
     year: int = 2023
     places: dict[str, int] = field(default_factory=dict)  # turn id -> its line (JSON Lines), or its index in `turns`
     ptkb_unlisted: tuple[int, ...] = ()  # 2025: the lines with a ptkb_provenance that is no list of ids
+    repeated: int = 0  # 2023/2024: passages listed again in the same response (the first kept)
 
     def print_score(self, score: float) -> str:
         """The passage scores as the official generate_run.py prints them."""
@@ -103,6 +104,7 @@ def submission_rankings(submission: Submission, year: int, path: Path) -> TrecRu
     passages: Rankings = {}
     ptkb: Rankings = {}
     places: dict[str, int] = {}
+    repeated = 0
     for index, turn in enumerate(submission.turns):
         if not turn.turn_id:  # a TREC run line needs it (generate_run.py writes a line without a query id)
             raise InputError(path, f"turns[{index}].turn_id: missing or empty, expected the turn's id")
@@ -110,6 +112,7 @@ def submission_rankings(submission: Submission, year: int, path: Path) -> TrecRu
         seen: dict[str, float] = {}
         seen_ptkb: dict[str, float] = {}
         for response in turn.responses:
+            repeated += len(response.passage_provenance) - len({p.id for p in response.passage_provenance})
             for passage in response.passage_provenance:
                 if not passage.id:
                     raise InputError(path, "a passage_provenance id is missing or empty", record=f"turn {turn.turn_id}")
@@ -120,7 +123,7 @@ def submission_rankings(submission: Submission, year: int, path: Path) -> TrecRu
         passages[turn.turn_id] = canonical_order(seen.items())
         if seen_ptkb:
             ptkb[turn.turn_id] = _best_first(list(seen_ptkb.items())) if YEARS[year].scored_ptkb else _by_position(seen_ptkb)
-    return TrecRuns(submission.run_name, passages, ptkb, year=year, places=places)
+    return TrecRuns(submission.run_name, passages, ptkb, year=year, places=places, repeated=repeated)
 
 
 def _by_position(ids: Iterable[str]) -> list[tuple[str, float]]:
