@@ -734,6 +734,54 @@ def test_cli_exits_zero_on_a_valid_file(capsys):
     assert "218 turns, 0 errors, 0 warnings: valid" in capsys.readouterr().err
 
 
+def test_a_passage_id_holding_whitespace_keeps_the_official_verdict_and_a_note_says_to_trec_refuses_it(tmp_path,
+                                                                                                       capsys):
+    """The official validator only looks such an id up (a 'does not exist' warning with its gRPC
+    service): its verdict and counts stand, and a note after them says what the harness refuses."""
+    run = json.loads(SAMPLE_2024.read_text())
+    passage = run["turns"][0]["responses"][0]["passage_provenance"][0]
+    passage["id"] += " "  # as the ids in the organisers' llm-gpt4-pool-depth-30.txt end
+    path = tmp_path / "run.json"
+    path.write_text(json.dumps(run))
+    assert main(["ikat", "validate", str(path), "--topics", "ikat2024", "--quiet"]) == 0
+    assert capsys.readouterr().err == (
+        "run.json (iKAT 2024): 218 turns, 0 errors, 0 warnings: valid\n"
+        f"note: `harness ikat to-trec` and a hosted harness leaderboard refuse this file: {path} (record turn 0_1): "
+        f"passage_provenance id {passage['id']!r} holds whitespace or a NUL byte, which would split its TREC run "
+        "line\n")
+
+
+def test_a_passage_a_response_lists_again_is_noted_as_dropped_by_to_trec(tmp_path, capsys):
+    run = json.loads(SAMPLE_2024.read_text())
+    provenance = run["turns"][0]["responses"][0]["passage_provenance"]
+    provenance.append({**provenance[0], "score": 0.001})
+    path = tmp_path / "run.json"
+    path.write_text(json.dumps(run))
+    assert main(["ikat", "validate", str(path), "--topics", "ikat2024", "--quiet"]) == 0
+    assert capsys.readouterr().err.endswith(
+        "0 errors, 0 warnings: valid\nnote: 1 passage is listed again in the same response: `harness ikat to-trec` "
+        "keeps the first (as the official generate_run.py), a hosted board too\n")
+
+
+def test_2025_empty_responses_are_counted_in_a_note_the_official_counts_unchanged(tmp_path, run_2025, capsys):
+    """The 2025 validator asks only that a text be a string (no response-text check as in 2023/2024):
+    a file of empty answers is valid there, and here, with a note counting them."""
+    lines = [json.loads(line) for line in run_2025.read_text().splitlines()]
+    for entry in lines[1:]:
+        for response in entry["responses"]:
+            response["text"] = " "
+    path = tmp_path / "run.jsonl"
+    path.write_text("".join(json.dumps(entry) + "\n" for entry in lines))
+    report = validate(path, 2025, partial=False)
+    assert report.ok and not report.warnings
+    assert main(["ikat", "validate", str(path), "--topics", "ikat2025", "--quiet"]) == 0
+    n, first = sum(len(entry["responses"]) for entry in lines[1:]), len(lines[0]["responses"])
+    assert capsys.readouterr().err.endswith(
+        f"0 errors, 0 warnings: valid\nnote: {n} of {n + first} responses have no text (the first: line 2, turn "
+        f"{lines[1]['turn_id']}), which the official iKAT 2025 validator does not check: an empty response supports "
+        "no nugget, it scores 0 on the response task\n")
+
+
 def test_ikat_years_are_one_table():
     """A year is one entry of submission.YEARS: its run types, writer and checks module."""
     from harness.ikat.checks import RUN_TYPES

@@ -16,7 +16,7 @@ from harness.paths import refuse_overwriting
 from harness.topics.model import Conversation
 
 if TYPE_CHECKING:
-    from harness.ikat.validate import ValidationReport
+    from harness.ikat.validate import Decoded, ValidationReport
     from harness.topics import Benchmark
     from harness.trec import Run
 
@@ -98,21 +98,23 @@ def load_topics(spec: str) -> tuple[Conversation, ...]:
 
 
 def _validate(args: argparse.Namespace) -> int:
+    from harness.errors import read_input
     from harness.ikat.checks import CHECKS
-    from harness.ikat.validate import COVERAGE_CHECKS, read_passage_ids, topics_year, validate_file
+    from harness.ikat.validate import (COVERAGE_CHECKS, decode_submission, read_passage_ids, topics_year,
+                                       validate_decoded)
     from harness.topics import held_by
 
     passages = frozenset().union(*map(read_passage_ids, args.passages)) if args.passages else None
     topics = load_topics(args.topics)
     year = topics_year(topics)
-    report = validate_file(
+    decoded = decode_submission(args.run, read_input(args.run, encoding="utf-8"), args.year, year)  # as validate_file
+    report = validate_decoded(
         args.run,
+        decoded,
         topics,
-        args.year,
         max_warnings=args.max_warnings,
         skip=COVERAGE_CHECKS if args.partial else (),
         passages=passages,
-        topics_year=year,
     )
     if args.year and year and args.year != year:  # as asked (a harness leaderboard may take another year's format)
         print(f"note: --year {args.year} checks the file in the iKAT {args.year} format, which the iKAT {year} "
@@ -133,7 +135,38 @@ def _validate(args: argparse.Namespace) -> int:
         print(f"note: --passages was not used: the iKAT {report.year} validator looks up no passage (it checks "
               "references against the ClueWeb22 id pattern only)", file=sys.stderr)
     print(report.summary(), file=sys.stderr)
+    for note in _harness_notes(args.run, decoded, report):
+        print(f"note: {note}", file=sys.stderr)
     return 0 if report.ok else 1
+
+
+def _harness_notes(path: Path, decoded: Decoded, report: ValidationReport) -> list[str]:
+    """What the harness itself finds in a file the official checks pass, said after their verdict
+    and kept out of its counts (the verdict and counts stay the official tools'): what `ikat
+    to-trec` and a hosted board refuse (an id holding whitespace, which upstream only looks up),
+    the passages to-trec drops, and (2025, where upstream checks no text) empty responses."""
+    from harness.ikat.checks_2025 import empty_responses
+    from harness.ikat.convert import decoded_rankings
+
+    notes = []
+    if report.ok:
+        try:
+            runs = decoded_rankings(path, decoded, report.submission)
+        except InputError as problem:
+            notes.append(f"`harness ikat to-trec` and a hosted harness leaderboard refuse this file: {problem}")
+        else:
+            if runs.repeated:
+                notes.append(f"{counted(runs.repeated, 'passage')} {verb(runs.repeated, 'is', 'are')} listed again in "
+                             "the same response: `harness ikat to-trec` keeps the first (as the official "
+                             "generate_run.py), a hosted board too")
+    empty, responses, first = empty_responses(decoded.entries) if YEARS[decoded.year].json_lines else (0, 0, None)
+    if empty:
+        line, turn = first
+        notes.append(f"{empty} of {counted(responses, 'response')} {verb(empty)} no text (the first: line {line}"
+                     + (f", turn {turn}" if turn else "") + "), which the official iKAT "
+                     f"{decoded.year} validator does not check: an empty response supports no nugget, it scores 0 on "
+                     "the response task")
+    return notes
 
 
 def _unknown_passages(report: ValidationReport, passages: frozenset[str] | None) -> set[str]:
@@ -165,10 +198,11 @@ def _to_trec(args: argparse.Namespace) -> int:
     runs = to_trec(args.run, out, args.ptkb_out, args.year, args.tag)
     passages = sum(map(len, runs.passages.values()))
     empty = sum(not ranking for ranking in runs.passages.values())  # in the submission, not in the run file
+    unranked = f" ({counted(empty, 'turn')} of the submission {verb(empty, 'ranks', 'rank')} no passage)"
+    repeated = (f"; {counted(runs.repeated, 'repeated passage')} dropped (listed again in the same response: the "
+                "first kept)")
     print(f"{out}: {counted(passages, 'passage')} over {counted(len(runs.passages) - empty, 'turn')}"
-          + (f" ({counted(empty, 'turn')} of the submission {verb(empty, 'ranks', 'rank')} no passage)" if empty else "")
-          + (f"; {counted(runs.repeated, 'repeated passage')} dropped (listed again in the same response: the first "
-             "kept)" if runs.repeated else ""), file=sys.stderr)
+          + (unranked if empty else "") + (repeated if runs.repeated else ""), file=sys.stderr)
     if args.ptkb_out is not None:
         print(f"{args.ptkb_out}: PTKB provenance of {counted(len(runs.ptkb), 'turn')}", file=sys.stderr)
     return 0
