@@ -601,6 +601,20 @@ def test_nuggets_a_recorded_line_leaves_out_count_unsupported_and_the_rest_keep_
             in evaluation.notes)
 
 
+def test_recorded_assignments_of_another_answer_text_are_an_error_naming_the_line_run_and_turn(tmp_path):
+    """A line's labels were given for its answer_text: "I do not know." under a recorded run's
+    name scored that run's labels (0.6464 on CONE-RAG, on top of a hosted board)."""
+    path = tmp_path / "assignments.jsonl"
+    path.write_text("".join(json.dumps({"qid": turn, "run_id": "a", "answer_text": text, "nuggets": [
+        {"id": "1", "assignment": "support"}]}) + "\n" for turn, text in (("1_1", "x"), ("1_2", "y"))))
+    same = evaluate_runs([run_of("a", {"1_1": "x", "1_2": " y\n"})], small_bank(), RecordedAssignments(path))
+    assert same.per_turn().set_index("turn")["strict_all"].to_dict() == {"1_1": 0.5, "1_2": 0.0}
+    with pytest.raises(InputError, match=rf"^{re.escape(str(path))}:2: turn 1_2, run a: recorded for another answer "
+                                         r"text \(the line's answer_text is not the run's answer\): rescore with a "
+                                         r"judge$"):
+        evaluate_runs([run_of("a", {"1_1": "x", "1_2": "I do not know."})], small_bank(), RecordedAssignments(path))
+
+
 @pytest.mark.reference
 @pytest.mark.model
 @pytest.mark.slow
@@ -932,6 +946,24 @@ def test_replayed_assignments_name_the_judge_that_made_them_in_every_format(tmp_
     assert "; recorded assignments made by: judge llm, model m, endpoint" in capsys.readouterr().out
     assert main([*replay, "json"]) == 0
     assert json.loads(capsys.readouterr().out)["judge"]["source_provenance"]["prompt_sha256"] == sidecar["prompt_sha256"]
+
+
+@pytest.mark.server
+def test_assignments_recorded_again_from_a_file_name_the_judge_that_first_made_them(tmp_path, capsys):
+    """`--judge file:X --assignments-out Y`: Y's sidecar is the file judge's, the llm's nested in
+    it; replayed from Y, the report said "recorded from file", losing the llm (or the baseline)."""
+    files, bank = write_llm_inputs(tmp_path)
+    made, again = tmp_path / "made.jsonl", tmp_path / "again.jsonl"
+    with start_llm_server(tmp_path, {"labels": ANSWERS}) as server:
+        assert main(["responses", "eval", *files, "--nuggets", str(bank), "--judge", "llm", "--model", "m",
+                     "--base-url", server.base_url, "--cache", str(tmp_path / "cache"),
+                     "--assignments-out", str(made)]) == 0
+    replay = ["responses", "eval", *files, "--nuggets", str(bank), "--format", "md", "--judge"]
+    assert main([*replay, f"file:{made}", "--assignments-out", str(again)]) == 0
+    assert main([*replay, f"file:{again}"]) == 0
+    out = capsys.readouterr().out.split("# Response evaluation")[-1]
+    assert out.startswith(", judge: file, recorded from llm (m)\n")
+    assert "; recorded assignments made by: judge llm, model m, endpoint" in out and "(WARNING" not in out
 
 
 @pytest.mark.server

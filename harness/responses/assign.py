@@ -107,6 +107,7 @@ class RecordedAssignments:
         self.path = Path(path)
         self.labels: dict[tuple[str, str, str], tuple[int | str, str, int]] = {}  # key -> (label, text, line)
         self.positional: set[tuple[str, str]] = set()  # (qid, run) of lines whose nuggets have no id
+        self.answers: dict[tuple[str, str], tuple[str | None, int]] = {}  # (qid, run) -> (answer_text, line)
         self._check_not_qrels()
         for line, record in jsonl.read(self.path):
             if not isinstance(record, dict) or not isinstance(record.get("nuggets"), list):
@@ -114,6 +115,10 @@ class RecordedAssignments:
             qid, run = record.get("qid"), record.get("run_id", self.path.stem)
             if isinstance(qid, bool) or not isinstance(qid, (str, int)) or not isinstance(run, str):
                 raise InputError(self.path, "qid / run_id: expected a string qid and run_id", line=line)
+            answer = record.get("answer_text")
+            if answer is not None and not isinstance(answer, str):
+                raise InputError(self.path, "answer_text: expected the judged answer's text, a string", line=line)
+            self.answers.setdefault((str(qid), run), (answer, line))
             if not any(isinstance(nugget, dict) and "id" in nugget for nugget in record["nuggets"]):
                 self.positional.add((str(qid), run))
             for index, nugget in enumerate(record["nuggets"]):
@@ -142,7 +147,27 @@ class RecordedAssignments:
             raise InputError(self.path, "looks like a qrels file; --judge file: takes nuggetizer assignment JSONL "
                                         "{qid, run_id, nuggets}", line=len(lines))
 
+    @property
+    def runs(self) -> set[str]:
+        """The run_ids the file records assignments for."""
+        return {run for _, run in self.answers}
+
+    def other_answer(self, turn: str, run: str, text: str) -> int | None:
+        """The line recording (turn, run) when its `answer_text` is not `text` (surrounding
+        whitespace aside): labels judged for one answer say nothing of another, so such a line
+        cannot score it. None when the texts agree, or the line records no answer_text."""
+        recorded, line = self.answers.get((turn, run), (None, 0))
+        return line if recorded is not None and recorded.strip() != text.strip() else None
+
     def judge(self, items: Sequence[Item], progress: bool = False) -> list[Judgment]:
+        """A recorded line whose answer_text is not the answer asked about is an error naming
+        the file, line, run and turn: its labels were not given for this answer."""
+        answers = {(i.key[0], i.key[1]): i.fields["response"] for i in items if "response" in i.fields}
+        for (turn, run), text in answers.items():  # in the items' order: the first such turn is named
+            if (line := self.other_answer(turn, run, text)) is not None:
+                raise InputError(self.path, f"turn {turn}, run {run}: recorded for another answer text (the "
+                                            "line's answer_text is not the run's answer): rescore with a judge",
+                                 line=line)
         found = []
         aligned = self._aligned(items)
         for item in items:
@@ -225,8 +250,21 @@ class RecordedAssignments:
                   "lines": self._lines[1], "lines_matching_no_run": self._lines[0]}
         source = read_provenance(self.path, "assignments_sha256", self.sha256)
         if source is not None:  # assignments a judge made earlier (--assignments-out): keep who made them
-            record["source_provenance"] = source
+            record["source_provenance"] = _maker(source)
         return record
+
+
+def _maker(source: dict) -> dict:
+    """The judge that made recorded assignments: the sidecar's, or where the sidecar is of
+    assignments recorded again from a file (`--judge file:X --assignments-out Y`), the one its
+    `source_provenance` names, followed down to the first maker. `matches_file` is False when
+    any file on the way changed since its sidecar was written."""
+    matches = source.get("matches_file")
+    while source.get("judge") == "file" and isinstance(source.get("source_provenance"), dict):
+        source = source["source_provenance"]
+        if source.get("matches_file") is False:
+            matches = False
+    return {**source, "matches_file": matches} if matches is not None else source
 
 
 def assigned(scale: Scale, nuggets: Sequence[Nugget], judgments: Iterable[Judgment]) -> list[AssignedNugget]:
