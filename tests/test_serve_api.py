@@ -287,7 +287,8 @@ def test_a_run_whose_scoring_again_fails_keeps_its_scores_off_the_board_until_a_
         login(client)
         assert "stale" in client.get("/team").text
     assert [r.getMessage() for r in caplog.records if r.levelno == logging.ERROR] == [
-        f"scoring submission {ident} of task {TASK} again failed: FileNotFoundError; its earlier scores are kept, off "
+        f"scoring submission {ident} of task {TASK} again failed: FileNotFoundError: [Errno 2] No such file or "
+        f"directory: '{stored}'; its earlier scores are kept, off "
         "the board (status stale), and it is tried again at the next start"]
     client, service = open_client(tmp_path)  # the qrels it was scored with: its scores are the task's again
     with client:

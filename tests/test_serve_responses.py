@@ -204,6 +204,84 @@ def test_a_response_to_a_turn_outside_the_topics_is_refused_naming_its_line(boar
     assert (error["line"], error["turn"], error["check"]) == (2, "99_9", "turn")
 
 
+def test_turns_with_nuggets_an_upload_leaves_out_or_answers_empty_are_warned_of_as_scored_0(board):
+    """The team saw its score and `"warnings": []`: a missing or empty answer looked like a bad one."""
+    client, folder = board
+    answer = submit(client, rag_run(folder / "poor.jsonl", "poor", {"0_1": " "}), "team0")
+    assert answer.status_code == 202
+    assert scored_board(client)["rows"][0]["measures"]["all"] == 0.0
+    body = client.get(f"/api/submissions/{answer.json()['id']}",
+                      headers={"Authorization": f"Bearer {team_token('team0')}"})
+    assert body.json()["warnings"] == [
+        "poor.jsonl warning [coverage]: 2 turns with nuggets have no response (scored 0): 0_2, 0_3",
+        "poor.jsonl warning [response-text]: 1 response to a turn with nuggets has no text (scored 0): 0_1"]
+
+
+def test_an_empty_object_uploaded_to_a_response_task_is_refused_as_holding_no_response(board):
+    """`{}` reads as a CONE-RAG file of no turn: it was refused as the wrong format."""
+    client, folder = board
+    (folder / "empty.json").write_text("{}")
+    answer = submit(client, folder / "empty.json", "team0")
+    assert answer.status_code == 422
+    assert [(e["check"], e["message"]) for e in answer.json()["errors"]] == [
+        ("read", "holds no response: nothing to evaluate")]
+
+
+def test_a_file_judge_task_refuses_at_upload_a_run_its_recorded_assignments_do_not_hold(board):
+    """It was accepted, charged to the quota, then failed: "the organisers have been told"."""
+    client, folder = board
+    answer = submit(client, rag_run(folder / "zzz.jsonl", "zzz", {t: "an answer" for t in TURNS}), "team0")
+    assert answer.status_code == 422
+    assert [(e["check"], e["message"]) for e in answer.json()["errors"]] == [
+        ("assignments", "run 'zzz': this task scores only the runs its recorded nugget assignments hold, and they "
+                        "hold none of this name")]
+
+
+def recorded_answers(tmp_path: Path, answers: dict[str, str]) -> Path:
+    """Run "good" supporting every nugget of the turns of `answers`, recorded with its answer texts."""
+    path = tmp_path / "hidden" / "answers.jsonl"
+    path.parent.mkdir(exist_ok=True)
+    path.write_text("".join(json.dumps({"qid": t, "run_id": "good", "answer_text": text, "nuggets": [
+        {"assignment": "support"}, {"assignment": "support"}]}) + "\n" for t, text in answers.items()))
+    return path
+
+
+def test_a_file_judge_task_refuses_an_answer_other_than_the_one_its_assignments_were_recorded_for(tmp_path):
+    """"I do not know." under a recorded run's name scored that run's labels, topping the board."""
+    recorded = recorded_answers(tmp_path, {t: f"answer {t}" for t in TURNS})
+    with open_board(tmp_path, write_nuggets(tmp_path), assignments=recorded) as (client, folder):
+        changed = submit(client, rag_run(folder / "idk.jsonl", "good", {t: "I do not know." for t in TURNS}), "team0")
+        assert changed.status_code == 422
+        assert [(e["turn"], e["line"], e["message"]) for e in changed.json()["errors"]] == [
+            (t, line, "the answer is not the one of run 'good' the recorded nugget assignments were made for; this "
+                      "task scores only the answers they hold") for line, t in enumerate(TURNS, 1)]
+        same = submit(client, rag_run(folder / "good.jsonl", "good", {t: f"answer {t}" for t in TURNS}), "team0")
+        assert same.status_code == 202 and scored_board(client)["rows"][0]["measures"]["all"] == 1.0
+
+
+def test_a_file_judge_task_refuses_an_answer_its_assignments_hold_no_line_for(tmp_path):
+    recorded = recorded_answers(tmp_path, {"0_1": "answer 0_1"})
+    with open_board(tmp_path, write_nuggets(tmp_path), assignments=recorded) as (client, folder):
+        answer = submit(client, rag_run(folder / "good.jsonl", "good", {"0_1": "answer 0_1", "0_2": "more"}), "team0")
+    assert answer.status_code == 422
+    assert [(e["turn"], e["message"]) for e in answer.json()["errors"]] == [
+        ("0_2", "the recorded nugget assignments hold no answer of run 'good' to this turn; this task scores only the "
+                "answers they hold")]
+
+
+def test_a_response_task_whose_bank_has_no_nugget_for_a_turn_of_its_topics_is_refused_at_start(tmp_path):
+    """Another year's bank: the board started, and every upload was accepted, charged and failed."""
+    nuggets = tmp_path / "hidden" / "nuggets.jsonl"
+    nuggets.parent.mkdir()
+    nuggets.write_text(json.dumps({"qid": "2025_1", "nuggets": [{"text": SECRET, "importance": "vital"}]}) + "\n")
+    refusal = (f"task responses: nuggets: {nuggets} has no nugget for any turn of ikat2024 (its first turn '2025_1', "
+               "the topics' first turn '0_1'): give the topics' own nugget bank")
+    with pytest.raises(HarnessError, match=f"^{re.escape(refusal)}$"):
+        with open_board(tmp_path, nuggets):
+            pass
+    assert not (tmp_path / "state").exists()  # refused before the database and storage were made
+
+
 def test_a_compressed_or_utf16_response_upload_is_refused_as_a_run_board_refuses_it(board):
     """The responses reader said so as to a CLI user, of the board's stored file: 'gzip-compressed,
     not UTF-8 text: rename it 740237b8375780e8.part.gz, which is read decompressed'."""

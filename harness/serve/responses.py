@@ -12,7 +12,8 @@ nuggets the organiser keeps hidden (like qrels) by the judge the organiser confi
 
 The config is read by harness.serve.config (`_response_task`). Scoring is `harness responses
 eval`'s (harness.responses) on the task's test set: every turn of its topics the bank has
-nuggets for; a turn a run does not answer scores 0.
+nuggets for; a turn a run does not answer, or answers with no text, scores 0, and the
+upload's warnings say so.
 """
 
 from __future__ import annotations
@@ -21,12 +22,15 @@ import math
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from harness import jsonl
-from harness.errors import HarnessError, InputError
+from harness.errors import HarnessError, InputError, counted, verb
 from harness.serve.config import RESPONSE_FORMATS
-from harness.serve.tasks import Message, TaskRuntime, Verdict, refused_if_not_text
+from harness.serve.tasks import MAX_MESSAGES, Message, TaskRuntime, Verdict, refused_if_not_text
+
+if TYPE_CHECKING:
+    from harness.responses.model import ResponseRun
 
 
 @dataclass(frozen=True)
@@ -77,10 +81,19 @@ class ResponseTaskRuntime(TaskRuntime):
 
     def prepare(self) -> None:
         """Read the topics, the bank and the files a judge reads (recorded assignments, a prompt:
-        `scored_with` has the judge read them) now; a board ranked by `weighted` over a bank with no
-        graded nugget, or by `vital` or `strict_vital` over one whose grades never reach the vital
-        grade, could never be drawn (undefined on every turn): refused at start."""
+        `scored_with` has the judge read them) now. Refused at start: a bank with no nugget for
+        any turn of the topics (another year's: every upload would be accepted, then fail), as a
+        run task's qrels are; a board ranked by `weighted` over a bank with no graded nugget, or
+        by `vital` or `strict_vital` over one whose grades never reach the vital grade, which
+        could never be drawn (undefined on every turn)."""
         _ = self.turn_ids, self.depths, self.evaluated_turns, self.scored_with
+        if not self.evaluated_turns:
+            first = next((f"its first turn {turn!r}" for turn, nuggets in self.bank.nuggets.items() if nuggets),
+                         "it holds no nugget")
+            topics_first = next(iter(self.depths))
+            raise HarnessError(f"task {self.config.name}: nuggets: {self.config.nuggets} has no nugget for any turn "
+                               f"of {self.config.topics} ({first}, the topics' first turn {topics_first!r}): give "
+                               "the topics' own nugget bank")
         if self.config.main_measure == "weighted" and not any(
                 nugget.grade for turn in self.evaluated_turns for nugget in self.bank.of(turn)):
             raise HarnessError(f"task {self.config.name}: main_measure weighted is undefined on every turn, since "
@@ -111,6 +124,9 @@ class ResponseTaskRuntime(TaskRuntime):
             reader = detect_format(path)
             fmt = next((name for name, known in RESPONSE_FORMATS.items() if known == reader), reader)
             if fmt not in self.config.formats:
+                if _holds_no_response(path, reader):  # `{}` is a CONE-RAG file of no turn
+                    empty = Message("error", "read", "holds no response: nothing to evaluate", display)
+                    return Verdict(fmt, "", [empty])
                 return Verdict(fmt, "", [Message("error", "format", f"this is a {fmt} file; the task accepts "
                                                                     f"{', '.join(self.config.formats)}", display)])
             runs = read_responses(path, reader)
@@ -119,12 +135,64 @@ class ResponseTaskRuntime(TaskRuntime):
             return Verdict(None, "", [Message("error", check, problem.problem, display, problem.line)])
         if len(runs) != 1:
             return Verdict(fmt, "", [Message("error", "runs", f"the file holds {len(runs)} runs; upload one", display)])
-        verdict = Verdict(fmt, runs[0].name)
-        for response in runs[0].responses.values():
+        [run] = runs
+        verdict = Verdict(fmt, run.name)
+        for response in run.responses.values():
             if response.turn not in self.turn_ids:
                 verdict.errors.append(Message("error", "turn", f"turn {response.turn!r} is not a turn of the task's "
                                                                "topics", display, response.line, response.turn))
+        if verdict.ok:
+            verdict.errors.extend(self._not_recorded(run, display))
+        if verdict.ok:
+            verdict.warnings.extend(self._scored_0(run, display))
         return verdict
+
+    def _not_recorded(self, run: ResponseRun, display: str) -> list[Message]:
+        """A `file:` judge scores only the runs and answers its recorded assignments hold: an
+        upload of another run name, or answering a turn with nuggets with a text no line was
+        recorded for, is refused here, before it is queued (scoring it would fail, or score the
+        recorded answer's labels for another answer)."""
+        from harness.responses.assign import RecordedAssignments
+
+        judge = self.judge
+        if not isinstance(judge, RecordedAssignments):
+            return []
+        if run.name not in judge.runs:
+            problem = (f"run {run.name!r}: this task scores only the runs its recorded nugget assignments hold, and "
+                       "they hold none of this name")
+            return [Message("error", "assignments", problem, display)]
+        errors = []
+        for response in run.responses.values():
+            if response.turn not in self.evaluated_turns or not response.text.strip():
+                continue  # not scored, or an empty answer: supports nothing, the judge is not asked
+            if (response.turn, run.name) not in judge.answers:
+                problem = f"the recorded nugget assignments hold no answer of run {run.name!r} to this turn"
+            elif judge.other_answer(response.turn, run.name, response.text) is not None:
+                problem = (f"the answer is not the one of run {run.name!r} the recorded nugget assignments were "
+                           "made for")
+            else:
+                continue
+            errors.append(Message("error", "assignments", f"{problem}; this task scores only the answers they hold",
+                                  display, response.line, response.turn))
+        return errors[:MAX_MESSAGES]
+
+    def _scored_0(self, run: ResponseRun, display: str) -> list[Message]:
+        """Turns with nuggets the upload does not answer, or answers with no text: each scores
+        0, which the team is told (as a TREC upload missing turns is), not left to guess."""
+        from harness.responses.model import first_few
+
+        missing = [turn for turn in self.depths if turn in self.evaluated_turns and turn not in run.responses]
+        empty = [r.turn for r in run.responses.values() if r.turn in self.evaluated_turns and not r.text.strip()]
+        warnings = []
+        if missing:
+            warnings.append(Message("warning", "coverage", f"{counted(len(missing), 'turn')} with nuggets "
+                                                           f"{verb(len(missing))} no response (scored 0): "
+                                                           f"{first_few(missing)}", display))
+        if empty:
+            warnings.append(Message("warning", "response-text", f"{counted(len(empty), 'response')} to a turn with "
+                                                                f"nuggets {verb(len(empty))} no text (scored 0): "
+                                                                f"{first_few(empty)}", display))
+        return warnings
 
     def score(self, path: Path, fmt: str) -> ScoredResponses:
         from harness.responses.evaluate import MEASURES, evaluate_runs
@@ -139,5 +207,16 @@ class ResponseTaskRuntime(TaskRuntime):
         return ScoredResponses({m: mean(v.values()) for m, v in per_query.items() if v}, per_query)
 
     def scoring_warnings(self, evaluation: ScoredResponses) -> list[str]:
-        """None: a response run ranks no documents whose ids could miss the judgments."""
+        """None: a response run ranks no documents whose ids could miss the judgments (turns
+        scored 0 for want of an answer are warned of as the upload is checked: `_scored_0`)."""
         return []
+
+
+def _holds_no_response(path: Path, reader: str) -> bool:
+    """Whether the file, read as the format it was detected as, holds no response at all."""
+    from harness.responses.readers import FORMATS
+
+    try:
+        return not any(run.responses for run in FORMATS.get(reader)(path))
+    except InputError:
+        return False

@@ -280,7 +280,8 @@ def _failed(row: st.Submission, problem: Exception) -> None:
     changed) keeps its earlier scores, what they were scored with and when, STALE: off the board,
     which ranks runs scored alike, shown to its owner, and tried again at the next start
     (not before: the worker would retry it at once, forever); FAILED would lose it for good."""
-    why = type(problem).__name__  # not its message, which may quote the hidden qrels
+    # its message too, in the organisers' log (the team is told only that it failed): what to fix
+    why = ": ".join(filter(None, (type(problem).__name__, str(problem))))
     if row.means is None:
         log.error("scoring submission %s failed: %s", row.id, why)
         row.status, row.error = st.FAILED, "scoring failed; the organisers have been told"
