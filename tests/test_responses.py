@@ -107,6 +107,22 @@ def test_an_ikat_2024_run_is_scored_by_its_rank_1_response_citing_its_used_passa
     assert response.passages == {used.id: "The visa costs 25 dollars."}
 
 
+def test_an_ikat_2024_response_marking_no_passage_used_cites_its_top_5_as_the_official_validator_says(tmp_path):
+    """The official iKAT 2023/2024 validator: "The top 5 passages will be used as provenance by
+    default" (ikat-official run_validation/main.py); the provenance is ranked by decreasing score."""
+    from harness.ikat.submission import PassageProvenance, Submission, SubmissionTurn, write_submission
+    from harness.ikat.submission import Response as IkatResponse
+
+    passages = tuple(PassageProvenance(f"clueweb22-en0000-00-0000{i}:0", 1 - i / 10, f"text {i}", False)
+                     for i in range(7))
+    turn = SubmissionTurn("1_1", (IkatResponse(1, "An answer.", passages),))
+    write_submission(tmp_path / "run.json", Submission("my-run", "automatic", (turn,)), 2024)
+    [run] = read_responses(tmp_path / "run.json")
+    response = run.responses["1_1"]
+    assert response.sentences == (Sentence("An answer.", tuple(p.id for p in passages[:5])),)
+    assert response.passages == {p.id: p.text for p in passages[:5]} and response.cites_top
+
+
 def test_an_ikat_2025_line_gives_the_first_response_and_its_citations(tmp_path):
     line = {"metadata": {"team_id": "t", "run_id": "r25", "run_type": "automatic"}, "turn_id": "3_2",
             "responses": [{"text": "Answer.", "citations": {"clueweb22-en0000-00-00000:1": 0.9},
@@ -767,6 +783,15 @@ def test_a_blank_response_citing_passages_supports_none_of_them_and_the_judge_is
     assert (row["cited_pairs"], row["support_precision"], row["support_recall"]) == (1, 0.0, 0.0)
 
 
+def test_responses_citing_their_top_passages_for_want_of_used_ones_are_counted_per_run_in_the_notes():
+    marked = ResponseRun("a", Path("a.json"), "test", {t: Response(t, "x", (Sentence("x", ("p1",)),), {"p1": "a"},
+                                                                  cites_top=t == "1_2") for t in ("1_1", "1_2")})
+    evaluation = evaluate_runs([marked], small_bank(), CountingJudge(), citation_judge=CitationJudge())
+    assert ("a: 1 response marks no passage used: its top 5 passages count as its citations, the rule the official "
+            "iKAT validator states (1_2)") in evaluation.notes
+    assert not any("no passage used" in n for n in evaluate_runs([marked], small_bank(), CountingJudge()).notes)
+
+
 def test_a_cited_pair_without_a_label_counts_as_no_support_and_is_counted_in_the_notes():
     evaluation = evaluate_runs([cited_run("a", ["1_1"])], small_bank(), CountingJudge(),
                                citation_judge=CitationJudge(unlabelled={"p2"}))
@@ -1014,6 +1039,82 @@ def test_the_command_ranks_cone_rag_runs_by_a_recorded_judge_as_json_and_html(hu
     assert main([*args, "--format", "html", "--output", str(tmp_path / "report.html")]) == 0
     html = (tmp_path / "report.html").read_text()
     assert "Judge: file" in html and "Score by turn depth" in html and "Nugget importance" in html
+
+
+@pytest.mark.reference
+def test_empty_answers_are_counted_per_run_in_every_formats_notes_and_on_stderr(human_bank, tmp_path, capsys):
+    """The organisers' own gold responses leave 17 of the 78 scored turns blank: scored 0 they
+    rank the gold last, which no reader may take for systems beating people unawares."""
+    gold = cone_rag("human_resources", "gold_response_and_nuggets_human.json")
+    path = recorded_for(read_responses(gold), human_bank, tmp_path / "assignments.jsonl", {})
+    said = "manual: 17 empty answers (blank text), scored 0 (0_3, 10_3, 10_8, 11_11, 11_13 ...)"
+    for fmt in ("md", "html", "csv", "json"):
+        assert main(["responses", "eval", str(gold), "--nuggets", str(cone_rag("human_resources",
+                     "gold_nuggets_human.json")), "--judge", f"file:{path}", "--format", fmt]) == 0
+        out, err = capsys.readouterr()
+        assert f"note: {said}\n" in err and said in out
+
+
+@pytest.mark.reference
+@pytest.mark.parametrize("grade, without", [(3, 16), (4, 60)])
+def test_turns_without_a_vital_nugget_are_counted_in_the_notes_and_score_0_as_in_nuggetizer(human_bank, tmp_path,
+                                                                                            grade, without):
+    runs = read_responses(cone_rag("participant_resources", "manual_responses.json"))
+    bank = read_bank(cone_rag("human_resources", "gold_nuggets_human.json"), vital_grade=grade)
+    evaluation = evaluate_runs(runs, bank, RecordedAssignments(recorded_for(runs, bank, tmp_path / "a.jsonl", {})))
+    assert (f"{without} of 78 evaluated turns have no vital nugget (none of grade {grade} or more): vital and "
+            "strict_vital score 0 there for every run, as nuggetizer scores them (") in "\n".join(evaluation.notes)
+    rows = evaluation.per_turn()
+    assert (rows[rows["vital_nuggets"] == 0][["vital", "strict_vital"]] == 0.0).all().all()
+    assert len(rows[rows["vital_nuggets"] == 0]) == without * len(runs)
+
+
+@pytest.mark.reference
+def test_nuggets_repeating_a_text_of_their_turn_are_counted_in_the_notes_and_scored_as_given(human_bank, tmp_path):
+    """74 of the human bank's nuggets repeat a text of their turn (a trailing space aside: 11_10's
+    "Fall monitoring systems ..." twice); the organisers' deduplicated bank holds none."""
+    runs = read_responses(cone_rag("participant_resources", "manual_responses.json"))
+    notes = evaluate_runs(runs, human_bank, RecordedAssignments(
+        recorded_for(runs, human_bank, tmp_path / "a.jsonl", {}))).notes
+    assert ("74 nuggets repeat the text of an earlier nugget of their turn (spacing aside) and are counted again "
+            "(29 turns: 11_10, 11_11, 11_12, 11_13, 11_2 ...); a deduplicated bank counts each text once") in notes
+    deduplicated = read_bank(cone_rag("human_resources", "gold_nuggets_human_deduplicated.json"))
+    notes = evaluate_runs(runs, deduplicated, RecordedAssignments(
+        recorded_for(runs, deduplicated, tmp_path / "d.jsonl", {}))).notes
+    assert not any("repeat the text" in note for note in notes)
+
+
+@pytest.mark.reference
+def test_with_topics_every_turn_with_nuggets_is_evaluated_so_a_run_alone_scores_as_beside_others(human_bank,
+                                                                                                tmp_path, capsys):
+    """A hosted board scores every turn of its topics with nuggets: --topics makes the command do
+    the same, so one team's file checked alone gets the board's number (0_2 and 0_3 left out)."""
+    manual = cone_rag("participant_resources", "manual_responses.json")
+    missing = tmp_path / "missing.json"  # one run's answers less two, as a team's file named "short"
+    missing.write_text(json.dumps({t: {"short": answers["manual-out-rr"]} for t, answers
+                                   in json.loads(manual.read_text()).items() if t not in ("0_2", "0_3")}))
+    path = recorded_for([*read_responses(manual), *read_responses(missing)], human_bank, tmp_path / "a.jsonl", {})
+    args = ["--nuggets", str(cone_rag("human_resources", "gold_nuggets_human.json")), "--judge", f"file:{path}",
+            "--format", "json"]
+
+    def short_all(*given: str) -> tuple[float, int]:
+        assert main(["responses", "eval", *given, *args]) == 0
+        found = json.loads(capsys.readouterr().out)
+        return found["runs"]["short"]["all"]["mean"], found["queries"]
+
+    assert short_all(str(manual), str(missing)) == (pytest.approx(76 / 78), 78)  # every nugget supported where answered
+    assert short_all(str(missing)) == (1.0, 76)  # alone, without --topics: the turns it answers
+    assert short_all(str(missing), "--topics", "ikat2024") == (pytest.approx(76 / 78), 78)
+
+
+@pytest.mark.reference
+def test_a_run_missing_evaluated_turns_is_counted_in_the_notes(human_bank, tmp_path):
+    runs = read_responses(cone_rag("participant_resources", "manual_responses.json"))
+    path = recorded_for(runs, human_bank, tmp_path / "a.jsonl", {})
+    short = replace(runs[0], responses={t: r for t, r in runs[0].responses.items() if t not in ("0_2", "0_3")})
+    evaluation = evaluate_runs([short, *runs[1:]], human_bank, RecordedAssignments(path))
+    assert f"{short.name}: no answer to 2 of the 78 evaluated turns, scored 0 (0_2, 0_3)" in evaluation.notes
+    assert not any(f"{run.name}: no answer" in note for run in runs[1:] for note in evaluation.notes)
 
 
 def regraded_0(bank: NuggetBank, turns: set[str]) -> NuggetBank:

@@ -38,8 +38,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     ev.add_argument("--passages", metavar="CORPUS",
                     help="texts of cited passages the responses do not carry (a corpus file or spec)")
     ev.add_argument("--topics", metavar="BENCHMARK",
-                    help="the benchmark's turns: their questions fill the prompts, and a response to another "
-                         "turn is an error")
+                    help="the benchmark's turns: their questions fill the prompts, every one of them with "
+                         "nuggets is evaluated (a run missing it scores 0 there, as on a hosted board), and a "
+                         "response to another turn is an error")
     llm = add_llm_arguments(ev, "nugget_support.txt ({question}, {nugget}, {response})")
     llm.add_argument("--citation-prompt", action=LlmOption,
                      help="the citation template (default: the harness's citation_support.txt: {question}, "
@@ -129,7 +130,7 @@ def _eval(args: argparse.Namespace) -> int:
     if args.citations and not any(r.cited for run in runs for r in run.responses.values()):
         raise HarnessError("--citations: none of the responses cites a passage")
     evaluation = evaluate_runs(runs, bank, judge, citation_judge=citation_judge, passages=_passages(args.passages, runs),
-                               questions=questions, turns=turns, progress=True)
+                               questions=questions, turns=turns, evaluated_turns=turns, progress=True)
     for note in evaluation.notes:
         print(f"note: {note}", file=sys.stderr)
     if args.assignments_out:

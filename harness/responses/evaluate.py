@@ -3,15 +3,22 @@ leaderboard with the harness's paired tests (harness.report).
 
 Declared rules (each tested in tests/test_responses.py):
 - The evaluated turns are the turns some given run answers and the bank has nuggets for
-  (the runs' shared test set, as qrels define it for rankings).
-- A run that does not answer an evaluated turn scores 0 there (as trec_eval -c does).
-- An empty response (blank text) supports no nugget: scored 0, the judge is not asked.
+  (the runs' shared test set, as qrels define it for rankings); given `evaluated_turns` (the
+  CLI's --topics, a hosted task's topics), those of them the bank has nuggets for, so one run
+  scores alone as it does beside others (a hosted board's number).
+- A run that does not answer an evaluated turn scores 0 there (as trec_eval -c does); the
+  notes count such turns per run.
+- An empty response (blank text) supports no nugget: scored 0, the judge is not asked; the
+  notes count them per run (a run of blank answers is not a system that knows nothing).
 - A turn whose bank entry has no nugget is not scored (no recall is defined); it is listed.
   A turn whose nuggets all have grade 0 has no weighted recall (NaN): left out of that
   score's means, tests and breakdowns, its other scores kept; the notes count and list them.
   A graded bank none of whose nuggets reaches the vital grade has no vital nugget: vital and
   strict_vital are undefined (NaN) on every turn, not nuggetizer's 0 (harness.responses.cli
-  and harness.responses.api warn).
+  and harness.responses.api warn). A turn with nuggets none of which is vital scores 0 on
+  vital and strict_vital, as nuggetizer scores it; the notes count such turns.
+- Nuggets repeating the text of a nugget of their turn are scored as the bank gives them,
+  each counted (the CONE-RAG human bank repeats 74); the notes count them.
 - A response to a turn the bank does not have is not scored and is listed; with known turns
   given (`turns`, e.g. a benchmark's), a response to a turn outside them is an error naming
   the file and line, as harness ikat validate refuses invented turns.
@@ -25,7 +32,8 @@ Declared rules (each tested in tests/test_responses.py):
   any has no support precision (NaN, left out of the run's mean) and support recall 0, and so
   has a turn the run does not answer. A blank response's citations are not judged and count
   no support (precision and recall 0). A cited pair the judge gave no label counts as no
-  support and is counted in the notes.
+  support and is counted in the notes. An iKAT response that marks no passage used cites its
+  top 5 (harness.responses.readers); the notes count them per run.
 """
 
 from __future__ import annotations
@@ -36,11 +44,12 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from typing import TYPE_CHECKING
 
-from harness.errors import HarnessError, InputError
+from harness.errors import HarnessError, InputError, counted, verb
 from harness.judge.base import Judge, check_parsed, counts, quoting
 from harness.judge.model import Item, Judgment
 from harness.responses import assign
-from harness.responses.model import NuggetBank, Response, ResponseRun, first_few
+from harness.responses.model import Nugget, NuggetBank, Response, ResponseRun, first_few
+from harness.responses.readers import TOP_PROVENANCE
 from harness.responses.scores import (CITATION_SCORES, NUGGET_SCORES, SUPPORT_WEIGHT, citation_scores, mean,
                                       nugget_scores)
 
@@ -49,6 +58,7 @@ if TYPE_CHECKING:
 
 HINT = "check the judge's prompt (--prompt, --citation-prompt: does it ask for one label?) and --model"
 MEASURES = ("all", "vital", "strict_all", "strict_vital", "weighted")  # leaderboard order: `all` ranks
+ANSWERED, OF_TOPICS = "answered by some run and with nuggets", "every turn of the topics with nuggets"  # test sets
 
 
 @dataclass(frozen=True)
@@ -82,6 +92,7 @@ class ResponseEvaluation:
     judgments: int = 0
     seconds: float = 0.0
     citations: bool = False
+    test_set: str = ANSWERED  # which turns are evaluated, in words
 
     def per_turn(self) -> pd.DataFrame:
         import pandas as pd
@@ -197,11 +208,11 @@ def evaluate_runs(
     cite_by_slot = _judge_groups(citation_judge, cite_groups, progress) if cite_groups else {}
     cite_judgments = [j for found in cite_by_slot.values() for j in found]
     cite_example = check_parsed(cite_judgments, citation_judge.scale, HINT) if cite_judgments else None
-    notes += _turn_notes(runs, bank, evaluated_turns, evaluated)
+    vital_undefined = bank.unreachable_vital_grade() is not None
+    notes += _turn_notes(runs, bank, evaluated_turns, evaluated, vital_undefined)
 
     results, records = [], []
     unjudged_total = cite_unjudged = 0
-    vital_undefined = bank.unreachable_vital_grade() is not None
     for run in runs:
         for turn in evaluated:
             nuggets = bank.of(turn)
@@ -225,6 +236,7 @@ def evaluate_runs(
                                       sum(n.vital for n in nuggets), unjudged, **asdict(scores), **extra))
             if response is not None:
                 records.append(assign.nuggetizer_record(turn, run.name, response, labelled))
+    notes += _run_notes(runs, results, citation_judge is not None)
     if unjudged_total:
         notes.append(_unlabelled("nugget", judgments, "not supported", example))
     if cite_unjudged:
@@ -234,7 +246,8 @@ def evaluate_runs(
         provenance = {"nuggets": provenance, "citations": quoting(citation_judge.provenance(), cite_example)}
     asked = sum(map(len, nugget_groups.values())) + len(cite_judgments)
     return ResponseEvaluation([run.name for run in runs], evaluated, results, provenance, bank.rule, notes, records,
-                              asked, time.perf_counter() - started, citation_judge is not None)
+                              asked, time.perf_counter() - started, citation_judge is not None,
+                              ANSWERED if evaluated_turns is None else OF_TOPICS)
 
 
 def _judge_groups(judge: Judge, groups: Mapping[tuple[str, str], Sequence[Item]],
@@ -259,8 +272,10 @@ def _evaluated(runs: Sequence[ResponseRun], bank: NuggetBank, evaluated_turns: C
 
 
 def _turn_notes(runs: Sequence[ResponseRun], bank: NuggetBank, evaluated_turns: Collection[str] | None,
-                evaluated: Sequence[str]) -> list[str]:
-    """The notes on turns not scored (no nuggets) and on turns without a weighted recall."""
+                evaluated: Sequence[str], vital_undefined: bool) -> list[str]:
+    """The notes on turns not scored (no nuggets), on turns without a weighted recall, on
+    turns without a vital nugget (0 for every run: a board's vital scores are deflated by
+    them), and on nuggets whose text their turn repeats (counted again: a double count)."""
     notes = []
     empty_turns = sorted(t for t in _answered(runs, evaluated_turns) if t in bank.nuggets and not bank.nuggets[t])
     if empty_turns:
@@ -269,6 +284,49 @@ def _turn_notes(runs: Sequence[ResponseRun], bank: NuggetBank, evaluated_turns: 
     if weightless:
         notes.append(f"no weighted recall where every nugget has grade 0, left out of its means, tests and "
                      f"breakdowns ({len(weightless)} turn{'s' * (len(weightless) > 1)}: {first_few(weightless)})")
+    vital_less = [] if vital_undefined else [t for t in evaluated if not any(n.vital for n in bank.of(t))]
+    if vital_less:
+        none_vital = "none marked vital" if bank.vital_grade is None else f"none of grade {bank.vital_grade} or more"
+        notes.append(f"{len(vital_less)} of {len(evaluated)} evaluated turns {verb(len(vital_less))} no vital nugget "
+                     f"({none_vital}): vital and strict_vital score 0 there for every run, as nuggetizer scores them "
+                     f"({first_few(vital_less)})")
+    repeats = {t: count for t in evaluated if (count := _repeated_texts(bank.of(t)))}
+    if repeats:
+        repeated = sum(repeats.values())
+        notes.append(f"{counted(repeated, 'nugget')} {verb(repeated, 'repeats', 'repeat')} the text of an earlier "
+                     f"nugget of {verb(repeated, 'its', 'their')} turn (spacing aside) and "
+                     f"{verb(repeated, 'is', 'are')} counted again ({counted(len(repeats), 'turn')}: "
+                     f"{first_few(list(repeats))}); a deduplicated bank counts each text once")
+    return notes
+
+
+def _repeated_texts(nuggets: Sequence[Nugget]) -> int:
+    """How many of the nuggets repeat an earlier one's text, whitespace aside (CONE-RAG's
+    texts differ by a trailing space where the organisers' deduplicated bank drops them)."""
+    return len(nuggets) - len({" ".join(n.text.split()) for n in nuggets})
+
+
+def _run_notes(runs: Sequence[ResponseRun], results: Sequence[TurnResult], citations: bool) -> list[str]:
+    """Per run, the evaluated turns it scores 0 on without a judgment (no answer, a blank
+    one), and with citations judged, the responses whose top passages stand for the citations
+    they did not mark: each a number a reader of the board must not take for a judged one."""
+    notes = []
+    for run in runs:
+        rows = [r for r in results if r.run == run.name]
+        missing = [r.turn for r in rows if not r.answered]
+        if missing:
+            notes.append(f"{run.name}: no answer to {len(missing)} of the {len(rows)} evaluated turns, scored 0 "
+                         f"({first_few(missing)})")
+        empty = [r.turn for r in rows if r.empty]
+        if empty:
+            notes.append(f"{run.name}: {counted(len(empty), 'empty answer')} (blank text), scored 0 "
+                         f"({first_few(empty)})")
+        top = [r.turn for r in rows if r.answered and run.responses[r.turn].cites_top]
+        if citations and top:
+            its = verb(len(top), "its", "their")
+            notes.append(f"{run.name}: {counted(len(top), 'response')} {verb(len(top), 'marks', 'mark')} no passage "
+                         f"used: {its} top {TOP_PROVENANCE} passages count as {its} citations, the rule the official "
+                         f"iKAT validator states ({first_few(top)})")
     return notes
 
 

@@ -25,6 +25,7 @@ class Response:
     sentences: tuple[Sentence, ...] = ()
     passages: Mapping[str, str] = field(default_factory=dict)  # cited passage id -> text, where the file has it
     line: int | None = None  # where the file gives it, for messages
+    cites_top: bool = False  # iKAT: it marks no passage used, so its top passages are its citations
 
     @property
     def cited(self) -> bool:

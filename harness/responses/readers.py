@@ -3,7 +3,10 @@
 - `ikat-json`: an iKAT 2023/2024 run (one JSON object, `turns[].responses[]`), read by
   harness.ikat's reader with its structure checks. The response of rank 1 (the lowest rank)
   is the one scored; its `passage_provenance` entries with `used: true` are its citations,
-  with their `text` where the file gives it.
+  with their `text` where the file gives it. A response that marks none used cites its first 5
+  (`TOP_PROVENANCE`; the provenance is ranked by decreasing score): the track's rule, as the
+  official validator (2023, 2024) states it, "The top 5 passages will be used as provenance by
+  default".
 - `ikat-2025-jsonl`: one turn per line, `{metadata, turn_id, responses: [{text, citations:
   {passage id: score}}], references}`, checked by harness.ikat's 2025 checks; the first
   response is scored, citing its `citations`.
@@ -132,6 +135,9 @@ def _add(responses: dict[str, Response], response: Response, path: Path) -> None
     responses[response.turn] = response
 
 
+TOP_PROVENANCE = 5  # the passages an iKAT response marking none `used` cites
+
+
 @FORMATS.register("ikat-json")
 def read_ikat_json(path: Path) -> list[ResponseRun]:
     from harness.ikat.validate import read_submission
@@ -142,9 +148,10 @@ def read_ikat_json(path: Path) -> list[ResponseRun]:
         if not turn.responses:
             raise InputError(path, "responses: the turn has no response", record=f"turn {turn.turn_id}")
         best = min(turn.responses, key=lambda r: r.rank)
-        used = [p for p in best.passage_provenance if p.used]
+        used = [p for p in best.passage_provenance if p.used] or list(best.passage_provenance[:TOP_PROVENANCE])
         sentence = Sentence(best.text, tuple(dict.fromkeys(p.id for p in used)))
-        _add(responses, Response(turn.turn_id, best.text, (sentence,), {p.id: p.text for p in used if p.text}), path)
+        _add(responses, Response(turn.turn_id, best.text, (sentence,), {p.id: p.text for p in used if p.text},
+                                 cites_top=bool(used) and not any(p.used for p in used)), path)
     return [ResponseRun(submission.run_name or file_stem(path), path, f"ikat-{year}-json", responses)]
 
 

@@ -80,8 +80,8 @@ def build_report(evaluation: ResponseEvaluation, baselines: list[str] | None = N
 
 def notes(evaluation: ResponseEvaluation) -> list[str]:
     return [f"Judge: {judge_label(evaluation)}.", *provenance_notes(evaluation), f"Nugget importance: {evaluation.rule}.",
-            f"{len(evaluation.turns)} evaluated turns (answered by some run and with nuggets); a turn a run does "
-            "not answer scores 0.", *evaluation.notes]
+            f"{len(evaluation.turns)} evaluated turns ({evaluation.test_set}); a turn a run does not answer scores 0.",
+            *evaluation.notes]
 
 
 def _records(frame: pd.DataFrame) -> list[dict]:
