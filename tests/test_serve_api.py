@@ -467,6 +467,22 @@ def test_a_passage_id_holding_whitespace_is_422_at_upload_not_a_failed_scoring(s
     assert service.team_submissions("team0") == []
 
 
+def test_a_passage_a_response_lists_again_is_warned_of_to_its_team(server, tmp_path):
+    """The validator takes it, and the run keeps the passage once (the first, as the official
+    generate_run.py): the team is told, as `harness ikat validate` notes it."""
+    client, _ = server
+    run = ikat_run(tmp_path / "again.json", seed=6)
+    document = json.loads(run.read_text())
+    provenance = next(t for t in document["turns"] if t["responses"][0]["passage_provenance"])["responses"][0][
+        "passage_provenance"]
+    provenance.append({**provenance[0], "score": 0.001})
+    run.write_text(json.dumps(document))
+    answer = post(client, run)
+    assert answer.status_code == 202
+    assert any("[passage-repeated]: 1 passage is listed again in the same response: the first is scored, the "
+               "repeat dropped" in warning for warning in scored(client, answer.json()["id"])["warnings"])
+
+
 @pytest.mark.parametrize("kind", ["trec", "json"])
 @pytest.mark.parametrize("encoding", sorted(NOT_TEXT))
 def test_a_compressed_or_utf16_upload_is_422_saying_so(server, tmp_path, encoding, kind):

@@ -216,9 +216,16 @@ class TaskRuntime:
                               [m for m in messages if m.level == "warning"])
             if verdict.ok:
                 try:
-                    verdict.run_name = decoded_rankings(path, decoded, report.submission).run_name
+                    runs = decoded_rankings(path, decoded, report.submission)
                 except InputError as problem:  # well-formed for the validator, not for the converter
                     verdict.errors.append(Message("error", "convert", problem.problem, display, problem.line))
+                else:
+                    verdict.run_name = runs.run_name
+                    if runs.repeated:  # the validator says nothing of them; first, before its capped warnings
+                        verdict.warnings.insert(0, Message(
+                            "warning", "passage-repeated", f"{counted(runs.repeated, 'passage')} "
+                            f"{verb(runs.repeated, 'is', 'are')} listed again in the same response: the first "
+                            "is scored, the repeat dropped", display))
             return verdict
 
         return check
