@@ -67,7 +67,7 @@ def test_passage_texts_come_from_several_corpus_specs_searched_in_order(tmp_path
                         + json.dumps({"id": "clueweb22-en0000-00-00000:0", "contents": "only here"}) + "\n")
     response = from_trec(tmp_path, run_file, "--passages", "benchmark:ikat2023", TRAIN_POOL, str(passages))
     assert [p["text"] for p in response["passage_provenance"]] == ["only here", *outside.values()]
-    assert "no text" not in capsys.readouterr().err
+    assert "no text in" not in capsys.readouterr().err  # every passage found (the responses have none)
 
 
 def test_passage_texts_come_from_a_passages_file(tmp_path, run_file, outside):
@@ -167,6 +167,15 @@ def test_the_format_year_defaults_to_the_benchmark_s(tmp_path, run_file, capsys)
     assert main(["ikat", "from-trec", str(run_file), "--benchmark", "ikat2023", "--run-name", "x",
                  "--output", str(out)]) == 0
     assert f"{out}: 332 turns (iKAT 2023 format)" in capsys.readouterr().err
+
+
+def test_the_responses_written_without_text_are_said_so(tmp_path, run_file, capsys):
+    """A TREC run holds no answer: the file's responses are empty, which a response task scores 0."""
+    out = tmp_path / "submission.json"
+    assert main(["ikat", "from-trec", str(run_file), "--benchmark", "ikat2023", "--run-name", "x",
+                 "--output", str(out)]) == 0
+    assert "note: its responses have no text (a TREC run holds none): write each turn's answer into it before " \
+           "submitting to a response task, where an empty answer scores 0\n" in capsys.readouterr().err
 
 
 def test_a_year_other_than_the_benchmark_s_is_written_with_a_warning_naming_both_years(tmp_path, run_file, capsys):

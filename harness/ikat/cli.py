@@ -254,6 +254,8 @@ def _from_trec(args: argparse.Namespace) -> int:
     )
     write_submission(args.out, submission, args.year)
     print(f"{args.out}: {counted(len(submission.turns), 'turn')} (iKAT {args.year} format)", file=sys.stderr)
+    print("note: its responses have no text (a TREC run holds none): write each turn's answer into it before "
+          "submitting to a response task, where an empty answer scores 0", file=sys.stderr)
     if own_year is not None and args.year != own_year:
         _other_year(args.out, benchmark, args.benchmark, own_year, args.year)
     _report_texts(submission, source_name)
