@@ -1056,6 +1056,17 @@ def test_empty_answers_are_counted_per_run_in_every_formats_notes_and_on_stderr(
 
 
 @pytest.mark.reference
+def test_the_python_api_says_the_notes_the_cli_says_as_warnings_and_in_the_aggregate_s_attrs(human_bank, tmp_path):
+    """A notebook gets the CLI's notes (here: the gold file's 17 empty answers), not a silent 0."""
+    gold = cone_rag("human_resources", "gold_response_and_nuggets_human.json")
+    path = recorded_for(read_responses(gold), human_bank, tmp_path / "assignments.jsonl", {})
+    said = "manual: 17 empty answers (blank text), scored 0 (0_3, 10_3, 10_8, 11_11, 11_13 ...)"
+    with pytest.warns(UserWarning) as caught:
+        _, aggregate = evaluate(gold, cone_rag("human_resources", "gold_nuggets_human.json"), judge=f"file:{path}")
+    assert said in [str(w.message) for w in caught] and said in aggregate.attrs["notes"]
+
+
+@pytest.mark.reference
 @pytest.mark.parametrize("grade, without", [(3, 16), (4, 60)])
 def test_turns_without_a_vital_nugget_are_counted_in_the_notes_and_score_0_as_in_nuggetizer(human_bank, tmp_path,
                                                                                             grade, without):

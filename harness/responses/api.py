@@ -56,20 +56,25 @@ def _evaluation(responses: Any, nuggets: Any, judge: Any, *, citations: bool, pa
     if citations:
         citation_judge = (make_judge(judge, task="citations", **{**judge_settings, "prompt": citation_prompt})
                           if isinstance(judge, str) else judge)
-    return evaluate_runs(runs, bank, nugget_judge, citation_judge=citation_judge, passages=passages)
+    evaluation = evaluate_runs(runs, bank, nugget_judge, citation_judge=citation_judge, passages=passages)
+    for note in evaluation.notes:  # what the CLI's notes say (empty answers, missing turns, ...), not silent here
+        warnings.warn(note, stacklevel=3)
+    return evaluation
 
 
 def evaluate(responses: str | Path | ResponseRun | Sequence[str | Path | ResponseRun], nuggets: str | Path | NuggetBank,
              judge: Any = "minilm", *, citations: bool = False, passages: dict[str, str] | None = None,
              citation_prompt: str | Path | None = None, vital_grade: int = 3,
              **judge_settings: Any) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """(per turn: one row per run and evaluated turn; aggregate: one row per run, with the judge)."""
+    """(per turn: one row per run and evaluated turn; aggregate: one row per run, with the judge).
+    The CLI's notes (empty answers, turns a run misses, ...) are warnings, and `aggregate.attrs["notes"]`."""
     evaluation = _evaluation(responses, nuggets, judge, citations=citations, passages=passages,
                              vital_grade=vital_grade, citation_prompt=citation_prompt, **judge_settings)
     from harness.responses.report import judge_label
 
     aggregate = evaluation.aggregate()
     aggregate["judge"] = judge_label(evaluation)
+    aggregate.attrs["notes"] = list(evaluation.notes)
     return evaluation.per_turn(), aggregate
 
 
