@@ -170,6 +170,16 @@ def test_every_command_of_a_run_block_exits_0_as_written(block: Block, scratch):
         assert done.returncode == 0, f"{block}: {command}\n{done.stderr[-3000:]}"
 
 
+def test_the_tour_writes_into_tour_as_it_says():
+    """"What the tour writes goes to `tour/`": no output of it lands in the clone's root."""
+    lines = README.read_text(encoding="utf-8").splitlines()
+    heading = lines.index("## A five-minute tour") + 1
+    tour = next(block for block in BLOCKS if block.line > heading)
+    outputs = [(words[i], words[i + 1]) for command in tour.commands for words in [shlex.split(command, comments=True)]
+               for i in range(len(words) - 1) if words[i] in ("--output", "--ptkb-out")]
+    assert outputs and all(path.startswith("tour/") for _, path in outputs), outputs
+
+
 @pytest.mark.parametrize("block", _blocks("parse-only"))
 def test_every_harness_command_of_a_parse_only_block_parses(block: Block):
     for command in block.commands:
