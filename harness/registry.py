@@ -600,6 +600,8 @@ def declared(name: str, obj: Any, skip: Sequence[str] = ()) -> Declaration:
         else getattr(type(obj), "__call__", obj)
     params: list[Param] = []
     open_ = False
+    # an object's parameters are described in its type's docstring or its __call__'s
+    described = param_descriptions(obj if target is obj else type(obj), target)
     try:
         signature = inspect.signature(target, eval_str=True)
     except (TypeError, ValueError, NameError):
@@ -614,8 +616,33 @@ def declared(name: str, obj: Any, skip: Sequence[str] = ()) -> Declaration:
         annotation = param.annotation
         if annotation is param.empty:
             annotation = Any if default is REQUIRED or default is None else type(default)
-        params.append(Param(param.name, annotation, default))
+        params.append(Param(param.name, annotation, default, described.get(param.name, "")))
     return Declaration(name, summary_of(obj), tuple(params), open=open_)
+
+
+_DESCRIBED = re.compile(r"(?P<indent> *)(?P<name>\w+)(?: *\([^)]*\))?: +(?P<desc>\S.*)")
+
+
+def param_descriptions(*objects: Any) -> dict[str, str]:
+    """Parameter descriptions in the objects' docstrings as Google style writes them, a line
+    `name: what it is` or `name (type): what it is` (under `Args:` or not), a line indented
+    deeper continuing it; the first object describing a name wins. `declared` takes those of
+    the signature's parameters alone, so that no other `word: text` line is read as one."""
+    found: dict[str, str] = {}
+    for obj in objects:
+        doc = getattr(obj, "__doc__", None)
+        if not isinstance(doc, str):
+            continue
+        name, indent = None, 0
+        for line in inspect.cleandoc(doc).splitlines()[1:]:
+            if name is not None and line.strip() and len(line) - len(line.lstrip(" ")) > indent:
+                found[name] += " " + line.strip()
+                continue
+            match = _DESCRIBED.fullmatch(line.rstrip())
+            name, indent = (match["name"], len(match["indent"])) if match and match["name"] not in found else (None, 0)
+            if name is not None:
+                found[name] = match["desc"]
+    return found
 
 
 def _check_takes(what: str, declaration: Declaration, takes: Declaration) -> None:

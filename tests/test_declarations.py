@@ -170,6 +170,39 @@ def test_a_plugin_strategy_without_a_declaration_takes_the_arguments_of_its_sign
         tmp_path, {"strategies": ["python:signed_strategy:last:many"], "retrievers": ["bm25"]})
 
 
+def test_a_plugin_without_a_declaration_describes_its_parameters_in_google_style_docstring_lines(modules):
+    """`name: what`, `name (type): what` under `Args:` or not, continued on deeper lines. A line
+    naming no parameter (Returns:) describes none."""
+    modules("described_plugins", """
+        class TfIdf:
+            '''TF-IDF over the corpus.
+
+            alpha: idf exponent
+            Args:
+                min_len (int): the shortest token
+                    kept
+            '''
+            def __init__(self, corpus, alpha: float = 1.0, min_len: int = 1):
+                pass
+
+            def search(self, queries, k):
+                return {}
+
+        def scaled(query, k, *, scale: float = 1.0, note: str = ""):
+            '''Scaled.
+
+            Args:
+                scale: score multiplier: above 0
+            Returns:
+                k: (docid, score) pairs
+            '''
+        """)
+    described = [(p.name, p.desc) for name in ("TfIdf", "scaled")
+                 for p in RETRIEVERS.declaration(f"python:described_plugins:{name}").params]
+    assert described == [("alpha", "idf exponent"), ("min_len", "the shortest token kept"),
+                         ("scale", "score multiplier: above 0"), ("note", "")]
+
+
 def test_a_strategy_object_brings_its_own_hooks(tmp_path, modules):
     """A plug-in subclassing harness.queries.Strategy: its `check` runs when the config is read."""
     modules("hooked_strategy", """
