@@ -31,14 +31,14 @@ class _Package(type(_sys)):
         super().__setattr__(name, value)
 
 
-_API = ("evaluate", "compare", "run", "strategy")
+_API = ("evaluate", "compare", "breakdown", "run", "strategy")
 _DECLARE = ("Param", "declare")  # for a plug-in that declares itself (harness/registry.py)
 
 
 def __getattr__(name: str):
     """The notebook API (harness/api.py), imported on first use so that `import harness`
-    stays fast: `harness.evaluate(...)`, `harness.compare(...)`, `harness.run(config)`,
-    `harness.strategy(name, benchmark)`; and `harness.declare`, `harness.Param` for plug-ins:
+    stays fast: `harness.evaluate(...)`, `harness.compare(...)`, `harness.breakdown(per_query)`,
+    `harness.run(config)`, `harness.strategy(name, benchmark)`; and `harness.declare`, `harness.Param` for plug-ins:
     `@harness.declare("my retriever", [harness.Param("alpha", float, 0.5, "weight")])`."""
     if name in _API:
         from harness import api
@@ -49,6 +49,12 @@ def __getattr__(name: str):
 
         return getattr(registry, name)
     raise AttributeError(f"module 'harness' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    """The module's names and the lazily imported ones above, which `__getattr__` alone would
+    hide from dir() and a notebook's tab completion."""
+    return sorted({*globals(), *_API, *_DECLARE})
 
 
 _sys.modules[__name__].__class__ = _Package

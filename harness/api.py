@@ -3,6 +3,7 @@
     import harness
     per_query, aggregate = harness.evaluate("runs/x.run", "qrels/cast/2019qrels.txt", ["nDCG@3", "AP"])
     board = harness.compare(["a.run", "b.run"], "qrels.txt", ["nDCG@3"])   # one row per run x measure
+    by_depth = harness.breakdown(per_query, "turn depth", topics="cast2021")  # compare's breakdown tables
     per_query, aggregate = harness.run("configs/quick.yaml")
     per_query, aggregate = harness.run(config_dict, retrievers={"mine": my_search}, leaderboard=True)
 
@@ -28,7 +29,7 @@ from harness.evaluate.frames import Frames, QrelsLike, RunLike, as_qrels, as_run
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["Frames", "as_qrels", "as_run", "compare", "evaluate", "frames", "run", "strategy"]
+__all__ = ["Frames", "as_qrels", "as_run", "breakdown", "compare", "evaluate", "frames", "run", "strategy"]
 
 
 def evaluate(runs: RunLike | Sequence[RunLike] | dict[str, RunLike], qrels: QrelsLike,
@@ -74,6 +75,56 @@ def compare(runs: Sequence[RunLike] | dict[str, RunLike], qrels: QrelsLike, meas
                         resampling=Resampling(DEFAULT_RESAMPLES if resamples is None else resamples,
                                               DEFAULT_SEED if seed is None else seed))
     return pd.DataFrame(board.rows())
+
+
+def breakdown(per_query: "pd.DataFrame", by: str = "turn depth", *, topics: str | None = None) -> "pd.DataFrame":
+    """`harness compare`'s breakdown tables from a per-query frame (`harness.evaluate`'s or
+    `harness.run`'s): one row per measure and group, its number of queries and each run's mean
+    over them, the values `harness compare` prints "by turn depth" and "by conversation".
+
+    by: "turn depth" (a turn's position in its conversation) or "conversation". topics: the
+    benchmark the runs answer (`NAME[:SPLIT]`), whose turns give both, as `harness compare
+    --topics` does (CAsT 2022's tree ids need it); without it both are read from the qids
+    (`106_3` is turn 3 of conversation 106). A run's mean over a "conversation" table's rows is
+    `harness compare`'s mean over conversations."""
+    import warnings
+
+    import pandas as pd
+
+    from harness.errors import ARGUMENTS
+    from harness.report import breakdown as bd
+    from harness.report.compare import Scores
+    from harness.report.markdown import unassigned_note
+
+    if by not in (bd.DEPTH, bd.CONVERSATION):
+        raise HarnessError(f"by: expected {bd.DEPTH!r} or {bd.CONVERSATION!r}, not {by!r}")
+    columns = list(getattr(per_query, "columns", []))
+    if not {"run", "qid"} <= set(columns):
+        raise HarnessError("per_query: expected the per-query DataFrame of harness.evaluate or harness.run "
+                           f"(run, qid and a column a measure), not {type(per_query).__name__}")
+    measures = columns[columns.index("qid") + 1:]
+    runs, qids = list(dict.fromkeys(per_query["run"])), list(dict.fromkeys(per_query["qid"]))
+    table = per_query.pivot(index="qid", columns="run", values=measures).reindex(qids)
+    if table.isna().to_numpy().any():
+        raise HarnessError("per_query: its runs are scored on different queries or measures (runs of several "
+                           "benchmarks?): break down one benchmark's runs at a time")
+    scores = Scores(runs, measures, qids, {m: {run: table[m][run].to_numpy(float) for run in runs} for m in measures})
+    if topics is not None:
+        from harness.topics import load
+
+        benchmark = load(topics)
+        groups = (bd.depths_from_topics(benchmark.conversations) if by == bd.DEPTH
+                  else bd.conversations_from_topics(benchmark))
+    else:
+        groups = (bd.depths if by == bd.DEPTH else bd.conversations)(qids, ARGUMENTS)
+    rows = []
+    for measure in measures:
+        means = bd.breakdown(scores, measure, groups, by)
+        rows += [{"measure": measure, by: group, "queries": means.counts[group],
+                  **{run: means.means[run][group] for run in runs}} for group in means.groups]
+    if means.unassigned:  # as `harness compare` notes it under the table
+        warnings.warn(unassigned_note(means), stacklevel=2)
+    return pd.DataFrame(rows)
 
 
 def run(config: str | Path | Mapping[str, Any], *, retrievers: Mapping[str, Any] | None = None,

@@ -7,13 +7,14 @@ import json
 import re
 import subprocess
 import sys
+import warnings
 
 import pandas as pd
 import pytest
 
 import harness
 from harness.cli import main
-from tests.conftest import CAST2021_PASSAGE_RUNS, CAST2021_QRELS
+from tests.conftest import CAST2021_DOC_RUNS, CAST2021_PASSAGE_RUNS, CAST2021_QRELS
 
 RUNS = [str(path) for path in CAST2021_PASSAGE_RUNS[:3]]
 MEASURES = ["nDCG@3", "P(rel=2)@5", "AP"]
@@ -147,8 +148,41 @@ def test_a_dataframe_run_repeating_a_document_keeps_its_highest_score_as_a_run_f
     run, qrels = _frames()
     repeated = pd.concat([run, pd.DataFrame({"qid": ["1"], "docno": ["b"], "score": [5.0]})])
     as_file = pd.DataFrame({"qid": ["1", "1", "2"], "docno": ["b", "a", "c"], "score": [5.0, 2.0, 1.0]})
-    assert harness.evaluate(repeated, qrels, "RR(rel=2)").aggregate["RR(rel=2)"][0] == \
-        harness.evaluate(as_file, qrels, "RR(rel=2)").aggregate["RR(rel=2)"][0] == 0.5
+    said = r"^mine: 2 judged queries; 1 duplicate documents dropped \(highest score kept\)$"
+    with pytest.warns(UserWarning, match=said):
+        kept = harness.evaluate({"mine": repeated}, qrels, "RR(rel=2)").aggregate["RR(rel=2)"][0]
+    assert kept == harness.evaluate(as_file, qrels, "RR(rel=2)").aggregate["RR(rel=2)"][0] == 0.5
+
+
+def test_evaluate_warns_what_harness_eval_counts_on_stderr(tmp_path, capsys):
+    """A judged query the run lacks (a 0 in the mean), unjudged ones and repeated documents: in
+    `harness eval`'s words, one warning per run, named as the caller named it; the numbers unchanged."""
+    qrels, run = tmp_path / "qrels.txt", tmp_path / "odd.run"
+    qrels.write_text("q1 0 a 1\nq2 0 b 2\nq3 0 c 1\n", encoding="utf-8")
+    run.write_text("q1 Q0 a 1 2 r\nq1 Q0 a 2 1 r\nq2 Q0 x 1 1 r\nq9 Q0 a 1 1 r\n", encoding="utf-8")
+    assert main(["eval", "--qrels", str(qrels), str(run), "--measures", "nDCG@3", "--format", "json"]) == 0
+    out, err = capsys.readouterr()
+    said = "3 judged queries; 1 missing from the run (scored as empty rankings); 1 unjudged in the run (ignored); " \
+           "1 duplicate documents dropped (highest score kept)"
+    assert err.splitlines() == [f"odd: {said}"]
+    with pytest.warns(UserWarning) as caught:
+        aggregate = harness.evaluate({"mine": str(run)}, str(qrels), "nDCG@3").aggregate
+    assert [str(w.message) for w in caught] == [f"mine: {said}"]
+    assert aggregate["nDCG@3"][0] == json.loads(out)["odd"]["nDCG@3"]
+
+
+def test_a_run_whose_only_oddity_is_unjudged_queries_is_not_warned_of():
+    """Runs answer every turn, qrels judge some (CAsT 2021: 239 and 158): no number changes."""
+    run, qrels = _frames()
+    extra = pd.concat([run, pd.DataFrame({"qid": ["9"], "docno": ["a"], "score": [1.0]})])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        harness.evaluate(extra, qrels, "nDCG@3")
+        harness.evaluate(run, qrels, "nDCG@3")
+
+
+def test_dir_harness_lists_the_api_for_tab_completion():
+    assert {"evaluate", "compare", "breakdown", "run", "strategy", "declare", "Param"} <= set(dir(harness))
 
 
 @pytest.mark.parametrize("label", [1.5, float("nan"), "relevant"])
@@ -251,3 +285,31 @@ def test_run_refuses_a_config_or_objects_of_another_type_in_one_line():
         harness.run(5)
     with pytest.raises(harness.errors.HarnessError, match=r"retrievers: expected \{name: object\}.*; got list"):
         harness.run({"experiments": []}, retrievers=[lambda query, k: []])
+
+
+def test_breakdown_gives_harness_compare_s_tables_by_turn_depth_and_conversation(tmp_path, capsys):
+    runs, measures = [str(path) for path in CAST2021_DOC_RUNS[:2]], ["nDCG@3", "AP"]
+    out = tmp_path / "compare.json"
+    assert main(["compare", *runs, "--qrels", str(CAST2021_QRELS), "--measures", *measures, "--topics", "cast2021",
+                 "--format", "json", "--output", str(out)]) == 0
+    cli = json.loads(out.read_text(encoding="utf-8"))
+    per_query, aggregate = harness.evaluate(runs, CAST2021_QRELS, measures)
+    for by in ("turn depth", "conversation"):
+        frame = harness.breakdown(per_query, by, topics="cast2021")
+        pd.testing.assert_frame_equal(frame, harness.breakdown(per_query, by))  # CAsT 2021's qids say the same
+        tables = [b for b in cli["breakdowns"] if b["name"] == by]
+        assert tables
+        for table in tables:
+            rows = frame[frame.measure == table["measure"]].drop(columns="measure").rename(columns={by: "group"})
+            assert rows.to_dict("records") == table["groups"]
+    by_conversation = harness.breakdown(per_query, "conversation")
+    for measure in measures:  # the mean over conversations: each conversation's turns averaged first
+        means = by_conversation[by_conversation.measure == measure][list(aggregate.run)].mean()
+        assert means.to_dict() == pytest.approx(cli["conversation_means"][measure], abs=1e-12)
+
+
+def test_breakdown_names_its_own_argument_where_the_qids_tell_no_depth():
+    """CAsT 2022's `132_2-1` names a node of the topic's tree: the command line says --topics."""
+    per_query = pd.DataFrame({"run": ["r"], "qid": ["132_2-1"], "nDCG@3": [0.5]})
+    with pytest.raises(harness.errors.HarnessError, match="names a CAsT 2022 tree node.*; pass topics='cast2022'$"):
+        harness.breakdown(per_query)

@@ -87,6 +87,23 @@ class Evaluation:
             note += f"; {len(self.missing_queries)} missing from the run (scored as empty rankings)"
         return note
 
+    def coverage_note(self) -> str:
+        """`judged_note` with the run's queries the qrels do not judge (ignored) and its repeated
+        (qid, docid) pairs (dropped, the best kept), which trec_eval also passes over in silence:
+        `harness eval`'s line on stderr, a Python API warning (`api_warnings`)."""
+        notes = [self.judged_note()]
+        if self.unjudged_queries:
+            notes.append(f"{len(self.unjudged_queries)} unjudged in the run (ignored)")
+        if self.duplicates:
+            notes.append(f"{self.duplicates} duplicate documents dropped (highest score kept)")
+        return f"{self.run_name}: " + "; ".join(notes)
+
+    def trailing_note(self) -> str | None:
+        """The run's lines with text after the sixth field, which trec_eval ignores; None when none."""
+        if not self.trailing:
+            return None
+        return f"{self.run_name}: {self.trailing} lines with text after the sixth field (ignored, as trec_eval does)"
+
     def disjoint_warning(self, qrels_name: str) -> str | None:
         """A one-line warning when the run answers none of the judged queries (every measure is
         0 because the inputs do not match, which trec_eval prints without a word); None otherwise."""
@@ -115,7 +132,7 @@ def qrels_name(qrels: Qrels | QrelsTable) -> str:
 def reading_warnings(evaluation: Evaluation, qrels: str) -> list[str]:
     """What scoring the run found that the numbers do not show: no query in common with the
     qrels (named `qrels`), documents almost never judged. Said by `report_reading` on the
-    command line and by `warnings.warn` in the Python API."""
+    command line and warned of by the Python API (`api_warnings`)."""
     return [warning for warning in (evaluation.disjoint_warning(qrels), evaluation.docid_warning) if warning]
 
 
@@ -125,9 +142,22 @@ def report_reading(evaluation: Evaluation, qrels: str, log: TextIO | None = None
     log = log or sys.stderr
     for warning in reading_warnings(evaluation, qrels):
         print(f"warning: {warning}", file=log)
-    if evaluation.trailing:
-        print(f"{evaluation.run_name}: {evaluation.trailing} lines with text after the sixth field (ignored, as "
-              "trec_eval does)", file=log)
+    if (note := evaluation.trailing_note()) is not None:
+        print(note, file=log)
+
+
+def api_warnings(evaluation: Evaluation, qrels: str) -> list[str]:
+    """What `harness eval` says of a run on stderr, in its order, as the Python API warns it:
+    `reading_warnings`, text after the sixth field, and the counts (`coverage_note`, unjudged
+    queries among them) where the run lacks a judged query (a 0 in every mean) or repeats a
+    document. Unjudged queries alone change no number and are the rule (CAsT 2021's runs answer
+    239 turns, its qrels judge 158): warned of, every real run would be."""
+    said = reading_warnings(evaluation, qrels)
+    if (note := evaluation.trailing_note()) is not None:
+        said.append(note)
+    if evaluation.missing_queries or evaluation.duplicates:
+        said.append(evaluation.coverage_note())
+    return said
 
 
 def with_judged(measures: Sequence[str]) -> tuple[list[str], str]:
@@ -376,7 +406,7 @@ def score_runs(runs, qrels, measures: str | Sequence[str] | None = None, *, pres
     judged = as_qrels(qrels)
     evaluator = Evaluator(judged, measures, spelling=ARGUMENTS)
     evaluations = [evaluator(run.to_documents(separator) if separator else run, depth) for run in run_list(runs)]
-    for evaluation in evaluations:  # what report_reading says on the command line
-        for warning in reading_warnings(evaluation, qrels_name(judged)):
+    for evaluation in evaluations:  # what `harness eval` says on stderr
+        for warning in api_warnings(evaluation, qrels_name(judged)):
             warnings.warn(warning, stacklevel=3)
     return evaluations

@@ -138,12 +138,7 @@ def measure_settings(args: argparse.Namespace, judged_too: bool = False) -> tupl
 def _report_coverage(evaluation: Evaluation, qrels_path: str) -> None:
     """What trec_eval leaves silent: which queries counted as 0 and which were ignored."""
     report_reading(evaluation, qrels_path)
-    notes = [evaluation.judged_note()]
-    if evaluation.unjudged_queries:
-        notes.append(f"{len(evaluation.unjudged_queries)} unjudged in the run (ignored)")
-    if evaluation.duplicates:
-        notes.append(f"{evaluation.duplicates} duplicate documents dropped (highest score kept)")
-    print(f"{evaluation.run_name}: " + "; ".join(notes), file=sys.stderr)
+    print(evaluation.coverage_note(), file=sys.stderr)
 
 
 def _as_json(evaluations: list[Evaluation], per_query: bool) -> str:

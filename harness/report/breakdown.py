@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from harness.errors import HarnessError, InputError, read_input
+from harness.errors import FLAGS, HarnessError, InputError, Spelling, read_input
 from harness.report.compare import Scores
 from harness.report.stats import running_mean
 from harness.topics import Benchmark, Conversation
@@ -31,17 +31,20 @@ _LAST_INT = re.compile(r"^(?P<prefix>.*)[_-](?P<depth>\d+)$")
 _TREE_NODE = re.compile(r"^\d+_\d+-\d+$")  # CAsT 2022 <topic>_<branch>-<node>
 
 
-def _split_qid(qid: str) -> tuple[str, int]:
+def _split_qid(qid: str, spelling: Spelling = FLAGS) -> tuple[str, int]:
+    """`spelling`: how the advice names the topics (`--topics cast2022`, the API's `topics='cast2022'`)."""
     if _TREE_NODE.match(qid):
+        topics = "--topics cast2022" if spelling is FLAGS else spelling.given("topics", "cast2022")
         raise HarnessError(
             f"qid {qid!r} names a CAsT 2022 tree node, whose number is no turn depth (branch 2 starts below "
-            "a turn of branch 1); pass --topics cast2022"
+            f"a turn of branch 1); pass {topics}"
         )
     match = _LAST_INT.match(qid)
     if not match:
         raise HarnessError(
             f"cannot read a turn depth from qid {qid!r} (expected it to end in _N or -N); "
-            "pass an explicit qid -> depth mapping"
+            + ("pass an explicit qid -> depth mapping" if spelling is FLAGS else
+               f"give {spelling.name('topics')}=, the benchmark whose turns they are")
         )
     return match["prefix"], int(match["depth"])
 
@@ -54,12 +57,12 @@ def conversation_of(qid: str) -> str:
     return _split_qid(qid)[0]
 
 
-def depths(qids: Iterable[str]) -> dict[str, int]:
-    return {qid: turn_depth(qid) for qid in qids}
+def depths(qids: Iterable[str], spelling: Spelling = FLAGS) -> dict[str, int]:
+    return {qid: _split_qid(qid, spelling)[1] for qid in qids}
 
 
-def conversations(qids: Iterable[str]) -> dict[str, str]:
-    return {qid: conversation_of(qid) for qid in qids}
+def conversations(qids: Iterable[str], spelling: Spelling = FLAGS) -> dict[str, str]:
+    return {qid: _split_qid(qid, spelling)[0] for qid in qids}
 
 
 def depths_from_topics(conversations: Iterable[Conversation]) -> dict[str, int]:
