@@ -289,17 +289,22 @@ def looks_like_header(fields: list[str]) -> bool:
     return sum(field.lower() in _HEADER_WORDS for field in fields) >= 2
 
 
-def _json_run_cure(path: Path) -> str:
-    """What to do with a JSON file given as a run: `harness run`'s record of a run (a glob such
-    as runs/mine/* takes it with the run) names its .run file; any other is taken for an iKAT
-    submission."""
+def _run_record_cure(path: Path) -> str:
+    """'' unless `path` is `harness run`'s record of a run (a glob such as runs/mine/* takes it
+    with the run, and it shares the run's name): then what to give instead, its .run files."""
     try:
         record = json.loads(read_input(path))
     except (HarnessError, ValueError):
         record = None
     if isinstance(record, dict) and {"tag", "run", "hashes"} <= record.keys() and isinstance(record["run"], str):
         return f": this is `harness run`'s record of {record['run']}: give the .run files ({path.parent / '*.run'})"
-    return ": `harness ikat to-trec` writes a TREC run of an iKAT submission"
+    return ""
+
+
+def _json_run_cure(path: Path) -> str:
+    """What to do with a JSON file given as a run: `harness run`'s record names its .run file;
+    any other is taken for an iKAT submission."""
+    return _run_record_cure(path) or ": `harness ikat to-trec` writes a TREC run of an iKAT submission"
 
 
 def _looks_like(path: Path, number: int, fields: list[str], kind: str) -> str:
@@ -556,5 +561,9 @@ def refuse_shared_names(names: Sequence[str], files: Sequence[str] | None = None
         elif Path(files[seen[name]]).resolve() == Path(files[index]).resolve():
             raise HarnessError(f"{files[index]} is given twice")
         else:
+            for path in (files[seen[name]], files[index]):
+                # `harness run`'s record beside its run (runs/*): its advice, not 'rename one', which would score it
+                if path.endswith(".json") and (cure := _run_record_cure(Path(path))):
+                    raise InputError(path, "the file looks like JSON, not TREC run lines" + cure)
             raise HarnessError(f"two runs share the name {name}: {files[seen[name]]} and {files[index]}; rename one "
                                "run file (its name, less the suffix, names the run)")

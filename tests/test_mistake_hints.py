@@ -4,6 +4,7 @@ what to do (harness.trec's readers, `harness eval`'s options), on the CAsT 2021 
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -146,6 +147,20 @@ def test_a_harness_run_record_given_as_a_run_names_its_run_file_and_the_glob_to_
         "cast2021.raw.bm25.json:1: expected 6 fields 'qid Q0 docid rank score tag', found 1: the file looks like JSON, "
         "not TREC run lines: this is `harness run`'s record of cast2021.raw.bm25.run: give the .run files "
         f"({tmp_path / 'mine' / '*.run'})")
+
+
+@pytest.mark.parametrize("command", ["eval", "compare"])
+def test_a_harness_run_record_beside_its_run_gets_the_records_advice_not_rename_one(tmp_path, capsys, command):
+    """`compare runs/*` on a `harness run` folder said 'two runs share the name X: X.json and X.run; rename one
+    run file', which would have scored the record as a run."""
+    record = tmp_path / "cast2021.raw.bm25.json"
+    record.write_text(json.dumps({"tag": "cast2021.raw.bm25", "run": "cast2021.raw.bm25.run", "config_file": "x.yaml",
+                                  "hash": "0" * 64, "hashes": {"queries": "1" * 64}}), encoding="utf-8")
+    (tmp_path / "cast2021.raw.bm25.run").write_bytes(Path(RUN).read_bytes())
+    assert main([command, "--qrels", QRELS, str(record), str(tmp_path / "cast2021.raw.bm25.run")]) == 2
+    assert capsys.readouterr().err.strip() == (
+        f"harness {command}: error: {record}: the file looks like JSON, not TREC run lines: this is `harness run`'s "
+        f"record of cast2021.raw.bm25.run: give the .run files ({tmp_path / '*.run'})")
 
 
 @pytest.mark.parametrize("habit, hint", [
