@@ -6,6 +6,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import math
 import random
 
 import pytest
@@ -16,6 +17,7 @@ from harness.errors import InputError
 from harness.paths import data_root
 from harness.report import arena as arena_lib
 from harness.topics import load
+from tests.conftest import CAST2021_DOC_RUNS, CAST2021_QRELS
 
 VOTES = data_root() / "crsarena"
 OPEN, CLOSED = VOTES / "votes_open.csv", VOTES / "votes_closed.csv"
@@ -212,3 +214,57 @@ def test_cli_writes_what_the_output_suffix_names(tmp_path, capsys):
     assert main(["arena", "--votes", str(OPEN), "--output", str(tmp_path / "ratings.pdf")]) == 2
     assert ".pdf names no format this command writes" in capsys.readouterr().err
     assert not (tmp_path / "ratings.pdf").exists()
+
+
+@pytest.mark.parametrize("command", [["arena", "--votes"], ["compare", "--qrels", str(CAST2021_QRELS),
+                                                             str(CAST2021_DOC_RUNS[0]), "--arena-votes"]])
+def test_a_vote_file_given_twice_is_refused_as_a_run_given_twice(tmp_path, capsys, command):
+    """`--votes v.csv v.csv` counted every vote twice: other ratings and a narrower interval, rc 0."""
+    assert main([*command, str(OPEN), str(VOTES / ".." / "crsarena" / OPEN.name)]) == 2
+    assert capsys.readouterr().err.endswith(f"error: {VOTES / '..' / 'crsarena' / OPEN.name} is given twice\n")
+
+
+def test_votes_repeated_by_a_copy_or_pasted_rows_are_warned_of_and_counted(tmp_path, capsys):
+    """A copy of a vote file, or its rows pasted again, repeat (session_id, user_id, crs1, crs2, vote), which
+    no two of the shipped 185 votes share: said once, naming the first repeat and the row it repeats."""
+    copy = tmp_path / "copy.csv"
+    copy.write_bytes(OPEN.read_bytes())
+    assert main(["arena", "--votes", str(OPEN), str(copy), "--format", "json"]) == 0
+    out, err = capsys.readouterr()
+    assert err == (f"warning: 81 votes repeat an earlier vote's session_id, user_id, systems and vote (the first: "
+                   f"{copy}:2, as {OPEN}:2), and are counted again: is a file given under two names, or are rows "
+                   "pasted twice?\n")
+    assert sum(s["votes"] for s in json.loads(out).values()) == 2 * 2 * 81
+    lines = OPEN.read_text().splitlines(keepends=True)
+    pasted = tmp_path / "pasted.csv"
+    pasted.write_text("".join(lines + lines[1:4]))
+    assert main(["arena", "--votes", str(pasted), str(CLOSED), "--format", "json"]) == 0
+    assert capsys.readouterr().err.startswith(f"warning: 3 votes repeat an earlier vote's session_id, user_id, "
+                                              f"systems and vote (the first: {pasted}:83, as {pasted}:2)")
+
+
+def test_equal_rows_without_session_or_user_are_not_repeats():
+    """With no session_id or user_id recorded, two equal rows may be two people's votes."""
+    votes = [arena_lib.Vote("a", "b", "a"), arena_lib.Vote("a", "b", "a")]
+    assert arena_lib.repeated_votes(votes) == []
+    assert arena_lib.repeated_votes([arena_lib.Vote("a", "b", "a", "s", "u")] * 2) != []
+
+
+def test_a_k_factor_beyond_the_elo_scale_is_a_usage_error_and_elo_itself_does_not_overflow(capsys):
+    """`--k 100000` ended in an OverflowError traceback (10 ** (rating gap / 400) past the largest float)."""
+    with pytest.raises(SystemExit):
+        main(["arena", "--votes", str(OPEN), "--k", "100000"])
+    assert capsys.readouterr().err.startswith(
+        "harness arena: error: argument --k: must be a number above 0 and at most 400, not '100000'")
+    ratings = arena_lib.elo(arena_lib.read_votes(OPEN), arena_lib.EloSettings(k=100_000))
+    assert all(math.isfinite(r) for r in ratings.values())
+
+
+def test_too_few_bootstrap_resamples_are_warned_of(capsys):
+    """`--bootstrap 1` printed a zero-width '95% CI' away from the Bradley-Terry rating, without a word."""
+    assert main(["arena", "--votes", str(OPEN), "--bootstrap", "1", "--format", "csv"]) == 0
+    assert capsys.readouterr().err == (
+        "warning: 1 bootstrap resample: a 95% percentile interval wants 1000 or more (Efron & Tibshirani 1993); "
+        "from fewer than 40 its 2.5% tails hold no resample, and it may not even hold the rating\n")
+    assert main(["arena", "--votes", str(OPEN), "--format", "csv"]) == 0
+    assert capsys.readouterr().err == ""

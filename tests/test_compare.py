@@ -262,23 +262,57 @@ def test_cli_csv_and_json_agree(tmp_path, capsys):
     assert document["test"] == "bootstrap" and document["resamples"] == 1000
 
 
-@pytest.mark.parametrize("test", ["paired-t", "bootstrap"])
-def test_on_one_query_no_run_is_significantly_better_and_the_json_is_strict(tmp_path, capsys, test):
-    """The bootstrap marked a difference on one query significant (p = 0) and paired-t gave p nan;
-    Cohen's d there is infinite, which the JSON writes as null (it wrote Infinity, not JSON)."""
+def one_query_args(tmp_path) -> list[str]:
+    """compare of two CAsT 2021 runs on the qrels of one query."""
     qid = CAST2021_QRELS.read_text().split()[0]
     qrels = tmp_path / "one.qrel"
     qrels.write_text("".join(line + "\n" for line in CAST2021_QRELS.read_text().splitlines()
                              if line.split()[0] == qid))
-    args = ["compare", "--qrels", str(qrels), *map(str, CAST2021_DOC_RUNS[:2]), "--measures", "nDCG@500", "--test",
-            test, "--resamples", "100"]
+    return ["compare", "--qrels", str(qrels), *map(str, CAST2021_DOC_RUNS[:2]), "--measures", "nDCG@500"]
+
+
+@pytest.mark.parametrize("test", ["paired-t", "bootstrap"])
+def test_on_one_query_no_run_is_significantly_better_and_the_json_is_strict(tmp_path, capsys, test):
+    """The bootstrap marked a difference on one query significant (p = 0) and paired-t gave p nan;
+    Cohen's d there is undefined, which the JSON writes as null (it wrote Infinity, not JSON)."""
+    args = one_query_args(tmp_path) + ["--test", test, "--resamples", "100"]
     assert main(args + ["--format", "json"]) == 0
     out, err = capsys.readouterr()
     (comparison,) = json.loads(out, parse_constant=lambda word: pytest.fail(f"{word} is not JSON"))["comparisons"]
     assert comparison["difference"] != 0 and comparison["effect_size"] is None
-    assert comparison["p_value"] == comparison["p_adjusted"] == 1.0 and not comparison["significant"]
-    assert "over the family of 1 comparison (runs x baselines x measures)" in json.loads(out)["legend"]
+    assert not comparison["significant"]
     assert "Warning" not in err  # scipy's divide-by-zero warnings on one pair
+
+
+def test_on_one_query_p_cohens_d_and_the_interval_are_na_in_every_format_with_one_warning(tmp_path, capsys):
+    """One query: d was +inf in md and csv, null in JSON, p = 1 and a zero-width '95% interval'."""
+    args = one_query_args(tmp_path)
+    main(args + ["--format", "json"])
+    out, err = capsys.readouterr()
+    (comparison,) = json.loads(out)["comparisons"]
+    assert [comparison[k] for k in ("ci_low", "ci_high", "effect_size", "p_value", "p_adjusted")] == [None] * 5
+    assert err.count("warning: one query cannot be tested") == 1
+    assert "one query cannot be tested" in json.loads(out)["legend"]
+    main(args + ["--format", "csv"])
+    row = next(r for r in csv.DictReader(io.StringIO(capsys.readouterr().out)) if r["kind"] == "vs baseline")
+    assert [row[k] for k in ("ci_low", "ci_high", "effect_size", "p_value", "p_adjusted")] == ["n/a"] * 5
+    main(args + ["--format", "md"])
+    line = next(line for line in capsys.readouterr().out.splitlines() if "(a) | nDCG@500" in line)
+    assert line.split(" | ")[4:8] == ["n/a"] * 4 and "inf" not in line
+
+
+def test_too_few_resamples_for_any_significance_are_warned_of(capsys):
+    """A resampled p is at least 1/(resamples + 1), and Holm multiplies the smallest by the family's size: at
+    1 or 2 resamples a difference whose interval holds 0 was starred (p = 0). Below 1/alpha x family no
+    comparison can be significant: said, with the resamples needed."""
+    args = ["compare", "--qrels", str(CAST2021_QRELS), *map(str, CAST2021_DOC_RUNS[:2]), "--measures", "nDCG@3",
+            "--test", "bootstrap", "--format", "csv"]
+    main(args + ["--resamples", "20"])
+    assert "warning" not in capsys.readouterr().err
+    main(args + ["--resamples", "19"])
+    assert ("warning: 19 resamples: the bootstrap test's p-values are at least 1/20, which holm-corrected over "
+            "1 comparison is 0.05, not below alpha 0.05: no comparison can be significant; give --resamples 20 "
+            "or more") in capsys.readouterr().err
 
 
 def test_a_float_strict_json_has_no_word_for_is_written_null():

@@ -37,6 +37,14 @@ class Vote:
     winner: str | None  # None: a tie
     session_id: str = ""
     user_id: str = ""
+    where: str = field(default="", compare=False)  # 'file:line' it was read from, for messages
+
+    def key(self) -> tuple[str, ...] | None:
+        """What makes a vote this one and no other (session, user, systems and vote), or None
+        where no session or user is recorded: then two equal rows may be two people's votes."""
+        if not self.session_id and not self.user_id:
+            return None
+        return self.session_id, self.user_id, self.first, self.second, self.winner or TIE
 
     def score(self, tie_score: float = 0.5) -> float:
         """The first system's score: 1 win, 0 loss, `tie_score` tie."""
@@ -67,13 +75,28 @@ def read_votes(path: str | Path) -> list[Vote]:
                                      line=start)
                 if vote not in (first, second, TIE):
                     raise InputError(path, f"vote {vote!r} is neither {first!r}, {second!r} nor {TIE!r}", line=start)
-                votes.append(Vote(first, second, None if vote == TIE else vote, row["session_id"], row["user_id"]))
+                votes.append(Vote(first, second, None if vote == TIE else vote, row["session_id"], row["user_id"],
+                                  f"{path}:{start}"))
                 start = reader.line_num + 1
         except csv.Error as error:
             raise InputError(path, f"not CSV ({error}): is a quote (\") left unclosed?", line=start) from None
     if not votes:
         raise InputError(path, "no votes: only a header")
     return votes
+
+
+def repeated_votes(votes: Iterable[Vote]) -> list[tuple[Vote, Vote]]:
+    """(vote, the earlier one it repeats) for each vote whose Vote.key an earlier vote has: the
+    rows of a file given twice (under two names) or pasted twice, which count the votes again."""
+    first: dict[tuple[str, ...], Vote] = {}
+    repeats = []
+    for vote in votes:
+        if (key := vote.key()) is not None:
+            if key in first:
+                repeats.append((vote, first[key]))
+            else:
+                first[key] = vote
+    return repeats
 
 
 def systems_of(votes: Iterable[Vote]) -> list[str]:
@@ -95,7 +118,10 @@ def elo(votes: Sequence[Vote], settings: EloSettings = EloSettings()) -> dict[st
     for vote in votes:
         ra = ratings.setdefault(vote.first, settings.initial)
         rb = ratings.setdefault(vote.second, settings.initial)
-        expected_a = 1 / (1 + settings.base ** ((rb - ra) / settings.scale))
+        try:
+            expected_a = 1 / (1 + settings.base ** ((rb - ra) / settings.scale))
+        except OverflowError:  # base ** x past the largest float (a huge K): the expectation is 0 to any precision
+            expected_a = 0.0
         score_a = vote.score(settings.tie_score)
         ratings[vote.first] = ra + settings.k * (score_a - expected_a)
         ratings[vote.second] = rb + settings.k * ((1 - score_a) - (1 - expected_a))

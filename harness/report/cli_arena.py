@@ -12,7 +12,7 @@ from pathlib import Path
 
 from harness.atomic import atomic_write
 from harness.cli import add_format, add_output, number_in
-from harness.errors import HarnessError
+from harness.errors import HarnessError, counted, verb
 from harness.paths import output_format, refuse_overwriting
 from harness.report import arena as arena_lib
 from harness.report.arena import Arena, EloSettings
@@ -23,6 +23,9 @@ from harness.topics.crsarena import read_dialogues
 
 
 ARENA_FORMATS = ("table", "csv", "json", "md")
+BOOTSTRAP = 1000  # resamples of the percentile intervals by default, and the fewest not warned of
+# at K = the Elo scale one vote can move the odds between two systems tenfold; K 100000 overflowed a float
+K_MAX = int(EloSettings.scale)
 ARENA_SUFFIXES = {"txt": "table", "markdown": "md"}  # an --output suffix -> the format it names, besides their own
 
 
@@ -38,23 +41,48 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                "without a suffix)")
     add_output(parser, help="write here (atomically) instead of stdout")
     parser.add_argument("--seed", type=number_in(0, SEED_MAX, whole=True), default=42, help="bootstrap seed (default 42)")
-    parser.add_argument("--bootstrap", type=number_in(1, math.inf, whole=True), default=1000,
-                        help="bootstrap resamples (default 1000)")
+    parser.add_argument("--bootstrap", type=number_in(1, math.inf, whole=True), default=BOOTSTRAP,
+                        help=f"bootstrap resamples of the Bradley-Terry intervals (default {BOOTSTRAP}; fewer are "
+                        "warned of)")
     parser.add_argument("--initial", type=number_in(-math.inf, math.inf), default=1000.0,
                         help="initial Elo rating (default 1000)")
-    parser.add_argument("--k", type=number_in(0, math.inf, open_low=True), default=16.0, help="Elo K factor (default 16)")
+    parser.add_argument("--k", type=number_in(0, K_MAX, open_low=True), default=16.0,
+                        help=f"Elo K factor, above 0 and at most {K_MAX} (default 16)")
     parser.add_argument("--ties", choices=sorted(arena_lib.TIE_CONVENTIONS), default="half",
                         help="Bradley-Terry: a tie is half a win for each side, or dropped (default half)")
+
+
+def refuse_given_twice(vote_files: Sequence[str], dialogue_files: Sequence[str]) -> None:
+    """A vote or dialogue file given twice (as a run given twice to compare) would count its votes
+    or dialogues twice: refused, before any work."""
+    for files in (vote_files, dialogue_files):
+        given = [Path(path).resolve() for path in files]
+        if twice := next((path for index, path in enumerate(files) if given[index] in given[:index]), None):
+            raise HarnessError(f"{twice} is given twice")
 
 
 def build_arena(
     vote_files: Sequence[str], dialogue_files: Sequence[str], seed: int, resamples: int,
     settings: EloSettings = EloSettings(), ties: str = "half",
 ) -> Arena:
+    """The ratings of `harness arena` and `harness compare --arena-votes`; a file given twice is
+    refused, and votes repeated (a copy of a file, rows pasted twice) and too few resamples warned of."""
     if resamples < 1:
         raise HarnessError(f"bootstrap resamples must be positive, not {resamples}")
+    refuse_given_twice(vote_files, dialogue_files)
     votes = [vote for path in vote_files for vote in arena_lib.read_votes(path)]
     conversations = [c for path in dialogue_files for c in read_dialogues(path)]
+    if repeats := arena_lib.repeated_votes(votes):
+        vote, first = repeats[0]
+        n = len(repeats)
+        print(f"warning: {counted(n, 'vote')} {verb(n, 'repeats', 'repeat')} an earlier vote's session_id, user_id, "
+              f"systems and vote (the first: {vote.where}, as {first.where}), and {verb(n, 'is', 'are')} counted "
+              "again: is a file given "
+              "under two names, or are rows pasted twice?", file=sys.stderr)
+    if resamples < BOOTSTRAP:
+        print(f"warning: {counted(resamples, 'bootstrap resample')}: a 95% percentile interval wants {BOOTSTRAP} or "
+              "more (Efron & Tibshirani 1993); from fewer than 40 its 2.5% tails hold no resample, and it may not "
+              "even hold the rating", file=sys.stderr)
     return arena_lib.arena(votes, conversations=conversations, settings=settings, ties=ties,
                            resamples=resamples, seed=seed, sources=[Path(p).name for p in vote_files])
 

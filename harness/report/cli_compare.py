@@ -46,7 +46,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--dialogues", nargs="+", metavar="JSON",
                         help="CRSArena dialogues for satisfaction rates (with --arena-votes)")
     parser.add_argument("--arena-bootstrap", type=number_in(1, math.inf, whole=True), default=1000,
-                        help="bootstrap resamples of the Bradley-Terry intervals (default 1000)")
+                        help="bootstrap resamples of the Bradley-Terry intervals (default 1000; fewer are warned of)")
     add_fill(parser)
 
 
@@ -59,6 +59,10 @@ def run(args: argparse.Namespace) -> int:
         from harness.topics import check_field
 
         check_field(args.topics, args.group_field, "--group-field")
+    if args.arena_votes:
+        from harness.report.cli_arena import refuse_given_twice
+
+        refuse_given_twice(args.arena_votes, args.dialogues or [])
     measures, depth, separator = measure_settings(args, judged_too=True)  # its Judged@10 column too
     files = distinct_runs(args)
     # each file holds one run, named by its file stem: a misspelt --baseline is said before any scoring
@@ -85,6 +89,8 @@ def run(args: argparse.Namespace) -> int:
         test=args.test, correction=args.correction, alpha=args.alpha,
         resampling=Resampling(args.resamples, args.seed),
     )
+    for warning in board.warnings():
+        print(f"warning: {warning}", file=sys.stderr)
     report = Report(board, title=f"Run comparison against {Path(args.qrels).name}", notes=notes)
     if args.fill:
         report.title += f", holes filled from {Path(args.fill).name}"

@@ -12,6 +12,7 @@ them at once.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
@@ -24,6 +25,7 @@ from harness.report.stats import Resampling
 from harness.trec import refuse_shared_names
 
 BASELINE_LETTERS = "abcdefghijklmnopqrstuvwxyz"
+RESAMPLED = ("permutation", "bootstrap")  # the tests that take --resamples and --seed
 
 
 class EvaluationLike(Protocol):
@@ -98,10 +100,10 @@ class Comparison:
     baseline: str
     measure: str
     difference: float  # mean(run - baseline); for a count, sum(run - baseline)
-    ci_low: float  # t-interval of the mean difference
+    ci_low: float  # t-interval of the mean difference; nan (n/a) on fewer than two queries
     ci_high: float
-    effect_size: float  # Cohen's d for paired samples
-    p_value: float
+    effect_size: float  # Cohen's d for paired samples; nan where undefined (stats.cohens_d_paired)
+    p_value: float  # nan on fewer than two queries: no test, outside the corrected family
     p_adjusted: float
     wins: int
     ties: int
@@ -152,7 +154,24 @@ class Leaderboard:
         return [c for c in self.comparisons if c.run == run and c.measure == measure]
 
     def significant(self, comparison: Comparison) -> bool:
-        return comparison.p_adjusted < self.alpha
+        return comparison.p_adjusted < self.alpha  # False for nan: an untested comparison
+
+    @property
+    def tested(self) -> list[Comparison]:
+        """The family the correction acts on: comparisons over two or more queries."""
+        return [c for c in self.comparisons if not math.isnan(c.p_value)]
+
+    def untestable_note(self) -> str:
+        """The measures compared on fewer than two queries, whose comparisons have no test, Cohen's
+        d or interval (n/a): one query has no spread to test a difference against."""
+        measures = sorted({c.measure for c in self.comparisons} - {c.measure for c in self.tested},
+                          key=self.measures.index)
+        if not measures:
+            return ""
+        # a measure defined on no query is left out (undefined): these are defined on exactly one
+        which = "" if len(measures) == len(self.measures) else f" of {', '.join(measures)}"
+        return (f"one {self.unit[0]} cannot be tested (no spread to test a difference against): the p-values, "
+                f"Cohen's d and intervals{which} are n/a.")
 
     def marks(self, run: str, measure: str) -> str:
         """'▲a' = significantly above baseline a, '▼a' = significantly below it."""
@@ -177,6 +196,24 @@ class Leaderboard:
                 rows.append(row)
         return rows
 
+    def warnings(self) -> list[str]:
+        """What the commands warn of on stderr: comparisons on one query (no test), and resamples too
+        few for any comparison to be significant: a resampled p is at least 1 / (resamples + 1)."""
+        untestable = self.untestable_note()
+        found = [untestable] if untestable else []
+        family = len(self.tested)
+        if self.test in RESAMPLED and family:
+            # the smallest p a resampled test can give, corrected as the family's smallest (x 1, or x family)
+            floor = 1 / (self.resampling.resamples + 1)
+            smallest = stats.CORRECTIONS.get(self.correction)([floor, *[1.0] * (family - 1)])[0]
+            if smallest >= self.alpha:
+                needed = math.floor(smallest / floor / self.alpha)  # the fewest with smallest < alpha
+                found.append(f"{counted(self.resampling.resamples, 'resample')}: the {self.test} test's p-values "
+                             f"are at least 1/{self.resampling.resamples + 1}, which {self.correction}-corrected over "
+                             f"{counted(family, 'comparison')} is {smallest:.4g}, not below alpha {self.alpha}: no "
+                             f"comparison can be significant; give --resamples {needed} or more")
+        return found
+
     def legend(self) -> str:
         if not self.comparisons:
             return (f"A single run: no paired tests. Intervals: {self.confidence:.0%} t-intervals on "
@@ -184,7 +221,8 @@ class Leaderboard:
         baselines = ", ".join(f"{self.letter(b)} = {b}" for b in self.baselines)
         return (
             f"▲x / ▼x: significantly higher / lower than baseline x ({baselines}); {self.test_note()} "
-            f"Intervals: {self.confidence:.0%} t-intervals. Effect size: Cohen's d (paired). {self.missing_note()}"
+            f"Intervals: {self.confidence:.0%} t-intervals. Effect size: Cohen's d (paired; n/a where "
+            f"every {self.unit[0]} differs by the same amount). {self.missing_note()}"
         )
 
     def missing_note(self) -> str:
@@ -194,12 +232,16 @@ class Leaderboard:
         """The test, its family and level, for a page that shows p-values without the marks."""
         resampled = (
             f" with {self.resampling.resamples} resamples (seed {self.resampling.seed})"
-            if self.test in {"permutation", "bootstrap"}
+            if self.test in RESAMPLED
             else ""
         )
+        untestable = self.untestable_note()
+        if not self.tested:
+            return f"no {self.test} test on {self.queries_note()}: {untestable}"
         return (f"two-sided {self.test} test{resampled} on {self.queries_note()}, "
                 f"p-values {self.correction}-corrected over the family of "
-                f"{counted(len(self.comparisons), 'comparison')} (runs x baselines x measures), alpha = {self.alpha}.")
+                f"{counted(len(self.tested), 'comparison')} (runs x baselines x measures), alpha = {self.alpha}."
+                + (f" {untestable}" if untestable else ""))
 
 
 def comparison_pairs(runs: Sequence[str], baselines: Sequence[str]) -> list[tuple[str, str]]:
@@ -269,13 +311,17 @@ def leaderboard(
     for measure in scores.measures:
         for run, baseline in comparison_pairs(scores.runs, baselines):
             a, b = scores.values[measure][run][defined[measure]], scores.values[measure][baseline][defined[measure]]
-            low, high = stats.mean_ci(a - b, confidence)
+            # one query: no spread to test against, no interval (it was a zero-width one) and no d (it was inf)
+            testable = len(a) >= 2
+            low, high = stats.mean_ci(a - b, confidence) if testable else (math.nan, math.nan)
             n = scale[measure]
             raw.append(
                 (run, baseline, measure, float((a - b).sum() if n != 1 else (a - b).mean()), low * n, high * n,
-                 stats.cohens_d_paired(a, b), test_fn(a, b, resampling), stats.win_tie_loss(a, b))
+                 stats.cohens_d_paired(a, b), test_fn(a, b, resampling) if testable else math.nan,
+                 stats.win_tie_loss(a, b))
             )
-    adjusted = correct([item[7] for item in raw])
+    corrected = iter(correct([item[7] for item in raw if not math.isnan(item[7])]))
+    adjusted = [math.nan if math.isnan(item[7]) else next(corrected) for item in raw]
     board.comparisons = [
         Comparison(run, baseline, measure, diff, low, high, d, p, p_adj, *wtl)
         for (run, baseline, measure, diff, low, high, d, p, wtl), p_adj in zip(raw, adjusted)

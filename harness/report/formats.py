@@ -21,6 +21,7 @@ from harness.evaluate import json_value
 from harness.registry import Registry
 from harness.report import html, markdown
 from harness.report.arena import Arena
+from harness.report.markdown import defined
 from harness.report.model import Report
 
 Formatter = Callable[[Report], bytes]
@@ -73,8 +74,9 @@ def as_csv(report: Report) -> bytes:
                              f"{s.ci_high:.6f}", "", "", "", "", "", "", ""])
             for c in board.comparisons_of(run, measure):
                 writer.writerow(["vs baseline", run, measure, c.baseline, _csv_value(c.difference, count),
-                                 f"{c.ci_low:.6f}", f"{c.ci_high:.6f}", f"{c.effect_size:.4f}", f"{c.p_value:.6g}",
-                                 f"{c.p_adjusted:.6g}", int(board.significant(c)), c.wins, c.ties, c.losses])
+                                 defined(c.ci_low, ".6f"), defined(c.ci_high, ".6f"), defined(c.effect_size, ".4f"),
+                                 defined(c.p_value, ".6g"), defined(c.p_adjusted, ".6g"), int(board.significant(c)),
+                                 c.wins, c.ties, c.losses])
     return out.getvalue().encode()
 
 
@@ -132,9 +134,9 @@ def as_json(report: Report) -> bytes:
                   for m in board.measures for s in [board.summaries[run, m]]}
             for run in board.ranked_runs
         },
-        # Cohen's d of differences without spread is infinite, which strict JSON has no word for: null
-        "comparisons": [{**asdict(c), "difference": json_value(c.difference, c.measure in board.scores.counts),
-                         "effect_size": json_number(c.effect_size),
+        # an undefined statistic (one query; Cohen's d without spread) is nan, which strict JSON has no word for: null
+        "comparisons": [{**{key: json_number(value) for key, value in asdict(c).items()},
+                         "difference": json_value(c.difference, c.measure in board.scores.counts),
                          "significant": board.significant(c)} for c in board.comparisons],
         "conversation_means": report.conversation_means,
         "breakdowns": [

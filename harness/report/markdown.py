@@ -3,6 +3,7 @@ the sectioned leaderboard of a `harness run` (`run_leaderboard`): the one Markdo
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -95,16 +96,22 @@ def comparison_rows(board: Leaderboard) -> tuple[list[str], list[list[str]]]:
         [c.run, f"{c.baseline} ({board.letter(c.baseline)})", c.measure,
          printed(c.difference, c.measure in board.scores.counts, "+"),
          _interval(c.ci_low, c.ci_high, c.measure in board.scores.counts),
-         f"{c.effect_size:+.2f}", f"{c.p_value:.4g}",
-         f"{c.p_adjusted:.4g}{' *' if board.significant(c) else ''}", f"{c.wins}/{c.ties}/{c.losses}"]
+         defined(c.effect_size, "+.2f"), defined(c.p_value, ".4g"),
+         defined(c.p_adjusted, ".4g") + (" *" if board.significant(c) else ""), f"{c.wins}/{c.ties}/{c.losses}"]
         for run in board.ranked_runs for m in board.measures for c in board.comparisons_of(run, m)
     ]
     return header, rows
 
 
+def defined(value: float, spec: str) -> str:
+    """A statistic as `spec` formats it, or n/a where it is undefined (nan: one query, no spread)."""
+    return "n/a" if math.isnan(value) else format(value, spec)
+
+
 def _interval(low: float, high: float, count: bool) -> str:
-    """A difference's interval: to 4 decimals, a count's (a sum over the queries) to 1."""
-    return f"[{low:+.{1 if count else 4}f}, {high:+.{1 if count else 4}f}]"
+    """A difference's interval: to 4 decimals, a count's (a sum over the queries) to 1; n/a if none."""
+    spec = f"+.{1 if count else 4}f"
+    return "n/a" if math.isnan(low) else f"[{low:{spec}}, {high:{spec}}]"
 
 
 def breakdown_rows(breakdown: Breakdown) -> tuple[list[str], list[list[str]]]:

@@ -9,8 +9,10 @@ Conventions (stated once here; the report legend repeats them):
   1/2 (scipy.stats.permutation_test, permutation_type="samples", statistic: mean
   difference); exact when 2**n <= resamples.
 - `bootstrap`: the shift-method bootstrap test (Sakai 2006; Efron & Tibshirani 1993,
-  16.4): resample the differences re-centred to mean 0, p = share of resampled means at
-  least as far from 0 as the observed mean.
+  16.4): resample the differences re-centred to mean 0, p = (1 + resampled means at least as
+  far from 0 as the observed mean) / (1 + resamples): the observed sample counts as one of
+  them, as scipy's permutation_test counts it, so p is never 0 (a bare share was 0 whenever
+  no resample reached the observed mean, and Holm kept that 0 whatever the family's size).
 - Randomised tests take a seed and a number of resamples, so a report is reproducible.
 - Fewer than two pairs, or no difference at all (every |a - b| within TIE_TOLERANCE, float
   noise): every test gives p = 1. Every pair differing by the same amount (within
@@ -18,7 +20,9 @@ Conventions (stated once here; the report legend repeats them):
   computed it from float noise and warned of precision loss). One pair has no
   spread to test against (scipy's t-test returns nan, and the bootstrap's re-centred sample
   of one is 0, which made any difference on one query 'significant').
-- Effect size: Cohen's d for paired samples (d_z = mean difference / sd of differences).
+- Effect size: Cohen's d for paired samples (d_z = mean difference / sd of differences);
+  undefined (nan) on one pair, or when every pair differs by the same nonzero amount (sd 0),
+  where it was +-inf; runs that never differ have d = 0.
 - Intervals: t-based confidence intervals (scipy), for a run's mean and for a mean
   difference.
 - Corrections act on the whole family of p-values they are given at once.
@@ -115,7 +119,7 @@ def bootstrap(a: np.ndarray, b: np.ndarray, settings: Resampling) -> float:
         means = centred[rng.integers(0, len(d), size=(block, len(d)))].mean(axis=1)
         extreme += int(np.count_nonzero(np.abs(means) >= observed - 1e-12))
         remaining -= block
-    return extreme / settings.resamples
+    return (extreme + 1) / (settings.resamples + 1)
 
 
 Correction = Callable[[Sequence[float]], list[float]]
@@ -146,12 +150,16 @@ def holm(p_values: Sequence[float]) -> list[float]:
 
 
 def cohens_d_paired(a: np.ndarray, b: np.ndarray) -> float:
-    """d_z: mean difference over the standard deviation of differences (0 when both are 0)."""
+    """d_z: mean difference over the standard deviation of differences; 0 when no pair differs,
+    nan (undefined, shown n/a) with one pair or differences without spread: no sd to scale by."""
     d = _differences(a, b)
-    sd = d.std(ddof=1) if len(d) > 1 else 0.0
-    if sd == 0:
-        return 0.0 if d.mean() == 0 else float(np.sign(d.mean()) * np.inf)
-    return float(d.mean() / sd)
+    if len(d) < 2:
+        return math.nan
+    if _untestable(d):
+        return 0.0
+    if _no_spread(d):
+        return math.nan
+    return float(d.mean() / d.std(ddof=1))
 
 
 def running_mean(values: np.ndarray) -> float:

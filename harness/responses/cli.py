@@ -141,6 +141,8 @@ def _eval(args: argparse.Namespace) -> int:
     report = build_report(evaluation, chosen, test=args.test,
                           correction=args.correction, alpha=args.alpha,
                           resampling=Resampling(args.resamples, args.seed))
+    for warning in report.leaderboard.warnings():  # as `harness compare` warns
+        print(f"warning: {warning}", file=sys.stderr)
     content = render(evaluation, report, fmt, per_turn=args.per_turn)
     if args.out is not None:
         from harness.atomic import atomic_write

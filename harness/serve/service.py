@@ -7,6 +7,7 @@ checks in the same order: task and quota, size, validation, duplicate, durable s
 from __future__ import annotations
 
 import logging
+import math
 import re
 import threading
 import time
@@ -331,7 +332,7 @@ def _board(runtime: TaskRuntime, rows: list[st.Submission]) -> dict[str, Any]:
             tier, p = "top", None
         else:
             tier = ("below" if comparison.difference < 0 else "above") if board.significant(comparison) else "tied"
-            p = comparison.p_adjusted
+            p = None if math.isnan(comparison.p_adjusted) else comparison.p_adjusted  # nan: untested (one query)
         result["rows"].append({
             "rank": rank, "team": row.team, "run_name": row.run_name, "description": row.description,
             "submitted": row.created_at.isoformat(timespec="seconds") + "Z",
