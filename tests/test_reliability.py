@@ -236,6 +236,28 @@ def test_an_encode_or_index_folder_below_or_on_a_file_is_a_one_line_error_before
     assert blocker.read_text() == "a file\n"
 
 
+@pytest.mark.parametrize("force", [[], ["--force"]], ids=["plain", "--force"])
+def test_index_replaces_only_an_index_never_a_folder_of_notes_the_corpus_or_the_current_one(
+        tmp_path, capsys, monkeypatch, force):
+    """--force replaces an index; a folder of other files, the corpus's own folder or `.` is
+    refused in one line before any work, its files kept (rmtree took them, then a traceback)."""
+    notes = tmp_path / "myfolder"
+    notes.mkdir()
+    (notes / "notes.txt").write_text("precious\n")
+    corpus = tmp_path / "corp" / "docs.jsonl"
+    corpus.parent.mkdir()
+    corpus.write_text('{"id": "d1", "contents": "hi"}\n')
+    assert main(["index", str(corpus), "--output", str(notes), *force]) == 2
+    assert (f"{notes} already exists and is not an index (no harness-index.json or segments_N file in it), "
+            "so --force does not replace it: give another folder") in _one_line(capsys)
+    assert main(["index", str(corpus), "--output", str(corpus.parent), *force]) == 2
+    assert f"{corpus.parent} already exists and holds the corpus being indexed ({corpus})" in _one_line(capsys)
+    monkeypatch.chdir(notes)
+    assert main(["index", str(corpus), "--output", ".", *force]) == 2
+    assert ". already exists and holds the current folder: give another folder" in _one_line(capsys)
+    assert (notes / "notes.txt").read_text() == "precious\n" and corpus.is_file()
+
+
 def _file_writing_commands(tmp_path: Path, output: Path) -> dict[str, list[str]]:
     from harness.paths import data_root
 

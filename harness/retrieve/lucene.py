@@ -25,6 +25,7 @@ from pathlib import Path
 from harness import jsonl
 from harness.atomic import check_outputs, temp_folder
 from harness.corpus import Corpus, unique_ids
+from harness.corpus.readers import FileCorpus
 from harness.corpus.segment import Textless, document_text
 from harness.errors import HarnessError
 from harness.paths import cache_root
@@ -49,16 +50,21 @@ def build_index(
     corpus: Corpus, out: Path, threads: int | None = None, force: bool = False, in_process: bool | None = None,
     textless: Textless | None = None,
 ) -> Path:
-    """Index `corpus` into `out`; refuses to replace a finished index unless `force`.
+    """Index `corpus` into `out`; refuses to replace a finished index unless `force`, and any
+    other folder always (`_irreplaceable`).
     `in_process`: IndexCollection in this process's JVM (default: for small corpora).
     Documents whose text is empty are counted in `textless`; a corpus of only those is an error."""
     out = Path(out)
     check_outputs(out, folder=True)  # a file in the way, or nowhere to build: said before Java starts
-    if out.exists() and not force:
-        raise HarnessError(f"{out} already exists; pass --force to rebuild it")
+    if out.exists() or out.is_symlink():
+        if why := _irreplaceable(out, corpus):
+            raise HarnessError(f"{out} already exists and {why}: give another folder")
+        if not force:
+            raise HarnessError(f"{out} already exists; pass --force to rebuild it")
+    target = out.resolve()  # `.` has no name to build beside
     threads = threads or default_threads()
     java_home(), anserini_jar()  # finds Java and Anserini before any work is done
-    with temp_folder(out.parent, f".{out.name}.building") as building:
+    with temp_folder(target.parent, f".{target.name}.building") as building:
         dump = building / "jsonl"  # next to the index, not in a possibly small /tmp
         dump.mkdir()
         textless = Textless(corpus) if textless is None else textless
@@ -73,10 +79,28 @@ def build_index(
             indexed = _run_java(java_command(INDEX_COLLECTION) + arguments, count)
         manifest = {"corpus": corpus.name, "fingerprint": corpus.fingerprint, "documents": indexed}
         (building / "index" / MANIFEST).write_text(json.dumps(manifest, indent=1) + "\n", encoding="utf-8")
-        if out.exists():  # --force: the old index goes only once the new one is complete
-            shutil.rmtree(out)
-        os.replace(building / "index", out)
+        if target.exists():  # --force: the old index goes only once the new one is complete
+            shutil.rmtree(target)
+        os.replace(building / "index", target)
     return out
+
+
+def _irreplaceable(out: Path, corpus: Corpus) -> str | None:
+    """Why --force may not replace the existing `out`, or None: only an index goes (a folder
+    holding this module's manifest or Lucene's segments_N, or an empty one), never the folder
+    of the corpus being indexed nor the one the command runs in (rmtree would take them)."""
+    if out.is_symlink():
+        return "is a link"
+    here = out.resolve()
+    inputs = [*corpus.paths, *([corpus.folder] if corpus.folder else [])] if isinstance(corpus, FileCorpus) else []
+    for path in inputs:
+        if path.resolve().is_relative_to(here):
+            return f"holds the corpus being indexed ({path})"
+    if Path.cwd().is_relative_to(here):
+        return "holds the current folder"
+    if not ((here / MANIFEST).is_file() or is_index(here) or not any(here.iterdir())):
+        return f"is not an index (no {MANIFEST} or segments_N file in it), so --force does not replace it"
+    return None
 
 
 def cached_index(corpus: Corpus, threads: int | None = None) -> Path:
