@@ -199,6 +199,43 @@ def test_changed_config_redoes_the_run(finished, tmp_path, capsys):
 
 @pytest.mark.java
 @pytest.mark.slow
+def test_a_finished_run_whose_run_file_was_cut_afterwards_is_ranked_again_not_skipped(finished, tmp_path, capsys):
+    """Its JSON's scores are the written file's: a rerun taking the cut file as finished kept them on the board."""
+    out = _copy_finished(finished, tmp_path)
+    lines = (out / f"{PQA_TAG}.run").read_text().splitlines(keepends=True)
+    (out / f"{PQA_TAG}.run").write_text("".join(lines[:1000]))
+    assert main(["run", str(_config(tmp_path)), "--output", str(out), "--only", "pqa"]) == 0
+    captured = capsys.readouterr()
+    assert (f"{PQA_TAG}: {out / PQA_TAG}.run was edited or replaced since it was written: it has 1000 lines, "
+            f"{len(lines)} were written, so its recorded scores are not its: ranked again") in captured.err
+    assert "skipped" not in captured.err
+    assert (out / f"{PQA_TAG}.run").read_bytes() == (finished / f"{PQA_TAG}.run").read_bytes()
+
+
+@pytest.mark.java
+@pytest.mark.slow
+def test_a_run_file_edited_in_place_is_told_by_its_sha256_and_left_off_the_board(finished, tmp_path, capsys):
+    """Same line count, another score: the sha256 its JSON records tells it; a JSON written
+    before the sha256 was recorded is trusted as long as the line count holds."""
+    out = _copy_finished(finished, tmp_path, (PQA_TAG, PTKB_TAG))
+    run = out / f"{PTKB_TAG}.run"
+    first, rest = run.read_text().split("\n", 1)
+    fields = first.split()
+    run.write_text(" ".join(fields[:4] + ["99", fields[5]]) + "\n" + rest)
+    assert main(["run", str(_config(tmp_path)), "--output", str(out), "--only", "pqa"]) == 0
+    captured = capsys.readouterr()
+    assert (f"{PTKB_TAG}: left out of the leaderboard: {run} was edited or replaced since it was written: its "
+            f"sha256 is not the one its JSON records (run it with --only {PTKB_TAG})") in captured.err
+    assert f"| {PTKB_TAG} |" not in captured.out
+    older = json.loads((out / f"{PTKB_TAG}.json").read_text())
+    del older["run_sha256"]
+    (out / f"{PTKB_TAG}.json").write_text(json.dumps(older))
+    assert main(["run", str(_config(tmp_path)), "--output", str(out), "--only", "pqa"]) == 0
+    assert f"| {PTKB_TAG} |" in capsys.readouterr().out
+
+
+@pytest.mark.java
+@pytest.mark.slow
 def test_force_redoes_finished_runs_byte_for_byte(finished, tmp_path, capsys):
     """A second execution (forced over the first's files) writes the very same bytes."""
     out = _copy_finished(finished, tmp_path, (PQA_TAG, PTKB_TAG))

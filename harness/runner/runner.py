@@ -40,7 +40,7 @@ from harness.queries import inputs as strategy_inputs
 from harness.queries.llm import endpoints as llm_endpoints
 from harness.retrieve import RETRIEVERS, Retriever, SearchQuery, build, shared_retrievers
 from harness.retrieve.specs import retriever_specs
-from harness.paths import file_in, folder_version
+from harness.paths import file_in, file_sha256, folder_version
 from harness.progress import progress_bar
 from harness.runner import provenance
 from harness.runner.config import Config, ConfigError, Experiment, RunSpec, shallow_measures
@@ -270,15 +270,43 @@ def _has_files(run: RunSpec, output: Path) -> bool:
     return run_path(output, run).is_file() and json_path(output, run).is_file()
 
 
-def is_finished(prepared: Prepared, output: Path) -> bool:
-    """Both files present and the JSON records the same inputs hash."""
+def _same_inputs(prepared: Prepared, output: Path) -> dict[str, Any] | None:
+    """The run's JSON, when both files are present and it records the same inputs hash."""
     if not _has_files(prepared.run, output):
-        return False
+        return None
     try:
-        recorded = json.loads(json_path(output, prepared.run).read_text(encoding="utf-8")).get("hash")
-    except (json.JSONDecodeError, UnicodeDecodeError, AttributeError):
-        return False
-    return recorded == prepared.digest
+        record = json.loads(json_path(output, prepared.run).read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        return None
+    return record if isinstance(record, dict) and record.get("hash") == prepared.digest else None
+
+
+def is_finished(prepared: Prepared, output: Path) -> bool:
+    """Both files present, the JSON records the same inputs hash, and the run file is still the
+    one it records writing (`edited`)."""
+    record = _same_inputs(prepared, output)
+    return record is not None and _edited(run_path(output, prepared.run), record) is None
+
+
+def edited(prepared: Prepared, output: Path) -> str | None:
+    """Why a run of the same inputs is not finished: its run file was edited or replaced since
+    it was written (its JSON's scores are another file's), or None."""
+    record = _same_inputs(prepared, output)
+    return None if record is None else _edited(run_path(output, prepared.run), record)
+
+
+def _edited(path: Path, record: dict[str, Any]) -> str | None:
+    """How the run file differs from the one its JSON records: its sha256 (recorded since this
+    version: a big run's is memoised, file_sha256), else its line count (older JSONs' alone)."""
+    sha256, written = record.get("run_sha256"), record.get("lines")
+    if isinstance(sha256, str) and file_sha256(path) == sha256:
+        return None
+    with open(path, "rb") as handle:
+        lines = sum(chunk.count(b"\n") for chunk in iter(lambda: handle.read(1 << 20), b""))
+    changed = f"{path} was edited or replaced since it was written"
+    if isinstance(written, int) and lines != written:
+        return f"{changed}: it has {lines} lines, {written} were written"
+    return f"{changed}: its sha256 is not the one its JSON records" if isinstance(sha256, str) else None
 
 
 def execute(prepared: Prepared, workspace: Workspace, output: Path, config_path: Path,
@@ -324,6 +352,7 @@ def execute(prepared: Prepared, workspace: Workspace, output: Path, config_path:
         "hashes": prepared.hashes,
         "queries": len(prepared.queries),
         "lines": lines,
+        "run_sha256": file_sha256(run_path(output, run)),  # an edited or replaced run file is not finished
         "duplicates": repeats.count,  # documents the retriever answered twice for a query, dropped
         "versions": provenance.versions(),
         "timings": {
@@ -570,6 +599,8 @@ def run_config(
                 print(f"{run.tag}: finished with the same inputs, skipped ({run_path(output, run)})", file=log)
                 scored = finished_scores(prepared, output)
             else:
+                if not force and (why := edited(prepared, output)):
+                    print(f"{run.tag}: {why}, so its recorded scores are not its: ranked again", file=log)
                 scored = execute(prepared, workspace, output, config.path, log)
             outcomes.append(Outcome.of(prepared, output, skipped, scored))
     for experiment in {id(run.experiment): run.experiment for run in selected_runs}.values():
@@ -651,8 +682,8 @@ def _finished_outcome(run: RunSpec, workspace: Workspace, output: Path, log: Tex
         return None
     prepared = prepare(run, workspace)
     if not is_finished(prepared, output):
-        print(f"{run.tag}: left out of the leaderboard: its files were made from other inputs "
-              f"(run it with --only {run.tag})", file=log)
+        why = edited(prepared, output) or "its files were made from other inputs"
+        print(f"{run.tag}: left out of the leaderboard: {why} (run it with --only {run.tag})", file=log)
         return None
     return Outcome.of(prepared, output, True, finished_scores(prepared, output))
 
