@@ -5,6 +5,7 @@ the Python API."""
 
 from __future__ import annotations
 
+import json
 import warnings
 
 import pytest
@@ -73,6 +74,26 @@ def test_harness_run_names_the_config_s_way_to_judge_passages_by_document(tmp_pa
     warning = next(line for line in capsys.readouterr().err.splitlines() if line.startswith("warning:"))
     assert f"passage ids of judged documents ('d1{separator}1' is passage 1 of 'd1'): judge documents by their " \
            f"best passage {advice}; read so, 1 of the 2 would be judged" in warning
+
+
+def test_the_leaderboard_and_the_run_s_json_keep_the_warning_beside_the_zero(tmp_path, capsys):
+    """leaderboard.md, the file opened later, says why a run scores 0, resumed or not, as stderr did."""
+    from harness.retrieve import RETRIEVERS
+
+    qrels, config = tmp_path / "qrels.txt", tmp_path / "ids.yaml"
+    qrels.write_text("1_1 0 d1 1\n", encoding="utf-8")
+    config.write_text(yaml.safe_dump({"k": 10, "output": str(tmp_path / "runs"), "experiments": [
+        {"topics": "pragmaticqa:val", "strategies": ["raw"], "measures": ["RR"], "retrievers": ["other"],
+         "qrels": str(qrels)}]}), encoding="utf-8")
+    warning = f"run 'pragmaticqa-val.raw.other': only 0 of the 2 documents in its top 10s are judged in {qrels}"
+    with RETRIEVERS.using({"other": lambda query, k: [("x1", 2.0), ("x2", 1.0)]}):
+        for _ in range(2):
+            assert main(["run", str(config)]) == 0
+            assert f"warning: {warning}" in capsys.readouterr().err
+            board = (tmp_path / "runs" / "leaderboard.md").read_text(encoding="utf-8")
+            assert board.split("| 0.0000 |\n", 1)[1].startswith(f"\nWarning: {warning}")
+    record = json.loads((tmp_path / "runs" / "pragmaticqa-val.raw.other.json").read_text(encoding="utf-8"))
+    assert record["scores"]["warnings"][0].startswith(warning)
 
 
 def test_sparse_judgments_found_for_many_queries_are_not_taken_for_a_mismatch():

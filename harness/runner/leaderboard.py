@@ -1,9 +1,10 @@
 """The Markdown leaderboard of a `harness run`: one section per family of comparable runs
 (runner/report.py families(): same topics, task, qrels, measures, depth and MaxP), one row per run,
 the best value of each measure in bold, and ▲a / ▼a where a run is significantly above /
-below the section's first run (a), paired t-test, Holm-corrected, as in report.html. The
-outcomes are turned into plain sections here; harness.report.markdown renders them, as it
-renders every Markdown leaderboard."""
+below the section's first run (a), paired t-test, Holm-corrected, as in report.html; under
+the table, the warnings `harness run` gives on reading a run (no judged document in its top
+10s: why it scores 0). The outcomes are turned into plain sections here;
+harness.report.markdown renders them, as it renders every Markdown leaderboard."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from harness.atomic import atomic_write
-
+from harness.evaluate import qrels_name, reading_warnings
 from harness.report.markdown import Row, Section, run_leaderboard
 from harness.runner.report import families, family_name, tested, unscored_note
 
@@ -55,4 +56,7 @@ def _section(heading: str, rows: list["Outcome"]) -> Section:
         marks = {m: board.marks(row.evaluation.run_name, m) for m in row.evaluation.measures} if board else {}
         cells.append(Row((name, row.run.strategy or "–", row.run.retriever.label), row.evaluation.measures,
                          row.evaluation.means, marks, row.evaluation.counts))
-    return Section(heading, notes, qrels, cells, board.legend() if board else "")
+    # what the zeros do not say (ids the qrels never judge), under the table, as the command line warns it
+    warnings = [f"Warning: {warning}" for row in rows
+                for warning in reading_warnings(row.evaluation, qrels_name(row.qrels))]
+    return Section(heading, notes, qrels, cells, "\n\n".join([*([board.legend()] if board else []), *warnings]))

@@ -35,7 +35,7 @@ from harness.atomic import atomic_write, folder_lock
 from harness.corpus import Corpus, Document
 from harness.errors import CONFIG, HarnessError
 from harness.evaluate import (JUDGED, Evaluation, Evaluator, RunFileOptions, evaluate_file, keep_measures,
-                              qrels_name, report_reading, with_judged)
+                              qrels_name, reading_warnings, report_reading, with_judged)
 from harness.queries import inputs as strategy_inputs
 from harness.queries.llm import endpoints as llm_endpoints
 from harness.retrieve import RETRIEVERS, Retriever, SearchQuery, build, shared_retrievers
@@ -416,7 +416,8 @@ def _scoring(prepared: Prepared) -> dict[str, Any]:
 
 def _scores_record(prepared: Prepared, scored: Scored) -> dict[str, Any]:
     return {"for": _scoring(prepared), "qrels_file": _qrels_file(prepared), "evaluation": asdict(scored.evaluation),
-            "judged": scored.judged}
+            "judged": scored.judged,  # the warnings `harness run` says and the leaderboard shows (why a run scores 0)
+            "warnings": reading_warnings(scored.evaluation, qrels_name(prepared.qrels))}
 
 
 def _qrels_file(prepared: Prepared) -> str | None:
