@@ -4,7 +4,12 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
+import signal
+import subprocess
+import sys
+import time
 from itertools import groupby
 from pathlib import Path
 
@@ -25,7 +30,7 @@ from harness.corpus.segment import (
     segment_documents,
 )
 from harness.ikat.passages import RebuiltDocument, agreement, rebuilt_documents
-from tests.conftest import write_clueweb22_txt
+from tests.conftest import interruptible, write_clueweb22_txt
 
 
 @pytest.fixture(scope="module")
@@ -197,6 +202,34 @@ def test_segment_corpus_two_processes_matches_one(tmp_path, pragmaticqa_pages):
     assert len(records) == count and set(records[0]) == {"id", "contents", "md5"}
     # the output is itself a corpus the index command reads
     assert [d.id for d in open_corpus(str(one)).documents()] == [r["id"] for r in records]
+
+
+@pytest.mark.slow
+def test_ctrl_c_on_a_sharded_segment_is_one_line_no_pool_worker_traceback(tmp_path, pragmaticqa_pages):
+    """A terminal's Ctrl-C reaches the pool's workers too: they leave it to the parent, which
+    ends the pool and says its one line (a worker handling it printed its KeyboardInterrupt)."""
+    corpus = tmp_path / "pages.jsonl"
+    corpus.write_text("".join(json.dumps({"id": f"{d.id}-{copy}", "contents": d.contents}) + "\n"
+                              for copy in range(400) for d in pragmaticqa_pages), encoding="utf-8")
+    child = subprocess.Popen([sys.executable, "-m", "harness.cli", "segment", str(corpus), "--output",
+                              str(tmp_path / "out.jsonl"), "--shard-docs", "1000", "--processes", "2"],
+                             stderr=subprocess.PIPE, text=True, preexec_fn=interruptible)
+    workers: list[int] = []
+    deadline = time.monotonic() + 120
+    while len(workers) < 2 and child.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.1)
+        workers = [int(pid) for pid in Path(f"/proc/{child.pid}/task/{child.pid}/children").read_text().split()]
+    assert len(workers) == 2, "the pool's workers never started"
+    time.sleep(1)  # at work on their batches
+    for pid in workers:  # the group's signal reaches each worker, at a moment of its own
+        os.kill(pid, signal.SIGINT)
+    time.sleep(1)
+    os.kill(child.pid, signal.SIGINT)
+    started = time.monotonic()
+    _, err = child.communicate(timeout=60)
+    assert time.monotonic() - started < 10
+    assert child.returncode == 130 and err.splitlines()[-1].endswith("interrupted; finished outputs are kept"), err
+    assert "Traceback" not in err and "KeyboardInterrupt" not in err, err
 
 
 @pytest.mark.slow

@@ -20,6 +20,7 @@ import json
 import math
 import multiprocessing
 import os
+import signal
 import sys
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
@@ -202,6 +203,15 @@ def _set_splitter(spec: str) -> None:
     _splitter = get_splitter(spec)
 
 
+def _start_worker(spec: str | None) -> None:
+    """A pool worker ignores Ctrl-C, which a terminal sends to the whole process group: the
+    parent's KeyboardInterrupt ends the pool (terminate), so no worker prints a traceback of
+    its own. A spawned worker loads the splitter (`spec`); a forked one inherited it."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if spec is not None:
+        _set_splitter(spec)
+
+
 def _segment_batch(batch: list[Document]) -> list[list[Passage]]:
     return list(segment_documents(batch, _splitter))
 
@@ -231,7 +241,7 @@ def iter_passages(documents: Iterator[Document], splitter: str = "spacy",
         return
     context = _pool_context()
     spawned = context.get_start_method() == "spawn"
-    with context.Pool(processes, _set_splitter if spawned else None, (splitter,) if spawned else ()) as pool:
+    with context.Pool(processes, _start_worker, (splitter if spawned else None,)) as pool:
         for result in pool.imap(_segment_batch, batches):
             yield from result
 
