@@ -4,8 +4,13 @@ uploads cut off midway, and a bounded load of 50 concurrent submissions from 10 
 from __future__ import annotations
 
 import hashlib
+import os
 import re
+import signal
 import socket
+import subprocess
+import sys
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 
@@ -16,6 +21,7 @@ pytest.importorskip("fastapi", reason="the serve extra is not installed (pip ins
 from sqlalchemy import create_engine, func, select  # noqa: E402
 
 from harness.serve import store as st  # noqa: E402
+from tests.conftest import interruptible  # noqa: E402
 from tests.serve_support import (  # noqa: E402
     TASK, ServerProcess, make_uploads, submit_concurrently, team_token, trec_run, wait_scored, write_config,
 )
@@ -199,3 +205,43 @@ def test_harness_submit_to_an_unknown_task_lists_the_server_s_tasks(tmp_path, ca
                                        f"tasks: {TASK}) (`harness submit --help` lists the options)\n")
     # the same server's start line, counts of one in the singular (a process of its own would cost 5 s)
     assert "harness serve: 1 task, 1 team, database " in server.log.read_text()
+
+
+def _answer_then_stall(server: socket.socket, answer: bytes | None, heard: threading.Event) -> None:
+    """One connection: read the upload, answer it with `answer` (None: never) and read on; `heard` is set once
+    the request that gets no answer has come, as from a server too busy to answer it."""
+    connection, _ = server.accept()
+    with connection:
+        received = b""
+        while not received.endswith(b"--\r\n"):  # the multipart upload's closing boundary
+            received += connection.recv(65536)
+        if answer is not None:
+            connection.sendall(b"HTTP/1.1 202 Accepted\r\ncontent-type: application/json\r\ncontent-length: "
+                               + str(len(answer)).encode() + b"\r\n\r\n" + answer)
+            while b"GET /api/submissions/" not in (received := connection.recv(65536)):
+                pass
+        heard.set()
+        connection.recv(1)  # until the client goes
+
+
+@pytest.mark.parametrize("answer, said", [
+    (None, "interrupted: the server may have accepted the upload: run the same command again to learn whether it "
+           "did (the same file again is not a new submission)"),
+    (b'{"id": "9e90c1627de3fa02", "status": "accepted"}',
+     "interrupted: submission 9e90c1627de3fa02 is on the server and is scored there without waiting: run the same "
+     "command again to see its scores (the same file again is not a new submission)"),
+], ids=["during the upload", "while waiting"])
+def test_ctrl_c_on_submit_says_whether_the_upload_may_be_on_the_server_not_that_outputs_are_kept(
+        tmp_path, answer, said):
+    """submit writes nothing: 'finished outputs are kept' told a team nothing about its (quota-counted) upload."""
+    heard = threading.Event()
+    with socket.create_server(("127.0.0.1", 0)) as server:
+        threading.Thread(target=_answer_then_stall, args=(server, answer, heard), daemon=True).start()
+        child = subprocess.Popen(
+            [sys.executable, "-m", "harness.cli", "submit", "--server", f"http://127.0.0.1:{server.getsockname()[1]}",
+             "--token", "t", "--task", TASK, str(trec_run(tmp_path / "run.trec", seed=1)), "--wait"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, preexec_fn=interruptible)
+        assert heard.wait(60), "the upload never came"
+        os.kill(child.pid, signal.SIGINT)
+        _, err = child.communicate(timeout=30)
+    assert child.returncode == 130 and err.splitlines()[-1].endswith(f"submit: {said}"), err

@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 
 from harness.cli import number_in
-from harness.errors import HarnessError, open_input
+from harness.errors import HarnessError, Interrupted, open_input
 from harness.serve import NOT_KEPT
 
 
@@ -33,9 +33,13 @@ def run(args: argparse.Namespace) -> int:
     headers = {"Authorization": f"Bearer {args.token}"}
     try:
         with httpx.Client(base_url=base, headers=headers, timeout=120) as client, args.file.open("rb") as handle:
-            answer = client.post(f"/api/tasks/{args.task}/submissions",
-                                 files={"file": (args.file.name, handle)}, data={"description": args.description})
-            body = _json(answer)
+            try:  # Ctrl-C here: the upload may have gone in, and a file given again is no new submission
+                answer = client.post(f"/api/tasks/{args.task}/submissions",
+                                     files={"file": (args.file.name, handle)}, data={"description": args.description})
+                body = _json(answer)
+            except KeyboardInterrupt:
+                raise Interrupted("the server may have accepted the upload: run the same command again to learn "
+                                  "whether it did (the same file again is not a new submission)") from None
             if answer.status_code == 422:
                 for error in body.get("errors", []):
                     where = f":{error['line']}" if error.get("line") is not None else ""
@@ -55,7 +59,12 @@ def run(args: argparse.Namespace) -> int:
                 print(f"accepted: submission {ident}", file=sys.stderr)
             print(ident)
             if args.wait:
-                return _wait(client, ident, args.timeout)
+                try:
+                    return _wait(client, ident, args.timeout)
+                except KeyboardInterrupt:
+                    raise Interrupted(f"submission {ident} is on the server and is scored there without waiting: run "
+                                      "the same command again to see its scores (the same file again is not a new "
+                                      "submission)") from None
     except httpx.HTTPError as problem:
         raise HarnessError(f"cannot reach {base}: {problem}") from None
     return 0
