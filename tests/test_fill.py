@@ -82,3 +82,31 @@ def test_no_relevance_scale_of_the_human_top_grade_is_told_the_grade_never_the_s
             f"{path}: its provenance sidecar puts its labels on the scale relevance-0-4 (0 to 4), but the top grade "
             f"of {name} is 2: each filled label is scored as the human grade of the same number, mixing the two "
             "scales; judge with a --scale whose top grade is 2")
+
+
+def test_a_judge_made_qrels_filled_from_labels_without_a_sidecar_is_asked_whether_the_two_were_swapped(tmp_path):
+    """`--qrels LLM.qrels --fill HUMAN.qrels` gives other numbers, not zeros: the judge's sidecar
+    beside --qrels, and none beside --fill, are the sign; the right order draws no such warning."""
+    people = qrels_root() / "ikat" / "2023-qrels.all-turns.txt"
+    llm = judged_fill(tmp_path / "llm.qrels", read_qrels(people), "relevance-0-4")
+    assert fill(read_qrels(llm), people).misfit == (
+        f"--qrels {llm} was made by `harness judge` (it has a provenance sidecar) and --fill {people} has none: "
+        "did you swap --qrels and --fill? (the people's labels go to --qrels)")
+    assert fill(read_qrels(people), llm).misfit is None
+
+
+def test_a_fill_judging_none_of_the_human_queries_is_warned_of_as_another_years_qrels(tmp_path, capsys):
+    """iKAT 2024's qrels as the fill of 2023's add 0 labels: a warning on stderr, as `harness
+    judge` warns of a wrong-year --qrels, not only the note counting 0 labels added; an empty
+    fill (a judge found no holes) is not warned of."""
+    from harness.cli import main
+
+    human, other = qrels_root() / "ikat" / "2023-qrels.all-turns.txt", qrels_root() / "ikat" / "2024-qrels.txt"
+    run = tmp_path / "r.run"
+    run.write_text(f"{next(iter(read_qrels(human).judgments))} Q0 d 1 1 r\n")
+    assert main(["eval", "--qrels", str(human), str(run), "--measures", "P@1", "--fill", str(other)]) == 0
+    assert (f"warning: --fill {other} judges none of the 176 queries --qrels {human} judges: 0 labels added; "
+            "is it the qrels of the same benchmark and year?") in capsys.readouterr().err.splitlines()
+    empty = tmp_path / "empty.qrels"
+    empty.write_text("")
+    assert fill(read_qrels(human), empty).misfit is None

@@ -60,8 +60,8 @@ def scoring_qrels(args: argparse.Namespace) -> tuple[Qrels | QrelsTable, list[st
     from harness.judge.fill import fill
 
     filled = fill(human.qrels, args.fill)
-    if filled.scale_warning:
-        print(f"warning: {filled.scale_warning}", file=sys.stderr)
+    for warning in filter(None, (filled.misfit, filled.scale_warning)):
+        print(f"warning: {warning}", file=sys.stderr)
     return filled.qrels, filled.notes(args.fill)
 
 

@@ -25,6 +25,7 @@ class Filled:
     provenance: str  # one line: who made the filled labels
     scale_warning: str | None = None  # the filled labels' top grade is not the human labels'
     incomplete: str | None = None  # the judge left pairs it was asked to judge without a label
+    misfit: str | None = None  # the fill cannot be the holes of these human labels (swapped, another year's)
 
     def notes(self, fill_path: str | Path) -> list[str]:
         return [f"holes filled from {fill_path}: {self.added} labels added, {self.overlapping} pairs already "
@@ -57,7 +58,23 @@ def fill(human: Qrels, fill_path: str | Path) -> Filled:
     name = f"{human.name}+{file_stem(fill_path)}"
     record = read_provenance(fill_path)
     return Filled(Qrels(name, judgments), added, overlapping, other, describe_provenance(fill_path, record),
-                  _scale_warning(human, fill_path, record), _incomplete(fill_path, record))
+                  _scale_warning(human, fill_path, record), _incomplete(fill_path, record),
+                  _misfit(human, fill_path, record, added + overlapping, other))
+
+
+def _misfit(human: Qrels, fill_path: str | Path, record: dict | None, shared: int, elsewhere: int) -> str | None:
+    """A warning when the fill cannot be what fills these human labels' holes, which the scores
+    would not show (they are other numbers, not zeros): --qrels made by `harness judge` (its
+    sidecar) and a --fill without a sidecar, the two files swapped; or a fill judging none of
+    the queries --qrels judges (another year's qrels), which adds nothing (an empty fill, a
+    judge that found no holes, is none of these)."""
+    if human.path is not None and record is None and read_provenance(human.path) is not None:
+        return (f"--qrels {human.path} was made by `harness judge` (it has a provenance sidecar) and --fill "
+                f"{fill_path} has none: did you swap --qrels and --fill? (the people's labels go to --qrels)")
+    if not shared and elsewhere:
+        return (f"--fill {fill_path} judges none of the {len(human.judgments)} queries --qrels "
+                f"{human.path or human.name} judges: 0 labels added; is it the qrels of the same benchmark and year?")
+    return None
 
 
 def _incomplete(fill_path: str | Path, record: dict | None) -> str | None:
