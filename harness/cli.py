@@ -84,9 +84,21 @@ def number_in(low: float, high: float, *, whole: bool = False, open_low: bool = 
     return parse
 
 
-def add_output(parser: argparse.ArgumentParser, dest: str = "out", **kwargs) -> None:
-    """`--output`, with `--out` as an alias (older spelling)."""
-    parser.add_argument("--output", "--out", dest=dest, **kwargs)
+def add_output(parser: argparse.ArgumentParser, dest: str = "out", stdout: bool = False, **kwargs) -> None:
+    """`--output`, with `--out` as an alias (older spelling). An empty name and `-` are refused:
+    '' wrote to the current folder's name ('cannot write : it is a folder'), and `-`, standard
+    output to many tools, a file named '-'; a command that prints (`stdout`) does so without
+    --output."""
+    convert = kwargs.pop("type", str)
+
+    def named(text: str):
+        if text in ("", "-"):
+            where = "leave --output out to print to stdout" if stdout else "give a file or folder name"
+            what = "an empty name" if not text else "'-' is not stdout here (it would be a file named '-')"
+            raise argparse.ArgumentTypeError(f"{what}: {where}")
+        return convert(text)
+
+    parser.add_argument("--output", "--out", dest=dest, type=named, **kwargs)
 
 
 # a format's other spelling -> its name: every command's --format reads both (eval said table,

@@ -214,6 +214,13 @@ def test_bad_measure_is_an_error(tmp_path):
     assert "experiments[0].measures: cannot read measure 'nDCG@ten'" in message
 
 
+def test_measures_written_as_a_comma_separated_string_are_told_the_yaml_list(tmp_path):
+    """`measures: nDCG@3, RR` is one YAML string: the advice is a YAML list, not the command line's words."""
+    message = _error(tmp_path, {"experiments": [_experiment(measures="nDCG@3, RR")]})
+    assert message.endswith("experiments[0].measures: one measure per entry, not a comma-separated string: "
+                            "write a YAML list, measures: [nDCG@3, RR]")
+
+
 def test_measures_or_a_preset_are_required(tmp_path):
     experiment = _experiment()
     del experiment["measures"]

@@ -254,3 +254,18 @@ def test_output_with_fill_keeps_the_notes_in_the_table_and_says_them_on_stderr(t
     notes = [line[2:] for line in out.read_text().splitlines() if line.startswith("# ")]
     assert len(notes) == 3 and notes[0].startswith("holes filled from")
     assert [line[6:] for line in capsys.readouterr().err.splitlines() if line.startswith("note: ")] == notes
+
+
+@pytest.mark.parametrize("given, what", [("", "an empty name"),
+                                         ("-", "'-' is not stdout here (it would be a file named '-')")])
+def test_an_empty_or_dash_output_is_refused_and_told_that_stdout_is_without_output(tmp_path, monkeypatch, capsys,
+                                                                                  given, what):
+    """`--output ''` named the current folder and `--output -` wrote a file named '-': scores go
+    to stdout when --output is left out."""
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit) as stop:
+        main(["eval", "--qrels", str(CAST2021_QRELS), str(CAST2021_DOC_RUNS[0]), "--output", given])
+    assert stop.value.code == 2
+    assert capsys.readouterr().err == (f"harness eval: error: argument --output/--out: {what}: leave --output out to "
+                                       "print to stdout (`harness eval --help` lists the options)\n")
+    assert not list(tmp_path.iterdir())

@@ -175,6 +175,10 @@ def test_an_empty_or_blank_passage_separator_is_refused(capsys, separator):
     ("ERR@10", "gdeval"),
     ("nDCG(dcg='exp-log2')@10", "log2 discount only"),
     ("nDCG@@3", "cannot read measure"),
+    ("nDCG@-3", "the cutoff must be a whole number of documents from 1 to 2147483647, not -3"),
+    ("P(rel=-1)@3", "rel= must be a grade from 1 to 2147483647 (trec_eval -l), not -1"),
+    ("nDCG @3", "a measure's name holds no space: give nDCG@3"),
+    ("P(rel= 2)@3", "a measure's name holds no space: give 'P(rel=2)@3'"),
     ("Bogus@3", "cannot read measure"),
 ])
 def test_bad_measure_name_is_a_one_line_error(capsys, name, reason):

@@ -12,6 +12,7 @@ whether trec_eval's `all` line sums it (counts) or averages it.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -94,16 +95,28 @@ def check_measure(name: str, measure) -> Family:
         if family.cutoff == "none":
             raise _refuse(name, f"{family_name} takes no cutoff")
         if not isinstance(cutoff, int) or isinstance(cutoff, bool) or not 1 <= cutoff <= C_INT_MAX:
-            raise _refuse(name, f"the cutoff must be a whole number of documents from 1 to {C_INT_MAX}, not {cutoff!r}")
+            raise _refuse(name, _cutoff_problem(cutoff))
     if rel is not None:
         if not family.rel:
             raise _refuse(name, f"{family_name} takes no rel= (it uses the graded judgments)")
         if not isinstance(rel, int) or isinstance(rel, bool) or not 1 <= rel <= C_INT_MAX:
-            raise _refuse(name, f"rel= must be a grade from 1 to {C_INT_MAX} (trec_eval -l), not {rel!r}")
+            raise _refuse(name, _rel_problem(rel))
         if family_name == "NumRel" and rel != 1:
             raise _refuse(name, "pytrec_eval counts num_rel at level 1 whatever the level; use NumRet(rel=k) "
                                 "for relevant retrieved at level k")
     return family
+
+
+def _cutoff_problem(cutoff: object) -> str:
+    return f"the cutoff must be a whole number of documents from 1 to {C_INT_MAX}, not {cutoff!r}"
+
+
+def _rel_problem(rel: object) -> str:
+    return f"rel= must be a grade from 1 to {C_INT_MAX} (trec_eval -l), not {rel!r}"
+
+
+# a negative cutoff or level, which ir-measures' parser refuses with its own words
+_NEGATIVE = re.compile(r"@(-[0-9]+)$|rel=(-[0-9]+)")
 
 
 def _unreadable(name: str, error: Exception) -> HarnessError:
@@ -127,6 +140,9 @@ def _parse_one(name: str):
     try:
         measure = ir_measures.parse_measure(spelled)
     except Exception as error:  # noqa: BLE001 - ir-measures raises many kinds for a bad name
+        if negative := _NEGATIVE.search(spelled):  # told as nDCG@0 and P(rel=0)@3 are
+            cutoff, rel = negative.groups()
+            raise _refuse(name, _cutoff_problem(int(cutoff)) if cutoff else _rel_problem(int(rel))) from None
         raise _unreadable(name, error) from None
     check_measure(name, measure)
     try:

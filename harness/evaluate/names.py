@@ -85,20 +85,19 @@ class MeasureNameError(ValueError):
 def canonical(name: str, computed: Collection[str]) -> str:
     """The ir-measures spelling of `name` (checked against the harness's table later);
     `computed`: the families the harness computes, for suggestions."""
+    listed = listed_measures(name)
+    if listed is not None:
+        form = "argument, not a comma-separated list" if "@" in name or "(" in name else "name, not trec_eval's list form"
+        raise MeasureNameError(f"one measure per {form}: give {' '.join(map(shlex.quote, listed))}")
+    if any(character.isspace() for character in name):  # ir-measures reads 'nDCG @3', headed so
+        raise MeasureNameError(f"a measure's name holds no space: give {shlex.quote(''.join(name.split()))}")
     if "@" in name or "(" in name:
-        listed = _TOP_LEVEL_COMMA.split(name)
-        if len(listed) > 1:
-            raise MeasureNameError(f"one measure per argument, not a comma-separated list: give {_spelled(listed)}")
         match = _IR_MEASURES_SYNTAX.fullmatch(name)
         head = IR_MEASURES.get(match.group(1).lower()) if match else None
         if head is None:
             hint = _nearest(match.group(1), _families(computed), match.group(2)) if match else ""
             raise MeasureNameError(f"no such measure{hint}")
         return head + match.group(2)
-    if "," in name:  # trec_eval's command-line list, -m P.5,10
-        base, _, cutoffs = name.partition(".")
-        spelled = " ".join(f"{base}_{k}" for k in cutoffs.split(",")) if cutoffs else name.replace(",", " ")
-        raise MeasureNameError(f"one measure per name, not trec_eval's list form: give {spelled}")
     match = _TREC_EVAL_SYNTAX.fullmatch(name)
     if match is None:
         raise MeasureNameError(f"no such measure{_nearest(name, _trec_eval_names(), '')}")
@@ -126,14 +125,26 @@ def canonical(name: str, computed: Collection[str]) -> str:
     raise MeasureNameError(f"not a measure the harness computes{suggestion}")
 
 
-def _spelled(listed: Sequence[str]) -> str:
-    """The measures of a comma-separated list as separate shell words ('P@5,10' lists P@5 and P@10)."""
+def listed_measures(name: str) -> list[str] | None:
+    """The measures a comma-separated `name` lists ('P@5,10': P@5 and P@10; trec_eval's
+    command-line 'P.5,10': P_5 and P_10), to be given one each; None for a single name."""
+    if "@" in name or "(" in name:
+        parts = _TOP_LEVEL_COMMA.split(name)
+        return _completed(parts) if len(parts) > 1 else None
+    if "," not in name:
+        return None
+    base, _, cutoffs = name.partition(".")  # trec_eval's -m P.5,10
+    return [f"{base}_{k}" for k in cutoffs.split(",")] if cutoffs else _completed(name.split(","))
+
+
+def _completed(listed: Sequence[str]) -> list[str]:
+    """The names of a list's parts: a bare number takes the measure before it ('P@5,10')."""
     names: list[str] = []
     for part in filter(None, (part.strip() for part in listed)):  # 'nDCG@3,' lists nDCG@3 alone
         if part.isdigit() and names and "@" in names[-1]:
             part = f"{names[-1].rpartition('@')[0]}@{part}"
         names.append(part)
-    return " ".join(shlex.quote(name) for name in names)
+    return names
 
 
 def _families(computed: Collection[str]) -> dict[str, str]:

@@ -35,7 +35,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                        help=f"binary kappa of grade >= T, for each T (default {' '.join(map(str, THRESHOLDS))})")
     agree.add_argument("--per-query", action="store_true", help="also every query's kappas (table; CSV and JSON always have them)")
     add_format(agree, QRELS_FORMATS, help=QRELS_FORMAT_HELP)
-    add_output(agree, help="write here (atomically) instead of stdout")
+    add_output(agree, stdout=True, help="write here (atomically) instead of stdout")
     agree.set_defaults(_action=run_agree)
 
     rank = sub.add_parser("rank-agree", help="Kendall's tau and tau_AP between the run orderings two qrels give",
@@ -51,7 +51,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     rank.add_argument("--moves", type=number_in(0, 10**6, whole=True), default=3,
                       help="list the runs whose rank changes most (default 3 per measure)")
     add_format(rank, QRELS_FORMATS, help=QRELS_FORMAT_HELP)
-    add_output(rank, help="write here (atomically) instead of stdout")
+    add_output(rank, stdout=True, help="write here (atomically) instead of stdout")
     rank.set_defaults(_action=run_rank_agree)
 
 

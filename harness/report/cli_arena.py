@@ -39,7 +39,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_format(parser, ARENA_FORMATS, help="an aligned text table, CSV or JSON (the ratings), or Markdown (default: "
                "as --output's suffix says, .csv .json .md, .txt for the table; the table on stdout or to a name "
                "without a suffix)")
-    add_output(parser, help="write here (atomically) instead of stdout")
+    add_output(parser, stdout=True, help="write here (atomically) instead of stdout")
     parser.add_argument("--seed", type=number_in(0, SEED_MAX, whole=True), default=42, help="bootstrap seed (default 42)")
     parser.add_argument("--bootstrap", type=number_in(1, math.inf, whole=True), default=BOOTSTRAP,
                         help=f"bootstrap resamples of the Bradley-Terry intervals (default {BOOTSTRAP}; fewer are "

@@ -34,7 +34,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--passage-separator", help="judge passage runs '<docid><SEP><n>' by document (MaxP)")
     add_paired_tests(parser)
     add_format(parser, FORMATS.names(), help=FORMAT_HELP)
-    add_output(parser, help="write the report here (atomically) instead of stdout")
+    add_output(parser, stdout=True, help="write the report here (atomically) instead of stdout")
     parser.add_argument("--topics", metavar="BENCHMARK",
                         help="take turn depths and conversations (and --group-field) from this benchmark's "
                         "adapter, e.g. cast2021, instead of reading them from the qids")

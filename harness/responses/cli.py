@@ -50,7 +50,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_paired_tests(ev)
     add_format(ev, FORMATS.names(), help=FORMAT_HELP)
     ev.add_argument("--per-turn", action="store_true", help="add every (run, turn) row to JSON output (json only)")
-    add_output(ev, help="write the report here (atomically) instead of stdout")
+    add_output(ev, stdout=True, help="write the report here (atomically) instead of stdout")
     ev.set_defaults(responses_run=_eval)
 
 

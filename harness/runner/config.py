@@ -689,6 +689,7 @@ def measures_of(
     checked, and named as the config names them with `as_given` (results keep the user's names),
     else canonically (ir-measures)."""
     from harness.evaluate import parse_measures
+    from harness.evaluate.names import listed_measures
     from harness.evaluate.presets import PRESETS, separator_problem
 
     depth = separator = None
@@ -696,6 +697,10 @@ def measures_of(
     if "measures" in keys:
         node = keys["measures"]
         names = [item.text() for item in node.items()]
+        if any(listed_measures(name) for name in names):  # YAML reads `measures: nDCG@3, RR` as one string
+            entries = [each for name in names for each in listed_measures(name) or [name]]
+            raise node.error(f"one measure per entry, not a comma-separated string: write a YAML list, "
+                             f"measures: [{', '.join(entries)}]")
     elif "preset" in keys:
         node = keys["preset"]
         preset = lookup(node, lambda: PRESETS.get(node.text()))

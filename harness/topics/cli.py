@@ -33,7 +33,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "the texts the strategy made the query from, in order; the turn's own utterance or "
                              "rewrite alone for raw and manual, earlier turns too for all_history, hqe, ...; not "
                              "the conversation history); tsv: 'qid<TAB>query' (default jsonl)")
-    add_output(export, help="output file (written atomically); default standard output")
+    add_output(export, stdout=True, help="output file (written atomically); default standard output")
 
 
 def run(args: argparse.Namespace) -> int:
