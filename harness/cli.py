@@ -43,8 +43,12 @@ COMMANDS: dict[str, tuple[str, str]] = {
 }
 
 
-def add_runs(parser: argparse.ArgumentParser, help_text: str = "TREC run files") -> None:
-    """Run files as positional arguments, and `--run` as an alias (older spelling)."""
+def add_runs(parser: argparse.ArgumentParser, help_text: str = "TREC run files", least: int = 1) -> None:
+    """Run files as positional arguments, and `--run` as an alias (older spelling). None is a
+    usage error, said by `_parser` in the words the command's own check for fewer than `least`
+    uses (`no_runs`): rank-agree orders two or more, and says so alike for none and for one
+    (counted as it runs: a parse-only check cannot count what a shell glob gives)."""
+    parser.least_runs = least  # type: ignore[attr-defined]  # read by _parser, which argparse's Namespace is not
     parser.add_argument("runs", nargs="*", metavar="RUN", help=help_text)
     parser.add_argument("--run", dest="run_alias", nargs="+", action="extend", default=[], metavar="RUN",
                         help=argparse.SUPPRESS)
@@ -66,6 +70,11 @@ def distinct_runs(args: argparse.Namespace) -> list[str]:
 
 
 NO_RUNS = "give at least one run file"
+
+
+def no_runs(least: int) -> str:
+    """The usage error for fewer run files than a command needs."""
+    return NO_RUNS if least == 1 else f"give at least {least} run files"
 
 
 def number_in(low: float, high: float, *, whole: bool = False, open_low: bool = False) -> Callable[[str], float]:
@@ -151,7 +160,8 @@ class _Parser(argparse.ArgumentParser):
         missing = message.partition("the following arguments are required: ")[2].split(", ")
         for option, values in reversed(self._read_words().several):
             files = [value for value in values if Path(value).is_file()]
-            if files and (message == NO_RUNS or message.startswith(f"argument {option}:")
+            if files and (message == no_runs(getattr(self, "least_runs", 1))
+                          or message.startswith(f"argument {option}:")
                           or any((action.metavar or action.dest) in missing for action in positionals)):
                 return swallowed(option, files, names)
         return None
@@ -273,7 +283,7 @@ def _parser(argv: list[str]) -> tuple[_Parser, argparse.Namespace]:
     if unknown:
         named.error(f"unrecognized arguments: {' '.join(unknown)}")
     if "runs" in vars(args) and not runs(args):  # add_runs's, which --run may fill, so argparse cannot require it
-        named.error(NO_RUNS)
+        named.error(no_runs(getattr(named, "least_runs", 1)))
     return named, args
 
 

@@ -463,3 +463,20 @@ def test_judged_queries_only_qrels_sharing_no_pair_are_warned_of_with_that_reaso
     err = capsys.readouterr().err
     assert f"{out} was judged with --judged-queries-only on the runs' top 10, none of which {a} judges" in err
     assert "without --qrels" not in err
+
+
+@pytest.mark.parametrize("given", [0, 1])
+def test_rank_agree_with_fewer_than_two_runs_is_one_usage_error_for_none_and_one(tmp_path, capsys, given):
+    """One run has no ordering, no run neither: the same words for both (none is found as the
+    command line is read, with the --help tail argparse's errors have)."""
+    a = tmp_path / "a.qrels"
+    a.write_text("q1 0 d1 1\n")
+    run = tmp_path / "r.run"
+    run.write_text("q1 Q0 d1 1 1 r\n")
+    argv = ["qrels", "rank-agree", str(a), str(a), *[str(run)] * given]
+    if given:
+        assert main(argv) == 2
+    else:
+        with pytest.raises(SystemExit, match="2"):
+            main(argv)
+    assert capsys.readouterr().err.startswith("harness qrels rank-agree: error: give at least 2 run files")

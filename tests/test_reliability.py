@@ -222,6 +222,15 @@ def test_an_output_folder_that_cannot_be_made_is_a_one_line_error_naming_it(tmp_
     assert f"cannot write {NOWHERE}: /proc takes no new files or folders" in _one_line(capsys)
 
 
+@pytest.mark.skipif(not Path("/proc/self").is_dir(), reason="needs Linux's /proc")
+def test_a_config_output_folder_that_cannot_be_made_names_the_config_and_its_output_key(tmp_path, capsys):
+    """A read-only place as a file in the way is: the config's `output:` is what to fix."""
+    config = _config(tmp_path / "c", output=str(NOWHERE))
+    assert main(["run", str(config), "--dry-run"]) == 2
+    assert (f"harness run: error: {config}: output: cannot write {NOWHERE}: /proc takes no new files or folders"
+            in _one_line(capsys))
+
+
 @pytest.mark.parametrize("command", ["encode", "index"])
 def test_an_encode_or_index_folder_below_or_on_a_file_is_a_one_line_error_before_any_model_or_jvm(
         tmp_path, capsys, command):

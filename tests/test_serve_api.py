@@ -818,8 +818,8 @@ def _other_years_qrels(folder: Path) -> tuple[list[str], str]:
     config = yaml.safe_load(path.read_text())
     config["tasks"][0]["qrels"] = str(qrels)
     path.write_text(yaml.safe_dump(config))
-    return [str(path), *ANY_PORT], (f"task {TASK}: {qrels} judges none of the turns of ikat2023 (its first query "
-                                    "'0_8', the topics' first turn '9-1_1'): give the topics' own qrels")
+    return [str(path), *ANY_PORT], (f"{path}: tasks[0].qrels: {qrels} judges none of the turns of ikat2023 (its "
+                                    "first query '0_8', the topics' first turn '9-1_1'): give the topics' own qrels")
 
 
 def _port_taken(folder: Path, taken: socket.socket) -> tuple[list[str], str]:

@@ -180,9 +180,9 @@ def test_a_bank_without_a_graded_nugget_draws_with_weighted_recall_undefined(tmp
 
 
 @pytest.mark.parametrize("measure, grade, refusal", [
-    ("weighted", "0", r"main_measure weighted is undefined on every turn.*nuggets\.json has grade 0"),
+    ("weighted", "0", r"main_measure: weighted is undefined on every turn.*nuggets\.json has grade 0"),
     # every nugget of grade 2, vital from grade 3 (it ranked every run at 0)
-    ("vital", "2", r"main_measure vital is undefined on every turn, since no nugget of .*nuggets\.json reaches "
+    ("vital", "2", r"main_measure: vital is undefined on every turn, since no nugget of .*nuggets\.json reaches "
                    r"vital_grade 3"),
 ])
 def test_a_board_ranked_by_a_measure_undefined_on_every_turn_of_its_bank_is_refused_at_start(tmp_path, measure, grade,
@@ -190,7 +190,7 @@ def test_a_board_ranked_by_a_measure_undefined_on_every_turn_of_its_bank_is_refu
     nuggets = tmp_path / "hidden" / "nuggets.json"
     nuggets.parent.mkdir()
     nuggets.write_text(json.dumps({t: {"1": {"text": f"{SECRET} {t}", "relevance": grade}} for t in TURNS}))
-    with pytest.raises(HarnessError, match=f"task responses: {refusal}"):
+    with pytest.raises(HarnessError, match=r"leaderboard\.yaml: tasks\[0\]\." + refusal):
         with open_board(tmp_path, nuggets, main_measure=measure):
             pass
     assert not (tmp_path / "state").exists()  # refused before the database and storage were made
@@ -274,8 +274,8 @@ def test_a_response_task_whose_bank_has_no_nugget_for_a_turn_of_its_topics_is_re
     nuggets = tmp_path / "hidden" / "nuggets.jsonl"
     nuggets.parent.mkdir()
     nuggets.write_text(json.dumps({"qid": "2025_1", "nuggets": [{"text": SECRET, "importance": "vital"}]}) + "\n")
-    refusal = (f"task responses: nuggets: {nuggets} has no nugget for any turn of ikat2024 (its first turn '2025_1', "
-               "the topics' first turn '0_1'): give the topics' own nugget bank")
+    refusal = (f"{tmp_path / 'leaderboard.yaml'}: tasks[0].nuggets: {nuggets} has no nugget for any turn of ikat2024 "
+               "(its first turn '2025_1', the topics' first turn '0_1'): give the topics' own nugget bank")
     with pytest.raises(HarnessError, match=f"^{re.escape(refusal)}$"):
         with open_board(tmp_path, nuggets):
             pass

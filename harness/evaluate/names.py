@@ -87,7 +87,8 @@ def canonical(name: str, computed: Collection[str]) -> str:
     `computed`: the families the harness computes, for suggestions."""
     listed = listed_measures(name)
     if listed is not None:
-        form = "argument, not a comma-separated list" if "@" in name or "(" in name else "name, not trec_eval's list form"
+        form = ("argument, not a comma-separated list" if "@" in name or "(" in name
+                else "name, not trec_eval's list form")
         raise MeasureNameError(f"one measure per {form}: give {' '.join(map(shlex.quote, listed))}")
     if any(character.isspace() for character in name):  # ir-measures reads 'nDCG @3', headed so
         raise MeasureNameError(f"a measure's name holds no space: give {shlex.quote(''.join(name.split()))}")

@@ -13,7 +13,7 @@ import json
 import math
 import sys
 
-from harness.cli import add_format, add_output, add_runs, distinct_runs, number_in
+from harness.cli import add_format, add_output, add_runs, distinct_runs, no_runs, number_in
 from harness.judge.agree import THRESHOLDS, WEIGHTINGS, Agreement, PairAgreement, RankingAgreement
 from harness.trec import Qrels
 
@@ -43,7 +43,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                                       "compare the two orderings per measure (tau_AP takes A's ordering as the truth).")
     rank.add_argument("a", metavar="A", help="qrels file A (the reference ordering, e.g. human labels)")
     rank.add_argument("b", metavar="B", help="qrels file B (the ordering compared, e.g. LLM labels)")
-    add_runs(rank, "TREC run files (two or more)")
+    add_runs(rank, "TREC run files (two or more)", least=2)
     rank.add_argument("--measures", nargs="+", help=f"ir-measures names, e.g. nDCG@5 'P(rel=2)@10' ({DEFAULT_HELP})")
     rank.add_argument("--preset", help=preset_help())
     rank.add_argument("--depth", type=int, help="evaluate the top N documents per query (trec_eval -M)")
@@ -236,7 +236,7 @@ def run_rank_agree(args: argparse.Namespace) -> int:
 
     files = distinct_runs(args)
     if len(files) < 2:
-        raise HarnessError("rank-agree needs two or more runs to order")
+        raise HarnessError(no_runs(2))  # as none is said when the command line is read
     refuse_overwriting([args.a, args.b, *files], [("--output", args.out)])
     args.format = _format(args)
     measures, depth, separator = measure_settings(args)  # as eval's: a depth shallower than a measure is said

@@ -11,9 +11,9 @@ import os
 import sys
 from pathlib import Path
 
-from harness.atomic import check_outputs
+from harness.atomic import OutputError, check_outputs
 from harness.cli import add_output
-from harness.runner.config import load_config
+from harness.runner.config import ConfigError, load_config
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -41,7 +41,12 @@ def run(args: argparse.Namespace) -> int:
     config = load_config(args.config)
     if args.output is not None:
         config = dataclasses.replace(config, output=args.output)
-    check_outputs(config.output, folder=True)  # the folder it will write: before --dry-run says all is well
+    try:  # the folder it will write: before --dry-run says all is well
+        check_outputs(config.output, folder=True)
+    except OutputError as error:  # the config's `output:` is what to fix, as a file in its way says
+        if args.output is not None:
+            raise
+        raise ConfigError(args.config, "output", str(error)) from None
     if args.dry_run:
         print(destination(config.output))
         for prepared, finished in plan(config, only=args.only):

@@ -25,12 +25,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from harness import jsonl
-from harness.errors import HarnessError, InputError, counted, verb
+from harness.errors import InputError, counted, verb
 from harness.serve.config import RESPONSE_FORMATS
 from harness.serve.tasks import MAX_MESSAGES, Message, TaskRuntime, Verdict, refused_if_not_text
 
 if TYPE_CHECKING:
     from harness.responses.model import ResponseRun
+    from harness.runner.config import Node
 
 
 @dataclass(frozen=True)
@@ -79,7 +80,7 @@ class ResponseTaskRuntime(TaskRuntime):
         return {"nuggets": file_sha256(self.config.nuggets), "vital_grade": self.config.vital_grade,
                 "judge": {key: value for key, value in judge.items() if value is not None}}
 
-    def prepare(self) -> None:
+    def prepare(self, at: Node) -> None:
         """Read the topics, the bank and the files a judge reads (recorded assignments, a prompt:
         `scored_with` has the judge read them) now. Refused at start: a bank with no nugget for
         any turn of the topics (another year's: every upload would be accepted, then fail), as a
@@ -91,17 +92,19 @@ class ResponseTaskRuntime(TaskRuntime):
             first = next((f"its first turn {turn!r}" for turn, nuggets in self.bank.nuggets.items() if nuggets),
                          "it holds no nugget")
             topics_first = next(iter(self.depths))
-            raise HarnessError(f"task {self.config.name}: nuggets: {self.config.nuggets} has no nugget for any turn "
-                               f"of {self.config.topics} ({first}, the topics' first turn {topics_first!r}): give "
-                               "the topics' own nugget bank")
+            raise at.child("nuggets", None).error(
+                f"{self.config.nuggets} has no nugget for any turn of {self.config.topics} ({first}, the topics' "
+                f"first turn {topics_first!r}): give the topics' own nugget bank")
         if self.config.main_measure == "weighted" and not any(
                 nugget.grade for turn in self.evaluated_turns for nugget in self.bank.of(turn)):
-            raise HarnessError(f"task {self.config.name}: main_measure weighted is undefined on every turn, since "
-                               f"every nugget of {self.config.nuggets} has grade 0; rank the board by another measure")
+            raise at.child("main_measure", None).error(
+                f"weighted is undefined on every turn, since every nugget of {self.config.nuggets} has grade 0; rank "
+                "the board by another measure")
         if self.config.main_measure in ("vital", "strict_vital") and self.bank.unreachable_vital_grade():
-            raise HarnessError(f"task {self.config.name}: main_measure {self.config.main_measure} is undefined on "
-                               f"every turn, since no nugget of {self.config.nuggets} reaches vital_grade "
-                               f"{self.config.vital_grade}; rank the board by another measure, or lower vital_grade")
+            raise at.child("main_measure", None).error(
+                f"{self.config.main_measure} is undefined on every turn, since no nugget of {self.config.nuggets} "
+                f"reaches vital_grade {self.config.vital_grade}; rank the board by another measure, or lower "
+                "vital_grade")
 
     def board_terms(self) -> dict[str, Any]:
         """Turns, and nuggetizer's mean: as `harness responses eval`'s board has them."""

@@ -21,6 +21,7 @@ from sqlalchemy.orm import defer
 
 from harness.serve import NOT_KEPT
 from harness.serve import store as st
+from harness.runner.config import Node
 from harness.serve.config import ServeConfig
 from harness.serve.responses import ResponseTaskRuntime
 from harness.serve.tasks import MAX_MESSAGES, ScoredRun, TaskRuntime, ranked_board
@@ -74,8 +75,8 @@ class Service:
         self.config = config
         self.tasks = {name: (TaskRuntime if task.nuggets is None else ResponseTaskRuntime)(task)
                       for name, task in config.tasks.items()}
-        for runtime in self.tasks.values():  # now, not on the first upload
-            runtime.prepare()
+        for index, runtime in enumerate(self.tasks.values()):  # now, not on the first upload
+            runtime.prepare(Node(config.path, f"tasks[{index}]", None))  # config's order: its list's
         self.store = st.Store(config.database, config.storage)
         self._quota_lock = threading.Lock()  # count-then-insert per team (in the database too: lock_team)
         self._validations = threading.BoundedSemaphore(VALIDATIONS)

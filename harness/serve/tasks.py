@@ -15,11 +15,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from harness.errors import TEAM, HarnessError, InputError, bad_byte, counted, not_text, verb
 from harness.ikat.submission import file_format
 from harness.serve.config import FORMAT_YEARS, TaskConfig
+
+if TYPE_CHECKING:
+    from harness.runner.config import Node
 
 MAX_MESSAGES = 200  # findings returned for one upload
 DEFAULT_DEPTH = 1000  # results per turn a task without a depth is sized for (trec_eval's default)
@@ -153,15 +156,16 @@ class TaskRuntime:
     def budget(self) -> Budget:
         return Budget(len(self.turn_ids), self.config.depth or DEFAULT_DEPTH)
 
-    def prepare(self) -> None:
+    def prepare(self, at: Node) -> None:
         """Read the topics and qrels now, so that the first upload does not wait for them. Qrels
-        judging none of the topics' turns (another year's) are refused: an upload may rank
-        only those turns, so every run would score 0, and the board's turn depths cover none."""
+        judging none of the topics' turns (another year's) are refused, as a config error at the
+        task's node `at`: an upload may rank only those turns, so every run would score 0, and
+        the board's turn depths cover none."""
         from harness.evaluate import judges_none
 
         _ = self.turn_ids, self.depths, self.evaluator, self.scored_with
         if problem := judges_none(self.evaluator.qrels, list(self.depths), self.config.topics):
-            raise HarnessError(f"task {self.config.name}: {problem}")
+            raise at.child("qrels", None).error(problem)
 
     # --- checking ------------------------------------------------------------------------
 
