@@ -252,6 +252,16 @@ def test_2023_check_fires_on_its_own_breakage(tmp_path, check, level, edit, turn
     assert {f.turn for f in report.findings} == {turn}
 
 
+def test_a_turn_of_no_topic_is_said_to_name_none_of_the_topics_given_a_benchmark_or_a_file(tmp_path):
+    """`--topics ikat2023` is a benchmark, not a file: the message says 'the topics given'."""
+    run = json.loads((SAMPLES_2023 / "sample_run.json").read_text())
+    run["turns"][0]["turn_id"] = "9_1"
+    path = tmp_path / "run.json"
+    path.write_text(json.dumps(run))
+    assert [f.message for f in validate(path, 2023).findings if f.check == "turn-id-known"] == [
+        "turn id '9_1' names none of the 25 topics given"]
+
+
 def test_more_than_1000_passages_is_a_warning(tmp_path):
     run = json.loads((SAMPLES_2023 / "sample_run.json").read_text())
     _too_many_passages(run)

@@ -231,6 +231,20 @@ def test_a_cone_rag_bank_named_jsonl_reads_as_cone_rags(tmp_path):
         assert read_bank(path).nuggets == {"q1": (Nugget("[1]", "a", 3, True),)}
 
 
+@pytest.mark.parametrize("text, problem", [
+    ("", "empty file: no nuggets"), ("\n\n", "empty file: no nuggets"),
+    ("q1 0 d1 2\n", "1: this looks like qrels ('qid iter docid grade'), not a nugget bank (each turn's nuggets: "
+                   "CONE-RAG's JSON or nuggetizer's JSON Lines)"),
+    ("q1 Q0 d1 1 9.5 r\n", "1: this looks like a TREC run ('qid Q0 docid rank score tag'), not a nugget bank"),
+])
+def test_an_empty_file_or_qrels_or_a_run_given_as_the_nugget_bank_is_said_so_not_invalid_json(tmp_path, text, problem):
+    path = tmp_path / "nuggets.json"
+    path.write_text(text)
+    with pytest.raises(InputError) as caught:
+        read_bank(path)
+    assert str(caught.value).startswith(f"{path}:{problem}" if problem[0].isdigit() else f"{path}: {problem}")
+
+
 # --- scores -------------------------------------------------------------------------------
 
 A, B, C = Nugget("1", "a", 4, True), Nugget("2", "b", 2, False), Nugget("3", "c", 1, False)

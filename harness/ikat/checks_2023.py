@@ -312,7 +312,9 @@ def _turn_id_known(ctx: Context) -> Iterator[Finding]:
     for turn in (t for t in ctx.submission.turns if _well_formed(t.turn_id, ctx.year)):
         topic = ctx.turn_topic(turn.turn_id)
         if topic is None:
-            yield error("turn-id-known", f"turn id {turn.turn_id!r} names no topic of the topics file", turn.turn_id)
+            # the topics may be a benchmark's (--topics ikat2023), not a file
+            yield error("turn-id-known", f"turn id {turn.turn_id!r} names none of the {len(ctx.topics)} topics given",
+                        turn.turn_id)
         elif turn.turn_id not in topic.turn_ids:
             yield error(
                 "turn-id-known",

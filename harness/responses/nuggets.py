@@ -26,6 +26,7 @@ from harness.errors import InputError, open_input
 from harness.registry import Registry
 from harness.responses.model import Nugget, NuggetBank
 from harness.responses.readers import NUGGETIZER_KEYS, json_object, once
+from harness.trec import looks_like_qrels_line, looks_like_run_line
 
 VITAL_GRADE = 3
 NUGGETIZER_GRADES = {"vital": 2, "okay": 1}
@@ -44,9 +45,18 @@ def read_bank(path: str | Path, format: str | None = None, vital_grade: int = VI
 def bank_format(path: Path) -> str:
     """By content, whatever the file's name: nuggetizer's JSON Lines when its first line is a
     {qid, nuggets} object (`nuggets.json` too), CONE-RAG's one JSON object when the file is one
-    (a `.jsonl` name too); else by the name (`.jsonl`: nuggetizer's, whose reader names the line)."""
+    (a `.jsonl` name too); else by the name (`.jsonl`: nuggetizer's, whose reader names the line).
+    An empty file, and qrels or a run given in its place, are said so, not as invalid JSON."""
     with open_input(path) as handle:
         first, entry = jsonl.first_line(handle)
+        if not first.strip():
+            raise InputError(path, "empty file: no nuggets")
+        fields = first.split()
+        if looks_like_qrels_line(fields) or looks_like_run_line(fields):
+            kind = "qrels ('qid iter docid grade')" if looks_like_qrels_line(fields) else \
+                "a TREC run ('qid Q0 docid rank score tag')"
+            raise InputError(path, f"this looks like {kind}, not a nugget bank (each turn's nuggets: "
+                                   "CONE-RAG's JSON or nuggetizer's JSON Lines)", line=first.count("\n"))
         if isinstance(entry, dict) and NUGGETIZER_KEYS <= set(entry):
             return "nuggetizer-jsonl"
         if ".jsonl" not in path.suffixes:
