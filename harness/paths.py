@@ -12,6 +12,7 @@ import contextlib
 import hashlib
 import json
 import os
+import sys
 import time
 from pathlib import Path
 from collections.abc import Iterable, Iterator, Sequence
@@ -212,10 +213,13 @@ def output_format(fmt: str | None, out: str | None, names: Sequence[str], defaul
     """The format a command writes: --format's, else the one --output's suffix names (its own
     name, report.csv: csv, or one of `suffixes`), else `default` (stdout, or a name without a
     suffix). Another suffix is an error, before any work: r.pdf would have been the default
-    format under a name promising a PDF."""
+    format under a name promising a PDF. --format wins over a suffix naming another format
+    (JSON into r.csv), with a warning: what reads r.csv would not read it."""
     from harness.errors import HarnessError
 
     suffix = Path(out).suffix.lower().lstrip(".") if out else ""
+    if fmt and suffix in names and suffix != fmt:
+        print(f"warning: --format {fmt} is written to --output {out}, whose suffix names {suffix}", file=sys.stderr)
     if fmt or not suffix:
         return fmt or default
     chosen = suffixes.get(suffix, suffix)

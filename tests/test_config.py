@@ -390,8 +390,16 @@ def test_a_wrong_file_given_as_the_config_is_quoted_cut_short_not_whole(tmp_path
 
 
 def test_missing_config_file_is_an_error(tmp_path):
-    with pytest.raises(InputError, match="no such config file"):
+    with pytest.raises(InputError, match="no such config file$"):
         load_config(tmp_path / "absent.yaml")
+
+
+def test_a_misspelt_config_file_is_told_the_nearest_config_beside_it(capsys, monkeypatch):
+    """As every other unknown name is: `configs/defualt.yaml` names configs/default.yaml."""
+    monkeypatch.chdir(REPO_ROOT)
+    assert main(["run", "configs/defualt.yaml"]) == 2
+    assert capsys.readouterr().err == ("harness run: error: configs/defualt.yaml: no such config file; "
+                                       "nearest: default.yaml\n")
 
 
 def test_only_selects_by_experiment_name_or_tag(tmp_path):

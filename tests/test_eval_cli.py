@@ -227,6 +227,8 @@ def test_output_writes_the_format_its_suffix_names_and_says_where(tmp_path, caps
     assert captured.err.splitlines()[-1] == f"scores written to {tmp_path / name}"
     assert main([*argv, "--output", str(tmp_path / "forced.csv"), "--format", "json"]) == 0
     assert json.loads((tmp_path / "forced.csv").read_text())["org_convdr"]["NumRel"] > 0
+    assert (f"warning: --format json is written to --output {tmp_path / 'forced.csv'}, whose suffix names csv"
+            in capsys.readouterr().err.splitlines())  # what reads a .csv would not read it
 
 
 def test_an_output_suffix_naming_no_format_or_an_input_is_an_error_before_any_work(tmp_path, capsys):

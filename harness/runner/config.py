@@ -408,9 +408,14 @@ def load_config(path: str | Path) -> Config:
 
 
 def read_yaml(path: Path) -> Any:
-    """A config file's YAML document; a missing file, bad YAML or a repeated key is an InputError."""
+    """A config file's YAML document; a missing file (with the nearest config beside it), bad
+    YAML or a repeated key is an InputError."""
     if not path.exists():
-        raise InputError(path, "no such config file")
+        try:
+            beside = [entry.name for entry in path.parent.iterdir() if entry.suffix in (".yaml", ".yml")]
+        except OSError:  # no such folder either
+            beside = []
+        raise InputError(path, f"no such config file{nearest(path.name, beside)}")
     text = read_input(path)
     try:
         document = yaml.load(text, Loader=_UniqueKeyLoader)
