@@ -195,6 +195,17 @@ def test_to_trec_counts_the_turns_its_run_file_holds_and_those_ranking_no_passag
     assert len(written.scores) == len(run["turns"]) - 1
 
 
+def test_to_trec_whose_default_output_beside_the_submission_cannot_be_written_says_to_give_output(tmp_path, capsys):
+    """The run goes beside the submission unless --output says where: a place there that cannot
+    be written (a read-only folder, here a folder in its way) is told the option."""
+    path = tmp_path / "s.json"
+    path.write_text(SAMPLE_2023.read_text())
+    (tmp_path / "s.run").mkdir()
+    assert main(["ikat", "to-trec", str(path)]) == 2
+    assert capsys.readouterr().err == (f"harness ikat to-trec: error: cannot write {tmp_path / 's.run'} (the default "
+                                       "output, beside the submission): it is a folder; give --output\n")
+
+
 def test_to_trec_counts_the_passages_a_response_lists_again_which_it_drops(tmp_path, capsys):
     """generate_run.py keeps a passage's first occurrence: a repeat in one response is said and
     counted, as `harness eval` counts a run's repeated documents, not dropped silently."""

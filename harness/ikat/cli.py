@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from harness.atomic import OutputError, output_problem
 from harness.cli import add_output, number_in, print_lines
 from harness.errors import HarnessError, InputError, counted, open_input, verb
 from harness.ikat.submission import PROVENANCE_LIMIT, PTKB_DEPTH, YEARS
@@ -193,6 +194,8 @@ def _to_trec(args: argparse.Namespace) -> int:
     from harness.ikat.convert import to_trec
 
     out = args.out or args.run.with_suffix(".run")
+    if args.out is None and (problem := output_problem(out)):  # beside RUN: a read-only folder, say
+        raise OutputError(f"cannot write {out} (the default output, beside the submission): {problem}; give --output")
     refuse_overwriting([args.run], [("--output" if args.out else "the default output", out),
                                     ("--ptkb-out", args.ptkb_out)])
     runs = to_trec(args.run, out, args.ptkb_out, args.year, args.tag)
