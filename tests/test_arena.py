@@ -243,6 +243,15 @@ def test_votes_repeated_by_a_copy_or_pasted_rows_are_warned_of_and_counted(tmp_p
                                               f"systems and vote (the first: {pasted}:83, as {pasted}:2)")
 
 
+def test_a_vote_file_pasted_with_its_header_again_names_the_line_and_the_likely_cause(tmp_path, capsys):
+    lines = OPEN.read_text().splitlines(keepends=True)
+    pasted = tmp_path / "dup.csv"
+    pasted.write_text("".join(lines + lines))
+    assert main(["arena", "--votes", str(pasted)]) == 2
+    assert capsys.readouterr().err == (f"harness arena: error: {pasted}:{len(lines) + 1}: the header again: were two "
+                                       "vote files pasted together? give each as its own --votes file\n")
+
+
 def test_equal_rows_without_session_or_user_are_not_repeats():
     """With no session_id or user_id recorded, two equal rows may be two people's votes."""
     votes = [arena_lib.Vote("a", "b", "a"), arena_lib.Vote("a", "b", "a")]

@@ -69,6 +69,9 @@ def read_votes(path: str | Path) -> list[Vote]:
             for row in reader:
                 if None in row or any(row[c] is None for c in VOTE_COLUMNS):
                     raise InputError(path, f"expected {len(reader.fieldnames)} comma-separated fields", line=start)
+                if [row[c] for c in reader.fieldnames] == reader.fieldnames:  # files pasted together
+                    raise InputError(path, "the header again: were two vote files pasted together? give each "
+                                           "as its own --votes file", line=start)
                 first, second, vote = row["crs1"].strip(), row["crs2"].strip(), row["vote"].strip()
                 if not first or not second or first == second:
                     raise InputError(path, f"expected two different systems, found {first!r} and {second!r}",
