@@ -448,6 +448,69 @@ def test_a_search_function_may_bring_a_batch_form_and_its_hits_come_best_first()
     assert dict(hits) == {qid: [Hit("d1", 3.0), Hit("d3", 2.0)] for qid in ("q1", "q2")}
 
 
+def _pyterrier(pairs: list) -> object:
+    """A PyTerrier transformer answering `pairs` for every query, in their order."""
+    import pandas as pd
+    import pyterrier as pt
+
+    return pt.apply.generic(lambda topics: pd.DataFrame(
+        [(qid, docno, score) for qid in topics["qid"] for docno, score in pairs], columns=["qid", "docno", "score"]))
+
+
+@pytest.mark.parametrize("form", ["function", "object", "pyterrier"])
+def test_a_plugin_answering_the_same_pairs_in_another_order_ranks_them_alike_ties_by_docid_descending(form):
+    """trec_eval's order whatever the plug-in's list order: its numbers are those `harness eval`
+    gives its pairs, and the cut at k keeps the same tied documents."""
+    from harness.retrieve import RETRIEVERS, SearchQuery, build
+    from harness.trec import Hit
+
+    pairs = [("d1", 2.0), ("d3", 1.0), ("d2", 2.0), ("d4", 2.0), ("d0", 3.0)]
+
+    def plugin(answer: list) -> object:
+        if form == "function":
+            return lambda query, k: answer
+        if form == "object":
+            return type("Mine", (), {"search": lambda self, queries, k: {q.qid: answer for q in queries}})()
+        return _pyterrier(answer)
+
+    runs = []
+    for answer in (pairs, pairs[::-1]):
+        with RETRIEVERS.using({"mine": plugin(answer)}):
+            runs.append(build("mine").search([SearchQuery("q", "a")], k=3))
+    assert runs[0]["q"] == runs[1]["q"] == [Hit("d0", 3.0), Hit("d4", 2.0), Hit("d2", 2.0)]
+
+
+@pytest.mark.slow
+def test_the_example_plugins_numbers_are_the_same_in_every_process_and_those_of_harness_evaluate(in_folder):
+    """`overlap` lists its tied counts in set order (another per PYTHONHASHSEED): harness run
+    scores its (docid, score) pairs as trec_eval and harness.evaluate do, whatever that order."""
+    from harness.topics import load
+    from harness.trec import Run
+
+    measures = ["nDCG@3", "RR", "R@100"]
+    config = {"k": 1000, "output": "runs", "experiments": [{"topics": "ikat2023:test", "strategies": ["raw"],
+                                                             "retrievers": ["python:mine:overlap"], "measures": measures}]}
+    (in_folder / "ov.yaml").write_text(yaml.safe_dump(config), encoding="utf-8")
+    script = ("import json, harness; _, aggregate = harness.run('ov.yaml', force=True, quiet=True); "
+              f"print(json.dumps(aggregate[{measures!r}].iloc[0].tolist()))")
+    numbers = []
+    for seed in ("1", "2"):
+        done = subprocess.run([sys.executable, "-c", script], cwd=in_folder, capture_output=True, text=True,
+                              timeout=300, env=child_env(PYTHONHASHSEED=seed))  # mine.py: in the current folder
+        assert done.returncode == 0, done.stderr
+        numbers.append(json.loads(done.stdout))
+    sys.path.insert(0, str(in_folder))
+    try:
+        import mine
+    finally:
+        sys.path.remove(str(in_folder))
+    benchmark = load("ikat2023:test")
+    pairs = Run.of({turn.qid: mine.overlap(turn.utterance, 1000, corpus=benchmark.corpus)
+                    for conversation in benchmark.conversations for turn in conversation.turns})
+    _, aggregate = harness.evaluate(pairs, benchmark.qrels(), measures)
+    assert numbers[0] == numbers[1] == pytest.approx(aggregate[measures].iloc[0].tolist(), abs=1e-12)
+
+
 def test_a_plugin_answering_a_document_again_keeps_k_distinct_documents_its_repeat_counted():
     """Repeats are dropped (the first, best, kept) before the answer is cut to k: a plug-in that
     gave k distinct documents among its repeats ranks k, not fewer."""

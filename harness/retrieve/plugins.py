@@ -14,9 +14,9 @@ What a researcher has is one of:
 
 Anything else, or a function that cannot be called as `f(query, k)`, is a one-line error
 naming the plug-in, raised when the name is first looked up (the config check does that).
-Whatever a plug-in answers becomes a `Run` here, at the edge, checked, best first and its
-repeats dropped before the top k are taken, so the harness past this module sees one ranking
-type. A score is a real number (int, float, numpy's): float() alone would take "3.5" and True.
+Whatever a plug-in answers becomes a `Run` here, at the edge, checked, in trec_eval's order
+(ties by docid descending) and its repeats dropped before the top k are taken, so the harness
+past this module sees one ranking type. A score is a real number (int, float, numpy's): float() alone would take "3.5" and True.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from typing import Any
 
 from harness.errors import HarnessError
 from harness.retrieve import RETRIEVERS, Retriever, RetrieverFactory, SearchQuery
-from harness.trec import Hit, Kept, Run, field_ok, kept_ranking
+from harness.trec import Hit, Kept, Run, canonical_order, field_ok, kept_ranking
 
 _EXPECTED = ("a function f(query: str, k: int) -> [(docid, score), ...], a class or object with "
              "search(queries, k), or a PyTerrier transformer")
@@ -168,10 +168,12 @@ class _Searcher:
 
 
 def top(name: str, qid: str, answer: Iterable, k: int) -> Kept:
-    """(docid, score) pairs best first (ties keep their order), the top k distinct documents: a
-    document answered again is dropped (its first, best score kept) and counted before the cut,
-    so an answer of k distinct documents keeps them all. Anything else is a one-line error
-    naming the plug-in and the query."""
+    """(docid, score) pairs in trec_eval's order (score descending, ties by docid descending,
+    whatever order the plug-in listed them in: its numbers are then those of `harness eval` on
+    the same pairs, and the same in every process), the top k distinct documents: a document
+    answered again is dropped (its first, best score kept) and counted before the cut, so an
+    answer of k distinct documents keeps them all. Anything else is a one-line error naming
+    the plug-in and the query."""
     if answer is None or isinstance(answer, (str, bytes, Mapping)) or not isinstance(answer, Iterable):
         raise HarnessError(f"retriever {name!r} answered {_short(answer)} for query {qid}; "
                            "expected a list of (docid, score) pairs")
@@ -196,8 +198,7 @@ def top(name: str, qid: str, answer: Iterable, k: int) -> Kept:
             raise HarnessError(f"retriever {name!r} answered {_short(item)} for query {qid}; "
                                "expected a docid string (non-empty, no whitespace or NUL byte) and a finite score")
         found.append(Hit(docid, score))
-    found.sort(key=lambda hit: -hit.score)
-    kept = kept_ranking(found)
+    kept = kept_ranking(canonical_order(found))
     return kept._replace(scores=dict(islice(kept.scores.items(), k)))
 
 
