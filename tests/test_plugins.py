@@ -625,6 +625,24 @@ def test_an_object_plugin_answering_a_query_it_was_not_asked_is_refused():
             build("mine").search([SearchQuery("1", "a")], k=10)
 
 
+@pytest.mark.parametrize("qids, shown", [(lambda qid: qid.replace("_", "-"), "'9-1-1'"),
+                                         (lambda qid: 0, "0")])
+def test_a_pyterrier_plugin_answering_a_query_it_was_not_asked_is_refused_as_an_objects_is(qids, shown):
+    """A mangled or int qid in the result frame would leave the asked query empty, scored 0, without a word."""
+    import pandas as pd
+    import pyterrier as pt
+
+    from harness.retrieve import RETRIEVERS, SearchQuery, build
+
+    answer = pt.apply.generic(lambda topics: pd.DataFrame({"qid": [qids(qid) for qid in topics["qid"]],
+                                                           "docno": "d1", "score": 1.0}))
+    with RETRIEVERS.using({"pt": answer}):
+        with pytest.raises(harness.errors.HarnessError,
+                           match=rf"^retriever 'pt': the transformer's result has query {shown}, which it was not "
+                                 r"asked \(asked: 9-1_1, 9-1_2\); expected the qid column"):
+            build("pt").search([SearchQuery("9-1_1", "a"), SearchQuery("9-1_2", "b")], k=10)
+
+
 @pytest.mark.parametrize("docid", ["doc 1", "doc\x001"])
 def test_a_plugin_docid_that_would_break_a_trec_line_is_refused_naming_the_plugin_not_the_run_file(docid):
     from harness.retrieve import RETRIEVERS, SearchQuery, build

@@ -12,6 +12,7 @@ import pytest
 from harness.errors import HarnessError
 from harness.queries import STRATEGIES, get, stream
 from harness.topics import load
+from harness.topics.model import asked
 
 
 @pytest.fixture(scope="module")
@@ -178,8 +179,26 @@ def test_no_strategy_reads_a_later_turn(name, arg, benchmark, external):
         poisoned = replace(conversation, turns=kept + tuple(_poisoned(t) for t in conversation.turns[index + 1:]))
         assert strategy(cut, index, arg) == query
         assert strategy(poisoned, index, arg) == query
+        assert strategy(replace(conversation, turns=(*kept[:-1], asked(kept[-1]))), index, arg) == query  # nor its answer
         assert "LEAK" not in query.text
         assert query.qid == conversation.turns[index].qid and query.turn_index == index
+
+
+def test_a_plugin_strategy_is_handed_the_turn_without_its_answer_and_earlier_turns_whole():
+    """The current turn's response, gold passages and PTKB provenance would let a query copy what it is
+    judged on; the turns before keep theirs, as the benchmark gives them to a system."""
+    from harness.queries.plugins import adapt
+
+    seen = []
+    strategy = adapt("peek", lambda conversation, turn_index: seen.append(conversation) or "q")
+    conversation = load("ikat2023").conversations[0]
+    strategy(conversation, 2)
+    earlier, (turn,) = seen[0].turns[:2], seen[0].turns[2:]
+    given = conversation.turns[2]
+    assert given.response and given.provenance and given.ptkb_provenance  # what the benchmark holds
+    assert (turn.response, turn.provenance, turn.ptkb_provenance) == (None, (), ())
+    assert (turn.qid, turn.utterance, turn.manual_rewrite) == (given.qid, given.utterance, given.manual_rewrite)
+    assert earlier == conversation.turns[:2]
 
 
 @pytest.mark.slow

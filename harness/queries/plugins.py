@@ -2,8 +2,9 @@
 
 A plug-in strategy is either an instance of a `harness.queries.Strategy` subclass, whose own
 `check`, `check_topics`, `check_stream` and `inputs` are used as a built-in strategy's are, or a function
-`f(conversation, turn_index, *arguments)` returning the query text (a `str`) or a `Query`. Either is handed the conversation up to and including the turn, so that it
-cannot read a later one. Its arguments (`python:m:f:ARG`, `NAME:ARG`) are its declared
+`f(conversation, turn_index, *arguments)` returning the query text (a `str`) or a `Query`. Either is
+handed the conversation up to and including the turn, that turn without its answer (`asked`: its
+response and gold passages blank), so that it cannot read a later turn nor what it is judged on. Its arguments (`python:m:f:ARG`, `NAME:ARG`) are its declared
 parameters (`harness.declare`), else those of its signature after the first two
 (`f(conversation, turn_index, arg=None)` takes one, any text), read and checked as a
 built-in strategy's are.
@@ -19,7 +20,7 @@ from typing import Any
 from harness.errors import HarnessError
 from harness.queries import STRATEGIES, Strategy
 from harness.registry import Declaration, declared, summary_of
-from harness.topics.model import Conversation, Query
+from harness.topics.model import Conversation, Query, asked
 
 _EXPECTED = "a function f(conversation, turn_index, arg=None) -> str or Query, or a harness.queries.Strategy"
 
@@ -42,14 +43,15 @@ def adapt(name: str, obj: Any) -> Strategy:
 
 
 class PluginStrategy(Strategy):
-    """The plug-in behind the strategy interface, seeing no turn after the current one."""
+    """The plug-in behind the strategy interface, seeing no turn after the current one, nor its answer."""
 
     def __init__(self, name: str, target: Strategy | Any, declaration: Declaration) -> None:
         super().__init__(name, declaration.summary, declaration.params)
         self.target = target
 
     def query(self, conversation: Conversation, turn_index: int, *args: Any) -> Query:
-        seen = dataclasses.replace(conversation, turns=conversation.turns[:turn_index + 1])
+        seen = dataclasses.replace(conversation, turns=(*conversation.turns[:turn_index],
+                                                        asked(conversation.turns[turn_index])))
         own = self.target.query if isinstance(self.target, Strategy) else self.target
         answer = own(seen, turn_index, *args)
         turn = conversation.turns[turn_index]

@@ -158,13 +158,21 @@ class _Searcher:
         if not isinstance(answer, Mapping):
             raise HarnessError(f"retriever {self.name!r}: search(queries, k) answered {type(answer).__name__}; "
                                "expected {qid: [(docid, score), ...]}")
-        asked = {query.qid for query in queries}
-        stray = next((qid for qid in answer if qid not in asked), None)
-        if stray is not None:  # an int qid, or another batch's: its ranking would be dropped without a word
-            raise HarnessError(f"retriever {self.name!r}: search(queries, k) answered query {stray!r}, which it was "
-                               f"not asked (asked: {', '.join(sorted(asked)[:3])}{', ...' if len(asked) > 3 else ''}); "
-                               "expected the qids of the SearchQuery objects, as strings")
+        _refuse_stray(self.name, "search(queries, k) answered", answer, queries,
+                      "the qids of the SearchQuery objects, as strings")
         return Run.of_kept({query.qid: top(self.name, query.qid, answer.get(query.qid, ()), k) for query in queries})
+
+
+def _refuse_stray(name: str, how: str, answered: Iterable, queries: Sequence[SearchQuery], expected: str,
+                  as_qid: Callable[[Any], Any] = lambda qid: qid) -> None:
+    """An answer for a query not asked (an int qid, a mangled or another batch's one: `as_qid(qid)`
+    not among the asked qids) is an error naming it: its ranking would be dropped without a word
+    and the asked query scored as an empty ranking."""
+    asked = {query.qid for query in queries}
+    stray = next((qid for qid in answered if as_qid(qid) not in asked), None)
+    if stray is not None:
+        raise HarnessError(f"retriever {name!r}: {how} query {_short(stray)}, which it was not asked (asked: "
+                           f"{', '.join(sorted(asked)[:3])}{', ...' if len(asked) > 3 else ''}); expected {expected}")
 
 
 def top(name: str, qid: str, answer: Iterable, k: int) -> Kept:
@@ -235,6 +243,8 @@ class _Transformer:
         if missing:
             raise HarnessError(f"retriever {self.name!r}: the transformer's result has no column "
                                f"{sorted(missing)[0]!r}; expected qid, docno, score")
-        grouped = {str(qid): list(zip(group["docno"].astype(str), group["score"]))
-                   for qid, group in result.groupby("qid", sort=False)}
+        groups = dict(list(result.groupby("qid", sort=False)))
+        _refuse_stray(self.name, "the transformer's result has", groups, queries,
+                      "the qid column of the frame it was given, its strings unchanged", str)
+        grouped = {str(qid): list(zip(group["docno"].astype(str), group["score"])) for qid, group in groups.items()}
         return Run.of_kept({query.qid: top(self.name, query.qid, grouped.get(query.qid, []), k) for query in queries})

@@ -23,7 +23,7 @@ folder is neither read nor changed).
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from harness.atomic import atomic_write
@@ -32,7 +32,7 @@ from harness.paths import cache_root, data_root, qrels_root
 from harness.topics import ADAPTERS, Benchmark
 from harness.topics._common import QidSet, choose_split, shipped_qrels
 from harness.topics._json import Record, read_json, records
-from harness.topics.model import Conversation, Turn, declared_fields
+from harness.topics.model import ANSWER, Conversation, Turn, declared_fields
 from harness.trec import Qrels, read_qrels
 
 
@@ -43,13 +43,13 @@ class Cast2019Conversation(Conversation):
 
 @dataclass(frozen=True)
 class Cast2020Turn(Turn):
-    manual_canonical_result_id: str | None = None
-    automatic_canonical_result_id: str | None = None
+    manual_canonical_result_id: str | None = field(default=None, metadata=ANSWER)
+    automatic_canonical_result_id: str | None = field(default=None, metadata=ANSWER)
 
 
 @dataclass(frozen=True)
 class Cast2021Turn(Turn):
-    canonical_result_id: str | None = None
+    canonical_result_id: str | None = field(default=None, metadata=ANSWER)
 
 
 DESCRIPTION = "the topic's description, where the file gives one"

@@ -19,7 +19,7 @@ becomes `Conversation.personal`; the statements relevant to a turn are kept as
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from harness.corpus import Corpus, Document
@@ -28,13 +28,13 @@ from harness.paths import data_root, qrels_root
 from harness.topics import ADAPTERS, Benchmark
 from harness.topics._common import QidSet, choose_split, shipped_qrels
 from harness.topics._json import Record, read_json, read_jsonl, records
-from harness.topics.model import Conversation, PersonalStatement, Turn, declared_fields
+from harness.topics.model import ANSWER, Conversation, PersonalStatement, Turn, declared_fields
 from harness.trec import Qrels, read_qrels
 
 
 @dataclass(frozen=True)
 class IkatTurn(Turn):
-    ptkb_provenance: tuple[str, ...] = ()
+    ptkb_provenance: tuple[str, ...] = field(default=(), metadata=ANSWER)
 
 
 FIELDS = declared_fields(IkatTurn, ptkb_provenance="ids of the PTKB statements relevant to the turn, as the "

@@ -24,6 +24,11 @@ class PersonalStatement:
     text: str
 
 
+# The metadata of a turn's field that holds its answer (the system response, the gold passages):
+# given for the turns before, blank in the turn a plug-in strategy builds the query of (`asked`).
+ANSWER = {"answer": True}
+
+
 @dataclass(frozen=True)
 class Turn:
     """One user turn. `qid` is spelled exactly as the benchmark's qrels spell it."""
@@ -32,8 +37,14 @@ class Turn:
     utterance: str
     manual_rewrite: str | None = None
     automatic_rewrite: str | None = None
-    response: str | None = None
-    provenance: tuple[str, ...] = ()
+    response: str | None = dataclasses.field(default=None, metadata=ANSWER)
+    provenance: tuple[str, ...] = dataclasses.field(default=(), metadata=ANSWER)
+
+
+def asked(turn: Turn) -> Turn:
+    """The turn as the user asked it: its answer fields (`ANSWER`) at their defaults, so that a
+    query built from it cannot read the response or the passages it is judged on."""
+    return dataclasses.replace(turn, **{f.name: f.default for f in dataclasses.fields(turn) if f.metadata.get("answer")})
 
 
 @dataclass(frozen=True)

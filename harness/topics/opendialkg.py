@@ -20,7 +20,7 @@ alternate), so the dialogue cannot be re-cut into user turns reliably. Hence:
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
@@ -30,7 +30,7 @@ from harness.paths import data_root
 from harness.topics import ADAPTERS, Benchmark
 from harness.topics._common import QidSet, choose_split
 from harness.topics._json import Record, read_json, read_jsonl
-from harness.topics.model import Conversation, Turn, declared_fields
+from harness.topics.model import ANSWER, Conversation, Turn, declared_fields
 from harness.trec import Qrels
 
 SPLITS = ("test", "train", "valid")  # the default first
@@ -40,7 +40,7 @@ SPLITS = ("test", "train", "valid")  # the default first
 class OpenDialKGTurn(Turn):
     context: tuple[str, ...] = ()
     entities: tuple[str, ...] = ()
-    recommended: tuple[str, ...] = ()
+    recommended: tuple[str, ...] = field(default=(), metadata=ANSWER)
 
 
 FIELDS = declared_fields(OpenDialKGTurn, context="the dialogue's utterances before the request, in order",

@@ -26,7 +26,7 @@ from __future__ import annotations
 import hashlib
 import re
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
@@ -35,7 +35,7 @@ from harness.paths import data_root
 from harness.topics import ADAPTERS, Benchmark
 from harness.topics._common import choose_split
 from harness.topics._json import Record, read_jsonl
-from harness.topics.model import Conversation, Turn, declared_fields
+from harness.topics.model import ANSWER, Conversation, Turn, declared_fields
 from harness.trec import Qrels
 
 SPLITS = ("val", "train", "test")  # the default first
@@ -60,8 +60,8 @@ class SpanCounts:
 
 @dataclass(frozen=True)
 class PragmatiCQATurn(Turn):
-    literal: tuple[str, ...] = ()
-    pragmatic: tuple[str, ...] = ()
+    literal: tuple[str, ...] = field(default=(), metadata=ANSWER)
+    pragmatic: tuple[str, ...] = field(default=(), metadata=ANSWER)
 
 
 @dataclass(frozen=True)
