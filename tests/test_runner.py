@@ -960,6 +960,29 @@ def test_judged_turns_missing_from_a_run_are_counted_as_harness_eval_counts_them
     assert recorded["scores"]["evaluation"]["missing_queries"] == missing
 
 
+def test_an_empty_query_is_not_searched_and_ranks_nothing_as_its_warning_says(tmp_path, capsys):
+    """iKAT 2023 12-1_12's manual rewrite is empty: a retriever answering anything to "" (a
+    plug-in's first documents, a dense model's nearest) would rank documents for it."""
+    from harness.retrieve import RETRIEVERS
+
+    asked = []
+
+    def anything(query: str, k: int):
+        asked.append(query)
+        return [("d1", 1.0)]
+
+    config = tmp_path / "empty.yaml"
+    config.write_text(yaml.safe_dump({"k": 10, "output": str(tmp_path / "runs"), "experiments": [
+        {"topics": "ikat2023:test", "strategies": ["manual"], "retrievers": ["any"], "measures": ["RR"]}]}),
+        encoding="utf-8")
+    with RETRIEVERS.using({"any": anything}):
+        assert main(["run", str(config)]) == 0
+    assert "warning: turn 12-1_12: the benchmark's manual rewrite is empty" in capsys.readouterr().err
+    assert "" not in asked and len(asked) == len(load("ikat2023:test").turns) - 1
+    ranked = read_run(tmp_path / "runs" / "ikat2023-test.manual.any.run")
+    assert "12-1_12" not in ranked and len(ranked) == len(asked)
+
+
 @pytest.mark.slow
 def test_topics_without_qrels_are_run_and_written_not_scored_and_said_so(tmp_path, capsys):
     """iKAT 2025 ships no qrels: its runs are made for `ikat from-trec`, and no score (no 0)

@@ -8,6 +8,7 @@ all. Tasks know neither the config nor the runner: they sit below both.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import closing
 from typing import Any, Protocol
 
 from harness.errors import HarnessError
@@ -93,10 +94,20 @@ class RetrievalTask:
     def ranker(
         self, benchmark: Benchmark, name: str, params: Mapping[str, Any], k: int, retriever: Callable[[], Retriever]
     ) -> Ranker:
-        from harness.retrieve import search_batches
-
         searcher = retriever()
-        return lambda batches: search_batches(searcher, batches, k)
+        return lambda batches: _searched(searcher, batches, k)
+
+
+def _searched(searcher: Retriever, batches: Sequence[Sequence[SearchQuery]], k: int) -> Iterator[Run]:
+    """Each batch's rankings, its empty queries (an empty rewrite) not searched: they rank nothing,
+    as their warning says, whatever a retriever would answer to "" (a plug-in's first documents,
+    a dense model's nearest)."""
+    from harness.retrieve import search_batches
+
+    asked = [[query for query in batch if query.text.strip()] for batch in batches]
+    with closing(search_batches(searcher, [batch for batch in asked if batch], k)) as found:
+        for batch in asked:
+            yield next(found) if batch else Run.of({})
 
 
 class PtkbTask:
