@@ -1010,7 +1010,8 @@ def plugin_failure(error: Exception) -> tuple[str, str] | None:
         return None
     frames = traceback.StackSummary.extract(list(traceback.walk_tb(error.__traceback__))[first:])
     return ("Traceback of the plug-in's code (most recent call last):\n" + "".join(frames.format()),
-            f"{owner} raised {type(error).__name__}: {error}")
+            f"{owner} raised {type(error).__name__}: {error}"
+            + "".join(f", {note}" for note in getattr(error, "__notes__", ())))  # (the query it was answering)
 
 
 def _plugin_owner(error: BaseException) -> tuple[str | None, int]:

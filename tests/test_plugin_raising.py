@@ -16,6 +16,10 @@ from harness.cli import main
 from tests.conftest import child_env
 
 
+# what the plug-in was answering when it raised, on the error's line
+ASKED = ", answering query 9-1_1 ('Can you help me find a diet for myself?')"
+
+
 def _config(folder: Path, retriever: str) -> Path:
     """A config running ikat2023:test with `retriever`."""
     config = folder / "mine.yaml"
@@ -52,7 +56,7 @@ def test_a_plugin_package_named_like_a_standard_module_gets_its_own_frames_too(t
         "Traceback of the plug-in's code (most recent call last):",
         f'  File "{module}", line 2, in search', "    return _inner()",
         f'  File "{module}", line 6, in _inner', "    raise ValueError('my bug')",
-        "harness run: error: retriever 'python:code.search:search' (module code.search) raised ValueError: my bug"]
+        "harness run: error: retriever 'python:code.search:search' (module code.search) raised ValueError: my bug" + ASKED]
 
 
 def test_a_plugins_exception_shows_the_plugins_frames_and_names_the_plugin(tmp_path, monkeypatch, capsys):
@@ -63,7 +67,7 @@ def test_a_plugins_exception_shows_the_plugins_frames_and_names_the_plugin(tmp_p
         "Traceback of the plug-in's code (most recent call last):",
         f'  File "{module}", line 2, in search', "    return _inner()",
         f'  File "{module}", line 6, in _inner', "    raise ValueError('my bug')",
-        "harness run: error: retriever 'python:buggy_search:search' (module buggy_search) raised ValueError: my bug"]
+        "harness run: error: retriever 'python:buggy_search:search' (module buggy_search) raised ValueError: my bug" + ASKED]
 
 
 # the plug-in's module, its code, and what `search` is made of
@@ -87,8 +91,38 @@ def test_a_plugin_that_is_not_a_plain_function_gets_its_own_frames_too(tmp_path,
     code = _CALLABLES[module] + "\n\ndef _inner():\n    raise ValueError('my bug')\n"
     assert _run_failing(tmp_path, monkeypatch, module, code) == 2
     err = capsys.readouterr().err
+    asked = ASKED.replace(", answering ", ", answering a batch of 64 queries, the first ") \
+        if module == "buggy_pyterrier" else ASKED  # (a transformer is handed the queries a batch at a time)
     assert err.splitlines()[-1] == (f"harness run: error: retriever 'python:{module}:search' "
-                                    f"(module {module}) raised ValueError: my bug")
+                                    f"(module {module}) raised ValueError: my bug{asked}")
     own = err[err.index("Traceback of the plug-in's code (most recent call last):"):]
     assert f'File "{tmp_path / module}.py", line ' in own
     assert f'File "{Path(harness.__file__).parent}{os.sep}' not in own  # no frame of the harness's own code
+
+
+def test_a_plugin_strategys_exception_names_the_turn_it_was_building_the_query_of(tmp_path, monkeypatch, capsys):
+    (tmp_path / "buggy_strategy.py").write_text("def rewrite(conversation, turn_index):\n    raise ValueError('my bug')\n")
+    config = tmp_path / "mine.yaml"
+    config.write_text(yaml.safe_dump({"output": "runs", "experiments": [
+        {"topics": "ikat2023:test", "strategies": ["python:buggy_strategy:rewrite"], "retrievers": ["bm25"],
+         "measures": ["nDCG@3"]}]}),
+        encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    assert main(["run", str(config)]) == 2
+    assert capsys.readouterr().err.splitlines()[-1] == (
+        "harness run: error: query strategy 'python:buggy_strategy:rewrite' (module buggy_strategy) raised "
+        "ValueError: my bug, building the query of turn 9-1_1")
+
+
+def test_a_plugins_exception_in_the_python_api_is_noted_with_the_query_too():
+    """Python prints an exception's notes under its traceback: a notebook shows the query too."""
+    from harness.retrieve import RETRIEVERS, SearchQuery, build
+
+    def search(query, k):
+        yield ("d1", 1.0)
+        raise ValueError("my bug")
+
+    with RETRIEVERS.using({"mine": search}):
+        with pytest.raises(ValueError, match="my bug") as raised:
+            build("mine").search([SearchQuery("q1", "a"), SearchQuery("q2", "a longer query " * 5)], k=10)
+    assert raised.value.__notes__ == ["answering query q1 ('a')"]

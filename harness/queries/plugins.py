@@ -53,8 +53,14 @@ class PluginStrategy(Strategy):
         seen = dataclasses.replace(conversation, turns=(*conversation.turns[:turn_index],
                                                         asked(conversation.turns[turn_index])))
         own = self.target.query if isinstance(self.target, Strategy) else self.target
-        answer = own(seen, turn_index, *args)
         turn = conversation.turns[turn_index]
+        try:
+            answer = own(seen, turn_index, *args)
+        except HarnessError:
+            raise
+        except Exception as error:  # its own bug: `harness run` prints the note on the error's line
+            error.add_note(f"building the query of turn {turn.qid}")
+            raise
         if isinstance(answer, str):
             return Query(turn.qid, answer, conversation.id, turn_index, (answer,))
         if isinstance(answer, Query) and answer.qid == turn.qid:

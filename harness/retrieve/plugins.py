@@ -24,7 +24,8 @@ from __future__ import annotations
 import inspect
 import math
 import sys
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from itertools import islice
 from numbers import Real
 from typing import Any
@@ -134,16 +135,23 @@ class _Function:
 
     def search(self, queries: Sequence[SearchQuery], k: int) -> Run:
         if self.batch is None:
-            return Run.of_kept({query.qid: top(self.name, query.qid, self.function(query.text, k, **self.params), k)
-                               for query in queries})
-        answered = self.batch([query.text for query in queries], k, **self.params)
-        one_each = isinstance(answered, Iterable) and not isinstance(answered, (str, bytes, Mapping))
-        answers = list(answered) if one_each else None
+            return Run.of_kept({query.qid: self._top(query, lambda: self.function(query.text, k, **self.params), k)
+                                for query in queries})
+        with _answering(queries):
+            answered = self.batch([query.text for query in queries], k, **self.params)
+            one_each = isinstance(answered, Iterable) and not isinstance(answered, (str, bytes, Mapping))
+            answers = list(answered) if one_each else None
         if answers is None or len(answers) != len(queries):  # zip would drop or misalign queries without a word
             got = type(answered).__name__ if answers is None else f"{len(answers)} ranking{'s' * (len(answers) != 1)}"
             raise HarnessError(f"retriever {self.name!r}: batch(queries, k) answered {got} for {len(queries)} "
                                "queries; expected one list of (docid, score) pairs per query, in their order")
-        return Run.of_kept({query.qid: top(self.name, query.qid, answer, k) for query, answer in zip(queries, answers)})
+        return Run.of_kept({query.qid: self._top(query, lambda: answer, k) for query, answer in zip(queries, answers)})
+
+    def _top(self, query: SearchQuery, answer: Callable[[], Iterable], k: int) -> Kept:
+        """`top` of `answer()`, an exception of the plug-in's own noted with the query (an answer
+        may be a generator, running the plug-in's code as `top` reads it)."""
+        with _answering([query]):
+            return top(self.name, query.qid, answer(), k)
 
 
 class _Searcher:
@@ -154,13 +162,30 @@ class _Searcher:
         self.name, self.searcher = name, searcher
 
     def search(self, queries: Sequence[SearchQuery], k: int) -> Run:
-        answer = self.searcher.search(queries, k)
+        with _answering(queries):
+            answer = self.searcher.search(queries, k)
         if not isinstance(answer, Mapping):
             raise HarnessError(f"retriever {self.name!r}: search(queries, k) answered {type(answer).__name__}; "
                                "expected {qid: [(docid, score), ...]}")
         _refuse_stray(self.name, "search(queries, k) answered", answer, queries,
                       "the qids of the SearchQuery objects, as strings")
         return Run.of_kept({query.qid: top(self.name, query.qid, answer.get(query.qid, ()), k) for query in queries})
+
+
+@contextmanager
+def _answering(queries: Sequence[SearchQuery]) -> Iterator[None]:
+    """A plug-in's own exception noted with the query it was answering (a batch's: how many and the
+    first), the first thing its author needs: `harness run` prints the note on the error's line."""
+    try:
+        yield
+    except HarnessError:  # the harness's own check of the answer, which names the query itself
+        raise
+    except Exception as error:
+        first = queries[0]
+        text = first.text if len(first.text) <= 60 else f"{first.text[:57]}..."
+        many = f"a batch of {len(queries)} queries, the first " if len(queries) > 1 else ""
+        error.add_note(f"answering {many}query {first.qid} ({text!r})")
+        raise
 
 
 def _refuse_stray(name: str, how: str, answered: Iterable, queries: Sequence[SearchQuery], expected: str,
@@ -238,7 +263,8 @@ class _Transformer:
         import pandas as pd
 
         frame = pd.DataFrame({"qid": [query.qid for query in queries], "query": [query.text for query in queries]})
-        result = self.transformer.transform(frame)
+        with _answering(queries):
+            result = self.transformer.transform(frame)
         missing = {"qid", "docno", "score"} - set(result.columns)
         if missing:
             raise HarnessError(f"retriever {self.name!r}: the transformer's result has no column "
