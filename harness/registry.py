@@ -297,8 +297,9 @@ def _fits(value: Any, expected: Any) -> bool:
     if origin in (dict, Mapping):
         return isinstance(value, Mapping) and (len(args) != 2 or all(
             _fits(k, args[0]) and _fits(v, args[1]) for k, v in value.items()))
-    if expected is float:
-        return isinstance(value, (int, float)) and not isinstance(value, bool) and _float_holds(value)
+    if expected is float:  # a finite one: .nan, .inf or 1e400 would fail (or filter nothing) deep in a run
+        return isinstance(value, (int, float)) and not isinstance(value, bool) and _float_holds(value) \
+            and math.isfinite(value)
     if expected is int:
         return isinstance(value, int) and not isinstance(value, bool)
     if expected is tuple:  # YAML and JSON have lists only (a plug-in's default `(1, 2)` says tuple)

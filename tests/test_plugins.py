@@ -145,6 +145,19 @@ def test_a_plugin_parameter_is_checked_against_its_signature(in_folder):
         parse_config(in_folder / "x.yaml", {"experiments": [experiment]})
 
 
+@pytest.mark.parametrize("written, shown", [(".nan", "nan"), (".inf", "inf"), ("-.inf", "-inf"), ("1e400", "inf")])
+def test_a_plugin_parameter_taken_as_a_number_refuses_one_not_finite_at_its_key(in_folder, written, shown):
+    """A score multiplied by it would fail after the search, and a `score > threshold` filter keep nothing."""
+    from harness.runner.config import load_config
+
+    config = in_folder / "x.yaml"  # (a config file reads 1e400 as a number, as YAML 1.2 does)
+    config.write_text("experiments:\n- {topics: 'ikat2023:test', strategies: [raw], measures: [RR],\n"
+                      f"   retrievers: [{{name: 'python:mine:overlap', params: {{boost: {written}}}}}]}}\n")
+    with pytest.raises(ConfigError, match=rf"experiments\[0\].retrievers\[0\].params.boost: expected a number, "
+                                          rf"got {shown}$"):
+        load_config(config)
+
+
 def _typed(query: str, k: int, span: tuple[str, int] = ("a", 1), ids=(1, 2), weights: dict[str, float] | None = None):
     return []
 
