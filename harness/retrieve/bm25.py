@@ -207,7 +207,7 @@ def _numpy_backend(params: Mapping[str, Any]) -> bool:
     FB_TERMS, FB_DOCS, ORIGINAL_WEIGHT, THREADS,
     Param("maxp", bool, False, "rank documents by their best passage (ids `<docid>:<n>`, as iKAT's)"),
     BACKEND,
-], preload=_compiled_kernels, preload_if=_numpy_backend)
+], preload=_compiled_kernels, preload_if=_numpy_backend, needs=("pyserini",))
 def bm25(corpus: Corpus | None = None, *, index: str | None = None, k1: float = 0.9, b: float = 0.4,
          rm3: bool = False, fb_terms: int = 10, fb_docs: int = 10, original_weight: float = 0.5,
          threads: int | None = None, maxp: bool = False, backend: str = DEFAULT_BACKEND) -> BM25:

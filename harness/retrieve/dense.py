@@ -140,7 +140,7 @@ APPROX_INDEX = Param("approx", Named(_approx_indexes), None, "hnsw or ivfpq: an 
     Param("shard_docs", int | None, None, "passages per shard with an engine"),
     APPROX_INDEX,
     Param("approx_depth", int | None, None, "candidates the approximate index proposes per shard (default: k)"),
-], preload=import_sentence_transformers)
+], preload=import_sentence_transformers, needs=("torch", "sentence_transformers"))
 def dense(
     corpus: Corpus | None = None,
     *,

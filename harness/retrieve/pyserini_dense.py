@@ -55,7 +55,7 @@ class PyseriniDenseRetriever:
     Param("l2_norm", bool, False, "unit-length query vectors, for the `auto` encoder class"),
     Param("device", str, "cpu", "torch device of the query encoder"),
     THREADS,
-])
+], needs=("pyserini", "faiss", "torch"))
 def pyserini_dense(
     corpus: Corpus | None = None,
     *,

@@ -41,6 +41,7 @@ line; `{data}`, `{qrels}` and `{cache}` expand to the shipped data, qrels and ca
 
 from __future__ import annotations
 
+import importlib.util
 import re
 import string
 import sys
@@ -604,7 +605,8 @@ def _strategies(node: Node | None, task, parent: Node, benchmark) -> tuple[str, 
 def _retriever(node: Node, task, problems: Problems) -> RetrieverSpec:
     """The spec, its params checked against the declaration and every local file or folder
     they name looked for (a missing one kept in `problems`)."""
-    from harness.retrieve.specs import named_paths
+    from harness.retrieve import RETRIEVERS
+    from harness.retrieve.specs import named_paths, retriever_names
 
     if isinstance(node.value, str):
         name, params, label = node.text(), {}, node.value
@@ -623,7 +625,20 @@ def _retriever(node: Node, task, problems: Problems) -> RetrieverSpec:
         raise node.error(str(error) + _plugin_beside_config(node, error)) from None
     for key, value, kind in named_paths(declaration, params):
         problems.keep(_look_for, node.child(key, value), kind)
+    _installed(node, [name] if registry is not RETRIEVERS else retriever_names(name, params), registry)
     return RetrieverSpec(name, params, label)
+
+
+def _installed(node: Node, names: Iterable[str], registry: Registry) -> None:
+    """The modules the retrievers `names` (one and those nested in its params) import when built
+    are installed (found, not imported: torch takes seconds); one missing is the line naming its
+    extra, at this key, as a strategy's is (hqe's spaCy), not an error once the run starts."""
+    from harness.extras import needs_extra
+
+    for name in names:
+        needs = registry.declaration(name).needs
+        if missing := next((module for module in needs if importlib.util.find_spec(module) is None), None):
+            raise node.error(f"{registry.kind} {name!r}: {needs_extra(missing)}")
 
 
 def _look_for(node: Node, kind: LocalPath) -> Any:
