@@ -56,7 +56,8 @@ def test_a_plugin_package_named_like_a_standard_module_gets_its_own_frames_too(t
         "Traceback of the plug-in's code (most recent call last):",
         f'  File "{module}", line 2, in search', "    return _inner()",
         f'  File "{module}", line 6, in _inner', "    raise ValueError('my bug')",
-        "harness run: error: retriever 'python:code.search:search' (module code.search) raised ValueError: my bug" + ASKED]
+        "harness run: error: retriever 'python:code.search:search' (module code.search) raised ValueError: my bug"
+        + ASKED]
 
 
 def test_a_plugins_exception_shows_the_plugins_frames_and_names_the_plugin(tmp_path, monkeypatch, capsys):
@@ -67,7 +68,8 @@ def test_a_plugins_exception_shows_the_plugins_frames_and_names_the_plugin(tmp_p
         "Traceback of the plug-in's code (most recent call last):",
         f'  File "{module}", line 2, in search', "    return _inner()",
         f'  File "{module}", line 6, in _inner', "    raise ValueError('my bug')",
-        "harness run: error: retriever 'python:buggy_search:search' (module buggy_search) raised ValueError: my bug" + ASKED]
+        "harness run: error: retriever 'python:buggy_search:search' (module buggy_search) raised ValueError: my bug"
+        + ASKED]
 
 
 # the plug-in's module, its code, and what `search` is made of
@@ -101,7 +103,8 @@ def test_a_plugin_that_is_not_a_plain_function_gets_its_own_frames_too(tmp_path,
 
 
 def test_a_plugin_strategys_exception_names_the_turn_it_was_building_the_query_of(tmp_path, monkeypatch, capsys):
-    (tmp_path / "buggy_strategy.py").write_text("def rewrite(conversation, turn_index):\n    raise ValueError('my bug')\n")
+    (tmp_path / "buggy_strategy.py").write_text(
+        "def rewrite(conversation, turn_index):\n    raise ValueError('my bug')\n")
     config = tmp_path / "mine.yaml"
     config.write_text(yaml.safe_dump({"output": "runs", "experiments": [
         {"topics": "ikat2023:test", "strategies": ["python:buggy_strategy:rewrite"], "retrievers": ["bm25"],

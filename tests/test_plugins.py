@@ -501,8 +501,8 @@ def test_the_example_plugins_numbers_are_the_same_in_every_process_and_those_of_
     from harness.trec import Run
 
     measures = ["nDCG@3", "RR", "R@100"]
-    config = {"k": 1000, "output": "runs", "experiments": [{"topics": "ikat2023:test", "strategies": ["raw"],
-                                                             "retrievers": ["python:mine:overlap"], "measures": measures}]}
+    config = {"k": 1000, "output": "runs", "experiments": [{
+        "topics": "ikat2023:test", "strategies": ["raw"], "retrievers": ["python:mine:overlap"], "measures": measures}]}
     (in_folder / "ov.yaml").write_text(yaml.safe_dump(config), encoding="utf-8")
     script = ("import json, harness; _, aggregate = harness.run('ov.yaml', force=True, quiet=True); "
               f"print(json.dumps(aggregate[{measures!r}].iloc[0].tolist()))")

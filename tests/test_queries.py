@@ -179,7 +179,8 @@ def test_no_strategy_reads_a_later_turn(name, arg, benchmark, external):
         poisoned = replace(conversation, turns=kept + tuple(_poisoned(t) for t in conversation.turns[index + 1:]))
         assert strategy(cut, index, arg) == query
         assert strategy(poisoned, index, arg) == query
-        assert strategy(replace(conversation, turns=(*kept[:-1], asked(kept[-1]))), index, arg) == query  # nor its answer
+        unanswered = replace(conversation, turns=(*kept[:-1], asked(kept[-1])))
+        assert strategy(unanswered, index, arg) == query  # nor the turn's answer
         assert "LEAK" not in query.text
         assert query.qid == conversation.turns[index].qid and query.turn_index == index
 

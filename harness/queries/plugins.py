@@ -1,13 +1,13 @@
 """A plug-in's function made into a query strategy, checked when a config names it.
 
 A plug-in strategy is either an instance of a `harness.queries.Strategy` subclass, whose own
-`check`, `check_topics`, `check_stream` and `inputs` are used as a built-in strategy's are, or a function
-`f(conversation, turn_index, *arguments)` returning the query text (a `str`) or a `Query`. Either is
-handed the conversation up to and including the turn, that turn without its answer (`asked`: its
-response and gold passages blank), so that it cannot read a later turn nor what it is judged on. Its arguments (`python:m:f:ARG`, `NAME:ARG`) are its declared
-parameters (`harness.declare`), else those of its signature after the first two
-(`f(conversation, turn_index, arg=None)` takes one, any text), read and checked as a
-built-in strategy's are.
+`check`, `check_topics`, `check_stream` and `inputs` are used as a built-in strategy's are, or
+a function `f(conversation, turn_index, *arguments)` returning the query text (a `str`) or a
+`Query`. Either is handed the conversation up to and including the turn, that turn without its
+answer (`asked`: its response and gold passages blank), so that it cannot read a later turn nor
+what it is judged on. Its arguments (`python:m:f:ARG`, `NAME:ARG`) are its declared parameters
+(`harness.declare`), else those of its signature after the first two (`f(conversation,
+turn_index, arg=None)` takes one, any text), read and checked as a built-in strategy's are.
 """
 
 from __future__ import annotations

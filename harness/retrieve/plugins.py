@@ -12,11 +12,12 @@ What a researcher has is one of:
 - an object with that `search` method, or a PyTerrier transformer (`qid`, `query` in;
   `qid`, `docno`, `score` out).
 
-Anything else, or a function that cannot be called as `f(query, k)`, is a one-line error
-naming the plug-in, raised when the name is first looked up (the config check does that).
-Whatever a plug-in answers becomes a `Run` here, at the edge, checked, in trec_eval's order
-(ties by docid descending) and its repeats dropped before the top k are taken, so the harness
-past this module sees one ranking type. A score is a real number (int, float, numpy's): float() alone would take "3.5" and True.
+Anything else, or a function that cannot be called as `f(query, k)`, is a one-line error naming
+the plug-in, raised when the name is first looked up (the config check does that). Whatever a
+plug-in answers becomes a `Run` here, at the edge, checked, in trec_eval's order (ties by docid
+descending) and its repeats dropped before the top k are taken, so the harness past this module
+sees one ranking type. A score is a real number (int, float, numpy's): float() alone would take
+"3.5" and True.
 """
 
 from __future__ import annotations

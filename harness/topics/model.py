@@ -44,7 +44,8 @@ class Turn:
 def asked(turn: Turn) -> Turn:
     """The turn as the user asked it: its answer fields (`ANSWER`) at their defaults, so that a
     query built from it cannot read the response or the passages it is judged on."""
-    return dataclasses.replace(turn, **{f.name: f.default for f in dataclasses.fields(turn) if f.metadata.get("answer")})
+    blank = {field.name: field.default for field in dataclasses.fields(turn) if field.metadata.get("answer")}
+    return dataclasses.replace(turn, **blank)
 
 
 @dataclass(frozen=True)
