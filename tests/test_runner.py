@@ -940,16 +940,22 @@ def _some(query: str, k: int):
     return [] if len(query) % 2 else [("d1", 1.0)]
 
 
-def test_judged_turns_missing_from_a_run_are_counted_as_harness_eval_counts_them(tmp_path, capsys):
-    """They score 0 (empty rankings): said, not left for the means to hide."""
+def _ikat_run(tmp_path: Path, strategy: str, retriever: str, search) -> None:
+    """`harness run` of iKAT 2023 test, `strategy` x the search function `search` under the name
+    `retriever`, into tmp_path/runs."""
     from harness.retrieve import RETRIEVERS
 
-    config = tmp_path / "some.yaml"
+    config = tmp_path / "ikat.yaml"
     config.write_text(yaml.safe_dump({"k": 10, "output": str(tmp_path / "runs"), "experiments": [
-        {"topics": "ikat2023:test", "strategies": ["raw"], "retrievers": ["some"], "measures": ["RR"]}]}),
+        {"topics": "ikat2023:test", "strategies": [strategy], "retrievers": [retriever], "measures": ["RR"]}]}),
         encoding="utf-8")
-    with RETRIEVERS.using({"some": _some}):
+    with RETRIEVERS.using({retriever: search}):
         assert main(["run", str(config)]) == 0
+
+
+def test_judged_turns_missing_from_a_run_are_counted_as_harness_eval_counts_them(tmp_path, capsys):
+    """They score 0 (empty rankings): said, not left for the means to hide."""
+    _ikat_run(tmp_path, "raw", "some", _some)
     judged = load("ikat2023:test").qrels().judgments
     ranked = read_run(tmp_path / "runs" / "ikat2023-test.raw.some.run")
     missing = sorted(set(judged) - set(ranked))
@@ -963,20 +969,13 @@ def test_judged_turns_missing_from_a_run_are_counted_as_harness_eval_counts_them
 def test_an_empty_query_is_not_searched_and_ranks_nothing_as_its_warning_says(tmp_path, capsys):
     """iKAT 2023 12-1_12's manual rewrite is empty: a retriever answering anything to "" (a
     plug-in's first documents, a dense model's nearest) would rank documents for it."""
-    from harness.retrieve import RETRIEVERS
-
     asked = []
 
     def anything(query: str, k: int):
         asked.append(query)
         return [("d1", 1.0)]
 
-    config = tmp_path / "empty.yaml"
-    config.write_text(yaml.safe_dump({"k": 10, "output": str(tmp_path / "runs"), "experiments": [
-        {"topics": "ikat2023:test", "strategies": ["manual"], "retrievers": ["any"], "measures": ["RR"]}]}),
-        encoding="utf-8")
-    with RETRIEVERS.using({"any": anything}):
-        assert main(["run", str(config)]) == 0
+    _ikat_run(tmp_path, "manual", "any", anything)
     assert "warning: turn 12-1_12: the benchmark's manual rewrite is empty" in capsys.readouterr().err
     assert "" not in asked and len(asked) == len(load("ikat2023:test").turns) - 1
     ranked = read_run(tmp_path / "runs" / "ikat2023-test.manual.any.run")
