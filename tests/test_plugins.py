@@ -495,23 +495,27 @@ def test_a_plugin_answering_the_same_pairs_in_another_order_ranks_them_alike_tie
 
 @pytest.mark.slow
 def test_the_example_plugins_numbers_are_the_same_in_every_process_and_those_of_harness_evaluate(in_folder):
-    """`overlap` lists its tied counts in set order (another per PYTHONHASHSEED): harness run
-    scores its (docid, score) pairs as trec_eval and harness.evaluate do, whatever that order."""
+    """Python lists a set in another order per PYTHONHASHSEED: harness run scores a plug-in's
+    (docid, score) pairs as trec_eval and harness.evaluate do, whatever order it lists its ties
+    in, and `overlap` cuts its tied counts at k (20 here) alike in every process."""
     from harness.topics import load
     from harness.trec import Run
 
     measures = ["nDCG@3", "RR", "R@100"]
-    config = {"k": 1000, "output": "runs", "experiments": [{
-        "topics": "ikat2023:test", "strategies": ["raw"], "retrievers": ["python:mine:overlap"], "measures": measures}]}
-    (in_folder / "ov.yaml").write_text(yaml.safe_dump(config), encoding="utf-8")
-    script = ("import json, harness; _, aggregate = harness.run('ov.yaml', force=True, quiet=True); "
-              f"print(json.dumps(aggregate[{measures!r}].iloc[0].tolist()))")
-    numbers = []
-    for seed in ("1", "2"):
-        done = subprocess.run([sys.executable, "-c", script], cwd=in_folder, capture_output=True, text=True,
-                              timeout=300, env=child_env(PYTHONHASHSEED=seed))  # mine.py: in the current folder
-        assert done.returncode == 0, done.stderr
-        numbers.append(json.loads(done.stdout))
+    numbers = {}
+    for k in (1000, 20):
+        config = {"k": k, "output": "runs", "experiments": [{"topics": "ikat2023:test", "strategies": ["raw"],
+                                                              "retrievers": ["python:mine:overlap"],
+                                                              "measures": measures}]}
+        (in_folder / "ov.yaml").write_text(yaml.safe_dump(config), encoding="utf-8")
+        script = ("import json, harness; _, aggregate = harness.run('ov.yaml', force=True, quiet=True); "
+                  f"print(json.dumps(aggregate[{measures!r}].iloc[0].tolist()))")
+        for seed in ("1", "2"):
+            done = subprocess.run([sys.executable, "-c", script], cwd=in_folder, capture_output=True, text=True,
+                                  timeout=300, env=child_env(PYTHONHASHSEED=seed))  # mine.py: in the current folder
+            assert done.returncode == 0, done.stderr
+            numbers[k, seed] = json.loads(done.stdout)
+    assert numbers[20, "1"] == numbers[20, "2"]
     sys.path.insert(0, str(in_folder))
     try:
         import mine
@@ -521,7 +525,7 @@ def test_the_example_plugins_numbers_are_the_same_in_every_process_and_those_of_
     pairs = Run.of({turn.qid: mine.overlap(turn.utterance, 1000, corpus=benchmark.corpus)
                     for conversation in benchmark.conversations for turn in conversation.turns})
     _, aggregate = harness.evaluate(pairs, benchmark.qrels(), measures)
-    assert numbers[0] == numbers[1] == pytest.approx(aggregate[measures].iloc[0].tolist(), abs=1e-12)
+    assert numbers[1000, "1"] == numbers[1000, "2"] == pytest.approx(aggregate[measures].iloc[0].tolist(), abs=1e-12)
 
 
 def test_a_plugin_answering_a_document_again_keeps_k_distinct_documents_its_repeat_counted():

@@ -17,7 +17,7 @@ def _postings(corpus):
 def overlap(query: str, k: int, *, corpus=None, boost: float = 1.0):
     """Documents sharing the most words with the query."""
     counts = Counter()
-    for word in set(query.lower().split()):
+    for word in sorted(set(query.lower().split())):  # (a set's order changes per process: so would the ties cut at k)
         counts.update(_postings(corpus).get(word, ()))
     return [(docid, boost * count) for docid, count in counts.most_common(k)]
 
