@@ -17,7 +17,8 @@ plain search function into a retriever factory, say) and checks, so that a wrong
 an error when a config names it, not half-way through a run:
 
 - an entry point of the registry's `group` (`harness.retrievers`, ...) in any installed
-  distribution, listed on the first look-up and imported when its name is first looked up;
+  distribution, listed on the first look-up and imported when its name is first looked up (a
+  name two entry points, or an entry point and a built-in, claim is an error for that name only);
 - `python:package.module:attr`, imported from sys.path (the current folder included), in a
   registry that has an entry-point group;
 - objects handed to `using({name: object})` for the duration of a `with` block (the Python
@@ -31,8 +32,10 @@ A plug-in may carry one (`declaration` attribute, e.g. from `harness.declare`); 
 read from the plug-in's signature (real annotations, as a researcher writes them) and docstring.
 
 `origin(name)` says what a plug-in is (distribution and version, module, the sha256 of its
-source and of its helper modules), for the resume key: a changed plug-in is run again, not
-reused. Built-ins have none.
+source and of its helper modules, the plain globals its functions read, the functions an
+object holds), for the resume key: a changed plug-in is run again, not reused; one whose
+files changed on disk since it was loaded is an error for the Python API's next call, which
+would run its old code (`_as_loaded`). Built-ins have none.
 """
 
 from __future__ import annotations
@@ -46,6 +49,7 @@ import re
 import sys
 import types
 import typing
+import weakref
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -546,6 +550,9 @@ def arguments(declaration: Declaration, arg: str | None) -> dict[str, Any]:
             forms = " or ".join(repr(":".join(p.name for p in params[:end])) for end in range(least, len(params) + 1))
             raise HarnessError(f"{name} takes {forms} ({usage(declaration)}), not {arg!r}: {param.name} must be "
                                f"{describe_type(param.type)}") from None
+        kind = local_path(param.type)  # a `pathlib.Path` argument is looked for, as a retriever's parameter is
+        if kind is not None and (problem := kind.problem(value)) is not None:
+            raise HarnessError(f"{name}'s {param.name}: {problem} ({usage(declaration)})")
     return as_declared(declaration, values)
 
 
@@ -702,7 +709,15 @@ class Registry(Generic[T]):
         self._pluggable = group is not None  # takes `python:` specs and entry points
         self._adapt: Callable[[str, Any], T] | None = None  # set by `adapter`
         self._entry_points: dict[str, Any] = {}  # listed, not yet imported
+        # a name two entry points, or an entry point and a built-in, claim -> why it cannot be used:
+        # an error for a config naming it, BROKEN in `harness components`, nothing to the other names
+        self._clashes: dict[str, str] = {}
         self._origins: dict[str, Origin] = {}
+        # a plug-in loaded by name -> its code, and the call (of the Python API: `using`) that last found its
+        # files as loaded (`origin`)
+        self._loaded: dict[str, Any] = {}
+        self._checked: dict[str, int] = {}
+        self._call = 0
         self._python: dict[str, tuple[T, Origin, Declaration]] = {}
         self._using: ContextVar[Mapping[str, tuple[T, Origin, Declaration]]] = ContextVar(f"using {kind}", default={})
 
@@ -737,14 +752,20 @@ class Registry(Generic[T]):
         from importlib.metadata import entry_points
 
         group, self._group = self._group, None
+        claims: dict[str, list[Any]] = {}
         for point in entry_points(group=group):
-            if point.name in self._items:
-                raise HarnessError(f"{self.kind} {point.name!r} is built in; the entry point of "
-                                   f"{_distribution(point)} cannot take its name")
-            if point.name in self._entry_points:
-                raise HarnessError(f"{self.kind} {point.name!r} is registered twice, by the entry points of "
-                                   f"{_distribution(self._entry_points[point.name])} and {_distribution(point)}")
-            self._entry_points[point.name] = point
+            claims.setdefault(point.name, []).append(point)
+        for name, points in claims.items():
+            owners = " and ".join(_distribution(point) for point in points)
+            if name in self._items:
+                self._clashes[name] = (f"{self.kind} {name!r} is built in; the entry point of {owners} cannot take "
+                                       "its name: rename it there, or uninstall that package")
+            elif len(points) > 1:
+                times = "twice" if len(points) == 2 else f"{len(points)} times"
+                self._clashes[name] = (f"{self.kind} {name!r} is registered {times}, by the entry points of {owners}: "
+                                       "rename one there, or uninstall one of the packages")
+            else:
+                self._entry_points[name] = points[0]
 
     def register(self, name: str, summary: str = "", params: Params = (), **more: Any) -> Callable[[T], T]:
         """Decorator: `item` answers to `name`, declared by `summary`, `params` and `more`
@@ -800,6 +821,8 @@ class Registry(Generic[T]):
         using = self._using.get()
         if name in using:
             return using[name][0]
+        if name in self._clashes:
+            raise HarnessError(self._clashes[name])
         if name in self._items:
             return self._items[name]
         if name in self._entry_points:
@@ -814,20 +837,28 @@ class Registry(Generic[T]):
     def origin(self, name: str) -> Origin | None:
         """What the plug-in `name` is (None for a built-in): hashed into the resume key of its runs.
         One never resumed gets a new token each time it is asked: an object loaded once, then
-        changed, is run again by the next `harness.run` of the same process too."""
+        changed, is run again by the next `harness.run` of the same process too. One loaded by
+        name by an earlier call of the Python API whose files changed since is an error, the
+        first time this call asks (`_as_loaded`), not its old code run under the new files' key
+        or its old run reused; a batch already going keeps the code and key it started with."""
         self.get(name)
         using = self._using.get()
         if name in using:
             found = using[name][1]
         else:
+            if name in self._loaded and self._checked[name] != self._call:
+                _as_loaded(self._loaded[name])
+                self._checked[name] = self._call
             found = self._python[name][1] if name in self._python else self._origins.get(name)
         return {**found, **_never_resumed(found[NOT_RESUMED])} if found and NOT_RESUMED in found else found
 
     @contextmanager
     def using(self, objects: Mapping[str, Any]) -> Iterator[None]:
         """Within the block, these objects answer to their names (before any registered item),
-        each adapted and checked as a plug-in; nothing outside the block sees them."""
+        each adapted and checked as a plug-in; nothing outside the block sees them. Each call of
+        the Python API enters one (a new `_call`, see `origin`)."""
         self._load()
+        self._call += 1
         adopted = {}
         for name, obj in objects.items():
             item = self._adopt(name, obj)
@@ -876,6 +907,7 @@ class Registry(Generic[T]):
         dist = getattr(point, "dist", None)
         self._origins[name] = {"entry_point": f"{point.group}:{name}", "distribution": dist.name if dist else None,
                                "version": dist.version if dist else None, **object_origin(obj, by_name=True)}
+        self._loaded[name], self._checked[name] = _code(obj), self._call
         return item
 
     def _from_python(self, name: str) -> tuple[T, Origin, Declaration]:
@@ -904,8 +936,9 @@ class Registry(Generic[T]):
             obj = getattr(obj, part)
         item = self._adopt(name, obj)
         _note_plugin_package(obj, f"{self.kind} {name!r} (module {module_name})")
-        return item, {"python": name[len(PYTHON):], **object_origin(obj, by_name=True), **_built_in(module, obj)}, \
-            self._declared(name, obj, item)
+        origin = {"python": name[len(PYTHON):], **object_origin(obj, by_name=True), **_built_in(module, obj)}
+        self._loaded[name], self._checked[name] = _code(obj), self._call
+        return item, origin, self._declared(name, obj, item)
 
     def __contains__(self, name: object) -> bool:
         if not isinstance(name, str):
@@ -922,7 +955,7 @@ class Registry(Generic[T]):
     def names(self) -> list[str]:
         """Registered, entry-point and `using` names (not `python:` ones)."""
         self._load()
-        return sorted({*self._items, *self._entry_points, *self._using.get()})
+        return sorted({*self._items, *self._entry_points, *self._clashes, *self._using.get()})
 
     def built_ins(self) -> list[str]:
         """The harness's own names, sorted; no plug-in is listed, or imported to find out."""
@@ -1043,7 +1076,7 @@ def _distribution(point: Any) -> str:
     return f"{dist.name} {dist.version}" if dist is not None else f"the entry point {point.value}"
 
 
-def object_origin(obj: Any, by_name: bool = False) -> Origin:
+def object_origin(obj: Any, by_name: bool = False, own: bool | None = None) -> Origin:
     """The module an object's code comes from (`_code`) and the sha256 of its source: the
     module's file when there is one, else the code's own source text (a notebook cell). Code
     with no source to read (typed into the interactive interpreter, read from stdin) has no
@@ -1051,7 +1084,8 @@ def object_origin(obj: Any, by_name: bool = False) -> Origin:
     loaded `by_name` (a config's `python:` spec, an entry point) is built when its module
     loads, so its module's file keys it, with its repr (none for a method) as it was keyed
     before its attributes were (_settings): its runs made then stay finished, and one holding
-    a model resumes."""
+    a model resumes. `own`: whether its package is the plug-in's own (`_helpers`); by default
+    where it is loaded by name, or is a function or class itself."""
     target = _code(obj)
     if by_name:
         settings = {} if target is obj else {"repr": _without_address(_stable_repr(obj))}
@@ -1063,8 +1097,11 @@ def object_origin(obj: Any, by_name: bool = False) -> Origin:
     if file and Path(file).is_file():
         from harness.paths import file_sha256
 
-        helpers = _helpers(module)
-        return {"module": module.__name__, "sha256": file_sha256(file), **({"helpers": helpers} if helpers else {}),
+        helpers = _helpers(module, own=(by_name or target is obj) if own is None else own)
+        sha = file_sha256(file)
+        _as_loaded(target, {module.__name__: (os.path.abspath(file), sha), **helpers})
+        helpers_sha = {name: digest for name, (_, digest) in helpers.items()}
+        return {"module": module.__name__, "sha256": sha, **({"helpers": helpers_sha} if helpers else {}),
                 **settings}
     import hashlib  # here: loading OpenSSL was a sixth of `import harness` (2.7 of 15.5 ms)
 
@@ -1093,8 +1130,8 @@ def _built_in(module: types.ModuleType, obj: Any) -> Origin:
     return {"built_in": {"module": module.__name__, "sha256": file_sha256(file)}}
 
 
-def _helpers(module: types.ModuleType) -> dict[str, str]:
-    """The sha256 of each module the plug-in's module imports, and those import in turn
+def _helpers(module: types.ModuleType, own: bool = False) -> dict[str, tuple[str, str]]:
+    """The file and sha256 of each module the plug-in's module imports, and those import in turn
     (`_imports`), whose file lies in its folder tree: its top-level package's folders, or a
     single-file module's folder. A plug-in's own helpers are modules beside it; editing one
     changes its ranking as editing the plug-in does. A module a function imports when it runs
@@ -1102,15 +1139,24 @@ def _helpers(module: types.ModuleType) -> dict[str, str]:
     what it imports: another plug-in beside it, loaded before it by the same config, is not its
     helper (the key would depend on which others a config lists). Python's own and installed
     modules (their versions are not the plug-in's), the harness's and the running script's
-    (`__main__`, which calls the plug-in) are not its helpers."""
+    (`__main__`, which calls the plug-in) are not its helpers; with `own` (the plug-in's own
+    code: an entry point's, a `python:` spec's, a function or class handed to the Python API), its
+    top-level package's folder counts where it is installed too (`pip install .`, not `-e`: a
+    helper edited and installed again is keyed, as an editable install's is); a single-file
+    module installed has none (its folder, site-packages, is every library's)."""
     from harness.paths import file_sha256
 
     top = sys.modules.get(module.__name__.partition(".")[0], module)
     file = getattr(top, "__file__", None)
     places = list(getattr(top, "__path__", None) or ([os.path.dirname(file)] if file else []))
     places = [os.path.abspath(place) for place in places
-              if not (_installed(place) or _pythons_own(place) or _inside(os.path.abspath(place), _HARNESS))]
-    found: dict[str, str] = {}
+              if not (_pythons_own(place) or _inside(os.path.abspath(place), _HARNESS))]
+    # an installed package's own folder (a regular package: a namespace package's spans distributions)
+    own_installed = [place for place in places if own and file and hasattr(top, "__path__") and _installed(place)]
+    places = [place for place in places if not _installed(place) or place in own_installed]
+    if not places:
+        return {}
+    found: dict[str, tuple[str, str]] = {}
     importers = [(module.__name__, getattr(module, "__file__", None), module.__package__ or "", vars(module))]
     while importers:
         for name in sorted(_imports(*importers.pop())):
@@ -1123,12 +1169,43 @@ def _helpers(module: types.ModuleType) -> dict[str, str]:
                 continue
             path = os.path.abspath(path)
             if any(_inside(path, place) for place in places) and not (
-                    _installed(path) or _pythons_own(path) or _inside(path, _HARNESS)) and os.path.isfile(path):
-                found[name] = file_sha256(path)
+                    _installed(path) and not any(_inside(path, place) for place in own_installed)
+                    or _pythons_own(path) or _inside(path, _HARNESS)) and os.path.isfile(path):
+                found[name] = (path, file_sha256(path))
                 importers.append((name, path, loaded.__package__ or "", vars(loaded)) if spec is None else
                                  (name, path, name if spec.submodule_search_locations is not None
                                   else name.rpartition(".")[0], {}))
     return dict(sorted(found.items()))
+
+
+# each plug-in's code (a function, a class) -> the files it was keyed by, {module: (path, sha256)}, when it was
+# first keyed in this process: a file changed since then holds code this process does not run (`_as_loaded`).
+# A record of what was loaded, as sys.modules is; weak, so that code given up is forgotten.
+_KEYED: weakref.WeakKeyDictionary[Any, dict[str, tuple[str, str]]] = weakref.WeakKeyDictionary()
+
+
+def _as_loaded(target: Any, files: Mapping[str, tuple[str, str]] | None = None) -> None:
+    """Raise a HarnessError where a module keying `target` (its own, a helper) changed on disk
+    since `target` was first keyed in this process: the code that would run is the one loaded,
+    which the key no longer says (an edit in a notebook, `importlib.reload`: an entry point is
+    loaded once a process, and a module reloaded leaves the objects made before it as they
+    were). `files`: as keyed now (recorded the first time); None: each recorded file read again."""
+    from harness.paths import file_sha256
+
+    try:
+        before = _KEYED.setdefault(target, dict(files)) if files is not None else _KEYED.get(target, {})
+    except TypeError:  # no weak reference to it
+        return
+    for name, (path, sha) in before.items():
+        try:
+            now = files[name][1] if files is not None and name in files else file_sha256(path)
+        except OSError:  # gone (a temporary folder): nothing left to run either
+            continue
+        if now != sha:
+            raise HarnessError(f"module {name} ({path}) changed on disk since it was loaded in this process, so the "
+                               "code that would run is not the code its resume key would say: restart the process "
+                               "(in a notebook, the kernel); importlib.reload does not reach a plug-in already "
+                               "loaded or handed over")
 
 
 def _spec(name: str) -> Any:
@@ -1218,7 +1295,68 @@ def _settings(obj: Any) -> Origin:
     if _DEFAULT_REPR.search(text):
         return {**settings, **_never_resumed(
             "its repr shows an object whose class keeps object's repr, which shows none of its arguments")}
-    return settings
+    return {**settings, **_functions_held(obj)}
+
+
+_MOST_HELD = 100_000  # objects looked through for the functions an object holds (`_functions_held`)
+_MOST_ITEMS = 10_000  # a list, tuple, set or dict holding more is data (documents, an index), not looked through
+_SCALARS = (type(None), bool, int, float, complex, str, bytes, Enum, PurePath)  # hold no function
+_BARE = frozenset(_SCALARS[:7])  # the same, told by their type alone (quicker)
+
+
+def _functions_held(obj: Any) -> Origin:
+    """The functions an object holds, keyed as a function handed over is (its source, its
+    captured values, the globals it reads), by where they are (`fn`, `_transformers[1].fn`):
+    in its attributes, and in the lists, tuples, sets, dicts and objects among them, a
+    partial's function and arguments, a bound method's function and object. A repr does not
+    show them (PyTerrier's `pt.apply.generic(fn)` is `pt.apply.generic()`): editing `fn` reused
+    the run. A list, tuple, set or dict of more than _MOST_ITEMS is taken as data and not looked
+    through (an index of a million postings would take seconds). One function that cannot be
+    keyed makes the object never resumed, as does holding more than _MOST_HELD objects."""
+    found: dict[str, Any] = {}
+    seen, todo, looked = {id(obj)}, [("", obj)], 0
+    while todo:
+        where, value = todo.pop()
+        looked += 1
+        if looked > _MOST_HELD:
+            return _never_resumed(f"it holds more than {_MOST_HELD:,} objects, too many to look through for the "
+                                  "functions it holds")
+        if inspect.isfunction(value) and where:
+            found[where] = value
+            continue
+        if isinstance(value, functools.partial):  # (the object's own is its code, keyed already)
+            children = [*([("func", value.func)] if where else []),
+                        *((f"args[{i}]", arg) for i, arg in enumerate(value.args)),
+                        *((f"keywords[{key!r}]", arg) for key, arg in value.keywords.items())]
+        elif inspect.ismethod(value):
+            children = [("__func__", value.__func__), ("__self__", value.__self__)]
+        elif type(value) in (list, tuple, set, frozenset, dict):
+            if len(value) > _MOST_ITEMS:
+                continue
+            items = value.items() if type(value) is dict else enumerate(value)
+            children = [(f"[{key!r}]", item) for key, item in items]
+        elif inspect.ismodule(value) or inspect.isclass(value) or inspect.isroutine(value):
+            continue
+        else:
+            try:  # not through a class's __getattr__ (a proxy's, a lazy loader's)
+                state = object.__getattribute__(value, "__dict__")
+            except Exception:
+                continue
+            children = [(f".{key}", item) for key, item in list(state.items()) if isinstance(key, str)]
+        for step, child in children:
+            if id(child) in seen or type(child) in _BARE or isinstance(child, _SCALARS) \
+                    or type(child) in (list, tuple, set, frozenset) and len(child) <= _MOST_ITEMS \
+                    and all(type(item) in _BARE for item in child):
+                continue  # (a posting, a list of words: holds no function, and need not count as an object)
+            seen.add(id(child))
+            todo.append((f"{where}{step}" if step.startswith(("[", ".")) else f"{where}.{step}", child))
+    keyed = {}
+    for where, function in sorted(found.items()):
+        where = where.removeprefix(".")
+        keyed[where] = origin = object_origin(function, own=False)
+        if NOT_RESUMED in origin:
+            return _never_resumed(f"its function {where} cannot be keyed: {origin[NOT_RESUMED]}")
+    return {"functions": keyed} if keyed else {}
 
 
 def _function_settings(function: Any, within: frozenset[int] = frozenset()) -> Origin:
@@ -1248,7 +1386,66 @@ def _function_settings(function: Any, within: frozenset[int] = frozenset()) -> O
         return _never_resumed("it captured a value that is not plain (numbers, strings, lists, dicts of them...) "
                               "in its closure or defaults, so another such value is not told apart: capture plain "
                               "values, or give the plug-in as an object whose __repr__ shows them")
-    return {key: _stable_repr(value) for key, value in found.items()}
+    read = _globals_read(function)
+    if NOT_RESUMED in read:
+        return read
+    return {**{key: _stable_repr(value) for key, value in found.items()}, **read}
+
+
+def _globals_read(function: Any) -> Origin:
+    """The values of the module globals a function's code reads (`MIN = 3` set in a notebook
+    cell, or by a script at run time), and those the functions of its module it calls read,
+    where they are plain values: `{"globals": {name: repr, or its sha256 when long}}`. A module,
+    class or function read is keyed as it always is (its file, its source), but a function of a
+    module with no file (a notebook's cell) by its source too: editing its cell changes the
+    plug-in. A global that is not plain, read by code with no file (a notebook's model), has no
+    text that tells two apart: never resumed. One read by code in a file is taken as the file
+    writes it (a model it loads when it is imported), keyed by the file."""
+    import dis
+    import hashlib
+
+    namespace = function.__globals__
+    file = getattr(sys.modules.get(function.__module__ or ""), "__file__", None)
+    fileless = not (file and os.path.isfile(file))
+    values: dict[str, Any] = {}
+    sources: dict[str, str] = {}  # a notebook's function, by its source
+    followed, codes = {id(function)}, [function.__code__]
+    while codes:
+        code = codes.pop()
+        codes += [const for const in code.co_consts if isinstance(const, types.CodeType)]  # nested functions
+        for instruction in dis.get_instructions(code):
+            name = instruction.argval
+            if instruction.opname not in ("LOAD_GLOBAL", "LOAD_NAME") or name in values or name in sources \
+                    or name not in namespace:
+                continue
+            value = namespace[name]
+            if inspect.isfunction(value) and value.__globals__ is namespace:  # its module's: what it reads too
+                if id(value) not in followed:
+                    followed.add(id(value))
+                    codes.append(value.__code__)
+                if fileless:
+                    try:
+                        sources[name] = f"<function {value.__qualname__} sha256:" \
+                                        f"{hashlib.sha256(inspect.getsource(value).encode()).hexdigest()}>"
+                    except (OSError, TypeError):
+                        return _never_resumed(f"it calls {name}, whose source cannot be read (defined in the "
+                                              "interactive interpreter or read from stdin)")
+            elif not (inspect.ismodule(value) or inspect.isclass(value) or inspect.isroutine(value)):
+                values[name] = value
+    plain = {name: value for name, value in values.items() if _small(value) and _plain(value)}  # (small: quick)
+    if fileless and plain.keys() != values.keys():
+        name = next(name for name in values if name not in plain)
+        why = (f"of more than {_MOST_WRITTEN:,} values and characters, too large to write out"
+               if not _small(values[name]) else f"(of type {type(values[name]).__name__}), not a plain value "
+               "(numbers, strings, lists, dicts of them...)")
+        return _never_resumed(f"it reads the global {name} {why}, so another such value is not told apart: pass it "
+                              "as a parameter (a file, as a Path parameter), or give the plug-in as an object whose "
+                              "__repr__ shows it")
+    keyed = dict(sources)
+    for name, value in plain.items():
+        text = _stable_repr(value)
+        keyed[name] = text if len(text) <= 200 else "sha256:" + hashlib.sha256(text.encode()).hexdigest()
+    return {"globals": dict(sorted(keyed.items()))} if keyed else {}
 
 
 def _named(value: Any, within: frozenset[int]) -> Any:
@@ -1325,6 +1522,25 @@ def _written_name(expr: Any, namespace: Mapping[str, Any]) -> Any:
     if isinstance(expr, ast.Name):
         return namespace.get(expr.id, getattr(builtins, expr.id, _UNKNOWN))
     return _UNKNOWN
+
+
+_MOST_WRITTEN = 1_000_000  # values and characters of a global written out to key it (`_small`): 0.1 s at most
+
+
+def _small(value: Any) -> bool:
+    """Whether a plain value holds at most _MOST_WRITTEN values and characters: a global holding a
+    corpus (a million documents: 5 s and half a GB of text to write out, each time a plug-in is
+    keyed) is not written out."""
+    size, todo, seen = 0, [value], set()
+    while todo:
+        item = todo.pop()
+        size += 1 + (len(item) if isinstance(item, (str, bytes)) else 0)
+        if size > _MOST_WRITTEN:
+            return False
+        if type(item) in (list, tuple, set, frozenset, dict) and id(item) not in seen:
+            seen.add(id(item))
+            todo += [*item.keys(), *item.values()] if type(item) is dict else list(item)
+    return True
 
 
 def _plain(value: Any, within: frozenset[int] = frozenset()) -> bool:

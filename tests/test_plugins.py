@@ -17,6 +17,7 @@ import shutil
 import subprocess
 import sys
 import sysconfig
+import types
 from pathlib import Path
 
 import pytest
@@ -359,15 +360,32 @@ def test_a_plugin_strategy_argument_typed_with_an_enum_is_passed_the_member(writ
     assert {query.text for query in queries} == {"EXACT"}
 
 
+def _prefixed(conversation, turn_index, path: Path):
+    return path.read_text() + conversation.turns[turn_index].utterance
+
+
+def test_a_plugin_strategy_argument_typed_a_path_is_looked_for_when_the_config_is_read(tmp_path):
+    """As a retriever's `Path` parameter is: it was the plug-in's FileNotFoundError traceback, at run time."""
+    (tmp_path / "there.txt").write_text("x ")
+    with harness.queries.STRATEGIES.using({"prefixed": _prefixed}):
+        parse_config(Path("x.yaml"), {"experiments": [_experiment([f"prefixed:{tmp_path / 'there.txt'}"], ["bm25"])]})
+        with pytest.raises(ConfigError, match=re.escape(
+                f"experiments[0].strategies[0]: prefixed's path: no such file or folder '{tmp_path / 'nope.txt'}' "
+                "(prefixed:path)")):
+            parse_config(Path("x.yaml"), {"experiments": [_experiment([f"prefixed:{tmp_path / 'nope.txt'}"],
+                                                                      ["bm25"])]})
+
+
 def test_a_partials_origin_is_its_functions_source_and_its_arguments():
-    """Its function's file (changed, the plug-in is run again), not functools' (never changes)."""
+    """Its function's file (changed, the plug-in is run again), not functools' (never changes), and the globals
+    the function reads."""
     from harness.paths import file_sha256
     from harness.registry import object_origin
 
     origin = object_origin(functools.partial(_experiment, ["raw"]))
     origin.pop("helpers", None)  # (the other test modules loaded beside this one)
-    assert origin == {
-        "module": __name__, "sha256": file_sha256(__file__), "repr": "functools.partial(<function _experiment>, ['raw'])"}
+    assert origin == {"module": __name__, "sha256": file_sha256(__file__), "globals": {"MEASURES": repr(MEASURES)},
+                      "repr": "functools.partial(<function _experiment>, ['raw'])"}
 
 
 def test_a_partials_origin_is_the_same_in_every_process_though_python_lists_its_sets_in_another_order(tmp_path):
@@ -791,6 +809,33 @@ def test_a_config_naming_an_entry_point_of_the_wrong_signature_is_an_error_namin
     assert "retriever 'wrong'" in done.stderr and "(entry point broken_plugin:wrong of broken-plugin 0.1)" in done.stderr
 
 
+def test_a_name_two_packages_or_a_package_and_a_built_in_claim_is_an_error_only_where_a_config_names_it(
+        tmp_path, monkeypatch):
+    """Two packages registering `dup`, one also the built-in `bm25`: every config was refused, at the key of
+    whatever it named first; `harness components` listed nothing."""
+    site = _installed(tmp_path, monkeypatch, _FINE_AND_WRONG,
+                      "fine = broken_plugin:search\ndup = broken_plugin:search\nbm25 = broken_plugin:search\n")
+    other = site / "other_plugin-0.2.dist-info"
+    other.mkdir()
+    (other / "METADATA").write_text("Metadata-Version: 2.1\nName: other-plugin\nVersion: 0.2\n")
+    (other / "entry_points.txt").write_text("[harness.retrievers]\ndup = broken_plugin:search\n")
+    done = _harness(sys.executable, tmp_path, "run", str(_config(tmp_path, ["raw"], ["fine"])), "--dry-run")
+    assert done.returncode == 0, done.stderr
+    for named, problem in (("dup", "retriever 'dup' is registered twice, by the entry points of broken-plugin 0.1 "
+                                   "and other-plugin 0.2: rename one there, or uninstall one of the packages"),
+                           ("bm25", "retriever 'bm25' is built in; the entry point of broken-plugin 0.1 cannot take "
+                                    "its name: rename it there, or uninstall that package")):
+        done = _harness(sys.executable, tmp_path, "run", str(_config(tmp_path, ["raw"], ["fine", named])), "--dry-run")
+        assert done.returncode == 2 and f"experiments[0].retrievers[1]: {problem}" in done.stderr, done.stderr
+    done = _harness(sys.executable, tmp_path, "components", "retriever")
+    assert done.returncode == 1 and "Traceback" not in done.stderr
+    listing = {line.split()[0]: line for line in done.stdout.splitlines() if line.startswith("  ") and line[2] != " "}
+    assert listing["fine"].endswith("fine  [broken-plugin]") and "dense" in listing
+    assert re.fullmatch(r"  dup +BROKEN: retriever 'dup' is registered twice, .*", listing["dup"])
+    assert re.fullmatch(r"  bm25 +BROKEN: retriever 'bm25' is built in; .*", listing["bm25"])
+    assert done.stderr == "harness components: 2 plug-ins cannot be loaded (marked BROKEN)\n"
+
+
 def test_a_plugin_score_beyond_any_float_is_refused_as_not_finite():
     """float(10**400) raises OverflowError: it was a traceback."""
     from harness.retrieve import RETRIEVERS, SearchQuery, build
@@ -1087,3 +1132,176 @@ def test_an_object_a_config_names_built_from_another_modules_class_is_keyed_by_t
         assert done.returncode == 0 and "skipped" not in done.stderr, done.stderr
         run = next((tmp_path / "runs").glob(f"ikat2023-test.raw.{spec.replace(':', '-')}.run"))
         assert run.read_text().split()[2] == "z"
+
+
+_FIRST = "a"
+
+
+def _by_global(query, k):
+    return [(_FIRST, 2.0), ("c", 1.0)]
+
+
+def test_a_functions_key_holds_the_plain_globals_it_reads(tmp_path):
+    """`MIN = 3` set anew in a notebook cell (or by a script at run time): the function is run again, not reused."""
+    global _FIRST
+    config = {"k": 20, "output": str(tmp_path / "runs"), "experiments": [_experiment(["raw"], ["mine"])]}
+    try:
+        for _FIRST in ("a", "b", "a"):
+            harness.run(config, retrievers={"mine": _by_global}, quiet=True)
+            assert _first_of(tmp_path) == _FIRST
+    finally:
+        _FIRST = "a"
+
+
+def _notebook(source: str) -> types.ModuleType:
+    """A module as a notebook's cells make one: no file, its code's source kept by linecache (as IPython keeps it)."""
+    import linecache
+
+    module = types.ModuleType("notebook_cells")
+    name = f"<cell {id(module)} {len(source)}>"
+    linecache.cache[name] = (len(source), None, source.splitlines(True), name)
+    exec(compile(source, name, "exec"), module.__dict__)
+    return module
+
+
+def test_a_notebook_function_is_keyed_by_the_functions_it_calls_and_never_resumed_on_a_global_not_plain(
+        tmp_path, capsys):
+    """A helper's cell edited: run again. A model in a global has no text that tells two apart: never resumed."""
+    from harness.retrieve import RETRIEVERS
+
+    config = tmp_path / "mine.yaml"
+    config.write_text(yaml.safe_dump({"k": 20, "output": str(tmp_path / "runs"),
+                                      "experiments": [_experiment(["raw"], ["mine"])]}), encoding="utf-8")
+    search = "def search(query, k):\n    return [(first(), 2.0), ('c', 1.0)]\n"
+    for first in ("a", "b"):
+        cells = _notebook(f"def first():\n    return {first!r}\n\n\n{search}")
+        with RETRIEVERS.using({"mine": cells.search}):
+            assert main(["run", str(config)]) == 0
+        assert _first_of(tmp_path) == first
+    capsys.readouterr()
+    cells = _notebook(f"MODEL = object()\n\n\ndef first():\n    return MODEL and 'a'\n\n\n{search}")
+    with RETRIEVERS.using({"mine": cells.search}):
+        assert main(["run", str(config)]) == 0
+    assert "warning: retriever mine: its runs are made again every time, never resumed: it reads the global MODEL " \
+           "(of type object), not a plain value" in capsys.readouterr().err
+
+
+def _ranked_frame(first):
+    """A PyTerrier retriever's function, which only the value its closure captured tells apart."""
+    import pandas as pd
+
+    def ranked(queries):
+        return pd.DataFrame([{"qid": qid, "query": query, "docno": docno, "score": score}
+                             for qid, query in zip(queries["qid"], queries["query"])
+                             for docno, score in ((first, 2.0), ("c", 1.0))])
+    return ranked
+
+
+def test_a_pyterrier_apply_transformer_is_keyed_by_the_function_it_wraps(tmp_path):
+    """pt.apply.generic(fn) is keyed by pyterrier's file and its repr `pt.apply.generic()`: a changed fn was reused."""
+    pt = pytest.importorskip("pyterrier")
+    config = {"k": 20, "output": str(tmp_path / "runs"), "experiments": [_experiment(["raw"], ["mine"])]}
+    for first in ("a", "b"):
+        harness.run(config, retrievers={"mine": pt.apply.generic(_ranked_frame(first))}, quiet=True)
+        assert _first_of(tmp_path) == first
+    record = json.loads((tmp_path / "runs" / "ikat2023-test.raw.mine.json").read_text())
+    assert json.loads(record["hashes"]["plugins"])["retriever mine"]["functions"]["fn"]["closure"].startswith(
+        "{'first': 'b'")
+
+
+def test_a_plugin_module_changed_on_disk_after_it_was_loaded_is_an_error_not_a_stale_run(tmp_path, monkeypatch):
+    """A notebook edits the plug-in, or reloads it: an entry point or `python:` spec is loaded once a process, an
+    object handed over is the one made before; either ran the old code under a new key, or reused the old run."""
+    (tmp_path / "edited_plugin.py").write_text("def search(query, k):\n    return [('a', 2.0)]\n", encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, "edited_plugin", raising=False)
+    import edited_plugin
+
+    config = {"k": 20, "output": str(tmp_path / "runs"),
+              "experiments": [_experiment(["raw"], ["python:edited_plugin:search", "mine"])]}
+    harness.run(config, retrievers={"mine": edited_plugin.search}, quiet=True)
+    (tmp_path / "edited_plugin.py").write_text("def search(query, k):\n    return [('b', 2.0)]\n", encoding="utf-8")
+    changed = (f"module edited_plugin ({tmp_path / 'edited_plugin.py'}) changed on disk since it was loaded in this "
+               "process, so the code that would run is not the code its resume key would say: restart the process")
+    for retrievers in ({"mine": edited_plugin.search}, {"mine": lambda query, k: []}):
+        with pytest.raises(harness.errors.HarnessError, match=re.escape(changed)):
+            harness.run(config, retrievers=retrievers, quiet=True)
+
+
+def test_a_plugin_package_installed_not_editable_is_keyed_by_its_helper_modules_too(tmp_path):
+    """`pip install .` puts the package under site-packages, whose modules were not keyed: a helper edited and
+    installed again reused the run. Its own package's are keyed now, as an editable install's are."""
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", "--system-site-packages", str(venv)],
+                   check=True, timeout=120)
+    site = next(venv.glob("lib/python*/site-packages"))
+    (site / "shared-venv.pth").write_text(f"import site; site.addsitedir({sysconfig.get_paths()['purelib']!r})\n")
+    (site / "keyedplug").mkdir()
+    (site / "keyedplug" / "__init__.py").write_text("")
+    (site / "keyedplug" / "retr.py").write_text("from keyedplug.textutil import FIRST\n\n\ndef search(query, k):\n"
+                                                "    return [(FIRST, 2.0), ('c', 1.0)]\n")
+    (site / "keyedplug-0.1.dist-info").mkdir()
+    (site / "keyedplug-0.1.dist-info" / "METADATA").write_text("Metadata-Version: 2.1\nName: keyedplug\nVersion: 0.1\n")
+    (site / "keyedplug-0.1.dist-info" / "entry_points.txt").write_text("[harness.retrievers]\n"
+                                                                       "keyed = keyedplug.retr:search\n")
+    config = _config(tmp_path, ["raw"], ["keyed"])
+    run = tmp_path / "runs" / "ikat2023-test.raw.keyed.run"
+    for first in ("a", "bb"):  # (another size: no stale .pyc)
+        (site / "keyedplug" / "textutil.py").write_text(f"FIRST = {first!r}\n")
+        done = _harness(venv / "bin" / "python", tmp_path, "run", str(config))
+        assert done.returncode == 0 and "skipped" not in done.stderr, done.stderr
+        assert run.read_text().split()[2] == first
+    record = json.loads((tmp_path / "runs" / "ikat2023-test.raw.keyed.json").read_text())
+    assert list(json.loads(record["hashes"]["plugins"])["retriever keyed"]["helpers"]) == ["keyedplug",
+                                                                                          "keyedplug.textutil"]
+    # a notebook: the entry point loaded, its helper edited (and reloaded): an error, not the old run reused
+    notebook = ("import harness, importlib, pathlib, keyedplug.textutil\n"
+                f"config = {{'k': 20, 'output': 'runs', 'experiments': [{_experiment(['raw'], ['keyed'])!r}]}}\n"
+                "harness.run(config, quiet=True)\n"
+                "pathlib.Path(keyedplug.textutil.__file__).write_text('FIRST = \"ccc\"\\n')\n"
+                "importlib.reload(keyedplug.textutil)\n"
+                "harness.run(config, quiet=True)\n")
+    done = subprocess.run([str(venv / "bin" / "python"), "-c", notebook], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=300)
+    assert done.returncode == 1 and "HarnessError: module keyedplug.textutil" in done.stderr, done.stderr
+
+
+def test_a_global_too_large_to_write_out_makes_a_notebook_function_never_resumed_and_is_not_keyed_from_a_file(
+        tmp_path, monkeypatch):
+    """A corpus in a global (100,000 documents as sets of words took 9 s to write out, each time it was keyed); in
+    a file, it is taken as the file writes it, as a model the module loads is."""
+    from harness.registry import NOT_RESUMED, object_origin
+
+    search = "def search(query, k):\n    return [(DOCS[0][:5], 1.0)]\n"
+    origin = object_origin(_notebook(f"DOCS = ['x' * 2_000_000]\n\n\n{search}").search)
+    assert origin[NOT_RESUMED].startswith("it reads the global DOCS of more than 1,000,000 values and characters, "
+                                          "too large to write out")
+    assert object_origin(_notebook(f"DOCS = ['x' * 20]\n\n\n{search}").search)["globals"] == {"DOCS": repr(["x" * 20])}
+    (tmp_path / "large_global.py").write_text(f"DOCS = ['x' * 2_000_000]\n\n\n{search}", encoding="utf-8")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, "large_global", raising=False)
+    from large_global import search as from_file
+
+    assert set(object_origin(from_file)) == {"module", "sha256"}
+
+
+class _Wrapping:
+    """A retriever object with a repr of its own, which does not show the function it holds (as PyTerrier's)."""
+
+    def __init__(self, fn):
+        self.steps = [fn]
+
+    def __repr__(self):
+        return "Wrapping()"
+
+
+def test_an_object_holding_a_function_that_cannot_be_keyed_is_never_resumed():
+    """A function it holds captured a model: no text tells two apart, so neither does the object's repr."""
+    from harness.registry import NOT_RESUMED, object_origin
+
+    model = object()
+    origin = object_origin(_Wrapping(lambda frame: model and frame))
+    assert origin[NOT_RESUMED].startswith("its function steps[0] cannot be keyed: it captured a value that is not "
+                                          "plain")
+    assert object_origin(_Wrapping(_by_global))["functions"]["steps[0]"]["globals"] == {"_FIRST": repr(_FIRST)}
