@@ -283,6 +283,29 @@ def test_a_run_whose_plugin_reads_a_changed_file_named_by_a_path_parameter_is_ru
         assert "finished with the same inputs, skipped" in capsys.readouterr().err
 
 
+def test_a_plug_in_run_made_under_earlier_plug_in_rules_is_made_again(tmp_path, capsys, monkeypatch):
+    """A run a plug-in made before harness run ranked its answer in trec_eval's order (or before
+    strategies stopped being handed the turn's answer) holds other numbers: it is not resumed."""
+    from harness.retrieve import RETRIEVERS
+    from harness.runner import provenance
+
+    def tied(query: str, k: int):
+        return [("d1", 1.0), ("d2", 1.0)]
+
+    config = tmp_path / "t.yaml"
+    config.write_text(yaml.safe_dump({"k": 20, "output": str(tmp_path / "runs"), "experiments": [{
+        "topics": "ikat2023:test", "strategies": ["raw"], "measures": ["RR"], "retrievers": ["tied"]}]}))
+    with RETRIEVERS.using({"tied": tied}):
+        monkeypatch.setattr(provenance, "PLUGIN_RULES", provenance.PLUGIN_RULES - 1)
+        assert main(["run", str(config)]) == 0
+        monkeypatch.undo()
+        capsys.readouterr()
+        assert main(["run", str(config)]) == 0
+        assert "skipped" not in capsys.readouterr().err
+        assert main(["run", str(config)]) == 0
+        assert "finished with the same inputs, skipped" in capsys.readouterr().err
+
+
 def _indexed(query: str, k: int, index: Path = Path("idx")):
     """A plug-in searching a folder: the score is what its one file holds."""
     return [("d1", float((Path(index) / "score").read_text()))]

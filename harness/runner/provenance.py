@@ -59,6 +59,12 @@ def canonical_json(value: Any) -> str:
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
 
 
+# Raised when what harness run hands a plug-in or does with its answer changes (2: answers ranked in
+# trec_eval's order before the cut, strategies handed the turn without its answer), so that runs a
+# plug-in made under the earlier rules are made again rather than resumed with their numbers.
+PLUGIN_RULES = 2
+
+
 def plugins(task: str, strategy: str | None, retriever: str, params: dict[str, Any]) -> dict[str, Any]:
     """The origins of the plug-ins a run uses, by role (`strategy`, `retriever python:m:f`);
     empty for built-ins alone, so that their runs' resume keys stay as they were."""

@@ -244,8 +244,8 @@ def prepare(run: RunSpec, workspace: Workspace) -> Prepared:
         "corpus": workspace.corpus_fingerprint(experiment),
     }
     plugins = provenance.plugins(experiment.task, run.strategy, run.retriever.name, dict(run.retriever.params))
-    if plugins:  # a changed plug-in changes the resume key; built-ins alone leave it as it was
-        hashes["plugins"] = provenance.canonical_json(plugins)
+    if plugins:  # a changed plug-in, or rule for plug-ins, changes the resume key; built-ins alone leave it
+        hashes["plugins"] = provenance.canonical_json({**plugins, "rules": provenance.PLUGIN_RULES})
     files = workspace.named_files(run)
     if files:  # likewise a changed file a parameter names (a plug-in's Path parameter)
         hashes["files"] = provenance.canonical_json(files)
