@@ -22,6 +22,7 @@ import yaml  # noqa: E402
 
 from harness.cli import main  # noqa: E402
 from harness.errors import HarnessError  # noqa: E402
+from harness.runner.config import Node  # noqa: E402
 from harness.serve import service as service_module  # noqa: E402
 from harness.serve import store as st  # noqa: E402
 from harness.serve.config import load_serve_config  # noqa: E402
@@ -254,7 +255,7 @@ def test_demo_token_is_refused_off_loopback(tmp_path, capsys):
 
 def test_scoring_failure_is_logged_as_failed_not_scored(tmp_path, caplog):
     client, service = open_client(tmp_path)  # no lifespan: no worker, scored by hand below
-    service.tasks[TASK].prepare()
+    service.tasks[TASK].prepare(Node(tmp_path / "leaderboard.yaml", "tasks[0]", None))
     ident = post(client, trec_run(tmp_path / "r.trec", seed=5)).json()["id"]
     service.store.file(service.submission(ident).sha256).unlink()
     caplog.set_level(logging.INFO, logger="harness.serve")
