@@ -67,7 +67,7 @@ def test_passage_texts_come_from_several_corpus_specs_searched_in_order(tmp_path
                         + json.dumps({"id": "clueweb22-en0000-00-00000:0", "contents": "only here"}) + "\n")
     response = from_trec(tmp_path, run_file, "--passages", "benchmark:ikat2023", TRAIN_POOL, str(passages))
     assert [p["text"] for p in response["passage_provenance"]] == ["only here", *outside.values()]
-    assert "no text in" not in capsys.readouterr().err  # every passage found (the responses have none)
+    assert "no text in" not in capsys.readouterr().err  # every passage's text found
 
 
 def test_passage_texts_come_from_a_passages_file(tmp_path, run_file, outside):
@@ -169,13 +169,20 @@ def test_the_format_year_defaults_to_the_benchmark_s(tmp_path, run_file, capsys)
     assert f"{out}: 332 turns (iKAT 2023 format)" in capsys.readouterr().err
 
 
-def test_the_responses_written_without_text_are_said_so(tmp_path, run_file, capsys):
-    """A TREC run holds no answer: the file's responses are empty, which a response task scores 0."""
+def test_responses_written_without_text_are_counted(tmp_path, run_file, capsys):
+    """A response's text is its best passage's: where no passage has one (a corpus lacking the
+    run's passages) the answer is empty, which a response task scores 0; said with its count."""
     out = tmp_path / "submission.json"
-    assert main(["ikat", "from-trec", str(run_file), "--benchmark", "ikat2023", "--run-name", "x",
-                 "--output", str(out)]) == 0
-    assert "note: its responses have no text (a TREC run holds none): write each turn's answer into it before " \
-           "submitting to a response task, where an empty answer scores 0\n" in capsys.readouterr().err
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text(json.dumps({"id": "no-run-ranks-it:0", "contents": "elsewhere"}) + "\n")
+    for passages in (["--passages", str(empty)], []):  # none of its passages' texts; the shipped pools' texts
+        assert main(["ikat", "from-trec", str(run_file), "--benchmark", "ikat2023", "--run-name", "x",
+                     *passages, "--output", str(out)]) == 0
+        texts = [turn["responses"][0]["text"] for turn in json.loads(out.read_text())["turns"]]
+        assert (f"note: {sum(not text for text in texts)} of {len(texts)} responses have no text (its passages have "
+                "none): write the answers into it before submitting to a response task, where an empty answer "
+                "scores 0") in capsys.readouterr().err
+    assert 0 < sum(not text for text in texts) < len(texts)
 
 
 def test_a_year_other_than_the_benchmark_s_is_written_with_a_warning_naming_both_years(tmp_path, run_file, capsys):

@@ -257,8 +257,12 @@ def _from_trec(args: argparse.Namespace) -> int:
     )
     write_submission(args.out, submission, args.year)
     print(f"{args.out}: {counted(len(submission.turns), 'turn')} (iKAT {args.year} format)", file=sys.stderr)
-    print("note: its responses have no text (a TREC run holds none): write each turn's answer into it before "
-          "submitting to a response task, where an empty answer scores 0", file=sys.stderr)
+    responses = [response for turn in submission.turns for response in turn.responses]
+    empty = sum(not response.text.strip() for response in responses)
+    if empty:  # a turn's text is its best passage's (extractive), none where no passage has one
+        print(f"note: {empty} of {counted(len(responses), 'response')} {verb(empty)} no text (its passages have "
+              "none): write the answers into it before submitting to a response task, where an empty answer "
+              "scores 0", file=sys.stderr)
     if own_year is not None and args.year != own_year:
         _other_year(args.out, benchmark, args.benchmark, own_year, args.year)
     _report_texts(submission, source_name)
