@@ -103,6 +103,7 @@ def breakdown(per_query: "pd.DataFrame", by: str = "turn depth", *, topics: str 
         raise HarnessError("per_query: expected the per-query DataFrame of harness.evaluate or harness.run "
                            f"(run, qid and a column a measure), not {type(per_query).__name__}")
     measures = columns[columns.index("qid") + 1:]
+    _check_per_query(per_query, measures)
     runs, qids = list(dict.fromkeys(per_query["run"])), list(dict.fromkeys(per_query["qid"]))
     table = per_query.pivot(index="qid", columns="run", values=measures).reindex(qids)
     if table.isna().to_numpy().any():
@@ -125,6 +126,28 @@ def breakdown(per_query: "pd.DataFrame", by: str = "turn depth", *, topics: str 
     if means.unassigned:  # as `harness compare` notes it under the table
         warnings.warn(unassigned_note(means), stacklevel=2)
     return pd.DataFrame(rows)
+
+
+def _check_per_query(per_query: "pd.DataFrame", measures: list[str]) -> None:
+    """Refuse, in one line, the frames `breakdown` cannot pivot into one value per run, query and
+    measure: pandas' own errors there (a missing mean, a string to float, a duplicate index)
+    do not say which column or row is wrong."""
+    import pandas as pd
+
+    if not measures:
+        raise HarnessError("per_query: no measure column after qid: expected harness.evaluate's or harness.run's "
+                           "per-query frame, its measures after run and qid")
+    for measure in measures:
+        values = per_query[measure]
+        bad = values[pd.to_numeric(values, errors="coerce").isna() & values.notna()]
+        if len(bad):
+            raise HarnessError(f"per_query: column {measure!r} after qid holds {bad.iloc[0]!r}, not a measure's "
+                               "value: expected only measures after qid")
+    repeated = per_query[per_query.duplicated(["run", "qid"])]
+    if len(repeated):
+        run, qid = repeated.iloc[0][["run", "qid"]]
+        raise HarnessError(f"per_query: run {run!r} has qid {qid!r} on more than one row (one run scored twice, "
+                           "concatenated?): expected one row per run and qid")
 
 
 def run(config: str | Path | Mapping[str, Any], *, retrievers: Mapping[str, Any] | None = None,

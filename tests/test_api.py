@@ -308,6 +308,19 @@ def test_breakdown_gives_harness_compare_s_tables_by_turn_depth_and_conversation
         assert means.to_dict() == pytest.approx(cli["conversation_means"][measure], abs=1e-12)
 
 
+@pytest.mark.parametrize("columns, problem", [
+    ({"nDCG@3": [0.5, 0.2], "run": ["a", "a"], "qid": ["1_1", "1_2"]}, "no measure column after qid: expected"),
+    ({"run": ["a", "a"], "qid": ["1_1", "1_2"], "nDCG@3": [0.5, 0.2], "note": ["x", "y"]},
+     "column 'note' after qid holds 'x', not a measure's value"),
+    ({"run": ["a", "a"], "qid": ["1_1", "1_1"], "nDCG@3": [0.5, 0.2]},
+     "run 'a' has qid '1_1' on more than one row"),
+])
+def test_breakdown_refuses_a_frame_it_cannot_read_in_one_line(columns, problem):
+    """No measures, a column of words, a run scored twice: pandas' own errors name neither column nor row."""
+    with pytest.raises(harness.errors.HarnessError, match=f"^per_query: {re.escape(problem)}"):
+        harness.breakdown(pd.DataFrame(columns))
+
+
 def test_breakdown_names_its_own_argument_where_the_qids_tell_no_depth():
     """CAsT 2022's `132_2-1` names a node of the topic's tree: the command line says --topics."""
     per_query = pd.DataFrame({"run": ["r"], "qid": ["132_2-1"], "nDCG@3": [0.5]})
