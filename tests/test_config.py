@@ -730,6 +730,22 @@ def test_a_retriever_whose_extra_is_not_installed_is_refused_when_the_config_is_
         f"the [{extra}] extra: pip install 'convsearch-harness[{extra}]' (or 'convsearch-harness[all]')\n")
 
 
+@pytest.mark.parametrize("param, value", [("approx", "hnsw"), ("approx", "ivfpq"), ("backend", "faiss")])
+def test_a_dense_search_needing_faiss_without_it_is_refused_when_the_config_is_read(
+        tmp_path, monkeypatch, capsys, param, value):
+    """torch and sentence-transformers are all dense needs otherwise: installed by hand, without
+    the [dense] extra, a dry-run vouched for a run that stopped when its faiss index was built."""
+    monkeypatch.setitem(sys.modules, "faiss", None)  # as if not installed
+    config = tmp_path / "x.yaml"
+    config.write_text(yaml.safe_dump({"output": str(tmp_path / "runs"), "experiments": [
+        {"topics": "ikat2023:test", "strategies": ["raw"], "retrievers": [{"name": "dense", "params": {param: value}}],
+         "measures": ["RR"]}]}))
+    assert main(["run", str(config), "--dry-run"]) == 2
+    assert capsys.readouterr().err == (
+        f"harness run: error: {config}: experiments[0].retrievers[0].params.{param}: this needs faiss, from the [dense] "
+        "extra: pip install 'convsearch-harness[dense]' (or 'convsearch-harness[all]')\n")
+
+
 def test_the_dense_retriever_without_its_default_model_names_the_extra_that_brings_it(monkeypatch):
     from harness.retrieve._embeddings import default_model_path
 

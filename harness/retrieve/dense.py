@@ -17,8 +17,10 @@ same search runs shard by shard on a Ray cluster (harness/scale/search.py), same
 
 from __future__ import annotations
 
+import importlib.util
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import closing
+from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 from typing import Any
@@ -29,7 +31,8 @@ from harness.compute.engines import EngineParam
 from harness.compute.exact import exact_search, longest_norm
 from harness.corpus import Corpus
 from harness.errors import HarnessError
-from harness.registry import Named, Param, Registry, check_given
+from harness.extras import needs_extra
+from harness.registry import Named, Param, ParamError, Registry, check_given
 from harness.retrieve import BATCH_SIZE, DEVICE, FOLDER, RETRIEVERS, THREADS, Retriever, SearchesAhead, SearchQuery
 from harness.retrieve._embeddings import (
     DTYPE, Encoder, PassageVectors, import_sentence_transformers, load_encoder, passage_vectors,
@@ -117,11 +120,27 @@ def _approx_indexes() -> Registry[Any]:
     return APPROX
 
 
+@dataclass(frozen=True)
+class _NamedNeeding(Named):
+    """A registry's name, some of which import a module an extra brings (`approx: hnsw`, faiss):
+    one named without it is refused at its key, as a retriever's own `needs` are, so that a
+    dry-run vouches for no run that stops when its search is built."""
+
+    needs: tuple[tuple[str, str], ...] = ()  # (name, top-level module it imports)
+
+    def check(self, key: str, value: Any) -> None:
+        super().check(key, value)
+        module = dict(self.needs).get(value)
+        if module is not None and importlib.util.find_spec(module) is None:
+            raise ParamError(key, needs_extra(module))
+
+
 # names a config's check and dense itself (before the model loads) look up in their registries
-BACKEND = Param("backend", Named(lambda: SEARCH_BACKENDS), None, "exact search by numpy, faiss or torch (default: "
-                "torch on a GPU, else numpy below 10,000 passages and faiss from there on)")
-APPROX_INDEX = Param("approx", Named(_approx_indexes), None, "hnsw or ivfpq: an approximate faiss index proposes "
-                     "candidates, re-scored exactly")
+BACKEND = Param("backend", _NamedNeeding(lambda: SEARCH_BACKENDS, needs=(("faiss", "faiss"),)), None,
+                "exact search by numpy, faiss or torch (default: torch on a GPU, else numpy below 10,000 passages "
+                "and faiss from there on)")
+APPROX_INDEX = Param("approx", _NamedNeeding(_approx_indexes, needs=(("hnsw", "faiss"), ("ivfpq", "faiss"))), None,
+                     "hnsw or ivfpq: an approximate faiss index proposes candidates, re-scored exactly")
 
 
 @RETRIEVERS.register("dense", "bi-encoder (sentence-transformers) retrieval with exact inner-product search", [
