@@ -71,7 +71,11 @@ TEAM = Spelling("team")  # a hosted task's submitting team (harness serve)
 
 # The opening bytes of compressed files, by format: one table for every reader of a user's text
 # (the CLI's readers at a bad byte, the hosted board before it reads an upload).
-_COMPRESSION_MAGIC = {b"\x1f\x8b": "gzip", b"BZh": "bzip2", b"\xfd7zXZ\x00": "xz", b"PK\x03\x04": "zip"}
+# bzip2's is "BZh", its block size ("1"-"9") and the magic of its first block or, empty, of its end: text can
+# start "BZh" (a run whose first id does), none "BZh91AY&SY".
+_COMPRESSION_MAGIC = {b"\x1f\x8b": "gzip", **{b"BZh" + bytes([size]) + block: "bzip2" for size in b"123456789"
+                                              for block in (b"1AY&SY", b"\x17rE8P\x90")},
+                      b"\xfd7zXZ\x00": "xz", b"PK\x03\x04": "zip"}
 _READ_DECOMPRESSED = {"gzip": ".gz", "bzip2": ".bz2"}  # the formats open_input reads decompressed, by suffix
 COMPRESSED = tuple(_READ_DECOMPRESSED.values())  # the suffixes open_input decompresses
 # Byte-order marks of Unicode text other than UTF-8, by encoding, longest first: UTF-32 LE's starts as UTF-16 LE's.

@@ -236,6 +236,16 @@ def test_a_compressed_run_whose_first_line_decodes_is_said_as_such(tmp_path, cap
     assert f"{path}:1: {said}" in err
 
 
+def test_a_text_run_starting_with_bzip2_s_letters_is_told_its_bad_byte_not_called_compressed(tmp_path, capsys):
+    """bzip2's magic begins with the letters BZh, as a query id may: a file is called bzip2 only
+    when its whole header is there."""
+    path = tmp_path / "run"
+    path.write_bytes(b"BZh1 Q0 d1 1 2.0 r\nBZh1 Q0 d2 2 1.0 r\nBZh1 Q0 d\xe9 3 0.5 r\n")
+    code, _, err = _run(READERS["run"].command(path, tmp_path), capsys)
+    assert_one_line_error(code, err, path, 3)
+    assert "not UTF-8 text (byte 0xe9 at column 10)" in err and "compressed" not in err
+
+
 _DECOMPRESS_ONCE = "it was compressed twice: decompress it once and"
 
 
