@@ -32,10 +32,11 @@ A plug-in may carry one (`declaration` attribute, e.g. from `harness.declare`); 
 read from the plug-in's signature (real annotations, as a researcher writes them) and docstring.
 
 `origin(name)` says what a plug-in is (distribution and version, module, the sha256 of its
-source and of its helper modules, the plain globals its functions read, the functions an
-object holds), for the resume key: a changed plug-in is run again, not reused; one whose
-files changed on disk since it was loaded is an error for the Python API's next call, which
-would run its old code (`_as_loaded`). Built-ins have none.
+source and of its helper modules, the plain globals read by its functions or methods where
+they are a notebook's or a script's, the functions an object holds), for the resume key: a
+changed plug-in is run again, not reused; one whose files changed on disk since it was loaded
+is an error for the Python API's next call, which would run its old code (`_as_loaded`).
+Built-ins have none.
 """
 
 from __future__ import annotations
@@ -1082,16 +1083,15 @@ def object_origin(obj: Any, by_name: bool = False, own: bool | None = None) -> O
     with no source to read (typed into the interactive interpreter, read from stdin) has no
     identity that tells its versions apart: it is never resumed (`NOT_RESUMED`). An object
     loaded `by_name` (a config's `python:` spec, an entry point) is built when its module
-    loads, so its module's file keys it, with its repr (none for a method) as it was keyed
-    before its attributes were (_settings): its runs made then stay finished, and one holding
-    a model resumes. `own`: whether its package is the plug-in's own (`_helpers`); by default
-    where it is loaded by name, or is a function or class itself."""
+    loads, so its module's file keys it, with its repr (none for a method), not its attributes
+    (_settings): one holding a model resumes. `own`: whether its package is the plug-in's own
+    (`_helpers`); by default where it is loaded by name, or is a function or class itself."""
     target = _code(obj)
     if by_name:
         settings = {} if target is obj else {"repr": _without_address(_stable_repr(obj))}
     else:  # a bound method's object is its settings, as any other object's (a method's code is its class's)
         settings = _settings(obj.__self__) if inspect.ismethod(obj) else {} if target is obj else _settings(obj)
-    settings = {**settings, **_function_settings(target)}  # a function's (a partial's) captured values
+    settings = {**settings, **_code_settings(target)}  # a function's (a partial's) captured values, globals read
     module = inspect.getmodule(target)
     file = getattr(module, "__file__", None)
     if file and Path(file).is_file():
@@ -1189,11 +1189,15 @@ def _as_loaded(target: Any, files: Mapping[str, tuple[str, str]] | None = None) 
     since `target` was first keyed in this process: the code that would run is the one loaded,
     which the key no longer says (an edit in a notebook, `importlib.reload`: an entry point is
     loaded once a process, and a module reloaded leaves the objects made before it as they
-    were). `files`: as keyed now (recorded the first time); None: each recorded file read again."""
+    were). `files`: as keyed now, its first (`target`'s own module) recorded the first time, a
+    helper the first time it is found imported (one a function imports when it runs, not yet
+    imported, runs as it is on disk when it is); None: each recorded file read again. IPython's
+    `%autoreload` does reach loaded code, but an edit it loaded is not told apart from one not
+    loaded: the error says so."""
     from harness.paths import file_sha256
 
     try:
-        before = _KEYED.setdefault(target, dict(files)) if files is not None else _KEYED.get(target, {})
+        before = _KEYED.setdefault(target, {}) if files is not None else _KEYED.get(target, {})
     except TypeError:  # no weak reference to it
         return
     for name, (path, sha) in before.items():
@@ -1205,7 +1209,11 @@ def _as_loaded(target: Any, files: Mapping[str, tuple[str, str]] | None = None) 
             raise HarnessError(f"module {name} ({path}) changed on disk since it was loaded in this process, so the "
                                "code that would run is not the code its resume key would say: restart the process "
                                "(in a notebook, the kernel); importlib.reload does not reach a plug-in already "
-                               "loaded or handed over")
+                               "loaded or handed over, and an edit IPython's %autoreload loaded is not told apart "
+                               "from one not loaded")
+    for number, (name, each) in enumerate((files or {}).items()):
+        if name not in before and (number == 0 or name in sys.modules):
+            before[name] = each
 
 
 def _spec(name: str) -> Any:
@@ -1363,8 +1371,9 @@ def _function_settings(function: Any, within: frozenset[int] = frozenset()) -> O
     """What a function's source does not say: the values its closure captured (the inner
     function of `make_search(0.3)`, a lambda made in a loop) and its defaults where they may
     not be its source's (a nested function's or lambda's, evaluated each time it is made; a
-    module-level one's, changed at run time). Empty for a module-level function without a
-    closure whose defaults are as written: it keys by its file, as it always did. A captured
+    module-level one's, changed at run time), and the globals it reads where no module's file
+    keys them (`_globals_read`: a notebook's, a script's run directly). Empty for a function of
+    an importable module without a closure whose defaults are as written: its file keys it. A captured
     function, class or module is its name (a function with its own such values); a value not
     plain (`_plain`) has no text that tells two apart: the plug-in is never resumed."""
     if not inspect.isfunction(function):
@@ -1392,21 +1401,50 @@ def _function_settings(function: Any, within: frozenset[int] = frozenset()) -> O
     return {**{key: _stable_repr(value) for key, value in found.items()}, **read}
 
 
+def _code_settings(target: Any) -> Origin:
+    """What a plug-in's code does not say (`_function_settings`): for a class, an object or a
+    bound method, the globals its class's methods read, and its bases' (`_globals_read`): a
+    notebook's `Searcher` whose `search` reads `MIN` is run again when `MIN` is set anew."""
+    if inspect.isfunction(target):
+        return _function_settings(target)
+    if inspect.ismethod(target):
+        target = target.__self__ if inspect.isclass(target.__self__) else type(target.__self__)
+    if not inspect.isclass(target):
+        return {}
+    keyed: dict[str, str] = {}
+    for cls in target.__mro__:
+        for value in list(vars(cls).values()):
+            if isinstance(value, (staticmethod, classmethod)):
+                value = value.__func__
+            for function in ([value.fget, value.fset, value.fdel] if isinstance(value, property) else [value]):
+                if inspect.isfunction(function):
+                    read = _globals_read(function)
+                    if NOT_RESUMED in read:
+                        return read
+                    keyed.update(read.get("globals", {}))
+    return {"globals": dict(sorted(keyed.items()))} if keyed else {}
+
+
 def _globals_read(function: Any) -> Origin:
-    """The values of the module globals a function's code reads (`MIN = 3` set in a notebook
-    cell, or by a script at run time), and those the functions of its module it calls read,
-    where they are plain values: `{"globals": {name: repr, or its sha256 when long}}`. A module,
-    class or function read is keyed as it always is (its file, its source), but a function of a
-    module with no file (a notebook's cell) by its source too: editing its cell changes the
-    plug-in. A global that is not plain, read by code with no file (a notebook's model), has no
-    text that tells two apart: never resumed. One read by code in a file is taken as the file
-    writes it (a model it loads when it is imported), keyed by the file."""
+    """The values of the module globals a function of `__main__` (a notebook, a script run
+    directly) or of a module with no file reads (`MIN = 3` set in a notebook cell, or by a
+    script at run time), and those the functions of its module it calls read, where they are
+    plain values: `{"globals": {name: repr, or its sha256 when long}}`. An importable module's
+    globals are taken as its file writes them, keyed by the file: a memo cache it fills when it
+    runs, or a path made from its `__file__`, would change its key from call to call and from
+    checkout to checkout. A module, class or function read is keyed as it always is (its file,
+    its source), but a function of a module with no file (a notebook's cell) by its source too:
+    editing its cell changes the plug-in. A global that is not plain, read by code with no file
+    (a notebook's model), has no text that tells two apart: never resumed. One read by a script's
+    code is taken as the file writes it (a model it loads when it starts)."""
     import dis
     import hashlib
 
     namespace = function.__globals__
     file = getattr(sys.modules.get(function.__module__ or ""), "__file__", None)
     fileless = not (file and os.path.isfile(file))
+    if not fileless and function.__module__ != "__main__":
+        return {}
     values: dict[str, Any] = {}
     sources: dict[str, str] = {}  # a notebook's function, by its source
     followed, codes = {id(function)}, [function.__code__]

@@ -400,14 +400,13 @@ def test_a_plugin_strategy_argument_typed_a_path_is_looked_for_when_the_config_i
 
 
 def test_a_partials_origin_is_its_functions_source_and_its_arguments():
-    """Its function's file (changed, the plug-in is run again), not functools' (never changes), and the globals
-    the function reads."""
+    """Its function's file (changed, the plug-in is run again), not functools' (never changes)."""
     from harness.paths import file_sha256
     from harness.registry import object_origin
 
     origin = object_origin(functools.partial(_experiment, ["raw"]))
     origin.pop("helpers", None)  # (the other test modules loaded beside this one)
-    assert origin == {"module": __name__, "sha256": file_sha256(__file__), "globals": {"MEASURES": repr(MEASURES)},
+    assert origin == {"module": __name__, "sha256": file_sha256(__file__),
                       "repr": "functools.partial(<function _experiment>, ['raw'])"}
 
 
@@ -1157,25 +1156,6 @@ def test_an_object_a_config_names_built_from_another_modules_class_is_keyed_by_t
         assert run.read_text().split()[2] == "z"
 
 
-_FIRST = "a"
-
-
-def _by_global(query, k):
-    return [(_FIRST, 2.0), ("c", 1.0)]
-
-
-def test_a_functions_key_holds_the_plain_globals_it_reads(tmp_path):
-    """`MIN = 3` set anew in a notebook cell (or by a script at run time): the function is run again, not reused."""
-    global _FIRST
-    config = {"k": 20, "output": str(tmp_path / "runs"), "experiments": [_experiment(["raw"], ["mine"])]}
-    try:
-        for _FIRST in ("a", "b", "a"):
-            harness.run(config, retrievers={"mine": _by_global}, quiet=True)
-            assert _first_of(tmp_path) == _FIRST
-    finally:
-        _FIRST = "a"
-
-
 def _notebook(source: str) -> types.ModuleType:
     """A module as a notebook's cells make one: no file, its code's source kept by linecache (as IPython keeps it)."""
     import linecache
@@ -1185,6 +1165,58 @@ def _notebook(source: str) -> types.ModuleType:
     linecache.cache[name] = (len(source), None, source.splitlines(True), name)
     exec(compile(source, name, "exec"), module.__dict__)
     return module
+
+
+_BY_GLOBAL = ("FIRST = 'a'\n\n\ndef search(query, k):\n    return [(FIRST, 2.0), ('c', 1.0)]\n\n\n"
+              "class Searcher:\n    def search(self, queries, k):\n"
+              "        return {query.qid: [(FIRST, 2.0), ('c', 1.0)] for query in queries}\n")
+
+
+def test_a_notebook_functions_key_holds_the_plain_globals_it_reads(tmp_path):
+    """`MIN = 3` set anew in a notebook cell: the function is run again, not reused."""
+    config = {"k": 20, "output": str(tmp_path / "runs"), "experiments": [_experiment(["raw"], ["mine"])]}
+    cells = _notebook(_BY_GLOBAL)
+    for cells.FIRST in ("a", "b", "a"):
+        harness.run(config, retrievers={"mine": cells.search}, quiet=True)
+        assert _first_of(tmp_path) == cells.FIRST
+
+
+def test_a_scripts_function_or_object_is_keyed_by_the_plain_globals_its_code_reads(tmp_path):
+    """`python mine.py a`, then `python mine.py b`, the function (or the object's method) reading the argument from
+    a global: run again, not reused."""
+    config = {"k": 20, "output": "runs", "experiments": [_experiment(["raw"], ["mine", "theirs"])]}
+    (tmp_path / "mine.py").write_text(f"import sys\n\nimport harness\n\n{_BY_GLOBAL}\n\nFIRST = sys.argv[1]\n"
+                                      f"harness.run({config!r}, retrievers={{'mine': search, 'theirs': Searcher()}}, "
+                                      "quiet=True)\n")
+    for first in ("a", "b"):
+        done = subprocess.run([sys.executable, "mine.py", first], cwd=tmp_path, capture_output=True, text=True,
+                              timeout=300)
+        assert done.returncode == 0, done.stderr
+        for name in ("mine", "theirs"):
+            run = tmp_path / "runs" / f"ikat2023-test.raw.{name}.run"
+            assert run.read_text().split()[2] == first, name
+
+
+def test_a_modules_function_is_keyed_by_its_file_not_the_globals_it_fills_or_makes_from_its_location(
+        tmp_path, monkeypatch):
+    """A memo cache filled when it runs, a path made from `__file__`: keyed by their values, each call (and each
+    checkout of the project) had another key, and its runs were made again."""
+    from harness.registry import object_origin
+
+    source = ("from pathlib import Path\n\n_CACHE = {}\nSTOP = Path(__file__).parent / 'stop.txt'\n\n\n"
+              "def search(query, k):\n    _CACHE[query] = STOP.name\n    return [(_CACHE[query], 1.0)]\n")
+    origins = []
+    for folder in ("one", "two"):
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / "memo_plugin.py").write_text(source, encoding="utf-8")
+        monkeypatch.syspath_prepend(str(tmp_path / folder))
+        monkeypatch.delitem(sys.modules, "memo_plugin", raising=False)
+        from memo_plugin import search
+
+        origins.append(object_origin(search))
+        search("q", 10)
+        assert object_origin(search) == origins[0]
+    assert set(origins[0]) == {"module", "sha256"}
 
 
 def test_a_notebook_function_is_keyed_by_the_functions_it_calls_and_never_resumed_on_a_global_not_plain(
@@ -1250,6 +1282,27 @@ def test_a_plugin_module_changed_on_disk_after_it_was_loaded_is_an_error_not_a_s
     for retrievers in ({"mine": edited_plugin.search}, {"mine": lambda query, k: []}):
         with pytest.raises(harness.errors.HarnessError, match=re.escape(changed)):
             harness.run(config, retrievers=retrievers, quiet=True)
+
+
+def test_a_helper_module_not_imported_yet_when_the_plugin_was_loaded_may_change_on_disk(tmp_path, monkeypatch):
+    """Its function imports it when it runs, and has not yet: the code that will run is the file's as it is then,
+    which the key says; it was an error saying to restart the process."""
+    from harness.paths import file_sha256
+
+    (tmp_path / "lazy_plugin.py").write_text("def search(query, k):\n    if k < 0:\n        import lazy_helper\n"
+                                             "    return [('a', 2.0)]\n", encoding="utf-8")
+    (tmp_path / "lazy_helper.py").write_text("FIRST = 'a'\n", encoding="utf-8")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, "lazy_plugin", raising=False)
+    from lazy_plugin import search
+
+    config = {"k": 20, "output": str(tmp_path / "runs"), "experiments": [_experiment(["raw"], ["mine"])]}
+    harness.run(config, retrievers={"mine": search}, quiet=True)
+    (tmp_path / "lazy_helper.py").write_text("FIRST = 'b'\n", encoding="utf-8")
+    harness.run(config, retrievers={"mine": search}, quiet=True)
+    record = json.loads((tmp_path / "runs" / "ikat2023-test.raw.mine.json").read_text())
+    assert json.loads(record["hashes"]["plugins"])["retriever mine"]["helpers"]["lazy_helper"] == file_sha256(
+        tmp_path / "lazy_helper.py")
 
 
 def test_a_plugin_package_installed_not_editable_is_keyed_by_its_helper_modules_too(tmp_path):
@@ -1327,4 +1380,5 @@ def test_an_object_holding_a_function_that_cannot_be_keyed_is_never_resumed():
     origin = object_origin(_Wrapping(lambda frame: model and frame))
     assert origin[NOT_RESUMED].startswith("its function steps[0] cannot be keyed: it captured a value that is not "
                                           "plain")
-    assert object_origin(_Wrapping(_by_global))["functions"]["steps[0]"]["globals"] == {"_FIRST": repr(_FIRST)}
+    assert object_origin(_Wrapping(_notebook(_BY_GLOBAL).search))["functions"]["steps[0]"]["globals"] == {
+        "FIRST": "'a'"}
