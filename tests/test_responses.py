@@ -109,7 +109,7 @@ def test_an_ikat_2024_run_is_scored_by_its_rank_1_response_citing_its_used_passa
 
 def test_an_ikat_2024_response_marking_no_passage_used_cites_its_top_5_as_the_official_validator_says(tmp_path):
     """The official iKAT 2023/2024 validator: "The top 5 passages will be used as provenance by
-    default" (ikat-official run_validation/main.py); the provenance is ranked by decreasing score."""
+    default" (ikat-official run_validation/main.py)."""
     from harness.ikat.submission import PassageProvenance, Submission, SubmissionTurn, write_submission
     from harness.ikat.submission import Response as IkatResponse
 
@@ -121,6 +121,23 @@ def test_an_ikat_2024_response_marking_no_passage_used_cites_its_top_5_as_the_of
     response = run.responses["1_1"]
     assert response.sentences == (Sentence("An answer.", tuple(p.id for p in passages[:5])),)
     assert response.passages == {p.id: p.text for p in passages[:5]} and response.cites_top
+
+
+def test_an_ikat_response_marking_no_passage_used_cites_its_5_best_scored_not_its_first_5_listed(tmp_path):
+    """The validator only warns about a list out of score order: "top 5" is the 5 best by score in
+    trec_eval's order (as `ikat to-trec` ranks them), a passage listed twice counted once."""
+    from harness.ikat.submission import PassageProvenance, Submission, SubmissionTurn, write_submission
+    from harness.ikat.submission import Response as IkatResponse
+
+    ids = [f"clueweb22-en0000-00-0000{i}:0" for i in range(8)]
+    listed = [PassageProvenance(ids[0], 0.0), PassageProvenance(ids[0], 0.0)]  # ascending, p0 twice
+    listed += [PassageProvenance(pid, float(i)) for i, pid in enumerate(ids) if i]
+    listed.append(PassageProvenance("clueweb22-en0000-00-00009:0", 3.0))  # ties with p3, a greater id
+    turn = SubmissionTurn("1_1", (IkatResponse(1, "An answer.", tuple(listed)),))
+    write_submission(tmp_path / "run.json", Submission("my-run", "automatic", (turn,)), 2023)
+    [run] = read_responses(tmp_path / "run.json")
+    assert run.responses["1_1"].sentences == (
+        Sentence("An answer.", (ids[7], ids[6], ids[5], ids[4], "clueweb22-en0000-00-00009:0")),)
 
 
 def test_an_ikat_2025_line_gives_the_first_response_and_its_citations(tmp_path):

@@ -3,10 +3,11 @@
 - `ikat-json`: an iKAT 2023/2024 run (one JSON object, `turns[].responses[]`), read by
   harness.ikat's reader with its structure checks. The response of rank 1 (the lowest rank)
   is the one scored; its `passage_provenance` entries with `used: true` are its citations,
-  with their `text` where the file gives it. A response that marks none used cites its first 5
-  (`TOP_PROVENANCE`; the provenance is ranked by decreasing score): the track's rule, as the
-  official validator (2023, 2024) states it, "The top 5 passages will be used as provenance by
-  default".
+  with their `text` where the file gives it. A response that marks none used cites its top 5
+  (`TOP_PROVENANCE`): the track's rule, as the official validator (2023, 2024) states it, "The
+  top 5 passages will be used as provenance by default". The validator only warns when the list
+  is not in decreasing score order, so the top 5 are the 5 best by score in trec_eval's order
+  (as `harness ikat to-trec` ranks them), a passage listed twice counted once.
 - `ikat-2025-jsonl`: one turn per line, `{metadata, turn_id, responses: [{text, citations:
   {passage id: score}}], references}`, checked by harness.ikat's 2025 checks; the first
   response is scored, citing its `citations`.
@@ -28,13 +29,16 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from harness import jsonl
 from harness.errors import InputError
 from harness.registry import Registry
 from harness.responses.model import Response, ResponseRun, Sentence
-from harness.trec import file_stem, looks_like_run_line
+from harness.trec import canonical_order, file_stem, looks_like_run_line
+
+if TYPE_CHECKING:
+    from harness.ikat.submission import PassageProvenance
 
 Reader = Callable[[Path], list[ResponseRun]]
 FORMATS: Registry[Reader] = Registry("response format")
@@ -138,6 +142,17 @@ def _add(responses: dict[str, Response], response: Response, path: Path) -> None
 TOP_PROVENANCE = 5  # the passages an iKAT response marking none `used` cites
 
 
+def _top(provenance: tuple[PassageProvenance, ...]) -> list[PassageProvenance]:
+    """The TOP_PROVENANCE best passages: a repeat dropped (its first entry kept, as to-trec keeps
+    it), then trec_eval's order on the 32-bit scores the format stores (score descending, ties by
+    id descending), not the list's order, which the official validator only warns about."""
+    from harness.ikat.checks_2023 import float32
+
+    first = {p.id: p for p in reversed(provenance)}  # reversed: the first entry of an id wins
+    ranked = canonical_order((pid, float32(p.score)) for pid, p in first.items())
+    return [first[pid] for pid, _ in ranked[:TOP_PROVENANCE]]
+
+
 @FORMATS.register("ikat-json")
 def read_ikat_json(path: Path) -> list[ResponseRun]:
     from harness.ikat.validate import read_submission
@@ -148,7 +163,7 @@ def read_ikat_json(path: Path) -> list[ResponseRun]:
         if not turn.responses:
             raise InputError(path, "responses: the turn has no response", record=f"turn {turn.turn_id}")
         best = min(turn.responses, key=lambda r: r.rank)
-        used = [p for p in best.passage_provenance if p.used] or list(best.passage_provenance[:TOP_PROVENANCE])
+        used = [p for p in best.passage_provenance if p.used] or _top(best.passage_provenance)
         sentence = Sentence(best.text, tuple(dict.fromkeys(p.id for p in used)))
         _add(responses, Response(turn.turn_id, best.text, (sentence,), {p.id: p.text for p in used if p.text},
                                  cites_top=bool(used) and not any(p.used for p in used)), path)
