@@ -65,13 +65,14 @@ def write_assignments(path: Path, lenient: bool = False) -> Path:
 
 @contextlib.contextmanager
 def open_board(tmp_path: Path, nuggets: Path, main_measure: str = "all", lenient: bool = False,
-               assignments: Path | None = None):
+               assignments: Path | None = None, per_query_scores: bool = True):
     """A response task scoring against `nuggets` (two per turn) through recorded assignments
     (`assignments`: those given, for another bank)."""
     assignments = assignments or write_assignments(tmp_path / "hidden" / "assignments.jsonl", lenient)
     config = {"database": f"sqlite:///{tmp_path / 'state' / 'board.db'}", "storage": str(tmp_path / "state" / "files"),
               "tasks": [{"name": "responses", "topics": "ikat2024", "nuggets": str(nuggets),
-                         "judge": f"file:{assignments}", "main_measure": main_measure, "formats": ["trec-rag-jsonl"]}],
+                         "judge": f"file:{assignments}", "main_measure": main_measure, "formats": ["trec-rag-jsonl"],
+                         "per_query_scores": per_query_scores}],
               "teams": [{"name": f"team{i}", "token_sha256": sha256_hex(team_token(f"team{i}"))} for i in range(2)]}
     path = tmp_path / "leaderboard.yaml"
     path.write_text(yaml.safe_dump(config))
@@ -204,17 +205,20 @@ def test_a_response_to_a_turn_outside_the_topics_is_refused_naming_its_line(boar
     assert (error["line"], error["turn"], error["check"]) == (2, "99_9", "turn")
 
 
-def test_turns_with_nuggets_an_upload_leaves_out_or_answers_empty_are_warned_of_as_scored_0(board):
-    """The team saw its score and `"warnings": []`: a missing or empty answer looked like a bad one."""
+def test_turns_an_upload_leaves_out_or_answers_empty_are_warned_of_among_all_the_topics_turns(board):
+    """The team saw its score and `"warnings": []`: a missing or empty answer looked like a bad one.
+    Counted among the turns with nuggets, the warnings told teams which turns the hidden bank
+    covers (0_1 to 0_3 here): they count all the topics' turns, as a run task's coverage does."""
     client, folder = board
-    answer = submit(client, rag_run(folder / "poor.jsonl", "poor", {"0_1": " "}), "team0")
+    answer = submit(client, rag_run(folder / "poor.jsonl", "poor", {"0_1": " ", "0_4": ""}), "team0")
     assert answer.status_code == 202
     assert scored_board(client)["rows"][0]["measures"]["all"] == 0.0
     body = client.get(f"/api/submissions/{answer.json()['id']}",
                       headers={"Authorization": f"Bearer {team_token('team0')}"})
     assert body.json()["warnings"] == [
-        "poor.jsonl warning [coverage]: 2 turns with nuggets have no response (scored 0): 0_2, 0_3",
-        "poor.jsonl warning [response-text]: 1 response to a turn with nuggets has no text (scored 0): 0_1"]
+        "poor.jsonl warning [coverage]: 216 of the 218 turns of the topics have no response (a turn with nuggets "
+        "scores 0): 0_2, 0_3, 0_5, 0_6, 0_7 ...",
+        "poor.jsonl warning [response-text]: 2 responses have no text (a turn with nuggets scores 0): 0_1, 0_4"]
 
 
 def test_an_empty_object_uploaded_to_a_response_task_is_refused_as_holding_no_response(board):
@@ -267,6 +271,19 @@ def test_a_file_judge_task_refuses_an_answer_its_assignments_hold_no_line_for(tm
     assert [(e["turn"], e["message"]) for e in answer.json()["errors"]] == [
         ("0_2", "the recorded nugget assignments hold no answer of run 'good' to this turn; this task scores only the "
                 "answers they hold")]
+
+
+def test_a_file_judge_task_hiding_per_turn_scores_refuses_an_unrecorded_answer_naming_no_turn(tmp_path):
+    """Only turns with nuggets are checked: the refusal's turns and lines told teams which turns
+    the hidden bank covers, which a task with per_query_scores: false hides."""
+    recorded = recorded_answers(tmp_path, {"0_1": "answer 0_1"})
+    hidden = open_board(tmp_path, write_nuggets(tmp_path), assignments=recorded, per_query_scores=False)
+    with hidden as (client, folder):
+        answer = submit(client, rag_run(folder / "good.jsonl", "good", {"0_1": "answer 0_1", "0_2": "more"}), "team0")
+    assert answer.status_code == 422
+    assert [(e["turn"], e["line"], e["message"]) for e in answer.json()["errors"]] == [
+        (None, None, "some answers of run 'good' are not ones the recorded nugget assignments hold; this task scores "
+                     "only the answers they hold (it names no turn: it keeps its per-turn scores hidden)")]
 
 
 def test_a_response_task_whose_bank_has_no_nugget_for_a_turn_of_its_topics_is_refused_at_start(tmp_path):

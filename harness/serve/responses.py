@@ -154,7 +154,9 @@ class ResponseTaskRuntime(TaskRuntime):
         """A `file:` judge scores only the runs and answers its recorded assignments hold: an
         upload of another run name, or answering a turn with nuggets with a text no line was
         recorded for, is refused here, before it is queued (scoring it would fail, or score the
-        recorded answer's labels for another answer)."""
+        recorded answer's labels for another answer). Only turns with nuggets are checked (the
+        assignments hold no others), so where the task hides per-turn scores the refusal names
+        no turn or line: they would say which turns the hidden bank covers."""
         from harness.responses.assign import RecordedAssignments
 
         judge = self.judge
@@ -177,24 +179,30 @@ class ResponseTaskRuntime(TaskRuntime):
                 continue
             errors.append(Message("error", "assignments", f"{problem}; this task scores only the answers they hold",
                                   display, response.line, response.turn))
+        if errors and not self.config.per_query_scores:
+            problem = (f"some answers of run {run.name!r} are not ones the recorded nugget assignments hold; this task "
+                       "scores only the answers they hold (it names no turn: it keeps its per-turn scores hidden)")
+            return [Message("error", "assignments", problem, display)]
         return errors[:MAX_MESSAGES]
 
     def _scored_0(self, run: ResponseRun, display: str) -> list[Message]:
-        """Turns with nuggets the upload does not answer, or answers with no text: each scores
-        0, which the team is told (as a TREC upload missing turns is), not left to guess."""
+        """Turns of the topics the upload does not answer, or answers with no text: those with
+        nuggets score 0, which the team is told (as a TREC upload missing turns is), not left to
+        guess. Counted and named among all the topics' turns, as a run task's coverage is: not
+        among the turns with nuggets, which would tell teams what the hidden bank covers."""
         from harness.responses.model import first_few
 
-        missing = [turn for turn in self.depths if turn in self.evaluated_turns and turn not in run.responses]
-        empty = [r.turn for r in run.responses.values() if r.turn in self.evaluated_turns and not r.text.strip()]
+        missing = [turn for turn in self.depths if turn not in run.responses]
+        empty = [r.turn for r in run.responses.values() if not r.text.strip()]
         warnings = []
         if missing:
-            warnings.append(Message("warning", "coverage", f"{counted(len(missing), 'turn')} with nuggets "
-                                                           f"{verb(len(missing))} no response (scored 0): "
-                                                           f"{first_few(missing)}", display))
+            warnings.append(Message("warning", "coverage", f"{len(missing)} of the {len(self.depths)} turns of the "
+                                                           f"topics {verb(len(missing))} no response (a turn with "
+                                                           f"nuggets scores 0): {first_few(missing)}", display))
         if empty:
-            warnings.append(Message("warning", "response-text", f"{counted(len(empty), 'response')} to a turn with "
-                                                                f"nuggets {verb(len(empty))} no text (scored 0): "
-                                                                f"{first_few(empty)}", display))
+            warnings.append(Message("warning", "response-text", f"{counted(len(empty), 'response')} "
+                                                                f"{verb(len(empty))} no text (a turn with nuggets "
+                                                                f"scores 0): {first_few(empty)}", display))
         return warnings
 
     def score(self, path: Path, fmt: str) -> ScoredResponses:
