@@ -614,6 +614,24 @@ def test_assignments_written_out_keep_a_nugget_without_label_unlabelled_when_rea
     assert first.per_turn()["all"].tolist() == theirs == [0.5, 0.0]
 
 
+def test_assignments_written_out_hold_the_turns_a_run_leaves_unanswered_so_nuggetizers_mean_is_the_runs(tmp_path):
+    """A turn evaluated but unanswered (--topics, or answered by another run) scores 0; its record
+    was left out, so nuggetizer's mean of --assignments-out averaged the answered turns only: 1.0
+    where the run's mean is 0.5. It is written with every nugget not_support and no answer text."""
+    from nuggetizer.core.metrics import calculate_global_metrics
+
+    path = tmp_path / "assignments.jsonl"
+    path.write_text(json.dumps({"qid": "1_1", "run_id": "a", "nuggets": [
+        {"id": "1", "assignment": "support"}, {"id": "2", "assignment": "support"}]}) + "\n")
+    evaluation = evaluate_runs([run_of("a", {"1_1": "x"})], small_bank(), RecordedAssignments(path),
+                               evaluated_turns={"1_1", "1_2", "1_3"})
+    assert evaluation.aggregate().set_index("run").loc["a", "all"] == 0.5
+    assert calculate_global_metrics(evaluation.records)["all_score"] == 0.5
+    assert evaluation.records[1] == {"qid": "1_2", "run_id": "a", "answer_text": "", "nuggets": [
+        {"id": C.id, "text": C.text, "importance": "vital" if C.vital else "okay", "grade": C.grade,
+         "assignment": "not_support"}]}
+
+
 def test_a_recorded_assignment_outside_the_three_counts_unsupported_as_in_nuggetizer_and_is_counted(tmp_path):
     """nuggetizer writes its LLM's label lower-cased as it came (`supported`), and `failed`
     where it gave up; its metric counts them as no support. Refusing the file scored nothing."""

@@ -234,8 +234,9 @@ def evaluate_runs(
             results.append(TurnResult(run.name, turn, response is not None,
                                       response is not None and not response.text.strip(), len(nuggets),
                                       sum(n.vital for n in nuggets), unjudged, **asdict(scores), **extra))
-            if response is not None:
-                records.append(assign.nuggetizer_record(turn, run.name, response, labelled))
+            # an unanswered turn too (answer_text "", every nugget not_support), so that nuggetizer's mean of
+            # --assignments-out is the run's mean over the same turns, the unanswered scoring 0 there
+            records.append(assign.nuggetizer_record(turn, run.name, response or Response(turn, ""), labelled))
     notes += _run_notes(runs, results, citation_judge is not None)
     if unjudged_total:
         notes.append(_unlabelled("nugget", judgments, "not supported", example))
