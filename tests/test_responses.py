@@ -1335,6 +1335,19 @@ def test_the_api_s_citation_judge_reads_citation_prompt_and_the_nugget_judge_pro
     assert aggregate.loc[0, ["all", "support_precision"]].tolist() == [1.0, 1.0]
 
 
+@pytest.mark.parametrize("setting", [{"citation_prompt": "citation.txt"}, {"citations": True}])
+def test_the_api_s_compare_refuses_a_citation_setting_in_its_own_words_before_the_judge_is_asked(setting):
+    """compare ranks on nugget scores only: citation_prompt= advised citations=True, which compare
+    then failed on with a TypeError (two values for `citations`)."""
+    judge = CountingJudge()
+    [key] = setting
+    with pytest.raises(HarnessError, match=rf"^{key}=: compare ranks the runs on their nugget scores only, not on "
+                                           r"citation support; harness\.responses\.evaluate\(\.\.\., citations=True\) "
+                                           r"scores the citations$"):
+        compare([run_of("one", {"1_1": "a"}), run_of("two", {"1_1": "b"})], small_bank(), judge, **setting)
+    assert judge.asked == []
+
+
 @pytest.mark.parametrize("settings, expected", [
     ({"judge": "llm"}, "citation_prompt= serves citations=True (citation support), which is not given"),
     ({"judge": "minilm", "citations": True}, "citation_prompt= is a template of judge='llm', not of judge='minilm'"),
