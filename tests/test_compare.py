@@ -116,12 +116,11 @@ def test_legend_names_test_correction_and_family(evaluations):
     assert "bonferroni-corrected over the family of 24 comparisons" in legend
 
 
-def test_turn_depth_is_the_last_integer_of_the_qid():
-    assert bd.turn_depth("106_3") == 3
-    assert bd.turn_depth("9-1-12") == 12
-    assert bd.conversation_of("9-1-12") == "9-1"
+def test_turn_depth_is_the_last_integer_of_the_qid_and_the_conversation_what_comes_before():
+    assert bd.depths(["106_3", "9-1-12"]) == {"106_3": 3, "9-1-12": 12}
+    assert bd.conversations(["106_3", "9-1-12"]) == {"106_3": "106", "9-1-12": "9-1"}
     with pytest.raises(HarnessError, match="cannot read a turn depth from qid 'q7x'"):
-        bd.turn_depth("q7x")
+        bd.depths(["106_3", "q7x"])
 
 
 def test_depth_breakdown_covers_every_query(board):

@@ -49,14 +49,6 @@ def _split_qid(qid: str, spelling: Spelling = FLAGS) -> tuple[str, int]:
     return match["prefix"], int(match["depth"])
 
 
-def turn_depth(qid: str) -> int:
-    return _split_qid(qid)[1]
-
-
-def conversation_of(qid: str) -> str:
-    return _split_qid(qid)[0]
-
-
 def depths(qids: Iterable[str], spelling: Spelling = FLAGS) -> dict[str, int]:
     return {qid: _split_qid(qid, spelling)[1] for qid in qids}
 

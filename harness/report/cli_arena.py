@@ -65,11 +65,11 @@ def build_arena(
     vote_files: Sequence[str], dialogue_files: Sequence[str], seed: int, resamples: int,
     settings: EloSettings = EloSettings(), ties: str = "half",
 ) -> Arena:
-    """The ratings of `harness arena` and `harness compare --arena-votes`; a file given twice is
-    refused, and votes repeated (a copy of a file, rows pasted twice) and too few resamples warned of."""
+    """The ratings of `harness arena` and `harness compare --arena-votes` (which refuse a file given
+    twice before any work: refuse_given_twice); votes repeated (a copy of a file, rows pasted twice)
+    and too few resamples are warned of."""
     if resamples < 1:
         raise HarnessError(f"bootstrap resamples must be positive, not {resamples}")
-    refuse_given_twice(vote_files, dialogue_files)
     votes = [vote for path in vote_files for vote in arena_lib.read_votes(path)]
     conversations = [c for path in dialogue_files for c in read_dialogues(path)]
     if repeats := arena_lib.repeated_votes(votes):
@@ -119,6 +119,7 @@ def render(arena: Arena, fmt: str) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
+    refuse_given_twice(args.votes, args.dialogues)
     refuse_overwriting([*args.votes, *args.dialogues], [("--output", args.out)])
     # --format, else as --output's suffix says (ratings.csv: csv), else the table; another suffix: said before any work
     fmt = output_format(args.format, args.out, ARENA_FORMATS, "table", ARENA_SUFFIXES)
