@@ -74,6 +74,7 @@ def compare(runs: Sequence[RunLike] | dict[str, RunLike], qrels: QrelsLike, meas
     board = leaderboard(scored, list(baselines), test=test, correction=correction, alpha=alpha,
                         resampling=Resampling(DEFAULT_RESAMPLES if resamples is None else resamples,
                                               DEFAULT_SEED if seed is None else seed))
+    board.warn()  # as `harness compare` warns on stderr: one query, too few resamples
     return pd.DataFrame(board.rows())
 
 

@@ -255,6 +255,32 @@ def test_runs_or_qrels_of_another_type_are_refused_in_one_line():
         harness.evaluate(run, [("1", "a", 1)], "nDCG@3")
 
 
+def test_compare_warns_what_harness_compare_warns_on_stderr(capsys):
+    """Resamples too few for any comparison to be significant: the API's frame had nothing significant, without
+    a word of why."""
+    runs = [str(path) for path in CAST2021_DOC_RUNS[:2]]
+    assert main(["compare", *runs, "--qrels", str(CAST2021_QRELS), "--measures", "nDCG@3", "--test", "bootstrap",
+                 "--resamples", "10"]) == 0
+    said = [line.removeprefix("warning: ") for line in capsys.readouterr().err.splitlines()
+            if line.startswith("warning: ")]
+    with pytest.warns(UserWarning) as caught:
+        harness.compare(runs, CAST2021_QRELS, "nDCG@3", test="bootstrap", resamples=10)
+    assert [str(w.message) for w in caught] == said and said[0].endswith("give --resamples 20 or more")
+    assert {w.filename for w in caught} == {__file__}  # the caller's line
+
+
+def test_responses_compare_warns_what_responses_eval_warns_on_stderr():
+    """One turn: no test, Cohen's d or interval, said on stderr by `responses eval`, and now by the API."""
+    from harness.responses import compare
+    from harness.responses.model import NuggetBank
+    from tests.test_responses import A, B, CountingJudge, run_of
+
+    bank = NuggetBank("bank", {"1_1": (A, B)}, "rule")
+    with pytest.warns(UserWarning, match="^one turn cannot be tested") as caught:
+        compare([run_of("one", {"1_1": "a"}), run_of("two", {"1_1": "b"})], bank, CountingJudge())
+    assert {w.filename for w in caught} == {__file__}
+
+
 @pytest.mark.parametrize("given, error", [
     ({"depth": "10"}, r"^depth must be a positive number of documents, not '10'"),
     ({"passage_separator": 1}, r"^passage_separator must be the character\(s\) .* not 1"),

@@ -261,12 +261,12 @@ def test_cli_csv_and_json_agree(tmp_path, capsys):
     assert document["test"] == "bootstrap" and document["resamples"] == 1000
 
 
-def one_query_args(tmp_path) -> list[str]:
-    """compare of two CAsT 2021 runs on the qrels of one query."""
-    qid = CAST2021_QRELS.read_text().split()[0]
+def one_query_args(tmp_path, queries: int = 1) -> list[str]:
+    """compare of two CAsT 2021 runs on the qrels of one query (or of the first `queries`)."""
+    lines = CAST2021_QRELS.read_text().splitlines()
+    qids = list(dict.fromkeys(line.split()[0] for line in lines))[:queries]
     qrels = tmp_path / "one.qrel"
-    qrels.write_text("".join(line + "\n" for line in CAST2021_QRELS.read_text().splitlines()
-                             if line.split()[0] == qid))
+    qrels.write_text("".join(line + "\n" for line in lines if line.split()[0] in qids))
     return ["compare", "--qrels", str(qrels), *map(str, CAST2021_DOC_RUNS[:2]), "--measures", "nDCG@500"]
 
 
@@ -284,34 +284,74 @@ def test_on_one_query_no_run_is_significantly_better_and_the_json_is_strict(tmp_
 
 
 def test_on_one_query_p_cohens_d_and_the_interval_are_na_in_every_format_with_one_warning(tmp_path, capsys):
-    """One query: d was +inf in md and csv, null in JSON, p = 1 and a zero-width '95% interval'."""
+    """One query: d was +inf in md and csv, null in JSON, p = 1 and a zero-width '95% interval', as the
+    runs' means had still; the CSV's n/a is an empty cell, as the mean rows' other cells (it wrote 'n/a')."""
     args = one_query_args(tmp_path)
     main(args + ["--format", "json"])
     out, err = capsys.readouterr()
     (comparison,) = json.loads(out)["comparisons"]
     assert [comparison[k] for k in ("ci_low", "ci_high", "effect_size", "p_value", "p_adjusted")] == [None] * 5
+    assert [(m["ci_low"], m["ci_high"]) for run in json.loads(out)["runs"].values() for m in run.values()] == [
+        (None, None)] * 2
     assert err.count("warning: one query cannot be tested") == 1
     assert "one query cannot be tested" in json.loads(out)["legend"]
     main(args + ["--format", "csv"])
-    row = next(r for r in csv.DictReader(io.StringIO(capsys.readouterr().out)) if r["kind"] == "vs baseline")
-    assert [row[k] for k in ("ci_low", "ci_high", "effect_size", "p_value", "p_adjusted")] == ["n/a"] * 5
+    rows = list(csv.DictReader(io.StringIO(capsys.readouterr().out)))
+    row = next(r for r in rows if r["kind"] == "vs baseline")
+    assert [row[k] for k in ("ci_low", "ci_high", "effect_size", "p_value", "p_adjusted")] == [""] * 5
+    assert [(r["ci_low"], r["ci_high"]) for r in rows if r["kind"] == "mean"] == [("", "")] * 2
     main(args + ["--format", "md"])
     line = next(line for line in capsys.readouterr().out.splitlines() if "(a) | nDCG@500" in line)
     assert line.split(" | ")[4:8] == ["n/a"] * 4 and "inf" not in line
 
 
-def test_too_few_resamples_for_any_significance_are_warned_of(capsys):
-    """A resampled p is at least 1/(resamples + 1), and Holm multiplies the smallest by the family's size: at
-    1 or 2 resamples a difference whose interval holds 0 was starred (p = 0). Below 1/alpha x family no
-    comparison can be significant: said, with the resamples needed."""
+@pytest.mark.parametrize("test, floor, enough", [("bootstrap", "1/", 20), ("permutation", "2/", 40)])
+def test_too_few_resamples_for_any_significance_are_warned_of(capsys, test, floor, enough):
+    """A bootstrap p is at least 1/(resamples + 1), a two-sided permutation p twice that (scipy doubles the
+    smaller one-sided p: it was taken as 1/(R + 1), and not warned of), and Holm multiplies the smallest by
+    the family's size: at 1 or 2 resamples a difference whose interval holds 0 was starred (p = 0). Below
+    that no comparison can be significant: said, with the resamples needed."""
     args = ["compare", "--qrels", str(CAST2021_QRELS), *map(str, CAST2021_DOC_RUNS[:2]), "--measures", "nDCG@3",
-            "--test", "bootstrap", "--format", "csv"]
-    main(args + ["--resamples", "20"])
+            "--test", test, "--format", "csv"]
+    main(args + ["--resamples", str(enough)])
     assert "warning" not in capsys.readouterr().err
-    main(args + ["--resamples", "19"])
-    assert ("warning: 19 resamples: the bootstrap test's p-values are at least 1/20, which holm-corrected over "
-            "1 comparison is 0.05, not below alpha 0.05: no comparison can be significant; give --resamples 20 "
-            "or more") in capsys.readouterr().err
+    main(args + ["--resamples", str(enough - 1)])
+    assert (f"warning: {enough - 1} resamples: the {test} test's p-values are at least {floor}{enough}, which "
+            "holm-corrected over 1 comparison is 0.05, not below alpha 0.05: no comparison can be significant; "
+            f"give --resamples {enough} or more") in capsys.readouterr().err
+
+
+def test_the_resamples_needed_are_counted_from_the_tests_floor_not_from_the_p_the_correction_capped(evaluations):
+    """At 10 resamples over 24 comparisons Holm caps the smallest p, 24/11, at 1: the advice, taken
+    from the capped p, was 220 resamples, where nothing is significant either; 24/(R + 1) < 0.05 at 480."""
+    def warnings_at(resamples: int) -> list[str]:
+        return leaderboard(evaluations, test="bootstrap", resampling=stats.Resampling(resamples)).warnings()
+
+    (warning,) = warnings_at(10)
+    assert warning.endswith("holm-corrected over 24 comparisons is 1, not below alpha 0.05: no comparison can be "
+                            "significant; give --resamples 480 or more")
+    assert warnings_at(479) and not warnings_at(480)
+
+
+@pytest.mark.parametrize("resamples, why", [
+    (10_000, "(exact on 5 queries: all 32 sign flips), which holm-corrected over 1 comparison is 0.0625, not below "
+             "alpha 0.05: no comparison can be significant; no number of resamples can help: too few queries"),
+    (20, "which holm-corrected over 1 comparison is 0.09524, not below alpha 0.05: no comparison can be significant; "
+         "no number of resamples can help: on 5 queries the exact permutation test's p-values are at least 2/32 "
+         "(too few queries)"),
+])
+def test_a_permutation_test_on_too_few_queries_for_any_significance_is_warned_of(tmp_path, capsys, resamples, why):
+    """On 5 queries the exact permutation test's p is at least 2/2**5 = 0.0625, whatever the resamples: said
+    (nothing was), and not as more resamples to give."""
+    assert main(one_query_args(tmp_path, queries=5) + ["--test", "permutation", "--resamples", str(resamples)]) == 0
+    assert why in capsys.readouterr().err
+
+
+def test_the_bootstraps_floor_keeps_falling_with_the_resamples_on_few_queries(tmp_path, capsys):
+    """Only the permutation test turns exact: the bootstrap's smallest p on 3 queries is 1/(resamples + 1)."""
+    assert main(one_query_args(tmp_path, queries=3) + ["--test", "bootstrap", "--resamples", "10"]) == 0
+    assert "0.09091, not below alpha 0.05: no comparison can be significant; give --resamples 20 or more\n" in (
+        capsys.readouterr().err)
 
 
 def test_a_float_strict_json_has_no_word_for_is_written_null():

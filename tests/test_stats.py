@@ -142,6 +142,25 @@ def test_mean_ci_is_the_t_interval():
     assert (low, high) == pytest.approx((2 - half_width, 2 + half_width))
 
 
+def test_mean_ci_of_one_value_is_undefined_not_a_point():
+    """One value has no spread to estimate an interval from: it was (mean, mean), zero width."""
+    assert all(math.isnan(bound) for bound in stats.mean_ci(np.array([0.7])))
+    assert stats.mean_ci(np.array([0.7, 0.7])) == (0.7, 0.7)  # no spread among several: a point
+
+
+@pytest.mark.parametrize("test, resamples, pairs, least", [
+    ("bootstrap", 99, 20, 1 / 100),
+    ("permutation", 99, 20, 2 / 100),  # two-sided: twice the smaller one-sided p, each at least 1/(R + 1)
+    ("permutation", 10_000, 5, 2 / 32),  # exact: the observed signs and their flip, of 2**5, whatever R is
+])
+def test_the_smallest_p_a_resampled_test_gives_is_least_p(test, resamples, pairs, least):
+    """What the too-few-resamples warning takes as the floor is what the test gives on a difference no
+    resample reaches (the permutation test's is twice the bootstrap's: it was taken as 1/(R + 1))."""
+    a = np.arange(pairs) / pairs
+    assert stats.least_p(test, resamples, pairs) == least
+    assert stats.TESTS.get(test)(a + 10, a + np.arange(pairs) * 1e-3, Resampling(resamples, 1)) == pytest.approx(least)
+
+
 def test_win_tie_loss_counts_each_query_once():
     assert stats.win_tie_loss(np.array([1.0, 0.5, 0.2, 0.3]), np.array([0.5, 0.5, 0.4, 0.3])) == (1, 2, 1)
 

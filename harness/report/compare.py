@@ -13,6 +13,7 @@ them at once.
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
@@ -197,22 +198,56 @@ class Leaderboard:
         return rows
 
     def warnings(self) -> list[str]:
-        """What the commands warn of on stderr: comparisons on one query (no test), and resamples too
-        few for any comparison to be significant: a resampled p is at least 1 / (resamples + 1)."""
+        """What the commands (and the Python API, by warnings.warn) warn of: comparisons on one query
+        (no test), and resamples too few for any comparison to be significant (stats.least_p)."""
         untestable = self.untestable_note()
         found = [untestable] if untestable else []
         family = len(self.tested)
         if self.test in RESAMPLED and family:
-            # the smallest p a resampled test can give, corrected as the family's smallest (x 1, or x family)
-            floor = 1 / (self.resampling.resamples + 1)
-            smallest = stats.CORRECTIONS.get(self.correction)([floor, *[1.0] * (family - 1)])[0]
+            resamples = self.resampling.resamples
+            pairs = max(self.queries(measure) for measure in {c.measure for c in self.tested})  # the lowest floor
+            smallest = self._smallest_corrected(resamples, pairs, family)
             if smallest >= self.alpha:
-                needed = math.floor(smallest / floor / self.alpha)  # the fewest with smallest < alpha
-                found.append(f"{counted(self.resampling.resamples, 'resample')}: the {self.test} test's p-values "
-                             f"are at least 1/{self.resampling.resamples + 1}, which {self.correction}-corrected over "
-                             f"{counted(family, 'comparison')} is {smallest:.4g}, not below alpha {self.alpha}: no "
-                             f"comparison can be significant; give --resamples {needed} or more")
+                exact = self.test == "permutation" and resamples >= 2**pairs  # its floor stays 2/2**pairs
+                floor = f"1/{resamples + 1}" if self.test == "bootstrap" else f"2/{min(resamples + 1, 2**pairs)}"
+                found.append(
+                    f"{counted(resamples, 'resample')}: the {self.test} test's p-values are at least {floor}"
+                    + (f" (exact on {counted(pairs, *self.unit)}: all {2**pairs} sign flips)" if exact else "")
+                    + f", which {self.correction}-corrected over {counted(family, 'comparison')} is {smallest:.4g}, "
+                    f"not below alpha {self.alpha}: no comparison can be significant; "
+                    + (f"no number of resamples can help: too few {self.unit[1]}" if exact
+                       else self._resamples_advice(pairs, family)))
         return found
+
+    def warn(self, stacklevel: int = 2) -> None:
+        """The warnings as the Python API gives them (warnings.warn), what the commands print; `stacklevel`
+        as the caller's own warnings.warn would take it, to name its caller's line."""
+        for warning in self.warnings():
+            warnings.warn(warning, stacklevel=stacklevel + 1)
+
+    def _smallest_corrected(self, resamples: int, pairs: int, family: int) -> float:
+        """The family's smallest p as corrected where one comparison is at the test's floor, on
+        `pairs` queries (holm, bonferroni: x the family's size, capped at 1; none: x 1)."""
+        floor = stats.least_p(self.test, resamples, pairs)
+        return stats.CORRECTIONS.get(self.correction)([floor, *[1.0] * (family - 1)])[0]
+
+    def _resamples_advice(self, pairs: int, family: int) -> str:
+        """The fewest resamples whose floor, corrected, is below alpha (counted from the floor: the
+        corrected p, capped at 1, understated them); none where the exact permutation test's
+        floor, 2/2**pairs, is not, as no more resamples lower it."""
+        if self.test == "permutation" and self._smallest_corrected(2**pairs, pairs, family) >= self.alpha:
+            return (f"no number of resamples can help: on {counted(pairs, *self.unit)} the exact permutation test's "
+                    f"p-values are at least 2/{2**pairs} (too few {self.unit[1]})")
+        # the smallest p falls as the resamples grow: the fewest whose p is below alpha, between the resamples
+        # given (too few) and Bonferroni's bound, family x 2 / alpha (the permutation test's floor: 2/(R + 1))
+        low, high = self.resampling.resamples, math.ceil(2 * family / self.alpha)
+        while high - low > 1:
+            middle = (low + high) // 2
+            if self._smallest_corrected(middle, pairs, family) < self.alpha:
+                high = middle
+            else:
+                low = middle
+        return f"give --resamples {high} or more"
 
     def legend(self) -> str:
         if not self.comparisons:

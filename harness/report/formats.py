@@ -21,7 +21,6 @@ from harness.evaluate import json_value
 from harness.registry import Registry
 from harness.report import html, markdown
 from harness.report.arena import Arena
-from harness.report.markdown import defined
 from harness.report.model import Report
 
 Formatter = Callable[[Report], bytes]
@@ -70,14 +69,21 @@ def as_csv(report: Report) -> bytes:
         for measure in board.measures:
             s = board.summaries[run, measure]
             count = measure in board.scores.counts
-            writer.writerow(["mean", run, measure, "", _csv_value(s.mean, count), f"{s.ci_low:.6f}",
-                             f"{s.ci_high:.6f}", "", "", "", "", "", "", ""])
+            writer.writerow(["mean", run, measure, "", _csv_value(s.mean, count), _csv_number(s.ci_low, ".6f"),
+                             _csv_number(s.ci_high, ".6f"), "", "", "", "", "", "", ""])
             for c in board.comparisons_of(run, measure):
                 writer.writerow(["vs baseline", run, measure, c.baseline, _csv_value(c.difference, count),
-                                 defined(c.ci_low, ".6f"), defined(c.ci_high, ".6f"), defined(c.effect_size, ".4f"),
-                                 defined(c.p_value, ".6g"), defined(c.p_adjusted, ".6g"), int(board.significant(c)),
+                                 _csv_number(c.ci_low, ".6f"), _csv_number(c.ci_high, ".6f"),
+                                 _csv_number(c.effect_size, ".4f"), _csv_number(c.p_value, ".6g"),
+                                 _csv_number(c.p_adjusted, ".6g"), int(board.significant(c)),
                                  c.wins, c.ties, c.losses])
     return out.getvalue().encode()
+
+
+def _csv_number(value: float, spec: str) -> str:
+    """A statistic as `spec` formats it, or an empty cell where it is undefined (nan: one query, no
+    spread), as the other empty cells: text ('n/a') in a column of numbers breaks a reader's types."""
+    return "" if math.isnan(value) else format(value, spec)
 
 
 def _csv_value(value: float, count: bool) -> str:
@@ -129,8 +135,8 @@ def as_json(report: Report) -> bytes:
         "queries_per_measure": {**{m: board.queries(m) for m in board.measures}, **dict.fromkeys(board.undefined, 0)},
         "baselines": board.baselines,
         "runs": {
-            run: {m: {"mean": json_value(s.mean, m in board.scores.counts), "ci_low": s.ci_low, "ci_high": s.ci_high,
-                      "marks": board.marks(run, m)}
+            run: {m: {"mean": json_value(s.mean, m in board.scores.counts), "ci_low": json_number(s.ci_low),
+                      "ci_high": json_number(s.ci_high), "marks": board.marks(run, m)}
                   for m in board.measures for s in [board.summaries[run, m]]}
             for run in board.ranked_runs
         },

@@ -122,6 +122,19 @@ def bootstrap(a: np.ndarray, b: np.ndarray, settings: Resampling) -> float:
     return (extreme + 1) / (settings.resamples + 1)
 
 
+def least_p(test: str, resamples: int, pairs: int) -> float:
+    """The smallest p `test` can give on `pairs` pairs (0: paired-t, which is not resampled). A
+    resampled one-sided p counts the observed sample as one of the resamples: at least
+    1 / (resamples + 1), the bootstrap's floor. The permutation test's two-sided p is twice the
+    smaller one-sided p (scipy.stats.permutation_test), and is exact where the 2**pairs sign flips
+    are no more than the resamples: 2 / min(resamples + 1, 2**pairs), which no more resamples lower."""
+    if test == "bootstrap":
+        return 1 / (resamples + 1)
+    if test == "permutation":
+        return 2 / min(resamples + 1, 2**pairs)
+    return 0.0
+
+
 Correction = Callable[[Sequence[float]], list[float]]
 CORRECTIONS: Registry[Correction] = Registry("multiple-testing correction")
 
@@ -170,10 +183,13 @@ def running_mean(values: np.ndarray) -> float:
 
 
 def mean_ci(values: np.ndarray, confidence: float = 0.95) -> tuple[float, float]:
-    """t-based confidence interval of a mean; a single value or no spread gives a point."""
+    """t-based confidence interval of a mean; no spread gives a point, a single value none (nan,
+    shown n/a): it has no spread to estimate one from (it was a point, of zero width)."""
     values = np.asarray(values, dtype=float)
     mean = running_mean(values)
-    if len(values) < 2 or values.std() == 0:
+    if len(values) < 2:
+        return math.nan, math.nan
+    if values.std() == 0:
         return mean, mean
     from scipy import stats as scipy_stats
 

@@ -97,4 +97,5 @@ def compare(responses: Sequence[str | Path | ResponseRun], nuggets: str | Path |
     evaluation = _evaluation(responses, nuggets, judge, citations=False, passages=None, vital_grade=vital_grade,
                              baselines=baselines, **judge_settings)
     board = build_report(evaluation, baselines, test=test, correction=correction, alpha=alpha).leaderboard
+    board.warn()  # as `harness responses eval` warns on stderr: one turn, too few resamples
     return pd.DataFrame(board.rows())
