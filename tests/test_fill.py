@@ -41,8 +41,14 @@ def test_a_fill_whose_sidecar_counts_failed_pairs_is_said_to_be_incomplete_in_th
     path = tmp_path / "part.qrels"
     write_qrels(path, judgments, {"counts": counts(judgments), "judge": "llm", "scale": "relevance-0-4"})
     assert fill(human, path).notes(path)[-1] == (
-        "WARNING: part.qrels: 2 of the 3 pairs it was asked to judge got no label (its sidecar): rerun "
+        "WARNING: part.qrels: 2 of the 3 pairs it was asked to judge got no label (its sidecar: 2 failed): rerun "
         "`harness judge` to finish it")
+    unparseable = [*judgments, Judgment((qid, "d-hole"), None, "unparseable", "maybe", False)]
+    write_qrels(path, unparseable, {"counts": counts(unparseable), "judge": "llm", "scale": "relevance-0-4"})
+    assert fill(human, path).notes(path)[-1] == (
+        "WARNING: part.qrels: 3 of the 4 pairs it was asked to judge got no label (its sidecar: 2 failed, 1 "
+        "unparseable): rerun `harness judge` to finish it; an unparseable answer is cached: check the judge's "
+        "--prompt and --scale")
     write_qrels(path, judgments[:1], {"counts": counts(judgments[:1]), "judge": "llm", "scale": "relevance-0-4"})
     assert fill(human, path).incomplete is None
     assert not any("WARNING" in note for note in fill(human, path).notes(path))

@@ -756,7 +756,7 @@ def test_a_passage_id_holding_whitespace_keeps_the_official_verdict_and_a_note_s
     assert main(["ikat", "validate", str(path), "--topics", "ikat2024", "--quiet"]) == 0
     assert capsys.readouterr().err == (
         "run.json (iKAT 2024): 218 turns, 0 errors, 0 warnings: valid\n"
-        f"note: `harness ikat to-trec` and a hosted harness leaderboard refuse this file: {path} (record turn 0_1): "
+        f"note: `harness ikat to-trec` and a hosted leaderboard's run task refuse this file: {path} (record turn 0_1): "
         f"passage_provenance id {passage['id']!r} holds whitespace or a NUL byte, which would split its TREC run "
         "line\n")
 

@@ -154,7 +154,7 @@ def _harness_notes(path: Path, decoded: Decoded, report: ValidationReport) -> li
         try:
             runs = decoded_rankings(path, decoded, report.submission)
         except InputError as problem:
-            notes.append(f"`harness ikat to-trec` and a hosted harness leaderboard refuse this file: {problem}")
+            notes.append(f"`harness ikat to-trec` and a hosted leaderboard's run task refuse this file: {problem}")
         else:
             if runs.repeated:
                 notes.append(f"{counted(runs.repeated, 'passage')} {verb(runs.repeated, 'is', 'are')} listed again in "

@@ -78,17 +78,24 @@ def _misfit(human: Qrels, fill_path: str | Path, record: dict | None, shared: in
 
 
 def _incomplete(fill_path: str | Path, record: dict | None) -> str | None:
-    """Pairs the judge was asked for and could not label (no answer after the retries), as the
-    fill's sidecar counts them: their holes stay holes, and a board called filled must say so
+    """Pairs the judge was asked for and could not label (no answer after the retries, an answer
+    off the scale, no recorded label), as the fill's sidecar counts them: their holes stay holes, and a board called filled must say so
     (a script that ignores `harness judge`'s exit status would not). None for a complete fill,
     one without a sidecar, or one whose sidecar is of another version of the file (its counts
     are not this file's: the provenance line warns of it)."""
     tally = record.get("counts") if record and record["matches_file"] else None
-    failed = tally.get("failed") if isinstance(tally, dict) else None
-    if not isinstance(failed, int) or failed <= 0:
+    if not isinstance(tally, dict):
         return None
-    return (f"{Path(fill_path).name}: {failed} of the {tally.get('pairs', '?')} pairs it was asked to judge got no "
-            "label (its sidecar): rerun `harness judge` to finish it")
+    unlabelled = {status: n for status in ("failed", "unparseable", "missing")
+                  if isinstance(n := tally.get(status), int) and n > 0}
+    if not unlabelled:
+        return None
+    cures = ["rerun `harness judge` to finish it"] if "failed" in unlabelled else []  # no answer: asked again
+    if "unparseable" in unlabelled:  # its answer is cached: asking again gives it again
+        cures.append("an unparseable answer is cached: check the judge's --prompt and --scale")
+    return (f"{Path(fill_path).name}: {sum(unlabelled.values())} of the {tally.get('pairs', '?')} pairs it was asked "
+            f"to judge got no label (its sidecar: {', '.join(f'{n} {status}' for status, n in unlabelled.items())})"
+            + (f": {'; '.join(cures)}" if cures else ""))
 
 
 def _scale_warning(human: Qrels, fill_path: str | Path, record: dict | None) -> str | None:
