@@ -1189,9 +1189,9 @@ def _as_loaded(target: Any, files: Mapping[str, tuple[str, str]] | None = None) 
     since `target` was first keyed in this process: the code that would run is the one loaded,
     which the key no longer says (an edit in a notebook, `importlib.reload`: an entry point is
     loaded once a process, and a module reloaded leaves the objects made before it as they
-    were). `files`: as keyed now, its first (`target`'s own module) recorded the first time, a
-    helper the first time it is found imported (one a function imports when it runs, not yet
-    imported, runs as it is on disk when it is); None: each recorded file read again. IPython's
+    were). `files`: as keyed now, each recorded the first time; a helper not imported yet (one a
+    function imports when it runs) runs as it is on disk when it is: its record follows the file
+    until it is imported, and is then what was loaded; None: each recorded file read again. IPython's
     `%autoreload` does reach loaded code, but an edit it loaded is not told apart from one not
     loaded: the error says so."""
     from harness.paths import file_sha256
@@ -1200,20 +1200,22 @@ def _as_loaded(target: Any, files: Mapping[str, tuple[str, str]] | None = None) 
         before = _KEYED.setdefault(target, {}) if files is not None else _KEYED.get(target, {})
     except TypeError:  # no weak reference to it
         return
-    for name, (path, sha) in before.items():
+    own = next(iter(before or files or {}), None)  # target's own module: loaded with it
+    for name, (path, sha) in list(before.items()):
         try:
             now = files[name][1] if files is not None and name in files else file_sha256(path)
         except OSError:  # gone (a temporary folder): nothing left to run either
             continue
-        if now != sha:
+        if now != sha and name != own and name not in sys.modules:  # not imported yet: runs as it is on disk
+            before[name] = (path, now)
+        elif now != sha:
             raise HarnessError(f"module {name} ({path}) changed on disk since it was loaded in this process, so the "
                                "code that would run is not the code its resume key would say: restart the process "
                                "(in a notebook, the kernel); importlib.reload does not reach a plug-in already "
                                "loaded or handed over, and an edit IPython's %autoreload loaded is not told apart "
                                "from one not loaded")
-    for number, (name, each) in enumerate((files or {}).items()):
-        if name not in before and (number == 0 or name in sys.modules):
-            before[name] = each
+    for name, each in (files or {}).items():
+        before.setdefault(name, each)
 
 
 def _spec(name: str) -> Any:

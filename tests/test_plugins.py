@@ -1305,6 +1305,25 @@ def test_a_helper_module_not_imported_yet_when_the_plugin_was_loaded_may_change_
         tmp_path / "lazy_helper.py")
 
 
+def test_a_helper_module_imported_by_a_run_then_changed_on_disk_is_an_error_not_a_stale_run(tmp_path, monkeypatch):
+    """Not imported when the plug-in was first keyed, imported by its first run: the code loaded is the file's
+    then, and an edit after it is not what the next run would run (it ran, keyed by the edited file)."""
+    (tmp_path / "lazy_plugin2.py").write_text("def search(query, k):\n    import lazy_helper2\n"
+                                              "    return [(lazy_helper2.FIRST, 2.0)]\n", encoding="utf-8")
+    (tmp_path / "lazy_helper2.py").write_text("FIRST = 'a'\n", encoding="utf-8")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    for name in ("lazy_plugin2", "lazy_helper2"):
+        monkeypatch.delitem(sys.modules, name, raising=False)
+    from lazy_plugin2 import search
+
+    config = {"k": 20, "output": str(tmp_path / "runs"), "experiments": [_experiment(["raw"], ["mine"])]}
+    harness.run(config, retrievers={"mine": search}, quiet=True)
+    assert "lazy_helper2" in sys.modules
+    (tmp_path / "lazy_helper2.py").write_text("FIRST = 'b'\n", encoding="utf-8")
+    with pytest.raises(harness.errors.HarnessError, match="module lazy_helper2 .* changed on disk since it was loaded"):
+        harness.run(config, retrievers={"mine": search}, quiet=True)
+
+
 def test_a_plugin_package_installed_not_editable_is_keyed_by_its_helper_modules_too(tmp_path):
     """`pip install .` puts the package under site-packages, whose modules were not keyed: a helper edited and
     installed again reused the run. Its own package's are keyed now, as an editable install's are."""
