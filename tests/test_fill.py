@@ -49,6 +49,11 @@ def test_a_fill_whose_sidecar_counts_failed_pairs_is_said_to_be_incomplete_in_th
         "WARNING: part.qrels: 3 of the 4 pairs it was asked to judge got no label (its sidecar: 2 failed, 1 "
         "unparseable): rerun `harness judge` to finish it; an unparseable answer is cached: check the judge's "
         "--prompt and --scale")
+    write_qrels(path, unparseable[2:], {"counts": counts(unparseable[2:]), "judge": "file", "scale": "relevance-0-4"})
+    assert fill(human, path).notes(path)[-1] == (
+        "WARNING: part.qrels: 2 of the 2 pairs it was asked to judge got no label (its sidecar: 1 failed, 1 "
+        "unparseable): rerun `harness judge` to finish it; an unparseable label is the --labels file's: check it "
+        "and --scale")
     write_qrels(path, judgments[:1], {"counts": counts(judgments[:1]), "judge": "llm", "scale": "relevance-0-4"})
     assert fill(human, path).incomplete is None
     assert not any("WARNING" in note for note in fill(human, path).notes(path))

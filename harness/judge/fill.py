@@ -91,7 +91,9 @@ def _incomplete(fill_path: str | Path, record: dict | None) -> str | None:
     if not unlabelled:
         return None
     cures = ["rerun `harness judge` to finish it"] if "failed" in unlabelled else []  # no answer: asked again
-    if "unparseable" in unlabelled:  # its answer is cached: asking again gives it again
+    if "unparseable" in unlabelled and record.get("judge") == "file":  # a recorded label off the scale
+        cures.append("an unparseable label is the --labels file's: check it and --scale")
+    elif "unparseable" in unlabelled:  # its answer is cached: asking again gives it again
         cures.append("an unparseable answer is cached: check the judge's --prompt and --scale")
     return (f"{Path(fill_path).name}: {sum(unlabelled.values())} of the {tally.get('pairs', '?')} pairs it was asked "
             f"to judge got no label (its sidecar: {', '.join(f'{n} {status}' for status, n in unlabelled.items())})"
