@@ -17,7 +17,6 @@ that with `from harness.evaluate import ...`).
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -58,22 +57,17 @@ def compare(runs: Sequence[RunLike] | dict[str, RunLike], qrels: QrelsLike, meas
 
     from harness.report.compare import leaderboard
     from harness.registry import number_problem
-    from harness.report.stats import DEFAULT_RESAMPLES, DEFAULT_SEED, SEED_MAX, Resampling
+    from harness.report.stats import Resampling
 
     baselines = [baseline] if isinstance(baseline, str) else baseline if baseline is not None else []
     if not isinstance(baselines, (list, tuple)) or not all(isinstance(name, str) for name in baselines):
         raise HarnessError(f"baseline: expected a run's name or a list of names, not {type(baseline).__name__}")
     # as `harness compare`'s argparse types (number_in) check them on the command line
-    for name, value, problem in (
-            ("alpha", alpha, number_problem(alpha, 0, 1, open_low=True)),
-            ("resamples", resamples, resamples is not None and number_problem(resamples, 1, math.inf, whole=True)),
-            ("seed", seed, seed is not None and number_problem(seed, 0, SEED_MAX, whole=True))):
-        if problem:
-            raise HarnessError(f"{name} {problem}, not {value!r}")
+    if problem := number_problem(alpha, 0, 1, open_low=True):
+        raise HarnessError(f"alpha {problem}, not {alpha!r}")
+    resampling = Resampling.of(resamples, seed)
     scored = score_runs(runs, qrels, measures, preset=preset, depth=depth, passage_separator=passage_separator)
-    board = leaderboard(scored, list(baselines), test=test, correction=correction, alpha=alpha,
-                        resampling=Resampling(DEFAULT_RESAMPLES if resamples is None else resamples,
-                                              DEFAULT_SEED if seed is None else seed))
+    board = leaderboard(scored, list(baselines), test=test, correction=correction, alpha=alpha, resampling=resampling)
     board.warn()  # as `harness compare` warns on stderr: one query, too few resamples
     return pd.DataFrame(board.rows())
 

@@ -265,7 +265,9 @@ def test_compare_warns_what_harness_compare_warns_on_stderr(capsys):
             if line.startswith("warning: ")]
     with pytest.warns(UserWarning) as caught:
         harness.compare(runs, CAST2021_QRELS, "nDCG@3", test="bootstrap", resamples=10)
-    assert [str(w.message) for w in caught] == said and said[0].endswith("give --resamples 20 or more")
+    assert said[0].endswith("give --resamples 20 or more")
+    # the advice in the caller's words: the API has no --resamples
+    assert [str(w.message) for w in caught] == [said[0].replace("--resamples 20", "resamples=20"), *said[1:]]
     assert {w.filename for w in caught} == {__file__}  # the caller's line
 
 
@@ -279,6 +281,22 @@ def test_responses_compare_warns_what_responses_eval_warns_on_stderr():
     with pytest.warns(UserWarning, match="^one turn cannot be tested") as caught:
         compare([run_of("one", {"1_1": "a"}), run_of("two", {"1_1": "b"})], bank, CountingJudge())
     assert {w.filename for w in caught} == {__file__}
+
+
+def test_responses_compare_takes_resamples_as_harness_compare_does():
+    """Its too-few-resamples warning advises resamples=, which it did not take; checked before the judge's work."""
+    from harness.responses import compare
+    from harness.responses.model import NuggetBank
+    from tests.test_responses import A, B, CountingJudge, run_of
+
+    bank = NuggetBank("bank", {"1_1": (A, B), "1_2": (A, B)}, "rule")
+    runs = [run_of("one", {"1_1": "a", "1_2": "a"}), run_of("two", {"1_1": "b", "1_2": "a b"})]
+    with pytest.warns(UserWarning, match=r"^10 resamples: .* give resamples=\d+ or more$"):
+        compare(runs, bank, CountingJudge(), test="bootstrap", resamples=10)
+    judge = CountingJudge()
+    with pytest.raises(harness.errors.HarnessError, match=r"^resamples must be a whole number of 1 or more, not 0"):
+        compare(runs, bank, judge, resamples=0)
+    assert judge.asked == []
 
 
 @pytest.mark.parametrize("given, error", [

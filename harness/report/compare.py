@@ -20,7 +20,7 @@ from typing import Protocol
 
 import numpy as np
 
-from harness.errors import HarnessError, counted, nearest
+from harness.errors import ARGUMENTS, FLAGS, HarnessError, Spelling, counted, nearest
 from harness.report import stats
 from harness.report.stats import Resampling
 from harness.trec import refuse_shared_names
@@ -197,9 +197,10 @@ class Leaderboard:
                 rows.append(row)
         return rows
 
-    def warnings(self) -> list[str]:
+    def warnings(self, spelling: Spelling = FLAGS) -> list[str]:
         """What the commands (and the Python API, by warnings.warn) warn of: comparisons on one query
-        (no test), and resamples too few for any comparison to be significant (stats.least_p)."""
+        (no test), and resamples too few for any comparison to be significant (stats.least_p), the
+        resamples advised as the caller sets them (--resamples N, resamples=N)."""
         untestable = self.untestable_note()
         found = [untestable] if untestable else []
         family = len(self.tested)
@@ -216,13 +217,13 @@ class Leaderboard:
                     + f", which {self.correction}-corrected over {counted(family, 'comparison')} is {smallest:.4g}, "
                     f"not below alpha {self.alpha}: no comparison can be significant; "
                     + (f"no number of resamples can help: too few {self.unit[1]}" if exact
-                       else self._resamples_advice(pairs, family)))
+                       else self._resamples_advice(pairs, family, spelling)))
         return found
 
     def warn(self, stacklevel: int = 2) -> None:
         """The warnings as the Python API gives them (warnings.warn), what the commands print; `stacklevel`
         as the caller's own warnings.warn would take it, to name its caller's line."""
-        for warning in self.warnings():
+        for warning in self.warnings(ARGUMENTS):
             warnings.warn(warning, stacklevel=stacklevel + 1)
 
     def _smallest_corrected(self, resamples: int, pairs: int, family: int) -> float:
@@ -231,7 +232,7 @@ class Leaderboard:
         floor = stats.least_p(self.test, resamples, pairs)
         return stats.CORRECTIONS.get(self.correction)([floor, *[1.0] * (family - 1)])[0]
 
-    def _resamples_advice(self, pairs: int, family: int) -> str:
+    def _resamples_advice(self, pairs: int, family: int, spelling: Spelling) -> str:
         """The fewest resamples whose floor, corrected, is below alpha (counted from the floor: the
         corrected p, capped at 1, understated them); none where the exact permutation test's
         floor, 2/2**pairs, is not, as no more resamples lower it."""
@@ -247,7 +248,7 @@ class Leaderboard:
                 high = middle
             else:
                 low = middle
-        return f"give --resamples {high} or more"
+        return f"give {spelling.given('resamples', high)} or more"
 
     def legend(self) -> str:
         if not self.comparisons:

@@ -37,7 +37,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from harness.evaluate import added_in_order
-from harness.registry import Registry
+from harness.errors import HarnessError
+from harness.registry import Registry, number_problem
 
 DEFAULT_RESAMPLES = 10_000
 DEFAULT_SEED = 42
@@ -49,6 +50,17 @@ TIE_TOLERANCE = 1e-9  # |a - b| below this is a tie in win/tie/loss counts
 class Resampling:
     resamples: int = DEFAULT_RESAMPLES
     seed: int = DEFAULT_SEED
+
+    @classmethod
+    def of(cls, resamples: int | None = None, seed: int | None = None) -> Resampling:
+        """The Python API's resamples= and seed= (None: the default), checked as `harness compare`'s
+        flags check them (number_in): harness.compare and harness.responses.compare take them alike."""
+        for name, value, problem in (
+                ("resamples", resamples, resamples is not None and number_problem(resamples, 1, math.inf, whole=True)),
+                ("seed", seed, seed is not None and number_problem(seed, 0, SEED_MAX, whole=True))):
+            if problem:
+                raise HarnessError(f"{name} {problem}, not {value!r}")
+        return cls(DEFAULT_RESAMPLES if resamples is None else resamples, DEFAULT_SEED if seed is None else seed)
 
 
 PairedTest = Callable[[np.ndarray, np.ndarray, Resampling], float]

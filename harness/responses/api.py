@@ -80,13 +80,16 @@ def evaluate(responses: str | Path | ResponseRun | Sequence[str | Path | Respons
 
 def compare(responses: Sequence[str | Path | ResponseRun], nuggets: str | Path | NuggetBank, judge: Any = "minilm",
             *, baseline: str | Sequence[str] | None = None, test: str = "paired-t", correction: str = "holm",
-            alpha: float = 0.05, vital_grade: int = 3, **judge_settings: Any) -> pd.DataFrame:
-    """The leaderboard on per-turn scores, as `harness.compare` gives it for rankings. It ranks
-    the runs on their nugget scores only: a citation setting is refused in its own words (passed
-    on, citation_prompt= advised citations=True, which was then a TypeError)."""
+            alpha: float = 0.05, resamples: int | None = None, vital_grade: int = 3,
+            **judge_settings: Any) -> pd.DataFrame:
+    """The leaderboard on per-turn scores, as `harness.compare` gives it for rankings (resamples=:
+    the bootstrap and permutation tests', as there). It ranks the runs on their nugget scores only:
+    a citation setting is refused in its own words (passed on, citation_prompt= advised
+    citations=True, which was then a TypeError)."""
     import pandas as pd
 
     from harness.errors import HarnessError
+    from harness.report.stats import Resampling
     from harness.responses.report import build_report
 
     citation = next((key for key in ("citations", "citation_prompt") if key in judge_settings), None)
@@ -94,8 +97,10 @@ def compare(responses: Sequence[str | Path | ResponseRun], nuggets: str | Path |
         raise HarnessError(f"{citation}=: compare ranks the runs on their nugget scores only, not on citation "
                            "support; harness.responses.evaluate(..., citations=True) scores the citations")
     baselines = [baseline] if isinstance(baseline, str) else list(baseline or [])
+    resampling = Resampling.of(resamples)  # checked before the judge's work
     evaluation = _evaluation(responses, nuggets, judge, citations=False, passages=None, vital_grade=vital_grade,
                              baselines=baselines, **judge_settings)
-    board = build_report(evaluation, baselines, test=test, correction=correction, alpha=alpha).leaderboard
+    board = build_report(evaluation, baselines, test=test, correction=correction, alpha=alpha,
+                         resampling=resampling).leaderboard
     board.warn()  # as `harness responses eval` warns on stderr: one turn, too few resamples
     return pd.DataFrame(board.rows())
