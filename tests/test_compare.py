@@ -490,6 +490,17 @@ def test_a_single_run_s_report_has_no_empty_paired_comparisons_table_in_any_form
     assert json.loads(outputs["json"])["comparisons"] == []
 
 
+def test_a_single_run_on_one_query_has_no_interval_and_its_legend_says_so(tmp_path, capsys):
+    """Its interval is n/a (JSON null): the legend said "95% t-intervals on 1 query" still."""
+    args = one_query_args(tmp_path)
+    args.remove(str(CAST2021_DOC_RUNS[1]))
+    assert main([*args, "--format", "json"]) == 0
+    document = json.loads(capsys.readouterr().out)
+    assert [m["ci_low"] for run in document["runs"].values() for m in run.values()] == [None]
+    assert document["legend"].startswith("A single run: no paired tests. Intervals: n/a on 1 query "
+                                         "(one query has no spread to form an interval).")
+
+
 def test_cast2022_tree_node_qids_give_no_depth_guessed_from_their_number(tmp_path, capsys):
     """132_2-1 is the 3rd user turn of its path (branch 2 starts below 1-4), not depth 1 of a
     conversation 132_2: without --topics compare says so rather than breaking down by a wrong depth."""

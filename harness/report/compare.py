@@ -252,14 +252,23 @@ class Leaderboard:
 
     def legend(self) -> str:
         if not self.comparisons:
-            return (f"A single run: no paired tests. Intervals: {self.confidence:.0%} t-intervals on "
-                    f"{self.queries_note()}. {self.missing_note()}")
+            return f"A single run: no paired tests. Intervals: {self.single_intervals_note()}. {self.missing_note()}"
         baselines = ", ".join(f"{self.letter(b)} = {b}" for b in self.baselines)
         return (
             f"▲x / ▼x: significantly higher / lower than baseline x ({baselines}); {self.test_note()} "
             f"Intervals: {self.confidence:.0%} t-intervals. Effect size: Cohen's d (paired; n/a where "
             f"every {self.unit[0]} differs by the same amount). {self.missing_note()}"
         )
+
+    def single_intervals_note(self) -> str:
+        """A single run's intervals: n/a on a measure defined on one query (no spread), as a
+        comparison's legend says of its own, not t-intervals on a query that has none."""
+        single = [m for m in self.measures if self.queries(m) < 2]
+        why = f"one {self.unit[0]} has no spread to form an interval"
+        if single and len(single) == len(self.measures):
+            return f"n/a on {self.queries_note()} ({why})"
+        intervals = f"{self.confidence:.0%} t-intervals on {self.queries_note()}"
+        return intervals + (f"; n/a for {', '.join(single)} ({why})" if single else "")
 
     def missing_note(self) -> str:
         return f"A {self.unit[0]} missing from a run scores 0."
