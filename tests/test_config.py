@@ -464,7 +464,8 @@ def test_a_retriever_parameter_of_the_wrong_kind_names_its_key_path(tmp_path):
     ({"name": "linear", "params": {"weights": [1e308, 1e308], "retrievers": [{"name": "bm25"}, {"name": "dense"}]}},
      "params.weights: expected weights whose positive ones add up to a finite number, and whose negative ones too "
      "(a fused score can reach either sum: weights times scores from 0 to 1), got [1e+308, 1e+308]"),
-    ({"name": "linear", "params": {"weights": [-1e308, 1, -1e308], "retrievers": ["bm25", "dense", "bm25"]}},
+    ({"name": "linear", "params": {"weights": [-1e308, 1, -1e308],
+                                   "retrievers": ["bm25", "dense", {"name": "bm25", "params": {"k1": 1.2}}]}},
      "params.weights: expected weights whose positive ones add up to a finite number, and whose negative ones too "
      "(a fused score can reach either sum: weights times scores from 0 to 1), got [-1e+308, 1, -1e+308]"),
 ])
@@ -555,6 +556,17 @@ def test_a_nested_retriever_may_be_given_by_its_name_alone_as_at_top_level(tmp_p
     fused["params"]["retrievers"][1] = "bm26"
     message = _error(tmp_path, {"experiments": [_experiment(retrievers=[fused])]})
     assert "experiments[0].retrievers[0].params.retrievers[1].name: unknown retriever 'bm26'" in message
+
+
+def test_a_fusion_listing_one_retriever_twice_is_refused_when_the_config_is_read(tmp_path):
+    """[bm25, bm25] fused bm25 twice, counted twice, without a word; other params or a label make two retrievers."""
+    fused = {"name": "rrf", "params": {"retrievers": ["bm25", "dense", {"name": "bm25"}]}}
+    message = _error(tmp_path, {"experiments": [_experiment(retrievers=[fused])]})
+    assert ("experiments[0].retrievers[0].params.retrievers[2]: retriever 'bm25' is listed twice, as [0] and [2], "
+            "with the same params and label") in message
+    for other in ({"name": "bm25", "params": {"k1": 1.2}}, {"name": "bm25", "label": "bm25-again"}):
+        fused["params"]["retrievers"][2] = other
+        load_config(_write(tmp_path, {"experiments": [_experiment(retrievers=[fused])]}))
 
 
 def test_the_old_flat_fusion_shape_reads_as_an_alias(tmp_path):

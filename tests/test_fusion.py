@@ -140,7 +140,8 @@ def test_a_sub_retriever_given_by_its_name_alone_is_that_retriever_with_its_defa
 
 def test_a_corpus_given_as_an_index_is_handed_to_every_sub_retriever():
     with pytest.raises(HarnessError, match="the index 'some-lucene-index' has no passage text"):
-        build("rrf", corpus=None, index="some-lucene-index", retrievers=[{"name": "dense"}, {"name": "dense"}])
+        build("rrf", corpus=None, index="some-lucene-index",
+              retrievers=[{"name": "dense"}, {"name": "dense", "label": "dense-2"}])
 
 
 @pytest.mark.parametrize(
@@ -151,10 +152,10 @@ def test_a_corpus_given_as_an_index_is_handed_to_every_sub_retriever():
         ("rrf", {"retrievers": [{"k1": 0.9}, {"name": "dense"}]},
          re.escape("build('rrf').retrievers[0]: expected a retriever name or spec {name, params}, got {'k1': 0.9}")),
         ("rrf", {"retrievers": [{"name": "nope"}, {"name": "dense"}]}, "unknown retriever 'nope'"),
-        ("rrf", {"retrievers": [{"name": "dense"}] * 2, "k": -1}, re.escape("build('rrf').k: expected a number of 0 or more, got -1")),
-        ("rrf", {"retrievers": [{"name": "dense"}] * 2, "depth": 0}, re.escape("build('rrf').depth: expected an integer of 1 or more, got 0")),
-        ("linear", {"retrievers": [{"name": "dense"}] * 2, "weights": ["a", 1]}, re.escape("build('linear').weights: expected a list of numbers")),
-        ("linear", {"retrievers": [{"name": "dense"}] * 2, "weights": [1.0]}, re.escape("build('linear').weights: expected one value per entry of retrievers (2), got [1.0]")),
+        ("rrf", {"retrievers": [{"name": "dense"}, {"name": "bm25"}], "k": -1}, re.escape("build('rrf').k: expected a number of 0 or more, got -1")),
+        ("rrf", {"retrievers": [{"name": "dense"}, {"name": "bm25"}], "depth": 0}, re.escape("build('rrf').depth: expected an integer of 1 or more, got 0")),
+        ("linear", {"retrievers": [{"name": "dense"}, {"name": "bm25"}], "weights": ["a", 1]}, re.escape("build('linear').weights: expected a list of numbers")),
+        ("linear", {"retrievers": [{"name": "dense"}, {"name": "bm25"}], "weights": [1.0]}, re.escape("build('linear').weights: expected one value per entry of retrievers (2), got [1.0]")),
     ],
 )
 def test_a_bad_fusion_config_is_a_clear_error(name, params, message):
@@ -256,8 +257,9 @@ def test_a_fusion_called_from_python_takes_numpy_settings_as_the_numbers_they_ho
 
     with pytest.raises(HarnessError, match="rrf.depth: expected an integer of 1 or more, got 0"):
         rrf(None, retrievers=["bm25", "dense"], depth=np.int64(0))  # checked as the number it holds
-    fused = linear(ikat_corpus(SMALL), retrievers=["bm25", "bm25"], weights=np.array([0.5, 0.5]))
-    assert fused.search(QUERIES, 5) == linear(ikat_corpus(SMALL), retrievers=["bm25", "bm25"]).search(QUERIES, 5)
+    two = ["bm25", {"name": "bm25", "params": {"k1": 1.2}}]
+    fused = linear(ikat_corpus(SMALL), retrievers=two, weights=np.array([0.5, 0.5]))
+    assert fused.search(QUERIES, 5) == linear(ikat_corpus(SMALL), retrievers=two).search(QUERIES, 5)
 
 
 def test_a_numpy_type_given_as_a_setting_is_an_error_at_its_key_not_a_traceback():

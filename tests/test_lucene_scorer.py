@@ -120,7 +120,7 @@ def test_bm25_on_the_pyserini_backend_loads_no_numba(tmp_path):
     """bm25's kernels serve its numpy route alone: a fresh process that reads a config whose
     bm25s all search through pyserini (alone, fused, ranking PTKB statements) and runs the
     preloads `harness run` would start has imported no numba."""
-    fused = {"name": "rrf", "params": {"retrievers": [PYSERINI_BM25, PYSERINI_BM25]}}
+    fused = {"name": "rrf", "params": {"retrievers": [PYSERINI_BM25, {**PYSERINI_BM25, "label": "again"}]}}
     config = preload_config(tmp_path, [PYSERINI_BM25, fused], [PYSERINI_BM25])
     code = ("import sys\n"
             "from harness.runner.config import load_config\n"

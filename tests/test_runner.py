@@ -402,7 +402,8 @@ def test_run_starts_the_declared_preloads_of_the_runs_it_will_make_in_the_backgr
     def one(query, k):
         return [("d1", 1.0)]
 
-    config = _raw_pragmaticqa(tmp_path, [{"name": "rrf", "params": {"retrievers": [{"name": "one"}, {"name": "one"}]}}])
+    config = _raw_pragmaticqa(tmp_path, [{"name": "rrf", "params": {"retrievers": [
+        {"name": "one"}, {"name": "one", "label": "one-again"}]}}])
     with RETRIEVERS.using({"one": one}):
         assert main(["run", str(config)]) == 0
         assert threads == ["preload"]
@@ -451,7 +452,8 @@ def test_linear_fusion_over_scores_spanning_more_than_a_float_holds_runs(tmp_pat
     config = tmp_path / "wide.yaml"
     config.write_text(yaml.safe_dump({"output": "runs", "k": 10, "experiments": [
         {"name": "pqa", "topics": "pragmaticqa:val", "strategies": ["raw"], "measures": ["nDCG@3"], "retrievers": [
-            {"name": "linear", "params": {"retrievers": ["python:wide:scores", "python:wide:scores"]}}]}]}),
+            {"name": "linear", "params": {"retrievers": ["python:wide:scores", {"name": "python:wide:scores",
+                                                                     "label": "again"}]}}]}]}),
         encoding="utf-8")
     assert main(["run", str(config)]) == 0
     lines = (tmp_path / "runs" / "pragmaticqa-val.raw.linear.run").read_text(encoding="utf-8").splitlines()

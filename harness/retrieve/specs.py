@@ -80,6 +80,22 @@ class RetrieverSpecs(ParamType):
             if not isinstance(spec["params"], Mapping):
                 raise ParamError(f"{where}.params", f"expected a mapping, got {spec['params']!r}")
             check_spec(spec["name"], spec["params"], f"{where}.params")
+        if self.least:
+            self._once_each(key, value)
+
+    @staticmethod
+    def _once_each(key: str, value: Any) -> None:
+        """One retriever listed twice (its name, params and label alike; `bm25` is `{name: bm25}`)
+        would be fused twice and count twice, without a word; other params or a label make two."""
+        seen: list[tuple] = []
+        for i, given in enumerate(value):
+            spec = as_mapping(given)
+            same = (*parts(spec), spec.get("label", spec["name"]))
+            if same in seen:
+                raise ParamError(f"{key}[{i}]", f"retriever {spec['name']!r} is listed twice, as [{seen.index(same)}] "
+                                 f"and [{i}], with the same params and label: fused twice, it would count twice; list "
+                                 "it once, or tell the two apart by params or label")
+            seen.append(same)
 
     def specs(self, value: Any) -> list[Mapping[str, Any]]:
         """The well-formed specs in a value of this type."""
