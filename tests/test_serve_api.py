@@ -890,6 +890,24 @@ def test_leaderboard_legend_explains_the_tiers_and_p_values_it_shows_not_compare
     assert "▲" not in api["legend"]
 
 
+def test_a_run_compared_on_one_query_is_untested_not_tied(tmp_path):
+    """One query has no spread to test against: its tier read 'tied', as if tested and found not different."""
+    lines = QRELS.read_text().splitlines()
+    one = tmp_path / "one.qrel"
+    one.write_text("".join(f"{line}\n" for line in lines if line.split()[0] == lines[0].split()[0]))
+    task = {"name": TASK, "title": "one query", "topics": "ikat2023", "qrels": str(one), "main_measure": "nDCG@5",
+            "measures": ["nDCG@5"], "formats": ["trec"]}
+    client, _ = open_client(tmp_path / "board", tasks=[task])
+    with client:
+        for seed, team in ((70, "team0"), (71, "team1")):
+            scored(client, post(client, trec_run(tmp_path / f"run{seed}.trec", seed=seed), team=team).json()["id"],
+                   team=team)
+        rows = client.get(f"/api/tasks/{TASK}/leaderboard").json()["rows"]
+        assert [(row["tier"], row["p_adjusted"]) for row in rows] == [("top", None), ("untested", None)]
+        page = client.get(f"/tasks/{TASK}").text
+    assert "not tested (one query)" in page and "grey, not tested" in page and "not significantly different<" not in page
+
+
 def test_a_trec_run_missing_one_turn_is_warned_of_in_the_singular(server, tmp_path):
     from harness.topics import load
 

@@ -19,7 +19,7 @@ td.name { min-width: 7em; overflow-wrap: anywhere; }
 th { background: #eef; } .l { text-align: left; } .main { font-weight: bold; }
 .errors { background: #fee; border: 1px solid #c00; padding: 0.5em 1em; }
 .ok { background: #efe; border: 1px solid #090; padding: 0.5em 1em; }
-.tier-top { background: #dfd; } .tier-tied { background: #f4f4d8; }
+.tier-top { background: #dfd; } .tier-tied { background: #f4f4d8; } .tier-untested { background: #eee; }
 p.legend { font-size: 0.85em; color: #444; max-width: 60em; }
 img { max-width: 100%; display: block; }
 label { display: block; margin: 0.6em 0 0.2em; }
@@ -50,7 +50,8 @@ TEMPLATES = {
 <td class="l"><span class="nowrap">{{ row.submitted[:10] }}</span> <span class="nowrap">{{ row.submitted[11:19] }}</span></td></tr>{% endfor %}</tbody></table></div>
 <p class="legend">Each run is tested against the top run on every measure; the table shows the test on
 {{ board.main_measure }}: green, the top run; yellow, not significantly different from it; white,
-significantly lower. Test: {{ board.legend }}</p>
+significantly lower{% if board.rows|selectattr("tier", "equalto", "untested")|first %}; grey, not tested (on
+one query: no spread to test a difference against){% endif %}. Test: {{ board.legend }}</p>
 <h2>{{ board.main_measure }} by turn depth (top {{ board.depth.means|length }} runs)</h2>
 {{ depth_plot }}
 {% endif %}{% endblock %}""",
@@ -87,6 +88,7 @@ TIERS = {
     "tied": "not significantly different",
     "below": "significantly lower",
     "above": "significantly higher",
+    "untested": "not tested (one query)",
 }
 
 

@@ -331,9 +331,11 @@ def _board(runtime: TaskRuntime, rows: list[st.Submission]) -> dict[str, Any]:
         comparison = next(iter(board.comparisons_of(name, main)), None)
         if comparison is None:
             tier, p = "top", None
+        elif math.isnan(comparison.p_adjusted):  # one query: no test, which "tied" read as tested and not different
+            tier, p = "untested", None
         else:
             tier = ("below" if comparison.difference < 0 else "above") if board.significant(comparison) else "tied"
-            p = None if math.isnan(comparison.p_adjusted) else comparison.p_adjusted  # nan: untested (one query)
+            p = comparison.p_adjusted
         result["rows"].append({
             "rank": rank, "team": row.team, "run_name": row.run_name, "description": row.description,
             "submitted": row.created_at.isoformat(timespec="seconds") + "Z",
