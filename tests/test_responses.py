@@ -1209,7 +1209,7 @@ def test_a_bank_without_a_graded_nugget_shows_weighted_recall_as_undefined_on_ev
     assert main(["responses", "eval", str(tmp_path / "r.json"), "--nuggets", str(tmp_path / "bank.json"),
                  "--judge", f"file:{recorded}", "--format", "json"]) == 0
     document = json.loads(capsys.readouterr().out)
-    assert ("t-intervals on 1 turn (vital undefined on every turn; strict_vital undefined on every turn; weighted "
+    assert ("Intervals: n/a on 1 turn (vital undefined on every turn; strict_vital undefined on every turn; weighted "
             "undefined on every turn)") in document["legend"]  # no grade reaches the vital grade either
     assert "weighted" not in document["runs"]["run"] and document["queries_per_measure"]["weighted"] == 0
 
