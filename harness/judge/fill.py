@@ -79,10 +79,10 @@ def _misfit(human: Qrels, fill_path: str | Path, record: dict | None, shared: in
 
 def _incomplete(fill_path: str | Path, record: dict | None) -> str | None:
     """Pairs the judge was asked for and could not label (no answer after the retries, an answer
-    off the scale, no recorded label), as the fill's sidecar counts them: their holes stay holes, and a board called filled must say so
-    (a script that ignores `harness judge`'s exit status would not). None for a complete fill,
-    one without a sidecar, or one whose sidecar is of another version of the file (its counts
-    are not this file's: the provenance line warns of it)."""
+    off the scale, no recorded label), as the fill's sidecar counts them: their holes stay holes,
+    and a board called filled must say so (a script that ignores `harness judge`'s exit status
+    would not). None for a complete fill, one without a sidecar, or one whose sidecar is of
+    another version of the file (its counts are not this file's: the provenance line warns of it)."""
     tally = record.get("counts") if record and record["matches_file"] else None
     if not isinstance(tally, dict):
         return None
