@@ -1150,6 +1150,7 @@ def test_an_object_a_config_names_built_from_another_modules_class_is_keyed_by_t
         config = _config(tmp_path, ["raw"], [spec])
         assert _harness(sys.executable, tmp_path, "run", str(config)).returncode == 0
         (tmp_path / "pd.py").write_text("from mylib import Engine\n\nengine = Engine('z')\n", encoding="utf-8")
+        shutil.rmtree(tmp_path / "__pycache__", ignore_errors=True)  # same size, same second: a stale .pyc
         done = _harness(sys.executable, tmp_path, "run", str(config))
         assert done.returncode == 0 and "skipped" not in done.stderr, done.stderr
         run = next((tmp_path / "runs").glob(f"ikat2023-test.raw.{spec.replace(':', '-')}.run"))
