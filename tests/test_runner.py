@@ -204,6 +204,10 @@ def test_a_finished_run_whose_run_file_was_cut_afterwards_is_ranked_again_not_sk
     out = _copy_finished(finished, tmp_path)
     lines = (out / f"{PQA_TAG}.run").read_text().splitlines(keepends=True)
     (out / f"{PQA_TAG}.run").write_text("".join(lines[:1000]))
+    assert main(["run", str(_config(tmp_path)), "--output", str(out), "--only", "pqa", "--dry-run"]) == 0
+    assert capsys.readouterr().out.splitlines()[1].endswith(
+        f"\tto run ({out / PQA_TAG}.run was edited or replaced since it was written: it has 1000 lines, "
+        f"{len(lines)} were written)")
     assert main(["run", str(_config(tmp_path)), "--output", str(out), "--only", "pqa"]) == 0
     captured = capsys.readouterr()
     assert (f"{PQA_TAG}: {out / PQA_TAG}.run was edited or replaced since it was written: it has 1000 lines, "

@@ -25,7 +25,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--force", action="store_true", help="redo runs even when finished with the same inputs")
     parser.add_argument("--dry-run", action="store_true",
                         help="check the config and list its runs with their queries and judged queries, and what "
-                        "the command would do with each (with --force: 'finished, forced: to run'); retrieve nothing. "
+                        "the command would do with each (with --force: 'finished, forced: to run'; a run file edited "
+                        "since it was written: 'to run (why)'); retrieve nothing. "
                         "To know whether a run is finished, its queries are formed (ptkb_topk ranks PTKB statements "
                         "for them) and its corpus files hashed (read through; one of 64 MiB or more again only once "
                         "changed); qrels_restrict_to_corpus reads the corpus's ids")
@@ -35,7 +36,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from harness.runner.runner import plan, run_config
+    from harness.runner.runner import edited, plan, run_config
 
     _left_to_the_system_at_exit()
     config = load_config(args.config)
@@ -50,7 +51,9 @@ def run(args: argparse.Namespace) -> int:
     if args.dry_run:
         print(destination(config.output))
         for prepared, finished in plan(config, only=args.only):
-            state = ("finished, forced: to run" if args.force else "finished") if finished else "to run"
+            why = None if finished else edited(prepared, config.output)  # finished but for its run file
+            state = ("finished, forced: to run" if args.force else "finished") if finished else (
+                f"to run ({why})" if why else "to run")
             judged = f"{prepared.judged()} judged" if prepared.qrels is not None else "not scored"
             print(f"{prepared.run.tag}\t{len(prepared.queries)} queries\t{judged}\t{state}")
         return 0
