@@ -36,7 +36,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from harness.runner.runner import edited, plan, run_config
+    from harness.runner.runner import plan, run_config
 
     _left_to_the_system_at_exit()
     config = load_config(args.config)
@@ -50,8 +50,7 @@ def run(args: argparse.Namespace) -> int:
         raise ConfigError(args.config, "output", str(error)) from None
     if args.dry_run:
         print(destination(config.output))
-        for prepared, finished in plan(config, only=args.only):
-            why = None if finished else edited(prepared, config.output)  # finished but for its run file
+        for prepared, (finished, why) in plan(config, only=args.only):
             state = ("finished, forced: to run" if args.force else "finished") if finished else (
                 f"to run ({why})" if why else "to run")
             judged = f"{prepared.judged()} judged" if prepared.qrels is not None else "not scored"

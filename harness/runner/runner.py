@@ -281,18 +281,13 @@ def _same_inputs(prepared: Prepared, output: Path) -> dict[str, Any] | None:
     return record if isinstance(record, dict) and record.get("hash") == prepared.digest else None
 
 
-def is_finished(prepared: Prepared, output: Path) -> bool:
-    """Both files present, the JSON records the same inputs hash, and the run file is still the
-    one it records writing (`edited`)."""
+def finished(prepared: Prepared, output: Path) -> tuple[bool, str | None]:
+    """Whether the run is finished: both files present, the JSON records the same inputs hash,
+    and the run file is still the one it records writing; and, when the inputs are the same but
+    the run file was edited or replaced since (its JSON's scores are another file's), why not."""
     record = _same_inputs(prepared, output)
-    return record is not None and _edited(run_path(output, prepared.run), record) is None
-
-
-def edited(prepared: Prepared, output: Path) -> str | None:
-    """Why a run of the same inputs is not finished: its run file was edited or replaced since
-    it was written (its JSON's scores are another file's), or None."""
-    record = _same_inputs(prepared, output)
-    return None if record is None else _edited(run_path(output, prepared.run), record)
+    why = None if record is None else _edited(run_path(output, prepared.run), record)
+    return record is not None and why is None, why
 
 
 def _edited(path: Path, record: dict[str, Any]) -> str | None:
@@ -595,12 +590,12 @@ def run_config(
                     outcomes.append(outcome)
                 continue
             prepared = prepare(run, workspace)
-            skipped = not force and is_finished(prepared, output)
+            skipped, why = (False, None) if force else finished(prepared, output)
             if skipped:
                 print(f"{run.tag}: finished with the same inputs, skipped ({run_path(output, run)})", file=log)
                 scored = finished_scores(prepared, output)
             else:
-                if not force and (why := edited(prepared, output)):
+                if why:
                     print(f"{run.tag}: {why}, so its recorded scores are not its: ranked again", file=log)
                 scored = execute(prepared, workspace, output, config.path, log)
             outcomes.append(Outcome.of(prepared, output, skipped, scored))
@@ -682,8 +677,9 @@ def _finished_outcome(run: RunSpec, workspace: Workspace, output: Path, log: Tex
               f"{run.tag} to make it again): {_whose(never)}", file=log)
         return None
     prepared = prepare(run, workspace)
-    if not is_finished(prepared, output):
-        why = edited(prepared, output) or "its files were made from other inputs"
+    done, why = finished(prepared, output)
+    if not done:
+        why = why or "its files were made from other inputs"
         print(f"{run.tag}: left out of the leaderboard: {why} (run it with --only {run.tag})", file=log)
         return None
     return Outcome.of(prepared, output, True, finished_scores(prepared, output))
@@ -697,12 +693,14 @@ def _whose(reasons: Mapping[str, str]) -> str:
     return "; ".join(f"{what}: {why}" for what, why in reasons.items())
 
 
-def plan(config: Config, *, only: Iterable[str] = (), log: TextIO | None = None) -> list[tuple[Prepared, bool]]:
-    """Dry run: every selected run with its inputs loaded and hashed, and whether it is finished."""
+def plan(config: Config, *, only: Iterable[str] = (),
+         log: TextIO | None = None) -> list[tuple[Prepared, tuple[bool, str | None]]]:
+    """Dry run: every selected run with its inputs loaded and hashed, and whether it is finished
+    (`finished`: and why not, when only its run file was edited)."""
     workspace, log = Workspace(), log or sys.stderr
     runs = config.runs(only)
     warn_shallow(runs, log)
     warn_never_resumed(runs, log)
     with shared_retrievers(), llm_endpoints(config.llm):
         prepared = [prepare(run, workspace) for run in runs]
-    return [(p, is_finished(p, config.output)) for p in prepared]
+    return [(p, finished(p, config.output)) for p in prepared]
