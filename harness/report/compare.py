@@ -210,7 +210,7 @@ class Leaderboard:
             smallest = self._smallest_corrected(resamples, pairs, family)
             if smallest >= self.alpha:
                 exact = self.test == "permutation" and resamples >= 2**pairs  # its floor stays 2/2**pairs
-                floor = f"1/{resamples + 1}" if self.test == "bootstrap" else f"2/{min(resamples + 1, 2**pairs)}"
+                floor = "/".join(map(str, stats.least_p_fraction(self.test, resamples, pairs)))
                 found.append(
                     f"{counted(resamples, 'resample')}: the {self.test} test's p-values are at least {floor}"
                     + (f" (exact on {counted(pairs, *self.unit)}: all {2**pairs} sign flips)" if exact else "")

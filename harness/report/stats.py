@@ -134,17 +134,24 @@ def bootstrap(a: np.ndarray, b: np.ndarray, settings: Resampling) -> float:
     return (extreme + 1) / (settings.resamples + 1)
 
 
-def least_p(test: str, resamples: int, pairs: int) -> float:
-    """The smallest p `test` can give on `pairs` pairs (0: paired-t, which is not resampled). A
-    resampled one-sided p counts the observed sample as one of the resamples: at least
-    1 / (resamples + 1), the bootstrap's floor. The permutation test's two-sided p is twice the
-    smaller one-sided p (scipy.stats.permutation_test), and is exact where the 2**pairs sign flips
-    are no more than the resamples: 2 / min(resamples + 1, 2**pairs), which no more resamples lower."""
+def least_p_fraction(test: str, resamples: int, pairs: int) -> tuple[int, int]:
+    """The smallest p `test` can give on `pairs` pairs, as (numerator, denominator), which the
+    too-few-resamples warning prints ((0, 1): paired-t, which is not resampled). A resampled
+    one-sided p counts the observed sample as one of the resamples: at least 1 / (resamples + 1),
+    the bootstrap's floor. The permutation test's two-sided p is twice the smaller one-sided p
+    (scipy.stats.permutation_test), and is exact where the 2**pairs sign flips are no more than the
+    resamples: 2 / min(resamples + 1, 2**pairs), which no more resamples lower."""
     if test == "bootstrap":
-        return 1 / (resamples + 1)
+        return 1, resamples + 1
     if test == "permutation":
-        return 2 / min(resamples + 1, 2**pairs)
-    return 0.0
+        return 2, min(resamples + 1, 2**pairs)
+    return 0, 1
+
+
+def least_p(test: str, resamples: int, pairs: int) -> float:
+    """least_p_fraction as a number."""
+    numerator, denominator = least_p_fraction(test, resamples, pairs)
+    return numerator / denominator
 
 
 Correction = Callable[[Sequence[float]], list[float]]
