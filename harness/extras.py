@@ -8,6 +8,8 @@ topics; retrieval, segmentation and LLM rewriting come with extras (pyproject.to
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 DISTRIBUTION = "convsearch-harness"  # pyproject.toml's name (PyPI's `harness` is another project)
 
 # top-level module -> extra that installs it
@@ -29,6 +31,13 @@ def needs_extra(module: str) -> str:
     extra = EXTRA_OF[module]
     return (f"this needs {module}, from the [{extra}] extra: pip install '{DISTRIBUTION}[{extra}]' "
             f"(or '{DISTRIBUTION}[all]')")
+
+
+def first_missing(modules: Iterable[str]) -> str | None:
+    """The first of `modules` that is not installed (found, not imported: torch takes seconds)."""
+    import importlib.util
+
+    return next((module for module in modules if importlib.util.find_spec(module) is None), None)
 
 
 def missing_extra(error: ModuleNotFoundError) -> str | None:

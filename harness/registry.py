@@ -430,9 +430,10 @@ class OnePer(ParamType):
 @dataclass(frozen=True)
 class Named(ParamType):
     """The type of a name one of a registry's entries goes by (dense's `backend`, `approx`),
-    or null with `or_none`: a misspelt one is an error at its key when a config is read, not
-    when the component is built, after the runs before it. `registry` is called on first use,
-    so that declaring the parameter imports nothing."""
+    or null with `or_none`: a misspelt one, or one whose declared `needs` are not installed
+    (`approx: hnsw` without faiss), is an error at its key when a config is read, not when the
+    component is built, after the runs before it. `registry` is called on first use, so that
+    declaring the parameter imports nothing."""
 
     registry: Callable[[], Registry[Any]]
     or_none: bool = True
@@ -442,6 +443,10 @@ class Named(ParamType):
             return
         if not isinstance(value, str) or value not in self.registry().names():
             raise ParamError(key, f"expected {self.describe()}, got {value!r}")
+        from harness.extras import first_missing, needs_extra
+
+        if missing := first_missing(self.registry().declaration(value).needs):
+            raise ParamError(key, needs_extra(missing))
 
     def describe(self) -> str:
         return f"one of {', '.join(map(repr, self.registry().names()))}{' or null' if self.or_none else ''}"

@@ -25,10 +25,10 @@ ROOT = Path(harness.__file__).parent
 
 # The README's layer table, lowest first: a module imports only from lower rows (and its own package).
 LAYERS: list[tuple[str, ...]] = [
-    ("harness.errors",),
+    ("harness.errors", "harness.extras"),
     ("harness.atomic",),
     ("harness.paths",),
-    ("harness.registry", "harness.jsonl", "harness.extras", "harness.progress"),
+    ("harness.registry", "harness.jsonl", "harness.progress"),
     ("harness.trec",),
     ("harness.corpus",),
     ("harness.topics",),

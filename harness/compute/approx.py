@@ -30,7 +30,7 @@ def _add(index, matrix: np.ndarray) -> None:
         index.add(np.ascontiguousarray(matrix[start : start + _BLOCK], dtype=np.float32))
 
 
-@APPROX.register("hnsw")
+@APPROX.register("hnsw", needs=("faiss",))
 def hnsw(matrix: np.ndarray):
     """HNSW, 32 links per node, efConstruction 200; efSearch is set per search."""
     import faiss
@@ -41,7 +41,7 @@ def hnsw(matrix: np.ndarray):
     return index
 
 
-@APPROX.register("ivfpq")
+@APPROX.register("ivfpq", needs=("faiss",))
 def ivfpq(matrix: np.ndarray):
     """IVF with ~4 sqrt(n) lists and PQ codes of d/8 bytes (8-bit codes once n allows training them)."""
     import faiss

@@ -17,10 +17,8 @@ same search runs shard by shard on a Ray cluster (harness/scale/search.py), same
 
 from __future__ import annotations
 
-import importlib.util
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import closing
-from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 from typing import Any
@@ -31,8 +29,7 @@ from harness.compute.engines import EngineParam
 from harness.compute.exact import exact_search, longest_norm
 from harness.corpus import Corpus
 from harness.errors import HarnessError
-from harness.extras import needs_extra
-from harness.registry import Named, Param, ParamError, Registry, check_given
+from harness.registry import Named, Param, Registry, check_given
 from harness.retrieve import BATCH_SIZE, DEVICE, FOLDER, RETRIEVERS, THREADS, Retriever, SearchesAhead, SearchQuery
 from harness.retrieve._embeddings import (
     DTYPE, Encoder, PassageVectors, import_sentence_transformers, load_encoder, passage_vectors,
@@ -120,26 +117,11 @@ def _approx_indexes() -> Registry[Any]:
     return APPROX
 
 
-@dataclass(frozen=True)
-class _NamedNeeding(Named):
-    """A registry's name, some of which import a module an extra brings (`approx: hnsw`, faiss):
-    one named without it is refused at its key, as a retriever's own `needs` are, so that a
-    dry-run vouches for no run that stops when its search is built."""
-
-    needs: tuple[tuple[str, str], ...] = ()  # (name, top-level module it imports)
-
-    def check(self, key: str, value: Any) -> None:
-        super().check(key, value)
-        module = dict(self.needs).get(value)
-        if module is not None and importlib.util.find_spec(module) is None:
-            raise ParamError(key, needs_extra(module))
-
-
 # names a config's check and dense itself (before the model loads) look up in their registries
-BACKEND = Param("backend", _NamedNeeding(lambda: SEARCH_BACKENDS, needs=(("faiss", "faiss"),)), None,
+BACKEND = Param("backend", Named(lambda: SEARCH_BACKENDS), None,
                 "exact search by numpy, faiss or torch (default: torch on a GPU, else numpy below 10,000 passages "
                 "and faiss from there on)")
-APPROX_INDEX = Param("approx", _NamedNeeding(_approx_indexes, needs=(("hnsw", "faiss"), ("ivfpq", "faiss"))), None,
+APPROX_INDEX = Param("approx", Named(_approx_indexes), None,
                      "hnsw or ivfpq: an approximate faiss index proposes candidates, re-scored exactly")
 
 
@@ -235,7 +217,7 @@ def top_k(scores: np.ndarray, k: int) -> np.ndarray:
     return candidates[order[:k]]
 
 
-@SEARCH_BACKENDS.register("faiss")
+@SEARCH_BACKENDS.register("faiss", needs=("faiss",))
 def faiss_backend(matrix: np.ndarray) -> SearchFn:
     import faiss
 

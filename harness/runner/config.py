@@ -41,7 +41,6 @@ line; `{data}`, `{qrels}` and `{cache}` expand to the shipped data, qrels and ca
 
 from __future__ import annotations
 
-import importlib.util
 import re
 import string
 import sys
@@ -633,11 +632,10 @@ def _installed(node: Node, names: Iterable[str], registry: Registry) -> None:
     """The modules the retrievers `names` (one and those nested in its params) import when built
     are installed (found, not imported: torch takes seconds); one missing is the line naming its
     extra, at this key, as a strategy's is (hqe's spaCy), not an error once the run starts."""
-    from harness.extras import needs_extra
+    from harness.extras import first_missing, needs_extra
 
     for name in names:
-        needs = registry.declaration(name).needs
-        if missing := next((module for module in needs if importlib.util.find_spec(module) is None), None):
+        if missing := first_missing(registry.declaration(name).needs):
             raise node.error(f"{registry.kind} {name!r}: {needs_extra(missing)}")
 
 
