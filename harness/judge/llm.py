@@ -104,14 +104,13 @@ class Template:
         """A template using no field, or one the items lack, is an error naming the fields this
         judge's items have (a relevance judge's are not a nugget judge's)."""
         values = {"scale": scale.describe(), "labels": ", ".join(map(str, scale.labels)), **fields}
-        have = ", ".join(sorted(values))
         if not self.names:
             raise InputError(self.source, f"uses no {{field}}: every item would get the same prompt; the items have: "
-                                          f"{have}")
+                                          f"{', '.join(sorted(values))}")
         missing = sorted(self.names - set(values))
         if missing:
             raise InputError(self.source, f"the prompt template uses {{{missing[0]}}}, which the items do not "
-                                          f"carry; they have: {have}")
+                                          f"carry; they have: {', '.join(sorted(values))}")
         return self.text.format_map(values)
 
 

@@ -312,8 +312,11 @@ def _run_notes(runs: Sequence[ResponseRun], results: Sequence[TurnResult], citat
     one), and with citations judged, the responses whose top passages stand for the citations
     they did not mark: each a number a reader of the board must not take for a judged one."""
     notes = []
+    by_run: dict[str, list[TurnResult]] = {}
+    for result in results:  # in order, as each run's rows were listed
+        by_run.setdefault(result.run, []).append(result)
     for run in runs:
-        rows = [r for r in results if r.run == run.name]
+        rows = by_run.get(run.name, [])
         missing = [r.turn for r in rows if not r.answered]
         if missing:
             notes.append(f"{run.name}: no answer to {len(missing)} of the {len(rows)} evaluated turns, scored 0 "
