@@ -964,7 +964,7 @@ def test_eval_fill_notes_are_said_once_on_a_terminal_and_on_stderr_too_for_a_fil
     assert main(args) == 0
     piped = capsys.readouterr()
     notes = [line[2:] for line in piped.out.splitlines() if line.startswith("# ")]
-    assert len(notes) == 3 and [line[6:] for line in piped.err.splitlines() if line.startswith("note: ")] == notes
+    assert len(notes) == 5 and [line[6:] for line in piped.err.splitlines() if line.startswith("note: ")] == notes
     monkeypatch.setattr(sys, "stdout", Terminal())
     assert main(args) == 0
     assert [line[2:] for line in sys.stdout.getvalue().splitlines() if line.startswith("# ")] == notes

@@ -12,9 +12,10 @@ from pathlib import Path
 from harness.atomic import atomic_write
 from harness.cli import add_format, add_output, add_runs, distinct_runs, swallowed
 from harness.errors import FLAGS, HarnessError
-from harness.evaluate import (JUDGED, Evaluation, Evaluator, RunFileOptions, evaluate_files, printed,
+from harness.evaluate import (JUDGED, Evaluation, Evaluator, RunFileOptions, evaluate_files, keep_measures, printed,
                               report_reading, with_judged)
 from harness.evaluate import presets
+from harness.evaluate.moved import FillMoves, fill_moves
 from harness.evaluate.names import CASE_RULE
 from harness.evaluate.presets import PRESETS
 from harness.evaluate.tables import QrelsTable, read_qrels_table, spare_memory
@@ -65,11 +66,17 @@ def scoring_qrels(args: argparse.Namespace) -> tuple[Qrels | QrelsTable, list[st
     return filled.qrels, filled.notes(args.fill)
 
 
-def judged_before_after(human_path: str, filled: Qrels, files: list[str],
-                        options: RunFileOptions) -> dict[str, tuple[float, float]]:
+def unfilled(human_path: str, filled: list[Evaluation], files: list[str],
+             options: RunFileOptions) -> list[Evaluation]:
+    """The runs scored on the human labels alone, by the code and the measures that scored them
+    with the holes filled (`filled`): the 'before' of what --fill changed (Judged@10, the cells)."""
+    return evaluate_files(Evaluator(read_qrels_table(human_path), filled[0].measures), files, options)
+
+
+def judged_notes(before: list[Evaluation], after: list[Evaluation], judged: str) -> list[str]:
     """Each run's mean Judged@10 with the human labels alone and with the holes filled."""
-    sides = [evaluate_files(Evaluator(qrels, [JUDGED]), files, options) for qrels in (read_qrels_table(human_path), filled)]
-    return {before.run_name: (before.means[JUDGED], after.means[JUDGED]) for before, after in zip(*sides)}
+    return [f"{b.run_name}: {JUDGED} {b.means[judged]:.4f} with the human labels, {a.means[judged]:.4f} with the "
+            "holes filled" for b, a in zip(before, after)]
 
 
 def run(args: argparse.Namespace) -> int:
@@ -81,24 +88,27 @@ def run(args: argparse.Namespace) -> int:
     measures, depth, separator = measure_settings(args)
     spare_memory()
     qrels, notes = scoring_qrels(args)
-    evaluator = Evaluator(qrels, measures)
+    # with --fill, Judged@10 comes out of the same pass (the notes give it with and without the fill)
+    scored, judged = with_judged(measures) if args.fill else (measures, JUDGED)
     options = RunFileOptions(strict=args.strict, passage_separator=separator, depth=depth)
-    evaluations = evaluate_files(evaluator, files, options)
+    filled = evaluate_files(Evaluator(qrels, scored), files, options)
+    evaluations = [keep_measures(evaluation, measures) for evaluation in filled]
     names = [e.run_name for e in evaluations]
-    if notes and args.format == "json" and "notes" in names:  # its scores would be overwritten by the notes
-        raise HarnessError(f"{files[names.index('notes')]}: a run named 'notes' would share its key with "
-                           "the notes that JSON output with --fill carries (where the filled labels came from); "
-                           "rename the file")
+    if notes and args.format == "json" and (taken := next((n for n in names if n in RESERVED), None)):
+        raise HarnessError(f"{files[names.index(taken)]}: a run named {taken!r} would share its key with "
+                           f"the {RESERVED[taken]} that JSON output with --fill carries; rename the file")
     for evaluation in evaluations:
         _report_coverage(evaluation, qrels_path=args.qrels)
+    moves = None
     if args.fill:
-        notes += [f"{name}: {JUDGED} {before:.4f} with the human labels, {after:.4f} with the holes filled"
-                  for name, (before, after) in judged_before_after(args.qrels, qrels, files, options).items()]
+        before = unfilled(args.qrels, filled, files, options)
+        notes += judged_notes(before, filled, judged)
+        moves = fill_moves([keep_measures(e, measures) for e in before], evaluations)
     # on a terminal the output's own notes are on the screen: not twice; a CSV has none (stderr alone)
     if args.format == "csv" or args.out is not None or not sys.stdout.isatty():
-        for note in notes:
+        for note in notes + (moves.lines() if moves else []):
             print(f"note: {note}", file=sys.stderr)
-    output = _with_notes(FORMATTERS[args.format](evaluations, args.per_query), notes, args.format)
+    output = _with_notes(FORMATTERS[args.format](evaluations, args.per_query), notes, args.format, moves)
     if args.out is None:
         sys.stdout.write(output)
         return 0
@@ -108,15 +118,22 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _with_notes(output: str, notes: list[str], fmt: str) -> str:
+# the keys JSON output with --fill adds beside the runs' (a run of that name would lose its scores)
+RESERVED = {"notes": "notes (where the filled labels came from)", "fill_moves": "cells the fill moved"}
+
+
+def _with_notes(output: str, notes: list[str], fmt: str, moves: FillMoves | None = None) -> str:
     """Scores that use filled labels say so in the output itself, not only on stderr: '#' lines
-    before a table, a "notes" list in JSON. A CSV stays one header and its rows, which csv readers
-    and pandas read as they are (a '#' line above the header broke them): its notes are stderr's."""
+    before a table and what the fill moved after it, "notes" and "fill_moves" in JSON. A CSV stays
+    one header and its rows, which csv readers and pandas read as they are (a '#' line above the
+    header broke them): its notes are stderr's."""
     if not notes or fmt == "csv":
         return output
     if fmt == "json":
-        return json.dumps({**json.loads(output), "notes": notes}, indent=2) + "\n"
-    return "".join(f"# {note}\n" for note in notes) + output
+        return json.dumps({**json.loads(output), "notes": notes, **({"fill_moves": moves.as_dict()} if moves else {})},
+                          indent=2) + "\n"
+    return "".join(f"# {note}\n" for note in notes) + output + "".join(f"# {line}\n" for line in
+                                                                      (moves.lines() if moves else []))
 
 
 def measure_settings(args: argparse.Namespace, judged_too: bool = False) -> tuple[list[str], int | None, str | None]:

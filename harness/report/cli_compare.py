@@ -12,7 +12,8 @@ from harness.cli import add_format, add_output, add_runs, distinct_runs, number_
 from harness.errors import HarnessError
 from harness.evaluate import (JUDGED, Evaluator, RunFileOptions, evaluate_file, keep_measures,
                               report_reading, with_judged)
-from harness.evaluate.cli import add_fill, judged_before_after, measure_settings, scoring_qrels
+from harness.evaluate.cli import add_fill, measure_settings, scoring_qrels, unfilled
+from harness.evaluate.moved import fill_moves
 from harness.evaluate.presets import DEFAULT_HELP, PRESETS, preset_help
 from harness.report import breakdown as bd
 from harness.report.compare import Leaderboard, leaderboard
@@ -94,9 +95,10 @@ def run(args: argparse.Namespace) -> int:
     report = Report(board, title=f"Run comparison against {Path(args.qrels).name}", notes=notes)
     if args.fill:
         report.title += f", holes filled from {Path(args.fill).name}"
-        judged_sides = judged_before_after(args.qrels, qrels, files, options)
-        report.untested = {f"{JUDGED} human": {run: before for run, (before, _) in judged_sides.items()},
-                           f"{JUDGED} filled": {run: after for run, (_, after) in judged_sides.items()}}
+        before = unfilled(args.qrels, scored, files, options)
+        report.untested = {f"{JUDGED} {side}": {e.run_name: e.means[judged] for e in evaluated}
+                           for side, evaluated in (("human", before), ("filled", scored))}
+        report.fill_moves = fill_moves([keep_measures(e, measures) for e in before], evaluations)
     elif judged not in measures:
         report.untested = {JUDGED: {evaluation.run_name: evaluation.means[JUDGED] for evaluation in scored}}
     add_breakdowns(report, args)

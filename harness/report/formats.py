@@ -58,10 +58,10 @@ def write_report(report: Report, fmt: str, path: str | Path | None) -> bytes:
 @FORMATS.register("csv")
 def as_csv(report: Report) -> bytes:
     """One row per run and measure (kind 'mean') and per comparison (kind 'vs baseline'),
-    after the report's notes as '#' lines."""
+    after the report's notes (and what --fill moved) as '#' lines."""
     board = report.leaderboard
     out = io.StringIO()
-    out.writelines(f"# {note}\n" for note in report.notes)
+    out.writelines(f"# {note}\n" for note in report.notes + (report.fill_moves.lines() if report.fill_moves else []))
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(["kind", "run", "measure", "baseline", "value", "ci_low", "ci_high", "effect_size",
                      "p_value", "p_adjusted", "significant", "wins", "ties", "losses"])
@@ -124,6 +124,7 @@ def as_json(report: Report) -> bytes:
         "title": report.title,
         **({"notes": report.notes} if report.notes else {}),
         **({"untested": report.untested} if report.untested else {}),
+        **({"fill_moves": report.fill_moves.as_dict()} if report.fill_moves else {}),
         "legend": board.legend(),
         "test": board.test,
         "correction": board.correction,

@@ -214,6 +214,9 @@ def sections(report: Report, h: str = "h2") -> list[str]:
         f"<{h}>Leaderboard</{h}>", _table(*markdown.leaderboard_rows(board, report.untested), text_columns=2),
         f"<p class='legend'>{escape(board.legend())}</p>", untested, mean_bars(board),
     ]
+    if report.fill_moves is not None:
+        moved = "\n".join(report.fill_moves.lines())
+        parts += [f"<{h}>What the fill moved</{h}>", f"<pre>{escape(moved)}</pre>"]
     if report.conversation_means:
         measures = list(report.conversation_means)
         rows = [[run, *[f"{report.conversation_means[m][run]:.4f}" for m in measures]] for run in board.ranked_runs]

@@ -171,6 +171,8 @@ def as_markdown(report: Report) -> bytes:
     parts = [f"# {report.title}\n\n", *(f"{note}\n\n" for note in report.notes), table(*leaderboard_rows(board, report.untested),
                                             align="rl" + "r" * (len(board.measures) + len(report.untested))),
              f"\n{board.legend()}\n"]
+    if report.fill_moves is not None:
+        parts += ["\n## What the fill moved\n\n```\n", *(f"{line}\n" for line in report.fill_moves.lines()), "```\n"]
     if report.conversation_means:
         measures = list(report.conversation_means)
         rows = [[run, *[f"{report.conversation_means[m][run]:.4f}" for m in measures]] for run in board.ranked_runs]

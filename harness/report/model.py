@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from harness.evaluate.moved import FillMoves
 from harness.report.arena import Arena
 from harness.report.breakdown import Breakdown
 from harness.report.compare import Leaderboard
@@ -22,3 +23,5 @@ class Report:
     untested: dict[str, dict[str, float]] = field(default_factory=dict)
     # lines every format prints under the title (e.g. where filled-in labels came from)
     notes: list[str] = field(default_factory=list)
+    # with --fill: the leaderboard cells the filled labels moved, and the runs' order before and after
+    fill_moves: FillMoves | None = None
