@@ -94,3 +94,12 @@ def test_a_run_named_fill_moves_is_refused_where_json_output_carries_what_the_fi
     assert main(["eval", "--qrels", str(CAST2021_QRELS), str(run), "--fill", str(holes), "--format", "json"]) == 2
     assert f"{run}: a run named 'fill_moves' would share its key with the cells the fill moved" in (
         capsys.readouterr().err)
+
+
+def test_counts_are_listed_after_the_means_they_would_crowd_out(holes, capsys):
+    """NumRelRet moves by whole documents: its cells come after every moved mean, however large."""
+    assert main(["eval", "--qrels", str(CAST2021_QRELS), *map(str, CAST2021_DOC_RUNS), "--measures", "NumRelRet",
+                 "P@3", "--fill", str(holes), "--format", "json"]) == 0
+    measures = [move["measure"] for move in json.loads(capsys.readouterr().out)["fill_moves"]["moves"]]
+    assert "NumRelRet" in measures and "P@3" in measures
+    assert measures == sorted(measures, key=lambda m: m == "NumRelRet")

@@ -38,7 +38,7 @@ class Reordering:
 class FillMoves:
     runs: int
     cells: int  # runs x measures in the table
-    moves: list[Move]  # the cells whose value changed, largest absolute move first
+    moves: list[Move]  # the cells whose value changed, largest absolute move first (counts last)
     orders: list[Reordering]  # one per measure; none for a single run
 
     def lines(self, shown: int = SHOWN) -> list[str]:
@@ -85,7 +85,8 @@ def fill_moves(before: Sequence[Evaluation], after: Sequence[Evaluation]) -> Fil
     moves = [Move(a.run_name, m, b.means[m], a.means[m], m in a.counts)
              for b, a in zip(before, after) for m in measures
              if b.means[m] != a.means[m] and not (math.isnan(b.means[m]) and math.isnan(a.means[m]))]
-    moves.sort(key=lambda move: -abs(move.difference))
+    # counts (NumRelRet, ...) move by whole documents: listed after the means, so as not to crowd them out
+    moves.sort(key=lambda move: (move.count, -abs(move.difference)))
     orders = [_reordering(m, [b.means[m] for b in before], [a.means[m] for a in after])
               for m in measures] if len(after) > 1 else []
     return FillMoves(len(after), len(after) * len(measures), moves, orders)
