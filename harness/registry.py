@@ -202,6 +202,9 @@ class Declaration:
     # top-level modules it imports when built, an optional extra's (harness.extras): a config
     # naming it is checked for them (found, not imported), so a dry-run vouches for no run that cannot start
     needs: tuple[str, ...] = ()
+    # those it imports beyond `needs` with these params, told how to read the documents it would
+    # search (read only where the answer depends on them): dense's shipped model without a `model:`
+    needs_with: Callable[[Mapping[str, Any], Callable[[], Iterator[Any]]], tuple[str, ...]] | None = None
 
     def param(self, name: str) -> Param | None:
         return next((param for param in self.params if param.name == name), None)
@@ -211,6 +214,10 @@ class Declaration:
         if self.preload is None or (self.preload_if is not None and not self.preload_if(params)):
             return None
         return self.preload
+
+    def needs_for(self, params: Mapping[str, Any], documents: Callable[[], Iterator[Any]]) -> tuple[str, ...]:
+        """The modules a component with these params, searching these documents, imports when built."""
+        return self.needs + (self.needs_with(params, documents) if self.needs_with is not None else ())
 
 
 class ParamError(HarnessError):
@@ -776,7 +783,7 @@ class Registry(Generic[T]):
     def register(self, name: str, summary: str = "", params: Params = (), **more: Any) -> Callable[[T], T]:
         """Decorator: `item` answers to `name`, declared by `summary`, `params` and `more`
         (Declaration's other fields: open, splits, fields, conversation_fields, preload,
-        preload_if, needs). `params` may be a function giving them, called on the first
+        preload_if, needs, needs_with). `params` may be a function giving them, called on the first
         `declaration(name)`: for a component that takes another's parameters (a PTKB method,
         its retriever's), declared where that one lives."""
         def decorator(item: T) -> T:

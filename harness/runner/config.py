@@ -44,8 +44,9 @@ from __future__ import annotations
 import re
 import string
 import sys
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
+from itertools import chain
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -514,7 +515,8 @@ def _experiment(node: Node, defaults: dict[str, Any], problems: Problems,
     if benchmark is not None:
         lookup(keys.get("task", node), lambda: task.check_benchmark(benchmark))
     strategies = _strategies(keys.get("strategies"), task, node, benchmark)
-    retrievers = tuple(_retriever(item, task, problems) for item in keys["retrievers"].items())
+    items = keys["retrievers"].items()
+    retrievers = tuple(_retriever(item, task, problems) for item in items)
     for key in ("corpus", "qrels_restrict_to_corpus"):
         if key in keys and not task.searches_corpus:  # (it would be opened, hashed, and ignored)
             raise keys[key].error(f"task {task_name} searches no corpus ({TASKS.declaration(task_name).summary})")
@@ -523,6 +525,8 @@ def _experiment(node: Node, defaults: dict[str, Any], problems: Problems,
             and benchmark.corpus is None and not all("index" in retriever.params for retriever in retrievers):
         raise keys["topics"].error(f"{benchmark.name} brings no corpus; give 'corpus:' (a file or spec, "
                                    "or {index: NAME})")
+    for item, retriever in zip(items, retrievers):
+        _installed(item, retriever, task.retrievers(), _documents(corpus, benchmark))
     unscored = None
     if benchmark is not None and "qrels" not in keys and not task.has_default_qrels(benchmark):
         unscored = f"{benchmark.name} ships no qrels"
@@ -604,8 +608,7 @@ def _strategies(node: Node | None, task, parent: Node, benchmark) -> tuple[str, 
 def _retriever(node: Node, task, problems: Problems) -> RetrieverSpec:
     """The spec, its params checked against the declaration and every local file or folder
     they name looked for (a missing one kept in `problems`)."""
-    from harness.retrieve import RETRIEVERS
-    from harness.retrieve.specs import named_paths, retriever_names
+    from harness.retrieve.specs import named_paths
 
     if isinstance(node.value, str):
         name, params, label = node.text(), {}, node.value
@@ -624,19 +627,38 @@ def _retriever(node: Node, task, problems: Problems) -> RetrieverSpec:
         raise node.error(str(error) + _plugin_beside_config(node, error)) from None
     for key, value, kind in named_paths(declaration, params):
         problems.keep(_look_for, node.child(key, value), kind)
-    _installed(node, [name] if registry is not RETRIEVERS else retriever_names(name, params), registry)
     return RetrieverSpec(name, params, label)
 
 
-def _installed(node: Node, names: Iterable[str], registry: Registry) -> None:
-    """The modules the retrievers `names` (one and those nested in its params) import when built
-    are installed (found, not imported: torch takes seconds); one missing is the line naming its
-    extra, at this key, as a strategy's is (hqe's spaCy), not an error once the run starts."""
+def _installed(node: Node, retriever: RetrieverSpec, registry: Registry,
+               documents: Callable[[], Iterator[Any]]) -> None:
+    """The modules the retriever (and those nested in its params) imports when built, with its
+    params over these documents, are installed (found, not imported: torch takes seconds); one
+    missing is the line naming its extra, at this key, as a strategy's is (hqe's spaCy), not an
+    error once the run starts (dense's default model, its faiss search of a big corpus)."""
     from harness.extras import first_missing, needs_extra
+    from harness.retrieve import RETRIEVERS
+    from harness.retrieve.specs import retriever_specs
 
-    for name in names:
-        if missing := first_missing(registry.declaration(name).needs):
-            raise node.error(f"{registry.kind} {name!r}: {needs_extra(missing)}")
+    name, params = retriever.name, retriever.params
+    for named, own in retriever_specs(name, params) if registry is RETRIEVERS else [(name, params)]:
+        if missing := first_missing(registry.declaration(named).needs_for(own, documents)):
+            raise node.error(f"{registry.kind} {named!r}: {needs_extra(missing)}")
+
+
+def _documents(corpus: CorpusSpec | None, benchmark) -> Callable[[], Iterator[Any]]:
+    """The documents an experiment's retrievers search, read only where what a retriever needs
+    depends on them (dense's faiss); none where they are an index, or failed to open."""
+    def documents() -> Iterator[Any]:
+        from harness.corpus.readers import open_corpus
+
+        if corpus is None or corpus.index is not None:
+            return iter(())
+        if corpus.specs:
+            return chain.from_iterable(open_corpus(spec).documents() for spec in corpus.specs)
+        return benchmark.corpus.documents() if benchmark is not None and benchmark.corpus is not None else iter(())
+
+    return documents
 
 
 def _look_for(node: Node, kind: LocalPath) -> Any:
