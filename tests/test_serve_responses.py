@@ -19,6 +19,7 @@ pytest.importorskip("fastapi", reason="the serve extra is not installed (pip ins
 from fastapi.testclient import TestClient  # noqa: E402
 
 from harness.errors import HarnessError, InputError  # noqa: E402
+from harness.paths import file_sha256  # noqa: E402
 from harness.serve.app import create_app  # noqa: E402
 from harness.serve.config import load_serve_config  # noqa: E402
 from harness.serve.service import Service, _stale  # noqa: E402
@@ -65,7 +66,7 @@ def write_assignments(path: Path, lenient: bool = False) -> Path:
 
 @contextlib.contextmanager
 def open_board(tmp_path: Path, nuggets: Path, main_measure: str = "all", lenient: bool = False,
-               assignments: Path | None = None, per_query_scores: bool = True):
+               assignments: Path | None = None, per_query_scores: bool = True, quota: int = 5):
     """A response task scoring against `nuggets` (two per turn) through recorded assignments
     (`assignments`: those given, for another bank)."""
     assignments = assignments or write_assignments(tmp_path / "hidden" / "assignments.jsonl", lenient)
@@ -73,7 +74,8 @@ def open_board(tmp_path: Path, nuggets: Path, main_measure: str = "all", lenient
               "tasks": [{"name": "responses", "topics": "ikat2024", "nuggets": str(nuggets),
                          "judge": f"file:{assignments}", "main_measure": main_measure, "formats": ["trec-rag-jsonl"],
                          "per_query_scores": per_query_scores}],
-              "teams": [{"name": f"team{i}", "token_sha256": sha256_hex(team_token(f"team{i}"))} for i in range(2)]}
+              "teams": [{"name": f"team{i}", "token_sha256": sha256_hex(team_token(f"team{i}"))} for i in range(2)],
+              "quota": quota}
     path = tmp_path / "leaderboard.yaml"
     path.write_text(yaml.safe_dump(config))
     service = Service(load_serve_config(path))
@@ -284,6 +286,100 @@ def test_a_file_judge_task_hiding_per_turn_scores_refuses_an_unrecorded_answer_n
     assert [(e["turn"], e["line"], e["message"]) for e in answer.json()["errors"]] == [
         (None, None, "some answers of run 'good' are not ones the recorded nugget assignments hold; this task scores "
                      "only the answers they hold (it names no turn: it keeps its per-turn scores hidden)")]
+
+
+def test_a_file_judge_task_hiding_per_turn_scores_charges_a_refused_answer_to_the_quota(tmp_path):
+    """Whether such an upload is refused tells a team whether a turn has nuggets, a turn per
+    upload, and refusals cost only `rejects_per_hour`: each is charged as a submission is."""
+    recorded = recorded_answers(tmp_path, {"0_1": "answer 0_1"})
+    hidden = open_board(tmp_path, write_nuggets(tmp_path), assignments=recorded, per_query_scores=False, quota=2)
+    with hidden as (client, folder):
+        for probe in ("0_1", "0_2"):
+            refused = submit(client, rag_run(folder / f"{probe}.jsonl", "good", {probe: "a probe"}), "team0")
+            assert refused.status_code == 422
+            assert refused.json()["detail"] == (
+                f"{probe}.jsonl is not a valid run for responses: 1 error; this refusal is charged to team team0's 2 "
+                "submissions for today (UTC), as a submission is: that an upload is refused tells what this task "
+                "keeps hidden")
+        valid = submit(client, rag_run(folder / "good.jsonl", "good", {"0_1": "answer 0_1"}), "team0")
+        assert (valid.status_code, valid.json()["detail"]) == (429, "team team0 has used its 2 submissions for today "
+                                                                    "(UTC)")
+        assert submit(client, folder / "good.jsonl", "team1").status_code == 202  # charged to its own team alone
+
+
+@pytest.mark.parametrize(("per_query_scores", "run"), [(True, "good"), (False, "zzz")],
+                         ids=["per-turn-scores-shown", "run-name"])
+def test_a_refusal_that_tells_nothing_hidden_is_not_charged_to_the_quota(tmp_path, per_query_scores, run):
+    """A task showing per-turn scores names the refused turns anyway; a run name the assignments
+    do not hold says nothing of the turns."""
+    recorded = recorded_answers(tmp_path, {"0_1": "answer 0_1"})
+    board = open_board(tmp_path, write_nuggets(tmp_path), assignments=recorded, per_query_scores=per_query_scores,
+                       quota=2)
+    with board as (client, folder):
+        for probe in ("0_1", "0_2"):
+            refused = submit(client, rag_run(folder / f"{probe}.jsonl", run, {probe: "a probe"}), "team0")
+            assert refused.status_code == 422 and "charged" not in refused.json()["detail"]
+        assert submit(client, rag_run(folder / "good.jsonl", "good", {"0_1": "answer 0_1"}), "team0").status_code == 202
+
+
+def test_responses_a_file_judge_scored_under_earlier_checks_are_scored_again_at_start_and_a_gamed_one_fails(tmp_path):
+    """Uploads accepted before a `file:` task checked answer texts kept their scores over a
+    restart ("I do not know." under a recorded run's name, scored that run's labels): nothing
+    they were scored with changed. The judge's identity holds the number of its checks' rules."""
+    from harness.serve import store as st
+    from harness.serve.responses import FILE_JUDGE_RULES
+
+    nuggets, recorded = write_nuggets(tmp_path), recorded_answers(tmp_path, {t: f"answer {t}" for t in TURNS})
+    with open_board(tmp_path, nuggets, assignments=recorded) as (client, folder):
+        honest = submit(client, rag_run(folder / "good.jsonl", "good", {t: f"answer {t}" for t in TURNS}), "team0")
+        assert scored_board(client)["rows"][0]["measures"]["all"] == 1.0
+    store = st.Store(f"sqlite:///{tmp_path / 'state' / 'board.db'}", tmp_path / "state" / "files")
+    with store.session() as session:  # as a server before the rules left them: the gamed run scored as the honest
+        scored = session.get(st.Submission, honest.json()["id"])
+        scored.scored_with = {**scored.scored_with, "judge": {k: v for k, v in scored.scored_with["judge"].items()
+                                                              if k != "rules"}}
+        with rag_run(folder / "idk.jsonl", "good", {t: "I do not know." for t in TURNS}).open("rb") as handle:
+            received = store.receive(handle, 1 << 20)
+        store.keep(received)
+        received.done()
+        gamed = st.submission_id("responses", "team1", received.sha256)
+        session.add(st.Submission(id=gamed, task="responses", team="team1", sha256=received.sha256,
+                                  format="trec-rag-jsonl", run_name="good", warnings=[], status=st.SCORED,
+                                  means=scored.means, per_query=scored.per_query, scored_with=scored.scored_with,
+                                  scored_at=st.now()))
+        session.commit()
+    store.close()
+    with open_board(tmp_path, nuggets, assignments=recorded) as (client, _):
+        deadline = time.monotonic() + 60
+        while (answer := client.get(f"/api/submissions/{gamed}", headers={
+                "Authorization": f"Bearer {team_token('team1')}"}).json())["status"] != "failed":
+            assert answer["status"] in ("scored", "queued") and time.monotonic() < deadline, answer
+            time.sleep(0.1)
+        assert (answer["measures"], answer["error"]) == (None, (
+            "refused by the task's checks as it was scored: [assignments] line 1, turn 0_1: the answer is not the one "
+            "of run 'good' the recorded nugget assignments were made for; this task scores only the answers they hold "
+            "(and 2 more)"))
+        rows = scored_board(client)["rows"]
+    assert [(row["team"], row["measures"]["all"]) for row in rows] == [("team0", 1.0)]
+    store = st.Store(f"sqlite:///{tmp_path / 'state' / 'board.db'}", tmp_path / "state" / "files")
+    with store.session() as session:  # the honest run, scored again with today's checks
+        assert session.get(st.Submission, honest.json()["id"]).scored_with["judge"]["rules"] == FILE_JUDGE_RULES
+    store.close()
+
+
+def test_only_a_file_judge_s_identity_holds_the_number_of_its_task_s_rules(tmp_path):
+    """Raising it scores every `file:` task's responses again; an llm or minilm judge's responses
+    are not judged again for it."""
+    from harness.serve.responses import FILE_JUDGE_RULES
+
+    assignments = recorded_answers(tmp_path, {"0_1": "answer 0_1"})
+    base = {"name": "r", "topics": "ikat2024", "nuggets": str(write_nuggets(tmp_path)), "formats": ["trec-rag-jsonl"]}
+    llm = {"judge": "llm", "llm": {"model": "m", "base_url": "http://127.0.0.1:9/v1"}}
+    judges = [_runtime(tmp_path, {**base, **judge}).scored_with["judge"]
+              for judge in ({"judge": f"file:{assignments}"}, {"judge": "minilm"}, llm)]
+    assert judges[0] == {"judge": "file", "assignments": file_sha256(assignments), "rules": FILE_JUDGE_RULES}
+    assert judges[1] == {"judge": "minilm"}
+    assert set(judges[2]) == {"judge", "model", "prompt"}
 
 
 def test_a_response_task_whose_bank_has_no_nugget_for_a_turn_of_its_topics_is_refused_at_start(tmp_path):

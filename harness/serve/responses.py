@@ -27,11 +27,17 @@ from typing import TYPE_CHECKING, Any
 from harness import jsonl
 from harness.errors import InputError, counted, verb
 from harness.serve.config import RESPONSE_FORMATS
-from harness.serve.tasks import MAX_MESSAGES, Message, TaskRuntime, Verdict, refused_if_not_text
+from harness.serve.tasks import MAX_MESSAGES, Message, Refused, TaskRuntime, Verdict, refused_if_not_text
 
 if TYPE_CHECKING:
     from harness.responses.model import ResponseRun
     from harness.runner.config import Node
+
+# Raised when what a `file:` judge's task checks before it scores an answer changes (2: an answer
+# must be the one its recorded line's answer_text holds), so that a start scores again, with the
+# checks of today, the responses scored under earlier ones: nothing else they were scored with
+# changed. Recorded with a `file:` judge alone: other judges' responses are not judged again.
+FILE_JUDGE_RULES = 2
 
 
 @dataclass(frozen=True)
@@ -68,7 +74,8 @@ class ResponseTaskRuntime(TaskRuntime):
         task's own or the shipped one, which a newer harness may reword), not the file's path;
         nor its endpoint: either may move while answering alike (TaskRuntime.scored_with). A
         file's content is the hash the judge took of it as it read it: hashed once a start,
-        and the hash of what scores, should the file change later."""
+        and the hash of what scores, should the file change later. A `file:` judge's holds the
+        number of its task's rules (FILE_JUDGE_RULES) too."""
         from harness.paths import file_sha256
         from harness.registry import split_spec
 
@@ -76,7 +83,8 @@ class ResponseTaskRuntime(TaskRuntime):
         name, _ = split_spec(self.config.judge)
         judge = {"judge": name if name == "file" else self.config.judge, "model": settings.get("model"),
                  "prompt": self.judge.template.sha256 if name == "llm" else None,
-                 "assignments": self.judge.sha256 if name == "file" else None}
+                 "assignments": self.judge.sha256 if name == "file" else None,
+                 "rules": FILE_JUDGE_RULES if name == "file" else None}
         return {"nuggets": file_sha256(self.config.nuggets), "vital_grade": self.config.vital_grade,
                 "judge": {key: value for key, value in judge.items() if value is not None}}
 
@@ -145,27 +153,29 @@ class ResponseTaskRuntime(TaskRuntime):
                 verdict.errors.append(Message("error", "turn", f"turn {response.turn!r} is not a turn of the task's "
                                                                "topics", display, response.line, response.turn))
         if verdict.ok:
-            verdict.errors.extend(self._not_recorded(run, display))
+            self._check_recorded(run, verdict, display)
         if verdict.ok:
             verdict.warnings.extend(self._scored_0(run, display))
         return verdict
 
-    def _not_recorded(self, run: ResponseRun, display: str) -> list[Message]:
+    def _check_recorded(self, run: ResponseRun, verdict: Verdict, display: str) -> None:
         """A `file:` judge scores only the runs and answers its recorded assignments hold: an
         upload of another run name, or answering a turn with nuggets with a text no line was
         recorded for, is refused here, before it is queued (scoring it would fail, or score the
         recorded answer's labels for another answer). Only turns with nuggets are checked (the
         assignments hold no others), so where the task hides per-turn scores the refusal names
-        no turn or line: they would say which turns the hidden bank covers."""
+        no turn or line, which would say which turns the hidden bank covers, and is charged to
+        the quota: that it is refused says it as well, a turn per upload."""
         from harness.responses.assign import RecordedAssignments
 
         judge = self.judge
         if not isinstance(judge, RecordedAssignments):
-            return []
+            return
         if run.name not in judge.runs:
             problem = (f"run {run.name!r}: this task scores only the runs its recorded nugget assignments hold, and "
                        "they hold none of this name")
-            return [Message("error", "assignments", problem, display)]
+            verdict.errors.append(Message("error", "assignments", problem, display))
+            return
         errors = []
         for response in run.responses.values():
             if response.turn not in self.evaluated_turns or not response.text.strip():
@@ -182,8 +192,10 @@ class ResponseTaskRuntime(TaskRuntime):
         if errors and not self.config.per_query_scores:
             problem = (f"some answers of run {run.name!r} are not ones the recorded nugget assignments hold; this task "
                        "scores only the answers they hold (it names no turn: it keeps its per-turn scores hidden)")
-            return [Message("error", "assignments", problem, display)]
-        return errors[:MAX_MESSAGES]
+            verdict.errors.append(Message("error", "assignments", problem, display))
+            verdict.charged = True
+            return
+        verdict.errors.extend(errors[:MAX_MESSAGES])
 
     def _scored_0(self, run: ResponseRun, display: str) -> list[Message]:
         """Turns of the topics the upload does not answer, or answers with no text: those with
@@ -211,6 +223,10 @@ class ResponseTaskRuntime(TaskRuntime):
         from harness.responses.scores import mean
 
         [run] = read_responses(path, RESPONSE_FORMATS[fmt])
+        checked = Verdict(fmt, run.name)  # by today's checks: it may have been accepted before one was added
+        self._check_recorded(run, checked, path.name)
+        if not checked.ok:
+            raise Refused(checked.errors)
         evaluation = evaluate_runs([run], self.bank, self.judge, turns=self.turn_ids,
                                    evaluated_turns=self.evaluated_turns)
         per_query = {m: {turn: score for turn, score in evaluation.measure_scores(m)[run.name].items()

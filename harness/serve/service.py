@@ -6,6 +6,7 @@ checks in the same order: task and quota, size, validation, duplicate, durable s
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import math
 import re
@@ -24,7 +25,7 @@ from harness.serve import store as st
 from harness.runner.config import Node
 from harness.serve.config import ServeConfig
 from harness.serve.responses import ResponseTaskRuntime
-from harness.serve.tasks import MAX_MESSAGES, ScoredRun, TaskRuntime, ranked_board
+from harness.serve.tasks import MAX_MESSAGES, Refused, ScoredRun, TaskRuntime, Verdict, ranked_board
 
 log = logging.getLogger("harness.serve")
 MAX_DESCRIPTION = 2000
@@ -164,13 +165,7 @@ class Service:
         finally:
             self._validations.release()
         if not verdict.ok:
-            with self.store.session() as session:
-                self.store.audit(session, team=team, task=task, sha256=sha256, event="rejected",
-                                 detail=f"{len(verdict.errors)} errors, first: {verdict.errors[0]}"[:2000])
-                session.commit()
-            count = len(verdict.errors)
-            return Outcome(422, detail=f"{display} is not a valid run for {task}: {count} error{'s' * (count != 1)}",
-                           messages=[m.as_dict() for m in verdict.errors[:MAX_MESSAGES]])
+            return self._refuse(team, task, sha256, verdict, display)
         with self._quota_lock, self.store.session() as session:
             self.store.lock_team(session, team)  # no other thread or process adds for the team now
             over = self._over_quota(session, team, task, sha256)  # again, now that no one else can add
@@ -192,8 +187,29 @@ class Service:
         self._wake.set()
         return Outcome(202, id=ident)
 
+    def _refuse(self, team: str, task: str, sha256: str, verdict: Verdict, display: str) -> Outcome:
+        """422 with the validator's messages. A refusal `verdict.charged` is counted against the
+        day's quota as a submission is, under the same lock, counted first: over the quota it is a
+        429, which, as before the file was checked, says nothing of the file."""
+        count = len(verdict.errors)
+        detail = f"{display} is not a valid run for {task}: {count} error{'s' * (count != 1)}"
+        event = "rejected"
+        with self._quota_lock if verdict.charged else contextlib.nullcontext(), self.store.session() as session:
+            if verdict.charged:
+                self.store.lock_team(session, team)
+                over = self._over_quota(session, team, task, sha256)
+                if over is not None:
+                    return over
+                event = st.CHARGED
+                detail += (f"; this refusal is charged to team {team}'s {self.config.quota} submissions for today "
+                           "(UTC), as a submission is: that an upload is refused tells what this task keeps hidden")
+            self.store.audit(session, team=team, task=task, sha256=sha256, event=event,
+                             detail=f"{count} errors, first: {verdict.errors[0]}"[:2000])
+            session.commit()
+        return Outcome(422, detail=detail, messages=[m.as_dict() for m in verdict.errors[:MAX_MESSAGES]])
+
     def _over_quota(self, session, team: str, task: str, sha256: str) -> Outcome | None:
-        if self.store.accepted_today(session, team) < self.config.quota:
+        if self.store.charged_today(session, team) < self.config.quota:
             return None
         self.store.audit(session, team=team, task=task, sha256=sha256, event="quota")
         session.commit()
@@ -278,12 +294,20 @@ class Service:
 
 
 def _failed(row: st.Submission, problem: Exception) -> None:
-    """Mark a row whose scoring failed. One scored before (queued again at start: its task
+    """Mark a row whose scoring failed. One its task's checks refuse (Refused: checks added since
+    it was accepted) is FAILED with their message, its scores, if any, dropped: they are of an
+    upload the task does not score. Another scored before (queued again at start: its task
     changed) keeps its earlier scores, what they were scored with and when, STALE: off the board,
     which ranks runs scored alike, shown to its owner, and tried again at the next start
     (not before: the worker would retry it at once, forever); FAILED would lose it for good."""
     # its message too, in the organisers' log (the team is told only that it failed): what to fix
     why = ": ".join(filter(None, (type(problem).__name__, str(problem))))
+    if isinstance(problem, Refused):
+        log.error("submission %s of task %s is refused by the task's checks as it is scored: %s", row.id, row.task,
+                  problem)
+        row.status, row.error = st.FAILED, f"refused by the task's checks as it was scored: {problem}"
+        row.means = row.per_query = row.scored_with = row.scored_at = None
+        return
     if row.means is None:
         log.error("scoring submission %s failed: %s", row.id, why)
         row.status, row.error = st.FAILED, "scoring failed; the organisers have been told"

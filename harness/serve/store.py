@@ -34,6 +34,7 @@ from harness.errors import HarnessError
 
 QUEUED, SCORED, FAILED = "queued", "scored", "failed"
 STALE = "stale"  # scored, then its task changed, and scoring it again failed: its earlier scores, off the board
+CHARGED = "charged"  # an audit event: a refused upload counted against the day's quota, as a submission is
 CHUNK = 1 << 20
 
 
@@ -83,7 +84,7 @@ class Audit(Base):
     team: Mapped[str] = mapped_column(String(64))
     task: Mapped[str] = mapped_column(String(64))
     sha256: Mapped[str] = mapped_column(String(64), default="")
-    event: Mapped[str] = mapped_column(String(16))  # accepted, duplicate, rejected, quota
+    event: Mapped[str] = mapped_column(String(16))  # accepted, duplicate, rejected, charged, quota
     detail: Mapped[str] = mapped_column(Text, default="")
 
 
@@ -261,12 +262,17 @@ class Store:
         """Hold the team's row until the session commits (PostgreSQL; SQLite has one process)."""
         session.execute(select(TeamLock).where(TeamLock.team == team).with_for_update())
 
-    def accepted_today(self, session: Session, team: str) -> int:
+    def charged_today(self, session: Session, team: str) -> int:
+        """What the team's quota has spent today (UTC): its submissions, and its refusals charged
+        as one (CHARGED: a refusal that tells what a task hides, Service._refuse)."""
         midnight = now().replace(hour=0, minute=0, second=0, microsecond=0)
-        query = select(func.count()).select_from(Submission).where(
+        submitted = select(func.count()).select_from(Submission).where(
             Submission.team == team, Submission.created_at >= midnight
         )
-        return int(session.scalar(query) or 0)
+        charged = select(func.count()).select_from(Audit).where(
+            Audit.team == team, Audit.event == CHARGED, Audit.at >= midnight
+        )
+        return int(session.scalar(submitted) or 0) + int(session.scalar(charged) or 0)
 
     def audit(self, session: Session, **fields: Any) -> None:
         session.add(Audit(**fields))

@@ -60,10 +60,24 @@ class Verdict:
     run_name: str
     errors: list[Message] = field(default_factory=list)
     warnings: list[Message] = field(default_factory=list)
+    # a refusal counted against the day's quota, as a submission is: whether it is refused tells
+    # what the task hides (the turns with nuggets), so probing costs what a scored upload costs
+    charged: bool = False
 
     @property
     def ok(self) -> bool:
         return not self.errors
+
+
+class Refused(Exception):
+    """A stored upload that its task's checks refuse when it is scored (checks added since it was
+    accepted): it fails with their first message, where a scoring error leaves a scored run stale."""
+
+    def __init__(self, errors: list[Message]) -> None:
+        first = errors[0]
+        where = f"line {first.line}, turn {first.turn}: " if first.turn else ""
+        more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
+        super().__init__(f"[{first.check}] {where}{first.message}{more}")
 
 
 @dataclass(frozen=True)
