@@ -7,6 +7,7 @@ checks no sample breaks are shown on the valid sample with one field changed.
 from __future__ import annotations
 
 import copy
+import dataclasses
 import json
 import re
 import sys
@@ -138,16 +139,46 @@ def test_a_submission_of_another_year_than_the_topics_is_told_to_give_its_year_s
                                        "turns), but the topics are iKAT 2023's: give the topics of the file's year\n")
 
 
-def test_a_file_showing_neither_json_year_s_form_is_checked_as_the_topics_year(tmp_path):
-    """No eval_response and no PTKB provenance: both official validators parse it, so it is the topics' year's."""
+def neither_year_s_form(path: Path) -> Path:
+    """The 2024 sample with no eval_response and no PTKB provenance: both official validators parse it."""
     run = json.loads(SAMPLE_2024.read_text())
     del run["eval_response"]
     for turn in run["turns"]:
         for response in turn["responses"]:
             response["ptkb_provenance"] = []
-    (tmp_path / "run.json").write_text(json.dumps(run))
-    report = validate_file(tmp_path / "run.json", TOPICS[2024], topics_year=2024)
+    path.write_text(json.dumps(run))
+    return path
+
+
+def test_a_file_showing_neither_json_year_s_form_is_checked_as_the_topics_year(tmp_path):
+    """No eval_response and no PTKB provenance: both official validators parse it, so it is the topics' year's."""
+    report = validate_file(neither_year_s_form(tmp_path / "run.json"), TOPICS[2024], topics_year=2024)
     assert report.year == 2024 and "format-year" not in failing_checks(report)
+
+
+@pytest.mark.parametrize("given", [None, 2024])
+def test_the_structure_checks_run_once_on_a_file_that_passes_them(tmp_path, monkeypatch, capsys, given):
+    """A file showing neither JSON year's form is checked against the topics' year (or the --year given) before
+    the year is settled; the validation does not check its structure again."""
+    path = neither_year_s_form(tmp_path / "run.json")
+    runs: list[str] = []
+    look_up = CHECKS.get
+
+    def counting(name: str):
+        chosen = look_up(name)
+
+        def run(ctx):
+            runs.append(name)
+            return chosen.run(ctx)
+
+        return dataclasses.replace(chosen, run=run)
+
+    monkeypatch.setattr(CHECKS, "get", counting)
+    year = ["--year", str(given)] if given else []
+    assert main(["ikat", "validate", str(path), "--topics", "ikat2024", "--partial", *year]) == 0
+    structural = [name for name in CHECKS if look_up(name).structural and 2024 in look_up(name).years]
+    assert sorted(name for name in runs if name in structural) == sorted(structural)
+    assert "(iKAT 2024): 218 turns, 0 errors" in capsys.readouterr().err
 
 
 def test_a_topics_file_that_does_not_exist_is_named(capsys):

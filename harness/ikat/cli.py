@@ -17,7 +17,7 @@ from harness.paths import refuse_overwriting
 from harness.topics.model import Conversation
 
 if TYPE_CHECKING:
-    from harness.ikat.validate import Decoded, ValidationReport
+    from harness.ikat.validate import ValidationReport
     from harness.topics import Benchmark
     from harness.trec import Run
 
@@ -99,23 +99,21 @@ def load_topics(spec: str) -> tuple[Conversation, ...]:
 
 
 def _validate(args: argparse.Namespace) -> int:
-    from harness.errors import read_input
     from harness.ikat.checks import CHECKS
-    from harness.ikat.validate import (COVERAGE_CHECKS, decode_submission, read_passage_ids, topics_year,
-                                       validate_decoded)
+    from harness.ikat.validate import COVERAGE_CHECKS, read_passage_ids, topics_year, validate_file
     from harness.topics import held_by
 
     passages = frozenset().union(*map(read_passage_ids, args.passages)) if args.passages else None
     topics = load_topics(args.topics)
     year = topics_year(topics)
-    decoded = decode_submission(args.run, read_input(args.run, encoding="utf-8"), args.year, year)  # as validate_file
-    report = validate_decoded(
+    report = validate_file(
         args.run,
-        decoded,
         topics,
+        args.year,
         max_warnings=args.max_warnings,
         skip=COVERAGE_CHECKS if args.partial else (),
         passages=passages,
+        topics_year=year,
     )
     if args.year and year and args.year != year:  # as asked (a harness leaderboard may take another year's format)
         print(f"note: --year {args.year} checks the file in the iKAT {args.year} format, which the iKAT {year} "
@@ -136,12 +134,12 @@ def _validate(args: argparse.Namespace) -> int:
         print(f"note: --passages was not used: the iKAT {report.year} validator looks up no passage (it checks "
               "references against the ClueWeb22 id pattern only)", file=sys.stderr)
     print(report.summary(), file=sys.stderr)
-    for note in _harness_notes(args.run, decoded, report):
+    for note in _harness_notes(args.run, report):
         print(f"note: {note}", file=sys.stderr)
     return 0 if report.ok else 1
 
 
-def _harness_notes(path: Path, decoded: Decoded, report: ValidationReport) -> list[str]:
+def _harness_notes(path: Path, report: ValidationReport) -> list[str]:
     """What the harness itself finds in a file the official checks pass, said after their verdict
     and kept out of its counts (the verdict and counts stay the official tools'): what `ikat
     to-trec` and a hosted board refuse (an id holding whitespace, which upstream only looks up),
@@ -149,7 +147,7 @@ def _harness_notes(path: Path, decoded: Decoded, report: ValidationReport) -> li
     from harness.ikat.checks_2025 import empty_responses
     from harness.ikat.convert import decoded_rankings
 
-    notes = []
+    notes, decoded = [], report.decoded
     if report.ok:
         try:
             runs = decoded_rankings(path, decoded, report.submission)

@@ -47,6 +47,7 @@ class ValidationReport:
     findings: list[Finding] = field(default_factory=list)
     turns: int = 0
     submission: Submission | None = None  # 2023/2024, once the structure checks passed
+    decoded: Decoded | None = None  # the file as read for the checks (the CLI's notes read it too)
 
     @property
     def errors(self) -> list[Finding]:
@@ -145,6 +146,7 @@ class Decoded:
     raw: Any = None
     entries: list[tuple[int, Any]] = field(default_factory=list)
     problem: Finding | None = None
+    structure_passed: bool = False  # the year's structure checks found nothing in `raw`: not run again
 
 
 def decode_submission(path: Path, text: str, year: int | None = None, topics_year: int | None = None) -> Decoded:
@@ -162,7 +164,8 @@ def decode_submission(path: Path, text: str, year: int | None = None, topics_yea
     year = year or _year_of(path, body, raw)
     if year not in YEARS:
         raise HarnessError(f"iKAT year must be one of {', '.join(map(str, YEARS))}, not {year}")
-    if not given and topics_year and year != topics_year and _fits(raw, topics_year):
+    adopted = not given and bool(topics_year) and year != topics_year and _fits(raw, topics_year)
+    if adopted:
         year = topics_year  # a 2023/2024 file showing neither year's form (no eval_response, no PTKB) is both
     decoded = Decoded(year)
     if text.startswith("\ufeff"):
@@ -178,10 +181,12 @@ def decode_submission(path: Path, text: str, year: int | None = None, topics_yea
         decoded.problem = error("json", f"not JSON: {problem.msg} (line {problem.lineno}, column {problem.colno})"
                                         # a year guessed is 2025 where the text is JSON Lines: no hint to give
                                         + (_trec_run_hint(body) or (_json_lines_hint(body) if given else "")))
-    elif given and (other := _other_years_format(path, body, raw, year)):
-        decoded.problem = error("format-year", other)
     else:
-        decoded.raw = raw
+        other, passed = _other_years_format(path, body, raw, year) if given else (None, adopted)
+        if other:
+            decoded.problem = error("format-year", other)
+        else:
+            decoded.raw, decoded.structure_passed = raw, passed
     return decoded
 
 
@@ -224,14 +229,19 @@ def _structure_error(raw: Any, year: int) -> Finding | None:
     return None
 
 
-def _other_years_format(path: Path, text: str, raw: Any, year: int) -> str | None:
+def _other_years_format(path: Path, text: str, raw: Any, year: int) -> tuple[str | None, bool]:
     """A 2023/2024 file given --year of the other, whose year (guessed) it parses as while it
-    fails `year`'s structure checks: what it is, said once, not an error for each of its fields."""
+    fails `year`'s structure checks: what it is, said once, not an error for each of its fields.
+    With it, whether `year`'s structure checks were run here and found nothing (not to be run again)."""
     guessed = _year_of(path, text, raw)
-    if guessed == year or not _fits(raw, guessed) or (found := _structure_error(raw, year)) is None:
-        return None
+    if guessed == year:
+        return None, False
+    if (found := _structure_error(raw, year)) is None:
+        return None, True
+    if not _fits(raw, guessed):
+        return None, False
     return (f"the file is in the iKAT {guessed} format, not {year}'s ({found.message}): leave --year out (the year is "
-            "guessed from the file) or give the file's year")
+            "guessed from the file) or give the file's year"), False
 
 
 def _trec_run_hint(text: str) -> str:
@@ -313,12 +323,13 @@ def validate_decoded(
     year = decoded.year
     ctx = Context(year, topic_index(topics), raw=decoded.raw, entries=decoded.entries, passages=passages)
     turn_ids = {value.get("turn_id") for _, value in decoded.entries if isinstance(value, dict)}  # 2025: the turns its lines answer
-    report = ValidationReport(path, year, turns=sum(isinstance(turn_id, str) for turn_id in turn_ids))
+    report = ValidationReport(path, year, turns=sum(isinstance(turn_id, str) for turn_id in turn_ids), decoded=decoded)
     if decoded.problem is not None:
         report.findings.append(decoded.problem)
         return report
     skip = set(skip)
-    checks = [CHECKS.get(name) for name in CHECKS if year in CHECKS.get(name).years and name not in skip]
+    checks = [chosen for name in CHECKS if year in (chosen := CHECKS.get(name)).years and name not in skip
+              and not (chosen.structural and decoded.structure_passed)]
     for stage in (True, False):
         for chosen in (c for c in checks if c.structural == stage):
             report.findings.extend(islice(chosen.run(ctx), per_check))
@@ -372,10 +383,10 @@ def read_submission(path: str | Path, year: int | None = None) -> tuple[Submissi
     except json.JSONDecodeError as problem:
         raise InputError(path, f"not JSON: {problem.msg}{_trec_run_hint(text) or _json_lines_hint(text)}",
                          line=problem.lineno) from None
-    finding = _structure_error(raw, year)
-    if finding is not None and (other := _other_years_format(path, text, raw, year)):
+    other, passed = _other_years_format(path, text, raw, year)
+    if other:
         raise InputError(path, other)
-    if finding is not None:
+    if not passed and (finding := _structure_error(raw, year)) is not None:
         raise InputError(path, finding.message, record=f"turn {finding.turn}" if finding.turn else None)
     return parse_submission(raw, year), year
 
