@@ -21,7 +21,9 @@ import pytest
 from scipy.stats import kendalltau
 from sklearn.metrics import cohen_kappa_score, confusion_matrix
 
+from harness import paths
 from harness.cli import main
+from harness.judge import base
 from harness.judge.agree import kendall_tau, ranks, tau_ap
 from harness.paths import qrels_root
 from harness.trec import read_qrels
@@ -463,6 +465,33 @@ def test_judged_queries_only_qrels_sharing_no_pair_are_warned_of_with_that_reaso
     err = capsys.readouterr().err
     assert f"{out} was judged with --judged-queries-only on the runs' top 10, none of which {a} judges" in err
     assert "without --qrels" not in err
+
+
+@pytest.mark.parametrize("form", ["table", "json"])
+def test_agree_hashes_each_qrels_file_once_for_its_notes_and_header(tmp_path, capsys, monkeypatch, form):
+    """The warning's reason and the header (or JSON provenance) both read the sidecars, which say whether
+    their file changed: each file is read for its digest once."""
+    _, pool = ikat_2024_pair()
+    sample = shared_root() / "data/ikat/2024/scripts/run_validation/tests/data/sample_run.json"
+    run, a, out = tmp_path / "s.run", tmp_path / "a.qrels", tmp_path / "llm.qrels"
+    assert main(["ikat", "to-trec", str(sample), "--output", str(run)]) == 0
+    a.write_text(f"{run.read_text().split(None, 1)[0]} 0 no-such-passage 1\n")
+    assert main(["judge", str(run), "--topics", "ikat2024", "--qrels", str(a), "--judge", "file", "--labels", pool,
+                 "--depth", "10", "--output", str(out)]) == 0
+    base.sidecar(a).write_text(base.sidecar(out).read_text())  # A's too (said to be of another file)
+    hashed: list[str] = []
+    digest = paths.file_sha256
+
+    def counting(path):
+        hashed.append(str(path))
+        return digest(path)
+
+    monkeypatch.setattr(paths, "file_sha256", counting)
+    monkeypatch.setattr(base, "file_sha256", counting)
+    capsys.readouterr()
+    assert main(["qrels", "agree", str(a), str(out), "--format", form]) == 0
+    assert "pair in common" in capsys.readouterr().err
+    assert sorted(hashed) == sorted([str(a), str(out)])
 
 
 @pytest.mark.parametrize("given", [0, 1])

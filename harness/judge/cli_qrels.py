@@ -56,7 +56,33 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    args.sidecars = Sidecars()
     return args._action(args)
+
+
+class Sidecars:
+    """The provenance sidecars of qrels A and B, each read, and its qrels file hashed, once however many
+    notes and headers say who made the labels (read_provenance hashes the file its sidecar describes)."""
+
+    def __init__(self) -> None:
+        self._records: dict[str, dict | None] = {}
+        self._digests: dict[str, str] = {}
+
+    def digest(self, path: str) -> str:
+        """The file's sha256 (harness.paths.file_sha256)."""
+        from harness.paths import file_sha256
+
+        if path not in self._digests:
+            self._digests[path] = file_sha256(path)
+        return self._digests[path]
+
+    def record(self, path: str) -> dict | None:
+        """The file's provenance sidecar (harness.judge.base.read_provenance), None where it has none."""
+        from harness.judge.base import read_provenance, sidecar
+
+        if path not in self._records:
+            self._records[path] = read_provenance(path, sha256=self.digest(path) if sidecar(path).exists() else None)
+        return self._records[path]
 
 
 def _format(args: argparse.Namespace) -> str:
@@ -100,7 +126,7 @@ def run_agree(args: argparse.Namespace) -> int:
     thresholds = args.thresholds if args.thresholds is not None else list(THRESHOLDS)
     result = compare_labels(a, b, thresholds)
     if not result.overall.pairs:
-        print(f"warning: {_no_pair_in_common(args.a, args.b, 'every kappa is n/a')}", file=sys.stderr)
+        print(f"warning: {_no_pair_in_common(args, 'every kappa is n/a')}", file=sys.stderr)
     else:
         _warn_unreachable(a, b, args, thresholds, given)
     formats = {"table": _agree_table, "csv": _agree_csv, "json": _agree_json}
@@ -108,17 +134,15 @@ def run_agree(args: argparse.Namespace) -> int:
     return 0
 
 
-def _no_pair_in_common(a: str, b: str, consequence: str) -> str:
+def _no_pair_in_common(args: argparse.Namespace, consequence: str) -> str:
     """The warning that qrels A and B share no judged pair, and why where B's sidecar knows:
     `harness judge --qrels A` labels only the pairs A lacks, so its qrels can never agree with A;
     with --judged-queries-only it labels A's pairs too, so none in common means the runs' top k
     held none of the documents people judged."""
-    from harness.judge.base import read_provenance
-    from harness.paths import file_sha256
-
+    a, b = args.a, args.b
     warning = f"{a} and {b} judge no (qid, docid) pair in common: {consequence}"
-    inputs = (read_provenance(b) or {}).get("inputs") or {}
-    if file_sha256(a) not in (inputs.get("qrels") or {}).values():
+    inputs = (args.sidecars.record(b) or {}).get("inputs") or {}
+    if args.sidecars.digest(a) not in (inputs.get("qrels") or {}).values():
         return warning
     if inputs.get("judged_queries_only"):
         return warning + (f"; {b} was judged with --judged-queries-only on the runs' top {inputs.get('depth')}, "
@@ -157,7 +181,7 @@ def _values(part: PairAgreement) -> list[float]:
 
 def _agree_table(result: Agreement, args: argparse.Namespace) -> str:
     overall = result.overall
-    lines = [f"A: {_origin(args.a)}", f"B: {_origin(args.b)}",
+    lines = [f"A: {_origin(args, args.a)}", f"B: {_origin(args, args.b)}",
              f"pairs: {overall.pairs} in both, {result.a_only} in A only, {result.b_only} in B only; queries: "
              f"{result.queries['both']} in both ({result.queries['A']} in A, {result.queries['B']} in B)", ""]
     for threshold, value in overall.kappa.items():
@@ -177,11 +201,11 @@ def _agree_table(result: Agreement, args: argparse.Namespace) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _origin(path: str) -> str:
+def _origin(args: argparse.Namespace, path: str) -> str:
     """The path, and who made its labels where a judge wrote it (its provenance sidecar)."""
-    from harness.judge.base import describe_provenance, read_provenance
+    from harness.judge.base import describe_provenance
 
-    record = read_provenance(path)
+    record = args.sidecars.record(path)
     return f"{path} ({describe_provenance(path, record)})" if record is not None else path
 
 
@@ -211,10 +235,8 @@ def _part_json(part: PairAgreement) -> dict:
 
 
 def _agree_json(result: Agreement, args: argparse.Namespace) -> str:
-    from harness.judge.base import read_provenance
-
     document = {
-        "a": args.a, "b": args.b, "provenance": {"a": read_provenance(args.a), "b": read_provenance(args.b)},
+        "a": args.a, "b": args.b, "provenance": {"a": args.sidecars.record(args.a), "b": args.sidecars.record(args.b)},
         "grades": result.overall.grades,
         "counts": {"both": result.overall.pairs, "a_only": result.a_only, "b_only": result.b_only},
         "queries": result.queries, **_part_json(result.overall),
@@ -249,7 +271,7 @@ def run_rank_agree(args: argparse.Namespace) -> int:
     if not any(qrels["A"].judgments[qid].keys() & qrels["B"].judgments[qid].keys() for qid in shared):
         consequence = ("the ordering under B reflects only B's labels, of documents A does not judge, so tau and "
                        "tau_AP do not measure how far the labels agree")
-        print(f"warning: {_no_pair_in_common(args.a, args.b, consequence)}", file=sys.stderr)
+        print(f"warning: {_no_pair_in_common(args, consequence)}", file=sys.stderr)
     means = {}
     for side, labels in qrels.items():
         # the same queries on both sides: the orderings differ by the labels, not by the topic sets
@@ -270,7 +292,7 @@ def run_rank_agree(args: argparse.Namespace) -> int:
 
 def _rank_table(results: list[RankingAgreement], args: argparse.Namespace) -> str:
     shared, in_a, in_b = args.queries
-    lines = [f"orderings of {results[0].runs} runs under A: {_origin(args.a)} and B: {_origin(args.b)} "
+    lines = [f"orderings of {results[0].runs} runs under A: {_origin(args, args.a)} and B: {_origin(args, args.b)} "
              "(tau_AP: A's ordering taken as the truth)",
              f"scored on the {shared} queries both judge ({in_a} in A, {in_b} in B)"]
     lines += _aligned([["measure", "tau", "tau_AP", "largest moves (run: rank A -> rank B)"]] +
@@ -300,10 +322,9 @@ def _rank_csv(results: list[RankingAgreement], args: argparse.Namespace) -> str:
 
 
 def _rank_json(results: list[RankingAgreement], args: argparse.Namespace) -> str:
-    from harness.judge.base import read_provenance
-
     shared, in_a, in_b = args.queries
-    document = {"a": args.a, "b": args.b, "provenance": {"a": read_provenance(args.a), "b": read_provenance(args.b)},
+    document = {"a": args.a, "b": args.b,
+                "provenance": {"a": args.sidecars.record(args.a), "b": args.sidecars.record(args.b)},
                 "queries": {"both": shared, "A": in_a, "B": in_b},
                 "measures": {
         r.measure: {"runs": r.runs, "tau": _json_number(r.tau), "tau_ap": _json_number(r.tau_ap),
