@@ -124,9 +124,9 @@ def make_llm_judge(args: argparse.Namespace, prompt_name: str, scale: Scale, sam
     from harness.queries.llm import Endpoint
 
     prompt = Path(args.prompt) if args.prompt else default_prompt(prompt_name)
-    check_prompt(prompt, sample, scale)
+    template = check_prompt(prompt, sample, scale)
     endpoint = Endpoint(args.model, args.base_url, prompt, api_key_env=args.api_key_env, timeout_s=args.timeout)
-    return JUDGES.get("llm")(endpoint, prompt, scale, concurrency=args.concurrency, retries=args.retries,
+    return JUDGES.get("llm")(endpoint, template, scale, concurrency=args.concurrency, retries=args.retries,
                              cache_dir=Path(args.cache) if args.cache else None)
 
 

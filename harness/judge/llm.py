@@ -62,13 +62,15 @@ def default_prompt(name: str = "relevance") -> Path:
     return PROMPTS / f"{name}.txt"
 
 
-def check_prompt(prompt: Path | str, item: Item, scale: Scale) -> None:
+def check_prompt(prompt: Path | str, item: Item, scale: Scale) -> Template:
     """The prompt filled once with `item`, one of the kind the judge is to get (its fields empty):
     a template using no field, or one those items lack, is an InputError naming the file now. The
     judge fills its prompts only as it judges: `harness judge` with nothing left to judge never
     said it, a citation prompt's mistake came after every nugget's request was paid for, a hosted
-    task's at its first upload."""
-    Template.load(prompt).fill(item.fields, scale)
+    task's at its first upload. Returns the template, which the judge takes as it is (not read again)."""
+    template = Template.load(prompt)
+    template.fill(item.fields, scale)
+    return template
 
 
 @dataclass(frozen=True)
@@ -196,12 +198,14 @@ class Stats:
 class LLMJudge:
     name = "llm"
 
-    def __init__(self, endpoint: Endpoint, template: Path | str, scale: Scale, concurrency: int = CONCURRENCY,
-                 retries: int = RETRIES, cache_dir: Path | None = None, backoff_s: float = 0.5) -> None:
+    def __init__(self, endpoint: Endpoint, template: Path | str | Template, scale: Scale,
+                 concurrency: int = CONCURRENCY, retries: int = RETRIES, cache_dir: Path | None = None,
+                 backoff_s: float = 0.5) -> None:
         if concurrency < 1 or retries < 0:
             raise HarnessError("the llm judge needs concurrency >= 1 and retries >= 0")
         self.endpoint = endpoint
-        self.template = Template.load(template)
+        # a Template: check_prompt's, read and checked once
+        self.template = template if isinstance(template, Template) else Template.load(template)
         self.scale = scale
         self.concurrency = concurrency
         self.retries = retries

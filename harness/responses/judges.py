@@ -52,9 +52,9 @@ def make_judge(spec: str, *, task: str = "nuggets", model: str | None = None, ba
         if not model or not base_url:
             raise HarnessError("the llm judge needs a model and a base URL (or HARNESS_LLM_MODEL and "
                                "HARNESS_LLM_BASE_URL)")
-        template = Path(prompt) if prompt else TEMPLATES[task]
-        check_prompt(template, sample_item(task), SUPPORT_0_2)
-        return LLMJudge(Endpoint(model, base_url, template), template, SUPPORT_0_2, concurrency=concurrency,
+        path = Path(prompt) if prompt else TEMPLATES[task]
+        template = check_prompt(path, sample_item(task), SUPPORT_0_2)
+        return LLMJudge(Endpoint(model, base_url, path), template, SUPPORT_0_2, concurrency=concurrency,
                         retries=retries, cache_dir=cache_dir)
     if name in JUDGES.names() or name.startswith(PYTHON):
         return plugin(spec)
