@@ -105,14 +105,12 @@ def breakdown(per_query: "pd.DataFrame", by: str = "turn depth", *, topics: str 
         raise HarnessError("per_query: its runs are scored on different queries or measures (runs of several "
                            "benchmarks?): break down one benchmark's runs at a time")
     scores = Scores(runs, measures, qids, {m: {run: table[m][run].to_numpy(float) for run in runs} for m in measures})
+    benchmark = None
     if topics is not None:
         from harness.topics import load
 
         benchmark = load(topics)
-        groups = (bd.depths_from_topics(benchmark.conversations) if by == bd.DEPTH
-                  else bd.conversations_from_topics(benchmark))
-    else:
-        groups = (bd.depths if by == bd.DEPTH else bd.conversations)(qids, ARGUMENTS)
+    groups = bd.turn_groups(by, qids, benchmark, ARGUMENTS)
     rows = []
     for measure in measures:
         means = bd.breakdown(scores, measure, groups, by)

@@ -70,6 +70,16 @@ def conversations_from_topics(benchmark: Benchmark) -> dict[str, str]:
             for conversation in benchmark.conversations for turn in conversation.turns}
 
 
+def turn_groups(by: str, qids: Iterable[str], benchmark: Benchmark | None,
+                spelling: Spelling = FLAGS) -> dict[str, int] | dict[str, str]:
+    """qid -> its turn depth (`by` DEPTH) or conversation (CONVERSATION): from the benchmark's turns
+    where it is given (CAsT 2022's tree node ids need them), else read from the qids (`106_3` is turn 3
+    of conversation 106), a HarnessError where one cannot be read."""
+    if benchmark is not None:
+        return depths_from_topics(benchmark.conversations) if by == DEPTH else conversations_from_topics(benchmark)
+    return (depths if by == DEPTH else conversations)(qids, spelling)
+
+
 def groups_from_topics(benchmark: Benchmark, key: str) -> dict[str, str]:
     """qid -> the turn's field `key`, or its conversation's (a field the benchmark declares:
     `topics.check_field`), for the turns where it is set."""

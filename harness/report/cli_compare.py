@@ -118,22 +118,20 @@ def add_breakdowns(report: Report, args: argparse.Namespace) -> None:
     """Depth and conversation breakdowns (from --topics or the qids), plus any grouping asked for."""
     board: Leaderboard = report.leaderboard
     scores = board.scores
+    benchmark = None
     if args.topics:
         from harness.topics import load
 
         benchmark = load(args.topics)
-        depths, conversations = bd.depths_from_topics(benchmark.conversations), bd.conversations_from_topics(benchmark)
-        if depths and not depths.keys() & set(scores.qids):
-            raise HarnessError(f"--topics {args.topics}: none of its {len(depths)} turns is a compared query (its "
-                               f"first turn is {next(iter(depths))!r}, the first compared query {scores.qids[0]!r}): "
-                               "give the benchmark the runs answer")
-    else:
-        benchmark = None
-        try:
-            depths, conversations = bd.depths(scores.qids), bd.conversations(scores.qids)
-        except HarnessError as error:
-            print(f"note: no turn-depth or conversation breakdown: {error}", file=sys.stderr)
-            depths, conversations = {}, {}
+    try:
+        depths, conversations = [bd.turn_groups(by, scores.qids, benchmark) for by in (bd.DEPTH, bd.CONVERSATION)]
+    except HarnessError as error:  # read from qids that are not turn ids (the benchmark's turns raise none)
+        print(f"note: no turn-depth or conversation breakdown: {error}", file=sys.stderr)
+        depths, conversations = {}, {}
+    if benchmark is not None and depths and not depths.keys() & set(scores.qids):
+        raise HarnessError(f"--topics {args.topics}: none of its {len(depths)} turns is a compared query (its "
+                           f"first turn is {next(iter(depths))!r}, the first compared query {scores.qids[0]!r}): "
+                           "give the benchmark the runs answer")
     if depths:
         report.breakdowns += [bd.breakdown(scores, m, depths, bd.DEPTH) for m in board.measures]
     if conversations:
