@@ -729,7 +729,6 @@ def measures_of(
     checked, and named as the config names them with `as_given` (results keep the user's names),
     else canonically (ir-measures)."""
     from harness.evaluate import parse_measures
-    from harness.evaluate.names import listed_measures
     from harness.evaluate.presets import PRESETS, separator_problem
 
     depth = separator = None
@@ -737,10 +736,6 @@ def measures_of(
     if "measures" in keys:
         node = keys["measures"]
         names = [item.text() for item in node.items()]
-        if any(listed_measures(name) for name in names):  # YAML reads `measures: nDCG@3, RR` as one string
-            entries = [each for name in names for each in listed_measures(name) or [name]]
-            raise node.error(f"one measure per entry, not a comma-separated string: write a YAML list, "
-                             f"measures: [{', '.join(entries)}]")
     elif "preset" in keys:
         node = keys["preset"]
         preset = lookup(node, lambda: PRESETS.get(node.text()))
@@ -754,8 +749,23 @@ def measures_of(
         if (problem := separator_problem(given.value)) is not None:
             raise given.error(problem)
         separator = given.value
-    parsed = lookup(node, lambda: parse_measures(names))
+    try:
+        parsed = parse_measures(names)
+    except HarnessError as error:  # canonical() refuses a comma-separated name, in the command line's words
+        raise node.error(_yaml_list(names) or str(error)) from None
     return tuple(names) if as_given else tuple(str(m) for m in parsed), depth, separator
+
+
+def _yaml_list(names: list[str]) -> str | None:
+    """YAML reads `measures: nDCG@3, RR` as one string: where a name lists measures, the advice is a
+    YAML list of them all, not the command line's words."""
+    from harness.evaluate.names import listed_measures
+
+    listed = [listed_measures(name) for name in names]
+    if not any(listed):
+        return None
+    entries = [each for name, given in zip(names, listed) for each in given or [name]]
+    return f"one measure per entry, not a comma-separated string: write a YAML list, measures: [{', '.join(entries)}]"
 
 
 def _measures_or_preset(keys: dict[str, Node]) -> None:
