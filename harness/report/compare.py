@@ -105,10 +105,15 @@ class Comparison:
     ci_high: float
     effect_size: float  # Cohen's d for paired samples; nan where undefined (stats.cohens_d_paired)
     p_value: float  # nan on fewer than two queries: no test, outside the corrected family
-    p_adjusted: float
+    p_adjusted: float  # nan where p_value is
     wins: int
     ties: int
     losses: int
+
+    @property
+    def tested(self) -> bool:
+        """Whether a test was run (two or more queries): every board's 'untested' asks this one question."""
+        return not math.isnan(self.p_value)
 
 
 @dataclass
@@ -160,7 +165,7 @@ class Leaderboard:
     @property
     def tested(self) -> list[Comparison]:
         """The family the correction acts on: comparisons over two or more queries."""
-        return [c for c in self.comparisons if not math.isnan(c.p_value)]
+        return [c for c in self.comparisons if c.tested]
 
     def untestable_note(self) -> str:
         """The measures compared on fewer than two queries, whose comparisons have no test, Cohen's

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import math
 import re
 import threading
 import time
@@ -355,7 +354,7 @@ def _board(runtime: TaskRuntime, rows: list[st.Submission]) -> dict[str, Any]:
         comparison = next(iter(board.comparisons_of(name, main)), None)
         if comparison is None:
             tier, p = "top", None
-        elif math.isnan(comparison.p_adjusted):  # one query: no test, which "tied" read as tested and not different
+        elif not comparison.tested:  # one query: no test, which "tied" read as tested and not different
             tier, p = "untested", None
         else:
             tier = ("below" if comparison.difference < 0 else "above") if board.significant(comparison) else "tied"
