@@ -513,6 +513,7 @@ def write_run(
     rankings: Iterable[tuple[str, Iterable[tuple[str, float]]]],
     tag: str,
     printed: Callable[[float], str] | None = None,
+    digest: Any = None,
 ) -> int:
     """Stream (qid, best-first [(docid, score), ...]) into a TREC run file, atomically.
 
@@ -520,31 +521,37 @@ def write_run(
     decreasing within a query (a tie is printed just below its predecessor: `_printed_below`),
     so that trec_eval's re-sort by score cannot reorder the file. With
     `printed`, each score is printed by it unchanged, ties kept: the rankings must then
-    already be in canonical order (`canonical_order`). Returns the number of lines written.
+    already be in canonical order (`canonical_order`). `digest` (a hashlib object) is updated
+    with the bytes written, so that a caller recording the file's hash need not read it back.
+    Returns the number of lines written.
     """
     if not field_ok(tag):
         raise HarnessError(f"run tag {tag!r} must be non-empty and contain no whitespace or NUL byte")
     written = 0
-    with atomic_write(path) as out:
+    with atomic_write(path, "wb") as out:
         for qid, ranking in rankings:
             if not field_ok(qid):
                 raise HarnessError(f"cannot write {path}: query id {qid!r} is empty or holds whitespace or a "
                                    "NUL byte, which would break a TREC run line")
+            lines = []
             previous: float | None = None
             for rank, (docid, score) in enumerate(ranking, start=1):
                 if not field_ok(docid):
                     raise HarnessError(f"cannot write {path}: query {qid!r}: document id {docid!r} is empty or "
                                        "holds whitespace or a NUL byte, which would break a TREC run line")
                 if printed is not None:
-                    out.write(f"{qid} Q0 {docid} {rank} {printed(score)} {tag}\n")
-                    written += 1
+                    lines.append(f"{qid} Q0 {docid} {rank} {printed(score)} {tag}\n")
                     continue
                 text = format_score(round(score, 6))
                 if previous is not None and float(text) >= previous:
                     text = _printed_below(previous)
                 previous = float(text)  # as trec_eval reads it back
-                out.write(f"{qid} Q0 {docid} {rank} {text} {tag}\n")
-                written += 1
+                lines.append(f"{qid} Q0 {docid} {rank} {text} {tag}\n")
+            block = "".join(lines).encode("utf-8")  # one query's lines, as written and hashed
+            out.write(block)
+            if digest is not None:
+                digest.update(block)
+            written += len(lines)
     return written
 
 

@@ -3,6 +3,7 @@ decreasing scores) and passage -> document runs."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import sys
 
@@ -49,6 +50,14 @@ def test_a_run_written_reads_back_as_the_same_rankings(tmp_path):
     run = Run.of({"q1": [("d3", 3.5), ("d1", 2.25)], "q2": [("d2", 1.0)]})
     write_run(tmp_path / "r.run", ((qid, run.pairs(qid)) for qid in run), tag="t")
     assert dict(read_run(tmp_path / "r.run")) == dict(run)
+
+
+def test_a_run_is_hashed_as_it_is_written_to_the_sha256_of_the_file(tmp_path):
+    """`harness run` records the run file's sha256 from the bytes it writes, not by reading the file back."""
+    path, digest = tmp_path / "r.run", hashlib.sha256()
+    lines = write_run(path, [("q1", [("d3", 3.5), ("d1", 2.25)]), ("q2", []), ("q3", [("d\u00e9", 1.0)])], tag="t",
+                      digest=digest)
+    assert lines == 3 and digest.hexdigest() == hashlib.sha256(path.read_bytes()).hexdigest()
 
 
 def test_written_run_reads_back_with_the_same_order(tmp_path):

@@ -328,7 +328,8 @@ def execute(prepared: Prepared, workspace: Workspace, output: Path, config_path:
         bar = not progress.disable  # (closing a bar disables it)
         repeats = Repeats()
         rankings = _rankings(prepared, rank, progress.update, repeats)
-        lines = write_run(run_path(output, run), rankings, run.tag)
+        written = hashlib.sha256()  # of the bytes as they are written: the file is not read back to hash it
+        lines = write_run(run_path(output, run), rankings, run.tag, digest=written)
     seconds = time.perf_counter() - started
     if not bar:
         print(f"{run.tag}: {len(prepared.queries)} turns ranked in {set_up + seconds:.1f} s ({run_path(output, run)})",
@@ -347,7 +348,7 @@ def execute(prepared: Prepared, workspace: Workspace, output: Path, config_path:
         "hashes": prepared.hashes,
         "queries": len(prepared.queries),
         "lines": lines,
-        "run_sha256": file_sha256(run_path(output, run)),  # an edited or replaced run file is not finished
+        "run_sha256": written.hexdigest(),  # an edited or replaced run file is not finished
         "duplicates": repeats.count,  # documents the retriever answered twice for a query, dropped
         "versions": provenance.versions(),
         "timings": {
