@@ -157,14 +157,18 @@ def run(config: str | Path | Mapping[str, Any], *, retrievers: Mapping[str, Any]
     turn_index, arg=None) -> str`. Their source is hashed into the resume key, so a changed
     function is run again. `leaderboard` / `report` write OUTPUT/leaderboard.md and
     OUTPUT/report.html as `harness run [--report]` does (over every finished run of the config).
-    Runs that are not scored (topics without qrels, `measures: []`) are written, not in the frames."""
+    Runs that are not scored (topics without qrels, `measures: []`) are written, not in the frames.
+    The command's notes (warnings, a run ranked again or left out, ...) are warnings, and
+    `aggregate.attrs["notes"]`; `quiet` leaves out the progress on stderr only."""
     import dataclasses
     import io
+    import warnings
     from contextlib import ExitStack
 
     from harness.queries import STRATEGIES
     from harness.retrieve import RETRIEVERS
     from harness.runner.config import load_config, parse_config
+    from harness.runner.provenance import canonical_hash
     from harness.runner.runner import run_config
 
     if not isinstance(config, (str, Path, Mapping)):
@@ -178,13 +182,22 @@ def run(config: str | Path | Mapping[str, Any], *, retrievers: Mapping[str, Any]
         stack.enter_context(RETRIEVERS.using(retrievers or {}))
         stack.enter_context(STRATEGIES.using(strategies or {}))
         if isinstance(config, Mapping):
-            loaded = parse_config(Path("<config>"), dict(config))
+            document = dict(config)
+            loaded = dataclasses.replace(parse_config(Path("<config>"), document),
+                                         content_sha256=canonical_hash(document))  # what tells two dicts apart
         else:
             loaded = load_config(config)
         if output is not None:
             loaded = dataclasses.replace(loaded, output=Path(output))
         log = io.StringIO() if quiet else None
-        outcomes = run_config(loaded, only=only, force=force, log=log, with_finished=leaderboard or report)
+        notes: list[str] = []  # warned when the run ends, or stops on an error
+        try:
+            outcomes = run_config(loaded, only=only, force=force, log=log, with_finished=leaderboard or report,
+                                  say=notes.append)
+        finally:
+            notes = [note.removeprefix("warning: ") for note in notes]  # the command's prefix: a warning says it
+            for note in notes:
+                warnings.warn(note, stacklevel=2)
         if leaderboard:
             from harness.runner.leaderboard import write
 
@@ -199,7 +212,9 @@ def run(config: str | Path | Mapping[str, Any], *, retrievers: Mapping[str, Any]
         "strategy": [o.run.strategy for o in outcomes],
         "retriever": [o.run.retriever.label for o in outcomes],
     }
-    return frames((o.evaluation for o in outcomes), **labels)
+    per_query, aggregate = frames((o.evaluation for o in outcomes), **labels)
+    aggregate.attrs["notes"] = notes
+    return Frames(per_query, aggregate)
 
 
 def strategy(name: str, benchmark: str) -> Any:

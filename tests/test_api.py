@@ -97,6 +97,23 @@ def test_run_gives_counts_as_whole_numbers_fresh_or_resumed(tmp_path):
     assert fresh.aggregate.NumRet[0] == fresh.per_query.NumRet.sum()
 
 
+def test_run_warns_the_notes_harness_run_says_on_stderr_and_keeps_them_in_attrs(tmp_path, capsys):
+    """As harness.responses.evaluate gives its notes: each a UserWarning naming the caller's line,
+    in the command's words less its 'warning: ', and in aggregate.attrs["notes"]; not on stderr."""
+    config = {"k": 10, "output": str(tmp_path / "runs"), "experiments": [
+        {"topics": "pragmaticqa:val", "strategies": ["raw"], "measures": ["RR"], "retrievers": ["twice"]}]}
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        _, aggregate = harness.run(config, retrievers={"twice": lambda query, k: [("d1", 2.0), ("d1", 1.0)]})
+    said = ("run pragmaticqa-val.raw.twice: retriever twice answered a document again for the same query 1526 times "
+            "(the first: document d1 for query 1_1); each document is kept once, at its best score")
+    assert said in aggregate.attrs["notes"]
+    assert [str(w.message) for w in caught] == aggregate.attrs["notes"]
+    assert {(w.category, w.filename) for w in caught} == {(UserWarning, __file__)}
+    err = capsys.readouterr().err
+    assert "answered a document again" not in err and "pragmaticqa-val.raw.twice" in err  # the progress stays
+
+
 def test_one_measure_may_be_given_as_a_string():
     as_string = harness.evaluate(RUNS[0], CAST2021_QRELS, "nDCG@3", passage_separator="-").aggregate
     as_list = harness.evaluate(RUNS[0], CAST2021_QRELS, ["nDCG@3"], passage_separator="-").aggregate

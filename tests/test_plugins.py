@@ -963,7 +963,7 @@ def test_a_function_with_no_source_to_read_is_never_resumed(tmp_path):
                           text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     assert "skipped" not in done.stderr and _first_of(tmp_path) == "b"
-    assert "warning: retriever mine: its runs are made again every time, never resumed: its source cannot be " \
+    assert "UserWarning: retriever mine: its runs are made again every time, never resumed: its source cannot be " \
            "read" in done.stderr
 
 

@@ -16,6 +16,7 @@ import subprocess
 import sys
 import threading
 import time
+import warnings
 from pathlib import Path
 
 import pytest
@@ -752,6 +753,48 @@ def test_two_configs_typed_alike_in_other_folders_are_two_configs(tmp_path, caps
             assert main(["run", "x.yaml", "--force"]) == 0
     run = tmp_path / "runs" / "pragmaticqa-val.raw.ranked.run"
     assert f"warning: {run} was made by x.yaml; x.yaml now replaces it" in capsys.readouterr().err
+
+
+def test_a_run_file_edited_since_it_was_written_is_replaced_saying_so_from_python_too(tmp_path):
+    """harness.run(..., quiet=True) took the command's note for progress: the edited file was
+    ranked again and replaced without a word. It is a warning, once, in the command's words."""
+    import harness
+
+    config = {"k": 10, "output": str(tmp_path / "runs"), "experiments": [
+        {"topics": "pragmaticqa:val", "strategies": ["raw"], "measures": ["RR"], "retrievers": ["ranked"]}]}
+    ranked = {"ranked": lambda query, k: [("d1", 2.0), ("d2", 1.0)]}
+    harness.run(config, retrievers=ranked, quiet=True)
+    run = tmp_path / "runs" / "pragmaticqa-val.raw.ranked.run"
+    run.write_text("".join(run.read_text().splitlines(keepends=True)[:1000]))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        harness.run(config, retrievers=ranked, quiet=True)
+    assert [str(w.message) for w in caught if "edited" in str(w.message)] == [
+        f"pragmaticqa-val.raw.ranked: {run} was edited or replaced since it was written: it has 1000 lines, 3052 were "
+        "written, so its recorded scores are not its: ranked again"]
+    assert len(run.read_text().splitlines()) == 3052
+
+
+def test_two_dict_configs_writing_one_output_under_one_tag_are_two_configs(tmp_path):
+    """The Python API's dicts are all named <config>: their content tells them apart, so a second
+    dict replacing the first's run is warned about as a second file is; the same dict again is not."""
+    import harness
+
+    def config(k: int) -> dict:
+        return {"k": k, "output": str(tmp_path / "runs"), "experiments": [
+            {"topics": "pragmaticqa:val", "strategies": ["raw"], "measures": ["RR"], "retrievers": ["ranked"]}]}
+
+    ranked = {"ranked": lambda query, k: [("d1", 2.0), ("d2", 1.0)]}
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        harness.run(config(10), retrievers=ranked, quiet=True)
+        harness.run(config(10), retrievers=ranked, quiet=True, force=True)
+        assert not [w for w in caught if " was made by " in str(w.message)]
+        harness.run(config(5), retrievers=ranked, quiet=True)
+    run = tmp_path / "runs" / "pragmaticqa-val.raw.ranked.run"
+    assert [str(w.message) for w in caught if " was made by " in str(w.message)] == [
+        f"{run} was made by a <config> of other content (another dict, or this one edited); <config> now replaces it "
+        "(its scores on that config's leaderboard are stale): give the two configs other outputs or tags"]
 
 
 def test_documents_a_retriever_answers_twice_for_a_query_are_counted_in_a_warning_and_the_run_s_json(tmp_path, capsys):

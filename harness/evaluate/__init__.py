@@ -45,7 +45,7 @@ from harness.errors import ARGUMENTS, FLAGS, HarnessError, InputError, Spelling
 from harness.trec import Qrels, Run, read_run
 
 __all__ = ["JUDGED", "Evaluation", "Evaluator", "RunFileOptions", "evaluate", "evaluate_files", "keep_measures",
-           "parse_measures", "report_reading", "with_judged"]
+           "parse_measures", "reading_lines", "report_reading", "with_judged"]
 
 JUDGED = "Judged@10"  # share of the top 10 that is judged: reports show it beside the measures asked for
 
@@ -137,13 +137,18 @@ def reading_warnings(evaluation: Evaluation, qrels: str) -> list[str]:
 
 
 def report_reading(evaluation: Evaluation, qrels: str, log: TextIO | None = None) -> None:
-    """`reading_warnings` and text after the sixth field, said the same way by `harness eval`,
-    `harness compare` and `harness run`. To `log`, stderr by default."""
-    log = log or sys.stderr
-    for warning in reading_warnings(evaluation, qrels):
-        print(f"warning: {warning}", file=log)
+    """`reading_lines` said the same way by `harness eval`, `harness compare` and `harness run`.
+    To `log`, stderr by default."""
+    for line in reading_lines(evaluation, qrels):
+        print(line, file=log or sys.stderr)
+
+
+def reading_lines(evaluation: Evaluation, qrels: str) -> list[str]:
+    """`reading_warnings` and text after the sixth field, as the commands' lines on stderr."""
+    lines = [f"warning: {warning}" for warning in reading_warnings(evaluation, qrels)]
     if (note := evaluation.trailing_note()) is not None:
-        print(note, file=log)
+        lines.append(note)
+    return lines
 
 
 def api_warnings(evaluation: Evaluation, qrels: str) -> list[str]:

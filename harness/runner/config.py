@@ -178,6 +178,8 @@ class Config:
     output: Path
     experiments: tuple[Experiment, ...]
     llm: Mapping[str, Any] = field(default_factory=dict)  # `llm:` endpoints (harness.queries.llm.Endpoint)
+    # a dict's (the Python API's config), whose path, <config>, tells it from no other dict
+    content_sha256: str | None = None
 
     def runs(self, only: Iterable[str] = ()) -> list[RunSpec]:
         """Every run of the config in file order, or those whose experiment name or tag is in `only`."""

@@ -59,6 +59,11 @@ def canonical_json(value: Any) -> str:
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
 
 
+def canonical_hash(value: Any) -> str:
+    """sha256 over canonical_json: a resume key (run_hash), a dict config's identity."""
+    return hashlib.sha256(canonical_json(value).encode("utf-8")).hexdigest()
+
+
 # Raised when what harness run hands a plug-in or does with its answer changes (2: answers ranked in
 # trec_eval's order before the cut, strategies handed the turn without its answer), so that runs a
 # plug-in made under the earlier rules are made again rather than resumed with their numbers.
@@ -127,7 +132,7 @@ def named_files(declaration: Declaration, params: Mapping[str, Any]) -> dict[str
 
 def run_hash(parts: dict[str, str], identity: dict[str, Any]) -> str:
     """The resume key: sha256 over the part hashes and the run's config, canonically."""
-    return hashlib.sha256(canonical_json({"inputs": parts, "config": identity}).encode("utf-8")).hexdigest()
+    return canonical_hash({"inputs": parts, "config": identity})
 
 
 def versions() -> dict[str, str]:

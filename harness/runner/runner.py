@@ -35,7 +35,7 @@ from harness.atomic import atomic_write, folder_lock
 from harness.corpus import Corpus, Document
 from harness.errors import CONFIG, HarnessError
 from harness.evaluate import (JUDGED, Evaluation, Evaluator, RunFileOptions, evaluate_file, keep_measures,
-                              qrels_name, reading_warnings, report_reading, with_judged)
+                              qrels_name, reading_lines, reading_warnings, with_judged)
 from harness.queries import inputs as strategy_inputs
 from harness.queries.llm import endpoints as llm_endpoints
 from harness.retrieve import RETRIEVERS, Retriever, SearchQuery, build, shared_retrievers
@@ -50,6 +50,14 @@ from harness.trec import Qrels, Run, qrels_text, write_run
 
 BATCH = 64  # queries per retriever call; the progress display moves once per batch
 _UNSAFE_IN_FILE_NAME = re.compile(r"[^A-Za-z0-9_.+=@-]+")  # a written qrels file's name has '-' for each stretch
+
+
+Say = Callable[[str], None]  # takes a note of `harness run`: a line, "warning: " before a warning
+
+
+def saying(log: TextIO) -> Say:
+    """Notes said as the command says them: each a line on `log`."""
+    return lambda line: print(line, file=log)
 
 
 @dataclass
@@ -304,10 +312,10 @@ def _edited(path: Path, record: dict[str, Any]) -> str | None:
     return f"{changed}: its sha256 is not the one its JSON records" if isinstance(sha256, str) else None
 
 
-def execute(prepared: Prepared, workspace: Workspace, output: Path, config_path: Path,
-            log: TextIO) -> Scored | None:
+def execute(prepared: Prepared, workspace: Workspace, output: Path, config: Config, log: TextIO,
+            say: Say) -> Scored | None:
     """Rank every query and write the run file, score it (None: not scored), then write its JSON."""
-    run = prepared.run
+    run, config_path = prepared.run, config.path
     task = TASKS.get(run.experiment.task)
     started = time.perf_counter()
     rank = task.ranker(prepared.benchmark, run.retriever.name, run.retriever.params, run.experiment.k,
@@ -318,10 +326,9 @@ def execute(prepared: Prepared, workspace: Workspace, output: Path, config_path:
     # its JSON would otherwise leave the old inputs' hash beside the new file, and a rerun of the
     # old config would take the new file (and the old scores) as its finished run
     if json_path(output, run).is_file():  # (a folder in its way is said when the JSON is written)
-        if (maker := _other_config(json_path(output, run), config_path)) is not None:
-            print(f"warning: {run_path(output, run)} was made by {maker}; {config_path} now replaces it (its scores "
-                  f"on that config's leaderboard are stale): give the two configs other outputs or tags",
-                  file=log)
+        if (maker := _other_config(json_path(output, run), config)) is not None:
+            say(f"warning: {run_path(output, run)} was made by {maker}; {config_path} now replaces it (its scores "
+                f"on that config's leaderboard are stale): give the two configs other outputs or tags")
         json_path(output, run).unlink()
     # a bar on a terminal; on a log or a pipe one line when the run is written
     with progress_bar(run.tag, "turn", total=len(prepared.queries), file=log, mininterval=0.5) as progress:
@@ -335,13 +342,14 @@ def execute(prepared: Prepared, workspace: Workspace, output: Path, config_path:
         print(f"{run.tag}: {len(prepared.queries)} turns ranked in {set_up + seconds:.1f} s ({run_path(output, run)})",
               file=log)
     if repeats.count:
-        print(f"warning: {repeats.said(prepared)}", file=log)
+        say(f"warning: {repeats.said(prepared)}")
     metadata = {
         "tag": run.tag,
         "run": run_path(output, run).name,
         "config_file": str(config_path),
         # the file itself, to tell it from another config (`_other_config`) whatever folder it was run from
         **({"config_realpath": os.path.realpath(config_path)} if config_path.is_file() else {}),
+        **({"config_sha256": config.content_sha256} if config.content_sha256 is not None else {}),  # a dict's
         "config": run.description(),
         "strategy_inputs": strategy_inputs(run.strategy) if run.strategy else {},  # rewrites file sha256, LLM
         "hash": prepared.digest,
@@ -369,26 +377,31 @@ def execute(prepared: Prepared, workspace: Workspace, output: Path, config_path:
     return scored
 
 
-def _other_config(path: Path, config_path: Path) -> str | None:
-    """The config file a run's JSON says made it, when that is another than `config_path`: two
-    configs writing one output folder under one run tag replace each other's runs in turn;
-    None when it is the same config or the JSON names none. The same file is told by the real
-    path the JSON records: a path as typed (`configs/x.yaml`) names another file from another
-    folder, and one config run by two paths (from two folders, by a symlink) is one config."""
+def _other_config(path: Path, config: Config) -> str | None:
+    """The config a run's JSON says made it, when that is another than `config`: two configs
+    writing one output folder under one run tag replace each other's runs in turn; None when
+    it is the same config or the JSON names none. The same file is told by the real path the
+    JSON records: a path as typed (`configs/x.yaml`) names another file from another folder,
+    and one config run by two paths (from two folders, by a symlink) is one config. Dicts (the
+    Python API's configs, all named <config>) are told by their content's hash."""
+    config_path = config.path
     try:
         record = json.loads(path.read_text(encoding="utf-8"))
-        recorded, real = record.get("config_file"), record.get("config_realpath")
+        recorded, real, content = record.get("config_file"), record.get("config_realpath"), record.get("config_sha256")
     except (OSError, json.JSONDecodeError, UnicodeDecodeError, AttributeError):
         return None
     if not isinstance(recorded, str):
         return None
+    if isinstance(content, str) and config.content_sha256 is not None:
+        return None if content == config.content_sha256 else (f"a {recorded} of other content (another dict, "
+                                                              "or this one edited)")
     if isinstance(real, str) and config_path.is_file():
         try:
             same = os.path.samefile(real, config_path)
         except OSError:  # the other config's file is gone
             same = real == os.path.realpath(config_path)
         return None if same else recorded
-    # a JSON written before the real path was recorded, or a config that is no file (the Python API's)
+    # a JSON written before the real path or a dict's hash was recorded, or a file and a dict
     if recorded == str(config_path):
         return None
     return None if Path(recorded).resolve() == config_path.resolve() else recorded
@@ -568,26 +581,29 @@ def run_file_options(experiment: Experiment) -> RunFileOptions:
 
 def run_config(
     config: Config, *, only: Iterable[str] = (), force: bool = False, log: TextIO | None = None,
-    with_finished: bool = False,
+    with_finished: bool = False, say: Say | None = None,
 ) -> list[Outcome]:
-    """Produce (or reuse) every selected run of the config and score it; messages go to `log`
-    (stderr by default). With `with_finished`, the outcomes also hold every other run of the
-    config already finished with the current inputs (a leaderboard after `--only X` shows all
-    runs, not X alone), in config order."""
+    """Produce (or reuse) every selected run of the config and score it; progress goes to `log`
+    (stderr by default), and so do the notes (warnings, a run ranked again or left out, what
+    scoring found), each one line, unless `say` takes them (the Python API warns them). With
+    `with_finished`, the outcomes also hold every other run of the config already finished
+    with the current inputs (a leaderboard after `--only X` shows all runs, not X alone), in
+    config order."""
     log = log or sys.stderr
+    say = say or saying(log)
     output = config.output  # folder_lock makes it, or says in one line why it cannot
     workspace = Workspace(output)
     outcomes = []
     selected_runs = config.runs(only)
-    warn_shallow(selected_runs, log)
-    warn_never_resumed(selected_runs, log)
+    warn_shallow(selected_runs, say)
+    warn_never_resumed(selected_runs, say)
     selected = {run.tag for run in selected_runs}
     # one writer per output folder: a second run waits, then skips what the first finished
     with folder_lock(output, log), shared_retrievers(), llm_endpoints(config.llm), \
             preloading(preloads(run for run in selected_runs if force or not _has_files(run, output))):
         for run in config.runs():
             if run.tag not in selected:
-                if with_finished and (outcome := _finished_outcome(run, workspace, output, log)) is not None:
+                if with_finished and (outcome := _finished_outcome(run, workspace, output, say)) is not None:
                     outcomes.append(outcome)
                 continue
             prepared = prepare(run, workspace)
@@ -597,33 +613,34 @@ def run_config(
                 scored = finished_scores(prepared, output)
             else:
                 if why:
-                    print(f"{run.tag}: {why}, so its recorded scores are not its: ranked again", file=log)
-                scored = execute(prepared, workspace, output, config.path, log)
+                    say(f"{run.tag}: {why}, so its recorded scores are not its: ranked again")
+                scored = execute(prepared, workspace, output, config, log, say)
             outcomes.append(Outcome.of(prepared, output, skipped, scored))
     for experiment in {id(run.experiment): run.experiment for run in selected_runs}.values():
         if experiment.unscored:
-            print(f"{experiment.file}: {experiment.key}: {experiment.unscored}: its runs are written to {output}, "
-                  "not scored", file=log)
+            say(f"{experiment.file}: {experiment.key}: {experiment.unscored}: its runs are written to {output}, "
+                "not scored")
     for outcome in outcomes:  # what the leaderboard's numbers do not show, as `harness eval` says it
         if outcome.evaluation is None:
             continue
-        report_reading(outcome.evaluation, qrels_name(outcome.qrels), log)
+        for line in reading_lines(outcome.evaluation, qrels_name(outcome.qrels)):
+            say(line)
         if outcome.evaluation.missing_queries:  # (listed in the run's JSON)
-            print(f"{outcome.run.tag}: {outcome.evaluation.judged_note()}", file=log)
+            say(f"{outcome.run.tag}: {outcome.evaluation.judged_note()}")
     return outcomes
 
 
-def warn_shallow(runs: Iterable[RunSpec], log: TextIO) -> None:
+def warn_shallow(runs: Iterable[RunSpec], say: Say) -> None:
     """A warning per experiment whose measures read deeper than its runs go (shallow_measures)."""
     for experiment in {id(run.experiment): run.experiment for run in runs}.values():
         if (problem := shallow_measures(experiment)) is not None:
-            print(f"warning: {problem}", file=log)
+            say(f"warning: {problem}")
 
 
-def warn_never_resumed(runs: Iterable[RunSpec], log: TextIO) -> None:
+def warn_never_resumed(runs: Iterable[RunSpec], say: Say) -> None:
     """A warning per plug-in whose runs are never resumed (provenance.never_resumed)."""
     for what, why in provenance.never_resumed(runs).items():
-        print(f"warning: {what}: its runs are made again every time, never resumed: {why}", file=log)
+        say(f"warning: {what}: its runs are made again every time, never resumed: {why}")
 
 
 def preloads(runs: Iterable[RunSpec]) -> list[Callable[[], object]]:
@@ -666,22 +683,22 @@ def preloading(loads: list[Callable[[], object]]) -> Iterator[None]:
     thread.join()  # not on an error: an interrupted run does not wait for an import
 
 
-def _finished_outcome(run: RunSpec, workspace: Workspace, output: Path, log: TextIO) -> Outcome | None:
+def _finished_outcome(run: RunSpec, workspace: Workspace, output: Path, say: Say) -> Outcome | None:
     """A run not selected this time, if its files record the current inputs; else None (said
     in one line when files are there: of other inputs, or of a plug-in never resumed, whose
     files are never known to be of the current inputs)."""
     if not _has_files(run, output):
         return None
     if never := provenance.never_resumed([run]):
-        print(f"{run.tag}: left out of the leaderboard: {' and '.join(never)} {'is' if len(never) == 1 else 'are'} "
-              f"never resumed, so its files are not known to be of the current inputs (select it with --only "
-              f"{run.tag} to make it again): {_whose(never)}", file=log)
+        say(f"{run.tag}: left out of the leaderboard: {' and '.join(never)} {'is' if len(never) == 1 else 'are'} "
+            f"never resumed, so its files are not known to be of the current inputs (select it with --only "
+            f"{run.tag} to make it again): {_whose(never)}")
         return None
     prepared = prepare(run, workspace)
     done, why = finished(prepared, output)
     if not done:
         why = why or "its files were made from other inputs"
-        print(f"{run.tag}: left out of the leaderboard: {why} (run it with --only {run.tag})", file=log)
+        say(f"{run.tag}: left out of the leaderboard: {why} (run it with --only {run.tag})")
         return None
     return Outcome.of(prepared, output, True, finished_scores(prepared, output))
 
@@ -698,10 +715,10 @@ def plan(config: Config, *, only: Iterable[str] = (),
          log: TextIO | None = None) -> list[tuple[Prepared, tuple[bool, str | None]]]:
     """Dry run: every selected run with its inputs loaded and hashed, and whether it is finished
     (`finished`: and why not, when only its run file was edited)."""
-    workspace, log = Workspace(), log or sys.stderr
+    workspace, say = Workspace(), saying(log or sys.stderr)
     runs = config.runs(only)
-    warn_shallow(runs, log)
-    warn_never_resumed(runs, log)
+    warn_shallow(runs, say)
+    warn_never_resumed(runs, say)
     with shared_retrievers(), llm_endpoints(config.llm):
         prepared = [prepare(run, workspace) for run in runs]
     return [(p, finished(p, config.output)) for p in prepared]
