@@ -190,14 +190,17 @@ def run(config: str | Path | Mapping[str, Any], *, retrievers: Mapping[str, Any]
         if output is not None:
             loaded = dataclasses.replace(loaded, output=Path(output))
         log = io.StringIO() if quiet else None
-        notes: list[str] = []  # warned when the run ends, or stops on an error
+        said: list[str] = []
         try:
             outcomes = run_config(loaded, only=only, force=force, log=log, with_finished=leaderboard or report,
-                                  say=notes.append)
-        finally:
-            notes = [note.removeprefix("warning: ") for note in notes]  # the command's prefix: a warning says it
-            for note in notes:
-                warnings.warn(note, stacklevel=2)
+                                  say=said.append)
+        except BaseException as error:  # its notes ride on the error, which a warning (-W error) would hide
+            for note in said:
+                error.add_note(note)
+            raise
+        notes = [note.removeprefix("warning: ") for note in said]  # the command's prefix: a warning says it
+        for note in notes:
+            warnings.warn(note, stacklevel=2)
         if leaderboard:
             from harness.runner.leaderboard import write
 

@@ -114,6 +114,22 @@ def test_run_warns_the_notes_harness_run_says_on_stderr_and_keeps_them_in_attrs(
     assert "answered a document again" not in err and "pragmaticqa-val.raw.twice" in err  # the progress stays
 
 
+def test_run_stopped_by_an_error_carries_the_notes_said_so_far_on_it_not_as_warnings(tmp_path):
+    """A warning turned into an error (-W error) would hide the error that stopped the run: the
+    notes said before it ride on that error, as its notes."""
+    def broken(query, k):
+        raise ValueError("the model is gone")
+
+    config = {"k": 10, "output": str(tmp_path / "runs"), "experiments": [
+        {"topics": "pragmaticqa:val", "strategies": ["raw"], "measures": ["RR"], "retrievers": ["twice", "broken"]}]}
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(Exception) as stopped:
+            harness.run(config, retrievers={"twice": lambda query, k: [("d1", 2.0), ("d1", 1.0)], "broken": broken})
+    assert "the model is gone" in str(stopped.value)
+    assert any("retriever twice answered a document again" in note for note in stopped.value.__notes__)
+
+
 def test_one_measure_may_be_given_as_a_string():
     as_string = harness.evaluate(RUNS[0], CAST2021_QRELS, "nDCG@3", passage_separator="-").aggregate
     as_list = harness.evaluate(RUNS[0], CAST2021_QRELS, ["nDCG@3"], passage_separator="-").aggregate
