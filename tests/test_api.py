@@ -187,6 +187,17 @@ def test_a_dataframe_run_repeating_a_document_keeps_its_highest_score_as_a_run_f
     assert kept == harness.evaluate(as_file, qrels, "RR(rel=2)").aggregate["RR(rel=2)"][0] == 0.5
 
 
+def test_evaluate_warns_of_a_relevance_level_no_judgment_reaches_where_harness_eval_says_it_on_stderr(capsys):
+    """P(rel=9) is 0 on every query of qrels graded 0-4: a warning at the caller's line, not a print."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        harness.evaluate(RUNS[0], CAST2021_QRELS, ["P(rel=9)@10"], passage_separator="-")
+    said = f"P(rel=9)@10: no judgment in qrels {CAST2021_QRELS} reaches grade 9 (the highest is 4), so it is 0 on " \
+           "every query"
+    assert said in [str(w.message) for w in caught if w.filename == __file__]
+    assert "reaches grade" not in capsys.readouterr().err
+
+
 def test_evaluate_warns_what_harness_eval_counts_on_stderr(tmp_path, capsys):
     """A judged query the run lacks (a 0 in the mean), unjudged ones and repeated documents: in
     `harness eval`'s words, one warning per run, named as the caller named it; the numbers unchanged."""

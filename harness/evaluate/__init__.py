@@ -30,7 +30,7 @@ from __future__ import annotations
 import os
 import sys
 import warnings
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TextIO
@@ -214,15 +214,18 @@ def _check_scorable(qrels: QrelsTable) -> None:
         raise InputError(qrels.path, message) if qrels.path else HarnessError(f"qrels {qrels.name}: {message}")
 
 
-def _warn_unreachable(parsed: Sequence, names: Sequence[str], qrels: QrelsTable) -> None:
+def _warn_unreachable(parsed: Sequence, names: Sequence[str], qrels: QrelsTable, say: Callable[[str], None]) -> None:
     """A measure whose relevance level (rel=) no judgment reaches is 0 on every query, which
-    trec_eval prints without a word: said once, on stderr, naming the highest grade."""
+    trec_eval prints without a word: said once, naming the highest grade."""
     top = int(qrels.grades.max()) if len(qrels.grades) else None
     for measure, name in zip(parsed, names):
         level = measure.params.get("rel")
         if level is not None and (top is None or level > top):
-            print(f"warning: {unreachable(name, qrels_name(qrels), level, top)}, so it is 0 on every query",
-                  file=sys.stderr)
+            say(f"{unreachable(name, qrels_name(qrels), level, top)}, so it is 0 on every query")
+
+
+def _on_stderr(warning: str) -> None:
+    print(f"warning: {warning}", file=sys.stderr)
 
 
 def unreachable(what: str, qrels: str, level: int, top: int | None, judged: str = "judgment in qrels") -> str:
@@ -242,9 +245,10 @@ class Evaluator:
     strictly decreasing scores n, n-1, ..., 1."""
 
     def __init__(self, qrels: Qrels | QrelsTable, measures: Sequence[str], *, announce: bool = True,
-                 spelling: Spelling = FLAGS) -> None:
+                 spelling: Spelling = FLAGS, warn: Callable[[str], None] = _on_stderr) -> None:
         """`measures` in ir-measures or trec_eval syntax; results are keyed by the names as given.
-        `spelling`: how warnings name a setting (the command line's flags, the API's arguments)."""
+        `spelling`: how warnings name a setting (the command line's flags, the API's arguments);
+        `warn`: where a warning goes when `announce` (stderr; the API's, to Python warnings)."""
         names = [measures] if isinstance(measures, str) else list(measures)
         parsed = parse_measures(names, announce=announce)
         self.table = qrels if isinstance(qrels, QrelsTable) else QrelsTable.from_qrels(qrels)
@@ -257,7 +261,7 @@ class Evaluator:
         self._scorer = None
         self._spelling = spelling
         if announce:
-            _warn_unreachable(parsed, names, self.table)
+            _warn_unreachable(parsed, names, self.table, warn)
 
     @property
     def qrels(self) -> Qrels:
@@ -409,7 +413,10 @@ def score_runs(runs, qrels, measures: str | Sequence[str] | None = None, *, pres
     if (warning := depth_warning(measures, depth, given, preset, spelling=ARGUMENTS)) is not None:
         warnings.warn(warning, stacklevel=3)  # as `harness eval` says it on stderr
     judged = as_qrels(qrels)
-    evaluator = Evaluator(judged, measures, spelling=ARGUMENTS)
+    said: list[str] = []
+    evaluator = Evaluator(judged, measures, spelling=ARGUMENTS, warn=said.append)
+    for warning in said:  # a measure no judgment can score above 0
+        warnings.warn(warning, stacklevel=3)
     evaluations = [evaluator(run.to_documents(separator) if separator else run, depth) for run in run_list(runs)]
     for evaluation in evaluations:  # what `harness eval` says on stderr
         for warning in api_warnings(evaluation, qrels_name(judged)):
