@@ -34,9 +34,9 @@ read from the plug-in's signature (real annotations, as a researcher writes them
 `origin(name)` says what a plug-in is (distribution and version, module, the sha256 of its
 source and of its helper modules, the plain globals read by its functions or methods where
 they are a notebook's or a script's, the functions an object holds), for the resume key: a
-changed plug-in is run again, not reused; one whose files changed on disk since it was loaded
-is an error for the Python API's next call, which would run its old code (`_as_loaded`).
-Built-ins have none.
+changed plug-in is run again, not reused; one whose files changed on disk since it was loaded,
+and were not reloaded into the code it runs (importlib.reload, IPython's %autoreload), is an error
+for the Python API's next call, which would run its old code (`_as_loaded`). Built-ins have none.
 """
 
 from __future__ import annotations
@@ -51,7 +51,7 @@ import sys
 import types
 import typing
 import weakref
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, replace
@@ -726,9 +726,9 @@ class Registry(Generic[T]):
         # an error for a config naming it, BROKEN in `harness components`, nothing to the other names
         self._clashes: dict[str, str] = {}
         self._origins: dict[str, Origin] = {}
-        # a plug-in loaded by name -> its code, and the call (of the Python API: `using`) that last found its
-        # files as loaded (`origin`)
-        self._loaded: dict[str, Any] = {}
+        # a plug-in loaded by name -> what makes its origin, and the call (of the Python API: `using`) that last
+        # made it (`origin`)
+        self._loaded: dict[str, Callable[[], Origin]] = {}
         self._checked: dict[str, int] = {}
         self._call = 0
         self._python: dict[str, tuple[T, Origin, Declaration]] = {}
@@ -853,14 +853,19 @@ class Registry(Generic[T]):
         changed, is run again by the next `harness.run` of the same process too. One loaded by
         name by an earlier call of the Python API whose files changed since is an error, the
         first time this call asks (`_as_loaded`), not its old code run under the new files' key
-        or its old run reused; a batch already going keeps the code and key it started with."""
+        or its old run reused, unless they were reloaded into its code: it is then keyed by them as
+        they are now; a batch already going keeps the code and key it started with."""
         self.get(name)
         using = self._using.get()
         if name in using:
             found = using[name][1]
         else:
             if name in self._loaded and self._checked[name] != self._call:
-                _as_loaded(self._loaded[name])
+                origin = self._loaded[name]()  # its files as they are now, an error where not loaded (`_as_loaded`)
+                if name in self._python:
+                    self._python[name] = (self._python[name][0], origin, self._python[name][2])
+                else:
+                    self._origins[name] = origin
                 self._checked[name] = self._call
             found = self._python[name][1] if name in self._python else self._origins.get(name)
         return {**found, **_never_resumed(found[NOT_RESUMED])} if found and NOT_RESUMED in found else found
@@ -918,9 +923,13 @@ class Registry(Generic[T]):
         self._items[name] = item
         self._declarations[name] = declaration
         dist = getattr(point, "dist", None)
-        self._origins[name] = {"entry_point": f"{point.group}:{name}", "distribution": dist.name if dist else None,
-                               "version": dist.version if dist else None, **object_origin(obj, by_name=True)}
-        self._loaded[name], self._checked[name] = _code(obj), self._call
+
+        def origin_of() -> Origin:
+            return {"entry_point": f"{point.group}:{name}", "distribution": dist.name if dist else None,
+                    "version": dist.version if dist else None, **object_origin(obj, by_name=True)}
+
+        self._origins[name] = origin_of()
+        self._loaded[name], self._checked[name] = origin_of, self._call
         return item
 
     def _from_python(self, name: str) -> tuple[T, Origin, Declaration]:
@@ -949,8 +958,12 @@ class Registry(Generic[T]):
             obj = getattr(obj, part)
         item = self._adopt(name, obj)
         _note_plugin_package(obj, f"{self.kind} {name!r} (module {module_name})")
-        origin = {"python": name[len(PYTHON):], **object_origin(obj, by_name=True), **_built_in(module, obj)}
-        self._loaded[name], self._checked[name] = _code(obj), self._call
+
+        def origin_of() -> Origin:
+            return {"python": name[len(PYTHON):], **object_origin(obj, by_name=True), **_built_in(module, obj)}
+
+        origin = origin_of()
+        self._loaded[name], self._checked[name] = origin_of, self._call
         return item, origin, self._declared(name, obj, item)
 
     def __contains__(self, name: object) -> bool:
@@ -1190,44 +1203,210 @@ def _helpers(module: types.ModuleType, own: bool = False) -> dict[str, tuple[str
     return dict(sorted(found.items()))
 
 
-# each plug-in's code (a function, a class) -> the files it was keyed by, {module: (path, sha256)}, when it was
-# first keyed in this process: a file changed since then holds code this process does not run (`_as_loaded`).
+@dataclass
+class _Keyed:
+    """A module keying a plug-in's code, as it was when keyed: its file, the file's sha256 and that of its
+    syntax (`_syntax`: an edit of its comments or layout alone changes no code), and what tells whether
+    it was reloaded since (`_reloaded`): its spec, which importlib.reload replaces (None: not imported
+    yet), the code objects of the functions the plug-in reaches in it (`_reached`), which IPython's
+    %autoreload puts the new file's code into, in place, and the values of its globals the file gives a
+    literal (`_literals`), which %autoreload may set alone."""
+    path: str
+    sha: str
+    syntax: str | None
+    spec: Any
+    codes: dict[int, types.CodeType]  # by id: the objects, not their contents
+    values: dict[str, Any]
+
+
+# each plug-in's code (a function, a class) -> the modules it was keyed by, when it was first keyed in this
+# process or last found reloaded: a file changed since then holds code this process does not run (`_as_loaded`).
 # A record of what was loaded, as sys.modules is; weak, so that code given up is forgotten.
-_KEYED: weakref.WeakKeyDictionary[Any, dict[str, tuple[str, str]]] = weakref.WeakKeyDictionary()
+_KEYED: weakref.WeakKeyDictionary[Any, dict[str, _Keyed]] = weakref.WeakKeyDictionary()
 
 
-def _as_loaded(target: Any, files: Mapping[str, tuple[str, str]] | None = None) -> None:
+def _as_loaded(target: Any, files: Mapping[str, tuple[str, str]]) -> None:
     """Raise a HarnessError where a module keying `target` (its own, a helper) changed on disk
-    since `target` was first keyed in this process: the code that would run is the one loaded,
-    which the key no longer says (an edit in a notebook, `importlib.reload`: an entry point is
-    loaded once a process, and a module reloaded leaves the objects made before it as they
-    were). `files`: as keyed now, each recorded the first time; a helper not imported yet (one a
-    function imports when it runs) runs as it is on disk when it is: its record follows the file
-    until it is imported, and is then what was loaded; None: each recorded file read again. IPython's
-    `%autoreload` does reach loaded code, but an edit it loaded is not told apart from one not
-    loaded: the error says so."""
+    since `target` was first keyed in this process, and was not reloaded since (`_reloaded`): the code
+    that would run is the one loaded, which the key no longer says (an edit in a notebook; an entry point
+    is loaded once a process, and `importlib.reload` leaves the objects made before it as they were).
+    A module reloaded, what the plug-in reaches of it being the file's as it is now (`importlib.reload`
+    and the reloaded objects handed over; IPython's `%autoreload`, which puts the new code into the old
+    functions and classes), or one whose comments or layout alone changed, is keyed by the file as it is
+    now. `files`: as keyed now, each recorded the first time; a helper not imported yet (one a function
+    imports when it runs) runs as it is on disk when it is: its record follows the file until it is
+    imported, and is then what was loaded; a module recorded that no longer keys it, read again."""
     from harness.paths import file_sha256
 
     try:
-        before = _KEYED.setdefault(target, {}) if files is not None else _KEYED.get(target, {})
+        before = _KEYED.setdefault(target, {})
     except TypeError:  # no weak reference to it
         return
-    own = next(iter(before or files or {}), None)  # target's own module: loaded with it
-    for name, (path, sha) in list(before.items()):
+    own = next(iter(before or files), None)  # target's own module: loaded with it
+    modules = [*before, *(name for name in files if name not in before)]
+    for name, keyed in list(before.items()):
         try:
-            now = files[name][1] if files is not None and name in files else file_sha256(path)
+            now = files[name][1] if name in files else file_sha256(keyed.path)
         except OSError:  # gone (a temporary folder): nothing left to run either
             continue
-        if now != sha and name != own and name not in sys.modules:  # not imported yet: runs as it is on disk
-            before[name] = (path, now)
-        elif now != sha:
-            raise HarnessError(f"module {name} ({path}) changed on disk since it was loaded in this process, so the "
-                               "code that would run is not the code its resume key would say: restart the process "
-                               "(in a notebook, the kernel); importlib.reload does not reach a plug-in already "
-                               "loaded or handed over, and an edit IPython's %autoreload loaded is not told apart "
-                               "from one not loaded")
-    for name, each in (files or {}).items():
-        before.setdefault(name, each)
+        if now == keyed.sha:
+            continue
+        if name != own and name not in sys.modules:  # not imported yet: runs as it is on disk
+            before[name] = _keyed(name, keyed.path, now, target, modules)
+            continue
+        tree = _parsed(keyed.path)
+        if tree is not None and _syntax(tree) == keyed.syntax:  # its comments or layout alone
+            before[name] = replace(keyed, sha=now)
+        elif tree is not None and _reloaded(name, keyed, target, modules, tree):
+            before[name] = _keyed(name, keyed.path, now, target, modules)
+        else:
+            raise HarnessError(f"module {name} ({keyed.path}) changed on disk since it was loaded in this process, "
+                               "so the code that would run is not the code its resume key would say: restart the "
+                               "process (in a notebook, the kernel), or reload the module (importlib.reload, "
+                               "IPython's %autoreload) and hand over its objects as reloaded; importlib.reload "
+                               "does not reach a plug-in already loaded by name or an object made before it")
+    for name, (path, sha) in files.items():
+        if name not in before:
+            before[name] = _keyed(name, path, sha, target, modules)
+
+
+def _keyed(name: str, path: str, sha: str, target: Any, modules: Iterable[str]) -> _Keyed:
+    """Module `name` as it is loaded now, keyed by the file `path` whose sha256 is `sha`."""
+    module = sys.modules.get(name)
+    tree = _parsed(path)
+    syntax = None if tree is None else _syntax(tree)
+    if module is None:
+        return _Keyed(path, sha, syntax, None, {}, {})
+    namespace = vars(module)
+    return _Keyed(path, sha, syntax, module.__spec__,
+                  {id(function.__code__): function.__code__ for function in _reached(name, path, target, modules)},
+                  {key: namespace[key] for key in (_literals(tree) if tree is not None else {}) if key in namespace})
+
+
+def _reloaded(name: str, keyed: _Keyed, target: Any, modules: Iterable[str], tree: Any) -> bool:
+    """Whether module `name`, whose file changed since it was `keyed` and whose syntax tree is now `tree`,
+    was reloaded since, and what `target` reaches of it is the file's as it is now. Reloaded: its spec is
+    a new one (importlib.reload, as IPython's %autoreload runs it), or a function the plug-in reaches
+    (`_reached`) holds new code, or a global the file gives a literal holds a new value (%autoreload may
+    put only what changed into them). Now: each such function's code is the one the file compiles to, but
+    for its lines, each global the file gives a literal holds it, and each plain value a module keying it
+    imported from it (`from name import K`, `_imported_from`) is the one it holds: no object is left that
+    the reload did not reach (one made before importlib.reload), nor an edit made after it to a function or
+    a literal."""
+    module = sys.modules.get(name)
+    if keyed.spec is None or module is None:  # imported after it was keyed: when, is not known
+        return False
+    namespace = vars(module)
+    functions = _reached(name, keyed.path, target, modules)
+    if (module.__spec__ is keyed.spec and all(id(function.__code__) in keyed.codes for function in functions)
+            and all(namespace.get(key) is value for key, value in keyed.values.items())):
+        return False
+    try:
+        compiled = _compiled(tree, keyed.path)
+    except (SyntaxError, ValueError):
+        return False
+    return (all(_lineless(function.__code__) in compiled.get(function.__qualname__, ()) for function in functions)
+            and all(key in namespace and _same(namespace[key], value) for key, value in _literals(tree).items())
+            and all(value is namespace.get(imported) or callable(value) or inspect.ismodule(value)
+                    for holder in modules if holder != name and holder in sys.modules
+                    for local, imported in _imported_from(sys.modules[holder], name)
+                    for value in [vars(sys.modules[holder]).get(local, namespace.get(imported))]))
+
+
+def _imported_from(holder: types.ModuleType, name: str) -> list[tuple[str, str]]:
+    """The names module `holder` binds by `from name import K as L` (anywhere in its file: a global where
+    it holds one, a function's own otherwise, imported again each call), each as (L, K): its globals'
+    values are those of when it ran, which a reload of `name` leaves as they were (its functions and
+    classes %autoreload updates in place: `_reached` has them)."""
+    import ast
+    import importlib.util
+
+    file = getattr(holder, "__file__", None)
+    tree = _parsed(file) if file else None
+    found = []
+    for node in ast.walk(tree) if tree is not None else ():
+        if isinstance(node, ast.ImportFrom):
+            try:
+                source = importlib.util.resolve_name("." * node.level + (node.module or ""), holder.__package__ or "")
+            except (ImportError, ValueError):
+                continue
+            if source == name:
+                found += [(alias.asname or alias.name, alias.name) for alias in node.names if alias.name != "*"]
+    return found
+
+
+def _parsed(path: str) -> Any:
+    """A Python file's syntax tree (ast.Module); None where it cannot be read or parsed."""
+    import ast
+
+    try:
+        return ast.parse(Path(path).read_bytes())
+    except (OSError, SyntaxError, ValueError):
+        return None
+
+
+def _syntax(tree: Any) -> str:
+    """The sha256 of a syntax tree: what a file's code says, not its comments, blank lines or layout."""
+    import ast
+    import hashlib
+
+    return hashlib.sha256(ast.dump(tree).encode()).hexdigest()
+
+
+def _literals(tree: Any) -> dict[str, Any]:
+    """The module's globals its syntax tree gives a literal (`MODEL = "x"`, `K: int = 5`), with it."""
+    import ast
+
+    found = {}
+    for node in tree.body:
+        target = node.targets[0] if isinstance(node, ast.Assign) and len(node.targets) == 1 else \
+            node.target if isinstance(node, ast.AnnAssign) and node.value is not None else None
+        if isinstance(target, ast.Name):
+            try:
+                found[target.id] = ast.literal_eval(node.value)
+            except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):  # not a literal
+                found.pop(target.id, None)
+    return found
+
+
+def _compiled(tree: Any, path: str) -> dict[str, list[types.CodeType]]:
+    """The code of each function a module's syntax tree defines, by its qualified name, without its lines."""
+    found: dict[str, list[types.CodeType]] = {}
+    codes = [compile(tree, path, "exec", dont_inherit=True)]  # not the harness's __future__ flags
+    while codes:
+        for const in codes.pop().co_consts:
+            if isinstance(const, types.CodeType):
+                found.setdefault(const.co_qualname, []).append(_lineless(const))
+                codes.append(const)
+    return found
+
+
+def _lineless(code: types.CodeType) -> types.CodeType:
+    """`code` with no line numbers, its nested code's neither: %autoreload puts only the changed
+    functions' code into the old ones, so that a function below one that grew keeps its old lines."""
+    return code.replace(co_firstlineno=1, co_linetable=b"", co_consts=tuple(
+        _lineless(const) if isinstance(const, types.CodeType) else const for const in code.co_consts))
+
+
+def _reached(name: str, path: str, target: Any, modules: Iterable[str]) -> list[types.FunctionType]:
+    """The functions of module `name` (its file `path`) the plug-in `target` may run: its own (a
+    function, a class's methods), those the module holds, and those the modules keying it (its own, its
+    helpers) imported from it (`from name import f`), with their classes' methods and the functions a
+    decorator's wrapper wraps (`__wrapped__`; the wrapper's code is the decorator's module's)."""
+    found: dict[int, Any] = {}
+    objects = [target, *(value for holder in {name, *modules} if holder in sys.modules
+                         for value in list(vars(sys.modules[holder]).values()))]
+    while objects:
+        obj = objects.pop()
+        if inspect.ismethod(obj) or isinstance(obj, (staticmethod, classmethod)):
+            obj = obj.__func__
+        if isinstance(obj, property):
+            objects.extend(part for part in (obj.fget, obj.fset, obj.fdel) if part is not None)
+        elif (inspect.isfunction(obj) or inspect.isclass(obj)) and obj.__module__ == name and id(obj) not in found:
+            found[id(obj)] = obj
+            objects.extend(vars(obj).values() if inspect.isclass(obj) else [getattr(obj, "__wrapped__", None)])
+    return [obj for obj in found.values()
+            if inspect.isfunction(obj) and os.path.abspath(obj.__code__.co_filename) == path]
 
 
 def _spec(name: str) -> Any:

@@ -8,8 +8,10 @@ the folder `harness run` starts in. iKAT 2023 test (its provenance passages as c
 
 from __future__ import annotations
 
+import builtins
 import enum
 import functools
+import importlib
 import json
 import os
 import re
@@ -1283,6 +1285,147 @@ def test_a_plugin_module_changed_on_disk_after_it_was_loaded_is_an_error_not_a_s
     for retrievers in ({"mine": edited_plugin.search}, {"mine": lambda query, k: []}):
         with pytest.raises(harness.errors.HarnessError, match=re.escape(changed)):
             harness.run(config, retrievers=retrievers, quiet=True)
+
+
+_RELOADED = ("SCORE = {score!r}\n\n\ndef first():\n    return {first!r}\n\n\n"
+             "def search(query, k):\n    return [(first(), SCORE), ('c', 1.0)]\n")
+
+
+def _reloadable(tmp_path, monkeypatch, name: str) -> types.ModuleType:
+    """Plug-in module `name` in tmp_path, imported: its search ranks first the document its first() names, with
+    the score its global SCORE holds."""
+    (tmp_path / f"{name}.py").write_text(_RELOADED.format(first="a", score=2.0), encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, name, raising=False)
+    return importlib.import_module(name)
+
+
+def _edit(path: Path, text: str) -> None:
+    """Write the file a later time than it had: importlib.reload loads the cached bytecode of a file of the same
+    size and mtime (to the second), an edit as quick as a test's."""
+    before = path.stat().st_mtime
+    path.write_text(text, encoding="utf-8")
+    os.utime(path, (before + 10,) * 2)
+
+
+def test_a_plugin_module_reloaded_after_an_edit_is_keyed_by_the_file_as_it_is_now(tmp_path, monkeypatch):
+    """importlib.reload loaded the edit, which the plug-in's code reaches (its search calls the module's
+    first()), handed over or named by a `python:` spec: it was an error saying to restart the process; its
+    runs are made again, with the edit."""
+    module = _reloadable(tmp_path, monkeypatch, "reloaded_plugin")
+    search = module.search
+    config = {"k": 20, "output": str(tmp_path / "runs"),
+              "experiments": [_experiment(["raw"], ["python:reloaded_plugin:search", "mine"])]}
+    harness.run(config, retrievers={"mine": search}, quiet=True)
+    _edit(tmp_path / "reloaded_plugin.py", _RELOADED.format(first="b", score=2.0))
+    importlib.reload(module)
+    harness.run(config, retrievers={"mine": search}, quiet=True)
+    runs = sorted((tmp_path / "runs").glob("*.run"))
+    assert len(runs) == 2 and all(next(iter(run.open())).split()[2] == "b" for run in runs)
+
+
+def test_a_plugin_module_whose_comments_or_layout_alone_changed_is_no_error(tmp_path, monkeypatch):
+    """The code loaded is what the file says: a comment added, a line broken, was an error saying to restart."""
+    module = _reloadable(tmp_path, monkeypatch, "commented_plugin")
+    config = {"k": 20, "output": str(tmp_path / "runs"), "experiments": [_experiment(["raw"], ["mine"])]}
+    harness.run(config, retrievers={"mine": module.search}, quiet=True)
+    _edit(tmp_path / "commented_plugin.py", "# a comment\n\n" + _RELOADED.format(first="a", score=2.0).replace(
+        "[(first(), SCORE), ('c', 1.0)]", "[\n        (first(), SCORE),  # the one\n        ('c', 1.0),\n    ]"))
+    harness.run(config, retrievers={"mine": module.search}, quiet=True)
+    assert _first_of(tmp_path) == "a"
+
+
+def test_a_plugin_module_edited_again_after_it_was_reloaded_is_an_error(tmp_path, monkeypatch):
+    """The code loaded is the file's at the reload: an edit after it is not what the next run would run."""
+    module = _reloadable(tmp_path, monkeypatch, "reedited_plugin")
+    config = {"k": 20, "output": str(tmp_path / "runs"), "experiments": [_experiment(["raw"], ["mine"])]}
+    harness.run(config, retrievers={"mine": module.search}, quiet=True)
+    for reload_first, first in ((True, "b"), (False, "c"), (True, "d")):  # reloaded, edited again (twice)
+        _edit(tmp_path / "reedited_plugin.py", _RELOADED.format(first=first, score=2.0))
+        if reload_first:
+            importlib.reload(module)
+            harness.run(config, retrievers={"mine": module.search}, quiet=True)
+            assert _first_of(tmp_path) == first
+    _edit(tmp_path / "reedited_plugin.py", _RELOADED.format(first="e", score=2.0))
+    with pytest.raises(harness.errors.HarnessError, match="module reedited_plugin .* changed on disk since it was"):
+        harness.run(config, retrievers={"mine": module.search}, quiet=True)
+
+
+def test_a_helper_module_reloaded_keys_the_plugin_by_it_where_the_plugin_reaches_its_reloaded_values(
+        tmp_path, monkeypatch):
+    """The plug-in reads helper.FIRST when it runs: the reload reaches it. Another took `from helper import FIRST`
+    when it loaded: it keeps the old value, so it is still an error (it was for both)."""
+    (tmp_path / "reloaded_helper.py").write_text("FIRST = 'a'\n", encoding="utf-8")
+    (tmp_path / "reads_helper.py").write_text("import reloaded_helper\n\n\ndef search(query, k):\n"
+                                              "    return [(reloaded_helper.FIRST, 2.0), ('c', 1.0)]\n")
+    (tmp_path / "took_helper.py").write_text("from reloaded_helper import FIRST\n\n\ndef search(query, k):\n"
+                                             "    return [(FIRST, 2.0), ('c', 1.0)]\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    for name in ("reloaded_helper", "reads_helper", "took_helper"):
+        monkeypatch.delitem(sys.modules, name, raising=False)
+    import reads_helper
+    import reloaded_helper
+    import took_helper
+
+    config = {"k": 20, "output": str(tmp_path / "runs"), "experiments": [_experiment(["raw"], ["mine"])]}
+    for module in (reads_helper, took_helper):
+        harness.run(config, retrievers={"mine": module.search}, quiet=True)
+    _edit(tmp_path / "reloaded_helper.py", "FIRST = 'b'\n")
+    importlib.reload(reloaded_helper)
+    harness.run(config, retrievers={"mine": reads_helper.search}, quiet=True)
+    assert _first_of(tmp_path) == "b"
+    with pytest.raises(harness.errors.HarnessError, match="module reloaded_helper .* changed on disk since it was"):
+        harness.run(config, retrievers={"mine": took_helper.search}, quiet=True)
+
+
+def test_an_object_made_before_importlib_reload_is_not_reached_by_it_and_is_an_error(tmp_path, monkeypatch):
+    """The function handed over is the one imported before the reload, whose own code the edit changed: it would
+    run its old code under the new file's key."""
+    module = _reloadable(tmp_path, monkeypatch, "unreached_plugin")
+    search = module.search
+    config = {"k": 20, "output": str(tmp_path / "runs"), "experiments": [_experiment(["raw"], ["mine"])]}
+    harness.run(config, retrievers={"mine": search}, quiet=True)
+    _edit(tmp_path / "unreached_plugin.py", _RELOADED.format(first="a", score=2.0).replace("SCORE)", "3.0)"))
+    importlib.reload(module)
+    with pytest.raises(harness.errors.HarnessError, match="module unreached_plugin .* changed on disk since it was"):
+        harness.run(config, retrievers={"mine": search}, quiet=True)
+
+
+@pytest.mark.parametrize("mode", ["2", "2 --full"])
+def test_a_plugin_module_ipythons_autoreload_reloaded_is_keyed_by_the_file_as_it_is_now(tmp_path, monkeypatch, mode):
+    """%autoreload puts the edited code into the function the notebook imported before (in IPython 9, only what
+    changed: a function's code, a global's value; unless --full): it was an error saying to restart the kernel;
+    its run is made again."""
+    interactiveshell = pytest.importorskip("IPython.core.interactiveshell",
+                                           reason="IPython is not installed: %autoreload cannot be tried")
+    from traitlets.config import Config
+
+    if mode.endswith("--full") and pytest.importorskip("IPython").version_info < (9,):
+        pytest.skip("IPython before 9 has no --full: its %autoreload 2 reloads whole modules, as --full does")
+    module = _reloadable(tmp_path, monkeypatch, "autoreloaded_plugin")
+    source = tmp_path / "autoreloaded_plugin.py"
+    # what a shell changes in the process, put back after: its __main__, its builtins, its folder
+    monkeypatch.setitem(sys.modules, "__main__", sys.modules["__main__"])
+    for name in ("__IPYTHON__", "display"):
+        monkeypatch.setattr(builtins, name, None, raising=False)
+    monkeypatch.setenv("IPYTHONDIR", str(tmp_path / "ipython"))
+    config = Config()
+    config.HistoryManager.enabled = False
+    shell = interactiveshell.InteractiveShell.instance(config=config)
+    try:
+        shell.run_line_magic("load_ext", "autoreload")
+        shell.run_line_magic("autoreload", mode)
+        shell.user_ns.update(harness=harness, search=module.search, config={
+            "k": 20, "output": str(tmp_path / "runs"), "experiments": [_experiment(["raw"], ["mine"])]})
+        for first, score in (("a", 2.0), ("b", 2.0), ("b", 3.0)):  # a function edited, then a global alone
+            _edit(source, _RELOADED.format(first=first, score=score))
+            shell.run_cell("harness.run(config, retrievers={'mine': search}, quiet=True)").raise_error()
+            assert _first_of(tmp_path) == first
+            assert float(next(iter((tmp_path / "runs" / "ikat2023-test.raw.mine.run").open())).split()[4]) == score
+    finally:
+        shell.run_line_magic("autoreload", "0")
+        interactiveshell.InteractiveShell.clear_instance()
 
 
 def test_a_helper_module_not_imported_yet_when_the_plugin_was_loaded_may_change_on_disk(tmp_path, monkeypatch):
