@@ -140,15 +140,29 @@ def test_an_ikat_response_marking_no_passage_used_cites_its_5_best_scored_not_it
         Sentence("An answer.", (ids[7], ids[6], ids[5], ids[4], "clueweb22-en0000-00-00009:0")),)
 
 
-def test_an_ikat_2025_line_gives_the_first_response_and_its_citations(tmp_path):
-    line = {"metadata": {"team_id": "t", "run_id": "r25", "run_type": "automatic"}, "turn_id": "3_2",
-            "responses": [{"text": "Answer.", "citations": {"clueweb22-en0000-00-00000:1": 0.9},
-                           "ptkb_provenance": []}],
-            "references": {"clueweb22-en0000-00-00000:1": 0.9, "clueweb22-en0000-00-00002:3": 0.4}}
-    (tmp_path / "run.jsonl").write_text(json.dumps(line) + "\n")
+def ikat_2025_line(turn: str, pieces, run: str = "r25") -> dict:
+    """An iKAT 2025 line whose `responses` are `pieces`: (text, the passage ids it cites)."""
+    cited = [pid for _, pids in pieces for pid in pids]
+    return {"metadata": {"team_id": "t", "run_id": run, "run_type": "automatic"}, "turn_id": turn,
+            "responses": [{"text": text, "citations": {pid: 0.9 for pid in pids}, "ptkb_provenance": []}
+                          for text, pids in pieces],
+            "references": {pid: 0.9 for pid in cited}}
+
+
+P0, P1 = "clueweb22-en0000-00-00000:1", "clueweb22-en0000-00-00002:3"
+
+
+def test_an_ikat_2025_turn_s_responses_are_one_answer_cut_into_sentences_each_citing_its_own(tmp_path):
+    """The track's validator counts the words of a turn's responses together against its limit and
+    trims "sentences from the end" (the iKAT 2025 README): they read as a TREC RAG answer does."""
+    pieces = [("Here is what I found.", []), ("Visas cost 25 dollars.", [P0]), ("They last 30 days.", [P1, P0])]
+    (tmp_path / "run.jsonl").write_text(json.dumps(ikat_2025_line("3_2", pieces)) + "\n")
     [run] = read_responses(tmp_path / "run.jsonl")
     assert run.name == "r25" and run.format == "ikat-2025-jsonl"
-    assert run.responses["3_2"].sentences == (Sentence("Answer.", ("clueweb22-en0000-00-00000:1",)),)
+    response = run.responses["3_2"]
+    assert response.text == "Here is what I found. Visas cost 25 dollars. They last 30 days."
+    assert response.sentences == (Sentence("Here is what I found.", ()), Sentence("Visas cost 25 dollars.", (P0,)),
+                                  Sentence("They last 30 days.", (P1, P0)))
 
 
 def rag_line(topic, run="rag-run", sentences=(("One fact.", [0]), ("Another.", [])), references=("d0", "d1")):
@@ -184,6 +198,10 @@ def test_trec_rag_2025_reads_metadata_and_segment_id_citations(tmp_path):
     ([], ": empty file: no responses"),
     ([{"metadata": {"team_id": "t", "run_id": "r", "run_type": "automatic"}, "turn_id": "1_1",
        "responses": [{"text": "x", "ptkb_provenance": []}], "references": {}}], ":1: responses: responses[0]: citations missing"),
+    # past the turn's 250 words the checks leave a piece to the official validator, which drops it: it is read too
+    ([{**ikat_2025_line("1_1", []), "responses": [
+        {"text": "word " * 250, "citations": {}, "ptkb_provenance": []}, {"text": "x", "ptkb_provenance": []}]}],
+     ":1: responses[1]: expected an object {text, citations: {passage id: number}}"),
 ])
 def test_a_malformed_response_file_is_an_error_naming_file_line_and_field(tmp_path, lines, expected):
     path = tmp_path / "bad.jsonl"
@@ -712,6 +730,46 @@ def test_the_offline_baseline_scores_equal_nuggetizers_and_replay_from_its_assig
     assert main(["responses", "eval", str(tmp_path / "two.json"), "--nuggets", str(bank), "--judge", f"file:{out}",
                  "--format", "json", "--per-turn"]) == 0
     assert json.loads(capsys.readouterr().out)["per_turn"] == first["per_turn"]
+
+
+def cone_rag_0_11(tmp_path: Path, runs: dict[str, list]) -> tuple[Path, list[str], list[str]]:
+    """The CONE-RAG human nugget bank, the texts of its nuggets for iKAT 2024 turn 0_11, and an
+    iKAT 2025 file a run (name: pieces) answering that turn."""
+    bank = cone_rag("human_resources", "gold_nuggets_human_deduplicated.json")
+    nuggets = [nugget["text"].strip() for nugget in json.loads(bank.read_text())["0_11"].values()]
+    files = []
+    for name, pieces in runs.items():
+        files.append(str(tmp_path / f"{name}.jsonl"))
+        Path(files[-1]).write_text(json.dumps(ikat_2025_line("0_11", pieces(nuggets), run=name)) + "\n")
+    return bank, nuggets, files
+
+
+@pytest.mark.reference
+@pytest.mark.model
+def test_an_ikat_2025_answer_scores_the_same_in_one_piece_and_in_three(tmp_path, capsys):
+    """An answer stating both of turn 0_11's nuggets after "Here is what I found for you.": in
+    three pieces, its first alone was scored, 0 where the same answer in one piece scored 1."""
+    intro = "Here is what I found for you."
+    bank, _, files = cone_rag_0_11(tmp_path, {
+        "pieces": lambda nuggets: [(intro, [P0])] + [(text, [P0]) for text in nuggets],
+        "one": lambda nuggets: [(" ".join([intro, *nuggets]), [P0])]})
+    assert main(["responses", "eval", *files, "--nuggets", str(bank), "--judge", "minilm", "--format", "json",
+                 "--per-turn"]) == 0
+    rows = {row["run"]: row for row in json.loads(capsys.readouterr().out)["per_turn"]}
+    assert {**rows["pieces"], "run": "one"} == rows["one"] and rows["one"]["all"] == 1.0
+
+
+@pytest.mark.reference
+@pytest.mark.model
+def test_the_citations_of_an_ikat_2025_answer_s_second_piece_count_for_support(tmp_path, capsys):
+    bank, nuggets, [run] = cone_rag_0_11(tmp_path, {
+        "r": lambda nuggets: [("Here is what I found for you.", []), (nuggets[0], [P0])]})
+    passages = tmp_path / "passages.jsonl"
+    passages.write_text(json.dumps({"id": P0, "contents": nuggets[0]}) + "\n")
+    assert main(["responses", "eval", run, "--nuggets", str(bank), "--judge", "minilm", "--citations",
+                 "--passages", str(passages), "--format", "json", "--per-turn"]) == 0
+    [row] = json.loads(capsys.readouterr().out)["per_turn"]
+    assert (row["cited_pairs"], row["support_precision"], row["support_recall"]) == (1, 1.0, 0.5)
 
 
 @pytest.mark.model

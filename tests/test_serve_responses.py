@@ -66,13 +66,14 @@ def write_assignments(path: Path, lenient: bool = False) -> Path:
 
 @contextlib.contextmanager
 def open_board(tmp_path: Path, nuggets: Path, main_measure: str = "all", lenient: bool = False,
-               assignments: Path | None = None, per_query_scores: bool = True, quota: int = 5):
+               assignments: Path | None = None, per_query_scores: bool = True, quota: int = 5,
+               formats: tuple[str, ...] = ("trec-rag-jsonl",)):
     """A response task scoring against `nuggets` (two per turn) through recorded assignments
     (`assignments`: those given, for another bank)."""
     assignments = assignments or write_assignments(tmp_path / "hidden" / "assignments.jsonl", lenient)
     config = {"database": f"sqlite:///{tmp_path / 'state' / 'board.db'}", "storage": str(tmp_path / "state" / "files"),
               "tasks": [{"name": "responses", "topics": "ikat2024", "nuggets": str(nuggets),
-                         "judge": f"file:{assignments}", "main_measure": main_measure, "formats": ["trec-rag-jsonl"],
+                         "judge": f"file:{assignments}", "main_measure": main_measure, "formats": list(formats),
                          "per_query_scores": per_query_scores}],
               "teams": [{"name": f"team{i}", "token_sha256": sha256_hex(team_token(f"team{i}"))} for i in range(2)],
               "quota": quota}
@@ -380,6 +381,72 @@ def test_only_a_file_judge_s_identity_holds_the_number_of_its_task_s_rules(tmp_p
     assert judges[0] == {"judge": "file", "assignments": file_sha256(assignments), "rules": FILE_JUDGE_RULES}
     assert judges[1] == {"judge": "minilm"}
     assert set(judges[2]) == {"judge", "model", "prompt"}
+
+
+def ikat_2025_run(path: Path, run: str, pieces: dict[str, list[str]]) -> Path:
+    """An iKAT 2025 upload answering each turn with its pieces (the format's `responses`)."""
+    path.write_text("".join(json.dumps({"metadata": {"team_id": "t", "run_id": run, "run_type": "automatic"},
+                                        "turn_id": turn, "references": {}, "responses": [
+                                            {"text": text, "citations": {}, "ptkb_provenance": []} for text in texts]})
+                            + "\n" for turn, texts in pieces.items()))
+    return path
+
+
+def test_ikat_2025_responses_scored_on_their_first_piece_alone_are_scored_again_at_start_and_no_others(
+        tmp_path, caplog):
+    """A 2025 turn's `responses` are one answer cut into sentences, of which the reader scored the
+    first alone: a start scores such uploads again with the whole answer, and no other format's."""
+    from harness.serve import store as st
+    from harness.serve.responses import READER_RULES
+
+    nuggets = write_nuggets(tmp_path)
+    with open_board(tmp_path, nuggets, formats=("ikat-2025-jsonl", "trec-rag-jsonl")) as (client, folder):
+        pieces = submit(client, ikat_2025_run(folder / "good.jsonl", "good", {t: ["Here.", f"{SECRET} {t}"]
+                                                                               for t in TURNS}), "team0").json()["id"]
+        rag = submit(client, rag_run(folder / "poor.jsonl", "poor", {"0_1": "short"}), "team1").json()["id"]
+        assert [row["measures"]["all"] for row in scored_board(client, 2)["rows"]] == [1.0, pytest.approx(0.5 / 3)]
+    store = st.Store(f"sqlite:///{tmp_path / 'state' / 'board.db'}", tmp_path / "state" / "files")
+    with store.session() as session:  # as a server reading the first piece alone left it ("Here.": nothing)
+        row = session.get(st.Submission, pieces)
+        assert row.scored_with["reader"] == READER_RULES["ikat-2025-jsonl"]
+        row.scored_with = {key: value for key, value in row.scored_with.items() if key != "reader"}
+        row.means = dict.fromkeys(row.means, 0.0)
+        row.per_query = {m: dict.fromkeys(scores, 0.0) for m, scores in row.per_query.items()}
+        rag_scored = session.get(st.Submission, rag).scored_at
+        session.commit()
+    store.close()
+    with caplog.at_level("INFO", logger="harness.serve"), open_board(tmp_path, nuggets, formats=(
+            "ikat-2025-jsonl", "trec-rag-jsonl")) as (client, _):
+        deadline = time.monotonic() + 60
+        while (rows := scored_board(client, 2)["rows"])[0]["run_name"] != "good":
+            assert time.monotonic() < deadline, rows
+            time.sleep(0.1)
+        assert [row["measures"]["all"] for row in rows] == [1.0, pytest.approx(0.5 / 3)]
+    assert [r.getMessage() for r in caplog.records if "to score again" in r.getMessage()] == [
+        "task responses: 1 scored submissions to score again (the task's reader changed)"]
+    store = st.Store(f"sqlite:///{tmp_path / 'state' / 'board.db'}", tmp_path / "state" / "files")
+    with store.session() as session:
+        assert session.get(st.Submission, pieces).scored_with["reader"] == READER_RULES["ikat-2025-jsonl"]
+        assert session.get(st.Submission, rag).scored_at == rag_scored  # not scored again
+    store.close()
+
+
+def test_only_ikat_2025_uploads_to_a_response_task_record_the_number_of_its_reader_s_rules(tmp_path):
+    """Raising it scores such uploads again; iKAT 2023/2024 and TREC RAG uploads, and any upload
+    to a run task, are not scored again for it."""
+    from harness.serve.responses import READER_RULES
+    from harness.serve.tasks import TaskRuntime
+    from tests.serve_support import TASK, write_config
+
+    task = {"name": "r", "topics": "ikat2024", "nuggets": str(write_nuggets(tmp_path)), "judge": "minilm",
+            "formats": ["ikat-2024-json", "ikat-2025-jsonl", "trec-rag-jsonl"]}
+    runtime = _runtime(tmp_path, task)
+    assert runtime.scored_with_format("ikat-2025-jsonl") == {**runtime.scored_with,
+                                                              "reader": READER_RULES["ikat-2025-jsonl"]}
+    assert runtime.scored_with_format("ikat-2024-json") == runtime.scored_with
+    assert runtime.scored_with_format("trec-rag-jsonl") == runtime.scored_with
+    run_task = TaskRuntime(load_serve_config(write_config(tmp_path / "runs", formats=("ikat-2025-jsonl",))).tasks[TASK])
+    assert run_task.scored_with_format("ikat-2025-jsonl") == run_task.scored_with
 
 
 def test_a_response_task_whose_bank_has_no_nugget_for_a_turn_of_its_topics_is_refused_at_start(tmp_path):

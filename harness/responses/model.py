@@ -12,7 +12,8 @@ from harness.errors import FLAGS, Spelling
 @dataclass(frozen=True)
 class Sentence:
     """A stretch of a response with the passages it cites (TREC RAG: one answer sentence;
-    iKAT: the whole response, citing its passages as a whole)."""
+    iKAT 2025: one of a turn's responses, the pieces of its answer; iKAT 2023/2024: the whole
+    response, citing its passages as a whole)."""
 
     text: str
     citations: tuple[str, ...] = ()  # passage ids

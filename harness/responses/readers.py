@@ -9,8 +9,11 @@
   is not in decreasing score order, so the top 5 are the 5 best by score in trec_eval's order
   (as `harness ikat to-trec` ranks them), a passage listed twice counted once.
 - `ikat-2025-jsonl`: one turn per line, `{metadata, turn_id, responses: [{text, citations:
-  {passage id: score}}], references}`, checked by harness.ikat's 2025 checks; the first
-  response is scored, citing its `citations`.
+  {passage id: score}}], references}`, checked by harness.ikat's 2025 checks. A turn's
+  `responses` are one answer cut into pieces (sentences): the official validator counts their
+  words together against the turn's 250-word limit and, over it, drops pieces from the end
+  ("we remove sentences from the end", the track's 2025 README). They are read as TREC RAG's
+  `answer` is, each piece a sentence citing its own `citations`.
 - `trec-rag-jsonl`: TREC RAG 2024 (`{run_id, topic_id, topic, references: [ids],
   response_length, answer: [{text, citations: [index into references]}]}`, ragnarok's
   output and rag24 validator) and 2025 (`metadata: {team_id, run_id, narrative_id}`; citations
@@ -19,9 +22,9 @@
 - `cone-rag-json`: the CONE-RAG resource's participant files, `{turn: {run: text}}` (or
   `{turn: {run: {response: text, ...}}}`, as in its `*_response_nuggets.json`): several runs.
 
-iKAT responses cite passages for the response as a whole: they read as one sentence citing
-them all. A malformed file is an InputError naming the file, the line (or the turn) and the
-field.
+iKAT 2023/2024 responses cite passages for the response as a whole: they read as one sentence
+citing them all. A malformed file is an InputError naming the file, the line (or the turn) and
+the field.
 """
 
 from __future__ import annotations
@@ -182,9 +185,17 @@ def _lines(path: Path) -> list[tuple[int, Any]]:
     return entries
 
 
+def _answer(turn: str, sentences: list[Sentence], line: int) -> Response:
+    """An answer given as sentences (TREC RAG's `answer`, iKAT 2025's `responses`): its text is
+    the sentences joined by one space, as nuggetizer joins them, each sentence keeping its own
+    citations for support."""
+    return Response(turn, " ".join(s.text for s in sentences), tuple(sentences), line=line)
+
+
 @FORMATS.register("ikat-2025-jsonl")
 def read_ikat_2025(path: Path) -> list[ResponseRun]:
     from harness.ikat.checks import CHECKS, Context
+    from harness.ikat.checks_2025 import is_score_map
 
     entries = _lines(path)
     context = Context(2025, {}, entries=entries)
@@ -202,9 +213,14 @@ def read_ikat_2025(path: Path) -> list[ResponseRun]:
         answers = entry.get("responses", [])
         if not answers:
             raise InputError(path, "responses: the turn has no response", line=line)
-        first = answers[0]
-        citations = tuple(first["citations"])
-        _add(responses, Response(turn, first["text"], (Sentence(first["text"], citations),), line=line), path)
+        sentences = []
+        for index, piece in enumerate(answers):  # pieces past the word limit are not checked: they are read too
+            if not isinstance(piece, dict) or not isinstance(piece.get("text"), str) \
+                    or not is_score_map(piece.get("citations")):
+                raise InputError(path, f"responses[{index}]: expected an object {{text, citations: {{passage id: "
+                                       "number}}", line=line)
+            sentences.append(Sentence(piece["text"], tuple(piece["citations"])))
+        _add(responses, _answer(turn, sentences, line), path)
     return [ResponseRun(run_name or file_stem(path), path, "ikat-2025-jsonl", responses)]
 
 
@@ -254,8 +270,7 @@ def read_trec_rag(path: Path) -> list[ResponseRun]:
                     raise InputError(path, f"answer[{index}].citations: {citation!r} is neither an index into "
                                            "references nor one of its ids", line=line)
             sentences.append(Sentence(sentence["text"], tuple(dict.fromkeys(ids))))
-        text = " ".join(s.text for s in sentences)
-        _add(responses, Response(str(turn), text, tuple(sentences), line=line), path)
+        _add(responses, _answer(str(turn), sentences, line), path)
     return [ResponseRun(run_name or file_stem(path), path, "trec-rag-jsonl", responses)]
 
 

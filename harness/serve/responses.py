@@ -38,6 +38,11 @@ if TYPE_CHECKING:
 # checks of today, the responses scored under earlier ones: nothing else they were scored with
 # changed. Recorded with a `file:` judge alone: other judges' responses are not judged again.
 FILE_JUDGE_RULES = 2
+# Raised, a format at a time, when the responses reader's reading of that format changes what is
+# scored (ikat-2025-jsonl 2: a turn's answer is all its `responses`, one answer cut into sentences,
+# where the first alone was scored), so that a start scores again that format's responses scored
+# under the earlier reading, and no other format's. Recorded with that format's uploads alone.
+READER_RULES = {"ikat-2025-jsonl": 2}
 
 
 @dataclass(frozen=True)
@@ -87,6 +92,12 @@ class ResponseTaskRuntime(TaskRuntime):
                  "rules": FILE_JUDGE_RULES if name == "file" else None}
         return {"nuggets": file_sha256(self.config.nuggets), "vital_grade": self.config.vital_grade,
                 "judge": {key: value for key, value in judge.items() if value is not None}}
+
+    def scored_with_format(self, fmt: str) -> dict[str, Any]:
+        """`scored_with`, and for a format whose reading changed the number of its reader's rules
+        (READER_RULES)."""
+        rules = READER_RULES.get(fmt)
+        return self.scored_with if rules is None else {**self.scored_with, "reader": rules}
 
     def prepare(self, at: Node) -> None:
         """Read the topics, the bank and the files a judge reads (recorded assignments, a prompt:

@@ -250,7 +250,8 @@ class Service:
             except Exception as problem:  # noqa: BLE001  (a scoring bug must not stop the worker)
                 _failed(row, problem)
             else:
-                row.means, row.per_query, row.scored_with = evaluation.means, evaluation.per_query, runtime.scored_with
+                row.means, row.per_query = evaluation.means, evaluation.per_query
+                row.scored_with = runtime.scored_with_format(row.format)
                 found = runtime.scoring_warnings(evaluation)
                 row.warnings = [SCORING + warning for warning in found] + [
                     warning for warning in row.warnings if not warning.startswith(SCORING)]
@@ -331,8 +332,8 @@ def _stale(row: st.Submission, runtime: TaskRuntime) -> str | None:
         return "the task's measures changed"
     if row.scored_with is None:
         return "scored by an earlier version, which did not record what it was scored with"
-    changed = sorted(key for key in row.scored_with.keys() | runtime.scored_with.keys()
-                     if row.scored_with.get(key) != runtime.scored_with.get(key))
+    now = runtime.scored_with_format(row.format)
+    changed = sorted(key for key in row.scored_with.keys() | now.keys() if row.scored_with.get(key) != now.get(key))
     return f"the task's {' and '.join(changed)} changed" if changed else None
 
 

@@ -161,6 +161,11 @@ class TaskRuntime:
         return {"qrels": qrels_hash(self.evaluator.qrels), "depth": self.config.depth,
                 "passage_separator": self.config.passage_separator}
 
+    def scored_with_format(self, fmt: str) -> dict[str, Any]:
+        """`scored_with` for an upload of format `fmt`, as recorded with its scores and compared
+        at start: the same for every format, unless the reading of one changed (a response task's)."""
+        return self.scored_with
+
     def board_terms(self) -> dict[str, Any]:
         """What the board compares, as its legend words it, and how it takes a run's mean:
         none given, queries and trec_eval's mean (harness.report.compare's defaults)."""
