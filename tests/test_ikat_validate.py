@@ -804,7 +804,7 @@ def test_a_passage_a_response_lists_again_is_noted_as_dropped_by_to_trec(tmp_pat
         "keeps the first (as the official generate_run.py), a hosted board too\n")
 
 
-def test_2025_empty_responses_are_counted_in_a_note_the_official_counts_unchanged(tmp_path, run_2025, capsys):
+def test_2025_empty_answers_are_counted_in_a_note_the_official_counts_unchanged(tmp_path, run_2025, capsys):
     """The 2025 validator asks only that a text be a string (no response-text check as in 2023/2024):
     a file of empty answers is valid there, and here, with a note counting them."""
     lines = [json.loads(line) for line in run_2025.read_text().splitlines()]
@@ -816,11 +816,21 @@ def test_2025_empty_responses_are_counted_in_a_note_the_official_counts_unchange
     report = validate(path, 2025, partial=False)
     assert report.ok and not report.warnings
     assert main(["ikat", "validate", str(path), "--topics", "ikat2025", "--quiet"]) == 0
-    n, first = sum(len(entry["responses"]) for entry in lines[1:]), len(lines[0]["responses"])
     assert capsys.readouterr().err.endswith(
-        f"0 errors, 0 warnings: valid\nnote: {n} of {n + first} responses have no text (the first: line 2, turn "
-        f"{lines[1]['turn_id']}), which the official iKAT 2025 validator does not check: an empty response supports "
-        "no nugget, it scores 0 on the response task\n")
+        f"0 errors, 0 warnings: valid\nnote: {len(lines) - 1} of {len(lines)} answers have no text (the first: line 2, "
+        f"turn {lines[1]['turn_id']}), which the official iKAT 2025 validator does not check: an empty answer "
+        "supports no nugget, it scores 0 on the response task\n")
+
+
+def test_a_blank_2025_response_beside_others_with_text_is_no_empty_answer(tmp_path, run_2025, capsys):
+    """A turn's responses are the sentences of one answer (the validator sums their words and trims
+    "sentences from the end"): the answer keeps the text of the others."""
+    lines = [json.loads(line) for line in run_2025.read_text().splitlines()]
+    lines[1]["responses"].append({"text": " ", "citations": {}, "ptkb_provenance": []})
+    path = tmp_path / "run.jsonl"
+    path.write_text("".join(json.dumps(entry) + "\n" for entry in lines))
+    assert main(["ikat", "validate", str(path), "--topics", "ikat2025", "--quiet"]) == 0
+    assert capsys.readouterr().err.endswith("0 errors, 0 warnings: valid\n")
 
 
 def test_ikat_years_are_one_table():

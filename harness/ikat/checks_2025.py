@@ -193,16 +193,19 @@ def _response_length(ctx: Context) -> Iterator[Finding]:
             )
 
 
-def empty_responses(entries: list[tuple[int, Any]]) -> tuple[int, int, tuple[int, str | None] | None]:
-    """(responses with no text, responses, the first such one's line and turn) of a file's decoded
+def empty_answers(entries: list[tuple[int, Any]]) -> tuple[int, int, tuple[int, str | None] | None]:
+    """(answers with no text, answers, the first such one's line and turn) of a file's decoded
     lines: not an official check (upstream asks only that a text be a string), counted for a note
-    beside the verdict, since an empty answer supports no nugget: it scores 0 on the response task."""
+    beside the verdict, since an empty answer supports no nugget: it scores 0 on the response task.
+    A turn's responses are the pieces (sentences) of its one answer, so a blank piece beside others
+    with text leaves the answer its text."""
     lines = Context(JSONL_YEARS[0], {}, entries=entries)
-    texts = [(line, turn_id, response["text"]) for line, entry, turn_id in _objects(lines)
-             if isinstance(entry.get("responses"), list)
-             for response in entry["responses"] if isinstance(response, dict) and isinstance(response.get("text"), str)]
-    empty = [(line, turn_id) for line, turn_id, text in texts if not text.strip()]
-    return len(empty), len(texts), empty[0] if empty else None
+    answers = [(line, turn_id, [r["text"] for r in entry["responses"] if isinstance(r, dict)
+                                and isinstance(r.get("text"), str)])
+               for line, entry, turn_id in _objects(lines) if isinstance(entry.get("responses"), list)]
+    answers = [(line, turn_id, texts) for line, turn_id, texts in answers if texts]
+    empty = [(line, turn_id) for line, turn_id, texts in answers if not "".join(texts).strip()]
+    return len(empty), len(answers), empty[0] if empty else None
 
 
 def _submitted_and_expected(ctx: Context) -> tuple[set[str], set[str]]:

@@ -143,8 +143,8 @@ def _harness_notes(path: Path, report: ValidationReport) -> list[str]:
     """What the harness itself finds in a file the official checks pass, said after their verdict
     and kept out of its counts (the verdict and counts stay the official tools'): what `ikat
     to-trec` and a hosted board refuse (an id holding whitespace, which upstream only looks up),
-    the passages to-trec drops, and (2025, where upstream checks no text) empty responses."""
-    from harness.ikat.checks_2025 import empty_responses
+    the passages to-trec drops, and (2025, where upstream checks no text) empty answers."""
+    from harness.ikat.checks_2025 import empty_answers
     from harness.ikat.convert import decoded_rankings
 
     notes, decoded = [], report.decoded
@@ -158,12 +158,12 @@ def _harness_notes(path: Path, report: ValidationReport) -> list[str]:
                 notes.append(f"{counted(runs.repeated, 'passage')} {verb(runs.repeated, 'is', 'are')} listed again in "
                              "the same response: `harness ikat to-trec` keeps the first (as the official "
                              "generate_run.py), a hosted board too")
-    empty, responses, first = empty_responses(decoded.entries) if YEARS[decoded.year].json_lines else (0, 0, None)
+    empty, answers, first = empty_answers(decoded.entries) if YEARS[decoded.year].json_lines else (0, 0, None)
     if empty:
         line, turn = first
-        notes.append(f"{empty} of {counted(responses, 'response')} {verb(empty)} no text (the first: line {line}"
+        notes.append(f"{empty} of {counted(answers, 'answer')} {verb(empty)} no text (the first: line {line}"
                      + (f", turn {turn}" if turn else "") + "), which the official iKAT "
-                     f"{decoded.year} validator does not check: an empty response supports no nugget, it scores 0 on "
+                     f"{decoded.year} validator does not check: an empty answer supports no nugget, it scores 0 on "
                      "the response task")
     return notes
 
