@@ -165,6 +165,17 @@ def test_an_ikat_2025_turn_s_responses_are_one_answer_cut_into_sentences_each_ci
                                   Sentence("They last 30 days.", (P1, P0)))
 
 
+def test_an_ikat_2025_answer_over_the_word_limit_is_read_without_the_pieces_the_official_validator_drops(tmp_path):
+    """Its --fix-length (on by default) pops pieces from the end until the turn's words fit 250:
+    the answer the track scores. A piece of 250 words after one of 4 goes, and is counted."""
+    pieces = [("Visas cost 25 dollars.", [P0]), ("word " * 250, [P1])]
+    (tmp_path / "run.jsonl").write_text(json.dumps(ikat_2025_line("3_2", pieces)) + "\n")
+    [run] = read_responses(tmp_path / "run.jsonl")
+    response = run.responses["3_2"]
+    assert (response.text, response.sentences, response.dropped) == (
+        "Visas cost 25 dollars.", (Sentence("Visas cost 25 dollars.", (P0,)),), 1)
+
+
 def rag_line(topic, run="rag-run", sentences=(("One fact.", [0]), ("Another.", [])), references=("d0", "d1")):
     return {"run_id": run, "topic_id": topic, "topic": "a question", "references": list(references),
             "response_length": 3, "answer": [{"text": t, "citations": c} for t, c in sentences]}
@@ -198,7 +209,7 @@ def test_trec_rag_2025_reads_metadata_and_segment_id_citations(tmp_path):
     ([], ": empty file: no responses"),
     ([{"metadata": {"team_id": "t", "run_id": "r", "run_type": "automatic"}, "turn_id": "1_1",
        "responses": [{"text": "x", "ptkb_provenance": []}], "references": {}}], ":1: responses: responses[0]: citations missing"),
-    # past the turn's 250 words the checks leave a piece to the official validator, which drops it: it is read too
+    # past the turn's 250 words the checks leave a piece to the official validator, which drops it: checked still
     ([{**ikat_2025_line("1_1", []), "responses": [
         {"text": "word " * 250, "citations": {}, "ptkb_provenance": []}, {"text": "x", "ptkb_provenance": []}]}],
      ":1: responses[1]: expected an object {text, citations: {passage id: number}}"),
@@ -770,6 +781,23 @@ def test_the_citations_of_an_ikat_2025_answer_s_second_piece_count_for_support(t
                  "--passages", str(passages), "--format", "json", "--per-turn"]) == 0
     [row] = json.loads(capsys.readouterr().out)["per_turn"]
     assert (row["cited_pairs"], row["support_precision"], row["support_recall"]) == (1, 1.0, 0.5)
+
+
+@pytest.mark.reference
+@pytest.mark.model
+def test_an_ikat_2025_answer_over_the_word_limit_scores_as_its_kept_pieces_and_is_said(tmp_path, capsys):
+    """The nuggets stated in a 250-word last piece the official validator drops support nothing;
+    the note names the turn and how many pieces went."""
+    bank, _, files = cone_rag_0_11(tmp_path, {
+        "long": lambda nuggets: [("Here is what I found for you.", [P0]), (" ".join(nuggets) + " word" * 250, [P0])],
+        "short": lambda nuggets: [("Here is what I found for you.", [P0])]})
+    assert main(["responses", "eval", *files, "--nuggets", str(bank), "--judge", "minilm", "--format", "json",
+                 "--per-turn"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    rows = {row["run"]: row for row in out["per_turn"]}
+    assert {**rows["long"], "run": "short"} == rows["short"] and rows["short"]["all"] == 0.0
+    assert ("long: 1 answer over the 250-word limit is scored without its last 1 piece, as the official iKAT 2025 "
+            "validator drops them to fit (0_11)") in out["notes"]
 
 
 @pytest.mark.model

@@ -321,10 +321,21 @@ def _run_notes(runs: Sequence[ResponseRun], results: Sequence[TurnResult], citat
         if missing:
             notes.append(f"{run.name}: no answer to {len(missing)} of the {len(rows)} evaluated turns, scored 0 "
                          f"({first_few(missing)})")
-        empty = [r.turn for r in rows if r.empty]
+        empty = [r.turn for r in rows if r.empty and not run.responses[r.turn].dropped]  # trimmed empty: below
         if empty:
             notes.append(f"{run.name}: {counted(len(empty), 'empty answer')} (blank text), scored 0 "
                          f"({first_few(empty)})")
+        trimmed = [r for r in rows if r.answered and run.responses[r.turn].dropped]
+        if trimmed:
+            from harness.ikat.submission import RESPONSE_WORD_LIMIT
+
+            pieces = sum(run.responses[r.turn].dropped for r in trimmed)
+            emptied = sum(r.empty for r in trimmed)
+            notes.append(f"{run.name}: {counted(len(trimmed), 'answer')} over the {RESPONSE_WORD_LIMIT}-word limit "
+                         f"{verb(len(trimmed), 'is', 'are')} scored without {verb(len(trimmed), 'its', 'their')} last "
+                         f"{counted(pieces, 'piece')}, as the official iKAT 2025 validator drops them to fit"
+                         + (f", {emptied} left with none (scored 0)" if emptied else "")
+                         + f" ({first_few([r.turn for r in trimmed])})")
         top = [r.turn for r in rows if r.answered and run.responses[r.turn].cites_top]
         if citations and top:
             its = verb(len(top), "its", "their")

@@ -27,6 +27,7 @@ class Response:
     passages: Mapping[str, str] = field(default_factory=dict)  # cited passage id -> text, where the file has it
     line: int | None = None  # where the file gives it, for messages
     cites_top: bool = False  # iKAT: it marks no passage used, so its top passages are its citations
+    dropped: int = 0  # iKAT 2025: pieces past the turn's word limit, left out as the official validator drops them
 
     @property
     def cited(self) -> bool:

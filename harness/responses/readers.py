@@ -13,7 +13,8 @@
   `responses` are one answer cut into pieces (sentences): the official validator counts their
   words together against the turn's 250-word limit and, over it, drops pieces from the end
   ("we remove sentences from the end", the track's 2025 README). They are read as TREC RAG's
-  `answer` is, each piece a sentence citing its own `citations`.
+  `answer` is, each piece a sentence citing its own `citations`, of the pieces the validator
+  keeps (`kept_responses`): the answer the track scores; the pieces dropped are counted in a note.
 - `trec-rag-jsonl`: TREC RAG 2024 (`{run_id, topic_id, topic, references: [ids],
   response_length, answer: [{text, citations: [index into references]}]}`, ragnarok's
   output and rag24 validator) and 2025 (`metadata: {team_id, run_id, narrative_id}`; citations
@@ -185,17 +186,17 @@ def _lines(path: Path) -> list[tuple[int, Any]]:
     return entries
 
 
-def _answer(turn: str, sentences: list[Sentence], line: int) -> Response:
+def _answer(turn: str, sentences: list[Sentence], line: int, dropped: int = 0) -> Response:
     """An answer given as sentences (TREC RAG's `answer`, iKAT 2025's `responses`): its text is
     the sentences joined by one space, as nuggetizer joins them, each sentence keeping its own
     citations for support."""
-    return Response(turn, " ".join(s.text for s in sentences), tuple(sentences), line=line)
+    return Response(turn, " ".join(s.text for s in sentences), tuple(sentences), line=line, dropped=dropped)
 
 
 @FORMATS.register("ikat-2025-jsonl")
 def read_ikat_2025(path: Path) -> list[ResponseRun]:
     from harness.ikat.checks import CHECKS, Context
-    from harness.ikat.checks_2025 import is_score_map
+    from harness.ikat.checks_2025 import is_score_map, kept_responses
 
     entries = _lines(path)
     context = Context(2025, {}, entries=entries)
@@ -214,13 +215,14 @@ def read_ikat_2025(path: Path) -> list[ResponseRun]:
         if not answers:
             raise InputError(path, "responses: the turn has no response", line=line)
         sentences = []
-        for index, piece in enumerate(answers):  # pieces past the word limit are not checked: they are read too
+        for index, piece in enumerate(answers):  # pieces past the word limit are checked too: they are read
             if not isinstance(piece, dict) or not isinstance(piece.get("text"), str) \
                     or not is_score_map(piece.get("citations")):
                 raise InputError(path, f"responses[{index}]: expected an object {{text, citations: {{passage id: "
                                        "number}}", line=line)
             sentences.append(Sentence(piece["text"], tuple(piece["citations"])))
-        _add(responses, _answer(turn, sentences, line), path)
+        kept = len(kept_responses(answers))
+        _add(responses, _answer(turn, sentences[:kept], line, dropped=len(answers) - kept), path)
     return [ResponseRun(run_name or file_stem(path), path, "ikat-2025-jsonl", responses)]
 
 
