@@ -497,7 +497,7 @@ def format_score(score: float) -> str:
     return f"{score:.6f}"
 
 
-def _printed_below(previous: float) -> str:
+def printed_below(previous: float) -> str:
     """The score printed just below `previous` (a printed score as read back): one unit of the
     last decimal below, or where six decimals cannot tell floats apart (from 2**32 on) the
     first float below whose print reads back lower; below the most negative float, none: the
@@ -518,7 +518,7 @@ def write_run(
     """Stream (qid, best-first [(docid, score), ...]) into a TREC run file, atomically.
 
     Only one query's ranking is held at a time. By default printed scores are made strictly
-    decreasing within a query (a tie is printed just below its predecessor: `_printed_below`),
+    decreasing within a query (a tie is printed just below its predecessor: `printed_below`),
     so that trec_eval's re-sort by score cannot reorder the file. With
     `printed`, each score is printed by it unchanged, ties kept: the rankings must then
     already be in canonical order (`canonical_order`). `digest` (a hashlib object) is updated
@@ -544,7 +544,7 @@ def write_run(
                     continue
                 text = format_score(round(score, 6))
                 if previous is not None and float(text) >= previous:
-                    text = _printed_below(previous)
+                    text = printed_below(previous)
                 previous = float(text)  # as trec_eval reads it back
                 lines.append(f"{qid} Q0 {docid} {rank} {text} {tag}\n")
             block = "".join(lines).encode("utf-8")  # one query's lines, as written and hashed

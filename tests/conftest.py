@@ -9,6 +9,7 @@ import hashlib
 import itertools
 import json
 import os
+import random
 import shutil
 import signal
 import subprocess
@@ -22,7 +23,7 @@ import pytest
 from harness.corpus import Corpus, Document
 from harness.paths import REPO_ROOT, data_root, qrels_root
 from harness.retrieve import SearchQuery
-from harness.trec import Qrels, read_qrels
+from harness.trec import Qrels, canonical_order, read_qrels
 
 CAST2021_QRELS = qrels_root() / "cast" / "trec-cast-qrels-docs.2021.qrel"
 CAST2021_DOC_RUNS = sorted((data_root() / "cast" / "2021" / "baselines" / "document_runs").glob("*.run"))
@@ -81,6 +82,32 @@ def ikat2023():
     from harness.topics import load
 
     return load("ikat2023")
+
+
+def saturated_ikat2024_run(path: Path, turns: int = 12) -> Path:
+    """A TREC run of 20 judged passages for each of the first `turns` iKAT 2024 turns with 4
+    relevant and 16 non-relevant ones judged (real qrels): its 4 best and 4 non-relevant ones
+    first, alternating, scored as a saturated cross-encoder scores them (1 - 1e-9 * rank**2:
+    distinct, but not as 32-bit floats or with 6 decimals), the 4th and 5th tied, then the
+    rest shuffled, at 0.9 - rank / 1000 (apart in any precision). Scores as Python prints them."""
+    judged = read_qrels(qrels_root() / "ikat" / "2024-qrels.txt").judgments
+    rng = random.Random(8)
+    lines = []
+    for qid in sorted(judged):
+        relevant = sorted((docid for docid, grade in judged[qid].items() if grade > 0),
+                          key=lambda docid: (-judged[qid][docid], docid))
+        other = sorted(docid for docid, grade in judged[qid].items() if grade <= 0)
+        if len(relevant) < 4 or len(other) < 16 or len(lines) == 20 * turns:
+            continue
+        rest = relevant[4:] + other[4:]
+        rng.shuffle(rest)
+        docids = [docid for pair in zip(relevant[:4], other[:4]) for docid in pair] + rest[:12]
+        scores = [1 - 1e-9 * rank**2 for rank in range(1, 9)] + [0.9 - rank / 1000 for rank in range(9, 21)]
+        scores[4] = scores[3]
+        ranking = canonical_order(zip(docids, scores))
+        lines += [f"{qid} Q0 {docid} {rank} {score!r} saturated\n" for rank, (docid, score) in enumerate(ranking, 1)]
+    path.write_text("".join(lines))
+    return path
 
 
 def write_clueweb22_txt(folder: Path, documents: list[Document]) -> Path:

@@ -8,12 +8,18 @@ from __future__ import annotations
 
 import json
 from itertools import islice
+from pathlib import Path
 
+import numpy as np
+import pandas as pd
 import pytest
 
+import harness
 from harness.cli import main
 from harness.corpus.readers import open_corpus
-from harness.trec import write_run
+from harness.paths import qrels_root
+from harness.trec import Qrels, read_qrels, read_run, write_run
+from tests.conftest import saturated_ikat2024_run
 
 TRAIN_POOL = "benchmark:ikat2023:train"
 
@@ -252,3 +258,60 @@ def test_the_depth_said_to_fit_the_hosted_limit_fits_when_turns_rank_fewer_passa
     depth = int(re.search(r"about --depth (\d+) would fit", capsys.readouterr().err)[1])
     assert main([*argv, "--depth", str(depth)]) == 0
     assert out.stat().st_size <= 4 << 20 and "would fit" not in capsys.readouterr().err
+
+
+# --- run scores the format cannot tell apart ----------------------------------------------
+
+SATURATED_MEASURES = ["nDCG@5", "nDCG@10", "RR(rel=2)", "P@5", "AP"]
+
+
+@pytest.fixture(scope="module")
+def saturated(tmp_path_factory):
+    return saturated_ikat2024_run(tmp_path_factory.mktemp("saturated") / "saturated.run")
+
+
+def saturated_submission(tmp_path, saturated, year: int) -> Path:
+    out = tmp_path / f"submission{year}.json{'l' if year == 2025 else ''}"
+    assert main(["ikat", "from-trec", str(saturated), "--benchmark", "ikat2024", "--year", str(year), "--team-id", "t",
+                 "--run-name", "x", "--output", str(out)]) == 0
+    return out
+
+
+@pytest.mark.parametrize("year", [2024, 2025])
+def test_a_submission_evaluates_as_its_run_where_the_format_cannot_tell_the_run_s_scores_apart(
+        tmp_path, saturated, year):
+    """Scores 1e-9 apart are one 32-bit float (2024) and one 6-decimal score (2025): written as
+    the run has them, the official run ranked them by passage id, and scored otherwise."""
+    back = tmp_path / "back.run"
+    assert main(["ikat", "to-trec", str(saturated_submission(tmp_path, saturated, year)), "--output", str(back)]) == 0
+    run, converted = read_run(saturated), read_run(back)
+    judged = read_qrels(qrels_root() / "ikat" / "2024-qrels.txt").judgments
+    qrels = Qrels("ikat2024", {qid: judged[qid] for qid in run})
+    per_query, _ = harness.evaluate({"run": run, "converted": converted}, qrels, SATURATED_MEASURES)
+    ours, theirs = (per_query[per_query["run"] == name].drop(columns="run").reset_index(drop=True)
+                    for name in ("run", "converted"))
+    pd.testing.assert_frame_equal(ours, theirs)
+    assert {qid: [docid for docid, _ in converted.ranked(qid)] for qid in converted} == \
+        {qid: [docid for docid, _ in run.ranked(qid)] for qid in run}
+
+
+def test_only_scores_the_format_cannot_tell_apart_are_lowered_and_run_ties_stay_tied(tmp_path, saturated, capsys):
+    """Each turn: the first score and the 12 apart in float32 are the run's; the 7 below the first,
+    1e-9 apart, each the 32-bit float just below the one above, the tied 4th and 5th one score."""
+    turns = json.loads(saturated_submission(tmp_path, saturated, 2024).read_text())["turns"]
+    run = read_run(saturated)
+    written = {turn["turn_id"]: turn["responses"][0]["passage_provenance"]
+               for turn in turns if turn["responses"][0]["passage_provenance"]}
+    assert written.keys() == set(run.scores)
+    for qid, passages in written.items():
+        scores, ran = [p["score"] for p in passages], [score for _, score in run.ranked(qid)]
+        assert scores[0] == ran[0] and scores[8:] == ran[8:]
+        below = [float(np.nextafter(np.float32(score), np.float32(0))) for score in scores[:7]]
+        below[3] = scores[3]  # the 5th, tied with the 4th in the run
+        assert scores[1:8] == below
+    turn, passages = next(iter(written.items()))  # the first in the file
+    assert (f"note: 84 passages in 12 turns are written with a score below the run's, to keep its order: the iKAT "
+            "2024 format holds scores as 32-bit floats, in which their run score would not rank below the passage's "
+            "above (the official run ranks tied passages by id), so each is given the nearest score below that one's "
+            f"(the first: turn {turn}, passage {passages[1]['id']}, 0.999999996 written as 0.9999999403953552)"
+            ) in capsys.readouterr().err

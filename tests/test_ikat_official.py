@@ -32,7 +32,9 @@ from harness.ikat.submission import FLOAT32_MAX, build_submission, write_submiss
 from harness.ikat.validate import CHECKS, read_passage_ids, validate_file
 from harness.paths import data_root
 from harness.topics.ikat import passages_path, read_topics, topics_path
-from tests.conftest import qrels_root, reference_dir
+from harness.cli import main
+from harness.trec import read_run
+from tests.conftest import qrels_root, reference_dir, saturated_ikat2024_run
 
 pytestmark = [pytest.mark.reference, pytest.mark.slow]
 
@@ -541,3 +543,26 @@ def test_to_trec_2025_equals_generate_run(tmp_path, shipped_passages, ptkb):
     ours = sorted((line.split() for line in ours_path.read_text().splitlines()), key=lambda f: f[0])
     assert [(f[0], f[2], f[4]) for f in ours] == trec_eval_order(theirs)
     assert {f[5] for f in ours} == {f[5] for f in theirs} == {"7"}
+
+
+@pytest.mark.parametrize("year", [2024, 2025])
+def test_generate_run_ranks_a_from_trec_submission_as_its_run(tmp_path, year):
+    """The run's scores 1e-9 apart, which the format cannot tell apart, are written so that the
+    official run ranks them as the run does (not tied, by passage id), in trec_eval's order."""
+    run = saturated_ikat2024_run(tmp_path / "saturated.run")
+    submission = tmp_path / f"submission.json{'l' if year == 2025 else ''}"
+    assert main(["ikat", "from-trec", str(run), "--benchmark", "ikat2024", "--year", str(year), "--team-id", "t",
+                 "--run-name", "x", "--output", str(submission)]) == 0
+    if year == 2025:
+        official = tmp_path / "official.run"
+        subprocess.run([sys.executable, str(reference_dir("ikat-official", "2025", "scripts") / "generate_run.py"),
+                        "--submission", str(submission), "--output", str(official)], check=True, capture_output=True)
+    else:
+        folder = official_copy(tmp_path, year)
+        subprocess.run([sys.executable, "generate_run.py", str(submission)], cwd=folder, check=True,
+                       capture_output=True)
+        official = folder / f"{submission.name}.run"
+    theirs = trec_eval_order([line.split() for line in official.read_text().splitlines()])
+    ranked = read_run(run)
+    assert [(turn, passage) for turn, passage, _ in theirs] == \
+        [(qid, docid) for qid in sorted(ranked.scores) for docid, _ in ranked.ranked(qid)]

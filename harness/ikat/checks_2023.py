@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import math
 import re
-import struct
 from collections import Counter
 from collections.abc import Iterator
 from typing import Any
@@ -24,6 +23,7 @@ from harness.ikat.submission import (
     Submission,
     SubmissionTurn,
     checked_by,
+    float32,
 )
 
 
@@ -122,11 +122,6 @@ def protobuf_float(value: Any) -> float | None:
         return math.inf  # an integer beyond any float: json_format stops on it ("int too large")
     except (TypeError, ValueError):
         return {"Infinity": math.inf, "-Infinity": -math.inf, "NaN": math.nan}.get(value) if isinstance(value, str) else None
-
-
-def float32(value: Any) -> float:
-    """Scores are 32-bit floats in run.proto: compare and convert them as the official tools see them."""
-    return struct.unpack("f", struct.pack("f", float(value)))[0]
 
 
 def _schema_problems(value: Any, schema: Any, path: str) -> Iterator[tuple[str, str]]:

@@ -12,11 +12,12 @@ from typing import TYPE_CHECKING
 from harness.atomic import OutputError, output_problem
 from harness.cli import add_output, number_in, print_lines
 from harness.errors import HarnessError, InputError, counted, open_input, verb
-from harness.ikat.submission import PROVENANCE_LIMIT, PTKB_DEPTH, YEARS
+from harness.ikat.submission import PROVENANCE_LIMIT, PTKB_DEPTH, YEARS, score_precision
 from harness.paths import refuse_overwriting
 from harness.topics.model import Conversation
 
 if TYPE_CHECKING:
+    from harness.ikat.submission import OrderKept
     from harness.ikat.validate import ValidationReport
     from harness.topics import Benchmark
     from harness.trec import Run
@@ -217,7 +218,7 @@ def ikat_benchmarks() -> list[str]:
 
 
 def _from_trec(args: argparse.Namespace) -> int:
-    from harness.ikat.submission import build_submission, write_submission
+    from harness.ikat.submission import build_submission, keep_order, write_submission
     from harness.topics import load
     from harness.trec import read_run
 
@@ -253,8 +254,11 @@ def _from_trec(args: argparse.Namespace) -> int:
         depth=args.depth,
         team_id=args.team_id,
     )
+    submission, lowered = keep_order(submission, args.year)
     write_submission(args.out, submission, args.year)
     print(f"{args.out}: {counted(len(submission.turns), 'turn')} (iKAT {args.year} format)", file=sys.stderr)
+    if lowered.passages:
+        _report_lowered(lowered, args.year)
     responses = [response for turn in submission.turns for response in turn.responses]
     empty = sum(not response.text.strip() for response in responses)
     if empty:  # a turn's text is its best passage's (extractive), none where no passage has one
@@ -266,6 +270,18 @@ def _from_trec(args: argparse.Namespace) -> int:
     _report_texts(submission, source_name)
     _report_size(args.out, args.depth, submission, args.year)
     return 0
+
+
+def _report_lowered(lowered: OrderKept, year: int) -> None:
+    """Scores written other than the run's are said, with why: the format could not hold its order."""
+    turn, passage, run_score, written = lowered.first
+    count = lowered.passages
+    print(f"note: {counted(count, 'passage')} in {counted(lowered.turns, 'turn')} {verb(count, 'is', 'are')} written "
+          f"with a score below the run's, to keep its order: the iKAT {year} format holds scores "
+          f"{score_precision(year)}, in which {verb(count, 'its', 'their')} run score would not rank below the "
+          "passage's above (the official run ranks tied passages by id), so each is given the nearest score below "
+          f"that one's (the first: turn {turn}, passage {passage}, {run_score!r} written as {written!r})",
+          file=sys.stderr)
 
 
 def benchmark_year(benchmark: str) -> int:

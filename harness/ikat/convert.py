@@ -27,9 +27,8 @@ from typing import Any
 
 from harness import jsonl
 from harness.errors import InputError
-from harness.ikat.checks_2023 import float32
 from harness.ikat.checks_2025 import is_score_map
-from harness.ikat.submission import YEARS, Submission
+from harness.ikat.submission import YEARS, Submission, float32, official_score
 from harness.ikat.validate import Decoded, decode_lines, guess_year, read_submission, submission_text
 from harness.trec import canonical_order, field_ok, write_run
 
@@ -85,11 +84,6 @@ def _scaled_score(score: float, rank: int, path: Path, turn_id: str) -> float:
         raise InputError(path, "a response has rank -1: its scale 1 / (rank + 1) is a division by zero; "
                                "ranks start at 1", record=f"turn {turn_id}")
     return float32((1 / (rank + 1)) * score)
-
-
-def _printed_2025(score: float) -> float:
-    """The 2025 generate_run.py prints `{score:.6f}`: the value trec_eval reads back."""
-    return float(f"{score:.{YEARS[2025].score_decimals}f}")
 
 
 def _split_field(text: str) -> str:
@@ -156,7 +150,7 @@ def _rankings_2025(path: Path, entries: list[tuple[int, Any]] | None = None) -> 
         if not is_score_map(references):
             raise InputError(path, "reference scores must be finite numbers", line=line)
         try:
-            passages[turn_id] = canonical_order((pid, _printed_2025(score)) for pid, score in references.items())
+            passages[turn_id] = canonical_order((pid, official_score(2025, score)) for pid, score in references.items())
         except OverflowError:
             raise InputError(path, "a reference score is too large for a floating-point number", line=line) from None
         ids: dict[str, None] = {}

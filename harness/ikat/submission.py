@@ -16,18 +16,21 @@ One model serves the three years; the writers lay it out as each year's run form
 from __future__ import annotations
 
 import json
+import struct
 import unicodedata
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 from pathlib import Path
 
+import numpy as np
+
 from harness.atomic import atomic_write
 from harness.corpus import Corpus, TextLookup, find_texts
 from harness.errors import HarnessError
 from harness.registry import Registry
 from harness.topics.model import Conversation
-from harness.trec import Ranking
+from harness.trec import Ranking, printed_below
 
 RESPONSE_WORD_LIMIT = 250  # iKAT guidelines; the 2025 validator counts NFKC-normalised words
 PROVENANCE_LIMIT = 1000  # passages per response (2023/2024), references per turn (2025)
@@ -54,6 +57,27 @@ YEARS: dict[int, Year] = {
     2025: Year(frozenset({"automatic", "manual", "generation-only"}), "2025", "harness.ikat.checks_2025",
                json_lines=True, score_decimals=6),
 }
+
+
+def float32(value: Any) -> float:
+    """Scores are 32-bit floats in run.proto: compare and convert them as the official tools see them."""
+    return struct.unpack("f", struct.pack("f", float(value)))[0]
+
+
+def official_score(year: int, score: float, rank: int = 1) -> float:
+    """The score the year's generate_run.py writes for a passage of a response ranked `rank`,
+    the value trec_eval ranks it by: 2023/2024 the score as run.proto's 32-bit float holds
+    it, times 1 / (rank + 1), held in another; 2025 the score printed with 6 decimals."""
+    decimals = YEARS[year].score_decimals
+    if decimals is not None:
+        return float(f"{score:.{decimals}f}")
+    return float32(float32(score) * (1 / (rank + 1)))
+
+
+def score_precision(year: int) -> str:
+    """How the year's format holds passage scores, for a message."""
+    decimals = YEARS[year].score_decimals
+    return "as 32-bit floats" if decimals is None else f"with {decimals} decimals (generate_run.py prints them so)"
 
 
 def file_format(year: int) -> str:
@@ -277,6 +301,64 @@ def build_submission(
     return Submission(run_name, run_type, tuple(turns), team_id=team_id)
 
 
+@dataclass(frozen=True)
+class OrderKept:
+    """What `keep_order` changed: the passages given a score below their run score."""
+
+    turns: int = 0
+    passages: int = 0
+    first: tuple[str, str, float, float] | None = None  # (turn, passage, run score, score written)
+
+
+def keep_order(submission: Submission, year: int) -> tuple[Submission, OrderKept]:
+    """`submission` with each response's passages, listed best first, ranked in that order by
+    the year's official run (`official_score`): distinct scores closer than the format holds
+    them collapse into a tie there, which trec_eval orders by passage id, so the file would
+    not evaluate as the run it came from. Such a passage is given the nearest score the format
+    ranks below the one above it (as `harness run` writes its own run files); the scores
+    that keep their order are left as they are, and passages the run ties stay tied (ordered
+    by id in both)."""
+    if not YEARS[year].json_lines:
+        _float32_scores(submission, year, ptkb=False)  # the writer's error, before a score is taken as float32
+    turns: list[SubmissionTurn] = []
+    lowered_turns, lowered, first = 0, 0, None
+    for turn in submission.turns:
+        responses, lowered_before = [], lowered
+        for response in turn.responses:
+            kept: list[PassageProvenance] = []
+            above: tuple[float, float] | None = None  # the passage above: its run score, its score as written
+            for passage in response.passage_provenance:
+                score = passage.score
+                if above is not None and score == above[0]:  # tied in the run: tied as written
+                    score = above[1]
+                elif above is not None and (official_score(year, score, response.rank)
+                                            >= official_score(year, above[1], response.rank)):
+                    score = _written_below(year, above[1], response.rank)
+                if score != passage.score:
+                    lowered += 1
+                    first = first or (turn.turn_id, passage.id, passage.score, score)
+                kept.append(passage if score == passage.score else replace(passage, score=score))
+                above = passage.score, score
+            responses.append(replace(response, passage_provenance=tuple(kept)))
+        lowered_turns += lowered > lowered_before
+        turns.append(replace(turn, responses=tuple(responses)))
+    return replace(submission, turns=tuple(turns)), OrderKept(lowered_turns, lowered, first)
+
+
+def _written_below(year: int, above: float, rank: int) -> float:
+    """The score nearest below `above` (a score as written) that the year's official run
+    ranks below it; one tying with `above` where the format holds no lower score."""
+    floor = official_score(year, above, rank)
+    if YEARS[year].score_decimals is not None:  # 2025: 6 decimals, as `harness run` prints its scores
+        return float(printed_below(floor))
+    value = float32(above)
+    while official_score(year, value, rank) >= floor:
+        value = float(np.nextafter(np.float32(value), np.float32(-np.inf)))
+        if not abs(value) <= FLOAT32_MAX:
+            return above
+    return value
+
+
 __all__ = [
     "PTKBProvenance",
     "PassageProvenance",
@@ -286,6 +368,7 @@ __all__ = [
     "build_submission",
     "cap_words",
     "extractive_response",
+    "keep_order",
     "word_count",
     "write_submission",
 ]
