@@ -890,6 +890,17 @@ def test_leaderboard_legend_explains_the_tiers_and_p_values_it_shows_not_compare
     assert "▲" not in api["legend"]
 
 
+def test_a_board_of_one_run_says_it_has_no_test_in_a_whole_sentence(server, tmp_path):
+    """With one run there is no comparison: the legend read 'no paired-t test on 176 queries:  A query ...'."""
+    client, _ = server
+    scored(client, post(client, trec_run(tmp_path / "run70.trec", seed=70)).json()["id"])
+    legend = client.get(f"/api/tasks/{TASK}/leaderboard").json()["legend"]
+    page = " ".join(re.search(r'<p class="legend">(.*?)</p>', client.get(f"/tasks/{TASK}").text, re.S)[1].split())
+    said = ("no paired-t test on 176 queries: a single run, with no other run to test it against. "
+            "A query missing from a run scores 0.")
+    assert legend == said and page.endswith(f"Test: {said}"), legend
+
+
 def test_a_run_compared_on_one_query_is_untested_not_tied(tmp_path):
     """One query has no spread to test against: its tier read 'tied', as if tested and found not different."""
     lines = QRELS.read_text().splitlines()

@@ -279,7 +279,10 @@ class Leaderboard:
         return f"A {self.unit[0]} missing from a run scores 0."
 
     def test_note(self) -> str:
-        """The test, its family and level, for a page that shows p-values without the marks."""
+        """The test, its family and level, for a page that shows p-values without the marks (a board
+        with one run: that it has no other run to be tested against)."""
+        if not self.comparisons:
+            return f"no {self.test} test on {self.queries_note()}: a single run, with no other run to test it against."
         resampled = (
             f" with {self.resampling.resamples} resamples (seed {self.resampling.seed})"
             if self.test in RESAMPLED
