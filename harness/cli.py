@@ -276,7 +276,11 @@ def command_parser(chosen: str | None) -> tuple[argparse.ArgumentParser, argpars
 
 def _parser(argv: list[str]) -> tuple[_Parser, argparse.Namespace]:
     """The innermost (sub)command parser that read `argv` (which names the command in errors),
-    and what it read; a usage error exits, said by that parser."""
+    and what it read; a usage error exits, said by that parser. A last `--` with nothing after it
+    (`--measures nDCG@3 --`, as --measures' help says to end it) ends the options: argparse
+    refused it as an unrecognized argument where the runs came before."""
+    if argv[-1:] == ["--"] and argv.count("--") == 1:
+        argv = argv[:-1]
     parser, _ = command_parser(next((a for a in argv if not a.startswith("-")), None))
     args, unknown = parser.parse_known_args(argv)
     named = vars(args).pop(_PARSED_BY)

@@ -90,6 +90,17 @@ def test_run_files_swallowed_by_measures_are_named_with_the_fix(capsys):
     assert main(["eval", "--qrels", QRELS, "--measures", "nDCG@3", "--", str(RUN)]) == 0
 
 
+@pytest.mark.parametrize("command", ["eval", "compare"])
+def test_measures_ended_with_a_last_double_dash_read_as_without_it(capsys, command):
+    """--measures' help says to end it with --: after the runs, with nothing following, argparse
+    refused that -- ('unrecognized arguments: --')."""
+    argv = [command, "--qrels", QRELS, *map(str, CAST2021_DOC_RUNS[:2]), "--measures", "nDCG@3", "AP"]
+    assert main(argv) == 0
+    without = capsys.readouterr()
+    assert main([*argv, "--"]) == 0
+    assert capsys.readouterr() == without
+
+
 def test_a_run_file_among_the_measures_after_another_run_is_named_as_swallowed_too(capsys):
     """A run before --measures fills the positionals, so the parser sees nothing missing; the
     one after was read as a measure name ('cannot read measure ...')."""
