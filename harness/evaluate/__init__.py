@@ -124,6 +124,13 @@ def json_value(value: float, count: bool) -> float | int:
     return round(value) if count else value
 
 
+def csv_value(value: float, count: bool) -> str:
+    """A value as a CSV output gives it, for pandas and csv readers: as JSON gives it (`json_value`),
+    the shortest decimal that reads back as the same float, so that statistics recomputed from the
+    file equal the harness's (4 decimals, as the tables print them, moved a paired-t p)."""
+    return str(json_value(value, count)) if count else repr(float(value))
+
+
 def qrels_name(qrels: Qrels | QrelsTable) -> str:
     """The qrels as a warning names them: their file, else the benchmark's name for them."""
     return str(qrels.path) if qrels.path is not None else f"the qrels {qrels.name}"

@@ -7,13 +7,14 @@ import csv
 import io
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 from harness.atomic import atomic_write
 from harness.cli import add_format, add_output, add_runs, distinct_runs, swallowed
 from harness.errors import FLAGS, HarnessError
-from harness.evaluate import (JUDGED, Evaluation, Evaluator, RunFileOptions, evaluate_files, keep_measures, printed,
-                              report_reading, with_judged)
+from harness.evaluate import (JUDGED, Evaluation, Evaluator, RunFileOptions, csv_value, evaluate_files, keep_measures,
+                              printed, report_reading, with_judged)
 from harness.evaluate import presets
 from harness.evaluate.moved import FillMoves, fill_moves
 from harness.evaluate.names import CASE_RULE
@@ -168,34 +169,34 @@ def _as_json(evaluations: list[Evaluation], per_query: bool) -> str:
     return json.dumps(document, indent=2) + "\n"
 
 
-def _rows(evaluations: list[Evaluation], per_query: bool) -> list[list[str]]:
-    """run, qid ('all' for the mean, as trec_eval prints it), one value per measure."""
+def _rows(evaluations: list[Evaluation], per_query: bool, cell: Callable[[float, bool], str]) -> list[list[str]]:
+    """run, qid ('all' for the mean, as trec_eval prints it), one value per measure, as `cell`
+    writes a value (and whether it is a count)."""
     rows = []
     for evaluation in evaluations:
+        measures = evaluation.measures
+        counts = [m in evaluation.counts for m in measures]
         if per_query:
-            for qid in next(iter(evaluation.per_query.values())):
-                rows.append([evaluation.run_name, qid] + [_cell(evaluation, m, evaluation.per_query[m][qid])
-                                                          for m in evaluation.measures])
-        rows.append([evaluation.run_name, "all"] + [_cell(evaluation, m, evaluation.means[m]) for m in evaluation.measures])
+            columns = [evaluation.per_query[m] for m in measures]
+            for qid in columns[0]:
+                rows.append([evaluation.run_name, qid, *map(cell, [column[qid] for column in columns], counts)])
+        rows.append([evaluation.run_name, "all", *map(cell, [evaluation.means[m] for m in measures], counts)])
     return rows
 
 
-def _cell(evaluation: Evaluation, measure: str, value: float) -> str:
-    """Counts as whole numbers, other measures to 4 decimals, as trec_eval prints them."""
-    return printed(value, measure in evaluation.counts)
-
-
 def _as_csv(evaluations: list[Evaluation], per_query: bool) -> str:
+    """For programs: every value unrounded, as JSON gives it (the table prints trec_eval's 4 decimals)."""
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(["run", "qid", *evaluations[0].measures])
-    writer.writerows(_rows(evaluations, per_query))
+    writer.writerows(_rows(evaluations, per_query, csv_value))
     return out.getvalue()
 
 
 def _as_table(evaluations: list[Evaluation], per_query: bool) -> str:
+    """Counts as whole numbers, other measures to 4 decimals, as trec_eval prints them."""
     header = ["run", "qid", *evaluations[0].measures]
-    rows = _rows(evaluations, per_query)
+    rows = _rows(evaluations, per_query, printed)
     widths = [max(len(str(row[i])) for row in [header, *rows]) for i in range(len(header))]
     lines = ["  ".join(cell.ljust(widths[i]) if i < 2 else cell.rjust(widths[i]) for i, cell in enumerate(row))
              for row in [header, *rows]]

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from harness.atomic import atomic_write
 from harness.paths import output_format
-from harness.evaluate import json_value
+from harness.evaluate import csv_value, json_value
 from harness.registry import Registry
 from harness.report import html, markdown
 from harness.report.arena import Arena
@@ -69,26 +69,20 @@ def as_csv(report: Report) -> bytes:
         for measure in board.measures:
             s = board.summaries[run, measure]
             count = measure in board.scores.counts
-            writer.writerow(["mean", run, measure, "", _csv_value(s.mean, count), _csv_number(s.ci_low, ".6f"),
-                             _csv_number(s.ci_high, ".6f"), "", "", "", "", "", "", ""])
+            writer.writerow(["mean", run, measure, "", csv_value(s.mean, count), _csv_number(s.ci_low),
+                             _csv_number(s.ci_high), "", "", "", "", "", "", ""])
             for c in board.comparisons_of(run, measure):
-                writer.writerow(["vs baseline", run, measure, c.baseline, _csv_value(c.difference, count),
-                                 _csv_number(c.ci_low, ".6f"), _csv_number(c.ci_high, ".6f"),
-                                 _csv_number(c.effect_size, ".4f"), _csv_number(c.p_value, ".6g"),
-                                 _csv_number(c.p_adjusted, ".6g"), int(board.significant(c)),
+                writer.writerow(["vs baseline", run, measure, c.baseline, csv_value(c.difference, count),
+                                 _csv_number(c.ci_low), _csv_number(c.ci_high), _csv_number(c.effect_size),
+                                 _csv_number(c.p_value), _csv_number(c.p_adjusted), int(board.significant(c)),
                                  c.wins, c.ties, c.losses])
     return out.getvalue().encode()
 
 
-def _csv_number(value: float, spec: str) -> str:
-    """A statistic as `spec` formats it, or an empty cell where it is undefined (nan: one query, no
+def _csv_number(value: float) -> str:
+    """A statistic unrounded (csv_value), or an empty cell where it is undefined (nan: one query, no
     spread), as the other empty cells: text ('n/a') in a column of numbers breaks a reader's types."""
-    return "" if math.isnan(value) else format(value, spec)
-
-
-def _csv_value(value: float, count: bool) -> str:
-    """A count (a sum over the queries) as the whole number it is, any other value to 6 decimals."""
-    return str(json_value(value, count)) if count else f"{value:.6f}"
+    return "" if math.isnan(value) else csv_value(value, count=False)
 
 
 def arena_dict(arena: Arena) -> dict:
