@@ -1,5 +1,6 @@
 """`harness qrels agree` and `harness qrels rank-agree` equal independent implementations:
-scikit-learn's cohen_kappa_score / confusion_matrix for labels, scipy's kendalltau for
+scikit-learn's cohen_kappa_score (the weighted kappas given labels= every integer from the lowest
+grade to the highest, as README says) / confusion_matrix for labels, scipy's kendalltau for
 orderings, and the definition of tau_AP (Yilmaz, Aslam and Robertson 2008) worked by hand.
 
 Real data: the NIST iKAT 2024 qrels against the organisers' GPT-4 judgments of the 2024 pool,
@@ -71,6 +72,8 @@ def between(grades: list[int]) -> list[int]:
 
 
 def check_against_sklearn(document: dict, a: str, b: str, qid: str | None = None) -> None:
+    """Every kappa of `document` (overall, or `qid`'s) is scikit-learn's, the weighted ones given
+    labels= every integer from the lowest grade to the highest (`between`), not its default."""
     x, y = shared_labels(a, b, qid)
     part = document if qid is None else document["per_query"][qid]
     grades = document["grades"]
@@ -218,10 +221,27 @@ def test_the_confusion_is_over_the_grades_given_not_every_grade_between(capsys, 
     assert document["weighted_kappa"]["linear"] == pytest.approx(cohen_kappa_score(x, y, labels=[0, 100000]))
 
 
+def test_weighted_kappa_weighs_grades_by_value_not_by_their_position_among_those_used():
+    """Grades 0, 1, 2, 4 (CAsT 2021 query 106_6's): 4 is 2 from 2, not 1 as its position next
+    to 2 has it in scikit-learn's default, so the weighted kappas equal cohen_kappa_score given
+    labels 0 to 4, and not given none (README said 'equal', leaving labels= out)."""
+    from harness.judge.agree import compare_labels
+    from harness.trec import Qrels
+
+    x, y = [0, 1, 2, 4, 4, 0, 1, 2, 0], [0, 2, 1, 4, 2, 0, 1, 4, 1]
+    a, b = ({"106_6": {f"d{i}": grade for i, grade in enumerate(side)}} for side in (x, y))
+    part = compare_labels(Qrels("a", a), Qrels("b", b), [1]).overall
+    for weighting in ("linear", "quadratic"):
+        assert part.weighted[weighting] == pytest.approx(cohen_kappa_score(x, y, labels=[0, 1, 2, 3, 4],
+                                                                           weights=weighting), abs=1e-12)
+        assert abs(part.weighted[weighting] - cohen_kappa_score(x, y, weights=weighting)) > 0.01
+
+
 def test_kappas_on_random_qrels_equal_scikit_learns_and_are_undefined_where_its_are():
     """Seeded pairs of qrels (grades -1 to 4, queries and documents on one side only, every
     label the same on one or both sides): every kappa, overall and per query, equals
-    cohen_kappa_score, NaN (n/a) exactly where it is NaN."""
+    cohen_kappa_score, the weighted ones given labels= every integer from the lowest grade to the
+    highest (a grade between may go unused), NaN (n/a) exactly where it is NaN."""
     from harness.judge.agree import compare_labels
     from harness.trec import Qrels
 

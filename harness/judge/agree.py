@@ -4,7 +4,7 @@ Labels (`harness qrels agree A B`), on the (qid, docid) pairs both judge:
 - Cohen's kappa of the binary labels grade >= t, for each threshold t;
 - weighted kappa on the grades, linear (|a - b|) and quadratic ((a - b)^2) weights taken from
   the grade values (they equal scikit-learn's index weights when the grades seen are
-  consecutive integers, as they are on TREC scales);
+  consecutive integers, as on most TREC files, but not every query: CAsT 2021 106_6 has 0, 1, 2, 4);
 - the confusion matrix of grades (rows A, columns B), the pairs in A only / B only / both,
   and every measure again per query.
 A kappa whose chance agreement is perfect (e.g. every label the same on both sides) is
