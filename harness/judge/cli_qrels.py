@@ -106,8 +106,15 @@ def _number(value: float) -> str:
     return "n/a" if math.isnan(value) else f"{value:.4f}"
 
 
+def _csv_number(value: float) -> str:
+    """Unrounded, as harness eval's CSV gives values (`csv_value`): statistics recomputed from it are the harness's."""
+    from harness.evaluate import csv_value
+
+    return "" if math.isnan(value) else csv_value(value, False)
+
+
 def _json_number(value: float) -> float | None:
-    return None if math.isnan(value) else round(value, 6)
+    return None if math.isnan(value) else value
 
 
 # -- agree ------------------------------------------------------------------------------
@@ -222,7 +229,7 @@ def _agree_csv(result: Agreement, args: argparse.Namespace) -> str:
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(["qid", "pairs", *_columns(result), *(f"A{g}_B{h}" for g in grades for h in grades)])
     for qid, part in [*result.per_query.items(), ("all", result.overall)]:
-        writer.writerow([qid, part.pairs, *(_number(v).replace("n/a", "") for v in _values(part)),
+        writer.writerow([qid, part.pairs, *map(_csv_number, _values(part)),
                          *(cell for row in part.confusion for cell in row)])
     return out.getvalue()
 
@@ -316,8 +323,7 @@ def _rank_csv(results: list[RankingAgreement], args: argparse.Namespace) -> str:
     writer.writerow(["measure", "tau", "tau_ap", "run", "rank_a", "rank_b"])
     for result in results:
         for run, a, b in result.moves:
-            writer.writerow([result.measure, _number(result.tau).replace("n/a", ""),
-                             _number(result.tau_ap).replace("n/a", ""), run, a, b])
+            writer.writerow([result.measure, _csv_number(result.tau), _csv_number(result.tau_ap), run, a, b])
     return out.getvalue()
 
 
