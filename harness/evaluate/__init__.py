@@ -27,6 +27,7 @@ pins down:
 
 from __future__ import annotations
 
+import math
 import os
 import sys
 import warnings
@@ -129,6 +130,13 @@ def csv_value(value: float, count: bool) -> str:
     the shortest decimal that reads back as the same float, so that statistics recomputed from the
     file equal the harness's (4 decimals, as the tables print them, moved a paired-t p)."""
     return str(json_value(value, count)) if count else repr(float(value))
+
+
+def csv_statistic(value: float) -> str:
+    """A statistic (an interval's end, a p-value, a kappa) as CSV gives it: unrounded (`csv_value`),
+    or an empty cell where it is undefined (nan), as the other empty cells: text ('n/a') in a column
+    of numbers breaks a reader's types."""
+    return "" if math.isnan(value) else csv_value(value, count=False)
 
 
 def qrels_name(qrels: Qrels | QrelsTable) -> str:

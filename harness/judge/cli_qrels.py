@@ -106,13 +106,6 @@ def _number(value: float) -> str:
     return "n/a" if math.isnan(value) else f"{value:.4f}"
 
 
-def _csv_number(value: float) -> str:
-    """Unrounded, as harness eval's CSV gives values (`csv_value`): statistics recomputed from it are the harness's."""
-    from harness.evaluate import csv_value
-
-    return "" if math.isnan(value) else csv_value(value, False)
-
-
 def _json_number(value: float) -> float | None:
     return None if math.isnan(value) else value
 
@@ -224,12 +217,14 @@ def _aligned(rows: list[list[str]]) -> list[str]:
 
 def _agree_csv(result: Agreement, args: argparse.Namespace) -> str:
     """One row per query and one 'all' row: pairs, kappas, and the confusion cells A<g>_B<h>."""
+    from harness.evaluate import csv_statistic
+
     grades = result.overall.grades
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(["qid", "pairs", *_columns(result), *(f"A{g}_B{h}" for g in grades for h in grades)])
     for qid, part in [*result.per_query.items(), ("all", result.overall)]:
-        writer.writerow([qid, part.pairs, *map(_csv_number, _values(part)),
+        writer.writerow([qid, part.pairs, *map(csv_statistic, _values(part)),
                          *(cell for row in part.confusion for cell in row)])
     return out.getvalue()
 
@@ -318,12 +313,14 @@ def _moves(result: RankingAgreement, limit: int) -> str:
 
 def _rank_csv(results: list[RankingAgreement], args: argparse.Namespace) -> str:
     """One row per (measure, run): the measure's tau and tau_AP, the run's ranks under A and B."""
+    from harness.evaluate import csv_statistic
+
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(["measure", "tau", "tau_ap", "run", "rank_a", "rank_b"])
     for result in results:
         for run, a, b in result.moves:
-            writer.writerow([result.measure, _csv_number(result.tau), _csv_number(result.tau_ap), run, a, b])
+            writer.writerow([result.measure, csv_statistic(result.tau), csv_statistic(result.tau_ap), run, a, b])
     return out.getvalue()
 
 

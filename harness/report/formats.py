@@ -17,7 +17,7 @@ from pathlib import Path
 
 from harness.atomic import atomic_write
 from harness.paths import output_format
-from harness.evaluate import csv_value, json_value
+from harness.evaluate import csv_statistic, csv_value, json_value
 from harness.registry import Registry
 from harness.report import html, markdown
 from harness.report.arena import Arena
@@ -69,20 +69,14 @@ def as_csv(report: Report) -> bytes:
         for measure in board.measures:
             s = board.summaries[run, measure]
             count = measure in board.scores.counts
-            writer.writerow(["mean", run, measure, "", csv_value(s.mean, count), _csv_number(s.ci_low),
-                             _csv_number(s.ci_high), "", "", "", "", "", "", ""])
+            writer.writerow(["mean", run, measure, "", csv_value(s.mean, count), csv_statistic(s.ci_low),
+                             csv_statistic(s.ci_high), "", "", "", "", "", "", ""])
             for c in board.comparisons_of(run, measure):
                 writer.writerow(["vs baseline", run, measure, c.baseline, csv_value(c.difference, count),
-                                 _csv_number(c.ci_low), _csv_number(c.ci_high), _csv_number(c.effect_size),
-                                 _csv_number(c.p_value), _csv_number(c.p_adjusted), int(board.significant(c)),
+                                 csv_statistic(c.ci_low), csv_statistic(c.ci_high), csv_statistic(c.effect_size),
+                                 csv_statistic(c.p_value), csv_statistic(c.p_adjusted), int(board.significant(c)),
                                  c.wins, c.ties, c.losses])
     return out.getvalue().encode()
-
-
-def _csv_number(value: float) -> str:
-    """A statistic unrounded (csv_value), or an empty cell where it is undefined (nan: one query, no
-    spread), as the other empty cells: text ('n/a') in a column of numbers breaks a reader's types."""
-    return "" if math.isnan(value) else csv_value(value, count=False)
 
 
 def arena_dict(arena: Arena) -> dict:
