@@ -28,7 +28,7 @@ from typing import Any
 from harness import jsonl
 from harness.errors import InputError
 from harness.ikat.checks_2025 import is_score_map
-from harness.ikat.submission import YEARS, Submission, float32, official_score
+from harness.ikat.submission import YEARS, Submission, official_score
 from harness.ikat.validate import Decoded, decode_lines, guess_year, read_submission, submission_text
 from harness.trec import canonical_order, field_ok, write_run
 
@@ -78,12 +78,12 @@ def _best_first(items: list[tuple[str, float]]) -> list[tuple[str, float]]:
     return sorted(items, key=lambda item: -item[1])  # stable: ties keep their order
 
 
-def _scaled_score(score: float, rank: int, path: Path, turn_id: str) -> float:
-    """generate_run.py's normalised score, as run.proto's float32 field stores it."""
+def _scaled_score(score: float, year: int, rank: int, path: Path, turn_id: str) -> float:
+    """generate_run.py's normalised score (`official_score`), where its scale is a number."""
     if rank == -1:
         raise InputError(path, "a response has rank -1: its scale 1 / (rank + 1) is a division by zero; "
                                "ranks start at 1", record=f"turn {turn_id}")
-    return float32((1 / (rank + 1)) * score)
+    return official_score(year, score, rank)
 
 
 def _split_field(text: str) -> str:
@@ -111,7 +111,7 @@ def submission_rankings(submission: Submission, year: int, path: Path) -> TrecRu
                 if not passage.id:
                     raise InputError(path, "a passage_provenance id is missing or empty", record=f"turn {turn.turn_id}")
                 if passage.id not in seen:
-                    seen[passage.id] = _scaled_score(passage.score, response.rank, path, turn.turn_id)
+                    seen[passage.id] = _scaled_score(passage.score, year, response.rank, path, turn.turn_id)
             for statement in response.ptkb_provenance:
                 seen_ptkb.setdefault(statement.id, statement.score)
         passages[turn.turn_id] = canonical_order(seen.items())
