@@ -151,6 +151,18 @@ def test_cached_index_is_built_once(ikat_bm25, tmp_path, monkeypatch):
     assert retriever.search([SearchQuery("q", "computer science university rankings")], k=5)["q"]
 
 
+def test_a_corpus_s_own_index_built_on_first_use_says_where_and_how_long_once(ikat_bm25, tmp_path, monkeypatch,
+                                                                               capsys):
+    """On a log it is the one line saying the time went to an index, not to ranking, and where it lies."""
+    monkeypatch.setenv("HARNESS_CACHE", str(tmp_path))
+    corpus = topics.load("ikat2023:train").corpus
+    built = cached_index(corpus, threads=1)
+    assert re.fullmatch(rf"index of 194 documents of {re.escape(corpus.name)} written to {re.escape(str(built))} in "
+                        r"\d+\.\d s \(once: later runs reuse it\)\n", capsys.readouterr().err.splitlines(True)[-1])
+    assert cached_index(corpus, threads=1) == built
+    assert capsys.readouterr().err == ""
+
+
 def test_index_refuses_to_overwrite(ikat_index, ikat_corpus):
     with pytest.raises(HarnessError, match="already exists; pass --force"):
         build_index(ikat_corpus, ikat_index)

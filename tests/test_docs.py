@@ -329,3 +329,28 @@ def test_every_option_of_every_command_says_what_it_takes_in_its_help():
               for prog, parser in _command_parsers() for action in parser._actions
               if action.help is None and not isinstance(action, argparse._SubParsersAction)}
     assert sorted(silent) == []
+
+
+def _keys_accepted(document: dict) -> list[str]:
+    """The keys a config accepts where `document` has one it does not ('zz'), as its error lists them."""
+    from harness.runner.config import ConfigError, parse_config
+
+    with pytest.raises(ConfigError, match="zz: unknown key; known: ") as raised:
+        parse_config(Path("c.yaml"), document)
+    return str(raised.value).split("known: ")[1].split(", ")
+
+
+def _keys_listed(lead: str) -> list[str]:
+    """The keys of the README's Config reference list after the line ending with `lead` (and a blank line)."""
+    text = README.read_text(encoding="utf-8")
+    section = text[text.index("\n## Config reference\n"):]
+    lines = section[section.index(f"{lead}\n\n") + len(lead) + 2:].splitlines()
+    items = lines[:next(i for i, line in enumerate(lines) if not line.startswith(("- ", "  ")))]
+    return [match.group(1) for line in items if (match := re.match(r"- `(\w+)`", line))]
+
+
+def test_the_config_reference_lists_every_key_a_config_accepts_and_no_other():
+    top = _keys_accepted({"experiments": [], "zz": 1})
+    experiment = _keys_accepted({"experiments": [{"topics": "ikat2023:test", "retrievers": ["bm25"], "zz": 1}]})
+    assert sorted(_keys_listed("Its top-level keys:")) == sorted(top)
+    assert sorted(_keys_listed("An experiment's keys:")) == sorted(experiment)

@@ -19,6 +19,8 @@ import os
 import re
 import shutil
 import subprocess
+import sys
+import time
 from collections import deque
 from pathlib import Path
 
@@ -104,16 +106,24 @@ def _irreplaceable(out: Path, corpus: Corpus) -> str | None:
 
 
 def cached_index(corpus: Corpus, threads: int | None = None) -> Path:
-    """The corpus's index under cache_root()/indexes/<fingerprint>, built on first use."""
+    """The corpus's index under cache_root()/indexes/<fingerprint>, built on first use; a build
+    says on stderr, as `harness index` does, where it went and how long it took: on a log it is
+    the one line of a long job that is no ranking (a run's own line times its ranking alone)."""
     out = cache_root() / "indexes" / corpus.fingerprint
     if (out / MANIFEST).is_file():
         return out
+    started = time.perf_counter()
+    textless = Textless(corpus)
     try:
-        return build_index(corpus, out, threads=threads)
+        build_index(corpus, out, threads=threads, textless=textless)
     except OSError:
         if (out / MANIFEST).is_file():  # another process finished the same index first
             return out
         raise
+    documents = json.loads((out / MANIFEST).read_text(encoding="utf-8"))["documents"]
+    print(f"index of {documents} documents of {corpus.name} written to {out} in {time.perf_counter() - started:.1f} s "
+          f"(once: later runs reuse it){textless.note()}", file=sys.stderr)
+    return out
 
 
 def _dump_jsonl(corpus: Corpus, folder: Path, textless: Textless) -> int:
