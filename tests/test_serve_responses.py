@@ -323,49 +323,105 @@ def test_a_refusal_that_tells_nothing_hidden_is_not_charged_to_the_quota(tmp_pat
         assert submit(client, rag_run(folder / "good.jsonl", "good", {"0_1": "answer 0_1"}), "team0").status_code == 202
 
 
-def test_responses_a_file_judge_scored_under_earlier_checks_are_scored_again_at_start_and_a_gamed_one_fails(tmp_path):
+def scored_before_the_rules(tmp_path: Path, like: str, path: Path, team: str, fmt: str) -> str:
+    """Store `path` as `team`'s upload, scored as submission `like` was, by a server before
+    today's rules: with its scores, and what it was scored with lacking the number of a `file:`
+    judge's rules and of the reader's. Its id."""
+    from harness.serve import store as st
+
+    store = st.Store(f"sqlite:///{tmp_path / 'state' / 'board.db'}", tmp_path / "state" / "files")
+    with store.session() as session, path.open("rb") as handle:
+        received = store.receive(handle, 1 << 20)
+        store.keep(received)
+        received.done()
+        scored, ident = session.get(st.Submission, like), st.submission_id("responses", team, received.sha256)
+        earlier = {key: value for key, value in scored.scored_with.items() if key != "reader"}
+        earlier["judge"] = {key: value for key, value in earlier["judge"].items() if key != "rules"}
+        session.add(st.Submission(id=ident, task="responses", team=team, sha256=received.sha256, format=fmt,
+                                  run_name="good", warnings=[], status=st.SCORED, means=scored.means,
+                                  per_query=scored.per_query, scored_with=earlier, scored_at=st.now()))
+        session.commit()
+    store.close()
+    return ident
+
+
+def submission_once(client, ident: str, team: str, status: str) -> dict:
+    """The API's answer on `team`'s submission once it is `status` (scoring runs in the background)."""
+    deadline = time.monotonic() + 60
+    while (answer := client.get(f"/api/submissions/{ident}", headers={
+            "Authorization": f"Bearer {team_token(team)}"}).json())["status"] != status:
+        assert answer["status"] in ("scored", "queued") and time.monotonic() < deadline, answer
+        time.sleep(0.1)
+    return answer
+
+
+def refused_as_scored(problem: str) -> str:
+    """A submission's error once its task's checks refuse it as it is scored."""
+    return (f"refused by the task's checks as it was scored: [assignments] line 1, turn 0_1: {problem}; it is kept, "
+            "off the board and without scores, and scored again at each start of the server (the organisers have "
+            "been told)")
+
+
+NOT_RECORDED = ("the answer is not the one of run 'good' the recorded nugget assignments were made for; this task "
+                "scores only the answers they hold (and 2 more)")
+
+
+def test_responses_a_file_judge_scored_under_earlier_checks_are_scored_again_at_start_and_a_gamed_one_leaves_the_board(
+        tmp_path):
     """Uploads accepted before a `file:` task checked answer texts kept their scores over a
     restart ("I do not know." under a recorded run's name, scored that run's labels): nothing
-    they were scored with changed. The judge's identity holds the number of its checks' rules."""
+    they were scored with changed. The judge's identity holds the number of its checks' rules,
+    and a start scores them again: a gamed one is refused, its scores dropped, off the board."""
     from harness.serve import store as st
+    from harness.serve.cli_submit import _wait
     from harness.serve.responses import FILE_JUDGE_RULES
 
     nuggets, recorded = write_nuggets(tmp_path), recorded_answers(tmp_path, {t: f"answer {t}" for t in TURNS})
     with open_board(tmp_path, nuggets, assignments=recorded) as (client, folder):
         honest = submit(client, rag_run(folder / "good.jsonl", "good", {t: f"answer {t}" for t in TURNS}), "team0")
         assert scored_board(client)["rows"][0]["measures"]["all"] == 1.0
-    store = st.Store(f"sqlite:///{tmp_path / 'state' / 'board.db'}", tmp_path / "state" / "files")
-    with store.session() as session:  # as a server before the rules left them: the gamed run scored as the honest
-        scored = session.get(st.Submission, honest.json()["id"])
-        scored.scored_with = {**scored.scored_with, "judge": {k: v for k, v in scored.scored_with["judge"].items()
-                                                              if k != "rules"}}
-        with rag_run(folder / "idk.jsonl", "good", {t: "I do not know." for t in TURNS}).open("rb") as handle:
-            received = store.receive(handle, 1 << 20)
-        store.keep(received)
-        received.done()
-        gamed = st.submission_id("responses", "team1", received.sha256)
-        session.add(st.Submission(id=gamed, task="responses", team="team1", sha256=received.sha256,
-                                  format="trec-rag-jsonl", run_name="good", warnings=[], status=st.SCORED,
-                                  means=scored.means, per_query=scored.per_query, scored_with=scored.scored_with,
-                                  scored_at=st.now()))
-        session.commit()
-    store.close()
+    gamed = scored_before_the_rules(tmp_path, honest.json()["id"], rag_run(
+        tmp_path / "idk.jsonl", "good", {t: "I do not know." for t in TURNS}), "team1", "trec-rag-jsonl")
     with open_board(tmp_path, nuggets, assignments=recorded) as (client, _):
-        deadline = time.monotonic() + 60
-        while (answer := client.get(f"/api/submissions/{gamed}", headers={
-                "Authorization": f"Bearer {team_token('team1')}"}).json())["status"] != "failed":
-            assert answer["status"] in ("scored", "queued") and time.monotonic() < deadline, answer
-            time.sleep(0.1)
-        assert (answer["measures"], answer["error"]) == (None, (
-            "refused by the task's checks as it was scored: [assignments] line 1, turn 0_1: the answer is not the one "
-            "of run 'good' the recorded nugget assignments were made for; this task scores only the answers they hold "
-            "(and 2 more)"))
+        answer = submission_once(client, gamed, "team1", "stale")
+        assert (answer["measures"], answer["per_query"], answer["scored"], answer["error"]) == (
+            None, None, None, refused_as_scored(NOT_RECORDED))
         rows = scored_board(client)["rows"]
+        client.headers.update({"Authorization": f"Bearer {team_token('team1')}"})  # `harness submit --wait`
+        with pytest.raises(HarnessError, match=f"submission {gamed} is not on the board: refused by the task's checks"):
+            _wait(client, gamed, 5)  # no measures to print: it was an AttributeError
     assert [(row["team"], row["measures"]["all"]) for row in rows] == [("team0", 1.0)]
     store = st.Store(f"sqlite:///{tmp_path / 'state' / 'board.db'}", tmp_path / "state" / "files")
     with store.session() as session:  # the honest run, scored again with today's checks
         assert session.get(st.Submission, honest.json()["id"]).scored_with["judge"]["rules"] == FILE_JUDGE_RULES
     store.close()
+
+
+def test_an_upload_refused_as_it_is_scored_again_is_kept_and_scored_at_a_start_once_its_answers_are_recorded(tmp_path):
+    """An honest iKAT 2025 upload of a turn's answer in pieces, scored when its assignments were
+    recorded under the earlier reader, which took the first piece for the answer: scored again
+    at start on the whole answer, it is refused. It was failed for good, its scores dropped, and
+    the same file uploaded again was a `duplicate`. It is off the board (a gamed one must not
+    keep its scores), kept with the check's message, and tried again at each start: with the
+    whole answers recorded, it is scored."""
+    nuggets, first = write_nuggets(tmp_path), recorded_answers(tmp_path, {t: f"answer {t}" for t in TURNS})
+    with open_board(tmp_path, nuggets, assignments=first, formats=("ikat-2025-jsonl",)) as (client, folder):
+        one = submit(client, ikat_2025_run(folder / "one.jsonl", "good", {t: [f"answer {t}"] for t in TURNS}), "team0")
+        assert scored_board(client)["rows"][0]["measures"]["all"] == 1.0
+    pieces = ikat_2025_run(tmp_path / "pieces.jsonl", "good", {t: [f"answer {t}", "See sources."] for t in TURNS})
+    ident = scored_before_the_rules(tmp_path, one.json()["id"], pieces, "team1", "ikat-2025-jsonl")
+    for _ in range(2):  # at each start
+        with open_board(tmp_path, nuggets, assignments=first, formats=("ikat-2025-jsonl",)) as (client, _):
+            answer = submission_once(client, ident, "team1", "stale")
+            assert (answer["measures"], answer["error"]) == (None, refused_as_scored(NOT_RECORDED))
+            assert [row["team"] for row in scored_board(client)["rows"]] == ["team0"]
+            assert submit(client, pieces, "team1").json() == {"id": ident, "status": "duplicate"}
+    joined = recorded_answers(tmp_path, {t: f"answer {t} See sources." for t in TURNS})  # recorded again
+    with open_board(tmp_path, nuggets, assignments=joined, formats=("ikat-2025-jsonl",)) as (client, _):
+        answer = submission_once(client, ident, "team1", "scored")
+        assert (answer["measures"]["all"], answer["error"]) == (1.0, None)
+        assert [row["team"] for row in scored_board(client)["rows"]] == ["team1"]  # team0's one piece: not recorded
+        assert submission_once(client, one.json()["id"], "team0", "stale")["measures"] is None
 
 
 def test_only_a_file_judge_s_identity_holds_the_number_of_its_task_s_rules(tmp_path):

@@ -100,9 +100,9 @@ def _wait(client, ident: str, timeout: float) -> int:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         body = _json(client.get(f"/api/submissions/{ident}"))
-        if body.get("status") in ("scored", "stale"):  # stale: its earlier scores, off the board
+        if body.get("status") in ("scored", "stale"):  # stale: its earlier scores, if any, off the board
             _print_warnings(body.get("warnings") or [], ident)
-            for measure, value in body["measures"].items():
+            for measure, value in (body["measures"] or {}).items():  # none: refused by the task's checks
                 print(f"{measure}\t{value:.4f}")
             if body["status"] == "stale":
                 raise HarnessError(f"submission {ident} is not on the board: {body.get('error')}")

@@ -111,7 +111,8 @@ class Service:
         such a run scored 0 on every query of a measure it lacked (one lacking the main
         measure made the board a KeyError, 500), or was scored on other judgments. A row that
         scoring again failed before (STALE) is tried again; one whose scores are its task's
-        again (the config changed back) is back on the board as it was."""
+        again (the config changed back) is back on the board as it was; one its task's checks
+        refused, which has none, is tried at every start."""
         stale: dict[tuple[str, str], int] = {}
         restored: dict[str, int] = {}
         with self.store.session() as session:
@@ -294,18 +295,23 @@ class Service:
 
 
 def _failed(row: st.Submission, problem: Exception) -> None:
-    """Mark a row whose scoring failed. One its task's checks refuse (Refused: checks added since
-    it was accepted) is FAILED with their message, its scores, if any, dropped: they are of an
-    upload the task does not score. Another scored before (queued again at start: its task
-    changed) keeps its earlier scores, what they were scored with and when, STALE: off the board,
-    which ranks runs scored alike, shown to its owner, and tried again at the next start
-    (not before: the worker would retry it at once, forever); FAILED would lose it for good."""
+    """Mark a row whose scoring failed. One its task's checks refuse (Refused: its task changed
+    since it was accepted: checks added, assignments recorded again) is STALE with their message,
+    its scores, if any, dropped (they are of an upload the task does not score now: a gamed one
+    must not keep them), and tried again at each start: the organiser may record its answers
+    again, and FAILED, never retried, its file a `duplicate` if uploaded again, would lose an
+    honest run for good. Another scored before (queued again at start: its task changed) keeps
+    its earlier scores, what they were scored with and when, STALE: off the board, which ranks
+    runs scored alike, shown to its owner, and tried again at the next start (not before: the
+    worker would retry it at once, forever); FAILED would lose it for good."""
     # its message too, in the organisers' log (the team is told only that it failed): what to fix
     why = ": ".join(filter(None, (type(problem).__name__, str(problem))))
     if isinstance(problem, Refused):
-        log.error("submission %s of task %s is refused by the task's checks as it is scored: %s", row.id, row.task,
-                  problem)
-        row.status, row.error = st.FAILED, f"refused by the task's checks as it was scored: {problem}"
+        log.error("submission %s of task %s is refused by the task's checks as it is scored: %s; it is off the board "
+                  "(status stale, no scores) and tried again at each start", row.id, row.task, problem)
+        row.status = st.STALE
+        row.error = (f"refused by the task's checks as it was scored: {problem}; it is kept, off the board and without "
+                     "scores, and scored again at each start of the server (the organisers have been told)")
         row.means = row.per_query = row.scored_with = row.scored_at = None
         return
     if row.means is None:
@@ -328,6 +334,8 @@ def _holds(row: st.Submission, measures: tuple[str, ...]) -> bool:
 
 def _stale(row: st.Submission, runtime: TaskRuntime) -> str | None:
     """Why a scored row's scores are not those its task gives now; None when they are."""
+    if row.means is None:  # stale without scores: refused by its task's checks (_failed), tried at each start
+        return "refused by the task's checks when last scored"
     if not _holds(row, runtime.config.measures):
         return "the task's measures changed"
     if row.scored_with is None:

@@ -33,7 +33,9 @@ from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column, sess
 from harness.errors import HarnessError
 
 QUEUED, SCORED, FAILED = "queued", "scored", "failed"
-STALE = "stale"  # scored, then its task changed, and scoring it again failed: its earlier scores, off the board
+# scored, then its task changed, and scoring it again failed: its earlier scores, off the board; or
+# refused by its task's checks as it was scored (they changed since it was accepted): no scores
+STALE = "stale"
 CHARGED = "charged"  # an audit event: a refused upload counted against the day's quota, as a submission is
 CHUNK = 1 << 20
 

@@ -70,8 +70,9 @@ class Verdict:
 
 
 class Refused(Exception):
-    """A stored upload that its task's checks refuse when it is scored (checks added since it was
-    accepted): it fails with their first message, where a scoring error leaves a scored run stale."""
+    """A stored upload that its task's checks refuse when it is scored (checks added, or
+    assignments recorded again, since it was accepted): stale with their first message and no
+    scores, tried again at each start (service._failed)."""
 
     def __init__(self, errors: list[Message]) -> None:
         first = errors[0]
