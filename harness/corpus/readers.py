@@ -12,17 +12,20 @@ from __future__ import annotations
 
 import hashlib
 import html
+import logging
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from harness import jsonl
 from harness.corpus import Corpus, Document
 from harness.errors import HarnessError, InputError, open_input
 from harness.paths import file_sha256
 from harness.registry import Param, Registry
+from harness.trec import GRADE_LIMIT, Qrels
 
 
 @dataclass(frozen=True)
@@ -298,17 +301,46 @@ CORPUS_FORMATS.add("clueweb22", CorpusFormat(open=_clueweb22_corpus, claims=_cla
 # -- ir_datasets -----------------------------------------------------------------------------
 
 _IRDS_TEXT_FIELDS = ("text", "body", "passage", "contents")
+_ALL_SOURCES_FAILED = "All download sources failed"  # ir_datasets' RuntimeError when no source of a file answers
+_RETRY_LINES = ("download error", "Download failed")  # its log lines on each failed try
 
 
-def _irds_corpus(dataset_id: str) -> Corpus:
+@dataclass(frozen=True)
+class DatasetCorpus(Corpus):
+    """An ir_datasets dataset's documents: ir_datasets fetches them on first read, unless it has them."""
+
+
+def _irds_dataset(dataset_id: str, has: str) -> Any:
+    """The ir_datasets dataset, which has `has` (docs, qrels); ids under harness/ are the benchmarks."""
     import ir_datasets
 
     try:
         dataset = ir_datasets.load(dataset_id)
     except KeyError:
         raise HarnessError(f"ir_datasets has no dataset {dataset_id!r}") from None
-    if not dataset.has_docs():
-        raise HarnessError(f"ir_datasets dataset {dataset_id!r} has no documents")
+    if not getattr(dataset, f"has_{has}")():
+        raise HarnessError(f"ir_datasets dataset {dataset_id!r} has no {'documents' if has == 'docs' else has}")
+    return dataset
+
+
+def _not_fetched(dataset_id: str, what: str, error: RuntimeError | OSError) -> HarnessError:
+    """The one line for the `what` (documents, qrels) of a dataset ir_datasets could not fetch
+    or read; any other error is re-raised as it is (a bug is not a failed download)."""
+    import ir_datasets
+
+    if failed := _failed_download(error):
+        return HarnessError(f"irds:{dataset_id}: ir_datasets has not downloaded its {what} and could not fetch them "
+                            f"({failed}); fetch them once online (any command reading irds:{dataset_id} does) into "
+                            f"ir_datasets' folder, IR_DATASETS_HOME ({ir_datasets.util.home_path()})")
+    if isinstance(error, OSError):  # a file it reads, missing (as a failed download leaves it) or unreadable
+        return HarnessError(f"ir_datasets could not read the {what} of {dataset_id!r} ({type(error).__name__}: "
+                            f"{str(error)[:200]}): it downloads them on first use, which needs the network and "
+                            "access to their source; fetch them once where there is both")
+    raise error
+
+
+def _irds_corpus(dataset_id: str) -> Corpus:
+    dataset = _irds_dataset(dataset_id, "docs")
 
     def documents() -> Iterator[Document]:
         try:
@@ -316,15 +348,82 @@ def _irds_corpus(dataset_id: str) -> Corpus:
                 field = next((name for name in _IRDS_TEXT_FIELDS if hasattr(doc, name)), None)
                 text = getattr(doc, field) if field else doc.default_text()
                 yield Document(id=doc.doc_id, contents=text, title=getattr(doc, "title", None) or None)
-        except OSError as error:  # requests' errors too: ir_datasets downloads a collection on first use
-            raise HarnessError(f"ir_datasets could not read the documents of {dataset_id!r} ({type(error).__name__}: "
-                               f"{str(error)[:200]}): it downloads them on first use, which needs the network and "
-                               "access to their source; fetch them once where there is both, or give a local "
-                               "copy (jsonl:FILE, trec:FILE)") from None
+        except (RuntimeError, OSError) as error:  # OSError: requests' errors too
+            raise HarnessError(f"{_not_fetched(dataset_id, 'documents', error)}, or give a local copy "
+                               "(jsonl:FILE, trec:FILE)") from None
 
     # ir_datasets ids name fixed, checksummed content: the id is the fingerprint's key.
     fingerprint = hashlib.sha256(f"irds:{dataset_id}".encode()).hexdigest()
-    return Corpus(name=dataset_id, documents=documents, known_fingerprint=fingerprint)
+    return DatasetCorpus(name=dataset_id, documents=documents, known_fingerprint=fingerprint)
+
+
+def irds_id(spec: str | Path) -> str | None:
+    """ID of `irds:ID` where a qrels file is expected; None for a path (a file of that name too)."""
+    return spec[len("irds:"):] if isinstance(spec, str) and spec.startswith("irds:") and not Path(spec).exists() \
+        else None
+
+
+def irds_qrels(dataset_id: str) -> Qrels:
+    """An ir_datasets dataset's qrels (query_id, doc_id, relevance), held to a qrels file's rules
+    (whole grades in C's int range, a document judged once a query): datasets are read through
+    ir_datasets. Named by the id, its slashes dashes (`harness-ikat2023-test`), as a file is by its stem."""
+    dataset = _irds_dataset(dataset_id, "qrels")
+    judgments: dict[str, dict[str, int]] = {}
+    try:
+        for qrel in dataset.qrels_iter():
+            qid, docid, grade = str(qrel.query_id), str(qrel.doc_id), qrel.relevance
+            judged = judgments.setdefault(qid, {})
+            if docid in judged:
+                raise HarnessError(f"irds:{dataset_id}: document {docid!r} judged twice for query {qid!r}")
+            if not isinstance(grade, int) or not -GRADE_LIMIT <= grade < GRADE_LIMIT:
+                raise HarnessError(f"irds:{dataset_id}: grade {grade!r} of document {docid!r} for query {qid!r} "
+                                   f"is not an integer from {-GRADE_LIMIT} to {GRADE_LIMIT - 1}")
+            judged[docid] = grade
+    except (RuntimeError, OSError) as error:
+        raise _not_fetched(dataset_id, "qrels", error) from None
+    if not judgments:
+        raise HarnessError(f"irds:{dataset_id}: empty qrels: no judgments")
+    return Qrels(dataset_id.replace("/", "-"), judgments)
+
+
+def _failed_download(error: Exception) -> str | None:
+    """Each source ir_datasets tried and how it failed (`host: ConnectionError`), where the error
+    is its failed download: the RuntimeError naming every source's failure, or a lone source's
+    requests error; None for any other error (a bug, a disk's), which is not one."""
+    import requests
+
+    if isinstance(error, RuntimeError) and len(error.args) == 2 and error.args[0] == _ALL_SOURCES_FAILED:
+        failures = [(getattr(source, "url", None), failure) for source, failure in error.args[1]]
+    elif isinstance(error, requests.RequestException):
+        failures = [(getattr(error.request, "url", None), error)]
+    else:
+        return None
+    return ", ".join(f"{urlsplit(url).netloc or url if url else 'its source'}: {_cause(failure)}"
+                     for url, failure in failures)
+
+
+def _cause(failure: BaseException) -> str:
+    """The failure's kind, urllib3's reason where requests wraps one (NameResolutionError: offline)."""
+    reason = getattr(failure.args[0], "reason", None) if failure.args else None
+    return type(reason if isinstance(reason, BaseException) else failure).__name__
+
+
+class _RetryLines(logging.Filter):
+    """Drops ir_datasets' line on each failed download try: the error names every source's failure."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not str(record.msg).startswith(_RETRY_LINES)
+
+
+def first_document(corpus: Corpus) -> Document | None:
+    """The corpus's first document, read to check it before any run (a file's field names, an
+    ir_datasets dataset's documents there or fetchable), ir_datasets' retry lines held back meanwhile."""
+    logger, retries = logging.getLogger("ir_datasets"), _RetryLines()  # the logger ir_datasets logs every line to
+    logger.addFilter(retries)
+    try:
+        return next(iter(corpus.documents()), None)
+    finally:
+        logger.removeFilter(retries)
 
 
 CORPUS_FORMATS.add("irds", CorpusFormat(open=_irds_corpus, claims=lambda spec: False),

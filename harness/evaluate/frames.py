@@ -98,7 +98,10 @@ def as_qrels(qrels: QrelsLike) -> Qrels:
     if isinstance(qrels, Qrels):
         return qrels
     if isinstance(qrels, (str, Path)):
-        return read_qrels(qrels)
+        from harness.corpus.readers import irds_id, irds_qrels
+
+        dataset_id = irds_id(qrels)
+        return read_qrels(qrels) if dataset_id is None else irds_qrels(dataset_id)
     import pandas as pd
 
     qrels = _frame(qrels, "qrels", "a qrels file, a harness.trec.Qrels or a DataFrame (qid, docno, label)")

@@ -12,7 +12,7 @@ and measures; parsing turns it into dataclasses and refuses anything it cannot r
         strategies: [raw, hqe]        # query strategies (retrieval only)
         retrievers: [bm25, {name: dense, label: minilm, params: {max_length: 128}}]
         corpus: FILE or FORMAT:SPEC, a list of them, or {index: NAME}   # default: the topics' own
-        qrels: FILE                   # default: the topics' own qrels (without any: measures: [] or none,
+        qrels: FILE or irds:ID        # default: the topics' own qrels (without any: measures: [] or none,
                                       # and the runs are written, not scored)
         qrels_restrict_to_corpus: false   # judge only documents of the corpus (small pools)
         measures: [nDCG@3, R@100]     # ir-measures names, or `preset: NAME`
@@ -121,7 +121,7 @@ class Experiment:
     strategies: tuple[str, ...]
     retrievers: tuple[RetrieverSpec, ...]
     corpus: CorpusSpec
-    qrels: Path | None  # None: the task's qrels for the topics (the adapter's own)
+    qrels: Path | str | None  # a file or irds:ID; None: the task's qrels for the topics (the adapter's own)
     qrels_restrict_to_corpus: bool
     measures: tuple[str, ...]
     depth: int | None  # evaluation depth (trec_eval -M): the preset's, else none (the run's k)
@@ -464,7 +464,7 @@ def parse_config(path: Path, document: Any) -> Config:
         "k": top["k"].positive_int() if "k" in top else DEFAULT_K,
     }
     problems = Problems(path)
-    qrels_read: dict[Path, Qrels | None] = {}  # a qrels file several experiments name is read once
+    qrels_read: dict[Path | str, Qrels | None] = {}  # a qrels file several experiments name is read once
     with endpoints(llm):  # the `llm` strategy's check sees this config's endpoints, and only here
         try:
             experiments = tuple(_experiment(node, defaults, problems, qrels_read)
@@ -505,7 +505,7 @@ _EXPERIMENT_KEYS = (
 
 
 def _experiment(node: Node, defaults: dict[str, Any], problems: Problems,
-                qrels_read: dict[Path, Qrels | None]) -> Experiment | None:
+                qrels_read: dict[Path | str, Qrels | None]) -> Experiment | None:
     """The experiment, or None when a file or folder it names is missing or malformed (the
     errors kept in `problems`, the checks that need those files skipped)."""
     kept = len(problems.found)
@@ -563,7 +563,7 @@ def _experiment(node: Node, defaults: dict[str, Any], problems: Problems,
         strategies=strategies,
         retrievers=retrievers,
         corpus=corpus,
-        qrels=qrels.path if qrels is not None else None,
+        qrels=(qrels.path or keys["qrels"].text()) if qrels is not None else None,
         qrels_restrict_to_corpus=restrict,
         measures=measures,
         depth=depth,
@@ -685,32 +685,36 @@ def _corpus(node: Node, problems: Problems) -> CorpusSpec | None:
 
 
 def _corpus_spec(node: Node) -> str:
-    """One corpus spec, opened to check it; a file's first document is read too (cheap), so
-    that a file of other field names is an error here, not when its run starts."""
-    from harness.corpus.readers import FileCorpus, open_corpus
+    """One corpus spec, opened to check it; a file's or an ir_datasets dataset's first document
+    is read too, so that a file of other field names, or a dataset not downloaded that cannot be
+    fetched, is an error here, not when its run starts."""
+    from harness.corpus.readers import DatasetCorpus, FileCorpus, first_document, open_corpus
 
     spec = str(node.path())
     if not Path(spec).exists() and (hint := node.beside_config(Path(spec))):
         raise node.error(f"no such file: {spec}{hint}")
     corpus = lookup(node, lambda: open_corpus(spec))
-    if isinstance(corpus, FileCorpus):
-        lookup(node, lambda: next(iter(corpus.documents()), None))
+    if isinstance(corpus, (FileCorpus, DatasetCorpus)):
+        lookup(node, lambda: first_document(corpus))
     return spec
 
 
-def _qrels(node: Node, read: dict[Path, Qrels | None]) -> Qrels | None:
-    """The `qrels:` file, read now (once for all experiments naming it): a malformed line is an
-    error at this key naming its line (`experiments[0].qrels: q.txt:12: expected 4 fields ...`),
-    said at the first key naming the file only; None at the others."""
+def _qrels(node: Node, read: dict[Path | str, Qrels | None]) -> Qrels | None:
+    """The `qrels:` file (or `irds:ID`, an ir_datasets dataset's qrels), read now (once for all
+    experiments naming it): a malformed line is an error at this key naming its line
+    (`experiments[0].qrels: q.txt:12: expected 4 fields ...`), said at the first key naming the
+    file only; None at the others."""
+    from harness.corpus.readers import irds_id, irds_qrels
     from harness.evaluate import check_scorable
 
-    path = node.existing_path()
-    if path not in read:
-        read[path] = None  # until read and found scorable
-        qrels = lookup(node, lambda: read_qrels(path))
+    dataset_id = irds_id(node.value)
+    source = node.existing_path() if dataset_id is None else node.value
+    if source not in read:
+        read[source] = None  # until read and found scorable
+        qrels = lookup(node, lambda: read_qrels(source) if dataset_id is None else irds_qrels(dataset_id))
         lookup(node, lambda: check_scorable(qrels))  # a query with only negative grades
-        read[path] = qrels
-    return read[path]
+        read[source] = qrels
+    return read[source]
 
 
 def _judging(node: Node, qrels: Qrels, benchmark) -> None:

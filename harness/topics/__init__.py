@@ -41,7 +41,17 @@ ADAPTERS: Registry[Adapter] = Registry("benchmark", package=__name__, group="har
 def load(name: str) -> Benchmark:
     """Load `NAME` or `NAME:SPLIT` through its registered adapter."""
     base, split = split_spec(name)  # `python:module:attr[:SPLIT]` too
+    if base == "irds" and split:  # read as benchmark `irds`, split ID, it was 'unknown benchmark'
+        raise HarnessError(f"{name}: topics are a benchmark name (`harness topics list` lists them), not an "
+                           f"ir_datasets id; the ids irds:harness/<benchmark>[/<split>] are those benchmarks"
+                           f"{_as_benchmark(split)}")
     return ADAPTERS.get(base)(split)
+
+
+def _as_benchmark(dataset_id: str) -> str:
+    """`: write ikat2023:test` for `harness/ikat2023/test`; '' for an id of no benchmark."""
+    prefix, _, rest = dataset_id.partition("/")
+    return f": write {rest.replace('/', ':')}" if prefix == "harness" and rest else ""
 
 
 def names() -> list[str]:
