@@ -139,3 +139,10 @@ def test_topics_irds_says_topics_are_benchmark_names(tmp_path, capsys):
         f"harness run: error: {tmp_path / 'x.yaml'}: experiments[0].topics: irds:harness/ikat2023/test: topics are a "
         "benchmark name (`harness topics list` lists them), not an ir_datasets id; the ids "
         "irds:harness/<benchmark>[/<split>] are those benchmarks: write ikat2023:test")
+
+
+def test_the_python_api_takes_irds_qrels_as_eval_does():
+    from harness.evaluate.frames import as_qrels
+    from harness.trec import read_qrels
+
+    assert as_qrels("irds:harness/ikat2023/test").judgments == read_qrels(SHIPPED_QRELS).judgments
