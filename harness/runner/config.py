@@ -41,12 +41,13 @@ line; `{data}`, `{qrels}` and `{cache}` expand to the shipped data, qrels and ca
 
 from __future__ import annotations
 
+import functools
 import re
 import string
 import sys
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from itertools import chain
+from itertools import chain, islice
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -527,8 +528,9 @@ def _experiment(node: Node, defaults: dict[str, Any], problems: Problems,
             and benchmark.corpus is None and not all("index" in retriever.params for retriever in retrievers):
         raise keys["topics"].error(f"{benchmark.name} brings no corpus; give 'corpus:' (a file or spec, "
                                    "or {index: NAME})")
+    count = _counting(corpus, benchmark)  # one count for every retriever of the experiment
     for item, retriever in zip(items, retrievers):
-        _installed(item, retriever, task.retrievers(), _documents(corpus, benchmark))
+        _installed(item, retriever, task.retrievers(), count)
     unscored = None
     if benchmark is not None and "qrels" not in keys and not task.has_default_qrels(benchmark):
         unscored = f"{benchmark.name} ships no qrels"
@@ -633,34 +635,46 @@ def _retriever(node: Node, task, problems: Problems) -> RetrieverSpec:
 
 
 def _installed(node: Node, retriever: RetrieverSpec, registry: Registry,
-               documents: Callable[[], Iterator[Any]]) -> None:
+               count: Callable[[int], int | None]) -> None:
     """The modules the retriever (and those nested in its params) imports when built, with its
-    params over these documents, are installed (found, not imported: torch takes seconds); one
-    missing is the line naming its extra, at this key, as a strategy's is (hqe's spaCy), not an
-    error once the run starts (dense's default model, its faiss search of a big corpus)."""
+    params over the documents `count` counts, are installed (found, not imported: torch takes
+    seconds); one missing is the line naming its extra, at this key, as a strategy's is (hqe's
+    spaCy), not an error once the run starts (dense's default model, its faiss search of a big corpus)."""
     from harness.extras import first_missing, needs_extra
     from harness.retrieve import RETRIEVERS
     from harness.retrieve.specs import retriever_specs
 
     name, params = retriever.name, retriever.params
     for named, own in retriever_specs(name, params) if registry is RETRIEVERS else [(name, params)]:
-        if missing := first_missing(registry.declaration(named).needs_for(own, documents)):
+        if missing := first_missing(registry.declaration(named).needs_for(own, count)):
             raise node.error(f"{registry.kind} {named!r}: {needs_extra(missing)}")
 
 
-def _documents(corpus: CorpusSpec | None, benchmark) -> Callable[[], Iterator[Any]]:
-    """The documents an experiment's retrievers search, read only where what a retriever needs
-    depends on them (dense's faiss); none where they are an index, or failed to open."""
-    def documents() -> Iterator[Any]:
-        from harness.corpus.readers import open_corpus
+def _counting(corpus: CorpusSpec | None, benchmark) -> Callable[[int], int | None]:
+    """How many documents an experiment's retrievers search, counted up to a limit only where
+    what a retriever needs depends on it (dense's faiss), and once: local files and a benchmark's
+    shipped corpus alone. None (not known) for an index, an `irds:` collection (reading it would
+    download it) or another format's corpus, and for one that fails to read: its error is the
+    run's, said where it reads the corpus, not the config check's."""
+    @functools.cache
+    def count(limit: int) -> int | None:
+        from harness.corpus.readers import FileCorpus, open_corpus
 
         if corpus is None or corpus.index is not None:
-            return iter(())
-        if corpus.specs:
-            return chain.from_iterable(open_corpus(spec).documents() for spec in corpus.specs)
-        return benchmark.corpus.documents() if benchmark is not None and benchmark.corpus is not None else iter(())
+            return None
+        try:
+            if corpus.own:
+                opened = [benchmark.corpus] if benchmark is not None and benchmark.corpus is not None else []
+            else:
+                opened = [open_corpus(spec) for spec in corpus.specs]
+                if not all(isinstance(each, FileCorpus) or spec.startswith("benchmark:")
+                           for spec, each in zip(corpus.specs, opened)):
+                    return None
+            return sum(1 for _ in islice(chain.from_iterable(each.documents() for each in opened), limit))
+        except (HarnessError, OSError):
+            return None
 
-    return documents
+    return count
 
 
 def _look_for(node: Node, kind: LocalPath) -> Any:
