@@ -795,26 +795,47 @@ def test_a_run_file_edited_since_it_was_written_is_replaced_saying_so_from_pytho
     assert len(run.read_text().splitlines()) == 3052
 
 
-def test_two_dict_configs_writing_one_output_under_one_tag_are_two_configs(tmp_path):
-    """The Python API's dicts are all named <config>: their content tells them apart, so a second
-    dict replacing the first's run is warned about as a second file is; the same dict again is not."""
+def _dict_config(tmp_path: Path, k: int) -> dict:
+    return {"k": k, "output": str(tmp_path / "runs"), "experiments": [
+        {"topics": "pragmaticqa:val", "strategies": ["raw"], "measures": ["RR"], "retrievers": ["ranked"]}]}
+
+
+_RANKED = {"ranked": lambda query, k: [("d1", 2.0), ("d2", 1.0)]}
+
+
+def _made_by(*configs: dict) -> list[str]:
+    """What harness.run says of a run another config made, each config run in turn (with force:
+    a run of the same inputs is made again)."""
     import harness
 
-    def config(k: int) -> dict:
-        return {"k": k, "output": str(tmp_path / "runs"), "experiments": [
-            {"topics": "pragmaticqa:val", "strategies": ["raw"], "measures": ["RR"], "retrievers": ["ranked"]}]}
-
-    ranked = {"ranked": lambda query, k: [("d1", 2.0), ("d2", 1.0)]}
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        harness.run(config(10), retrievers=ranked, quiet=True)
-        harness.run(config(10), retrievers=ranked, quiet=True, force=True)
-        assert not [w for w in caught if " was made by " in str(w.message)]
-        harness.run(config(5), retrievers=ranked, quiet=True)
+        for config in configs:
+            harness.run(config, retrievers=_RANKED, quiet=True, force=True)
+    return [str(w.message) for w in caught if " was made " in str(w.message)]
+
+
+_FROM_A_DICT = ("{run} was made from other content of a config dict (this one before an edit, or another dict): "
+                "replaced; if by another dict, give the two dicts other outputs or tags")
+
+
+def test_two_dict_configs_writing_one_output_under_one_tag_replacing_a_run_are_noted(tmp_path):
+    """The Python API's dicts are all named <config>: their content tells them apart, not whether
+    the second is another dict or the first edited; the same dict again is not noted."""
     run = tmp_path / "runs" / "pragmaticqa-val.raw.ranked.run"
-    assert [str(w.message) for w in caught if " was made by " in str(w.message)] == [
-        f"{run} was made by a <config> of other content (another dict, or this one edited); <config> now replaces it "
-        "(its scores on that config's leaderboard are stale): give the two configs other outputs or tags"]
+    assert _made_by(_dict_config(tmp_path, 10), _dict_config(tmp_path, 10)) == []
+    assert _made_by(_dict_config(tmp_path, 5)) == [_FROM_A_DICT.format(run=run)]
+
+
+def test_a_dict_config_edited_in_place_between_two_runs_is_not_told_to_be_two_configs(tmp_path):
+    """The notebook's loop: one dict, `config["k"] = 5`, run again. It was warned 'give the two
+    configs other outputs or tags'; an edited config file is said nothing."""
+    config = _dict_config(tmp_path, 10)
+    _made_by(config)
+    config["k"] = 5
+    said = _made_by(config)
+    assert said == [_FROM_A_DICT.format(run=tmp_path / "runs" / "pragmaticqa-val.raw.ranked.run")]
+    assert "the two configs" not in said[0] and not said[0].startswith("warning")
 
 
 def test_documents_a_retriever_answers_twice_for_a_query_are_counted_in_a_warning_and_the_run_s_json(tmp_path, capsys):

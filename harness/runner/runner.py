@@ -326,9 +326,8 @@ def execute(prepared: Prepared, workspace: Workspace, output: Path, config: Conf
     # its JSON would otherwise leave the old inputs' hash beside the new file, and a rerun of the
     # old config would take the new file (and the old scores) as its finished run
     if json_path(output, run).is_file():  # (a folder in its way is said when the JSON is written)
-        if (maker := _other_config(json_path(output, run), config)) is not None:
-            say(f"warning: {run_path(output, run)} was made by {maker}; {config_path} now replaces it (its scores "
-                f"on that config's leaderboard are stale): give the two configs other outputs or tags")
+        if (replacing := _made_by_another(json_path(output, run), run_path(output, run), config)) is not None:
+            say(replacing)
         json_path(output, run).unlink()
     # a bar on a terminal; on a log or a pipe one line when the run is written
     with progress_bar(run.tag, "turn", total=len(prepared.queries), file=log, mininterval=0.5) as progress:
@@ -348,7 +347,7 @@ def execute(prepared: Prepared, workspace: Workspace, output: Path, config: Conf
         "tag": run.tag,
         "run": run_path(output, run).name,
         "config_file": str(config_path),
-        # the file itself, to tell it from another config (`_other_config`) whatever folder it was run from
+        # the file itself, to tell it from another config (`_made_by_another`) whatever folder it was run from
         **({"config_realpath": os.path.realpath(config_path)} if config_path.is_file() else {}),
         **({"config_sha256": config.content_sha256} if config.content_sha256 is not None else {}),  # a dict's
         "config": run.description(),
@@ -378,13 +377,14 @@ def execute(prepared: Prepared, workspace: Workspace, output: Path, config: Conf
     return scored
 
 
-def _other_config(path: Path, config: Config) -> str | None:
-    """The config a run's JSON says made it, when that is another than `config`: two configs
-    writing one output folder under one run tag replace each other's runs in turn; None when
-    it is the same config or the JSON names none. The same file is told by the real path the
-    JSON records: a path as typed (`configs/x.yaml`) names another file from another folder,
+def _made_by_another(path: Path, run: Path, config: Config) -> str | None:
+    """What to say as `config` replaces `run`, whose JSON is `path`, where another config made it:
+    two configs writing one output folder under one run tag replace each other's runs in turn;
+    None when it is the same config or the JSON names none. The same file is told by the real path
+    the JSON records: a path as typed (`configs/x.yaml`) names another file from another folder,
     and one config run by two paths (from two folders, by a symlink) is one config. Dicts (the
-    Python API's configs, all named <config>) are told by their content's hash."""
+    Python API's configs, all named <config>) are told by their content's hash, which does not
+    tell another dict from the same one edited, as a notebook does: a note, not a warning."""
     config_path = config.path
     try:
         record = json.loads(path.read_text(encoding="utf-8"))
@@ -394,18 +394,20 @@ def _other_config(path: Path, config: Config) -> str | None:
     if not isinstance(recorded, str):
         return None
     if isinstance(content, str) and config.content_sha256 is not None:
-        return None if content == config.content_sha256 else (f"a {recorded} of other content (another dict, "
-                                                              "or this one edited)")
+        return None if content == config.content_sha256 else (
+            f"{run} was made from other content of a config dict (this one before an edit, or another dict): "
+            "replaced; if by another dict, give the two dicts other outputs or tags")
     if isinstance(real, str) and config_path.is_file():
         try:
             same = os.path.samefile(real, config_path)
         except OSError:  # the other config's file is gone
             same = real == os.path.realpath(config_path)
-        return None if same else recorded
-    # a JSON written before the real path or a dict's hash was recorded, or a file and a dict
-    if recorded == str(config_path):
-        return None
-    return None if Path(recorded).resolve() == config_path.resolve() else recorded
+        maker = None if same else recorded
+    else:  # a JSON written before the real path or a dict's hash was recorded, or a file and a dict
+        maker = None if recorded == str(config_path) or Path(recorded).resolve() == config_path.resolve() else recorded
+    return None if maker is None else (
+        f"warning: {run} was made by {maker}; {config_path} now replaces it (its scores on that config's "
+        "leaderboard are stale): give the two configs other outputs or tags")
 
 
 def _write_metadata(path: Path, metadata: dict[str, Any]) -> None:
