@@ -24,6 +24,7 @@ from fastapi.testclient import TestClient  # noqa: E402
 from harness.cli import main  # noqa: E402
 from harness.errors import HarnessError  # noqa: E402
 from harness.serve import store as st  # noqa: E402
+from harness.paths import qrels_root  # noqa: E402
 from harness.serve.app import create_app  # noqa: E402
 from harness.serve.cli_submit import _wait  # noqa: E402
 from harness.serve.config import load_serve_config  # noqa: E402
@@ -923,11 +924,59 @@ def test_a_trec_run_missing_one_turn_is_warned_of_in_the_singular(server, tmp_pa
     from harness.topics import load
 
     client, _ = server
+    judged = {line.split()[0] for line in QRELS.read_text().splitlines()}
     turns = [turn.qid for conversation in load("ikat2023").conversations for turn in conversation.turns]
+    left_out = next(qid for qid in turns if qid in judged)
     run = tmp_path / "all-but-one.trec"
-    run.write_text("".join(f"{qid} Q0 clueweb22-en0000-00-00000:0 1 1.0 r\n" for qid in turns[1:]))
+    run.write_text("".join(f"{qid} Q0 clueweb22-en0000-00-00000:0 1 1.0 r\n" for qid in turns if qid != left_out))
     body = scored(client, post(client, run).json()["id"])
-    assert "all-but-one.trec warning [coverage]: 1 turn has no results (scored 0)" in body["warnings"]
+    assert ("all-but-one.trec warning [coverage]: 1 turn has no results (judged: scored 0, as empty rankings)"
+            in body["warnings"])
+
+
+CURATED = qrels_root() / "cosrec" / "curated.qrels"  # 268 of cosrec-curated's 368 turns judged
+
+
+def personalised_and_judged_turns() -> tuple[list[str], list[str]]:
+    """CoSRec curated's 225 personalised recommendation turns (`<intent>#<k>`), and its 268 judged ones."""
+    from harness.topics import load
+
+    turns = [turn.qid for conversation in load("cosrec-curated").conversations for turn in conversation.turns]
+    return [qid for qid in turns if "#" in qid], sorted({line.split()[0] for line in CURATED.read_text().splitlines()})
+
+
+def coverage_warnings(tmp_path: Path, runs: dict[str, list[str]], **task: object) -> dict[str, list[str]]:
+    """The [coverage] warnings a CoSRec curated task gives TREC runs {file name: the turns it answers}."""
+    task = {"name": TASK, "title": "CoSRec curated", "topics": "cosrec-curated", "qrels": str(CURATED),
+            "measures": ["nDCG@10"], "main_measure": "nDCG@10", "formats": ["trec"], **task}
+    client, _ = open_client(tmp_path / "board", tasks=[task])
+    said = {}
+    with client:
+        for name, qids in runs.items():
+            run = tmp_path / name
+            run.write_text("".join(f"{qid} Q0 B004OA2B22 1 1.0 r\n" for qid in qids))
+            said[name] = [w for w in scored(client, post(client, run).json()["id"])["warnings"] if "[coverage]" in w]
+    return said
+
+
+def test_a_trec_run_s_missing_turns_are_said_scored_0_where_judged_and_not_scored_where_not(tmp_path):
+    """Only judged turns are scored: the 100 unjudged ones a run of the judged turns leaves out were
+    said "scored 0", and a run of the 225 personalised recommendation turns was told 143 turns score 0
+    where 43 do (`harness eval`: '43 missing from the run (scored as empty rankings)')."""
+    personalised, judged = personalised_and_judged_turns()
+    assert coverage_warnings(tmp_path, {"judged.trec": judged, "personalised.trec": personalised}) == {
+        "judged.trec": ["judged.trec warning [coverage]: 100 turns have no results (not judged: not scored)"],
+        "personalised.trec": ["personalised.trec warning [coverage]: 143 turns have no results: 43 judged (scored 0, "
+                              "as empty rankings), 100 not judged (not scored)"]}
+
+
+def test_a_task_showing_means_only_counts_missing_turns_among_all_its_turns(tmp_path):
+    """With `per_query_scores: false`, which of its missing turns are judged would tell a team which
+    turns the hidden qrels judge (as a response task's coverage would tell which have nuggets)."""
+    personalised, _ = personalised_and_judged_turns()
+    assert coverage_warnings(tmp_path, {"personalised.trec": personalised}, per_query_scores=False) == {
+        "personalised.trec": ["personalised.trec warning [coverage]: 143 turns have no results (a judged turn "
+                              "scores 0)"]}
 
 
 def test_a_server_url_that_is_not_one_is_said_before_anything_is_sent(tmp_path, capsys):

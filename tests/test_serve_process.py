@@ -155,7 +155,7 @@ def test_harness_submit_uploads_waits_and_prints_the_measures(tmp_path, capsys):
 
 
 def test_harness_submit_wait_prints_the_servers_warnings_the_first_five_and_a_count(tmp_path, capsys):
-    """A TREC run of the judged turns only leaves the others unanswered: scored 0, said once.
+    """A TREC run of the judged turns only leaves the others unanswered: not scored, said once.
     A run drawing a warning a turn (turns without passages) shows five, the rest counted."""
     from harness.cli import main
     from tests.serve_support import ikat_run
@@ -167,7 +167,7 @@ def test_harness_submit_wait_prints_the_servers_warnings_the_first_five_and_a_co
 
     with ServerProcess(write_config(tmp_path, quota=10)) as server:
         assert warnings(trec_run(tmp_path / "judged-only.trec", seed=7)) == [
-            "warning: judged-only.trec warning [coverage]: 156 turns have no results (scored 0)"]
+            "warning: judged-only.trec warning [coverage]: 156 turns have no results (not judged: not scored)"]
         many = warnings(ikat_run(tmp_path / "sparse.json", seed=8))
     assert len(many) == 6 and all(line.startswith("warning: sparse.json turn ") for line in many[:5])
     # every turn's warning counted, past the 200 the server keeps (it said 195 more)

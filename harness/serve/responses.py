@@ -211,7 +211,7 @@ class ResponseTaskRuntime(TaskRuntime):
     def _scored_0(self, run: ResponseRun, display: str) -> list[Message]:
         """Turns of the topics the upload does not answer, or answers with no text: those with
         nuggets score 0, which the team is told (as a TREC upload missing turns is), not left to
-        guess. Counted and named among all the topics' turns, as a run task's coverage is: not
+        guess. Counted and named among all the topics' turns, as a means-only run task's are: not
         among the turns with nuggets, which would tell teams what the hidden bank covers."""
         from harness.responses.model import first_few
 

@@ -281,16 +281,31 @@ class TaskRuntime:
                 run = read_run(path, depth=self.config.depth)
             except InputError as problem:
                 return Verdict(None, "", [Message("error", "trec", problem.problem, display, problem.line)])
-            if not self.config.partial:
-                missing = len(self.turn_ids - set(run.scores))
-                if missing:
-                    verdict.warnings.append(Message("warning", "coverage", f"{counted(missing, 'turn')} {verb(missing)} no "
-                                                    "results (scored 0)", display))
+            if not self.config.partial and (problem := self._coverage(set(run.scores))):
+                verdict.warnings.append(Message("warning", "coverage", problem, display))
             if run.duplicates:
                 verdict.warnings.append(Message("warning", "duplicate", f"{run.duplicates} repeated documents (highest score kept)", display))
             return verdict
 
         return check
+
+    def _coverage(self, answered: set[str]) -> str:
+        """The turns a TREC run has no results for, judged ones (scored 0, as `harness eval` scores
+        them) apart from the others (not scored at all: "scored 0" on them made a team think its
+        judged turns were dropped); '' for none. Where teams see their means only, counted among
+        all the topics' turns, as a response task's are, so as not to tell which turns are judged."""
+        missing = self.turn_ids - answered
+        if not missing:
+            return ""
+        said = f"{counted(len(missing), 'turn')} {verb(len(missing))} no results"
+        if not self.config.per_query_scores:
+            return f"{said} (a judged turn scores 0)"
+        judged = len(missing & self.evaluator.qrels.judgments.keys())
+        if judged == len(missing):
+            return f"{said} (judged: scored 0, as empty rankings)"
+        if not judged:
+            return f"{said} (not judged: not scored)"
+        return f"{said}: {judged} judged (scored 0, as empty rankings), {len(missing) - judged} not judged (not scored)"
 
     # --- scoring -------------------------------------------------------------------------
 
