@@ -277,3 +277,34 @@ def test_too_few_bootstrap_resamples_are_warned_of(capsys):
         "from fewer than 40 its 2.5% tails hold no resample, and it may not even hold the rating\n")
     assert main(["arena", "--votes", str(OPEN), "--format", "csv"]) == 0
     assert capsys.readouterr().err == ""
+
+
+DIALOGUES = [str(VOTES / "crs_arena_dial_open.json"), str(VOTES / "crs_arena_dial_closed.json")]
+
+
+def test_systems_whose_names_differ_only_in_case_are_warned_of_and_rated_apart(tmp_path, capsys):
+    """One file's `KBRD_redial` for the other's `kbrd_redial` made a tenth system, each rated on its
+    share of the 40 votes, without a word: said, naming the pair, and not merged."""
+    closed = tmp_path / "votes_closed.csv"
+    closed.write_text(CLOSED.read_text().replace("kbrd_redial", "KBRD_redial"))
+    assert main(["arena", "--votes", str(OPEN), str(closed), "--format", "json", "--bootstrap", "20"]) == 0
+    out, err = capsys.readouterr()
+    assert err.splitlines()[:-1] == ["warning: systems that differ only in case: KBRD_redial / kbrd_redial: names are "
+                                     "compared exactly, so they are rated as different systems"]  # then --bootstrap's
+    systems = json.loads(out)
+    assert (systems["kbrd_redial"]["votes"], systems["KBRD_redial"]["votes"]) == (13, 27)
+
+
+def test_voted_systems_without_dialogues_are_named_with_the_systems_the_correlation_uses(tmp_path, capsys):
+    """A voted system no --dialogues file holds had a blank satisfaction and left the correlation,
+    which then used 9 of 10 systems, without a word."""
+    mine = tmp_path / "votes_mine.csv"
+    mine.write_text("session_id,user_id,crs1,crs2,vote\ns1,u1,mycrs,chatgpt_redial,mycrs\n")
+    common = ["arena", "--votes", str(OPEN), str(CLOSED), str(mine), "--bootstrap", "20"]
+    assert main([*common, "--dialogues", *DIALOGUES]) == 0
+    out, err = capsys.readouterr()
+    assert err.splitlines()[:-1] == ["warning: no dialogues in --dialogues for: mycrs; its satisfaction is blank and "
+                                     "the correlation uses 9 of 10 systems"]  # then --bootstrap's
+    assert any(line.split()[:2] == ["Elo", "9"] for line in out.splitlines())
+    assert main(common) == 0
+    assert len(capsys.readouterr().err.splitlines()) == 1  # no dialogues given, no satisfaction: --bootstrap's alone

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-from harness.errors import HarnessError, InputError, open_input
+from harness.errors import HarnessError, InputError, counted, open_input
 from harness.topics.crsarena import ArenaConversation
 
 VOTE_COLUMNS = ("session_id", "user_id", "crs1", "crs2", "vote")
@@ -104,6 +104,26 @@ def repeated_votes(votes: Iterable[Vote]) -> list[tuple[Vote, Vote]]:
 
 def systems_of(votes: Iterable[Vote]) -> list[str]:
     return sorted({s for v in votes for s in (v.first, v.second)})
+
+
+def name_warnings(votes: Sequence[Vote], conversations: Sequence[ArenaConversation]) -> list[str]:
+    """What the ratings do not show of the systems' names: two spelled alike but for case (one
+    file's `KBRD_redial`, another's `kbrd_redial`), each rated on its share of the votes, and, given
+    dialogues, voted systems without any, whose satisfaction is blank and which the correlation
+    leaves out. Said, not mended: names are compared exactly, as run ids are."""
+    voted, with_dialogues = systems_of(votes), {c.system for c in conversations}
+    spellings: dict[str, set[str]] = {}
+    for system in {*voted, *with_dialogues}:
+        spellings.setdefault(system.casefold(), set()).add(system)
+    warnings = []
+    if pairs := sorted(" / ".join(sorted(names)) for names in spellings.values() if len(names) > 1):
+        warnings.append(f"systems that differ only in case: {', '.join(pairs)}: names are compared exactly, so "
+                        "they are rated as different systems")
+    if with_dialogues and (without := [s for s in voted if s not in with_dialogues]):
+        warnings.append(f"no dialogues in --dialogues for: {', '.join(without)}; "
+                        f"{'its' if len(without) == 1 else 'their'} satisfaction is blank and the correlation uses "
+                        f"{len(voted) - len(without)} of {counted(len(voted), 'system')}")
+    return warnings
 
 
 @dataclass(frozen=True)

@@ -66,8 +66,8 @@ def build_arena(
     settings: EloSettings = EloSettings(), ties: str = "half",
 ) -> Arena:
     """The ratings of `harness arena` and `harness compare --arena-votes` (which refuse a file given
-    twice before any work: refuse_given_twice); votes repeated (a copy of a file, rows pasted twice)
-    and too few resamples are warned of."""
+    twice before any work: refuse_given_twice); votes repeated (a copy of a file, rows pasted twice),
+    systems' names that differ only in case or have no dialogues, and too few resamples are warned of."""
     if resamples < 1:
         raise HarnessError(f"bootstrap resamples must be positive, not {resamples}")
     votes = [vote for path in vote_files for vote in arena_lib.read_votes(path)]
@@ -79,6 +79,8 @@ def build_arena(
               f"systems and vote (the first: {vote.where}, as {first.where}), and {verb(n, 'is', 'are')} counted "
               "again: is a file given "
               "under two names, or are rows pasted twice?", file=sys.stderr)
+    for warning in arena_lib.name_warnings(votes, conversations):
+        print(f"warning: {warning}", file=sys.stderr)
     if resamples < BOOTSTRAP:
         print(f"warning: {counted(resamples, 'bootstrap resample')}: a 95% percentile interval wants {BOOTSTRAP} or "
               "more (Efron & Tibshirani 1993); from fewer than 40 its 2.5% tails hold no resample, and it may not "
