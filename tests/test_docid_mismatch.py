@@ -6,6 +6,7 @@ the Python API."""
 from __future__ import annotations
 
 import json
+import re
 import warnings
 
 import pytest
@@ -37,7 +38,8 @@ def test_lower_cased_ids_are_said_to_differ_from_the_qrels_in_case(tmp_path, cap
     assert main(["eval", "--qrels", QRELS, str(lowered), "--measures", "nDCG@3"]) == 0
     err = capsys.readouterr().err
     assert "run 'lowered': only 0 of the 1580 documents in its top 10s are judged" in err
-    assert "judged ids written in another case" in err
+    shown, judged = re.search(r"judged ids written in another case \('(\S+)' is judged as '(\S+)';", err).groups()
+    assert shown == judged.lower() != judged
 
 
 def test_compare_warns_as_eval_does(capsys):
@@ -110,3 +112,65 @@ def test_sparse_judgments_found_for_many_queries_are_not_taken_for_a_mismatch():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         harness.evaluate(run, qrels, ["nDCG@10"])
+
+
+@pytest.mark.parametrize("ids, warned", [("as the catalogue writes them", False), ("of another collection", True)])
+def test_a_popularity_recommender_over_sparse_recommendation_qrels_is_warned_of_only_with_other_ids(ids, warned):
+    """OpenDialKG's derived qrels judge a turn's 1-2 recommended items: the most often
+    recommended items rank one of them in the top 10 of few turns, yet they are the qrels' own
+    ids (judged for other turns), so nothing is said; the same ranking in another collection's
+    ids still is."""
+    from collections import Counter
+
+    import pandas as pd
+
+    from harness.topics import load
+
+    qrels = load("opendialkg:test").qrels()
+    counts = Counter(item for judged in qrels.judgments.values() for item in judged)
+    popular = [item for item, _ in counts.most_common(50)]
+    spelt = popular if not warned else [f"other-{item}" for item in popular]
+    run = pd.DataFrame([(qid, item, 50.0 - rank) for qid in qrels.judgments for rank, item in enumerate(spelt)],
+                       columns=["qid", "docno", "score"])
+    with warnings.catch_warnings(record=True) as said:
+        warnings.simplefilter("always")
+        scores = harness.evaluate(run, qrels, ["R@10", "R@50"])
+    assert [str(warning.message) for warning in said if "nearly every measure is 0" in str(warning.message)] == \
+        ([f"run 'run': only 0 of the {10 * len(qrels.judgments)} documents in its top 10s are judged in the qrels "
+          "opendialkg:test (derived), so nearly every measure is 0; check that the run and the qrels use the same "
+          "collection and document ids"] if warned else [])
+    assert warned or scores.aggregate["R@50"].item() > 0.05
+
+
+def test_ids_judged_only_in_another_case_on_part_of_the_benchmark_are_warned_of(tmp_path, capsys):
+    """CoSRec judges Amazon ASINs for recommendation intents and MS MARCO ids for search ones: a
+    recommender that lower-cases its ASINs scores 0 on the one and well on the other, so the run
+    as a whole finds judged documents; the ids judged only once case is ignored are counted and
+    one is shown with the qrels' spelling."""
+    import re
+
+    from harness.paths import qrels_root
+    from harness.report import breakdown
+    from harness.topics import load
+    from harness.trec import read_qrels
+
+    path = qrels_root() / "cosrec" / "curated.qrels"
+    qrels = read_qrels(path)
+    types = breakdown.groups_from_topics(load("cosrec-curated"), "type")
+    as_written, lowered = tmp_path / "cosrec.run", tmp_path / "lowered.run"
+    rows = [(qid, docid, rank) for qid, judged in qrels.judgments.items()
+            for rank, docid in enumerate(sorted(judged, key=lambda docid: (-judged[docid], docid))[:10], start=1)]
+    as_written.write_text("".join(f"{qid} Q0 {docid} {rank} {-rank} mine\n" for qid, docid, rank in rows))
+    lowered.write_text("".join(f"{qid} Q0 {docid.lower() if types[qid] == 'recommendation' else docid} {rank} {-rank} "
+                               "mine\n" for qid, docid, rank in rows))
+    assert main(["eval", "--qrels", str(path), str(as_written), str(lowered), "--measures", "nDCG@10"]) == 0
+    said = [line for line in capsys.readouterr().err.splitlines() if line.startswith("warning:")]
+    only_case = sum(types[qid] == "recommendation" and docid.lower() not in qrels.judgments[qid]
+                    for qid, docid, _ in rows)  # (two turns judge one ASIN in both cases)
+    assert len(said) == 1 and said[0].startswith(
+        f"warning: run 'lowered': {only_case} of the {len(rows)} documents in its top 10s are judged in {path} only "
+        "once case is ignored, so each counts as unjudged (")
+    assert said[0].endswith("; ids are compared exactly, as trec_eval compares them): write the run's ids as the qrels "
+                            "write them")
+    shown, judged = re.search(r"\('([^']+)' is judged as '([^']+)';", said[0]).groups()
+    assert shown == judged.lower() != judged

@@ -233,8 +233,8 @@ def test_a_passage_run_on_a_task_judging_documents_is_warned_of_to_its_team_and_
 
 
 @pytest.mark.parametrize(("ids", "why"), [
-    (str.lower, "; 1099 of them are judged ids written in another case (ids are compared exactly, as trec_eval "
-                "compares them): write the run's ids as the task's collection writes them"),
+    (str.lower, "; 1099 of them are judged ids written in another case (e.g. 'marco_d1599536'; ids are compared "
+                "exactly, as trec_eval compares them): write the run's ids as the task's collection writes them"),
     (lambda docid: "other-" + docid, "; check that the run's ids are the document ids of the task's collection"),
 ], ids=["another case", "another collection"])
 def test_a_run_of_ids_the_task_never_judged_is_warned_of_to_its_team_without_the_qrels_it_never_sees(

@@ -38,7 +38,7 @@ from typing import TextIO
 
 import numpy as np
 
-from harness.evaluate.coverage import RARELY, TOP, docid_warning
+from harness.evaluate.coverage import TOP, docid_warning, may_warn
 from harness.evaluate.measures import family, parse_measures
 from harness.evaluate.ranked import rank, values, vectorised
 from harness.evaluate.tables import QrelsTable, RunTable, read_run_table, spare_memory
@@ -63,7 +63,7 @@ class Evaluation:
     depth: int | None = None
     counts: list[str] = field(default_factory=list)  # measures summed, not averaged, on `all`
     trailing: int = 0  # run lines with text after the sixth field (ignored, as trec_eval does)
-    docid_warning: str | None = None  # the run's top documents are almost never judged (coverage.py)
+    docid_warning: str | None = None  # top documents almost never judged, or only in another case (coverage.py)
 
     @property
     def num_queries(self) -> int:
@@ -315,10 +315,9 @@ class Evaluator:
         )
 
     def _docid_warning(self, run: RunTable, ranked, depth: int | None) -> str | None:
-        """coverage.docid_warning, asked only when the grades already show that few of the top
-        10s are judged (a broken run)."""
-        shown = np.minimum(ranked.lengths, TOP)
-        if not shown.sum() or ranked.count_in_top(0, TOP).sum() >= RARELY * shown.sum():
+        """coverage.docid_warning, asked only when the grades leave it something to warn of (no
+        more than half the top 10s judged): the top 10s' docids are read only then."""
+        if not may_warn(int(ranked.count_in_top(0, TOP).sum()), int(np.minimum(ranked.lengths, TOP).sum())):
             return None
         tops = run.top_ranked(min(TOP, depth or TOP))
         rankings = {self.table.qids[number]: tops[self.table.qids[number]] for number in ranked.query.tolist()}
