@@ -1,16 +1,20 @@
 """Measure names as the field writes them (harness.evaluate.names), on the CAsT 2021 document
 runs and qrels: trec_eval's names accepted and said once, one case rule, every bad name at
 once with the nearest valid one, results under the names given; and run lines with text
-after the sixth field, which trec_eval ignores."""
+after the sixth field, which trec_eval ignores. The recommender's hit ratio (HR@k, Hit@k) on
+OpenDialKG's derived qrels."""
 
 from __future__ import annotations
 
 import json
+import random
+import subprocess
 
 import pytest
 
 from harness.cli import main
 from harness.evaluate import names
+from harness.trec import qrels_text
 from tests.conftest import CAST2021_DOC_RUNS, CAST2021_QRELS
 
 RUN = str(CAST2021_DOC_RUNS[0])
@@ -109,3 +113,55 @@ def test_text_after_the_sixth_field_is_ignored_as_trec_eval_does_with_a_note(tmp
     captured = capsys.readouterr()
     assert json.loads(captured.out)["org_convdr"] == plain
     assert f"{len(lines) // 2} lines with text after the sixth field (ignored, as trec_eval does)" in captured.err
+
+
+def opendialkg_run(tmp_path) -> tuple[str, str]:
+    """OpenDialKG test's derived qrels (a turn's recommended items) and a seeded run that ranks
+    each turn's items at random among 30 of the catalogue's judged ids: turns recommending two
+    items often have one in the top 10 alone, where recall and the hit ratio part."""
+    from harness.topics import load
+
+    derived = load("opendialkg:test").qrels()
+    judgments = derived.judgments
+    qrels, run = tmp_path / "opendialkg.qrels", tmp_path / "opendialkg.run"
+    qrels.write_text(qrels_text(derived))
+    rng, catalogue = random.Random(6), sorted({item for items in judgments.values() for item in items})
+    lines = []
+    for qid, items in judgments.items():
+        ranking = [item for item in rng.sample(catalogue, 30) if item not in items]
+        for item in items:
+            ranking.insert(rng.randrange(len(ranking) + 1), item)
+        lines += [f"{qid} Q0 {item} {rank} {100 - rank} mine\n" for rank, item in enumerate(ranking[:30], start=1)]
+    run.write_text("".join(lines))
+    return str(qrels), str(run)
+
+
+def opendialkg_means(capsys, qrels: str, run: str, *measures: str) -> tuple[dict[str, float], str]:
+    assert main(["eval", "--qrels", qrels, run, "--format", "json", "--measures", *measures]) == 0
+    captured = capsys.readouterr()
+    return json.loads(captured.out)["opendialkg"], captured.err
+
+
+def test_the_hit_ratio_hr_or_hit_at_k_is_success_at_k_not_recall_said_once_and_reported_as_given(tmp_path, capsys):
+    qrels, run = opendialkg_run(tmp_path)
+    harness, _ = opendialkg_means(capsys, qrels, run, "Success@10", "R@10")
+    for name in ("HR@10", "Hit@10", "hr@10", "HIT@10"):
+        hit_ratio, err = opendialkg_means(capsys, qrels, run, name)
+        assert hit_ratio == {name: harness["Success@10"]}
+        assert f"measures: {name} = Success@10 (reported under the names given" in err
+    assert harness["Success@10"] > harness["R@10"]
+
+
+def test_the_hit_ratio_without_a_cutoff_is_told_to_give_one(capsys):
+    assert main(["eval", "--qrels", str(CAST2021_QRELS), RUN, "--measures", "HR"]) == 2
+    assert capsys.readouterr().err == ("harness eval: error: cannot read measure 'HR': the hit ratio needs a cutoff: "
+                                       "give HR@10 (Success@10)\n")
+
+
+@pytest.mark.reference
+def test_the_hit_ratio_equals_trec_evals_success_k_on_opendialkg(trec_eval, tmp_path, capsys):
+    qrels, run = opendialkg_run(tmp_path)
+    ours, _ = opendialkg_means(capsys, qrels, run, "HR@10", "Hit@5")
+    printed = subprocess.run([str(trec_eval), "-c", "-m", "success.5,10", qrels, run], check=True,
+                             capture_output=True, text=True).stdout.split()
+    assert printed == ["success_5", "all", f"{ours['Hit@5']:.4f}", "success_10", "all", f"{ours['HR@10']:.4f}"]

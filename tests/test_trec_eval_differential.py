@@ -52,13 +52,14 @@ MEASURES: dict[str, tuple[str, int, int | None]] = {
     "Rprec": ("Rprec", 1, None), "Rprec(rel=2)": ("Rprec", 2, None),
     "Bpref": ("bpref", 1, None), "Bpref(rel=2)": ("bpref", 2, None),
     "Success@5": ("success_5", 1, None), "Success(rel=2)@5": ("success_5", 2, None),
+    "HR@3": ("success_3", 1, None), "Hit(rel=2)@3": ("success_3", 2, None),  # a recommender's hit ratio
     "infAP": ("infAP", 1, None), "infAP(rel=2)": ("infAP", 2, None),
     "NumQ": ("num_q", 1, None), "NumRel": ("num_rel", 1, None), "NumRet": ("num_ret", 1, None),
     "NumRelRet": ("num_rel_ret", 1, None), "NumRet(rel=2)": ("num_rel_ret", 2, None),
 }
 TREC_EVAL_ARGS = [
     "-m", "ndcg", "-m", "ndcg_cut.3,10", "-m", "P.5", "-m", "recall.10", "-m", "map", "-m", "map_cut.10",
-    "-m", "recip_rank", "-m", "Rprec", "-m", "bpref", "-m", "success.5", "-m", "infAP",
+    "-m", "recip_rank", "-m", "Rprec", "-m", "bpref", "-m", "success.3,5", "-m", "infAP",
     "-m", "num_q", "-m", "num_rel", "-m", "num_ret", "-m", "num_rel_ret",
 ]
 SCORE_FORMATS = ("{:d}", "{:.1f}", "{:.3e}", "{:.2E}", "{:+.2f}")

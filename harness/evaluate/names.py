@@ -5,7 +5,8 @@ measure the harness computes, whose value equals trec_eval's.
 One case rule (`CASE_RULE`): a measure's name is matched without regard to case, in both
 syntaxes; its parameters are read as written. The name given stays the name reported
 (`harness.evaluate.Evaluator`): `NumRelRet` is printed as NumRelRet, `ndcg_cut_10` as
-ndcg_cut_10.
+ndcg_cut_10. Recommender-systems researchers' hit ratio (`HR@10`, `Hit@10`) is
+ir-measures' Success@k (`RECOMMENDER`).
 """
 
 from __future__ import annotations
@@ -29,6 +30,11 @@ IR_MEASURES = {name.lower(): name for name in (
     "SetRelP", "ERR", "IPrec", "Compat", "alpha_nDCG", "alpha_DCG", "RBP", "INST", "INSQ", "SDCG", "StRecall",
     "BPM", "Accuracy",
 )}
+
+# Recommender-systems names (ir-measures syntax, looked up lower-cased) of a measure the harness
+# computes: the hit ratio HR@k / Hit@k, a query with a relevant item in its top k, is Success@k
+# (trec_eval's success_k), not R@k, which is less where a query has more than one relevant item.
+RECOMMENDER = {"hr": "Success", "hit": "Success"}
 
 
 @dataclass(frozen=True)
@@ -94,7 +100,8 @@ def canonical(name: str, computed: Collection[str]) -> str:
         raise MeasureNameError(f"a measure's name holds no space: give {shlex.quote(''.join(name.split()))}")
     if "@" in name or "(" in name:
         match = _IR_MEASURES_SYNTAX.fullmatch(name)
-        head = IR_MEASURES.get(match.group(1).lower()) if match else None
+        written = match.group(1).lower() if match else ""
+        head = IR_MEASURES.get(written) or RECOMMENDER.get(written)
         if head is None:
             hint = _nearest(match.group(1), _families(computed), match.group(2)) if match else ""
             raise MeasureNameError(f"no such measure{hint}")
@@ -108,6 +115,8 @@ def canonical(name: str, computed: Collection[str]) -> str:
         return entry.measure.format(k=cutoff)
     if cutoff is None and base in IR_MEASURES:
         return IR_MEASURES[base]
+    if cutoff is None and base in RECOMMENDER:
+        raise MeasureNameError(f"the hit ratio needs a cutoff: give {name}@10 ({RECOMMENDER[base]}@10)")
     if base in TREC_EVAL_ADVICE and cutoff is not None:
         raise MeasureNameError(f"trec_eval's measure is not computed; use {TREC_EVAL_ADVICE[base].format(k=cutoff)}")
     refused = next((reason for prefix, reason in TREC_EVAL_REFUSED.items() if base.startswith(prefix)), None)
