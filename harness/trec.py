@@ -336,6 +336,24 @@ def _looks_like(path: Path, number: int, fields: list[str], kind: str) -> str:
     return ""
 
 
+def _spaced_docid(fields: list[str]) -> str | None:
+    """The document id a run line of more than 6 fields reads as when its extra words belong to
+    the id ('Panic Room', an item's name): the last three fields then read as rank, score and tag."""
+    if len(fields) > 6 and INTEGER.fullmatch(fields[-3]) and SCORE.fullmatch(fields[-2]):
+        return " ".join(fields[2:-3])
+    return None
+
+
+def _whitespace_problem(fields: list[str]) -> str:
+    """Why a run line of more than 6 fields whose rank is no integer was refused: said before the
+    rank, which is only a word of a document id that holds whitespace."""
+    spaced = _spaced_docid(fields)
+    read_as = (f"{spaced!r} is read as docid {fields[2]!r} and rank {fields[3]!r}, which is not an integer" if spaced
+               else f"rank {fields[3]!r} is not an integer")
+    return (f"{len(fields)} fields where a run line has 6 (qid Q0 docid rank score tag): a document id cannot hold "
+            f"whitespace ({read_as}); give each document by its id as the corpus and the qrels write it (one word)")
+
+
 def _parse_run_fields(path: Path, number: int, fields: list[str]) -> tuple[str, str, int, float, str]:
     _bom_check(path, number, fields)
     _nul_check(path, number, " ".join(fields))
@@ -344,8 +362,10 @@ def _parse_run_fields(path: Path, number: int, fields: list[str]) -> tuple[str, 
                                + _looks_like(path, number, fields, "run"), line=number)
     qid, _, docid, rank, score, tag = fields[:6]  # trec_eval ignores the rest of the line
     if not INTEGER.fullmatch(rank):
-        raise InputError(path, f"rank {rank!r} is not an integer" + _looks_like(path, number, fields, "run"),
-                         line=number)
+        hint = _looks_like(path, number, fields, "run")
+        if len(fields) > 6 and (not hint or _spaced_docid(fields)):
+            raise InputError(path, _whitespace_problem(fields), line=number)
+        raise InputError(path, f"rank {rank!r} is not an integer" + hint, line=number)
     if not SCORE.fullmatch(score) or not math.isfinite(float(score)):
         problem = "is not finite" if _is_float(score) and not math.isfinite(float(score)) else "is not a number"
         raise InputError(

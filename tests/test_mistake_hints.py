@@ -4,11 +4,14 @@ what to do (harness.trec's readers, `harness eval`'s options), on the CAsT 2021 
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
 
 from harness.cli import main
+from harness.errors import InputError
+from harness.trec import read_run
 from tests.conftest import CAST2021_DOC_RUNS, CAST2021_QRELS
 
 QRELS = str(CAST2021_QRELS)
@@ -71,6 +74,20 @@ def test_a_run_without_its_tag_is_told_to_add_one(tmp_path, capsys):
     assert error_of(capsys, "--qrels", QRELS, str(run)).endswith(
         "untagged.run:1: expected 6 fields 'qid Q0 docid rank score tag', found 5: this looks like "
         "'qid Q0 docid rank score' without the run tag (the 6th field); add one, e.g. awk '{print $0, \"myrun\"}'")
+
+
+@pytest.mark.parametrize("strict, depth", [(False, None), (True, None), (False, 10)])
+def test_a_run_line_of_more_than_six_fields_is_told_a_document_id_holds_no_whitespace(tmp_path, capsys, strict, depth):
+    """An item named, not given by its id ('Panic Room'): said before the rank it makes of a word
+    of the name, by `harness eval` and by every way the run reader reads (strict, to a depth)."""
+    run = tmp_path / "names.run"
+    run.write_text(RUN.read_text().splitlines(keepends=True)[0] + "31_1 Q0 Panic Room 1 2.0 mine\n")
+    told = ("names.run:2: 7 fields where a run line has 6 (qid Q0 docid rank score tag): a document id cannot hold "
+            "whitespace ('Panic Room' is read as docid 'Panic' and rank 'Room', which is not an integer); give each "
+            "document by its id as the corpus and the qrels write it (one word)")
+    assert error_of(capsys, "--qrels", QRELS, str(run)).endswith(told)
+    with pytest.raises(InputError, match=re.escape(told)):
+        read_run(run, strict=strict, depth=depth)
 
 
 @pytest.mark.parametrize("qrels, run, told", [
