@@ -79,7 +79,13 @@ PRESETS.add("recommendation", Preset(
     measures=("R@1", "R@10", "R@50", "nDCG@10"),
     depth=None,
     source="Conversational recommendation convention (e.g. CRS evaluations on ReDial / "
-    "OpenDialKG): Recall@1/10/50 over the recommended items, with nDCG@10.",
+    "OpenDialKG): Recall@1/10/50 over the recommended items, with nDCG@10. Each is computed per turn, "
+    "as trec_eval computes recall (R@k: the share of the turn's recommended items in its top k) and "
+    "averaged over turns; not per recommended item, as iEvaLM-CRS's and CRSLab's RecMetric count a hit "
+    "for each item and average over items (iEvaLM-CRS's ndcg@k likewise). The two differ where a turn "
+    "recommends more than one item (OpenDialKG test, bm25: R@10 0.4888 per turn, 0.4849 per item): a "
+    "paper's per-item recall is not this number. The hit ratio (a turn with any "
+    "recommended item in its top k) is HR@k, Success@k.",
 ))
 
 
