@@ -106,6 +106,9 @@ def run(args: argparse.Namespace) -> int:
         from harness.report.cli_arena import build_arena
 
         report.arena = build_arena(args.arena_votes, args.dialogues or [], args.seed, args.arena_bootstrap)
+        if fmt == "csv":
+            print("note: the CSV holds no arena ratings (md, html and json do; harness arena --format csv writes "
+                  "them alone)", file=sys.stderr)
     content = write_report(report, fmt, args.out)
     if args.out is None:
         sys.stdout.buffer.write(content)

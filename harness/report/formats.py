@@ -57,25 +57,39 @@ def write_report(report: Report, fmt: str, path: str | Path | None) -> bytes:
 
 @FORMATS.register("csv")
 def as_csv(report: Report) -> bytes:
-    """One row per run and measure (kind 'mean') and per comparison (kind 'vs baseline'),
-    after the report's notes (and what --fill moved) as '#' lines."""
+    """One row per run and measure (kind 'mean') and per comparison (kind 'vs baseline'), then
+    what the other formats show beside and below the leaderboard: a measure outside the tests
+    (kind 'untested': Judged@10), a run's mean over conversations (kind 'mean over
+    conversations') and a breakdown's mean per group (kind 'by <name>': 'by turn depth', 'by
+    type', with its `group` and `queries`); after the report's notes (and what --fill moved)
+    as '#' lines. The breakdown's columns come last, so the leaderboard's keep their places.
+    Arena ratings have columns of their own: `harness arena --format csv`."""
     board = report.leaderboard
     out = io.StringIO()
     out.writelines(f"# {note}\n" for note in report.notes + (report.fill_moves.lines() if report.fill_moves else []))
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(["kind", "run", "measure", "baseline", "value", "ci_low", "ci_high", "effect_size",
-                     "p_value", "p_adjusted", "significant", "wins", "ties", "losses"])
+                     "p_value", "p_adjusted", "significant", "wins", "ties", "losses", "group", "queries"])
     for run in board.ranked_runs:
         for measure in board.measures:
             s = board.summaries[run, measure]
             count = measure in board.scores.counts
             writer.writerow(["mean", run, measure, "", csv_value(s.mean, count), csv_statistic(s.ci_low),
-                             csv_statistic(s.ci_high), "", "", "", "", "", "", ""])
+                             csv_statistic(s.ci_high), "", "", "", "", "", "", "", "", ""])
             for c in board.comparisons_of(run, measure):
                 writer.writerow(["vs baseline", run, measure, c.baseline, csv_value(c.difference, count),
                                  csv_statistic(c.ci_low), csv_statistic(c.ci_high), csv_statistic(c.effect_size),
                                  csv_statistic(c.p_value), csv_statistic(c.p_adjusted), int(board.significant(c)),
-                                 c.wins, c.ties, c.losses])
+                                 c.wins, c.ties, c.losses, "", ""])
+    for measure, means in report.untested.items():
+        writer.writerows(["untested", run, measure, "", csv_value(means[run], False), *[""] * 11]
+                         for run in board.ranked_runs)
+    for measure, means in report.conversation_means.items():
+        writer.writerows(["mean over conversations", run, measure, "", csv_value(means[run], False),
+                          *[""] * 11] for run in board.ranked_runs)
+    for b in report.breakdowns:
+        writer.writerows([f"by {b.name}", run, b.measure, "", csv_value(b.means[run][group], False), *[""] * 9,
+                          group, b.counts[group]] for group in b.groups for run in board.ranked_runs)
     return out.getvalue().encode()
 
 
