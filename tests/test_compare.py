@@ -414,6 +414,33 @@ def test_topic_adapter_depths_agree_with_the_qid_convention_on_cast2021():
     assert bd.conversations_from_topics(benchmark) == bd.conversations(from_topics)
 
 
+@pytest.mark.parametrize("name", ["ikat2023", "ikat2024", "cast2019", "cast2020"])
+def test_a_benchmark_whose_turns_are_its_dialogue_has_depth_its_turn_position(name):
+    conversations = load(name).conversations
+    assert all(turn.depth is None for c in conversations for turn in c.turns)
+    assert bd.depths_from_topics(conversations) == {
+        turn.qid: index + 1 for c in conversations for index, turn in enumerate(c.turns)}
+
+
+def test_cosrec_turn_depth_is_the_user_utterance_so_every_opening_request_is_depth_1():
+    """An utterance's intents and personalised copies are separate turns of the conversation; by
+    position they spread the opening request over depths 1-5 and reach depth 33 in 20 dialogues."""
+    turns = load("cosrec-curated").turns
+    depths = bd.turn_groups(bd.DEPTH, [], load("cosrec-curated"))
+    assert {depths[t.qid] for t in turns if t.utterance_index == 0} == {1}
+    assert all(depths[t.qid] == t.utterance_index + 1 for t in turns)
+    assert depths["CoSRec-Curated_1_0_0#3"] == 1 and depths["CoSRec-Curated_1_1_0#1"] == 2
+    assert max(depths.values()) == 10
+
+
+def test_opendialkg_depth_from_its_turns_is_the_dialogue_turn_of_its_qid():
+    """Its conversations hold the recommendation turns only: by position, qid 11_3 was depth 1."""
+    for split in ("test", "valid"):
+        depths = bd.depths_from_topics(load(f"opendialkg:{split}").conversations)
+        assert depths == bd.depths(depths)
+    assert bd.turn_groups(bd.DEPTH, [], load("opendialkg:test"))["11_3"] == 3
+
+
 def test_cast2022_conversation_groups_are_topics_whether_of_several_paths_or_one():
     """CAsT 2022's conversations are paths through a topic's tree, sharing their first turns:
     grouped by the topic, each judged turn counts once (a shared turn went to the last path),

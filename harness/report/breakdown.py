@@ -6,7 +6,7 @@ everything before that part (`106_3` -> `106`, `9-1-3` -> `9-1`). CAsT 2022 qids
 (`132_2-1`) name a node of the topic's tree: its number counts within a branch that starts
 below another branch's turn, so neither is read from them (`--topics cast2022`). Topic adapters know
 better for their own qids: `depths_from_topics` / `groups_from_topics` read the turn's
-position and any field it declares for its turns or conversations (e.g. CoSRec's intent
+depth in its dialogue and any field it declares for its turns or conversations (e.g. CoSRec's intent
 type) from a loaded benchmark.
 """
 
@@ -58,8 +58,10 @@ def conversations(qids: Iterable[str], spelling: Spelling = FLAGS) -> dict[str, 
 
 
 def depths_from_topics(conversations: Iterable[Conversation]) -> dict[str, int]:
-    """Turn depth = 1-based position of the turn in its conversation, as the adapter read it."""
-    return {turn.qid: index + 1 for c in conversations for index, turn in enumerate(c.turns)}
+    """Turn depth = the turn's position in its dialogue as the adapter gives it (`Turn.depth`: CoSRec's
+    utterance, OpenDialKG's turn id), else its 1-based position among its conversation's turns."""
+    return {turn.qid: turn.depth if turn.depth is not None else index + 1
+            for c in conversations for index, turn in enumerate(c.turns)}
 
 
 def conversations_from_topics(benchmark: Benchmark) -> dict[str, str]:

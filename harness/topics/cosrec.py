@@ -6,7 +6,8 @@ user turn's response is the system line that follows it.
 
 `cosrec-curated` (20 conversations, judged by qrels/cosrec/curated.qrels): one Turn per
 labelled intent (a `CosrecIntent`), qid = the intent id `<conversation>_<utterance>_<index>`,
-with `type` (search | recommendation | product_details), `query_variants`, `utterance_index`;
+with `type` (search | recommendation | product_details), `query_variants`, `utterance_index`
+(its depth: `Turn.depth`, so that an utterance's intents and copies are one turn depth);
 `manual_rewrite` is the canonical stand-alone formulation, which the README defines as the
 longest variant (first on ties). Each recommendation intent is followed by its personalised
 copies `<intent>#<k>`, one per user of the conversation, users ordered lexically by id
@@ -178,7 +179,8 @@ def read_curated() -> tuple[Conversation, ...]:
                     raise intent.error("'query_variants' is empty")
                 kind = _type(intent)
                 base = CosrecIntent(qids.add(intent_id, intent.label), utterance, manual_rewrite=_canonical(variants),
-                                    response=response, query_variants=variants, utterance_index=index, type=kind)
+                                    response=response, query_variants=variants, utterance_index=index, depth=index + 1,
+                                    type=kind)
                 turns.append(base)
                 if kind != "recommendation":
                     continue
@@ -223,7 +225,7 @@ def read_crowd() -> tuple[Conversation, ...]:
             variants = tuple(dict.fromkeys(i.query for a in annotations for i in a))
             turns.append(CosrecUtterance(f"{conversation}_{index}", utterance, manual_rewrite=_canonical(variants),
                                          response=response, query_variants=variants, utterance_index=index,
-                                         annotations=annotations))
+                                         depth=index + 1, annotations=annotations))
         summaries = _users(profiles_path, profiles, conversation, str)
         result.append(CosrecConversation(conversation, tuple(turns),
                                          personal=tuple(PersonalStatement(u, s) for u, s in summaries.items()),

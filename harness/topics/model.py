@@ -39,6 +39,11 @@ class Turn:
     automatic_rewrite: str | None = None
     response: str | None = dataclasses.field(default=None, metadata=ANSWER)
     provenance: tuple[str, ...] = dataclasses.field(default=(), metadata=ANSWER)
+    # 1-based position of the turn in its dialogue (the "turn depth" breakdowns group by), set by
+    # an adapter whose conversation's turns are not the dialogue's user turns one by one (CoSRec:
+    # several intents and personalised copies of one utterance; OpenDialKG: the recommendation
+    # turns only); None: the turn's position among its conversation's turns is its depth
+    depth: int | None = None
 
 
 def asked(turn: Turn) -> Turn:
@@ -94,5 +99,5 @@ class Query:
     qid: str
     text: str
     conversation_id: str
-    turn_index: int  # 0-based position of the turn in its conversation (turn depth - 1)
+    turn_index: int  # 0-based position of the turn among its conversation's turns
     context: tuple[str, ...] = ()  # the pieces of text the strategy used, in order

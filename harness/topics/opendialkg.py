@@ -6,8 +6,10 @@ assistant recommends], resp}`. The context carries no speaker labels (and does n
 alternate), so the dialogue cannot be re-cut into user turns reliably. Hence:
 
 - One Conversation per dialog_id, made of its recommendation turns in turn order; the qid is
-  `<dialog_id>_<turn_id>` as in `<split>_data_id.json`. `Turn.utterance` is the last
-  context utterance (the request the recommender answers), `Turn.response` the reply;
+  `<dialog_id>_<turn_id>` as in `<split>_data_id.json`, and `turn_id` (the request's position
+  among the dialogue's utterances, both speakers') is the turn's depth (`Turn.depth`).
+  `Turn.utterance` is the last context utterance (the request the recommender answers),
+  `Turn.response` the reply;
   an `OpenDialKGTurn` keeps the earlier context (`context`), the mentioned entities
   (`entities`) and the recommended names (`recommended`).
 - The item corpus is `id2info.json` (docid = its key), one document per item: the name as
@@ -116,7 +118,7 @@ def read_turns(path: Path) -> tuple[Conversation, ...]:
         dialogues.setdefault(str(dialog), []).append((turn_id, OpenDialKGTurn(
                 qid=qids.add(f"{dialog}_{turn_id}", record.label),
                 utterance=context[-1],
-                response=record.text("resp"),
+                response=record.text("resp"), depth=turn_id,
                 context=context[:-1], entities=record.strings("entity"), recommended=record.strings("rec"),
         )))
     return tuple(
