@@ -27,16 +27,22 @@ from ir_datasets.datasets.base import Dataset
 from ir_datasets.formats import BaseDocs, BaseQrels, BaseQueries, TrecQrel
 
 from harness import topics
-from harness.topics import Benchmark
+from harness.topics import Benchmark, Conversation
+from harness.topics.opendialkg import OpenDialKGTurn
 
 PREFIX = "harness"
 
 
 class HarnessQuery(NamedTuple):
     """One turn. `text` is the utterance as spoken (`harness topics export --strategy raw`);
-    `context` the turns before it as (utterance, response) pairs; `ptkb` the user's personal
-    statements as (id, text) pairs; `parent_id` the turn before it in the conversation (on a
-    CAsT 2022 tree, its parent on the path). Missing texts and ids are ''."""
+    `context` the dialogue before it as (utterance, response) pairs, each earlier user turn once
+    (`Conversation.dialogue`, the history the strategies read: never the turn's own utterance and
+    response, which CoSRec's intents and personalised copies of one utterance share), OpenDialKG's
+    the turn's `context`, the dialogue's utterances before the request, each as (utterance, '')
+    (unlabelled by speaker); `ptkb` the personal statements as (id, text) pairs (CoSRec: every
+    user's profile, id = user id); `user` the user the turn is for where the benchmark names one
+    (a CoSRec personalised copy `<intent>#<k>`); `parent_id` the turn before it in the
+    conversation (on a CAsT 2022 tree, its parent on the path). Missing texts and ids are ''."""
 
     query_id: str
     text: str
@@ -49,6 +55,7 @@ class HarnessQuery(NamedTuple):
     provenance: tuple[str, ...]
     context: tuple[tuple[str, str], ...]
     ptkb: tuple[tuple[str, str], ...]
+    user: str
 
     def default_text(self) -> str:
         return self.text
@@ -74,6 +81,13 @@ class _Source:
         return topics.load(self.name)
 
 
+def _context(conversation: Conversation, index: int) -> tuple[tuple[str, str], ...]:
+    turn = conversation.turns[index]
+    if isinstance(turn, OpenDialKGTurn):  # its conversation holds the recommendation turns only
+        return tuple((utterance, "") for utterance in turn.context)
+    return tuple((t.utterance, t.response or "") for t in conversation.dialogue(index))
+
+
 class HarnessQueries(BaseQueries):
     def __init__(self, source: _Source) -> None:
         self._source = source
@@ -87,12 +101,11 @@ class HarnessQueries(BaseQueries):
                 if turn.qid in seen:
                     continue
                 seen.add(turn.qid)
-                history = conversation.history(index)
-                context = tuple((t.utterance, t.response or "") for t in history)
-                parent = history[-1].qid if history else ""
+                parent = conversation.turns[index - 1].qid if index else ""
                 yield HarnessQuery(turn.qid, turn.utterance, turn.manual_rewrite or "", turn.automatic_rewrite or "",
                                    turn.response or "", conversation.id, index, parent,
-                                   tuple(turn.provenance), context, ptkb)
+                                   tuple(turn.provenance), _context(conversation, index), ptkb,
+                                   getattr(turn, "user", None) or "")
 
     def queries_cls(self) -> type:
         return HarnessQuery

@@ -11,6 +11,8 @@ import pytest
 import harness  # noqa: F401  (installs the ir_datasets hook)
 from harness.cli import main
 from harness.paths import qrels_root
+from harness.queries import stream
+from harness.topics import load
 from harness.trec import read_qrels
 
 
@@ -55,6 +57,41 @@ def test_queries_carry_context_rewrites_and_ptkb():
     assert third.context[0][1] == queries[0].response  # (utterance, response) pairs
     assert third.ptkb and all(statement_id and text for statement_id, text in third.ptkb)
     assert third.manual_rewrite and third.provenance
+
+
+def test_cosrec_query_context_is_the_history_the_strategies_read_without_the_turns_own_reply():
+    """An utterance's intents and personalised copies are separate turns sharing its utterance and
+    reply: a copy's context held the current request with its reply once per earlier copy."""
+    import ir_datasets
+
+    queries = {q.query_id: q for q in ir_datasets.load("harness/cosrec-curated").queries_iter()}
+    read = {q.qid: q.context for q in stream(load("cosrec-curated").conversations, "all_history")}
+    assert {qid: (*(u for u, _ in q.context), q.text) for qid, q in queries.items()} == read
+    assert queries["CoSRec-Curated_1_0_0#3"].context == ()
+    (first,) = queries["CoSRec-Curated_1_1_0#1"].context
+    assert first == (queries["CoSRec-Curated_1_0_0"].text, queries["CoSRec-Curated_1_0_0"].response)
+
+
+def test_cosrec_query_names_the_user_of_a_personalised_copy():
+    import ir_datasets
+
+    queries = {q.query_id: q for q in ir_datasets.load("harness/cosrec-curated").queries_iter()}
+    users = sorted(load("cosrec-curated").conversations[0].keywords_by_user)
+    assert [queries[f"CoSRec-Curated_1_0_0#{k}"].user for k in range(4)] == [*users, ""]
+    assert queries["CoSRec-Curated_1_0_0"].user == "" and [i for i, _ in queries["CoSRec-Curated_1_0_0"].ptkb] == users
+
+
+def test_opendialkg_query_context_is_the_dialogue_before_the_request():
+    """Its conversations hold the recommendation turns only: the context was empty for most turns."""
+    import ir_datasets
+
+    turns = {t.qid: t for t in load("opendialkg:test").turns}
+    queries = list(ir_datasets.load("harness/opendialkg/test").queries_iter())
+    assert len(queries) == len(turns) and all(q.context == tuple((u, "") for u in turns[q.query_id].context)
+                                               for q in queries)
+    assert [u for u, _ in {q.query_id: q for q in queries}["11_3"].context] == [
+        "Could you recommend anything by the actor Don Cheadle?",
+        "Sure, Don Cheadle starred in The Guard, Talk to Me, and Crash. Do you like his movies?"]
 
 
 def test_every_benchmark_and_split_has_an_id():

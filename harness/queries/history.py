@@ -13,10 +13,11 @@ registered strategy):
   earlier user turns, placed before the current utterance.
 - `hqe[:BENCHMARK]`: history query expansion after Lin et al. (2020), see `hqe`.
 
-"Earlier user turns" are the turns before the current one whose utterance differs from the
-current utterance, each distinct utterance once: CoSRec lists several intents (and their
-personalised copies) of one user utterance as separate turns, and those share the utterance
-and its response, which must not count as history. `Query.context` lists the texts used, in
+"Earlier user turns" are the user turns of the dialogue before the current one
+(`Conversation.dialogue`: CoSRec lists several intents, and their personalised copies, of one
+user utterance as separate turns, which share the utterance and its response and count once; those
+of the current utterance not at all) whose utterance differs from the current utterance, each
+distinct utterance once. `Query.context` lists the texts used, in
 the order they appear in the query.
 """
 
@@ -44,10 +45,11 @@ def current(conversation: Conversation, turn_index: int) -> Turn:
 
 
 def earlier_turns(conversation: Conversation, turn_index: int) -> list[Turn]:
-    """One turn per distinct earlier user utterance (the last such turn), in order."""
+    """One turn per distinct earlier user utterance (the last such turn), in order: the dialogue
+    before the turn (`Conversation.dialogue`, as ir_datasets' query records hold it), less repeats."""
     now = current(conversation, turn_index).utterance
     last: dict[str, tuple[int, Turn]] = {}
-    for position, turn in enumerate(conversation.history(turn_index)):
+    for position, turn in enumerate(conversation.dialogue(turn_index)):
         if turn.utterance != now:
             last[turn.utterance] = (position, turn)
     return [turn for _, turn in sorted(last.values(), key=lambda pair: pair[0])]

@@ -67,6 +67,18 @@ class Conversation:
         """The turns before `turn_index`: all a query strategy may read besides the turn."""
         return self.turns[:turn_index]
 
+    def dialogue(self, turn_index: int) -> tuple[Turn, ...]:
+        """The user turns of the dialogue before `turn_index`, each once: where the turns give their
+        depth (`Turn.depth`), the last turn of each depth below the turn's, since CoSRec's intents and
+        personalised copies of one utterance are several turns of one depth (those of the turn's own
+        utterance, with its response, are not before it); else every turn before it (`history`)."""
+        depth = self.turns[turn_index].depth
+        history = self.history(turn_index)
+        if depth is None:
+            return history
+        last = {turn.depth: turn for turn in history if turn.depth is not None and turn.depth < depth}
+        return tuple(last[d] for d in sorted(last))
+
 
 def declared_fields(*classes: type, **descs: str) -> tuple[Param, ...]:
     """The fields the subclasses `classes` of Turn (or of Conversation) add to it, as Params
