@@ -59,3 +59,19 @@ def test_crowd_keeps_each_annotators_intents():
 def test_crowd_consecutive_system_lines_form_one_response():
     conversation = {c.id: c for c in load("cosrec-crowd").conversations}["CoSRec-Crowd_27"]
     assert any("\n" in (turn.response or "") for turn in conversation.turns)
+
+
+def test_the_extra_judged_copy_of_each_recommendation_intent_has_no_user_as_the_readme_says():
+    """The qrels judge one copy more per intent than users are listed: README counts 62 judged such
+    copies beside the 43 judged search intents, both without a user."""
+    benchmark = load("cosrec-curated")
+    judged = benchmark.qrels().judgments
+    for conversation in benchmark.conversations:
+        last = f"#{len(conversation.keywords_by_user)}"
+        copies = [t for t in conversation.turns if "#" in t.qid]
+        assert all((t.user is None) == t.qid.endswith(last) for t in copies)
+        plain = {t.qid: tuple(v.strip() for v in t.query_variants) for t in conversation.turns}
+        assert all(t.keywords == () and t.query_variants == plain[t.qid.partition("#")[0]]
+                   for t in copies if t.user is None)
+    no_user = [t for t in benchmark.turns if t.qid in judged and t.user is None]
+    assert sum("#" in t.qid for t in no_user) == 62 and sum(t.type == "search" for t in no_user) == 43

@@ -84,6 +84,8 @@ class CosrecConversation(Conversation):
 
 VARIANTS = {"query_variants": "stand-alone formulations of the request (file order; `variant:I` takes the I-th)",
             "utterance_index": "0-based position of the user utterance in the dialogue"}
+USER = ("the user a personalised copy `<intent>#<k>` is for: the conversation's k-th user id in lexical order "
+        "(None: a plain intent, or the extra last copy `#<n users>` the qrels judge, whose user the data do not name)")
 CONVERSATION_FIELDS = declared_fields(CosrecConversation, keywords_by_user="user id -> that user's profile keywords")
 
 
@@ -237,7 +239,7 @@ def read_crowd() -> tuple[Conversation, ...]:
                    "labelled intent; qrels over MS MARCO v2.1 segments (search) and Amazon ASINs (personalised "
                    "recommendation)", splits=("test",), conversation_fields=CONVERSATION_FIELDS,
                    fields=declared_fields(CosrecIntent, **VARIANTS, type=f"the intent's type: {', '.join(INTENT_TYPES)}",
-                                          user="the user a personalised copy `<intent>#<k>` is for (None: the plain one)",
+                                          user=USER,
                                           keywords="that user's profile keywords, appended to every variant"))
 def cosrec_curated(split: str | None) -> Benchmark:
     choose_split("cosrec-curated", split)
