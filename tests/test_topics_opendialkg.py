@@ -37,6 +37,19 @@ def test_turn_keeps_context_entities_and_recommendations():
     assert "Don Cheadle" in turn.entities
 
 
+def test_history_strategies_see_earlier_recommendation_turns_not_the_context_as_readme_says():
+    """README and configs/default.yaml: all_history differs from raw on the 75 test turns that are not
+    their dialogue's first recommendation turn, and never holds the turn's context."""
+    from harness.queries import stream
+
+    conversations = load("opendialkg:test").conversations
+    raw = {q.qid: q.text for q in stream(conversations, "raw")}
+    history = {q.qid: q.text for q in stream(conversations, "all_history")}
+    later = {t.qid for c in conversations for t in c.turns[1:]}
+    assert {qid for qid in raw if raw[qid] != history[qid]} == later and len(later) == 75
+    assert history["11_3"] == raw["11_3"] == "I do! I think he's a great actor. Do you know what genre The Guard is?"
+
+
 def test_item_documents_carry_attributes_and_kg_facts():
     documents = {d.id: d for d in load("opendialkg").corpus.documents()}
     assert len(documents) == 3672

@@ -5,7 +5,9 @@ context: [utterances so far], entity: [entities mentioned so far], rec: [item na
 assistant recommends], resp}`. The context carries no speaker labels (and does not strictly
 alternate), so the dialogue cannot be re-cut into user turns reliably. Hence:
 
-- One Conversation per dialog_id, made of its recommendation turns in turn order; the qid is
+- One Conversation per dialog_id, made of its recommendation turns in turn order (so the
+  history strategies, which read the conversation's earlier turns, see earlier recommendation
+  requests, not `context`: 1113 of the 1188 test turns are their conversation's first); the qid is
   `<dialog_id>_<turn_id>` as in `<split>_data_id.json`, and `turn_id` (the request's position
   among the dialogue's utterances, both speakers') is the turn's depth (`Turn.depth`).
   `Turn.utterance` is the last context utterance (the request the recommender answers),
@@ -45,7 +47,9 @@ class OpenDialKGTurn(Turn):
     recommended: tuple[str, ...] = field(default=(), metadata=ANSWER)
 
 
-FIELDS = declared_fields(OpenDialKGTurn, context="the dialogue's utterances before the request, in order",
+FIELDS = declared_fields(OpenDialKGTurn, context="the dialogue's utterances before the request, in order (the "
+                         "history strategies do not read it: they see the conversation's earlier turns, which are "
+                         "its recommendation turns only)",
                          entities="the entities mentioned so far",
                          recommended="the item names the assistant recommends (the qrels map them to items)")
 
