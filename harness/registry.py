@@ -35,7 +35,7 @@ read from the plug-in's signature (real annotations, as a researcher writes them
 source and of its helper modules, the plain globals read by its functions or methods where
 they are a notebook's or a script's, the functions an object holds), for the resume key: a
 changed plug-in is run again, not reused; one whose files changed on disk since it was loaded,
-and were not reloaded into the code it runs (importlib.reload, IPython's %autoreload), is an error
+and were not reloaded into the code it runs (importlib.reload), is an error
 for the Python API's next call, which would run its old code (`_as_loaded`). Built-ins have none.
 """
 
@@ -51,7 +51,7 @@ import sys
 import types
 import typing
 import weakref
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, replace
@@ -854,8 +854,9 @@ class Registry(Generic[T]):
         changed, is run again by the next `harness.run` of the same process too. One loaded by
         name by an earlier call of the Python API whose files changed since is an error, the
         first time this call asks (`_as_loaded`), not its old code run under the new files' key
-        or its old run reused, unless they were reloaded into its code: it is then keyed by them as
-        they are now; a batch already going keeps the code and key it started with."""
+        or its old run reused, unless they were reloaded into the code it runs (a helper whose names
+        it reads when it runs; not its own module, `_still_held`): it is then keyed by them as they
+        are now; a batch already going keeps the code and key it started with."""
         self.get(name)
         using = self._using.get()
         if name in using:
@@ -926,6 +927,7 @@ class Registry(Generic[T]):
         dist = getattr(point, "dist", None)
 
         def origin_of() -> Origin:
+            _still_held(point.module, point.attr, obj, f"{self.kind} {name!r}")
             return {"entry_point": f"{point.group}:{name}", "distribution": dist.name if dist else None,
                     "version": dist.version if dist else None, **object_origin(obj, by_name=True)}
 
@@ -961,6 +963,7 @@ class Registry(Generic[T]):
         _note_plugin_package(obj, f"{self.kind} {name!r} (module {module_name})")
 
         def origin_of() -> Origin:
+            _still_held(module_name, attr, obj, f"{self.kind} {name!r}")
             return {"python": name[len(PYTHON):], **object_origin(obj, by_name=True), **_built_in(module, obj)}
 
         origin = origin_of()
@@ -1000,6 +1003,21 @@ def _failure(error: BaseException) -> str:
               if not frame.filename.startswith(("<frozen ", machinery)) and frame.filename != __file__]
     where = f" at {frames[-1].filename}:{frames[-1].lineno}" if frames else ""
     return f"{type(error).__name__}{where}: {error}"
+
+
+def _still_held(module_name: str, attr: str | None, obj: Any, what: str) -> None:
+    """Raise a HarnessError where module `module_name` no longer holds `obj`, the plug-in `what` loaded from
+    it by name, as `attr`: it was run again since (importlib.reload, an import anew), and `obj`, made by the
+    module as it was, would run, where the module's file as it is now keys it."""
+    module = sys.modules.get(module_name)
+    found = functools.reduce(lambda held, part: getattr(held, part, None), attr.split(".") if attr else (), module)
+    if module is not None and found is not obj and not (  # a bound method is made anew at each look-up
+            inspect.ismethod(obj) and inspect.ismethod(found) and found.__self__ is obj.__self__
+            and found.__func__ is obj.__func__):
+        raise HarnessError(f"{what} was loaded by name from module {module_name}, which was reloaded since: the "
+                           "object that would run is the one made before the reload, not the one the module holds "
+                           "now: restart the process (in a notebook, the kernel), or hand harness.run the object "
+                           "the module now holds (retrievers={'mine': module.attr})")
 
 
 def _note_plugin_package(obj: Any, what: str) -> None:
@@ -1125,7 +1143,7 @@ def object_origin(obj: Any, by_name: bool = False, own: bool | None = None) -> O
 
         helpers = _helpers(module, own=(by_name or target is obj) if own is None else own)
         sha = file_sha256(file)
-        _as_loaded(target, {module.__name__: (os.path.abspath(file), sha), **helpers})
+        _as_loaded(obj, {module.__name__: (os.path.abspath(file), sha), **helpers})
         helpers_sha = {name: digest for name, (_, digest) in helpers.items()}
         return {"module": module.__name__, "sha256": sha, **({"helpers": helpers_sha} if helpers else {}),
                 **settings}
@@ -1207,17 +1225,13 @@ def _helpers(module: types.ModuleType, own: bool = False) -> dict[str, tuple[str
 @dataclass
 class _Keyed:
     """A module keying a plug-in's code, as it was when keyed: its file, the file's sha256 and that of its
-    syntax (`_syntax`: an edit of its comments or layout alone changes no code), and what tells whether
-    it was reloaded since (`_reloaded`): its spec, which importlib.reload replaces (None: not imported
-    yet), the code objects of the functions the plug-in reaches in it (`_reached`), which IPython's
-    %autoreload puts the new file's code into, in place, and the values of its globals the file gives a
-    literal (`_literals`), which %autoreload may set alone."""
+    syntax (`_syntax`: an edit of its comments or layout alone changes no code), and its spec, which
+    importlib.reload and an import anew replace: the module was run again since (`_reloaded`; None: not
+    imported yet)."""
     path: str
     sha: str
     syntax: str | None
     spec: Any
-    codes: dict[int, types.CodeType]  # by id: the objects, not their contents
-    values: dict[str, Any]
 
 
 # each plug-in's code (a function, a class) -> the modules it was keyed by, when it was first keyed in this
@@ -1226,21 +1240,19 @@ class _Keyed:
 _KEYED: weakref.WeakKeyDictionary[Any, dict[str, _Keyed]] = weakref.WeakKeyDictionary()
 
 
-def _as_loaded(target: Any, files: Mapping[str, tuple[str, str]]) -> None:
-    """Raise a HarnessError where a module keying `target` (its own, a helper) changed on disk
-    since `target` was first keyed in this process, and was not reloaded since (`_reloaded`): the code
-    that would run is the one loaded, which the key no longer says (an edit in a notebook; an entry point
-    is loaded once a process, and `importlib.reload` leaves the objects made before it as they were).
-    A module reloaded, what the plug-in reaches of it being the file's as it is now (`importlib.reload`
-    and the reloaded objects handed over; IPython's `%autoreload`, which puts the new code into the old
-    functions and classes), or one whose comments or layout alone changed, is keyed by the file as it is
-    now. `files`: as keyed now, each recorded the first time; a helper not imported yet (one a function
-    imports when it runs) runs as it is on disk when it is: its record follows the file until it is
-    imported, and is then what was loaded; a module recorded that no longer keys it, read again."""
+def _as_loaded(obj: Any, files: Mapping[str, tuple[str, str]]) -> None:
+    """Raise a HarnessError where a module keying plug-in `obj`'s code (its own, a helper) changed on disk
+    since the code was first keyed in this process, unless it was reloaded since into what `obj` runs
+    (`_reloaded`), or its comments or layout alone changed: the code that would run is the one loaded,
+    which the key no longer says (an edit in a notebook; `importlib.reload` leaves the objects made before
+    it as they were). `files`: as keyed now, each recorded the first time; a helper not imported yet (one a
+    function imports when it runs) runs as it is on disk when it is: its record follows the file until it
+    is imported, and is then what was loaded; a module recorded that no longer keys it, read again."""
     from harness.paths import file_sha256
 
-    try:
-        before = _KEYED.setdefault(target, {})
+    target = _code(obj)
+    try:  # a bound method's function: the method itself is made anew at each look-up
+        before = _KEYED.setdefault(target.__func__ if inspect.ismethod(target) else target, {})
     except TypeError:  # no weak reference to it
         return
     own = next(iter(before or files), None)  # target's own module: loaded with it
@@ -1253,72 +1265,154 @@ def _as_loaded(target: Any, files: Mapping[str, tuple[str, str]]) -> None:
         if now == keyed.sha:
             continue
         if name != own and name not in sys.modules:  # not imported yet: runs as it is on disk
-            before[name] = _keyed(name, keyed.path, now, target, modules)
+            before[name] = _keyed(name, keyed.path, now)
             continue
         tree = _parsed(keyed.path)
         if tree is not None and _syntax(tree) == keyed.syntax:  # its comments or layout alone
             before[name] = replace(keyed, sha=now)
-        elif tree is not None and _reloaded(name, keyed, target, modules, tree):
-            before[name] = _keyed(name, keyed.path, now, target, modules)
+        elif tree is not None and _reloaded(name, keyed, obj, modules, tree):
+            before[name] = _keyed(name, keyed.path, now)
         else:
             raise HarnessError(f"module {name} ({keyed.path}) changed on disk since it was loaded in this process, "
                                "so the code that would run is not the code its resume key would say: restart the "
-                               "process (in a notebook, the kernel), or reload the module (importlib.reload, "
-                               "IPython's %autoreload) and hand over its objects as reloaded; importlib.reload "
-                               "does not reach a plug-in already loaded by name or an object made before it")
+                               "process (in a notebook, the kernel), or reload the module (importlib.reload) and "
+                               "hand over its objects as it now holds them (not one made before the reload, nor a "
+                               "value another module took from it, nor a plug-in loaded by name)")
     for name, (path, sha) in files.items():
         if name not in before:
-            before[name] = _keyed(name, path, sha, target, modules)
+            before[name] = _keyed(name, path, sha)
 
 
-def _keyed(name: str, path: str, sha: str, target: Any, modules: Iterable[str]) -> _Keyed:
+def _keyed(name: str, path: str, sha: str) -> _Keyed:
     """Module `name` as it is loaded now, keyed by the file `path` whose sha256 is `sha`."""
-    module = sys.modules.get(name)
     tree = _parsed(path)
-    syntax = None if tree is None else _syntax(tree)
-    if module is None:
-        return _Keyed(path, sha, syntax, None, {}, {})
-    namespace = vars(module)
-    return _Keyed(path, sha, syntax, module.__spec__,
-                  {id(function.__code__): function.__code__ for function in _reached(name, path, target, modules)},
-                  {key: namespace[key] for key in (_literals(tree) if tree is not None else {}) if key in namespace})
+    return _Keyed(path, sha, None if tree is None else _syntax(tree), getattr(sys.modules.get(name), "__spec__", None))
 
 
-def _reloaded(name: str, keyed: _Keyed, target: Any, modules: Iterable[str], tree: Any) -> bool:
+def _reloaded(name: str, keyed: _Keyed, obj: Any, modules: Sequence[str], tree: Any) -> bool:
     """Whether module `name`, whose file changed since it was `keyed` and whose syntax tree is now `tree`,
-    was reloaded since, and what `target` reaches of it is the file's as it is now. Reloaded: its spec is
-    a new one (importlib.reload, as IPython's %autoreload runs it), or a function the plug-in reaches
-    (`_reached`) holds new code, or a global the file gives a literal holds a new value (%autoreload may
-    put only what changed into them). Now: each such function's code is the one the file compiles to, but
-    for its lines, each global the file gives a literal holds it, and each plain value a module keying it
-    imported from it (`from name import K`, `_imported_from`) is the one it holds: no object is left that
-    the reload did not reach (one made before importlib.reload), nor an edit made after it to a function or
-    a literal."""
+    was run again since (its spec is a new one: importlib.reload, an import anew), what plug-in `obj` runs
+    of it is what the module holds now (`_stale`), each value a module keying `obj` took from it (`from name
+    import K`, `_imported_from`) is the one it holds, and what it holds is what the file says now: each of
+    its functions has the code the file compiles to (but for its lines), each global the file gives a literal
+    holds it (no edit made after the reload to a function or a literal)."""
     module = sys.modules.get(name)
-    if keyed.spec is None or module is None:  # imported after it was keyed: when, is not known
+    if keyed.spec is None or module is None or module.__spec__ is keyed.spec:  # not run again, or not known when
         return False
-    namespace = vars(module)
-    functions = _reached(name, keyed.path, target, modules)
-    if (module.__spec__ is keyed.spec and all(id(function.__code__) in keyed.codes for function in functions)
-            and all(namespace.get(key) is value for key, value in keyed.values.items())):
+    namespace, bound = vars(module), _bound(tree)
+    if bound is not None and any(key not in bound and not key.startswith("__") and not inspect.ismodule(value)
+                                 for key, value in namespace.items()):  # left by the code before: not the file's
+        return False
+    holds = _holds(module)
+    if _stale(name, holds, obj, modules):
         return False
     try:
         compiled = _compiled(tree, keyed.path)
     except (SyntaxError, ValueError):
         return False
-    return (all(_lineless(function.__code__) in compiled.get(function.__qualname__, ()) for function in functions)
+    return (all(_lineless(function.__code__) in compiled.get(function.__qualname__, ())
+                for function in holds.values() if inspect.isfunction(function)
+                and os.path.abspath(function.__code__.co_filename) == keyed.path)
             and all(key in namespace and _same(namespace[key], value) for key, value in _literals(tree).items())
-            and all(value is namespace.get(imported) or callable(value) or inspect.ismodule(value)
+            and all(vars(sys.modules[holder]).get(local, namespace.get(imported)) is namespace.get(imported)
                     for holder in modules if holder != name and holder in sys.modules
-                    for local, imported in _imported_from(sys.modules[holder], name)
-                    for value in [vars(sys.modules[holder]).get(local, namespace.get(imported))]))
+                    for local, imported in _imported_from(sys.modules[holder], name)))
+
+
+def _holds(module: types.ModuleType) -> dict[int, Any]:
+    """What `module` holds, by id: its globals' values, its classes' members (a method, a nested class, a
+    class attribute; a static or class method's function, a property's), and the function a decorator's
+    wrapper wraps (`__wrapped__`)."""
+    found: dict[int, Any] = {}
+    objects = list(vars(module).values())
+    while objects:
+        obj = objects.pop()
+        if isinstance(obj, (staticmethod, classmethod)):
+            obj = obj.__func__
+        if isinstance(obj, property):
+            objects.extend(part for part in (obj.fget, obj.fset, obj.fdel) if part is not None)
+        elif id(obj) not in found:
+            found[id(obj)] = obj
+            if inspect.isclass(obj) and obj.__module__ == module.__name__:
+                objects.extend(vars(obj).values())
+            elif callable(obj) and "__wrapped__" in getattr(obj, "__dict__", {}):
+                objects.append(obj.__wrapped__)
+    return found
+
+
+def _bound(tree: Any) -> set[str] | None:
+    """The globals a module's syntax tree binds (by an assignment, a def, a class, an import outside its
+    functions and classes; a function's `global` statement); None where it imports * (which binds names the
+    file does not say)."""
+    import ast
+
+    names = {name for node in ast.walk(tree) if isinstance(node, ast.Global) for name in node.names}
+    nodes = list(tree.body)
+    while nodes:
+        node = nodes.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            if any(alias.name == "*" for alias in node.names):
+                return None
+            names.update((alias.asname or alias.name).partition(".")[0] for alias in node.names)
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
+            names.add(node.id)
+        elif not isinstance(node, ast.Lambda):
+            nodes.extend(ast.iter_child_nodes(node))
+    return names
+
+
+def _stale(name: str, holds: Mapping[int, Any], obj: Any, modules: Sequence[str]) -> bool:
+    """Whether plug-in `obj` reaches a function, class or object of module `name`, run again, that it no
+    longer `holds`, made by its code as it was: an object handed over made before the reload, or its class
+    (an instance handed over must be of the module's class now; its attributes are keyed), a value
+    another module keying `obj` took from it (`from name import f`), a default, a closure's value, a
+    class's attribute. It looks through `obj` and the globals of the other modules keying it, into the
+    functions (defaults, closure, `__wrapped__`), classes and objects of those modules, not into others'."""
+    first = obj.__self__ if inspect.ismethod(obj) else obj
+    code = inspect.isfunction(first) or inspect.isclass(first) or isinstance(first, functools.partial)
+    objects = [obj] if code else [obj, type(first), *getattr(first, "__dict__", {}).values()]
+    objects += [value for holder in modules if holder != name and holder in sys.modules
+                for value in list(vars(sys.modules[holder]).values())]
+    seen = {id(first)} if not code else set()  # an instance handed over: its class is what must be the module's
+    while objects:
+        obj = objects.pop()
+        if id(obj) in seen:
+            continue
+        seen.add(id(obj))
+        if isinstance(obj, functools.partial):
+            objects += [obj.func, *obj.args, *obj.keywords.values()]
+        elif inspect.ismethod(obj):
+            objects += [obj.__func__, obj.__self__]
+        elif isinstance(obj, (staticmethod, classmethod, property)):
+            objects += [getattr(obj, part, None) for part in ("__func__", "fget", "fset", "fdel")]
+        else:
+            owner = getattr(obj if inspect.isfunction(obj) or inspect.isclass(obj) else type(obj), "__module__", None)
+            if owner == name and id(obj) not in holds:
+                return True
+            if owner != name and owner in modules:
+                objects += _within(obj)
+    return False
+
+
+def _within(obj: Any) -> list[Any]:
+    """What a function (its defaults, closure, the function it wraps), class or object (its attributes) holds."""
+    if not inspect.isfunction(obj):
+        return [*getattr(obj, "__dict__", {}).values(), *([] if inspect.isclass(obj) else [type(obj)])]
+    cells = []
+    for cell in obj.__closure__ or ():
+        try:
+            cells.append(cell.cell_contents)
+        except ValueError:  # an empty cell: not bound (yet)
+            continue
+    return [*(obj.__defaults__ or ()), *(obj.__kwdefaults__ or {}).values(), *cells, *obj.__dict__.values()]
 
 
 def _imported_from(holder: types.ModuleType, name: str) -> list[tuple[str, str]]:
     """The names module `holder` binds by `from name import K as L` (anywhere in its file: a global where
     it holds one, a function's own otherwise, imported again each call), each as (L, K): its globals'
-    values are those of when it ran, which a reload of `name` leaves as they were (its functions and
-    classes %autoreload updates in place: `_reached` has them)."""
+    values are those of when it ran, which a reload of `name` leaves as they were."""
     import ast
     import importlib.util
 
@@ -1383,31 +1477,10 @@ def _compiled(tree: Any, path: str) -> dict[str, list[types.CodeType]]:
 
 
 def _lineless(code: types.CodeType) -> types.CodeType:
-    """`code` with no line numbers, its nested code's neither: %autoreload puts only the changed
-    functions' code into the old ones, so that a function below one that grew keeps its old lines."""
+    """`code` with no line numbers, its nested code's neither: a comment or a blank line added after the
+    reload moves the functions below it, and changes no code."""
     return code.replace(co_firstlineno=1, co_linetable=b"", co_consts=tuple(
         _lineless(const) if isinstance(const, types.CodeType) else const for const in code.co_consts))
-
-
-def _reached(name: str, path: str, target: Any, modules: Iterable[str]) -> list[types.FunctionType]:
-    """The functions of module `name` (its file `path`) the plug-in `target` may run: its own (a
-    function, a class's methods), those the module holds, and those the modules keying it (its own, its
-    helpers) imported from it (`from name import f`), with their classes' methods and the functions a
-    decorator's wrapper wraps (`__wrapped__`; the wrapper's code is the decorator's module's)."""
-    found: dict[int, Any] = {}
-    objects = [target, *(value for holder in {name, *modules} if holder in sys.modules
-                         for value in list(vars(sys.modules[holder]).values()))]
-    while objects:
-        obj = objects.pop()
-        if inspect.ismethod(obj) or isinstance(obj, (staticmethod, classmethod)):
-            obj = obj.__func__
-        if isinstance(obj, property):
-            objects.extend(part for part in (obj.fget, obj.fset, obj.fdel) if part is not None)
-        elif (inspect.isfunction(obj) or inspect.isclass(obj)) and obj.__module__ == name and id(obj) not in found:
-            found[id(obj)] = obj
-            objects.extend(vars(obj).values() if inspect.isclass(obj) else [getattr(obj, "__wrapped__", None)])
-    return [obj for obj in found.values()
-            if inspect.isfunction(obj) and os.path.abspath(obj.__code__.co_filename) == path]
 
 
 def _spec(name: str) -> Any:

@@ -1287,6 +1287,23 @@ def test_a_plugin_module_changed_on_disk_after_it_was_loaded_is_an_error_not_a_s
             harness.run(config, retrievers=retrievers, quiet=True)
 
 
+def test_a_bound_method_handed_over_whose_module_changed_on_disk_is_an_error(tmp_path, monkeypatch):
+    """`mine.search`, a method of an object made before the edit: each look-up makes a new bound method, so its
+    record was lost with it, and its old code ran under the edited file's key."""
+    method = "class Mine:\n    def search(self, query, k):\n        return [({first!r}, 2.0)]\n"
+    (tmp_path / "method_plugin.py").write_text(method.format(first="a"), encoding="utf-8")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, "method_plugin", raising=False)
+    import method_plugin
+
+    mine = method_plugin.Mine()
+    config = {"k": 20, "output": str(tmp_path / "runs"), "experiments": [_experiment(["raw"], ["mine"])]}
+    harness.run(config, retrievers={"mine": mine.search}, quiet=True)
+    _edit(tmp_path / "method_plugin.py", method.format(first="b"))
+    with pytest.raises(harness.errors.HarnessError, match="module method_plugin .* changed on disk since it was"):
+        harness.run(config, retrievers={"mine": mine.search}, quiet=True)
+
+
 _RELOADED = ("SCORE = {score!r}\n\n\ndef first():\n    return {first!r}\n\n\n"
              "def search(query, k):\n    return [(first(), SCORE), ('c', 1.0)]\n")
 
@@ -1310,19 +1327,70 @@ def _edit(path: Path, text: str) -> None:
 
 
 def test_a_plugin_module_reloaded_after_an_edit_is_keyed_by_the_file_as_it_is_now(tmp_path, monkeypatch):
-    """importlib.reload loaded the edit, which the plug-in's code reaches (its search calls the module's
-    first()), handed over or named by a `python:` spec: it was an error saying to restart the process; its
-    runs are made again, with the edit."""
+    """importlib.reload loaded the edit, and the objects handed over are the module's as reloaded (a function, an
+    instance of its class made after): it was an error saying to restart the process; its runs are made again."""
     module = _reloadable(tmp_path, monkeypatch, "reloaded_plugin")
-    search = module.search
-    config = {"k": 20, "output": str(tmp_path / "runs"),
-              "experiments": [_experiment(["raw"], ["python:reloaded_plugin:search", "mine"])]}
-    harness.run(config, retrievers={"mine": search}, quiet=True)
+    config = {"k": 20, "output": str(tmp_path / "runs"), "experiments": [_experiment(["raw"], ["mine"])]}
+    harness.run(config, retrievers={"mine": module.search}, quiet=True)
     _edit(tmp_path / "reloaded_plugin.py", _RELOADED.format(first="b", score=2.0))
     importlib.reload(module)
-    harness.run(config, retrievers={"mine": search}, quiet=True)
-    runs = sorted((tmp_path / "runs").glob("*.run"))
-    assert len(runs) == 2 and all(next(iter(run.open())).split()[2] == "b" for run in runs)
+    harness.run(config, retrievers={"mine": module.search}, quiet=True)
+    assert _first_of(tmp_path) == "b"
+
+
+_CLASS = ("class Mine:\n    FIRST = {first!r}\n\n    def search(self, queries, k):\n"
+          "        return {{q.qid: [(self.FIRST, 2.0)] for q in queries}}\n")
+_BUILT = ("class Engine:\n    def __init__(self, first):\n        self.first = first\n\n"
+          "    def search(self, queries, k):\n        return {{q.qid: [(self.first, 2.0)] for q in queries}}\n\n\n"
+          "engine = Engine({first!r})\n")
+_PICK = "class Pick:\n    def __init__(self, first):\n        self.first = first\n\n    def __call__(self):\n" \
+        "        return self.first\n\n\npick = Pick({first!r})\n"
+_TAKES_PICK = "from {helper} import pick\n\n\ndef search(query, k):\n    return [(pick(), 2.0)]\n"
+# R19: what the plug-in runs is the module's code from before the reload, which a new process, keying it by the
+# file as it is now, reused: (the module's source, given `first`; another module's, importing it, or None; whether
+# it is imported anew rather than reloaded; the plug-in's names in the config; what is handed over, given the two)
+_MADE_BEFORE = {
+    "an instance made before, a class attribute edited": (_CLASS, None, False, ["mine"], lambda m, p: m.Mine()),
+    "a python: spec's instance, built when its module ran": (_BUILT, None, False, ["python:{m}:engine"], None),
+    "a function made before, a function it calls edited": (_RELOADED.replace("{score!r}", "2.0"), None, False,
+                                                           ["mine"], lambda m, p: m.search),
+    "a function made before, the module imported anew": (_RELOADED.replace("{score!r}", "2.0"), None, True,
+                                                         ["mine"], lambda m, p: m.search),
+    "a callable another module took from it": (_PICK, _TAKES_PICK, False, ["mine"], lambda m, p: p.search),
+    "a function's default another module took": ("def pick(first={first!r}):\n    return first\n", _TAKES_PICK,
+                                                 False, ["mine"], lambda m, p: p.search),
+    "a global the file no longer binds, left by the code before": (
+        _PICK.replace("\npick = ", "\npick_{first} = "), "import {helper}\n\n\ndef search(query, k):\n"
+        "    return [({helper}.pick_a(), 2.0)]\n", False, ["mine"], lambda m, p: p.search),
+}
+
+
+@pytest.mark.parametrize("case", _MADE_BEFORE)
+def test_a_plugin_reaching_an_object_made_before_its_module_was_reloaded_is_an_error(tmp_path, monkeypatch, case):
+    """Its module was reloaded after an edit (or imported anew), but what the plug-in runs of it was made before:
+    it ran the old code under the edited file's key, and a new process reused the run."""
+    source, taker, anew, names, handed = _MADE_BEFORE[case]
+    name = f"made_before_{list(_MADE_BEFORE).index(case)}"
+    (tmp_path / f"{name}.py").write_text(source.format(first="a"), encoding="utf-8")
+    if taker is not None:
+        (tmp_path / f"{name}_taker.py").write_text(taker.format(helper=name), encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    for each in (name, f"{name}_taker"):
+        monkeypatch.delitem(sys.modules, each, raising=False)
+    module = importlib.import_module(name)
+    retrievers = {} if handed is None else {"mine": handed(module, taker and importlib.import_module(f"{name}_taker"))}
+    config = {"k": 20, "output": str(tmp_path / "runs"),
+              "experiments": [_experiment(["raw"], [each.format(m=name) for each in names])]}
+    harness.run(config, retrievers=retrievers, quiet=True)
+    _edit(tmp_path / f"{name}.py", source.format(first="b"))
+    if anew:
+        del sys.modules[name]
+        importlib.import_module(name)
+    else:
+        importlib.reload(module)
+    with pytest.raises(harness.errors.HarnessError, match="changed on disk since it was loaded|reloaded since"):
+        harness.run(config, retrievers=retrievers, quiet=True)
 
 
 def test_a_plugin_module_whose_comments_or_layout_alone_changed_is_no_error(tmp_path, monkeypatch):
@@ -1379,24 +1447,16 @@ def test_a_helper_module_reloaded_keys_the_plugin_by_it_where_the_plugin_reaches
         harness.run(config, retrievers={"mine": took_helper.search}, quiet=True)
 
 
-def test_an_object_made_before_importlib_reload_is_not_reached_by_it_and_is_an_error(tmp_path, monkeypatch):
-    """The function handed over is the one imported before the reload, whose own code the edit changed: it would
-    run its old code under the new file's key."""
-    module = _reloadable(tmp_path, monkeypatch, "unreached_plugin")
-    search = module.search
-    config = {"k": 20, "output": str(tmp_path / "runs"), "experiments": [_experiment(["raw"], ["mine"])]}
-    harness.run(config, retrievers={"mine": search}, quiet=True)
-    _edit(tmp_path / "unreached_plugin.py", _RELOADED.format(first="a", score=2.0).replace("SCORE)", "3.0)"))
-    importlib.reload(module)
-    with pytest.raises(harness.errors.HarnessError, match="module unreached_plugin .* changed on disk since it was"):
-        harness.run(config, retrievers={"mine": search}, quiet=True)
-
-
-@pytest.mark.parametrize("mode", ["2", "2 --full"])
-def test_a_plugin_module_ipythons_autoreload_reloaded_is_keyed_by_the_file_as_it_is_now(tmp_path, monkeypatch, mode):
-    """%autoreload puts the edited code into the function the notebook imported before (in IPython 9, only what
-    changed: a function's code, a global's value; unless --full): it was an error saying to restart the kernel;
-    its run is made again."""
+@pytest.mark.parametrize(("mode", "handed", "reloaded"), [("2 --full", "autoreloaded_plugin.search", True),
+                                                        ("2 --full", "search", False),
+                                                        ("2", "autoreloaded_plugin.search", False)])
+def test_a_plugin_module_ipythons_autoreload_reloaded_is_keyed_by_the_file_as_it_is_now_where_it_ran_it_again(
+        tmp_path, monkeypatch, mode, handed, reloaded):
+    """%autoreload 2 --full runs the edited module again, as importlib.reload does: the function it holds now is
+    keyed by the file as it is now (it was an error saying to restart the kernel). Still an error: the function
+    imported before (`from m import search`), into which it put the new code, and IPython 9's default, which puts
+    a changed function's code, a global's value, into the module's objects without running it again: neither is
+    told apart from an object the edit left as it was."""
     interactiveshell = pytest.importorskip("IPython.core.interactiveshell",
                                            reason="IPython is not installed: %autoreload cannot be tried")
     from traitlets.config import Config
@@ -1416,13 +1476,19 @@ def test_a_plugin_module_ipythons_autoreload_reloaded_is_keyed_by_the_file_as_it
     try:
         shell.run_line_magic("load_ext", "autoreload")
         shell.run_line_magic("autoreload", mode)
-        shell.user_ns.update(harness=harness, search=module.search, config={
+        shell.user_ns.update(harness=harness, autoreloaded_plugin=module, search=module.search, config={
             "k": 20, "output": str(tmp_path / "runs"), "experiments": [_experiment(["raw"], ["mine"])]})
         for first, score in (("a", 2.0), ("b", 2.0), ("b", 3.0)):  # a function edited, then a global alone
             _edit(source, _RELOADED.format(first=first, score=score))
-            shell.run_cell("harness.run(config, retrievers={'mine': search}, quiet=True)").raise_error()
-            assert _first_of(tmp_path) == first
-            assert float(next(iter((tmp_path / "runs" / "ikat2023-test.raw.mine.run").open())).split()[4]) == score
+            ran = shell.run_cell(f"harness.run(config, retrievers={{'mine': {handed}}}, quiet=True)")
+            if first == "a" or reloaded:
+                ran.raise_error()
+                assert _first_of(tmp_path) == first
+                assert float(next(iter((tmp_path / "runs" / "ikat2023-test.raw.mine.run").open())).split()[4]) == score
+            else:
+                assert isinstance(ran.error_in_exec, harness.errors.HarnessError)
+                assert "changed on disk since it was loaded" in str(ran.error_in_exec)
+                break
     finally:
         shell.run_line_magic("autoreload", "0")
         interactiveshell.InteractiveShell.clear_instance()
