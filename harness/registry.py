@@ -1163,15 +1163,18 @@ def _built_in(module: types.ModuleType, obj: Any) -> Origin:
     """The module a `python:` spec names, where it built the object (an instance, a partial, a
     bound method's instance) from code another module holds: `engine = Engine(model="x")` in
     pd.py, Engine in mylib.py. Its file keys the object too, as the arguments it was built
-    with are written there; editing them reused the run. A function the module only hands on
-    (a package re-exporting one) is its own module's."""
+    with are written there; editing them reused the run, and editing them after it was loaded ran
+    the object built before under the new file's key (`_as_loaded`). A function the module only
+    hands on (a package re-exporting one) is its own module's."""
     built = obj.__self__ if inspect.ismethod(obj) else obj
     file = getattr(module, "__file__", None)
     if _code(built) is built or inspect.getmodule(_code(built)) is module or not file or not Path(file).is_file():
         return {}
     from harness.paths import file_sha256
 
-    return {"built_in": {"module": module.__name__, "sha256": file_sha256(file)}}
+    sha = file_sha256(file)
+    _as_loaded(obj, {module.__name__: (os.path.abspath(file), sha)})
+    return {"built_in": {"module": module.__name__, "sha256": sha}}
 
 
 def _helpers(module: types.ModuleType, own: bool = False) -> dict[str, tuple[str, str]]:

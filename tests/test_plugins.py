@@ -1304,6 +1304,24 @@ def test_a_bound_method_handed_over_whose_module_changed_on_disk_is_an_error(tmp
         harness.run(config, retrievers={"mine": mine.search}, quiet=True)
 
 
+def test_a_python_spec_module_that_built_its_object_from_another_modules_class_changed_on_disk_is_an_error(
+        tmp_path, monkeypatch):
+    """`engine = Engine('a')` in the module the spec names, Engine in another: an edit of its arguments keys the run,
+    but the object built before ran under the edited file's key, a run a new process then reused."""
+    (tmp_path / "built_engine.py").write_text(_BUILT.format(first="a").split("\n\n\nengine")[0] + "\n")
+    (tmp_path / "built_spec.py").write_text("from built_engine import Engine\n\nengine = Engine('a')\n")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    for name in ("built_engine", "built_spec"):
+        monkeypatch.delitem(sys.modules, name, raising=False)
+    config = {"k": 20, "output": str(tmp_path / "runs"),
+              "experiments": [_experiment(["raw"], ["python:built_spec:engine"])]}
+    harness.run(config, quiet=True)
+    _edit(tmp_path / "built_spec.py", "from built_engine import Engine\n\nengine = Engine('b')\n")
+    with pytest.raises(harness.errors.HarnessError, match="module built_spec .* changed on disk since it was"):
+        harness.run(config, quiet=True)
+
+
 _RELOADED = ("SCORE = {score!r}\n\n\ndef first():\n    return {first!r}\n\n\n"
              "def search(query, k):\n    return [(first(), SCORE), ('c', 1.0)]\n")
 
