@@ -11,6 +11,7 @@ import argparse
 import importlib
 import os
 import re
+import signal
 import sys
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -292,7 +293,20 @@ def _parser(argv: list[str]) -> tuple[_Parser, argparse.Namespace]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
+    """The command's exit status. Run as the program (no argv: the `harness` script, `python -m
+    harness.cli`), a Ctrl-C once the status is decided is ignored, to the end: in the
+    interpreter's teardown after it (seconds after a Ray run) it printed a KeyboardInterrupt
+    traceback from an exit handler or, once Python has restored SIGINT's default action, ended
+    the process by the signal (status -2) though its outputs were written."""
+    program = argv is None
+    try:
+        return _command(sys.argv[1:] if program else argv)
+    finally:
+        if program:
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def _command(argv: list[str]) -> int:
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # before torch loads: see retrieve._embeddings
     parser, args = _parser(argv)
     command = parser.prog  # the full command, `harness ikat from-trec`, as argparse's errors name it

@@ -413,3 +413,62 @@ def test_a_cluster_address_nothing_answers_on_is_one_line_at_once(tmp_path, caps
     assert capsys.readouterr().err.startswith(
         f"harness segment: error: cannot join the Ray cluster 127.0.0.1:{port}: nothing answers there (")
     assert not (tmp_path / "out").exists()
+
+
+# What Ray 2.60's ray.init raised where a cluster with token authentication (`ray start --head`
+# once ~/.ray/auth_token exists) refused a driver without RAY_AUTH_MODE=token: its own
+# exceptions and words, the traceback shortened.
+REFUSED = ("Failed to connect to GCS. Last connection error: Traceback (most recent call last):\n"
+           '  File "python/ray/includes/common.pxi", line 119, in ray._raylet.check_status\n'
+           "ray.exceptions.AuthenticationError: RPC error: InvalidAuthToken: Authentication token is missing or "
+           "incorrect. Note: RAY_AUTH_MODE is currently 'disabled' (not 'token').")
+
+
+def ray_init_failure(cause: str) -> ConnectionError:
+    try:
+        try:
+            raise RuntimeError(cause)
+        except RuntimeError as error:
+            raise ConnectionError("Failed to connect to Ray cluster at 10.0.0.1:6379") from error
+    except ConnectionError as error:
+        return error
+
+
+def test_a_cluster_that_refuses_the_driver_s_token_is_said_with_what_to_set():
+    from harness.compute.engines import _cannot_start
+
+    said = _cannot_start("10.0.0.1:6379", ray_init_failure(REFUSED))
+    assert said.startswith("cannot start or join the Ray cluster 10.0.0.1:6379: Failed to connect to Ray cluster "
+                           "at 10.0.0.1:6379: the cluster uses Ray's token authentication and refused this driver; "
+                           "run it with RAY_AUTH_MODE=token") and "\n" not in said
+    # another failure to connect is said as Ray says it, with no guess at its cause
+    other = ray_init_failure("Failed to connect to GCS. Last connection error: Traceback (most recent call last):\n"
+                             "grpc: failed to connect to all addresses; Connection refused")
+    assert _cannot_start("10.0.0.1:6379", other) == ("cannot start or join the Ray cluster 10.0.0.1:6379: "
+                                                     "Failed to connect to Ray cluster at 10.0.0.1:6379")
+
+
+@pytest.mark.slow
+def test_a_driver_told_to_send_a_token_it_does_not_have_is_ray_s_one_line(tmp_path):
+    """RAY_AUTH_MODE=token, as README's cluster recipe sets it, with no token file: Ray's own
+    words, where it was a traceback."""
+    import socket
+    import subprocess
+    import sys
+
+    from tests.conftest import child_env
+
+    pytest.importorskip("ray")
+    env = {name: value for name, value in child_env(RAY_AUTH_MODE="token", HOME=str(tmp_path)).items()
+           if name not in ("RAY_AUTH_TOKEN", "RAY_AUTH_TOKEN_PATH")}  # no token but in ~/.ray, here empty
+    with socket.socket() as listening:  # answers, so the driver gets as far as ray.init
+        listening.bind(("127.0.0.1", 0))
+        listening.listen()
+        address = "127.0.0.1:%d" % listening.getsockname()[1]
+        done = subprocess.run([sys.executable, "-m", "harness.cli", "segment", "benchmark:pragmaticqa:val", "--output",
+                               str(tmp_path / "out"), "--engine", "ray", "--address", address], capture_output=True,
+                              text=True, env=env, timeout=120)
+    assert done.returncode == 2 and done.stderr.startswith(
+        f"harness segment: error: cannot start or join the Ray cluster {address}: Token authentication is enabled "
+        "but no authentication token was found."), done.stderr[-2000:]
+    assert "Traceback" not in done.stderr and not (tmp_path / "out").exists()

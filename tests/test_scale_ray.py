@@ -27,7 +27,7 @@ from harness.paths import file_sha256
 from harness.scale.shards import MANIFEST, outputs
 from harness.trec import write_run
 from tests.conftest import (child_env, clueweb22_txt_with_a_repeated_id, clueweb22_txt_with_an_id_in_two_files, ikat_passages,
-                            write_clueweb22_txt)
+                            interruptible, write_clueweb22_txt)
 
 pytestmark = [pytest.mark.ray, pytest.mark.slow]
 ray = pytest.importorskip("ray")
@@ -223,3 +223,50 @@ def test_dense_ray_run_is_byte_identical_to_local(cluster, dense_corpus, tmp_pat
     assert np.mean(found) >= 0.95
     exact_score = {(q, h.docid): h.score for q in exact_hits for h in exact_hits[q]}
     assert all(exact_score.get((q, h.docid), h.score) == h.score for q in approx_hits for h in approx_hits[q])
+
+
+def test_ctrl_c_while_ray_starts_here_is_exit_130_and_leaves_none_of_its_processes(tmp_path):
+    """A terminal's Ctrl-C (to the process group) landing while the driver starts a Ray
+    instance here: exit 130 with the one line, and every process Ray started gone with it (the
+    raylet's agents of a half-started instance outlived the command by a minute)."""
+    import psutil
+
+    command = [sys.executable, "-m", "harness.cli", "segment", "benchmark:pragmaticqa:val", "--out",
+               str(tmp_path / "p.jsonl"), "--splitter", "fast", "--engine", "ray", "--workers", "1"]
+    with open(tmp_path / "err", "w+") as err:
+        driver = subprocess.Popen(command, cwd=REPO, env=child_env(), stderr=err, start_new_session=True,
+                                  preexec_fn=interruptible)
+        started: dict[int, psutil.Process] = {}
+        interrupted_at = None
+        deadline = time.monotonic() + 120
+        try:
+            while driver.poll() is None and time.monotonic() < deadline:
+                try:
+                    started.update((p.pid, p) for p in psutil.Process(driver.pid).children(recursive=True))
+                    if interrupted_at is None and any("raylet" in p.name() for p in started.values()):
+                        os.killpg(driver.pid, signal.SIGINT)  # ray.init waits for the raylet to register
+                        interrupted_at = time.monotonic()
+                except psutil.Error:
+                    pass
+                time.sleep(0.05)
+            driver.wait(timeout=60)
+        finally:
+            if driver.poll() is None:
+                driver.kill()
+        err.seek(0)
+        said = err.read()
+    assert interrupted_at is not None, "the raylet never started"
+    assert driver.returncode == 130 and said.splitlines()[-1].endswith("interrupted; finished outputs are kept"), said
+    assert "Traceback" not in said
+    _, alive = psutil.wait_procs(list(started.values()), timeout=10)
+    assert not [p for p in alive if _running(p)], [p.name() for p in alive]
+
+
+def _running(process) -> bool:
+    """Not ended (a zombie, which no parent reaps in a container without init, has ended)."""
+    import psutil
+
+    try:
+        return process.status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False

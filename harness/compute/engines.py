@@ -7,9 +7,13 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
+import signal
 import socket
+import threading
 import typing
 from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, fields
 from typing import Any, ClassVar, Protocol, TypeVar
 
@@ -174,6 +178,46 @@ def _answering(address: str) -> None:
                            f"({error.strerror or error}); is a head node started (ray start --head)?") from None
 
 
+@contextmanager
+def _ctrl_c_held() -> Iterator[list[int]]:
+    """Ctrl-C held off while Ray starts or stops its processes; the list says whether one came.
+    One landing inside ray.init left a half-started instance that ray.shutdown cannot reach
+    (its raylet's agents outlived the command by a minute), and one inside ray.shutdown a
+    half-stopped one. Only the main thread can set a handler, and only it is sent
+    KeyboardInterrupt: elsewhere, nothing changes."""
+    came: list[int] = []
+    if threading.current_thread() is not threading.main_thread():
+        yield came
+        return
+    previous = signal.signal(signal.SIGINT, lambda signum, frame: came.append(signum))
+    try:
+        yield came
+    finally:
+        signal.signal(signal.SIGINT, signal.SIG_DFL if previous is None else previous)
+
+
+# Ray's own words where a cluster with token authentication refused this driver (Ray 2.60: the
+# GCS answers "Unauthenticated: RPC error: InvalidAuthToken: ...", raised as
+# ray.exceptions.AuthenticationError, whose traceback is the text of the RuntimeError behind
+# ray.init's "Failed to connect to Ray cluster at ...").
+_REFUSED_TOKEN = re.compile(r"\bray\.exceptions\.AuthenticationError\b|\bInvalidAuthToken\b")
+
+
+def _cannot_start(address: str | None, error: BaseException) -> str:
+    """ray.init's failure in one line; where Ray's words say the cluster refused the token, what
+    to set (its own AuthenticationError, raised before it connects, says so itself)."""
+    said = f"cannot start or join the Ray cluster {address or '(local)'}: {error}"
+    cause: BaseException | None = error
+    while cause is not None:
+        if _REFUSED_TOKEN.search(str(cause)):
+            return (f"{said}: the cluster uses Ray's token authentication and refused this driver; run it with "
+                    "RAY_AUTH_MODE=token and the cluster's token (in ~/.ray/auth_token or RAY_AUTH_TOKEN; "
+                    "`ray get-auth-token` prints it on the head node), or start every node with "
+                    "RAY_AUTH_MODE=disabled on a trusted network")
+        cause = cause.__cause__ or cause.__context__
+    return said
+
+
 @ENGINES.register("ray")
 class RayEngine:
     """Ray Core tasks and actors. Without an address, a one-machine Ray instance is started
@@ -196,10 +240,15 @@ class RayEngine:
                 options["address"] = spec.address
             else:  # "local": a new instance, never a cluster some other process started on this machine
                 options.update(address="local", num_cpus=spec.workers or os.cpu_count() or 1, include_dashboard=False)
-            try:
-                ray.init(**options)
-            except (ConnectionError, RuntimeError, ValueError) as error:
-                raise HarnessError(f"cannot start or join the Ray cluster {spec.address or '(local)'}: {error}") from None
+            # joining starts no process here, and may take Ray 20 s to give up: Ctrl-C stays at once
+            with nullcontext([]) if spec.address else _ctrl_c_held() as interrupted:
+                try:
+                    ray.init(**options)
+                except (ConnectionError, RuntimeError, ValueError, ray.exceptions.AuthenticationError) as error:
+                    raise HarnessError(_cannot_start(spec.address, error)) from None  # the last: no token here
+            if interrupted:
+                self.close()
+                raise KeyboardInterrupt
         self.workers = spec.workers or max(1, int(ray.cluster_resources().get("CPU", 1)))
 
     def map(self, function, tasks):
@@ -230,8 +279,11 @@ class RayEngine:
         return self.ray.get(list(futures))
 
     def close(self) -> None:
+        """Stops the Ray instance started here (or leaves the cluster joined); a Ctrl-C meanwhile
+        is passed over, as the work is done or already interrupted."""
         if self._started:
-            self.ray.shutdown()
+            with _ctrl_c_held():
+                self.ray.shutdown()
 
 
 def start_engine(spec: EngineSpec) -> Engine:
