@@ -252,12 +252,18 @@ class LLMJudge:
         for asking in todo.values():
             questions.put(asking)
         answers: queue.SimpleQueue = queue.SimpleQueue()  # (the items asking, the answer or a fatal error)
+        # a request is sent only while fewer than `concurrency` answers wait for the main thread, which
+        # decides whether refusals are the endpoint's: a loaded machine lets no more requests out before it does
+        ahead = threading.Semaphore(self.concurrency)
 
         def work() -> None:
             while not stop.is_set():
+                if not ahead.acquire(timeout=0.1):
+                    continue
                 try:
                     asking = questions.get_nowait()
                 except queue.Empty:
+                    ahead.release()
                     return
                 first = asking[0]
                 try:
@@ -275,6 +281,7 @@ class LLMJudge:
                 threading.Thread(target=work, name=f"judge-{number}", daemon=True).start()
             for _ in range(len(todo)):
                 asking, answer = answers.get()
+                ahead.release()
                 if isinstance(answer, Refused):
                     self._refused.append(answer)
                     in_a_row = min(len(todo), max(self.concurrency, REFUSED_IN_A_ROW))
