@@ -33,6 +33,7 @@ TOP = 10
 RARELY = 0.05  # under 1 judged document in 20 of the top 10s: "almost never" (and, judged only in another case, "many")
 FOUND = 0.1  # a judged document in the top 10 of 1 query in 10: the run reads the qrels' ids
 ELSEWHERE = 0.1  # 1 distinct top-10 id in 10 judged for some query: the qrels' ids, sparsely judged
+SCREENED = 500  # queries of a big, often judged run looked at first for ids judged only in another case
 SEPARATORS = ("-", ":", "_", "#", ".")
 
 
@@ -45,6 +46,14 @@ def may_warn(judged: int, shown: int) -> bool:
     are judged: documents judged only in another case must be at least as many as those judged
     as written, so with more than half judged there is nothing to warn of (and no docid to read)."""
     return 0 < shown and 2 * judged <= shown
+
+
+def may_be_in_other_case(rankings: Mapping[str, Iterable[str]], judgments: Mapping[str, Mapping[str, int]]) -> bool:
+    """Whether any top-10 document of these rankings (a sample of a big run's queries) is judged
+    only once case is ignored: where none is, a run judged often enough to find documents needs
+    no full look (`docid_warning` reads every query's top 10s, a second a 10M-line run)."""
+    top = {qid: list(islice(docids, TOP)) for qid, docids in rankings.items()}
+    return _in_other_case(top, judgments, 0, 0) is not None
 
 
 def docid_warning(run_name: str, rankings: Mapping[str, Iterable[str]], judgments: Mapping[str, Mapping[str, int]],
