@@ -38,8 +38,7 @@ from typing import TextIO
 
 import numpy as np
 
-from harness.evaluate.coverage import (RARELY, SCREENED, TOP, docid_warning, may_be_in_other_case,
-                                       may_warn)
+from harness.evaluate.coverage import RARELY, TOP, docid_warning, may_be_in_other_case, may_warn
 from harness.evaluate.measures import family, parse_measures
 from harness.evaluate.ranked import rank, values, vectorised
 from harness.evaluate.tables import QrelsTable, RunTable, read_run_table, spare_memory
@@ -318,21 +317,16 @@ class Evaluator:
     def _docid_warning(self, run: RunTable, ranked, depth: int | None) -> str | None:
         """coverage.docid_warning, asked only when the grades leave it something to warn of (no
         more than half the top 10s judged): the top 10s' docids are read only then. Where enough
-        are judged that only ids judged in another case could be warned of, evenly spaced SCREENED
-        queries are looked at first, and the rest only if one of their documents is."""
+        are judged that only ids judged in another case could be warned of, the look query by
+        query waits for one top document to match some judged id only so."""
         judged, shown = int(ranked.count_in_top(0, TOP).sum()), int(np.minimum(ranked.lengths, TOP).sum())
         if not may_warn(judged, shown):
             return None
-        depth = min(TOP, depth or TOP)
-        qids = [self.table.qids[number] for number in ranked.query.tolist()]
-        if judged >= RARELY * shown and len(qids) > SCREENED:
-            sample = {qids[i] for i in np.linspace(0, len(qids) - 1, SCREENED).astype(int).tolist()}
-            tops = run.top_ranked(depth, sample)
-            if not may_be_in_other_case({qid: tops[qid] for qid in sample}, self.table.judgments_of(sample)):
-                return None
-        tops = run.top_ranked(depth)
-        return docid_warning(run.name, {qid: tops[qid] for qid in qids}, self.qrels.judgments,
-                             qrels_name(self.table), self._spelling)
+        if judged >= RARELY * shown and not may_be_in_other_case(run.top_docids(), *self.table.folded_docids()):
+            return None
+        tops = run.top_ranked(min(TOP, depth or TOP))
+        rankings = {self.table.qids[number]: tops[self.table.qids[number]] for number in ranked.query.tolist()}
+        return docid_warning(run.name, rankings, self.qrels.judgments, qrels_name(self.table), self._spelling)
 
     def _score_others(self, run: RunTable, ranked, evaluated: set[str]) -> dict[str, dict[str, float]]:
         """The families without vectorised code, by ir-measures: each ranking handed on in

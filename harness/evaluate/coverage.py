@@ -33,7 +33,6 @@ TOP = 10
 RARELY = 0.05  # under 1 judged document in 20 of the top 10s: "almost never" (and, judged only in another case, "many")
 FOUND = 0.1  # a judged document in the top 10 of 1 query in 10: the run reads the qrels' ids
 ELSEWHERE = 0.1  # 1 distinct top-10 id in 10 judged for some query: the qrels' ids, sparsely judged
-SCREENED = 500  # queries of a big, often judged run looked at first for ids judged only in another case
 SEPARATORS = ("-", ":", "_", "#", ".")
 
 
@@ -48,12 +47,11 @@ def may_warn(judged: int, shown: int) -> bool:
     return 0 < shown and 2 * judged <= shown
 
 
-def may_be_in_other_case(rankings: Mapping[str, Iterable[str]], judgments: Mapping[str, Mapping[str, int]]) -> bool:
-    """Whether any top-10 document of these rankings (a sample of a big run's queries) is judged
-    only once case is ignored: where none is, a run judged often enough to find documents needs
-    no full look (`docid_warning` reads every query's top 10s, a second a 10M-line run)."""
-    top = {qid: list(islice(docids, TOP)) for qid, docids in rankings.items()}
-    return _in_other_case(top, judgments, 0, 0) is not None
+def may_be_in_other_case(docids: Iterable[str], written: set[str], folded: set[str]) -> bool:
+    """Whether any of these top documents matches a judged id (`written`; `folded`: case-folded)
+    only once case is ignored, for any query: where none does, a run judged often enough to find
+    documents needs no per-query look (`docid_warning`, a second a 10M-line run, 0.8 s 100 runs)."""
+    return any(docid not in written and docid.casefold() in folded for docid in docids)
 
 
 def docid_warning(run_name: str, rankings: Mapping[str, Iterable[str]], judgments: Mapping[str, Mapping[str, int]],

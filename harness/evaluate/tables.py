@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections import deque
 import mmap
 import os
-from collections.abc import Callable, Collection, Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
@@ -83,18 +83,12 @@ class QrelsTable:
             self._qrels = Qrels(self.name, judgments, self.path)
         return self._qrels
 
-    def judgments_of(self, qids: Collection[str]) -> dict[str, dict[str, int]]:
-        """`qrels.judgments` of these queries alone: the whole dict takes half a second on a
-        million judgments, where a sample of a run's queries is looked at."""
-        if self._qrels is not None:
-            return {qid: self._qrels.judgments.get(qid, {}) for qid in qids}
-        width = max(len(self.docids), 1)
-        found = {}
-        for qid, number in zip(qids, self.numbers(list(qids)).tolist()):
-            low, high = np.searchsorted(self.keys, [number * width, (number + 1) * width]) if number >= 0 else (0, 0)
-            docids = self.docids.take(_arrow(self.keys[low:high] % width)).to_pylist()
-            found[qid] = dict(zip(docids, self.grades[low:high].tolist()))
-        return found
+    def folded_docids(self) -> tuple[set[str], set[str]]:
+        """The judged documents' ids as written and case-folded (built once per qrels)."""
+        if "folded" not in self._cache:
+            written = set(self.docids.to_pylist())
+            self._cache["folded"] = written, {docid.casefold() for docid in written}
+        return self._cache["folded"]
 
     @property
     def query(self) -> np.ndarray:
@@ -234,13 +228,14 @@ class RunTable:
             raise ValueError(f"run {self.name!r}: its docids were not kept while reading")
         return self.docids.take(_arrow(rows))
 
-    def top_ranked(self, depth: int, qids: Collection[str] | None = None) -> dict[str, list[str]]:
-        """Each query's (of `qids` only, if given) first `depth` (at most TOP) docids in trec_eval's order."""
+    def top_docids(self) -> list[str]:
+        """The docids of every query's top rows (its first TOP, ties at the cut too), in no order."""
+        return (self.top if self.ordered else self._top()).column("docid").to_pylist()
+
+    def top_ranked(self, depth: int) -> dict[str, list[str]]:
+        """Each query's first `depth` (at most TOP) docids in trec_eval's order."""
         assert depth <= TOP
         top = self.top if self.ordered else self._top()
-        if qids is not None:
-            wanted = [number for number, qid in enumerate(self.qids) if qid in qids]
-            top = top.take(_arrow(np.flatnonzero(np.isin(_numpy(top.column("query")), wanted))))
         query = _numpy(top.column("query")).tolist()
         scores = _numpy(top.column("score")).tolist()
         rankings: dict[str, list[tuple[str, float]]] = {}
