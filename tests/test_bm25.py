@@ -153,7 +153,11 @@ def test_cached_index_is_built_once(ikat_bm25, tmp_path, monkeypatch):
 
 def test_a_corpus_s_own_index_built_on_first_use_says_where_and_how_long_once(ikat_bm25, tmp_path, monkeypatch,
                                                                                capsys):
-    """On a log it is the one line saying the time went to an index, not to ranking, and where it lies."""
+    """On a log it is the one line saying the time went to an index, not to ranking, and where it lies
+    (from SAID_FROM_S: a second, here none, so that the test's build is one)."""
+    import harness.retrieve.lucene as lucene
+
+    monkeypatch.setattr(lucene, "SAID_FROM_S", 0.0)
     monkeypatch.setenv("HARNESS_CACHE", str(tmp_path))
     corpus = topics.load("ikat2023:train").corpus
     built = cached_index(corpus, threads=1)
@@ -161,6 +165,16 @@ def test_a_corpus_s_own_index_built_on_first_use_says_where_and_how_long_once(ik
                         r"\d+\.\d s \(once: later runs reuse it\)\n", capsys.readouterr().err.splitlines(True)[-1])
     assert cached_index(corpus, threads=1) == built
     assert capsys.readouterr().err == ""
+
+
+def test_an_index_built_quicker_than_said_from_is_not_said(ikat_bm25, tmp_path, monkeypatch, capsys):
+    """The PTKB task builds an index of each conversation's dozen statements: a line each was noise."""
+    import harness.retrieve.lucene as lucene
+
+    monkeypatch.setattr(lucene, "SAID_FROM_S", 3600.0)
+    monkeypatch.setenv("HARNESS_CACHE", str(tmp_path))
+    cached_index(topics.load("ikat2023:train").corpus, threads=1)
+    assert "index of" not in capsys.readouterr().err
 
 
 def test_index_refuses_to_overwrite(ikat_index, ikat_corpus):

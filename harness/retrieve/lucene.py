@@ -105,10 +105,14 @@ def _irreplaceable(out: Path, corpus: Corpus) -> str | None:
     return None
 
 
+SAID_FROM_S = 1.0  # an index built in less is no long job to account for (a PTKB task's statements)
+
+
 def cached_index(corpus: Corpus, threads: int | None = None) -> Path:
     """The corpus's index under cache_root()/indexes/<fingerprint>, built on first use; a build
-    says on stderr, as `harness index` does, where it went and how long it took: on a log it is
-    the one line of a long job that is no ranking (a run's own line times its ranking alone)."""
+    of SAID_FROM_S or more says on stderr, as `harness index` does, where it went and how long it
+    took: on a log it is the one line of a long job that is no ranking (a run's own line times its
+    ranking alone)."""
     out = cache_root() / "indexes" / corpus.fingerprint
     if (out / MANIFEST).is_file():
         return out
@@ -121,8 +125,10 @@ def cached_index(corpus: Corpus, threads: int | None = None) -> Path:
             return out
         raise
     documents = json.loads((out / MANIFEST).read_text(encoding="utf-8"))["documents"]
-    print(f"index of {documents} documents of {corpus.name} written to {out} in {time.perf_counter() - started:.1f} s "
-          f"(once: later runs reuse it){textless.note()}", file=sys.stderr)
+    took = time.perf_counter() - started
+    if took >= SAID_FROM_S or textless.note():  # not the PTKB task's dozens of per-conversation indexes
+        print(f"index of {documents} documents of {corpus.name} written to {out} in {took:.1f} s "
+              f"(once: later runs reuse it){textless.note()}", file=sys.stderr)
     return out
 
 
