@@ -123,6 +123,21 @@ def test_turn_depth_is_the_last_integer_of_the_qid_and_the_conversation_what_com
         bd.depths(["106_3", "q7x"])
 
 
+def test_compare_on_qids_without_a_depth_says_which_option_gives_one(tmp_path, capsys):
+    """CoSRec's qids (`CoSRec-Curated_10_0_0#0`) end in no turn number: the command line's way to
+    the breakdowns is --topics, not the Python API's mapping."""
+    from harness.paths import qrels_root
+
+    qrels = qrels_root() / "cosrec" / "curated.qrels"
+    judged = read_qrels(qrels).judgments
+    run = tmp_path / "mine.run"
+    run.write_text("".join(f"{qid} Q0 {docid} 1 1.0 mine\n" for qid, docs in judged.items() for docid in list(docs)[:1]))
+    assert main(["compare", "--qrels", str(qrels), str(run), "--measures", "nDCG@10", "--format", "md"]) == 0
+    err = capsys.readouterr().err
+    assert "(expected it to end in _N or -N); give --topics NAME, the benchmark whose turns they are (harness " \
+           "topics list names them)" in err
+
+
 def test_depth_breakdown_covers_every_query(board):
     depth = bd.breakdown(board.scores, "nDCG@3", bd.depths(board.scores.qids), bd.DEPTH)
     assert depth.groups[0] == 1 and sum(depth.counts.values()) == 158 and depth.unassigned == 0

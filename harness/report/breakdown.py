@@ -43,8 +43,8 @@ def _split_qid(qid: str, spelling: Spelling = FLAGS) -> tuple[str, int]:
     if not match:
         raise HarnessError(
             f"cannot read a turn depth from qid {qid!r} (expected it to end in _N or -N); "
-            + ("pass an explicit qid -> depth mapping" if spelling is FLAGS else
-               f"give {spelling.name('topics')}=, the benchmark whose turns they are")
+            + ("give --topics NAME, the benchmark whose turns they are (harness topics list names them)"
+               if spelling is FLAGS else f"give {spelling.name('topics')}=, the benchmark whose turns they are")
         )
     return match["prefix"], int(match["depth"])
 
