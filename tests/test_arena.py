@@ -295,6 +295,18 @@ def test_systems_whose_names_differ_only_in_case_are_warned_of_and_rated_apart(t
     assert (systems["kbrd_redial"]["votes"], systems["KBRD_redial"]["votes"]) == (13, 27)
 
 
+def test_a_blank_satisfaction_leaves_its_column_right_aligned_as_numbers_are(tmp_path, capsys):
+    """A system without dialogues has a blank cell: the others' rates stay aligned to the right."""
+    mine = tmp_path / "votes_mine.csv"
+    mine.write_text("session_id,user_id,crs1,crs2,vote\ns1,u1,mycrs,chatgpt_redial,mycrs\n")
+    assert main(["arena", "--votes", str(OPEN), str(CLOSED), str(mine), "--dialogues", *DIALOGUES, "--bootstrap", "20",
+                 "--format", "text"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    ratings = {line.split()[1]: line for line in lines[1:lines.index("")]}
+    assert ratings["chatgpt_redial"].endswith("  45.3%")  # right-aligned under "satisfied", no trailing blanks
+    assert len(ratings["chatgpt_redial"]) == len(ratings["mycrs"]) == len(lines[0])
+
+
 def test_voted_systems_without_dialogues_are_named_with_the_systems_the_correlation_uses(tmp_path, capsys):
     """A voted system no --dialogues file holds had a blank satisfaction and left the correlation,
     which then used 9 of 10 systems, without a word."""

@@ -98,9 +98,10 @@ def _is_number(cell: str) -> bool:
 
 
 def _plain_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
-    """Aligned text columns: numbers (and intervals) to the right, text to the left."""
+    """Aligned text columns: numbers (and intervals) to the right, text to the left; a blank cell
+    (a system without dialogues has no satisfaction) leaves its column a number's."""
     widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
-    numeric = [all(_is_number(str(r[i])) for r in rows) for i in range(len(header))]
+    numeric = [all(_is_number(str(r[i])) for r in rows if str(r[i])) for i in range(len(header))]
     return "\n".join(
         "  ".join(str(c).rjust(widths[i]) if numeric[i] else str(c).ljust(widths[i]) for i, c in enumerate(row))
         for row in [header, *rows]
