@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 from pathlib import Path
 
 from harness.cli import add_output
-from harness.retrieve.lucene import MANIFEST, build_index, default_threads
+from harness.retrieve.lucene import build_index, built, default_threads
 from harness.corpus.readers import open_documents
 from harness.corpus.segment import Textless
 
@@ -31,7 +30,5 @@ def run(args: argparse.Namespace) -> int:
     corpus = open_documents(args.corpus)
     textless = Textless(corpus)
     out = build_index(corpus, args.out, threads=args.threads, force=args.force, in_process=False, textless=textless)
-    documents = json.loads((out / MANIFEST).read_text(encoding="utf-8"))["documents"]
-    print(f"index of {documents} documents written to {out} in {time.perf_counter() - started:.1f} s"
-          f"{textless.note()}", file=sys.stderr)
+    print(built(out, started, textless), file=sys.stderr)
     return 0

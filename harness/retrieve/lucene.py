@@ -124,12 +124,18 @@ def cached_index(corpus: Corpus, threads: int | None = None) -> Path:
         if (out / MANIFEST).is_file():  # another process finished the same index first
             return out
         raise
-    documents = json.loads((out / MANIFEST).read_text(encoding="utf-8"))["documents"]
-    took = time.perf_counter() - started
-    if took >= SAID_FROM_S or textless.note():  # not the PTKB task's dozens of per-conversation indexes
-        print(f"index of {documents} documents of {corpus.name} written to {out} in {took:.1f} s "
-              f"(once: later runs reuse it){textless.note()}", file=sys.stderr)
+    if time.perf_counter() - started >= SAID_FROM_S or textless.note():  # not the PTKB task's dozens of indexes
+        print(built(out, started, textless, of=f" of {corpus.name}", reused=" (once: later runs reuse it)"),
+              file=sys.stderr)
     return out
+
+
+def built(out: Path, started: float, textless: Textless, *, of: str = "", reused: str = "") -> str:
+    """The line a build of the index `out` begun at `started` (perf_counter) ends with, for
+    `harness index` and a run's own index alike: its documents, where, how long, those skipped."""
+    documents = json.loads((out / MANIFEST).read_text(encoding="utf-8"))["documents"]
+    return (f"index of {documents} documents{of} written to {out} in {time.perf_counter() - started:.1f} s{reused}"
+            f"{textless.note()}")
 
 
 def _dump_jsonl(corpus: Corpus, folder: Path, textless: Textless) -> int:
