@@ -103,3 +103,11 @@ def test_counts_are_listed_after_the_means_they_would_crowd_out(holes, capsys):
     measures = [move["measure"] for move in json.loads(capsys.readouterr().out)["fill_moves"]["moves"]]
     assert "NumRelRet" in measures and "P@3" in measures
     assert measures == sorted(measures, key=lambda m: m == "NumRelRet")
+
+
+def test_a_measure_warning_is_said_once_though_the_runs_are_scored_twice(holes, capsys):
+    """The 'before' pass scores the runs again on --qrels alone: what the measures warn of (a
+    relevance level no judgment reaches) was said as they were scored with the fill."""
+    assert main(["eval", "--qrels", str(CAST2021_QRELS), str(CAST2021_DOC_RUNS[0]), "--measures", "P(rel=9)@10",
+                 "--fill", str(holes)]) == 0
+    assert sum("reaches grade 9" in line for line in capsys.readouterr().err.splitlines()) == 1

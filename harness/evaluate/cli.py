@@ -53,25 +53,27 @@ def add_fill(parser: argparse.ArgumentParser) -> None:
                              f"labels first; {JUDGED} with and without the fill is reported")
 
 
-def scoring_qrels(args: argparse.Namespace) -> tuple[Qrels | QrelsTable, list[str]]:
+def scoring_qrels(args: argparse.Namespace) -> tuple[Qrels | QrelsTable, list[str], QrelsTable]:
     """--qrels, with its holes filled from --fill if given, and the notes saying so (what filled
-    them and who made those labels: a score must never hide that some labels are a model's)."""
+    them and who made those labels: a score must never hide that some labels are a model's), and
+    --qrels alone (the human labels, for `unfilled`)."""
     human = read_qrels_table(args.qrels)
     if not args.fill:
-        return human, []
+        return human, [], human
     from harness.judge.fill import fill
 
     filled = fill(human.qrels, args.fill)
     for warning in filter(None, (filled.misfit, filled.scale_warning)):
         print(f"warning: {warning}", file=sys.stderr)
-    return filled.qrels, filled.notes(args.fill)
+    return filled.qrels, filled.notes(args.fill), human
 
 
-def unfilled(human_path: str, filled: list[Evaluation], files: list[str],
+def unfilled(human: QrelsTable, filled: list[Evaluation], files: list[str],
              options: RunFileOptions) -> list[Evaluation]:
     """The runs scored on the human labels alone, by the code and the measures that scored them
-    with the holes filled (`filled`): the 'before' of what --fill changed (Judged@10, the cells)."""
-    return evaluate_files(Evaluator(read_qrels_table(human_path), filled[0].measures), files, options)
+    with the holes filled (`filled`): the 'before' of what --fill changed (Judged@10, the cells).
+    Its measures' warnings were said as the filled qrels were scored: not twice."""
+    return evaluate_files(Evaluator(human, filled[0].measures, announce=False), files, options)
 
 
 def judged_notes(before: list[Evaluation], after: list[Evaluation], judged: str) -> list[str]:
@@ -88,7 +90,7 @@ def run(args: argparse.Namespace) -> int:
     args.format = output_format(args.format, args.out, list(FORMATTERS), "table", {"txt": "table"})
     measures, depth, separator = measure_settings(args)
     spare_memory()
-    qrels, notes = scoring_qrels(args)
+    qrels, notes, human = scoring_qrels(args)
     # with --fill, Judged@10 comes out of the same pass (the notes give it with and without the fill)
     scored, judged = with_judged(measures) if args.fill else (measures, JUDGED)
     options = RunFileOptions(strict=args.strict, passage_separator=separator, depth=depth)
@@ -102,9 +104,9 @@ def run(args: argparse.Namespace) -> int:
         _report_coverage(evaluation, qrels_path=args.qrels)
     moves = None
     if args.fill:
-        before = unfilled(args.qrels, filled, files, options)
+        before = unfilled(human, filled, files, options)
         notes += judged_notes(before, filled, judged)
-        moves = fill_moves([keep_measures(e, measures) for e in before], evaluations)
+        moves = fill_moves(before, evaluations)  # the cells of `evaluations`' measures
     # on a terminal the output's own notes are on the screen: not twice; a CSV has none (stderr alone)
     if args.format == "csv" or args.out is not None or not sys.stdout.isatty():
         for note in notes + (moves.lines() if moves else []):

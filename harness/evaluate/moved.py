@@ -78,9 +78,9 @@ class FillMoves:
 
 
 def fill_moves(before: Sequence[Evaluation], after: Sequence[Evaluation]) -> FillMoves:
-    """The cells that differ between the same runs and measures scored on the human labels alone
-    (`before`) and with the holes filled (`after`), by the same code: a cell is moved when its
-    value differs at all (a nan on both sides is unchanged)."""
+    """The cells that differ between the same runs scored on the human labels alone (`before`)
+    and with the holes filled (`after`), by the same code, over `after`'s measures (`before` may
+    hold more): a cell is moved when its value differs at all (a nan on both sides is unchanged)."""
     measures = after[0].measures
     moves = [Move(a.run_name, m, b.means[m], a.means[m], m in a.counts)
              for b, a in zip(before, after) for m in measures

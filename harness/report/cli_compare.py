@@ -71,7 +71,7 @@ def run(args: argparse.Namespace) -> int:
     inputs = [args.qrels, args.fill, *files, args.groups, *(args.arena_votes or []), *(args.dialogues or [])]
     refuse_overwriting(inputs, [("--output", args.out)])
     fmt = report_format(args.format, args.out)
-    qrels, notes = scoring_qrels(args)
+    qrels, notes, human = scoring_qrels(args)
     # Judged@10 comes out of the same pass and is shown beside the measures, outside the test family
     scored_measures, judged = with_judged(measures)
     evaluator = Evaluator(qrels, scored_measures)
@@ -95,10 +95,10 @@ def run(args: argparse.Namespace) -> int:
     report = Report(board, title=f"Run comparison against {Path(args.qrels).name}", notes=notes)
     if args.fill:
         report.title += f", holes filled from {Path(args.fill).name}"
-        before = unfilled(args.qrels, scored, files, options)
+        before = unfilled(human, scored, files, options)
         report.untested = {f"{JUDGED} {side}": {e.run_name: e.means[judged] for e in evaluated}
                            for side, evaluated in (("human", before), ("filled", scored))}
-        report.fill_moves = fill_moves([keep_measures(e, measures) for e in before], evaluations)
+        report.fill_moves = fill_moves(before, evaluations)  # the cells of `evaluations`' measures
     elif judged not in measures:
         report.untested = {JUDGED: {evaluation.run_name: evaluation.means[JUDGED] for evaluation in scored}}
     add_breakdowns(report, args)
