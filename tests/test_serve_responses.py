@@ -704,3 +704,15 @@ def test_a_response_boards_depth_breakdown_is_the_one_harness_responses_eval_giv
     assert [{"group": g, "queries": depth.counts[g], **{run[label]: means[g] for label, means in depth.means.items()}}
             for g in depth.groups] == expected["groups"]
     assert depth.measure == "all" and len(depth.groups) > 5 and depth.unassigned == expected["unassigned"] == 0
+
+
+def test_a_refusal_at_scoring_names_the_line_and_turn_it_has_and_no_other():
+    """An iKAT JSON response has a turn and no line: 'turn 12_1', not 'line None, turn 12_1'."""
+    from harness.serve.tasks import Message, Refused
+
+    def said(line, turn):
+        return str(Refused([Message("error", "assignments", "differs", "f.json", line, turn)]))
+
+    assert said(None, "12_1") == "[assignments] turn 12_1: differs"
+    assert said(3, "12_1") == "[assignments] line 3, turn 12_1: differs"
+    assert said(None, None) == "[assignments] differs"

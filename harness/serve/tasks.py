@@ -76,7 +76,9 @@ class Refused(Exception):
 
     def __init__(self, errors: list[Message]) -> None:
         first = errors[0]
-        where = f"line {first.line}, turn {first.turn}: " if first.turn else ""
+        where = ", ".join(part for part in (f"line {first.line}" if first.line is not None else "",
+                                            f"turn {first.turn}" if first.turn else "") if part)
+        where += ": " if where else ""  # an iKAT JSON response has a turn and no line
         more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
         super().__init__(f"[{first.check}] {where}{first.message}{more}")
 
