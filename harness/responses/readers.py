@@ -148,12 +148,11 @@ TOP_PROVENANCE = 5  # the passages an iKAT response marking none `used` cites
 
 def _top(provenance: tuple[PassageProvenance, ...]) -> list[PassageProvenance]:
     """The TOP_PROVENANCE best passages: a repeat dropped (its first entry kept, as to-trec keeps
-    it), then trec_eval's order on the 32-bit scores the format stores (score descending, ties by
-    id descending), not the list's order, which the official validator only warns about."""
-    from harness.ikat.checks_2023 import float32
-
+    it), then trec_eval's order on the 32-bit scores the format stores, as its reader keeps them
+    (score descending, ties by id descending), not the list's order, which the official validator
+    only warns about."""
     first = {p.id: p for p in reversed(provenance)}  # reversed: the first entry of an id wins
-    ranked = canonical_order((pid, float32(p.score)) for pid, p in first.items())
+    ranked = canonical_order((pid, p.score) for pid, p in first.items())
     return [first[pid] for pid, _ in ranked[:TOP_PROVENANCE]]
 
 
