@@ -213,15 +213,14 @@ def read_ikat_2025(path: Path) -> list[ResponseRun]:
         answers = entry.get("responses", [])
         if not answers:
             raise InputError(path, "responses: the turn has no response", line=line)
-        sentences = []
-        for index, piece in enumerate(answers):  # pieces past the word limit are checked too: they are read
+        kept = kept_responses(answers)  # checked above, by the responses check
+        for index, piece in enumerate(answers[len(kept):], start=len(kept)):  # the pieces it leaves unchecked
             if not isinstance(piece, dict) or not isinstance(piece.get("text"), str) \
                     or not is_score_map(piece.get("citations")):
                 raise InputError(path, f"responses[{index}]: expected an object {{text, citations: {{passage id: "
                                        "number}}", line=line)
-            sentences.append(Sentence(piece["text"], tuple(piece["citations"])))
-        kept = len(kept_responses(answers))
-        _add(responses, _answer(turn, sentences[:kept], line, dropped=len(answers) - kept), path)
+        sentences = [Sentence(piece["text"], tuple(piece["citations"])) for piece in kept]
+        _add(responses, _answer(turn, sentences, line, dropped=len(answers) - len(kept)), path)
     return [ResponseRun(run_name or file_stem(path), path, "ikat-2025-jsonl", responses)]
 
 
