@@ -1274,7 +1274,7 @@ def _as_loaded(obj: Any, files: Mapping[str, tuple[str, str]]) -> None:
         if tree is not None and _syntax(tree) == keyed.syntax:  # its comments or layout alone
             before[name] = replace(keyed, sha=now)
         elif tree is not None and _reloaded(name, keyed, obj, modules, tree):
-            before[name] = _keyed(name, keyed.path, now)
+            before[name] = _keyed(name, keyed.path, now, tree)
         else:
             raise HarnessError(f"module {name} ({keyed.path}) changed on disk since it was loaded in this process, "
                                "so the code that would run is not the code its resume key would say: restart the "
@@ -1286,9 +1286,10 @@ def _as_loaded(obj: Any, files: Mapping[str, tuple[str, str]]) -> None:
             before[name] = _keyed(name, path, sha)
 
 
-def _keyed(name: str, path: str, sha: str) -> _Keyed:
-    """Module `name` as it is loaded now, keyed by the file `path` whose sha256 is `sha`."""
-    tree = _parsed(path)
+def _keyed(name: str, path: str, sha: str, tree: Any = None) -> _Keyed:
+    """Module `name` as it is loaded now, keyed by the file `path` whose sha256 is `sha` (and
+    whose syntax tree is `tree`, where the caller has parsed it: else it is parsed here)."""
+    tree = tree if tree is not None else _parsed(path)
     return _Keyed(path, sha, None if tree is None else _syntax(tree), getattr(sys.modules.get(name), "__spec__", None))
 
 
