@@ -131,7 +131,7 @@ def test_compare_on_qids_without_a_depth_says_which_option_gives_one(tmp_path, c
     qrels = qrels_root() / "cosrec" / "curated.qrels"
     judged = read_qrels(qrels).judgments
     run = tmp_path / "mine.run"
-    run.write_text("".join(f"{qid} Q0 {docid} 1 1.0 mine\n" for qid, docs in judged.items() for docid in list(docs)[:1]))
+    run.write_text("".join(f"{qid} Q0 {next(iter(docs))} 1 1.0 mine\n" for qid, docs in judged.items()))
     assert main(["compare", "--qrels", str(qrels), str(run), "--measures", "nDCG@10", "--format", "md"]) == 0
     err = capsys.readouterr().err
     assert "(expected it to end in _N or -N); give --topics NAME, the benchmark whose turns they are (harness " \
