@@ -640,3 +640,16 @@ def test_counts_are_summed_over_the_queries_as_trec_eval_and_harness_eval_give_t
     rows = list(csv.reader(out.with_suffix(".csv").read_text().splitlines()))
     assert ["mean", first, "NumRet", "", f"{evaluations[0].means['NumRet']:.0f}"] == rows[1][:5]
     assert [row[4] for row in rows if row[:3] == ["vs baseline", second, "NumRet"]] == [f"{comparison.difference:.0f}"]
+
+
+@pytest.mark.parametrize("benchmark, field, grouping", [
+    ("opendialkg:test", "entities", "no field of opendialkg:test groups"),
+    ("cosrec-curated", "keywords", "the fields that group (one value per turn): utterance_index, type, user")])
+def test_a_group_field_holding_a_list_is_refused_naming_the_fields_that_group(tmp_path, capsys, benchmark, field,
+                                                                              grouping):
+    """A list field made one group per distinct list, about one per query, printed as a Python tuple."""
+    assert main(["compare", "--qrels", str(tmp_path / "q"), str(tmp_path / "a.run"), "--topics", benchmark,
+                 "--group-field", field]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"--group-field {field!r}: each turn of {benchmark} holds a list of strings" in err
+    assert f"not one group; {grouping}; --groups FILE ('qid group' lines) takes any grouping" in err

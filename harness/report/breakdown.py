@@ -13,16 +13,20 @@ type) from a loaded benchmark.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Hashable, Iterable, Mapping
+import types
+import typing
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 from harness.errors import FLAGS, HarnessError, InputError, Spelling, read_input
+from harness.registry import describe_type
 from harness.report.compare import Scores
 from harness.report.stats import running_mean
-from harness.topics import Benchmark, Conversation
+from harness.topics import Benchmark, Conversation, check_field
+from harness.topics import fields as declared_fields
 
 DEPTH = "turn depth"  # breakdown names the report draws specially (curves, heat map)
 CONVERSATION = "conversation"
@@ -82,9 +86,30 @@ def turn_groups(by: str, qids: Iterable[str], benchmark: Benchmark | None,
     return (depths if by == DEPTH else conversations)(qids, spelling)
 
 
+def _one_value(kind: object) -> bool:
+    """Whether a field of type `kind` holds one value per turn (a string, a number, None), not a list or mapping."""
+    if typing.get_origin(kind) in (typing.Union, types.UnionType):
+        return all(_one_value(arg) for arg in typing.get_args(kind))
+    return (typing.get_origin(kind) or kind) not in (list, tuple, set, frozenset, dict, Sequence, Mapping)
+
+
+def check_group_field(name: str, key: str, option: str = "--group-field") -> None:
+    """Refuse a field benchmark `name` does not declare (topics.check_field), or one holding a list
+    (OpenDialKG's entities, CoSRec's keywords): its groups were one per distinct list, about one per
+    query, printed as Python tuples; the fields that do group are named."""
+    check_field(name, key, option)
+    declared = {param.name: param.type for param in declared_fields(name)}
+    if not _one_value(declared[key]):
+        grouping = [field for field, kind in declared.items() if _one_value(kind)]
+        those = (f"the fields that group (one value per turn): {', '.join(grouping)}" if grouping
+                 else f"no field of {name} groups")
+        raise HarnessError(f"{option} {key!r}: each turn of {name} holds {describe_type(declared[key])} there, not "
+                           f"one group; {those}; --groups FILE ('qid group' lines) takes any grouping")
+
+
 def groups_from_topics(benchmark: Benchmark, key: str) -> dict[str, str]:
-    """qid -> the turn's field `key`, or its conversation's (a field the benchmark declares:
-    `topics.check_field`), for the turns where it is set."""
+    """qid -> the turn's field `key`, or its conversation's (a field of one value per turn the
+    benchmark declares: `check_group_field`), for the turns where it is set."""
     groups = {}
     for conversation in benchmark.conversations:
         for turn in conversation.turns:

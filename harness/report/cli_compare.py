@@ -40,8 +40,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="take turn depths and conversations (and --group-field) from this benchmark's "
                         "adapter, e.g. cast2021, instead of reading them from the qids")
     parser.add_argument("--group-field", help="break results down by this field of --topics' turns (or of their "
-                        "conversations), one the benchmark declares (`harness components benchmark`; e.g. type "
-                        "for cosrec-curated)")
+                        "conversations), one of one value per turn (not a list) the benchmark declares (`harness "
+                        "components benchmark`; e.g. type for cosrec-curated)")
     parser.add_argument("--groups", help="break results down by a 'qid group' file")
     parser.add_argument("--arena-votes", nargs="+", metavar="CSV", help="add arena ratings from these vote files")
     parser.add_argument("--dialogues", nargs="+", metavar="JSON",
@@ -57,9 +57,7 @@ def run(args: argparse.Namespace) -> int:
     if args.dialogues and not args.arena_votes:  # satisfaction rates are a column of the arena ratings
         raise HarnessError("--dialogues needs --arena-votes (the votes whose systems' satisfaction it adds)")
     if args.group_field:
-        from harness.topics import check_field
-
-        check_field(args.topics, args.group_field, "--group-field")
+        bd.check_group_field(args.topics, args.group_field)
     if args.arena_votes:
         from harness.report.cli_arena import refuse_given_twice
 
