@@ -653,3 +653,32 @@ def test_a_group_field_holding_a_list_is_refused_naming_the_fields_that_group(tm
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and f"--group-field {field!r}: each turn of {benchmark} holds a list of strings" in err
     assert f"not one group; {grouping}; --groups FILE ('qid group' lines) takes any grouping" in err
+
+
+def test_a_conversation_table_of_one_query_per_conversation_is_left_out_of_md_and_kept_in_csv(tmp_path, capsys,
+                                                                                              board):
+    """OpenDialKG's 1113 test conversations hold one or two recommendation turns: the md table by conversation
+    was 1113 rows repeating the per-query scores. CAsT's conversations (many turns each) keep theirs."""
+    from harness.trec import qrels_text
+
+    benchmark = load("opendialkg:test")
+    qrels = tmp_path / "odkg.qrels"
+    qrels.write_text(qrels_text(benchmark.qrels()))
+    judged = read_qrels(qrels).judgments
+    run = tmp_path / "mine.run"
+    run.write_text("".join(f"{qid} Q0 {docid} {rank} {-rank} mine\n" for qid, documents in judged.items()
+                           for rank, docid in enumerate(sorted(documents, reverse=len(qid) % 2 == 0), start=1)))
+    args = ["compare", "--qrels", str(qrels), str(run), "--measures", "R@1", "--topics", "opendialkg:test"]
+    conversations = {turn.qid: c.id for c in benchmark.conversations for turn in c.turns if turn.qid in judged}
+    single = sum(list(conversations.values()).count(c) == 1 for c in set(conversations.values()))
+    assert main(args + ["--format", "md"]) == 0
+    text = capsys.readouterr().out
+    assert (f"## R@1 by conversation\n\nNot shown: {single} of the {len(set(conversations.values()))} conversations "
+            "hold one compared query, so their rows would repeat the per-query scores; --format csv or json lists "
+            "every conversation.\n") in text
+    assert "| conversation |" not in text and "## Mean over conversations" in text
+    assert main(args + ["--format", "csv"]) == 0
+    rows = list(csv.DictReader(io.StringIO(capsys.readouterr().out)))
+    assert {r["group"] for r in rows if r["kind"] == "by conversation"} == set(conversations.values())
+    cast = bd.breakdown(board.scores, "nDCG@3", bd.conversations(board.scores.qids), bd.CONVERSATION)
+    assert not bd.repeats_queries(cast) and bd.one_query_groups(cast) == 0

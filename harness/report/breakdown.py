@@ -30,6 +30,8 @@ from harness.topics import fields as declared_fields
 
 DEPTH = "turn depth"  # breakdown names the report draws specially (curves, heat map)
 CONVERSATION = "conversation"
+# md and html leave out a conversation table where this share of its conversations or more hold one query each
+ONE_QUERY_SHARE = 0.9
 
 _LAST_INT = re.compile(r"^(?P<prefix>.*)[_-](?P<depth>\d+)$")
 _TREE_NODE = re.compile(r"^\d+_\d+-\d+$")  # CAsT 2022 <topic>_<branch>-<node>
@@ -175,6 +177,17 @@ def breakdown(scores: Scores, measure: str, groups: Mapping[str, Hashable], name
     covered = sum(len(v) for v in members.values())
     return Breakdown(name, measure, ordered, {g: len(members[g]) for g in ordered}, means,
                      int(defined.sum()) - covered)
+
+
+def one_query_groups(b: Breakdown) -> int:
+    """How many of the breakdown's groups hold one query: where nearly all do (ONE_QUERY_SHARE), as OpenDialKG's
+    1113 conversations of one or two recommendation turns, a table of them repeats the per-query scores."""
+    return sum(count == 1 for count in b.counts.values())
+
+
+def repeats_queries(b: Breakdown) -> bool:
+    """Whether md and html leave the conversation breakdown `b` out (csv and json keep every row)."""
+    return b.name == CONVERSATION and one_query_groups(b) >= ONE_QUERY_SHARE * len(b.groups)
 
 
 def conversation_means(scores: Scores, measure: str, conversation: Mapping[str, str],

@@ -231,7 +231,10 @@ def sections(report: Report, h: str = "h2") -> list[str]:
                   for b in depth[:1]]
         parts += [_unassigned(depth[0])]
     for b in report.breakdowns:
-        if b.name == breakdowns.CONVERSATION:
+        if breakdowns.repeats_queries(b):
+            parts += [f"<{h}>{escape(b.measure)} per conversation</{h}>",
+                      f"<p class='legend'>{escape(markdown.left_out_note(b))}</p>"]
+        elif b.name == breakdowns.CONVERSATION:
             parts += [f"<{h}>{escape(b.measure)} per conversation</{h}>", heat_map(b), _unassigned(b)]
         elif b.name != breakdowns.DEPTH:
             parts += [f"<{h}>{escape(b.measure)} by {escape(b.name)}</{h}>", group_bars(b, colours),

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from harness.errors import counted, verb
 from harness.evaluate import printed
 from harness.report.arena import Arena
-from harness.report.breakdown import Breakdown
+from harness.report.breakdown import Breakdown, one_query_groups, repeats_queries
 from harness.report.compare import Leaderboard
 from harness.report.model import Report
 
@@ -131,6 +131,15 @@ def unassigned_note(breakdown: Breakdown) -> str:
             f"{verb(left, 'is', 'are')} left out.")
 
 
+def left_out_note(breakdown: Breakdown) -> str:
+    """Why a conversation table is not shown (breakdown.repeats_queries), and where its rows are ('' if shown)."""
+    if not repeats_queries(breakdown):
+        return ""
+    return (f"Not shown: {one_query_groups(breakdown)} of the {len(breakdown.groups)} conversations hold one "
+            "compared query, so their rows would repeat the per-query scores; --format csv or json lists every "
+            "conversation.")
+
+
 def arena_rows(arena: Arena) -> tuple[list[str], list[list[str]]]:
     with_satisfaction = any(r.satisfaction is not None for r in arena.ratings)
     header = ["rank", "system", "Elo", "Bradley-Terry", "95% CI", "votes"] + (["satisfied"] if with_satisfaction else [])
@@ -181,6 +190,9 @@ def as_markdown(report: Report) -> bytes:
     if board.comparisons:  # a single run has none, and the legend says so
         parts += ["\n## Paired comparisons\n\n", table(*comparison_rows(board), align="lllrlrrrr")]
     for b in report.breakdowns:
+        if repeats_queries(b):
+            parts.append(f"\n## {b.measure} by {b.name}\n\n{left_out_note(b)}\n")
+            continue
         parts += [f"\n## {b.measure} by {b.name}\n\n", table(*breakdown_rows(b))]
         if b.unassigned:
             parts.append(f"\n{unassigned_note(b)}\n")
