@@ -682,3 +682,49 @@ def test_a_conversation_table_of_one_query_per_conversation_is_left_out_of_md_an
     assert {r["group"] for r in rows if r["kind"] == "by conversation"} == set(conversations.values())
     cast = bd.breakdown(board.scores, "nDCG@3", bd.conversations(board.scores.qids), bd.CONVERSATION)
     assert not bd.repeats_queries(cast) and bd.one_query_groups(cast) == 0
+
+
+def test_each_group_is_tested_as_the_board_is_on_its_queries_alone_one_family_across_the_groups(board):
+    """'Is my run better on recommendation intents?': each group of a breakdown runs the leaderboard's test on
+    its queries alone; the comparisons of all the groups are one family, corrected at once (Holm here), so that
+    k groups are not k tries at alpha. The group tables showed means alone."""
+    qids = board.scores.qids
+    groups = {qid: "early" if depth <= 3 else "late" for qid, depth in bd.depths(qids).items()}
+    boards = bd.tested_groups(board, groups)
+    assert list(boards) == ["early", "late"]
+    raw = []
+    for group, group_board in boards.items():
+        indices = [i for i, qid in enumerate(qids) if groups[qid] == group]
+        assert group_board.scores.qids == [qids[i] for i in indices]
+        for c in group_board.comparisons:
+            a, b = (board.scores.values[c.measure][run][indices] for run in (c.run, c.baseline))
+            assert c.p_value == pytest.approx(scipy_stats.ttest_rel(a, b).pvalue, rel=1e-12)
+            assert c.wins + c.ties + c.losses == len(indices)
+            raw.append(c.p_value)
+    assert len(raw) == 2 * len(board.comparisons)
+    assert [c.p_adjusted for b in boards.values() for c in b.comparisons] == stats.holm(raw)
+    assert all(b.family == len(raw) and b.test == "paired-t" for b in boards.values())
+    marked = {(g, run): b.marks(run, "nDCG@3") for g, b in boards.items() for run in board.scores.runs}
+    assert "▲a" in marked.values() and marked != {(g, run): board.marks(run, "nDCG@3") for g, run in marked}
+
+
+def test_a_group_table_marks_its_runs_and_a_group_of_one_query_says_it_has_no_test(tmp_path, capsys):
+    """The table of a --groups (or --group-field) grouping gives each group's comparisons and the legend the
+    main table has; a group of one query has no spread to test against: n/a, said in the legend and warned of."""
+    qids = sorted({line.split()[0] for line in CAST2021_QRELS.read_text().splitlines()})
+    groups = tmp_path / "phase.tsv"
+    groups.write_text("".join(f"{qid} {'solo' if i == 0 else 'rest'}\n" for i, qid in enumerate(qids)))
+    assert main(["compare", "--qrels", str(CAST2021_QRELS), *map(str, CAST2021_DOC_RUNS[:2]), "--measures",
+                 "nDCG@3", "--groups", str(groups), "--format", "md"]) == 0
+    out, err = capsys.readouterr()
+    table = out.split("## nDCG@3 by phase\n\n")[1]
+    first, second = (path.stem for path in CAST2021_DOC_RUNS[:2])
+    assert table.startswith(f"| phase | queries | {first} (a) | {second} |\n")
+    assert "### Paired comparisons within each phase\n\n| phase | run | baseline | measure | Δ mean |" in table
+    assert f"| solo | {second} | {first} (a) | nDCG@3 |" in table and "| n/a | n/a | n/a | n/a |" in table
+    assert ("Within each phase, on its queries alone: ▲x / ▼x: significantly higher / lower than baseline x "
+            f"(a = {first}); two-sided paired-t test, p-values holm-corrected over the family of 1 comparison "
+            "(groups x runs x baselines x measures), alpha = 0.05. A group of one query cannot be tested (no spread "
+            "to test a difference against): its p-values, Cohen's d and intervals are n/a (phase solo).") in table
+    assert "warning: within phase 'solo': one query cannot be tested" in err
+

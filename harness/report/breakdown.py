@@ -16,14 +16,14 @@ import re
 import types
 import typing
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
 from harness.errors import FLAGS, HarnessError, InputError, Spelling, read_input
 from harness.registry import describe_type
-from harness.report.compare import Scores
+from harness.report.compare import Leaderboard, Scores, group_boards
 from harness.report.stats import running_mean
 from harness.topics import Benchmark, Conversation, check_field
 from harness.topics import fields as declared_fields
@@ -153,14 +153,23 @@ class Breakdown:
     counts: dict[Hashable, int]  # queries per group
     means: dict[str, dict[Hashable, float]]  # run -> group -> mean
     unassigned: int  # queries of the comparison that the mapping does not cover
+    # group -> the board's test on the group's queries alone (tested_groups), for a grouping asked for (--groups,
+    # --group-field) of several runs; the board's of every measure, whose comparisons this one's measure picks
+    tests: Mapping[Hashable, Leaderboard] = field(default_factory=dict)
+
+
+def _ordered(groups: Iterable[Hashable]) -> list[Hashable]:
+    """Groups as every breakdown lists them: by type, then value (depth 2 before 10)."""
+    return sorted(groups, key=lambda g: (str(type(g)), g))
 
 
 def breakdown(scores: Scores, measure: str, groups: Mapping[str, Hashable], name: str,
-              mean: Callable[[np.ndarray], float] | None = None) -> Breakdown:
+              mean: Callable[[np.ndarray], float] | None = None,
+              tests: Mapping[Hashable, Leaderboard] | None = None) -> Breakdown:
     """A query whose score on `measure` is undefined (Scores.defined) is in no group: a group
     of such queries alone is left out. `mean` takes a group's mean as the board takes a run's
     (None: trec_eval's running sum; responses: nuggetizer's exact mean), so that a group of all
-    the queries shows the run's mean to the last digit."""
+    the queries shows the run's mean to the last digit. `tests`: the groups' boards (tested_groups)."""
     mean = mean or running_mean
     defined = scores.defined(measure)
     members: dict[Hashable, list[int]] = {}
@@ -169,14 +178,25 @@ def breakdown(scores: Scores, measure: str, groups: Mapping[str, Hashable], name
             members.setdefault(groups[qid], []).append(index)
     if not members:
         raise HarnessError(f"the {name} mapping covers none of the {len(scores.qids)} compared queries")
-    ordered = sorted(members, key=lambda g: (str(type(g)), g))
+    ordered = _ordered(members)
     means = {
         run: {g: mean(scores.values[measure][run][members[g]]) for g in ordered}
         for run in scores.runs
     }
     covered = sum(len(v) for v in members.values())
     return Breakdown(name, measure, ordered, {g: len(members[g]) for g in ordered}, means,
-                     int(defined.sum()) - covered)
+                     int(defined.sum()) - covered, tests or {})
+
+
+def tested_groups(board: Leaderboard, groups: Mapping[str, Hashable]) -> dict[Hashable, Leaderboard]:
+    """The board's test on each group's queries alone, the groups' comparisons one family
+    (compare.group_boards), the groups as `breakdown` lists them: 'is my run better on
+    recommendation intents?' is the main table's question on those queries."""
+    members: dict[Hashable, list[int]] = {}
+    for index, qid in enumerate(board.scores.qids):
+        if qid in groups:
+            members.setdefault(groups[qid], []).append(index)
+    return group_boards(board, {group: members[group] for group in _ordered(members)})
 
 
 def one_query_groups(b: Breakdown) -> int:

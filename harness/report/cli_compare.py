@@ -144,4 +144,11 @@ def add_breakdowns(report: Report, args: argparse.Namespace) -> None:
     if args.groups:
         groupings.append((file_stem(args.groups), bd.read_groups(args.groups)))
     for name, groups in groupings:
-        report.breakdowns += [bd.breakdown(scores, m, groups, name) for m in board.measures]
+        tests = bd.tested_groups(board, groups) if board.comparisons else {}
+        report.breakdowns += [bd.breakdown(scores, m, groups, name, tests=tests) for m in board.measures]
+        said: dict[str, list[str]] = {}  # each group board's warnings, as the board's own are said, once each
+        for group, group_board in tests.items():
+            for warning in group_board.warnings():
+                said.setdefault(warning, []).append(repr(str(group)))
+        for warning, within in said.items():
+            print(f"warning: within {name} {', '.join(within)}: {warning}", file=sys.stderr)

@@ -7,15 +7,16 @@ is undefined (NaN: a response turn whose nuggets all weigh 0) is left out of tha
 means and tests, and a measure undefined on every query is not shown; the legend says over
 how many queries each measure is averaged. Every (run, baseline, measure)
 comparison is one member of a single family, and the correction is applied over all of
-them at once.
+them at once. A breakdown's groups are tested alike, each on its own queries, and the
+comparisons of all its groups are one family of their own (`score_family`).
 """
 
 from __future__ import annotations
 
 import math
 import warnings
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Hashable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Protocol
 
 import numpy as np
@@ -50,6 +51,11 @@ class Scores:
 
     def per_query(self, measure: str, run: str) -> dict[str, float]:
         return dict(zip(self.qids, self.values[measure][run].tolist()))
+
+    def among(self, indices: Sequence[int]) -> Scores:
+        """The scores of the queries at `indices` alone (a group's, which its board tests)."""
+        values = {m: {run: scores[indices] for run, scores in by_run.items()} for m, by_run in self.values.items()}
+        return Scores(self.runs, self.measures, [self.qids[i] for i in indices], values, self.counts)
 
     def defined(self, measure: str) -> np.ndarray:
         """Where every run's score on `measure` is a number: a NaN is an undefined score (a
@@ -129,6 +135,11 @@ class Leaderboard:
     comparisons: list[Comparison] = field(default_factory=list)
     undefined: list[str] = field(default_factory=list)  # measures undefined on every query: not in `scores`
     unit: tuple[str, str] = ("query", "queries")  # what is compared, as the legend names it: a response turn, ...
+    mean: Callable[[np.ndarray], float] = stats.running_mean  # a run's mean of a measure (`leaderboard`'s `mean`)
+    # the family the correction acted on: its tested comparisons (this board's, or every group's: score_family)
+    # and what it spans, as the legend says them
+    family: int = 0
+    span: str = "runs x baselines x measures"
 
     def queries(self, measure: str) -> int:
         """How many queries the measure's means, intervals, tests and breakdowns are over."""
@@ -208,8 +219,8 @@ class Leaderboard:
         resamples advised as the caller sets them (--resamples N, resamples=N)."""
         untestable = self.untestable_note()
         found = [untestable] if untestable else []
-        family = len(self.tested)
-        if self.test in RESAMPLED and family:
+        family = self.family
+        if self.test in RESAMPLED and self.tested:
             resamples = self.resampling.resamples
             pairs = max(self.queries(measure) for measure in {c.measure for c in self.tested})  # the lowest floor
             smallest = self._smallest_corrected(resamples, pairs, family)
@@ -258,12 +269,15 @@ class Leaderboard:
     def legend(self) -> str:
         if not self.comparisons:
             return f"A single run: no paired tests. Intervals: {self.single_intervals_note()}. {self.missing_note()}"
+        return f"{self.marks_note()}; {self.test_note()} {self.statistics_note()} {self.missing_note()}"
+
+    def marks_note(self) -> str:
         baselines = ", ".join(f"{self.letter(b)} = {b}" for b in self.baselines)
-        return (
-            f"▲x / ▼x: significantly higher / lower than baseline x ({baselines}); {self.test_note()} "
-            f"Intervals: {self.confidence:.0%} t-intervals. Effect size: Cohen's d (paired; n/a where "
-            f"every {self.unit[0]} differs by the same amount). {self.missing_note()}"
-        )
+        return f"▲x / ▼x: significantly higher / lower than baseline x ({baselines})"
+
+    def statistics_note(self) -> str:
+        return (f"Intervals: {self.confidence:.0%} t-intervals. Effect size: Cohen's d (paired; n/a where "
+                f"every {self.unit[0]} differs by the same amount).")
 
     def single_intervals_note(self) -> str:
         """A single run's intervals: n/a on a measure defined on one query (no spread), as a
@@ -283,18 +297,24 @@ class Leaderboard:
         with one run: that it has no other run to be tested against)."""
         if not self.comparisons:
             return f"no {self.test} test on {self.queries_note()}: a single run, with no other run to test it against."
+        untestable = self.untestable_note()
+        if not self.tested:
+            return f"no {self.test} test on {self.queries_note()}: {untestable}"
+        return (f"{self.test_words()} on {self.queries_note()}, {self.family_note()}"
+                + (f" {untestable}" if untestable else ""))
+
+    def test_words(self) -> str:
+        """The test as the legends name it: 'two-sided permutation test with 500 resamples (seed 3)'."""
         resampled = (
             f" with {self.resampling.resamples} resamples (seed {self.resampling.seed})"
             if self.test in RESAMPLED
             else ""
         )
-        untestable = self.untestable_note()
-        if not self.tested:
-            return f"no {self.test} test on {self.queries_note()}: {untestable}"
-        return (f"two-sided {self.test} test{resampled} on {self.queries_note()}, "
-                f"p-values {self.correction}-corrected over the family of "
-                f"{counted(len(self.tested), 'comparison')} (runs x baselines x measures), alpha = {self.alpha}."
-                + (f" {untestable}" if untestable else ""))
+        return f"two-sided {self.test} test{resampled}"
+
+    def family_note(self) -> str:
+        return (f"p-values {self.correction}-corrected over the family of {counted(self.family, 'comparison')} "
+                f"({self.span}), alpha = {self.alpha}.")
 
 
 def comparison_pairs(runs: Sequence[str], baselines: Sequence[str]) -> list[tuple[str, str]]:
@@ -333,8 +353,6 @@ def leaderboard(
     `unit` names what the runs answer (singular, plural), as the legend says it; `mean` takes
     a run's mean of a measure (responses: nuggetizer's exact mean)."""
     scores = align(evaluations)
-    test_fn = stats.TESTS.get(test)
-    correct = stats.CORRECTIONS.get(correction)
     # a baseline named twice (by name and by path) is one baseline: not a second set of tests in the family
     baselines = list(dict.fromkeys(baselines)) if baselines else [scores.runs[0]]
     check_baselines(baselines, scores.runs)
@@ -348,7 +366,55 @@ def leaderboard(
         scores = Scores(scores.runs, kept, scores.qids, {measure: scores.values[measure] for measure in kept},
                         scores.counts)
     board = Leaderboard(scores, baselines, test, correction, alpha, confidence, resampling, undefined=undefined,
-                        unit=unit)
+                        unit=unit, mean=mean)
+    score_family([board])
+    return board
+
+
+def group_boards(board: Leaderboard, members: Mapping[Hashable, Sequence[int]]) -> dict[Hashable, Leaderboard]:
+    """`board`'s runs, baselines and test within each group of its queries (`members`: group -> the indices
+    of its queries in board.scores), a board per group: its comparisons, across every group, are one family
+    corrected at once (groups x runs x baselines x measures), as the board's own are, so that k groups are
+    not k tries at alpha; a group of one query has no test (n/a), as the board's one-query measures."""
+    boards = {group: replace(board, scores=board.scores.among(indices), summaries={}, comparisons=[])
+              for group, indices in members.items()}
+    score_family(list(boards.values()), "groups x runs x baselines x measures")
+    return boards
+
+
+def group_legend(boards: Mapping[Hashable, Leaderboard], name: str) -> str:
+    """What group_boards tested, once for all the groups of breakdown `name`; the groups untested named."""
+    first = next(iter(boards.values()))
+    untested = [str(group) for group, board in boards.items() if len(board.tested) < len(board.comparisons)]
+    if not first.family:
+        return (f"Within each {name}: no {first.test} test: every {name} holds one {first.unit[0]}, which has "
+                "no spread to test a difference against.")
+    return (f"Within each {name}, on its {first.unit[1]} alone: {first.marks_note()}; {first.test_words()}, "
+            f"{first.family_note()}"
+            + (f" A group of one {first.unit[0]} cannot be tested (no spread to test a difference against): its "
+               f"p-values, Cohen's d and intervals are n/a ({name} {', '.join(untested)})." if untested else "")
+            + f" {first.statistics_note()}")
+
+
+def score_family(boards: Sequence[Leaderboard], span: str = "runs x baselines x measures") -> None:
+    """Each board's summaries and comparisons on its own queries, with the first board's test and
+    settings; the tested comparisons of all the boards are one family, which `span` names,
+    corrected at once."""
+    test_fn = stats.TESTS.get(boards[0].test)
+    correct = stats.CORRECTIONS.get(boards[0].correction)
+    raw = [(board, item) for board in boards for item in _summarised(board, test_fn)]
+    corrected = iter(correct([item[7] for _, item in raw if not math.isnan(item[7])]))
+    adjusted = [math.nan if math.isnan(item[7]) else next(corrected) for _, item in raw]
+    family = len(adjusted) - sum(map(math.isnan, adjusted))
+    for board in boards:
+        board.family, board.span = family, span
+    for (board, (run, baseline, measure, diff, low, high, d, p, wtl)), p_adj in zip(raw, adjusted):
+        board.comparisons.append(Comparison(run, baseline, measure, diff, low, high, d, p, p_adj, *wtl))
+
+
+def _summarised(board: Leaderboard, test_fn: stats.PairedTest) -> list[tuple]:
+    """Fill the board's summaries; its comparisons' fields, uncorrected, in the family's order."""
+    scores, confidence, resampling = board.scores, board.confidence, board.resampling
     defined = {measure: scores.defined(measure) for measure in scores.measures}
     # a count's value is its sum over the queries, as trec_eval's `all` line gives it: its
     # interval and differences are scaled by the queries alike (tests and effect sizes unchanged)
@@ -357,12 +423,12 @@ def leaderboard(
         for run in scores.runs:
             values = scores.values[measure][run][defined[measure]]
             low, high = stats.mean_ci(values, confidence)
-            value = float(values.sum()) if scale[measure] != 1 else float(mean(values))
+            value = float(values.sum()) if scale[measure] != 1 else float(board.mean(values))
             board.summaries[run, measure] = Summary(run, measure, value, low * scale[measure], high * scale[measure])
 
     raw = []
     for measure in scores.measures:
-        for run, baseline in comparison_pairs(scores.runs, baselines):
+        for run, baseline in comparison_pairs(scores.runs, board.baselines):
             a, b = scores.values[measure][run][defined[measure]], scores.values[measure][baseline][defined[measure]]
             # one query: no spread to test against, no interval (it was a zero-width one) and no d (it was inf)
             testable = len(a) >= 2
@@ -373,10 +439,4 @@ def leaderboard(
                  stats.cohens_d_paired(a, b), test_fn(a, b, resampling) if testable else math.nan,
                  stats.win_tie_loss(a, b))
             )
-    corrected = iter(correct([item[7] for item in raw if not math.isnan(item[7])]))
-    adjusted = [math.nan if math.isnan(item[7]) else next(corrected) for item in raw]
-    board.comparisons = [
-        Comparison(run, baseline, measure, diff, low, high, d, p, p_adj, *wtl)
-        for (run, baseline, measure, diff, low, high, d, p, wtl), p_adj in zip(raw, adjusted)
-    ]
-    return board
+    return raw

@@ -21,6 +21,7 @@ from harness.evaluate import csv_statistic, csv_value, json_value
 from harness.registry import Registry
 from harness.report import html, markdown
 from harness.report.arena import Arena
+from harness.report.compare import Comparison, Leaderboard, group_legend
 from harness.report.model import Report
 
 Formatter = Callable[[Report], bytes]
@@ -61,7 +62,8 @@ def as_csv(report: Report) -> bytes:
     what the other formats show beside and below the leaderboard: a measure outside the tests
     (kind 'untested': Judged@10), a run's mean over conversations (kind 'mean over
     conversations') and a breakdown's mean per group (kind 'by <name>': 'by turn depth', 'by
-    type', with its `group` and `queries`); after the report's notes (and what --fill moved)
+    type', with its `group` and `queries`), and where the groups are tested (Breakdown.tests) their
+    comparisons (kind 'vs baseline by <name>'); after the report's notes (and what --fill moved)
     as '#' lines. The breakdown's columns come last, so the leaderboard's keep their places.
     Arena ratings have columns of their own: `harness arena --format csv`."""
     board = report.leaderboard
@@ -76,11 +78,8 @@ def as_csv(report: Report) -> bytes:
             count = measure in board.scores.counts
             writer.writerow(["mean", run, measure, "", csv_value(s.mean, count), csv_statistic(s.ci_low),
                              csv_statistic(s.ci_high), "", "", "", "", "", "", "", "", ""])
-            for c in board.comparisons_of(run, measure):
-                writer.writerow(["vs baseline", run, measure, c.baseline, csv_value(c.difference, count),
-                                 csv_statistic(c.ci_low), csv_statistic(c.ci_high), csv_statistic(c.effect_size),
-                                 csv_statistic(c.p_value), csv_statistic(c.p_adjusted), int(board.significant(c)),
-                                 c.wins, c.ties, c.losses, "", ""])
+            writer.writerows(["vs baseline", *_comparison_cells(board, c), "", ""]
+                             for c in board.comparisons_of(run, measure))
     for measure, means in report.untested.items():
         writer.writerows(["untested", run, measure, "", csv_value(means[run], False), *[""] * 11]
                          for run in board.ranked_runs)
@@ -90,7 +89,25 @@ def as_csv(report: Report) -> bytes:
     for b in report.breakdowns:
         writer.writerows([f"by {b.name}", run, b.measure, "", csv_value(b.means[run][group], False), *[""] * 9,
                           group, b.counts[group]] for group in b.groups for run in board.ranked_runs)
+        writer.writerows([f"vs baseline by {b.name}", *_comparison_cells(tests, c), group, b.counts[group]]
+                         for group, tests in b.tests.items() for run in board.ranked_runs
+                         for c in tests.comparisons_of(run, b.measure))
     return out.getvalue().encode()
+
+
+def _comparison_cells(board: Leaderboard, c: Comparison) -> list[object]:
+    """A comparison's CSV cells, run to losses: the leaderboard's (kind 'vs baseline') and a group's."""
+    return [c.run, c.measure, c.baseline, csv_value(c.difference, c.measure in board.scores.counts),
+            csv_statistic(c.ci_low), csv_statistic(c.ci_high), csv_statistic(c.effect_size), csv_statistic(c.p_value),
+            csv_statistic(c.p_adjusted), int(board.significant(c)), c.wins, c.ties, c.losses]
+
+
+def _comparisons_json(board: Leaderboard, measures: list[str]) -> list[dict]:
+    """The board's comparisons on `measures` as JSON has them: an undefined statistic (one query; Cohen's d
+    without spread) is nan, which strict JSON has no word for: null."""
+    return [{**{key: json_number(value) for key, value in asdict(c).items()},
+             "difference": json_value(c.difference, c.measure in board.scores.counts),
+             "significant": board.significant(c)} for c in board.comparisons if c.measure in measures]
 
 
 def arena_dict(arena: Arena) -> dict:
@@ -143,15 +160,15 @@ def as_json(report: Report) -> bytes:
                   for m in board.measures for s in [board.summaries[run, m]]}
             for run in board.ranked_runs
         },
-        # an undefined statistic (one query; Cohen's d without spread) is nan, which strict JSON has no word for: null
-        "comparisons": [{**{key: json_number(value) for key, value in asdict(c).items()},
-                         "difference": json_value(c.difference, c.measure in board.scores.counts),
-                         "significant": board.significant(c)} for c in board.comparisons],
+        "comparisons": _comparisons_json(board, board.measures),
         "conversation_means": report.conversation_means,
         "breakdowns": [
             {"name": b.name, "measure": b.measure, "unassigned": b.unassigned,
-             "groups": [{"group": g, "queries": b.counts[g], **{run: b.means[run][g] for run in b.means}}
-                        for g in b.groups]}
+             "groups": [{"group": g, "queries": b.counts[g], **{run: b.means[run][g] for run in b.means},
+                         **({"marks": {run: b.tests[g].marks(run, b.measure) for run in b.means},
+                             "comparisons": _comparisons_json(b.tests[g], [b.measure])} if g in b.tests else {})}
+                        for g in b.groups],
+             **({"legend": group_legend(b.tests, b.name)} if b.tests else {})}
             for b in report.breakdowns
         ],
     }

@@ -16,7 +16,7 @@ from harness.report import breakdown as breakdowns
 from harness.report import markdown
 from harness.report.arena import Arena
 from harness.report.breakdown import Breakdown
-from harness.report.compare import Leaderboard
+from harness.report.compare import Leaderboard, group_legend
 from harness.report.model import Report
 
 BASELINE_COLOURS = ("#888888", "#444444")  # baselines in grey, the other runs in the default cycle
@@ -239,6 +239,10 @@ def sections(report: Report, h: str = "h2") -> list[str]:
         elif b.name != breakdowns.DEPTH:
             parts += [f"<{h}>{escape(b.measure)} by {escape(b.name)}</{h}>", group_bars(b, colours),
                       _table(*markdown.breakdown_rows(b)), _unassigned(b)]
+            if b.tests:
+                parts += [_table(*markdown.group_comparison_rows(b), text_columns=4,
+                                 caption=f"Paired comparisons within each {b.name}"),
+                          f"<p class='legend'>{escape(group_legend(b.tests, b.name))}</p>"]
     if report.arena is not None:
         arena = report.arena
         parts += [f"<{h}>Arena ratings</{h}>", _table(*markdown.arena_rows(arena), text_columns=2),

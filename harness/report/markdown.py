@@ -11,7 +11,7 @@ from harness.errors import counted, verb
 from harness.evaluate import printed
 from harness.report.arena import Arena
 from harness.report.breakdown import Breakdown, one_query_groups, repeats_queries
-from harness.report.compare import Leaderboard
+from harness.report.compare import Leaderboard, group_legend
 from harness.report.model import Report
 
 
@@ -89,7 +89,8 @@ def leaderboard_rows(board: Leaderboard, untested: dict[str, dict[str, float]] |
     return header, rows
 
 
-def comparison_rows(board: Leaderboard) -> tuple[list[str], list[list[str]]]:
+def comparison_rows(board: Leaderboard, measures: Sequence[str] = ()) -> tuple[list[str], list[list[str]]]:
+    """A row per comparison, of `measures` (default: every measure the board has)."""
     header = ["run", "baseline", "measure", "Δ mean", f"{board.confidence:.0%} CI", "Cohen's d", "p",
               f"p ({board.correction})", "win/tie/loss"]
     rows = [
@@ -98,7 +99,7 @@ def comparison_rows(board: Leaderboard) -> tuple[list[str], list[list[str]]]:
          _interval(c.ci_low, c.ci_high, c.measure in board.scores.counts),
          defined(c.effect_size, "+.2f"), defined(c.p_value, ".4g"),
          defined(c.p_adjusted, ".4g") + (" *" if board.significant(c) else ""), f"{c.wins}/{c.ties}/{c.losses}"]
-        for run in board.ranked_runs for m in board.measures for c in board.comparisons_of(run, m)
+        for run in board.ranked_runs for m in measures or board.measures for c in board.comparisons_of(run, m)
     ]
     return header, rows
 
@@ -115,11 +116,25 @@ def _interval(low: float, high: float, count: bool) -> str:
 
 
 def breakdown_rows(breakdown: Breakdown) -> tuple[list[str], list[list[str]]]:
-    runs = list(breakdown.means)
-    header = [breakdown.name, "queries", *runs]
-    rows = [[str(g), str(breakdown.counts[g]), *[f"{breakdown.means[r][g]:.4f}" for r in runs]]
+    """A row per group: its queries and each run's mean, marked as the leaderboard marks them where the
+    groups are tested (Breakdown.tests), the baselines lettered."""
+    runs, tests = list(breakdown.means), breakdown.tests
+    board = next(iter(tests.values()), None)
+    header = [breakdown.name, "queries", *[f"{r} ({board.letter(r)})" if board and r in board.baselines else r
+                                           for r in runs]]
+    rows = [[str(g), str(breakdown.counts[g]),
+             *[f"{breakdown.means[r][g]:.4f}" + (tests[g].marks(r, breakdown.measure) if g in tests else "")
+               for r in runs]]
             for g in breakdown.groups]
     return header, rows
+
+
+def group_comparison_rows(breakdown: Breakdown) -> tuple[list[str], list[list[str]]]:
+    """The paired comparisons' table within each group of a tested breakdown, on its measure."""
+    header = comparison_rows(next(iter(breakdown.tests.values())))[0]
+    rows = [[str(group), *row] for group, board in breakdown.tests.items()
+            for row in comparison_rows(board, [breakdown.measure])[1]]
+    return [breakdown.name, *header], rows
 
 
 def unassigned_note(breakdown: Breakdown) -> str:
@@ -196,6 +211,9 @@ def as_markdown(report: Report) -> bytes:
         parts += [f"\n## {b.measure} by {b.name}\n\n", table(*breakdown_rows(b))]
         if b.unassigned:
             parts.append(f"\n{unassigned_note(b)}\n")
+        if b.tests:
+            parts += [f"\n### Paired comparisons within each {b.name}\n\n",
+                      table(*group_comparison_rows(b), align="llllrlrrrr"), f"\n{group_legend(b.tests, b.name)}\n"]
     if report.arena is not None:
         parts += ["\n## Arena ratings\n\n", arena_markdown(report.arena)]
     return "".join(parts).encode()
