@@ -728,3 +728,12 @@ def test_a_group_table_marks_its_runs_and_a_group_of_one_query_says_it_has_no_te
             "to test a difference against): its p-values, Cohen's d and intervals are n/a (phase solo).") in table
     assert "warning: within phase 'solo': one query cannot be tested" in err
 
+
+
+def test_a_group_file_takes_qids_holding_a_hash_and_comments_after_a_blank(tmp_path):
+    """CoSRec's personalised copies are CoSRec-Curated_1_0_0#3: the '#' was read as a comment's start, and
+    the line refused as 'expected 2 fields'."""
+    qids = [turn.qid for turn in load("cosrec-curated").turns if "#" in turn.qid][:2]
+    groups = tmp_path / "user.tsv"
+    groups.write_text(f"# qid user\n{qids[0]} first  # the first user\n{qids[1]}\tsecond\n")
+    assert bd.read_groups(groups) == {qids[0]: "first", qids[1]: "second"}

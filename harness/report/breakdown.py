@@ -35,6 +35,8 @@ ONE_QUERY_SHARE = 0.9
 
 _LAST_INT = re.compile(r"^(?P<prefix>.*)[_-](?P<depth>\d+)$")
 _TREE_NODE = re.compile(r"^\d+_\d+-\d+$")  # CAsT 2022 <topic>_<branch>-<node>
+# a comment starts a line or follows a blank: CoSRec's qids hold a '#' (CoSRec-Curated_1_0_0#3)
+_COMMENT = re.compile(r"(?:^|\s)#")
 
 
 def _split_qid(qid: str, spelling: Spelling = FLAGS) -> tuple[str, int]:
@@ -124,12 +126,13 @@ def groups_from_topics(benchmark: Benchmark, key: str) -> dict[str, str]:
 
 
 def read_groups(path: str | Path) -> dict[str, str]:
-    """A two-column 'qid group' file (whitespace separated, '#' comments allowed)."""
+    """A two-column 'qid group' file (whitespace separated, '#' comments allowed where they start a line or
+    follow a blank, so that a qid may hold a '#')."""
     path = Path(path)
     groups: dict[str, str] = {}
     lines = read_input(path).splitlines()
     for number, line in enumerate(lines, start=1):
-        fields = line.split("#", 1)[0].split()
+        fields = _COMMENT.split(line, maxsplit=1)[0].split()
         if not fields:
             continue
         if len(fields) != 2:
