@@ -155,9 +155,9 @@ def test_a_corpus_s_own_index_built_on_first_use_says_where_and_how_long_once(ik
                                                                                capsys):
     """On a log it is the one line saying the time went to an index, not to ranking, and where it lies
     (from SAID_FROM_S: a second, here none, so that the test's build is one)."""
-    import harness.retrieve.lucene as lucene
+    import harness.progress as progress
 
-    monkeypatch.setattr(lucene, "SAID_FROM_S", 0.0)
+    monkeypatch.setattr(progress, "SAID_FROM_S", 0.0)
     monkeypatch.setenv("HARNESS_CACHE", str(tmp_path))
     corpus = topics.load("ikat2023:train").corpus
     built = cached_index(corpus, threads=1)
@@ -169,9 +169,9 @@ def test_a_corpus_s_own_index_built_on_first_use_says_where_and_how_long_once(ik
 
 def test_an_index_built_quicker_than_said_from_is_not_said(ikat_bm25, tmp_path, monkeypatch, capsys):
     """The PTKB task builds an index of each conversation's dozen statements: a line each was noise."""
-    import harness.retrieve.lucene as lucene
+    import harness.progress as progress
 
-    monkeypatch.setattr(lucene, "SAID_FROM_S", 3600.0)
+    monkeypatch.setattr(progress, "SAID_FROM_S", 3600.0)
     monkeypatch.setenv("HARNESS_CACHE", str(tmp_path))
     cached_index(topics.load("ikat2023:train").corpus, threads=1)
     assert "index of" not in capsys.readouterr().err

@@ -64,6 +64,22 @@ def test_a_document_id_given_twice_is_an_error_before_any_passage_is_encoded(fir
     assert batches == [] and not (tmp_path / "embeddings").exists()
 
 
+def test_a_corpus_encoded_on_first_use_says_where_and_how_long_once(tmp_path, monkeypatch, capsys):
+    """As a corpus's own index does: on a log the encoding is no ranking time (from SAID_FROM_S, a second;
+    here none, so that the test's encoding is one)."""
+    import harness.progress as progress
+
+    monkeypatch.setattr(progress, "SAID_FROM_S", 0.0)
+    corpus = ikat_corpus(40)
+    first = build("dense", corpus=corpus, cache_dir=str(tmp_path))
+    first.search(QUERIES, 3)
+    folder = re.escape(str(first.passages.folder))
+    assert re.fullmatch(rf"vectors of 40 passages of {corpus.name} written to {folder} in \d+\.\d s "
+                        r"\(once: later runs reuse it\)\n", capsys.readouterr().err)
+    build("dense", corpus=corpus, cache_dir=str(tmp_path)).search(QUERIES, 3)
+    assert capsys.readouterr().err == ""
+
+
 def test_second_run_reads_the_cache_and_only_encodes_queries(first_run):
     corpus, retriever, hits = first_run
     again = build("dense", corpus=corpus, cache_dir=str(retriever.passages.folder.parent))
@@ -429,7 +445,8 @@ def test_encoding_shows_no_progress_bar_on_a_stderr_that_is_not_a_terminal(tmp_p
     result = subprocess.run([sys.executable, "-c", script, str(tmp_path)], capture_output=True, text=True,
                             cwd=REPO_ROOT, env=env, timeout=300)
     assert result.returncode == 0, result.stderr
-    assert "Loading weights" not in result.stderr and "encoding" not in result.stderr and "%|" not in result.stderr
+    # (the line saying where the vectors went names tmp_path, which holds this test's name)
+    assert not re.search(r"Loading weights|encoding ikat|%\|", result.stderr), result.stderr
 
 
 def test_ctrl_c_while_workers_encode_runs_no_batch_that_has_not_started(monkeypatch):

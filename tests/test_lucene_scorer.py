@@ -190,6 +190,25 @@ def test_an_export_that_cannot_be_written_beside_the_index_goes_under_the_cache(
 
 
 @pytest.mark.java
+def test_an_export_made_on_first_use_says_where_and_how_long_once(index, tmp_path, monkeypatch, capsys):
+    """As a corpus's own index does: on a log a big index's export is no ranking time (from SAID_FROM_S, a
+    second; here none, so that the test's export is one)."""
+    import harness.progress as progress
+
+    monkeypatch.setattr(progress, "SAID_FROM_S", 0.0)
+    copy = tmp_path / "ikat"
+    shutil.copytree(index, copy)
+    capsys.readouterr()
+    build("bm25", corpus=None, index=str(copy))
+    export = re.escape(str(tmp_path / "ikat.bm25-export"))
+    assert re.fullmatch(rf"BM25 export of 894 documents written to {export} in \d+\.\d s "
+                        r"\(once: later runs reuse it\)\n", capsys.readouterr().err)
+    _read_index.cache_clear()
+    build("bm25", corpus=None, index=str(copy))
+    assert capsys.readouterr().err == ""
+
+
+@pytest.mark.java
 def test_a_cut_short_export_file_is_named_and_the_search_goes_through_pyserini(index, turns, tmp_path, capsys):
     copy = tmp_path / "ikat"
     shutil.copytree(index, copy)

@@ -16,6 +16,7 @@ import json
 import os
 import re
 import threading
+import time
 from collections import OrderedDict, deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -31,6 +32,7 @@ from harness.atomic import atomic_write
 from harness.corpus import Corpus, Document, unique_ids
 from harness.errors import HarnessError
 from harness.paths import cache_root, feed_file
+from harness.progress import say_made
 from harness.registry import Param, check_given
 
 if TYPE_CHECKING:
@@ -537,7 +539,8 @@ class PassageVectors:
 def passage_vectors(
     corpus: Corpus, encoder: Encoder, *, dtype: str = "float32", cache_dir: Path | None = None
 ) -> PassageVectors:
-    """The corpus's vectors from the cache, or encoded (with progress on stderr) and cached."""
+    """The corpus's vectors from the cache, or encoded (with progress on stderr) and cached,
+    said from a second on as a run's own index is (progress.say_made)."""
     check_given("passage_vectors", (DTYPE,), dtype=dtype)
     key = cache_key(corpus.fingerprint, encoder, dtype)
     folder = cache_folder(Path(cache_dir) if cache_dir else cache_root() / "embeddings", corpus.name, key)
@@ -545,9 +548,11 @@ def passage_vectors(
     if cached is not None:
         ids, vectors = cached
         return PassageVectors(ids, vectors.astype(np.float32, copy=False), folder, from_cache=True)
+    started = time.perf_counter()
     ids, vectors = _encode_corpus(corpus, encoder)
     stored = vectors.astype(dtype, copy=False)
     _write_cache(folder, key, ids, stored, model_path=encoder.path)
+    say_made(f"vectors of {len(ids)} passages of {corpus.name}", folder, started)
     return PassageVectors(ids, stored.astype(np.float32, copy=False), folder, from_cache=False)
 
 

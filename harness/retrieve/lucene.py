@@ -19,7 +19,6 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 import time
 from collections import deque
 from pathlib import Path
@@ -31,7 +30,7 @@ from harness.corpus.readers import FileCorpus
 from harness.corpus.segment import Textless, document_text
 from harness.errors import HarnessError
 from harness.paths import cache_root
-from harness.progress import progress_bar
+from harness.progress import progress_bar, say_made, written
 from harness.retrieve.java import anserini_jar, die_with_parent, ensure_jvm, java_command, java_home
 
 # Anserini indexes one file per thread: shards keep every thread busy on large corpora.
@@ -105,14 +104,10 @@ def _irreplaceable(out: Path, corpus: Corpus) -> str | None:
     return None
 
 
-SAID_FROM_S = 1.0  # an index built in less is no long job to account for (a PTKB task's statements)
-
-
 def cached_index(corpus: Corpus, threads: int | None = None) -> Path:
     """The corpus's index under cache_root()/indexes/<fingerprint>, built on first use; a build
-    of SAID_FROM_S or more says on stderr, as `harness index` does, where it went and how long it
-    took: on a log it is the one line of a long job that is no ranking (a run's own line times its
-    ranking alone)."""
+    of a second or more says on stderr, as `harness index` does, where it went and how long it
+    took (progress.say_made)."""
     out = cache_root() / "indexes" / corpus.fingerprint
     if (out / MANIFEST).is_file():
         return out
@@ -124,18 +119,19 @@ def cached_index(corpus: Corpus, threads: int | None = None) -> Path:
         if (out / MANIFEST).is_file():  # another process finished the same index first
             return out
         raise
-    if time.perf_counter() - started >= SAID_FROM_S or textless.note():  # not the PTKB task's dozens of indexes
-        print(built(out, started, textless, of=f" of {corpus.name}", reused=" (once: later runs reuse it)"),
-              file=sys.stderr)
+    say_made(f"{indexed(out)} of {corpus.name}", out, started, textless.note())
     return out
 
 
-def built(out: Path, started: float, textless: Textless, *, of: str = "", reused: str = "") -> str:
-    """The line a build of the index `out` begun at `started` (perf_counter) ends with, for
-    `harness index` and a run's own index alike: its documents, where, how long, those skipped."""
-    documents = json.loads((out / MANIFEST).read_text(encoding="utf-8"))["documents"]
-    return (f"index of {documents} documents{of} written to {out} in {time.perf_counter() - started:.1f} s{reused}"
-            f"{textless.note()}")
+def built(out: Path, started: float, textless: Textless) -> str:
+    """The line `harness index` ends with, as a run's own index says it (`cached_index`): its
+    documents, where, how long, those skipped."""
+    return written(indexed(out), out, started, textless.note())
+
+
+def indexed(out: Path) -> str:
+    """`index of N documents`: what the finished index `out` holds, from its manifest."""
+    return f"index of {json.loads((out / MANIFEST).read_text(encoding='utf-8'))['documents']} documents"
 
 
 def _dump_jsonl(corpus: Corpus, folder: Path, textless: Textless) -> int:

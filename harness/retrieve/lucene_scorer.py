@@ -41,6 +41,7 @@ import hashlib
 import json
 import os
 import shutil
+import time
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -52,6 +53,7 @@ import numpy as np
 from harness.atomic import temp_folder
 from harness.errors import HarnessError
 from harness.paths import cache_root, commit_key
+from harness.progress import say_made
 from harness.trec import Kept, Run, kept_ranking
 
 FIELD = "contents"  # Anserini's analysed text field
@@ -151,17 +153,25 @@ def export_folders(folder: Path) -> list[Path]:
 
 def exported(reader, folder: Path) -> Path | str:
     """The folder of the index's export, written first if missing or made from another
-    commit; or why Lucene's exporter could not write it."""
+    commit (said from a second on: progress.say_made); or why Lucene's exporter could not write it."""
     key = {"format": EXPORT_FORMAT, "field": FIELD, "id field": ID_FIELD, "commit": commit_key(folder)}
     candidates = export_folders(folder)
     for target in candidates:
         if _manifest(target) == key:
             return target
+    from harness.retrieve._lucene_kernels import compile_kernels
+
+    compile_kernels()  # first (seconds once a process, which the search pays anyway): not the export's time
+    started = time.perf_counter()
     for target in candidates:
         try:
-            return _export(reader, target, key)
+            made = _export(reader, target, key)
         except OSError as error:
             failure = f"cannot write the postings export {target}: {error}"
+            continue
+        if isinstance(made, Path):  # a big index's export takes a while: said as its index is
+            say_made(f"BM25 export of {reader.maxDoc()} documents", made, started)
+        return made
     return failure
 
 
