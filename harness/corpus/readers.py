@@ -343,6 +343,9 @@ def _irds_corpus(dataset_id: str) -> Corpus:
     dataset = _irds_dataset(dataset_id, "docs")
 
     def documents() -> Iterator[Document]:
+        # offline, ir_datasets logs a line on each failed try of each source: the error sums them up
+        logger, retries = logging.getLogger("ir_datasets"), _RetryLines()  # the logger it logs every line to
+        logger.addFilter(retries)
         try:
             for doc in dataset.docs_iter():
                 field = next((name for name in _IRDS_TEXT_FIELDS if hasattr(doc, name)), None)
@@ -351,6 +354,8 @@ def _irds_corpus(dataset_id: str) -> Corpus:
         except (RuntimeError, OSError) as error:  # OSError: requests' errors too
             raise HarnessError(f"{_not_fetched(dataset_id, 'documents', error)}, or give a local copy "
                                "(jsonl:FILE, trec:FILE)") from None
+        finally:
+            logger.removeFilter(retries)
 
     # ir_datasets ids name fixed, checksummed content: the id is the fingerprint's key.
     fingerprint = hashlib.sha256(f"irds:{dataset_id}".encode()).hexdigest()
@@ -409,7 +414,8 @@ def _cause(failure: BaseException) -> str:
 
 
 class _RetryLines(logging.Filter):
-    """Drops ir_datasets' line on each failed download try: the error names every source's failure."""
+    """Drops ir_datasets' line on each failed download try: the error names every source's failure,
+    and a try that fails before another succeeds is no news."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         return not str(record.msg).startswith(_RETRY_LINES)
@@ -417,13 +423,8 @@ class _RetryLines(logging.Filter):
 
 def first_document(corpus: Corpus) -> Document | None:
     """The corpus's first document, read to check it before any run (a file's field names, an
-    ir_datasets dataset's documents there or fetchable), ir_datasets' retry lines held back meanwhile."""
-    logger, retries = logging.getLogger("ir_datasets"), _RetryLines()  # the logger ir_datasets logs every line to
-    logger.addFilter(retries)
-    try:
-        return next(iter(corpus.documents()), None)
-    finally:
-        logger.removeFilter(retries)
+    ir_datasets dataset's documents there or fetchable)."""
+    return next(iter(corpus.documents()), None)
 
 
 CORPUS_FORMATS.add("irds", CorpusFormat(open=_irds_corpus, claims=lambda spec: False),
