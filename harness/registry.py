@@ -681,10 +681,26 @@ def _check_takes(what: str, declaration: Declaration, takes: Declaration) -> Non
 
 
 def summary_of(obj: Any) -> str:
-    """The first line of an object's own docstring (a function's or class's, else its type's)."""
-    doc = obj.__doc__ if inspect.isfunction(obj) or inspect.isclass(obj) or inspect.ismethod(obj) \
-        else type(obj).__doc__
-    return inspect.cleandoc(doc).splitlines()[0] if doc and doc.strip() else ""
+    """The first sentence of an object's own docstring (a function's or class's, else its
+    type's), on one line; none from the docstring a dataclass is given when it has none
+    (`Name(field: type, ...)`), which says nothing of what it is."""
+    documented = obj if inspect.isfunction(obj) or inspect.isclass(obj) or inspect.ismethod(obj) else type(obj)
+    doc = documented.__doc__
+    if not doc or not doc.strip() or doc.startswith(f"{getattr(documented, '__name__', '')}("):
+        return ""
+    return first_sentence(inspect.cleandoc(doc))
+
+
+# a full stop that ends a sentence: followed by a space or the end, not that of `e.g.`, `i.e.`, `et al.` or `etc.`
+_SENTENCE_END = re.compile(r"(?<!\be\.g)(?<!\bi\.e)(?<!\bal)(?<!\betc)[.!?](?=\s|$)")
+
+
+def first_sentence(text: str) -> str:
+    """The first sentence of `text`'s first paragraph, its lines joined: a summary of one line
+    (a docstring's first line may stop halfway through its sentence)."""
+    paragraph = " ".join(text.strip().split("\n\n")[0].split())
+    end = _SENTENCE_END.search(paragraph)
+    return paragraph[:end.end()] if end else paragraph
 
 
 class PluginNotFound(HarnessError):
@@ -786,13 +802,17 @@ class Registry(Generic[T]):
         (Declaration's other fields: open, splits, fields, conversation_fields, preload,
         preload_if, needs, needs_with). `params` may be a function giving them, called on the first
         `declaration(name)`: for a component that takes another's parameters (a PTKB method,
-        its retriever's), declared where that one lives."""
+        its retriever's), declared where that one lives. Without a summary, a function's or
+        class's docstring gives it (its first sentence); an instance's type documents its kind,
+        not the instance, so one (a Preset) is given a summary."""
         def decorator(item: T) -> T:
             if name in self._items or name in self._entry_points:
                 raise ValueError(f"{self.kind} {name!r} is registered twice")
             self._items[name] = item
+            own = inspect.isfunction(item) or inspect.isclass(item) or inspect.ismethod(item)
             self._declarations[name] = lambda: Declaration(
-                name, summary, tuple(params() if callable(params) else params), **more)
+                name, summary or (summary_of(item) if own else ""), tuple(params() if callable(params) else params),
+                **more)
             return item
 
         return decorator

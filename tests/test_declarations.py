@@ -10,19 +10,17 @@ import textwrap
 
 import pytest
 
-from harness.corpus.readers import CORPUS_FORMATS
 from harness.errors import HarnessError
+from harness.evaluate.presets import Preset
 from harness.ikat.ptkb import METHODS, RetrievalRanker
 from harness.judge.base import JUDGES
 from harness.queries import STRATEGIES, Function, Strategy
-from harness.registry import REQUIRED, Declaration
+from harness.registry import REQUIRED, Declaration, Registry
 from harness.retrieve import RETRIEVERS
+from harness.runner.cli_components import REGISTRIES, registry
 from harness.runner.config import ConfigError, parse_config
-from harness.runner.tasks import TASKS
 from harness.topics import load
 
-BUILT_IN = {"retriever": RETRIEVERS, "strategy": STRATEGIES, "task": TASKS, "PTKB method": METHODS,
-            "judge": JUDGES, "corpus format": CORPUS_FORMATS}
 
 
 def _keywords(function, skip: int = 0, leave: tuple[str, ...] = ("self",)) -> list[tuple[str, object]]:
@@ -54,11 +52,37 @@ def test_every_built_in_factory_takes_exactly_the_parameters_it_declares():
 
 
 def test_every_built_in_component_and_parameter_is_described():
-    for kind, registry in BUILT_IN.items():
-        for name in registry.names():
-            declaration = registry.declaration(name)
+    """Of every kind `harness components` lists: a summary of one line, each parameter's description."""
+    for kind in REGISTRIES:
+        components = registry(kind)
+        for name in components.built_ins():
+            declaration = components.declaration(name)
             assert declaration.summary and "\n" not in declaration.summary, (kind, name)
             assert all(param.desc for param in declaration.params), (kind, name)
+
+
+def test_harness_components_lists_every_kind_a_user_names():
+    assert {"benchmark", "strategy", "retriever", "task", "ptkb-method", "judge", "corpus-format", "splitter",
+            "engine", "dense-backend", "approx-index", "measure", "preset", "test", "correction", "report-format",
+            "scale", "response-format", "nugget-bank"} <= set(REGISTRIES)
+
+
+def test_a_built_in_registered_without_a_summary_is_summarised_by_its_docstrings_first_sentence():
+    """Its first sentence on one line, not its first line (which may stop mid-sentence); an
+    instance gets none from its type's docstring, which is of its kind, not of it."""
+    examples: Registry = Registry("example")
+
+    @examples.register("split")
+    def split(text: str) -> list[str]:
+        """Splits a text at its full stops, e.g. the ones
+        here. Not at commas."""
+        return text.split(".")
+
+    examples.add("declared", split, "declared summary")
+    examples.add("preset", Preset(("RR",), None, "a source"))
+    assert examples.declaration("split").summary == "Splits a text at its full stops, e.g. the ones here."
+    assert examples.declaration("declared").summary == "declared summary"
+    assert examples.declaration("preset").summary == ""
 
 
 def _error(tmp_path, experiment: dict) -> str:

@@ -31,24 +31,33 @@ class Family:
 
 
 FAMILIES: Registry[Family] = Registry("measure family")
-FAMILIES.add("nDCG", Family("ndcg, ndcg_cut.k (graded gains, no rel=)", rel=False))
-FAMILIES.add("P", Family("P.k", cutoff="required"))
-FAMILIES.add("R", Family("recall.k", cutoff="required"))
-FAMILIES.add("AP", Family("map, map_cut.k"))
-FAMILIES.add("RR", Family("recip_rank (@k: recip_rank at -M k)"))
-FAMILIES.add("Rprec", Family("Rprec", cutoff="none"))
-FAMILIES.add("Bpref", Family("bpref", cutoff="none"))
-FAMILIES.add("Success", Family("success.k", cutoff="required"))
+FAMILIES.add("nDCG", Family("ndcg, ndcg_cut.k (graded gains, no rel=)", rel=False),
+             "normalised discounted cumulative gain, on the graded labels")
+FAMILIES.add("P", Family("P.k", cutoff="required"), "precision: the share of the top k that is relevant")
+FAMILIES.add("R", Family("recall.k", cutoff="required"),
+             "recall: the share of the relevant documents found in the top k")
+FAMILIES.add("AP", Family("map, map_cut.k"), "average precision (mean over queries: MAP)")
+FAMILIES.add("RR", Family("recip_rank (@k: recip_rank at -M k)"),
+             "reciprocal rank of the first relevant document (mean over queries: MRR)")
+FAMILIES.add("Rprec", Family("Rprec", cutoff="none"), "precision at R, the number of relevant documents")
+FAMILIES.add("Bpref", Family("bpref", cutoff="none"),
+             "binary preference: how few judged non-relevant documents rank above each relevant one")
+FAMILIES.add("Success", Family("success.k", cutoff="required"),
+             "1 when the top k holds a relevant document, else 0 (hit ratio, HR@k)")
 FAMILIES.add("Judged", Family("none: ir-measures' Judged@k, the share of the top min(k, ranked) the qrels list",
-                              rel=False, cutoff="required"))
-FAMILIES.add("infAP", Family("infAP", cutoff="none"))
+                              rel=False, cutoff="required"),
+             "the share of the top k that the qrels judge")
+FAMILIES.add("infAP", Family("infAP", cutoff="none"), "inferred average precision, for qrels judged on a sample")
 # set measures score the whole ranking handed on, which the harness has already cut to the depth (-M)
-FAMILIES.add("SetP", Family("set_P", cutoff="none"))
-FAMILIES.add("SetR", Family("set_recall", cutoff="none"))
-FAMILIES.add("SetAP", Family("set_map", cutoff="none"))
-FAMILIES.add("NumQ", Family("num_q", rel=False, cutoff="none", summed=True))
-FAMILIES.add("NumRel", Family("num_rel (rel=1 only)", cutoff="none", summed=True))
-FAMILIES.add("NumRet", Family("num_ret; with rel=: num_rel_ret", cutoff="none", summed=True))
+FAMILIES.add("SetP", Family("set_P", cutoff="none"), "precision of the whole ranking (cut at the depth)")
+FAMILIES.add("SetR", Family("set_recall", cutoff="none"), "recall of the whole ranking (cut at the depth)")
+FAMILIES.add("SetAP", Family("set_map", cutoff="none"), "set precision times set recall")
+FAMILIES.add("NumQ", Family("num_q", rel=False, cutoff="none", summed=True),
+             "the number of queries")
+FAMILIES.add("NumRel", Family("num_rel (rel=1 only)", cutoff="none", summed=True),
+             "the number of relevant documents in the qrels, summed over queries")
+FAMILIES.add("NumRet", Family("num_ret; with rel=: num_rel_ret", cutoff="none", summed=True),
+             "the number of documents retrieved (with rel=, of relevant ones), summed over queries")
 
 # Why the families ir-measures offers beyond the table are refused.
 REFUSED = {

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from harness.errors import HarnessError, Spelling
 from harness.evaluate.measures import reads_deeper
-from harness.registry import Registry
+from harness.registry import Registry, first_sentence
 
 DEFAULT_MEASURES = ["nDCG@10", "P@10", "AP", "RR", "R@1000"]
 # said by --measures' help of eval, compare and qrels rank-agree
@@ -31,19 +31,25 @@ class Preset:
 
 PRESETS: Registry[Preset] = Registry("measure preset")
 
-PRESETS.add("cast2019", Preset(
+
+def _add(name: str, preset: Preset) -> None:
+    """A preset declared by its source's first sentence: the convention it follows, and where from."""
+    PRESETS.add(name, preset, first_sentence(preset.source))
+
+
+_add("cast2019", Preset(
     measures=("nDCG@3", "nDCG@1000", "AP(rel=2)@1000", "RR(rel=2)", "R(rel=2)@1000"),
     depth=1000,
     source="TREC CAsT 2019 overview (Dalton, Xiong, Callan), evaluation section: passage "
     "ranking to depth 1000, nDCG@3 headline; binary measures count grade >= 2 (fairly relevant).",
 ))
-PRESETS.add("cast2020", Preset(
+_add("cast2020", Preset(
     measures=("nDCG@3", "nDCG@1000", "AP(rel=2)@1000", "RR(rel=2)", "R(rel=2)@1000"),
     depth=1000,
     source="TREC CAsT 2020 overview (Dalton, Xiong, Callan): same protocol as 2019, nDCG@3 "
     "headline, binary relevance at grade >= 2.",
 ))
-PRESETS.add("cast2021", Preset(
+_add("cast2021", Preset(
     measures=("nDCG@3", "nDCG@5", "nDCG@500", "AP(rel=2)@500", "RR(rel=2)", "R(rel=2)@500"),
     depth=500,
     source="NIST evaluation letter for TREC CAsT 2021: document-level qrels, passage runs "
@@ -51,31 +57,31 @@ PRESETS.add("cast2021", Preset(
     "measures at grade >= 2; depth 500.",
     passage_separator="-",
 ))
-PRESETS.add("cast2022", Preset(
+_add("cast2022", Preset(
     measures=("nDCG@3", "nDCG@5", "nDCG@1000", "AP(rel=2)@1000", "RR(rel=2)", "R(rel=2)@1000"),
     depth=1000,
     source="TREC CAsT 2022 overview: passage-level qrels (grades 0-4), nDCG@3 headline; "
     "binary measures at grade >= 2; depth 1000.",
 ))
-PRESETS.add("ikat2023", Preset(
+_add("ikat2023", Preset(
     measures=("nDCG@3", "nDCG@5", "nDCG@1000", "P(rel=2)@20", "AP(rel=2)@1000", "R(rel=2)@1000", "RR(rel=2)"),
     depth=1000,
     source="TREC iKAT 2023 overview (Aliannejadi et al.): passage ranking scored with nDCG@3/5, "
     "nDCG, P@20, mAP and Recall@1000; binary measures count grade >= 2; depth 1000.",
 ))
-PRESETS.add("ikat2024", Preset(
+_add("ikat2024", Preset(
     measures=("nDCG@5", "nDCG@10", "nDCG@1000", "P(rel=2)@20", "AP(rel=2)@1000", "R(rel=2)@1000", "RR(rel=2)"),
     depth=1000,
     source="TREC iKAT 2024 overview (Abbasiantaeb et al.): nDCG@5/10 headline, P@20, mAP, "
     "Recall@1000; binary measures at grade >= 2; depth 1000.",
 ))
-PRESETS.add("ptkb", Preset(
+_add("ptkb", Preset(
     measures=("nDCG@3", "P@3", "R@3", "RR"),
     depth=None,
     source="TREC iKAT 2023 PTKB statement ranking task: nDCG@3, P@3, Recall@3 and MRR against "
     "the NIST PTKB qrels (binary: grade 1 = relevant statement).",
 ))
-PRESETS.add("recommendation", Preset(
+_add("recommendation", Preset(
     measures=("R@1", "R@10", "R@50", "nDCG@10"),
     depth=None,
     source="Conversational recommendation convention (e.g. CRS evaluations on ReDial / "

@@ -48,30 +48,30 @@ class Scale:
 SCALES: Registry[Scale] = Registry("scale")
 
 
-def _scale(name: str, meaning: tuple[str, ...]) -> Scale:
+def _scale(name: str, summary: str, meaning: tuple[str, ...]) -> Scale:
     scale = Scale(name, tuple(range(len(meaning))), meaning)
-    SCALES.add(name, scale)
+    SCALES.add(name, scale, summary)
     return scale
 
 
 # UMBRELA's four grades (TREC RAG 2024), in our words
-RELEVANCE_0_3 = _scale("relevance-0-3", (
+RELEVANCE_0_3 = _scale("relevance-0-3", "relevance in UMBRELA's four grades (TREC RAG 2024), 0 to 3", (
     "the passage has nothing to do with the question",
     "the passage is on the topic but does not answer the question",
     "the passage answers the question in part, or the answer is unclear or buried",
     "the passage is dedicated to the question and answers it",
 ))
 # iKAT's assessors' five grades (and the organisers' GPT-4 pool judgments)
-RELEVANCE_0_4 = _scale("relevance-0-4", (
+RELEVANCE_0_4 = _scale("relevance-0-4", "relevance in iKAT assessors' five grades, 0 to 4", (
     "not relevant: nothing useful for the user's question",
     "related: on the topic, but no answer",
     "partially relevant: part of an answer, or an answer that needs more to be useful",
     "relevant: answers the question",
     "highly relevant: answers the question fully, suited to this user and conversation",
 ))
-SUPPORT_0_2 = _scale("support-0-2", (
+SUPPORT_0_2 = _scale("support-0-2", "how far a text backs a statement: 0 no, 1 partial, 2 full support", (
     "no support: the text does not back the statement",
     "partial support: the text backs part of the statement",
     "support: the text backs the whole statement",
 ))
-YES_NO = _scale("yes-no", ("no", "yes"))
+YES_NO = _scale("yes-no", "a yes or no answer: 0 no, 1 yes", ("no", "yes"))

@@ -26,8 +26,8 @@ from harness.report.model import Report
 
 Formatter = Callable[[Report], bytes]
 FORMATS: Registry[Formatter] = Registry("report format")
-FORMATS.add("md", markdown.as_markdown)
-FORMATS.add("html", html.as_html)
+FORMATS.add("md", markdown.as_markdown, "Markdown: the leaderboard, comparisons and breakdowns as tables")
+FORMATS.add("html", html.as_html, "a self-contained HTML page: the Markdown report's tables, with plots")
 
 
 FORMAT_HELP = ("Markdown, a self-contained HTML page with plots, CSV, or JSON (default: as --output's suffix says, "
@@ -56,7 +56,7 @@ def write_report(report: Report, fmt: str, path: str | Path | None) -> bytes:
     return content
 
 
-@FORMATS.register("csv")
+@FORMATS.register("csv", "CSV: a row per run and measure, per comparison and per group of a breakdown")
 def as_csv(report: Report) -> bytes:
     """One row per run and measure (kind 'mean') and per comparison (kind 'vs baseline'), then
     what the other formats show beside and below the leaderboard: a measure outside the tests
@@ -136,7 +136,7 @@ def arena_csv(arena: Arena) -> str:
     return out.getvalue()
 
 
-@FORMATS.register("json")
+@FORMATS.register("json", "JSON: the leaderboard, comparisons, breakdowns and notes as one document")
 def as_json(report: Report) -> bytes:
     board = report.leaderboard
     document = {

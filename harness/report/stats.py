@@ -86,6 +86,7 @@ def _no_spread(d: np.ndarray) -> bool:
 
 @TESTS.register("paired-t")
 def paired_t(a: np.ndarray, b: np.ndarray, settings: Resampling) -> float:
+    """Student's paired t-test on the per-query differences (scipy's ttest_rel)."""
     d = _differences(a, b)
     if _untestable(d):
         return 1.0  # scipy returns nan (0/0, or no degrees of freedom); there is no evidence of a difference
@@ -98,6 +99,7 @@ def paired_t(a: np.ndarray, b: np.ndarray, settings: Resampling) -> float:
 
 @TESTS.register("permutation")
 def permutation(a: np.ndarray, b: np.ndarray, settings: Resampling) -> float:
+    """Paired permutation test: each query's two scores swapped, in --resamples random ways or all (scipy)."""
     if _untestable(_differences(a, b)):
         return 1.0
     from scipy import stats as scipy_stats
@@ -117,6 +119,7 @@ def permutation(a: np.ndarray, b: np.ndarray, settings: Resampling) -> float:
 
 @TESTS.register("bootstrap")
 def bootstrap(a: np.ndarray, b: np.ndarray, settings: Resampling) -> float:
+    """Paired bootstrap test: the per-query differences, centred, resampled with replacement --resamples times."""
     d = _differences(a, b)
     if _untestable(d):
         return 1.0
@@ -160,11 +163,13 @@ CORRECTIONS: Registry[Correction] = Registry("multiple-testing correction")
 
 @CORRECTIONS.register("none")
 def no_correction(p_values: Sequence[float]) -> list[float]:
+    """The p-values as each test gave them, uncorrected."""
     return [float(p) for p in p_values]
 
 
 @CORRECTIONS.register("bonferroni")
 def bonferroni(p_values: Sequence[float]) -> list[float]:
+    """Bonferroni: each p-value times the number of comparisons (capped at 1)."""
     m = len(p_values)
     return [min(1.0, float(p) * m) for p in p_values]
 

@@ -71,6 +71,7 @@ def _rule(vital_grade: int) -> str:
 
 @BANKS.register("cone-rag-json")
 def read_cone_rag_bank(path: Path, vital_grade: int) -> NuggetBank:
+    """CONE-RAG's gold nuggets: one JSON object {turn: {nugget id: {text, relevance}}}, graded 1 to 4."""
     document = json_object(path, "{turn: {nugget id: {text, relevance}}}")
     once(document, path, "turn")
     nuggets = {}
@@ -102,6 +103,7 @@ def read_cone_rag_bank(path: Path, vital_grade: int) -> NuggetBank:
 
 @BANKS.register("nuggetizer-jsonl")
 def read_nuggetizer_bank(path: Path, vital_grade: int) -> NuggetBank:
+    """nuggetizer's nuggets: JSON lines {qid, nuggets: [{text, importance}]}, each vital or okay."""
     nuggets = {}
     for line, record in jsonl.read(path):
         if not isinstance(record, dict) or isinstance(record.get("qid"), bool) \

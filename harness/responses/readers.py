@@ -158,6 +158,7 @@ def _top(provenance: tuple[PassageProvenance, ...]) -> list[PassageProvenance]:
 
 @FORMATS.register("ikat-json")
 def read_ikat_json(path: Path) -> list[ResponseRun]:
+    """An iKAT 2023/2024 run: one JSON object, each turn's response of rank 1 scored, citing its used passages."""
     from harness.ikat.validate import read_submission
 
     submission, year = read_submission(path)
@@ -194,6 +195,7 @@ def _answer(turn: str, sentences: list[Sentence], line: int, dropped: int = 0) -
 
 @FORMATS.register("ikat-2025-jsonl")
 def read_ikat_2025(path: Path) -> list[ResponseRun]:
+    """An iKAT 2025 run: JSON lines, a turn's answer a line, the pieces the validator keeps within 250 words."""
     from harness.ikat.checks import CHECKS, Context
     from harness.ikat.checks_2025 import is_score_map, kept_responses
 
@@ -226,6 +228,7 @@ def read_ikat_2025(path: Path) -> list[ResponseRun]:
 
 @FORMATS.register("trec-rag-jsonl")
 def read_trec_rag(path: Path) -> list[ResponseRun]:
+    """A TREC RAG 2024/2025 run: JSON lines, a topic's answer a line, its sentences citing references."""
     responses: dict[str, Response] = {}
     run_name = None
     for line, entry in _lines(path):
@@ -276,6 +279,7 @@ def read_trec_rag(path: Path) -> list[ResponseRun]:
 
 @FORMATS.register("cone-rag-json")
 def read_cone_rag(path: Path) -> list[ResponseRun]:
+    """CONE-RAG's participant responses: one JSON object {turn: {run: response}}, several runs."""
     document = json_object(path, "{turn: {run: response}}")
     once(document, path, "turn")
     runs: dict[str, dict[str, Response]] = {}

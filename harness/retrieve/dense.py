@@ -241,6 +241,7 @@ def top_k(scores: np.ndarray, k: int) -> np.ndarray:
 
 @SEARCH_BACKENDS.register("faiss", needs=("faiss",))
 def faiss_backend(matrix: np.ndarray) -> SearchFn:
+    """faiss's exact inner-product index (IndexFlatIP) on the CPU."""
     import faiss
 
     index = faiss.IndexFlatIP(matrix.shape[1])

@@ -33,6 +33,18 @@ REGISTRIES = {
     "ptkb-method": ("harness.ikat.ptkb", "METHODS"),
     "judge": ("harness.judge.base", "JUDGES"),
     "corpus-format": ("harness.corpus.readers", "CORPUS_FORMATS"),
+    "splitter": ("harness.corpus.segment", "SPLITTERS"),
+    "engine": ("harness.compute.engines", "ENGINES"),
+    "dense-backend": ("harness.retrieve.dense", "SEARCH_BACKENDS"),
+    "approx-index": ("harness.compute.approx", "APPROX"),
+    "measure": ("harness.evaluate.measures", "FAMILIES"),
+    "preset": ("harness.evaluate.presets", "PRESETS"),
+    "test": ("harness.report.stats", "TESTS"),
+    "correction": ("harness.report.stats", "CORRECTIONS"),
+    "report-format": ("harness.report.formats", "FORMATS"),
+    "scale": ("harness.judge.scales", "SCALES"),
+    "response-format": ("harness.responses.readers", "FORMATS"),
+    "nugget-bank": ("harness.responses.nuggets", "BANKS"),
 }
 FORMATS = ("table", "json", "md")
 TABLE = re.compile(r"(<!-- components:(?P<kind>[\w-]+) -->\n).*?(<!-- /components -->)", re.S)
