@@ -256,3 +256,17 @@ def test_a_citation_prompt_its_items_cannot_fill_is_an_error_before_any_request(
     assert capsys.readouterr().err.startswith(f"harness responses eval: error: {prompt}: the prompt template uses "
                                               "{nugget}, which the items do not carry; they have: labels, passage, "
                                               "question, scale, sentence")
+
+
+def test_recorded_assignments_are_the_assignments_judge_and_file_is_its_alias(tiny, capsys):
+    """What `--judge file:PATH` reads is registered, as `assignments` (`harness components judge`
+    lists it; the registered `file` is `harness judge`'s qrels labels): both names score alike."""
+    from harness.judge.base import JUDGES
+    from harness.responses.assign import RecordedAssignments
+
+    assert JUDGES.get("assignments") is RecordedAssignments
+    assert [param.name for param in JUDGES.declaration("assignments").params] == ["path"]
+    assert main([*tiny, "--format", "json"]) == 0
+    as_file = json.loads(capsys.readouterr().out)
+    assert main([*tiny[:-1], tiny[-1].replace("file:", "assignments:", 1), "--format", "json"]) == 0
+    assert json.loads(capsys.readouterr().out) == as_file

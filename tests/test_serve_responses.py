@@ -556,6 +556,16 @@ def test_an_llm_judge_s_missing_prompt_file_is_a_config_error_naming_its_key(tmp
         load_serve_config(tmp_path / "c.yaml")
 
 
+@pytest.mark.parametrize("judge", ["file", "assignments"])
+def test_a_recorded_assignments_judge_s_missing_file_is_a_config_error_naming_its_key(tmp_path, judge):
+    """`assignments:PATH` as its alias `file:PATH`: checked when the config is read, not at the first upload."""
+    config = {"tasks": [{"name": "r", "topics": "ikat2024", "nuggets": __file__, "judge": f"{judge}:missing.jsonl",
+                         "formats": ["trec-rag-jsonl"]}], "teams": []}
+    (tmp_path / "c.yaml").write_text(yaml.safe_dump(config))
+    with pytest.raises(InputError, match=r"tasks\[0\]\.judge: no file missing\.jsonl"):
+        load_serve_config(tmp_path / "c.yaml")
+
+
 def _llm_task(tmp_path: Path, prompt: str) -> dict:
     """A task judged by an llm (nothing listens at its address) with `prompt` as its prompt file."""
     (tmp_path / "prompt.txt").write_text(prompt)
@@ -616,7 +626,9 @@ def _other(path: Path) -> str:
     ("llm", lambda task, _: task["llm"].update(base_url="http://127.0.0.2:9/v1"), None),  # the same model elsewhere
     ("file", lambda task, files: task.update(judge=f"file:{_other(files['assignments'])}"), "judge"),
     ("file", lambda task, files: task.update(judge=f"file:{_moved(files['assignments'])}"), None),
-], ids=["vital_grade", "model", "prompt", "prompt-moved", "base_url", "assignments", "assignments-moved"])
+    ("file", lambda task, files: task.update(judge=f"assignments:{files['assignments']}"), None),  # file:'s name
+], ids=["vital_grade", "model", "prompt", "prompt-moved", "base_url", "assignments", "assignments-moved",
+        "assignments-named"])
 def test_responses_are_scored_again_when_what_scores_them_changes_not_where_it_lies(tmp_path, judge, edit, reason):
     """A start scores again responses scored otherwise (service._stale): by another vital grade,
     llm model or prompt, or other recorded assignments; not after a file moved with the same

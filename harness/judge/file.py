@@ -60,5 +60,6 @@ class FileJudge:
         return record
 
 
-JUDGES.add("file", FileJudge, "labels recorded earlier (a qrels file), answered by (qid, docid)", [
+JUDGES.add("file", FileJudge, "labels recorded earlier (a qrels file), answered by (qid, docid); "
+           "in harness responses, file:PATH is the assignments judge", [
     Param("path", Path | str, desc="the qrels file of recorded labels"), SCALE])

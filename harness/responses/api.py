@@ -5,7 +5,7 @@
     board = compare(["a.jsonl", "b.jsonl"], "nuggets.json", judge="minilm")   # paired t, Holm
 
 Responses are files (any format harness.responses.readers reads) or `ResponseRun`s; the bank
-a file or a `NuggetBank`; the judge a name (`minilm`, `file:PATH`, `llm` with `model` and
+a file or a `NuggetBank`; the judge a name (`minilm`, `assignments:PATH` or `file:PATH`, `llm` with `model` and
 `base_url`, and optionally `prompt` for nuggets and `citation_prompt` for citations) or a judge object.
 """
 

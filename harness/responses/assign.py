@@ -17,10 +17,11 @@ from pathlib import Path
 from harness import jsonl
 from harness.atomic import atomic_write
 from harness.errors import HarnessError, InputError, open_input
-from harness.judge.base import counts
+from harness.judge.base import JUDGES, counts
 from harness.judge.model import Item, Judgment
 from harness.judge.scales import SUPPORT_0_2, YES_NO, Scale
 from harness.paths import file_sha256
+from harness.registry import Param
 from harness.responses.model import Nugget, Response, Sentence, first_few
 from harness.responses.scores import NOT, PARTIAL, SUPPORT
 from harness.trec import looks_like_qrels_line
@@ -89,8 +90,9 @@ class AssignedNugget:
 
 
 class RecordedAssignments:
-    """The `file` judge for nugget assignments recorded elsewhere: nuggetizer's assignment
-    output (JSON lines `{qid, run_id, nuggets: [{text, importance, assignment}]}`, a nugget
+    """The `assignments` judge (`file:PATH` in `harness responses`, its alias; `file` in its
+    provenance, as before it had a name of its own), for nugget assignments recorded elsewhere:
+    nuggetizer's assignment output (JSON lines `{qid, run_id, nuggets: [{text, importance, assignment}]}`, a nugget
     identified by its `id` where written, else by its position among the line's nuggets,
     matched in order by text: nuggetizer leaves out the last nuggets of a window whose LLM
     answer has fewer labels, and the nuggets after them keep their bank's nugget). A recorded
@@ -252,6 +254,11 @@ class RecordedAssignments:
         if source is not None:  # assignments a judge made earlier (--assignments-out): keep who made them
             record["source_provenance"] = _maker(source)
         return record
+
+
+JUDGES.add("assignments", RecordedAssignments,
+           "nugget assignments recorded earlier, as nuggetizer writes them (harness responses; file:PATH there too)",
+           [Param("path", Path | str, desc="the assignments: JSON lines {qid, run_id, nuggets: [{text, assignment}]}")])
 
 
 def _maker(source: dict) -> dict:

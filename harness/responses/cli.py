@@ -46,7 +46,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                      help="the citation template (default: the harness's citation_support.txt: {question}, "
                           "{sentence}, {passage})")
     ev.add_argument("--assignments-out", metavar="JSONL",
-                    help="write every assignment as nuggetizer's assignment output (readable by --judge file:)")
+                    help="write every assignment as nuggetizer's assignment output (readable by --judge "
+                         "assignments: or file:)")
     add_paired_tests(ev)
     add_format(ev, FORMATS.names(), help=FORMAT_HELP)
     ev.add_argument("--per-turn", action="store_true", help="add every (run, turn) row to JSON output (json only)")

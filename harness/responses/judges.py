@@ -1,6 +1,7 @@
 """The judges `harness responses` names: `minilm[:SUPPORT,PARTIAL]` (the offline baseline),
-`file:PATH` (recorded nuggetizer assignments), `llm` (an OpenAI-compatible endpoint with the
-shipped support prompts, or your own) and plug-ins (`python:module:attr[:ARG]`, entry points)."""
+`assignments:PATH` (recorded nuggetizer assignments; `file:PATH`, its alias), `llm` (an
+OpenAI-compatible endpoint with the shipped support prompts, or your own) and plug-ins
+(`python:module:attr[:ARG]`, entry points)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,10 @@ from harness.judge.llm import CONCURRENCY, RETRIES, default_prompt
 from harness.registry import PYTHON, split_spec
 
 TEMPLATES = {"nuggets": default_prompt("nugget_support"), "citations": default_prompt("citation_support")}
-JUDGE_NAMES = ("minilm[:SUPPORT,PARTIAL]", "file:PATH", "llm", "python:MODULE:ATTR[:ARG]")
+JUDGE_NAMES = ("minilm[:SUPPORT,PARTIAL]", "assignments:PATH (or file:PATH)", "llm", "python:MODULE:ATTR[:ARG]")
+# the recorded assignments' judge, and its alias: `harness responses` named it `file:PATH` before it was registered
+# (`file` itself is `harness judge`'s judge of recorded qrels labels)
+RECORDED = ("assignments", "file")
 
 
 def make_judge(spec: str, *, task: str = "nuggets", model: str | None = None, base_url: str | None = None,
@@ -33,11 +37,12 @@ def make_judge(spec: str, *, task: str = "nuggets", model: str | None = None, ba
         except ValueError:
             raise HarnessError(f"--judge {spec}: expected minilm:SUPPORT,PARTIAL thresholds, e.g. minilm:0.7,0.5") from None
         return MiniLMJudge(support, partial, cache_dir=cache_dir)
-    if name == "file":
+    if name in RECORDED:
         if not argument:
-            raise HarnessError("--judge file:PATH names the recorded assignments (nuggetizer's assignment output)")
+            raise HarnessError(f"--judge {name}:PATH names the recorded assignments (nuggetizer's assignment "
+                               "output)")
         if task != "nuggets":
-            raise HarnessError("recorded assignments (file:PATH) judge nuggets, not citations")
+            raise HarnessError(f"recorded assignments ({name}:PATH) judge nuggets, not citations")
         from harness.responses.assign import RecordedAssignments
 
         return RecordedAssignments(argument)

@@ -255,8 +255,8 @@ def _response_task(node: Node) -> TaskConfig:
 
         prompt = llm["prompt"].existing_path()
         lookup(llm["prompt"], lambda: check_prompt(prompt, sample_item("nuggets"), SUPPORT_0_2))
-    if judge.startswith("file:") and not Path(judge[5:]).is_file():
-        raise keys["judge"].error(f"no file {judge[5:]}")
+    if judge.startswith(("file:", "assignments:")) and not Path(judge.partition(":")[2]).is_file():
+        raise keys["judge"].error(f"no file {judge.partition(':')[2]}")
     topics = keys["topics"].text()
     lookup(keys["topics"], lambda: _check_topics(topics))
     nuggets = keys["nuggets"].existing_path()

@@ -80,16 +80,19 @@ class ResponseTaskRuntime(TaskRuntime):
         nor its endpoint: either may move while answering alike (TaskRuntime.scored_with). A
         file's content is the hash the judge took of it as it read it: hashed once a start,
         and the hash of what scores, should the file change later. A `file:` judge's holds the
-        number of its task's rules (FILE_JUDGE_RULES) too."""
+        number of its task's rules (FILE_JUDGE_RULES) too; `assignments:PATH` is keyed as `file:PATH`
+        (one judge, two names)."""
         from harness.paths import file_sha256
         from harness.registry import split_spec
+        from harness.responses.judges import RECORDED
 
         settings = dict(self.config.judge_settings)
         name, _ = split_spec(self.config.judge)
-        judge = {"judge": name if name == "file" else self.config.judge, "model": settings.get("model"),
+        recorded = name in RECORDED
+        judge = {"judge": "file" if recorded else self.config.judge, "model": settings.get("model"),
                  "prompt": self.judge.template.sha256 if name == "llm" else None,
-                 "assignments": self.judge.sha256 if name == "file" else None,
-                 "rules": FILE_JUDGE_RULES if name == "file" else None}
+                 "assignments": self.judge.sha256 if recorded else None,
+                 "rules": FILE_JUDGE_RULES if recorded else None}
         return {"nuggets": file_sha256(self.config.nuggets), "vital_grade": self.config.vital_grade,
                 "judge": {key: value for key, value in judge.items() if value is not None}}
 
