@@ -621,8 +621,7 @@ def declared(name: str, obj: Any, skip: Sequence[str] = ()) -> Declaration:
     own = getattr(obj, "declaration", None)
     if isinstance(own, Declaration):
         return replace(own, name=name)
-    target = obj if callable(obj) and (inspect.isfunction(obj) or inspect.ismethod(obj) or inspect.isclass(obj)) \
-        else getattr(type(obj), "__call__", obj)
+    target = obj if _names_itself(obj) else getattr(type(obj), "__call__", obj)
     params: list[Param] = []
     open_ = False
     # an object's parameters are described in its type's docstring or its __call__'s
@@ -684,7 +683,7 @@ def summary_of(obj: Any) -> str:
     """The first sentence of an object's own docstring (a function's or class's, else its
     type's), on one line; none from the docstring a dataclass is given when it has none
     (`Name(field: type, ...)`), which says nothing of what it is."""
-    documented = obj if inspect.isfunction(obj) or inspect.isclass(obj) or inspect.ismethod(obj) else type(obj)
+    documented = obj if _names_itself(obj) else type(obj)
     doc = documented.__doc__
     if not doc or not doc.strip() or doc.startswith(f"{getattr(documented, '__name__', '')}("):
         return ""
@@ -807,12 +806,14 @@ class Registry(Generic[T]):
         not the instance, so one (a Preset) is given a summary."""
         def decorator(item: T) -> T:
             if name in self._items or name in self._entry_points:
-                raise ValueError(f"{self.kind} {name!r} is registered twice")
+                first = (f"the entry point of {_distribution(self._entry_points[name])}" if name not in self._items
+                         else _defined_at(self._items[name]))
+                raise HarnessError(f"{self.kind} {name!r} is registered twice"
+                                   + (f" (first: {first})" if first else ""))
             self._items[name] = item
-            own = inspect.isfunction(item) or inspect.isclass(item) or inspect.ismethod(item)
             self._declarations[name] = lambda: Declaration(
-                name, summary or (summary_of(item) if own else ""), tuple(params() if callable(params) else params),
-                **more)
+                name, summary or (summary_of(item) if _names_itself(item) else ""),
+                tuple(params() if callable(params) else params), **more)
             return item
 
         return decorator
@@ -1085,7 +1086,7 @@ def _code(obj: Any) -> Any:
     `functools.partial` (of a partial...) calls, any other object's class."""
     while isinstance(obj, functools.partial):
         obj = obj.func
-    return obj if inspect.isfunction(obj) or inspect.isclass(obj) or inspect.ismethod(obj) else type(obj)
+    return obj if _names_itself(obj) else type(obj)
 
 
 def plugin_import_failure(error: ModuleNotFoundError) -> str | None:
@@ -1134,6 +1135,18 @@ def _plugin_owner(error: BaseException) -> tuple[str | None, int]:
             first = number if owner is None else first
             owner = plugin
     return owner, first
+
+
+def _names_itself(obj: Any) -> bool:
+    """A function, class or method: its name, docstring and module are its own (an instance's
+    are its type's, which say what kind of thing it is, not which)."""
+    return inspect.isfunction(obj) or inspect.isclass(obj) or inspect.ismethod(obj)
+
+
+def _defined_at(obj: Any) -> str:
+    """`module.qualname` of a function or class, which names where a name was registered first
+    (a notebook cell run again registers it again: `__main__.search`); '' for an instance."""
+    return f"{obj.__module__}.{obj.__qualname__}" if _names_itself(obj) else ""
 
 
 def _distribution(point: Any) -> str:

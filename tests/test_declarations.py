@@ -85,6 +85,24 @@ def test_a_built_in_registered_without_a_summary_is_summarised_by_its_docstrings
     assert examples.declaration("preset").summary == ""
 
 
+def test_a_name_registered_twice_is_one_line_naming_the_registry_the_name_and_what_took_it_first():
+    """A HarnessError, not a bare ValueError: a notebook cell that registers run again says so."""
+    examples: Registry = Registry("example")
+
+    @examples.register("mine")
+    def search() -> None:
+        """Searches."""
+
+    with pytest.raises(HarnessError) as error:
+        examples.add("mine", search)
+    assert str(error.value) == ("example 'mine' is registered twice (first: tests.test_declarations."
+                                "test_a_name_registered_twice_is_one_line_naming_the_registry_the_name_and_what_took_"
+                                "it_first.<locals>.search)")
+    examples.add("preset", Preset(("RR",), None, "a source"))
+    with pytest.raises(HarnessError, match=r"^example 'preset' is registered twice$"):  # an instance: no name to give
+        examples.add("preset", Preset(("RR",), None, "a source"))
+
+
 def _error(tmp_path, experiment: dict) -> str:
     with pytest.raises(ConfigError) as error:
         parse_config(tmp_path / "x.yaml", {"experiments": [{"topics": "ikat2023:test", "measures": ["RR"],

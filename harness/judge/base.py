@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import datetime
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Protocol
 
@@ -37,7 +37,7 @@ class Judge(Protocol):
 
 
 # name -> factory(**options) -> Judge; higher rooms register theirs too (harness/_assembly.py)
-JUDGES: Registry = Registry("judge", package="harness.judge", group="harness.judges")
+JUDGES: Registry[Callable[..., Judge]] = Registry("judge", package="harness.judge", group="harness.judges")
 SCALE = Param("scale", Scale, desc="the label scale answers are read on (harness.judge.scales)")
 CACHE_DIR = Param("cache_dir", Path | None, None, "answer cache folder (default: the harness cache's judge/)")
 

@@ -10,8 +10,8 @@ from pathlib import Path
 
 from harness.cli import add_output, add_runs, number_in, runs
 from harness.errors import HarnessError, InputError, verb
-from harness.judge.base import (JUDGES, check_parsed, checked, counts, failed_why, plugin, quoting, sidecar,
-                                 write_qrels)
+from harness.judge.base import (JUDGES, Judge, check_parsed, checked, counts, failed_why, plugin, quoting,
+                                 sidecar, write_qrels)
 from harness.judge.llm import CONCURRENCY, RETRIES
 from harness.judge.model import Item
 from harness.judge.pairs import QUERY_FIELDS, relevance_items, sample_item, unjudged_pairs
@@ -92,7 +92,7 @@ def check_llm_options(args: argparse.Namespace) -> None:
         raise HarnessError(f"{args.llm_options_given[0]} is an option of --judge llm, not of --judge {args.judge}")
 
 
-def make_judge(args: argparse.Namespace):
+def make_judge(args: argparse.Namespace) -> Judge:
     """The judge the options name (checked before any pair is read). --labels with another
     judge is an error, as an llm option is: the llm judge, the default, ignored it (and with
     HARNESS_LLM_* set sent every pair to the model)."""
@@ -113,7 +113,7 @@ def make_judge(args: argparse.Namespace):
     return make_llm_judge(args, "relevance", scale, sample_item())
 
 
-def make_llm_judge(args: argparse.Namespace, prompt_name: str, scale: Scale, sample: Item):
+def make_llm_judge(args: argparse.Namespace, prompt_name: str, scale: Scale, sample: Item) -> Judge:
     """The llm judge add_llm_arguments' options describe; without --prompt, the shipped
     harness/judge/prompts/<prompt_name>.txt. Its prompt is filled with `sample`, an item of
     the kind it is to judge, now: not once other requests are paid for, and also when nothing
