@@ -320,3 +320,31 @@ def test_voted_systems_without_dialogues_are_named_with_the_systems_the_correlat
     assert any(line.split()[:2] == ["Elo", "9"] for line in out.splitlines())
     assert main(common) == 0
     assert len(capsys.readouterr().err.splitlines()) == 1  # no dialogues given, no satisfaction: --bootstrap's alone
+
+
+def test_each_win_rate_shows_the_votes_of_its_pair(capsys):
+    """A 1.00 from one vote read as a 1.00 from fifteen: each cell has the pair's votes beside it
+    (ties included, each half a win); the machine formats keep the numbers apart."""
+    common = ["arena", "--votes", str(OPEN), str(CLOSED), "--bootstrap", "20"]
+    assert main([*common, "--format", "md"]) == 0
+    rows = {line.split("|")[1].strip(): [c.strip() for c in line.split("|")[2:-1]]
+            for line in capsys.readouterr().out.splitlines() if line.startswith("| 1 chatgpt_redial")
+            or line.startswith("| 4 kbrd_redial")}
+    assert rows["1 chatgpt_redial"][2] == "1.00 (1)"  # one vote over barcor_redial
+    assert rows["4 kbrd_redial"][6] == "0.50 (2)"  # two ties with unicrs_opendialkg
+    rates = arena_lib.win_rates(votes=arena_lib.read_votes(OPEN) + arena_lib.read_votes(CLOSED))
+    assert sum(rates.games.values()) == 2 * 185
+
+
+@pytest.mark.parametrize("ties, says", [
+    ("half", "votes: every vote a system is in, ties included (185 votes, 72 ties), as Bradley-Terry counted them."),
+    ("drop", "votes: every vote a system is in, ties included; Bradley-Terry used the 113 decisive votes of 185 "
+             "(72 ties dropped)."),
+])
+def test_the_footer_says_which_votes_the_votes_column_and_bradley_terry_count(capsys, ties, says):
+    """Under --ties drop the votes column kept the ties (46 for chatgpt_redial) while Bradley-Terry
+    used fewer, and nothing said which count was shown."""
+    assert main(["arena", "--votes", str(OPEN), str(CLOSED), "--bootstrap", "20", "--ties", ties]) == 0
+    out = capsys.readouterr().out
+    assert says in out
+    assert out.splitlines()[1].split()[:2] == ["1", "chatgpt_redial"] and out.splitlines()[1].split()[-1] == "46"

@@ -313,6 +313,16 @@ def test_cli_csv_holds_every_table_below_the_leaderboard_as_json_has_it(tmp_path
     assert list(document["untested"]) == ["Judged@10"]
 
 
+def test_cli_json_has_each_win_rate_and_its_pair_s_votes_as_numbers(capsys):
+    votes = data_root() / "crsarena" / "votes_open.csv"
+    assert main(["compare", "--qrels", str(CAST2021_QRELS), str(CAST2021_DOC_RUNS[0]), "--measures", "RR",
+                 "--arena-votes", str(votes), "--arena-bootstrap", "10", "--format", "json"]) == 0
+    arena = json.loads(capsys.readouterr().out)["arena"]
+    assert arena["win_rate_votes"].keys() == arena["win_rates"].keys()
+    assert sum(arena["win_rate_votes"].values()) == 2 * 81
+    assert "per vote of the pair (their number in brackets)" in arena["legend"]
+
+
 def test_cli_csv_says_it_holds_no_arena_ratings(capsys):
     votes = data_root() / "crsarena" / "votes_open.csv"
     assert main(["compare", "--qrels", str(CAST2021_QRELS), str(CAST2021_DOC_RUNS[0]), "--measures", "RR",

@@ -244,7 +244,7 @@ def bootstrap_bt(
 @dataclass(frozen=True)
 class WinRates:
     systems: list[str]
-    games: dict[tuple[str, str], int]  # unordered pair counts, stored both ways
+    games: dict[tuple[str, str], int]  # votes of the pair (ties included), stored both ways: a rate's weight
     rate: dict[tuple[str, str], float]  # (a, b): a's wins over b + half its ties, per game
 
 
@@ -316,16 +316,25 @@ class Arena:
     l2: float
     resamples: int
     seed: int
+    votes: int  # all the votes, ties included
+    tie_votes: int
     sources: list[str] = field(default_factory=list)
     correlations: list[Correlation] = field(default_factory=list)
 
     def legend(self) -> str:
+        """How each number was counted; under ties="drop" the votes column (ties included) is not
+        what Bradley-Terry used, so the footer says both."""
+        ties = counted(self.tie_votes, "tie")
+        used = (f"; Bradley-Terry used the {self.votes - self.tie_votes} decisive votes of {self.votes} ({ties} "
+                "dropped)" if self.ties == "drop" else f" ({self.votes} votes, {ties}), as Bradley-Terry counted them")
         return (
             f"Elo: online, initial {self.settings.initial:g}, K {self.settings.k:g}, votes in the order of "
             f"{' then '.join(self.sources) or 'the input'}, tie = half a win. Bradley-Terry: maximum "
             f"likelihood (ties {'as half wins' if self.ties == 'half' else 'dropped'}, ridge {self.l2:g} on "
             "log-strengths), Elo scale, "
-            f"95% percentile intervals from {self.resamples} bootstrap resamples of the votes (seed {self.seed})."
+            f"95% percentile intervals from {self.resamples} bootstrap resamples of the votes (seed {self.seed}). "
+            f"votes: every vote a system is in, ties included{used}. Win rate: the row system's wins over the "
+            "column system, a tie half a win, per vote of the pair (their number in brackets)."
         )
 
 
@@ -353,4 +362,5 @@ def arena(
         [correlation("Elo", elo_ratings, satisfied), correlation("Bradley-Terry", bt, satisfied)]
         if satisfied else []
     )
-    return Arena(ratings, win_rates(votes), settings, ties, l2, resamples, seed, list(sources), correlations)
+    return Arena(ratings, win_rates(votes), settings, ties, l2, resamples, seed, len(votes),
+                 sum(v.winner is None for v in votes), list(sources), correlations)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import re
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -90,8 +91,9 @@ def build_arena(
 
 
 def _is_number(cell: str) -> bool:
+    """A number, a percentage, an interval '[a, b]', or a win rate with its votes '0.50 (2)'."""
     try:
-        float(cell.strip("[]%").split(",")[0])
+        float(re.sub(r" \(\d+\)$", "", cell).strip("[]%").split(",")[0])
         return True
     except ValueError:
         return cell == "-"

@@ -178,5 +178,6 @@ def as_json(report: Report) -> bytes:
             "legend": report.arena.legend(),
             "correlations": [asdict(c) for c in report.arena.correlations],
             "win_rates": {f"{a} vs {b}": rate for (a, b), rate in report.arena.win_rates.rate.items()},
+            "win_rate_votes": {f"{a} vs {b}": votes for (a, b), votes in report.arena.win_rates.games.items()},
         }
     return (json.dumps(document, indent=2, ensure_ascii=False) + "\n").encode()

@@ -168,10 +168,12 @@ def arena_rows(arena: Arena) -> tuple[list[str], list[list[str]]]:
 
 
 def win_rate_rows(arena: Arena) -> tuple[list[str], list[list[str]]]:
-    """Row system's win rate over the column system (ties = 1/2); columns are ranks."""
+    """Row system's win rate over the column system (ties = 1/2) with the pair's votes beside it: a
+    1.00 from one vote is not one from twenty; columns are ranks."""
     systems = [r.system for r in arena.ratings]
-    header = ["win rate (row over column)", *[str(i) for i in range(1, len(systems) + 1)]]
-    rows = [[f"{i} {a}", *[f"{arena.win_rates.rate[a, b]:.2f}" if (a, b) in arena.win_rates.rate else "-"
+    rates = arena.win_rates
+    header = ["win rate (votes), row over column", *[str(i) for i in range(1, len(systems) + 1)]]
+    rows = [[f"{i} {a}", *[f"{rates.rate[a, b]:.2f} ({rates.games[a, b]})" if (a, b) in rates.rate else "-"
                           for b in systems]] for i, a in enumerate(systems, start=1)]
     return header, rows
 
