@@ -286,6 +286,27 @@ def test_a_strategy_objects_check_of_the_topics_runs_when_the_config_is_read(tmp
                    "retrievers": ["bm25"]})
 
 
+def test_a_strategy_objects_notes_are_said_when_its_stream_is_built(modules, capsys):
+    """`notes`, as the built-in variant's fallback count: a plug-in's object says its own."""
+    modules("noting_strategy", """
+        from harness.queries import Strategy
+
+        class Shouting(Strategy):
+            def query(self, conversation, turn_index):
+                return conversation.turns[turn_index].utterance.upper()
+
+            def notes(self, conversations):
+                return [f"{len(conversations)} conversations shouted"]
+
+        shouting = Shouting("shouting", "the utterance in capitals")
+        """)
+    from harness.queries import stream
+
+    list(stream(load("cast2019").conversations, "python:noting_strategy:shouting"))
+    said = capsys.readouterr().err
+    assert said == "note: query strategy 'python:noting_strategy:shouting': 50 conversations shouted\n"
+
+
 def test_a_python_benchmark_is_named_with_its_split(modules):
     modules("my_benchmark", """
         from harness.topics import Benchmark, Conversation, Turn

@@ -108,6 +108,20 @@ def test_variants_read_the_intent():
         get("variant")[0](load("cast2019").conversations[0], 0, "1")
 
 
+@pytest.mark.parametrize("strategy", ["variant:0", "all_variants"])
+def test_crowd_turns_without_variants_fall_back_to_the_utterance_said_once_with_a_count(capsys, strategy):
+    """277 cosrec-crowd chit-chat turns were searched as written, without a word (OpenDialKG: an error)."""
+    conversations = load("cosrec-crowd").conversations
+    queries = {query.qid: query.text for query in stream(conversations, strategy)}
+    turn = {t.qid: t for c in conversations for t in c.turns}["CoSRec-Crowd_1_7"]
+    assert queries[turn.qid] == turn.utterance
+    assert capsys.readouterr().err == (
+        f"note: query strategy {strategy!r}: 277 of 2329 turns have no query variant (no annotator gave them an "
+        "intent; first: CoSRec-Crowd_1_7), so their query is the utterance as written\n")
+    list(stream(load("cosrec-curated").conversations, strategy))  # every curated turn has variants
+    assert capsys.readouterr().err == ""
+
+
 def test_cosrec_history_skips_other_intents_of_the_same_utterance():
     """Several intents of one user utterance are separate turns; none is 'history' of another."""
     conversation = load("cosrec-curated").conversations[0]

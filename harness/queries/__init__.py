@@ -31,8 +31,9 @@ class Strategy:
     A strategy reading inputs outside the topics (a rewrites file, an LLM) overrides `check`
     (run when a config is read), `check_stream` (once the whole stream is built) and `inputs`
     (what it read, for the run's JSON); one reading a part of the topics that some benchmarks
-    lack (PTKB statements) overrides `check_topics` (before any query is built). As defined
-    here they do nothing."""
+    lack (PTKB statements) overrides `check_topics` (before any query is built); one that falls
+    back to other text on some turns overrides `notes` (said once the stream is built). As
+    defined here they do nothing."""
 
     def __init__(self, name: str, summary: str = "", params: Sequence[Param] = ()) -> None:
         self.name = name
@@ -58,6 +59,11 @@ class Strategy:
         """What the strategy read besides the topics (file hashes, model), for the run's JSON."""
         return {}
 
+    def notes(self, conversations: Sequence[Conversation], *args: Any) -> list[str]:
+        """What the stream's queries do not show of how they were made (a fallback taken on some
+        turns), each said once as a note when a stream is built."""
+        return []
+
     def arguments(self, arg: str | None) -> list[Any]:
         """`arg` read into the declared parameters, in order (a one-line HarnessError when it
         does not fit them)."""
@@ -66,14 +72,16 @@ class Strategy:
 
 class Function(Strategy):
     """A strategy written as a function `(conversation, turn_index, *arguments) -> Query`, with
-    `topics`, if given, as its `check_topics` (what every turn must hold: a manual rewrite) and
-    `arguments_check` as its `check` (what its arguments name can be read: a benchmark)."""
+    `topics`, if given, as its `check_topics` (what every turn must hold: a manual rewrite),
+    `arguments_check` as its `check` (what its arguments name can be read: a benchmark) and
+    `said` as its `notes`."""
 
     def __init__(self, name: str, summary: str, params: Sequence[Param], function: Callable[..., Query],
                  topics: Callable[[Sequence[Conversation]], None] | None = None,
-                 arguments_check: Callable[..., None] | None = None) -> None:
+                 arguments_check: Callable[..., None] | None = None,
+                 said: Callable[[Sequence[Conversation]], list[str]] | None = None) -> None:
         super().__init__(name, summary, params)
-        self.function, self.topics, self.arguments_check = function, topics, arguments_check
+        self.function, self.topics, self.arguments_check, self.said = function, topics, arguments_check, said
 
     def query(self, conversation: Conversation, turn_index: int, *args: Any) -> Query:
         return self.function(conversation, turn_index, *args)
@@ -85,6 +93,9 @@ class Function(Strategy):
     def check_topics(self, conversations: Sequence[Conversation], *args: Any) -> None:
         if self.topics is not None:
             self.topics(conversations)
+
+    def notes(self, conversations: Sequence[Conversation], *args: Any) -> list[str]:
+        return self.said(conversations) if self.said is not None else []
 
 
 # plug-ins (harness/queries/plugins.py): entry points `harness.strategies`, `python:module:attr[:arg]`,
@@ -107,13 +118,14 @@ def every_turn(check: Callable[[Conversation, int], object]) -> Callable[[Sequen
 
 def register(name: str, summary: str, params: Sequence[Param] = (),
              topics: Callable[[Sequence[Conversation]], None] | None = None,
-             check: Callable[..., None] | None = None) -> Callable[[F], F]:
+             check: Callable[..., None] | None = None,
+             notes: Callable[[Sequence[Conversation]], list[str]] | None = None) -> Callable[[F], F]:
     """Decorator: the function `(conversation, turn_index, *arguments) -> Query` is the strategy
     `name`, declared by `summary` and `params` (its arguments after `NAME:`); when a config names
     it, `topics` checks that a benchmark's conversations hold what it reads, and `check(*arguments)`
-    that what its arguments name can be read."""
+    that what its arguments name can be read; `notes(conversations)` is what its stream says."""
     def decorator(function: F) -> F:
-        add(Function(name, summary, params, function, topics, check))
+        add(Function(name, summary, params, function, topics, check, notes))
         return function
 
     return decorator
@@ -159,7 +171,8 @@ def stream(conversations: Sequence[Conversation], strategy_name: str) -> Iterato
     Each qid comes once: flattened trees (CAsT 2022) repeat a shared turn in every path
     through it, with the same history and hence the same query; a repeat whose query
     differs is an error. A plug-in's empty queries, which retrieve nothing, are counted in
-    a warning on stderr (the built-in `manual` and `automatic` warn per turn).
+    a warning on stderr (the built-in `manual` and `automatic` warn per turn), and what the
+    strategy notes of the stream (Strategy.notes) is a note there.
     """
     check_topics(strategy_name, conversations)
     strategy, arg = get(strategy_name)
@@ -174,6 +187,8 @@ def stream(conversations: Sequence[Conversation], strategy_name: str) -> Iterato
             seen[query.qid] = query.text
             yield query
     strategy.check_stream(set(seen), *strategy.arguments(arg))
+    for note in strategy.notes(conversations, *strategy.arguments(arg)):
+        print(f"note: query strategy {strategy_name!r}: {note}", file=sys.stderr)
     blank = [qid for qid, text in seen.items() if not text.strip()]
     if blank and STRATEGIES.origin(split_spec(strategy_name)[0]) is not None:
         print(f"warning: query strategy {strategy_name!r} gave {len(blank)} of {len(seen)} turns an empty query "

@@ -1,7 +1,7 @@
 """A plug-in's function made into a query strategy, checked when a config names it.
 
 A plug-in strategy is either an instance of a `harness.queries.Strategy` subclass, whose own
-`check`, `check_topics`, `check_stream` and `inputs` are used as a built-in strategy's are, or
+`check`, `check_topics`, `check_stream`, `inputs` and `notes` are used as a built-in strategy's are, or
 a function `f(conversation, turn_index, *arguments)` returning the query text (a `str`) or a
 `Query`. Either is handed the conversation up to and including the turn, that turn without its
 answer (`asked`: its response and gold passages blank), so that it cannot read a later turn nor
@@ -82,3 +82,6 @@ class PluginStrategy(Strategy):
 
     def inputs(self, *args: Any) -> dict:
         return self.target.inputs(*args) if isinstance(self.target, Strategy) else {}
+
+    def notes(self, conversations: Sequence[Conversation], *args: Any) -> list[str]:
+        return self.target.notes(conversations, *args) if isinstance(self.target, Strategy) else []
