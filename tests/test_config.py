@@ -648,7 +648,7 @@ def test_a_malformed_qrels_file_several_experiments_name_is_read_and_reported_on
     qrels = tmp_path / "bad.qrels"
     qrels.write_text("q1 0 d1 1\nq2 0 d2\n", encoding="utf-8")
     read = []
-    monkeypatch.setattr("harness.runner.config.read_qrels", lambda path: read.append(path) or read_qrels(path))
+    monkeypatch.setattr("harness.topics.read_qrels", lambda path: read.append(path) or read_qrels(path))
     experiments = [_experiment(name=name, qrels=str(qrels)) for name in ("a", "b", "c")]
     path = _write(tmp_path, {"output": str(tmp_path / "out"), "experiments": experiments})
     assert main(["run", str(path), "--dry-run"]) == 2

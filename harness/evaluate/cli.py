@@ -26,7 +26,8 @@ from harness.trec import Qrels
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--qrels", required=True, help="qrels file: qid iter docid grade")
+    parser.add_argument("--qrels", required=True, help="qrels file (qid iter docid grade), irds:ID, or "
+                        "benchmark:NAME[:SPLIT]: the qrels a benchmark ships or derives")
     add_runs(parser, "one or more TREC run files")
     parser.add_argument("--measures", nargs="+",
                         help="ir-measures names (nDCG@3 'P(rel=2)@3' RR) or trec_eval's (ndcg_cut_3 P_5 map); "

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple, Union
 
 from harness.errors import HarnessError
-from harness.trec import GRADE_LIMIT, Qrels, Run, read_qrels, read_run
+from harness.trec import GRADE_LIMIT, Qrels, Run, read_run
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -98,10 +98,9 @@ def as_qrels(qrels: QrelsLike) -> Qrels:
     if isinstance(qrels, Qrels):
         return qrels
     if isinstance(qrels, (str, Path)):
-        from harness.corpus.readers import irds_id, irds_qrels
+        from harness.topics import read_qrels_spec
 
-        dataset_id = irds_id(qrels)
-        return read_qrels(qrels) if dataset_id is None else irds_qrels(dataset_id)
+        return read_qrels_spec(qrels)
     import pandas as pd
 
     qrels = _frame(qrels, "qrels", "a qrels file, a harness.trec.Qrels or a DataFrame (qid, docno, label)")

@@ -287,11 +287,12 @@ def spare_memory() -> None:
 def read_qrels_table(path: str | Path, *, name: str | None = None) -> QrelsTable:
     """A qrels file as a QrelsTable: the common form through pyarrow, anything else (comments,
     tabs, a malformed line, a repeated judgment) through `harness.trec.read_qrels`; `irds:ID`,
-    an ir_datasets dataset's qrels."""
-    from harness.corpus.readers import irds_id, irds_qrels
+    an ir_datasets dataset's qrels, and `benchmark:NAME[:SPLIT]`, a benchmark's own (read_qrels_spec)."""
+    from harness.corpus.readers import irds_id
+    from harness.topics import benchmark_qrels_name, read_qrels_spec
 
-    if (dataset_id := irds_id(path)) is not None:
-        return QrelsTable.from_qrels(irds_qrels(dataset_id))
+    if irds_id(path) is not None or benchmark_qrels_name(path) is not None:
+        return QrelsTable.from_qrels(read_qrels_spec(path))
     path = Path(path)
     try:
         return _fast_qrels(path, name or file_stem(path))

@@ -28,7 +28,8 @@ from harness.trec import file_stem
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_runs(parser, "TREC run files, each named by its file name less its suffix (r.run and r.run.gz: r)")
-    parser.add_argument("--qrels", required=True, help="qrels file: qid iter docid grade")
+    parser.add_argument("--qrels", required=True, help="qrels file (qid iter docid grade), irds:ID, or "
+                        "benchmark:NAME[:SPLIT]: the qrels a benchmark ships or derives")
     parser.add_argument("--measures", nargs="+", help=f"ir-measures names, e.g. nDCG@3 'P(rel=2)@3' RR ({DEFAULT_HELP})")
     parser.add_argument("--preset", choices=PRESETS.names(), help=preset_help())
     parser.add_argument("--depth", type=int, help="evaluate the top N documents per query (trec_eval -M)")

@@ -12,8 +12,9 @@ and measures; parsing turns it into dataclasses and refuses anything it cannot r
         strategies: [raw, hqe]        # query strategies (retrieval only)
         retrievers: [bm25, {name: dense, label: minilm, params: {max_length: 128}}]
         corpus: FILE or FORMAT:SPEC, a list of them, or {index: NAME}   # default: the topics' own
-        qrels: FILE or irds:ID        # default: the topics' own qrels (without any: measures: [] or none,
-                                      # and the runs are written, not scored)
+        qrels: FILE or irds:ID        # or benchmark:NAME[:SPLIT], a benchmark's own; default: the topics'
+                                      # own qrels (without any: measures: [] or none, and the runs
+                                      # are written, not scored)
         qrels_restrict_to_corpus: false   # judge only documents of the corpus (small pools)
         measures: [nDCG@3, R@100]     # ir-measures names, or `preset: NAME`
         passage_separator: "-"        # judge passage runs <docid>-<n> by document (MaxP); default: the preset's
@@ -58,7 +59,7 @@ from harness.errors import CONFIG, HarnessError, InputError, nearest, read_input
 from harness.paths import cache_root, data_root, name_problem, qrels_root
 from harness.registry import INT_LIMIT, LocalPath, ParamError, PluginNotFound, Registry, check_params
 from harness.runner.tasks import TASKS
-from harness.trec import Qrels, read_qrels
+from harness.trec import Qrels
 
 DEFAULT_OUTPUT = "runs"
 DEFAULT_TAG = "{benchmark}.{strategy}.{retriever}"
@@ -714,21 +715,28 @@ def _corpus_spec(node: Node) -> str:
 
 
 def _qrels(node: Node, read: dict[Path | str, Qrels | None]) -> Qrels | None:
-    """The `qrels:` file (or `irds:ID`, an ir_datasets dataset's qrels), read now (once for all
-    experiments naming it): a malformed line is an error at this key naming its line
-    (`experiments[0].qrels: q.txt:12: expected 4 fields ...`), said at the first key naming the
-    file only; None at the others."""
-    from harness.corpus.readers import irds_id, irds_qrels
+    """The `qrels:` file (or `irds:ID`, an ir_datasets dataset's qrels, or `benchmark:NAME[:SPLIT]`,
+    a benchmark's own), read now (once for all experiments naming it): a malformed line is an error
+    at this key naming its line (`experiments[0].qrels: q.txt:12: expected 4 fields ...`), said at
+    the first key naming the file only; None at the others."""
     from harness.evaluate import check_scorable
+    from harness.topics import read_qrels_spec
 
-    dataset_id = irds_id(node.value)
-    source = node.existing_path() if dataset_id is None else node.value
+    source = node.value if names_qrels(node.value) else node.existing_path()
     if source not in read:
         read[source] = None  # until read and found scorable
-        qrels = lookup(node, lambda: read_qrels(source) if dataset_id is None else irds_qrels(dataset_id))
+        qrels = lookup(node, lambda: read_qrels_spec(source))
         lookup(node, lambda: check_scorable(qrels))  # a query with only negative grades
         read[source] = qrels
     return read[source]
+
+
+def names_qrels(value: Any) -> bool:
+    """`qrels:` names an ir_datasets dataset's qrels or a benchmark's own, not a file."""
+    from harness.corpus.readers import irds_id
+    from harness.topics import benchmark_qrels_name
+
+    return irds_id(value) is not None or benchmark_qrels_name(value) is not None
 
 
 def _judging(node: Node, qrels: Qrels, benchmark) -> None:

@@ -10,7 +10,8 @@
       - name: ikat2023                # the URL name: /tasks/ikat2023
         title: "TREC iKAT 2023 passage ranking"
         topics: ikat2023              # a benchmark name or an iKAT topics file
-        qrels: "{qrels}/ikat/2023-qrels.all-turns.txt"   # hidden: never served
+        qrels: "{qrels}/ikat/2023-qrels.all-turns.txt"   # hidden: never served; or irds:ID, or
+                                      # benchmark:NAME[:SPLIT], the benchmark's own (OpenDialKG's derived ones)
         preset: ikat2023              # or measures: [nDCG@5, ...] (+ depth: 1000)
         # passage_separator: '-'      # judge passage runs '<docid>-<n>' by document (MaxP), as
                                       # the cast2021 preset does; given, it wins over the preset's
@@ -37,7 +38,7 @@ from typing import Any
 
 from harness.atomic import output_problem
 from harness.ikat.submission import YEARS, file_format
-from harness.runner.config import SERVE_KEYS, Node, lookup, measures_of, read_yaml, refuse_other_kind
+from harness.runner.config import SERVE_KEYS, Node, lookup, measures_of, names_qrels, read_yaml, refuse_other_kind
 
 # upload formats: each iKAT year's file (harness.ikat.submission.YEARS), and TREC runs
 FORMAT_YEARS = {file_format(year): year for year in YEARS}
@@ -61,7 +62,7 @@ class TaskConfig:
     name: str
     title: str
     topics: str  # benchmark name or topics file
-    qrels: Path
+    qrels: Path | str  # a file, or irds:ID / benchmark:NAME[:SPLIT] (harness.topics.read_qrels_spec)
     measures: tuple[str, ...]  # the main measure first
     depth: int | None
     passage_separator: str | None
@@ -201,7 +202,7 @@ def _task(node: Node) -> TaskConfig:
         name=name,
         title=keys["title"].text() if "title" in keys else name,
         topics=topics,
-        qrels=keys["qrels"].existing_path(),
+        qrels=_qrels(keys["qrels"]),
         measures=(main, *[m for m in measures if m != main]),
         depth=keys["depth"].positive_int() if "depth" in keys else preset_depth,
         passage_separator=passage_separator,
@@ -210,6 +211,18 @@ def _task(node: Node) -> TaskConfig:
         partial=keys["partial"].flag() if "partial" in keys else False,
         per_query_scores=keys["per_query_scores"].flag() if "per_query_scores" in keys else True,
     )
+
+
+def _qrels(node: Node) -> Path | str:
+    """A qrels file, or `irds:ID` or `benchmark:NAME[:SPLIT]` as a run config's `qrels:` names
+    them (read at start, with the topics); a benchmark that has none is an error here."""
+    from harness.topics import benchmark_qrels_name, own_qrels
+
+    if not names_qrels(node.value):
+        return node.existing_path()
+    if (name := benchmark_qrels_name(node.value)) is not None:
+        lookup(node, lambda: own_qrels(name))
+    return node.value
 
 
 def _check_topics(spec: str) -> None:

@@ -149,10 +149,10 @@ class TaskRuntime:
     @cached_property
     def evaluator(self):
         from harness.evaluate import Evaluator
-        from harness.trec import read_qrels
+        from harness.topics import read_qrels_spec
 
         # its warnings are the team's, which can change its run, not the task
-        return Evaluator(read_qrels(self.config.qrels), self.config.measures, spelling=TEAM)
+        return Evaluator(read_qrels_spec(self.config.qrels), self.config.measures, spelling=TEAM)
 
     @cached_property
     def scored_with(self) -> dict[str, Any]:

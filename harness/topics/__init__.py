@@ -12,11 +12,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Set
 from dataclasses import dataclass
+from pathlib import Path
+
 from harness.corpus import Corpus
-from harness.corpus.readers import CORPUS_FORMATS, CorpusFormat
+from harness.corpus.readers import CORPUS_FORMATS, CorpusFormat, irds_id, irds_qrels
 from harness.errors import HarnessError
 from harness.registry import Param, Registry, split_spec
-from harness.trec import Qrels
+from harness.trec import Qrels, read_qrels
 from harness.topics.model import Conversation, PersonalStatement, Query, Turn
 
 
@@ -113,10 +115,37 @@ def _benchmark_corpus(name: str) -> Corpus:
     return corpus
 
 
+def benchmark_qrels_name(spec: str | Path) -> str | None:
+    """NAME[:SPLIT] of `benchmark:NAME[:SPLIT]` where qrels are expected, as the corpus format
+    spells it; None for a path (a file of that name too), as irds_id reads `irds:ID`."""
+    prefix = "benchmark:"
+    return spec[len(prefix):] if isinstance(spec, str) and spec.startswith(prefix) and not Path(spec).exists() \
+        else None
+
+
+def own_qrels(name: str) -> Callable[[], Qrels]:
+    """What reads the qrels benchmark `name` ships or derives (an error where it has none)."""
+    benchmark = load(name)
+    if benchmark.qrels is None:
+        raise HarnessError(f"benchmark:{name}: benchmark {benchmark.name!r} ships no qrels")
+    return benchmark.qrels
+
+
+def read_qrels_spec(spec: str | Path) -> Qrels:
+    """The qrels named where a qrels file is expected: the file; `irds:ID`, an ir_datasets
+    dataset's; `benchmark:NAME[:SPLIT]`, those the benchmark ships or derives, with which a run
+    over `topics: NAME[:SPLIT]` is scored (OpenDialKG's are derived: no file holds them until
+    `harness run` writes one, which a hosted task could not name before)."""
+    if (name := benchmark_qrels_name(spec)) is not None:
+        return own_qrels(name)()
+    return irds_qrels(dataset_id) if (dataset_id := irds_id(spec)) is not None else read_qrels(spec)
+
+
 # `benchmark:NAME[:SPLIT]` wherever a corpus is named (claims no path: only ever by its prefix)
 CORPUS_FORMATS.add("benchmark", CorpusFormat(open=_benchmark_corpus, claims=lambda spec: False),
                    "the corpus a benchmark brings", [Param("NAME", str, desc="the benchmark, NAME[:SPLIT]")])
 
 
 __all__ = ["ADAPTERS", "Adapter", "Benchmark", "Conversation", "PersonalStatement", "Query", "Turn", "check_field",
-           "fields", "held_by", "load", "names", "shipped_corpora", "splits", "splits_holding"]
+           "benchmark_qrels_name", "fields", "held_by", "load", "names", "own_qrels", "read_qrels_spec",
+           "shipped_corpora", "splits", "splits_holding"]
