@@ -138,7 +138,8 @@ def test_a_popularity_recommender_over_sparse_recommendation_qrels_is_warned_of_
     assert [str(warning.message) for warning in said if "nearly every measure is 0" in str(warning.message)] == \
         ([f"run 'run': only 0 of the {10 * len(qrels.judgments)} documents in its top 10s are judged in the qrels "
           "opendialkg:test (derived), so nearly every measure is 0; check that the run and the qrels use the same "
-          "collection and document ids"] if warned else [])
+          f"collection and document ids (query '3_1': the run ranks 'other-{popular[0]}' first; the qrels judge "
+          "'1023')"] if warned else [])
     assert warned or scores.aggregate["R@50"].item() > 0.05
 
 
@@ -174,3 +175,14 @@ def test_ids_judged_only_in_another_case_on_part_of_the_benchmark_are_warned_of(
                             "write them")
     shown, judged = re.search(r"\('([^']+)' is judged as '([^']+)';", said[0]).groups()
     assert shown == judged.lower() != judged
+
+
+def test_ids_of_another_space_are_shown_beside_an_id_the_qrels_judge(tmp_path, capsys):
+    """The warning said to check the ids, and never showed what a judged id looks like: item names
+    against OpenDialKG's catalogue numbers, side by side, for the same query."""
+    names = tmp_path / "names.run"
+    names.write_text("3_1 Q0 Panic_Room 1 2.0 mine\n")
+    assert main(["eval", "--qrels", "benchmark:opendialkg:test", str(names), "--measures", "R@10"]) == 0
+    warning = next(line for line in capsys.readouterr().err.splitlines() if line.startswith("warning:"))
+    assert warning.endswith("check that the run and the qrels use the same collection and document ids (query '3_1': "
+                            "the run ranks 'Panic_Room' first; the qrels judge '1023')")  # (its one recommended item)

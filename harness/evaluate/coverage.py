@@ -144,7 +144,17 @@ def _why(top: Mapping[str, list[str]], judgments: Mapping[str, Mapping[str, int]
         return f"; {case[0]} of them are judged ids written in another case" + _case_advice(case, spelling)
     if spelling.team:
         return "; check that the run's ids are the document ids of the task's collection"
-    return "; check that the run and the qrels use the same collection and document ids"
+    return "; check that the run and the qrels use the same collection and document ids" + _examples(top, judgments)
+
+
+def _examples(top: Mapping[str, list[str]], judgments: Mapping[str, Mapping[str, int]]) -> str:
+    """One id of the run's and one the qrels judge, for the same query (its best-graded), side
+    by side: what the two id spaces look like (`Panic_Room` against OpenDialKG's `418`)."""
+    for qid, docids in top.items():
+        if judged := judgments[qid]:
+            best = max(judged, key=judged.get)
+            return f" (query {qid!r}: the run ranks {docids[0]!r} first; the qrels judge {best!r})"
+    return ""
 
 
 def _separator_setting(separator: str, presets: list[str], spelling: Spelling) -> str:
