@@ -338,10 +338,10 @@ def _looks_like(path: Path, number: int, fields: list[str], kind: str) -> str:
 
 def _spaced_docid(fields: list[str]) -> str | None:
     """The document id a run line of more than 6 fields reads as when its extra words belong to
-    the id ('Panic Room', an item's name): the last three fields then read as rank, score and tag."""
-    if len(fields) > 6 and INTEGER.fullmatch(fields[-3]) and SCORE.fullmatch(fields[-2]):
-        return " ".join(fields[2:-3])
-    return None
+    the id ('Panic Room', an item's name): the words up to the first rank and score followed by a
+    tag, which may hold words of its own ('my tag': the line, with 'Q0' and 'tag', read as a header)."""
+    return next((" ".join(fields[2:at]) for at in range(4, len(fields) - 2)
+                 if INTEGER.fullmatch(fields[at]) and SCORE.fullmatch(fields[at + 1])), None)
 
 
 def _whitespace_problem(fields: list[str]) -> str:

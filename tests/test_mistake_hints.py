@@ -90,6 +90,17 @@ def test_a_run_line_of_more_than_six_fields_is_told_a_document_id_holds_no_white
         read_run(run, strict=strict, depth=depth)
 
 
+def test_an_item_name_on_line_one_with_a_spaced_tag_is_told_of_whitespace_not_taken_for_a_header(tmp_path, capsys):
+    """'Q0' and 'tag' are column names too: the line read as a header row ('delete it'), where it
+    is data whose document id holds whitespace; nor is the id read as 'Panic Room'."""
+    run = tmp_path / "names.run"
+    run.write_text("31_1 Q0 Panic Room 1 2.0 my tag\n" + RUN.read_text())
+    told = ("names.run:1: 8 fields where a run line has 6 (qid Q0 docid rank score tag): a document id cannot hold "
+            "whitespace ('Panic Room' is read as docid 'Panic' and rank 'Room', which is not an integer); give each "
+            "document by its id as the corpus and the qrels write it (one word)")
+    assert error_of(capsys, "--qrels", QRELS, str(run)).endswith(told)
+
+
 @pytest.mark.parametrize("qrels, run, told", [
     (str(RUN), str(RUN), "is a run file given as the qrels?"),
     (QRELS, QRELS, "is the qrels file given as a run?"),
