@@ -90,3 +90,17 @@ def test_a_hosted_task_naming_a_benchmark_without_qrels_is_an_error_at_its_key(t
         load_serve_config(path)
     assert str(error.value) == (f"{path}: tasks[0].qrels: benchmark:cosrec-crowd: benchmark 'cosrec-crowd:test' "
                                 "ships no qrels")
+
+
+def test_a_benchmark_named_as_topics_name_it_where_qrels_are_expected_is_told_the_qrels_name(tmp_path, capsys,
+                                                                                               derived):
+    """`qrels: opendialkg:test` was 'no such file: opendialkg:test', and nothing said how a
+    benchmark's own qrels are named."""
+    assert main(["eval", "--qrels", "opendialkg:test", _judged_run(tmp_path, derived)]) == 2
+    assert capsys.readouterr().err == ("harness eval: error: opendialkg:test: no such file (a benchmark's own qrels "
+                                       "are named benchmark:opendialkg:test)\n")
+    path = _board(tmp_path, "opendialkg:test")
+    pytest.importorskip("fastapi", reason="the serve extra is not installed (pip install -e '.[serve]')")
+    assert main(["serve", str(path)]) == 2
+    assert capsys.readouterr().err == (f"harness serve: error: {path}: tasks[0].qrels: no such file: opendialkg:test "
+                                       "(a benchmark's own qrels are named benchmark:opendialkg:test)\n")

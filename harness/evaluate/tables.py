@@ -289,9 +289,9 @@ def read_qrels_table(path: str | Path, *, name: str | None = None) -> QrelsTable
     tabs, a malformed line, a repeated judgment) through `harness.trec.read_qrels`; `irds:ID`,
     an ir_datasets dataset's qrels, and `benchmark:NAME[:SPLIT]`, a benchmark's own (read_qrels_spec)."""
     from harness.corpus.readers import irds_id
-    from harness.topics import benchmark_qrels_name, read_qrels_spec
+    from harness.topics import benchmark_hint, benchmark_qrels_name, read_qrels_spec
 
-    if irds_id(path) is not None or benchmark_qrels_name(path) is not None:
+    if irds_id(path) is not None or benchmark_qrels_name(path) is not None or benchmark_hint(path):
         return QrelsTable.from_qrels(read_qrels_spec(path))
     path = Path(path)
     try:

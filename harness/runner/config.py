@@ -332,8 +332,9 @@ class Node:
         except (KeyError, ValueError, IndexError) as error:
             raise self.error(f"bad placeholder in path ({error}); known: {{data}}, {{qrels}}, {{cache}}") from None
 
-    def existing_path(self) -> Path:
-        """A file that exists: a folder, or a path found only beside the config, is an error here."""
+    def existing_path(self, hint: str = "") -> Path:
+        """A file that exists: a folder, or a path found only beside the config, is an error here
+        (`hint`: what else the value may have meant, said after 'no such file')."""
         path = self.path()
         try:
             folder = path.is_dir()
@@ -342,7 +343,7 @@ class Node:
         if folder:
             raise self.error(f"{path} is a folder, expected a file")
         if not path.exists():
-            raise self.error(f"no such file: {path}{self.beside_config(path)}")
+            raise self.error(f"no such file: {path}{hint or self.beside_config(path)}")
         return path
 
     def beside_config(self, path: Path) -> str:
@@ -720,9 +721,9 @@ def _qrels(node: Node, read: dict[Path | str, Qrels | None]) -> Qrels | None:
     at this key naming its line (`experiments[0].qrels: q.txt:12: expected 4 fields ...`), said at
     the first key naming the file only; None at the others."""
     from harness.evaluate import check_scorable
-    from harness.topics import read_qrels_spec
+    from harness.topics import benchmark_hint, read_qrels_spec
 
-    source = node.value if names_qrels(node.value) else node.existing_path()
+    source = node.value if names_qrels(node.value) else node.existing_path(benchmark_hint(node.value))
     if source not in read:
         read[source] = None  # until read and found scorable
         qrels = lookup(node, lambda: read_qrels_spec(source))

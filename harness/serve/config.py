@@ -216,10 +216,10 @@ def _task(node: Node) -> TaskConfig:
 def _qrels(node: Node) -> Path | str:
     """A qrels file, or `irds:ID` or `benchmark:NAME[:SPLIT]` as a run config's `qrels:` names
     them (read at start, with the topics); a benchmark that has none is an error here."""
-    from harness.topics import benchmark_qrels_name, own_qrels
+    from harness.topics import benchmark_hint, benchmark_qrels_name, own_qrels
 
     if not names_qrels(node.value):
-        return node.existing_path()
+        return node.existing_path(benchmark_hint(node.value))
     if (name := benchmark_qrels_name(node.value)) is not None:
         lookup(node, lambda: own_qrels(name))
     return node.value

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from harness.corpus import Corpus
 from harness.corpus.readers import CORPUS_FORMATS, CorpusFormat, irds_id, irds_qrels
-from harness.errors import HarnessError
+from harness.errors import HarnessError, InputError
 from harness.registry import Param, Registry, split_spec
 from harness.trec import Qrels, read_qrels
 from harness.topics.model import Conversation, PersonalStatement, Query, Turn
@@ -123,6 +123,14 @@ def benchmark_qrels_name(spec: str | Path) -> str | None:
         else None
 
 
+def benchmark_hint(spec: str | Path) -> str:
+    """Where `spec`, given for qrels, is no file but a benchmark as `topics:` names it
+    (`opendialkg:test`), how its qrels are named; '' otherwise."""
+    if isinstance(spec, str) and split_spec(spec)[0] in names() and not Path(spec).exists():
+        return f" (a benchmark's own qrels are named benchmark:{spec})"
+    return ""
+
+
 def own_qrels(name: str) -> Callable[[], Qrels]:
     """What reads the qrels benchmark `name` ships or derives (an error where it has none)."""
     benchmark = load(name)
@@ -138,6 +146,8 @@ def read_qrels_spec(spec: str | Path) -> Qrels:
     `harness run` writes one, which a hosted task could not name before)."""
     if (name := benchmark_qrels_name(spec)) is not None:
         return own_qrels(name)()
+    if hint := benchmark_hint(spec):
+        raise InputError(spec, f"no such file{hint}")
     return irds_qrels(dataset_id) if (dataset_id := irds_id(spec)) is not None else read_qrels(spec)
 
 
@@ -146,6 +156,6 @@ CORPUS_FORMATS.add("benchmark", CorpusFormat(open=_benchmark_corpus, claims=lamb
                    "the corpus a benchmark brings", [Param("NAME", str, desc="the benchmark, NAME[:SPLIT]")])
 
 
-__all__ = ["ADAPTERS", "Adapter", "Benchmark", "Conversation", "PersonalStatement", "Query", "Turn", "check_field",
-           "benchmark_qrels_name", "fields", "held_by", "load", "names", "own_qrels", "read_qrels_spec",
-           "shipped_corpora", "splits", "splits_holding"]
+__all__ = ["ADAPTERS", "Adapter", "Benchmark", "Conversation", "PersonalStatement", "Query", "Turn",
+           "benchmark_hint", "benchmark_qrels_name", "check_field", "fields", "held_by", "load", "names", "own_qrels",
+           "read_qrels_spec", "shipped_corpora", "splits", "splits_holding"]
