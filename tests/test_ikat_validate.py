@@ -183,7 +183,9 @@ def test_the_structure_checks_run_once_on_a_file_that_passes_them(tmp_path, monk
 
 def test_a_topics_file_that_does_not_exist_is_named(capsys):
     assert main(["ikat", "validate", str(SAMPLES_2023 / "sample_run.json"), "--topics", "nope.json"]) == 2
-    assert "--topics nope.json: no such file" in capsys.readouterr().err
+    assert capsys.readouterr().err == ("harness ikat validate: error: --topics nope.json: no such file (give a topics "
+                                       "file or a benchmark name such as ikat2023) (`harness ikat validate --help` "
+                                       "lists the options)\n")
 
 
 HUGE = "7" * 5000  # an integer of more digits than Python converts (int_max_str_digits, 4300)

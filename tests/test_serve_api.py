@@ -659,6 +659,8 @@ def test_shipped_config_loads():
     (lambda c: c["tasks"][0].update(passage_separator=" "), "tasks[0].passage_separator: must be the character(s) "
      "between a document id and its passage number, such as '-' or ':', not ' '"),
     (lambda c: c["tasks"][0].update(topics="ikat2023:bogus"), "tasks[0].topics: ikat2023 has no split 'bogus'; known: test, train"),
+    (lambda c: c["tasks"][0].update(topics="topics/nope.json"), "tasks[0].topics: topics/nope.json: no such file "
+     "(give a topics file or a benchmark name such as ikat2023)"),  # no --topics: a config has no flags
     (lambda c: c["teams"][1].update(token_sha256="secret"), "teams[1].token_sha256: expected the 64 hex digits"),
     (lambda c: c["teams"][1].update(name="team0"), "teams: two teams are named 'team0'"),
 ])

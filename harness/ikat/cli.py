@@ -14,7 +14,6 @@ from harness.cli import add_output, number_in, print_lines
 from harness.errors import HarnessError, InputError, counted, open_input, verb
 from harness.ikat.submission import PROVENANCE_LIMIT, PTKB_DEPTH, YEARS, score_precision
 from harness.paths import refuse_overwriting
-from harness.topics.model import Conversation
 
 if TYPE_CHECKING:
     from harness.ikat.submission import OrderKept
@@ -88,24 +87,14 @@ def run(args: argparse.Namespace) -> int:
     return args.ikat_run(args)
 
 
-def load_topics(spec: str) -> tuple[Conversation, ...]:
-    """A topics file path, or a benchmark name such as `ikat2023`."""
-    from harness.topics import load
-    from harness.topics.ikat import read_topics
-
-    path = Path(spec)
-    if not path.exists() and (path.suffix or len(path.parts) > 1):  # a file name, not a benchmark name
-        raise HarnessError(f"--topics {spec}: no such file (give a topics file or a benchmark name such as ikat2023)")
-    return read_topics(path) if path.exists() else load(spec).conversations
-
-
 def _validate(args: argparse.Namespace) -> int:
     from harness.ikat.checks import CHECKS
     from harness.ikat.validate import COVERAGE_CHECKS, read_passage_ids, topics_year, validate_file
     from harness.topics import held_by
+    from harness.topics.ikat import load_topics
 
     passages = frozenset().union(*map(read_passage_ids, args.passages)) if args.passages else None
-    topics = load_topics(args.topics)
+    topics = load_topics(args.topics, flag="--topics")
     year = topics_year(topics)
     report = validate_file(
         args.run,

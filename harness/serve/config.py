@@ -228,7 +228,7 @@ def _qrels(node: Node) -> Path | str:
 def _check_topics(spec: str) -> None:
     """Read the topics now, as the task will (topic files are small), so that an unknown
     benchmark, split or a bad topics file fails here with its key path, not at start-up."""
-    from harness.ikat.cli import load_topics
+    from harness.topics.ikat import load_topics
 
     load_topics(spec)
 

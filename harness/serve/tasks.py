@@ -132,7 +132,7 @@ class TaskRuntime:
 
     @cached_property
     def conversations(self):
-        from harness.ikat.cli import load_topics
+        from harness.topics.ikat import load_topics
 
         return load_topics(self.config.topics)
 

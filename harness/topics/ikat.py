@@ -23,9 +23,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from harness.corpus import Corpus, Document
-from harness.errors import InputError
+from harness.errors import HarnessError, InputError
 from harness.paths import data_root, qrels_root
-from harness.topics import ADAPTERS, Benchmark
+from harness.topics import ADAPTERS, Benchmark, load
 from harness.topics._common import QidSet, choose_split, shipped_qrels
 from harness.topics._json import Record, read_json, read_jsonl, records
 from harness.topics.model import ANSWER, Conversation, PersonalStatement, Turn, declared_fields
@@ -52,6 +52,17 @@ def read_topics(path: Path) -> tuple[Conversation, ...]:
     if not conversations:  # `[]`: every turn of a run would be 'unknown'
         raise InputError(path, "holds no topic: expected a JSON list of iKAT topics")
     return conversations
+
+
+def load_topics(spec: str, flag: str = "") -> tuple[Conversation, ...]:
+    """A topics file path, or a benchmark name such as `ikat2023`: what the CLI's `--topics` and a
+    hosted task's `topics:` take. `flag` is how the caller's user gave it (the CLI's `--topics`); a
+    config's error names its key path instead."""
+    path = Path(spec)
+    if not path.exists() and (path.suffix or len(path.parts) > 1):  # a file name, not a benchmark name
+        given = f"{flag} {spec}" if flag else spec
+        raise HarnessError(f"{given}: no such file (give a topics file or a benchmark name such as ikat2023)")
+    return read_topics(path) if path.exists() else load(spec).conversations
 
 
 def _conversation(topic: Record, qids: QidSet) -> Conversation:
