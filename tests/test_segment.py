@@ -21,10 +21,12 @@ from harness.errors import HarnessError
 from harness.corpus import Corpus, Document
 from harness.corpus.readers import open_corpus
 from harness.corpus.segment import (
+    BATCH_DOCS,
     MAX_CHARS,
     SPACY_MODEL,
     document_text,
     get_splitter,
+    iter_passages,
     prepare,
     segment_corpus,
     segment_documents,
@@ -169,6 +171,22 @@ def test_faster_splitters_same_interface(name, pragmaticqa_pages):
         pytest.importorskip("blingfire", reason="the fast splitter is BlingFire")
     passages = next(segment_documents(pragmaticqa_pages[:1], get_splitter(name)))
     assert len(passages) > 1 and passages[0].id == f"{pragmaticqa_pages[0].id}:0"
+
+
+@pytest.mark.parametrize("processes", [1, 2])
+def test_two_passage_streams_alive_at_once_each_split_with_their_own_splitter(processes):
+    """A notebook or a program segmenting two corpora at once: the stream started last does not
+    change how the other splits (the sentencizer splits at each '.', BlingFire not inside brackets)."""
+    pytest.importorskip("blingfire", reason="the fast splitter is BlingFire")
+    documents = [Document(f"d{i}", "One two (three. four) five. six " * 12) for i in range(2 * BATCH_DOCS)]
+    streams = {name: iter_passages(iter(documents), name, processes) for name in ("sentencizer", "fast")}
+    got: dict[str, list] = {name: [] for name in streams}
+    for _ in documents:  # interleaved: one document of each in turn, over more than one batch
+        for name, stream in streams.items():
+            got[name].append(next(stream))
+    for name in streams:
+        assert got[name] == list(segment_documents(documents, get_splitter(name)))
+    assert got["sentencizer"] != got["fast"]
 
 
 @pytest.mark.slow

@@ -193,23 +193,19 @@ def segment_documents(documents: Iterable[Document], splitter: SentenceSplitter)
 # -- whole corpora, over worker processes ---------------------------------------------------
 
 BATCH_DOCS = 256
-# The splitter of this process: set by iter_passages (forked workers inherit it) or, in
-# spawned workers, by the pool initializer.
+# The splitter of a pool worker, set by the pool initializer; the parent keeps its own in
+# iter_passages, so two passage streams alive at once each split with theirs.
 _splitter: SentenceSplitter | None = None
 
 
-def _set_splitter(spec: str) -> None:
-    global _splitter
-    _splitter = get_splitter(spec)
-
-
-def _start_worker(spec: str | None) -> None:
+def _start_worker(splitter: SentenceSplitter | str) -> None:
     """A pool worker ignores Ctrl-C, which a terminal sends to the whole process group: the
     parent's KeyboardInterrupt ends the pool (terminate), so no worker prints a traceback of
-    its own. A spawned worker loads the splitter (`spec`); a forked one inherited it."""
+    its own. A spawned worker loads the splitter from its spec; a forked one is handed the
+    parent's (fork passes the initializer's arguments unpickled)."""
+    global _splitter
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    if spec is not None:
-        _set_splitter(spec)
+    _splitter = get_splitter(splitter) if isinstance(splitter, str) else splitter
 
 
 def _segment_batch(batch: list[Document]) -> list[list[Passage]]:
@@ -233,15 +229,15 @@ def iter_passages(documents: Iterator[Document], splitter: str = "spacy",
     """Each document's passages, in order; `processes` workers (default: all cores). The
     documents' ids are checked by the caller, once (harness.corpus.unique_ids)."""
     processes = processes or os.cpu_count() or 1
-    _set_splitter(splitter)  # here, once: a bad name or a missing model fails before any worker
+    loaded = get_splitter(splitter)  # here, once: a bad name or a missing model fails before any worker
     batches = _batches(documents)
     if processes == 1:
         for batch in batches:
-            yield from _segment_batch(batch)
+            yield from segment_documents(batch, loaded)
         return
     context = _pool_context()
     spawned = context.get_start_method() == "spawn"
-    with context.Pool(processes, _start_worker, (splitter if spawned else None,)) as pool:
+    with context.Pool(processes, _start_worker, (splitter if spawned else loaded,)) as pool:
         for result in pool.imap(_segment_batch, batches):
             yield from result
 
