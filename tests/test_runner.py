@@ -1056,10 +1056,9 @@ def test_judged_turns_missing_from_a_run_are_counted_as_harness_eval_counts_them
     assert recorded["scores"]["evaluation"]["missing_queries"] == missing
 
 
-def test_an_empty_query_is_not_searched_and_ranks_nothing_as_its_warning_says(tmp_path, capsys, monkeypatch):
+def test_an_empty_query_is_not_searched_and_ranks_nothing_as_its_warning_says(tmp_path, capsys):
     """iKAT 2023 12-1_12's manual rewrite is empty: a retriever answering anything to "" (a
     plug-in's first documents, a dense model's nearest) would rank documents for it."""
-    monkeypatch.setattr("harness.queries.history._warned_empty", set())  # warned once a process
     asked = []
 
     def anything(query: str, k: int):

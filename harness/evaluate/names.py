@@ -15,7 +15,9 @@ import difflib
 import re
 import shlex
 import sys
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 
 EXAMPLES = "e.g. nDCG@10, P(rel=2)@5, AP(rel=2)@1000, RR, R@100"
@@ -174,14 +176,29 @@ def _nearest(written: str, spellings: dict[str, str], rest: str) -> str:
     return f"; use ir-measures syntax ({EXAMPLES}) or a trec_eval name such as ndcg_cut_10, P_5, map"
 
 
-_announced: set[tuple[str, str]] = set()
+# The translations said within a `said_once` block (a config read, a command's evaluators), so that
+# a config's experiments naming the same measures say each once, and the next read (a notebook's
+# next harness.run) says them again. Outside one, each parse says its own.
+_said: ContextVar[set[tuple[str, str]] | None] = ContextVar("said", default=None)
+
+
+@contextmanager
+def said_once() -> Iterator[None]:
+    """Within the block, each translated name is said once."""
+    token = _said.set(set())
+    try:
+        yield
+    finally:
+        _said.reset(token)
 
 
 def announce(pairs: Sequence[tuple[str, str]]) -> None:
-    """Say once per process, on stderr, which measure each translated name is computed as."""
-    new = [(given, name) for given, name in pairs if given != name and (given, name) not in _announced]
+    """Say on stderr which measure each translated name is computed as, once in a `said_once` block."""
+    said = _said.get()
+    said = set() if said is None else said
+    new = [(given, name) for given, name in pairs if given != name and (given, name) not in said]
     if not new:
         return
-    _announced.update(new)
+    said.update(new)
     mapping = ", ".join(f"{given} = {name}" for given, name in new)
     print(f"measures: {mapping} (reported under the names given; values equal trec_eval's)", file=sys.stderr)

@@ -254,6 +254,7 @@ def run_rank_agree(args: argparse.Namespace) -> int:
     from harness.errors import HarnessError
     from harness.evaluate import Evaluator, RunFileOptions, evaluate_file, reading_warnings
     from harness.evaluate.cli import measure_settings
+    from harness.evaluate.names import said_once
     from harness.judge.agree import compare_orderings
     from harness.paths import refuse_overwriting
     from harness.trec import Qrels, read_qrels
@@ -275,14 +276,15 @@ def run_rank_agree(args: argparse.Namespace) -> int:
                        "tau_AP do not measure how far the labels agree")
         print(f"warning: {_no_pair_in_common(args, consequence)}", file=sys.stderr)
     means = {}
-    for side, labels in qrels.items():
-        # the same queries on both sides: the orderings differ by the labels, not by the topic sets
-        labels = Qrels(labels.name, {q: docs for q, docs in labels.judgments.items() if q in shared}, labels.path)
-        evaluator = Evaluator(labels, measures)
-        means[side] = [evaluate_file(evaluator, file, options) for file in files]
-        for evaluation in means[side]:  # a run a qrels hardly judges (a PTKB run a glob took): said, as eval says it
-            for warning in reading_warnings(evaluation, args.a if side == "A" else args.b):
-                print(f"warning: {warning}", file=sys.stderr)
+    with said_once():  # a measure's translation, said by A's evaluator, is not said again by B's
+        for side, labels in qrels.items():
+            # the same queries on both sides: the orderings differ by the labels, not by the topic sets
+            labels = Qrels(labels.name, {q: docs for q, docs in labels.judgments.items() if q in shared}, labels.path)
+            evaluator = Evaluator(labels, measures)
+            means[side] = [evaluate_file(evaluator, file, options) for file in files]
+            for evaluation in means[side]:  # a run a qrels hardly judges (a PTKB run a glob took): said, as eval
+                for warning in reading_warnings(evaluation, args.a if side == "A" else args.b):
+                    print(f"warning: {warning}", file=sys.stderr)
     results = [compare_orderings(measure,
                                  {e.run_name: e.means[measure] for e in means["A"]},
                                  {e.run_name: e.means[measure] for e in means["B"]})

@@ -32,8 +32,9 @@ class Strategy:
     (run when a config is read), `check_stream` (once the whole stream is built) and `inputs`
     (what it read, for the run's JSON); one reading a part of the topics that some benchmarks
     lack (PTKB statements) overrides `check_topics` (before any query is built); one that falls
-    back to other text on some turns overrides `notes` (said once the stream is built). As
-    defined here they do nothing."""
+    back to other text on some turns overrides `notes` (said once the stream is built). A built-in
+    that can give a turn an empty query says why in `empty` (a plug-in's are counted in one
+    warning). As defined here they do nothing."""
 
     def __init__(self, name: str, summary: str = "", params: Sequence[Param] = ()) -> None:
         self.name = name
@@ -55,6 +56,10 @@ class Strategy:
     def check_stream(self, qids: set[str], *args: Any) -> None:
         """The whole stream of a benchmark was built: `qids` are its turns."""
 
+    def empty(self, qid: str, *args: Any) -> str | None:
+        """Why turn `qid`'s query is empty, warned of once a stream; None: nothing to say."""
+        return None
+
     def inputs(self, *args: Any) -> dict:
         """What the strategy read besides the topics (file hashes, model), for the run's JSON."""
         return {}
@@ -74,14 +79,16 @@ class Function(Strategy):
     """A strategy written as a function `(conversation, turn_index, *arguments) -> Query`, with
     `topics`, if given, as its `check_topics` (what every turn must hold: a manual rewrite),
     `arguments_check` as its `check` (what its arguments name can be read: a benchmark) and
-    `said` as its `notes`."""
+    `said` as its `notes` and `empty` as its `empty` (why a turn's query is empty: its rewrite is)."""
 
     def __init__(self, name: str, summary: str, params: Sequence[Param], function: Callable[..., Query],
                  topics: Callable[[Sequence[Conversation]], None] | None = None,
                  arguments_check: Callable[..., None] | None = None,
-                 said: Callable[[Sequence[Conversation]], list[str]] | None = None) -> None:
+                 said: Callable[[Sequence[Conversation]], list[str]] | None = None,
+                 empty: Callable[[str], str] | None = None) -> None:
         super().__init__(name, summary, params)
         self.function, self.topics, self.arguments_check, self.said = function, topics, arguments_check, said
+        self.empty_note = empty
 
     def query(self, conversation: Conversation, turn_index: int, *args: Any) -> Query:
         return self.function(conversation, turn_index, *args)
@@ -96,6 +103,9 @@ class Function(Strategy):
 
     def notes(self, conversations: Sequence[Conversation], *args: Any) -> list[str]:
         return self.said(conversations) if self.said is not None else []
+
+    def empty(self, qid: str, *args: Any) -> str | None:
+        return None if self.empty_note is None else self.empty_note(qid)
 
 
 # plug-ins (harness/queries/plugins.py): entry points `harness.strategies`, `python:module:attr[:arg]`,
@@ -119,13 +129,15 @@ def every_turn(check: Callable[[Conversation, int], object]) -> Callable[[Sequen
 def register(name: str, summary: str, params: Sequence[Param] = (),
              topics: Callable[[Sequence[Conversation]], None] | None = None,
              check: Callable[..., None] | None = None,
-             notes: Callable[[Sequence[Conversation]], list[str]] | None = None) -> Callable[[F], F]:
+             notes: Callable[[Sequence[Conversation]], list[str]] | None = None,
+             empty: Callable[[str], str] | None = None) -> Callable[[F], F]:
     """Decorator: the function `(conversation, turn_index, *arguments) -> Query` is the strategy
     `name`, declared by `summary` and `params` (its arguments after `NAME:`); when a config names
     it, `topics` checks that a benchmark's conversations hold what it reads, and `check(*arguments)`
-    that what its arguments name can be read; `notes(conversations)` is what its stream says."""
+    that what its arguments name can be read; `notes(conversations)` is what its stream says, and
+    `empty(qid)` why a turn's query is empty."""
     def decorator(function: F) -> F:
-        add(Function(name, summary, params, function, topics, check, notes))
+        add(Function(name, summary, params, function, topics, check, notes, empty))
         return function
 
     return decorator
@@ -171,11 +183,13 @@ def stream(conversations: Sequence[Conversation], strategy_name: str) -> Iterato
     Each qid comes once: flattened trees (CAsT 2022) repeat a shared turn in every path
     through it, with the same history and hence the same query; a repeat whose query
     differs is an error. A plug-in's empty queries, which retrieve nothing, are counted in
-    a warning on stderr (the built-in `manual` and `automatic` warn per turn), and what the
-    strategy notes of the stream (Strategy.notes) is a note there.
+    a warning on stderr; a built-in's are warned of per turn where it says why (`manual` and
+    `automatic`: the benchmark's rewrite is empty), each turn once a stream; what the strategy
+    notes of the stream (Strategy.notes) is a note there.
     """
     check_topics(strategy_name, conversations)
     strategy, arg = get(strategy_name)
+    arguments = strategy.arguments(arg)
     seen: dict[str, str] = {}
     for conversation in conversations:
         for index in range(len(conversation.turns)):
@@ -185,14 +199,22 @@ def stream(conversations: Sequence[Conversation], strategy_name: str) -> Iterato
                     raise HarnessError(f"turn {query.qid} gets two different queries under {strategy_name!r}")
                 continue
             seen[query.qid] = query.text
+            warn_empty(strategy, query, arguments)
             yield query
-    strategy.check_stream(set(seen), *strategy.arguments(arg))
-    for note in strategy.notes(conversations, *strategy.arguments(arg)):
+    strategy.check_stream(set(seen), *arguments)
+    for note in strategy.notes(conversations, *arguments):
         print(f"note: query strategy {strategy_name!r}: {note}", file=sys.stderr)
     blank = [qid for qid, text in seen.items() if not text.strip()]
     if blank and STRATEGIES.origin(split_spec(strategy_name)[0]) is not None:
         print(f"warning: query strategy {strategy_name!r} gave {len(blank)} of {len(seen)} turns an empty query "
               f"(first: {blank[0]}), which retrieves nothing and scores 0", file=sys.stderr)
+
+
+def warn_empty(strategy: Strategy, query: Query, arguments: Sequence[Any]) -> None:
+    """Say on stderr why `query` is empty, where it is and `strategy` says why (`Strategy.empty`);
+    the caller says it once a turn in its own call (a stream, a PyTerrier transform)."""
+    if not query.text.strip() and (why := strategy.empty(query.qid, *arguments)) is not None:
+        print(f"warning: {why}", file=sys.stderr)
 
 
 def inputs(strategy_name: str) -> dict:

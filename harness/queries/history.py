@@ -25,9 +25,8 @@ from __future__ import annotations
 
 import math
 import re
-import sys
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -67,20 +66,17 @@ def raw(conversation: Conversation, turn_index: int) -> Query:
     return build(conversation, turn_index, [current(conversation, turn_index).utterance])
 
 
-_warned_empty: set[tuple[str, str]] = set()
-
-
 def _rewrite(kind: str, conversation: Conversation, turn_index: int) -> Query:
     """The benchmark's own rewrite, as it is. An empty one (iKAT 2023 12-1_12's official
-    rewrite) gives an empty query, which retrieves nothing, and a warning, once per turn."""
-    turn = current(conversation, turn_index)
-    text = _official(kind, turn)
-    if not text.strip() and (kind, turn.qid) not in _warned_empty:
-        _warned_empty.add((kind, turn.qid))
-        print(f"warning: turn {turn.qid}: the benchmark's {kind} rewrite is empty, so its query is empty and "
-              "retrieves nothing (the strategy sends the official rewrite as it is; use another strategy for "
-              "this turn's text)", file=sys.stderr)
-    return build(conversation, turn_index, [text])
+    rewrite) gives an empty query, which retrieves nothing, and a warning (`_empty_rewrite`)."""
+    return build(conversation, turn_index, [_official(kind, current(conversation, turn_index))])
+
+
+def _empty_rewrite(kind: str) -> Callable[[str], str]:
+    """Why a turn's query under `kind` is empty: the stream warns of it, once a stream per turn."""
+    return lambda qid: (f"turn {qid}: the benchmark's {kind} rewrite is empty, so its query is empty and retrieves "
+                        "nothing (the strategy sends the official rewrite as it is; use another strategy for this "
+                        "turn's text)")
 
 
 def _official(kind: str, turn: Turn) -> str:
@@ -93,13 +89,15 @@ def _official(kind: str, turn: Turn) -> str:
 
 # every turn has the rewrite (cast2019:train resolves only its first 23 turns)
 @register("manual", "the benchmark's manual (resolved) rewrite of the turn",
-          topics=every_turn(lambda conversation, index: _official("manual", conversation.turns[index])))
+          topics=every_turn(lambda conversation, index: _official("manual", conversation.turns[index])),
+          empty=_empty_rewrite("manual"))
 def manual(conversation: Conversation, turn_index: int) -> Query:
     return _rewrite("manual", conversation, turn_index)
 
 
 @register("automatic", "the benchmark's automatic rewrite of the turn",
-          topics=every_turn(lambda conversation, index: _official("automatic", conversation.turns[index])))
+          topics=every_turn(lambda conversation, index: _official("automatic", conversation.turns[index])),
+          empty=_empty_rewrite("automatic"))
 def automatic(conversation: Conversation, turn_index: int) -> Query:
     return _rewrite("automatic", conversation, turn_index)
 

@@ -19,7 +19,7 @@ from functools import lru_cache
 from typing import Any
 
 from harness.errors import HarnessError
-from harness.queries import check, get
+from harness.queries import check, get, warn_empty
 from harness.topics import Benchmark, load
 
 
@@ -44,12 +44,16 @@ def _transformer_class() -> type:
 
         def transform(self, topics: Any) -> Any:
             strategy, arg = get(self.strategy)
-            texts = []
+            texts, warned = [], set()
             for qid in topics["qid"]:
                 if qid not in self.turns:
                     raise HarnessError(f"qid {qid!r} is not a turn of {self.benchmark.name}")
                 conversation, index = self.turns[qid]
-                texts.append(strategy(conversation, index, arg).text)
+                query = strategy(conversation, index, arg)
+                if qid not in warned:  # an empty rewrite is said once a transform
+                    warned.add(qid)
+                    warn_empty(strategy, query, strategy.arguments(arg))
+                texts.append(query.text)
             result = pt.model.push_queries(topics, inplace=False) if "query" in topics.columns else topics.copy()
             result["query"] = texts
             return result

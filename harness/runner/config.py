@@ -452,6 +452,7 @@ def refuse_other_kind(root: Node, own: str, others: Iterable[str], command: str)
 
 def parse_config(path: Path, document: Any) -> Config:
     root = Node(path, "", document)
+    from harness.evaluate.names import said_once
     from harness.queries.llm import endpoints
 
     refuse_other_kind(root, "experiments", SERVE_KEYS, "serve")
@@ -468,7 +469,9 @@ def parse_config(path: Path, document: Any) -> Config:
     }
     problems = Problems(path)
     qrels_read: dict[Path | str, Qrels | None] = {}  # a qrels file several experiments name is read once
-    with endpoints(llm):  # the `llm` strategy's check sees this config's endpoints, and only here
+    # the `llm` strategy's check sees this config's endpoints, and only here; a measure the
+    # experiments translate is said once
+    with endpoints(llm), said_once():
         try:
             experiments = tuple(_experiment(node, defaults, problems, qrels_read)
                                 for node in top["experiments"].items())

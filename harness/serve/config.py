@@ -105,6 +105,8 @@ def load_serve_config(path: str | Path) -> ServeConfig:
 
 
 def parse_serve_config(path: Path, document: Any) -> ServeConfig:
+    from harness.evaluate.names import said_once
+
     root = Node(path, "", document)
     refuse_other_kind(root, "tasks", ("experiments",), "run")
     top = root.mapping(SERVE_KEYS, required=("tasks", "teams"))
@@ -117,7 +119,8 @@ def parse_serve_config(path: Path, document: Any) -> ServeConfig:
     for key, place, folder in places:
         if problem := output_problem(place, folder):
             raise (top[key] if key in top else root.child(key, None)).error(f"cannot write {place}: {problem}")
-    tasks = [_task(node) for node in top["tasks"].items()]
+    with said_once():  # a measure the tasks translate is said once
+        tasks = [_task(node) for node in top["tasks"].items()]
     teams = [_team(node) for node in top["teams"].items()]
     for kind, items, node in (("task", tasks, top["tasks"]), ("team", teams, top["teams"])):
         names = [item.name for item in items]
