@@ -7,7 +7,8 @@ official tool does); `read` makes it an InputError naming the file and the line.
 opened by `harness.errors.open_input`, so .gz/.bz2, a byte-order mark and a byte that is not
 UTF-8 read the same as in every other input.
 
-Every reader of a user's JSON decodes it with `loads`, so that JSON which parses but not into
+A file holding one JSON document (a topics file, a responses file) is read by `read_document`,
+with the same errors. Every reader of a user's JSON decodes it with `loads`, so that JSON which parses but not into
 Python (nested past the recursion limit, an integer of more digits than Python converts) is
 said as a syntax error is, naming the file and the line, not a traceback.
 """
@@ -133,6 +134,18 @@ def document(text: str, path: str | Path) -> Any:
         raise invalid(path, problem) from problem
     except json.JSONDecodeError:
         return None
+
+
+def read_document(path: str | Path, object_pairs_hook: Any = None) -> Any:
+    """A file holding one JSON document; syntax errors (e.g. a truncated file) name the line.
+    `object_pairs_hook` as json.load takes it (e.g. to see a key an object gives twice)."""
+    path = Path(path)
+    with open_input(path) as handle:
+        text = handle.read()
+    try:
+        return loads(text, object_pairs_hook)
+    except json.JSONDecodeError as error:
+        raise invalid(path, error) from error
 
 
 def read(path: str | Path) -> Iterator[tuple[int, Any]]:

@@ -72,9 +72,7 @@ def _object(pairs: list[tuple[str, Any]]) -> _Object:
 def json_object(path: Path, shape: str) -> dict:
     """A file holding one JSON object (a syntax error names its line); its objects remember
     their repeated keys, for `once`."""
-    from harness.topics._json import read_json
-
-    document = read_json(path, object_pairs_hook=_object)
+    document = jsonl.read_document(path, object_pairs_hook=_object)
     if not isinstance(document, dict):
         raise InputError(path, f"expected a JSON object {shape}")
     return document

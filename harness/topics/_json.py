@@ -1,20 +1,17 @@
 """Strict JSON reading shared by the topic adapters.
 
-Every benchmark file is read through `read_json` / `read_jsonl`, and every field through a
-`Record`, so that a missing field, a wrong type or a truncated file is an `InputError` naming
+Every benchmark file is read through `harness.jsonl` (`read_document` / `read`), and every field
+through a `Record`, so that a missing field, a wrong type or a truncated file is an `InputError` naming
 the file, the line (JSONL) and the record ("topic 9-1, turn 3") instead of a KeyError deep
 inside an adapter.
 """
 
 from __future__ import annotations
 
-import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from harness import jsonl
-from harness.errors import InputError, open_input
+from harness.errors import InputError
 
 _KIND_NAMES = {str: "a string", int: "an integer", float: "a number", bool: "a boolean",
                list: "a list", dict: "an object", type(None): "null"}
@@ -22,23 +19,6 @@ _KIND_NAMES = {str: "a string", int: "an integer", float: "a number", bool: "a b
 
 def _kind(value: Any) -> str:
     return _KIND_NAMES.get(type(value), type(value).__name__)
-
-
-def read_json(path: str | Path, object_pairs_hook: Any = None) -> Any:
-    """One JSON document; syntax errors (e.g. a truncated file) name the line. `object_pairs_hook`
-    as json.load takes it (e.g. to see a key an object gives twice)."""
-    path = Path(path)
-    with open_input(path) as handle:
-        text = handle.read()
-    try:
-        return jsonl.loads(text, object_pairs_hook)
-    except json.JSONDecodeError as error:
-        raise jsonl.invalid(path, error) from error
-
-
-def read_jsonl(path: str | Path) -> Iterator[tuple[int, Any]]:
-    """(line number, value) for each non-blank line of a JSON-lines file (harness.jsonl)."""
-    return jsonl.read(path)
 
 
 class Record:

@@ -26,12 +26,13 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from harness import jsonl
 from harness.atomic import atomic_write
 from harness.errors import HarnessError, InputError, open_input, read_input
 from harness.paths import cache_root, data_root, qrels_root
 from harness.topics import ADAPTERS, Benchmark
 from harness.topics._common import QidSet, choose_split, shipped_qrels
-from harness.topics._json import Record, read_json, records
+from harness.topics._json import Record, records
 from harness.topics.model import ANSWER, Conversation, Turn, declared_fields
 from harness.trec import Qrels, read_qrels
 
@@ -69,7 +70,7 @@ def _topic_turns(path: Path) -> TopicTurns:
     """(topic, [(qid, turn)]) for a linear CAsT topic file (2019-2021)."""
     qids = QidSet(path)
     topics: TopicTurns = []
-    for topic in records(read_json(path), path, "topic"):
+    for topic in records(jsonl.read_document(path), path, "topic"):
         number = topic.get("number", int)
         topic = topic.relabel(f"topic {number}")
         turns = []
@@ -178,7 +179,7 @@ def read_2021() -> tuple[Conversation, ...]:
 def _tree_nodes(path: Path) -> dict[str, dict[str, Record]]:
     """topic number -> node number -> node, for a CAsT 2022 tree file."""
     trees: dict[str, dict[str, Record]] = {}
-    for topic in records(read_json(path), path, "topic"):
+    for topic in records(jsonl.read_document(path), path, "topic"):
         number = str(topic.get("number", int))
         topic = topic.relabel(f"topic {number}")
         nodes: dict[str, Record] = {}
@@ -223,7 +224,7 @@ def read_2022() -> tuple[Conversation, ...]:
     automatic_path = folder / "2022_automatic_evaluation_topics_tree_v1.0.json"
     ids_path = folder / "2022_evaluation_topics_turn_ids.json"
     manual, automatic = _tree_nodes(manual_path), _tree_nodes(automatic_path)
-    turn_ids = read_json(ids_path)
+    turn_ids = jsonl.read_document(ids_path)
     if not isinstance(turn_ids, dict):
         raise InputError(ids_path, "expected an object: topic number -> [turn ids]")
     conversations = []

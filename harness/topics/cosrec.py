@@ -35,11 +35,12 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from harness import jsonl
 from harness.errors import InputError
 from harness.paths import data_root
 from harness.topics import ADAPTERS, Benchmark
 from harness.topics._common import QidSet, choose_split, shipped_qrels
-from harness.topics._json import Record, read_jsonl, single_entry
+from harness.topics._json import Record, single_entry
 from harness.topics.model import Conversation, PersonalStatement, Turn, declared_fields
 
 INTENT_TYPES = ("search", "recommendation", "product_details")
@@ -96,7 +97,7 @@ def folder(part: str) -> Path:
 def _by_conversation(path: Path) -> dict[str, tuple[int, Any]]:
     """conversation id -> (line, value) for a `{"<id>": value}` JSON-lines file."""
     entries: dict[str, tuple[int, Any]] = {}
-    for line, value in read_jsonl(path):
+    for line, value in jsonl.read(path):
         key, inner = single_entry(value, path, line)
         if key in entries:
             raise InputError(path, f"conversation {key!r} appears twice", line=line)

@@ -17,11 +17,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from harness import jsonl
 from harness.errors import InputError
 from harness.paths import data_root
 from harness.topics import ADAPTERS, Benchmark
 from harness.topics._common import choose_split
-from harness.topics._json import read_json
 from harness.topics.model import Conversation, Turn, declared_fields
 
 SETTINGS = ("open", "closed")
@@ -91,7 +91,7 @@ def read_dialogues(path: str | Path, setting: str | None = None) -> tuple[ArenaC
     path = Path(path)
     if setting is None:
         setting = next((s for s in SETTINGS if s in path.stem), path.stem)
-    records = read_json(path)
+    records = jsonl.read_document(path)
     if not isinstance(records, list) or not records:  # [] would add no satisfaction, without a word
         raise InputError(path, "expected a JSON list of dialogues" + (", found an empty list" if records == [] else ""))
     return tuple(_conversation(record, path, index, setting) for index, record in enumerate(records))

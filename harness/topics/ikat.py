@@ -22,12 +22,13 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from harness import jsonl
 from harness.corpus import Corpus, Document
 from harness.errors import HarnessError, InputError
 from harness.paths import data_root, qrels_root
 from harness.topics import ADAPTERS, Benchmark, load
 from harness.topics._common import QidSet, choose_split, shipped_qrels
-from harness.topics._json import Record, read_json, read_jsonl, records
+from harness.topics._json import Record, records
 from harness.topics.model import ANSWER, Conversation, PersonalStatement, Turn, declared_fields
 from harness.trec import Qrels, read_qrels
 
@@ -48,7 +49,7 @@ def topics_path(year: int, split: str = "test") -> Path:
 def read_topics(path: Path) -> tuple[Conversation, ...]:
     """Any of the three iKAT topic formats (told apart per topic by its fields)."""
     qids = QidSet(path)
-    conversations = tuple(_conversation(topic, qids) for topic in records(read_json(path), path, "topic"))
+    conversations = tuple(_conversation(topic, qids) for topic in records(jsonl.read_document(path), path, "topic"))
     if not conversations:  # `[]`: every turn of a run would be 'unknown'
         raise InputError(path, "holds no topic: expected a JSON list of iKAT topics")
     return conversations
@@ -114,7 +115,7 @@ def passages_path(split: str) -> Path:
 def provenance_passages(split: str) -> Iterator[tuple[Record, str, str]]:
     """(record, passage id `<doc_id>:<passage_id>`, text as the file prints it: between newlines)."""
     path = passages_path(split)
-    for line, value in read_jsonl(path):
+    for line, value in jsonl.read(path):
         record = Record(value, path, "passage", line)
         passage_id = f"{record.text('doc_id')}:{record.get('passage_id', str, int)}"
         yield record, passage_id, record.text("passage_text")

@@ -28,12 +28,13 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
+from harness import jsonl
 from harness.corpus import Corpus, Document
 from harness.errors import InputError
 from harness.paths import data_root
 from harness.topics import ADAPTERS, Benchmark
 from harness.topics._common import QidSet, choose_split
-from harness.topics._json import Record, read_json, read_jsonl
+from harness.topics._json import Record
 from harness.topics.model import ANSWER, Conversation, Turn, declared_fields
 from harness.trec import Qrels
 
@@ -71,10 +72,10 @@ def _catalogue(root: Path) -> _Catalogue:
     relation_names = {rid: name for name, rid in _int_map(relations_path).items()}
     entity_ids = _int_map(entities_path)
     entity_names = {eid: name for name, eid in entity_ids.items()}
-    kg = read_json(kg_path)
+    kg = jsonl.read_document(kg_path)
     if not isinstance(kg, dict):
         raise InputError(kg_path, "expected an object: head entity id -> [[relation id, tail id], ...]")
-    info = read_json(info_path)
+    info = jsonl.read_document(info_path)
     if not isinstance(info, dict):
         raise InputError(info_path, "expected an object: item id -> item attributes")
     documents, by_name = [], {}
@@ -103,7 +104,7 @@ def _catalogue(root: Path) -> _Catalogue:
 
 
 def _int_map(path: Path) -> dict[str, int]:
-    value = read_json(path)
+    value = jsonl.read_document(path)
     if not isinstance(value, dict) or not all(isinstance(v, int) for v in value.values()):
         raise InputError(path, "expected an object mapping names to integer ids")
     return value
@@ -112,7 +113,7 @@ def _int_map(path: Path) -> dict[str, int]:
 def read_turns(path: Path) -> tuple[Conversation, ...]:
     qids = QidSet(path)
     dialogues: dict[str, list[tuple[int, Turn]]] = {}
-    for line, value in read_jsonl(path):
+    for line, value in jsonl.read(path):
         record = Record(value, path, "turn", line)
         dialog, turn_id = record.get("dialog_id", int), record.get("turn_id", int)
         record = record.relabel(f"dialog {dialog}, turn {turn_id}")

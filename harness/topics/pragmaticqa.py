@@ -30,11 +30,12 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
+from harness import jsonl
 from harness.corpus import Corpus, Document
 from harness.paths import data_root
 from harness.topics import ADAPTERS, Benchmark
 from harness.topics._common import choose_split
-from harness.topics._json import Record, read_jsonl
+from harness.topics._json import Record
 from harness.topics.model import ANSWER, Conversation, Turn, declared_fields
 from harness.trec import Qrels
 
@@ -121,7 +122,7 @@ def _parse(path: Path) -> _Parsed:
     documents: dict[str, Document] = {}
     judgments: dict[str, dict[str, int]] = {}
     counts: Counter[str] = Counter()
-    for line, value in read_jsonl(path):
+    for line, value in jsonl.read(path):
         record = Record(value, path, f"conversation {line}", line)
         community = record.text("community")
         turns = []
