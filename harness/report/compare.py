@@ -40,6 +40,16 @@ class EvaluationLike(Protocol):
 
 
 @dataclass(frozen=True)
+class RunScores:
+    """A run's per-query scores, for a leaderboard of what `harness.evaluate` does not score:
+    the hosted board's stored submissions, the responses' nugget scores (an EvaluationLike)."""
+
+    run_name: str
+    measures: list[str]
+    per_query: dict[str, dict[str, float]]  # measure -> query -> score
+
+
+@dataclass(frozen=True)
 class Scores:
     """Per-query scores of several runs on one aligned query list."""
 

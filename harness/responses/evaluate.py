@@ -56,6 +56,8 @@ from harness.responses.scores import (CITATION_SCORES, NUGGET_SCORES, SUPPORT_WE
 if TYPE_CHECKING:
     import pandas as pd
 
+    from harness.report.compare import RunScores
+
 HINT = "check the judge's prompt (--prompt, --citation-prompt: does it ask for one label?) and --model"
 MEASURES = ("all", "vital", "strict_all", "strict_vital", "weighted")  # leaderboard order: `all` ranks
 ANSWERED, OF_TOPICS = "answered by some run and with nuggets", "every turn of the topics with nuggets"  # test sets
@@ -120,16 +122,10 @@ class ResponseEvaluation:
         return found
 
 
-@dataclass(frozen=True)
-class RunScores:
-    """One run's per-turn scores in the shape harness.report's leaderboard reads."""
-
-    run_name: str
-    measures: list[str]
-    per_query: dict[str, dict[str, float]]
-
-
 def run_scores(evaluation: ResponseEvaluation) -> list[RunScores]:
+    """Each run's per-turn scores, for harness.report's leaderboard."""
+    from harness.report.compare import RunScores
+
     measures = list(MEASURES) + (["support_recall"] if evaluation.citations else [])
     tables = {m: evaluation.measure_scores(m) for m in measures}
     return [RunScores(run, measures, {m: tables[m][run] for m in measures}) for run in evaluation.runs]

@@ -24,7 +24,7 @@ from harness.serve import store as st
 from harness.runner.config import Node
 from harness.serve.config import ServeConfig
 from harness.serve.responses import ResponseTaskRuntime
-from harness.serve.tasks import MAX_MESSAGES, Refused, ScoredRun, TaskRuntime, Verdict, ranked_board
+from harness.serve.tasks import MAX_MESSAGES, Refused, TaskRuntime, Verdict, ranked_board
 
 log = logging.getLogger("harness.serve")
 MAX_DESCRIPTION = 2000
@@ -347,6 +347,7 @@ def _stale(row: st.Submission, runtime: TaskRuntime) -> str | None:
 
 def _board(runtime: TaskRuntime, rows: list[st.Submission]) -> dict[str, Any]:
     from harness.report import breakdown as bd
+    from harness.report.compare import RunScores
 
     measures = list(runtime.config.measures)
     main = runtime.config.main_measure
@@ -356,7 +357,7 @@ def _board(runtime: TaskRuntime, rows: list[st.Submission]) -> dict[str, Any]:
         return result
     label = {row.id: f"{row.team}/{row.run_name} ({row.id[:6]})" for row in rows}
     by_label = {label[row.id]: row for row in rows}
-    board = ranked_board([ScoredRun(label[row.id], measures, row.per_query) for row in rows], **runtime.board_terms())
+    board = ranked_board([RunScores(label[row.id], measures, row.per_query) for row in rows], **runtime.board_terms())
     top = board.baselines[0]
     for rank, name in enumerate(board.ranked_runs, start=1):
         row = by_label[name]

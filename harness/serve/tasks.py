@@ -22,6 +22,7 @@ from harness.ikat.submission import file_format
 from harness.serve.config import FORMAT_YEARS, TaskConfig
 
 if TYPE_CHECKING:
+    from harness.report.compare import RunScores
     from harness.runner.config import Node
 
 MAX_MESSAGES = 200  # findings returned for one upload
@@ -115,15 +116,6 @@ class Budget:
         if lines > 2 * self.turns * self.depth:
             return f"{lines} lines, more than twice the {self.turns} turns x {self.depth} results the task ranks"
         return ""
-
-
-@dataclass(frozen=True)
-class ScoredRun:
-    """What `harness.report.compare.leaderboard` reads (its EvaluationLike)."""
-
-    run_name: str
-    measures: list[str]
-    per_query: dict[str, dict[str, float]]
 
 
 class TaskRuntime:
@@ -350,7 +342,7 @@ def _not_utf8(data: bytes, problem: UnicodeDecodeError, display: str) -> Message
     return Message("error", "encoding", message, display, data.count(b"\n", 0, problem.start) + 1)
 
 
-def ranked_board(runs: list[ScoredRun], **terms: Any):
+def ranked_board(runs: list[RunScores], **terms: Any):
     """`harness compare`'s leaderboard with the best run on the main measure as the only
     baseline: paired t-tests, Holm-corrected over every run and measure; `terms` as the task
     has them (TaskRuntime.board_terms)."""
