@@ -15,6 +15,7 @@ import io
 import json
 import math
 import random
+import sys
 import warnings
 from fractions import Fraction
 
@@ -156,6 +157,69 @@ def test_a_threshold_at_or_below_every_grade_is_a_warning_that_its_kappa_is_n_a(
     assert json.loads(said.out)["kappa"]["0"] is None
     assert said.err.splitlines() == [f"warning: --thresholds 0: every judgment in qrels {PTKB_NIST} and {PTKB_ORG} "
                                      "reaches grade 0 (the lowest is 0), so its kappa is n/a"]
+
+
+def yes_no_labels(path, human: str, judge: str = "llm") -> str:
+    """The people's labels of iKAT 2024 as a yes-no judge would give them (grade >= 2: 1), written as
+    `harness judge --scale yes-no` writes them: the qrels and its provenance sidecar."""
+    from harness.judge.base import counts, write_qrels
+    from harness.judge.model import Judgment
+
+    judgments = [Judgment((qid, docid), int(grade >= 2), "ok", str(int(grade >= 2)), False)
+                 for qid, docs in read_qrels(human).judgments.items() for docid, grade in docs.items()]
+    write_qrels(path, judgments, {"judge": judge, "scale": "yes-no", "counts": counts(judgments)})
+    return str(path)
+
+
+def test_labels_on_another_scale_draw_the_warning_eval_fill_gives_in_agree_and_rank_agree(tmp_path, capsys):
+    """B's sidecar records the yes-no scale: its 1s are compared with (and score runs as) iKAT's grade 1,
+    'related'. The check is `eval --fill`'s, worded for each command; whichever side holds the LLM's labels."""
+    from harness.judge.fill import FILLED, fill
+
+    human = str(qrels_root() / "ikat" / "2024-qrels.txt")
+    b = yes_no_labels(tmp_path / "yn.qrels", human)
+    warning = fill(read_qrels(human), b).scale_warning
+    assert warning.startswith(f"{b}: its provenance sidecar puts its labels on the scale yes-no (0 to 1), but the "
+                              f"top grade of {human} is 4: {FILLED}, mixing the two scales; judge with --scale")
+    compared = warning.replace(FILLED, "each of its labels is compared with the grade of the same number there")
+    for a_b in ([human, b], [b, human]):
+        assert main(["qrels", "agree", *a_b, "--format", "json"]) == 0
+        said = capsys.readouterr()
+        assert f"warning: {compared}\n" in said.err and compared in json.loads(said.out)["warnings"]
+    run = tmp_path / "r.run"
+    qid, docs = next(iter(read_qrels(human).judgments.items()))
+    run.write_text("".join(f"{qid} Q0 {docid} {rank} {-rank} r\n" for rank, docid in enumerate(docs, 1)))
+    again = tmp_path / "again.run"
+    again.write_text(run.read_text().replace(" r\n", " again\n"))
+    assert main(["qrels", "rank-agree", human, b, str(run), str(again), "--measures", "nDCG@10"]) == 0
+    assert "warning: " + warning.replace(FILLED, "the runs are scored on its labels as on that file's grades of the "
+                                         "same number") + "\n" in capsys.readouterr().err
+
+
+def test_a_threshold_one_file_never_or_always_reaches_says_its_kappa_is_not_informative(tmp_path, capsys,
+                                                                                         monkeypatch):
+    """Yes-no labels never reach grade 2: at >= 2 each is 0, and the kappa there (0.0000 on iKAT 2024)
+    measures nothing; at >= 1 both files vary and nothing is said. Labels of relevant documents only
+    (all >= 1) at >= 1 are each 1: the same. On a terminal the table carries the warnings, stderr nothing."""
+    human = str(qrels_root() / "ikat" / "2024-qrels.txt")
+    b = yes_no_labels(tmp_path / "yn.qrels", human)
+    assert main(["qrels", "agree", human, b]) == 0
+    said = capsys.readouterr()
+    assert "Cohen's kappa, grade >= 2: 0.0000" in said.out
+    assert [line for line in said.err.splitlines() if "thresholds" in line] == [
+        f"warning: the default --thresholds 2: no judgment in qrels {b} reaches grade 2 (the highest is 1), so each "
+        "of its labels is 0 there: its kappa (0 or n/a, whatever the other file says) is not informative"]
+    monkeypatch.setattr(sys.stdout, "isatty", lambda: True)  # a terminal: the table's warnings, not twice
+    assert main(["qrels", "agree", human, b]) == 0
+    said = capsys.readouterr()
+    assert said.err == "" and f"\nwarning: the default --thresholds 2: no judgment in qrels {b} reaches" in said.out
+    monkeypatch.undo()
+    relevant = tmp_path / "relevant.qrels"
+    relevant.write_text("".join(line for line in open(b) if not line.endswith(" 0\n")))
+    assert main(["qrels", "agree", human, str(relevant), "--thresholds", "1"]) == 0
+    assert capsys.readouterr().err.splitlines() == [
+        f"warning: --thresholds 1: every judgment in qrels {relevant} reaches grade 1 (the lowest is 1), so each of "
+        "its labels is 1 there: its kappa (0 or n/a, whatever the other file says) is not informative"]
 
 
 def test_csv_and_table_say_what_json_says(capsys):

@@ -267,12 +267,111 @@ def test_agreement_reports_say_who_made_judge_written_labels(pool, tmp_path, cap
     capsys.readouterr()
     assert main(["qrels", "agree", str(pool_file()), str(out)]) == 0
     table = capsys.readouterr().out
-    assert f"B: {out} (llm.qrels: judge llm, model gpt-4-as-recorded, endpoint {server.base_url}" in table
+    assert f"B: {out} (llm.qrels: judge llm, model gpt-4-as-recorded, answered by {server.base_url} (" in table
     assert "Cohen's kappa, grade >= 1: 1.0000" in table and "weighted kappa (quadratic): 1.0000" in table
     out.write_text(out.read_text() + "x 0 y 1\n")
     assert main(["qrels", "agree", str(pool_file()), str(out), "--format", "json"]) == 0
     document = json.loads(capsys.readouterr().out)
     assert document["provenance"]["a"] is None and document["provenance"]["b"]["matches_file"] is False
+
+
+def answer_dates(cache: Path) -> str:
+    """When the cached answers were made, from the cache's own lines: `answered FIRST to LAST`."""
+    dates = sorted(json.loads(line)["date"] for line in next(cache.glob("*.jsonl")).read_text().splitlines())
+    return f"answered {dates[0]}" + (f" to {dates[-1]}" if dates[-1] != dates[0] else "")
+
+
+def filled_line(pool: dict, fill: Path, capsys) -> str:
+    """The provenance line `eval --fill` prints under the scores."""
+    capsys.readouterr()
+    assert main(["eval", "--qrels", str(nist_2024()), str(pool["run"]), "--measures", "nDCG@10",
+                 "--fill", str(fill)]) == 0
+    return next(line for line in capsys.readouterr().out.splitlines() if line.startswith("# filled labels: "))
+
+
+def test_shown_provenance_names_the_endpoints_that_answered_and_when_not_the_last_invocation(pool, tmp_path, capsys):
+    """A qrels judged half by one server and finished by another names both, with their counts; judged
+    again from the cache at an address where nothing listens it still names them, and the answers'
+    dates, not the endpoint and time of the invocation that wrote it (README's "a rerun elsewhere
+    credits the one that answered", which the sidecar kept but no output showed)."""
+    out = tmp_path / "llm.qrels"
+    with start_llm_server(tmp_path, pool["config"]) as first:
+        assert main(judge_args(pool, first, out, depth=5)) == 0
+    (tmp_path / "second").mkdir()
+    with start_llm_server(tmp_path / "second", pool["config"]) as second:
+        assert main(judge_args(pool, second, out, depth=SHALLOW)) == 0
+    half = len(pool["shallow"]) // 2
+    answered = ", ".join(f"{url} ({half})" for url in sorted([first.base_url, second.base_url]))
+    shown = (f"# filled labels: llm.qrels: judge llm, model gpt-4-as-recorded, answered by {answered}, prompt "
+             f"sha256 {read_provenance(out)['prompt_sha256'][:12]}, scale relevance-0-4, "
+             f"{answer_dates(tmp_path / 'cache')}")
+    assert filled_line(pool, out, capsys) == shown
+    time.sleep(1.1)  # a write time other than the answers'
+    down = ["--base-url", "http://127.0.0.1:9/v1"]
+    assert main([*judge_args(pool, second, out, depth=SHALLOW), *down]) == 0
+    assert read_provenance(out)["endpoint"] == "http://127.0.0.1:9/v1"
+    assert filled_line(pool, out, capsys) == shown
+    capsys.readouterr()
+    assert main(["qrels", "agree", str(nist_2024()), str(out)]) == 0
+    assert f"B: {out} ({shown.removeprefix('# filled labels: ')})\n" in capsys.readouterr().out
+
+
+def test_a_sidecar_without_who_answered_says_its_endpoint_and_its_write_time_as_such():
+    """Sidecars written before answered_by and answered_between: the endpoint as recorded, and the date
+    said to be when the file was written, not when its labels were made."""
+    from harness.judge.base import provenance_line
+
+    record = {"judge": "llm", "model": "m", "endpoint": "http://h/v1", "scale": "yes-no", "date": "2026-01-02T03:04:05"}
+    assert provenance_line(record) == ("judge llm, model m, endpoint http://h/v1, scale yes-no, "
+                                       "written 2026-01-02T03:04:05")
+
+
+def test_a_file_judges_qrels_names_the_judge_that_made_the_labels_it_recorded(pool, tmp_path, capsys):
+    """`harness judge --judge file --labels LLM.qrels` re-selects an LLM's labels: the fill's line names
+    the model and who answered (the sidecar's source_provenance), not only `judge file`."""
+    out, chosen = tmp_path / "llm.qrels", tmp_path / "chosen.qrels"
+    with start_llm_server(tmp_path, pool["config"]) as server:
+        assert main(judge_args(pool, server, out, depth=SHALLOW)) == 0
+    assert main(["judge", str(pool["run"]), "--topics", "ikat2024", "--depth", str(SHALLOW), "--judge", "file",
+                 "--labels", str(out), "--output", str(chosen)]) == 0
+    written_at = read_provenance(chosen)["date"]
+    made = f"answered by {server.base_url} ({len(pool['shallow'])})"
+    assert filled_line(pool, chosen, capsys) == (
+        f"# filled labels: chosen.qrels: judge file, labels from {out}, scale relevance-0-4, written {written_at}; "
+        f"recorded from judge llm, model gpt-4-as-recorded, {made}, prompt sha256 "
+        f"{read_provenance(out)['prompt_sha256'][:12]}, scale relevance-0-4, {answer_dates(tmp_path / 'cache')}")
+
+
+def test_agree_and_rank_agree_say_how_many_pairs_the_judge_left_without_a_label(pool, tmp_path, capsys):
+    """On the 0-3 scale GPT-4's 4s are off the scale: unlabelled, they are not among the pairs the
+    kappas and taus are over. Both commands say how many from B's sidecar, in `eval --fill`'s words,
+    on stderr and in the table and JSON (a CSV's on stderr alone)."""
+    fours = sum(grade == 4 for grade in pool["shallow"].values())
+    assert fours
+    out, other = tmp_path / "llm.qrels", tmp_path / "other.run"
+    with start_llm_server(tmp_path, pool["config"]) as server:
+        assert main(judge_args(pool, server, out, "--scale", "relevance-0-3", depth=SHALLOW)) == 0
+    other.write_text("".join(line for line in pool["run"].read_text().splitlines(keepends=True)
+                             if line.split()[3] != "1"))
+    counted = (f"llm.qrels: {fours} of the {len(pool['shallow'])} pairs it was asked to judge got no label (its "
+               f"sidecar: {fours} unparseable)")
+    cure = ": an unparseable answer is cached: check the judge's --prompt and --scale"
+    agree = f"{counted}, none of them in the agreement, which is over the pairs both files label{cure}"
+    rank = f"{counted}, which count as unjudged in the runs' scores under it{cure}"
+    nist = str(nist_2024())
+    rank_agree = ["rank-agree", nist, str(out), str(pool["run"]), str(other), "--measures", "nDCG@10"]
+    for command, said in ((["agree", nist, str(out)], agree), (rank_agree, rank)):
+        for form in ("table", "csv", "json"):
+            capsys.readouterr()
+            assert main(["qrels", *command, "--format", form]) == 0
+            captured = capsys.readouterr()
+            assert f"warning: {said}\n" in captured.err, (command[0], form)
+            if form == "table":
+                assert f"\nwarning: {said}\n" in captured.out
+            elif form == "json":
+                assert said in json.loads(captured.out)["warnings"]
+            else:
+                assert "warning" not in captured.out
 
 
 def test_on_a_log_or_a_pipe_judging_draws_no_bar_and_ends_with_its_one_line(pool, tmp_path, capsys):

@@ -1095,7 +1095,7 @@ def test_replayed_assignments_name_the_judge_that_made_them_in_every_format(tmp_
                      "--base-url", server.base_url, "--cache", str(tmp_path / "cache"), "--citations",
                      "--passages", f"jsonl:{passages}", "--assignments-out", str(out), "--format", "csv"]) == 0
     made = capsys.readouterr().out
-    assert "# nuggets judged by: judge llm, model m, endpoint http://127.0.0.1" in made
+    assert f"# nuggets judged by: judge llm, model m, answered by {server.base_url} (" in made
     assert "# citations judged by: judge llm, model m" in made
     sidecar = json.loads(Path(f"{out}.provenance.json").read_text())
     assert (sidecar["judge"], sidecar["model"], sidecar["nuggets"]) == ("llm", "m", str(bank))
@@ -1103,7 +1103,7 @@ def test_replayed_assignments_name_the_judge_that_made_them_in_every_format(tmp_
     assert main([*replay, "md"]) == 0
     assert "Judge: file, recorded from llm (m)." in capsys.readouterr().out
     assert main([*replay, "csv"]) == 0
-    assert "; recorded assignments made by: judge llm, model m, endpoint" in capsys.readouterr().out
+    assert f"; recorded from judge llm, model m, answered by {server.base_url} (" in capsys.readouterr().out
     assert main([*replay, "json"]) == 0
     assert json.loads(capsys.readouterr().out)["judge"]["source_provenance"]["prompt_sha256"] == sidecar["prompt_sha256"]
 
@@ -1123,7 +1123,7 @@ def test_assignments_recorded_again_from_a_file_name_the_judge_that_first_made_t
     assert main([*replay, f"file:{again}"]) == 0
     out = capsys.readouterr().out.split("# Response evaluation")[-1]
     assert out.startswith(", judge: file, recorded from llm (m)\n")
-    assert "; recorded assignments made by: judge llm, model m, endpoint" in out and "(WARNING" not in out
+    assert f"; recorded from judge llm, model m, answered by {server.base_url} (" in out and "(WARNING" not in out
 
 
 @pytest.mark.server

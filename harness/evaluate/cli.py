@@ -108,8 +108,7 @@ def run(args: argparse.Namespace) -> int:
         before = unfilled(human, filled, files, options)
         notes += judged_notes(before, filled, judged)
         moves = fill_moves(before, evaluations)  # the cells of `evaluations`' measures
-    # on a terminal the output's own notes are on the screen: not twice; a CSV has none (stderr alone)
-    if args.format == "csv" or args.out is not None or not sys.stdout.isatty():
+    if notes_on_stderr(args.format, args.out):
         for note in notes + (moves.lines() if moves else []):
             print(f"note: {note}", file=sys.stderr)
     output = _with_notes(FORMATTERS[args.format](evaluations, args.per_query), notes, args.format, moves)
@@ -120,6 +119,12 @@ def run(args: argparse.Namespace) -> int:
         handle.write(output)
     print(f"scores written to {args.out}", file=sys.stderr)  # as `harness compare --output` says it
     return 0
+
+
+def notes_on_stderr(fmt: str, out: str | None) -> bool:
+    """Whether an output's own notes are said on stderr too: on a terminal they are on the screen
+    already (not twice); a CSV has none (stderr alone), a file or a pipe is not the screen."""
+    return fmt == "csv" or out is not None or not sys.stdout.isatty()
 
 
 # the keys JSON output with --fill adds beside the runs' (a run of that name would lose its scores)

@@ -1,8 +1,9 @@
 """The judge protocol, the registry of judges, and qrels written with their provenance.
 
 Provenance rule: a qrels file a judge writes gets a sidecar `QRELS.provenance.json` (judge,
-model, endpoint, prompt sha256, scale, date, counts, and the qrels file's own sha256); a
-score or report that uses those labels quotes it (`describe_provenance`).
+model, endpoint, the endpoints that answered and when, prompt sha256, scale, date, counts, and
+the qrels file's own sha256); a score or report that uses those labels quotes it
+(`describe_provenance`).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from harness.paths import file_sha256
 from harness.registry import Param, Registry, arguments, split_spec
 
 SIDECAR_SUFFIX = ".provenance.json"
+UNRECORDED = "not recorded"  # answered_by's key for answers cached before cache lines named their endpoint
 
 
 class Judge(Protocol):
@@ -159,17 +161,43 @@ def read_provenance(qrels: str | Path, sha256_key: str = "qrels_sha256", sha256:
 
 
 def provenance_line(record: dict) -> str:
-    """A judge's provenance record in one line (judge, model, endpoint, prompt sha256, ...)."""
+    """A judge's provenance record in one line (judge, model, who answered, prompt sha256, ...):
+    the endpoints that gave the answers (`answered_by`) and when (`answered_between`), not the
+    endpoint and time of the last invocation, which may have answered nothing from its cache
+    (the time the file was written is said as such where the answers' is not recorded); labels
+    recorded from a judge's file name that judge too (`source_provenance`)."""
     parts = [f"judge {record.get('judge')}"]
-    for key, label in (("model", "model"), ("endpoint", "endpoint"), ("prompt_sha256", "prompt sha256"),
-                       ("labels", "labels from"), ("file", "recorded in"), ("scale", "scale"), ("date", "made")):
+    if record.get("model"):
+        parts.append(f"model {record['model']}")
+    parts.append(_answered_by(record))
+    for key, label in (("prompt_sha256", "prompt sha256"), ("labels", "labels from"), ("file", "recorded in"),
+                       ("scale", "scale")):
         if record.get(key):
             value = record[key][:12] if key == "prompt_sha256" else record[key]
             parts.append(f"{label} {value}")
-    line = ", ".join(parts)
+    between = record.get("answered_between")
+    if isinstance(between, list) and len(between) == 2:
+        parts.append(f"answered {between[0]}" + (f" to {between[1]}" if between[1] != between[0] else ""))
+    elif record.get("date"):
+        parts.append(f"written {record['date']}")
+    line = ", ".join(part for part in parts if part)
     if record.get("matches_file") is False:
         line += " (WARNING: the file changed since its sidecar was written)"
+    if isinstance(record.get("source_provenance"), dict):
+        line += f"; recorded from {provenance_line(record['source_provenance'])}"
     return line
+
+
+def _answered_by(record: dict) -> str:
+    """`answered by E1 (n1), E2 (n2)`, from the sidecar's count of answers by endpoint (a shared
+    cache's answers credited to the endpoint that gave them); `endpoint E` where none is recorded."""
+    answered = record.get("answered_by")
+    if not isinstance(answered, dict):
+        return f"endpoint {record['endpoint']}" if record.get("endpoint") else ""
+    if not answered:
+        return f"endpoint {record.get('endpoint')}, which answered no pair"
+    return "answered by " + ", ".join(f"{'an endpoint not recorded' if endpoint == UNRECORDED else endpoint} ({n})"
+                                      for endpoint, n in answered.items())
 
 
 def describe_provenance(qrels: str | Path, record: dict | None) -> str:

@@ -126,9 +126,13 @@ def run_agree(args: argparse.Namespace) -> int:
     thresholds = args.thresholds if args.thresholds is not None else list(THRESHOLDS)
     result = compare_labels(a, b, thresholds)
     if not result.overall.pairs:
-        print(f"warning: {_no_pair_in_common(args, 'every kappa is n/a')}", file=sys.stderr)
+        args.warnings = [_no_pair_in_common(args, 'every kappa is n/a')]
     else:
-        _warn_unreachable(a, b, args, thresholds, given)
+        args.warnings = _threshold_warnings(a, b, args, thresholds, given)
+    args.warnings += _label_warnings(args, {"A": a, "B": b},
+                                     "each of its labels is compared with the grade of the same number there",
+                                     ", none of them in the agreement, which is over the pairs both files label")
+    _say(args)
     formats = {"table": _agree_table, "csv": _agree_csv, "json": _agree_json}
     _emit(formats[args.format](result, args), args.out)
     return 0
@@ -152,21 +156,64 @@ def _no_pair_in_common(args: argparse.Namespace, consequence: str) -> str:
                       f"{a}): to measure agreement, judge the pairs people judged, without --qrels")
 
 
-def _warn_unreachable(a: Qrels, b: Qrels, args: argparse.Namespace, thresholds: list[int], given: str) -> None:
+def _threshold_warnings(a: Qrels, b: Qrels, args: argparse.Namespace, thresholds: list[int], given: str) -> list[str]:
     """A threshold above every grade of both qrels makes every label 0 on both sides, one at or
-    below every grade every label 1, so its kappa is n/a: said once, on stderr, the first in
-    the words `harness eval` uses for such a rel=."""
+    below every grade every label 1, so its kappa is n/a: the first said in the words `harness
+    eval` uses for such a rel=. One that puts every label of one file on the same side (a yes-no
+    file's 1s at grade >= 2) leaves that file nothing to agree with: its kappa is 0 (n/a where the
+    other's shared labels are constant too) whatever the other file says, which reads as agreement
+    no better than chance but measures nothing."""
     from harness.evaluate import unreachable
 
-    grades = [grade for qrels in (a, b) for docs in qrels.judgments.values() for grade in docs.values()]
-    top, bottom = max(grades), min(grades)
+    grades = {path: [grade for docs in qrels.judgments.values() for grade in docs.values()]
+              for path, qrels in ((args.a, a), (args.b, b))}
+    top, bottom = max(map(max, grades.values())), min(map(min, grades.values()))
+    warnings = []
     for threshold in dict.fromkeys(thresholds):
         if threshold > top:
-            print(f"warning: {unreachable(f'{given} {threshold}', f'{args.a} or {args.b}', threshold, top)}, "
-                  "so its kappa is n/a", file=sys.stderr)
+            warnings.append(f"{unreachable(f'{given} {threshold}', f'{args.a} or {args.b}', threshold, top)}, "
+                            "so its kappa is n/a")
         elif threshold <= bottom:
-            print(f"warning: {given} {threshold}: every judgment in qrels {args.a} and {args.b} reaches grade "
-                  f"{threshold} (the lowest is {bottom}), so its kappa is n/a", file=sys.stderr)
+            warnings.append(f"{given} {threshold}: every judgment in qrels {args.a} and {args.b} reaches grade "
+                            f"{threshold} (the lowest is {bottom}), so its kappa is n/a")
+        else:
+            for path, own in grades.items():
+                constant = "0" if threshold > max(own) else "1" if threshold <= min(own) else None
+                if constant is None:
+                    continue
+                reach = (unreachable(f"{given} {threshold}", path, threshold, max(own)) if constant == "0" else
+                         f"{given} {threshold}: every judgment in qrels {path} reaches grade {threshold} "
+                         f"(the lowest is {min(own)})")
+                warnings.append(f"{reach}, so each of its labels is {constant} there: its kappa (0 or n/a, "
+                                "whatever the other file says) is not informative")
+    return warnings
+
+
+def _label_warnings(args: argparse.Namespace, qrels: dict[str, Qrels], use: str, consequence: str) -> list[str]:
+    """What the sidecars of A and B say about the labels compared, as `eval --fill` says it
+    (harness.judge.fill, the same functions): pairs a judge was asked and left without a label
+    (off the scale, failed), which drop out (`consequence`: of what), and labels on a scale whose
+    top grade is not the other file's, compared number for number (`use`: how), said once (from
+    the first file whose sidecar finds it)."""
+    from harness.judge.fill import incomplete, scale_warning
+
+    paths = {"A": args.a, "B": args.b}
+    warnings = [note for side in paths if (note := incomplete(paths[side], args.sidecars.record(paths[side]),
+                                                              consequence))]
+    for side, other in (("A", "B"), ("B", "A")):
+        if found := scale_warning(qrels[other], paths[side], args.sidecars.record(paths[side]), use):
+            return warnings + [found]
+    return warnings
+
+
+def _say(args: argparse.Namespace) -> None:
+    """The warnings on stderr too, unless the output that carries them is on the screen (as `eval` says
+    its notes: a CSV carries none)."""
+    from harness.evaluate.cli import notes_on_stderr
+
+    if notes_on_stderr(args.format, args.out):
+        for warning in args.warnings:
+            print(f"warning: {warning}", file=sys.stderr)
 
 
 def _columns(result: Agreement) -> list[str]:
@@ -183,7 +230,8 @@ def _agree_table(result: Agreement, args: argparse.Namespace) -> str:
     overall = result.overall
     lines = [f"A: {_origin(args, args.a)}", f"B: {_origin(args, args.b)}",
              f"pairs: {overall.pairs} in both, {result.a_only} in A only, {result.b_only} in B only; queries: "
-             f"{result.queries['both']} in both ({result.queries['A']} in A, {result.queries['B']} in B)", ""]
+             f"{result.queries['both']} in both ({result.queries['A']} in A, {result.queries['B']} in B)",
+             *(f"warning: {warning}" for warning in args.warnings), ""]
     for threshold, value in overall.kappa.items():
         lines.append(f"Cohen's kappa, grade >= {threshold}: {_number(value)}")
     for weighting in WEIGHTINGS:
@@ -241,7 +289,7 @@ def _agree_json(result: Agreement, args: argparse.Namespace) -> str:
         "a": args.a, "b": args.b, "provenance": {"a": args.sidecars.record(args.a), "b": args.sidecars.record(args.b)},
         "grades": result.overall.grades,
         "counts": {"both": result.overall.pairs, "a_only": result.a_only, "b_only": result.b_only},
-        "queries": result.queries, **_part_json(result.overall),
+        "queries": result.queries, "warnings": args.warnings, **_part_json(result.overall),
         "per_query": {qid: _part_json(part) for qid, part in result.per_query.items()},
     }
     return json.dumps(document, indent=2) + "\n"
@@ -271,10 +319,15 @@ def run_rank_agree(args: argparse.Namespace) -> int:
     if not shared:
         raise HarnessError(f"{args.a} and {args.b} judge no query in common: there is no ordering to compare")
     args.queries = (len(shared), len(qrels["A"].judgments), len(qrels["B"].judgments))
+    args.warnings = []
     if not any(qrels["A"].judgments[qid].keys() & qrels["B"].judgments[qid].keys() for qid in shared):
         consequence = ("the ordering under B reflects only B's labels, of documents A does not judge, so tau and "
                        "tau_AP do not measure how far the labels agree")
-        print(f"warning: {_no_pair_in_common(args, consequence)}", file=sys.stderr)
+        args.warnings.append(_no_pair_in_common(args, consequence))
+    args.warnings += _label_warnings(args, qrels,
+                                     "the runs are scored on its labels as on that file's grades of the same number",
+                                     ", which count as unjudged in the runs' scores under it")
+    _say(args)
     means = {}
     with said_once():  # a measure's translation, said by A's evaluator, is not said again by B's
         for side, labels in qrels.items():
@@ -298,7 +351,8 @@ def _rank_table(results: list[RankingAgreement], args: argparse.Namespace) -> st
     shared, in_a, in_b = args.queries
     lines = [f"orderings of {results[0].runs} runs under A: {_origin(args, args.a)} and B: {_origin(args, args.b)} "
              "(tau_AP: A's ordering taken as the truth)",
-             f"scored on the {shared} queries both judge ({in_a} in A, {in_b} in B)"]
+             f"scored on the {shared} queries both judge ({in_a} in A, {in_b} in B)",
+             *(f"warning: {warning}" for warning in args.warnings)]
     lines += _aligned([["measure", "tau", "tau_AP", "largest moves (run: rank A -> rank B)"]] +
                       [[r.measure, _number(r.tau), _number(r.tau_ap), _moves(r, args.moves)] for r in results])
     return "\n".join(lines) + "\n"
@@ -330,7 +384,7 @@ def _rank_json(results: list[RankingAgreement], args: argparse.Namespace) -> str
     shared, in_a, in_b = args.queries
     document = {"a": args.a, "b": args.b,
                 "provenance": {"a": args.sidecars.record(args.a), "b": args.sidecars.record(args.b)},
-                "queries": {"both": shared, "A": in_a, "B": in_b},
+                "queries": {"both": shared, "A": in_a, "B": in_b}, "warnings": args.warnings,
                 "measures": {
         r.measure: {"runs": r.runs, "tau": _json_number(r.tau), "tau_ap": _json_number(r.tau_ap),
                     "moves": [{"run": run, "rank_a": a, "rank_b": b} for run, a, b in r.moves]}

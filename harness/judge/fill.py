@@ -15,6 +15,8 @@ from harness.judge.base import describe_provenance, read_provenance
 from harness.judge.scales import SCALES, SUPPORT_0_2
 from harness.trec import Qrels, file_stem, read_qrels
 
+FILLED = "each filled label is scored as the human grade of the same number"  # what a scale mismatch does here
+
 
 @dataclass(frozen=True)
 class Filled:
@@ -58,7 +60,7 @@ def fill(human: Qrels, fill_path: str | Path) -> Filled:
     name = f"{human.name}+{file_stem(fill_path)}"
     record = read_provenance(fill_path)
     return Filled(Qrels(name, judgments), added, overlapping, other, describe_provenance(fill_path, record),
-                  _scale_warning(human, fill_path, record), _incomplete(fill_path, record),
+                  scale_warning(human, fill_path, record, FILLED), incomplete(fill_path, record),
                   _misfit(human, fill_path, record, added + overlapping, other))
 
 
@@ -77,12 +79,13 @@ def _misfit(human: Qrels, fill_path: str | Path, record: dict | None, shared: in
     return None
 
 
-def _incomplete(fill_path: str | Path, record: dict | None) -> str | None:
+def incomplete(path: str | Path, record: dict | None, consequence: str = "") -> str | None:
     """Pairs the judge was asked for and could not label (no answer after the retries, an answer
-    off the scale, no recorded label), as the fill's sidecar counts them: their holes stay holes,
-    and a board called filled must say so (a script that ignores `harness judge`'s exit status
-    would not). None for a complete fill, one without a sidecar, or one whose sidecar is of
-    another version of the file (its counts are not this file's: the provenance line warns of it)."""
+    off the scale, no recorded label), as the sidecar of its qrels `path` counts them: filled,
+    their holes stay holes, and a board called filled must say so (a script that ignores `harness
+    judge`'s exit status would not); compared (`qrels agree`), they drop out of the agreement, and
+    `consequence` says so. None for a complete file, one without a sidecar, or one whose sidecar
+    is of another version of the file (its counts are not this file's: the provenance line warns of it)."""
     tally = record.get("counts") if record and record["matches_file"] else None
     if not isinstance(tally, dict):
         return None
@@ -95,21 +98,22 @@ def _incomplete(fill_path: str | Path, record: dict | None) -> str | None:
         cures.append("an unparseable label is the --labels file's: check it and --scale")
     elif "unparseable" in unlabelled:  # its answer is cached: asking again gives it again
         cures.append("an unparseable answer is cached: check the judge's --prompt and --scale")
-    return (f"{Path(fill_path).name}: {sum(unlabelled.values())} of the {tally.get('pairs', '?')} pairs it was asked "
+    return (f"{Path(path).name}: {sum(unlabelled.values())} of the {tally.get('pairs', '?')} pairs it was asked "
             f"to judge got no label (its sidecar: {', '.join(f'{n} {status}' for status, n in unlabelled.items())})"
-            + (f": {'; '.join(cures)}" if cures else ""))
+            + consequence + (f": {'; '.join(cures)}" if cures else ""))
 
 
-def _scale_warning(human: Qrels, fill_path: str | Path, record: dict | None) -> str | None:
-    """A warning when the top grade of the scale the fill's sidecar records is not the human
-    labels' top grade: a filled label is scored as the human grade of the same number, so a
-    model's 'yes' (1) would count as iKAT's 'related' (1), below every rel=2 measure. The top
-    grades alone are compared: qrels listing only relevant documents (OpenDialKG's all 1,
-    PragmatiCQA's 1 and 2) have no 0 for a scale's 0 to match. None when they agree, or the fill
-    has no sidecar, one written for another version of the file (its scale is not this file's:
-    the provenance line warns of it) or a scale unknown here."""
+def scale_warning(reference: Qrels, path: str | Path, record: dict | None, use: str) -> str | None:
+    """A warning when the top grade of the scale the sidecar of qrels `path` records is not the
+    top grade of `reference` (the human labels): a label is read as the reference's grade of the
+    same number (`use` says where: filled and scored, compared), so a model's 'yes' (1) would count
+    as iKAT's 'related' (1), below every rel=2 measure. The top grades alone are compared: qrels
+    listing only relevant documents (OpenDialKG's all 1, PragmatiCQA's 1 and 2) have no 0 for a
+    scale's 0 to match. None when they agree, or the file has no sidecar, one written for another
+    version of the file (its scale is not this file's: the provenance line warns of it) or a scale
+    unknown here."""
     name = record.get("scale") if record and record["matches_file"] else None
-    grades = {grade for docs in human.judgments.values() for grade in docs.values()}
+    grades = {grade for docs in reference.judgments.values() for grade in docs.values()}
     if name not in SCALES.names() or not grades:
         return None
     scale, top = SCALES.get(name), max(grades)
@@ -118,7 +122,6 @@ def _scale_warning(human: Qrels, fill_path: str | Path, record: dict | None) -> 
     # support-0-2 grades how far a text backs a statement (nuggets, citations), not relevance
     fitting = [other for other in SCALES.names()
                if SCALES.get(other) is not SUPPORT_0_2 and max(SCALES.get(other).labels) == top]
-    return (f"{fill_path}: its provenance sidecar puts its labels on the scale {scale.span()}, but the top grade "
-            f"of {human.path or human.name} is {top}: each filled label is scored as the human grade of the same "
-            "number, mixing the two scales; judge with "
+    return (f"{path}: its provenance sidecar puts its labels on the scale {scale.span()}, but the top grade "
+            f"of {reference.path or reference.name} is {top}: {use}, mixing the two scales; judge with "
             + (f"--scale {' or '.join(fitting)}" if fitting else f"a --scale whose top grade is {top}"))

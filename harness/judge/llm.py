@@ -42,7 +42,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from harness.errors import HarnessError, InputError, Interrupted, counted
-from harness.judge.base import CACHE_DIR, JUDGES, SCALE, counts, now
+from harness.judge.base import CACHE_DIR, JUDGES, SCALE, UNRECORDED, counts, now
 from harness.judge.model import Item, Judgment
 from harness.judge.scales import Scale
 from harness.paths import cache_root
@@ -50,7 +50,6 @@ from harness.registry import AtLeast, Param
 from harness.queries.llm import Endpoint, answer_text, not_a_completion, status_error, template_fields
 
 PROMPTS = Path(__file__).with_name("prompts")
-UNRECORDED = "not recorded"  # the endpoint of an answer cached before cache lines named it
 REFUSALS = frozenset({400, 413, 422})  # statuses that may refuse one request (too long), not the endpoint
 REFUSED_IN_A_ROW = 8  # refusals (or `concurrency`, if more) with no answer yet: the endpoint refuses every request
 CONCURRENCY, RETRIES = 8, 4  # the defaults of every door to this judge: the CLI, the API, configs
@@ -126,6 +125,7 @@ class AnswerCache:
         self.path = path
         self.answers: dict[str, str] = {}
         self.endpoints: dict[str, str] = {}  # key -> the base URL that answered (lines that say it)
+        self.dates: dict[str, str] = {}  # key -> when it answered (lines that say it)
         self._lock = threading.Lock()
         self._handle = None
         try:
@@ -137,6 +137,8 @@ class AnswerCache:
                             self.answers[record["key"]] = record["answer"]
                             if isinstance(record.get("endpoint"), str):
                                 self.endpoints[record["key"]] = record["endpoint"]
+                            if isinstance(record.get("date"), str):
+                                self.dates[record["key"]] = record["date"]
                     except (ValueError, KeyError, TypeError):
                         pass  # a line torn by a kill: that answer is asked again
         except FileNotFoundError:
@@ -150,11 +152,13 @@ class AnswerCache:
 
     def put(self, key: str, answer: str, item_key: tuple[str, ...], endpoint: str) -> None:
         """Appended and flushed at once (kept open between answers)."""
-        line = json.dumps({"key": key, "item": list(item_key), "answer": answer, "endpoint": endpoint, "date": now()},
+        date = now()
+        line = json.dumps({"key": key, "item": list(item_key), "answer": answer, "endpoint": endpoint, "date": date},
                           ensure_ascii=False) + "\n"
         with self._lock:
             self.answers[key] = answer
             self.endpoints[key] = endpoint
+            self.dates[key] = date
             try:
                 if self._handle is None:
                     self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -215,6 +219,7 @@ class LLMJudge:
         self.stats = Stats()
         self._counts: dict[str, int] = {}
         self._answered_by: dict[str, int] = {}
+        self._answered_between: list[str] = []  # the first and last answer's date, where the cache recorded them
         self._refused: list[Refused] = []
         self._reached = False
         self._client = None
@@ -230,6 +235,7 @@ class LLMJudge:
 
         # this call's, even if it stops half-way
         self.stats, self._counts, self._answered_by, self._refused = Stats(), {}, {}, []
+        self._answered_between = []
         started = time.perf_counter()
         prompts = [self.prompt(item) for item in items]  # every template problem before any request
         import openai  # noqa: F401 (imported once here, not by eight threads at once)
@@ -312,6 +318,9 @@ class LLMJudge:
         answered = Counter(self.cache.endpoints.get(key, UNRECORDED) for key, result in zip(keys, results)
                            if result is not None and result.status != "failed")
         self._answered_by = dict(sorted(answered.items()))
+        dates = [self.cache.dates[key] for key, result in zip(keys, results)
+                 if result is not None and result.status != "failed" and key in self.cache.dates]
+        self._answered_between = [min(dates), max(dates)] if dates else []
         return judgments
 
     def _judgment(self, item: Item, answer: str, cached: bool) -> Judgment:
@@ -393,6 +402,7 @@ class LLMJudge:
             "temperature": 0, "date": now(), "counts": dict(self._counts), "answered_by": dict(self._answered_by),
             "requests": self.stats.requests, "retries": self.stats.retries, "failed_requests": dict(self.stats.causes),
             "cache": str(self.cache.path),
+            **({"answered_between": list(self._answered_between)} if self._answered_between else {}),
             **({"refused_requests": len(self._refused), "refused_example": self._refused[0].example}
                if self._refused else {}),  # their pairs are among the failed; the first refusal quoted
         }

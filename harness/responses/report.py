@@ -49,10 +49,8 @@ def provenance_notes(evaluation: ResponseEvaluation) -> list[str]:
 
     lines = []
     for task, record in _judges(evaluation).items():
-        line = f"{task} judged by: {provenance_line(record)}"
-        if record.get("source_provenance"):
-            line += f"; recorded assignments made by: {provenance_line(record['source_provenance'])}"
-        elif record.get("file"):  # replayed from a file without a sidecar: its maker and date are unknown
+        line = f"{task} judged by: {provenance_line(record)}"  # a file's recorded maker too (source_provenance)
+        if record.get("file") and not record.get("source_provenance"):  # replayed from a file without a sidecar
             line += "; no provenance sidecar: who made the assignments, and when, is not recorded"
         lines.append(line)
     return lines
