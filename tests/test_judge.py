@@ -1002,6 +1002,28 @@ def test_a_recorded_label_off_the_judges_scale_is_an_error_naming_the_file_line_
     assert not out.exists() and not sidecar(out).exists()
 
 
+def test_the_file_judge_keeps_the_scale_its_labels_sidecar_records_and_refuses_another(tmp_path, capsys):
+    """A judge's yes-no labels re-filed without --scale were written under relevance-0-4, and
+    `eval --fill`'s warning on mixing scales never fired for them; --scale other than the
+    recorded one is an error naming both, with nothing written."""
+    from harness.judge.base import write_qrels
+    from harness.judge.model import Judgment
+
+    labels, run = tmp_path / "yn.qrels", tmp_path / "mine.run"
+    write_qrels(labels, [Judgment(("0_1", "d1"), 1, "ok", "1", False), Judgment(("0_1", "d2"), 0, "ok", "0", False)],
+                {"judge": "llm", "model": "m", "scale": "yes-no"})
+    run.write_text("0_1 Q0 d1 1 2.0 mine\n0_1 Q0 d2 2 1.0 mine\n")
+    args = ["judge", str(run), "--topics", "ikat2024", "--judge", "file", "--labels", str(labels)]
+    assert main([*args, "--output", str(tmp_path / "again.qrels")]) == 0
+    assert read_provenance(tmp_path / "again.qrels")["scale"] == "yes-no"
+    capsys.readouterr()
+    out = tmp_path / "other.qrels"
+    assert main([*args, "--scale", "relevance-0-4", "--output", str(out)]) == 2
+    assert capsys.readouterr().err == (f"harness judge: error: {labels}: its provenance sidecar records its labels on "
+                                       "the scale yes-no (0 to 1), not relevance-0-4 (0 to 4): give --scale yes-no "
+                                       "(or leave --scale out)\n")
+    assert not out.exists() and not sidecar(out).exists()
+
 
 def test_an_llm_option_given_with_another_judge_is_an_error_naming_it(tmp_path, capsys, monkeypatch):
     """It was silently ignored; an llm option left at its environment default is no option given."""

@@ -11,7 +11,7 @@ from pathlib import Path
 from harness.cli import add_output, add_runs, number_in, runs
 from harness.errors import HarnessError, InputError, verb
 from harness.judge.base import (JUDGES, Judge, check_parsed, checked, counts, failed_why, plugin, quoting,
-                                 sidecar, write_qrels)
+                                 read_provenance, sidecar, write_qrels)
 from harness.judge.llm import CONCURRENCY, RETRIES
 from harness.judge.model import Item
 from harness.judge.pairs import QUERY_FIELDS, relevance_items, sample_item, unjudged_pairs
@@ -19,6 +19,8 @@ from harness.judge.scales import SCALES, Scale
 from harness.paths import file_sha256, refuse_overwriting
 from harness.registry import split_spec
 from harness.trec import Qrels
+
+DEFAULT_SCALE = "relevance-0-4"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -46,8 +48,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="llm (default), file, or a plug-in: an entry point of harness.judges or "
                              "python:MODULE:ATTR[:ARG]")
     parser.add_argument("--labels", help="the file judge's recorded labels (a qrels file)")
-    parser.add_argument("--scale", choices=SCALES.names(), default="relevance-0-4",
-                        help="the label scale (default relevance-0-4, iKAT's)")
+    parser.add_argument("--scale", choices=SCALES.names(),
+                        help=f"the label scale (default {DEFAULT_SCALE}, iKAT's; the file judge's: the scale the "
+                             "--labels file's provenance sidecar records, where it has one)")
     parser.add_argument("--query-field", choices=QUERY_FIELDS, default="utterance",
                         help="what the judge reads as the question (default: the user's utterance, "
                              "with the conversation before it)")
@@ -105,12 +108,14 @@ def make_judge(args: argparse.Namespace) -> Judge:
             raise HarnessError(f"--judge {args.judge} judges support (harness responses eval), not relevance; "
                                "use llm, file or a plug-in")
         return plugin(args.judge)
-    scale = SCALES.get(args.scale)
     if args.judge == "file":
         if not args.labels:
             raise HarnessError("--judge file needs --labels FILE (a qrels file of recorded labels)")
-        return JUDGES.get("file")(args.labels, scale)
-    return make_llm_judge(args, "relevance", scale, sample_item())
+        from harness.judge.file import recorded_scale
+
+        scale = args.scale or recorded_scale(read_provenance(args.labels)) or DEFAULT_SCALE
+        return JUDGES.get("file")(args.labels, SCALES.get(scale))
+    return make_llm_judge(args, "relevance", SCALES.get(args.scale or DEFAULT_SCALE), sample_item())
 
 
 def make_llm_judge(args: argparse.Namespace, prompt_name: str, scale: Scale, sample: Item) -> Judge:

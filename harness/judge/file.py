@@ -1,5 +1,7 @@
 """`file`: labels recorded earlier (a qrels file, e.g. the iKAT organisers' GPT-4 judgments of
-the 2024 pool), answered by (qid, docid), so published labels are used and compared exactly."""
+the 2024 pool), answered by (qid, docid), so published labels are used and compared exactly.
+Labels a judge made keep the scale their sidecar records: filed again under another, a 'yes'
+(1) would pass for iKAT's 1, and the scale warnings downstream (eval --fill) would never fire."""
 
 from __future__ import annotations
 
@@ -8,7 +10,7 @@ from pathlib import Path
 
 from harness.judge.base import JUDGES, SCALE, counts, now, read_provenance
 from harness.judge.model import Item, Judgment
-from harness.judge.scales import Scale
+from harness.judge.scales import SCALES, Scale
 from harness.paths import file_sha256
 from harness.registry import Param
 from harness.errors import InputError
@@ -22,6 +24,12 @@ class FileJudge:
         self.path = Path(path)
         self.scale = scale
         self.labels = read_qrels(self.path).judgments
+        self.source = read_provenance(self.path)
+        recorded = recorded_scale(self.source)
+        if recorded is not None and recorded != scale.name:
+            raise InputError(self.path, f"its provenance sidecar records its labels on the scale "
+                                        f"{SCALES.get(recorded).span()}, not {scale.span()}: give --scale {recorded} "
+                                        "(or leave --scale out)")
         self._check_scale()
         self._counts: dict[str, int] = {}
 
@@ -54,10 +62,17 @@ class FileJudge:
     def provenance(self) -> dict:
         record = {"judge": self.name, "labels": str(self.path), "labels_sha256": file_sha256(self.path),
                   "scale": self.scale.name, "date": now(), "counts": dict(self._counts)}
-        source = read_provenance(self.path)
-        if source is not None:  # labels a judge made earlier: keep who made them
-            record["source_provenance"] = source
+        if self.source is not None:  # labels a judge made earlier: keep who made them
+            record["source_provenance"] = self.source
         return record
+
+
+def recorded_scale(source: dict | None) -> str | None:
+    """The scale a labels file's provenance sidecar (read_provenance's `source`) records, if it
+    is one known here; None without a sidecar, or with one written for another version of the
+    file (its scale is not this file's: the provenance line warns of it)."""
+    name = source.get("scale") if source and source["matches_file"] else None
+    return name if name in SCALES.names() else None
 
 
 JUDGES.add("file", FileJudge, "labels recorded earlier (a qrels file), answered by (qid, docid); "
