@@ -18,6 +18,7 @@ that answers from recorded labels (e.g. the iKAT organisers' GPT-4 pool judgment
                                                       # (by its sha256) fails so
      "timeout_s": 1.0,                                # how long a "timeout" stalls
      "always_503": N,                                 # every Nth prompt always fails
+     "failing": [NEEDLE, ...],                        # a prompt holding one always fails (503)
      "too_long": [NEEDLE, ...]}                       # a prompt holding one is refused at once
                                                       # with HTTP 400, as vLLM refuses one past
                                                       # the model's window
@@ -72,7 +73,7 @@ class Handler(BaseHTTPRequestHandler):
             attempt = ATTEMPTS[prompt] = ATTEMPTS.get(prompt, 0) + 1
         time.sleep(JUDGE.get("delay_s", 0))
         faults = JUDGE.get("faults", {})
-        if faulty(prompt, JUDGE.get("always_503")):
+        if faulty(prompt, JUDGE.get("always_503")) or any(needle in prompt for needle in JUDGE.get("failing", [])):
             return self._send(503, {"error": {"message": "overloaded", "type": "server_error"}})
         if attempt == 1:
             if faulty(prompt, faults.get("429")):

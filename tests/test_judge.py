@@ -473,9 +473,10 @@ def test_an_endpoint_refusing_every_request_is_a_one_line_error(pool, tmp_path, 
     assert not out.exists()
 
 
-def test_a_completion_without_a_choice_is_an_empty_answer_and_a_body_that_is_none_a_one_line_error(tmp_path):
-    """HTTP 200 with no choice (as a content filter answers) is an empty answer, counted
-    unparseable; a body that is no chat completion (a wrong base URL) is one line, not a traceback."""
+def test_a_completion_without_a_choice_fails_its_pair_and_a_body_that_is_none_is_a_one_line_error(tmp_path):
+    """HTTP 200 with no choice (as a content filter answers) is no answer: the pair fails (not
+    cached, asked again next run); a body that is no chat completion (a wrong base URL) is one
+    line, not a traceback."""
     labels = {"ok": [["2"]], "filtered": [[{"id": "x", "object": "chat.completion", "choices": []}]],
               "page": [[{"status": "hello from some other web service"}]]}
     with start_llm_server(tmp_path, {"labels": labels}) as server:
@@ -484,7 +485,7 @@ def test_a_completion_without_a_choice_is_an_empty_answer_and_a_body_that_is_non
                             cache_dir=tmp_path / "cache", backoff_s=0.01)
             return made.judge([Item(("q", docid), {"passage": docid}) for docid in docids])
 
-        assert [(j.status, j.raw) for j in judge("ok", "filtered")] == [("ok", "2"), ("unparseable", "")]
+        assert [(j.status, j.raw) for j in judge("ok", "filtered")] == [("ok", "2"), ("failed", "")]
         with pytest.raises(HarnessError, match=r"^the LLM endpoint at http://127.0.0.1:\d+/v1 did not answer with a "
                                                r"chat completion; is it an OpenAI-compatible base URL"):
             judge("page")

@@ -23,6 +23,7 @@ from harness.registry import Param, Registry, arguments, split_spec
 
 SIDECAR_SUFFIX = ".provenance.json"
 UNRECORDED = "not recorded"  # answered_by's key for answers cached before cache lines named their endpoint
+NO_TEXT = "no text"  # a completion holding no text: no answer (no_text)
 
 
 class Judge(Protocol):
@@ -82,14 +83,28 @@ def quoting(provenance: dict, example: str | None) -> dict:
 
 
 def failed_why(provenances: Iterable[dict]) -> str:
-    """Why pairs failed, for the warnings that count them: no answer after the retries, or
-    refused by the endpoint (a passage past the model's window), the first refusal quoted."""
-    refusals = [record for record in provenances if record.get("refused_requests")]
-    if not refusals:
-        return "got no answer after the retries"
-    return (f"got no answer after the retries or were refused by the endpoint "
-            f"({counted(sum(record['refused_requests'] for record in refusals), 'request')} refused, "
-            f"e.g. {refusals[0]['refused_example']!r})")
+    """Why pairs failed, for the warnings that count them: no answer after the retries, refused
+    by the endpoint (a passage past the model's window), the first refusal quoted, or answered
+    with no text (a reasoning model out of tokens, a content filter), by finish_reason."""
+    records = list(provenances)
+    why = ["got no answer after the retries"]
+    refusals = [record for record in records if record.get("refused_requests")]
+    if refusals:
+        why.append(f"were refused by the endpoint ({counted(sum(r['refused_requests'] for r in refusals), 'request')} "
+                   f"refused, e.g. {refusals[0]['refused_example']!r})")
+    empty: dict[str, int] = {}  # `no text (finish_reason length)` -> requests
+    for record in records:
+        for cause, n in (record.get("failed_requests") or {}).items():
+            if cause.startswith(NO_TEXT):
+                empty[cause] = empty.get(cause, 0) + n
+    why += [f"got a reply with {cause} on {counted(n, 'request')}" for cause, n in empty.items()]
+    return " or ".join(why)
+
+
+def no_text(reason: str) -> str:
+    """The cause counted for a request answered with a completion holding no text, e.g.
+    `no text (finish_reason length)`: a reasoning model out of tokens, a content filter."""
+    return f"{NO_TEXT} ({reason})"
 
 
 def check_parsed(judgments: Sequence[Judgment], scale: Scale, hint: str) -> str | None:

@@ -13,7 +13,13 @@ server, OpenAI), at temperature 0, reproducible by construction.
   is ignored), and the rerun resumes from the cache. Ctrl-C ends at once: the requests are
   sent from daemon threads, which nothing waits for.
 - Answers are parsed strictly (harness.judge.scales): one off the scale is "unparseable",
-  counted and cached (the model said it), never mapped to a label.
+  counted and cached (the model said it), never mapped to a label. A reasoning model's leading
+  `<think>...</think>` block (what vLLM leaves in the reply without its --reasoning-parser) is
+  not the answer: the text after it is parsed, and the whole reply cached.
+- A completion with no text (content null or blank, finish_reason `length` where a reasoning
+  model spent its token limit thinking, or `content_filter`) is no answer: the pair fails, with
+  the cause `no text (finish_reason length)`, is not cached and not retried (at temperature 0
+  it would come back the same), and a rerun asks it again.
 - At most `concurrency` requests at once (default 8); a timeout, HTTP 429 or 5xx is retried
   `retries` times with exponential backoff (honouring Retry-After); still failing, the pair
   is "failed" and not cached, so a rerun asks again. An endpoint that cannot be reached is a
@@ -26,6 +32,9 @@ server, OpenAI), at temperature 0, reproducible by construction.
   refusing the requests, not a pair (a parameter it rejects): a one-line error, as a wrong model
   is. (The first refusal alone cannot tell: a long passage is refused at once, before the
   answers to the requests sent with it.)
+- Every pair failed (none answered, this run or from the cache: an endpoint answering only 5xx,
+  or only completions with no text) is a one-line error naming the causes, `HTTP 503 on all 160
+  requests`: nothing was judged, so nothing is written (an empty qrels, a board of zeros).
 """
 
 from __future__ import annotations
@@ -42,7 +51,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from harness.errors import HarnessError, InputError, Interrupted, counted
-from harness.judge.base import CACHE_DIR, JUDGES, SCALE, UNRECORDED, counts, now
+from harness.judge.base import CACHE_DIR, JUDGES, SCALE, UNRECORDED, counts, no_text, now
 from harness.judge.model import Item, Judgment
 from harness.judge.scales import Scale
 from harness.paths import cache_root
@@ -54,6 +63,7 @@ REFUSALS = frozenset({400, 413, 422})  # statuses that may refuse one request (t
 REFUSED_IN_A_ROW = 8  # refusals (or `concurrency`, if more) with no answer yet: the endpoint refuses every request
 CONCURRENCY, RETRIES = 8, 4  # the defaults of every door to this judge: the CLI, the API, configs
 BACKOFF_CAP_S = 60.0
+THINK_OPEN, THINK_CLOSE = "<think>", "</think>"
 
 
 def default_prompt(name: str = "relevance") -> Path:
@@ -133,7 +143,8 @@ class AnswerCache:
                 for line in handle:
                     try:
                         record = json.loads(line)
-                        if isinstance(record["answer"], str):  # else an answer no answer_text gives: asked again
+                        # else an answer no answer_text gives, or no text (an earlier version kept ""): asked again
+                        if isinstance(record["answer"], str) and record["answer"].strip():
                             self.answers[record["key"]] = record["answer"]
                             if isinstance(record.get("endpoint"), str):
                                 self.endpoints[record["key"]] = record["endpoint"]
@@ -314,6 +325,8 @@ class LLMJudge:
             bar.close()
             self.stats.seconds = time.perf_counter() - started
         judgments = [result for result in results if result is not None]
+        if judgments and all(judgment.status == "failed" for judgment in judgments):
+            raise self._answered_none(len(judgments))
         self._counts = counts(judgments)
         answered = Counter(self.cache.endpoints.get(key, UNRECORDED) for key, result in zip(keys, results)
                            if result is not None and result.status != "failed")
@@ -324,8 +337,19 @@ class LLMJudge:
         return judgments
 
     def _judgment(self, item: Item, answer: str, cached: bool) -> Judgment:
-        label = self.scale.parse(answer)
-        return Judgment(item.key, label, "ok" if label is not None else "unparseable", answer, cached)
+        """The reply after its thinking (after_thinking) parsed; that text is the one quoted."""
+        reply = after_thinking(answer)
+        label = self.scale.parse(reply)
+        return Judgment(item.key, label, "ok" if label is not None else "unparseable", reply, cached)
+
+    def _answered_none(self, pairs: int) -> HarnessError:
+        """The one-line error when every pair failed: the causes of the failed requests."""
+        causes = sorted(self.stats.causes.items(), key=lambda cause: -cause[1])
+        said = (f"{causes[0][0]} on all {counted(self.stats.requests, 'request')}" if len(causes) == 1 else
+                f"{', '.join(f'{cause} on {n}' for cause, n in causes)} of its {self.stats.requests} requests")
+        return HarnessError(f"the LLM endpoint at {self.endpoint.base_url} answered none of the "
+                            f"{counted(pairs, 'pair')} (model {self.endpoint.model!r}): {said}; nothing is "
+                            "cached, a rerun asks them again")
 
     def _client_for(self):
         if self._client is None:
@@ -366,8 +390,12 @@ class LLMJudge:
                 response = client.chat.completions.create(
                     model=self.endpoint.model, messages=[{"role": "user", "content": prompt}], temperature=0)
                 self._reached = True
-                self._count()
-                return answer_text(response, self.endpoint.base_url)
+                answer = answer_text(response, self.endpoint.base_url)
+                if answer.strip():
+                    self._count()
+                    return answer
+                self._count(no_text(f"finish_reason {_finish_reason(response)}"))  # not retried: the same again
+                return None
             except openai.APITimeoutError:
                 cause = "timeout"
             except openai.APIConnectionError:
@@ -406,6 +434,22 @@ class LLMJudge:
             **({"refused_requests": len(self._refused), "refused_example": self._refused[0].example}
                if self._refused else {}),  # their pairs are among the failed; the first refusal quoted
         }
+
+
+def after_thinking(answer: str) -> str:
+    """The reply after a leading `<think>...</think>` block (a reasoning model's, served without
+    vLLM's --reasoning-parser); a reply holding only its end, the chat template having opened
+    the block in the prompt (DeepSeek-R1's), counts as leading too. Any other reply as it is."""
+    head, close, tail = answer.partition(THINK_CLOSE)
+    if close and (head.lstrip().startswith(THINK_OPEN) or THINK_OPEN not in head):
+        return tail
+    return answer
+
+
+def _finish_reason(response) -> str:
+    """Why a completion with no text ended (`length`, `content_filter`), or `no choice`."""
+    choices = getattr(response, "choices", None)
+    return str(getattr(choices[0], "finish_reason", None)) if choices else "no choice"
 
 
 def _retry_after(response) -> float:

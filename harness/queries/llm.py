@@ -215,7 +215,8 @@ def not_a_completion(base_url: str, why: str = "") -> HarnessError:
 
 def answer_text(response, base_url: str) -> str:
     """The text of a chat completion's first choice, "" when it has none (no choice, as a
-    content filter answers, or no content): an empty answer, not a crash. A body that is not a
+    content filter answers, or no content): an empty answer, not a crash (which the llm judge
+    takes for no answer: its pair fails, harness.judge.llm). A body that is not a
     chat completion (a web page at a wrong base URL, answered HTTP 200), or whose message
     content is not text, is a one-line error (never cached as an answer)."""
     choices = getattr(response, "choices", None)
