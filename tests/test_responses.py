@@ -540,7 +540,7 @@ def test_the_four_scores_equal_nuggetizers_on_seeded_odd_banks_read_from_files(t
     (tmp_path / "assigned.jsonl").write_text("".join(json.dumps(record) + "\n" for record in records))
     assert main(["responses", "eval", *(str(tmp_path / f"{run}.jsonl") for run in "abc"), "--nuggets",
                  str(tmp_path / "bank.jsonl"), "--judge", f"file:{tmp_path / 'assigned.jsonl'}", "--format", "json",
-                 "--per-turn"]) == 0
+                 "--per-turn"]) == 1  # some recorded `failed`: scored, and warned of as unfinished
     document = json.loads(capsys.readouterr().out)
     expected, _ = nuggetizer_scores(records)
     assert {(row["run"], row["turn"]): {score: row[score] for score in SCORES}
@@ -638,7 +638,8 @@ def test_assignments_written_out_keep_a_nugget_without_label_unlabelled_when_rea
     assert [n["assignment"] for r in first.records for n in r["nuggets"]] == ["support", "failed", "failed"]
     again = evaluate_runs([run_of("a", {"1_1": "x", "1_2": "y"})], small_bank(), RecordedAssignments(out))
     assert again.per_turn().equals(first.per_turn())
-    assert "2 of 3 nugget judgments have no label (2 unparseable, e.g. 'failed'): counted as not supported" in again.notes
+    assert ("2 of 3 nugget judgments have no label (2 failed (recorded failed: their judge gave no label)): counted as "
+            "not supported") in again.notes
     theirs = [calculate_nugget_scores(r["qid"], r["nuggets"]).all_score for r in first.records]
     assert first.per_turn()["all"].tolist() == theirs == [0.5, 0.0]
 
@@ -663,7 +664,8 @@ def test_assignments_written_out_hold_the_turns_a_run_leaves_unanswered_so_nugge
 
 def test_a_recorded_assignment_outside_the_three_counts_unsupported_as_in_nuggetizer_and_is_counted(tmp_path):
     """nuggetizer writes its LLM's label lower-cased as it came (`supported`), and `failed`
-    where it gave up; its metric counts them as no support. Refusing the file scored nothing."""
+    where it gave up; its metric counts them as no support. Refusing the file scored nothing.
+    A `failed` one is counted as failed (its judge gave no label), not as an answer off the scale."""
     from nuggetizer.core.metrics import calculate_nugget_scores
 
     record = {"qid": "1_1", "run_id": "a", "nuggets": [
@@ -675,7 +677,8 @@ def test_a_recorded_assignment_outside_the_three_counts_unsupported_as_in_nugget
     row = evaluation.per_turn().iloc[0]
     theirs = calculate_nugget_scores("1_1", record["nuggets"])
     assert (row["all"], row["vital"], row["unjudged"]) == (theirs.all_score, theirs.vital_score, 1) == (0.5, 0.0, 1)
-    assert "1 of 2 nugget judgments have no label (1 unparseable, e.g. 'failed'): counted as not supported" in evaluation.notes
+    assert ("1 of 2 nugget judgments have no label (1 failed (recorded failed: their judge gave no label)): counted as "
+            "not supported") in evaluation.notes
 
 
 def test_nuggets_a_recorded_line_leaves_out_count_unsupported_and_the_rest_keep_their_labels(tmp_path):
@@ -1011,6 +1014,36 @@ def test_the_command_exits_1_when_judgments_failed_after_the_retries(tmp_path, c
         code = main(["responses", "eval", *files, "--nuggets", str(bank), "--judge", "llm", "--model", "m",
                      "--base-url", server.base_url, "--cache", str(tmp_path / "cache"), "--retries", "0"])
     assert code == 1 and "warning: 1 judgments got no answer after the retries" in capsys.readouterr().err
+
+
+@pytest.mark.server
+def test_assignments_of_an_llm_run_with_failures_rescored_from_the_file_say_so_and_exit_1(tmp_path, capsys):
+    """Re-scored with --judge file:, an llm run's failed judgments were called 'unparseable, e.g.
+    'failed'' and the board exited 0; they are failed, the sidecar's counts quoted, with the rerun
+    that finishes them. Finished, the file's one `failed` left is the llm's unparseable answer."""
+    files, bank = write_llm_inputs(tmp_path)
+    recorded = tmp_path / "assigned.jsonl"
+    llm = ["responses", "eval", *files, "--nuggets", str(bank), "--judge", "llm", "--model", "m", "--retries", "0",
+           "--cache", str(tmp_path / "cache"), "--assignments-out", str(recorded)]
+    rescore = ["responses", "eval", *files, "--nuggets", str(bank), "--judge", f"file:{recorded}"]
+    with start_llm_server(tmp_path, {"labels": ANSWERS, "failing": ["at 90 C."]}) as server:
+        assert main([*llm, "--base-url", server.base_url]) == 1
+    capsys.readouterr()
+    assert main(rescore) == 1
+    error = capsys.readouterr().err
+    assert ("2 of 6 nugget judgments have no label (2 failed (recorded failed: their judge gave no label)): counted as "
+            "not supported") in error
+    assert error.endswith("warning: 2 of the 6 nugget judgments are recorded failed (scored as not supported): the llm "
+                          "judge that made assigned.jsonl gave them no label (its sidecar: 1 failed, 1 unparseable): "
+                          "rerun `harness responses eval --judge llm --model m` with --assignments-out, whose cache "
+                          "answers the others, to finish them\n")
+    (tmp_path / "fixed").mkdir()
+    with start_llm_server(tmp_path / "fixed", {"labels": ANSWERS}) as server:
+        assert main([*llm, "--base-url", server.base_url]) == 0
+        assert len(server.requests()) == 1
+    capsys.readouterr()
+    assert main(rescore) == 0
+    assert "1 of 6 nugget judgments have no label (1 unparseable, e.g. 'failed')" in capsys.readouterr().err
 
 
 @pytest.mark.server

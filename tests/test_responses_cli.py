@@ -103,12 +103,23 @@ def test_recorded_assignments_none_of_which_is_a_label_are_an_error_naming_the_f
                                                                                                    capsys):
     """Nothing was asked: the hint to check --prompt and --model (the llm judge's) did not fit."""
     recorded = tmp_path / "assigned.jsonl"
+    recorded.write_text(recorded.read_text().replace('"support"', '"supported"').replace('"not_support"', '"no"'))
+    assert main(tiny) == 2
+    assert capsys.readouterr().err == (
+        "harness responses eval: error: no answer of the judge is a label of support-0-2 (0 to 2): e.g. 'supported' "
+        f"(4 such answers); {recorded} records no assignment of these nuggets as support, partial_support or "
+        "not_support: assign them again\n")
+
+
+def test_recorded_assignments_all_failed_are_an_error_saying_their_judge_gave_no_label(tiny, tmp_path, capsys):
+    """Their judge failed on every one (its endpoint down): no board of zeros, and not called unparseable."""
+    recorded = tmp_path / "assigned.jsonl"
     recorded.write_text(recorded.read_text().replace('"support"', '"failed"').replace('"not_support"', '"failed"'))
     assert main(tiny) == 2
     assert capsys.readouterr().err == (
-        "harness responses eval: error: no answer of the judge is a label of support-0-2 (0 to 2): e.g. 'failed' "
-        f"(4 such answers); {recorded} records no assignment of these nuggets as support, partial_support or "
-        "not_support (nuggetizer writes failed where its LLM gave up): assign them again\n")
+        f"harness responses eval: error: {recorded}: none of the 4 nugget assignments asked is support, "
+        "partial_support or not_support, 4 recorded failed: the judge that made assigned.jsonl gave them no label "
+        "(no provenance sidecar says which): rerun it to finish them\n")
 
 
 def test_the_legend_counts_response_turns_not_queries(tiny, capsys):

@@ -17,7 +17,7 @@ from pathlib import Path
 from harness import jsonl
 from harness.atomic import atomic_write
 from harness.errors import HarnessError, InputError, open_input
-from harness.judge.base import JUDGES, counts
+from harness.judge.base import JUDGES, counts, read_provenance
 from harness.judge.model import Item, Judgment
 from harness.judge.scales import SUPPORT_0_2, YES_NO, Scale
 from harness.paths import file_sha256
@@ -99,8 +99,13 @@ class RecordedAssignments:
     nugget's text must equal the bank's; an item with no recorded assignment is a "missing"
     judgment (counted as not supported, where nuggetizer's metric leaves the nugget out).
     An assignment other than the three (nuggetizer writes its LLM's label lower-cased as it
-    came, and `failed` where it gave up) is an "unparseable" judgment, its value kept: it
-    counts as not supported, as nuggetizer's metric counts it, and is counted in the notes."""
+    came) is an "unparseable" judgment, its value kept: it counts as not supported, as
+    nuggetizer's metric counts it, and is counted in the notes. `failed` (nuggetizer's where its
+    LLM gave up, --assignments-out's where the judge gave no label) is a "failed" judgment, the
+    board unfinished until the judge that made the file is run again (harness.responses.cli
+    exits 1, as the llm judge's own run does); except where the file's sidecar counts no failed
+    judgment of its maker: there it stands for the maker's unparseable answers, which a rerun
+    gives again."""
 
     scale = SUPPORT_0_2
 
@@ -136,6 +141,10 @@ class RecordedAssignments:
                 label = LABELS[assignment] if isinstance(assignment, str) and assignment in LABELS else str(assignment)
                 self.labels[key] = (label, str(nugget.get("text", "")), line)
         self.sha256 = file_sha256(self.path)  # of the labels just read: each provenance() and a board's key
+        source = read_provenance(self.path, "assignments_sha256", self.sha256)
+        self.maker = _maker(source) if source is not None else None  # who made them (its sidecar's judge)
+        tally = self.maker.get("counts") if self.maker and self.maker.get("matches_file") else None
+        self.failed_status = "unparseable" if isinstance(tally, dict) and tally.get("failed") == 0 else "failed"
         self._counts: dict[str, int] = {}
         self._lines = (0, 0)  # of the last judge(): lines whose run_id names no run asked about, lines
 
@@ -182,10 +191,15 @@ class RecordedAssignments:
                 raise InputError(self.path, f"turn {item.key[0]}, run {item.key[1]}, nugget {item.key[2]}: the "
                                             "recorded text differs from the nugget bank's; were the assignments "
                                             "made with another bank?", line=line)
+            status = self.failed_status if label == FAILED else "unparseable"
             found.append(Judgment(item.key, label, "ok", str(label), False) if isinstance(label, int)
-                         else Judgment(item.key, None, "unparseable", label, False))
+                         else Judgment(item.key, None, status, label, False))
         self._check_some_run_is_recorded(found)
         self._counts = counts(found)
+        if self._counts["failed"] and not self._counts["ok"]:  # every run would score 0: nothing was judged
+            raise InputError(self.path, f"none of the {len(found)} nugget assignments asked is support, "
+                                        f"partial_support or not_support, {self._counts['failed']} recorded "
+                                        f"{FAILED}: {finish_failed(self.provenance())}")
         return found
 
     def _aligned(self, items: Sequence[Item]) -> dict[tuple[str, ...], tuple[str, str, str] | None]:
@@ -245,15 +259,29 @@ class RecordedAssignments:
     def provenance(self) -> dict:
         """No date: the assignments were made when they were recorded, which only their
         sidecar (source_provenance) knows; the time they are read again is not it."""
-        from harness.judge.base import read_provenance
-
         record = {"judge": self.name, "file": str(self.path), "sha256": self.sha256,
                   "scale": self.scale.name, "recorded": len(self.labels), "counts": dict(self._counts),
                   "lines": self._lines[1], "lines_matching_no_run": self._lines[0]}
-        source = read_provenance(self.path, "assignments_sha256", self.sha256)
-        if source is not None:  # assignments a judge made earlier (--assignments-out): keep who made them
-            record["source_provenance"] = _maker(source)
+        if self.maker is not None:  # assignments a judge made earlier (--assignments-out): keep who made them
+            record["source_provenance"] = self.maker
         return record
+
+
+def finish_failed(record: dict) -> str:
+    """What finishes the `failed` assignments of a recorded-assignments judge's provenance
+    `record`: running again the judge that made the file (its sidecar's counts quoted, where it
+    has one of this file), an llm judge asking only what it has no answer to."""
+    maker, name = record.get("source_provenance") or {}, Path(record["file"]).name
+    tally = maker.get("counts") if maker.get("matches_file") else None
+    if not maker:
+        return (f"the judge that made {name} gave them no label (no provenance sidecar says which): rerun it to "
+                "finish them")
+    unlabelled = [f"{tally[status]} {status}" for status in ("failed", "unparseable", "missing")
+                  if isinstance(tally, dict) and tally.get(status)]
+    said = f" (its sidecar: {', '.join(unlabelled)})" if unlabelled else ""
+    how = (f"`harness responses eval --judge llm --model {maker.get('model')}` with --assignments-out, whose cache "
+           "answers the others," if maker.get("judge") == "llm" else "it")
+    return f"the {maker.get('judge')} judge that made {name} gave them no label{said}: rerun {how} to finish them"
 
 
 JUDGES.add("assignments", RecordedAssignments,

@@ -155,6 +155,12 @@ def _eval(args: argparse.Namespace) -> int:
         sys.stdout.buffer.write(content)
     judges = evaluation.judge.values() if evaluation.citations else [evaluation.judge]
     failed = sum(record.get("counts", {}).get("failed", 0) for record in judges)
+    if failed and evaluation.judge.get("file"):  # recorded `failed`: as unfinished as the run that recorded them
+        from harness.responses.assign import finish_failed
+
+        print(f"warning: {failed} of the {evaluation.judge['counts']['pairs']} nugget judgments are recorded failed "
+              f"(scored as not supported): {finish_failed(evaluation.judge)}", file=sys.stderr)
+        return 1
     if failed:  # as `harness judge`: scores with endpoint failures in them are not a clean result
         from harness.judge.base import failed_why
 

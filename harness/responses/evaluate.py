@@ -23,7 +23,8 @@ Declared rules (each tested in tests/test_responses.py):
   given (`turns`, e.g. a benchmark's), a response to a turn outside them is an error naming
   the file and line, as harness ikat validate refuses invented turns.
 - A nugget the judge gave no label (a failed request, an unparseable or a missing answer) is
-  counted as not supported and counted in `unjudged`; the run's notes say how many, by cause.
+  counted as not supported and counted in `unjudged`; the run's notes say how many, by cause
+  (recorded assignments' `failed` as failed: harness.responses.assign).
   A run none of whose nuggets a recorded-labels judge answers would score 0 everywhere: it is
   left out, the notes naming the file and how many of its lines match no run; with no run
   left, it is an error naming the file (harness.responses.assign). It is left out before the
@@ -235,7 +236,8 @@ def evaluate_runs(
             records.append(assign.nuggetizer_record(turn, run.name, response or Response(turn, ""), labelled))
     notes += _run_notes(runs, results, citation_judge is not None)
     if unjudged_total:
-        notes.append(_unlabelled("nugget", judgments, "not supported", example))
+        notes.append(_unlabelled("nugget", judgments, "not supported", example,
+                                 isinstance(judge, assign.RecordedAssignments)))
     if cite_unjudged:
         notes.append(_unlabelled("citation", cite_judgments, "no support", cite_example))
     provenance = quoting(judge.provenance(), example)
@@ -353,8 +355,8 @@ def _unparsed_hint(judge: Judge) -> str:
     """What to check where none of the judge's answers is a label: recorded assignments'
     file (nothing was asked: a prompt or model is not the cause), else the prompt and model."""
     if isinstance(judge, assign.RecordedAssignments):
-        return (f"{judge.path} records no assignment of these nuggets as support, partial_support or not_support "
-                "(nuggetizer writes failed where its LLM gave up): assign them again")
+        return f"{judge.path} records no assignment of these nuggets as support, partial_support or not_support: " \
+               "assign them again"
     return HINT
 
 
@@ -369,11 +371,13 @@ def _left_out(judge: Judge, unrecorded: Sequence[str], runs: int) -> str:
             f"{first_few(unrecorded)}")
 
 
-def _unlabelled(what: str, judgments: Sequence, counted_as: str, example: str | None) -> str:
+def _unlabelled(what: str, judgments: Sequence, counted_as: str, example: str | None, recorded: bool = False) -> str:
     """The note on judgments without a label, by cause: only failed requests are asked again
-    on a rerun (an LLM judge caches what it was answered; recorded labels are as they are)."""
+    on a rerun (an LLM judge caches what it was answered; `recorded` labels are as they are:
+    their failed ones wait for the judge that made them)."""
     found = counts(judgments)
-    causes = [f"{found['failed']} failed (a rerun asks them again)" if found["failed"] else "",
+    again = "recorded failed: their judge gave no label" if recorded else "a rerun asks them again"
+    causes = [f"{found['failed']} failed ({again})" if found["failed"] else "",
               f"{found['unparseable']} unparseable, e.g. {example!r}" if found["unparseable"] else "",
               f"{found['missing']} with no recorded label" if found["missing"] else ""]
     return (f"{sum(j.label is None for j in judgments)} of {len(judgments)} {what} judgments have no label "
