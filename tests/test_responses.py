@@ -29,6 +29,7 @@ from harness.responses.evaluate import MEASURES, evaluate_runs
 from harness.responses.judges import TEMPLATES
 from harness.responses.model import Nugget, NuggetBank, Response, ResponseRun, Sentence
 from harness.responses.nuggets import read_bank
+from harness.responses.questions import turn_questions
 from harness.responses.readers import read_responses
 from harness.responses.report import build_report, render
 from harness.responses.scores import citation_scores, mean, nugget_scores
@@ -188,20 +189,24 @@ def test_trec_rag_2024_citations_are_indexes_into_references(tmp_path):
     response = run.responses["23287"]  # an integer topic id reads as the string the nuggets use
     assert response.text == "A. B."  # the sentences joined by a space, as nuggetizer joins them
     assert response.sentences == (Sentence("A.", ("d1", "d0")), Sentence("B.", ()))
+    assert response.question == "a question"  # its `topic`, the question the judge is asked (see turn_questions)
 
 
 def test_trec_rag_2025_reads_metadata_and_segment_id_citations(tmp_path):
-    line = {"metadata": {"team_id": "t", "run_id": "r", "narrative_id": "n7", "type": "automatic"},
+    line = {"metadata": {"team_id": "t", "run_id": "r", "narrative_id": "n7", "narrative": "Why? And how?",
+                         "type": "automatic"},
             "references": ["seg-a", "seg-b"], "answer": [{"text": "X.", "citations": ["seg-b"]}]}
     (tmp_path / "rag25.jsonl").write_text(json.dumps(line) + "\n")
     [run] = read_responses(tmp_path / "rag25.jsonl")
     assert run.name == "r" and run.responses["n7"].sentences == (Sentence("X.", ("seg-b",)),)
+    assert run.responses["n7"].question == "Why? And how?"
 
 
 @pytest.mark.parametrize("lines, expected", [
     ([rag_line(1), {**rag_line(2), "answer": "text"}], ":2: answer: expected a list"),
     ([rag_line(1, sentences=(("A.", [5]),))], ":1: answer[0].citations: index 5 is outside the 2 references"),
     ([{**rag_line(1), "topic_id": None}], ":1: topic_id: expected the topic id"),
+    ([{**rag_line(1), "topic": ["a", "b"]}], ":1: topic: expected the question answered (a string), got ['a', 'b']"),
     ([rag_line(1), rag_line(2, run="other")], ":2: run_id: 'other' differs from the first line's 'rag-run'"),
     ([rag_line(1), rag_line(1)], ":2: turn 1 is answered twice (first on line 1)"),
     ([{k: v for k, v in rag_line(1).items() if k != "answer"}], ":1: answer: expected a list"),  # one line
@@ -253,6 +258,18 @@ def test_nuggetizer_nuggets_keep_vital_and_okay_weighted_2_and_1(tmp_path):
     assert bank.of("q1") == (Nugget("1", "a", 2, True), Nugget("2", "b", 1, False))
     path.write_text(json.dumps({"qid": "q1", "nuggets": [{"text": "a", "importance": "high"}]}) + "\n")
     with pytest.raises(InputError, match=r"nuggets.jsonl:1: nuggets\[0\].importance: expected 'vital' or 'okay'"):
+        read_bank(path)
+
+
+def test_a_nuggetizer_banks_query_is_its_turns_question_as_nuggetizers_assigner_asks_it(tmp_path):
+    path = tmp_path / "nuggets.jsonl"
+    lines = [{"qid": "q1", "query": "Do I need a visa?", "nuggets": [{"text": "a", "importance": "vital"}]},
+             {"qid": "q2", "query": " ", "nuggets": [{"text": "b", "importance": "okay"}]},  # blank: none stated
+             {"qid": "q3", "nuggets": [{"text": "c", "importance": "okay"}]}]
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    assert read_bank(path).questions == {"q1": "Do I need a visa?"}
+    path.write_text(json.dumps({**lines[0], "query": {"text": "?"}}) + "\n")
+    with pytest.raises(InputError, match=r"nuggets.jsonl:1: query: expected the question \(a string\), got \{"):
         read_bank(path)
 
 
@@ -938,19 +955,85 @@ def test_a_cited_pair_without_a_label_counts_as_no_support_and_is_counted_in_the
     assert any(note.startswith("1 of 2 citation judgments have no label") for note in evaluation.notes)
 
 
-def write_llm_inputs(folder: Path) -> tuple[list[str], Path]:
+def write_llm_inputs(folder: Path, topic: str | None = "?", query: str | None = "?") -> tuple[list[str], Path]:
+    """The RUNS as TREC RAG answer files and the NUGGETS as a nuggetizer bank, the answers' `topic`
+    and the bank's `query` `topic` and `query` (`{qid}` filled with the turn; None: left out)."""
+    def stating(record: dict, key: str, question: str | None, qid: str) -> dict:
+        return record if question is None else {**record, key: question.format(qid=qid)}
+
     files = []
     for run, texts in RUNS.items():
         path = folder / f"{run}.jsonl"
-        path.write_text("".join(json.dumps({"run_id": run, "topic_id": q, "topic": "?", "references": [],
-                                            "response_length": 1, "answer": [{"text": t, "citations": []}]}) + "\n"
-                                for q, t in texts.items()))
+        path.write_text("".join(json.dumps(stating({"run_id": run, "topic_id": q, "references": [],
+                                                    "response_length": 1, "answer": [{"text": t, "citations": []}]},
+                                                   "topic", topic, q)) + "\n" for q, t in texts.items()))
         files.append(str(path))
     bank = folder / "nuggets.jsonl"
-    bank.write_text("".join(json.dumps({"qid": q, "query": "?", "nuggets": [{"text": t, "importance": i}
-                                                                             for t, i in found]}) + "\n"
-                            for q, found in NUGGETS.items()))
+    bank.write_text("".join(json.dumps(stating({"qid": q, "nuggets": [{"text": t, "importance": i} for t, i in found]},
+                                               "query", query, q)) + "\n" for q, found in NUGGETS.items()))
     return files, bank
+
+
+def asked_questions(server) -> list[str]:
+    """The question each request's prompt holds (the line of the shipped nugget prompt)."""
+    return [re.search(r"Question asked \(may be empty\): (.*)\n", r["messages"][-1]["content"]).group(1)
+            for r in server.requests()]
+
+
+def test_a_turns_question_is_the_first_stated_of_topics_the_nugget_bank_and_the_responses():
+    """nuggetizer prompts with its bank's `query`: the bank comes before the answer files."""
+    runs = [replace(run_of("a", {}), responses={t: Response(t, "x", question=q) for t, q in (
+                ("1", "R1"), ("2", " B2  again"), ("3", "R3"), ("4", " "))}),  # a blank question states none
+            replace(run_of("b", {}), responses={"3": Response("3", "y", question="R3 other")})]
+    bank = replace(small_bank(), questions={"1": "B1", "2": "B2 again"})
+    found = turn_questions(runs, bank, {"1": "T1", "4": ""})
+    assert found.text == {"1": "T1", "2": "B2 again", "3": "R3"}
+    assert found.source == {"1": "--topics", "2": "the nugget bank", "3": "the responses"}
+    # spacing aside, the answer file's question for turn 2 is the bank's; two runs' differ on turn 3
+    assert found.differing == {"1": ("the nugget bank", "the responses"), "3": ("the responses",)}
+    assert found.counts(["1", "2", "3", "4"]) == {"--topics": 1, "the nugget bank": 1, "the responses": 1, "none": 1}
+    assert found.notes(["1", "2", "3", "4"]) == [
+        "1 of the 4 evaluated turns has no question (neither --topics nor the nugget bank nor the responses states "
+        "one): the judge's {question} is empty there (4)",
+        "2 of the 4 evaluated turns have two questions (--topics and the nugget bank differ; --topics and the "
+        "responses differ; two runs' files differ): the judge is asked the first source's, in the order --topics, "
+        "the nugget bank, the responses (1, 3)"]
+    assert turn_questions(runs, bank).sources == ("the nugget bank", "the responses")  # no --topics given
+
+
+@pytest.mark.server
+def test_the_llm_judge_is_asked_the_question_the_answer_files_or_the_nugget_bank_state(tmp_path, capsys):
+    """TREC RAG answers and nuggetizer banks carry their question (`topic`, `query`): the judge was
+    asked every nugget under an empty one, unsaid."""
+    files, bank = write_llm_inputs(tmp_path, topic="topic of {qid}", query=None)
+    command = ["responses", "eval", *files, "--nuggets", str(bank), "--judge", "llm", "--model", "m",
+               "--cache", str(tmp_path / "cache"), "--format", "json"]
+    with start_llm_server(tmp_path, {"labels": ANSWERS}) as server:
+        assert main([*command, "--base-url", server.base_url]) == 0
+        assert sorted(asked_questions(server)) == ["topic of q1"] * 4 + ["topic of q2"] * 2
+        assert json.loads(capsys.readouterr().out)["judge"]["questions"] == {"the responses": 2}
+        write_llm_inputs(tmp_path, topic="topic of {qid}", query="query of {qid}")  # the bank's comes first
+        assert main([*command, "--base-url", server.base_url]) == 0
+        assert sorted(asked_questions(server)[6:]) == ["query of q1"] * 4 + ["query of q2"] * 2
+    out, err = capsys.readouterr()
+    assert json.loads(out)["judge"]["questions"] == {"the nugget bank": 2}
+    assert main([*command[:-1], "md", "--base-url", "http://127.0.0.1:9/v1"]) == 0  # from the cache
+    assert "; {question} from: the nugget bank (2 turns)\n" in capsys.readouterr().out
+    assert ("note: 2 of the 2 evaluated turns have two questions (the nugget bank and the responses differ): the "
+            "judge is asked the first source's, in the order the nugget bank, the responses (q1, q2)") in err
+
+
+@pytest.mark.server
+def test_a_turn_no_source_states_a_question_for_is_asked_with_none_and_counted_in_the_notes(tmp_path):
+    files, bank = write_llm_inputs(tmp_path, topic=None, query=None)
+    with start_llm_server(tmp_path, {"labels": ANSWERS}) as server:
+        with pytest.warns(UserWarning, match="^2 of the 2 evaluated turns have no question"):
+            _, aggregate = evaluate(files, bank, llm_judge(server, tmp_path))
+        assert asked_questions(server) == [""] * 6  # the prompt as it was: its cache keys unchanged
+    assert ("2 of the 2 evaluated turns have no question (neither the nugget bank nor the responses states one): "
+            "the judge's {question} is empty there (q1, q2)") in aggregate.attrs["notes"]
+    _, baseline = evaluate(files, bank, CountingJudge())  # a judge reading no question: nothing to say
+    assert not any("question" in note for note in baseline.attrs["notes"])
 
 
 def llm_judge(server, folder: Path, **settings) -> LLMJudge:
@@ -1452,6 +1535,22 @@ def test_the_api_s_citation_judge_reads_citation_prompt_and_the_nugget_judge_pro
         sent = [request["messages"][-1]["content"].split()[0] for request in server.requests()]
     assert sorted(sent) == ["CITATION", "NUGGET"]
     assert aggregate.loc[0, ["all", "support_precision"]].tolist() == [1.0, 1.0]
+
+
+@pytest.mark.parametrize("as_path", [str, Path])
+def test_the_api_reads_passages_given_as_a_corpus_file_as_the_cli_s_passages_reads_it(tmp_path, as_path):
+    """passages='corpus.jsonl', as every other file argument is given, was an AttributeError (a str
+    has no .get) from deep inside; a mapping {id: text} is taken as before."""
+    _, bank = write_llm_inputs(tmp_path)
+    corpus = tmp_path / "corpus.jsonl"
+    corpus.write_text(json.dumps({"id": "p1", "title": "Boiling", "contents": "[passage p1] boiling"}) + "\n")
+    judge = CountingJudge()
+    _, aggregate = evaluate(str(one_citation_run(tmp_path)), bank, judge, citations=True, passages=as_path(corpus))
+    [cited] = [item for item in judge.asked if "passage" in item.fields]
+    assert cited.fields["passage"] == "Boiling\n[passage p1] boiling"  # title, then contents: `harness judge`'s text
+    _, given = evaluate(str(one_citation_run(tmp_path)), bank, CountingJudge(), citations=True,
+                        passages={"p1": "Boiling\n[passage p1] boiling"})
+    assert aggregate.equals(given)
 
 
 @pytest.mark.parametrize("setting", [{"citation_prompt": "citation.txt"}, {"citations": True}])

@@ -281,3 +281,18 @@ def test_recorded_assignments_are_the_assignments_judge_and_file_is_its_alias(ti
     as_file = json.loads(capsys.readouterr().out)
     assert main([*tiny[:-1], tiny[-1].replace("file:", "assignments:", 1), "--format", "json"]) == 0
     assert json.loads(capsys.readouterr().out) == as_file
+
+
+def test_two_files_holding_a_run_of_one_name_are_an_error_naming_both_files(tiny, tmp_path, capsys):
+    """It named neither file: with a CONE-RAG file of several runs beside a TREC RAG answer file,
+    which held the name was left to find."""
+    rag = tmp_path / "rag.jsonl"
+    rag.write_text("\n" + json.dumps({"run_id": "two", "topic_id": "1_1", "references": [],
+                                      "answer": [{"text": "b", "citations": []}]}) + "\n")
+    cone = tiny[2]
+    assert main([*tiny[:3], str(rag), *tiny[3:]]) == 2
+    assert capsys.readouterr().err == (f"harness responses eval: error: two runs share the name two: {cone} and "
+                                       f"{rag}:2; each run needs its own name: rename one in its file (its run_id, "
+                                       "run_name or CONE-RAG run key)\n")
+    assert main([*tiny[:2], str(rag), str(rag), *tiny[3:]]) == 2
+    assert capsys.readouterr().err == f"harness responses eval: error: {rag} is given twice\n"

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -136,3 +137,32 @@ def test_a_ctrl_c_while_the_program_tears_down_leaves_its_exit_status():
     done = subprocess.run([sys.executable, "-c", program, "topics", "list"], capture_output=True, env=child_env(),
                           preexec_fn=interruptible, timeout=120)
     assert done.returncode == 0 and done.stdout and b"Traceback" not in done.stderr, done.stderr[-2000:]
+
+
+def test_a_topics_file_given_for_a_benchmark_is_an_error_saying_how_to_give_ones_own_queries(tmp_path, capsys):
+    """`harness judge --topics FILE` said only 'unknown benchmark', and nothing said how to judge
+    an ad hoc run (TREC RAG's) at all."""
+    (tmp_path / "rag.topics.tsv").write_text("2024-105741\twhat is the role of a jury\n")
+    (tmp_path / "rag.run").write_text("2024-105741 Q0 doc1 1 3.0 r\n")
+    (tmp_path / "labels.qrels").write_text("2024-105741 0 doc1 3\n")
+    assert main(["judge", str(tmp_path / "rag.run"), "--topics", str(tmp_path / "rag.topics.tsv"), "--judge", "file",
+                 "--labels", str(tmp_path / "labels.qrels"), "--output", str(tmp_path / "out.qrels")]) == 2
+    assert capsys.readouterr().err == (
+        f"harness judge: error: {tmp_path / 'rag.topics.tsv'}: topics are a benchmark name (`harness topics list`), "
+        "not a file: give your own queries as a benchmark plug-in, python:MODULE:ATTR, a function returning a "
+        "harness.topics.Benchmark of them (README: Your own topics)\n")
+
+
+def test_the_readmes_topics_plug_in_lets_harness_judge_label_an_ad_hoc_run(tmp_path, monkeypatch, capsys):
+    readme = (Path(__file__).parents[1] / "README.md").read_text(encoding="utf-8")
+    code = readme.split("```python\n# mytopics.py\n", 1)[1].split("```", 1)[0]
+    (tmp_path / "mytopics.py").write_text(code, encoding="utf-8")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    topics = tmp_path / "rag.topics.tsv"
+    topics.write_text("2024-105741\twhat is the role of a jury\n2024-145979\twhat is a bowline\n")
+    (tmp_path / "rag.run").write_text("2024-105741 Q0 doc1 1 3.0 r\n2024-145979 Q0 doc2 1 2.0 r\n")
+    (tmp_path / "labels.qrels").write_text("2024-105741 0 doc1 3\n2024-145979 0 doc2 0\n")
+    assert main(["judge", str(tmp_path / "rag.run"), "--topics", f"python:mytopics:tsv:{topics}", "--judge", "file",
+                 "--labels", str(tmp_path / "labels.qrels"), "--scale", "relevance-0-3",
+                 "--output", str(tmp_path / "out.qrels")]) == 0
+    assert (tmp_path / "out.qrels").read_text() == "2024-105741 0 doc1 3\n2024-145979 0 doc2 0\n"

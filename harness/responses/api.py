@@ -12,7 +12,7 @@ a file or a `NuggetBank`; the judge a name (`minilm`, `assignments:PATH` or `fil
 from __future__ import annotations
 
 import warnings
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from harness.responses.model import NuggetBank, ResponseRun
 
 
-def _evaluation(responses: Any, nuggets: Any, judge: Any, *, citations: bool, passages: dict | None,
+def _evaluation(responses: Any, nuggets: Any, judge: Any, *, citations: bool, passages: Mapping | str | Path | None,
                 vital_grade: int, baselines: Sequence[str] = (), citation_prompt: str | Path | None = None,
                 **judge_settings: Any) -> ResponseEvaluation:
     """`prompt` is the nugget judge's template, `citation_prompt` the citation judge's (the shipped
@@ -37,7 +37,8 @@ def _evaluation(responses: Any, nuggets: Any, judge: Any, *, citations: bool, pa
     from harness.responses.judges import make_judge
     from harness.responses.model import NuggetBank, ResponseRun
     from harness.responses.nuggets import read_bank
-    from harness.responses.readers import read_responses
+    from harness.responses.questions import turn_questions
+    from harness.responses.readers import cited_passages, read_responses
 
     if citation_prompt is not None and not citations:  # as the CLI's --citation-prompt: not ignored
         raise HarnessError("citation_prompt= serves citations=True (citation support), which is not given: pass "
@@ -56,17 +57,21 @@ def _evaluation(responses: Any, nuggets: Any, judge: Any, *, citations: bool, pa
     if citations:
         citation_judge = (make_judge(judge, task="citations", **{**judge_settings, "prompt": citation_prompt})
                           if isinstance(judge, str) else judge)
-    evaluation = evaluate_runs(runs, bank, nugget_judge, citation_judge=citation_judge, passages=passages)
+    if isinstance(passages, (str, Path)):  # a corpus file or spec, read as the CLI's --passages reads it
+        passages = cited_passages(passages, runs)
+    evaluation = evaluate_runs(runs, bank, nugget_judge, citation_judge=citation_judge, passages=passages,
+                               questions=turn_questions(runs, bank))
     for note in evaluation.notes:  # what the CLI's notes say (empty answers, missing turns, ...), not silent here
         warnings.warn(note, stacklevel=3)
     return evaluation
 
 
 def evaluate(responses: str | Path | ResponseRun | Sequence[str | Path | ResponseRun], nuggets: str | Path | NuggetBank,
-             judge: Any = "minilm", *, citations: bool = False, passages: dict[str, str] | None = None,
+             judge: Any = "minilm", *, citations: bool = False, passages: Mapping[str, str] | str | Path | None = None,
              citation_prompt: str | Path | None = None, vital_grade: int = 3,
              **judge_settings: Any) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(per turn: one row per run and evaluated turn; aggregate: one row per run, with the judge).
+    `passages`: the cited passages' texts, {id: text} or a corpus file or spec (as --passages).
     The CLI's notes (empty answers, turns a run misses, ...) are warnings, and `aggregate.attrs["notes"]`."""
     evaluation = _evaluation(responses, nuggets, judge, citations=citations, passages=passages,
                              vital_grade=vital_grade, citation_prompt=citation_prompt, **judge_settings)

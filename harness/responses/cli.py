@@ -38,9 +38,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     ev.add_argument("--passages", metavar="CORPUS",
                     help="texts of cited passages the responses do not carry (a corpus file or spec)")
     ev.add_argument("--topics", metavar="BENCHMARK",
-                    help="the benchmark's turns: their questions fill the prompts, every one of them with "
-                         "nuggets is evaluated (a run missing it scores 0 there, as on a hosted board), and a "
-                         "response to another turn is an error")
+                    help="the benchmark's turns: their questions fill the prompts (before the nugget bank's "
+                         "query and the responses' topic), every one of them with nuggets is evaluated (a run "
+                         "missing it scores 0 there, as on a hosted board), and a response to another turn is "
+                         "an error")
     llm = add_llm_arguments(ev, "nugget_support.txt ({question}, {nugget}, {response})")
     llm.add_argument("--citation-prompt", action=LlmOption,
                      help="the citation template (default: the harness's citation_support.txt: {question}, "
@@ -57,18 +58,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     return args.responses_run(args)
-
-
-def _passages(spec: str | None, runs) -> dict[str, str] | None:
-    """The cited passages' texts from --passages (None without it), as `harness judge` reads a
-    passage (the title, where the corpus has one, then the contents: document_text)."""
-    if spec is None:
-        return None
-    from harness.corpus.readers import open_documents
-    from harness.corpus.segment import document_text
-
-    wanted = {pid for run in runs for r in run.responses.values() for s in r.sentences for pid in s.citations}
-    return {d.id: document_text(d) for d in open_documents(spec).documents() if d.id in wanted}
 
 
 def _judge(args: argparse.Namespace, task: str):
@@ -97,7 +86,8 @@ def _eval(args: argparse.Namespace) -> int:
     from harness.responses.assign import write_assignments
     from harness.responses.evaluate import evaluate_runs
     from harness.responses.nuggets import read_bank
-    from harness.responses.readers import read_responses
+    from harness.responses.questions import turn_questions
+    from harness.responses.readers import cited_passages, read_responses
     from harness.responses.report import build_report, render
 
     check_llm_options(args)
@@ -119,19 +109,21 @@ def _eval(args: argparse.Namespace) -> int:
     unreachable = bank.unreachable_vital_grade()
     if unreachable:
         print(f"warning: {unreachable}", file=sys.stderr)
-    questions, turns = {}, None
+    topics, turns = None, None
     if args.topics:
         from harness.topics import load
 
         benchmark = load(args.topics)
-        questions = {t.qid: t.utterance for c in benchmark.conversations for t in c.turns}
-        turns = set(questions)
+        topics = {t.qid: t.utterance for c in benchmark.conversations for t in c.turns}
+        turns = set(topics)
     judge = _judge(args, "nuggets")
     citation_judge = _judge(args, "citations") if args.citations else None
     if args.citations and not any(r.cited for run in runs for r in run.responses.values()):
         raise HarnessError("--citations: none of the responses cites a passage")
-    evaluation = evaluate_runs(runs, bank, judge, citation_judge=citation_judge, passages=_passages(args.passages, runs),
-                               questions=questions, turns=turns, evaluated_turns=turns, progress=True)
+    passages = cited_passages(args.passages, runs) if args.passages is not None else None
+    evaluation = evaluate_runs(runs, bank, judge, citation_judge=citation_judge, passages=passages,
+                               questions=turn_questions(runs, bank, topics), turns=turns, evaluated_turns=turns,
+                               progress=True)
     for note in evaluation.notes:
         print(f"note: {note}", file=sys.stderr)
     if args.assignments_out:

@@ -29,6 +29,9 @@ Declared rules (each tested in tests/test_responses.py):
   left out, the notes naming the file and how many of its lines match no run; with no run
   left, it is an error naming the file (harness.responses.assign). It is left out before the
   citations are judged: the citation judge is never asked about a left-out run's citations.
+- The judges are asked each turn under one question, by harness.responses.questions' rule;
+  where a judge's prompt reads it, its provenance counts the turns by the question's source and
+  the notes count the turns asked with none or with one another source states otherwise.
 - Citation support (when asked) is scored on responses with citations; a response without
   any has no support precision (NaN, left out of the run's mean) and support recall 0, and so
   has a turn the run does not answer. A blank response's citations are not judged and count
@@ -50,6 +53,7 @@ from harness.judge.base import Judge, check_parsed, counts, quoting
 from harness.judge.model import Item, Judgment
 from harness.responses import assign
 from harness.responses.model import Nugget, NuggetBank, Response, ResponseRun, first_few
+from harness.responses.questions import Questions
 from harness.responses.readers import TOP_PROVENANCE
 from harness.responses.scores import (CITATION_SCORES, NUGGET_SCORES, SUPPORT_WEIGHT, citation_scores, mean,
                                       nugget_scores)
@@ -133,10 +137,23 @@ def run_scores(evaluation: ResponseEvaluation) -> list[RunScores]:
 
 
 def _check_names(runs: Sequence[ResponseRun]) -> None:
-    names = [run.name for run in runs]
-    repeated = sorted({name for name in names if names.count(name) > 1})
-    if repeated:
-        raise HarnessError(f"two runs share the name {repeated[0]}; each run needs its own name")
+    """Runs are told apart by name: two of one name are an error naming both files (and the line
+    each first gives it on, in a JSON Lines file), or saying the one file is given twice."""
+    seen: dict[str, ResponseRun] = {}
+    for run in runs:
+        first = seen.setdefault(run.name, run)
+        if first is run:
+            continue
+        if first == run:  # one file's runs read twice
+            raise HarnessError(f"{run.path} is given twice")
+        raise HarnessError(f"two runs share the name {run.name}: {_where(first)} and {_where(run)}; each run needs "
+                           "its own name: rename one in its file (its run_id, run_name or CONE-RAG run key)")
+
+
+def _where(run: ResponseRun) -> str:
+    """The run's file, and the line it is first named on where its responses have lines."""
+    lines = [response.line for response in run.responses.values() if response.line]
+    return f"{run.path}:{min(lines)}" if lines else str(run.path)
 
 
 def evaluate_runs(
@@ -146,17 +163,19 @@ def evaluate_runs(
     *,
     citation_judge: Judge | None = None,
     passages: Mapping[str, str] | None = None,
-    questions: Mapping[str, str] | None = None,
+    questions: Questions | None = None,
     turns: Collection[str] | None = None,
     evaluated_turns: Collection[str] | None = None,
     progress: bool = False,
 ) -> ResponseEvaluation:
     """Judge and score every run (see the module docstring for the rules). `evaluated_turns`
-    fixes the test set instead (a hosted task: every turn of its topics with nuggets)."""
+    fixes the test set instead (a hosted task: every turn of its topics with nuggets). `questions`
+    fill the judges' {question} (harness.responses.questions; none: empty), and where a judge's
+    prompt reads it, its provenance counts their sources and the notes the turns without one."""
     if not runs:
         raise HarnessError("no response runs to evaluate")
     _check_names(runs)
-    questions = questions or {}
+    questions = questions or Questions()
     notes = []
     for run in runs:
         if turns is not None:
@@ -182,10 +201,10 @@ def evaluate_runs(
             if response is None or not response.text.strip():
                 continue
             nugget_groups[run.name, turn] = assign.nugget_items(run.name, response, bank.of(turn),
-                                                                questions.get(turn, ""))
+                                                                questions.text.get(turn, ""))
             if citation_judge is not None and response.cited:
                 cite_groups[run.name, turn] = assign.citation_items(run.name, response, passages,
-                                                                    questions.get(turn, ""), run.path)
+                                                                    questions.text.get(turn, ""), run.path)
     if nugget_groups:
         assign.check_assigns(judge.scale)
     if cite_groups and citation_judge.scale.name != "support-0-2":
@@ -240,13 +259,30 @@ def evaluate_runs(
                                  isinstance(judge, assign.RecordedAssignments)))
     if cite_unjudged:
         notes.append(_unlabelled("citation", cite_judgments, "no support", cite_example))
-    provenance = quoting(judge.provenance(), example)
+    provenance = _asking(quoting(judge.provenance(), example), judge, questions, evaluated)
     if citation_judge is not None:
-        provenance = {"nuggets": provenance, "citations": quoting(citation_judge.provenance(), cite_example)}
+        provenance = {"nuggets": provenance, "citations": _asking(quoting(citation_judge.provenance(), cite_example),
+                                                                  citation_judge, questions, evaluated)}
+    if _reads_question(judge) or citation_judge is not None and _reads_question(citation_judge):
+        notes += questions.notes(evaluated)
     asked = sum(map(len, nugget_groups.values())) + len(cite_judgments)
     return ResponseEvaluation([run.name for run in runs], evaluated, results, provenance, bank.rule, notes, records,
                               asked, time.perf_counter() - started, citation_judge is not None,
                               ANSWERED if evaluated_turns is None else OF_TOPICS)
+
+
+def _reads_question(judge: Judge) -> bool:
+    """Whether the judge's prompt reads {question} (an llm judge's template): only then do the
+    questions' sources matter to its labels."""
+    from harness.judge.llm import LLMJudge
+
+    return isinstance(judge, LLMJudge) and "question" in judge.template.names
+
+
+def _asking(provenance: dict, judge: Judge, questions: Questions, turns: Sequence[str]) -> dict:
+    """The judge's provenance, with (where its prompt reads {question}) how many of the turns
+    took their question from each source (`questions`: {source: turns}, "none" for none)."""
+    return {**provenance, "questions": questions.counts(turns)} if _reads_question(judge) else provenance
 
 
 def _judge_groups(judge: Judge, groups: Mapping[tuple[str, str], Sequence[Item]],

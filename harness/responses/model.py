@@ -28,6 +28,7 @@ class Response:
     line: int | None = None  # where the file gives it, for messages
     cites_top: bool = False  # iKAT: it marks no passage used, so its top passages are its citations
     dropped: int = 0  # iKAT 2025: pieces past the turn's word limit, left out as the official validator drops them
+    question: str | None = None  # the question the file says it answers (TREC RAG's `topic`), None where it says none
 
     @property
     def cited(self) -> bool:
@@ -58,6 +59,7 @@ class NuggetBank:
     nuggets: dict[str, tuple[Nugget, ...]]  # turn -> nuggets
     rule: str  # how grades became vital / okay, in words (recorded with every score)
     vital_grade: int | None = None  # the grade from which a graded nugget is vital; None: importance as given
+    questions: dict[str, str] = field(default_factory=dict)  # turn -> its question, where the bank states one
 
     def of(self, turn: str) -> tuple[Nugget, ...]:
         return self.nuggets.get(turn, ())

@@ -4,7 +4,8 @@
   LLM `gold_nuggets_llm*.json`): `{turn: {nugget id: {text, relevance: "1".."4"}}}`.
 - `nuggetizer-jsonl`: nuggetizer's nugget files, one turn a line, `{qid, query, nuggets:
   [{text, importance: vital|okay}]}` (its assignment output, which adds `assignment`, reads
-  too); a nugget's id is its 1-based position in the line.
+  too); a nugget's id is its 1-based position in the line; `query`, the question nuggetizer's
+  assigner puts in its prompt, is the turn's question (`NuggetBank.questions`).
 
 The importance rule, declared (IMPORTANCE_RULE; recorded with every score):
 - a graded nugget is vital when its grade is at least `vital_grade` (3 by default: the upper
@@ -104,7 +105,7 @@ def read_cone_rag_bank(path: Path, vital_grade: int) -> NuggetBank:
 @BANKS.register("nuggetizer-jsonl")
 def read_nuggetizer_bank(path: Path, vital_grade: int) -> NuggetBank:
     """nuggetizer's nuggets: JSON lines {qid, nuggets: [{text, importance}]}, each vital or okay."""
-    nuggets = {}
+    nuggets, questions = {}, {}
     for line, record in jsonl.read(path):
         if not isinstance(record, dict) or isinstance(record.get("qid"), bool) \
                 or not isinstance(record.get("qid"), (str, int)):
@@ -114,6 +115,11 @@ def read_nuggetizer_bank(path: Path, vital_grade: int) -> NuggetBank:
         turn = str(record["qid"])
         if turn in nuggets:
             raise InputError(path, f"qid {turn} appears twice", line=line)
+        query = record.get("query")
+        if query is not None and not isinstance(query, str):
+            raise InputError(path, f"query: expected the question (a string), got {query!r}", line=line)
+        if query and query.strip():
+            questions[turn] = query
         found = []
         for index, nugget in enumerate(record["nuggets"]):
             if not isinstance(nugget, dict) or not isinstance(nugget.get("text"), str):
@@ -126,4 +132,4 @@ def read_nuggetizer_bank(path: Path, vital_grade: int) -> NuggetBank:
                                  line=line)
             found.append(Nugget(str(index + 1), nugget["text"], NUGGETIZER_GRADES[importance], importance == "vital"))
         nuggets[turn] = tuple(found)
-    return NuggetBank(path.name, nuggets, _rule(vital_grade))
+    return NuggetBank(path.name, nuggets, _rule(vital_grade), questions=questions)

@@ -17,9 +17,9 @@
   keeps (`kept_responses`): the answer the track scores; the pieces dropped are counted in a note.
 - `trec-rag-jsonl`: TREC RAG 2024 (`{run_id, topic_id, topic, references: [ids],
   response_length, answer: [{text, citations: [index into references]}]}`, ragnarok's
-  output and rag24 validator) and 2025 (`metadata: {team_id, run_id, narrative_id}`; citations
-  as indexes or as segment ids). The response text is the sentences joined by one space, as
-  nuggetizer joins them.
+  output and rag24 validator) and 2025 (`metadata: {team_id, run_id, narrative_id, narrative}`;
+  citations as indexes or as segment ids). The response text is the sentences joined by one
+  space, as nuggetizer joins them; `topic` (2025: `metadata.narrative`) is the question answered.
 - `cone-rag-json`: the CONE-RAG resource's participant files, `{turn: {run: text}}` (or
   `{turn: {run: {response: text, ...}}}`, as in its `*_response_nuggets.json`): several runs.
 
@@ -31,7 +31,7 @@ the field.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -184,11 +184,12 @@ def _lines(path: Path) -> list[tuple[int, Any]]:
     return entries
 
 
-def _answer(turn: str, sentences: list[Sentence], line: int, dropped: int = 0) -> Response:
+def _answer(turn: str, sentences: list[Sentence], line: int, dropped: int = 0, question: str | None = None) -> Response:
     """An answer given as sentences (TREC RAG's `answer`, iKAT 2025's `responses`): its text is
     the sentences joined by one space, as nuggetizer joins them, each sentence keeping its own
     citations for support."""
-    return Response(turn, " ".join(s.text for s in sentences), tuple(sentences), line=line, dropped=dropped)
+    return Response(turn, " ".join(s.text for s in sentences), tuple(sentences), line=line, dropped=dropped,
+                    question=question)
 
 
 @FORMATS.register("ikat-2025-jsonl")
@@ -232,15 +233,18 @@ def read_trec_rag(path: Path) -> list[ResponseRun]:
     for line, entry in _lines(path):
         metadata = entry.get("metadata")
         if isinstance(metadata, dict):  # 2025
-            turn, run = metadata.get("narrative_id"), metadata.get("run_id")
-            turn_field, run_field = "metadata.narrative_id", "metadata.run_id"
+            turn, run, question = metadata.get("narrative_id"), metadata.get("run_id"), metadata.get("narrative")
+            turn_field, run_field, question_field = "metadata.narrative_id", "metadata.run_id", "metadata.narrative"
         else:  # 2024
-            turn, run = entry.get("topic_id"), entry.get("run_id")
-            turn_field, run_field = "topic_id", "run_id"
+            turn, run, question = entry.get("topic_id"), entry.get("run_id"), entry.get("topic")
+            turn_field, run_field, question_field = "topic_id", "run_id", "topic"
         if isinstance(turn, bool) or not isinstance(turn, (str, int)) or str(turn) == "":
             raise InputError(path, f"{turn_field}: expected the topic id (a string or integer), got {turn!r}", line=line)
         if run is not None and not isinstance(run, str):
             raise InputError(path, f"{run_field}: expected a string, got {run!r}", line=line)
+        if question is not None and not isinstance(question, str):
+            raise InputError(path, f"{question_field}: expected the question answered (a string), got {question!r}",
+                             line=line)
         if run_name is not None and run is not None and run != run_name:
             raise InputError(path, f"{run_field}: {run!r} differs from the first line's {run_name!r}; "
                                    "one file holds one run", line=line)
@@ -271,7 +275,7 @@ def read_trec_rag(path: Path) -> list[ResponseRun]:
                     raise InputError(path, f"answer[{index}].citations: {citation!r} is neither an index into "
                                            "references nor one of its ids", line=line)
             sentences.append(Sentence(sentence["text"], tuple(dict.fromkeys(ids))))
-        _add(responses, _answer(str(turn), sentences, line), path)
+        _add(responses, _answer(str(turn), sentences, line, question=question or None), path)
     return [ResponseRun(run_name or file_stem(path), path, "trec-rag-jsonl", responses)]
 
 
@@ -295,3 +299,14 @@ def read_cone_rag(path: Path) -> list[ResponseRun]:
                                        "'response')", record=f"turn {turn}")
             runs.setdefault(run, {})[turn] = Response(turn, text, (Sentence(text),))
     return [ResponseRun(run, path, "cone-rag-json", responses) for run, responses in runs.items()]
+
+
+def cited_passages(spec: str | Path, runs: Sequence[ResponseRun]) -> dict[str, str]:
+    """The texts of the passages `runs` cite, from a corpus file or spec (`--passages`, the API's
+    `passages=` path), as `harness judge` reads a passage: the title, where the corpus has one,
+    then the contents (document_text)."""
+    from harness.corpus.readers import open_documents
+    from harness.corpus.segment import document_text
+
+    wanted = {pid for run in runs for r in run.responses.values() for s in r.sentences for pid in s.citations}
+    return {d.id: document_text(d) for d in open_documents(str(spec)).documents() if d.id in wanted}

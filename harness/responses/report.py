@@ -9,7 +9,7 @@ from dataclasses import replace
 from html import escape
 from typing import TYPE_CHECKING
 
-from harness.errors import HarnessError
+from harness.errors import HarnessError, counted
 from harness.report import breakdown as bd
 from harness.report.compare import leaderboard
 from harness.report.model import Report
@@ -50,6 +50,9 @@ def provenance_notes(evaluation: ResponseEvaluation) -> list[str]:
     lines = []
     for task, record in _judges(evaluation).items():
         line = f"{task} judged by: {provenance_line(record)}"  # a file's recorded maker too (source_provenance)
+        if record.get("questions"):  # where its prompt's {question} came from (harness.responses.questions)
+            line += "; {question} from: " + ", ".join(f"{source} ({counted(count, 'turn')})"
+                                                       for source, count in record["questions"].items())
         if record.get("file") and not record.get("source_provenance"):  # replayed from a file without a sidecar
             line += "; no provenance sidecar: who made the assignments, and when, is not recorded"
         lines.append(line)

@@ -17,7 +17,7 @@ from pathlib import Path
 from harness.corpus import Corpus
 from harness.corpus.readers import CORPUS_FORMATS, CorpusFormat, irds_id, irds_qrels
 from harness.errors import HarnessError, InputError
-from harness.registry import Param, Registry, split_spec
+from harness.registry import Param, Registry, UnknownName, split_spec
 from harness.trec import Qrels, read_qrels
 from harness.topics.model import Conversation, PersonalStatement, Query, Turn
 
@@ -47,7 +47,15 @@ def load(name: str) -> Benchmark:
         raise HarnessError(f"{name}: topics are a benchmark name (`harness topics list` lists them), not an "
                            f"ir_datasets id; the ids irds:harness/<benchmark>[/<split>] are those benchmarks"
                            f"{_as_benchmark(split)}")
-    return ADAPTERS.get(base)(split)
+    try:
+        adapter = ADAPTERS.get(base)
+    except UnknownName:
+        if not Path(name).is_file():
+            raise
+        raise HarnessError(f"{name}: topics are a benchmark name (`harness topics list`), not a file: give your own "
+                           "queries as a benchmark plug-in, python:MODULE:ATTR, a function returning a "
+                           "harness.topics.Benchmark of them (README: Your own topics)") from None
+    return adapter(split)
 
 
 def _as_benchmark(dataset_id: str) -> str:
