@@ -198,6 +198,15 @@ def test_evaluate_warns_of_a_relevance_level_no_judgment_reaches_where_harness_e
     assert "reaches grade" not in capsys.readouterr().err
 
 
+def test_evaluate_warns_of_judged_queries_no_judgment_of_a_measures_level_reaches_as_harness_eval_notes_them():
+    """CAsT 2021: one of its 158 judged turns has no document of grade 2; said once, not per run."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        harness.evaluate(RUNS[:2], CAST2021_QRELS, ["nDCG@3", "R(rel=2)@1000"], passage_separator="-")
+    assert [str(w.message) for w in caught if w.filename == __file__] == [
+        "1 of 158 judged queries has no judgment of grade >= 2: R(rel=2)@1000 scores 0 there for every run "
+        "(R(rel=2)@1000 can reach at most 0.9937)"]
+
 def test_evaluate_warns_what_harness_eval_counts_on_stderr(tmp_path, capsys):
     """A judged query the run lacks (a 0 in the mean), unjudged ones and repeated documents: in
     `harness eval`'s words, one warning per run, named as the caller named it; the numbers unchanged."""

@@ -747,3 +747,20 @@ def test_a_group_file_takes_qids_holding_a_hash_and_comments_after_a_blank(tmp_p
     groups = tmp_path / "user.tsv"
     groups.write_text(f"# qid user\n{qids[0]} first  # the first user\n{qids[1]}\tsecond\n")
     assert bd.read_groups(groups) == {qids[0]: "first", qids[1]: "second"}
+
+
+def test_the_report_notes_queries_no_judgment_of_a_measures_level_reaches_once(capsys):
+    """CAsT 2021: one judged turn has no document of grade 2, 30 none of grade 3: their rel=2 and
+    rel=3 measures are 0 there for every run, which caps the board's means; nDCG@3 (grade 1
+    everywhere) gets no note."""
+    args = ["compare", "--qrels", str(CAST2021_QRELS), *map(str, CAST2021_DOC_RUNS[:2]), "--depth", "1000",
+            "--measures", "nDCG@3", "P(rel=2)@3", "R(rel=2)@1000", "RR(rel=3)"]
+    notes = ["1 of 158 judged queries has no judgment of grade >= 2: P(rel=2)@3 and R(rel=2)@1000 score 0 there "
+             "for every run (R(rel=2)@1000 can reach at most 0.9937)",
+             "30 of 158 judged queries have no judgment of grade >= 3: RR(rel=3) scores 0 there for every run "
+             "(RR(rel=3) can reach at most 0.8101)"]
+    assert main([*args, "--format", "json"]) == 0
+    assert json.loads(capsys.readouterr().out)["notes"] == notes
+    assert main([*args, "--format", "md"]) == 0
+    markdown = capsys.readouterr().out
+    assert [markdown.count(f"\n{note}\n") for note in notes] == [1, 1]

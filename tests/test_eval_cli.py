@@ -7,6 +7,7 @@ import io
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -290,3 +291,57 @@ def test_an_empty_or_dash_output_is_refused_and_told_that_stdout_is_without_outp
     assert capsys.readouterr().err == (f"harness eval: error: argument --output/--out: {what}: leave --output out to "
                                        "print to stdout (`harness eval --help` lists the options)\n")
     assert not list(tmp_path.iterdir())
+
+
+def _restricted_ikat2023_qrels(folder: Path) -> Path:
+    """iKAT 2023's qrels restricted to the 894 shipped passages, as configs/default.yaml scores on."""
+    from harness.runner.runner import concatenate, restrict_to_corpus
+    from harness.topics import load
+    from harness.trec import qrels_text
+
+    corpus = concatenate([load("ikat2023:test").corpus, load("ikat2023:train").corpus])
+    path = folder / "restricted.qrels"
+    path.write_text(qrels_text(restrict_to_corpus(load("ikat2023:test").qrels(), corpus)), encoding="utf-8")
+    return path
+
+
+def _ideal_run(qrels: Path, path: Path) -> Path:
+    """A run ranking each query's judged documents by grade: the best any run can do."""
+    from harness.trec import read_qrels
+
+    lines = [f"{qid} Q0 {docid} {rank} {-rank} ideal\n" for qid, judged in read_qrels(qrels).judgments.items()
+             for rank, docid in enumerate(sorted(judged, key=judged.get, reverse=True), start=1)]
+    path.write_text("".join(lines), encoding="utf-8")
+    return path
+
+
+def test_judged_queries_no_judgment_of_a_measures_level_reaches_are_a_note_with_the_exact_ceiling(tmp_path, capsys):
+    """The demo board's qrels: 23 of 74 queries hold no passage of grade 2, so every rel=2 measure
+    is 0 there; the ceiling is named only where a perfect run reaches it (it does here: 51/74),
+    not for P(rel=2)@20 (few queries have 20 such passages). Once, whatever the runs."""
+    qrels = _restricted_ikat2023_qrels(tmp_path)
+    ideal = _ideal_run(qrels, tmp_path / "ideal.run")
+    runs = [str(ideal), str(_ideal_run(qrels, tmp_path / "other.run"))]
+    measures = ["nDCG@3", "P(rel=2)@20", "P(rel=2)@1", "AP(rel=2)@1000", "R(rel=2)@1000", "RR(rel=2)"]
+    assert main(["eval", "--qrels", str(qrels), *runs, "--measures", *measures, "--depth", "1000",
+                 "--format", "json"]) == 0
+    out, err = capsys.readouterr()
+    assert [line for line in err.splitlines() if "judged queries have no judgment" in line] == [
+        "note: 23 of 74 judged queries have no judgment of grade >= 2: P(rel=2)@20, P(rel=2)@1, AP(rel=2)@1000, "
+        "R(rel=2)@1000 and RR(rel=2) score 0 there for every run (P(rel=2)@1, AP(rel=2)@1000, R(rel=2)@1000 and "
+        "RR(rel=2) can reach at most 0.6892)"]
+    means = json.loads(out)["ideal"]
+    assert {m: f"{means[m]:.4f}" for m in measures[2:]} == dict.fromkeys(measures[2:], "0.6892")  # reached
+    assert means["P(rel=2)@20"] < 0.6892 and means["nDCG@3"] == 1  # every query has a grade-1 passage
+    assert main(["eval", "--qrels", str(qrels), str(ideal), "--measures", *measures, "--depth", "1"]) == 0
+    assert "(P(rel=2)@1 and RR(rel=2) can reach at most 0.6892)" in capsys.readouterr().err  # R, AP: not in 1
+
+
+def test_a_query_set_where_every_query_reaches_the_level_has_no_ceiling_note(tmp_path, capsys):
+    """iKAT 2024: every judged turn has a passage of grade 2 (the preset's rel=2 measures)."""
+    from harness.paths import qrels_root
+
+    qrels = qrels_root() / "ikat" / "2024-qrels.txt"
+    assert main(["eval", "--qrels", str(qrels), str(_ideal_run(qrels, tmp_path / "ideal.run")),
+                 "--preset", "ikat2024"]) == 0
+    assert "no judgment of grade" not in capsys.readouterr().err

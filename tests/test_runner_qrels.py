@@ -4,6 +4,7 @@ data, or restricted to the corpus), so that `harness compare --qrels` can take t
 from __future__ import annotations
 
 import json
+from html import escape
 from pathlib import Path
 
 import pytest
@@ -143,3 +144,22 @@ def test_two_sets_of_qrels_of_one_name_get_two_files(tmp_path, capsys):
 def test_qrels_text_refuses_an_id_that_would_break_a_qrels_line():
     with pytest.raises(HarnessError, match="'a b'"):
         qrels_text(Qrels("q", {"1": {"a b": 1}}))
+
+
+@pytest.mark.slow
+def test_the_leaderboard_and_report_note_queries_the_restricted_qrels_leave_without_a_grade_2_passage(tmp_path,
+                                                                                                      capsys):
+    """iKAT 2023 on the 894 shipped passages: 23 of its 74 judged turns keep no passage of grade 2,
+    so the section's rel=2 measures are 0 there for every run, and their means at most 51/74:
+    said once, under the experiment's own note, in the leaderboard and report.html alike."""
+    config = _config(tmp_path, {"topics": "ikat2023:test", "strategies": ["manual", "raw"], "note": "Small pool.",
+                                "corpus": ["benchmark:ikat2023:test", "benchmark:ikat2023:train"],
+                                "qrels_restrict_to_corpus": True, "measures": ["nDCG@3", "R(rel=2)@10", "RR(rel=2)"]})
+    assert _run(config, "--report") == 0
+    said = ("23 of 74 judged queries have no judgment of grade >= 2: R(rel=2)@10 and RR(rel=2) score 0 there for "
+            "every run (R(rel=2)@10 and RR(rel=2) can reach at most 0.6892)")
+    board = (tmp_path / "runs" / "leaderboard.md").read_text(encoding="utf-8")
+    assert board.count(said) == 1 and f"> Small pool.\n\n> {said}\n\nQrels `" in board
+    assert board in capsys.readouterr().out
+    report = (tmp_path / "runs" / "report.html").read_text(encoding="utf-8")
+    assert report.count(f"<p class='legend'>{escape(said)}</p>") == 1

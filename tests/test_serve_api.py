@@ -12,6 +12,7 @@ import socket
 import subprocess
 import sys
 import time
+from html import escape
 from pathlib import Path
 
 import pytest
@@ -892,6 +893,17 @@ def test_leaderboard_legend_explains_the_tiers_and_p_values_it_shows_not_compare
     api = client.get(f"/api/tasks/{TASK}/leaderboard").json()
     assert "▲" not in api["legend"]
 
+
+def test_the_board_notes_judged_turns_without_a_grade_2_passage_under_its_legend(server, tmp_path):
+    """20 of the 176 turns the task's qrels judge have no passage of grade 2: its rel=2 measures are
+    0 there for every team, as `harness compare` and `harness run` say under their tables."""
+    client, _ = server
+    scored(client, post(client, trec_run(tmp_path / "run70.trec", seed=70)).json()["id"])
+    said = ("20 of 176 judged queries have no judgment of grade >= 2: P(rel=2)@20, AP(rel=2)@1000, R(rel=2)@1000 "
+            "and RR(rel=2) score 0 there for every run (AP(rel=2)@1000, R(rel=2)@1000 and RR(rel=2) can reach at "
+            "most 0.8864)")
+    assert client.get(f"/api/tasks/{TASK}/leaderboard").json()["notes"] == [said]
+    assert client.get(f"/tasks/{TASK}").text.count(f'<p class="legend">{escape(said)}</p>') == 1
 
 def test_a_board_of_one_run_says_it_has_no_test_in_a_whole_sentence(server, tmp_path):
     """With one run there is no comparison: the legend read 'no paired-t test on 176 queries:  A query ...'."""

@@ -42,7 +42,7 @@ from harness.evaluate.coverage import RARELY, TOP, docid_warning, may_be_in_othe
 from harness.evaluate.measures import family, parse_measures
 from harness.evaluate.ranked import rank, values, vectorised
 from harness.evaluate.tables import QrelsTable, RunTable, read_run_table, spare_memory
-from harness.errors import ARGUMENTS, FLAGS, HarnessError, InputError, Spelling
+from harness.errors import ARGUMENTS, FLAGS, HarnessError, InputError, Spelling, verb
 from harness.trec import Qrels, Run, read_run
 
 __all__ = ["JUDGED", "Evaluation", "Evaluator", "RunFileOptions", "evaluate", "evaluate_files", "keep_measures",
@@ -252,6 +252,58 @@ def unreachable(what: str, qrels: str, level: int, top: int | None, judged: str 
     return f"{what}: no {judged} {qrels} reaches grade {level} ({highest})"
 
 
+def ceiling_notes(qrels: Qrels | QrelsTable, measures: Sequence[str], depth: int | None) -> list[str]:
+    """One note per relevance level that some judged queries, not all, never reach: trec_eval -c
+    scores every qrels query, so the level's measures are 0 there for every run and their means
+    have a ceiling below 1, which it prints without a word. The level is a measure's rel= (1
+    by default) or, for nDCG, a positive grade; counts (NumRel, NumRet) are left out. The
+    ceiling is named only for the measures a perfect run scores 1 on every other query
+    (`_reaches_one`), where it is exact: the share of queries that reach the level."""
+    table = qrels if isinstance(qrels, QrelsTable) else QrelsTable.from_qrels(qrels)
+    by_level: dict[int, list[tuple[str, object]]] = {}
+    for measure, name in zip(parse_measures(list(measures), announce=False), measures):
+        kind = family(measure)
+        if not kind.summed and (kind.rel or measure.NAME == "nDCG"):
+            by_level.setdefault(measure.params.get("rel") or 1, []).append((name, measure))
+    notes = []
+    for level, named in sorted(by_level.items()):
+        counts = np.bincount(table.query[table.grades >= level], minlength=len(table.qids))
+        reached = counts[counts > 0]
+        if not len(reached) or len(reached) == len(counts):  # none reach it: _warn_unreachable says so
+            continue
+        missing = len(counts) - len(reached)
+        names = [name for name, _ in named]
+        capped = [name for name, measure in named if _reaches_one(measure, reached, depth)]
+        ceiling = f" ({_listed(capped)} can reach at most {len(reached) / len(counts):.4f})" if capped else ""
+        notes.append(f"{missing} of {len(counts)} judged queries {verb(missing)} no judgment of grade >= {level}: "
+                     f"{_listed(names)} {verb(len(names), 'scores', 'score')} 0 there for every run{ceiling}")
+    return notes
+
+
+def _reaches_one(measure, relevant: np.ndarray, depth: int | None) -> bool:
+    """Whether a run ranking the judgments by grade scores 1 on every query with `relevant`
+    (> 0) documents at the measure's level, evaluated to `depth`: trec_eval's RR and Success
+    at any depth; R, AP and Rprec where the depth and cutoff leave room for every relevant
+    document; P@k where every query has k and the depth reaches k; nDCG@k where the depth holds
+    the ideal top k. Other families (Bpref, infAP, the set measures): not claimed."""
+    cutoff = measure.params.get("cutoff")
+    room = min((limit for limit in (cutoff, depth) if limit is not None), default=math.inf)
+    if measure.NAME in ("RR", "Success"):
+        return True
+    if measure.NAME in ("R", "AP", "Rprec"):
+        return room >= relevant.max()
+    if measure.NAME == "P":
+        return room >= cutoff and relevant.min() >= cutoff
+    if measure.NAME == "nDCG":
+        return (depth or math.inf) >= min(cutoff or math.inf, relevant.max())
+    return False
+
+
+def _listed(names: Sequence[str]) -> str:
+    """'A', 'A and B', 'A, B and C'."""
+    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
+
+
 class Evaluator:
     """Measures bound to one qrels, reused across runs (the qrels are converted once).
 
@@ -434,7 +486,7 @@ def score_runs(runs, qrels, measures: str | Sequence[str] | None = None, *, pres
     judged = as_qrels(qrels)
     said: list[str] = []
     evaluator = Evaluator(judged, measures, spelling=ARGUMENTS, warn=said.append)
-    for warning in said:  # a measure no judgment can score above 0
+    for warning in [*said, *ceiling_notes(evaluator.table, measures, depth)]:  # as `harness eval` says them
         warnings.warn(warning, stacklevel=3)
     evaluations = [evaluator(run.to_documents(separator) if separator else run, depth) for run in run_list(runs)]
     for evaluation in evaluations:  # what `harness eval` says on stderr

@@ -13,8 +13,8 @@ from pathlib import Path
 from harness.atomic import atomic_write
 from harness.cli import add_format, add_output, add_runs, distinct_runs, swallowed
 from harness.errors import FLAGS, HarnessError
-from harness.evaluate import (JUDGED, Evaluation, Evaluator, RunFileOptions, csv_value, evaluate_files, keep_measures,
-                              printed, report_reading, with_judged)
+from harness.evaluate import (JUDGED, Evaluation, Evaluator, RunFileOptions, ceiling_notes, csv_value, evaluate_files,
+                              keep_measures, printed, report_reading, with_judged)
 from harness.evaluate import presets
 from harness.evaluate.moved import FillMoves, fill_moves
 from harness.evaluate.names import CASE_RULE
@@ -95,7 +95,10 @@ def run(args: argparse.Namespace) -> int:
     # with --fill, Judged@10 comes out of the same pass (the notes give it with and without the fill)
     scored, judged = with_judged(measures) if args.fill else (measures, JUDGED)
     options = RunFileOptions(strict=args.strict, passage_separator=separator, depth=depth)
-    filled = evaluate_files(Evaluator(qrels, scored), files, options)
+    evaluator = Evaluator(qrels, scored)
+    for note in ceiling_notes(evaluator.table, measures, depth):  # said once, as the unreachable rel= warning is
+        print(f"note: {note}", file=sys.stderr)
+    filled = evaluate_files(evaluator, files, options)
     evaluations = [keep_measures(evaluation, measures) for evaluation in filled]
     names = [e.run_name for e in evaluations]
     if notes and args.format == "json" and (taken := next((n for n in names if n in RESERVED), None)):

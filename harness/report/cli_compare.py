@@ -10,7 +10,7 @@ from pathlib import Path
 
 from harness.cli import add_format, add_output, add_runs, distinct_runs, number_in
 from harness.errors import HarnessError
-from harness.evaluate import (JUDGED, Evaluator, RunFileOptions, evaluate_file, keep_measures,
+from harness.evaluate import (JUDGED, Evaluator, RunFileOptions, ceiling_notes, evaluate_file, keep_measures,
                               report_reading, with_judged)
 from harness.evaluate.cli import add_fill, measure_settings, scoring_qrels, unfilled
 from harness.evaluate.moved import fill_moves
@@ -91,6 +91,8 @@ def run(args: argparse.Namespace) -> int:
     )
     for warning in board.warnings():
         print(f"warning: {warning}", file=sys.stderr)
+    # a level some judged queries never reach caps the board's means: said in the report, as the fill is
+    notes += ceiling_notes(evaluator.table, measures, depth)
     report = Report(board, title=f"Run comparison against {Path(args.qrels).name}", notes=notes)
     if args.fill:
         report.title += f", holes filled from {Path(args.fill).name}"

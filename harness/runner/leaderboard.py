@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from harness.atomic import atomic_write
 from harness.evaluate import qrels_name, reading_warnings
 from harness.report.markdown import Row, Section, run_leaderboard
-from harness.runner.report import families, family_name, tested, unscored_note
+from harness.runner.report import families, family_name, family_notes, tested, unscored_note
 
 if TYPE_CHECKING:
     from harness.runner.runner import Outcome
@@ -45,7 +45,7 @@ def write(outcomes: Sequence["Outcome"], output: Path, title: str) -> tuple[str,
 
 def _section(heading: str, rows: list["Outcome"]) -> Section:
     first = rows[0]
-    notes = list(dict.fromkeys(row.run.experiment.note for row in rows if row.run.experiment.note))
+    notes = family_notes(rows)
     written = f" ({first.qrels_file})" if first.qrels_file is not None else ""  # for `harness compare --qrels`
     qrels = [f"Qrels `{first.qrels.name}`{written}: {len(first.qrels.judgments)} judged queries; evaluated to depth "
              f"{first.evaluation.depth}; a judged query missing from a run scores 0."]

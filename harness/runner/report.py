@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from harness.atomic import atomic_write
-from harness.evaluate import JUDGED
+from harness.evaluate import JUDGED, ceiling_notes
 from harness.report import breakdown as bd
 from harness.report.compare import Leaderboard, leaderboard
 from harness.report.model import Report
@@ -56,6 +56,14 @@ def unscored_note(outcomes: Sequence["Outcome"]) -> str | None:
     return f"Not scored ({reasons}): {', '.join(outcome.run.tag for outcome in unscored)}."
 
 
+def family_notes(outcomes: Sequence["Outcome"]) -> list[str]:
+    """What a family's numbers do not say, above its table in the leaderboard and the report:
+    its experiments' notes, then `ceiling_notes` of the qrels, measures and depth it shares."""
+    notes = list(dict.fromkeys(outcome.run.experiment.note for outcome in outcomes if outcome.run.experiment.note))
+    first = outcomes[0]
+    return notes + ceiling_notes(first.qrels, first.evaluation.measures, first.evaluation.depth)
+
+
 def tested(outcomes: Sequence["Outcome"]) -> Leaderboard:
     """The runs against the first one, Holm-corrected over the whole family."""
     return leaderboard([o.evaluation for o in outcomes], [outcomes[0].evaluation.run_name], correction="holm")
@@ -83,7 +91,7 @@ def write_html(outcomes: Sequence["Outcome"], path: str | Path, title: str) -> P
         experiment = members[0].run.experiment
         report = family_report(members)
         body.append(f"<hr><h2>{escape(report.title)}: {escape(experiment.topics)}, {escape(experiment.task)}</h2>")
-        for note in dict.fromkeys(member.run.experiment.note for member in members if member.run.experiment.note):
+        for note in family_notes(members):
             body.append(f"<p class='legend'>{escape(note)}</p>")
         body += sections(report, h="h3")
     if (note := unscored_note(outcomes)) is not None:

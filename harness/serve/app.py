@@ -184,7 +184,7 @@ def create_app(service: Service) -> FastAPI:
         if task not in config.tasks:
             raise HTTPException(404, f"no task {task!r}")
         board = service.board(task)
-        return {key: board[key] for key in ("task", "title", "main_measure", "measures", "rows", "legend")}
+        return {key: board[key] for key in ("task", "title", "main_measure", "measures", "rows", "legend", "notes")}
 
     # --- pages ---------------------------------------------------------------------------
 

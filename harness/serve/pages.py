@@ -52,6 +52,7 @@ TEMPLATES = {
 {{ board.main_measure }}: green, the top run; yellow, not significantly different from it; white,
 significantly lower{% if board.rows|selectattr("tier", "equalto", "untested")|first %}; grey, not tested (on
 one query: no spread to test a difference against){% endif %}. Test: {{ board.legend }}</p>
+{% for note in board.notes %}<p class="legend">{{ note }}</p>{% endfor %}
 <h2>{{ board.main_measure }} by turn depth (top {{ board.depth.means|length }} runs)</h2>
 {{ depth_plot }}
 {% endif %}{% endblock %}""",

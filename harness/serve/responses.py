@@ -128,6 +128,11 @@ class ResponseTaskRuntime(TaskRuntime):
                 f"reaches vital_grade {self.config.vital_grade}; rank the board by another measure, or lower "
                 "vital_grade")
 
+    @cached_property
+    def notes(self) -> list[str]:
+        """None: a response task has no qrels (its bank's vital grade is checked at start)."""
+        return []
+
     def board_terms(self) -> dict[str, Any]:
         """Turns, and nuggetizer's mean: as `harness responses eval`'s board has them."""
         from harness.responses.report import BOARD

@@ -352,7 +352,7 @@ def _board(runtime: TaskRuntime, rows: list[st.Submission]) -> dict[str, Any]:
     measures = list(runtime.config.measures)
     main = runtime.config.main_measure
     result: dict[str, Any] = {"task": runtime.config.name, "title": runtime.config.title, "main_measure": main,
-                              "measures": measures, "rows": [], "legend": "", "depth": None}
+                              "measures": measures, "rows": [], "legend": "", "notes": runtime.notes, "depth": None}
     if not rows:
         return result
     label = {row.id: f"{row.team}/{row.run_name} ({row.id[:6]})" for row in rows}

@@ -147,6 +147,15 @@ class TaskRuntime:
         return Evaluator(read_qrels_spec(self.config.qrels), self.config.measures, spelling=TEAM)
 
     @cached_property
+    def notes(self) -> list[str]:
+        """What the board's means do not say, under its legend: `ceiling_notes` of the task's
+        qrels, measures and depth (queries no run can score on at a measure's rel=), as `harness
+        compare` and `harness run` say them."""
+        from harness.evaluate import ceiling_notes
+
+        return ceiling_notes(self.evaluator.table, self.config.measures, self.config.depth)
+
+    @cached_property
     def scored_with(self) -> dict[str, Any]:
         """What a score depends on besides the file and the measures' names, recorded with it:
         a start scores again each row scored otherwise (a qrels file or `depth` changed under
