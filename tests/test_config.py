@@ -138,6 +138,21 @@ def test_topics_without_qrels_and_no_measures_are_run_unscored(tmp_path, measure
     assert (loaded.unscored, loaded.measures) == ("ikat2025:test ships no qrels", ())
 
 
+def test_empty_measures_on_topics_with_qrels_write_the_runs_unscored(tmp_path, capsys):
+    """`measures: []` is how a config makes runs for a submission, whether or not the topics ship qrels."""
+    path = _write(tmp_path, {"experiments": [_experiment(measures=[])]})
+    [loaded] = load_config(path).experiments
+    assert (loaded.unscored, loaded.measures) == ("'measures: []' names none", ())
+    assert main(["run", str(path), "--dry-run"]) == 0
+    assert capsys.readouterr().out.splitlines()[1].endswith("\tnot scored\tto run")
+
+
+def test_empty_measures_and_a_passage_separator_say_to_name_measures(tmp_path):
+    message = _error(tmp_path, {"experiments": [_experiment(measures=[], passage_separator="-")]})
+    assert ("experiments[0].passage_separator: 'measures: []' names none, so its runs are not scored; name "
+            "measures, or leave the passage separator out") in message
+
+
 def test_unknown_retriever_names_the_known_ones(tmp_path):
     message = _error(tmp_path, {"experiments": [_experiment(retrievers=["bm25", "bm26"])]})
     assert "experiments[0].retrievers[1]: unknown retriever 'bm26'; nearest: bm25; known:" in message

@@ -536,7 +536,7 @@ def _experiment(node: Node, defaults: dict[str, Any], problems: Problems,
     count = _counting(corpus, benchmark)  # one count for every retriever of the experiment
     for item, retriever in zip(items, retrievers):
         _installed(item, retriever, task.retrievers(), count)
-    unscored = None
+    unscored, scoring = None, "give 'qrels: FILE'"  # (why the runs are not scored, and what would score them)
     if benchmark is not None and "qrels" not in keys and not task.has_default_qrels(benchmark):
         unscored = f"{benchmark.name} ships no qrels"
         _measures_or_preset(keys)  # (that mistake first: the advice below would name what is given)
@@ -545,9 +545,12 @@ def _experiment(node: Node, defaults: dict[str, Any], problems: Problems,
                                          "write 'measures: []' to write the runs unscored, or give 'qrels: FILE'")
         if "preset" in keys or ("measures" in keys and keys["measures"].value != []):
             raise keys["topics"].error(f"{unscored}; give 'qrels: FILE' (or 'measures: []' to write the runs unscored)")
-        if "passage_separator" in keys:  # (it would be read by no scoring)
-            raise keys["passage_separator"].error(f"{unscored}, so its runs are not scored; give 'qrels: FILE', or "
-                                                  "leave the passage separator out")
+    elif "measures" in keys and keys["measures"].value == []:  # runs for a submission: qrels or not
+        unscored, scoring = "'measures: []' names none", "name measures"
+        _measures_or_preset(keys)
+    if unscored is not None and "passage_separator" in keys:  # (it would be read by no scoring)
+        raise keys["passage_separator"].error(f"{unscored}, so its runs are not scored; {scoring}, or "
+                                              "leave the passage separator out")
     qrels = problems.keep(_qrels, keys["qrels"], qrels_read) if "qrels" in keys else None
     if qrels is not None and benchmark is not None:
         problems.keep(_judging, keys["qrels"], qrels, benchmark)
