@@ -58,6 +58,22 @@ def test_an_empty_rewrite_is_sent_as_manual_sends_it_with_a_warning_naming_its_l
         "nothing" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("fmt", ["tsv", "jsonl"])
+def test_a_manual_export_in_either_format_feeds_back_as_rewrites(tmp_path, fmt, capsys):
+    """The JSONL export writes its text as "query": read as "text", so the round trip holds on real topics."""
+    exported = tmp_path / f"manual.{fmt}"
+    assert main(["topics", "export", "ikat2023", "--strategy", "manual", "--format", fmt,
+                 "--output", str(exported)]) == 0
+    assert _manual_pairs("ikat2023", f"rewrites:{exported}") == _manual_pairs("ikat2023")
+
+
+def test_a_jsonl_rewrite_given_as_both_text_and_query_names_the_line(tmp_path):
+    both = tmp_path / "both.jsonl"
+    both.write_text('{"qid": "31_1", "text": "a", "query": "b"}\n', encoding="utf-8")
+    with pytest.raises(InputError, match='both.jsonl:1: found both "text" and "query": give the rewrite as one'):
+        list(stream(load("cast2019").conversations, f"rewrites:{both}"))
+
+
 def test_a_repeated_qid_names_the_file_and_line(tsv):
     lines = tsv.read_text(encoding="utf-8").splitlines(keepends=True)
     tsv.write_text("".join(lines + [lines[0]]), encoding="utf-8")

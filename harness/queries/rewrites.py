@@ -1,10 +1,11 @@
 """`rewrites:FILE`: rewrites made elsewhere (an LLM, T5, a colleague), one per turn.
 
-FILE is TSV (`qid<TAB>text`, no header) or JSON lines (`{"qid": ..., "text": ...}`, `.jsonl`).
+FILE is TSV (`qid<TAB>text`, no header) or JSON lines (`{"qid": ..., "text": ...}`, `.jsonl`;
+`"query"` for `"text"`, as `harness topics export --format jsonl` writes it).
 Each qid of the benchmark must be there exactly once: a missing, repeated or extra qid is an
 error naming the file (and line), found when a config names the file. An empty rewrite is sent
 as it is, an empty query, with a warning naming its line, as `manual` sends an empty official
-rewrite, so that `harness topics export BENCHMARK --strategy manual --format tsv` feeds back
+rewrite, so that `harness topics export BENCHMARK --strategy manual` (TSV or JSONL) feeds back
 unchanged. The rewrite is read for the current turn only, so this strategy cannot read a later
 turn unless the file itself was made from one. The run JSON records the file and its sha256
 (`inputs`).
@@ -42,10 +43,13 @@ def _records(path: Path):
     (a BOM read away, a bad byte named at its line)."""
     if path.suffix.lower() in {".jsonl", ".json"}:
         for number, record in jsonl.read(path):
-            if not isinstance(record, dict) or not isinstance(record.get("qid"), str) \
-                    or not isinstance(record.get("text"), str):
-                raise InputError(path, 'expected {"qid": "...", "text": "..."}', line=number)
-            yield number, record["qid"], record["text"]
+            if isinstance(record, dict) and "text" in record and "query" in record:  # (which is the rewrite?)
+                raise InputError(path, 'found both "text" and "query": give the rewrite as one of them', line=number)
+            text = record.get("text", record.get("query")) if isinstance(record, dict) else None  # (export's key)
+            if not isinstance(record, dict) or not isinstance(record.get("qid"), str) or not isinstance(text, str):
+                raise InputError(path, 'expected {"qid": "...", "text": "..."} ("query" for "text", as '
+                                 "`harness topics export --format jsonl` writes, is read too)", line=number)
+            yield number, record["qid"], text
         return
     for number, line in enumerate(read_input(path).split("\n"), start=1):  # lines end at '\n' only
         if not line.strip():
@@ -119,4 +123,5 @@ class Rewrites(Strategy):
 
 
 add(Rewrites("rewrites", "rewrites made elsewhere (an LLM, T5, a colleague), one per turn, read from FILE", [
-    Param("FILE", str, desc="a file of rewrites, TSV 'qid<TAB>text' or JSON lines {\"qid\", \"text\"}")]))
+    Param("FILE", str, desc="a file of rewrites, TSV 'qid<TAB>text' or JSON lines {\"qid\", \"text\"} "
+          "(or \"query\", as topics export writes)")]))
