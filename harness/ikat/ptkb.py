@@ -179,7 +179,8 @@ class GoldRanker:
         return Run.of(rankings)
 
 
-@METHODS.register("gold", "the turn's own PTKB provenance from the topics, in order: a manual run")
+@METHODS.register("gold", "the turn's own PTKB provenance from the topics (the assessors' answer), in order: "
+                  "an oracle, a manual run (ikat from-trec --run-type manual)")
 def gold(conversations: Sequence[Conversation], **params) -> PTKBRanker:
     if params:
         raise HarnessError(f"the gold PTKB method takes no parameters, got {', '.join(sorted(params))}")

@@ -3,10 +3,12 @@ the turn (default 3, method bm25; see harness.ikat.ptkb), as the iKAT 2023 basel
 their queries with the top PTKB statements.
 
 The statements are ranked against the conversation so far (the turn and the utterances
-before it); no later turn is read. One ranker is built per conversation, over that user's
-own statements, and kept for the conversation's next turns. (A strategy sees one
-conversation, so BM25's statistics here are those of the user's PTKB, where `rank_ptkb` on
-a whole benchmark pools every conversation's statements.)
+before it); no later turn is read. METHOD `gold` ranks none: it takes the turn's assessed PTKB
+provenance, the answer, so its runs are oracle (manual) runs, which only their tag tells apart.
+One ranker is built per conversation, over that user's own statements, and kept for the
+conversation's next turns. (A strategy sees one conversation, so BM25's statistics here are
+those of the user's PTKB, where `rank_ptkb` on a whole benchmark pools every conversation's
+statements.)
 
 It lives in harness/ikat, beside the ranking it uses, and registers into the query strategies
 as a plug-in (harness.queries names it): queries sit below retrieval and import none of it.
@@ -48,4 +50,5 @@ class PtkbTopK(Strategy):
 
 add(PtkbTopK("ptkb_topk", "the utterance, then the K PTKB statements that rank highest for the conversation so far", [
     Param("K", AtLeast(0), 3, "how many of the user's PTKB statements to add"),
-    Param("METHOD", str, "bm25", "the PTKB ranking method (harness.ikat.ptkb)")]))
+    Param("METHOD", str, "bm25", "the PTKB ranking method (harness.ikat.ptkb); gold adds the turn's assessed "
+          "PTKB provenance: an oracle, a manual run")]))
