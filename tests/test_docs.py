@@ -268,6 +268,20 @@ def test_a_format_reads_under_either_spelling_in_every_command(argv, alias, name
     assert _parser([*argv, "--format", alias])[1].format == _parser([*argv, "--format", name])[1].format == name
 
 
+@pytest.mark.parametrize("command, args", [
+    ("eval", ["--qrels", "q", "r"]), ("qrels agree", ["a", "b"]), ("qrels rank-agree", ["a", "b", "r1", "r2"]),
+    ("arena", ["--votes", "v"]), ("compare", ["--qrels", "q", "r"]),
+    ("responses eval", ["r", "--nuggets", "n", "--judge", "minilm"]),
+])
+def test_every_output_suffix_a_command_takes_is_one_its_format_help_lists(command, args, capsys):
+    """The refusal of --output x.pdf lists the suffixes the command takes: --help lists the same."""
+    assert main([*command.split(), *args, "--output", "x.pdf"]) == 2
+    known = re.search(r"\(known: ([^)]*)\)", capsys.readouterr().err).group(1).split()
+    parser = dict(_command_parsers())[f"harness {command}"]
+    [described] = [action.help for action in parser._actions if "--format" in action.option_strings]
+    assert [suffix for suffix in known if not re.search(rf"(?<![\w.]){re.escape(suffix)}\b", described)] == []
+
+
 @pytest.mark.parametrize("argv, says", [
     (["ikat", "from-trec", "r.run", "--benchmark", "ikat2023", "--run-name", "r", "--run-type", "only_response",
       "--output", "x.json"],

@@ -42,8 +42,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     add_format(parser, list(FORMATTERS),
                help="an aligned text table, CSV, or JSON (run -> measure -> mean; with --per-query, every query's "
-               "values too); default: as --output's suffix says, .csv .json, .txt for the table; the table on "
-               "stdout or to a name without a suffix")
+               "values too); default: as --output's suffix says, .csv .json, .txt or .table for the table; the table "
+               "on stdout or to a name without a suffix")
     add_output(parser, stdout=True, help="write the scores here (atomically) instead of stdout")
     add_fill(parser)
 

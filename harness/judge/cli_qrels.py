@@ -19,8 +19,8 @@ from harness.trec import Qrels
 
 
 QRELS_FORMATS = ("table", "csv", "json")
-QRELS_FORMAT_HELP = ("an aligned text table, CSV, or JSON (default: as --output's suffix says, .csv .json, .txt for "
-                     "the table; the table on stdout or to a name without a suffix)")
+QRELS_FORMAT_HELP = ("an aligned text table, CSV, or JSON (default: as --output's suffix says, .csv .json, .txt or "
+                     ".table for the table; the table on stdout or to a name without a suffix)")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

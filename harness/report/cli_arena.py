@@ -38,8 +38,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--dialogues", action="extend", nargs="+", default=[], metavar="JSON",
                         help="CRSArena-Dial dialogue file(s): satisfaction rate per system")
     add_format(parser, ARENA_FORMATS, help="an aligned text table, CSV or JSON (the ratings), or Markdown (default: "
-               "as --output's suffix says, .csv .json .md, .txt for the table; the table on stdout or to a name "
-               "without a suffix)")
+               "as --output's suffix says, .csv .json .md (.markdown), .txt or .table for the table; the table on "
+               "stdout or to a name without a suffix)")
     add_output(parser, stdout=True, help="write here (atomically) instead of stdout")
     parser.add_argument("--seed", type=number_in(0, SEED_MAX, whole=True), default=42, help="bootstrap seed (default 42)")
     parser.add_argument("--bootstrap", type=number_in(1, math.inf, whole=True), default=BOOTSTRAP,

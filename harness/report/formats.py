@@ -31,7 +31,8 @@ FORMATS.add("html", html.as_html, "a self-contained HTML page: the Markdown repo
 
 
 FORMAT_HELP = ("Markdown, a self-contained HTML page with plots, CSV, or JSON (default: as --output's suffix says, "
-               ".md .html .csv .json, .txt for Markdown; Markdown on stdout or to a name without a suffix)")
+               ".md (.markdown) .html (.htm) .csv .json, .txt for Markdown; Markdown on stdout or to a name "
+               "without a suffix)")
 # an --output suffix -> the format it names, besides the formats' own names (report.csv: csv)
 SUFFIXES = {"htm": "html", "markdown": "md", "txt": "md"}
 
