@@ -482,21 +482,31 @@ def read_qrels(path: str | Path, *, name: str | None = None) -> Qrels:
         if not INTEGER.fullmatch(grade):
             raise InputError(path, f"grade {grade!r} is not an integer" + _looks_like(path, number, fields, "qrels"),
                              line=number)
-        grade_value = int(grade)
-        if not -GRADE_LIMIT <= grade_value < GRADE_LIMIT:
-            raise InputError(path, f"grade {grade} is out of range ({-GRADE_LIMIT} to {GRADE_LIMIT - 1}): "
-                                   "pytrec_eval would wrap it around, scoring the query 0, or fail", line=number)
         key = (qid, docid)
-        if key in seen_at:
-            raise InputError(
-                path, f"document {docid!r} judged twice for query {qid!r} (first on line {seen_at[key]})",
-                line=number,
-            )
+        first = f" (first on line {seen_at[key]})" if key in seen_at else ""
+        if problem := add_judgment(judgments, qid, docid, int(grade), first=first):
+            raise InputError(path, problem, line=number)
         seen_at[key] = number
-        judgments.setdefault(qid, {})[docid] = grade_value
     if not judgments:
         raise InputError(path, "empty qrels: no judgment lines")
     return Qrels(name or file_stem(path), judgments, path)
+
+
+def add_judgment(judgments: dict[str, dict[str, int]], qid: str, docid: str, grade: object, *,
+                 first: str = "") -> str | None:
+    """Adds a judgment, or says which of a qrels file's rules it breaks (a whole grade in C's int
+    range, each document judged once a query; `first` says where it was): one check for each
+    source of judgments, a file or an ir_datasets dataset."""
+    if not isinstance(grade, int) or isinstance(grade, bool):
+        return f"grade {grade!r} is not an integer"
+    if not -GRADE_LIMIT <= grade < GRADE_LIMIT:
+        return (f"grade {grade} is out of range ({-GRADE_LIMIT} to {GRADE_LIMIT - 1}): "
+                "pytrec_eval would wrap it around, scoring the query 0, or fail")
+    judged = judgments.setdefault(qid, {})
+    if docid in judged:
+        return f"document {docid!r} judged twice for query {qid!r}{first}"
+    judged[docid] = grade
+    return None
 
 
 def qrels_text(qrels: Qrels) -> str:

@@ -141,3 +141,25 @@ def test_the_python_api_takes_irds_qrels_as_eval_does():
     from harness.trec import read_qrels
 
     assert as_qrels("irds:harness/ikat2023/test").judgments == read_qrels(SHIPPED_QRELS).judgments
+
+
+@pytest.mark.parametrize("second, problem", [
+    ("d1 2", "document 'd1' judged twice for query 'q1'"),
+    ("d2 2147483648", "grade 2147483648 is out of range (-2147483648 to 2147483647): pytrec_eval would wrap it around"),
+])
+def test_an_irds_datasets_qrels_are_held_to_a_qrels_files_rules(second, problem, tmp_path, capsys):
+    import ir_datasets
+    from ir_datasets.formats import BaseQrels, TrecQrel
+
+    docid, grade = second.split()
+
+    class Judged(BaseQrels):
+        def qrels_iter(self):
+            yield from (TrecQrel("q1", "d1", 1, "0"), TrecQrel("q1", docid, int(grade), "0"))
+
+    name = f"harness-test/judged-{docid}"
+    if name not in ir_datasets.registry:
+        ir_datasets.registry.register(name, ir_datasets.Dataset(Judged()))
+    assert main(["eval", "--qrels", f"irds:{name}", _run_file(tmp_path), "--measures", "map"]) == 2
+    assert capsys.readouterr().err.splitlines()[-1].startswith(
+        f"harness eval: error: irds:{name} (record q1 0 {second}): {problem}")

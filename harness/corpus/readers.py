@@ -25,7 +25,7 @@ from harness.corpus import Corpus, Document
 from harness.errors import HarnessError, InputError, open_input
 from harness.paths import file_sha256
 from harness.registry import Param, Registry
-from harness.trec import GRADE_LIMIT, Qrels
+from harness.trec import Qrels, add_judgment
 
 
 @dataclass(frozen=True)
@@ -370,20 +370,15 @@ def irds_id(spec: str | Path) -> str | None:
 
 def irds_qrels(dataset_id: str) -> Qrels:
     """An ir_datasets dataset's qrels (query_id, doc_id, relevance), held to a qrels file's rules
-    (whole grades in C's int range, a document judged once a query): datasets are read through
-    ir_datasets. Named by the id, its slashes dashes (`harness-ikat2023-test`), as a file is by its stem."""
+    by read_qrels' own check (add_judgment): datasets are read through ir_datasets. Named by the
+    id, its slashes dashes (`harness-ikat2023-test`), as a file is by its stem."""
     dataset = _irds_dataset(dataset_id, "qrels")
     judgments: dict[str, dict[str, int]] = {}
     try:
         for qrel in dataset.qrels_iter():
             qid, docid, grade = str(qrel.query_id), str(qrel.doc_id), qrel.relevance
-            judged = judgments.setdefault(qid, {})
-            if docid in judged:
-                raise HarnessError(f"irds:{dataset_id}: document {docid!r} judged twice for query {qid!r}")
-            if not isinstance(grade, int) or not -GRADE_LIMIT <= grade < GRADE_LIMIT:
-                raise HarnessError(f"irds:{dataset_id}: grade {grade!r} of document {docid!r} for query {qid!r} "
-                                   f"is not an integer from {-GRADE_LIMIT} to {GRADE_LIMIT - 1}")
-            judged[docid] = grade
+            if problem := add_judgment(judgments, qid, docid, grade):
+                raise InputError(f"irds:{dataset_id}", problem, record=f"{qid} 0 {docid} {grade}")
     except (RuntimeError, OSError) as error:
         raise _not_fetched(dataset_id, "qrels", error) from None
     if not judgments:
