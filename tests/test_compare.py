@@ -425,8 +425,9 @@ def test_the_bootstraps_floor_keeps_falling_with_the_resamples_on_few_queries(tm
 
 
 def test_a_float_strict_json_has_no_word_for_is_written_null():
-    """One rule for the compare report's JSON and responses eval's rows (report.formats.json_number)."""
-    from harness.report.formats import json_number
+    """One rule for the compare report's JSON, responses eval's rows and the judge's agreement JSON
+    (evaluate.json_number)."""
+    from harness.evaluate import json_number
 
     assert [json_number(v) for v in (float("inf"), -float("inf"), float("nan"), np.float64("nan"))] == [None] * 4
     assert [json_number(v) for v in (0.5, 3, "x", None)] == [0.5, 3, "x", None]

@@ -125,6 +125,12 @@ def json_value(value: float, count: bool) -> float | int:
     return round(value) if count else value
 
 
+def json_number(value: object) -> object:
+    """`value` as strict JSON can hold it: a float that is not finite (an infinite Cohen's d, a
+    NaN mean of no turn) as null, which JSON has instead of NaN and Infinity; anything else as is."""
+    return None if isinstance(value, float) and not math.isfinite(value) else value
+
+
 def csv_value(value: float, count: bool) -> str:
     """A value as a CSV output gives it, for pandas and csv readers: as JSON gives it (`json_value`),
     the shortest decimal that reads back as the same float, so that statistics recomputed from the

@@ -106,10 +106,6 @@ def _number(value: float) -> str:
     return "n/a" if math.isnan(value) else f"{value:.4f}"
 
 
-def _json_number(value: float) -> float | None:
-    return None if math.isnan(value) else value
-
-
 # -- agree ------------------------------------------------------------------------------
 
 
@@ -278,9 +274,11 @@ def _agree_csv(result: Agreement, args: argparse.Namespace) -> str:
 
 
 def _part_json(part: PairAgreement) -> dict:
+    from harness.evaluate import json_number
+
     return {"pairs": part.pairs,
-            "kappa": {str(t): _json_number(v) for t, v in part.kappa.items()},
-            "weighted_kappa": {w: _json_number(part.weighted[w]) for w in WEIGHTINGS},
+            "kappa": {str(t): json_number(v) for t, v in part.kappa.items()},
+            "weighted_kappa": {w: json_number(part.weighted[w]) for w in WEIGHTINGS},
             "confusion": part.confusion}
 
 
@@ -381,12 +379,14 @@ def _rank_csv(results: list[RankingAgreement], args: argparse.Namespace) -> str:
 
 
 def _rank_json(results: list[RankingAgreement], args: argparse.Namespace) -> str:
+    from harness.evaluate import json_number
+
     shared, in_a, in_b = args.queries
     document = {"a": args.a, "b": args.b,
                 "provenance": {"a": args.sidecars.record(args.a), "b": args.sidecars.record(args.b)},
                 "queries": {"both": shared, "A": in_a, "B": in_b}, "warnings": args.warnings,
                 "measures": {
-        r.measure: {"runs": r.runs, "tau": _json_number(r.tau), "tau_ap": _json_number(r.tau_ap),
+        r.measure: {"runs": r.runs, "tau": json_number(r.tau), "tau_ap": json_number(r.tau_ap),
                     "moves": [{"run": run, "rank_a": a, "rank_b": b} for run, a, b in r.moves]}
         for r in results}}
     return json.dumps(document, indent=2) + "\n"

@@ -10,14 +10,13 @@ from __future__ import annotations
 import csv
 import io
 import json
-import math
 from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
 
 from harness.atomic import atomic_write
 from harness.paths import output_format
-from harness.evaluate import csv_statistic, csv_value, json_value
+from harness.evaluate import csv_statistic, csv_value, json_number, json_value
 from harness.registry import Registry
 from harness.report import html, markdown
 from harness.report.arena import Arena
@@ -35,12 +34,6 @@ FORMAT_HELP = ("Markdown, a self-contained HTML page with plots, CSV, or JSON (d
                "without a suffix)")
 # an --output suffix -> the format it names, besides the formats' own names (report.csv: csv)
 SUFFIXES = {"htm": "html", "markdown": "md", "txt": "md"}
-
-
-def json_number(value: object) -> object:
-    """`value` as strict JSON can hold it: a float that is not finite (an infinite Cohen's d, a
-    NaN mean of no turn) as null, which JSON has instead of NaN and Infinity; anything else as is."""
-    return None if isinstance(value, float) and not math.isfinite(value) else value
 
 
 def report_format(fmt: str | None, out: str | Path | None) -> str:

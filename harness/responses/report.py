@@ -88,7 +88,7 @@ def notes(evaluation: ResponseEvaluation) -> list[str]:
 def _records(frame: pd.DataFrame) -> list[dict]:
     """The rows as JSON values: every float exact, as nuggetizer and the leaderboard write it
     (pandas' to_json rounds to 15 decimals: 1/3 was 0.333333333333333), NaN as null."""
-    from harness.report.formats import json_number
+    from harness.evaluate import json_number
 
     return [{key: json_number(value) for key, value in row.items()} for row in frame.to_dict("records")]
 
