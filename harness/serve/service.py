@@ -11,13 +11,13 @@ import logging
 import re
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import IO, Any
 
 from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
-from sqlalchemy.orm import defer
+from sqlalchemy.orm import Session, defer
 
 from harness.serve import NOT_KEPT
 from harness.serve import store as st
@@ -166,9 +166,7 @@ class Service:
             self._validations.release()
         if not verdict.ok:
             return self._refuse(team, task, sha256, verdict, display)
-        with self._quota_lock, self.store.session() as session:
-            self.store.lock_team(session, team)  # no other thread or process adds for the team now
-            over = self._over_quota(session, team, task, sha256)  # again, now that no one else can add
+        with self._charging(team, task, sha256) as (session, over):  # again, now that no one else can add
             if over is not None:
                 return over
             self.store.keep(received)
@@ -194,12 +192,10 @@ class Service:
         count = len(verdict.errors)
         detail = f"{display} is not a valid run for {task}: {count} error{'s' * (count != 1)}"
         event = "rejected"
-        with self._quota_lock if verdict.charged else contextlib.nullcontext(), self.store.session() as session:
+        with self._charging(team, task, sha256, charged=verdict.charged) as (session, over):
+            if over is not None:
+                return over
             if verdict.charged:
-                self.store.lock_team(session, team)
-                over = self._over_quota(session, team, task, sha256)
-                if over is not None:
-                    return over
                 event = st.CHARGED
                 detail += (f"; this refusal is charged to team {team}'s {self.config.quota} submissions for today "
                            "(UTC), as a submission is: that an upload is refused tells what this task keeps hidden")
@@ -207,6 +203,20 @@ class Service:
                              detail=f"{count} errors, first: {verdict.errors[0]}"[:2000])
             session.commit()
         return Outcome(422, detail=detail, messages=[m.as_dict() for m in verdict.errors[:MAX_MESSAGES]])
+
+    @contextlib.contextmanager
+    def _charging(self, team: str, task: str, sha256: str, *,
+                  charged: bool = True) -> Iterator[tuple[Session, Outcome | None]]:
+        """A session to add an upload charged to the team's quota in, with the 429 where the quota
+        is spent: counted under this process's lock and the team's row, so that no other thread or
+        process adds for the team meanwhile. Not `charged`: a session, nothing counted or locked."""
+        if not charged:
+            with self.store.session() as session:
+                yield session, None
+            return
+        with self._quota_lock, self.store.session() as session:
+            self.store.lock_team(session, team)
+            yield session, self._over_quota(session, team, task, sha256)
 
     def _over_quota(self, session, team: str, task: str, sha256: str) -> Outcome | None:
         if self.store.charged_today(session, team) < self.config.quota:
