@@ -50,6 +50,11 @@ def write_report(report: Report, fmt: str, path: str | Path | None) -> bytes:
     return content
 
 
+# compare's CSV columns: a row leaves those that are not its kind's empty
+_CSV_COLUMNS = ("kind", "run", "measure", "baseline", "value", "ci_low", "ci_high", "effect_size", "p_value",
+                "p_adjusted", "significant", "wins", "ties", "losses", "group", "queries")
+
+
 @FORMATS.register("csv", "CSV: a row per run and measure, per comparison and per group of a breakdown")
 def as_csv(report: Report) -> bytes:
     """One row per run and measure (kind 'mean') and per comparison (kind 'vs baseline'), then
@@ -63,37 +68,40 @@ def as_csv(report: Report) -> bytes:
     board = report.leaderboard
     out = io.StringIO()
     out.writelines(f"# {note}\n" for note in report.notes + (report.fill_moves.lines() if report.fill_moves else []))
-    writer = csv.writer(out, lineterminator="\n")
-    writer.writerow(["kind", "run", "measure", "baseline", "value", "ci_low", "ci_high", "effect_size",
-                     "p_value", "p_adjusted", "significant", "wins", "ties", "losses", "group", "queries"])
+    writer = csv.DictWriter(out, _CSV_COLUMNS, restval="", lineterminator="\n")  # a cell not given is empty
+    writer.writeheader()
     for run in board.ranked_runs:
         for measure in board.measures:
             s = board.summaries[run, measure]
             count = measure in board.scores.counts
-            writer.writerow(["mean", run, measure, "", csv_value(s.mean, count), csv_statistic(s.ci_low),
-                             csv_statistic(s.ci_high), "", "", "", "", "", "", "", "", ""])
-            writer.writerows(["vs baseline", *_comparison_cells(board, c), "", ""]
+            writer.writerow({"kind": "mean", "run": run, "measure": measure, "value": csv_value(s.mean, count),
+                             "ci_low": csv_statistic(s.ci_low), "ci_high": csv_statistic(s.ci_high)})
+            writer.writerows({"kind": "vs baseline", **_comparison_cells(board, c)}
                              for c in board.comparisons_of(run, measure))
     for measure, means in report.untested.items():
-        writer.writerows(["untested", run, measure, "", csv_value(means[run], False), *[""] * 11]
+        writer.writerows({"kind": "untested", "run": run, "measure": measure, "value": csv_value(means[run], False)}
                          for run in board.ranked_runs)
     for measure, means in report.conversation_means.items():
-        writer.writerows(["mean over conversations", run, measure, "", csv_value(means[run], False),
-                          *[""] * 11] for run in board.ranked_runs)
+        writer.writerows({"kind": "mean over conversations", "run": run, "measure": measure,
+                          "value": csv_value(means[run], False)} for run in board.ranked_runs)
     for b in report.breakdowns:
-        writer.writerows([f"by {b.name}", run, b.measure, "", csv_value(b.means[run][group], False), *[""] * 9,
-                          group, b.counts[group]] for group in b.groups for run in board.ranked_runs)
-        writer.writerows([f"vs baseline by {b.name}", *_comparison_cells(tests, c), group, b.counts[group]]
+        writer.writerows({"kind": f"by {b.name}", "run": run, "measure": b.measure,
+                          "value": csv_value(b.means[run][group], False), "group": group, "queries": b.counts[group]}
+                         for group in b.groups for run in board.ranked_runs)
+        writer.writerows({"kind": f"vs baseline by {b.name}", **_comparison_cells(tests, c), "group": group,
+                          "queries": b.counts[group]}
                          for group, tests in b.tests.items() for run in board.ranked_runs
                          for c in tests.comparisons_of(run, b.measure))
     return out.getvalue().encode()
 
 
-def _comparison_cells(board: Leaderboard, c: Comparison) -> list[object]:
+def _comparison_cells(board: Leaderboard, c: Comparison) -> dict[str, object]:
     """A comparison's CSV cells, run to losses: the leaderboard's (kind 'vs baseline') and a group's."""
-    return [c.run, c.measure, c.baseline, csv_value(c.difference, c.measure in board.scores.counts),
-            csv_statistic(c.ci_low), csv_statistic(c.ci_high), csv_statistic(c.effect_size), csv_statistic(c.p_value),
-            csv_statistic(c.p_adjusted), int(board.significant(c)), c.wins, c.ties, c.losses]
+    return {"run": c.run, "measure": c.measure, "baseline": c.baseline,
+            "value": csv_value(c.difference, c.measure in board.scores.counts), "ci_low": csv_statistic(c.ci_low),
+            "ci_high": csv_statistic(c.ci_high), "effect_size": csv_statistic(c.effect_size),
+            "p_value": csv_statistic(c.p_value), "p_adjusted": csv_statistic(c.p_adjusted),
+            "significant": int(board.significant(c)), "wins": c.wins, "ties": c.ties, "losses": c.losses}
 
 
 def _comparisons_json(board: Leaderboard, measures: list[str]) -> list[dict]:
