@@ -242,8 +242,7 @@ class Leaderboard:
                     + (f" (exact on {counted(pairs, *self.unit)}: all {2**pairs} sign flips)" if exact else "")
                     + f", which {self.correction}-corrected over {counted(family, 'comparison')} is {smallest:.4g}, "
                     f"not below alpha {self.alpha}: no comparison can be significant; "
-                    + (f"no number of resamples can help: too few {self.unit[1]}" if exact
-                       else self._resamples_advice(pairs, family, spelling)))
+                    + self._resamples_advice(pairs, family, spelling, exact))
         return found
 
     def warn(self, stacklevel: int = 2) -> None:
@@ -258,11 +257,14 @@ class Leaderboard:
         floor = stats.least_p(self.test, resamples, pairs)
         return stats.CORRECTIONS.get(self.correction)([floor, *[1.0] * (family - 1)])[0]
 
-    def _resamples_advice(self, pairs: int, family: int, spelling: Spelling) -> str:
+    def _resamples_advice(self, pairs: int, family: int, spelling: Spelling, exact: bool) -> str:
         """The fewest resamples whose floor, corrected, is below alpha (counted from the floor: the
         corrected p, capped at 1, understated them); none where the exact permutation test's
-        floor, 2/2**pairs, is not, as no more resamples lower it."""
+        floor, 2/2**pairs, is not, as no more resamples lower it (said short where the test was
+        `exact`: the warning has said that floor)."""
         if self.test == "permutation" and self._smallest_corrected(2**pairs, pairs, family) >= self.alpha:
+            if exact:
+                return f"no number of resamples can help: too few {self.unit[1]}"
             return (f"no number of resamples can help: on {counted(pairs, *self.unit)} the exact permutation test's "
                     f"p-values are at least 2/{2**pairs} (too few {self.unit[1]})")
         # the smallest p falls as the resamples grow: the fewest whose p is below alpha, between the resamples
