@@ -181,6 +181,33 @@ def test_the_structure_checks_run_once_on_a_file_that_passes_them(tmp_path, monk
     assert "(iKAT 2024): 218 turns, 0 errors" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("given", [None, 2024])
+def test_a_structure_checks_warning_is_kept_where_the_structure_is_checked_before_the_year_is_settled(
+        tmp_path, monkeypatch, given):
+    """The early structure pass spares validation the structure checks only where they found nothing: what they
+    found, a warning too, is reported as where they run once."""
+    from harness.ikat.checks import warning
+
+    look_up = CHECKS.get
+
+    def warning_first(name: str):
+        chosen = look_up(name)
+        if name != "schema":
+            return chosen
+
+        def run(ctx):
+            yield warning("schema", "a warning of the structure checks")
+            yield from chosen.run(ctx)
+
+        return dataclasses.replace(chosen, run=run)
+
+    monkeypatch.setattr(CHECKS, "get", warning_first)
+    report = validate_file(neither_year_s_form(tmp_path / "run.json"), TOPICS[2024], given, skip=COVERAGE_CHECKS,
+                           topics_year=None if given else 2024)
+    assert report.year == 2024 and not report.errors
+    assert [f.message for f in report.warnings if f.check == "schema"] == ["a warning of the structure checks"]
+
+
 def test_a_topics_file_that_does_not_exist_is_named(capsys):
     assert main(["ikat", "validate", str(SAMPLES_2023 / "sample_run.json"), "--topics", "nope.json"]) == 2
     assert capsys.readouterr().err == ("harness ikat validate: error: --topics nope.json: no such file (give a topics "

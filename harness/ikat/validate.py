@@ -146,7 +146,7 @@ class Decoded:
     raw: Any = None
     entries: list[tuple[int, Any]] = field(default_factory=list)
     problem: Finding | None = None
-    structure_passed: bool = False  # the year's structure checks found nothing in `raw`: not run again
+    structure_passed: bool = False  # the year's structure checks found nothing, not a warning, in `raw`: not run again
 
 
 def decode_submission(path: Path, text: str, year: int | None = None, topics_year: int | None = None) -> Decoded:
@@ -164,7 +164,7 @@ def decode_submission(path: Path, text: str, year: int | None = None, topics_yea
     year = year or _year_of(path, body, raw)
     if year not in YEARS:
         raise HarnessError(f"iKAT year must be one of {', '.join(map(str, YEARS))}, not {year}")
-    adopted = not given and bool(topics_year) and year != topics_year and _fits(raw, topics_year)
+    adopted, clean = _fits(raw, topics_year) if not given and topics_year and year != topics_year else (False, False)
     if adopted:
         year = topics_year  # a 2023/2024 file showing neither year's form (no eval_response, no PTKB) is both
     decoded = Decoded(year)
@@ -182,7 +182,7 @@ def decode_submission(path: Path, text: str, year: int | None = None, topics_yea
                                         # a year guessed is 2025 where the text is JSON Lines: no hint to give
                                         + (_trec_run_hint(body) or (_json_lines_hint(body) if given else "")))
     else:
-        other, passed = _other_years_format(path, body, raw, year) if given else (None, adopted)
+        other, passed = _other_years_format(path, body, raw, year) if given else (None, clean)
         if other:
             decoded.problem = error("format-year", other)
         else:
@@ -211,22 +211,29 @@ def _format_year(year: int, topics_year: int, turns: set[str]) -> str:
             "as it is")
 
 
-def _fits(raw: Any, year: int) -> bool:
-    """Whether a decoded 2023/2024 file passes the structure checks of `year` (a JSON document year)."""
-    return raw is not _UNDECODED and not YEARS[year].json_lines and _structure_error(raw, year) is None
+def _fits(raw: Any, year: int) -> tuple[bool, bool]:
+    """Whether a decoded 2023/2024 file passes the structure checks of `year` (a JSON document
+    year), and whether they found nothing at all (_structure)."""
+    if raw is _UNDECODED or YEARS[year].json_lines:
+        return False, False
+    found, clean = _structure(raw, year)
+    return found is None, clean
 
 
-def _structure_error(raw: Any, year: int) -> Finding | None:
+def _structure(raw: Any, year: int) -> tuple[Finding | None, bool]:
     """The first error of the year's structure checks (those the later checks need to pass) on
-    a decoded 2023/2024 file, or None."""
+    a decoded 2023/2024 file, or None; and whether they found nothing, not even a warning: only
+    then may validation leave them out (Decoded.structure_passed), or it would drop what they found."""
     ctx = Context(year, {}, raw=raw)
+    clean = True
     for name in CHECKS:
         chosen = CHECKS.get(name)
         if chosen.structural and year in chosen.years:
-            finding = next(iter(chosen.run(ctx)), None)
-            if finding is not None and finding.level == "error":
-                return finding
-    return None
+            for finding in chosen.run(ctx):
+                if finding.level == "error":
+                    return finding, False
+                clean = False
+    return None, clean
 
 
 def _other_years_format(path: Path, text: str, raw: Any, year: int) -> tuple[str | None, bool]:
@@ -236,9 +243,10 @@ def _other_years_format(path: Path, text: str, raw: Any, year: int) -> tuple[str
     guessed = _year_of(path, text, raw)
     if guessed == year:
         return None, False
-    if (found := _structure_error(raw, year)) is None:
-        return None, True
-    if not _fits(raw, guessed):
+    found, clean = _structure(raw, year)
+    if found is None:
+        return None, clean
+    if not _fits(raw, guessed)[0]:
         return None, False
     return (f"the file is in the iKAT {guessed} format, not {year}'s ({found.message}): leave --year out (the year is "
             "guessed from the file) or give the file's year"), False
@@ -386,7 +394,7 @@ def read_submission(path: str | Path, year: int | None = None) -> tuple[Submissi
     other, passed = _other_years_format(path, text, raw, year)
     if other:
         raise InputError(path, other)
-    if not passed and (finding := _structure_error(raw, year)) is not None:
+    if not passed and (finding := _structure(raw, year)[0]) is not None:
         raise InputError(path, finding.message, record=f"turn {finding.turn}" if finding.turn else None)
     return parse_submission(raw, year), year
 
