@@ -168,6 +168,42 @@ def test_llm_with_an_unreachable_endpoint_or_unknown_model_is_one_sentence(llm_e
                                                     "is the server running?")
 
 
+NO_TEXT = {"id": "x", "object": "chat.completion", "created": 0, "model": "m",
+           "choices": [{"index": 0, "finish_reason": "length", "message": {"role": "assistant", "content": None}}]}
+
+
+def test_a_completion_with_no_text_is_an_error_naming_the_cause_and_is_asked_again_next_run(llm_env, tmp_path):
+    """A reasoning model out of tokens or a content filter answers content null: not an empty
+    rewrite cached for ever, but an error naming the finish_reason; the rerun asks again."""
+    from tests.conftest import start_llm_server
+
+    llm_env.write_text("[passage r] Rewrite: {utterance}", encoding="utf-8")
+    first = load("cast2019").conversations[:1]
+    with start_llm_server(tmp_path, {"labels": {"r": [[NO_TEXT]]}}) as server, pytest.MonkeyPatch.context() as patch:
+        patch.setenv("HARNESS_LLM_BASE_URL", server.base_url)
+        with pytest.raises(HarnessError, match=rf"^the LLM endpoint at {server.base_url} answered turn 31_1 with no "
+                                               r"text \(finish_reason length\) for model 'test-model' .*a rerun asks"):
+            list(stream(first, "llm"))
+    (tmp_path / "fixed").mkdir()
+    with start_llm_server(tmp_path / "fixed") as server, pytest.MonkeyPatch.context() as patch:
+        patch.setenv("HARNESS_LLM_BASE_URL", server.base_url)
+        queries = list(stream(first, "llm"))
+        assert len(server.requests()) == len(queries) == len(first[0].turns)
+    assert queries[0].text == "rewrite: [passage r] Rewrite: What is throat cancer?"
+
+
+def test_a_rewrite_cached_with_no_text_by_an_earlier_version_is_asked_again(llm_env, llm_server):
+    from harness.queries.llm import _cache_path, endpoint, prompt_for
+
+    first = load("cast2019").conversations[:1]
+    prompt = prompt_for(endpoint("default").template(), first[0], 0)
+    _cache_path("test-model", prompt).parent.mkdir(parents=True)
+    _cache_path("test-model", prompt).write_text(json.dumps({"model": "test-model", "prompt": prompt, "answer": ""}))
+    before = len(llm_server.requests())
+    assert next(stream(first, "llm")).text == "rewrite: " + " ".join(prompt.split())
+    assert len(llm_server.requests()) == before + 1
+
+
 def test_a_prompt_with_an_unknown_field_names_the_file(llm_env):
     llm_env.write_text("Rewrite {utterance} given {histroy}", encoding="utf-8")
     with pytest.raises(InputError, match="prompt.txt: unknown field {histroy}; known: utterance, history"):

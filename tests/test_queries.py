@@ -260,4 +260,4 @@ def test_an_endpoint_answering_no_chat_completion_is_one_line_naming_it(tmp_path
     with start_llm_server(tmp_path, {"labels": {"d": [[body]]}}) as server:
         with pytest.raises(HarnessError, match=rf"^the LLM endpoint at {server.base_url} did not answer with a chat "
                                                rf"completion \({why}\); is it an OpenAI-compatible base URL"):
-            _ask(Endpoint("m", server.base_url, Path("prompt.txt")), "rewrite [passage d]")
+            _ask(Endpoint("m", server.base_url, Path("prompt.txt")), "rewrite [passage d]", "1_1")

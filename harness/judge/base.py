@@ -19,11 +19,11 @@ from harness.errors import HarnessError, InputError, counted
 from harness.judge.model import STATUSES, Item, Judgment
 from harness.judge.scales import Scale
 from harness.paths import file_sha256
+from harness.queries.llm import NO_TEXT
 from harness.registry import Param, Registry, arguments, split_spec
 
 SIDECAR_SUFFIX = ".provenance.json"
 UNRECORDED = "not recorded"  # answered_by's key for answers cached before cache lines named their endpoint
-NO_TEXT = "no text"  # a completion holding no text: no answer (no_text)
 
 
 class Judge(Protocol):
@@ -99,12 +99,6 @@ def failed_why(provenances: Iterable[dict]) -> str:
                 empty[cause] = empty.get(cause, 0) + n
     why += [f"got a reply with {cause} on {counted(n, 'request')}" for cause, n in empty.items()]
     return " or ".join(why)
-
-
-def no_text(reason: str) -> str:
-    """The cause counted for a request answered with a completion holding no text, e.g.
-    `no text (finish_reason length)`: a reasoning model out of tokens, a content filter."""
-    return f"{NO_TEXT} ({reason})"
 
 
 def check_parsed(judgments: Sequence[Judgment], scale: Scale, hint: str) -> str | None:

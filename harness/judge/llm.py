@@ -51,12 +51,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from harness.errors import HarnessError, InputError, Interrupted, counted
-from harness.judge.base import CACHE_DIR, JUDGES, SCALE, UNRECORDED, counts, no_text, now
+from harness.judge.base import CACHE_DIR, JUDGES, SCALE, UNRECORDED, counts, now
 from harness.judge.model import Item, Judgment
 from harness.judge.scales import Scale
 from harness.paths import cache_root
 from harness.registry import AtLeast, Param
-from harness.queries.llm import Endpoint, answer_text, not_a_completion, status_error, template_fields
+from harness.queries.llm import Endpoint, answer_text, no_text, not_a_completion, status_error, template_fields
 
 PROMPTS = Path(__file__).with_name("prompts")
 REFUSALS = frozenset({400, 413, 422})  # statuses that may refuse one request (too long), not the endpoint
@@ -394,7 +394,7 @@ class LLMJudge:
                 if answer.strip():
                     self._count()
                     return answer
-                self._count(no_text(f"finish_reason {_finish_reason(response)}"))  # not retried: the same again
+                self._count(no_text(response))  # not retried: the same again
                 return None
             except openai.APITimeoutError:
                 cause = "timeout"
@@ -444,12 +444,6 @@ def after_thinking(answer: str) -> str:
     if close and (head.lstrip().startswith(THINK_OPEN) or THINK_OPEN not in head):
         return tail
     return answer
-
-
-def _finish_reason(response) -> str:
-    """Why a completion with no text ended (`length`, `content_filter`), or `no choice`."""
-    choices = getattr(response, "choices", None)
-    return str(getattr(choices[0], "finish_reason", None)) if choices else "no choice"
 
 
 def _retry_after(response) -> float:

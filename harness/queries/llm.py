@@ -14,8 +14,10 @@ user's statements) and `{title}`; it reads only the turn and the turns before it
 later one. The rewrite is the answer's first non-empty line.
 
 Answers are cached on disk (cache_root()/llm/), keyed by model and the filled-in prompt, each
-written atomically: a rerun sends nothing. An API key, if the endpoint needs one, is read from
-the environment variable `api_key_env` names (OPENAI_API_KEY by default).
+written atomically: a rerun sends nothing. A completion with no text (a reasoning model out of
+tokens, a content filter) is an error naming its finish_reason, never cached: a rerun asks again.
+An API key, if the endpoint needs one, is read from the environment variable `api_key_env`
+names (OPENAI_API_KEY by default).
 """
 
 from __future__ import annotations
@@ -42,6 +44,7 @@ from harness.topics.model import Conversation, Query
 
 DEFAULT = "default"
 FIELDS = ("utterance", "history", "ptkb", "title")
+NO_TEXT = "no text"  # a completion holding no text: no answer (no_text)
 
 
 @dataclass(frozen=True)
@@ -160,15 +163,17 @@ def _cache_path(model: str, prompt: str) -> Path:
     return cache_root() / "llm" / key[:2] / f"{key}.json"
 
 
-def complete(target: Endpoint, prompt: str) -> str:
-    """The model's answer to one prompt: from the cache, else asked once and cached."""
+def complete(target: Endpoint, prompt: str, turn: str) -> str:
+    """The model's answer to one prompt (for `turn`): from the cache, else asked once and cached."""
     path = _cache_path(target.model, prompt)
     if path.is_file():
         try:
-            return json.loads(path.read_text(encoding="utf-8"))["answer"]
-        except (json.JSONDecodeError, KeyError, UnicodeDecodeError):
+            answer = json.loads(path.read_text(encoding="utf-8"))["answer"]
+            if answer.strip():  # else no text, which an earlier version cached: asked again
+                return answer
+        except (json.JSONDecodeError, KeyError, UnicodeDecodeError, AttributeError):
             pass  # a damaged entry is asked again and replaced
-    answer = _ask(target, prompt)
+    answer = _ask(target, prompt, turn)
     with atomic_write(path) as handle:
         json.dump({"model": target.model, "prompt": prompt, "answer": answer}, handle, ensure_ascii=False)
     return answer
@@ -182,7 +187,9 @@ def _client(base_url: str, api_key: str, timeout_s: float):
     return openai.OpenAI(base_url=base_url, api_key=api_key, timeout=timeout_s, max_retries=2)
 
 
-def _ask(target: Endpoint, prompt: str) -> str:
+def _ask(target: Endpoint, prompt: str, turn: str) -> str:
+    """The answer's text; one with none is an error naming why (no_text), so that nothing is
+    cached and the next run asks again."""
     import openai
 
     client = _client(target.base_url, os.environ.get(target.api_key_env) or "none", target.timeout_s)
@@ -195,7 +202,12 @@ def _ask(target: Endpoint, prompt: str) -> str:
         raise status_error(target, error.status_code) from None
     except json.JSONDecodeError:  # HTTP 200 whose body the client could not read as JSON
         raise not_a_completion(target.base_url, " (its body is not JSON)") from None
-    return answer_text(response, target.base_url)
+    answer = answer_text(response, target.base_url)
+    if not answer.strip():
+        raise HarnessError(f"the LLM endpoint at {target.base_url} answered turn {turn} with {no_text(response)} "
+                           f"for model {target.model!r} (a reasoning model out of tokens, a content filter); "
+                           "nothing is cached: a rerun asks again")
+    return answer
 
 
 def status_error(target: Endpoint, status: int, detail: str = "") -> HarnessError:
@@ -215,8 +227,8 @@ def not_a_completion(base_url: str, why: str = "") -> HarnessError:
 
 def answer_text(response, base_url: str) -> str:
     """The text of a chat completion's first choice, "" when it has none (no choice, as a
-    content filter answers, or no content): an empty answer, not a crash (which the llm judge
-    takes for no answer: its pair fails, harness.judge.llm). A body that is not a
+    content filter answers, or no content): an empty answer, not a crash, which the llm judge
+    and strategy take for no answer (no_text): its pair fails, its rewrite is an error. A body that is not a
     chat completion (a web page at a wrong base URL, answered HTTP 200), or whose message
     content is not text, is a one-line error (never cached as an answer)."""
     choices = getattr(response, "choices", None)
@@ -229,14 +241,20 @@ def answer_text(response, base_url: str) -> str:
     return content or ""
 
 
+def no_text(response) -> str:
+    """The cause counted for a completion holding no text, e.g. `no text (finish_reason length)`:
+    a reasoning model out of tokens, a content filter (`no choice`). Not an answer: never cached."""
+    choices = getattr(response, "choices", None)
+    reason = str(getattr(choices[0], "finish_reason", None)) if choices else "no choice"
+    return f"{NO_TEXT} (finish_reason {reason})"
+
+
 class LLM(Strategy):
     def query(self, conversation: Conversation, turn_index: int, name: str) -> Query:
         target = endpoint(name)
-        answer = complete(target, prompt_for(target.template(), conversation, turn_index))
-        rewrite = next((line.strip() for line in answer.splitlines() if line.strip()), "")
-        if not rewrite:
-            raise HarnessError(f"the LLM ({target.model}) gave an empty rewrite for turn "
-                               f"{conversation.turns[turn_index].qid}")
+        answer = complete(target, prompt_for(target.template(), conversation, turn_index),
+                          conversation.turns[turn_index].qid)
+        rewrite = next(line.strip() for line in answer.splitlines() if line.strip())  # complete's has text
         return build(conversation, turn_index, [rewrite])
 
     def check(self, name: str) -> None:
