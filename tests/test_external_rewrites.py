@@ -58,6 +58,17 @@ def test_an_empty_rewrite_is_sent_as_manual_sends_it_with_a_warning_naming_its_l
         "nothing" in capsys.readouterr().err
 
 
+def test_an_empty_rewrite_is_warned_of_in_every_stream_that_sends_it(tmp_path, capsys):
+    """A second stream in one process (a notebook, a test) says it again, as `manual` does."""
+    rewrites = tmp_path / "rewrites.tsv"
+    rewrites.write_text("".join(f"{qid}\t{'' if qid == '31_2' else text}\n" for qid, text in _manual_pairs("cast2019")))
+    warning = f"warning: {rewrites}:2: qid '31_2' has an empty rewrite, so the query is empty and retrieves nothing"
+    for _ in range(2):
+        capsys.readouterr()
+        assert [q.text for q in stream(load("cast2019").conversations, f"rewrites:{rewrites}")][1] == ""
+        assert capsys.readouterr().err.count(warning) == 1
+
+
 @pytest.mark.parametrize("fmt", ["tsv", "jsonl"])
 def test_a_manual_export_in_either_format_feeds_back_as_rewrites(tmp_path, fmt, capsys):
     """The JSONL export writes its text as "query": read as "text", so the round trip holds on real topics."""

@@ -14,7 +14,6 @@ turn unless the file itself was made from one. The run JSON records the file and
 from __future__ import annotations
 
 import os
-import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -65,7 +64,8 @@ def _records(path: Path):
 
 @lru_cache(maxsize=8)
 def _read(path: Path, stamp: tuple[int, int]) -> RewritesFile:
-    """The file's rewrites; its empty ones are warned of here, once per version of the file."""
+    """The file's rewrites, parsed once per version of the file (its empty ones are warned of
+    by the stream that sends them, `Rewrites.empty`)."""
     texts: dict[str, str] = {}
     lines: dict[str, int] = {}
     for number, qid, text in _records(path):
@@ -73,12 +73,6 @@ def _read(path: Path, stamp: tuple[int, int]) -> RewritesFile:
             raise InputError(path, f"qid {qid!r} appears twice", line=number)
         texts[qid] = " ".join(text.split())
         lines[qid] = number
-    empty = [qid for qid, text in texts.items() if not text]
-    if empty:
-        others = f" and {len(empty) - 1} other qid(s)" if len(empty) > 1 else ""
-        print(f"warning: {path}:{lines[empty[0]]}: qid {empty[0]!r}{others} {'have' if others else 'has'} an empty "
-              "rewrite, so the query is empty and retrieves nothing (sent as it is, as `manual` sends an empty "
-              "official rewrite)", file=sys.stderr)
     return RewritesFile(path, file_sha256(path), texts, lines)
 
 
@@ -101,6 +95,11 @@ class Rewrites(Strategy):
 
     def check(self, file: str) -> None:
         load(file)
+
+    def empty(self, qid: str, file: str) -> str:
+        rewrites = load(file)
+        return (f"{rewrites.path}:{rewrites.lines[qid]}: qid {qid!r} has an empty rewrite, so the query is empty and "
+                "retrieves nothing (sent as it is, as `manual` sends an empty official rewrite)")
 
     def check_topics(self, conversations: Sequence[Conversation], file: str) -> None:
         """Every turn has a rewrite and every rewrite is a turn's, checked when a config names the
