@@ -12,7 +12,7 @@ import json
 import math
 import random
 import re
-from dataclasses import replace
+from dataclasses import fields, replace
 from html import escape
 from pathlib import Path
 
@@ -25,7 +25,7 @@ from harness.judge.scales import SUPPORT_0_2
 from harness.queries.llm import Endpoint
 from harness.responses import compare, evaluate
 from harness.responses.assign import RecordedAssignments
-from harness.responses.evaluate import MEASURES, evaluate_runs
+from harness.responses.evaluate import MEASURES, NUGGET_SCORES, TurnResult, evaluate_runs
 from harness.responses.judges import TEMPLATES
 from harness.responses.model import Nugget, NuggetBank, Response, ResponseRun, Sentence
 from harness.responses.nuggets import read_bank
@@ -311,6 +311,12 @@ def test_an_empty_file_or_qrels_or_a_run_given_as_the_nugget_bank_is_said_so_not
 # --- scores -------------------------------------------------------------------------------
 
 A, B, C = Nugget("1", "a", 4, True), Nugget("2", "b", 2, False), Nugget("3", "c", 1, False)
+
+
+def test_the_leaderboard_and_the_per_turn_rows_carry_every_nugget_score_once():
+    assert sorted(MEASURES) == sorted(NUGGET_SCORES) and MEASURES[0] == "all"
+    names = [field.name for field in fields(TurnResult)]
+    assert names[names.index("unjudged") + 1:][:len(NUGGET_SCORES)] == list(NUGGET_SCORES)
 
 
 def test_partial_support_counts_half_except_in_the_strict_scores():

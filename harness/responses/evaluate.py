@@ -55,8 +55,8 @@ from harness.responses import assign
 from harness.responses.model import Nugget, NuggetBank, Response, ResponseRun, first_few
 from harness.responses.questions import Questions
 from harness.responses.readers import TOP_PROVENANCE
-from harness.responses.scores import (CITATION_SCORES, NUGGET_SCORES, SUPPORT_WEIGHT, citation_scores, mean,
-                                      nugget_scores)
+from harness.responses.scores import (CITATION_SCORES, NUGGET_SCORES, SUPPORT_WEIGHT, NuggetScores, citation_scores,
+                                      mean, nugget_scores)
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -64,12 +64,15 @@ if TYPE_CHECKING:
     from harness.report.compare import RunScores
 
 HINT = "check the judge's prompt (--prompt, --citation-prompt: does it ask for one label?) and --model"
-MEASURES = ("all", "vital", "strict_all", "strict_vital", "weighted")  # leaderboard order: `all` ranks
+# NUGGET_SCORES in leaderboard order: `all` ranks
+MEASURES = ("all", "vital", "strict_all", "strict_vital", "weighted")
 ANSWERED, OF_TOPICS = "answered by some run and with nuggets", "every turn of the topics with nuggets"  # test sets
 
 
 @dataclass(frozen=True)
-class TurnResult:
+class TurnAnswer:
+    """Which run's answer to which turn, and what of the turn's nuggets was judged."""
+
     run: str
     turn: str
     answered: bool
@@ -77,11 +80,13 @@ class TurnResult:
     nuggets: int
     vital_nuggets: int
     unjudged: int
-    strict_vital: float
-    strict_all: float
-    vital: float
-    all: float
-    weighted: float
+
+
+@dataclass(frozen=True)
+class TurnResult(NuggetScores, TurnAnswer):
+    """A per-turn row: TurnAnswer's fields, then the nugget scores (NuggetScores's), then the
+    citation scores (dataclass fields follow the bases from the last: the row's column order)."""
+
     cited_pairs: int = 0
     support_precision: float = math.nan
     support_recall: float = math.nan

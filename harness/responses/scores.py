@@ -28,23 +28,28 @@ from __future__ import annotations
 import math
 import statistics
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 from harness.responses.model import Nugget, Sentence
 
 SUPPORT, PARTIAL, NOT = "support", "partial_support", "not_support"
 CREDIT = {SUPPORT: 1.0, PARTIAL: 0.5, NOT: 0.0}
-NUGGET_SCORES = ("strict_vital", "strict_all", "vital", "all", "weighted")
 CITATION_SCORES = ("support_precision", "support_recall")
 
 
 @dataclass(frozen=True)
 class NuggetScores:
+    """A response's five nugget scores, in the one order the per-turn rows and NUGGET_SCORES
+    follow (TurnResult inherits them; the leaderboard's order is responses.evaluate.MEASURES)."""
+
     strict_vital: float
     strict_all: float
     vital: float
     all: float
     weighted: float
+
+
+NUGGET_SCORES = tuple(score.name for score in fields(NuggetScores))
 
 
 def _mean_credit(assigned: Sequence[str], strict: bool) -> float:
