@@ -17,17 +17,14 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from typing import Any, Literal, Protocol
 
 from harness.corpus import Corpus, Document
 from harness.errors import HarnessError
 from harness.registry import Param, Registry, as_declared
 from harness.topics import Benchmark
 from harness.topics.model import Conversation
-from harness.trec import Qrels, Run
-
-if TYPE_CHECKING:
-    from harness.evaluate import Evaluation
+from harness.trec import Run
 
 QUERY_FIELDS = ("utterance", "manual_rewrite", "automatic_rewrite")
 
@@ -185,12 +182,3 @@ def gold(conversations: Sequence[Conversation], **params) -> PTKBRanker:
     if params:
         raise HarnessError(f"the gold PTKB method takes no parameters, got {', '.join(sorted(params))}")
     return GoldRanker()
-
-
-def evaluate_ptkb(run: Run, qrels: Qrels | None = None) -> Evaluation:
-    """Score a PTKB ranking with the `ptkb` preset's measures against the NIST PTKB qrels (by default)."""
-    from harness.evaluate import evaluate
-    from harness.evaluate.presets import PRESETS
-    from harness.topics.ikat import ptkb_qrels
-
-    return evaluate(qrels or ptkb_qrels("nist"), run, list(PRESETS.get("ptkb").measures))
