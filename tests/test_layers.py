@@ -262,6 +262,18 @@ def test_built_ins_of_higher_layers_register_into_lower_registries_from_above():
     assert EXTENSIONS["harness.ikat.checks:CHECKS"] == tuple(dict.fromkeys(year.checks for year in YEARS.values()))
 
 
+def test_each_room_names_the_built_ins_that_register_into_it_from_another_room():
+    """A newcomer opening harness/judge/ finds the minilm judge: the room's __init__ docstring
+    names each module harness/_assembly.py registers into it from elsewhere."""
+    from harness._assembly import EXTENSIONS
+
+    for registry, names in EXTENSIONS.items():
+        room = importlib.import_module(owner(registry.partition(":")[0]))
+        for name in names:
+            if owner(name) != room.__name__:
+                assert name in " ".join(room.__doc__.split()), f"{room.__name__}'s docstring does not name {name}"
+
+
 def test_a_registry_finds_the_built_ins_above_it_without_a_front_end():
     """Importing only the registry's own module (and so `harness`, which wires them) is enough."""
     import subprocess

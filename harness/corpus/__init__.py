@@ -1,6 +1,8 @@
 """Corpora: streams of documents, re-iterable, with a content fingerprint for caches.
 
 Never the whole corpus in memory: `Corpus.documents()` opens a fresh stream each call.
+
+Elsewhere (harness/_assembly.py): the `benchmark:` corpus format is harness.topics's, which knows the benchmarks.
 """
 
 from __future__ import annotations

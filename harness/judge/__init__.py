@@ -11,4 +11,7 @@ from a chat model (`llm`) or from labels recorded earlier (`file`), reproducibly
   two system orderings (Kendall's tau, tau_AP);
 - `pairs`: the unjudged (query, passage) pairs in the top k of runs, as items to judge;
 - `fill`: human qrels with their holes filled from a judge's qrels.
+
+Elsewhere (harness/_assembly.py): the `minilm` judge (offline support baseline) is harness.responses.baseline's,
+the `assignments` judge (recorded nugget assignments) harness.responses.assign's.
 """

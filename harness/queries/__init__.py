@@ -8,6 +8,8 @@ when a config names the strategy.
 Strategies that need more than the topics (`ptkb_topk` ranks PTKB statements with a
 retriever) live in the higher layer that has it and are named here as plug-ins, loaded on
 first look-up, so that this package imports nothing above it.
+
+Elsewhere (harness/_assembly.py): `ptkb_topk` is harness.ikat.ptkb_topk's.
 """
 
 from __future__ import annotations

@@ -9,6 +9,8 @@ which a config's `params:` are checked against when it is read (harness.retrieve
 
 Heavy libraries (pyserini, torch, sentence-transformers, faiss) are imported inside the
 implementations, never at module import: `harness eval` must start fast.
+
+Elsewhere (harness/_assembly.py): sharded dense search (`dense` with shards) is harness.scale.search's.
 """
 
 from __future__ import annotations
