@@ -635,6 +635,61 @@ def test_a_corpus_index_folder_is_looked_for_as_a_retriever_index_is(tmp_path):
         "experiments[0].corpus.index: no such folder './noindex'")
 
 
+NO_VECTORS = ("holds no manifest.json of `harness encode`: dense searches the vectors it writes (a Lucene index "
+              "holds none, nor passage text to encode; bm25 searches it)")
+
+
+@pytest.mark.parametrize("retrievers, where", [
+    (["bm25", "dense"], "retrievers[1]"),
+    ([{"name": "rrf", "params": {"retrievers": ["bm25", "dense"]}}], "retrievers[0]"),  # handed on by the fusion
+])
+def test_a_corpus_index_a_retriever_cannot_search_is_refused_at_the_retriever_before_any_run(tmp_path, capsys,
+                                                                                          retrievers, where):
+    """`corpus: {index: DIR}` is handed to every retriever as its index: dense searches only the
+    vectors `harness encode` wrote, so a Lucene index is an error when the config is read (a
+    dry-run too), not once bm25 has run and dense's run starts."""
+    lucene = tmp_path / "lucene"
+    lucene.mkdir()
+    experiment = _experiment(corpus={"index": str(lucene)}, retrievers=retrievers)
+    path = _write(tmp_path, {"output": str(tmp_path / "out"), "experiments": [experiment]})
+    assert main(["run", str(path), "--dry-run"]) == 2
+    assert capsys.readouterr().err == (f"harness run: error: {path}: experiments[0].{where}: retriever 'dense' cannot "
+                                       f"search corpus: {{index: {lucene}}}: {str(lucene)!r} {NO_VECTORS}; give the "
+                                       "corpus itself (a file or spec)\n")
+
+
+def test_a_corpus_index_handed_to_a_retriever_that_takes_none_is_refused_at_the_retriever(tmp_path, monkeypatch):
+    (tmp_path / "no_index.py").write_text("def search(query, k):\n    return []\n", encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    (tmp_path / "lucene").mkdir()
+    experiment = _experiment(corpus={"index": "lucene"}, retrievers=["bm25", "python:no_index:search"])
+    assert _error(tmp_path, {"experiments": [experiment]}).endswith(
+        "experiments[0].retrievers[1]: retriever 'python:no_index:search' takes no index, and corpus: {index: lucene} "
+        "gives no documents: give the corpus itself (a file or spec)")
+
+
+def test_a_dense_index_that_holds_no_encoded_vectors_is_refused_at_its_key(tmp_path):
+    """Accepted and ignored before (the corpus was encoded again); a Lucene index holds no vectors."""
+    (tmp_path / "lucene").mkdir()
+    experiment = _experiment(retrievers=[{"name": "dense", "params": {"index": str(tmp_path / "lucene")}}])
+    assert _error(tmp_path, {"experiments": [experiment]}).endswith(
+        f"experiments[0].retrievers[0].params.index: {str(tmp_path / 'lucene')!r} {NO_VECTORS}")
+
+
+@pytest.mark.parametrize("other, value", [("cache_dir", "vectors"), ("shard_docs", 64), ("backend", "numpy")])
+def test_a_dense_parameter_that_says_how_vectors_are_made_or_kept_is_refused_beside_an_encoded_index(
+        tmp_path, other, value):
+    """The encode folder's vectors are searched as its shards hold them: the parameter would be ignored."""
+    (tmp_path / "minilm").mkdir()
+    (tmp_path / "minilm" / "manifest.json").write_text("{}", encoding="utf-8")
+    params = {"index": str(tmp_path / "minilm"), other: value}
+    message = _error(tmp_path, {"experiments": [_experiment(retrievers=[{"name": "dense", "params": params}])]})
+    assert message.endswith(f"experiments[0].retrievers[0].params.{other}: does not apply to the vectors of index "
+                            f"{str(tmp_path / 'minilm')!r}, searched shard by shard as `harness encode` wrote them "
+                            "(by torch on a GPU, else numpy: the same run): leave it out")
+
+
 def test_a_path_too_long_for_the_file_system_is_a_line_at_its_key(tmp_path, capsys):
     """Not an OSError's traceback (ENAMETOOLONG)."""
     long = str(tmp_path / ("x" * 300))

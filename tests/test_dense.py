@@ -222,6 +222,53 @@ def test_a_cpu_named_with_an_index_encodes_on_every_core_as_cpu_does():
     assert encoder.device == "cpu" and encoder.workers == load_encoder(device="cpu").workers
 
 
+@pytest.fixture(scope="module")
+def encoded(tmp_path_factory):
+    """What `harness encode CORPUS --output DIR` writes, for 96 iKAT passages."""
+    from harness.compute.engines import EngineSpec, start_engine
+    from harness.retrieve._embeddings import load_encoder
+
+    corpus, folder = ikat_corpus(96), tmp_path_factory.mktemp("minilm")
+    engine = start_engine(EngineSpec())
+    try:
+        encode_sharded(corpus, load_encoder(), folder, engine)
+    finally:
+        engine.close()
+    return corpus, folder
+
+
+def test_dense_searches_the_vectors_harness_encode_wrote_with_the_run_that_encodes_itself(encoded, tmp_path):
+    corpus, folder = encoded
+    itself = build("dense", corpus=corpus, cache_dir=str(tmp_path)).search(QUERIES, 10)
+    passes = corpus.documents.passes
+    assert build("dense", corpus=corpus, index=str(folder)).search(QUERIES, 10) == itself
+    assert corpus.documents.passes == passes  # the corpus is not read again
+    assert build("dense", corpus=None, index=str(folder)).search(QUERIES, 10) == itself  # `corpus: {index: DIR}`
+
+
+@pytest.mark.parametrize("given, message", [
+    ({"dtype": "float16"}, "dense.dtype: {folder} holds vectors encoded with dtype 'float32', this retriever "
+                           "encodes with 'float16': give dtype: float32, or encode it again"),
+    ({"batch_size": 8}, "dense.batch_size: {folder} holds vectors encoded with batch_size 32, this retriever "
+                        "encodes with 8: give batch_size: 32, or encode it again"),
+    ({"corpus": ikat_corpus(40)}, "dense.index: {folder} holds the vectors of another corpus than "
+                                  "ikat23-test-psg-40, or of it before it changed"),
+])
+def test_encoded_vectors_other_than_the_retriever_would_make_are_refused_naming_the_parameter_and_both_values(
+        encoded, given, message):
+    corpus, folder = encoded
+    with pytest.raises(HarnessError, match="^" + re.escape(message.format(folder=folder))):
+        build("dense", **{"corpus": corpus, **given}, index=str(folder))
+
+
+def test_an_index_without_a_finished_encode_manifest_is_refused_when_dense_is_built(tmp_path):
+    """A config check sees the manifest; the retriever reads it (here: a segment's)."""
+    (tmp_path / "manifest.json").write_text('{"job": "segment", "complete": true}', encoding="utf-8")
+    with pytest.raises(HarnessError, match=f"^dense.index: {re.escape(str(tmp_path))} holds no finished `harness "
+                                           "encode` output"):
+        build("dense", corpus=ikat_corpus(), index=str(tmp_path))
+
+
 def test_dense_without_a_corpus_is_a_clear_error():
     with pytest.raises(HarnessError, match="needs a corpus"):
         build("dense", corpus=None)

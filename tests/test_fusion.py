@@ -138,9 +138,10 @@ def test_a_sub_retriever_given_by_its_name_alone_is_that_retriever_with_its_defa
     assert by_name.search(QUERIES, 5) == by_spec.search(QUERIES, 5)
 
 
-def test_a_corpus_given_as_an_index_is_handed_to_every_sub_retriever():
-    with pytest.raises(HarnessError, match="the index 'some-lucene-index' has no passage text"):
-        build("rrf", corpus=None, index="some-lucene-index",
+def test_a_corpus_given_as_an_index_is_handed_to_every_sub_retriever(tmp_path):
+    with pytest.raises(HarnessError, match=f"^dense.index: {re.escape(repr(str(tmp_path)))} holds no manifest.json "
+                                           "of `harness encode`"):
+        build("rrf", corpus=None, index=str(tmp_path),
               retrievers=[{"name": "dense"}, {"name": "dense", "label": "dense-2"}])
 
 

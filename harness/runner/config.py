@@ -536,6 +536,8 @@ def _experiment(node: Node, defaults: dict[str, Any], problems: Problems,
     count = _counting(corpus, benchmark)  # one count for every retriever of the experiment
     for item, retriever in zip(items, retrievers):
         _installed(item, retriever, task.retrievers(), count)
+        if corpus is not None and corpus.index is not None:
+            _takes_index(item, retriever, task.retrievers(), corpus.index)
     unscored, scoring = None, "give 'qrels: FILE'"  # (why the runs are not scored, and what would score them)
     if benchmark is not None and "qrels" not in keys and not task.has_default_qrels(benchmark):
         unscored = f"{benchmark.name} ships no qrels"
@@ -656,6 +658,31 @@ def _installed(node: Node, retriever: RetrieverSpec, registry: Registry,
     for named, own in retriever_specs(name, params) if registry is RETRIEVERS else [(name, params)]:
         if missing := first_missing(registry.declaration(named).needs_for(own, count)):
             raise node.error(f"{registry.kind} {named!r}: {needs_extra(missing)}")
+
+
+def _takes_index(node: Node, retriever: RetrieverSpec, registry: Registry, index: str) -> None:
+    """`corpus: {index: NAME}` is handed to the retriever as its `index` (and by a fusion or
+    rerank to each one nested in it that names none): one that takes no index, or cannot use
+    this one (dense: a Lucene index holds no vectors, nor text to encode), is an error at the
+    retriever's key, not once its run starts, after the runs before it."""
+    from harness.registry import local_path
+    from harness.retrieve import RETRIEVERS
+    from harness.retrieve.specs import retriever_specs
+
+    specs = retriever_specs(retriever.name, retriever.params) if registry is RETRIEVERS \
+        else [(retriever.name, retriever.params)]
+    for nested, (named, own) in enumerate(specs):
+        if nested and own.get("index") is not None:
+            continue  # its own index wins
+        declaration = registry.declaration(named)
+        param = declaration.param("index")
+        if param is None and not declaration.open:
+            raise node.error(f"{registry.kind} {named!r} takes no index, and corpus: {{index: {index}}} gives "
+                             "no documents: give the corpus itself (a file or spec)")
+        kind = local_path(param.type) if param is not None else None
+        if kind is not None and (problem := kind.problem(index)):
+            raise node.error(f"{registry.kind} {named!r} cannot search corpus: {{index: {index}}}: {problem}; give "
+                             "the corpus itself (a file or spec)")
 
 
 def _counting(corpus: CorpusSpec | None, benchmark) -> Callable[[int], int | None]:

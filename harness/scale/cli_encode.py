@@ -16,7 +16,8 @@ from harness.scale.encode import SHARD_DOCS
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("corpus", help="passages to encode: JSONL (e.g. `harness segment` output), "
                         "irds:<ir_datasets id> or benchmark:<name>")
-    add_output(parser, required=True, type=Path, help="folder for shard-NNNNN.npy/.ids and manifest.json")
+    add_output(parser, required=True, type=Path, help="folder for shard-NNNNN.npy/.ids and manifest.json (a dense "
+               "retriever's `index:` searches them)")
     parser.add_argument("--model", default=None, help="local sentence-transformers folder (default: all-MiniLM-L6-v2)")
     parser.add_argument("--dtype", default="float32", choices=["float32", "float16"], help="stored vector type")
     count = number_in(1, INT_LIMIT, whole=True)  # 0 and -4 failed mid-run, leaving an empty --output

@@ -20,11 +20,12 @@ import numpy as np
 
 from harness.compute.engines import Engine
 from harness.corpus import Corpus, HashSet
+from harness.errors import HarnessError
 from harness.registry import check_given
 from harness.retrieve._embeddings import (DTYPE, Encoder, cache_folder, cache_key, chunk_size, encode_all,
                                           load_encoder)
-from harness.scale.shards import (ShardResult, ShardTask, outputs, plan, run_shards, source_key,
-                                  write_hashed)
+from harness.scale.shards import (MANIFEST, ShardResult, ShardTask, intact, outputs, plan, read_manifest, run_shards,
+                                  source_key, write_hashed)
 
 SHARD_DOCS = 8192
 
@@ -80,6 +81,36 @@ def encode_sharded(
     settings = {**encoder_settings(encoder, dtype), "shard_docs": shard_docs or SHARD_DOCS}
     tasks = plan(corpus, folder, settings, settings["shard_docs"], align=chunk_size(encoder))
     return run_shards(engine, "encode", encode_shard, tasks, folder, settings, source_key(corpus))
+
+
+# encoder_settings' keys that change the vectors, by the dense parameter that sets each
+SETTING_PARAMS = {"model_identity": "model", "max_length": "max_length", "normalize": "normalize",
+                  "batch_size": "batch_size", "dtype": "dtype"}
+
+
+def encoded_manifest(folder: Path, corpus: Corpus | None, encoder: Encoder, dtype: str) -> dict[str, Any]:
+    """The manifest of the vectors `harness encode` wrote to `folder`, once they are those this
+    encoder would make from `corpus` (None: searched as they are). Else an error naming the dense
+    parameter and both values: searched, they would rank by other vectors than the run's
+    parameters say. Nothing is encoded again (a mismatch is the user's to resolve)."""
+    again = f"encode it again (harness encode CORPUS --output {folder}: only missing or changed shards are redone)"
+    manifest = read_manifest(folder)
+    if manifest is None or manifest.get("job") != "encode" or not intact(folder, manifest, "encode"):
+        raise HarnessError(f"dense.index: {folder} holds no finished `harness encode` output ({MANIFEST} of "
+                           f"another job, unfinished, of a corpus changed while it ran, or a shard file changed "
+                           f"since): {again}")
+    made, wanted = manifest["settings"], encoder_settings(encoder, dtype)
+    for setting, param in SETTING_PARAMS.items():
+        if made.get(setting) != wanted[setting]:
+            then, now = made.get(param), wanted[param]  # the model by its folder, whose files differ
+            files = " (its files since changed)" if then == now else ""
+            raise HarnessError(f"dense.{param}: {folder} holds vectors encoded with {param} {then!r}{files}, "
+                               f"this retriever encodes with {now!r}: give {param}: {then}, or {again}")
+    if corpus is not None and source_key(corpus) != manifest["source"]:
+        raise HarnessError(f"dense.index: {folder} holds the vectors of another corpus than {corpus.name}, or of it "
+                           f"before it changed (a file's path, size or mtime differs): search the corpus it was "
+                           f"encoded from, or {again}")
+    return manifest
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,8 @@ from harness.paths import cache_root
 from harness.retrieve import SearchQuery
 from harness.retrieve._embeddings import Encoder, default_device
 from harness.retrieve.dense import SEARCH_BACKENDS, SHARDED_SEARCH
-from harness.scale.encode import VectorShard, encode_sharded, sharded_cache_folder, vector_shards
+from harness.scale.encode import (VectorShard, encode_sharded, encoded_manifest, sharded_cache_folder,
+                                  vector_shards)
 from harness.trec import Run
 
 
@@ -86,15 +87,19 @@ class ShardSearcher:
 
 @SHARDED_SEARCH.register("sharded")
 class ShardedDenseRetriever:
-    """The dense retriever on an engine: vectors encoded shard by shard (resumable), searched
-    by one ShardSearcher per worker, per-shard top-k merged here."""
+    """The dense retriever on an engine: vectors encoded shard by shard (resumable), or those
+    `harness encode` wrote to `encoded`, searched by one ShardSearcher per worker, per-shard top-k
+    merged here."""
 
-    def __init__(self, corpus: Corpus, encoder: Encoder, *, dtype: str, engine: EngineSpec, shard_docs: int | None,
-                 approx: str | None, approx_depth: int | None, cache_dir: Path | None) -> None:
+    def __init__(self, corpus: Corpus | None, encoder: Encoder, *, dtype: str, engine: EngineSpec,
+                 shard_docs: int | None, approx: str | None, approx_depth: int | None, cache_dir: Path | None,
+                 encoded: Path | None = None) -> None:
         self.corpus, self.encoder, self.dtype = corpus, encoder, dtype
         self.spec, self.shard_docs = engine, shard_docs
         self.approx, self.approx_depth = approx, approx_depth
         self.cache_dir = cache_dir or cache_root() / "embeddings"
+        self.encoded = encoded  # a folder `harness encode` wrote: searched, never encoded again; checked now
+        self._made = None if encoded is None else encoded_manifest(encoded, corpus, encoder, dtype)
 
     @cached_property
     def engine(self):
@@ -104,13 +109,15 @@ class ShardedDenseRetriever:
     def folder(self) -> Path:
         from harness.scale.encode import SHARD_DOCS
 
+        if self.encoded is not None:
+            return self.encoded
         return sharded_cache_folder(self.cache_dir, self.corpus, self.encoder, self.dtype,
                                     self.shard_docs or SHARD_DOCS)
 
     @cached_property
     def _searchers(self):
-        manifest = encode_sharded(self.corpus, self.encoder, self.folder, self.engine, dtype=self.dtype,
-                                  shard_docs=self.shard_docs)
+        manifest = self._made or encode_sharded(self.corpus, self.encoder, self.folder, self.engine, dtype=self.dtype,
+                                                shard_docs=self.shard_docs)
         return [self.engine.hold(ShardSearcher, group, self.approx, self.approx_depth)
                 for group in shard_groups(vector_shards(self.folder, manifest), self.engine.workers)]
 

@@ -200,6 +200,12 @@ def _finished(folder: Path, manifest: dict[str, Any] | None, job: str, settings:
             and all(_files_intact(folder, entry) for entry in manifest["shards"]))
 
 
+def intact(folder: Path, manifest: dict[str, Any], job: str) -> bool:
+    """`manifest` is a complete one of `job`, of an input it could vouch for, whose files are all
+    as its tasks wrote them: another stage may read them as they are (dense, an encode folder)."""
+    return _finished(folder, manifest, job, manifest.get("settings"), manifest.get("source"))
+
+
 def run_shards(
     engine: Engine,
     job: str,
