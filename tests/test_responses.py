@@ -1005,6 +1005,8 @@ def test_a_turns_question_is_the_first_stated_of_topics_the_nugget_bank_and_the_
         "responses differ; two runs' files differ): the judge is asked the first source's, in the order --topics, "
         "the nugget bank, the responses (1, 3)"]
     assert turn_questions(runs, bank).sources == ("the nugget bank", "the responses")  # no --topics given
+    board = turn_questions(None, bank, {"1": "T1"})  # a hosted board's: the answer files are no source
+    assert (board.text, board.sources) == ({"1": "T1", "2": "B2 again"}, ("--topics", "the nugget bank"))
 
 
 @pytest.mark.server

@@ -9,6 +9,10 @@ a question blank or not stated counting as none. Where a later source states ano
 (spacing aside) the first is asked all the same, and the notes count such turns; a turn none
 of them states a question for is asked with an empty one, and the notes count those. Every
 run's answer to a turn is judged under the one question, whichever file stated it.
+
+A hosted board's response task (harness.serve.responses) asks by the same rule from its
+organiser's files alone, its topics and its nugget bank: an upload's own question would be the
+participant's words in the judge's prompt.
 """
 
 from __future__ import annotations
@@ -60,14 +64,16 @@ class Questions:
         return notes
 
 
-def turn_questions(runs: Sequence[ResponseRun], bank: NuggetBank, topics: Mapping[str, str] | None = None) -> Questions:
-    """Each turn's question by the rule of the module docstring (`topics`: turn -> utterance)."""
+def turn_questions(runs: Sequence[ResponseRun] | None, bank: NuggetBank,
+                   topics: Mapping[str, str] | None = None) -> Questions:
+    """Each turn's question by the rule of the module docstring (`topics`: turn -> utterance;
+    `runs` None: the responses are no source, as on a hosted board)."""
     stated: dict[str, list[tuple[str, str]]] = {}
     given = ([(TOPICS, topics)] if topics is not None else []) + [(BANK, bank.questions)]
     for source, questions in given:
         for turn, text in questions.items():
             stated.setdefault(turn, []).append((source, text))
-    for run in runs:
+    for run in runs or ():
         for turn, response in run.responses.items():
             stated.setdefault(turn, []).append((RESPONSES, response.question or ""))
     text, source, differing = {}, {}, {}
@@ -79,4 +85,5 @@ def turn_questions(runs: Sequence[ResponseRun], bank: NuggetBank, topics: Mappin
         others = tuple(dict.fromkeys(where for where, question in found[1:] if question.split() != text[turn].split()))
         if others:
             differing[turn] = others
-    return Questions(text, source, differing, tuple(where for where, _ in given) + (RESPONSES,))
+    answers = (RESPONSES,) if runs is not None else ()
+    return Questions(text, source, differing, tuple(where for where, _ in given) + answers)

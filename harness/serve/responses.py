@@ -13,7 +13,10 @@ nuggets the organiser keeps hidden (like qrels) by the judge the organiser confi
 The config is read by harness.serve.config (`_response_task`). Scoring is `harness responses
 eval`'s (harness.responses) on the task's test set: every turn of its topics the bank has
 nuggets for; a turn a run does not answer, or answers with no text, scores 0, and the
-upload's warnings say so.
+upload's warnings say so. An `llm` judge's `{question}` is the turn's, by `harness responses
+eval`'s rule (harness.responses.questions) from the organiser's files alone: the topics' utterance,
+then the bank's `query`; never the upload's own (a TREC RAG `topic`), which would let a team
+write the judge's prompt.
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ from harness.serve.tasks import MAX_MESSAGES, Message, Refused, TaskRuntime, Ver
 
 if TYPE_CHECKING:
     from harness.responses.model import ResponseRun
+    from harness.responses.questions import Questions
     from harness.runner.config import Node
 
 # Raised when what a `file:` judge's task checks before it scores an answer changes (2: an answer
@@ -69,6 +73,15 @@ class ResponseTaskRuntime(TaskRuntime):
                           prompt=settings.get("prompt"))
 
     @cached_property
+    def questions(self) -> Questions:
+        """Each turn's question for the judges' {question}, from the topics and the bank (the
+        module docstring)."""
+        from harness.responses.questions import turn_questions
+
+        topics = {turn.qid: turn.utterance for conversation in self.conversations for turn in conversation.turns}
+        return turn_questions(None, self.bank, topics)
+
+    @cached_property
     def evaluated_turns(self) -> frozenset[str]:
         return frozenset(t for t in self.turn_ids if self.bank.of(t))
 
@@ -81,10 +94,13 @@ class ResponseTaskRuntime(TaskRuntime):
         file's content is the hash the judge took of it as it read it: hashed once a start,
         and the hash of what scores, should the file change later. A `file:` judge's holds the
         number of its task's rules (FILE_JUDGE_RULES) too; `assignments:PATH` is keyed as `file:PATH`
-        (one judge, two names)."""
+        (one judge, two names). Where an `llm` judge's prompt reads {question}, the questions the
+        evaluated turns are asked with, by their hash: responses judged before the board asked any
+        (every prompt's question was empty), or under other topics, are judged again."""
         from harness.paths import file_sha256
         from harness.registry import split_spec
         from harness.responses.judges import RECORDED
+        from harness.runner.provenance import canonical_hash
 
         settings = dict(self.config.judge_settings)
         name, _ = split_spec(self.config.judge)
@@ -93,8 +109,12 @@ class ResponseTaskRuntime(TaskRuntime):
                  "prompt": self.judge.template.sha256 if name == "llm" else None,
                  "assignments": self.judge.sha256 if recorded else None,
                  "rules": FILE_JUDGE_RULES if recorded else None}
-        return {"nuggets": file_sha256(self.config.nuggets), "vital_grade": self.config.vital_grade,
-                "judge": {key: value for key, value in judge.items() if value is not None}}
+        scored = {"nuggets": file_sha256(self.config.nuggets), "vital_grade": self.config.vital_grade,
+                  "judge": {key: value for key, value in judge.items() if value is not None}}
+        if name == "llm" and "question" in self.judge.template.names:
+            scored["questions"] = canonical_hash({turn: self.questions.text.get(turn, "")
+                                                  for turn in self.evaluated_turns})
+        return scored
 
     def scored_with_format(self, fmt: str) -> dict[str, Any]:
         """`scored_with`, and for a format whose reading changed the number of its reader's rules
@@ -246,7 +266,7 @@ class ResponseTaskRuntime(TaskRuntime):
         self._check_recorded(run, checked, path.name)
         if not checked.ok:
             raise Refused(checked.errors)
-        evaluation = evaluate_runs([run], self.bank, self.judge, turns=self.turn_ids,
+        evaluation = evaluate_runs([run], self.bank, self.judge, questions=self.questions, turns=self.turn_ids,
                                    evaluated_turns=self.evaluated_turns)
         per_query = {m: {turn: score for turn, score in evaluation.measure_scores(m)[run.name].items()
                          if not math.isnan(score)} for m in MEASURES}  # undefined (NaN) left out, as in the mean
