@@ -206,6 +206,9 @@ class Declaration:
     # search up to a limit (None: not known; counted only where the answer depends on it): dense's
     # shipped model without a `model:`, its faiss search of a big corpus
     needs_with: Callable[[Mapping[str, Any], Callable[[int], int | None]], tuple[str, ...]] | None = None
+    # retrievers: reads the documents' text itself (rerank's cross-encoder), so that an index alone
+    # (a config's `corpus: {index: DIR}`) is no corpus to it, said when the config is read
+    reads_documents: bool = False
 
     def param(self, name: str) -> Param | None:
         return next((param for param in self.params if param.name == name), None)
@@ -799,7 +802,7 @@ class Registry(Generic[T]):
     def register(self, name: str, summary: str = "", params: Params = (), **more: Any) -> Callable[[T], T]:
         """Decorator: `item` answers to `name`, declared by `summary`, `params` and `more`
         (Declaration's other fields: open, splits, fields, conversation_fields, preload,
-        preload_if, needs, needs_with). `params` may be a function giving them, called on the first
+        preload_if, needs, needs_with, reads_documents). `params` may be a function giving them, called on the first
         `declaration(name)`: for a component that takes another's parameters (a PTKB method,
         its retriever's), declared where that one lives. Without a summary, a function's or
         class's docstring gives it (its first sentence); an instance's type documents its kind,

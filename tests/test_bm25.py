@@ -337,6 +337,14 @@ def test_bm25_settings_are_checked_before_an_index_is_built(tmp_path, monkeypatc
     assert not (tmp_path / "cache").exists()
 
 
+def test_a_folder_that_is_not_a_lucene_index_is_said_so_before_java_starts(tmp_path):
+    """As Python code, or a fusion handing on a config's `corpus: {index: DIR}`, builds bm25: not
+    a Java traceback (Lucene knows an index by its segments_N file)."""
+    with pytest.raises(HarnessError, match=f"^bm25.index: {re.escape(repr(str(tmp_path)))} is not a Lucene index "
+                                           r"\(no segments_N file in it\)"):
+        build("bm25", corpus=None, index=str(tmp_path))
+
+
 def test_java_prints_none_of_its_notices_about_its_own_libraries(tmp_path):
     """SLF4J's provider line, Lucene's "please update" and the sun.misc.Unsafe warnings of a
     Java newer than Anserini's Lucene: in the indexing child JVM and the in-process one."""

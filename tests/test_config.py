@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import re
+import shutil
 import sys
 from pathlib import Path
 
@@ -635,6 +636,67 @@ def test_a_corpus_index_folder_is_looked_for_as_a_retriever_index_is(tmp_path):
         "experiments[0].corpus.index: no such folder './noindex'")
 
 
+@pytest.fixture(scope="module")
+def lucene_index(tmp_path_factory) -> Path:
+    """A tiny real Lucene index, as `harness index` builds one."""
+    from harness.corpus import Corpus, Document
+    from harness.retrieve.lucene import build_index
+
+    documents = [Document("d1", "a tiny lucene index"), Document("d2", "searched by bm25")]
+    return build_index(Corpus("tiny", lambda: iter(documents)), tmp_path_factory.mktemp("lucene") / "index", threads=1)
+
+
+NOT_LUCENE = ("is not a Lucene index (no segments_N file in it): expected a folder `harness index` wrote (or another "
+              "Lucene index) or a pyserini prebuilt index name")
+
+
+@pytest.mark.parametrize("manifest", [False, True], ids=["empty", "harness-encode"])
+@pytest.mark.parametrize("where, given", [
+    ("retrievers[0].params.index", lambda index: {"retrievers": [{"name": "bm25", "params": {"index": index}}]}),
+    ("retrievers[0].params.retrievers[1].params.index", lambda index: {"retrievers": [
+        {"name": "rrf", "params": {"retrievers": ["dense", {"name": "bm25", "params": {"index": index}}]}}]}),
+    ("retrievers[0]", lambda index: {"corpus": {"index": index}}),
+])
+def test_a_bm25_index_folder_that_is_not_a_lucene_index_is_refused_at_its_key_before_any_run(
+        tmp_path, capsys, manifest, where, given):
+    """Accepted before, then a Java traceback once bm25's run started: Lucene knows an index by
+    its segments_N commit file, as the config check now does."""
+    folder = tmp_path / "folder"
+    folder.mkdir()
+    if manifest:  # the vectors `harness encode` wrote
+        (folder / "manifest.json").write_text("{}", encoding="utf-8")
+    path = _write(tmp_path, {"output": str(tmp_path / "out"), "experiments": [_experiment(**given(str(folder)))]})
+    assert main(["run", str(path), "--dry-run"]) == 2
+    problem = f"{str(folder)!r} {NOT_LUCENE}"
+    if where == "retrievers[0]":  # handed on by `corpus: {index: DIR}`
+        problem = (f"retriever 'bm25' cannot search corpus: {{index: {folder}}}: {problem}; give the corpus itself "
+                   "(a file or spec)")
+    assert capsys.readouterr().err == f"harness run: error: {path}: experiments[0].{where}: {problem}\n"
+
+
+@pytest.mark.java
+def test_a_lucene_index_folder_is_a_bm25_index(tmp_path, lucene_index):
+    given = {"name": "bm25", "params": {"index": str(lucene_index)}, "label": "given"}
+    experiments = [_experiment(name="a", retrievers=[given]),
+                   _experiment(name="b", corpus={"index": str(lucene_index)})]
+    assert len(load_config(_write(tmp_path, {"experiments": experiments})).runs()) == 2
+
+
+@pytest.mark.parametrize("retriever, where", [
+    ({"name": "rerank", "params": {"first_stage": "bm25", "model": "cross-encoder"}}, "retrievers[0]"),
+    ({"name": "rrf", "params": {"retrievers": [{"name": "rerank", "params": {
+        "first_stage": "bm25", "model": "cross-encoder"}}, "dense"]}}, "retrievers[0]"),  # nested in a fusion
+])
+def test_a_corpus_index_is_refused_at_a_retriever_that_reads_the_documents_text(tmp_path, retriever, where):
+    """rerank's cross-encoder reads the passages' text, which an index alone does not give: said
+    when the config is read, not as "rerank needs a corpus" once its run starts."""
+    (tmp_path / "index").mkdir()
+    experiment = _experiment(corpus={"index": str(tmp_path / "index")}, retrievers=[retriever])
+    assert _error(tmp_path, {"experiments": [experiment]}).endswith(
+        f"experiments[0].{where}: retriever 'rerank' reads the documents' text, and corpus: {{index: "
+        f"{tmp_path / 'index'}}} gives no documents: give the corpus itself (a file or spec)")
+
+
 NO_VECTORS = ("holds no manifest.json of `harness encode`: dense searches the vectors it writes (a Lucene index "
               "holds none, nor passage text to encode; bm25 searches it)")
 
@@ -643,13 +705,14 @@ NO_VECTORS = ("holds no manifest.json of `harness encode`: dense searches the ve
     (["bm25", "dense"], "retrievers[1]"),
     ([{"name": "rrf", "params": {"retrievers": ["bm25", "dense"]}}], "retrievers[0]"),  # handed on by the fusion
 ])
+@pytest.mark.java
 def test_a_corpus_index_a_retriever_cannot_search_is_refused_at_the_retriever_before_any_run(tmp_path, capsys,
-                                                                                          retrievers, where):
+                                                                                          retrievers, where,
+                                                                                          lucene_index):
     """`corpus: {index: DIR}` is handed to every retriever as its index: dense searches only the
     vectors `harness encode` wrote, so a Lucene index is an error when the config is read (a
     dry-run too), not once bm25 has run and dense's run starts."""
-    lucene = tmp_path / "lucene"
-    lucene.mkdir()
+    lucene = lucene_index
     experiment = _experiment(corpus={"index": str(lucene)}, retrievers=retrievers)
     path = _write(tmp_path, {"output": str(tmp_path / "out"), "experiments": [experiment]})
     assert main(["run", str(path), "--dry-run"]) == 2
@@ -658,11 +721,13 @@ def test_a_corpus_index_a_retriever_cannot_search_is_refused_at_the_retriever_be
                                        "corpus itself (a file or spec)\n")
 
 
-def test_a_corpus_index_handed_to_a_retriever_that_takes_none_is_refused_at_the_retriever(tmp_path, monkeypatch):
+@pytest.mark.java
+def test_a_corpus_index_handed_to_a_retriever_that_takes_none_is_refused_at_the_retriever(tmp_path, monkeypatch,
+                                                                                           lucene_index):
     (tmp_path / "no_index.py").write_text("def search(query, k):\n    return []\n", encoding="utf-8")
     monkeypatch.chdir(tmp_path)
     monkeypatch.syspath_prepend(str(tmp_path))
-    (tmp_path / "lucene").mkdir()
+    shutil.copytree(lucene_index, tmp_path / "lucene")
     experiment = _experiment(corpus={"index": "lucene"}, retrievers=["bm25", "python:no_index:search"])
     assert _error(tmp_path, {"experiments": [experiment]}).endswith(
         "experiments[0].retrievers[1]: retriever 'python:no_index:search' takes no index, and corpus: {index: lucene} "

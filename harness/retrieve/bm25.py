@@ -21,17 +21,18 @@ import os
 import sys
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from functools import lru_cache
-from pathlib import Path
+from pathlib import Path, PurePath
 from typing import Any, Literal
 
 from harness.corpus import Corpus
 from harness.errors import HarnessError
 from harness.paths import commit_key
-from harness.registry import INT_LIMIT, AtLeast, Between, Param, check_given
-from harness.retrieve import FOLDER, RETRIEVERS, THREADS, SearchQuery
+from harness.registry import INT_LIMIT, AtLeast, Between, LocalPath, Param, ParamError, check_given
+from harness.retrieve import RETRIEVERS, THREADS, SearchQuery
 from harness.retrieve.java import ensure_jvm
-from harness.retrieve.lucene import cached_index
+from harness.retrieve.lucene import cached_index, is_index
 from harness.retrieve.lucene_scorer import (
     LuceneIndex, LuceneScorer, analyze, bag_of_words, feedback_query, read_index,
 )
@@ -56,6 +57,27 @@ ORIGINAL_WEIGHT = Param("original_weight", Between(0, 1), 0.5, "RM3: weight of t
 SETTINGS = (K1, B, FB_TERMS, FB_DOCS, ORIGINAL_WEIGHT)
 BACKEND = Param("backend", Literal[BACKENDS], DEFAULT_BACKEND,
                 "numpy: exact Lucene scores in numpy; pyserini: Anserini's own search")
+
+
+@dataclass(frozen=True)
+class LuceneFolder(LocalPath):
+    """The type of bm25's `index`: a Lucene index folder, told as Lucene tells one (it holds a
+    segments_N commit file: DirectoryReader.indexExists), or a pyserini prebuilt index name.
+    Any other folder (one `harness encode` wrote, a corpus's) is an error at its key when a
+    config is read, not a Java traceback once its run starts."""
+
+    def problem(self, value: object) -> str | None:
+        if (problem := super().problem(value)) is not None or not isinstance(value, (str, PurePath)):
+            return problem
+        folder = Path(value).expanduser()
+        if os.path.isdir(folder) and not is_index(folder):  # (a name too long for a path is no folder)
+            return (f"{str(value)!r} is not a Lucene index (no segments_N file in it): expected a folder "
+                    "`harness index` wrote (or another Lucene index) or a pyserini prebuilt index name")
+        return None
+
+
+INDEX = Param("index", LuceneFolder(folder=True, or_name=True, or_none=True), None, "a Lucene index folder or "
+              "pyserini prebuilt index name (default: the corpus's own index, built on first use)")
 
 
 class BM25:
@@ -200,8 +222,7 @@ def _numpy_backend(params: Mapping[str, Any]) -> bool:
 
 
 @RETRIEVERS.register("bm25", "BM25 (optionally with RM3) over a Lucene index, scored as pyserini scores it", [
-    Param("index", FOLDER, None, "a Lucene index folder or pyserini prebuilt index name (default: the "
-          "corpus's own index, built on first use)"),
+    INDEX,
     K1, B,
     Param("rm3", bool, False, "expand each query with RM3 pseudo-relevance feedback (needs document vectors)"),
     FB_TERMS, FB_DOCS, ORIGINAL_WEIGHT, THREADS,
@@ -214,6 +235,8 @@ def bm25(corpus: Corpus | None = None, *, index: str | None = None, k1: float = 
     """Factory: `index` wins; else the corpus's cached index (built on first use)."""
     settings = {"k1": k1, "b": b, "original_weight": original_weight, "fb_terms": fb_terms, "fb_docs": fb_docs}
     check_given("bm25", (*SETTINGS, BACKEND), backend=backend, **settings)  # before the corpus's index is built
+    if index is not None and (problem := INDEX.type.problem(index)):  # (a fusion hands on a config's index)
+        raise ParamError("bm25.index", problem)
     if index is None:
         if corpus is None:
             raise HarnessError("bm25 needs an index (folder or pyserini prebuilt name) or a corpus")

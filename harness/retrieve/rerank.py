@@ -100,7 +100,7 @@ DEPTH = Param("depth", AtLeast(1, or_none=True), None, "first-stage hits re-scor
     Param("max_length", int | None, None, "tokens per query and passage pair (default: the model's)"),
     BATCH_SIZE, DEVICE, THREADS,
     Param("index", FOLDER, None, "handed to the first stage (a config's `corpus: {index: NAME}`)"),
-], preload=import_sentence_transformers, needs=("torch", "sentence_transformers"))
+], preload=import_sentence_transformers, needs=("torch", "sentence_transformers"), reads_documents=True)
 def rerank(
     corpus: Corpus | None = None,
     *,

@@ -662,9 +662,10 @@ def _installed(node: Node, retriever: RetrieverSpec, registry: Registry,
 
 def _takes_index(node: Node, retriever: RetrieverSpec, registry: Registry, index: str) -> None:
     """`corpus: {index: NAME}` is handed to the retriever as its `index` (and by a fusion or
-    rerank to each one nested in it that names none): one that takes no index, or cannot use
-    this one (dense: a Lucene index holds no vectors, nor text to encode), is an error at the
-    retriever's key, not once its run starts, after the runs before it."""
+    rerank to each one nested in it that names none): one that takes no index, cannot use this
+    one (dense: a Lucene index holds no vectors, nor text to encode; bm25: a folder without
+    segments_N), or reads the documents' text (rerank), is an error at the retriever's key, not
+    once its run starts, after the runs before it."""
     from harness.registry import local_path
     from harness.retrieve import RETRIEVERS
     from harness.retrieve.specs import retriever_specs
@@ -672,9 +673,12 @@ def _takes_index(node: Node, retriever: RetrieverSpec, registry: Registry, index
     specs = retriever_specs(retriever.name, retriever.params) if registry is RETRIEVERS \
         else [(retriever.name, retriever.params)]
     for nested, (named, own) in enumerate(specs):
+        declaration = registry.declaration(named)
+        if declaration.reads_documents:
+            raise node.error(f"{registry.kind} {named!r} reads the documents' text, and corpus: {{index: {index}}} "
+                             "gives no documents: give the corpus itself (a file or spec)")
         if nested and own.get("index") is not None:
             continue  # its own index wins
-        declaration = registry.declaration(named)
         param = declaration.param("index")
         if param is None and not declaration.open:
             raise node.error(f"{registry.kind} {named!r} takes no index, and corpus: {{index: {index}}} gives "
