@@ -370,3 +370,12 @@ def test_a_java_home_whose_version_cannot_be_read_gets_only_the_options_every_ja
     if release is not None:
         (tmp_path / "release").write_bytes(release)
     assert quiet_options(tmp_path) == ["-Dslf4j.internal.verbosity=WARN"]
+
+
+def test_an_index_folder_written_with_a_tilde_is_the_folder_under_home(ikat_index, ikat_bm25, monkeypatch):
+    """The config check expands `~` (LocalPath); the search did not, and took `~/idx` for a
+    pyserini prebuilt name."""
+    monkeypatch.setenv("HOME", str(ikat_index.parent))
+    bm25 = BM25(index=f"~/{ikat_index.name}")
+    query = SearchQuery("q", "diet")
+    assert bm25.search([query], k=5) == ikat_bm25.search([query], k=5)

@@ -191,9 +191,10 @@ def _read_index(folder: str, commit: str) -> LuceneIndex | str:
 
 
 def _index_folder(index: str) -> tuple[str, str | None]:
-    """The index folder, and the pyserini prebuilt name it was downloaded under (if any)."""
-    if Path(index).is_dir():
-        return str(index), None
+    """The index folder (`~` expanded, as the config check expands it), and the pyserini prebuilt
+    name it was downloaded under (if any)."""
+    if Path(index).expanduser().is_dir():
+        return str(Path(index).expanduser()), None
     ensure_jvm()  # pyserini needs the harness's JVM options before its first import
     from pyserini.util import download_prebuilt_index
 
