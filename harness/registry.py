@@ -618,6 +618,44 @@ def declare(summary: str, params: Sequence[Param] = (), **more: Any) -> Callable
     return decorator
 
 
+def instances_of(kind: str, cls: type) -> Callable[[str, Any], Any]:
+    """An adapter (`Registry.adapter`) for a kind whose items are `cls`'s instances (a preset, a
+    scale): a plug-in's object is one, else a one-line error naming the class it should be."""
+    def adapt(name: str, obj: Any) -> Any:
+        if not isinstance(obj, cls):
+            raise HarnessError(f"{kind} {name!r}: got {type(obj).__name__}; expected a "
+                               f"{cls.__module__}.{cls.__qualname__}")
+        return obj
+
+    return adapt
+
+
+def answering(kind: str, call: str, answer: str, right: Callable[[Any], bool]) -> Callable[[str, Any], Callable]:
+    """An adapter (`Registry.adapter`) for a kind whose items are functions the harness calls
+    with the positional arguments `call` shows (`f(path)`): a plug-in's object that cannot be
+    called so is a one-line error when it is looked up, and its answer, where not `right`, one
+    naming it and the `answer` expected, not a traceback from the harness's code that reads it."""
+    arguments = call.count(",") + 1
+
+    def adapt(name: str, obj: Any) -> Callable:
+        try:
+            inspect.signature(obj).bind(*[None] * arguments)
+        except (TypeError, ValueError):
+            raise HarnessError(f"{kind} {name!r}: {getattr(obj, '__qualname__', type(obj).__name__)} cannot be "
+                               f"called as {call}; expected a function {call} -> {answer}") from None
+
+        @functools.wraps(obj)
+        def checked(*args: Any) -> Any:
+            found = obj(*args)
+            if not right(found):
+                raise HarnessError(f"{kind} {name!r} answered {type(found).__name__}; expected {answer}")
+            return found
+
+        return checked
+
+    return adapt
+
+
 def declared(name: str, obj: Any, skip: Sequence[str] = ()) -> Declaration:
     """A plug-in's declaration: its own (`declaration` attribute), else read from its
     signature (keyword parameters less `skip`; `**kwargs` makes it open) and docstring."""
@@ -729,8 +767,12 @@ class UnknownName(HarnessError):
 
 class Registry(Generic[T]):
     def __init__(self, kind: str, package: str | None = None, group: str | None = None,
-                 not_from_config: tuple[str, ...] = (), by_keyword: bool = True) -> None:
+                 not_from_config: tuple[str, ...] = (), by_keyword: bool = True,
+                 summary: Callable[[Any], str] | None = None) -> None:
         self.kind = kind
+        # a kind a config gives no parameters (a preset, a file format): a plug-in declares its summary alone,
+        # its own (`harness.declare`) else this function's, of its object; None: read from its signature
+        self._summary = summary
         self._by_keyword = by_keyword  # items take their parameters by name (strategies: `NAME:ARG` in order)
         self._items: dict[str, T] = {}
         self._declarations: dict[str, Declaration | Callable[[], Declaration]] = {}
@@ -927,6 +969,8 @@ class Registry(Generic[T]):
         """A plug-in's own declaration, else read from what the harness calls: the item its
         object was adapted into (a search function's factory takes its keyword parameters)."""
         own = isinstance(getattr(obj, "declaration", None), Declaration)
+        if self._summary is not None:  # its parameters are the harness's to pass (a file's path), not a config's
+            return Declaration(name, obj.declaration.summary if own else self._summary(obj))
         if own and self._by_keyword:
             _check_takes(f"{self.kind} {name!r}", obj.declaration, declared(name, item, self._not_from_config))
         return declared(name, obj if own else item, self._not_from_config)

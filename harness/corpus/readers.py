@@ -15,7 +15,7 @@ import html
 import logging
 import re
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -24,7 +24,7 @@ from harness import jsonl
 from harness.corpus import Corpus, Document
 from harness.errors import HarnessError, InputError, open_input
 from harness.paths import file_sha256
-from harness.registry import Param, Registry
+from harness.registry import Param, Registry, answering, instances_of, summary_of
 from harness.trec import Qrels, add_judgment
 
 
@@ -36,14 +36,26 @@ class CorpusFormat:
 
 
 # harness.topics registers `benchmark:` (topics sit above corpora; harness/_assembly.py)
-CORPUS_FORMATS: Registry[CorpusFormat] = Registry("corpus format")
+CORPUS_FORMATS: Registry[CorpusFormat] = Registry("corpus format", group="harness.corpus_formats",
+                                                   summary=lambda corpus_format: summary_of(corpus_format.open))
+
+
+@CORPUS_FORMATS.adapter
+def _plugin_format(name: str, obj: object) -> CorpusFormat:
+    """A plug-in's format is a CorpusFormat, whose `open` is checked to answer a Corpus."""
+    found = instances_of(CORPUS_FORMATS.kind, CorpusFormat)(name, obj)
+    opens = answering(CORPUS_FORMATS.kind, "open(spec)", "a harness.corpus.Corpus", lambda c: isinstance(c, Corpus))
+    return replace(found, open=opens(name, found.open))
 
 
 def open_corpus(spec: str) -> Corpus:
+    """The corpus a spec names, `FORMAT:` first; else the first format that claims it, the built-ins
+    before the plug-ins (an installed one that cannot be loaded is an error only where they are asked)."""
     prefix, sep, rest = spec.partition(":")
-    if sep and prefix in CORPUS_FORMATS:
+    if sep and prefix in CORPUS_FORMATS.names():  # a plug-in that cannot be loaded says why
         return CORPUS_FORMATS.get(prefix).open(rest)
-    for name in CORPUS_FORMATS:
+    built_ins = CORPUS_FORMATS.built_ins()
+    for name in [*built_ins, *(name for name in CORPUS_FORMATS.names() if name not in built_ins)]:
         corpus_format = CORPUS_FORMATS.get(name)
         if corpus_format.claims(spec):
             return corpus_format.open(spec)

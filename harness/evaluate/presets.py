@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from harness.errors import HarnessError, Spelling
 from harness.evaluate.measures import reads_deeper
-from harness.registry import Registry, first_sentence
+from harness.registry import Registry, first_sentence, instances_of
 
 DEFAULT_MEASURES = ["nDCG@10", "P@10", "AP", "RR", "R@1000"]
 # said by --measures' help of eval, compare and qrels rank-agree
@@ -29,7 +29,10 @@ class Preset:
     passage_separator: str | None = None
 
 
-PRESETS: Registry[Preset] = Registry("measure preset")
+# a plug-in's preset is a Preset too, declared as a built-in is, by its source's first sentence
+PRESETS: Registry[Preset] = Registry("measure preset", group="harness.presets",
+                                     summary=lambda preset: first_sentence(preset.source))
+PRESETS.adapter(instances_of(PRESETS.kind, Preset))
 
 
 def _add(name: str, preset: Preset) -> None:

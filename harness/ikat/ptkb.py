@@ -16,12 +16,13 @@ evaluated against the NIST PTKB qrels (qrels/ikat/ptkb_rel_nist, 2023 test turns
 from __future__ import annotations
 
 import functools
+import inspect
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, Literal, Protocol
 
 from harness.corpus import Corpus, Document
 from harness.errors import HarnessError
-from harness.registry import Param, Registry, as_declared
+from harness.registry import Param, Registry, as_declared, declared
 from harness.topics import Benchmark
 from harness.topics.model import Conversation
 from harness.trec import Run
@@ -46,7 +47,44 @@ class PTKBRanker(Protocol):
 
 
 # factory(conversations whose statements may be ranked, **params) -> ranker
-METHODS: Registry[Callable[..., PTKBRanker]] = Registry("PTKB ranking method")
+METHODS: Registry[Callable[..., PTKBRanker]] = Registry("PTKB ranking method", group="harness.ptkb_methods")
+
+
+@METHODS.adapter
+def _plugin_method(name: str, obj: Any) -> Callable[..., PTKBRanker]:
+    """A plug-in's method is a function or class `f(conversations, **params)` making a ranker whose
+    `rank(turns)` answers a harness.trec.Run; its parameters after the first are a config's (`params:`)."""
+    expected = "a function or class f(conversations, **params) making an object with rank(turns) -> Run"
+    try:
+        signature = inspect.signature(obj)
+        signature.bind(None)
+    except (TypeError, ValueError):
+        raise HarnessError(f"PTKB ranking method {name!r}: {getattr(obj, '__qualname__', type(obj).__name__)} "
+                           f"cannot be called as f(conversations); expected {expected}") from None
+
+    @functools.wraps(obj)
+    def factory(conversations: Sequence[Conversation], **params: Any) -> PTKBRanker:
+        ranker = obj(conversations, **params)
+        if not callable(getattr(ranker, "rank", None)):
+            raise HarnessError(f"PTKB ranking method {name!r} made {type(ranker).__name__}; expected {expected}")
+        return _CheckedRanker(name, ranker)
+
+    factory.declaration = declared(name, obj, skip=list(signature.parameters)[:1])  # type: ignore[attr-defined]
+    return factory
+
+
+class _CheckedRanker:
+    """A plug-in's ranker, whose answer is checked to be a Run."""
+
+    def __init__(self, name: str, ranker: PTKBRanker) -> None:
+        self.name, self.ranker = name, ranker
+
+    def rank(self, turns: Sequence[tuple[Conversation, int]]) -> Run:
+        found = self.ranker.rank(turns)
+        if not isinstance(found, Run):
+            raise HarnessError(f"PTKB ranking method {self.name!r} answered {type(found).__name__}; expected a "
+                               "harness.trec.Run (Run.of({turn qid: [(statement id, score), ...]}))")
+        return found
 
 
 def rank_ptkb(benchmark: Benchmark, method: str, **params) -> Run:

@@ -114,14 +114,14 @@ def scale_warning(reference: Qrels, path: str | Path, record: dict | None, use: 
     unknown here."""
     name = record.get("scale") if record and record["matches_file"] else None
     grades = {grade for docs in reference.judgments.values() for grade in docs.values()}
-    if name not in SCALES.names() or not grades:
+    if name not in SCALES or not grades:  # (a plug-in scale that cannot be loaded: unknown here)
         return None
     scale, top = SCALES.get(name), max(grades)
     if max(scale.labels) == top:
         return None
     # support-0-2 grades how far a text backs a statement (nuggets, citations), not relevance
     fitting = [other for other in SCALES.names()
-               if SCALES.get(other) is not SUPPORT_0_2 and max(SCALES.get(other).labels) == top]
+               if other in SCALES and SCALES.get(other) is not SUPPORT_0_2 and max(SCALES.get(other).labels) == top]
     return (f"{path}: its provenance sidecar puts its labels on the scale {scale.span()}, but the top grade "
             f"of {reference.path or reference.name} is {top}: {use}, mixing the two scales; judge with "
             + (f"--scale {' or '.join(fitting)}" if fitting else f"a --scale whose top grade is {top}"))

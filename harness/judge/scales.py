@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass
 
 from harness.errors import HarnessError
-from harness.registry import Registry
+from harness.registry import Registry, instances_of
 
 _LABEL = re.compile(r"\s*([0-9]+)\.?\s*")  # ASCII digits: "\d" would take "３" or "٣" for 3
 
@@ -45,7 +45,17 @@ class Scale:
         return "\n".join(f"{label} = {text}" for label, text in zip(self.labels, self.meaning))
 
 
-SCALES: Registry[Scale] = Registry("scale")
+SCALES: Registry[Scale] = Registry("scale", group="harness.scales", summary=lambda scale: scale.span())
+
+
+@SCALES.adapter
+def _plugin_scale(name: str, obj: object) -> Scale:
+    """A plug-in's scale is a Scale named as its entry point is: a labels file records the scale by its
+    name, which must find it again."""
+    scale = instances_of(SCALES.kind, Scale)(name, obj)
+    if scale.name != name:
+        raise HarnessError(f"scale {name!r} is named {scale.name!r}: a scale's name is the one it is registered by")
+    return scale
 
 
 def _scale(name: str, summary: str, meaning: tuple[str, ...]) -> Scale:

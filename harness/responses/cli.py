@@ -18,6 +18,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     from harness.report.formats import FORMAT_HELP, FORMATS
     from harness.report.cli_options import add_paired_tests
     from harness.responses.judges import JUDGE_NAMES
+    from harness.responses.nuggets import BANKS
     from harness.responses.readers import FORMATS as RESPONSE_FORMATS
 
     sub = parser.add_subparsers(dest="responses_command", required=True, metavar="ACTION")
@@ -29,6 +30,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                     help="the responses' format (default: told from the content)")
     ev.add_argument("--nuggets", required=True, metavar="BANK",
                     help="nugget bank: CONE-RAG gold nuggets JSON (grades 1-4) or nuggetizer nuggets JSONL")
+    ev.add_argument("--nuggets-format", choices=BANKS.names(),
+                    help="the nugget bank's format (default: told from the content)")
     ev.add_argument("--vital-grade", type=number_in(0, math.inf, whole=True), default=3,
                     help="graded nuggets at or above this grade are vital (default 3)")
     ev.add_argument("--judge", required=True, metavar="NAME",
@@ -105,7 +108,7 @@ def _eval(args: argparse.Namespace) -> int:
     held = [(str(path), read_responses(path, args.response_format)) for path in args.responses]
     runs = [run for _, file_runs in held for run in file_runs]
     chosen = baselines(args, {path: [run.name for run in file_runs] for path, file_runs in held})  # before the judging
-    bank = read_bank(args.nuggets, vital_grade=args.vital_grade)
+    bank = read_bank(args.nuggets, args.nuggets_format, vital_grade=args.vital_grade)
     unreachable = bank.unreachable_vital_grade()
     if unreachable:
         print(f"warning: {unreachable}", file=sys.stderr)

@@ -24,7 +24,7 @@ from pathlib import Path
 
 from harness import jsonl
 from harness.errors import InputError, open_input
-from harness.registry import Registry
+from harness.registry import Registry, answering, summary_of
 from harness.responses.model import Nugget, NuggetBank
 from harness.responses.readers import NUGGETIZER_KEYS, json_object, once
 from harness.trec import looks_like_qrels_line, looks_like_run_line
@@ -35,7 +35,9 @@ IMPORTANCE_RULE = ("graded nuggets: vital when grade >= {vital_grade}, weight = 
                    "nuggetizer nuggets: vital/okay as given, weight 2/1")
 
 BankReader = Callable[[Path, int], NuggetBank]
-BANKS: Registry[BankReader] = Registry("nugget bank format")
+BANKS: Registry[BankReader] = Registry("nugget bank format", group="harness.nugget_banks", summary=summary_of)
+BANKS.adapter(answering(BANKS.kind, "f(path, vital_grade)", "a harness.responses.model.NuggetBank",
+                        lambda bank: isinstance(bank, NuggetBank)))
 
 
 def read_bank(path: str | Path, format: str | None = None, vital_grade: int = VITAL_GRADE) -> NuggetBank:

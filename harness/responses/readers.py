@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Any
 
 from harness import jsonl
 from harness.errors import InputError
-from harness.registry import Registry
+from harness.registry import Registry, answering, summary_of
 from harness.responses.model import Response, ResponseRun, Sentence
 from harness.trec import canonical_order, file_stem, looks_like_run_line
 
@@ -45,7 +45,9 @@ if TYPE_CHECKING:
     from harness.ikat.submission import PassageProvenance
 
 Reader = Callable[[Path], list[ResponseRun]]
-FORMATS: Registry[Reader] = Registry("response format")
+FORMATS: Registry[Reader] = Registry("response format", group="harness.response_formats", summary=summary_of)
+FORMATS.adapter(answering(FORMATS.kind, "f(path)", "a list of harness.responses.model.ResponseRun",
+                          lambda runs: isinstance(runs, list) and all(isinstance(run, ResponseRun) for run in runs)))
 
 
 def _text(path: Path) -> str:

@@ -120,7 +120,7 @@ def listed(kind: str, name: str) -> dict[str, Any]:
     try:
         return describe(kind, name)
     except HarnessError as error:
-        return {"name": name, "error": str(error).removeprefix(f"{kind} {name!r}: ")}
+        return {"name": name, "error": str(error).removeprefix(f"{registry(kind).kind} {name!r}: ")}
 
 
 def describe(kind: str, name: str) -> dict[str, Any]:

@@ -71,7 +71,7 @@ PLUGIN_RULES = 2
 
 
 def plugins(task: str, strategy: str | None, retriever: str, params: dict[str, Any]) -> dict[str, Any]:
-    """The origins of the plug-ins a run uses, by role (`strategy`, `retriever python:m:f`);
+    """The origins of the plug-ins a run uses, by role (`strategy`, `retriever python:m:f`, `ptkb method NAME`);
     empty for built-ins alone, so that their runs' resume keys stay as they were."""
     from harness import queries
     from harness.registry import split_spec
@@ -88,6 +88,12 @@ def plugins(task: str, strategy: str | None, retriever: str, params: dict[str, A
             origin = RETRIEVERS.origin(name)
             if origin is not None:
                 found[f"retriever {name}"] = origin
+    elif task == "ptkb":
+        from harness.ikat.ptkb import METHODS
+
+        origin = METHODS.origin(retriever)
+        if origin is not None:
+            found[f"ptkb method {retriever}"] = origin
     return found
 
 

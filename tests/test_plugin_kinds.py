@@ -1,0 +1,211 @@
+"""The kinds a research team plugs in without editing harness, beyond retrievers, strategies,
+benchmarks and judges: measure presets, scales, response formats, nugget-bank formats and
+corpus formats, each through its entry-point group (`harness.presets`, ...).
+
+The plug-in package is installed as pip installs one (a dist-info folder, found by
+importlib.metadata, on the PYTHONPATH of the harness run as a user runs it), as
+tests/test_plugins.py installs its broken ones; nothing is installed into the shared venv.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import harness
+
+MODULE = '''
+"""Our lab's own protocol, scale and file formats."""
+from harness.corpus import Corpus, Document
+from harness.corpus.readers import CorpusFormat
+from harness.evaluate.presets import Preset
+from harness.judge.scales import Scale
+from harness.responses.model import Nugget, NuggetBank, Response, ResponseRun, Sentence
+
+shallow = Preset(measures=("P@1", "RR"), depth=None, source="Our lab's shallow protocol: the top passage. Notes.")
+lab_scale = Scale("lab-0-2", (0, 1, 2), ("off topic", "partly", "answers"))
+
+
+def read_tsv(path):
+    """Our lab's responses: `turn TAB run TAB text` lines."""
+    runs = {}
+    for line in path.read_text().splitlines():
+        turn, run, text = line.split("\\t")
+        runs.setdefault(run, {})[turn] = Response(turn, text, (Sentence(text),))
+    return [ResponseRun(run, path, "lab-tsv", responses) for run, responses in runs.items()]
+
+
+def read_bank(path, vital_grade):
+    """Our lab's nuggets: `turn TAB nugget text` lines, all vital."""
+    nuggets = {}
+    for number, line in enumerate(path.read_text().splitlines(), 1):
+        turn, text = line.split("\\t")
+        nuggets[turn] = (*nuggets.get(turn, ()), Nugget(str(number), text, 1, True))
+    return NuggetBank(path.name, nuggets, "every nugget vital")
+
+
+def open_tsv(spec):
+    """Our lab's passages: `id TAB text` lines."""
+    def documents():
+        with open(spec) as handle:
+            for line in handle:
+                docid, text = line.rstrip("\\n").split("\\t")
+                yield Document(docid, text)
+    return Corpus(spec, documents)
+
+
+lab_corpus = CorpusFormat(open=open_tsv, claims=lambda spec: False)
+
+
+class ListedFirst:
+    """Each turn's PTKB statements in the order the user gave them."""
+
+    def __init__(self, conversations, top: int = 2):
+        self.top = top
+
+    def rank(self, turns):
+        from harness.trec import Run
+
+        return Run.of({conversation.turns[index].qid: [(statement.id, float(-rank)) for rank, statement
+                                                       in enumerate(conversation.personal[:self.top])]
+                       for conversation, index in turns})
+
+
+def not_a_reader():
+    return []
+
+
+def by_turn(path):
+    return {"1_1": "Paris"}
+'''
+
+ENTRY_POINTS = """[harness.presets]
+shallow = lab_plugin:shallow
+[harness.scales]
+lab-0-2 = lab_plugin:lab_scale
+not-a-scale = lab_plugin:shallow
+[harness.response_formats]
+lab-tsv = lab_plugin:read_tsv
+wrong = lab_plugin:not_a_reader
+by-turn = lab_plugin:by_turn
+[harness.nugget_banks]
+lab-tsv = lab_plugin:read_bank
+[harness.ptkb_methods]
+listed-first = lab_plugin:ListedFirst
+[harness.corpus_formats]
+labtsv = lab_plugin:lab_corpus
+"""
+
+
+@pytest.fixture
+def installed(tmp_path, monkeypatch) -> Path:
+    """lab-plugin 0.3 installed: a dist-info folder and its module on the PYTHONPATH; the current folder."""
+    site = tmp_path / "site"
+    (site / "lab_plugin-0.3.dist-info").mkdir(parents=True)
+    (site / "lab_plugin-0.3.dist-info" / "METADATA").write_text("Metadata-Version: 2.1\nName: lab-plugin\n"
+                                                                "Version: 0.3\n")
+    (site / "lab_plugin-0.3.dist-info" / "entry_points.txt").write_text(ENTRY_POINTS)
+    (site / "lab_plugin.py").write_text(MODULE)
+    monkeypatch.setenv("PYTHONPATH", f"{Path(harness.__file__).parents[1]}{os.pathsep}{site}")
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def _harness(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-c", "import sys; from harness.cli import main; sys.exit(main())", *args],
+                          capture_output=True, text=True, timeout=300)
+
+
+@pytest.mark.parametrize("kind, name, summary", [
+    ("preset", "shallow", "Our lab's shallow protocol: the top passage."),
+    ("scale", "lab-0-2", "lab-0-2 (0 to 2)"),
+    ("response-format", "lab-tsv", "Our lab's responses: `turn TAB run TAB text` lines."),
+    ("nugget-bank", "lab-tsv", "Our lab's nuggets: `turn TAB nugget text` lines, all vital."),
+    ("corpus-format", "labtsv", "Our lab's passages: `id TAB text` lines."),
+    ("ptkb-method", "listed-first", "Each turn's PTKB statements in the order the user gave them."),
+])
+def test_an_installed_plugin_of_each_kind_is_listed_with_its_package(installed, kind, name, summary):
+    done = _harness("components", kind, name)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[1] == f"  {name:<20} {summary}  [lab-plugin]"
+
+
+def test_a_plugin_preset_scores_by_name_in_eval_and_in_a_config(installed):
+    (installed / "qrels").write_text("1 0 d1 1\n1 0 d2 0\n2 0 d3 1\n")
+    (installed / "a.run").write_text("1 Q0 d2 1 2.0 a\n1 Q0 d1 2 1.0 a\n2 Q0 d3 1 1.0 a\n")
+    done = _harness("eval", "--qrels", "qrels", "--preset", "shallow", "a.run", "--format", "json")
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == {"a": {"P@1": 0.5, "RR": 0.75}}
+    (installed / "c.yaml").write_text("output: runs\nexperiments:\n  - topics: ikat2023:test\n    strategies: [raw]\n"
+                                      "    retrievers: [bm25]\n    preset: shallow\n")
+    done = _harness("run", "c.yaml", "--dry-run")
+    assert done.returncode == 0, done.stderr
+
+
+def test_a_plugin_response_format_and_nugget_bank_format_are_read_by_name(installed):
+    (installed / "answers.tsv").write_text("1_1\tmine\tParis is the capital.\n")
+    (installed / "nuggets.tsv").write_text("1_1\tthe capital is Paris\n")
+    (installed / "assigned.jsonl").write_text(json.dumps({"qid": "1_1", "run_id": "mine",
+                                                          "nuggets": [{"assignment": "support"}]}) + "\n")
+    done = _harness("responses", "eval", "answers.tsv", "--response-format", "lab-tsv", "--nuggets", "nuggets.tsv",
+                    "--nuggets-format", "lab-tsv", "--judge", "assignments:assigned.jsonl", "--format", "json")
+    assert done.returncode == 0, done.stderr
+    assert "mine" in done.stdout and "every nugget vital" in done.stdout
+
+
+def test_a_plugin_ptkb_method_ranks_by_name_with_its_parameters_and_keys_its_runs(installed):
+    """Its parameters after the conversations are a config's; its package's version is in the run's resume key."""
+    (installed / "c.yaml").write_text("output: runs\nexperiments:\n  - task: ptkb\n    topics: ikat2023:test\n"
+                                      "    retrievers: [{name: listed-first, params: {top: 3}}]\n")
+    done = _harness("run", "c.yaml")
+    assert done.returncode == 0, done.stderr
+    lines = (installed / "runs" / "ikat2023-test.ptkb.listed-first.run").read_text().splitlines()
+    assert {line.split()[3] for line in lines} == {"1", "2", "3"}
+    record = json.loads((installed / "runs" / "ikat2023-test.ptkb.listed-first.json").read_text())
+    origin = json.loads(record["hashes"]["plugins"])["ptkb method listed-first"]
+    assert (origin["entry_point"], origin["distribution"]) == ("harness.ptkb_methods:listed-first", "lab-plugin")
+    (installed / "c.yaml").write_text("output: runs\nexperiments:\n  - task: ptkb\n    topics: ikat2023:test\n"
+                                      "    retrievers: [{name: listed-first, params: {depth: 3}}]\n")
+    done = _harness("run", "c.yaml", "--dry-run")
+    assert done.returncode == 2 and "depth" in done.stderr.splitlines()[-1], done.stderr
+
+
+def test_a_plugin_corpus_format_and_scale_are_found_by_name(installed):
+    (installed / "passages.tsv").write_text("p1\tParis is the capital.\n")
+    probe = ("from harness.corpus.readers import open_corpus; from harness.judge.scales import SCALES; "
+             "print([d.id for d in open_corpus('labtsv:passages.tsv').documents()], SCALES.get('lab-0-2').labels)")
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
+    assert done.stdout == "['p1'] (0, 1, 2)\n", done.stderr
+
+
+def test_a_plugin_of_the_wrong_shape_is_broken_naming_what_it_should_be_and_its_package(installed):
+    done = _harness("components", "response-format")
+    assert done.returncode == 1 and "Traceback" not in done.stderr
+    [line] = [line for line in done.stdout.splitlines() if line.startswith("  wrong ")]
+    assert line.split(None, 1)[1] == ("BROKEN: not_a_reader cannot be called as f(path); expected a function f(path) "
+                                      "-> a list of harness.responses.model.ResponseRun (entry point "
+                                      "lab_plugin:not_a_reader of lab-plugin 0.3)")
+    (installed / "answers.json").write_text("{}")
+    done = _harness("responses", "eval", "answers.json", "--response-format", "by-turn", "--nuggets", "n.json",
+                    "--judge", "minilm")
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert done.stderr.splitlines()[-1] == ("harness responses eval: error: response format 'by-turn' answered dict; "
+                                            "expected a list of harness.responses.model.ResponseRun")
+
+
+def test_a_scale_plugin_that_cannot_be_loaded_is_broken_where_listed_and_no_error_in_a_warning_about_scales(
+        installed):
+    """The warning on a labels file's scale against the reference's top grade names the scales that fit: it
+    looked every scale up, and a broken one made the warning an error."""
+    done = _harness("components", "scale")
+    assert done.returncode == 1 and "  not-a-scale          BROKEN: got Preset; expected a harness.judge.scales.Scale " \
+        "(entry point lab_plugin:shallow of lab-plugin 0.3)" in done.stdout.splitlines()
+    probe = ("from harness.judge.fill import scale_warning; from harness.trec import Qrels; "
+             "print(scale_warning(Qrels('h', {'1': {'d': 4}}), 'x', {'scale': 'yes-no', 'matches_file': True}, 'u'))")
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
+    assert done.stdout.endswith("judge with --scale relevance-0-4\n"), done.stderr
