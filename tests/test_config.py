@@ -154,6 +154,36 @@ def test_empty_measures_and_a_passage_separator_say_to_name_measures(tmp_path):
             "measures, or leave the passage separator out") in message
 
 
+@pytest.mark.parametrize("key, value, what", [("qrels", "missing/q.txt", "the qrels"),
+                                               ("qrels_restrict_to_corpus", True, "qrels_restrict_to_corpus")])
+def test_empty_measures_and_a_key_only_scoring_reads_say_to_name_measures(tmp_path, key, value, what):
+    """Refused before its qrels is opened: a file that is not there is not said to be missing."""
+    message = _error(tmp_path, {"experiments": [_experiment(measures=[], **{key: value})]})
+    assert (f"experiments[0].{key}: 'measures: []' names none, so its runs are not scored; name measures, or "
+            f"leave {what} out") in message
+    assert "missing/q.txt" not in message
+
+
+def test_topics_without_qrels_and_qrels_restrict_to_corpus_need_a_qrels_file(tmp_path):
+    experiment = {**_experiment(topics="ikat2025:test", corpus="benchmark:ikat2023:test"), "measures": [],
+                  "qrels_restrict_to_corpus": True}
+    message = _error(tmp_path, {"experiments": [experiment]})
+    assert ("experiments[0].qrels_restrict_to_corpus: ikat2025:test ships no qrels, so its runs are not scored; "
+            "give 'qrels: FILE', or leave qrels_restrict_to_corpus out") in message
+
+
+def test_empty_measures_inherit_no_qrels_from_the_top_level(tmp_path):
+    """An experiment's qrels are its own key or its topics' own qrels, never a top-level default: a
+    `measures: []` experiment beside a scored one, each with its own keys, loads."""
+    assert "x.yaml: qrels: unknown key" in _error(tmp_path, {"qrels": "q.txt", "experiments": [_experiment()]})
+    qrels = tmp_path / "q.txt"
+    qrels.write_text("1_1 0 d 1\n", encoding="utf-8")
+    scored, unscored = _experiment(name="scored", qrels=str(qrels)), _experiment(name="submission", measures=[])
+    loaded = load_config(_write(tmp_path, {"tag": "{name}.{strategy}.{retriever}",
+                                           "experiments": [scored, unscored]})).experiments
+    assert [(e.qrels, e.unscored) for e in loaded] == [(qrels, None), (None, "'measures: []' names none")]
+
+
 def test_unknown_retriever_names_the_known_ones(tmp_path):
     message = _error(tmp_path, {"experiments": [_experiment(retrievers=["bm25", "bm26"])]})
     assert "experiments[0].retrievers[1]: unknown retriever 'bm26'; nearest: bm25; known:" in message

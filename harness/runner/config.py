@@ -550,9 +550,12 @@ def _experiment(node: Node, defaults: dict[str, Any], problems: Problems,
     elif "measures" in keys and keys["measures"].value == []:  # runs for a submission: qrels or not
         unscored, scoring = "'measures: []' names none", "name measures"
         _measures_or_preset(keys)
-    if unscored is not None and "passage_separator" in keys:  # (it would be read by no scoring)
-        raise keys["passage_separator"].error(f"{unscored}, so its runs are not scored; {scoring}, or "
-                                              "leave the passage separator out")
+    # a key read by no scoring, refused before its qrels is opened (an irds: one fetched); an
+    # experiment inherits none of these (the top level has no such keys), so each is written in it
+    for key, what in (("qrels", "the qrels"), ("qrels_restrict_to_corpus", "qrels_restrict_to_corpus"),
+                      ("passage_separator", "the passage separator")):
+        if unscored is not None and key in keys:
+            raise keys[key].error(f"{unscored}, so its runs are not scored; {scoring}, or leave {what} out")
     qrels = problems.keep(_qrels, keys["qrels"], qrels_read) if "qrels" in keys else None
     if qrels is not None and benchmark is not None:
         problems.keep(_judging, keys["qrels"], qrels, benchmark)
