@@ -750,6 +750,66 @@ def test_a_group_file_takes_qids_holding_a_hash_and_comments_after_a_blank(tmp_p
     assert bd.read_groups(groups) == {qids[0]: "first", qids[1]: "second"}
 
 
+def test_a_hash_in_a_group_file_s_group_column_starts_a_comment_as_it_did(tmp_path):
+    """`106_1 A#old` is group A, its '#old' a comment, as before qids holding a '#' were read: it was a group
+    named 'A#old' of its own, without a word. A qid keeps its '#' (the test above)."""
+    groups = tmp_path / "phase.tsv"
+    groups.write_text("106_1 A#old\n106_2 A\n106_3 B#\n")
+    assert bd.read_groups(groups) == {"106_1": "A", "106_2": "A", "106_3": "B"}
+
+
+def test_a_group_file_covering_none_of_the_compared_queries_is_a_one_line_error(tmp_path, capsys):
+    """Another year's qids, say: an IndexError traceback from the groups' tests."""
+    groups = tmp_path / "other.tsv"
+    groups.write_text("zz_1 A\nzz_2 B\n")
+    assert main(["compare", "--qrels", str(CAST2021_QRELS), *map(str, CAST2021_DOC_RUNS[:2]), "--measures",
+                 "nDCG@3", "--groups", str(groups)]) == 2
+    assert capsys.readouterr().err == ("harness compare: error: the other mapping covers none of the 158 compared "
+                                       "queries\n")
+
+
+def test_a_group_field_set_on_none_of_the_compared_queries_is_a_one_line_error(tmp_path, capsys):
+    """CAsT 2019's conversation 44 has no description: grouped by it, runs of its turns alone have no group."""
+    (tmp_path / "q.qrels").write_text("".join(f"44_{turn} 0 d{turn} 1\n" for turn in (1, 2, 3)))
+    for name, hit in (("a", 1), ("b", 2)):
+        (tmp_path / f"{name}.run").write_text("".join(f"44_{turn} Q0 d{turn if turn == hit else 9} 1 2 {name}\n"
+                                                      for turn in (1, 2, 3)))
+    assert main(["compare", "--qrels", str(tmp_path / "q.qrels"), str(tmp_path / "a.run"), str(tmp_path / "b.run"),
+                 "--measures", "RR", "--topics", "cast2019", "--group-field", "description"]) == 2
+    assert capsys.readouterr().err.endswith(
+        "harness compare: error: the description mapping covers none of the 3 compared queries\n")
+
+
+def test_a_count_s_comparison_within_a_group_is_per_query_as_the_group_table_s_means(tmp_path):
+    """The leaderboard gives a count's value and difference as sums over the queries (trec_eval's `all`), but a
+    group's table gives per-query means: the group's Δ mean and interval under it are per query too, the
+    difference of the table's means (they were sums over the group's queries: +40 under means 11.88, 13.06)."""
+    count = "NumRet(rel=1)"  # relevant retrieved (NumRet is 1000 on every query), where BM25 and ConvDR differ
+    runs = [path for path in CAST2021_DOC_RUNS if path.stem in ("org_convdr", "org_manual_bm25")]
+    qrels = read_qrels(CAST2021_QRELS)
+    evaluations = [evaluate(qrels, read_run(path), [count, "nDCG@3"]) for path in runs]
+    board = leaderboard(evaluations)
+    first, second = board.scores.runs
+    groups = {qid: "early" if depth <= 3 else "late" for qid, depth in bd.depths(board.scores.qids).items()}
+    table = bd.breakdown(board.scores, count, groups, "phase")
+    for group, group_board in bd.tested_groups(board, groups).items():
+        c = group_board.comparisons_of(second, count)[0]
+        indices = [i for i, qid in enumerate(board.scores.qids) if groups[qid] == group]
+        d = board.scores.values[count][second][indices] - board.scores.values[count][first][indices]
+        half = scipy_stats.t.ppf(0.975, len(d) - 1) * d.std(ddof=1) / np.sqrt(len(d))
+        assert c.difference == pytest.approx(table.means[second][group] - table.means[first][group], rel=1e-12)
+        assert (c.ci_low, c.ci_high) == pytest.approx((d.mean() - half, d.mean() + half), rel=1e-12)
+    groups_file = tmp_path / "phase.tsv"
+    groups_file.write_text("".join(f"{qid} {group}\n" for qid, group in groups.items()))
+    out = tmp_path / "board.json"
+    assert main(["compare", "--qrels", str(CAST2021_QRELS), *map(str, runs), "--measures",
+                 count, "--groups", str(groups_file), "--format", "json", "--output", str(out)]) == 0
+    phase = next(b for b in json.loads(out.read_text())["breakdowns"] if b["name"] == "phase")
+    for row in phase["groups"]:
+        [c] = row["comparisons"]
+        assert c["difference"] == pytest.approx(row[second] - row[first], rel=1e-12)
+
+
 def test_the_report_notes_queries_no_judgment_of_a_measures_level_reaches_once(capsys):
     """CAsT 2021: one judged turn has no document of grade 2, 30 none of grade 3: their rel=2 and
     rel=3 measures are 0 there for every run, which caps the board's means; nDCG@3 (grade 1

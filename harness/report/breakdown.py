@@ -35,8 +35,6 @@ ONE_QUERY_SHARE = 0.9
 
 _LAST_INT = re.compile(r"^(?P<prefix>.*)[_-](?P<depth>\d+)$")
 _TREE_NODE = re.compile(r"^\d+_\d+-\d+$")  # CAsT 2022 <topic>_<branch>-<node>
-# a comment starts a line or follows a blank: CoSRec's qids hold a '#' (CoSRec-Curated_1_0_0#3)
-_COMMENT = re.compile(r"(?:^|\s)#")
 
 
 def _split_qid(qid: str, spelling: Spelling = FLAGS) -> tuple[str, int]:
@@ -125,14 +123,23 @@ def groups_from_topics(benchmark: Benchmark, key: str) -> dict[str, str]:
     return groups
 
 
+def _group_fields(line: str) -> list[str]:
+    """A group file line's fields: a '#' starts a comment at the line's start or after the qid (`106_1 A#old` is
+    group A), but is the qid's own within it, as CoSRec's qids hold one (CoSRec-Curated_1_0_0#3)."""
+    fields = line.split(maxsplit=1)
+    if not fields or fields[0].startswith("#"):
+        return []
+    rest = fields[1] if len(fields) > 1 else ""
+    return [fields[0], *rest.split("#", 1)[0].split()]
+
+
 def read_groups(path: str | Path) -> dict[str, str]:
-    """A two-column 'qid group' file (whitespace separated, '#' comments allowed where they start a line or
-    follow a blank, so that a qid may hold a '#')."""
+    """A two-column 'qid group' file (whitespace separated, '#' comments: _group_fields)."""
     path = Path(path)
     groups: dict[str, str] = {}
     lines = read_input(path).splitlines()
     for number, line in enumerate(lines, start=1):
-        fields = _COMMENT.split(line, maxsplit=1)[0].split()
+        fields = _group_fields(line)
         if not fields:
             continue
         if len(fields) != 2:
@@ -167,12 +174,11 @@ def _ordered(groups: Iterable[Hashable]) -> list[Hashable]:
 
 
 def breakdown(scores: Scores, measure: str, groups: Mapping[str, Hashable], name: str,
-              mean: Callable[[np.ndarray], float] | None = None,
-              tests: Mapping[Hashable, Leaderboard] | None = None) -> Breakdown:
+              mean: Callable[[np.ndarray], float] | None = None) -> Breakdown:
     """A query whose score on `measure` is undefined (Scores.defined) is in no group: a group
     of such queries alone is left out. `mean` takes a group's mean as the board takes a run's
     (None: trec_eval's running sum; responses: nuggetizer's exact mean), so that a group of all
-    the queries shows the run's mean to the last digit. `tests`: the groups' boards (tested_groups)."""
+    the queries shows the run's mean to the last digit. The groups' tests (tested_groups) are added after."""
     mean = mean or running_mean
     defined = scores.defined(measure)
     members: dict[Hashable, list[int]] = {}
@@ -188,7 +194,7 @@ def breakdown(scores: Scores, measure: str, groups: Mapping[str, Hashable], name
     }
     covered = sum(len(v) for v in members.values())
     return Breakdown(name, measure, ordered, {g: len(members[g]) for g in ordered}, means,
-                     int(defined.sum()) - covered, tests or {})
+                     int(defined.sum()) - covered)
 
 
 def tested_groups(board: Leaderboard, groups: Mapping[str, Hashable]) -> dict[Hashable, Leaderboard]:

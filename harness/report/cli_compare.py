@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import math
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 from harness.cli import add_format, add_output, add_runs, distinct_runs, number_in
@@ -43,7 +44,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--group-field", help="break results down by this field of --topics' turns (or of their "
                         "conversations), one of one value per turn (not a list) the benchmark declares (`harness "
                         "components benchmark`; e.g. type for cosrec-curated)")
-    parser.add_argument("--groups", help="break results down by a 'qid group' file")
+    parser.add_argument("--groups", help="break results down by a 'qid group' file (whitespace separated; a '#' "
+                        "starts a comment at a line's start or after the qid, whose own '#' it keeps)")
     parser.add_argument("--arena-votes", nargs="+", metavar="CSV", help="add arena ratings from these vote files")
     parser.add_argument("--dialogues", nargs="+", metavar="JSON",
                         help="CRSArena dialogues for satisfaction rates (with --arena-votes)")
@@ -147,8 +149,10 @@ def add_breakdowns(report: Report, args: argparse.Namespace) -> None:
     if args.groups:
         groupings.append((file_stem(args.groups), bd.read_groups(args.groups)))
     for name, groups in groupings:
+        # the breakdowns first: they say a mapping covers none of the compared queries (no group to test)
+        breakdowns = [bd.breakdown(scores, m, groups, name) for m in board.measures]
         tests = bd.tested_groups(board, groups) if board.comparisons else {}
-        report.breakdowns += [bd.breakdown(scores, m, groups, name, tests=tests) for m in board.measures]
+        report.breakdowns += [replace(b, tests=tests) for b in breakdowns]
         said: dict[str, list[str]] = {}  # each group board's warnings, as the board's own are said, once each
         for group, group_board in tests.items():
             for warning in group_board.warnings():

@@ -387,8 +387,10 @@ def group_boards(board: Leaderboard, members: Mapping[Hashable, Sequence[int]]) 
     """`board`'s runs, baselines and test within each group of its queries (`members`: group -> the indices
     of its queries in board.scores), a board per group: its comparisons, across every group, are one family
     corrected at once (groups x runs x baselines x measures), as the board's own are, so that k groups are
-    not k tries at alpha; a group of one query has no test (n/a), as the board's one-query measures."""
-    boards = {group: replace(board, scores=board.scores.among(indices), summaries={}, comparisons=[])
+    not k tries at alpha; a group of one query has no test (n/a), as the board's one-query measures. A count's
+    (NumRet...) difference and interval are per query there, as the group's table gives its means, not sums."""
+    boards = {group: replace(board, scores=replace(board.scores.among(indices), counts=()), summaries={},
+                             comparisons=[])
               for group, indices in members.items()}
     score_family(list(boards.values()), "groups x runs x baselines x measures")
     return boards
