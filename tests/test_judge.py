@@ -454,8 +454,8 @@ def test_a_pair_the_endpoint_refuses_fails_alone_quoted_and_is_asked_again_next_
         record = read_provenance(out)
         assert record["counts"]["failed"] == 1 and record["failed_requests"] == {"HTTP 400": 1}
         assert record["refused_requests"] == 1 and record["refused_example"] == f"HTTP 400: {TOO_LONG}"
-        assert (f"warning: 1 pairs got no answer after the retries or were refused by the endpoint (1 request "
-                f"refused, e.g. {record['refused_example']!r}); run again") in capsys.readouterr().err
+        assert (f"warning: 1 pair got a refusal from the endpoint (1 request refused, e.g. "
+                f"{record['refused_example']!r}); run again") in capsys.readouterr().err
         assert main(judge_args(pool, server, out, depth=SHALLOW)) == 1
         assert len(server.requests()) == len(pool["shallow"]) + 1 and f"[passage {docid}]" in prompts(server)[-1]
     assert read_provenance(out)["counts"] == {**record["counts"], "cached": len(pool["shallow"]) - 1}

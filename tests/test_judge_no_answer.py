@@ -41,8 +41,7 @@ def test_a_completion_with_no_text_fails_its_pair_with_the_cause_and_is_asked_ag
         assert len(server.requests()) == 3  # not retried: at temperature 0 the same reply comes back
     error = capsys.readouterr().err
     assert "3 requests; 0 unparseable, 1 failed, 0 missing)" in error and "off the scale" not in error
-    assert ("warning: 1 pairs got no answer after the retries or got a reply with no text (finish_reason length) on 1 "
-            "request; run again") in error
+    assert "warning: 1 pair got a reply with no text (finish_reason length) on 1 request; run again" in error
     record = read_provenance(tmp_path / "out.qrels")
     assert record["counts"]["failed"] == 1 and record["failed_requests"] == {"no text (finish_reason length)": 1}
     assert (tmp_path / "out.qrels").read_text() == "0_1 0 d0_1 2\n0_3 0 d0_3 3\n"
@@ -53,7 +52,44 @@ def test_a_completion_with_no_text_fails_its_pair_with_the_cause_and_is_asked_ag
     assert (tmp_path / "out.qrels").read_text() == "0_1 0 d0_1 2\n0_2 0 d0_2 1\n0_3 0 d0_3 3\n"
 
 
-def test_an_empty_answer_an_earlier_version_cached_is_asked_again(tmp_path):
+def _think_only(reply: str, finish_reason: str) -> dict:
+    return {**NO_TEXT, "choices": [{"index": 0, "finish_reason": finish_reason,
+                                    "message": {"role": "assistant", "content": reply}}]}
+
+
+@pytest.mark.parametrize("reply, cause", [
+    (_think_only("<think>\nThe user asks about Egypt. Let me weigh whether the passage", "length"),
+     "no text after the thinking (finish_reason length)"),  # cut off mid-think, served without a reasoning parser
+    (_think_only("<think>I am unsure.</think>\n", "stop"), "no text after the thinking (finish_reason stop)"),
+])
+def test_a_reply_with_no_text_after_its_thinking_fails_its_pair_and_is_asked_again_next_run(tmp_path, capsys, reply,
+                                                                                              cause):
+    """Was parsed as an answer: 'unparseable', cached for ever (a rerun sent nothing)."""
+    labels = {"d0_1": [["2"]], "d0_2": [[reply]], "d0_3": [["3"]]}
+    with start_llm_server(tmp_path, {"labels": labels}) as server:
+        assert main(_judge(tmp_path, server)) == 1
+        assert main(_judge(tmp_path, server)) == 1
+        assert len(server.requests()) == 3 + 1  # asked again, alone
+    error = capsys.readouterr().err
+    assert "(2 from the cache, 1 request; 0 unparseable, 1 failed, 0 missing)" in error and "off the scale" not in error
+    assert f"warning: 1 pair got a reply with {cause} on 1 request; run again" in error
+    assert read_provenance(tmp_path / "out.qrels")["failed_requests"] == {cause: 1}
+
+
+def test_a_pair_failing_with_no_text_after_a_retried_failure_is_not_said_to_have_run_out_of_retries(tmp_path,
+                                                                                                     capsys):
+    """Every prompt's first request answered HTTP 500, the retry answered: only the no text failed a pair."""
+    labels = {"d0_1": [["2"]], "d0_2": [[NO_TEXT]], "d0_3": [["3"]]}
+    with start_llm_server(tmp_path, {"labels": labels, "faults": {"500": 1}}) as server:
+        assert main(_judge(tmp_path, server, "--retries", "1")) == 1
+    assert read_provenance(tmp_path / "out.qrels")["failed_requests"] == {"HTTP 500": 3,
+                                                                          "no text (finish_reason length)": 1}
+    said = "warning: 1 pair got a reply with no text (finish_reason length) on 1 request; run again"
+    assert said in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("answer", ["", "<think>I am unsure.</think>", "<think>\nThe user asks"])
+def test_an_answer_with_no_text_after_its_thinking_an_earlier_version_cached_is_asked_again(tmp_path, answer):
     item = Item(("q", "d"), {"passage": "d"})
 
     def judge(base_url):
@@ -62,7 +98,7 @@ def test_an_empty_answer_an_earlier_version_cached_is_asked_again(tmp_path):
     made = judge("http://127.0.0.1:9/v1")
     made.cache.path.parent.mkdir()
     key = hashlib.sha256(made.prompt(item).encode()).hexdigest()
-    made.cache.path.write_text(json.dumps({"key": key, "item": ["q", "d"], "answer": ""}) + "\n")
+    made.cache.path.write_text(json.dumps({"key": key, "item": ["q", "d"], "answer": answer}) + "\n")
     with start_llm_server(tmp_path, {"labels": {"d": [["2"]]}}) as server:
         assert [(j.label, j.cached) for j in judge(server.base_url).judge([item])] == [(2, False)]
         assert len(server.requests()) == 1

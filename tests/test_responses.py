@@ -1104,7 +1104,7 @@ def test_the_command_exits_1_when_judgments_failed_after_the_retries(tmp_path, c
     with start_llm_server(tmp_path, {"labels": ANSWERS, "failing": ["at 90 C."]}) as server:
         code = main(["responses", "eval", *files, "--nuggets", str(bank), "--judge", "llm", "--model", "m",
                      "--base-url", server.base_url, "--cache", str(tmp_path / "cache"), "--retries", "0"])
-    assert code == 1 and "warning: 1 judgments got no answer after the retries" in capsys.readouterr().err
+    assert code == 1 and "warning: 1 judgment got no answer after the retries" in capsys.readouterr().err
 
 
 @pytest.mark.server
@@ -1146,8 +1146,8 @@ def test_a_judgment_the_endpoint_refuses_is_failed_and_the_warning_quotes_the_re
     with start_llm_server(tmp_path, {"labels": ANSWERS, "too_long": ["at 90 C."]}) as server:
         code = main(["responses", "eval", *files, "--nuggets", str(bank), "--judge", "llm", "--model", "m",
                      "--base-url", server.base_url, "--cache", str(tmp_path / "cache")])
-    assert code == 1 and (f"warning: 1 judgments got no answer after the retries or were refused by the endpoint "
-                          f"(1 request refused, e.g. {'HTTP 400: ' + TOO_LONG!r}) (scored as not supported)"
+    assert code == 1 and (f"warning: 1 judgment got a refusal from the endpoint (1 request refused, e.g. "
+                          f"{'HTTP 400: ' + TOO_LONG!r}) (scored as not supported)"
                           in capsys.readouterr().err)
 
 

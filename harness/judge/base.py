@@ -83,20 +83,28 @@ def quoting(provenance: dict, example: str | None) -> dict:
 
 
 def failed_why(provenances: Iterable[dict]) -> str:
-    """Why pairs failed, for the warnings that count them: no answer after the retries, refused
-    by the endpoint (a passage past the model's window), the first refusal quoted, or answered
-    with no text (a reasoning model out of tokens, a content filter), by finish_reason."""
+    """Why pairs failed, for the warnings that count them, only the causes there were: no answer
+    after the retries (timeouts, 429s, 5xx answers, while pairs failed that a refusal or no text
+    does not account for), refused by the endpoint (a passage past the model's window), the first
+    refusal quoted, or answered with no text (a reasoning model out of tokens or only thinking, a
+    content filter, neither retried), by finish_reason."""
     records = list(provenances)
-    why = ["got no answer after the retries"]
-    refusals = [record for record in records if record.get("refused_requests")]
-    if refusals:
-        why.append(f"were refused by the endpoint ({counted(sum(r['refused_requests'] for r in refusals), 'request')} "
-                   f"refused, e.g. {refusals[0]['refused_example']!r})")
+    refused = sum(record.get("refused_requests", 0) for record in records)
     empty: dict[str, int] = {}  # `no text (finish_reason length)` -> requests
+    retried = -refused  # failed requests of the retried causes (a refusal is counted under its HTTP status too)
     for record in records:
         for cause, n in (record.get("failed_requests") or {}).items():
             if cause.startswith(NO_TEXT):
                 empty[cause] = empty.get(cause, 0) + n
+            else:
+                retried += n
+    failed = sum(record.get("counts", {}).get("failed", 0) for record in records)
+    why = []
+    if retried > 0 and failed > refused + sum(empty.values()) or not (refused or empty):
+        why.append("got no answer after the retries")
+    if refused:
+        example = next(record["refused_example"] for record in records if record.get("refused_requests"))
+        why.append(f"got a refusal from the endpoint ({counted(refused, 'request')} refused, e.g. {example!r})")
     why += [f"got a reply with {cause} on {counted(n, 'request')}" for cause, n in empty.items()]
     return " or ".join(why)
 

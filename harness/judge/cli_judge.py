@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 from harness.cli import add_output, add_runs, number_in, runs
-from harness.errors import HarnessError, InputError, verb
+from harness.errors import HarnessError, InputError, counted, verb
 from harness.judge.base import (JUDGES, Judge, check_parsed, checked, counts, failed_why, plugin, quoting,
                                  read_provenance, sidecar, write_qrels)
 from harness.judge.llm import CONCURRENCY, RETRIES
@@ -234,7 +234,7 @@ def run(args: argparse.Namespace) -> int:
         no_label(judge.labels, pairs, args)
     written = write_qrels(args.out, judgments, provenance)
     tally = provenance["counts"]
-    sent = f", {provenance['requests']} requests" if "requests" in provenance else ""
+    sent = f", {counted(provenance['requests'], 'request')}" if "requests" in provenance else ""
     known = f"{skipped} pairs already in --qrels skipped; " if args.qrels and not args.judged_queries_only else ""
     if only_option(args):
         known += f"{elsewhere} pairs on queries --qrels does not judge left out ({only_option(args)}); "
@@ -249,7 +249,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"note: {tally['unparseable']} of {tally['pairs']} answers off the scale {judge.scale.span()}, "
               f"counted as unparseable (never labelled): e.g. {example!r}", file=sys.stderr)
     if tally.get("failed"):
-        print(f"warning: {tally['failed']} pairs {failed_why([provenance])}; run again to ask them "
+        print(f"warning: {counted(tally['failed'], 'pair')} {failed_why([provenance])}; run again to ask them "
               "again (the answers received are cached)", file=sys.stderr)
         return 1
     return 0

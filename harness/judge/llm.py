@@ -19,7 +19,10 @@ server, OpenAI), at temperature 0, reproducible by construction.
 - A completion with no text (content null or blank, finish_reason `length` where a reasoning
   model spent its token limit thinking, or `content_filter`) is no answer: the pair fails, with
   the cause `no text (finish_reason length)`, is not cached and not retried (at temperature 0
-  it would come back the same), and a rerun asks it again.
+  it would come back the same), and a rerun asks it again. So is a reply with no text after its
+  thinking (`<think>...</think>` alone, or a `<think>` block never closed: cut off at the token
+  limit by a server that leaves the thinking in), `no text after the thinking (finish_reason
+  length)`; one an earlier version cached is asked again.
 - At most `concurrency` requests at once (default 8); a timeout, HTTP 429 or 5xx is retried
   `retries` times with exponential backoff (honouring Retry-After); still failing, the pair
   is "failed" and not cached, so a rerun asks again. An endpoint that cannot be reached is a
@@ -143,8 +146,9 @@ class AnswerCache:
                 for line in handle:
                     try:
                         record = json.loads(line)
-                        # else an answer no answer_text gives, or no text (an earlier version kept ""): asked again
-                        if isinstance(record["answer"], str) and record["answer"].strip():
+                        # else an answer no answer_text gives, or no text (after the thinking), which an
+                        # earlier version kept: asked again
+                        if isinstance(record["answer"], str) and after_thinking(record["answer"]).strip():
                             self.answers[record["key"]] = record["answer"]
                             if isinstance(record.get("endpoint"), str):
                                 self.endpoints[record["key"]] = record["endpoint"]
@@ -391,10 +395,10 @@ class LLMJudge:
                     model=self.endpoint.model, messages=[{"role": "user", "content": prompt}], temperature=0)
                 self._reached = True
                 answer = answer_text(response, self.endpoint.base_url)
-                if answer.strip():
+                if after_thinking(answer).strip():
                     self._count()
                     return answer
-                self._count(no_text(response))  # not retried: the same again
+                self._count(no_text(response, thought=bool(answer.strip())))  # not retried: the same again
                 return None
             except openai.APITimeoutError:
                 cause = "timeout"
@@ -439,11 +443,12 @@ class LLMJudge:
 def after_thinking(answer: str) -> str:
     """The reply after a leading `<think>...</think>` block (a reasoning model's, served without
     vLLM's --reasoning-parser); a reply holding only its end, the chat template having opened
-    the block in the prompt (DeepSeek-R1's), counts as leading too. Any other reply as it is."""
+    the block in the prompt (DeepSeek-R1's), counts as leading too. A leading block never closed
+    (cut off at the token limit) leaves "": no answer, as content null is. Any other reply as it is."""
     head, close, tail = answer.partition(THINK_CLOSE)
     if close and (head.lstrip().startswith(THINK_OPEN) or THINK_OPEN not in head):
         return tail
-    return answer
+    return "" if not close and answer.lstrip().startswith(THINK_OPEN) else answer
 
 
 def _retry_after(response) -> float:

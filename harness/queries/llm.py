@@ -241,12 +241,13 @@ def answer_text(response, base_url: str) -> str:
     return content or ""
 
 
-def no_text(response) -> str:
+def no_text(response, thought: bool = False) -> str:
     """The cause counted for a completion holding no text, e.g. `no text (finish_reason length)`:
-    a reasoning model out of tokens, a content filter (`no choice`). Not an answer: never cached."""
+    a reasoning model out of tokens, a content filter (`no choice`); `thought`: its text is only
+    thinking, `no text after the thinking (...)`. Not an answer: never cached."""
     choices = getattr(response, "choices", None)
     reason = str(getattr(choices[0], "finish_reason", None)) if choices else "no choice"
-    return f"{NO_TEXT} (finish_reason {reason})"
+    return f"{NO_TEXT}{' after the thinking' if thought else ''} (finish_reason {reason})"
 
 
 class LLM(Strategy):

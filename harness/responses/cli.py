@@ -9,7 +9,7 @@ import math
 import sys
 
 from harness.cli import add_format, add_output, number_in
-from harness.errors import HarnessError
+from harness.errors import HarnessError, counted
 from harness.paths import refuse_overwriting
 
 
@@ -159,7 +159,7 @@ def _eval(args: argparse.Namespace) -> int:
     if failed:  # as `harness judge`: scores with endpoint failures in them are not a clean result
         from harness.judge.base import failed_why
 
-        print(f"warning: {failed} judgments {failed_why(judges)} (scored as not supported); run again "
+        print(f"warning: {counted(failed, 'judgment')} {failed_why(judges)} (scored as not supported); run again "
               "to ask them again (the answers received are cached)", file=sys.stderr)
         return 1
     return 0
