@@ -83,6 +83,21 @@ def test_a_fill_of_another_top_grade_is_told_the_relevance_scale_of_the_human_to
         "the two scales; judge with --scale yes-no")
 
 
+def test_a_file_judges_labels_of_another_top_grade_are_told_to_rerun_the_judge_that_made_them(tmp_path):
+    """The file judge refuses a --scale other than the one its labels' sidecar records: the
+    cure is the judge that made them, on the scale of the human top grade."""
+    human = derived("opendialkg:valid")
+    made = judged_fill(tmp_path / "llm.qrels", human, "relevance-0-4")
+    path = tmp_path / "file.qrels"
+    write_qrels(path, [], {"judge": "file", "scale": "relevance-0-4", "labels": str(made),
+                           "source_provenance": {"judge": "file", "scale": "relevance-0-4",
+                                                 "source_provenance": {"judge": "llm", "model": "m",
+                                                                       "scale": "relevance-0-4"}}})
+    assert fill(human, path).scale_warning.endswith(
+        "mixing the two scales; the file judge keeps the scale of the labels it recorded: rerun the judge that made "
+        "them (judge llm, model m) with --scale yes-no")
+
+
 def test_no_relevance_scale_of_the_human_top_grade_is_told_the_grade_never_the_support_scale(tmp_path):
     """CoSRec's curated qrels grade 0 to 2, as support-0-2 does, and PragmatiCQA's 1 to 2; that
     scale grades how far a text backs a statement, not relevance: the top grade is what to meet."""

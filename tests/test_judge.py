@@ -357,7 +357,9 @@ def test_agree_and_rank_agree_say_how_many_pairs_the_judge_left_without_a_label(
                f"sidecar: {fours} unparseable)")
     cure = ": an unparseable answer is cached: check the judge's --prompt and --scale"
     agree = f"{counted}, none of them in the agreement, which is over the pairs both files label{cure}"
-    rank = f"{counted}, which count as unjudged in the runs' scores under it{cure}"
+    scored = len(set(read_qrels(nist_2024()).judgments) & set(read_qrels(out).judgments))
+    rank = (f"{counted}, which count as unjudged in the runs' scores under it where their queries are among the "
+            f"{scored} scored (its sidecar does not say which they are){cure}")
     nist = str(nist_2024())
     rank_agree = ["rank-agree", nist, str(out), str(pool["run"]), str(other), "--measures", "nDCG@10"]
     for command, said in ((["agree", nist, str(out)], agree), (rank_agree, rank)):
@@ -1021,9 +1023,12 @@ def test_the_file_judge_keeps_the_scale_its_labels_sidecar_records_and_refuses_a
     out = tmp_path / "other.qrels"
     assert main([*args, "--scale", "relevance-0-4", "--output", str(out)]) == 2
     assert capsys.readouterr().err == (f"harness judge: error: {labels}: its provenance sidecar records its labels on "
-                                       "the scale yes-no (0 to 1), not relevance-0-4 (0 to 4): give --scale yes-no "
-                                       "(or leave --scale out)\n")
+                                       "the scale yes-no (0 to 1), not relevance-0-4 (0 to 4): give the scale yes-no, "
+                                       "the one they were made on (the file judge's `scale`; on the command line "
+                                       "--scale yes-no, or no --scale)\n")
     assert not out.exists() and not sidecar(out).exists()
+    with pytest.raises(InputError, match=r"give the scale yes-no, the one they were made on \(the file judge's `sc"):
+        JUDGES.get("file")(labels, RELEVANCE_0_4)  # the Python API: told its parameter, not only a flag
 
 
 def test_an_llm_option_given_with_another_judge_is_an_error_naming_it(tmp_path, capsys, monkeypatch):

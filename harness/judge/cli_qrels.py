@@ -324,7 +324,9 @@ def run_rank_agree(args: argparse.Namespace) -> int:
         args.warnings.append(_no_pair_in_common(args, consequence))
     args.warnings += _label_warnings(args, qrels,
                                      "the runs are scored on its labels as on that file's grades of the same number",
-                                     ", which count as unjudged in the runs' scores under it")
+                                     # its counts name no query: one it labels no pair of is not scored at all
+                                     f", which count as unjudged in the runs' scores under it where their queries "
+                                     f"are among the {len(shared)} scored (its sidecar does not say which they are)")
     _say(args)
     means = {}
     with said_once():  # a measure's translation, said by A's evaluator, is not said again by B's

@@ -27,9 +27,11 @@ class FileJudge:
         self.source = read_provenance(self.path)
         recorded = recorded_scale(self.source)
         if recorded is not None and recorded != scale.name:
+            # worded for the Python API (or a config) and the command line alike: each builds this judge
             raise InputError(self.path, f"its provenance sidecar records its labels on the scale "
-                                        f"{SCALES.get(recorded).span()}, not {scale.span()}: give --scale {recorded} "
-                                        "(or leave --scale out)")
+                                        f"{SCALES.get(recorded).span()}, not {scale.span()}: give the scale "
+                                        f"{recorded}, the one they were made on (the file judge's `scale`; on the "
+                                        f"command line --scale {recorded}, or no --scale)")
         self._check_scale()
         self._counts: dict[str, int] = {}
 
@@ -42,8 +44,9 @@ class FileJudge:
             return
         for number, fields in qrels_lines(self.path):
             if int(fields[3]) not in self.scale.labels:
-                raise InputError(self.path, f"grade {fields[3]} is outside {self.scale.span()}: give --scale the "
-                                            "scale the labels were recorded on", line=number)
+                raise InputError(self.path, f"grade {fields[3]} is outside {self.scale.span()}: give the scale "
+                                            "the labels were recorded on (the file judge's `scale`, --scale on the "
+                                            "command line)", line=number)
 
     def judge(self, items: Sequence[Item], progress: bool = False) -> list[Judgment]:
         """Every label is on the scale (checked when the file was read); a pair the file does

@@ -122,6 +122,12 @@ def scale_warning(reference: Qrels, path: str | Path, record: dict | None, use: 
     # support-0-2 grades how far a text backs a statement (nuggets, citations), not relevance
     fitting = [other for other in SCALES.names()
                if other in SCALES and SCALES.get(other) is not SUPPORT_0_2 and max(SCALES.get(other).labels) == top]
+    scales = f"--scale {' or '.join(fitting)}" if fitting else f"a --scale whose top grade is {top}"
+    maker = record
+    while maker.get("judge") == "file" and isinstance(maker.get("source_provenance"), dict):
+        maker = maker["source_provenance"]  # the file judge keeps the scale of labels a judge made: ask that one
+    cure = (f"judge with {scales}" if maker is record else
+            f"the file judge keeps the scale of the labels it recorded: rerun the judge that made them (judge "
+            f"{maker.get('judge')}" + (f", model {maker['model']}" if maker.get("model") else "") + f") with {scales}")
     return (f"{path}: its provenance sidecar puts its labels on the scale {scale.span()}, but the top grade "
-            f"of {reference.path or reference.name} is {top}: {use}, mixing the two scales; judge with "
-            + (f"--scale {' or '.join(fitting)}" if fitting else f"a --scale whose top grade is {top}"))
+            f"of {reference.path or reference.name} is {top}: {use}, mixing the two scales; {cure}")
