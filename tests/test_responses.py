@@ -986,27 +986,30 @@ def asked_questions(server) -> list[str]:
             for r in server.requests()]
 
 
-def test_a_turns_question_is_the_first_stated_of_topics_the_nugget_bank_and_the_responses():
-    """nuggetizer prompts with its bank's `query`: the bank comes before the answer files."""
+def test_a_turns_question_is_the_first_stated_of_the_nugget_bank_the_topics_and_the_responses():
+    """nuggetizer prompts with its bank's `query`, the standalone question the nuggets were written
+    for: it comes before the topics' utterance, which may lean on the conversation, and both
+    before the answer files'."""
     runs = [replace(run_of("a", {}), responses={t: Response(t, "x", question=q) for t, q in (
-                ("1", "R1"), ("2", " B2  again"), ("3", "R3"), ("4", " "))}),  # a blank question states none
+                ("1", "R1"), ("2", " B2  again"), ("3", "R3"), ("4", " "), ("5", "R5"))}),  # blank: states none
             replace(run_of("b", {}), responses={"3": Response("3", "y", question="R3 other")})]
     bank = replace(small_bank(), questions={"1": "B1", "2": "B2 again"})
-    found = turn_questions(runs, bank, {"1": "T1", "4": ""})
-    assert found.text == {"1": "T1", "2": "B2 again", "3": "R3"}
-    assert found.source == {"1": "--topics", "2": "the nugget bank", "3": "the responses"}
+    found = turn_questions(runs, bank, {"1": "T1", "4": "", "5": "T5"})
+    assert found.text == {"1": "B1", "2": "B2 again", "3": "R3", "5": "T5"}
+    assert found.source == {"1": "the nugget bank", "2": "the nugget bank", "3": "the responses", "5": "the topics"}
     # spacing aside, the answer file's question for turn 2 is the bank's; two runs' differ on turn 3
-    assert found.differing == {"1": ("the nugget bank", "the responses"), "3": ("the responses",)}
-    assert found.counts(["1", "2", "3", "4"]) == {"--topics": 1, "the nugget bank": 1, "the responses": 1, "none": 1}
-    assert found.notes(["1", "2", "3", "4"]) == [
-        "1 of the 4 evaluated turns has no question (neither --topics nor the nugget bank nor the responses states "
-        "one): the judge's {question} is empty there (4)",
-        "2 of the 4 evaluated turns have two questions (--topics and the nugget bank differ; --topics and the "
-        "responses differ; two runs' files differ): the judge is asked the first source's, in the order --topics, "
-        "the nugget bank, the responses (1, 3)"]
-    assert turn_questions(runs, bank).sources == ("the nugget bank", "the responses")  # no --topics given
-    board = turn_questions(None, bank, {"1": "T1"})  # a hosted board's: the answer files are no source
-    assert (board.text, board.sources) == ({"1": "T1", "2": "B2 again"}, ("--topics", "the nugget bank"))
+    assert found.differing == {"1": ("the topics", "the responses"), "3": ("the responses",), "5": ("the responses",)}
+    turns = ["1", "2", "3", "4", "5"]
+    assert found.counts(turns) == {"the nugget bank": 2, "the responses": 1, "the topics": 1, "none": 1}
+    assert found.notes(turns) == [
+        "1 of the 5 evaluated turns has no question (neither the nugget bank nor the topics nor the responses "
+        "states one): the judge's {question} is empty there (4)",
+        "3 of the 5 evaluated turns have two questions (the nugget bank and the responses differ; the nugget bank "
+        "and the topics differ; two runs' files differ; the topics and the responses differ): the judge is asked "
+        "the first source's, in the order the nugget bank, the topics, the responses (1, 3, 5)"]
+    assert turn_questions(runs, bank).sources == ("the nugget bank", "the responses")  # no topics given
+    board = turn_questions(None, bank, {"1": "T1", "5": "T5"})  # a hosted board's: the answer files are no source
+    assert (board.text, board.sources) == ({"1": "B1", "2": "B2 again", "5": "T5"}, ("the nugget bank", "the topics"))
 
 
 @pytest.mark.server
@@ -1042,6 +1045,107 @@ def test_a_turn_no_source_states_a_question_for_is_asked_with_none_and_counted_i
             "the judge's {question} is empty there (q1, q2)") in aggregate.attrs["notes"]
     _, baseline = evaluate(files, bank, CountingJudge())  # a judge reading no question: nothing to say
     assert not any("question" in note for note in baseline.attrs["notes"])
+
+
+IKAT_TURNS = ("0_1", "0_2", "0_3")  # iKAT 2024's first turns; 0_2 says "Oh, do I need a visa?"
+
+
+def write_ikat_inputs(folder: Path) -> tuple[str, str]:
+    """A TREC RAG file answering 0_1 and 0_2 (each `topic` its own: `TOPIC 0_1`), and a nuggetizer
+    bank for IKAT_TURNS stating the `query` of 0_1 alone, its nugget for turn T `[passage T]`."""
+    run, bank = folder / "run.jsonl", folder / "nuggets.jsonl"
+    run.write_text("".join(json.dumps({"run_id": "r", "topic_id": t, "topic": f"TOPIC {t}", "references": [],
+                                       "response_length": 1, "answer": [{"text": "an answer", "citations": []}]})
+                           + "\n" for t in IKAT_TURNS[:2]))
+    bank.write_text("".join(json.dumps({"qid": t, **({"query": "BANK 0_1"} if t == "0_1" else {}),
+                                        "nuggets": [{"text": f"[passage {t}] a fact", "importance": "vital"}]})
+                            + "\n" for t in IKAT_TURNS))
+    return str(run), str(bank)
+
+
+def asked_by_turn(requests: list[dict]) -> dict[str, str]:
+    """The question each turn's nugget prompt asked, by the turn of its nugget."""
+    return {re.search(r"\[passage (\S+)\]", r["messages"][-1]["content"])[1]: question
+            for r, question in zip(requests, asked_questions_of(requests))}
+
+
+def sent(requests: list[dict]) -> list[str]:
+    """The requests as sent, in one order (the judge sends them concurrently)."""
+    return sorted(json.dumps(request, sort_keys=True) for request in requests)
+
+
+def asked_questions_of(requests: list[dict]) -> list[str]:
+    return [re.search(r"Question asked \(may be empty\): (.*)\n", r["messages"][-1]["content"]).group(1)
+            for r in requests]
+
+
+@pytest.mark.server
+def test_with_topics_the_bank_s_query_is_asked_first_and_the_turn_s_utterance_where_it_states_none(
+        tmp_path, capsys):
+    """The bank's `query` is the standalone question its nuggets were written for (nuggetizer's
+    assigner asks it); an iKAT utterance leans on the conversation ("Oh, do I need a visa?"). The
+    utterance came first; the answer file's `topic` is asked neither."""
+    run, bank = write_ikat_inputs(tmp_path)
+    with start_llm_server(tmp_path, {"labels": {t: [["2"]] for t in IKAT_TURNS}}) as server:
+        assert main(["responses", "eval", run, "--nuggets", bank, "--topics", "ikat2024", "--judge", "llm",
+                     "--model", "m", "--base-url", server.base_url, "--cache", str(tmp_path / "cache"),
+                     "--format", "json"]) == 0
+        assert asked_by_turn(server.requests()) == {"0_1": "BANK 0_1", "0_2": "Oh, do I need a visa?"}
+    out = json.loads(capsys.readouterr().out)
+    assert out["judge"]["questions"] == {"the nugget bank": 1, "the topics": 2}  # 0_3: unanswered, scored 0
+
+
+@pytest.mark.server
+def test_the_api_s_topics_asks_the_questions_and_evaluates_the_turns_the_cli_s_topics_does(tmp_path, capsys):
+    """harness.responses.evaluate took no topics: it asked the bank's query, then the answer
+    file's `topic`, and evaluated the answered turns alone, where `--topics` asks the turn's
+    utterance and scores a missed turn 0. A Benchmark or its conversations are the same topics."""
+    from harness.topics import load
+
+    run, bank = write_ikat_inputs(tmp_path)
+    with start_llm_server(tmp_path, {"labels": {t: [["2"]] for t in IKAT_TURNS}}) as server:
+        assert main(["responses", "eval", run, "--nuggets", bank, "--topics", "ikat2024", "--judge", "llm",
+                     "--model", "m", "--base-url", server.base_url, "--cache", str(tmp_path / "cli"),
+                     "--format", "json", "--per-turn"]) == 0
+        cli = server.requests()
+        settings = {"judge": "llm", "model": "m", "base_url": server.base_url, "cache_dir": tmp_path / "api"}
+        per_turn, _ = evaluate(run, bank, topics="ikat2024", **settings)
+        assert sent(server.requests()[len(cli):]) == sent(cli)  # the same prompts, each sent again (another cache)
+        benchmark = load("ikat2024")
+        for topics in (benchmark, list(benchmark.conversations)):
+            assert evaluate(run, bank, topics=topics, **settings)[0].equals(per_turn)
+        assert len(server.requests()) == 2 * len(cli)  # from the cache
+        board = compare(run, bank, topics="ikat2024", **settings).set_index("measure")
+        assert board.loc["all", "mean"] == pytest.approx(2 / 3)  # 0_3 scored 0, as on the CLI's board
+    rows = {row["turn"]: row["all"] for row in json.loads(capsys.readouterr().out)["per_turn"]}
+    assert rows == dict(zip(per_turn["turn"], per_turn["all"])) == {"0_1": 1.0, "0_2": 1.0, "0_3": 0.0}
+    with pytest.raises(HarnessError, match=r"^topics=: expected a benchmark name \(NAME\[:SPLIT\], as --topics\), "
+                                           r"a harness.topics.Benchmark or a list of its Conversations, not int$"):
+        evaluate(run, bank, topics=2024, **settings)
+
+
+@pytest.mark.server
+def test_ikat_turns_with_topics_and_a_cone_rag_bank_are_asked_their_utterance_as_before(tmp_path):
+    """A CONE-RAG bank states no `query`: with --topics ikat2024 every prompt asks the turn's
+    utterance, as before the bank's query came first, so those prompts (the judge's cache keys) are
+    the same."""
+    from harness.topics import load
+
+    automatic = json.loads(cone_rag("participant_resources", "automatic_responses.json").read_text())
+    name = "gpt4-QR-out-rr-debertav3"
+    run = tmp_path / "run.json"  # its answers to three turns, marked for the test judge
+    run.write_text(json.dumps({t: {name: f"[passage a] {automatic[t][name]}"} for t in ("0_2", "0_3", "0_6")}))
+    bank = cone_rag("human_resources", "gold_nuggets_human_deduplicated.json")
+    assert read_bank(bank).questions == {}
+    with start_llm_server(tmp_path, {"labels": {"a": [["2"]]}}) as server:
+        assert main(["responses", "eval", str(run), "--nuggets", str(bank), "--topics", "ikat2024", "--judge", "llm",
+                     "--model", "m", "--base-url", server.base_url, "--cache", str(tmp_path / "cache")]) == 0
+        requests = server.requests()
+    utterances = {turn.qid: turn.utterance for turn in load("ikat2024").turns}
+    asked = [(re.search(r"System answer:\n\[passage a\] (.{40})", r["messages"][-1]["content"])[1], question)
+             for r, question in zip(requests, asked_questions_of(requests))]
+    assert len(asked) == 4 + 2 + 3  # the turns' nuggets
+    assert sorted(set(asked)) == sorted((automatic[t][name][:40], utterances[t]) for t in ("0_2", "0_3", "0_6"))
 
 
 def llm_judge(server, folder: Path, **settings) -> LLMJudge:

@@ -7,6 +7,9 @@
 Responses are files (any format harness.responses.readers reads) or `ResponseRun`s; the bank
 a file or a `NuggetBank`; the judge a name (`minilm`, `assignments:PATH` or `file:PATH`, `llm` with `model` and
 `base_url`, and optionally `prompt` for nuggets and `citation_prompt` for citations) or a judge object.
+`topics=` is `--topics`: a benchmark name (`NAME[:SPLIT]`), a `harness.topics.Benchmark` or its
+conversations, whose turns are the ones evaluated and whose utterances fill `{question}` where the
+bank states no `query` (harness.responses.questions).
 """
 
 from __future__ import annotations
@@ -23,11 +26,31 @@ if TYPE_CHECKING:
 
     from harness.responses.evaluate import ResponseEvaluation
     from harness.responses.model import NuggetBank, ResponseRun
+    from harness.topics import Benchmark
+    from harness.topics.model import Conversation
+
+
+def _topics(topics: str | Benchmark | Sequence[Conversation] | None) -> dict[str, str] | None:
+    """topics= as turn -> utterance (None: not given), read as --topics reads its benchmark."""
+    from harness.errors import HarnessError
+    from harness.responses.questions import topic_questions
+    from harness.topics import Benchmark, load
+    from harness.topics.model import Conversation
+
+    if topics is None:
+        return None
+    conversations = load(topics).conversations if isinstance(topics, str) else (
+        topics.conversations if isinstance(topics, Benchmark) else topics)
+    if not isinstance(conversations, Sequence) or not all(isinstance(c, Conversation) for c in conversations):
+        raise HarnessError("topics=: expected a benchmark name (NAME[:SPLIT], as --topics), a harness.topics.Benchmark "
+                           f"or a list of its Conversations, not {type(topics).__name__}")
+    return topic_questions(conversations)
 
 
 def _evaluation(responses: Any, nuggets: Any, judge: Any, *, citations: bool, passages: Mapping | str | Path | None,
-                vital_grade: int, baselines: Sequence[str] = (), citation_prompt: str | Path | None = None,
-                **judge_settings: Any) -> ResponseEvaluation:
+                vital_grade: int, topics: str | Benchmark | Sequence[Conversation] | None,
+                baselines: Sequence[str] = (),
+                citation_prompt: str | Path | None = None, **judge_settings: Any) -> ResponseEvaluation:
     """`prompt` is the nugget judge's template, `citation_prompt` the citation judge's (the shipped
     citation_support.txt without it), as --prompt and --citation-prompt are: one prompt= for both
     asked a citation for {nugget}, an error before any request."""
@@ -49,6 +72,8 @@ def _evaluation(responses: Any, nuggets: Any, judge: Any, *, citations: bool, pa
     runs = [item for x in given for item in ([x] if isinstance(x, ResponseRun) else read_responses(x))]
     check_baselines(baselines, [run.name for run in runs])  # before the judging, which may cost an LLM's calls
     bank = nuggets if isinstance(nuggets, NuggetBank) else read_bank(nuggets, vital_grade=vital_grade)
+    questions = _topics(topics)  # before the judging, as the CLI reads --topics
+    turns = set(questions) if questions is not None else None
     unreachable = bank.unreachable_vital_grade(ARGUMENTS)
     if unreachable:  # as `harness responses eval` warns it, before the judging
         warnings.warn(unreachable, stacklevel=3)
@@ -60,7 +85,7 @@ def _evaluation(responses: Any, nuggets: Any, judge: Any, *, citations: bool, pa
     if isinstance(passages, (str, Path)):  # a corpus file or spec, read as the CLI's --passages reads it
         passages = cited_passages(passages, runs)
     evaluation = evaluate_runs(runs, bank, nugget_judge, citation_judge=citation_judge, passages=passages,
-                               questions=turn_questions(runs, bank))
+                               questions=turn_questions(runs, bank, questions), turns=turns, evaluated_turns=turns)
     for note in evaluation.notes:  # what the CLI's notes say (empty answers, missing turns, ...), not silent here
         warnings.warn(note, stacklevel=3)
     return evaluation
@@ -69,12 +94,15 @@ def _evaluation(responses: Any, nuggets: Any, judge: Any, *, citations: bool, pa
 def evaluate(responses: str | Path | ResponseRun | Sequence[str | Path | ResponseRun], nuggets: str | Path | NuggetBank,
              judge: Any = "minilm", *, citations: bool = False, passages: Mapping[str, str] | str | Path | None = None,
              citation_prompt: str | Path | None = None, vital_grade: int = 3,
+             topics: str | Benchmark | Sequence[Conversation] | None = None,
              **judge_settings: Any) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(per turn: one row per run and evaluated turn; aggregate: one row per run, with the judge).
     `passages`: the cited passages' texts, {id: text} or a corpus file or spec (as --passages).
+    `topics`: as --topics (the module docstring): every turn of them with nuggets is evaluated, a
+    run missing one scoring 0 there, as on a hosted board.
     The CLI's notes (empty answers, turns a run misses, ...) are warnings, and `aggregate.attrs["notes"]`."""
     evaluation = _evaluation(responses, nuggets, judge, citations=citations, passages=passages,
-                             vital_grade=vital_grade, citation_prompt=citation_prompt, **judge_settings)
+                             vital_grade=vital_grade, topics=topics, citation_prompt=citation_prompt, **judge_settings)
     from harness.responses.report import judge_label
 
     aggregate = evaluation.aggregate()
@@ -86,7 +114,7 @@ def evaluate(responses: str | Path | ResponseRun | Sequence[str | Path | Respons
 def compare(responses: Sequence[str | Path | ResponseRun], nuggets: str | Path | NuggetBank, judge: Any = "minilm",
             *, baseline: str | Sequence[str] | None = None, test: str = "paired-t", correction: str = "holm",
             alpha: float = 0.05, resamples: int | None = None, vital_grade: int = 3,
-            **judge_settings: Any) -> pd.DataFrame:
+            topics: str | Benchmark | Sequence[Conversation] | None = None, **judge_settings: Any) -> pd.DataFrame:
     """The leaderboard on per-turn scores, as `harness.compare` gives it for rankings (resamples=:
     the bootstrap and permutation tests', as there). It ranks the runs on their nugget scores only:
     a citation setting is refused in its own words (passed on, citation_prompt= advised
@@ -104,7 +132,7 @@ def compare(responses: Sequence[str | Path | ResponseRun], nuggets: str | Path |
     baselines = [baseline] if isinstance(baseline, str) else list(baseline or [])
     resampling = Resampling.of(resamples)  # checked before the judge's work
     evaluation = _evaluation(responses, nuggets, judge, citations=False, passages=None, vital_grade=vital_grade,
-                             baselines=baselines, **judge_settings)
+                             topics=topics, baselines=baselines, **judge_settings)
     board = build_report(evaluation, baselines, test=test, correction=correction, alpha=alpha,
                          resampling=resampling).leaderboard
     board.warn()  # as `harness responses eval` warns on stderr: one turn, too few resamples

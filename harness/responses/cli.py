@@ -41,8 +41,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     ev.add_argument("--passages", metavar="CORPUS",
                     help="texts of cited passages the responses do not carry (a corpus file or spec)")
     ev.add_argument("--topics", metavar="BENCHMARK",
-                    help="the benchmark's turns: their questions fill the prompts (before the nugget bank's "
-                         "query and the responses' topic), every one of them with nuggets is evaluated (a run "
+                    help="the benchmark's turns: their utterances fill the prompts where the nugget bank states "
+                         "no query (before the responses' topic), every one of them with nuggets is evaluated (a run "
                          "missing it scores 0 there, as on a hosted board), and a response to another turn is "
                          "an error")
     llm = add_llm_arguments(ev, "nugget_support.txt ({question}, {nugget}, {response})")
@@ -89,7 +89,7 @@ def _eval(args: argparse.Namespace) -> int:
     from harness.responses.assign import write_assignments
     from harness.responses.evaluate import evaluate_runs
     from harness.responses.nuggets import read_bank
-    from harness.responses.questions import turn_questions
+    from harness.responses.questions import topic_questions, turn_questions
     from harness.responses.readers import cited_passages, read_responses
     from harness.responses.report import build_report, render
 
@@ -116,8 +116,7 @@ def _eval(args: argparse.Namespace) -> int:
     if args.topics:
         from harness.topics import load
 
-        benchmark = load(args.topics)
-        topics = {t.qid: t.utterance for c in benchmark.conversations for t in c.turns}
+        topics = topic_questions(load(args.topics).conversations)
         turns = set(topics)
     judge = _judge(args, "nuggets")
     citation_judge = _judge(args, "citations") if args.citations else None

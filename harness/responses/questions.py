@@ -1,29 +1,36 @@
 """Each turn's question, which fills the `{question}` of the nugget and citation judges' prompts.
 
 Declared rule (tested in tests/test_responses.py): a turn's question is the first stated of
-- `--topics`: the benchmark turn's utterance, where the topics are given;
-- the nugget bank: nuggetizer's `query`, the question nuggetizer's own assigner prompts with;
+- the nugget bank: nuggetizer's `query`, the standalone question the nuggets were written for and
+  nuggetizer's own assigner prompts with;
+- the topics (`--topics`, the Python API's `topics=`, a hosted task's `topics:`): the benchmark
+  turn's utterance, which may lean on the conversation before it ("Oh, do I need a visa?");
 - the responses: TREC RAG's `topic` (2025: `metadata.narrative`), of the first run given that
   states one;
 a question blank or not stated counting as none. Where a later source states another question
 (spacing aside) the first is asked all the same, and the notes count such turns; a turn none
 of them states a question for is asked with an empty one, and the notes count those. Every
-run's answer to a turn is judged under the one question, whichever file stated it.
+run's answer to a turn is judged under the one question, whichever file stated it. A CONE-RAG
+bank states no question, so iKAT's CONE-RAG turns are asked their topics' utterance.
 
 A hosted board's response task (harness.serve.responses) asks by the same rule from its
-organiser's files alone, its topics and its nugget bank: an upload's own question would be the
+organiser's files alone, its nugget bank and its topics: an upload's own question would be the
 participant's words in the judge's prompt.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from harness.errors import verb
 from harness.responses.model import NuggetBank, ResponseRun, first_few
 
-TOPICS, BANK, RESPONSES = "--topics", "the nugget bank", "the responses"  # the sources, first one first
+if TYPE_CHECKING:
+    from harness.topics.model import Conversation
+
+BANK, TOPICS, RESPONSES = "the nugget bank", "the topics", "the responses"  # the sources, first one first
 
 
 @dataclass(frozen=True)
@@ -64,12 +71,18 @@ class Questions:
         return notes
 
 
+def topic_questions(conversations: Iterable[Conversation]) -> dict[str, str]:
+    """Each turn of the topics and its utterance: the topics' questions, and the turns a run is
+    evaluated on where topics are given."""
+    return {turn.qid: turn.utterance for conversation in conversations for turn in conversation.turns}
+
+
 def turn_questions(runs: Sequence[ResponseRun] | None, bank: NuggetBank,
                    topics: Mapping[str, str] | None = None) -> Questions:
-    """Each turn's question by the rule of the module docstring (`topics`: turn -> utterance;
-    `runs` None: the responses are no source, as on a hosted board)."""
+    """Each turn's question by the rule of the module docstring (`topics`: turn -> utterance,
+    `topic_questions`'; `runs` None: the responses are no source, as on a hosted board)."""
     stated: dict[str, list[tuple[str, str]]] = {}
-    given = ([(TOPICS, topics)] if topics is not None else []) + [(BANK, bank.questions)]
+    given = [(BANK, bank.questions)] + ([(TOPICS, topics)] if topics is not None else [])
     for source, questions in given:
         for turn, text in questions.items():
             stated.setdefault(turn, []).append((source, text))

@@ -14,8 +14,8 @@ The config is read by harness.serve.config (`_response_task`). Scoring is `harne
 eval`'s (harness.responses) on the task's test set: every turn of its topics the bank has
 nuggets for; a turn a run does not answer, or answers with no text, scores 0, and the
 upload's warnings say so. An `llm` judge's `{question}` is the turn's, by `harness responses
-eval`'s rule (harness.responses.questions) from the organiser's files alone: the topics' utterance,
-then the bank's `query`; never the upload's own (a TREC RAG `topic`), which would let a team
+eval`'s rule (harness.responses.questions) from the organiser's files alone: the bank's `query`,
+then the topics' utterance; never the upload's own (a TREC RAG `topic`), which would let a team
 write the judge's prompt.
 """
 
@@ -74,12 +74,11 @@ class ResponseTaskRuntime(TaskRuntime):
 
     @cached_property
     def questions(self) -> Questions:
-        """Each turn's question for the judges' {question}, from the topics and the bank (the
+        """Each turn's question for the judges' {question}, from the bank and the topics (the
         module docstring)."""
-        from harness.responses.questions import turn_questions
+        from harness.responses.questions import topic_questions, turn_questions
 
-        topics = {turn.qid: turn.utterance for conversation in self.conversations for turn in conversation.turns}
-        return turn_questions(None, self.bank, topics)
+        return turn_questions(None, self.bank, topic_questions(self.conversations))
 
     @cached_property
     def evaluated_turns(self) -> frozenset[str]:
@@ -96,7 +95,8 @@ class ResponseTaskRuntime(TaskRuntime):
         number of its task's rules (FILE_JUDGE_RULES) too; `assignments:PATH` is keyed as `file:PATH`
         (one judge, two names). Where an `llm` judge's prompt reads {question}, the questions the
         evaluated turns are asked with, by their hash: responses judged before the board asked any
-        (every prompt's question was empty), or under other topics, are judged again."""
+        (every prompt's question was empty), or under other questions (other topics, or the topics'
+        utterance asked before the bank's query), are judged again."""
         from harness.paths import file_sha256
         from harness.registry import split_spec
         from harness.responses.judges import RECORDED
