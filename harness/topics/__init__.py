@@ -134,7 +134,7 @@ def benchmark_qrels_name(spec: str | Path) -> str | None:
 def benchmark_hint(spec: str | Path) -> str:
     """Where `spec`, given for qrels, is no file but a benchmark as `topics:` names it
     (`opendialkg:test`), how its qrels are named; '' otherwise."""
-    if isinstance(spec, str) and split_spec(spec)[0] in names() and not Path(spec).exists():
+    if isinstance(spec, str) and not Path(spec).exists() and split_spec(spec)[0] in names():  # names(): ~40 ms
         return f" (a benchmark's own qrels are named benchmark:{spec})"
     return ""
 
