@@ -203,6 +203,25 @@ def test_a_completion_with_no_text_is_an_error_naming_the_cause_and_is_asked_aga
     assert queries[0].text == "rewrite: [passage r] Rewrite: What is throat cancer?"
 
 
+def test_a_reasoning_model_s_thinking_is_left_out_of_the_rewrite_and_thinking_alone_is_no_text(llm_env, tmp_path):
+    """Served without vLLM's reasoning parser, a reasoning model answers `<think>...</think>` and
+    then its rewrite: the rewrite was the line `<think>`; a reply cut off while thinking is no text."""
+    from tests.conftest import start_llm_server
+
+    llm_env.write_text("[passage r] Rewrite: {utterance}", encoding="utf-8")
+    first = load("cast2019").conversations[:1]
+    thinking = {"labels": {"r": [["<think>\nhm\n</think>\n\nwhat is throat cancer"]]}}
+    with start_llm_server(tmp_path, thinking) as server, pytest.MonkeyPatch.context() as patch:
+        patch.setenv("HARNESS_LLM_BASE_URL", server.base_url)
+        assert next(stream(first, "llm")).text == "what is throat cancer"
+    (tmp_path / "cut").mkdir()
+    with start_llm_server(tmp_path / "cut", {"labels": {"r": [["<think>\nThe user asks"]]}}) as server, \
+            pytest.MonkeyPatch.context() as patch:
+        patch.setenv("HARNESS_LLM_BASE_URL", server.base_url)  # 31_1's rewrite is cached: 31_2 is asked
+        with pytest.raises(HarnessError, match=r"answered turn 31_2 with no text after the thinking \(finish_reason"):
+            list(stream(first, "llm"))
+
+
 def test_a_rewrite_cached_with_no_text_by_an_earlier_version_is_asked_again(llm_env, llm_server):
     from harness.queries.llm import _cache_path, endpoint, prompt_for
 

@@ -59,14 +59,14 @@ from harness.judge.model import Item, Judgment
 from harness.judge.scales import Scale
 from harness.paths import cache_root
 from harness.registry import AtLeast, Param
-from harness.queries.llm import Endpoint, answer_text, no_text, not_a_completion, status_error, template_fields
+from harness.queries.llm import (Endpoint, after_thinking, answer_text, no_text, not_a_completion, status_error,
+                                 template_fields)
 
 PROMPTS = Path(__file__).with_name("prompts")
 REFUSALS = frozenset({400, 413, 422})  # statuses that may refuse one request (too long), not the endpoint
 REFUSED_IN_A_ROW = 8  # refusals (or `concurrency`, if more) with no answer yet: the endpoint refuses every request
 CONCURRENCY, RETRIES = 8, 4  # the defaults of every door to this judge: the CLI, the API, configs
 BACKOFF_CAP_S = 60.0
-THINK_OPEN, THINK_CLOSE = "<think>", "</think>"
 
 
 def default_prompt(name: str = "relevance") -> Path:
@@ -438,17 +438,6 @@ class LLMJudge:
             **({"refused_requests": len(self._refused), "refused_example": self._refused[0].example}
                if self._refused else {}),  # their pairs are among the failed; the first refusal quoted
         }
-
-
-def after_thinking(answer: str) -> str:
-    """The reply after a leading `<think>...</think>` block (a reasoning model's, served without
-    vLLM's --reasoning-parser); a reply holding only its end, the chat template having opened
-    the block in the prompt (DeepSeek-R1's), counts as leading too. A leading block never closed
-    (cut off at the token limit) leaves "": no answer, as content null is. Any other reply as it is."""
-    head, close, tail = answer.partition(THINK_CLOSE)
-    if close and (head.lstrip().startswith(THINK_OPEN) or THINK_OPEN not in head):
-        return tail
-    return "" if not close and answer.lstrip().startswith(THINK_OPEN) else answer
 
 
 def _retry_after(response) -> float:

@@ -11,7 +11,8 @@ or, outside a config (`harness topics export`), by HARNESS_LLM_MODEL, HARNESS_LL
 HARNESS_LLM_PROMPT for `default`. The prompt template is a text file with `{utterance}` (the
 current turn), `{history}` (earlier turns, "User: ..." / "System: ..." lines), `{ptkb}` (the
 user's statements) and `{title}`; it reads only the turn and the turns before it, never a
-later one. The rewrite is the answer's first non-empty line.
+later one. The rewrite is the answer's first non-empty line after any leading `<think>` block
+(after_thinking: a reasoning model served without a reasoning parser).
 
 Answers are cached on disk (cache_root()/llm/), keyed by model and the filled-in prompt, each
 written atomically: a rerun sends nothing. A completion with no text (a reasoning model out of
@@ -45,6 +46,7 @@ from harness.topics.model import Conversation, Query
 DEFAULT = "default"
 FIELDS = ("utterance", "history", "ptkb", "title")
 NO_TEXT = "no text"  # a completion holding no text: no answer (no_text)
+THINK_OPEN, THINK_CLOSE = "<think>", "</think>"  # a reasoning model's thinking, before its answer (after_thinking)
 
 
 @dataclass(frozen=True)
@@ -169,7 +171,7 @@ def complete(target: Endpoint, prompt: str, turn: str) -> str:
     if path.is_file():
         try:
             answer = json.loads(path.read_text(encoding="utf-8"))["answer"]
-            if answer.strip():  # else no text, which an earlier version cached: asked again
+            if after_thinking(answer).strip():  # else no text, which an earlier version cached: asked again
                 return answer
         except (json.JSONDecodeError, KeyError, UnicodeDecodeError, AttributeError):
             pass  # a damaged entry is asked again and replaced
@@ -203,8 +205,9 @@ def _ask(target: Endpoint, prompt: str, turn: str) -> str:
     except json.JSONDecodeError:  # HTTP 200 whose body the client could not read as JSON
         raise not_a_completion(target.base_url, " (its body is not JSON)") from None
     answer = answer_text(response, target.base_url)
-    if not answer.strip():
-        raise HarnessError(f"the LLM endpoint at {target.base_url} answered turn {turn} with {no_text(response)} "
+    if not after_thinking(answer).strip():
+        raise HarnessError(f"the LLM endpoint at {target.base_url} answered turn {turn} with "
+                           f"{no_text(response, thought=bool(answer.strip()))} "
                            f"for model {target.model!r} (a reasoning model out of tokens, a content filter); "
                            "nothing is cached: a rerun asks again")
     return answer
@@ -250,12 +253,24 @@ def no_text(response, thought: bool = False) -> str:
     return f"{NO_TEXT}{' after the thinking' if thought else ''} (finish_reason {reason})"
 
 
+def after_thinking(answer: str) -> str:
+    """The reply after a leading `<think>...</think>` block (a reasoning model's, served without
+    vLLM's --reasoning-parser); a reply holding only its end, the chat template having opened
+    the block in the prompt (DeepSeek-R1's), counts as leading too. A leading block never closed
+    (cut off at the token limit) leaves "": no answer, as content null is. Any other reply as it is."""
+    head, close, tail = answer.partition(THINK_CLOSE)
+    if close and (head.lstrip().startswith(THINK_OPEN) or THINK_OPEN not in head):
+        return tail
+    return "" if not close and answer.lstrip().startswith(THINK_OPEN) else answer
+
+
+
 class LLM(Strategy):
     def query(self, conversation: Conversation, turn_index: int, name: str) -> Query:
         target = endpoint(name)
         answer = complete(target, prompt_for(target.template(), conversation, turn_index),
                           conversation.turns[turn_index].qid)
-        rewrite = next(line.strip() for line in answer.splitlines() if line.strip())  # complete's has text
+        rewrite = next(line.strip() for line in after_thinking(answer).splitlines() if line.strip())  # has text
         return build(conversation, turn_index, [rewrite])
 
     def check(self, name: str) -> None:
