@@ -760,6 +760,25 @@ def test_one_config_run_by_other_paths_from_other_folders_replaces_its_own_run_w
     assert " was made by " not in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("move", [False, True])
+def test_a_config_copied_or_moved_with_its_output_folder_replaces_its_own_run_without_a_warning(
+        tmp_path, capsys, monkeypatch, move):
+    """A lab's folder holding my/x.yaml and its runs/, copied or moved elsewhere, holds the same
+    config: its first redo named my/x.yaml twice as two configs, by the old place's real path."""
+    import shutil
+
+    from harness.retrieve import RETRIEVERS
+
+    _ranked_config(tmp_path / "lab" / "my" / "x.yaml", Path("runs"))
+    with RETRIEVERS.using({"ranked": lambda query, k: [("d1", 2.0), ("d2", 1.0)]}):
+        monkeypatch.chdir(tmp_path / "lab")
+        assert main(["run", "my/x.yaml"]) == 0
+        (shutil.move if move else shutil.copytree)(tmp_path / "lab", tmp_path / "copy")
+        monkeypatch.chdir(tmp_path / "copy")
+        assert main(["run", "my/x.yaml", "--force"]) == 0
+    assert " was made by " not in capsys.readouterr().err
+
+
 def test_two_configs_typed_alike_in_other_folders_are_two_configs(tmp_path, capsys, monkeypatch):
     """`x.yaml` in one project and `x.yaml` in another, writing one output folder: the second
     replacing the first's run is warned about, as two configs named apart are."""

@@ -348,7 +348,8 @@ def execute(prepared: Prepared, workspace: Workspace, output: Path, config: Conf
         "run": run_path(output, run).name,
         "config_file": str(config_path),
         # the file itself, to tell it from another config (`_made_by_another`) whatever folder it was run from
-        **({"config_realpath": os.path.realpath(config_path)} if config_path.is_file() else {}),
+        **({"config_realpath": os.path.realpath(config_path), "config_from_output": _from_output(config_path, output)}
+           if config_path.is_file() else {}),
         **({"config_sha256": config.content_sha256} if config.content_sha256 is not None else {}),  # a dict's
         "config": run.description(),
         "strategy_inputs": strategy_inputs(run.strategy) if run.strategy else {},  # rewrites file sha256, LLM
@@ -382,7 +383,8 @@ def _made_by_another(path: Path, run: Path, config: Config) -> str | None:
     two configs writing one output folder under one run tag replace each other's runs in turn;
     None when it is the same config or the JSON names none. The same file is told by the real path
     the JSON records: a path as typed (`configs/x.yaml`) names another file from another folder,
-    and one config run by two paths (from two folders, by a symlink) is one config. Dicts (the
+    and one config run by two paths (from two folders, by a symlink) is one config; so is one
+    copied or moved with its output folder, seen from that folder as before. Dicts (the
     Python API's configs, all named <config>) are told by their content's hash, which does not
     tell another dict from the same one edited, as a notebook does: a note, not a warning."""
     config_path = config.path
@@ -402,12 +404,20 @@ def _made_by_another(path: Path, run: Path, config: Config) -> str | None:
             same = os.path.samefile(real, config_path)
         except OSError:  # the other config's file is gone
             same = real == os.path.realpath(config_path)
+        # a folder copied or moved with its config and runs: the config is where it was, seen from its runs
+        same = same or record.get("config_from_output") == _from_output(config_path, path.parent)
         maker = None if same else recorded
     else:  # a JSON written before the real path or a dict's hash was recorded, or a file and a dict
         maker = None if recorded == str(config_path) or Path(recorded).resolve() == config_path.resolve() else recorded
     return None if maker is None else (
         f"warning: {run} was made by {maker}; {config_path} now replaces it (its scores on that config's "
         "leaderboard are stale): give the two configs other outputs or tags")
+
+
+def _from_output(config_path: Path, output: Path) -> str:
+    """Where the config file is seen from the output folder (`../configs/x.yaml`): the same after
+    the folder holding both is copied or moved, where the real path names the old place."""
+    return os.path.relpath(os.path.realpath(config_path), os.path.realpath(output))
 
 
 def _write_metadata(path: Path, metadata: dict[str, Any]) -> None:
