@@ -87,14 +87,32 @@ def test_derived_qrels_are_written_once_as_sorted_trec_qrels_and_left_alone_whil
     assert read_qrels(written).judgments == load("pragmaticqa:val").qrels().judgments
 
 
-def test_qrels_read_from_a_file_are_not_written_and_the_runs_json_names_that_file(tmp_path, capsys):
+def test_qrels_read_from_a_file_are_not_written_and_the_board_and_the_runs_json_name_that_file(tmp_path, capsys):
     qrels = tmp_path / "mine.txt"
     qrels.write_text("1_1 0 d2 1\n", encoding="utf-8")
     assert _run(_config(tmp_path, {"qrels": str(qrels)})) == 0
     assert not (tmp_path / "runs" / "qrels").exists()
     record = json.loads((tmp_path / "runs" / "pragmaticqa-val.raw.ranked.json").read_text(encoding="utf-8"))
     assert record["scores"]["qrels_file"] == str(qrels)
-    assert "Qrels `mine`: 1 judged queries" in capsys.readouterr().out
+    assert f"Qrels `mine` ({qrels}): 1 judged queries" in capsys.readouterr().out
+
+
+def test_a_qrels_files_sha256_is_recorded_beside_the_judgments_hash_to_check_a_copy_against(tmp_path):
+    """A colleague sent runs/ and the qrels file checks that file with sha256sum: the judgments'
+    hash (`scores.for.qrels`) does not change with the lines' order, the file's does."""
+    import hashlib
+
+    qrels = tmp_path / "mine.txt"
+    qrels.write_text("1_1 0 d2 1\n1_1 0 d1 0\n", encoding="utf-8")
+    config = _config(tmp_path, {"qrels": str(qrels)})
+    record = tmp_path / "runs" / "pragmaticqa-val.raw.ranked.json"
+    assert _run(config) == 0
+    judged = json.loads(record.read_text(encoding="utf-8"))["scores"]
+    qrels.write_text("1_1 0 d1 0\n1_1 0 d2 1\n", encoding="utf-8")
+    assert _run(config) == 0
+    scores = json.loads(record.read_text(encoding="utf-8"))["scores"]
+    assert scores["for"]["qrels"] == judged["for"]["qrels"] and scores["evaluation"] == judged["evaluation"]
+    assert judged["qrels_file_sha256"] != scores["qrels_file_sha256"] == hashlib.sha256(qrels.read_bytes()).hexdigest()
 
 
 def test_a_dry_run_writes_no_qrels(tmp_path, capsys):

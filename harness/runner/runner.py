@@ -437,16 +437,18 @@ def _scoring(prepared: Prepared) -> dict[str, Any]:
 
 
 def _scores_record(prepared: Prepared, scored: Scored) -> dict[str, Any]:
-    return {"for": _scoring(prepared), "qrels_file": _qrels_file(prepared), "evaluation": asdict(scored.evaluation),
+    return {"for": _scoring(prepared), **_qrels_file(prepared), "evaluation": asdict(scored.evaluation),
             "judged": scored.judged,  # the warnings `harness run` says and the leaderboard shows (why a run scores 0)
             "warnings": reading_warnings(scored.evaluation, qrels_name(prepared.qrels))}
 
 
-def _qrels_file(prepared: Prepared) -> str | None:
+def _qrels_file(prepared: Prepared) -> dict[str, str | None]:
     """The file holding the qrels the run is scored with, for `harness compare --qrels`: the
-    one written for them, else the file they were read from."""
+    one written for them, else the file they were read from; and its sha256, to check a copy
+    sent with the runs against (`scores.for.qrels` hashes the judgments, not the file's bytes)."""
     path = prepared.qrels_file or (prepared.qrels.path if prepared.qrels is not None else None)
-    return str(path) if path is not None else None
+    return {"qrels_file": str(path) if path is not None else None,
+            "qrels_file_sha256": file_sha256(path) if path is not None else None}
 
 
 def finished_scores(prepared: Prepared, output: Path) -> Scored | None:
@@ -471,7 +473,8 @@ def finished_scores(prepared: Prepared, output: Path) -> Scored | None:
         except (TypeError, KeyError, ValueError):  # not the layout this version writes: score again
             pass
         else:
-            if recorded.get("qrels_file") != _qrels_file(prepared):  # (recorded before qrels files were named)
+            # (recorded before qrels files were named, or their sha256; or the same judgments in other bytes)
+            if any(recorded.get(key) != value for key, value in _qrels_file(prepared).items()):
                 _write_metadata(path, {**now, "scores": _scores_record(prepared, scored)})
             return scored
     scored = score(prepared, output)
@@ -568,13 +571,14 @@ class Outcome:
     evaluation: Evaluation | None
     judged: float | None
     benchmark: Benchmark  # the topics the run answered (the report's turn depths)
-    qrels_file: Path | None = None  # the qrels written for `harness compare` (None: read from a file, or none)
+    qrels_file: Path | None = None  # the qrels written for `harness compare`, or the `qrels:` file (None: none)
 
     @classmethod
     def of(cls, prepared: Prepared, output: Path, skipped: bool, scored: Scored | None) -> "Outcome":
+        given = prepared.run.experiment.qrels  # a `qrels:` file is named too; a benchmark's shipped one by its name
         return cls(prepared.run, run_path(output, prepared.run), skipped, prepared.qrels,
                    scored.evaluation if scored else None, scored.judged if scored else None, prepared.benchmark,
-                   prepared.qrels_file)
+                   prepared.qrels_file or (given if isinstance(given, Path) else None))
 
 
 def score(prepared: Prepared, output: Path) -> Scored:
