@@ -240,6 +240,27 @@ def test_a_relative_path_is_read_from_the_current_folder_and_one_beside_the_conf
             f"{tmp_path / 'cwd'}, not from the config's folder: did you mean {tmp_path / 'beside'}?)") in message
 
 
+def test_a_shared_config_run_from_another_folder_names_every_input_missing_there_and_found_beside_it(
+        tmp_path, monkeypatch, capsys):
+    """A strategy's file (rewrites:) said where it was looked for as a corpus or qrels file is,
+    and reported with them at once, where it alone was reported, with no hint."""
+    for name in ("rw.tsv", "corpus.jsonl", "ik.qrels"):
+        (tmp_path / name).write_text("", encoding="utf-8")
+    (tmp_path / "elsewhere").mkdir()
+    monkeypatch.chdir(tmp_path / "elsewhere")
+    path = _write(tmp_path, {"experiments": [
+        _experiment(strategies=["raw", "rewrites:rw.tsv"], corpus="corpus.jsonl", qrels="ik.qrels")]})
+    assert main(["run", str(path), "--dry-run"]) == 2
+    hint = f"(relative paths are read from the folder harness runs in, {tmp_path / 'elsewhere'}, not from the config's"
+    assert capsys.readouterr().err.splitlines() == [
+        f"harness run: error: {path}: experiments[0].strategies[1]: rw.tsv: no such rewrites file {hint} folder: "
+        f"did you mean {tmp_path / 'rw.tsv'}?)",
+        f"{path}: experiments[0].corpus: no such file: corpus.jsonl {hint} folder: did you mean "
+        f"{tmp_path / 'corpus.jsonl'}?)",
+        f"{path}: experiments[0].qrels: no such file: ik.qrels {hint} folder: did you mean {tmp_path / 'ik.qrels'}?)",
+    ]
+
+
 def test_missing_corpus_file_names_key_and_file(tmp_path):
     message = _error(tmp_path, {"experiments": [_experiment(corpus=str(tmp_path / "missing.jsonl"))]})
     assert "experiments[0].corpus:" in message and "missing.jsonl" in message

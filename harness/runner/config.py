@@ -357,11 +357,11 @@ class Node:
 
 
 class Problems:
-    """Errors in the files and folders a config names (its topics, corpus and qrels files, the
-    folders its retrievers name), collected so that one check reports them all, each at its key
-    (`x.yaml: experiments[0].qrels: q.txt:12: ...`), for the user to fix in one go. A check
-    that needs what failed is skipped, not reported as well; any other error ends the check,
-    reported with them."""
+    """Errors in the files and folders a config names (its topics, corpus and qrels files, its
+    strategies and what they read, the folders its retrievers name), collected so that one check
+    reports them all, each at its key (`x.yaml: experiments[0].qrels: q.txt:12: ...`), for the
+    user to fix in one go. A check that needs what failed is skipped, not reported as well; any
+    other error ends the check, reported with them."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
@@ -393,12 +393,16 @@ def lookup(node: Node, check: Callable[[], Any]) -> Any:
     try:
         return check()
     except HarnessError as error:
-        raise node.error(str(error) + _plugin_beside_config(node, error)) from None
+        raise node.error(str(error) + _beside_config(node, error)) from None
 
 
-def _plugin_beside_config(node: Node, error: HarnessError) -> str:
-    """Where a `python:` plug-in's module is not found but sits beside the config: a hint that
-    it is imported from the folder harness runs in and PYTHONPATH, not the config's; '' otherwise."""
+def _beside_config(node: Node, error: HarnessError) -> str:
+    """Where a file a strategy reads (`rewrites:my/rw.tsv`) is missing but sits beside the config,
+    the hint a missing corpus or qrels file gets (Node.beside_config); where a `python:` plug-in's
+    module is not found but sits there, that it is imported from the folder harness runs in and
+    PYTHONPATH, not the config's; '' otherwise."""
+    if isinstance(error, InputError) and error.problem.startswith("no such"):
+        return node.beside_config(Path(error.path))
     if not isinstance(error, PluginNotFound):
         return ""
     folder = node.file.resolve().parent
@@ -522,7 +526,7 @@ def _experiment(node: Node, defaults: dict[str, Any], problems: Problems,
     topics = keys["topics"].value
     if benchmark is not None:
         lookup(keys.get("task", node), lambda: task.check_benchmark(benchmark))
-    strategies = _strategies(keys.get("strategies"), task, node, benchmark)
+    strategies = _strategies(keys.get("strategies"), task, node, benchmark, problems)
     items = keys["retrievers"].items()
     retrievers = tuple(_retriever(item, task, problems) for item in items)
     for key in ("corpus", "qrels_restrict_to_corpus"):
@@ -599,27 +603,31 @@ def _topics(node: Node):
     return lookup(node, lambda: topics.load(name))
 
 
-def _strategies(node: Node | None, task, parent: Node, benchmark) -> tuple[str, ...]:
+def _strategies(node: Node | None, task, parent: Node, benchmark, problems: Problems) -> tuple[str, ...]:
     """The strategies, each checked against the benchmark's conversations unless its topics
-    failed to load (benchmark None: that error is reported instead)."""
-    from harness import queries
-
+    failed to load (benchmark None: that error is reported instead); a strategy's error (a
+    missing rewrites file) is kept in `problems`, reported with a missing corpus or qrels."""
     if not task.uses_strategies:
         if node is not None:
             raise node.error("this task ranks with the turn itself; it takes no query strategies")
         return ()
     if node is None:
         raise parent.error("missing required key 'strategies'")
-    names = []
-    for item in node.items():
-        name = item.text()
-        lookup(item, lambda: queries.check(name))
-        if benchmark is not None:
-            lookup(item, lambda: queries.check_topics(name, benchmark.conversations))
-        names.append(name)
+    names = [item.text() for item in node.items()]
+    for item, name in zip(node.items(), names):
+        problems.keep(_strategy, item, name, benchmark)
     if len(set(names)) != len(names):
         raise node.error(f"a strategy is listed twice in {names}")
     return tuple(names)
+
+
+def _strategy(node: Node, name: str, benchmark) -> None:
+    """Strategy `name` exists, its arguments fit, what it reads is there and fits the topics."""
+    from harness import queries
+
+    lookup(node, lambda: queries.check(name))
+    if benchmark is not None:
+        lookup(node, lambda: queries.check_topics(name, benchmark.conversations))
 
 
 def _retriever(node: Node, task, problems: Problems) -> RetrieverSpec:
@@ -641,7 +649,7 @@ def _retriever(node: Node, task, problems: Problems) -> RetrieverSpec:
     except ParamError as error:
         raise node.child(error.key, None).error(error.problem) from None
     except HarnessError as error:  # unknown, or a `python:` plug-in that cannot be imported or is no retriever
-        raise node.error(str(error) + _plugin_beside_config(node, error)) from None
+        raise node.error(str(error) + _beside_config(node, error)) from None
     for key, value, kind in named_paths(declaration, params):
         problems.keep(_look_for, node.child(key, value), kind)
     return RetrieverSpec(name, params, label)
