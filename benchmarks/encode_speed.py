@@ -41,7 +41,7 @@ import numpy as np
 from harness import topics
 from harness.corpus import Corpus, Document
 from harness.retrieve import SearchQuery
-from harness.retrieve._embeddings import Encoder, encode_all, load_encoder, passage_text, set_torch_threads
+from harness.retrieve._embeddings import Encoder, encode_all, load_encoder, passage_text, torch_threads
 from harness.retrieve.dense import DenseRetriever
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -76,8 +76,9 @@ def harness_vectors(encoder: Encoder, texts: list[str]) -> np.ndarray:
 
 def plain_vectors(encoder: Encoder, texts: list[str], batch_size: int) -> np.ndarray:
     encoder.model.max_seq_length = encoder.max_length
-    return encoder.model.encode_document(texts, batch_size=batch_size, normalize_embeddings=encoder.normalize,
-                                         show_progress_bar=False)
+    with torch_threads(None):  # every core, as a plain call gets by default
+        return encoder.model.encode_document(texts, batch_size=batch_size, normalize_embeddings=encoder.normalize,
+                                             show_progress_bar=False)
 
 
 def cpu_table(texts: list[str], workers: list[int], per_worker: int) -> dict[int, float]:
@@ -90,7 +91,6 @@ def cpu_table(texts: list[str], workers: list[int], per_worker: int) -> dict[int
         harness_vectors(encoder, texts[-32 * count:])  # warm-up: every worker loads its model copy
         rates[count] = rate(lambda: harness_vectors(encoder, sample), len(sample))
         print(f"  {count:7d}   {len(sample):8d}   {rates[count]:11.1f}   {rates[count] / rates[workers[0]]:9.2f}x")
-    set_torch_threads(None)
     encoder = load_encoder(device="cpu")
     sample = texts[:PLAIN_SAMPLE]
     plain_vectors(encoder, texts[-32:], 32)
@@ -136,7 +136,6 @@ def agreement(batch_sizes: list[int]) -> float:
     documents = list(topics.load("ikat2023").corpus.documents())
     texts = [passage_text(document) for document in documents]
     cpu = harness_vectors(load_encoder(device="cpu"), texts)
-    set_torch_threads(None)
     print(f"agreement on the {len(texts)} shipped iKAT 2023 passages (unit vectors: cosine = dot)")
     lowest = 1.0
     by_batch = {}
@@ -164,7 +163,6 @@ def agreement(batch_sizes: list[int]) -> float:
             retriever = DenseRetriever(corpus, load_encoder(device=device), dtype="float32", backend=None,
                                        cache_dir=Path(cache))
             runs[device] = retriever.search(queries, len(documents))
-    set_torch_threads(None)
     same = sum(runs["cpu"][q.qid] == runs["cuda"][q.qid] for q in queries)
     same_ids = sum([h.docid for h in runs["cpu"][q.qid]] == [h.docid for h in runs["cuda"][q.qid]] for q in queries)
     print(f"  dense runs, {len(queries)} utterances, all {len(documents)} passages ranked: "

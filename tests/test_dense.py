@@ -17,7 +17,7 @@ from harness.retrieve import SearchQuery, build
 from harness.retrieve._embeddings import cache_folder, cache_key, default_model_path, passage_vectors
 from harness.retrieve.dense import dense, top_k
 from harness.scale.encode import encode_sharded
-from tests.conftest import PASSAGES_USED, child_env, ikat_corpus
+from tests.conftest import PASSAGES_USED, SMALL, child_env, ikat_corpus
 
 pytestmark = [pytest.mark.model, pytest.mark.slow]
 
@@ -423,25 +423,22 @@ def test_more_workers_than_a_chunk_has_batches_encode_the_next_chunk_alongside_w
     texts = _demo_passages()["pragmaticqa:val-spans"][:3 * size]
     chunk_of = {text: i // size for i, text in enumerate(texts)}
     documents = lambda: iter(Document(str(i), text) for i, text in enumerate(texts))  # noqa: E731
-    try:
-        _, one_at_a_time = _embeddings.encode_all(_embeddings.load_encoder(device="cpu", threads=2), documents())
-        events: list[tuple[str, int]] = []
-        lock = threading.Lock()
-        encode_batch = _embeddings._encode_batch
+    _, one_at_a_time = _embeddings.encode_all(_embeddings.load_encoder(device="cpu", threads=2), documents())
+    events: list[tuple[str, int]] = []
+    lock = threading.Lock()
+    encode_batch = _embeddings._encode_batch
 
-        def recorded(encoder, batch, query):
-            with lock:
-                events.append(("start", chunk_of[batch[0]]))
-            vectors = encode_batch(encoder, batch, query)
-            with lock:
-                events.append(("end", chunk_of[batch[0]]))
-            return vectors
+    def recorded(encoder, batch, query):
+        with lock:
+            events.append(("start", chunk_of[batch[0]]))
+        vectors = encode_batch(encoder, batch, query)
+        with lock:
+            events.append(("end", chunk_of[batch[0]]))
+        return vectors
 
-        monkeypatch.setattr(_embeddings, "_encode_batch", recorded)
-        _, alongside = _embeddings.encode_all(
-            _embeddings.load_encoder(device="cpu", threads=2 * _embeddings._BATCHES_PER_CHUNK + 1), documents())
-    finally:
-        _embeddings.set_torch_threads(None)
+    monkeypatch.setattr(_embeddings, "_encode_batch", recorded)
+    _, alongside = _embeddings.encode_all(
+        _embeddings.load_encoder(device="cpu", threads=2 * _embeddings._BATCHES_PER_CHUNK + 1), documents())
     assert np.array_equal(one_at_a_time, alongside)
     last_end_of_first = max(i for i, event in enumerate(events) if event == ("end", 0))
     assert any(event == ("start", 1) and i < last_end_of_first for i, event in enumerate(events))
@@ -458,25 +455,48 @@ def test_the_next_query_batches_are_encoded_while_one_is_searched_with_the_same_
 
     encoder = _embeddings.load_encoder(device="cpu", threads=2)
     batches = [[f"first batch query {i}" for i in range(3)], [f"second batch query {i}" for i in range(3)]]
-    try:
-        alone = [_embeddings._encode(encoder, batch, query=True) for batch in batches]
-        second_started, overlapped = threading.Event(), []
-        encode_batch = _embeddings._encode_batch
+    alone = [_embeddings._encode(encoder, batch, query=True) for batch in batches]
+    second_started, overlapped = threading.Event(), []
+    encode_batch = _embeddings._encode_batch
 
-        def recorded(encoder, batch, query):
-            if batch[0].startswith("second"):
-                second_started.set()
-            else:
-                overlapped.append(second_started.wait(timeout=20))
-            return encode_batch(encoder, batch, query)
+    def recorded(encoder, batch, query):
+        if batch[0].startswith("second"):
+            second_started.set()
+        else:
+            overlapped.append(second_started.wait(timeout=20))
+        return encode_batch(encoder, batch, query)
 
-        monkeypatch.setattr(_embeddings, "_encode_batch", recorded)
-        together = list(encoder.encode_query_batches(batches))
-    finally:
-        _embeddings.set_torch_threads(None)
+    monkeypatch.setattr(_embeddings, "_encode_batch", recorded)
+    together = list(encoder.encode_query_batches(batches))
     assert overlapped == [True]
     assert all(np.array_equal(a, b) for a, b in zip(alone, together, strict=True))
     assert encoder.encode_queries(batches[1]) is together[1]  # remembered as encoded
+
+
+def test_a_retrievers_threads_apply_to_its_own_encoding_and_leave_torch_as_it_was(tmp_path):
+    """Building a dense retriever with `threads:` does not set torch's thread count: one built after
+    it without `threads:` used to reset the count for both (the last built decided). With threads 1 its
+    encoding, of passages and of queries, runs on one intra-op thread, and the caller's count is kept."""
+    import torch
+
+    from harness.retrieve._embeddings import load_encoder
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(len(os.sched_getaffinity(0)) + 1)  # neither retriever's count
+    seen: list[int] = []
+    model = load_encoder(device="cpu").model  # the one both retrievers share
+    words = next(module for module in model.modules() if isinstance(module, torch.nn.Embedding))  # once a batch
+    hook = words.register_forward_pre_hook(lambda *_: seen.append(torch.get_num_threads()))
+    try:
+        one = build("dense", corpus=ikat_corpus(SMALL), cache_dir=str(tmp_path), device="cpu", threads=1)
+        build("dense", corpus=ikat_corpus(SMALL), cache_dir=str(tmp_path), device="cpu")
+        assert torch.get_num_threads() == len(os.sched_getaffinity(0)) + 1 and not seen
+        one.search([SearchQuery("threads", "which threads does this query encode on")], 3)
+        assert len(seen) > 1 and set(seen) == {1}  # the passages' batches, then the query's
+        assert torch.get_num_threads() == len(os.sched_getaffinity(0)) + 1
+    finally:
+        hook.remove()
+        torch.set_num_threads(before)
 
 
 def test_encoding_shows_no_progress_bar_on_a_stderr_that_is_not_a_terminal(tmp_path):

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from harness.retrieve import build
-from harness.retrieve._embeddings import encode_all, load_encoder, set_torch_threads
+from harness.retrieve._embeddings import encode_all, load_encoder
 from harness.retrieve.dense import SEARCH_BACKENDS
 from harness.compute.exact import exact_search, longest_norm
 from tests.conftest import ikat_corpus
@@ -27,8 +27,7 @@ def shipped_passages():
         pytest.skip("no CUDA device: the GPU paths are checked on a machine with one")
     from harness import topics
 
-    yield list(topics.load("ikat2023").corpus.documents())
-    set_torch_threads(None)
+    return list(topics.load("ikat2023").corpus.documents())
 
 
 def test_gpu_vectors_stay_within_1e_5_cosine_of_cpu_vectors_on_every_shipped_ikat_passage(shipped_passages):

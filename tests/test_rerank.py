@@ -8,6 +8,7 @@ stage must order hits exactly by them.
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 
@@ -57,6 +58,30 @@ def test_rerank_orders_the_first_stage_hits_by_cross_encoder_score(cross_encoder
         expected = sorted(zip(scores.tolist(), candidates), key=lambda pair: -pair[0])[:4]
         assert [hit.docid for hit in results[query.qid]] == [docid for _, docid in expected]
         assert [hit.score for hit in results[query.qid]] == pytest.approx([score for score, _ in expected], abs=1e-5)
+
+
+def test_a_stages_threads_apply_to_its_own_scoring_and_leave_torch_as_it_was(cross_encoder_dir, first_stage):
+    """Building a stage with `threads:` does not set torch's thread count: a stage built after it without
+    `threads:` used to reset the count for both (the last built decided). Each scores on its own count."""
+    import torch
+
+    cores, before = len(os.sched_getaffinity(0)), torch.get_num_threads()
+    torch.set_num_threads(cores + 1)  # neither stage's count
+    try:
+        stage = {"corpus": ikat_corpus(SMALL), "first_stage": first_stage, "model": str(cross_encoder_dir), "depth": 3}
+        one, every = build("rerank", **stage, threads=1), build("rerank", **stage)
+        assert torch.get_num_threads() == cores + 1
+        seen: list[int] = []
+        words = next(module for module in one.model.modules() if isinstance(module, torch.nn.Embedding))  # once a batch
+        hook = words.register_forward_pre_hook(lambda *_: seen.append(torch.get_num_threads()))
+        try:
+            one.search(QUERIES[:1], 3)
+            every.search(QUERIES[:1], 3)
+        finally:
+            hook.remove()
+        assert seen == [1, cores] and torch.get_num_threads() == cores + 1
+    finally:
+        torch.set_num_threads(before)
 
 
 def test_without_a_model_rerank_refuses_to_start_rather_than_pass_the_first_stage_through(first_stage):

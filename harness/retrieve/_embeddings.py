@@ -20,7 +20,7 @@ import time
 from collections import OrderedDict, deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from contextlib import closing, contextmanager
+from contextlib import ExitStack, closing, contextmanager
 from dataclasses import dataclass
 from itertools import islice
 from pathlib import Path
@@ -177,10 +177,12 @@ def _encode_ahead(encoder: Encoder, calls: Iterable[list[str]], *, query: bool) 
     def encode(batch: list[str]) -> np.ndarray:
         return _encode_batch(encoder, batch, query)
 
-    if encoder.workers == 1:  # in the caller's thread
+    if encoder.workers == 1:  # in the caller's thread, on one intra-op thread while a call runs, not between
         for texts in calls:
-            call = _Call.of(encoder, texts, query)
-            yield call.vectors([encode(job) for job in call.jobs()])
+            with _one_intra_op_thread(encoder):
+                call = _Call.of(encoder, texts, query)
+                vectors = call.vectors([encode(job) for job in call.jobs()])
+            yield vectors
         return
     pending: deque[tuple[_Call, list[Future]]] = deque()
     remaining = iter(calls)
@@ -332,26 +334,23 @@ def _in_callers_autocast(encoder: Encoder, function: Callable[[list[str]], np.nd
 
 
 class _IntraOpThreads:
-    """torch's thread count is per process: 1 while any encoder's batches run (in parallel,
-    one intra-op thread each), restored when the last of them ends (encodings may overlap:
-    a fusion of two dense retrievers searches ahead with both)."""
+    """1 intra-op thread while any encoder's batches run on a CPU (in parallel, one thread each),
+    restored when the last of them ends (encodings may overlap: a fusion of two dense retrievers
+    searches ahead with both)."""
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
         self.users = 0
-        self.before = 0
+        self.held = ExitStack()
 
     @contextmanager
     def one(self, encoder: Encoder) -> Iterator[None]:
         if encoder.device != "cpu":
             yield
             return
-        import torch
-
         with self.lock:
             if not self.users:
-                self.before = torch.get_num_threads()
-                torch.set_num_threads(1)
+                self.held.enter_context(torch_threads(1))
             self.users += 1
         try:
             yield
@@ -359,7 +358,23 @@ class _IntraOpThreads:
             with self.lock:
                 self.users -= 1
                 if not self.users:
-                    torch.set_num_threads(self.before)
+                    self.held.close()
+
+
+@contextmanager
+def torch_threads(count: int | None) -> Iterator[None]:
+    """torch's intra-op threads at `count` (default: one per core this process may run on, cgroup and
+    affinity aware) in the block, then as before: a model's `threads` apply to its own calls, not
+    to the models built or run after it. (torch keeps the count per OS thread once a thread has
+    used it; a thread started in the block starts with `count`: an encoder's workers do.)"""
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(count or len(os.sched_getaffinity(0)))
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
 
 
 _one_intra_op_thread = _IntraOpThreads().one
@@ -395,7 +410,6 @@ def load_encoder(
             f"dense model folder {path} not found (or has no modules.json/config.json); models load from "
             "local folders only, never from a hub: pass model: /path/to/a/sentence-transformers/folder"
         )
-    set_torch_threads(threads)
     device = device or default_device()
     loaded, model_max_length = _load_model(str(path.resolve()), device)
     if max_length is None:
@@ -446,14 +460,6 @@ def default_device() -> str:
 OMP_WAIT_POLICY = "PASSIVE"
 
 
-def set_torch_threads(threads: int | None) -> None:
-    """One intra-op thread per core this process may run on (cgroup/affinity aware)."""
-    os.environ.setdefault("OMP_WAIT_POLICY", OMP_WAIT_POLICY)
-    import torch
-
-    torch.set_num_threads(threads or len(os.sched_getaffinity(0)))
-
-
 @functools.lru_cache(maxsize=8)
 def _load_model(path: str, device: str) -> tuple[SentenceTransformer, int]:
     """Loaded once per process and shared by fused or repeated dense retrievers; with the max
@@ -466,6 +472,7 @@ def import_sentence_transformers() -> None:
     what loading a bi- or cross-encoder imports, and what the dense and rerank retrievers
     declare as their `preload` (a first import takes 14 s, most of it compiling)."""
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("OMP_WAIT_POLICY", OMP_WAIT_POLICY)
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     # no "Loading weights" bar from transformers at each model read (one per worker thread)
     os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")

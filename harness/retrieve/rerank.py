@@ -25,7 +25,7 @@ from harness.corpus import Corpus
 from harness.errors import HarnessError
 from harness.registry import REQUIRED, AtLeast, Param, check_given
 from harness.retrieve import BATCH_SIZE, DEVICE, FOLDER, RETRIEVERS, THREADS, Retriever, SearchQuery
-from harness.retrieve._embeddings import default_device, import_sentence_transformers, passage_text, set_torch_threads
+from harness.retrieve._embeddings import default_device, import_sentence_transformers, passage_text, torch_threads
 from harness.retrieve.fusion import build_from_spec
 from harness.retrieve.specs import RetrieverSpecs
 from harness.trec import Run
@@ -43,12 +43,14 @@ class RerankRetriever:
         *,
         depth: int | None,
         batch_size: int,
+        threads: int | None = None,
     ):
         self.corpus = corpus
         self.first_stage = first_stage
         self.model = model
         self.depth = depth
         self.batch_size = batch_size
+        self.threads = threads  # torch's CPU threads while this stage scores, and only then
 
     def search(self, queries: Sequence[SearchQuery], k: int) -> Run:
         first = self.first_stage.search(queries, self.depth or k)
@@ -68,9 +70,11 @@ class RerankRetriever:
 
         if not pairs:
             return []
-        return self.model.predict(
-            pairs, batch_size=self.batch_size, activation_fn=torch.nn.Identity(), show_progress_bar=len(pairs) > 1000
-        ).tolist()
+        with torch_threads(self.threads):
+            return self.model.predict(
+                pairs, batch_size=self.batch_size, activation_fn=torch.nn.Identity(),
+                show_progress_bar=len(pairs) > 1000,
+            ).tolist()
 
     def _texts(self, docids: set[str]) -> dict[str, str]:
         """One pass over the corpus for the candidates' texts (the corpus is a stream)."""
@@ -117,14 +121,12 @@ def rerank(
     if corpus is None:
         raise HarnessError("rerank needs a corpus: the cross-encoder reads the passages' text")
     check_given("rerank", (DEPTH,), depth=depth)  # before the model loads
-    cross_encoder = load_cross_encoder(model, max_length=max_length, device=device, threads=threads)
+    cross_encoder = load_cross_encoder(model, max_length=max_length, device=device)
     first = build_from_spec(first_stage, corpus, index)
-    return RerankRetriever(corpus, first, cross_encoder, depth=depth, batch_size=batch_size)
+    return RerankRetriever(corpus, first, cross_encoder, depth=depth, batch_size=batch_size, threads=threads)
 
 
-def load_cross_encoder(
-    model: str, *, max_length: int | None = None, device: str | None = None, threads: int | None = None
-) -> CrossEncoder:
+def load_cross_encoder(model: str, *, max_length: int | None = None, device: str | None = None) -> CrossEncoder:
     path = Path(model).expanduser()
     if not (path / "config.json").is_file():
         raise HarnessError(
@@ -136,7 +138,6 @@ def load_cross_encoder(
             f"rerank model {path} is not a cross-encoder (no *ForSequenceClassification architecture in its "
             "config.json): loading it as one would score with an untrained head"
         )
-    set_torch_threads(threads)
     loaded = _load(str(path.resolve()), device or default_device(), max_length)
     if loaded.num_labels != 1:
         raise HarnessError(
