@@ -289,7 +289,7 @@ def test_config_strategies_are_checked_with_their_key_path_when_the_config_is_re
 
     monkeypatch.delenv("HARNESS_LLM_BASE_URL", raising=False)
     experiment = {"topics": "cast2019", "strategies": ["raw", f"rewrites:{tmp_path / 'none.tsv'}"],
-                  "retrievers": ["bm25"], "measures": ["RR"]}
+                  "retrievers": ["bm25"], "measures": ["RR"], "corpus": {"index": "msmarco-v1-passage"}}
     with pytest.raises(ConfigError, match=r"x.yaml: experiments\[0\].strategies\[1\]: .*none.tsv: no such rewrites file"):
         parse_config(tmp_path / "x.yaml", {"experiments": [experiment]})
     experiment["strategies"] = ["llm:local"]
@@ -302,7 +302,7 @@ def test_a_rewrites_file_missing_a_turn_or_with_a_header_is_refused_at_its_key_w
 
     lines = tsv.read_text(encoding="utf-8").splitlines(keepends=True)
     experiment = {"topics": "cast2019", "strategies": ["raw", f"rewrites:{tsv}"], "retrievers": ["bm25"],
-                  "measures": ["RR"]}
+                  "measures": ["RR"], "corpus": {"index": "msmarco-v1-passage"}}  # the strategy's error alone
     tsv.write_text("".join(lines[:5] + lines[6:]), encoding="utf-8")
     missing = lines[5].split("\t")[0]
     with pytest.raises(ConfigError, match=rf"x.yaml: experiments\[0\].strategies\[1\]: .*rewrites.tsv: no rewrite "

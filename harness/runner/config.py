@@ -350,7 +350,10 @@ class Node:
         """Where a relative path missing from the current folder is found beside the config: a
         hint that paths are read from the folder harness runs in (as `output:` is written
         there), not from the config's folder; '' otherwise."""
-        if path.is_absolute() or not (self.file.parent / path).exists():
+        try:
+            if path.is_absolute() or not (self.file.parent / path).exists():
+                return ""
+        except OSError:  # a name too long for the file system: said by the error this hint follows
             return ""
         return (f" (relative paths are read from the folder harness runs in, {Path.cwd()}, not from the config's "
                 f"folder: did you mean {self.file.parent / path}?)")

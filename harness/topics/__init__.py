@@ -134,7 +134,13 @@ def benchmark_qrels_name(spec: str | Path) -> str | None:
 def benchmark_hint(spec: str | Path) -> str:
     """Where `spec`, given for qrels, is no file but a benchmark as `topics:` names it
     (`opendialkg:test`), how its qrels are named; '' otherwise."""
-    if isinstance(spec, str) and not Path(spec).exists() and split_spec(spec)[0] in names():  # names(): ~40 ms
+    if not isinstance(spec, str):
+        return ""
+    try:
+        there = Path(spec).exists()
+    except OSError:  # a name too long for the file system: no benchmark's either
+        return ""
+    if not there and split_spec(spec)[0] in names():  # names() scans the entry points: ~40 ms
         return f" (a benchmark's own qrels are named benchmark:{spec})"
     return ""
 
