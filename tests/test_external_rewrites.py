@@ -312,3 +312,20 @@ def test_a_rewrites_file_missing_a_turn_or_with_a_header_is_refused_at_its_key_w
     with pytest.raises(ConfigError, match=r"x.yaml: experiments\[0\].strategies\[1\]: .*rewrites.tsv:1: looks like a "
                                           r"header row"):
         parse_config(tmp_path / "x.yaml", {"experiments": [experiment]})
+
+
+def test_an_edited_rewrites_file_redoes_its_run_naming_the_strategys_inputs(tmp_path, capsys):
+    rewrites, out = tmp_path / "ikat.tsv", tmp_path / "runs"
+    pairs = _manual_pairs("ikat2023:test", "raw")
+    rewrites.write_text("".join(f"{q}\t{t}\n" for q, t in pairs), encoding="utf-8")
+    config = tmp_path / "run.yaml"
+    config.write_text("experiments:\n  - name: ikat\n    topics: ikat2023:test\n"
+                      f"    strategies: ['rewrites:{rewrites}']\n    retrievers: [bm25]\n    measures: [nDCG@3]\n"
+                      "    k: 10\n", encoding="utf-8")
+    assert main(["run", str(config), "--output", str(out)]) == 0
+    rewrites.write_text("".join(f"{q}\t{t} edited\n" if n == 0 else f"{q}\t{t}\n" for n, (q, t) in enumerate(pairs)),
+                        encoding="utf-8")
+    capsys.readouterr()
+    assert main(["run", str(config), "--output", str(out), "--dry-run"]) == 0
+    assert capsys.readouterr().out.splitlines()[1].endswith(
+        f"\tto run (the inputs of strategy rewrites:{rewrites} changed since it was made)")

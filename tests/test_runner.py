@@ -166,7 +166,7 @@ def test_changed_measures_rescore_a_finished_run_without_ranking_again(finished,
     out = _copy_finished(finished, tmp_path)
     config = _config(tmp_path, measures=("P@5", "Judged@10"))  # the report's Judged@10 may be listed too
     assert main(["run", str(config), "--output", str(out), "--only", "pqa"]) == 0
-    assert f"{PQA_TAG}: finished with the same inputs, skipped" in capsys.readouterr().err
+    assert f"{PQA_TAG}: finished with the same inputs, rescored: the measures changed" in capsys.readouterr().err
     assert (out / f"{PQA_TAG}.run").read_bytes() == (finished / f"{PQA_TAG}.run").read_bytes()
     recorded = json.loads((out / f"{PQA_TAG}.json").read_text())["scores"]
     assert recorded["for"]["measures"] == ["P@5", "Judged@10"]
@@ -191,11 +191,42 @@ def test_a_configs_measures_are_reported_under_the_names_it_gives(finished, tmp_
 
 @pytest.mark.java
 @pytest.mark.slow
-def test_changed_config_redoes_the_run(finished, tmp_path, capsys):
+def test_changed_config_redoes_the_run_saying_what_changed(finished, tmp_path, capsys):
     out = _copy_finished(finished, tmp_path)
+    assert main(["run", str(_config(tmp_path, k=5)), "--output", str(out), "--only", "pqa", "--dry-run"]) == 0
+    assert capsys.readouterr().out.splitlines()[1].endswith("\tto run (the config's k changed since it was made)")
+    older = json.loads((out / f"{PQA_TAG}.json").read_text())
+    del older["key_parts"]  # a JSON written before the key's parts were recorded cannot say
+    (out / f"{PQA_TAG}.json").write_text(json.dumps(older))
+    assert main(["run", str(_config(tmp_path, k=5)), "--output", str(out), "--only", "pqa", "--dry-run"]) == 0
+    assert capsys.readouterr().out.splitlines()[1].endswith("\tto run")
+    (out / f"{PQA_TAG}.json").write_bytes((finished / f"{PQA_TAG}.json").read_bytes())
     assert main(["run", str(_config(tmp_path, k=5)), "--output", str(out), "--only", "pqa"]) == 0
-    assert "skipped" not in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "skipped" not in err
+    assert f"{PQA_TAG}: the config's k changed since it was made, so its recorded scores are not its: ranked again" in (
+        err)
     assert max(len(ranking) for ranking in read_run(out / f"{PQA_TAG}.run").scores.values()) == 5
+
+
+@pytest.mark.java
+@pytest.mark.slow
+def test_a_run_made_by_other_harness_code_is_skipped_saying_so_and_the_board_notes_it(finished, tmp_path, capsys):
+    """The resume key leaves the harness's code out (a harness update keeps finished runs); the JSON records it."""
+    recorded = json.loads((finished / f"{PQA_TAG}.json").read_text())["code"]
+    assert len(recorded["sha256"]) == 64 and len(recorded["commit"]) == 40 and isinstance(recorded["dirty"], bool)
+    out = _copy_finished(finished, tmp_path, (PQA_TAG, PTKB_TAG))
+    older = json.loads((out / f"{PQA_TAG}.json").read_text())
+    older["code"] = {"sha256": "0" * 64, "commit": "abcdef0123456789" * 2, "dirty": False}
+    (out / f"{PQA_TAG}.json").write_text(json.dumps(older))
+    assert main(["run", str(_config(tmp_path)), "--output", str(out)]) == 0
+    captured = capsys.readouterr()
+    assert (f"{PQA_TAG}: finished with the same inputs, skipped ({out / PQA_TAG}.run; made by other harness code: "
+            "abcdef012345; --force remakes it)") in captured.err
+    assert f"{PTKB_TAG}: finished with the same inputs, skipped ({out / PTKB_TAG}.run)" in captured.err
+    assert f"Note: these runs were made by different harness code ({PQA_TAG} by abcdef012345; " in captured.out
+    assert main(["run", str(_config(tmp_path)), "--output", str(out), "--only", "pqa", "--force"]) == 0
+    assert "different harness code" not in capsys.readouterr().out
 
 
 @pytest.mark.java
@@ -709,7 +740,8 @@ def test_changed_qrels_rescore_a_finished_run_without_ranking_its_turns_again(tm
         capsys.readouterr()
         assert main(["run", str(config)]) == 0
     captured = capsys.readouterr()
-    assert len(asked) == 1526 and "pragmaticqa-val.raw.ranked: finished with the same inputs, skipped" in captured.err
+    assert len(asked) == 1526
+    assert "pragmaticqa-val.raw.ranked: finished with the same inputs, rescored: the qrels changed (" in captured.err
     assert "| pragmaticqa-val.raw.ranked | raw | ranked | 1.0000 |" in captured.out  # d1 at rank 1: RR 1, was 0.5
 
 
@@ -915,7 +947,9 @@ def test_a_passage_separator_given_later_rescores_a_finished_run_without_ranking
             capsys.readouterr()
             assert main(["run", str(config)]) == 0
     captured = capsys.readouterr()
-    assert len(asked) == 1526 and "pragmaticqa-val.raw.passages: finished with the same inputs, skipped" in captured.err
+    assert len(asked) == 1526
+    assert ("pragmaticqa-val.raw.passages: finished with the same inputs, rescored: the passage separator changed ("
+            in captured.err)
     assert "| pragmaticqa-val.raw.passages | raw | passages | 1.0000 |" in captured.out  # d1 at rank 1: RR 1, was 0
 
 
@@ -1135,7 +1169,8 @@ def test_a_finished_run_scored_or_not_by_another_config_has_a_json_saying_which_
         {**experiment, "qrels": str(qrels), "measures": ["RR", "NumRet"]}]}), encoding="utf-8")
     ranked = (out / f"{tag}.run").stat().st_mtime_ns
     assert main(["run", str(scored)]) == 0
-    assert f"{tag}: finished with the same inputs, skipped" in capsys.readouterr().err
+    assert (f"{tag}: finished with the same inputs, scored (not scored before: ikat2025:test ships no qrels) ("
+            in capsys.readouterr().err)
     recorded = json.loads((out / f"{tag}.json").read_text(encoding="utf-8"))
     assert "not_scored" not in recorded and recorded["scores"]["evaluation"]["means"]["RR"] == 1
     assert recorded["config"]["qrels"] == str(qrels)

@@ -26,7 +26,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--dry-run", action="store_true",
                         help="check the config and list its runs with their queries and judged queries, and what "
                         "the command would do with each (with --force: 'finished, forced: to run'; a run file edited "
-                        "since it was written: 'to run (why)'); retrieve nothing. "
+                        "since it was written, or inputs changed since it was made: 'to run (why)'); retrieve nothing. "
                         "To know whether a run is finished, its queries are formed (ptkb_topk ranks PTKB statements "
                         "for them) and its corpus files hashed (read through; one of 64 MiB or more again only once "
                         "changed); qrels_restrict_to_corpus reads the corpus's ids")

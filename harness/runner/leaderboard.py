@@ -29,8 +29,22 @@ def render(outcomes: Sequence["Outcome"], title: str) -> str:
     # topics and task shared by several families (other qrels or measures): named by experiment too
     headings = [f"{h} ({family_name(rows)})" if headings.count(h) > 1 else h for h, rows in zip(headings, grouped)]
     board = run_leaderboard(title, [_section(h, rows) for h, rows in zip(headings, grouped)], HEADER)
-    note = unscored_note(outcomes)
-    return board if note is None else f"{board}\n{note}\n"
+    for note in (unscored_note(outcomes), code_note(outcomes)):
+        board = board if note is None else f"{board}\n{note}\n"
+    return board
+
+
+def code_note(outcomes: Sequence["Outcome"]) -> str | None:
+    """Which runs other harness code made, where the board's runs come from more than one: a
+    harness update keeps finished runs (the resume key leaves the code out), so one board can
+    compare runs its built-ins made differently."""
+    made: dict[str, list[str]] = {}
+    for outcome in outcomes:
+        made.setdefault(outcome.code, []).append(outcome.run.tag)
+    if len(made) < 2:
+        return None
+    each = "; ".join(f"{', '.join(tags)} by {code}" for code, tags in made.items())
+    return f"Note: these runs were made by different harness code ({each}); `harness run --force` remakes them."
 
 
 def write(outcomes: Sequence["Outcome"], output: Path, title: str) -> tuple[str, Path]:

@@ -230,6 +230,7 @@ class Prepared:
     qrels: Qrels | None  # None: the run is not scored (Experiment.unscored)
     hashes: dict[str, str]
     digest: str  # the resume key: of what determines the run file (not the qrels)
+    key_parts: dict[str, str]  # a hash per part of it, recorded to say which changed
     qrels_hash: str | None  # what the scores depend on besides the run file (`_scoring`)
     seconds: float
     qrels_file: Path | None = None  # the qrels written for `harness compare` (Workspace.qrels_file)
@@ -257,13 +258,14 @@ def prepare(run: RunSpec, workspace: Workspace) -> Prepared:
     files = workspace.named_files(run)
     if files:  # likewise a changed file a parameter names (a plug-in's Path parameter)
         hashes["files"] = provenance.canonical_json(files)
-    digest = provenance.run_hash(hashes, run.identity())
+    identity = run.identity()
+    digest = provenance.run_hash(hashes, identity)
     qrels_hash = qrels_file = None
     if qrels is not None:
         qrels_hash = provenance.qrels_hash(qrels)
         qrels_file = workspace.qrels_file(qrels, qrels_hash)
-    return Prepared(run, benchmark, queries, qrels, hashes, digest, qrels_hash, time.perf_counter() - started,
-                    qrels_file)
+    return Prepared(run, benchmark, queries, qrels, hashes, digest, provenance.key_parts(hashes, identity), qrels_hash,
+                    time.perf_counter() - started, qrels_file)
 
 
 def run_path(output: Path, run: RunSpec) -> Path:
@@ -278,24 +280,44 @@ def _has_files(run: RunSpec, output: Path) -> bool:
     return run_path(output, run).is_file() and json_path(output, run).is_file()
 
 
-def _same_inputs(prepared: Prepared, output: Path) -> dict[str, Any] | None:
-    """The run's JSON, when both files are present and it records the same inputs hash."""
-    if not _has_files(prepared.run, output):
+def _record(run: RunSpec, output: Path) -> dict[str, Any] | None:
+    """The run's JSON, when both files are present and it reads as one."""
+    if not _has_files(run, output):
         return None
     try:
-        record = json.loads(json_path(output, prepared.run).read_text(encoding="utf-8"))
+        record = json.loads(json_path(output, run).read_text(encoding="utf-8"))
     except (json.JSONDecodeError, UnicodeDecodeError):
         return None
-    return record if isinstance(record, dict) and record.get("hash") == prepared.digest else None
+    return record if isinstance(record, dict) else None
 
 
 def finished(prepared: Prepared, output: Path) -> tuple[bool, str | None]:
     """Whether the run is finished: both files present, the JSON records the same inputs hash,
-    and the run file is still the one it records writing; and, when the inputs are the same but
-    the run file was edited or replaced since (its JSON's scores are another file's), why not."""
-    record = _same_inputs(prepared, output)
-    why = None if record is None else _edited(run_path(output, prepared.run), record)
-    return record is not None and why is None, why
+    and the run file is still the one it records writing; and why not, when it can say: the
+    parts of the resume key that changed (as its JSON records them), or, when the inputs are the
+    same, that the run file was edited or replaced since (its JSON's scores are another file's)."""
+    record = _record(prepared.run, output)
+    if record is None:
+        return False, None
+    if record.get("hash") != prepared.digest:
+        names = {"queries": _queries(prepared, record)}
+        changed = provenance.changed_parts(record.get("key_parts"), prepared.key_parts, names)
+        return False, f"{' and '.join(changed)} changed since it was made" if changed else None
+    why = _edited(run_path(output, prepared.run), record)
+    return why is None, why
+
+
+def _queries(prepared: Prepared, record: dict[str, Any]) -> str:
+    """What changed where a run's queries did: the inputs of its strategy (a rewrites file, an
+    LLM endpoint) where its JSON records others, else the queries made of the topics (their
+    turns, what a strategy makes of them, what else the ranking reads: PTKB statements)."""
+    run = prepared.run
+    if run.strategy and record.get("strategy_inputs") not in (None, strategy_inputs(run.strategy)):
+        return f"the inputs of strategy {run.strategy}"
+    by = f" by strategy {run.strategy}" if run.strategy else ""
+    context = TASKS.get(run.experiment.task).context(prepared.benchmark)
+    also = " (or what else their ranking reads: PTKB statements)" if next(iter(context), None) is not None else ""
+    return f"the queries of {run.experiment.topics}{by}{also}"
 
 
 def _edited(path: Path, record: dict[str, Any]) -> str | None:
@@ -355,11 +377,13 @@ def execute(prepared: Prepared, workspace: Workspace, output: Path, config: Conf
         "strategy_inputs": strategy_inputs(run.strategy) if run.strategy else {},  # rewrites file sha256, LLM
         "hash": prepared.digest,
         "hashes": prepared.hashes,
+        "key_parts": prepared.key_parts,
         "queries": len(prepared.queries),
         "lines": lines,
         "run_sha256": written.hexdigest(),  # an edited or replaced run file is not finished
         "duplicates": repeats.count,  # documents the retriever answered twice for a query, dropped
         "versions": provenance.versions(),
+        "code": provenance.code(),  # the harness's own (its version is every commit's)
         "timings": {
             "prepare_s": round(prepared.seconds, 3),
             "set_up_s": round(set_up, 3),  # index / model / PTKB ranking; 0 when reused
@@ -418,6 +442,28 @@ def _from_output(config_path: Path, output: Path) -> str:
     """Where the config file is seen from the output folder (`../configs/x.yaml`): the same after
     the folder holding both is copied or moved, where the real path names the old place."""
     return os.path.relpath(os.path.realpath(config_path), os.path.realpath(output))
+
+
+_SCORED_WITH = {"passage_separator": "passage separator", "judged": "Judged@10 measure"}  # `_scoring`'s keys, said
+
+
+def _skipped(prepared: Prepared, output: Path) -> str:
+    """What a skipped run's line says: rescored, and on what change (`_scoring`: the qrels, say),
+    where its recorded scores were taken another way (scored, where it was not); made by other
+    harness code than this, which the resume key leaves out (provenance.code), where its JSON
+    records the code that made it."""
+    record = _record(prepared.run, output) or {}
+    recorded, done = record.get("scores"), "skipped"
+    if prepared.qrels is not None and isinstance(recorded, dict) and isinstance(recorded.get("for"), dict):
+        now = _scoring(prepared)
+        changed = [_SCORED_WITH.get(key, key) for key in now if recorded["for"].get(key) != now[key]]
+        done = f"rescored: the {' and the '.join(changed)} changed" if changed else done
+    if prepared.qrels is not None and isinstance(record.get("not_scored"), str):  # given qrels since
+        done = f"scored (not scored before: {record['not_scored']})"
+    made = record.get("code")
+    other = (f"; made by other harness code: {provenance.code_name(made)}; --force remakes it"
+             if isinstance(made, dict) and made.get("sha256") != provenance.code()["sha256"] else "")
+    return f"finished with the same inputs, {done} ({run_path(output, prepared.run)}{other})"
 
 
 def _write_metadata(path: Path, metadata: dict[str, Any]) -> None:
@@ -572,13 +618,16 @@ class Outcome:
     judged: float | None
     benchmark: Benchmark  # the topics the run answered (the report's turn depths)
     qrels_file: Path | None = None  # the qrels written for `harness compare`, or the `qrels:` file (None: none)
+    code: str = "code not recorded"  # the harness code that made the run (provenance.code_name), for the leaderboard
 
     @classmethod
     def of(cls, prepared: Prepared, output: Path, skipped: bool, scored: Scored | None) -> "Outcome":
         given = prepared.run.experiment.qrels  # a `qrels:` file is named too; a benchmark's shipped one by its name
+        record = _record(prepared.run, output) or {}
         return cls(prepared.run, run_path(output, prepared.run), skipped, prepared.qrels,
                    scored.evaluation if scored else None, scored.judged if scored else None, prepared.benchmark,
-                   prepared.qrels_file or (given if isinstance(given, Path) else None))
+                   prepared.qrels_file or (given if isinstance(given, Path) else None),
+                   provenance.code_name(record.get("code")))
 
 
 def score(prepared: Prepared, output: Path) -> Scored:
@@ -626,7 +675,7 @@ def run_config(
             prepared = prepare(run, workspace)
             skipped, why = (False, None) if force else finished(prepared, output)
             if skipped:
-                print(f"{run.tag}: finished with the same inputs, skipped ({run_path(output, run)})", file=log)
+                print(f"{run.tag}: {_skipped(prepared, output)}", file=log)
                 scored = finished_scores(prepared, output)
             else:
                 if why:
