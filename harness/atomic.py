@@ -1,14 +1,16 @@
 """Atomic output: a file appears under its final name complete, or not at all.
 
-Temporary names carry the writer's pid (`.NAME.PID.RANDOM.tmp`, and for folders
-`.NAME.building.PID.RANDOM`), so that a later writer removes what a killed process left
-and never what a live one is still writing. A process id reused by an unrelated live
-process keeps its leftover until that process ends: at worst a stale file stays, nothing
-live is ever deleted.
+Temporary files carry the writer's pid (`.NAME.PID.RANDOM.tmp`), so that a later writer
+removes what a killed process left and never what a live one is still writing (a process
+id reused by an unrelated live process keeps its leftover until that process ends). Build
+folders (`.NAME.building.PID.RANDOM`) are made under a lock on their target (`temp_folder`),
+and judged by it: one whose lock nobody holds is dead, whatever its pid, so one left by a kill
+or copied from another machine is removed by the next build beside it.
 """
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import fcntl
 import os
@@ -183,17 +185,48 @@ def _cause(path: Path, folder: bool) -> str | None:
 
 
 @contextmanager
-def temp_folder(parent: Path, stem: str) -> Iterator[Path]:
-    """A new hidden folder `parent/STEM.PID.RANDOM` (e.g. `.NAME.building` for an index
-    being built), after removing the ones dead processes left under the same stem; removed on
-    leaving with whatever it still holds, so the caller renames what it keeps out of it first."""
-    _opened(parent, lambda: _clear_leftovers(parent, stem), folder=True)
-    folder = _temp_name(parent, stem)
-    try:
-        _opened(parent, folder.mkdir, folder=True)
-        yield folder
-    finally:
-        shutil.rmtree(folder, ignore_errors=True)
+def temp_folder(target: Path, doing: str, log=None) -> Iterator[Path]:
+    """A new hidden folder `.NAME.building.PID.RANDOM` beside `target`, to build it in and rename
+    it into place from, made holding `target`'s lock (`.NAME.lock` beside it, gone once released):
+    a second process building the same target says 'another harness process is {doing}' in one
+    line and waits, then finds it built. Build folders beside it that no lock holds (left by a
+    kill, or copied from elsewhere) are removed first. Removed on leaving with whatever it still
+    holds, so the caller renames what it keeps out of it first."""
+    parent = target.parent
+    make_folder(parent)
+    with contextlib.ExitStack() as lock:  # a folder where no file can be made: an OutputError naming it
+        _opened(parent, lambda: lock.enter_context(
+            _locked_file(parent / f".{target.name}.lock", f"another harness process is {doing}", log)), folder=True)
+        _remove_dead_builds(parent, target.name)
+        folder = _temp_name(parent, f".{target.name}.building")
+        try:
+            _opened(parent, folder.mkdir, folder=True)
+            yield folder
+        finally:
+            shutil.rmtree(folder, ignore_errors=True)
+
+
+_BUILDING = re.compile(r"\.(.+)\.building\.\d+\.\w+")
+
+
+def _remove_dead_builds(parent: Path, held: str) -> None:
+    """Remove the build folders in `parent` whose target's lock nobody holds: those of `held`
+    (whose lock this process holds), and of any other target whose lock is free (taken for
+    the removal, so that no build of it starts meanwhile)."""
+    dead: dict[str, list[str]] = {}
+    with os.scandir(parent) as entries:
+        for entry in entries:
+            if (match := _BUILDING.fullmatch(entry.name)) and entry.is_dir(follow_symlinks=False):
+                dead.setdefault(match.group(1), []).append(entry.path)
+    for name, paths in dead.items():
+        with contextlib.ExitStack() as stack:
+            if name != held:
+                try:
+                    stack.enter_context(_locked_file(parent / f".{name}.lock"))
+                except OSError:  # held by a live build (or not ours to lock)
+                    continue
+            for path in paths:
+                shutil.rmtree(path, ignore_errors=True)
 
 
 def remove_leftovers(folder: Path, stem: str, suffix: str = "") -> None:
@@ -233,12 +266,50 @@ def folder_lock(folder: Path, log=None) -> Iterator[None]:
     make_folder(folder)
     fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
     try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            print(f"another harness run is writing to {folder}; waiting for it to finish",
-                  file=log or sys.stderr, flush=True)
-            fcntl.flock(fd, fcntl.LOCK_EX)
+        _lock(fd, f"another harness run is writing to {folder}", log)
         yield
     finally:
         os.close(fd)
+
+
+def _lock(fd: int, waiting: str | None, log=None) -> None:
+    """An exclusive flock on `fd`; when another holds it, `waiting` (then 'waiting for it to
+    finish') is said in one line and the lock waited for, or with no `waiting`, BlockingIOError."""
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        if waiting is None:
+            raise
+        print(f"{waiting}; waiting for it to finish", file=log or sys.stderr, flush=True)
+        fcntl.flock(fd, fcntl.LOCK_EX)
+
+
+@contextmanager
+def _locked_file(path: Path, waiting: str | None = None, log=None) -> Iterator[None]:
+    """Hold `_lock` on the lock file `path`, made if missing and removed on release (the kernel
+    releases it when the holder dies, however it dies). A lock won on a file removed or
+    replaced meanwhile is not the lock: taken again on the file now there."""
+    while True:
+        fd = os.open(path, os.O_RDONLY | os.O_CREAT | os.O_CLOEXEC, 0o666)
+        try:
+            _lock(fd, waiting, log)
+            if _same_file(fd, path):
+                break
+        except BaseException:
+            os.close(fd)
+            raise
+        os.close(fd)
+    try:
+        yield
+    finally:
+        Path(path).unlink(missing_ok=True)  # before the release: a waiter then sees its file is gone
+        os.close(fd)
+
+
+def _same_file(fd: int, path: Path) -> bool:
+    try:
+        here = os.stat(path)
+    except FileNotFoundError:
+        return False
+    held = os.fstat(fd)
+    return (here.st_dev, here.st_ino) == (held.st_dev, held.st_ino)

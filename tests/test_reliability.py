@@ -340,15 +340,77 @@ def test_a_writer_removes_temp_files_of_dead_processes_only(tmp_path):
     assert target.read_text() == "whole\n"
 
 
-def test_an_index_build_removes_building_folders_of_dead_processes_only(tmp_path):
-    dead = tmp_path / f".idx.building.{_dead_pid()}.abcdefgh"
-    live = tmp_path / f".idx.building.{os.getppid()}.abcdefgh"
-    for folder in (dead, live):
+def test_a_build_removes_every_build_folder_beside_it_that_no_lock_holds_whatever_its_pid(tmp_path):
+    """Left by a kill, or copied from another machine with a pid that is now someone else's."""
+    alive = os.getppid()  # pytest's parent: a live process, as a reused or copied pid may be
+    own = tmp_path / f".idx.building.{_dead_pid()}.0123abcd"
+    copied = tmp_path / f".idx.building.{alive}.4567ef01"
+    other = tmp_path / f".other.building.{alive}.89abcdef"  # another target's (fingerprint's)
+    for folder in (own, copied, other):
         (folder / "jsonl").mkdir(parents=True)
-    with temp_folder(tmp_path, ".idx.building") as new:
+    with temp_folder(tmp_path / "idx", "building idx") as new:
         assert new.name.startswith(f".idx.building.{os.getpid()}.") and new.is_dir()
-        assert not dead.exists() and live.exists()
-    assert not new.exists()
+        assert {p.name for p in tmp_path.iterdir()} == {".idx.lock", new.name}
+    assert list(tmp_path.iterdir()) == []  # the build folder and the lock file go
+
+
+_HOLD_BUILD = """
+import sys
+from pathlib import Path
+from harness.atomic import temp_folder
+with temp_folder(Path(sys.argv[1]), "building other") as folder:
+    print(folder.name, flush=True)
+    sys.stdin.read()
+"""
+
+
+def test_a_build_folder_whose_lock_a_live_build_holds_is_kept(tmp_path):
+    holder = subprocess.Popen([sys.executable, "-c", _HOLD_BUILD, str(tmp_path / "other")], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, text=True, env=_env())
+    try:
+        live = tmp_path / holder.stdout.readline().strip()
+        assert live.is_dir()
+        with temp_folder(tmp_path / "idx", "building idx"):
+            assert live.is_dir()
+        assert live.is_dir()
+    finally:
+        holder.communicate("", timeout=60)
+    assert holder.returncode == 0 and list(tmp_path.iterdir()) == []
+
+
+_CACHED_INDEX = """
+import sys, time
+from pathlib import Path
+from harness.corpus.readers import open_corpus
+from harness.retrieve.lucene import cached_index
+corpus = open_corpus(sys.argv[1])
+corpus.fingerprint
+while not Path(sys.argv[2]).exists():  # both start building at once
+    time.sleep(0.01)
+print(cached_index(corpus))
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.java
+def test_two_processes_sharing_a_cache_build_its_index_once_the_second_waits_then_reuses_it(tmp_path):
+    corpus, go = tmp_path / "corpus.jsonl", tmp_path / "go"
+    corpus.write_text("".join(json.dumps({"id": f"d{i}", "contents": f"passage {i} about topic {i % 7}"}) + "\n"
+                              for i in range(300)), encoding="utf-8")
+    builders = [subprocess.Popen([sys.executable, "-c", _CACHED_INDEX, str(corpus), str(go)], stdout=subprocess.PIPE,
+                                 stderr=subprocess.PIPE, text=True, env=_env(tmp_path / "cache"))
+                for _ in range(2)]
+    time.sleep(3)  # both imported and polling
+    go.touch()
+    results = [_finish(builder) for builder in builders]
+    assert [code for code, _, _ in results] == [0, 0], [err for _, _, err in results]
+    index = Path(results[0][1].strip())
+    assert results[1][1].strip() == str(index) and (index / "harness-index.json").is_file()
+    waiting = [err for _, _, err in results if "waiting for it to finish" in err]
+    assert len(waiting) == 1, [err for _, _, err in results]  # one waits; had it built too, it would have failed
+    assert f"another harness process is building the index of corpus.jsonl in {index}; waiting" in waiting[0]
+    assert "written to" not in waiting[0]
+    assert not _leftovers(tmp_path / "cache")
 
 
 def test_an_interrupt_just_after_the_temp_file_is_made_still_removes_it(tmp_path, monkeypatch):

@@ -8,7 +8,8 @@ hidden build folder next to the target, renamed into place only when Anserini re
 success. A folder under the
 target's name is therefore always a finished index; an interrupted build leaves at most a
 `.NAME.building.PID.*` folder, removed when the interruption lets Python run, else (a kill)
-by the next build beside it once that process is dead. The Java child is killed with its
+by the next build beside it (atomic.temp_folder: no lock holds it). Two processes building one
+index take turns: the second waits for the first's, then uses it. The Java child is killed with its
 parent (PR_SET_PDEATHSIG), so it never runs on orphaned.
 """
 
@@ -54,36 +55,48 @@ def build_index(
     """Index `corpus` into `out`; refuses to replace a finished index unless `force`, and any
     other folder always (`_irreplaceable`).
     `in_process`: IndexCollection in this process's JVM (default: for small corpora).
-    Documents whose text is empty are counted in `textless`; a corpus of only those is an error."""
+    Documents whose text is empty are counted in `textless`; a corpus of only those is an error.
+    A second process building the same `out` waits for the first (atomic.temp_folder), then finds it there."""
     out = Path(out)
     check_outputs(out, folder=True)  # a file in the way, or nowhere to build: said before Java starts
+    target = out.resolve()  # `.` has no name to build beside
+    with temp_folder(target, f"building {out}") as building:
+        _check_replaceable(out, corpus, force)
+        _build(corpus, building, target, threads, in_process, textless)
+    return out
+
+
+def _check_replaceable(out: Path, corpus: Corpus, force: bool) -> None:
     if out.exists() or out.is_symlink():
         if why := _irreplaceable(out, corpus):
             raise HarnessError(f"{out} already exists and {why}: give another folder")
         if not force:
             raise HarnessError(f"{out} already exists; pass --force to rebuild it")
-    target = out.resolve()  # `.` has no name to build beside
+
+
+def _build(corpus: Corpus, building: Path, target: Path, threads: int | None, in_process: bool | None,
+           textless: Textless | None) -> None:
+    """Index `corpus` in the build folder `building`, then rename it to `target` (replacing an
+    index there only once the new one is complete)."""
     threads = threads or default_threads()
     java_home(), anserini_jar()  # finds Java and Anserini before any work is done
-    with temp_folder(target.parent, f".{target.name}.building") as building:
-        dump = building / "jsonl"  # next to the index, not in a possibly small /tmp
-        dump.mkdir()
-        textless = Textless(corpus) if textless is None else textless
-        count = _dump_jsonl(corpus, dump, textless)
-        if count == 0:
-            raise textless.nothing_left("index") if textless.count else HarnessError(
-                f"corpus {corpus.name} has no documents to index")
-        arguments = _index_options(threads) + ["-input", str(dump), "-index", str(building / "index")]
-        if (count <= IN_PROCESS_DOCS) if in_process is None else in_process:
-            indexed = _index_in_jvm(arguments, building / "index")
-        else:
-            indexed = _run_java(java_command(INDEX_COLLECTION) + arguments, count)
-        manifest = {"corpus": corpus.name, "fingerprint": corpus.fingerprint, "documents": indexed}
-        (building / "index" / MANIFEST).write_text(json.dumps(manifest, indent=1) + "\n", encoding="utf-8")
-        if target.exists():  # --force: the old index goes only once the new one is complete
-            shutil.rmtree(target)
-        os.replace(building / "index", target)
-    return out
+    dump = building / "jsonl"  # next to the index, not in a possibly small /tmp
+    dump.mkdir()
+    textless = Textless(corpus) if textless is None else textless
+    count = _dump_jsonl(corpus, dump, textless)
+    if count == 0:
+        raise textless.nothing_left("index") if textless.count else HarnessError(
+            f"corpus {corpus.name} has no documents to index")
+    arguments = _index_options(threads) + ["-input", str(dump), "-index", str(building / "index")]
+    if (count <= IN_PROCESS_DOCS) if in_process is None else in_process:
+        indexed = _index_in_jvm(arguments, building / "index")
+    else:
+        indexed = _run_java(java_command(INDEX_COLLECTION) + arguments, count)
+    manifest = {"corpus": corpus.name, "fingerprint": corpus.fingerprint, "documents": indexed}
+    (building / "index" / MANIFEST).write_text(json.dumps(manifest, indent=1) + "\n", encoding="utf-8")
+    if target.exists():  # --force: the old index goes only once the new one is complete
+        shutil.rmtree(target)
+    os.replace(building / "index", target)
 
 
 def _irreplaceable(out: Path, corpus: Corpus) -> str | None:
@@ -111,14 +124,13 @@ def cached_index(corpus: Corpus, threads: int | None = None) -> Path:
     out = cache_root() / "indexes" / corpus.fingerprint
     if (out / MANIFEST).is_file():
         return out
-    started = time.perf_counter()
-    textless = Textless(corpus)
-    try:
-        build_index(corpus, out, threads=threads, textless=textless)
-    except OSError:
-        if (out / MANIFEST).is_file():  # another process finished the same index first
+    with temp_folder(out, f"building the index of {corpus.name} in {out}") as building:
+        if (out / MANIFEST).is_file():  # built by the process this one waited for
             return out
-        raise
+        started = time.perf_counter()
+        textless = Textless(corpus)
+        _check_replaceable(out, corpus, force=False)
+        _build(corpus, building, out, threads, None, textless)
     say_made(f"{indexed(out)} of {corpus.name}", out, started, textless.note())
     return out
 

@@ -162,16 +162,11 @@ def exported(reader, folder: Path) -> Path | str:
     from harness.retrieve._lucene_kernels import compile_kernels
 
     compile_kernels()  # first (seconds once a process, which the search pays anyway): not the export's time
-    started = time.perf_counter()
     for target in candidates:
         try:
-            made = _export(reader, target, key)
+            return _export(reader, target, key)
         except OSError as error:
             failure = f"cannot write the postings export {target}: {error}"
-            continue
-        if isinstance(made, Path):  # a big index's export takes a while: said as its index is
-            say_made(f"BM25 export of {reader.maxDoc()} documents", made, started)
-        return made
     return failure
 
 
@@ -199,14 +194,19 @@ def _manifest(target: Path) -> dict | None:
 
 
 def _export(reader, target: Path, key: dict) -> Path | str:
-    """Lucene's exporter into a hidden folder beside `target`, checked, then renamed into place."""
+    """Lucene's exporter into a hidden folder beside `target`, checked, then renamed into place
+    (a big index's export takes a while: said as its index is); or the export another process
+    wrote meanwhile."""
     from jnius import JavaException, autoclass
 
     try:
         exporter = autoclass(EXPORTER)
     except JavaException:  # a JVM started by someone else before harness (ensure_jvm) could
         return f"{EXPORTER} is not on the running JVM's class path"
-    with temp_folder(target.parent, f".{target.name}.building") as building:
+    with temp_folder(target, f"writing the BM25 export {target}") as building:
+        if _manifest(target) == key:  # written by the process this one waited for
+            return target
+        started = time.perf_counter()
         why = exporter.export(reader, FIELD, ID_FIELD, str(building))
         if why:
             return why
@@ -218,9 +218,10 @@ def _export(reader, target: Path, key: dict) -> Path | str:
             return "the exported term frequencies do not add up to the index's statistics"
         write_block_bounds(building)
         (building / EXPORT_MANIFEST).write_text(json.dumps(key, indent=1) + "\n", encoding="utf-8")
-        if target.exists():  # another commit's export, or one another process just finished
+        if target.exists():  # another commit's export
             shutil.rmtree(target)
         os.replace(building, target)
+    say_made(f"BM25 export of {reader.maxDoc()} documents", target, started)
     return target
 
 
