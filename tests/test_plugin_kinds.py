@@ -203,8 +203,9 @@ def test_a_scale_plugin_that_cannot_be_loaded_is_broken_where_listed_and_no_erro
     """The warning on a labels file's scale against the reference's top grade names the scales that fit: it
     looked every scale up, and a broken one made the warning an error."""
     done = _harness("components", "scale")
-    assert done.returncode == 1 and "  not-a-scale          BROKEN: got Preset; expected a harness.judge.scales.Scale " \
-        "(entry point lab_plugin:shallow of lab-plugin 0.3)" in done.stdout.splitlines()
+    broken = ("  not-a-scale          BROKEN: got Preset; expected a harness.judge.scales.Scale "
+              "(entry point lab_plugin:shallow of lab-plugin 0.3)")
+    assert done.returncode == 1 and broken in done.stdout.splitlines()
     probe = ("from harness.judge.fill import scale_warning; from harness.trec import Qrels; "
              "print(scale_warning(Qrels('h', {'1': {'d': 4}}), 'x', {'scale': 'yes-no', 'matches_file': True}, 'u'))")
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
