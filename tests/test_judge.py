@@ -326,6 +326,15 @@ def test_a_sidecar_without_who_answered_says_its_endpoint_and_its_write_time_as_
                                        "written 2026-01-02T03:04:05")
 
 
+def test_the_summary_counts_one_pair_as_one(pool, tmp_path, capsys):
+    """'judged 1 pairs' read as a slip in a line meant to be quoted."""
+    run = tmp_path / "one.run"
+    run.write_text(pool["run"].read_text(encoding="utf-8").splitlines()[0] + "\n", encoding="utf-8")
+    assert main(["judge", str(run), "--topics", "ikat2024", "--judge", "file", "--labels", str(pool_file()),
+                 "--output", str(tmp_path / "one.qrels")]) == 0
+    assert "judged 1 pair (0 from the cache;" in capsys.readouterr().err
+
+
 def test_a_file_judges_qrels_names_the_judge_that_made_the_labels_it_recorded(pool, tmp_path, capsys):
     """`harness judge --judge file --labels LLM.qrels` re-selects an LLM's labels: the fill's line names
     the model and who answered (the sidecar's source_provenance), not only `judge file`."""

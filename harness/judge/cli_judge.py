@@ -235,13 +235,14 @@ def run(args: argparse.Namespace) -> int:
     written = write_qrels(args.out, judgments, provenance)
     tally = provenance["counts"]
     sent = f", {counted(provenance['requests'], 'request')}" if "requests" in provenance else ""
-    known = f"{skipped} pairs already in --qrels skipped; " if args.qrels and not args.judged_queries_only else ""
+    known = (f"{counted(skipped, 'pair')} already in --qrels skipped; " if args.qrels and not args.judged_queries_only
+             else "")
     if only_option(args):
-        known += f"{elsewhere} pairs on queries --qrels does not judge left out ({only_option(args)}); "
+        known += f"{counted(elsewhere, 'pair')} on queries --qrels does not judge left out ({only_option(args)}); "
     elif elsewhere:
-        known += (f"{elsewhere} pairs judged on queries --qrels does not judge, whose labels --fill does not use "
-                  "(--holes-only leaves them out); ")
-    print(f"judged {tally.get('pairs', 0)} pairs ({tally.get('cached', 0)} from the cache{sent}; "
+        known += (f"{counted(elsewhere, 'pair')} judged on queries --qrels does not judge, whose labels --fill "
+                  "does not use (--holes-only leaves them out); ")
+    print(f"judged {counted(tally.get('pairs', 0), 'pair')} ({tally.get('cached', 0)} from the cache{sent}; "
           f"{tally.get('unparseable', 0)} unparseable, {tally.get('failed', 0)} failed, "
           f"{tally.get('missing', 0)} missing); {known}"
           f"wrote {written} labels to {args.out} and {sidecar(args.out)}", file=sys.stderr)
