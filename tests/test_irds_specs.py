@@ -72,6 +72,14 @@ def test_a_corpus_not_downloaded_that_cannot_be_fetched_is_one_line_naming_the_s
                                        "or give a local copy (jsonl:FILE, trec:FILE)\n")
 
 
+def test_qrels_not_downloaded_that_cannot_be_fetched_are_one_line_in_eval(tmp_path, unreachable, capsys):
+    """ir_datasets' line on each failed try came first, as it did for a corpus."""
+    run = tmp_path / "a.run"
+    run.write_text("1 Q0 d1 1 1.0 r\n", encoding="utf-8")
+    assert main(["eval", "--qrels", f"irds:{UNREACHABLE}", str(run), "--measures", "P@1"]) == 2
+    assert capsys.readouterr().err == f"harness eval: error: {_not_fetched('qrels', unreachable)}\n"
+
+
 def test_an_error_inside_ir_datasets_that_is_no_failed_download_is_not_called_one():
     import ir_datasets
     from ir_datasets.formats import BaseDocs

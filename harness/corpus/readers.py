@@ -15,6 +15,7 @@ import html
 import logging
 import re
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -355,19 +356,15 @@ def _irds_corpus(dataset_id: str) -> Corpus:
     dataset = _irds_dataset(dataset_id, "docs")
 
     def documents() -> Iterator[Document]:
-        # offline, ir_datasets logs a line on each failed try of each source: the error sums them up
-        logger, retries = logging.getLogger("ir_datasets"), _RetryLines()  # the logger it logs every line to
-        logger.addFilter(retries)
-        try:
-            for doc in dataset.docs_iter():
-                field = next((name for name in _IRDS_TEXT_FIELDS if hasattr(doc, name)), None)
-                text = getattr(doc, field) if field else doc.default_text()
-                yield Document(id=doc.doc_id, contents=text, title=getattr(doc, "title", None) or None)
-        except (RuntimeError, OSError) as error:  # OSError: requests' errors too
-            raise HarnessError(f"{_not_fetched(dataset_id, 'documents', error)}, or give a local copy "
-                               "(jsonl:FILE, trec:FILE)") from None
-        finally:
-            logger.removeFilter(retries)
+        with _retry_lines_held():
+            try:
+                for doc in dataset.docs_iter():
+                    field = next((name for name in _IRDS_TEXT_FIELDS if hasattr(doc, name)), None)
+                    text = getattr(doc, field) if field else doc.default_text()
+                    yield Document(id=doc.doc_id, contents=text, title=getattr(doc, "title", None) or None)
+            except (RuntimeError, OSError) as error:  # OSError: requests' errors too
+                raise HarnessError(f"{_not_fetched(dataset_id, 'documents', error)}, or give a local copy "
+                                   "(jsonl:FILE, trec:FILE)") from None
 
     # ir_datasets ids name fixed, checksummed content: the id is the fingerprint's key.
     fingerprint = hashlib.sha256(f"irds:{dataset_id}".encode()).hexdigest()
@@ -386,13 +383,14 @@ def irds_qrels(dataset_id: str) -> Qrels:
     id, its slashes dashes (`harness-ikat2023-test`), as a file is by its stem."""
     dataset = _irds_dataset(dataset_id, "qrels")
     judgments: dict[str, dict[str, int]] = {}
-    try:
-        for qrel in dataset.qrels_iter():
-            qid, docid, grade = str(qrel.query_id), str(qrel.doc_id), qrel.relevance
-            if problem := add_judgment(judgments, qid, docid, grade):
-                raise InputError(f"irds:{dataset_id}", problem, record=f"{qid} 0 {docid} {grade}")
-    except (RuntimeError, OSError) as error:
-        raise _not_fetched(dataset_id, "qrels", error) from None
+    with _retry_lines_held():
+        try:
+            for qrel in dataset.qrels_iter():
+                qid, docid, grade = str(qrel.query_id), str(qrel.doc_id), qrel.relevance
+                if problem := add_judgment(judgments, qid, docid, grade):
+                    raise InputError(f"irds:{dataset_id}", problem, record=f"{qid} 0 {docid} {grade}")
+        except (RuntimeError, OSError) as error:
+            raise _not_fetched(dataset_id, "qrels", error) from None
     if not judgments:
         raise HarnessError(f"irds:{dataset_id}: empty qrels: no judgments")
     return Qrels(dataset_id.replace("/", "-"), judgments)
@@ -418,6 +416,18 @@ def _cause(failure: BaseException) -> str:
     """The failure's kind, urllib3's reason where requests wraps one (NameResolutionError: offline)."""
     reason = getattr(failure.args[0], "reason", None) if failure.args else None
     return type(reason if isinstance(reason, BaseException) else failure).__name__
+
+
+@contextmanager
+def _retry_lines_held() -> Iterator[None]:
+    """ir_datasets' line on each failed try of each source held back while a dataset is read
+    (offline, one a try): the error that follows sums them up."""
+    logger, retries = logging.getLogger("ir_datasets"), _RetryLines()  # the logger it logs every line to
+    logger.addFilter(retries)
+    try:
+        yield
+    finally:
+        logger.removeFilter(retries)
 
 
 class _RetryLines(logging.Filter):
