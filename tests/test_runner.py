@@ -227,6 +227,12 @@ def test_a_run_made_by_other_harness_code_is_skipped_saying_so_and_the_board_not
     assert f"Note: these runs were made by different harness code ({PQA_TAG} by abcdef012345; " in captured.out
     assert main(["run", str(_config(tmp_path)), "--output", str(out), "--only", "pqa", "--force"]) == 0
     assert "different harness code" not in capsys.readouterr().out
+    same = json.loads((out / f"{PQA_TAG}.json").read_text())
+    same["code"]["commit"] = "fedcba9876543210" * 2  # a later commit that touched no code: the same code
+    (out / f"{PQA_TAG}.json").write_text(json.dumps(same))
+    assert main(["run", str(_config(tmp_path)), "--output", str(out)]) == 0
+    captured = capsys.readouterr()
+    assert "different harness code" not in captured.out and "other harness code" not in captured.err
 
 
 @pytest.mark.java

@@ -38,12 +38,12 @@ def code_note(outcomes: Sequence["Outcome"]) -> str | None:
     """Which runs other harness code made, where the board's runs come from more than one: a
     harness update keeps finished runs (the resume key leaves the code out), so one board can
     compare runs its built-ins made differently."""
-    made: dict[str, list[str]] = {}
+    made: dict[str | None, tuple[str, list[str]]] = {}  # by the code's hash: a commit touching no code is one code
     for outcome in outcomes:
-        made.setdefault(outcome.code, []).append(outcome.run.tag)
+        made.setdefault(outcome.code_sha256, (outcome.code, []))[1].append(outcome.run.tag)
     if len(made) < 2:
         return None
-    each = "; ".join(f"{', '.join(tags)} by {code}" for code, tags in made.items())
+    each = "; ".join(f"{', '.join(tags)} by {code}" for code, tags in made.values())
     return f"Note: these runs were made by different harness code ({each}); `harness run --force` remakes them."
 
 

@@ -619,6 +619,7 @@ class Outcome:
     benchmark: Benchmark  # the topics the run answered (the report's turn depths)
     qrels_file: Path | None = None  # the qrels written for `harness compare`, or the `qrels:` file (None: none)
     code: str = "code not recorded"  # the harness code that made the run (provenance.code_name), for the leaderboard
+    code_sha256: str | None = None  # that code's hash: runs of one code, under two commits, are one code
 
     @classmethod
     def of(cls, prepared: Prepared, output: Path, skipped: bool, scored: Scored | None) -> "Outcome":
@@ -627,7 +628,11 @@ class Outcome:
         return cls(prepared.run, run_path(output, prepared.run), skipped, prepared.qrels,
                    scored.evaluation if scored else None, scored.judged if scored else None, prepared.benchmark,
                    prepared.qrels_file or (given if isinstance(given, Path) else None),
-                   provenance.code_name(record.get("code")))
+                   provenance.code_name(record.get("code")), _code_sha256(record.get("code")))
+
+
+def _code_sha256(recorded: Any) -> str | None:
+    return str(recorded.get("sha256")) if isinstance(recorded, dict) else None
 
 
 def score(prepared: Prepared, output: Path) -> Scored:
