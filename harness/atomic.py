@@ -206,17 +206,19 @@ def temp_folder(target: Path, doing: str, log=None) -> Iterator[Path]:
             shutil.rmtree(folder, ignore_errors=True)
 
 
-_BUILDING = re.compile(r"\.(.+)\.building\.\d+\.\w+")
+_BUILDING = re.compile(r"\.(.+)\.building\.(\d+)\.\w+")
 
 
 def _remove_dead_builds(parent: Path, held: str) -> None:
-    """Remove the build folders in `parent` whose target's lock nobody holds: those of `held`
-    (whose lock this process holds), and of any other target whose lock is free (taken for
-    the removal, so that no build of it starts meanwhile)."""
+    """Remove the build folders in `parent` whose target's lock nobody holds and whose process
+    is gone: those of `held` (whose lock this process holds), and of any other target whose lock
+    is free (taken for the removal, so that no build of it starts meanwhile). A live process's
+    folder is kept whatever the lock says: a harness from before build locks builds without one."""
     dead: dict[str, list[str]] = {}
     with os.scandir(parent) as entries:
         for entry in entries:
-            if (match := _BUILDING.fullmatch(entry.name)) and entry.is_dir(follow_symlinks=False):
+            match = _BUILDING.fullmatch(entry.name)
+            if match and entry.is_dir(follow_symlinks=False) and not _alive(int(match.group(2))):
                 dead.setdefault(match.group(1), []).append(entry.path)
     for name, paths in dead.items():
         with contextlib.ExitStack() as stack:

@@ -340,18 +340,19 @@ def test_a_writer_removes_temp_files_of_dead_processes_only(tmp_path):
     assert target.read_text() == "whole\n"
 
 
-def test_a_build_removes_every_build_folder_beside_it_that_no_lock_holds_whatever_its_pid(tmp_path):
-    """Left by a kill, or copied from another machine with a pid that is now someone else's."""
-    alive = os.getppid()  # pytest's parent: a live process, as a reused or copied pid may be
+def test_a_build_removes_the_build_folders_beside_it_that_no_lock_holds_and_no_live_process_made(tmp_path):
+    """Left by a kill, of its own target or another's; one a live process holds is kept even
+    without a lock: a harness from before build locks, sharing the cache, builds without one."""
+    alive = os.getppid()  # pytest's parent: a live process
     own = tmp_path / f".idx.building.{_dead_pid()}.0123abcd"
-    copied = tmp_path / f".idx.building.{alive}.4567ef01"
-    other = tmp_path / f".other.building.{alive}.89abcdef"  # another target's (fingerprint's)
-    for folder in (own, copied, other):
+    other = tmp_path / f".other.building.{_dead_pid()}.89abcdef"  # another target's (fingerprint's)
+    older = tmp_path / f".older.building.{alive}.4567ef01"  # a live build of a harness without locks
+    for folder in (own, other, older):
         (folder / "jsonl").mkdir(parents=True)
     with temp_folder(tmp_path / "idx", "building idx") as new:
         assert new.name.startswith(f".idx.building.{os.getpid()}.") and new.is_dir()
-        assert {p.name for p in tmp_path.iterdir()} == {".idx.lock", new.name}
-    assert list(tmp_path.iterdir()) == []  # the build folder and the lock file go
+        assert {p.name for p in tmp_path.iterdir()} == {".idx.lock", new.name, older.name}
+    assert [p.name for p in tmp_path.iterdir()] == [older.name]  # the build folder and the lock file go
 
 
 _HOLD_BUILD = """
