@@ -3,9 +3,9 @@
 Temporary files carry the writer's pid (`.NAME.PID.RANDOM.tmp`), so that a later writer
 removes what a killed process left and never what a live one is still writing (a process
 id reused by an unrelated live process keeps its leftover until that process ends). Build
-folders (`.NAME.building.PID.RANDOM`) are made under a lock on their target (`temp_folder`),
-and judged by it: one whose lock nobody holds is dead, whatever its pid, so one left by a kill
-or copied from another machine is removed by the next build beside it.
+folders (`.NAME.building.PID.RANDOM`) are made under a lock on their target (`temp_folder`):
+one whose lock nobody holds and whose process is gone is dead, so one left by a kill is removed
+by the next build beside it (a live process's is kept: a harness from before build locks holds none).
 """
 
 from __future__ import annotations
@@ -189,8 +189,8 @@ def temp_folder(target: Path, doing: str, log=None) -> Iterator[Path]:
     """A new hidden folder `.NAME.building.PID.RANDOM` beside `target`, to build it in and rename
     it into place from, made holding `target`'s lock (`.NAME.lock` beside it, gone once released):
     a second process building the same target says 'another harness process is {doing}' in one
-    line and waits, then finds it built. Build folders beside it that no lock holds (left by a
-    kill, or copied from elsewhere) are removed first. Removed on leaving with whatever it still
+    line and waits, then finds it built. Build folders beside it that no lock holds and no live
+    process made (left by a kill) are removed first. Removed on leaving with whatever it still
     holds, so the caller renames what it keeps out of it first."""
     parent = target.parent
     make_folder(parent)
