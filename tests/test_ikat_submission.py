@@ -17,7 +17,7 @@ from harness.ikat.validate import validate_file
 from harness.paths import data_root
 from harness.retrieve import SearchQuery, build
 from harness.topics.ikat import topics_path
-from harness.trec import canonical_order, read_run, write_run
+from harness.trec import Run, canonical_order, read_run, write_run
 
 pytestmark = [pytest.mark.java, pytest.mark.slow]
 
@@ -99,7 +99,7 @@ def test_ptkb_provenance_converts_to_a_ptkb_run(tmp_path, submission, ptkb_ranki
     path = tmp_path / "run.json"
     write_submission(path, submission, 2023)
     runs = read_rankings(path)
-    assert runs.ptkb == {qid: ranking[:3] for qid, ranking in ptkb_rankings.items() if ranking}
+    assert dict(runs.ptkb) == {qid: ranking[:3] for qid, ranking in ptkb_rankings.items() if ranking}
 
 
 def test_2024_writes_ptkb_statement_numbers(tmp_path, submission):
@@ -145,7 +145,7 @@ def test_2024_file_converts_back_to_the_same_ranking(tmp_path, submission, bm25_
     path = tmp_path / "run.json"
     write_submission(path, submission, 2024)
     runs = read_rankings(path)
-    assert runs.passages == {
+    assert dict(runs.passages) == {
         qid: [(docid, 0.5 * score) for docid, score in ranking] for qid, ranking in bm25_rankings.items()
     }
     assert all(ranking for ranking in runs.ptkb.values())
@@ -221,6 +221,35 @@ def test_to_trec_counts_the_passages_a_response_lists_again_which_it_drops(tmp_p
                                        "same response: the first kept)\n")
     first = run["turns"][0]
     assert written.scores[first["turn_id"]][provenance[0]["id"]] > 0.001  # the first occurrence's score
+
+
+def test_passages_a_response_lists_again_are_the_runs_duplicates_those_two_responses_cite_are_not(tmp_path):
+    """The passage ranking is a `Run`: each response ranks passages, so one it lists again is a
+    repeated document (counted in `duplicates`, the first named in `repeated`); one that
+    another response cites too (the sample's three responses share passages) is no repeat."""
+    run = json.loads(SAMPLE_2023.read_text())
+    turn = run["turns"][1]
+    provenance = turn["responses"][1]["passage_provenance"]
+    provenance.append({**provenance[2], "score": 0.001})
+    path = tmp_path / "run.json"
+    path.write_text(json.dumps(run))
+    passages = read_rankings(path).passages
+    assert isinstance(passages, Run)
+    assert (passages.duplicates, passages.repeated) == (1, (turn["turn_id"], provenance[2]["id"]))
+    assert read_rankings(SAMPLE_2023).passages.duplicates == 0
+
+
+def test_to_trec_of_a_turn_given_twice_counts_the_repeats_of_the_occurrence_it_converts(tmp_path, capsys):
+    """A turn given twice is converted from its last occurrence (README): a passage the other
+    one lists twice is dropped with all of that occurrence, not 'listed again ...: the first kept'."""
+    run = json.loads(SAMPLE_2023.read_text())
+    run["turns"].append(json.loads(json.dumps(run["turns"][0])))
+    provenance = run["turns"][0]["responses"][0]["passage_provenance"]
+    provenance.append(provenance[0])
+    path, out = tmp_path / "run.json", tmp_path / "out.run"
+    path.write_text(json.dumps(run))
+    assert main(["ikat", "to-trec", str(path), "--output", str(out)]) == 0
+    assert "repeated" not in capsys.readouterr().err
 
 
 def test_cli_from_trec_writes_a_valid_submission(tmp_path, ikat2023, bm25_rankings, ptkb_rankings):

@@ -144,8 +144,8 @@ def _harness_notes(path: Path, report: ValidationReport) -> list[str]:
         except InputError as problem:
             notes.append(f"`harness ikat to-trec` and a hosted leaderboard's run task refuse this file: {problem}")
         else:
-            if runs.repeated:
-                notes.append(f"{counted(runs.repeated, 'passage')} {verb(runs.repeated, 'is', 'are')} listed again in "
+            if repeated := runs.passages.duplicates:
+                notes.append(f"{counted(repeated, 'passage')} {verb(repeated, 'is', 'are')} listed again in "
                              "the same response: `harness ikat to-trec` keeps the first (as the official "
                              "generate_run.py), a hosted board too")
     empty, answers, first = empty_answers(decoded.entries) if YEARS[decoded.year].json_lines else (0, 0, None)
@@ -187,13 +187,13 @@ def _to_trec(args: argparse.Namespace) -> int:
     refuse_overwriting([args.run], [("--output" if args.out else "the default output", out),
                                     ("--ptkb-out", args.ptkb_out)])
     runs = to_trec(args.run, out, args.ptkb_out, args.year, args.tag)
-    passages = sum(map(len, runs.passages.values()))
-    empty = sum(not ranking for ranking in runs.passages.values())  # in the submission, not in the run file
+    passages = sum(map(len, runs.passages.scores.values()))
+    empty = sum(not ranking for ranking in runs.passages.scores.values())  # in the submission, not in the run file
     unranked = f" ({counted(empty, 'turn')} of the submission {verb(empty, 'ranks', 'rank')} no passage)"
-    repeated = (f"; {counted(runs.repeated, 'repeated passage')} dropped (listed again in the same response: the "
-                "first kept)")
+    dropped = runs.passages.duplicates  # listed again in the same response
+    repeated = f"; {counted(dropped, 'repeated passage')} dropped (listed again in the same response: the first kept)"
     print(f"{out}: {counted(passages, 'passage')} over {counted(len(runs.passages) - empty, 'turn')}"
-          + (unranked if empty else "") + (repeated if runs.repeated else ""), file=sys.stderr)
+          + (unranked if empty else "") + (repeated if dropped else ""), file=sys.stderr)
     if args.ptkb_out is not None:
         print(f"{args.ptkb_out}: PTKB provenance of {counted(len(runs.ptkb), 'turn')}", file=sys.stderr)
     return 0

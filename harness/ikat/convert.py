@@ -28,22 +28,19 @@ from typing import Any
 from harness import jsonl
 from harness.errors import InputError
 from harness.ikat.checks_2025 import is_score_map
-from harness.ikat.submission import YEARS, Submission, official_score
+from harness.ikat.submission import YEARS, Submission, SubmissionTurn, official_score
 from harness.ikat.validate import Decoded, decode_lines, guess_year, read_submission, submission_text
-from harness.trec import canonical_order, field_ok, write_run
-
-Rankings = dict[str, list[tuple[str, float]]]
+from harness.trec import Kept, Run, canonical_order, field_ok, kept_ranking, write_run
 
 
 @dataclass(frozen=True)
 class TrecRuns:
     run_name: str
-    passages: Rankings  # {turn id: best-first [(passage id, score)]}
-    ptkb: Rankings  # {turn id: best-first [(PTKB statement id, score)]}
+    passages: Run  # turn id -> its passages, best first; `duplicates`: those a response lists again (the first kept)
+    ptkb: Run  # turn id -> its PTKB statements, best first
     year: int = 2023
     places: dict[str, int] = field(default_factory=dict)  # turn id -> its line (JSON Lines), or its index in `turns`
     ptkb_unlisted: tuple[int, ...] = ()  # 2025: the lines with a ptkb_provenance that is no list of ids
-    repeated: int = 0  # 2023/2024: passages listed again in the same response (the first kept)
 
     def print_score(self, score: float) -> str:
         """The passage scores as the official generate_run.py prints them."""
@@ -66,9 +63,9 @@ class TrecRuns:
                 raise InputError(path, f"turns[{place}].turn_id: {problem}")
             where = {"line": place} if json_lines else {"record": f"turn {turn_id}"}
             ids = [("references: passage id" if json_lines else "passage_provenance id", passage)
-                   for passage, _ in self.passages[turn_id]]
+                   for passage in self.passages.scores[turn_id]]
             if ptkb:
-                ids += [("ptkb_provenance id", statement) for statement, _ in self.ptkb.get(turn_id, [])]
+                ids += [("ptkb_provenance id", statement) for statement in self.ptkb.scores.get(turn_id, {})]
             for name, text in ids:
                 if problem := _split_field(text):
                     raise InputError(path, f"{name} {problem}", **where)
@@ -95,29 +92,42 @@ def _split_field(text: str) -> str:
 
 
 def submission_rankings(submission: Submission, year: int, path: Path) -> TrecRuns:
-    passages: Rankings = {}
-    ptkb: Rankings = {}
+    passages: dict[str, Kept] = {}
+    ptkb: dict[str, list[tuple[str, float]]] = {}
     places: dict[str, int] = {}
-    repeated = 0
     for index, turn in enumerate(submission.turns):
         if not turn.turn_id:  # a TREC run line needs it (generate_run.py writes a line without a query id)
             raise InputError(path, f"turns[{index}].turn_id: missing or empty, expected the turn's id")
         places[turn.turn_id] = index
-        seen: dict[str, float] = {}
+        passages[turn.turn_id] = _turn_passages(turn, year, path)
         seen_ptkb: dict[str, float] = {}
         for response in turn.responses:
-            repeated += len(response.passage_provenance) - len({p.id for p in response.passage_provenance})
-            for passage in response.passage_provenance:
-                if not passage.id:
-                    raise InputError(path, "a passage_provenance id is missing or empty", record=f"turn {turn.turn_id}")
-                if passage.id not in seen:
-                    seen[passage.id] = _scaled_score(passage.score, year, response.rank, path, turn.turn_id)
             for statement in response.ptkb_provenance:
                 seen_ptkb.setdefault(statement.id, statement.score)
-        passages[turn.turn_id] = canonical_order(seen.items())
         if seen_ptkb:
             ptkb[turn.turn_id] = _best_first(list(seen_ptkb.items())) if YEARS[year].scored_ptkb else _by_position(seen_ptkb)
-    return TrecRuns(submission.run_name, passages, ptkb, year=year, places=places, repeated=repeated)
+    return TrecRuns(submission.run_name, Run.of_kept(passages, submission.run_name), Run.of(ptkb, submission.run_name),
+                    year=year, places=places)
+
+
+def _turn_passages(turn: SubmissionTurn, year: int, path: Path) -> Kept:
+    """A turn's passage ranking as generate_run.py makes it, kept as a `Run` keeps a ranking.
+    Each response ranks passages of its own: one it lists again is a repeated document (its
+    first occurrence kept, the repeat counted). Over the responses, in file order, a passage's
+    first occurrence wins (one that several responses cite is no repeat), its score scaled by
+    its response's rank; then canonical order."""
+    scores: dict[str, float] = {}
+    dropped, first_repeat = 0, None
+    for response in turn.responses:
+        kept = kept_ranking([(passage.id, passage.score) for passage in response.passage_provenance])
+        dropped += kept.dropped
+        first_repeat = kept.first_repeat if first_repeat is None else first_repeat
+        for passage, score in kept.scores.items():  # each first occurrence, in file order
+            if not passage:
+                raise InputError(path, "a passage_provenance id is missing or empty", record=f"turn {turn.turn_id}")
+            if passage not in scores:
+                scores[passage] = _scaled_score(score, year, response.rank, path, turn.turn_id)
+    return Kept(dict(canonical_order(scores.items())), dropped, first_repeat)
 
 
 def _by_position(ids: Iterable[str]) -> list[tuple[str, float]]:
@@ -127,8 +137,8 @@ def _by_position(ids: Iterable[str]) -> list[tuple[str, float]]:
 
 
 def _rankings_2025(path: Path, entries: list[tuple[int, Any]] | None = None) -> TrecRuns:
-    passages: Rankings = {}
-    ptkb: Rankings = {}
+    passages: dict[str, list[tuple[str, float]]] = {}
+    ptkb: dict[str, list[tuple[str, float]]] = {}
     places: dict[str, int] = {}
     unlisted: dict[str, int] = {}  # turn id -> its line, where a ptkb_provenance is no list of ids
     run_name = None
@@ -170,7 +180,8 @@ def _rankings_2025(path: Path, entries: list[tuple[int, Any]] | None = None) -> 
                 ids.setdefault(str(statement))
         if ids:
             ptkb[turn_id] = _by_position(ids)
-    return TrecRuns(run_name or "default_run", passages, ptkb, year=2025, places=places,
+    run_name = run_name or "default_run"
+    return TrecRuns(run_name, Run.of(passages, run_name), Run.of(ptkb, run_name), year=2025, places=places,
                     ptkb_unlisted=tuple(sorted(unlisted.values())))
 
 
@@ -213,7 +224,7 @@ def to_trec(
         raise InputError(path, "lists no PTKB provenance for any turn: its PTKB run would rank nothing: convert its "
                                "passages alone, or write it with PTKB provenance (harness ikat from-trec --ptkb-run)")
     tag = tag or "".join(runs.run_name.split()) or "ikat"
-    write_run(out, runs.passages.items(), tag, printed=runs.print_score)
+    write_run(out, ((turn, runs.passages.pairs(turn)) for turn in runs.passages), tag, printed=runs.print_score)
     if ptkb_out is not None:
-        write_run(ptkb_out, runs.ptkb.items(), tag)
+        write_run(ptkb_out, ((turn, runs.ptkb.pairs(turn)) for turn in runs.ptkb), tag)
     return runs

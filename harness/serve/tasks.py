@@ -248,10 +248,11 @@ class TaskRuntime:
                     verdict.errors.append(Message("error", "convert", problem.problem, display, problem.line))
                 else:
                     verdict.run_name = runs.run_name
-                    if runs.repeated:  # the validator says nothing of them; first, before its capped warnings
+                    # the validator says nothing of them; first, before its capped warnings
+                    if repeated := runs.passages.duplicates:
                         verdict.warnings.insert(0, Message(
-                            "warning", "passage-repeated", f"{counted(runs.repeated, 'passage')} "
-                            f"{verb(runs.repeated, 'is', 'are')} listed again in the same response: the first "
+                            "warning", "passage-repeated", f"{counted(repeated, 'passage')} "
+                            f"{verb(repeated, 'is', 'are')} listed again in the same response: the first "
                             "is scored, the repeat dropped", display))
             return verdict
 
