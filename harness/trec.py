@@ -122,6 +122,15 @@ def kept_ranking(ranking: Iterable[tuple[str, float]]) -> Kept:
     return Kept(kept, len(pairs) - len(kept), first)
 
 
+def keep_highest(ranking: dict[str, float], docid: str, score: float) -> None:
+    """A document given again for a query (`docid` is in `ranking`) in a run read in any order
+    keeps its highest score (this module's rule for a repeated pair), for a run file's lines
+    (`read_run`) and a DataFrame's rows (harness.evaluate.frames). Called on a repeat alone, so
+    the loops over every line stay flat."""
+    if score > ranking[docid]:
+        ranking[docid] = score
+
+
 @dataclass(eq=False)
 class Run(Mapping[str, Ranking]):
     """Rankings per query: what a retriever answers, what a run file holds, what is scored.
@@ -450,8 +459,7 @@ def _read_scores(path: Path, depth: int | None, strict: bool) -> tuple[dict[str,
                     if strict:
                         raise InputError(path, f"document {docid!r} appears twice for query {qid!r}", line=number)
                     duplicates += 1
-                    if value > ranking[docid]:
-                        ranking[docid] = value
+                    keep_highest(ranking, docid, value)
                 else:
                     ranking[docid] = value
                 continue

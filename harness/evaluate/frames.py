@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple, Union
 
 from harness.errors import HarnessError
-from harness.trec import GRADE_LIMIT, Qrels, Run, read_run
+from harness.trec import GRADE_LIMIT, Qrels, Run, keep_highest, read_run
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -85,10 +85,9 @@ def as_run(run: RunLike, name: str | None = None) -> Run:
     duplicates = 0
     for q, d, s in zip(_ids(run, qid, "run"), _ids(run, docno, "run"), values):
         ranking = scores.setdefault(q, {})
-        if d in ranking:  # a repeated (qid, docno) keeps its highest score, as read_run
+        if d in ranking:  # a repeated (qid, docno), counted as read_run counts a run file's
             duplicates += 1
-            if s > ranking[d]:
-                ranking[d] = s
+            keep_highest(ranking, d, s)
         else:
             ranking[d] = s
     return Run(name or "run", scores, duplicates)
