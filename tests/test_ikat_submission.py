@@ -252,6 +252,19 @@ def test_to_trec_of_a_turn_given_twice_counts_the_repeats_of_the_occurrence_it_c
     assert "repeated" not in capsys.readouterr().err
 
 
+def test_a_turn_given_twice_keeps_no_ptkb_ranking_of_the_occurrence_it_drops(tmp_path):
+    """The last occurrence of a turn is converted, its PTKB provenance with its passages: an
+    earlier occurrence's PTKB statements are not kept beside a later one that cites none."""
+    run = json.loads(SAMPLE_2023.read_text())
+    again = json.loads(json.dumps(run["turns"][0]))
+    for response in again["responses"]:
+        response["ptkb_provenance"] = []
+    run["turns"].append(again)
+    path = tmp_path / "run.json"
+    path.write_text(json.dumps(run))
+    assert again["turn_id"] not in read_rankings(path).ptkb
+
+
 def test_cli_from_trec_writes_a_valid_submission(tmp_path, ikat2023, bm25_rankings, ptkb_rankings):
     passages, ptkb = tmp_path / "bm25.run", tmp_path / "ptkb.run"
     write_run(passages, bm25_rankings.items(), "bm25")

@@ -100,6 +100,7 @@ def submission_rankings(submission: Submission, year: int, path: Path) -> TrecRu
             raise InputError(path, f"turns[{index}].turn_id: missing or empty, expected the turn's id")
         places[turn.turn_id] = index
         passages[turn.turn_id] = _turn_passages(turn, year, path)
+        ptkb.pop(turn.turn_id, None)  # a turn given again is that occurrence's, PTKB and passages alike
         seen_ptkb: dict[str, float] = {}
         for response in turn.responses:
             for statement in response.ptkb_provenance:
