@@ -143,15 +143,14 @@ def test_the_llm_judge_retries_and_overlaps_alike_from_the_cli_the_api_and_a_dec
                                                                                      declared["concurrency"])
 
 
-@pytest.mark.parametrize("door", ["harness judge", "harness responses"])
-def test_an_llm_judge_reads_its_prompt_template_once(tmp_path, monkeypatch, door):
+@pytest.mark.parametrize("door, shipped", [("harness judge", "relevance"), ("harness responses", "nugget_support")])
+def test_an_llm_judge_reads_its_prompt_template_once(tmp_path, monkeypatch, door, shipped):
     """The prompt is filled with an item of the judge's kind before the judge is made (check_prompt); the
     judge takes the template so checked, not read a second time."""
     import argparse
 
-    from harness.judge.cli_judge import add_llm_arguments, make_llm_judge
+    from harness.judge.cli_judge import add_arguments, make_judge as relevance_judge
     from harness.judge.llm import Template
-    from harness.responses.assign import sample_item
     from harness.responses.judges import make_judge
 
     read: list[str] = []
@@ -165,12 +164,12 @@ def test_an_llm_judge_reads_its_prompt_template_once(tmp_path, monkeypatch, door
     options = ["--model", "m", "--base-url", "http://127.0.0.1:9/v1", "--cache", str(tmp_path)]
     if door == "harness judge":
         parser = argparse.ArgumentParser()
-        add_llm_arguments(parser, "prompt.txt")
-        judge = make_llm_judge(parser.parse_args(options), "nugget_support", SUPPORT_0_2, sample_item("nuggets"))
+        add_arguments(parser)
+        judge = relevance_judge(parser.parse_args(["a.run", "--topics", "t", "--output", "o.qrels", *options]))
     else:
         judge = make_judge("llm", model="m", base_url="http://127.0.0.1:9/v1", cache_dir=tmp_path)
-    assert read == [str(default_prompt("nugget_support"))]
-    assert judge.template.source == str(default_prompt("nugget_support"))
+    assert read == [str(default_prompt(shipped))]
+    assert judge.template.source == str(default_prompt(shipped))
 
 
 def test_the_shipped_prompt_fills_query_context_passage_and_the_scale(tmp_path):

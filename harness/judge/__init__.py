@@ -7,6 +7,7 @@ from a chat model (`llm`) or from labels recorded earlier (`file`), reproducibly
   sidecar (`QRELS.provenance.json`) that every report using them quotes;
 - `llm`: any OpenAI-compatible chat endpoint, cached on disk, retried, bounded concurrency;
 - `file`: recorded labels (a qrels file);
+- `make`: the one factory that makes a judge a command or the API names, through the registry;
 - `agree`: agreement between two sets of labels (Cohen's kappa, weighted kappa) and between
   two system orderings (Kendall's tau, tau_AP);
 - `pairs`: the unjudged (query, passage) pairs in the top k of runs, as items to judge;

@@ -20,7 +20,7 @@ from harness.judge.model import STATUSES, Item, Judgment
 from harness.judge.scales import Scale
 from harness.paths import file_sha256
 from harness.queries.llm import NO_TEXT
-from harness.registry import Param, Registry, arguments, split_spec
+from harness.registry import Param, Registry
 
 SIDECAR_SUFFIX = ".provenance.json"
 UNRECORDED = "not recorded"  # answered_by's key for answers cached before cache lines named their endpoint
@@ -43,15 +43,6 @@ class Judge(Protocol):
 JUDGES: Registry[Callable[..., Judge]] = Registry("judge", package="harness.judge", group="harness.judges")
 SCALE = Param("scale", Scale, desc="the label scale answers are read on (harness.judge.scales)")
 CACHE_DIR = Param("cache_dir", Path | None, None, "answer cache folder (default: the harness cache's judge/)")
-
-
-def plugin(spec: str) -> Judge:
-    """A plug-in judge (an entry point of `harness.judges`, or `python:module:attr`) made with
-    the arguments after its name (`python:mine:Strict:0.9`), read into its declared parameters."""
-    name, argument = split_spec(spec)
-    judge = JUDGES.get(name)(**arguments(JUDGES.declaration(name), argument))
-    check_judge(judge, spec)
-    return judge
 
 
 def check_judge(judge: object, spec: str) -> None:
@@ -175,6 +166,20 @@ def read_provenance(qrels: str | Path, sha256_key: str = "qrels_sha256", sha256:
         raise InputError(path, "a provenance sidecar must be a JSON object")
     record["matches_file"] = record.get(sha256_key) == (sha256 or file_sha256(qrels))
     return record
+
+
+def first_maker(record: dict) -> dict:
+    """The judge that made labels (or nugget assignments) `record`, a provenance sidecar, is of:
+    for labels a `file` judge recorded from a file (`harness judge --judge file`, `responses eval
+    --judge file:X --assignments-out Y`), the one its `source_provenance` names, followed down to
+    the first maker; `record` itself otherwise. Its `matches_file` is False when any file on the
+    way changed since its sidecar was written."""
+    maker, matches = record, record.get("matches_file")
+    while maker.get("judge") == "file" and isinstance(maker.get("source_provenance"), dict):
+        maker = maker["source_provenance"]
+        if maker.get("matches_file") is False:
+            matches = False
+    return maker if matches is None or maker.get("matches_file") == matches else {**maker, "matches_file": matches}
 
 
 def provenance_line(record: dict) -> str:

@@ -6,18 +6,20 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from harness.cli import add_output, add_runs, number_in, runs
 from harness.errors import HarnessError, InputError, counted, verb
-from harness.judge.base import (JUDGES, Judge, check_parsed, checked, counts, failed_why, plugin, quoting,
-                                 read_provenance, sidecar, write_qrels)
-from harness.judge.llm import CONCURRENCY, RETRIES
-from harness.judge.model import Item
+from harness.judge import make
+from harness.judge.base import (JUDGES, Judge, check_parsed, checked, counts, failed_why, quoting, read_provenance,
+                                 sidecar, write_qrels)
+from harness.judge.llm import CONCURRENCY, RETRIES, default_prompt
+from harness.judge.make import LlmOptions, Syntax, llm_params, no_llm_argument
 from harness.judge.pairs import QUERY_FIELDS, relevance_items, sample_item, unjudged_pairs
-from harness.judge.scales import SCALES, Scale
+from harness.judge.scales import SCALES
 from harness.paths import file_sha256, refuse_overwriting
-from harness.registry import split_spec
 from harness.trec import Qrels
 
 DEFAULT_SCALE = "relevance-0-4"
@@ -96,43 +98,52 @@ def check_llm_options(args: argparse.Namespace) -> None:
 
 
 def make_judge(args: argparse.Namespace) -> Judge:
-    """The judge the options name (checked before any pair is read). --labels with another
-    judge is an error, as an llm option is: the llm judge, the default, ignored it (and with
-    HARNESS_LLM_* set sent every pair to the model)."""
+    """The judge the options name (checked before any pair is read), made by the one factory
+    (harness.judge.make): `file` from --labels and --scale, `llm` from its options. --labels with
+    another judge is an error, as an llm option is: the llm judge, the default, ignored it (and
+    with HARNESS_LLM_* set sent every pair to the model). The built-in judges of support (`harness
+    responses`') are refused."""
     check_llm_options(args)
     if args.labels and args.judge != "file":
         raise HarnessError(f"--labels is an option of --judge file, not of --judge {args.judge}: give --judge file "
                            "to answer from the recorded labels")
-    if args.judge not in ("llm", "file"):
-        if JUDGES.origin(split_spec(args.judge)[0]) is None:  # built in, for `harness responses`
-            raise HarnessError(f"--judge {args.judge} judges support (harness responses eval), not relevance; "
-                               "use llm, file or a plug-in")
-        return plugin(args.judge)
-    if args.judge == "file":
-        if not args.labels:
-            raise HarnessError("--judge file needs --labels FILE (a qrels file of recorded labels)")
-        from harness.judge.file import recorded_scale
 
-        scale = args.scale or recorded_scale(read_provenance(args.labels)) or DEFAULT_SCALE
-        return JUDGES.get("file")(args.labels, SCALES.get(scale))
-    return make_llm_judge(args, "relevance", SCALES.get(args.scale or DEFAULT_SCALE), sample_item())
+    def support(argument: str | None, settings: Mapping[str, Any]) -> dict[str, Any]:
+        raise HarnessError(f"--judge {args.judge} judges support (harness responses eval), not relevance; "
+                           "use llm, file or a plug-in")
+
+    syntaxes: dict[str, Syntax] = {name: support for name in JUDGES.built_ins() if name not in ("file", "llm")}
+    syntaxes["file"] = lambda argument, settings: _labels(args, argument)
+    syntaxes["llm"] = lambda argument, settings: _llm(args, argument)
+    return make.make_judge(args.judge, syntaxes, names=("llm", "file", "python:MODULE:ATTR[:ARG]"))
 
 
-def make_llm_judge(args: argparse.Namespace, prompt_name: str, scale: Scale, sample: Item) -> Judge:
-    """The llm judge add_llm_arguments' options describe; without --prompt, the shipped
-    harness/judge/prompts/<prompt_name>.txt. Its prompt is filled with `sample`, an item of
-    the kind it is to judge, now: not once other requests are paid for, and also when nothing
-    is left to judge."""
+def _labels(args: argparse.Namespace, argument: str | None) -> dict[str, Any]:
+    """The file judge's parameters: --labels, on --scale, else the scale its sidecar records."""
+    if argument is not None:
+        raise HarnessError(f"--judge {args.judge}: the file judge's labels are --labels FILE, not a text after its "
+                           "name")
+    if not args.labels:
+        raise HarnessError("--judge file needs --labels FILE (a qrels file of recorded labels)")
+    from harness.judge.file import recorded_scale
+
+    scale = args.scale or recorded_scale(read_provenance(args.labels)) or DEFAULT_SCALE
+    return {"path": args.labels, "scale": SCALES.get(scale)}
+
+
+def _llm(args: argparse.Namespace, argument: str | None) -> dict[str, Any]:
+    """The llm judge's parameters from its options, with the shipped relevance prompt and --scale."""
+    no_llm_argument(argument)
+    return llm_params(llm_options(args), default_prompt("relevance"), SCALES.get(args.scale or DEFAULT_SCALE),
+                      sample_item())
+
+
+def llm_options(args: argparse.Namespace) -> LlmOptions:
+    """The llm judge's options as add_llm_arguments reads them (--prompt: the judge's template)."""
     if not args.model or not args.base_url:
         raise HarnessError("the llm judge needs --model and --base-url (or HARNESS_LLM_MODEL and HARNESS_LLM_BASE_URL)")
-    from harness.judge.llm import check_prompt, default_prompt
-    from harness.queries.llm import Endpoint
-
-    prompt = Path(args.prompt) if args.prompt else default_prompt(prompt_name)
-    template = check_prompt(prompt, sample, scale)
-    endpoint = Endpoint(args.model, args.base_url, prompt, api_key_env=args.api_key_env, timeout_s=args.timeout)
-    return JUDGES.get("llm")(endpoint, template, scale, concurrency=args.concurrency, retries=args.retries,
-                             cache_dir=Path(args.cache) if args.cache else None)
+    return LlmOptions(args.model, args.base_url, args.prompt, args.api_key_env, args.timeout, args.concurrency,
+                      args.retries, Path(args.cache) if args.cache else None)
 
 
 def on_judged_queries(pairs: list[tuple[str, str]], human: Qrels, queries: set[str],

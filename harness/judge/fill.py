@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness.errors import InputError
-from harness.judge.base import describe_provenance, read_provenance
+from harness.judge.base import describe_provenance, first_maker, read_provenance
 from harness.judge.scales import SCALES, SUPPORT_0_2
 from harness.trec import Qrels, file_stem, read_qrels
 
@@ -123,9 +123,7 @@ def scale_warning(reference: Qrels, path: str | Path, record: dict | None, use: 
     fitting = [other for other in SCALES.names()
                if other in SCALES and SCALES.get(other) is not SUPPORT_0_2 and max(SCALES.get(other).labels) == top]
     scales = f"--scale {' or '.join(fitting)}" if fitting else f"a --scale whose top grade is {top}"
-    maker = record
-    while maker.get("judge") == "file" and isinstance(maker.get("source_provenance"), dict):
-        maker = maker["source_provenance"]  # the file judge keeps the scale of labels a judge made: ask that one
+    maker = first_maker(record)  # the file judge keeps the scale of labels a judge made: ask that one
     cure = (f"judge with {scales}" if maker is record else
             f"the file judge keeps the scale of the labels it recorded: rerun the judge that made them (judge "
             f"{maker.get('judge')}" + (f", model {maker['model']}" if maker.get("model") else "") + f") with {scales}")

@@ -455,7 +455,7 @@ def _message(error) -> str:
 
 JUDGES.add("llm", LLMJudge, "a chat model behind an OpenAI-compatible endpoint, cached on disk and retried", [
     Param("endpoint", Endpoint, desc="the endpoint: model, base URL, API key variable, timeout"),
-    Param("template", Path | str, desc="the prompt template file"),
+    Param("template", Path | str | Template, desc="the prompt template file (or a Template check_prompt read)"),
     SCALE,
     Param("concurrency", AtLeast(1), CONCURRENCY, "requests at once"),
     Param("retries", AtLeast(0), RETRIES, "retries of a timeout, 429 or 5xx, with exponential backoff"),

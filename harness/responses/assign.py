@@ -17,7 +17,7 @@ from pathlib import Path
 from harness import jsonl
 from harness.atomic import atomic_write
 from harness.errors import HarnessError, InputError, open_input
-from harness.judge.base import JUDGES, counts, read_provenance
+from harness.judge.base import JUDGES, counts, first_maker, read_provenance
 from harness.judge.model import Item, Judgment
 from harness.judge.scales import SUPPORT_0_2, YES_NO, Scale
 from harness.paths import file_sha256
@@ -142,7 +142,7 @@ class RecordedAssignments:
                 self.labels[key] = (label, str(nugget.get("text", "")), line)
         self.sha256 = file_sha256(self.path)  # of the labels just read: each provenance() and a board's key
         source = read_provenance(self.path, "assignments_sha256", self.sha256)
-        self.maker = _maker(source) if source is not None else None  # who made them (its sidecar's judge)
+        self.maker = first_maker(source) if source is not None else None  # who made them (its sidecar's judge)
         tally = self.maker.get("counts") if self.maker and self.maker.get("matches_file") else None
         self.failed_status = "unparseable" if isinstance(tally, dict) and tally.get("failed") == 0 else "failed"
         self._counts: dict[str, int] = {}
@@ -287,19 +287,6 @@ def finish_failed(record: dict) -> str:
 JUDGES.add("assignments", RecordedAssignments,
            "nugget assignments recorded earlier, as nuggetizer writes them (harness responses; file:PATH there too)",
            [Param("path", Path | str, desc="the assignments: JSON lines {qid, run_id, nuggets: [{text, assignment}]}")])
-
-
-def _maker(source: dict) -> dict:
-    """The judge that made recorded assignments: the sidecar's, or where the sidecar is of
-    assignments recorded again from a file (`--judge file:X --assignments-out Y`), the one its
-    `source_provenance` names, followed down to the first maker. `matches_file` is False when
-    any file on the way changed since its sidecar was written."""
-    matches = source.get("matches_file")
-    while source.get("judge") == "file" and isinstance(source.get("source_provenance"), dict):
-        source = source["source_provenance"]
-        if source.get("matches_file") is False:
-            matches = False
-    return {**source, "matches_file": matches} if matches is not None else source
 
 
 def assigned(scale: Scale, nuggets: Sequence[Nugget], judgments: Iterable[Judgment]) -> list[AssignedNugget]:

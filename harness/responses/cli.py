@@ -65,19 +65,18 @@ def run(args: argparse.Namespace) -> int:
 
 def _judge(args: argparse.Namespace, task: str):
     """--judge's judge for nugget assignment or citation support; `llm` from the judge
-    layer's options (--model, --base-url, --prompt, ...), with the task's shipped prompt."""
+    layer's options (--model, --base-url, --prompt or --citation-prompt, ...), with the task's
+    shipped prompt."""
+    from dataclasses import asdict, replace
+
+    from harness.judge.cli_judge import llm_options
+    from harness.responses.judges import make_judge
+
     if args.judge != "llm":
-        from harness.responses.judges import make_judge
-
         return make_judge(args.judge, task=task)
-    from harness.judge.cli_judge import make_llm_judge
-    from harness.judge.scales import SUPPORT_0_2
-    from harness.responses.assign import sample_item
-
-    if task == "citations":
-        args = argparse.Namespace(**{**vars(args), "prompt": args.citation_prompt})
-    return make_llm_judge(args, "nugget_support" if task == "nuggets" else "citation_support", SUPPORT_0_2,
-                          sample_item(task))
+    options = llm_options(args)
+    return make_judge(args.judge, task=task,
+                      **asdict(replace(options, prompt=args.citation_prompt) if task == "citations" else options))
 
 
 def _eval(args: argparse.Namespace) -> int:
