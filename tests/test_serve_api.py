@@ -629,6 +629,57 @@ def test_forms_refuse_cross_site_requests(server, tmp_path):
     assert "samesite=strict" in answer.headers["set-cookie"].lower() and "httponly" in answer.headers["set-cookie"].lower()
 
 
+def test_a_wrong_token_at_login_is_401_on_a_fresh_login_form(server):
+    client, _ = server
+    first = login_csrf(client)
+    answer = client.post("/login", data={"token": "guess", "csrf": first}, follow_redirects=False)
+    assert answer.status_code == 401 and 'id="errors">Wrong token.<' in answer.text
+    assert "harness_session" not in answer.cookies and answer.cookies["harness_login"] != first
+
+
+def test_a_team_s_pages_need_a_login(server, tmp_path):
+    client, _ = server
+    for path in ("/submit", "/team"):
+        answer = client.get(path, follow_redirects=False)
+        assert (answer.status_code, answer.headers["location"]) == (303, "/login"), path
+    with trec_run(tmp_path / "run.trec", seed=71).open("rb") as handle:
+        answer = client.post("/submit", data={"task": TASK}, files={"file": handle})
+    assert (answer.status_code, answer.json()) == (401, {"detail": "log in first"})
+
+
+def test_logout_needs_the_page_s_csrf_token_and_ends_the_session_for_good(server):
+    client, _ = server
+    csrf = login(client)
+    cookie = client.cookies["harness_session"]
+    assert client.post("/logout", follow_redirects=False).status_code == 403
+    assert client.get("/team", follow_redirects=False).status_code == 200  # still logged in
+    answer = client.post("/logout", data={"csrf": csrf}, follow_redirects=False)
+    assert (answer.status_code, answer.headers["location"]) == (303, "/")
+    assert 'harness_session=""' in answer.headers["set-cookie"]
+    client.cookies.set("harness_session", cookie)  # the old cookie, replayed
+    assert client.get("/team", follow_redirects=False).headers["location"] == "/login"
+
+
+def test_an_upload_to_an_unknown_task_is_404_and_only_for_a_known_token(server, tmp_path):
+    client, _ = server
+    run = trec_run(tmp_path / "run.trec", seed=72)
+    with run.open("rb") as handle:
+        assert client.post("/api/tasks/nope/submissions", files={"file": handle}).status_code == 401
+    with run.open("rb") as handle:
+        answer = client.post("/api/tasks/nope/submissions", files={"file": handle}, headers=auth())
+    assert (answer.status_code, answer.json()) == (404, {"detail": "no task 'nope'"})
+
+
+def test_every_answer_carries_the_security_headers(server):
+    client, _ = server
+    answers = [client.get(path) for path in ("/health", "/api/tasks", "/tasks/nope", "/nothing", "/api/submissions/x")]
+    assert [a.status_code for a in answers] == [200, 200, 404, 404, 401]
+    for answer in answers:
+        assert answer.headers["x-content-type-options"] == "nosniff"
+        assert answer.headers["referrer-policy"] == "same-origin"
+        assert "frame-ancestors 'none'" in answer.headers["content-security-policy"]
+
+
 def test_submit_page_shows_validation_errors_inline(server, tmp_path):
     client, _ = server
     csrf = login(client)

@@ -6,7 +6,9 @@ hidden qrels in the background and ranks them with significance tiers.
 - tasks.py: one task's checks, scoring and ranking, all through the harness's own
   validator, converter, evaluator and report code;
 - service.py: accepting an upload and the background scorer;
-- app.py, pages.py: the FastAPI routes and the Jinja2 pages;
+- app.py: the FastAPI app (its middleware), built of api.py (the JSON API), web.py (the
+  pages' routes; their Jinja2 templates are pages.py) and guard.py (tokens, sessions, CSRF,
+  the rates of wrong tokens and refused uploads);
 - cli_serve.py, cli_submit.py: `harness serve` and `harness submit`.
 
 FastAPI, uvicorn, SQLAlchemy and Jinja2 are imported only by these modules (the `serve`
