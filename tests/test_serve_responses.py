@@ -638,6 +638,39 @@ def test_a_response_task_config_names_a_bad_format_by_its_key_path(tmp_path, cap
         load_serve_config(tmp_path / "c.yaml")
 
 
+def test_a_response_task_s_unknown_nuggets_format_is_a_config_error_naming_its_key(tmp_path):
+    config = {"tasks": [{"name": "r", "topics": "ikat2024", "nuggets": __file__, "nuggets_format": "cone-rag",
+                         "judge": "minilm", "formats": ["trec-rag-jsonl"]}], "teams": []}
+    (tmp_path / "c.yaml").write_text(yaml.safe_dump(config))
+    with pytest.raises(InputError, match=r"tasks\[0\]\.nuggets_format: unknown nugget bank format 'cone-rag'; "
+                                         r"nearest: cone-rag-json; known: cone-rag-json, nuggetizer-jsonl"):
+        load_serve_config(tmp_path / "c.yaml")
+
+
+def test_a_response_task_reads_its_bank_in_the_nuggets_format_it_names_a_plug_in_s_too(tmp_path):
+    """As `harness responses eval --nuggets-format` names one: a format the content would not tell."""
+    from harness.responses.model import Nugget, NuggetBank
+    from harness.responses.nuggets import BANKS
+
+    def tab_separated(path: Path, vital_grade: int) -> NuggetBank:
+        rows = [line.split("\t") for line in path.read_text().splitlines()]
+        return NuggetBank(path.name, {turn: (Nugget("1", text, 3, True),) for turn, text in rows}, "all vital")
+
+    bank = tmp_path / "hidden" / "nuggets.tsv"
+    bank.parent.mkdir()
+    bank.write_text("0_1\tthe first answer\n0_2\tthe second answer\n")
+    task = {"name": "r", "topics": "ikat2024", "nuggets": str(bank), "nuggets_format": "tsv", "judge": "minilm",
+            "formats": ["trec-rag-jsonl"]}
+    with BANKS.using({"tsv": tab_separated}):
+        runtime = _runtime(tmp_path, task)
+        assert sorted(runtime.evaluated_turns) == ["0_1", "0_2"]
+        assert runtime.bank.of("0_2")[0].text == "the second answer"
+        assert runtime.scored_with["nuggets_format"] == "tsv"
+    del task["nuggets_format"]  # told from the content: not CONE-RAG's JSON
+    with pytest.raises(InputError, match="nuggets.tsv"):
+        _ = _runtime(tmp_path, task).bank
+
+
 def test_an_llm_judge_s_missing_prompt_file_is_a_config_error_naming_its_key(tmp_path):
     """It was a traceback at start (the prompt hashed for `scored_with`), not a config error."""
     config = {"tasks": [{"name": "r", "topics": "ikat2024", "nuggets": __file__, "judge": "llm", "formats":
@@ -719,8 +752,9 @@ def _other(path: Path) -> str:
     ("file", lambda task, files: task.update(judge=f"file:{_other(files['assignments'])}"), "judge"),
     ("file", lambda task, files: task.update(judge=f"file:{_moved(files['assignments'])}"), None),
     ("file", lambda task, files: task.update(judge=f"assignments:{files['assignments']}"), None),  # file:'s name
+    ("file", lambda task, _: task.update(nuggets_format="nuggetizer-jsonl"), "nuggets_format"),
 ], ids=["vital_grade", "model", "prompt", "prompt-moved", "base_url", "assignments", "assignments-moved",
-        "assignments-named"])
+        "assignments-named", "nuggets_format"])
 def test_responses_are_scored_again_when_what_scores_them_changes_not_where_it_lies(tmp_path, judge, edit, reason):
     """A start scores again responses scored otherwise (service._stale): by another vital grade,
     llm model or prompt, or other recorded assignments; not after a file moved with the same

@@ -72,6 +72,7 @@ class TaskConfig:
     per_query_scores: bool = True
     # a response task (harness.serve.responses): the hidden nugget bank and the judge
     nuggets: Path | None = None
+    nuggets_format: str | None = None  # a nugget bank format's name; None: told from the file's content
     judge: str = ""
     judge_settings: tuple[tuple[str, str], ...] = ()
     vital_grade: int = 3
@@ -248,8 +249,9 @@ def _response_task(node: Node) -> TaskConfig:
     """A task scoring generated responses against hidden nuggets (harness.serve.responses)."""
     from harness.responses.evaluate import MEASURES
 
-    keys = node.mapping(("name", "title", "topics", "nuggets", "vital_grade", "judge", "llm", "main_measure",
-                         "formats", "per_query_scores"), required=("name", "topics", "nuggets", "judge", "formats"))
+    keys = node.mapping(("name", "title", "topics", "nuggets", "nuggets_format", "vital_grade", "judge", "llm",
+                         "main_measure", "formats", "per_query_scores"),
+                        required=("name", "topics", "nuggets", "judge", "formats"))
     main = keys["main_measure"].text() if "main_measure" in keys else MEASURES[0]
     if main not in MEASURES:
         raise keys["main_measure"].error(f"expected one of {', '.join(MEASURES)}, found {main!r}")
@@ -276,10 +278,16 @@ def _response_task(node: Node) -> TaskConfig:
     topics = keys["topics"].text()
     lookup(keys["topics"], lambda: _check_topics(topics))
     nuggets = keys["nuggets"].existing_path()
+    nuggets_format = keys["nuggets_format"].text() if "nuggets_format" in keys else None
+    if nuggets_format is not None:  # a registered or plug-in format, as `harness responses eval --nuggets-format`
+        from harness.responses.nuggets import BANKS
+
+        lookup(keys["nuggets_format"], lambda: BANKS.get(nuggets_format))
     return TaskConfig(
         name=_name(keys["name"]), title=keys["title"].text() if "title" in keys else keys["name"].text(),
         topics=topics, qrels=nuggets, measures=(main, *[m for m in MEASURES if m != main]), depth=None,
-        passage_separator=None, main_measure=main, formats=formats, partial=True, nuggets=nuggets, judge=judge,
+        passage_separator=None, main_measure=main, formats=formats, partial=True, nuggets=nuggets,
+        nuggets_format=nuggets_format, judge=judge,
         judge_settings=tuple((key, str(llm[key].existing_path()) if key == "prompt" else llm[key].text())
                              for key in JUDGE_KEYS if key in llm),
         vital_grade=keys["vital_grade"].positive_int() if "vital_grade" in keys else 3,

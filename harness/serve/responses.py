@@ -5,6 +5,8 @@ nuggets the organiser keeps hidden (like qrels) by the judge the organiser confi
       - name: ikat2024-responses
         topics: ikat2024                     # the turns a response may answer
         nuggets: nuggets/gold_nuggets_human.json   # hidden: never served (CONE-RAG or nuggetizer JSONL)
+        # nuggets_format: cone-rag-json      # the bank's format (`harness components nugget-bank`); default:
+                                             # told from its content, as `harness responses eval` tells it
         judge: llm                           # or file:ASSIGNMENTS.jsonl, or minilm (an offline baseline)
         llm: {model: qwen2.5:7b-instruct, base_url: "http://127.0.0.1:11434/v1"}   # for judge: llm
         main_measure: all                    # all, vital, strict_all, strict_vital or weighted
@@ -62,7 +64,7 @@ class ResponseTaskRuntime(TaskRuntime):
     def bank(self):
         from harness.responses.nuggets import read_bank
 
-        return read_bank(self.config.nuggets, vital_grade=self.config.vital_grade)
+        return read_bank(self.config.nuggets, self.config.nuggets_format, vital_grade=self.config.vital_grade)
 
     @cached_property
     def judge(self):
@@ -96,7 +98,9 @@ class ResponseTaskRuntime(TaskRuntime):
         (one judge, two names). Where an `llm` judge's prompt reads {question}, the questions the
         evaluated turns are asked with, by their hash: responses judged before the board asked any
         (every prompt's question was empty), or under other questions (other topics, or the topics'
-        utterance asked before the bank's query), are judged again."""
+        utterance asked before the bank's query), are judged again. A `nuggets_format` the task
+        names is recorded too (another format may read the same file otherwise); none named, the
+        format is the content's, which the file's hash holds."""
         from harness.paths import file_sha256
         from harness.registry import split_spec
         from harness.responses.judges import RECORDED
@@ -111,6 +115,8 @@ class ResponseTaskRuntime(TaskRuntime):
                  "rules": FILE_JUDGE_RULES if recorded else None}
         scored = {"nuggets": file_sha256(self.config.nuggets), "vital_grade": self.config.vital_grade,
                   "judge": {key: value for key, value in judge.items() if value is not None}}
+        if self.config.nuggets_format is not None:
+            scored["nuggets_format"] = self.config.nuggets_format
         if name == "llm" and "question" in self.judge.template.names:
             scored["questions"] = canonical_hash({turn: self.questions.text.get(turn, "")
                                                   for turn in self.evaluated_turns})
