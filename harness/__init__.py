@@ -32,7 +32,7 @@ class _Package(type(_sys)):
 
 
 _API = ("evaluate", "compare", "breakdown", "run", "strategy")
-_DECLARE = ("Param", "declare")  # for a plug-in that declares itself (harness/registry.py)
+_DECLARE = ("Param", "declare")  # for a plug-in that declares itself (harness/registry/)
 
 
 def __getattr__(name: str):

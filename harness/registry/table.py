@@ -75,7 +75,7 @@ _EXTENSIONS: dict[str, tuple[str, ...]] = {}
 # by name only where the module has no file (a notebook's __main__, its cells' code)
 _PLUGIN_PACKAGES: dict[str, str] = {}
 _FILELESS_PLUGINS: dict[str, str] = {}
-_HARNESS = os.path.dirname(os.path.abspath(__file__))
+_HARNESS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # harness/, above harness/registry/
 
 
 def extend(extensions: Mapping[str, Sequence[str]]) -> None:
