@@ -27,7 +27,7 @@ import numpy as np
 from harness.corpus import Corpus, Document
 from harness.paths import data_root
 from harness.retrieve.dense import SEARCH_BACKENDS
-from harness.retrieve._embeddings import load_encoder, passage_text, passage_vectors
+from harness.retrieve.embeddings import load_encoder, passage_text, passage_vectors
 
 IKAT = data_root() / "ikat" / "2023" / "data"
 

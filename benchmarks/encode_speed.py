@@ -41,7 +41,7 @@ import numpy as np
 from harness import topics
 from harness.corpus import Corpus, Document
 from harness.retrieve import SearchQuery
-from harness.retrieve._embeddings import Encoder, encode_all, load_encoder, passage_text, torch_threads
+from harness.retrieve.embeddings import Encoder, encode_all, load_encoder, passage_text, torch_threads
 from harness.retrieve.dense import DenseRetriever
 
 sys.path.insert(0, str(Path(__file__).parent))

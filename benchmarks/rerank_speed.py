@@ -34,7 +34,7 @@ import numpy as np
 
 from harness import topics
 from harness.retrieve import SearchQuery, build
-from harness.retrieve._embeddings import default_model_path
+from harness.retrieve.embeddings import default_model_path
 from harness.retrieve.rerank import RerankRetriever, load_cross_encoder
 from harness.trec import Run
 

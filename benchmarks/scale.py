@@ -184,7 +184,7 @@ def main() -> None:
     sentences = real_sentences()
     print(f"{len(sentences)} real sentences; scratch {work}", file=sys.stderr)
 
-    from harness.retrieve._embeddings import load_encoder
+    from harness.retrieve.embeddings import load_encoder
 
     query_vectors = load_encoder().encode_queries(real_queries())
     np.save(work / "queries.npy", query_vectors)

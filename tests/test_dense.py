@@ -14,7 +14,7 @@ import pytest
 
 from harness.errors import HarnessError
 from harness.retrieve import SearchQuery, build
-from harness.retrieve._embeddings import cache_folder, cache_key, default_model_path, passage_vectors
+from harness.retrieve.embeddings import cache_folder, cache_key, default_model_path, passage_vectors
 from harness.retrieve.dense import dense, top_k
 from harness.scale.encode import encode_sharded
 from tests.conftest import PASSAGES_USED, SMALL, child_env, ikat_corpus
@@ -51,14 +51,14 @@ def test_a_document_id_given_twice_is_an_error_before_any_passage_is_encoded(fir
     """Said as soon as the repeat is read (harness.corpus.unique_ids), not after the whole corpus is encoded."""
     from harness.corpus.readers import open_corpus
     from harness.errors import InputError
-    from harness.retrieve import _embeddings
+    from harness.retrieve import embeddings
 
     path = tmp_path / "corpus.jsonl"
     texts = [("a", "apple pie"), ("b", "banana"), ("a", "apple tart")] + [(f"d{n}", f"text {n}") for n in range(300)]
     path.write_text("".join(json.dumps({"id": docid, "contents": text}) + "\n" for docid, text in texts))
     batches = []
-    encode_batch = _embeddings._encode_batch
-    monkeypatch.setattr(_embeddings, "_encode_batch", lambda *args: batches.append(args) or encode_batch(*args))
+    encode_batch = embeddings._encode_batch
+    monkeypatch.setattr(embeddings, "_encode_batch", lambda *args: batches.append(args) or encode_batch(*args))
     with pytest.raises(InputError, match=r"corpus\.jsonl:3: document id 'a' again \(first at line 1\)"):
         build("dense", corpus=open_corpus(str(path)), cache_dir=str(tmp_path / "embeddings")).search(QUERIES, 10)
     assert batches == [] and list((tmp_path / "embeddings").iterdir()) == []  # nothing cached
@@ -178,20 +178,20 @@ def test_equal_scores_rank_in_corpus_order_also_at_the_cut_off():
 
 def test_texts_of_near_token_lengths_share_a_batch_padded_to_the_longest():
     """Padding 8 tokens in all (9, 9, 10 to 12) costs less than a second model call (_CALL_TOKENS)."""
-    from harness.retrieve._embeddings import _length_batches
+    from harness.retrieve.embeddings import _length_batches
 
     assert _length_batches([12, 9, 10, 12, 9], batch_size=32) == [[1, 4, 2, 0, 3]]
 
 
 def test_a_batch_is_cut_where_padding_would_cost_more_than_a_model_call():
-    from harness.retrieve._embeddings import _CALL_TOKENS, _length_batches
+    from harness.retrieve.embeddings import _CALL_TOKENS, _length_batches
 
     assert 2 * (200 - 10) > _CALL_TOKENS
     assert _length_batches([10, 200, 10], batch_size=32) == [[0, 2], [1]]
 
 
 def test_a_batch_holds_at_most_batch_size_texts_and_there_are_as_few_as_that_allows():
-    from harness.retrieve._embeddings import _length_batches
+    from harness.retrieve.embeddings import _length_batches
 
     batches = _length_batches([10] * 70, batch_size=32)
     assert len(batches) == 3 and max(map(len, batches)) == 32
@@ -200,13 +200,13 @@ def test_a_batch_holds_at_most_batch_size_texts_and_there_are_as_few_as_that_all
 
 def test_on_a_gpu_batches_are_full_and_in_order_of_length_in_characters():
     """A GPU call costs far more than its padding: no batch is cut short to save padding."""
-    from harness.retrieve._embeddings import _full_batches
+    from harness.retrieve.embeddings import _full_batches
 
     assert _full_batches([10, 200, 10, 50, 10], batch_size=2) == [[0, 2], [4, 3], [1]]
 
 
 def test_on_a_gpu_an_encoder_gets_threads_as_far_as_their_model_copies_fit_a_quarter_of_free_memory():
-    from harness.retrieve._embeddings import _GPU_WORKERS, _gpu_workers
+    from harness.retrieve.embeddings import _GPU_WORKERS, _gpu_workers
 
     gib = 2**30
     assert _gpu_workers(90 * 2**20, 79 * gib) == _GPU_WORKERS  # MiniLM on an 80 GB card
@@ -216,7 +216,7 @@ def test_on_a_gpu_an_encoder_gets_threads_as_far_as_their_model_copies_fit_a_qua
 
 def test_a_cpu_named_with_an_index_encodes_on_every_core_as_cpu_does():
     """The device is read back from the loaded model, so 'cpu:0' is a CPU too (it got one thread)."""
-    from harness.retrieve._embeddings import load_encoder
+    from harness.retrieve.embeddings import load_encoder
 
     encoder = load_encoder(device="cpu:0")
     assert encoder.device == "cpu" and encoder.workers == load_encoder(device="cpu").workers
@@ -226,7 +226,7 @@ def test_a_cpu_named_with_an_index_encodes_on_every_core_as_cpu_does():
 def encoded(tmp_path_factory):
     """What `harness encode CORPUS --output DIR` writes, for 96 iKAT passages."""
     from harness.compute.engines import EngineSpec, start_engine
-    from harness.retrieve._embeddings import load_encoder
+    from harness.retrieve.embeddings import load_encoder
 
     corpus, folder = ikat_corpus(96), tmp_path_factory.mktemp("minilm")
     engine = start_engine(EngineSpec())
@@ -378,7 +378,7 @@ def test_the_cli_lets_openmp_threads_sleep_when_idle_unless_told_otherwise(monke
 def _demo_passages() -> dict[str, list[str]]:
     """Every text the default benchmark (configs/default.yaml) encodes as a passage: its
     corpora and the iKAT PTKB statements, as the dense retriever reads them."""
-    from harness.retrieve._embeddings import passage_text
+    from harness.retrieve.embeddings import passage_text
     from harness.runner.config import load_config
     from harness.runner.runner import Workspace
     from tests.conftest import REPO_ROOT
@@ -398,7 +398,7 @@ def _demo_passages() -> dict[str, list[str]]:
 def test_length_batched_vectors_stay_within_1e_5_cosine_of_sentence_transformers_on_every_shipped_passage():
     """The one change of encoding path the demo's numbers took (issue 26): batches of nearly
     equal token length, one intra-op thread each, against sentence-transformers' own encode."""
-    from harness.retrieve._embeddings import encode_all, load_encoder
+    from harness.retrieve.embeddings import encode_all, load_encoder
     from harness.corpus import Document
 
     encoder = load_encoder()
@@ -417,16 +417,16 @@ def test_more_workers_than_a_chunk_has_batches_encode_the_next_chunk_alongside_w
     import threading
 
     from harness.corpus import Document
-    from harness.retrieve import _embeddings
+    from harness.retrieve import embeddings
 
-    size = _embeddings.chunk_size(_embeddings.load_encoder())
+    size = embeddings.chunk_size(embeddings.load_encoder())
     texts = _demo_passages()["pragmaticqa:val-spans"][:3 * size]
     chunk_of = {text: i // size for i, text in enumerate(texts)}
     documents = lambda: iter(Document(str(i), text) for i, text in enumerate(texts))  # noqa: E731
-    _, one_at_a_time = _embeddings.encode_all(_embeddings.load_encoder(device="cpu", threads=2), documents())
+    _, one_at_a_time = embeddings.encode_all(embeddings.load_encoder(device="cpu", threads=2), documents())
     events: list[tuple[str, int]] = []
     lock = threading.Lock()
-    encode_batch = _embeddings._encode_batch
+    encode_batch = embeddings._encode_batch
 
     def recorded(encoder, batch, query):
         with lock:
@@ -436,9 +436,9 @@ def test_more_workers_than_a_chunk_has_batches_encode_the_next_chunk_alongside_w
             events.append(("end", chunk_of[batch[0]]))
         return vectors
 
-    monkeypatch.setattr(_embeddings, "_encode_batch", recorded)
-    _, alongside = _embeddings.encode_all(
-        _embeddings.load_encoder(device="cpu", threads=2 * _embeddings._BATCHES_PER_CHUNK + 1), documents())
+    monkeypatch.setattr(embeddings, "_encode_batch", recorded)
+    _, alongside = embeddings.encode_all(
+        embeddings.load_encoder(device="cpu", threads=2 * embeddings._BATCHES_PER_CHUNK + 1), documents())
     assert np.array_equal(one_at_a_time, alongside)
     last_end_of_first = max(i for i, event in enumerate(events) if event == ("end", 0))
     assert any(event == ("start", 1) and i < last_end_of_first for i, event in enumerate(events))
@@ -451,13 +451,13 @@ def test_the_next_query_batches_are_encoded_while_one_is_searched_with_the_same_
     encoded alone."""
     import threading
 
-    from harness.retrieve import _embeddings
+    from harness.retrieve import embeddings
 
-    encoder = _embeddings.load_encoder(device="cpu", threads=2)
+    encoder = embeddings.load_encoder(device="cpu", threads=2)
     batches = [[f"first batch query {i}" for i in range(3)], [f"second batch query {i}" for i in range(3)]]
-    alone = [_embeddings._encode(encoder, batch, query=True) for batch in batches]
+    alone = [embeddings._encode(encoder, batch, query=True) for batch in batches]
     second_started, overlapped = threading.Event(), []
-    encode_batch = _embeddings._encode_batch
+    encode_batch = embeddings._encode_batch
 
     def recorded(encoder, batch, query):
         if batch[0].startswith("second"):
@@ -466,7 +466,7 @@ def test_the_next_query_batches_are_encoded_while_one_is_searched_with_the_same_
             overlapped.append(second_started.wait(timeout=20))
         return encode_batch(encoder, batch, query)
 
-    monkeypatch.setattr(_embeddings, "_encode_batch", recorded)
+    monkeypatch.setattr(embeddings, "_encode_batch", recorded)
     together = list(encoder.encode_query_batches(batches))
     assert overlapped == [True]
     assert all(np.array_equal(a, b) for a, b in zip(alone, together, strict=True))
@@ -479,7 +479,7 @@ def test_a_retrievers_threads_apply_to_its_own_encoding_and_leave_torch_as_it_wa
     encoding, of passages and of queries, runs on one intra-op thread, and the caller's count is kept."""
     import torch
 
-    from harness.retrieve._embeddings import load_encoder
+    from harness.retrieve.embeddings import load_encoder
 
     before = torch.get_num_threads()
     torch.set_num_threads(len(os.sched_getaffinity(0)) + 1)  # neither retriever's count
@@ -523,9 +523,9 @@ def test_ctrl_c_while_workers_encode_runs_no_batch_that_has_not_started(monkeypa
     import threading
     import time
 
-    from harness.retrieve import _embeddings
+    from harness.retrieve import embeddings
 
-    encoder = dataclasses.replace(_embeddings.load_encoder(batch_size=2), workers=2)
+    encoder = dataclasses.replace(embeddings.load_encoder(batch_size=2), workers=2)
     ran, lock = [], threading.Lock()
 
     def encode_batch(encoder, texts, query):
@@ -537,7 +537,7 @@ def test_ctrl_c_while_workers_encode_runs_no_batch_that_has_not_started(monkeypa
         time.sleep(0.05)
         return np.zeros((len(texts), 384), dtype=np.float32)
 
-    monkeypatch.setattr(_embeddings, "_encode_batch", encode_batch)
+    monkeypatch.setattr(embeddings, "_encode_batch", encode_batch)
     texts = [f"text {i} " + "word " * (i % 7) for i in range(100)]
     with pytest.raises(KeyboardInterrupt):
         encoder.encode_documents(texts)

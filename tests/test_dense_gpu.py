@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from harness.retrieve import build
-from harness.retrieve._embeddings import encode_all, load_encoder
+from harness.retrieve.embeddings import encode_all, load_encoder
 from harness.retrieve.dense import SEARCH_BACKENDS
 from harness.compute.exact import exact_search, longest_norm
 from tests.conftest import ikat_corpus

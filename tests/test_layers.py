@@ -314,3 +314,42 @@ def test_registries_never_import_cli_modules():
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert result.stdout.strip() == "[]"
+
+
+def test_a_registry_imports_the_modules_its_definition_lists_not_the_rest_of_its_package():
+    """The judges' first look-up imports harness.judge's file and llm judges, not its agreement
+    statistics (harness.judge.agree), which register nothing: a helper needs no underscore to stay out."""
+    import subprocess
+    import sys
+
+    code = ("import sys\nfrom harness.judge.base import JUDGES\nJUDGES.names()\n"
+            "print('harness.judge.llm' in sys.modules, 'harness.judge.agree' in sys.modules)\n")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert result.stdout.split() == ["True", "False"]
+
+
+def test_no_module_left_off_a_registrys_list_registers_into_it():
+    """Each registry's first look-up finds every built-in: importing every other module of the
+    harness afterwards adds no name, and no adapter, to any registry."""
+    import subprocess
+    import sys
+
+    code = """
+import gc, importlib, sys
+import ir_datasets  # before harness.irds, which its import hook registers
+from harness.registry import Registry
+defining = [name for name, path in NAMES.items() if "Registry(" in open(path, encoding="utf-8").read()]
+for name in defining:
+    importlib.import_module(name)
+registries = [found for found in gc.get_objects() if isinstance(found, Registry)]
+before = {id(registry): (registry.names(), registry._adapt) for registry in registries}
+for name in NAMES:
+    importlib.import_module(name)
+print(len(registries), [registry.kind for registry in registries
+                        if (registry.names(), registry._adapt) != before[id(registry)]])
+"""
+    names = {name: str(path) for name, path in modules().items() if not is_cli(name)}
+    result = subprocess.run([sys.executable, "-c", f"NAMES = {names!r}\n{code}"], capture_output=True, text=True,
+                            check=True)
+    count, _, changed = result.stdout.strip().partition(" ")
+    assert int(count) > 20 and changed == "[]"

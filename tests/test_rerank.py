@@ -16,7 +16,7 @@ import pytest
 
 from harness.errors import HarnessError
 from harness.retrieve import build
-from harness.retrieve._embeddings import default_model_path, passage_text
+from harness.retrieve.embeddings import default_model_path, passage_text
 from harness.retrieve.rerank import rerank
 from tests.conftest import SMALL, SMALL_QUERIES as QUERIES, ikat_corpus, ikat_passages, shared_cache
 

@@ -835,11 +835,11 @@ def test_an_interrupted_offline_judge_resumes_to_the_similarities_of_an_uninterr
     from harness.errors import Interrupted
     from harness.judge.model import Item
     from harness.responses import baseline
-    from harness.retrieve import _embeddings
+    from harness.retrieve import embeddings
 
     items = [Item(("t", "r", str(i)), {"nugget": f"fact {i} about rivers",
                                        "response": f"Rivers flow. The answer states fact {i}."}) for i in range(6)]
-    load = _embeddings.load_encoder
+    load = embeddings.load_encoder
 
     class Stopping:  # Ctrl-C when the third chunk starts encoding
         def __init__(self, encoder):
@@ -851,11 +851,11 @@ def test_an_interrupted_offline_judge_resumes_to_the_similarities_of_an_uninterr
                 raise KeyboardInterrupt
             return self.encoder.encode_documents(texts)
 
-    monkeypatch.setattr(_embeddings, "load_encoder", lambda *args, **kwargs: Stopping(load(*args, **kwargs)))
+    monkeypatch.setattr(embeddings, "load_encoder", lambda *args, **kwargs: Stopping(load(*args, **kwargs)))
     with pytest.raises(Interrupted, match=r"^4 of 6 pairs judged, their similarities cached in .*; run the same "):
         baseline.MiniLMJudge(cache_dir=tmp_path, chunk_pairs=2).judge(items)
     assert list(tmp_path.glob("*.carried/*.npz"))  # "Rivers flow.", encoded in the first chunk
-    monkeypatch.setattr(_embeddings, "load_encoder", load)
+    monkeypatch.setattr(embeddings, "load_encoder", load)
     resumed = baseline.MiniLMJudge(cache_dir=tmp_path, chunk_pairs=2)
     judgments = resumed.judge(items)
     assert [j.cached for j in judgments] == [True] * 4 + [False] * 2
@@ -870,12 +870,12 @@ def test_a_run_interrupted_before_its_first_chunk_says_nothing_is_cached_yet(tmp
     from harness.errors import Interrupted
     from harness.judge.model import Item
     from harness.responses import baseline
-    from harness.retrieve import _embeddings
+    from harness.retrieve import embeddings
 
     def interrupted(*args, **kwargs):  # Ctrl-C while MiniLM loads
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(_embeddings, "load_encoder", interrupted)
+    monkeypatch.setattr(embeddings, "load_encoder", interrupted)
     with pytest.raises(Interrupted, match=r"^0 of 1 pairs judged: nothing cached yet \(the cache is written after "
                                           r"every 4096 pairs computed, the first once MiniLM has loaded\)$"):
         baseline.MiniLMJudge(cache_dir=tmp_path).judge([Item(("t",), {"nugget": "a", "response": "b."})])

@@ -40,7 +40,8 @@ class Judge(Protocol):
 
 
 # name -> factory(**options) -> Judge; higher rooms register theirs too (harness/_assembly.py)
-JUDGES: Registry[Callable[..., Judge]] = Registry("judge", package="harness.judge", group="harness.judges")
+JUDGES: Registry[Callable[..., Judge]] = Registry("judge", ("harness.judge.file", "harness.judge.llm"),
+                                                  group="harness.judges")
 SCALE = Param("scale", Scale, desc="the label scale answers are read on (harness.judge.scales)")
 CACHE_DIR = Param("cache_dir", Path | None, None, "answer cache folder (default: the harness cache's judge/)")
 

@@ -113,8 +113,10 @@ class Function(Strategy):
 # plug-ins (harness/queries/plugins.py): entry points `harness.strategies`, `python:module:attr[:arg]`,
 # STRATEGIES.using({name: function})
 # built-ins of higher layers (ptkb_topk, harness.ikat): harness/_assembly.py
-STRATEGIES: Registry[Strategy] = Registry("query strategy", package=__name__, group="harness.strategies",
-                                           by_keyword=False)
+STRATEGIES: Registry[Strategy] = Registry(
+    "query strategy", ("harness.queries.cosrec", "harness.queries.history", "harness.queries.llm",
+                       "harness.queries.plugins", "harness.queries.rewrites"),
+    group="harness.strategies", by_keyword=False)
 
 
 def every_turn(check: Callable[[Conversation, int], object]) -> Callable[[Sequence[Conversation]], None]:

@@ -106,12 +106,12 @@ class MiniLMJudge:
         self.encoded = 0  # texts the last judge() encoded (0 when every pair came from the cache)
 
     def _model_path(self) -> Path:
-        from harness.retrieve._embeddings import default_model_path
+        from harness.retrieve.embeddings import default_model_path
 
         return Path(self.model).expanduser() if self.model else default_model_path()
 
     def _cache_file(self) -> Path:
-        from harness.retrieve._embeddings import model_identity
+        from harness.retrieve.embeddings import model_identity
 
         identity = model_identity(str(self._model_path().resolve()))
         return (self._cache_dir or cache_root() / "judge" / "minilm") / f"{identity[:24]}.json"
@@ -148,7 +148,7 @@ class MiniLMJudge:
                                     [s for _, (_, evidence) in chunk for s in split[evidence]])) for chunk in chunks]
         last = {text: index for index, found in enumerate(texts) for text in found}  # the last chunk needing it
         try:
-            from harness.retrieve._embeddings import load_encoder
+            from harness.retrieve.embeddings import load_encoder
 
             encoder = load_encoder(self.model, normalize=True, batch_size=self.batch_size)
             vectors = _carried(carried)

@@ -68,8 +68,10 @@ class SearchesAhead:
 RetrieverFactory = Callable[..., Retriever]
 # plug-ins (harness/retrieve/plugins.py): entry points `harness.retrievers`, `python:module:attr`,
 # RETRIEVERS.using({name: object})
-RETRIEVERS: Registry[RetrieverFactory] = Registry("retriever", package=__name__, group="harness.retrievers",
-                                                  not_from_config=("query", "k", "corpus"))
+RETRIEVERS: Registry[RetrieverFactory] = Registry(
+    "retriever", ("harness.retrieve.bm25", "harness.retrieve.dense", "harness.retrieve.fusion",
+                  "harness.retrieve.plugins", "harness.retrieve.pyserini_dense", "harness.retrieve.rerank"),
+    group="harness.retrievers", not_from_config=("query", "k", "corpus"))
 # parameters several retrievers take alike
 THREADS = Param("threads", AtLeast(1, or_none=True), None, "CPU threads (default: the cores this process may use)")
 DEVICE = Param("device", str | None, None, "torch device, cpu or cuda (default: cuda when there is one)")

@@ -3,7 +3,7 @@
     retriever = build("dense", corpus=corpus)                 # all-MiniLM-L6-v2, shipped
     retriever = build("dense", corpus=corpus, model="/models/my-encoder", dtype="float16")
 
-Passage vectors are encoded once and cached (see `_embeddings`); each search encodes only
+Passage vectors are encoded once and cached (see `embeddings`); each search encodes only
 its queries. Search is exhaustive (exact), by one of three interchangeable backends:
 `numpy`, `faiss` (IndexFlatIP) and `torch`. By default: `torch` on a GPU; on CPU `numpy`
 below 10,000 passages and `faiss` from there on (measured on the 2-core machines, k=1000,
@@ -35,7 +35,7 @@ from harness.errors import HarnessError
 from harness.extras import first_missing
 from harness.registry import LocalPath, Named, Param, ParamError, Registry, check_given
 from harness.retrieve import BATCH_SIZE, DEVICE, FOLDER, RETRIEVERS, THREADS, Retriever, SearchesAhead, SearchQuery
-from harness.retrieve._embeddings import (
+from harness.retrieve.embeddings import (
     DTYPE, Encoder, PassageVectors, default_device, import_sentence_transformers, load_encoder, passage_vectors,
 )
 from harness.trec import Run

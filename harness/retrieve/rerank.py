@@ -25,7 +25,7 @@ from harness.corpus import Corpus
 from harness.errors import HarnessError
 from harness.registry import REQUIRED, AtLeast, Param, check_given
 from harness.retrieve import BATCH_SIZE, DEVICE, FOLDER, RETRIEVERS, THREADS, Retriever, SearchQuery
-from harness.retrieve._embeddings import default_device, import_sentence_transformers, passage_text, torch_threads
+from harness.retrieve.embeddings import default_device, import_sentence_transformers, passage_text, torch_threads
 from harness.retrieve.fusion import build_from_spec
 from harness.retrieve.specs import RetrieverSpecs
 from harness.trec import Run

@@ -27,7 +27,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from harness.retrieve._embeddings import load_encoder
+    from harness.retrieve.embeddings import load_encoder
     from harness.scale.encode import encode_sharded
     from harness.compute.engines import engine_spec, start_engine
     from harness.corpus.readers import open_documents

@@ -22,7 +22,7 @@ from harness.compute.engines import Engine
 from harness.corpus import Corpus, HashSet
 from harness.errors import HarnessError
 from harness.registry import check_given
-from harness.retrieve._embeddings import (DTYPE, Encoder, cache_folder, cache_key, chunk_size, encode_all,
+from harness.retrieve.embeddings import (DTYPE, Encoder, cache_folder, cache_key, chunk_size, encode_all,
                                           load_encoder)
 from harness.scale.shards import (MANIFEST, ShardResult, ShardTask, intact, outputs, plan, read_manifest, run_shards,
                                   source_key, write_hashed)

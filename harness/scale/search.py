@@ -20,7 +20,7 @@ from harness.compute.exact import exact_search, longest_norm, rank
 from harness.corpus import Corpus
 from harness.paths import cache_root
 from harness.retrieve import SearchQuery
-from harness.retrieve._embeddings import Encoder, default_device
+from harness.retrieve.embeddings import Encoder, default_device
 from harness.retrieve.dense import SEARCH_BACKENDS, SHARDED_SEARCH
 from harness.scale.encode import (VectorShard, encode_sharded, encoded_manifest, sharded_cache_folder,
                                   vector_shards)

@@ -37,7 +37,9 @@ class Benchmark:
 
 
 Adapter = Callable[[str | None], Benchmark]
-ADAPTERS: Registry[Adapter] = Registry("benchmark", package=__name__, group="harness.benchmarks")
+ADAPTERS: Registry[Adapter] = Registry(
+    "benchmark", ("harness.topics.cast", "harness.topics.cosrec", "harness.topics.crsarena", "harness.topics.ikat",
+                  "harness.topics.opendialkg", "harness.topics.pragmaticqa"), group="harness.benchmarks")
 
 
 def load(name: str) -> Benchmark:

@@ -1,0 +1,146 @@
+"""Which code is a plug-in's, and what its failures say.
+
+A plug-in's import error, or an error its own code raises half-way through a run, is its
+author's to fix, not a harness bug: each plug-in the registry loads (an entry point, a
+`python:` spec) records where its top-level package lies (`_note_plugin_package`), so that the
+front end (harness/cli.py) names the plug-in in one line and shows the plug-in's frames only
+(`plugin_import_failure`, `plugin_failure`). The same notion of whose code is whose (`_code`,
+`_installed`, `_pythons_own`) tells identity.py which modules are a plug-in's own helpers.
+
+A module of its own because it is about a plug-in's code and where it lies, not its name
+(table.py) or its resume key (identity.py): a record of what was loaded, as sys.modules is.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import os
+import sys
+from typing import Any
+
+from harness.registry.params import _names_itself
+
+# where the top-level package of a loaded plug-in (entry point or `python:`) lies, its folders
+# or its module's file -> what it is, "retriever 'overlap' (entry point pkg:overlap of pkg
+# 1.0)": an import failing in its code is its own (`plugin_import_failure`); a record of what
+# was loaded, as sys.modules is. By place, not by name: a plug-in package may be named like a
+# standard module (`code`, `types`), and a frame's module name is its code's global __name__;
+# by name only where the module has no file (a notebook's __main__, its cells' code)
+_PLUGIN_PACKAGES: dict[str, str] = {}
+_FILELESS_PLUGINS: dict[str, str] = {}
+_HARNESS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # harness/, above harness/registry/
+
+
+def _failure(error: BaseException) -> str:
+    """A plug-in's own import error in one line, with where in its code it was raised (the
+    innermost frame outside Python's import machinery), so that the user can find it."""
+    import traceback
+
+    machinery = os.path.dirname(importlib.__file__)  # importlib and importlib.metadata (an entry point's load)
+    frames = [frame for frame in traceback.extract_tb(error.__traceback__)
+              if not frame.filename.startswith(("<frozen ", machinery))
+              and os.path.dirname(frame.filename) != os.path.dirname(__file__)]  # the registry's own (its look-up)
+    where = f" at {frames[-1].filename}:{frames[-1].lineno}" if frames else ""
+    return f"{type(error).__name__}{where}: {error}"
+
+
+def _note_plugin_package(obj: Any, what: str) -> None:
+    """Remember where the top-level package of a loaded plug-in's code lies (a function's or
+    class's, an object's class's, a `functools.partial`'s function's): the objects it builds
+    may live in its other modules. Python's own modules are never a plug-in's (an
+    lru_cache'd function's class is functools')."""
+    name = (getattr(_code(obj), "__module__", None) or "").split(".")[0]
+    top = sys.modules.get(name)
+    file = getattr(top, "__file__", None)
+    # a package's folders (a namespace package has several, and no __file__), a module's file
+    places = list(getattr(top, "__path__", None) or ([file] if file else []))
+    if not places and name and name not in sys.stdlib_module_names:  # a notebook's; Python's are built in
+        _FILELESS_PLUGINS[name] = what
+    for place in map(os.path.abspath, places):
+        if not (_inside(place, _HARNESS) or _pythons_own(place)):
+            _PLUGIN_PACKAGES[place] = what
+
+
+def _pythons_own(place: str) -> bool:
+    """In the standard library's folder, and not in a site-packages folder inside it (where a
+    Python installed without a virtual environment keeps installed packages)."""
+    import sysconfig
+
+    return (any(_inside(place, sysconfig.get_path(name)) for name in ("stdlib", "platstdlib"))
+            and not _installed(place))
+
+
+def _installed(place: str) -> bool:
+    """In a folder where installed packages are kept (site-packages, a virtual environment's too)."""
+    import site
+    import sysconfig
+
+    folders = [*site.getsitepackages(), site.getusersitepackages(),
+               *(sysconfig.get_path(name) for name in ("purelib", "platlib"))]
+    return any(_inside(place, folder) for folder in folders)
+
+
+def _inside(path: str, folder: str) -> bool:
+    return path == folder or path.startswith(folder.rstrip(os.sep) + os.sep)
+
+
+def _code(obj: Any) -> Any:
+    """Where a plug-in's code is: a function, class or method itself, the function a
+    `functools.partial` (of a partial...) calls, any other object's class."""
+    while isinstance(obj, functools.partial):
+        obj = obj.func
+    return obj if _names_itself(obj) else type(obj)
+
+
+def plugin_import_failure(error: ModuleNotFoundError) -> str | None:
+    """One line naming the plug-in, its entry point or module, and the module it could not
+    import, when the failed import ran in a plug-in's code; None when it ran in the harness's
+    own (whose missing module an extra brings: harness.extras). Whose it is: the innermost of
+    the traceback's frames in a plug-in's package or in the harness (a library between them, a
+    plug-in's dependency, counts as the plug-in's)."""
+    owner, _ = _plugin_owner(error)
+    if owner is None:
+        return None
+    return f"{owner} cannot import {error.name or 'a module'}, which its own code needs ({_failure(error)})"
+
+
+def plugin_failure(error: Exception) -> tuple[str, str] | None:
+    """A plug-in's own code raising: the traceback from the plug-in's first frame on (the
+    harness's frames before it are no help to the plug-in's author) and one line naming the
+    plug-in and the error; None when the harness's code raised it (its whole traceback stays).
+    Whose it is, as for plugin_import_failure."""
+    import traceback
+
+    owner, first = _plugin_owner(error)
+    if owner is None:
+        return None
+    frames = traceback.StackSummary.extract(list(traceback.walk_tb(error.__traceback__))[first:])
+    return ("Traceback of the plug-in's code (most recent call last):\n" + "".join(frames.format()),
+            f"{owner} raised {type(error).__name__}: {error}"
+            + "".join(f", {note}" for note in getattr(error, "__notes__", ())))  # (the query it was answering)
+
+
+def _plugin_owner(error: BaseException) -> tuple[str | None, int]:
+    """The plug-in whose package holds the innermost of the traceback's frames in a plug-in's
+    package or in the harness (None: the harness's), and the index of the frame its run of
+    frames starts at (a library between, a plug-in's dependency, counts as the plug-in's)."""
+    import traceback
+
+    owner, first = None, 0
+    for number, (frame, _) in enumerate(traceback.walk_tb(error.__traceback__)):
+        file = os.path.abspath(frame.f_code.co_filename)
+        if _inside(file, _HARNESS):
+            owner = None
+            continue
+        plugin = next((what for place, what in _PLUGIN_PACKAGES.items() if _inside(file, place)),
+                      _FILELESS_PLUGINS.get(str(frame.f_globals.get("__name__", "")).split(".")[0]))
+        if plugin is not None:
+            first = number if owner is None else first
+            owner = plugin
+    return owner, first
+
+
+def _distribution(point: Any) -> str:
+    dist = getattr(point, "dist", None)
+    return f"{dist.name} {dist.version}" if dist is not None else f"the entry point {point.value}"
