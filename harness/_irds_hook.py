@@ -8,6 +8,7 @@ right after ir_datasets' own module has executed.
 
 from __future__ import annotations
 
+import importlib
 import importlib.machinery
 import sys
 
@@ -15,9 +16,9 @@ TARGET = "ir_datasets"
 
 
 def _register() -> None:
-    from harness import irds
-
-    irds.register()
+    """Import harness.irds, which registers its ids as it finishes loading: where its own import
+    of ir_datasets is what runs this, it is half loaded, and registers on its last line."""
+    importlib.import_module("harness.irds")
 
 
 # plain classes, not importlib.abc's: importing that costs more than all of `import harness`

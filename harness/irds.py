@@ -193,3 +193,6 @@ def register() -> None:
     for dataset_id, name in dataset_ids().items():
         if dataset_id not in registry._registered:
             registry.register(dataset_id, HarnessDataset(name))
+
+
+register()  # on import, so that `import harness.irds` alone (ir_datasets' hook imports it too) registers

@@ -37,6 +37,16 @@ def test_ir_datasets_gives_the_exported_queries_and_the_qrels(tmp_path):
     assert {(q.query_id, q.doc_id, q.relevance) for q in dataset.qrels_iter()} == _shipped_qrels()
 
 
+@pytest.mark.parametrize("first", ["harness.irds", "harness"])
+def test_the_ids_are_registered_whichever_module_a_fresh_process_imports_first(first):
+    """`import harness.irds` alone registered nothing: it failed half loaded, its own import of
+    ir_datasets running the hook that asked it to register."""
+    code = f"import {first}, ir_datasets; print(len(list(ir_datasets.load('harness/ikat2023/test').queries_iter())))"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert (done.returncode, done.stderr) == (0, "")
+    assert int(done.stdout) > 0
+
+
 def test_pyterrier_irds_gives_the_same_without_java(tmp_path):
     import pyterrier as pt
 
