@@ -139,6 +139,24 @@ def test_a_skipped_run_reuses_the_scores_its_json_records(finished, tmp_path, mo
 
 @pytest.mark.java
 @pytest.mark.slow
+def test_a_skipped_run_s_json_is_read_once(finished, tmp_path, monkeypatch, capsys):
+    """Whether it is finished, what its line says, its scores and the code that made it come from one reading."""
+    out = _copy_finished(finished, tmp_path, (PQA_TAG, PTKB_TAG))
+    reads: list[str] = []
+    read_text = Path.read_text
+
+    def counted(path: Path, *args, **kwargs) -> str:
+        reads.append(path.name)
+        return read_text(path, *args, **kwargs)
+
+    monkeypatch.setattr(Path, "read_text", counted)
+    assert main(["run", str(_config(tmp_path)), "--output", str(out), "--only", "pqa"]) == 0
+    assert f"{PQA_TAG}: finished with the same inputs, skipped" in capsys.readouterr().err
+    assert reads.count(f"{PQA_TAG}.json") == 1 and reads.count(f"{PTKB_TAG}.json") == 1  # (the other, not selected)
+
+
+@pytest.mark.java
+@pytest.mark.slow
 def test_only_rewrites_the_whole_leaderboard_from_every_finished_run(finished, tmp_path, capsys):
     out = tmp_path / "runs"
     out.mkdir()

@@ -296,7 +296,11 @@ def finished(prepared: Prepared, output: Path) -> tuple[bool, str | None]:
     and the run file is still the one it records writing; and why not, when it can say: the
     parts of the resume key that changed (as its JSON records them), or, when the inputs are the
     same, that the run file was edited or replaced since (its JSON's scores are another file's)."""
-    record = _record(prepared.run, output)
+    return _finished(prepared, output, _record(prepared.run, output))
+
+
+def _finished(prepared: Prepared, output: Path, record: dict[str, Any] | None) -> tuple[bool, str | None]:
+    """`finished`, given the run's JSON as read (`_record`), which a skipped run hands on read once."""
     if record is None:
         return False, None
     if record.get("hash") != prepared.digest:
@@ -447,12 +451,11 @@ def _from_output(config_path: Path, output: Path) -> str:
 _SCORED_WITH = {"passage_separator": "passage separator", "judged": "Judged@10 measure"}  # `_scoring`'s keys, said
 
 
-def _skipped(prepared: Prepared, output: Path) -> str:
+def _skipped(prepared: Prepared, output: Path, record: dict[str, Any]) -> str:
     """What a skipped run's line says: rescored, and on what change (`_scoring`: the qrels, say),
     where its recorded scores were taken another way (scored, where it was not); made by other
     harness code than this, which the resume key leaves out (provenance.code), where its JSON
-    records the code that made it."""
-    record = _record(prepared.run, output) or {}
+    records the code that made it (`record`: its JSON)."""
     recorded, done = record.get("scores"), "skipped"
     if prepared.qrels is not None and isinstance(recorded, dict) and isinstance(recorded.get("for"), dict):
         now = _scoring(prepared)
@@ -497,13 +500,13 @@ def _qrels_file(prepared: Prepared) -> dict[str, str | None]:
             "qrels_file_sha256": file_sha256(path) if path is not None else None}
 
 
-def finished_scores(prepared: Prepared, output: Path) -> Scored | None:
+def finished_scores(prepared: Prepared, output: Path, metadata: dict[str, Any]) -> Scored | None:
     """A skipped run's scores: those its JSON records when they were taken the same way,
     else scored again and recorded; None for a run that is not scored. Qrels and measures are
     not in the resume key, so the run may have been scored, or not, by another config: its
-    JSON is rewritten to say what this one makes of it, `scores` or `not_scored`, never both."""
+    JSON (`metadata`, as read) is rewritten to say what this one makes of it, `scores` or
+    `not_scored`, never both."""
     path = json_path(output, prepared.run)
-    metadata = json.loads(path.read_text(encoding="utf-8"))
     unscored = prepared.run.experiment.unscored
     # the config as taken now: its qrels, measures and note may differ from those that ranked the run
     now = {key: value for key, value in metadata.items() if key not in ("scores", "not_scored")}
@@ -622,13 +625,13 @@ class Outcome:
     code_sha256: str | None = None  # that code's hash: runs of one code, under two commits, are one code
 
     @classmethod
-    def of(cls, prepared: Prepared, output: Path, skipped: bool, scored: Scored | None) -> "Outcome":
+    def of(cls, prepared: Prepared, output: Path, skipped: bool, scored: Scored | None, code: Any) -> "Outcome":
+        """`code`: what the run's JSON records as the code that made it (None: nothing)."""
         given = prepared.run.experiment.qrels  # a `qrels:` file is named too; a benchmark's shipped one by its name
-        record = _record(prepared.run, output) or {}
         return cls(prepared.run, run_path(output, prepared.run), skipped, prepared.qrels,
                    scored.evaluation if scored else None, scored.judged if scored else None, prepared.benchmark,
                    prepared.qrels_file or (given if isinstance(given, Path) else None),
-                   provenance.code_name(record.get("code")), _code_sha256(record.get("code")))
+                   provenance.code_name(code), _code_sha256(code))
 
 
 def _code_sha256(recorded: Any) -> str | None:
@@ -678,15 +681,16 @@ def run_config(
                     outcomes.append(outcome)
                 continue
             prepared = prepare(run, workspace)
-            skipped, why = (False, None) if force else finished(prepared, output)
-            if skipped:
-                print(f"{run.tag}: {_skipped(prepared, output)}", file=log)
-                scored = finished_scores(prepared, output)
+            record = None if force else _record(run, output)  # read once: whether finished, and what it records
+            skipped, why = _finished(prepared, output, record)
+            if skipped:  # (record is the JSON read)
+                print(f"{run.tag}: {_skipped(prepared, output, record)}", file=log)
+                scored, code = finished_scores(prepared, output, record), record.get("code")
             else:
                 if why:
                     say(f"{run.tag}: {why}, so its recorded scores are not its: ranked again")
-                scored = execute(prepared, workspace, output, config, log, say)
-            outcomes.append(Outcome.of(prepared, output, skipped, scored))
+                scored, code = execute(prepared, workspace, output, config, log, say), provenance.code()
+            outcomes.append(Outcome.of(prepared, output, skipped, scored, code))
     for experiment in {id(run.experiment): run.experiment for run in selected_runs}.values():
         if experiment.unscored:
             say(f"{experiment.file}: {experiment.key}: {experiment.unscored}: its runs are written to {output}, "
@@ -766,12 +770,13 @@ def _finished_outcome(run: RunSpec, workspace: Workspace, output: Path, say: Say
             f"{run.tag} to make it again): {_whose(never)}")
         return None
     prepared = prepare(run, workspace)
-    done, why = finished(prepared, output)
-    if not done:
+    record = _record(run, output)
+    done, why = _finished(prepared, output, record)
+    if not done:  # (else record is the JSON read)
         why = why or "its files were made from other inputs"
         say(f"{run.tag}: left out of the leaderboard: {why} (run it with --only {run.tag})")
         return None
-    return Outcome.of(prepared, output, True, finished_scores(prepared, output))
+    return Outcome.of(prepared, output, True, finished_scores(prepared, output, record), record.get("code"))
 
 
 def _whose(reasons: Mapping[str, str]) -> str:
