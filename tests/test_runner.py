@@ -23,6 +23,7 @@ import pytest
 import yaml
 
 from harness.cli import main
+from harness.runner import provenance
 from harness.runner.config import load_config
 from harness.corpus import unique_ids
 from harness.corpus.readers import open_corpus
@@ -251,6 +252,28 @@ def test_a_run_made_by_other_harness_code_is_skipped_saying_so_and_the_board_not
     assert main(["run", str(_config(tmp_path)), "--output", str(out)]) == 0
     captured = capsys.readouterr()
     assert "different harness code" not in captured.out and "other harness code" not in captured.err
+
+
+@pytest.mark.java
+@pytest.mark.slow
+def test_runs_recording_no_code_are_noted_apart_from_runs_of_different_code(finished, tmp_path, capsys):
+    """A run made before runs recorded their code is older code than the others', not known to be one code."""
+    out = _copy_finished(finished, tmp_path, (PQA_TAG, PTKB_TAG))
+    code = provenance.code_name(json.loads((out / f"{PTKB_TAG}.json").read_text())["code"])
+    older = json.loads((out / f"{PQA_TAG}.json").read_text())
+    del older["code"]
+    (out / f"{PQA_TAG}.json").write_text(json.dumps(older))
+    assert main(["run", str(_config(tmp_path)), "--output", str(out)]) == 0
+    captured = capsys.readouterr()
+    assert f"{PQA_TAG}: finished with the same inputs, skipped ({out / PQA_TAG}.run)" in captured.err
+    assert (f"Note: 1 run records no harness code ({PQA_TAG}): made before runs recorded it, by older code than the "
+            f"others' ({code}); `harness run --force` remakes them.") in captured.out
+    assert "different harness code" not in captured.out
+    newer = json.loads((out / f"{PTKB_TAG}.json").read_text())
+    del newer["code"]
+    (out / f"{PTKB_TAG}.json").write_text(json.dumps(newer))
+    assert main(["run", str(_config(tmp_path)), "--output", str(out)]) == 0
+    assert "Note: " not in capsys.readouterr().out  # runs of one time, none recording its code: nothing to compare
 
 
 @pytest.mark.java

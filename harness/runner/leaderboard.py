@@ -37,14 +37,26 @@ def render(outcomes: Sequence["Outcome"], title: str) -> str:
 def code_note(outcomes: Sequence["Outcome"]) -> str | None:
     """Which runs other harness code made, where the board's runs come from more than one: a
     harness update keeps finished runs (the resume key leaves the code out), so one board can
-    compare runs its built-ins made differently."""
-    made: dict[str | None, tuple[str, list[str]]] = {}  # by the code's hash: a commit touching no code is one code
+    compare runs its built-ins made differently. Runs whose JSON records no code were made before
+    runs recorded it: by older code than those that do, but not known to be one code, or another,
+    among themselves; they are named apart, and alone (a board of such runs only) say nothing."""
+    made: dict[str, tuple[str, list[str]]] = {}  # by the code's hash: a commit touching no code is one code
+    unrecorded: list[str] = []
     for outcome in outcomes:
-        made.setdefault(outcome.code_sha256, (outcome.code, []))[1].append(outcome.run.tag)
-    if len(made) < 2:
-        return None
-    each = "; ".join(f"{', '.join(tags)} by {code}" for code, tags in made.values())
-    return f"Note: these runs were made by different harness code ({each}); `harness run --force` remakes them."
+        if outcome.code_sha256 is None:
+            unrecorded.append(outcome.run.tag)
+        else:
+            made.setdefault(outcome.code_sha256, (outcome.code, []))[1].append(outcome.run.tag)
+    notes = []
+    if len(made) > 1:
+        each = "; ".join(f"{', '.join(tags)} by {code}" for code, tags in made.values())
+        notes.append(f"these runs were made by different harness code ({each})")
+    if unrecorded and made:
+        count = len(unrecorded)
+        others = f" ({next(iter(made.values()))[0]})" if len(made) == 1 else ""
+        notes.append(f"{count} run{'s' * (count != 1)} record{'s' * (count == 1)} no harness code "
+                     f"({', '.join(unrecorded)}): made before runs recorded it, by older code than the others'{others}")
+    return f"Note: {'; '.join(notes)}; `harness run --force` remakes them." if notes else None
 
 
 def write(outcomes: Sequence["Outcome"], output: Path, title: str) -> tuple[str, Path]:
