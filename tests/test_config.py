@@ -240,6 +240,28 @@ def test_a_relative_path_is_read_from_the_current_folder_and_one_beside_the_conf
             f"{tmp_path / 'cwd'}, not from the config's folder: did you mean {tmp_path / 'beside'}?)") in message
 
 
+def test_a_path_written_from_the_project_root_above_the_config_is_named_from_another_folder(
+        tmp_path, monkeypatch, capsys):
+    """configs/x.yaml naming my/rw.tsv and data/c.jsonl from the project root, run from elsewhere: the
+    hint looks in the folders above the config's (nearest first) where one beside it finds nothing."""
+    project = tmp_path / "lab"
+    for name in ("my/rw.tsv", "data/corpus.jsonl", "configs/data/corpus.jsonl"):
+        (project / name).parent.mkdir(parents=True, exist_ok=True)
+        (project / name).write_text("", encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    path = _write(project / "configs", {"experiments": [
+        _experiment(strategies=["rewrites:my/rw.tsv"], corpus="data/corpus.jsonl")]})
+    assert main(["run", str(path), "--dry-run"]) == 2
+    assert capsys.readouterr().err.splitlines() == [
+        f"harness run: error: {path}: experiments[0].strategies[0]: my/rw.tsv: no such rewrites file (relative paths "
+        f"are read from the folder harness runs in, {tmp_path}, not from the config's folder or one above it: "
+        f"did you mean {project / 'my/rw.tsv'}?)",
+        f"{path}: experiments[0].corpus: no such file: data/corpus.jsonl (relative paths are read from the folder "
+        f"harness runs in, {tmp_path}, not from the config's folder: did you mean "
+        f"{project / 'configs/data/corpus.jsonl'}?)",
+    ]
+
+
 def test_a_shared_config_run_from_another_folder_names_every_input_missing_there_and_found_beside_it(
         tmp_path, monkeypatch, capsys):
     """A strategy's file (rewrites:) said where it was looked for as a corpus or qrels file is,

@@ -43,6 +43,7 @@ line; `{data}`, `{qrels}` and `{cache}` expand to the shipped data, qrels and ca
 from __future__ import annotations
 
 import functools
+import os
 import re
 import string
 import sys
@@ -347,16 +348,23 @@ class Node:
         return path
 
     def beside_config(self, path: Path) -> str:
-        """Where a relative path missing from the current folder is found beside the config: a
-        hint that paths are read from the folder harness runs in (as `output:` is written
-        there), not from the config's folder; '' otherwise."""
+        """Where a relative path missing from the current folder is found beside the config, or
+        else in a folder above it, nearest first (the project root that a config in `configs/`
+        names `data/...` from): a hint that paths are read from the folder harness runs in (as
+        `output:` is written there), not from the config's; '' otherwise. A few stats, on an error."""
+        if path.is_absolute():
+            return ""
+        beside = self.file.parent
+        above = Path(os.path.abspath(beside)).parents[:-1]  # (not the file system's root)
         try:
-            if path.is_absolute() or not (self.file.parent / path).exists():
-                return ""
+            found = next((folder for folder in (beside, *above) if (folder / path).exists()), None)
         except OSError:  # a name too long for the file system: said by the error this hint follows
             return ""
-        return (f" (relative paths are read from the folder harness runs in, {Path.cwd()}, not from the config's "
-                f"folder: did you mean {self.file.parent / path}?)")
+        if found is None:
+            return ""
+        where = "the config's folder" if found == beside else "the config's folder or one above it"
+        return (f" (relative paths are read from the folder harness runs in, {Path.cwd()}, not from {where}: "
+                f"did you mean {found / path}?)")
 
 
 class Problems:
