@@ -807,6 +807,38 @@ def test_a_corpus_index_handed_to_a_retriever_that_takes_none_is_refused_at_the_
         "gives no documents: give the corpus itself (a file or spec)")
 
 
+@pytest.mark.parametrize("retriever, nested", [
+    ({"name": "rrf", "params": {"retrievers": ["bm25", "dense"]}}, "params.retrievers[0]"),
+    ({"name": "rerank", "params": {"first_stage": "bm25", "model": "cross-encoder"}}, "params.first_stage"),
+    ({"name": "linear", "params": {"retrievers": [  # handed on down: a rerank nested in a fusion, its first stage
+        {"name": "rerank", "params": {"first_stage": "bm25", "model": "cross-encoder"}}, "dense"]}},
+     "params.retrievers[0].params.first_stage"),
+])
+def test_a_fusion_s_or_rerank_s_own_index_a_nested_retriever_cannot_search_is_refused_at_its_key(
+        tmp_path, capsys, retriever, nested):
+    """A fusion's or rerank's own index is handed to each retriever nested in it that names none:
+    one that cannot search it is said by the config check (--dry-run too), not once its run starts."""
+    folder = tmp_path / "folder"
+    folder.mkdir()
+    retriever["params"]["index"] = str(folder)
+    path = _write(tmp_path, {"output": str(tmp_path / "out"), "experiments": [_experiment(retrievers=[retriever])]})
+    assert main(["run", str(path), "--dry-run"]) == 2
+    assert capsys.readouterr().err == (
+        f"harness run: error: {path}: experiments[0].retrievers[0].params.index: handed to retriever 'bm25' "
+        f"({nested}), which cannot search it: {str(folder)!r} {NOT_LUCENE}\n")
+
+
+def test_a_fusion_s_own_index_handed_to_a_retriever_that_takes_none_is_refused_at_its_key(tmp_path, monkeypatch):
+    (tmp_path / "no_index.py").write_text("def search(query, k):\n    return []\n", encoding="utf-8")
+    (tmp_path / "folder").mkdir()
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    fused = {"name": "rrf", "params": {"retrievers": ["python:no_index:search", "bm25"], "index": "./folder"}}
+    assert _error(tmp_path, {"experiments": [_experiment(retrievers=[fused])]}).endswith(
+        "experiments[0].retrievers[0].params.index: handed to retriever 'python:no_index:search' "
+        "(params.retrievers[0]), which takes no index")
+
+
 def test_a_dense_index_that_holds_no_encoded_vectors_is_refused_at_its_key(tmp_path):
     """Accepted and ignored before (the corpus was encoded again); a Lucene index holds no vectors."""
     (tmp_path / "lucene").mkdir()

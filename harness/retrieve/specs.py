@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from harness.errors import HarnessError, nearest
-from harness.registry import Declaration, LocalPath, ParamError, ParamType, check_params, local_path
+from harness.registry import Declaration, LocalPath, Param, ParamError, ParamType, check_params, local_path
 from harness.retrieve import RETRIEVERS
 
 SPEC_KEYS = ("name", "params", "label")
@@ -129,10 +129,16 @@ def named_paths(declaration: Declaration, params: Mapping[str, Any],
         value = params.get(param.name)
         if (kind := local_path(param.type)) is not None and value is not None:
             yield f"{key}.{param.name}", value, kind
-        if isinstance(param.type, RetrieverSpecs) and value is not None:
-            nested = value if param.type.least else [value]
-            for i, spec in enumerate(map(as_mapping, nested)):
-                if isinstance(spec, Mapping) and isinstance(spec.get("name"), str):
-                    where = f"{key}.{param.name}[{i}]" if param.type.least else f"{key}.{param.name}"
-                    inner = f"{where}.params" if "params" in spec else where
-                    yield from named_paths(RETRIEVERS.declaration(spec["name"]), parts(spec)[1], inner)
+        for _, name, own, inner in nested_in(param, value, key):
+            yield from named_paths(RETRIEVERS.declaration(name), own, inner)
+
+
+def nested_in(param: Param, value: Any, key: str = "params") -> Iterator[tuple[str, str, dict[str, Any], str]]:
+    """(key path, name, params, key path of those params) of each well-formed retriever spec
+    that `value`, given to `param` at `key`, holds: none unless its type is RetrieverSpecs."""
+    if not isinstance(param.type, RetrieverSpecs) or value is None:
+        return
+    for i, spec in enumerate(map(as_mapping, value if param.type.least else [value])):
+        if isinstance(spec, Mapping) and isinstance(spec.get("name"), str):
+            where = f"{key}.{param.name}[{i}]" if param.type.least else f"{key}.{param.name}"
+            yield where, spec["name"], parts(spec)[1], f"{where}.params" if "params" in spec else where

@@ -47,7 +47,7 @@ import os
 import re
 import string
 import sys
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from itertools import chain, islice
 from pathlib import Path
@@ -58,7 +58,7 @@ import yaml
 from harness.atomic import in_the_way
 from harness.errors import CONFIG, HarnessError, InputError, nearest, read_input, shown
 from harness.paths import cache_root, data_root, name_problem, qrels_root
-from harness.registry import INT_LIMIT, LocalPath, ParamError, PluginNotFound, Registry, check_params
+from harness.registry import INT_LIMIT, Declaration, LocalPath, ParamError, PluginNotFound, Registry, check_params
 from harness.runner.tasks import TASKS
 from harness.trec import Qrels
 
@@ -553,6 +553,8 @@ def _experiment(node: Node, defaults: dict[str, Any], problems: Problems,
         _installed(item, retriever, task.retrievers(), count)
         if corpus is not None and corpus.index is not None:
             _takes_index(item, retriever, task.retrievers(), corpus.index)
+        else:  # (corpus: {index} replaces the retriever's own)
+            problems.keep(_own_index_taken, item, retriever, task.retrievers())
     unscored, scoring = None, "give 'qrels: FILE'"  # (why the runs are not scored, and what would score them)
     if benchmark is not None and "qrels" not in keys and not task.has_default_qrels(benchmark):
         unscored = f"{benchmark.name} ships no qrels"
@@ -709,6 +711,47 @@ def _takes_index(node: Node, retriever: RetrieverSpec, registry: Registry, index
         if kind is not None and (problem := kind.problem(index)):
             raise node.error(f"{registry.kind} {named!r} cannot search corpus: {{index: {index}}}: {problem}; give "
                              "the corpus itself (a file or spec)")
+
+
+def _own_index_taken(node: Node, retriever: RetrieverSpec, registry: Registry) -> None:
+    """A fusion's or rerank's own `params.index` is handed to each retriever nested in it that
+    names none (fusion.build_from_spec), and so on down: one that cannot search it (bm25: a
+    folder without segments_N) or takes no index is an error at `params.index` when the config
+    is read, as the index of `corpus: {index: NAME}` is (`_takes_index`), not once its run
+    starts, after the runs before it. An index missing altogether is said at its key already."""
+    from harness.registry import local_path
+
+    index, declaration = retriever.params.get("index"), registry.declaration(retriever.name)
+    param = declaration.param("index")
+    if index is None or param is None or ((kind := local_path(param.type)) is not None and kind.problem(index)):
+        return
+    if (found := next(_nested_problems(declaration, retriever.params, index), None)) is not None:
+        where, named, problem = found
+        raise node.child("params.index", index).error(f"handed to retriever {named!r} ({where}), which {problem}")
+
+
+def _nested_problems(declaration: Declaration, params: Mapping[str, Any], index: Any,
+                     key: str = "params") -> Iterator[tuple[str, str, str]]:
+    """(key path, name, why it cannot) of each retriever nested in the params of what `declaration`
+    declares that names no index and cannot search `index`, handed to it; one naming its own
+    hands that on instead."""
+    from harness.registry import local_path
+    from harness.retrieve import RETRIEVERS
+    from harness.retrieve.specs import nested_in
+
+    for param in declaration.params:
+        for where, named, own, inner in nested_in(param, params.get(param.name), key):
+            nested = RETRIEVERS.declaration(named)
+            if own.get("index") is not None:
+                yield from _nested_problems(nested, own, own["index"], inner)
+                continue
+            takes = nested.param("index")
+            kind = local_path(takes.type) if takes is not None else None
+            if takes is None and not nested.open:
+                yield where, named, "takes no index"
+            elif kind is not None and (problem := kind.problem(index)):
+                yield where, named, f"cannot search it: {problem}"
+            yield from _nested_problems(nested, own, index, inner)
 
 
 def _counting(corpus: CorpusSpec | None, benchmark) -> Callable[[int], int | None]:
