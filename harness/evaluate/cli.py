@@ -11,14 +11,13 @@ from collections.abc import Callable
 from pathlib import Path
 
 from harness.atomic import atomic_write
-from harness.cli import add_format, add_output, add_runs, distinct_runs, swallowed
+from harness.cli import add_format, add_output, add_preset, add_runs, distinct_runs, swallowed
 from harness.errors import FLAGS, HarnessError
 from harness.evaluate import (JUDGED, Evaluation, Evaluator, RunFileOptions, ceiling_notes, csv_value, evaluate_files,
                               keep_measures, printed, report_reading, with_judged)
 from harness.evaluate import presets
 from harness.evaluate.moved import FillMoves, fill_moves
 from harness.evaluate.names import CASE_RULE
-from harness.evaluate.presets import PRESETS
 from harness.evaluate.tables import QrelsTable, read_qrels_table, spare_memory
 from harness.paths import output_format, refuse_overwriting
 from harness.trec import Qrels
@@ -32,7 +31,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--measures", nargs="+",
                         help="ir-measures names (nDCG@3 'P(rel=2)@3' RR) or trec_eval's (ndcg_cut_3 P_5 map); "
                         f"{CASE_RULE}; {presets.DEFAULT_HELP}. Give run files before it, or end it with --")
-    parser.add_argument("--preset", choices=PRESETS.names(), help=presets.preset_help())
+    add_preset(parser)
     parser.add_argument("--depth", type=int, help="evaluate the top N documents per query (trec_eval -M)")
     parser.add_argument("--per-query", action="store_true", help="also report every query's value")
     parser.add_argument("--strict", action="store_true", help="a duplicate (qid, docid) in a run is an error")

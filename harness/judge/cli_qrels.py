@@ -13,7 +13,7 @@ import json
 import math
 import sys
 
-from harness.cli import add_format, add_output, add_runs, distinct_runs, no_runs, number_in
+from harness.cli import add_format, add_output, add_preset, add_runs, distinct_runs, no_runs, number_in
 from harness.judge.agree import THRESHOLDS, WEIGHTINGS, Agreement, PairAgreement, RankingAgreement
 from harness.trec import Qrels
 
@@ -24,7 +24,7 @@ QRELS_FORMAT_HELP = ("an aligned text table, CSV, or JSON (default: as --output'
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from harness.evaluate.presets import DEFAULT_HELP, preset_help
+    from harness.evaluate.presets import DEFAULT_HELP
 
     sub = parser.add_subparsers(dest="action", required=True, metavar="ACTION")
     agree = sub.add_parser("agree", help="Cohen's kappa, weighted kappa and confusion of two qrels on shared pairs",
@@ -45,7 +45,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     rank.add_argument("b", metavar="B", help="qrels file B (the ordering compared, e.g. LLM labels)")
     add_runs(rank, "TREC run files (two or more)", least=2)
     rank.add_argument("--measures", nargs="+", help=f"ir-measures names, e.g. nDCG@5 'P(rel=2)@10' ({DEFAULT_HELP})")
-    rank.add_argument("--preset", help=preset_help())
+    add_preset(rank)
     rank.add_argument("--depth", type=int, help="evaluate the top N documents per query (trec_eval -M)")
     rank.add_argument("--passage-separator", help="judge passage runs '<docid><SEP><n>' by document (MaxP)")
     rank.add_argument("--moves", type=number_in(0, 10**6, whole=True), default=3,

@@ -9,13 +9,13 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
-from harness.cli import add_format, add_output, add_runs, distinct_runs, number_in
+from harness.cli import add_format, add_output, add_preset, add_runs, distinct_runs, number_in
 from harness.errors import HarnessError
 from harness.evaluate import (JUDGED, Evaluator, RunFileOptions, ceiling_notes, evaluate_file, keep_measures,
                               report_reading, with_judged)
 from harness.evaluate.cli import add_fill, measure_settings, scoring_qrels, unfilled
 from harness.evaluate.moved import fill_moves
-from harness.evaluate.presets import DEFAULT_HELP, PRESETS, preset_help
+from harness.evaluate.presets import DEFAULT_HELP
 from harness.report import breakdown as bd
 from harness.report.compare import Leaderboard, leaderboard
 from harness.report.formats import FORMAT_HELP, FORMATS, report_format, write_report
@@ -32,7 +32,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--qrels", required=True, help="qrels file (qid iter docid grade), irds:ID, or "
                         "benchmark:NAME[:SPLIT]: the qrels a benchmark ships or derives")
     parser.add_argument("--measures", nargs="+", help=f"ir-measures names, e.g. nDCG@3 'P(rel=2)@3' RR ({DEFAULT_HELP})")
-    parser.add_argument("--preset", choices=PRESETS.names(), help=preset_help())
+    add_preset(parser)
     parser.add_argument("--depth", type=int, help="evaluate the top N documents per query (trec_eval -M)")
     parser.add_argument("--passage-separator", help="judge passage runs '<docid><SEP><n>' by document (MaxP)")
     add_paired_tests(parser)
