@@ -136,7 +136,7 @@ def add_preset(parser: argparse.ArgumentParser) -> None:
 
 
 class _PresetOption(argparse.Action):
-    """--preset: its name is checked against every preset's as it is read, and its help, listing
+    """--preset: its name is looked up as it is read (a `python:` spec's too), and its help, listing
     them all, is made where help is shown, not as the parser is built: both scan the presets'
     entry points (8-25 ms at each start of eval or compare), which a command given no --preset
     never needs."""
@@ -151,13 +151,17 @@ class _PresetOption(argparse.Action):
     def help(self, _: object) -> None:  # (argparse.Action's __init__ sets what this property makes)
         pass
 
-    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: object,
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: str,
                  option_string: str | None = None) -> None:
         from harness.evaluate.presets import PRESETS
 
-        if values not in (names := PRESETS.names()):
-            listed = ", ".join(map(repr, names))
-            raise argparse.ArgumentError(self, f"invalid choice: {values!r} (choose from {listed})")
+        try:
+            PRESETS.get(values)  # a plug-in's too, a `python:` spec's as a config's `preset:` takes one
+        except UnknownName:
+            listed = ", ".join(map(repr, PRESETS.names()))
+            raise argparse.ArgumentError(self, f"invalid choice: {values!r} (choose from {listed})") from None
+        except HarnessError as error:  # a plug-in that cannot be loaded, or a name two claim
+            raise argparse.ArgumentError(self, str(error)) from None
         setattr(namespace, self.dest, values)
 
 

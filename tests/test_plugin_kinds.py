@@ -135,16 +135,26 @@ def test_an_installed_plugin_of_each_kind_is_listed_with_its_package(installed, 
     assert done.stdout.splitlines()[1] == f"  {name:<20} {summary}  [lab-plugin]"
 
 
-def test_a_plugin_preset_scores_by_name_in_eval_and_in_a_config(installed):
+@pytest.mark.parametrize("name", ["shallow", "python:lab_plugin:shallow"])  # its entry point's name, or none
+def test_a_plugin_preset_scores_by_name_in_eval_and_in_a_config(installed, name):
     (installed / "qrels").write_text("1 0 d1 1\n1 0 d2 0\n2 0 d3 1\n")
     (installed / "a.run").write_text("1 Q0 d2 1 2.0 a\n1 Q0 d1 2 1.0 a\n2 Q0 d3 1 1.0 a\n")
-    done = _harness("eval", "--qrels", "qrels", "--preset", "shallow", "a.run", "--format", "json")
+    done = _harness("eval", "--qrels", "qrels", "--preset", name, "a.run", "--format", "json")
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout) == {"a": {"P@1": 0.5, "RR": 0.75}}
     (installed / "c.yaml").write_text("output: runs\nexperiments:\n  - topics: ikat2023:test\n    strategies: [raw]\n"
-                                      "    retrievers: [bm25]\n    preset: shallow\n")
+                                      f"    retrievers: [bm25]\n    preset: {name}\n")
     done = _harness("run", "c.yaml", "--dry-run")
     assert done.returncode == 0, done.stderr
+
+
+def test_a_python_spec_names_a_ptkb_method_as_it_names_a_retriever(installed):
+    """`python:module:attr`, no entry point, in a ptkb experiment's retrievers: (a preset's: above)."""
+    (installed / "c.yaml").write_text("output: runs\nexperiments:\n  - task: ptkb\n    topics: ikat2023:test\n"
+                                      "    retrievers: [{name: 'python:lab_plugin:ListedFirst', params: {top: 3}}]\n")
+    done = _harness("run", "c.yaml", "--dry-run")
+    assert done.returncode == 0, done.stderr
+    assert "ikat2023-test.ptkb.python-lab_plugin-ListedFirst\t332 queries" in done.stdout
 
 
 def test_a_plugin_response_format_and_nugget_bank_format_are_read_by_name(installed):
