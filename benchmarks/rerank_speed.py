@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import os
 import shutil
 import tempfile
 import time
@@ -63,9 +64,10 @@ def seeded_cross_encoder(folder: Path) -> Path:
     return folder / "cross"
 
 
-def reranker(benchmark, first: Run, model: str, device: str, batch_size: int, depth: int) -> RerankRetriever:
+def reranker(benchmark, first: Run, model: str, device: str, batch_size: int, depth: int,
+             threads: int | None = None) -> RerankRetriever:
     return RerankRetriever(benchmark.corpus, FixedFirstStage(first), load_cross_encoder(model, device=device),
-                           depth=depth, batch_size=batch_size)
+                           depth=depth, batch_size=batch_size, threads=threads)
 
 
 def timed_search(stage: RerankRetriever, queries: list[SearchQuery], depth: int, autocast: bool = False) -> tuple[Run, float]:
@@ -96,9 +98,12 @@ def main() -> None:
         model = args.model or str(seeded_cross_encoder(Path(folder)))
         first = build("dense", corpus=benchmark.corpus, cache_dir=str(Path(folder) / "vectors")).search(queries, args.depth)
         few = queries[:args.cpu_turns]
-        cpu_run, seconds = timed_search(reranker(benchmark, first, model, "cpu", 32, args.depth), few, args.depth)
+        # the stage sets torch's threads while it scores, and back after: torch.get_num_threads() here is not its count
+        threads = len(os.sched_getaffinity(0))  # (the stage's own default: the cores this process may use)
+        stage = reranker(benchmark, first, model, "cpu", 32, args.depth, threads)
+        cpu_run, seconds = timed_search(stage, few, args.depth)
         cpu = len(few) * args.depth / seconds
-        print(f"CPU ({torch.get_num_threads()} torch threads), batch 32, {len(few)} turns x {args.depth}: {cpu:.0f} pairs/s")
+        print(f"CPU ({threads} torch threads), batch 32, {len(few)} turns x {args.depth}: {cpu:.0f} pairs/s")
         gpu = "no GPU"
         if torch.cuda.is_available():
             gpu = gpu_table(benchmark, first, model, queries[:args.gpu_turns], args, cpu_run)
