@@ -1,4 +1,4 @@
-"""Ships the repo's data/ and qrels/ inside the wheel as harness/_data/ (see harness/paths.py).
+"""Ships the repo's data/, qrels/ and configs/ inside the wheel as harness/_data/ (see harness/paths.py).
 
 The folders stay at the repo root, where the tests, configs and README name them; only a
 built wheel carries a copy. An editable install reads them in place.
@@ -10,7 +10,7 @@ from pathlib import Path
 from setuptools import setup
 from setuptools.command.build_py import build_py
 
-SHIPPED = ("data", "qrels")
+SHIPPED = ("data", "qrels", "configs")
 
 
 class build_py_with_data(build_py):

@@ -44,6 +44,13 @@ def qrels_root() -> Path:
     return Path(os.environ.get("HARNESS_QRELS") or _shipped("qrels"))
 
 
+def shipped_configs() -> dict[str, Path]:
+    """The benchmark configs the project ships, by name (`default` for configs/default.yaml): the
+    repo's configs/ or a wheel's copy, so an installed harness runs them from any folder."""
+    folder = _shipped("configs")
+    return {path.stem: path for path in sorted(folder.glob("*.yaml"))}
+
+
 def cache_root() -> Path:
     """Derived artefacts (indexes, embeddings, segmented corpora) that can be rebuilt: in the
     clone's .cache/, or for an installed wheel in the user's cache folder."""

@@ -1,4 +1,4 @@
-"""What a built distribution says about itself: its licences, and what it carries."""
+"""What a built distribution says about itself (its licences) and how an installed user names what it carries."""
 
 from __future__ import annotations
 
@@ -6,7 +6,9 @@ import re
 import tomllib
 from pathlib import Path
 
-from harness.paths import REPO_ROOT
+from harness.cli import main
+from harness.paths import REPO_ROOT, shipped_configs
+from harness.runner.config import config_file
 
 PROJECT = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
 SPDX = {"MIT": "MIT", "CC BY-SA 4.0": "CC-BY-SA-4.0", "CC BY-NC 4.0": "CC-BY-NC-4.0"}
@@ -39,3 +41,34 @@ def test_the_distribution_carries_harness_licence_and_every_data_licence_file():
     wanted = {REPO_ROOT / "LICENSE", REPO_ROOT / "data" / "SOURCES.md", REPO_ROOT / "qrels" / "README.md",
               *REPO_ROOT.glob("data/**/LICENSE"), *REPO_ROOT.glob("qrels/**/LICENSE")}
     assert wanted <= carried and len(wanted) > 5
+
+
+def test_a_bare_name_that_is_no_file_here_names_a_shipped_config(tmp_path, monkeypatch):
+    """An installed harness has no clone's configs/ to name by path: `harness run default` runs its copy."""
+    monkeypatch.chdir(tmp_path)
+    shipped = shipped_configs()
+    assert {"default", "quick", "leaderboard"} <= shipped.keys()
+    assert config_file("default") == config_file("default.yaml") == shipped["default"]
+    assert shipped["default"].read_bytes() == (REPO_ROOT / "configs" / "default.yaml").read_bytes()
+
+
+def test_a_file_of_that_name_in_the_folder_wins_over_a_shipped_config(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "quick.yaml").write_text("experiments: []\n")
+    assert config_file("quick.yaml") == Path("quick.yaml")
+    assert config_file("configs/quick.yaml") == Path("configs/quick.yaml")  # a path is never a shipped name
+
+
+def test_an_unknown_bare_name_lists_the_shipped_configs(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    assert main(["run", "nosuch"]) == 2
+    assert capsys.readouterr().err == ("harness run: error: nosuch: no such config file; "
+                                       f"shipped configs: {', '.join(shipped_configs())}\n")
+
+
+def test_a_missing_path_to_a_shipped_config_is_told_its_name(tmp_path, monkeypatch, capsys):
+    """The README's `harness run configs/default.yaml`, typed outside a clone."""
+    monkeypatch.chdir(tmp_path)
+    assert main(["serve", "configs/leaderboard.yaml"]) == 2
+    assert capsys.readouterr().err == ("harness serve: error: configs/leaderboard.yaml: no such config file; "
+                                       "harness ships a config named leaderboard: give that name alone\n")

@@ -76,6 +76,17 @@ def test_installed_wheel_exports_ikat2023_as_the_repo_does(installed, tmp_path):
     assert len(light.splitlines()) == 332
 
 
+def test_installed_wheel_ships_the_configs_by_name(installed, tmp_path):
+    """`harness run default` outside a clone reads the wheel's copy of configs/default.yaml."""
+    python, package = installed
+    for config in (REPO_ROOT / "configs").glob("*.yaml"):
+        assert (package / "_data" / "configs" / config.name).read_bytes() == config.read_bytes()
+    result = subprocess.run([str(python), "-c", "import sys; from harness.cli import main; sys.exit(main())",
+                             "run", "nosuch"], cwd=tmp_path, capture_output=True, text=True, env=_env(tmp_path))
+    assert result.stderr == ("harness run: error: nosuch: no such config file; "
+                             "shipped configs: default, leaderboard, quick\n")
+
+
 @pytest.mark.parametrize(("args", "command", "module", "extra"), [
     (["topics", "export", "cast2019", "--strategy", "hqe"], "topics export", "spacy", "segment"),
     (["serve", "configs/leaderboard.yaml"], "serve", "uvicorn", "serve"),

@@ -17,7 +17,8 @@ from harness.runner.config import ConfigError, load_config
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("config", help="a benchmark config (YAML), e.g. configs/default.yaml")
+    parser.add_argument("config", help="a benchmark config (YAML), e.g. configs/default.yaml, or a shipped "
+                        "config by name: default, quick")
     parser.add_argument(
         "--only", action="append", default=[], metavar="NAME",
         help="run only this experiment (its name) or run (its tag); repeatable. The leaderboard still lists every finished run",

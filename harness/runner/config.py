@@ -57,7 +57,7 @@ import yaml
 
 from harness.atomic import in_the_way
 from harness.errors import CONFIG, HarnessError, InputError, nearest, read_input, shown
-from harness.paths import cache_root, data_root, name_problem, qrels_root
+from harness.paths import cache_root, data_root, name_problem, qrels_root, shipped_configs
 from harness.registry import INT_LIMIT, Declaration, LocalPath, ParamError, PluginNotFound, Registry, check_params
 from harness.runner.tasks import TASKS
 from harness.trec import Qrels
@@ -424,8 +424,28 @@ def _beside_config(node: Node, error: HarnessError) -> str:
 
 
 def load_config(path: str | Path) -> Config:
-    path = Path(path)
+    path = config_file(path)
     return parse_config(path, read_yaml(path))
+
+
+def config_file(spec: str | Path) -> Path:
+    """The config file `spec` names: a file as given where it exists or names a folder; else a
+    bare name (`default`, `quick.yaml`) names a shipped config, which an installed harness has
+    no clone's configs/ to name by path."""
+    path = Path(spec)
+    if path.exists() or path.parent != Path("."):
+        return path
+    return shipped_configs().get(path.stem if path.suffix in (".yaml", ".yml") else path.name, path)
+
+
+def _shipped_hint(path: Path) -> str:
+    """For a missing config: the shipped configs' names where a bare name was given, or the name
+    of the shipped config a missing path's file name is (configs/default.yaml outside a clone)."""
+    shipped = shipped_configs()
+    if path.parent == Path("."):
+        return f"; shipped configs: {', '.join(shipped)}" if shipped else ""
+    name = path.stem if path.suffix in (".yaml", ".yml") else path.name
+    return f"; harness ships a config named {name}: give that name alone" if name in shipped else ""
 
 
 def read_yaml(path: Path) -> Any:
@@ -436,7 +456,7 @@ def read_yaml(path: Path) -> Any:
             beside = [entry.name for entry in path.parent.iterdir() if entry.suffix in (".yaml", ".yml")]
         except OSError:  # no such folder either
             beside = []
-        raise InputError(path, f"no such config file{nearest(path.name, beside)}")
+        raise InputError(path, f"no such config file{nearest(path.name, beside)}{_shipped_hint(path)}")
     text = read_input(path)
     try:
         document = yaml.load(text, Loader=_UniqueKeyLoader)

@@ -15,7 +15,8 @@ DEMO_TOKEN = "demo-token-replace-me"  # configs/leaderboard.yaml's demo team, pr
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("config", nargs="?", help="leaderboard config, e.g. configs/leaderboard.yaml")
+    parser.add_argument("config", nargs="?",
+                        help="leaderboard config, e.g. configs/leaderboard.yaml (shipped as: leaderboard)")
     parser.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
     parser.add_argument("--port", type=number_in(0, 65535, whole=True), default=8000,
                         help="port (default 8000; 0: a free one, which the start line names)")

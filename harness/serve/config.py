@@ -38,7 +38,8 @@ from typing import Any
 
 from harness.atomic import output_problem
 from harness.ikat.submission import YEARS, file_format
-from harness.runner.config import SERVE_KEYS, Node, lookup, measures_of, names_qrels, read_yaml, refuse_other_kind
+from harness.runner.config import (SERVE_KEYS, Node, config_file, lookup, measures_of, names_qrels, read_yaml,
+                                   refuse_other_kind)
 
 # upload formats: each iKAT year's file (harness.ikat.submission.YEARS), and TREC runs
 FORMAT_YEARS = {file_format(year): year for year in YEARS}
@@ -101,7 +102,7 @@ class ServeConfig:
 
 
 def load_serve_config(path: str | Path) -> ServeConfig:
-    path = Path(path)
+    path = config_file(path)
     return parse_serve_config(path, read_yaml(path))
 
 
