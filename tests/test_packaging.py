@@ -3,8 +3,14 @@
 from __future__ import annotations
 
 import re
+import shutil
+import subprocess
+import sys
+import tarfile
 import tomllib
 from pathlib import Path
+
+import pytest
 
 from harness.cli import main
 from harness.paths import REPO_ROOT, shipped_configs
@@ -72,3 +78,25 @@ def test_a_missing_path_to_a_shipped_config_is_told_its_name(tmp_path, monkeypat
     assert main(["serve", "configs/leaderboard.yaml"]) == 2
     assert capsys.readouterr().err == ("harness serve: error: configs/leaderboard.yaml: no such config file; "
                                        "harness ships a config named leaderboard: give that name alone\n")
+
+
+@pytest.mark.slow
+def test_the_sdist_holds_every_file_of_the_repo_so_its_tests_run(tmp_path):
+    """Its tests import tests.conftest and read configs/, and a wheel built from it copies configs/ in:
+    an sdist of test files alone could run none of them (about 4 s)."""
+    try:
+        tracked = subprocess.run(["git", "ls-files"], cwd=REPO_ROOT, capture_output=True, text=True, check=True)
+    except (OSError, subprocess.CalledProcessError):
+        pytest.skip("not a git checkout: no list of the repo's files to hold the sdist to")
+    wanted = [path for path in tracked.stdout.splitlines() if not path.startswith(".")]
+    source = tmp_path / "source"  # a copy: setuptools adds a checkout's earlier egg-info's files to the sdist
+    for path in wanted:
+        (source / path).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(REPO_ROOT / path, source / path)
+    build = "import sys; from setuptools import build_meta; print(build_meta.build_sdist(sys.argv[1]))"
+    name = subprocess.run([sys.executable, "-c", build, str(tmp_path)], cwd=source, capture_output=True,
+                          text=True, check=True).stdout.split()[-1]
+    with tarfile.open(tmp_path / name) as sdist:
+        held = {member.split("/", 1)[1] for member in sdist.getnames() if "/" in member}
+    assert {"tests/conftest.py", "configs/default.yaml", "Makefile", "LICENSE"} <= set(wanted)
+    assert sorted(set(wanted) - held) == []
