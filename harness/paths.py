@@ -44,6 +44,12 @@ def qrels_root() -> Path:
     return Path(os.environ.get("HARNESS_QRELS") or _shipped("qrels"))
 
 
+def in_package(path: Path) -> bool:
+    """Whether `path` lies in the harness package's folder (an install's shipped data): no default
+    output goes there, as pip's record would not list it nor an uninstall remove it."""
+    return path.resolve().is_relative_to(PACKAGE_ROOT)
+
+
 def shipped_configs() -> dict[str, Path]:
     """The benchmark configs the project ships, by name (`default` for configs/default.yaml): the
     repo's configs/ or a wheel's copy, so an installed harness runs them from any folder."""

@@ -206,6 +206,21 @@ def test_to_trec_whose_default_output_beside_the_submission_cannot_be_written_sa
                                        "output, beside the submission): it is a folder; give --output\n")
 
 
+def test_to_trec_never_writes_its_default_output_into_the_installed_package(tmp_path, capsys, monkeypatch):
+    """An install's shipped sample run lies in site-packages: a run written beside it would be a
+    file pip neither records nor removes (here the package's folder is tmp_path)."""
+    monkeypatch.setattr("harness.paths.PACKAGE_ROOT", tmp_path)
+    path = tmp_path / "_data" / "sample_run.json"
+    path.parent.mkdir()
+    path.write_text(SAMPLE_2023.read_text())
+    assert main(["ikat", "to-trec", str(path)]) == 2
+    assert capsys.readouterr().err == (f"harness ikat to-trec: error: cannot write {path.with_suffix('.run')} (the "
+                                       "default output, beside the submission): it is inside the installed harness "
+                                       "package; give --output\n")
+    assert sorted(path.parent.iterdir()) == [path]
+    assert main(["ikat", "to-trec", str(path), "--output", str(tmp_path / "mine.run")]) == 0
+
+
 def test_to_trec_counts_the_passages_a_response_lists_again_which_it_drops(tmp_path, capsys):
     """generate_run.py keeps a passage's first occurrence: a repeat in one response is said and
     counted, as `harness eval` counts a run's repeated documents, not dropped silently."""

@@ -13,7 +13,7 @@ from harness.atomic import OutputError, output_problem
 from harness.cli import add_output, number_in, print_lines
 from harness.errors import HarnessError, InputError, counted, open_input, verb
 from harness.ikat.submission import PROVENANCE_LIMIT, PTKB_DEPTH, YEARS, score_precision
-from harness.paths import refuse_overwriting
+from harness.paths import in_package, refuse_overwriting
 
 if TYPE_CHECKING:
     from harness.ikat.submission import OrderKept
@@ -182,8 +182,11 @@ def _to_trec(args: argparse.Namespace) -> int:
     from harness.ikat.convert import to_trec
 
     out = args.out or args.run.with_suffix(".run")
-    if args.out is None and (problem := output_problem(out)):  # beside RUN: a read-only folder, say
-        raise OutputError(f"cannot write {out} (the default output, beside the submission): {problem}; give --output")
+    if args.out is None:  # beside RUN: a read-only folder, or a shipped sample run's in an install's package
+        problem = output_problem(out) or ("it is inside the installed harness package" if in_package(out) else None)
+        if problem:
+            raise OutputError(f"cannot write {out} (the default output, beside the submission): {problem}; "
+                              "give --output")
     refuse_overwriting([args.run], [("--output" if args.out else "the default output", out),
                                     ("--ptkb-out", args.ptkb_out)])
     runs = to_trec(args.run, out, args.ptkb_out, args.year, args.tag)
