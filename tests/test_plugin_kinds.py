@@ -21,6 +21,8 @@ import harness
 
 MODULE = '''
 """Our lab's own protocol, scale and file formats."""
+import hashlib
+
 from harness.corpus import Corpus, Document
 from harness.corpus.readers import CorpusFormat
 from harness.evaluate.presets import Preset
@@ -56,7 +58,7 @@ def open_tsv(spec):
             for line in handle:
                 docid, text = line.rstrip("\\n").split("\\t")
                 yield Document(docid, text)
-    return Corpus(spec, documents)
+    return Corpus(spec, documents, known_fingerprint=hashlib.sha256(open(spec, "rb").read()).hexdigest())
 
 
 lab_corpus = CorpusFormat(open=open_tsv, claims=lambda spec: False)
@@ -191,6 +193,18 @@ def test_a_plugin_corpus_format_and_scale_are_found_by_name(installed):
              "print([d.id for d in open_corpus('labtsv:passages.tsv').documents()], SCALES.get('lab-0-2').labels)")
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
     assert done.stdout == "['p1'] (0, 1, 2)\n", done.stderr
+
+
+def test_a_plugin_corpus_formats_code_keys_its_corpus_as_its_file_does(installed):
+    """The fingerprint keys the corpus's index, embeddings and runs: a reader changed (each passage cut
+    short) makes them anew, though its known_fingerprint, the file's sha256, is the same."""
+    (installed / "passages.tsv").write_text("p1\tParis is the capital.\n")
+    probe = "from harness.corpus.readers import open_corpus; print(open_corpus('labtsv:passages.tsv').fingerprint)"
+    before = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
+    module = installed / "site" / "lab_plugin.py"
+    module.write_text(module.read_text().replace("yield Document(docid, text)", "yield Document(docid, text[:5])"))
+    after = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
+    assert len(before.stdout) == 65 and after.stdout not in ("", before.stdout), before.stderr + after.stderr
 
 
 def test_a_plugin_of_the_wrong_shape_is_broken_naming_what_it_should_be_and_its_package(installed):

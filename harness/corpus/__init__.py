@@ -32,15 +32,28 @@ class Document:
 class Corpus:
     name: str
     documents: Callable[[], Iterator[Document]] = field(compare=False)
-    # Known up front for file-backed corpora (hash of the file); else computed by one pass.
+    # Known up front for file-backed corpora (hash of the file); else computed by one pass. It covers
+    # what the documents are read from, not the code reading them (`reader`, added by the harness).
     known_fingerprint: str | None = None
     # the documents with where each starts, (file, line) or None; unset: nowhere (Corpus.located)
     read_located: Callable[[], Iterator[tuple[Document, tuple[Path, int] | None]]] | None = field(
         default=None, compare=False)
+    # What read the documents where a plug-in's corpus format did (its package, version and code:
+    # readers.open_corpus); None for a built-in format, whose code is the harness's.
+    reader: str | None = None
 
     @property
     def fingerprint(self) -> str:
-        """sha256 over ids, titles and texts: the key for indexes and embedding caches."""
+        """The key for indexes, embedding caches and runs: the documents' (`content_fingerprint`),
+        and the plug-in code that read them, where one did: a file's sha256 alone would keep the
+        index and the runs of a reader since changed."""
+        if self.reader is None:  # a built-in format's: the documents' alone, as before readers were keyed
+            return self.content_fingerprint
+        return hashlib.sha256(f"{self.content_fingerprint}\0{self.reader}".encode()).hexdigest()
+
+    @property
+    def content_fingerprint(self) -> str:
+        """sha256 over ids, titles and texts, unless known up front (`known_fingerprint`)."""
         if self.known_fingerprint is not None:
             return self.known_fingerprint
         digest = hashlib.sha256()

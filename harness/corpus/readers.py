@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import hashlib
 import html
+import inspect
+import json
 import logging
 import re
 from collections.abc import Callable, Iterator
@@ -25,7 +27,7 @@ from harness import jsonl
 from harness.corpus import Corpus, Document
 from harness.errors import HarnessError, InputError, open_input
 from harness.paths import file_sha256
-from harness.registry import Param, Registry, answering, instances_of, summary_of
+from harness.registry import Param, Registry, answering, instances_of, object_origin, summary_of
 from harness.trec import Qrels, add_judgment
 
 
@@ -54,17 +56,38 @@ def open_corpus(spec: str) -> Corpus:
     before the plug-ins (an installed one that cannot be loaded is an error only where they are asked)."""
     prefix, sep, rest = spec.partition(":")
     if sep and prefix in CORPUS_FORMATS.names():  # a plug-in that cannot be loaded says why
-        return CORPUS_FORMATS.get(prefix).open(rest)
+        return _opened(prefix, rest)
     built_ins = CORPUS_FORMATS.built_ins()
     for name in [*built_ins, *(name for name in CORPUS_FORMATS.names() if name not in built_ins)]:
-        corpus_format = CORPUS_FORMATS.get(name)
-        if corpus_format.claims(spec):
-            return corpus_format.open(spec)
+        if CORPUS_FORMATS.get(name).claims(spec):
+            return _opened(name, spec)
     known = ", ".join(f"{name}:" for name in CORPUS_FORMATS)
     if not Path(spec).exists():
         raise HarnessError(f"corpus {spec!r} is neither an existing file nor a spec starting with {known}")
     kind = "folder" if Path(spec).is_dir() else "file"
     raise HarnessError(f"cannot tell the format of corpus {kind} {spec}; prefix it with one of {known}")
+
+
+def _opened(name: str, spec: str) -> Corpus:
+    """The corpus format `name`'s corpus of `spec`, a plug-in's keyed by its code too (`Corpus.reader`)."""
+    corpus = CORPUS_FORMATS.get(name).open(spec)
+    reader = _reader(name)
+    return corpus if reader is None else replace(corpus, reader=reader)
+
+
+def _reader(name: str) -> str | None:
+    """A plug-in format's identity, as a retriever's is keyed: the package registering it (its
+    name and version: Registry.origin) and the code of its `open` and `claims`, with the modules
+    they import (object_origin: the entry point's own object is a CorpusFormat, whose class is
+    the harness's, not the plug-in's code); None for a built-in."""
+    origin = CORPUS_FORMATS.origin(name)
+    if origin is None:
+        return None
+    corpus_format = CORPUS_FORMATS.get(name)
+    code = {part: object_origin(inspect.unwrap(getattr(corpus_format, part)), by_name=True)
+            for part in ("open", "claims")}  # (`open` unwrapped from the check of its answer: _plugin_format)
+    package = {key: origin[key] for key in ("entry_point", "distribution", "version", "python") if key in origin}
+    return json.dumps({**package, "code": code}, sort_keys=True, default=str)
 
 
 def open_documents(spec: str) -> Corpus:
@@ -90,7 +113,7 @@ class FileCorpus(Corpus):
     folder: Path | None = None
 
     @property
-    def fingerprint(self) -> str:
+    def content_fingerprint(self) -> str:
         if self.known_fingerprint is None:
             if self.folder is None:
                 (path,) = self.paths
