@@ -207,6 +207,27 @@ def test_a_plugin_corpus_formats_code_keys_its_corpus_as_its_file_does(installed
     assert len(before.stdout) == 65 and after.stdout not in ("", before.stdout), before.stderr + after.stderr
 
 
+def test_a_plugin_corpus_format_raising_shows_its_own_frames_and_a_line_naming_it(installed):
+    """Its entry point names a CorpusFormat, a harness class: the module it is loaded from is the plug-in's."""
+    done = _harness("index", "labtsv:missing.tsv", "--output", "idx")
+    assert done.returncode == 2 and done.stderr.startswith("Traceback of the plug-in's code"), done.stderr
+    assert "harness/" not in done.stderr and done.stderr.splitlines()[-1].startswith(
+        "harness index: error: corpus format 'labtsv' (entry point lab_plugin:lab_corpus of lab-plugin 0.3) raised "
+        "FileNotFoundError: "), done.stderr
+
+
+def test_a_plugin_corpus_format_raising_is_named_though_a_preset_of_its_package_was_loaded_after_it(installed):
+    """A preset runs no code of its package: failures in that package are not its."""
+    (installed / "passages.tsv").write_text("p1\tParis is the capital.\n")
+    probe = ("import os; from harness.corpus.readers import open_corpus; from harness.evaluate.presets import PRESETS; "
+             "from harness.registry import plugin_failure; corpus = open_corpus('labtsv:passages.tsv'); "
+             "PRESETS.get('shallow'); os.remove('passages.tsv')\n"
+             "try:\n    list(corpus.documents())\nexcept OSError as error:\n    print(plugin_failure(error)[1])")
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
+    assert done.stdout.startswith("corpus format 'labtsv' (entry point lab_plugin:lab_corpus of lab-plugin 0.3) "
+                                  "raised FileNotFoundError"), done.stdout + done.stderr
+
+
 def test_a_plugin_of_the_wrong_shape_is_broken_naming_what_it_should_be_and_its_package(installed):
     done = _harness("components", "response-format")
     assert done.returncode == 1 and "Traceback" not in done.stderr

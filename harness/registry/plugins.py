@@ -13,8 +13,10 @@ A module of its own because it is about a plug-in's code and where it lies, not 
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import importlib
+import inspect
 import os
 import sys
 from typing import Any
@@ -47,19 +49,33 @@ def _failure(error: BaseException) -> str:
 
 def _note_plugin_package(obj: Any, what: str) -> None:
     """Remember where the top-level package of a loaded plug-in's code lies (a function's or
-    class's, an object's class's, a `functools.partial`'s function's): the objects it builds
-    may live in its other modules. Python's own modules are never a plug-in's (an
-    lru_cache'd function's class is functools')."""
-    name = (getattr(_code(obj), "__module__", None) or "").split(".")[0]
-    top = sys.modules.get(name)
-    file = getattr(top, "__file__", None)
-    # a package's folders (a namespace package has several, and no __file__), a module's file
-    places = list(getattr(top, "__path__", None) or ([file] if file else []))
-    if not places and name and name not in sys.stdlib_module_names:  # a notebook's; Python's are built in
-        _FILELESS_PLUGINS[name] = what
-    for place in map(os.path.abspath, places):
-        if not (_inside(place, _HARNESS) or _pythons_own(place)):
-            _PLUGIN_PACKAGES[place] = what
+    class's, an object's class's, a `functools.partial`'s function's; for an object of a
+    harness dataclass, the functions it holds: a CorpusFormat's `open` and `claims`): the
+    objects it builds may live in its other modules. Python's own modules are never a
+    plug-in's (an lru_cache'd function's class is functools')."""
+    for code in [obj, *_functions_of_harness_dataclass(obj)]:
+        name = (getattr(_code(code), "__module__", None) or "").split(".")[0]
+        top = sys.modules.get(name)
+        file = getattr(top, "__file__", None)
+        # a package's folders (a namespace package has several, and no __file__), a module's file
+        places = list(getattr(top, "__path__", None) or ([file] if file else []))
+        if not places and name and name not in sys.stdlib_module_names:  # a notebook's; Python's are built in
+            _FILELESS_PLUGINS[name] = what
+        for place in map(os.path.abspath, places):
+            if not (_inside(place, _HARNESS) or _pythons_own(place)):
+                _PLUGIN_PACKAGES[place] = what
+
+
+def _functions_of_harness_dataclass(obj: Any) -> list[Any]:
+    """The functions (partials too) in the fields of an instance of a harness dataclass: a
+    plug-in's code, though the object's class is the harness's. Empty for any other object, and
+    for one holding data alone (a Preset: it runs no code, and would take the name of its package
+    from a plug-in of it that does)."""
+    if not dataclasses.is_dataclass(obj) or isinstance(obj, type) or not _inside(
+            os.path.abspath(getattr(sys.modules.get(type(obj).__module__), "__file__", None) or ""), _HARNESS):
+        return []
+    held = (getattr(obj, field.name) for field in dataclasses.fields(obj))
+    return [value for value in held if inspect.isfunction(value) or isinstance(value, functools.partial)]
 
 
 def _pythons_own(place: str) -> bool:
