@@ -228,6 +228,18 @@ def test_a_plugin_corpus_format_raising_is_named_though_a_preset_of_its_package_
                                   "raised FileNotFoundError"), done.stdout + done.stderr
 
 
+def test_a_corpus_format_name_two_packages_register_is_an_error_only_where_it_is_named(installed):
+    other = installed / "site" / "other_lab-0.1.dist-info"
+    other.mkdir()
+    (other / "METADATA").write_text("Metadata-Version: 2.1\nName: other-lab\nVersion: 0.1\n")
+    (other / "entry_points.txt").write_text("[harness.corpus_formats]\nlabtsv = lab_plugin:lab_corpus\n")
+    done = _harness("index", "typo.jsonl", "--output", "idx")
+    assert done.returncode == 2 and done.stderr.startswith(
+        "harness index: error: corpus 'typo.jsonl' is neither an existing file nor a spec starting with "), done.stderr
+    done = _harness("index", "labtsv:passages.tsv", "--output", "idx")
+    assert done.returncode == 2 and "corpus format 'labtsv' is registered twice" in done.stderr, done.stderr
+
+
 def test_a_plugin_of_the_wrong_shape_is_broken_naming_what_it_should_be_and_its_package(installed):
     done = _harness("components", "response-format")
     assert done.returncode == 1 and "Traceback" not in done.stderr

@@ -53,13 +53,18 @@ def _plugin_format(name: str, obj: object) -> CorpusFormat:
 
 def open_corpus(spec: str) -> Corpus:
     """The corpus a spec names, `FORMAT:` first; else the first format that claims it, the built-ins
-    before the plug-ins (an installed one that cannot be loaded is an error only where they are asked)."""
+    before the plug-ins (an installed one that cannot be loaded, or whose name two packages register,
+    is not asked: it is an error only where its `FORMAT:` is given, not for a path no other claims)."""
     prefix, sep, rest = spec.partition(":")
     if sep and prefix in CORPUS_FORMATS.names():  # a plug-in that cannot be loaded says why
         return _opened(prefix, rest)
     built_ins = CORPUS_FORMATS.built_ins()
     for name in [*built_ins, *(name for name in CORPUS_FORMATS.names() if name not in built_ins)]:
-        if CORPUS_FORMATS.get(name).claims(spec):
+        try:
+            claims = CORPUS_FORMATS.get(name).claims
+        except HarnessError:  # a plug-in that cannot be loaded: said where its NAME: is given
+            continue
+        if claims(spec):
             return _opened(name, spec)
     known = ", ".join(f"{name}:" for name in CORPUS_FORMATS)
     if not Path(spec).exists():
