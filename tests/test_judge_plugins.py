@@ -1,6 +1,7 @@
 """Judge plug-ins (`--judge python:module:attr`, entry points of `harness.judges`): the members
-of the `Judge` protocol the harness uses are checked when the plug-in is made, and its labels
-are checked against its scale before anything is written."""
+of the `Judge` protocol the harness uses are checked when the plug-in is made, and its answer
+(one Judgment per item, by key, its labels on its scale) before anything is written, in
+`harness judge` and `harness responses eval` alike."""
 
 from __future__ import annotations
 
@@ -10,9 +11,12 @@ from pathlib import Path
 import pytest
 
 from harness.cli import main
+from harness.errors import HarnessError
 from harness.judge.base import read_provenance
 from harness.judge.model import Judgment
-from harness.judge.scales import RELEVANCE_0_4
+from harness.judge.scales import RELEVANCE_0_4, SUPPORT_0_2
+from harness.responses.evaluate import evaluate_runs
+from harness.responses.model import Nugget, NuggetBank, Response, ResponseRun, Sentence
 
 QIDS = ("0_1", "0_2")  # iKAT 2024 turns (the topics ship with the harness)
 
@@ -61,7 +65,8 @@ def test_a_plugin_lacking_a_judge_member_is_one_line_naming_it_and_the_member(tm
 
 def test_a_plugin_label_off_its_scale_is_refused_before_the_qrels_is_written(tmp_path, capsys):
     assert _judge(tmp_path, "python:tests.test_judge_plugins:Lengths:7") == 2
-    assert "judge 'lengths' gave label 7, which is not on its scale relevance-0-4 (0 to 4)" in capsys.readouterr().err
+    assert ("judge 'lengths' (class tests.test_judge_plugins.Lengths) gave label 7, which is not on its scale "
+            "relevance-0-4 (0 to 4)") in capsys.readouterr().err
     assert not (tmp_path / "out.qrels").exists()
 
 
@@ -69,3 +74,130 @@ def test_a_plugin_provenance_without_counts_gets_the_harness_counts(tmp_path):
     assert _judge(tmp_path, "python:tests.test_judge_plugins:Lengths:2") == 0
     assert (tmp_path / "out.qrels").read_text() == "".join(f"{q} 0 d{q} 2\n" for q in QIDS)
     assert read_provenance(tmp_path / "out.qrels")["counts"]["ok"] == len(QIDS)
+
+
+class Generated(Lengths):
+    """answers a generator"""
+
+    def judge(self, items, progress=False):
+        return (Judgment(item.key, self.label, "ok", "", False) for item in items)
+
+
+class Fewer(Lengths):
+    """leaves the last item unanswered"""
+
+    def judge(self, items, progress=False):
+        return super().judge(items)[:-1]
+
+
+class SameKey(Lengths):
+    """names the first item in every judgment"""
+
+    def judge(self, items, progress=False):
+        return [Judgment(items[0].key, self.label, "ok", "", False) for _ in items]
+
+
+class Unknown(Lengths):
+    """names a pair it was not given"""
+
+    def judge(self, items, progress=False):
+        return [Judgment(("9_9", "nope"), self.label, "ok", "", False), *super().judge(items)[1:]]
+
+
+class Maybe(Lengths):
+    """answers a status that is none of the judge's statuses"""
+
+    def judge(self, items, progress=False):
+        return [Judgment(item.key, None, "maybe", "", False) for item in items]
+
+
+class Boolean(Lengths):
+    """labels True, which Python takes for 1 and a qrels file would hold as the word"""
+
+    def judge(self, items, progress=False):
+        return [Judgment(item.key, True, "ok", "", False) for item in items]
+
+
+class LabelledFailure(Lengths):
+    """a label beside status failed, which responses eval would score as a judged label"""
+
+    def judge(self, items, progress=False):
+        return [Judgment(item.key, self.label, "failed", "", False) for item in items]
+
+
+class PathProvenance(Lengths):
+    """provenance() holds a Path, which JSON cannot hold"""
+
+    def provenance(self):
+        return {"judge": self.name, "model": Path("/models/x")}
+
+
+def test_a_plugin_answering_a_generator_keeps_every_label(tmp_path):
+    assert _judge(tmp_path, "python:tests.test_judge_plugins:Generated:2") == 0
+    assert (tmp_path / "out.qrels").read_text() == "".join(f"{q} 0 d{q} 2\n" for q in QIDS)
+
+
+@pytest.mark.parametrize("name, problem", [
+    ("Fewer", "answered 1 judgments for 2 items: none for item ('0_2', 'd0_2'); expected one judgment per item, "
+              "its item_key the item's key"),
+    ("SameKey", "answered item ('0_1', 'd0_1') twice; expected one judgment per item"),
+    ("Unknown", "answered a judgment for item_key ('9_9', 'nope'), which names no item it was given"),
+    ("Maybe", "answered status 'maybe' for item ('0_1', 'd0_1'); expected one of ok, unparseable, failed, missing"),
+    ("Boolean", "gave label True, which is not on its scale relevance-0-4 (0 to 4)"),
+    ("LabelledFailure", "answered label 2 with status 'failed' for item ('0_1', 'd0_1'); a label goes with status ok "
+                        "alone (else None)"),
+    ("PathProvenance", "provenance() holds 'model': PosixPath('/models/x'), which JSON cannot hold (Object of type "
+                       "PosixPath is not JSON serializable); expected strings, numbers, booleans, None, and lists "
+                       "and dicts of them"),
+])
+def test_a_plugin_answer_not_one_judgment_per_item_is_one_line_naming_it_before_anything_is_written(
+        tmp_path, capsys, name, problem):
+    assert _judge(tmp_path, f"python:tests.test_judge_plugins:{name}") == 2
+    error = capsys.readouterr().err
+    assert error == (f"harness judge: error: judge 'lengths' (class tests.test_judge_plugins.{name}): {problem}\n"
+                     if name == "PathProvenance" else
+                     f"harness judge: error: judge 'lengths' (class tests.test_judge_plugins.{name}) {problem}\n")
+    assert not list(tmp_path.glob("out.qrels*"))
+
+
+class Overlap:
+    """supports a nugget (2) when its words are all in the response, else 0; `order` answers in reverse, `drop`
+    leaves the last judgment out, `lazy` answers a generator"""
+
+    name = "overlap"
+    scale = SUPPORT_0_2
+
+    def __init__(self, order: str = "given") -> None:
+        self.order = order
+
+    def judge(self, items, progress=False):
+        found = [Judgment(item.key, 2 * (set(item.fields["nugget"].split()) <= set(item.fields["response"].split())),
+                          "ok", "", False) for item in items]
+        return {"given": found, "reversed": found[::-1], "drop": found[:-1], "lazy": iter(found)}[self.order]
+
+    def provenance(self):
+        return {"judge": self.name}
+
+
+def _nugget_scores(order: str) -> dict[str, float]:
+    bank = NuggetBank("bank", {"1_1": (Nugget("a", "paris capital", 1, True), Nugget("b", "seine river", 1, True)),
+                               "1_2": (Nugget("c", "louvre", 1, True),)}, "rule")
+    runs = [ResponseRun(name, Path(f"{name}.jsonl"), "test", {turn: Response(turn, text, (Sentence(text),))
+                                                              for turn, text in texts.items()})
+            for name, texts in (("good", {"1_1": "paris capital on the seine river", "1_2": "the louvre"}),
+                                ("poor", {"1_1": "paris capital", "1_2": "no idea"}))]
+    return evaluate_runs(runs, bank, Overlap(order)).aggregate().set_index("run")["all"].to_dict()
+
+
+@pytest.mark.parametrize("order", ["reversed", "lazy"])
+def test_responses_eval_pairs_a_judges_judgments_with_nuggets_by_key_whatever_their_order(order):
+    assert _nugget_scores("given") == {"good": 1.0, "poor": 0.25}
+    assert _nugget_scores(order) == _nugget_scores("given")
+
+
+def test_responses_eval_refuses_a_judge_answering_fewer_judgments_in_one_line_naming_it_and_the_item():
+    with pytest.raises(HarnessError) as raised:
+        _nugget_scores("drop")
+    assert str(raised.value) == ("judge 'overlap' (class tests.test_judge_plugins.Overlap) answered 5 judgments for 6 "
+                                 "items: none for item ('1_2', 'poor', 'c'); expected one judgment per item, its "
+                                 "item_key the item's key")

@@ -30,8 +30,8 @@ class Judge(Protocol):
     name: str
     scale: Scale
 
-    def judge(self, items: Sequence[Item], progress: bool = False) -> list[Judgment]:
-        """One judgment per item, in the items' order."""
+    def judge(self, items: Sequence[Item], progress: bool = False) -> Iterable[Judgment]:
+        """One judgment per item, naming it by its key, in any order (`answered` checks it)."""
         ...
 
     def provenance(self) -> dict:
@@ -60,13 +60,84 @@ def check_judge(judge: object, spec: str) -> None:
                            "provenance() (README: Your own system)")
 
 
-def checked(judge: Judge, judgments: Sequence[Judgment]) -> list[Judgment]:
-    """The judgments, each labelled one on the judge's scale (else an error, before anything
-    is written)."""
-    for judgment in judgments:
-        if judgment.status == "ok":
-            judge.scale.check(judgment.label, f"judge {judge.name!r}")
-    return list(judgments)
+def judge_named(judge: Judge) -> str:
+    """The judge as an error names it: its name, and where it is not the harness's own, its class
+    (the plug-in's module: `judge 'mine' (class lab.judges.Mine)`)."""
+    kind = type(judge)
+    own = kind.__module__ == "harness" or kind.__module__.startswith("harness.")
+    return f"judge {judge.name!r}" + ("" if own else f" (class {kind.__module__}.{kind.__qualname__})")
+
+
+def answered(judge: Judge, items: Sequence[Item], progress: bool = False) -> list[Judgment]:
+    """The judge's judgments of `items`, checked, in the items' order: its answer, any iterable
+    (a generator too), is read once, and each judgment must name an item it was given by its
+    `item_key`, one per item, in any order, with a status of STATUSES and, with status ok alone,
+    a label on the judge's scale. Anything else is an error naming the judge and the first
+    offending item, before anything is written or scored: fewer judgments were silently fewer
+    labels, and judgments paired by position scored a reordered answer against the wrong nuggets."""
+    who = judge_named(judge)
+    answer = judge.judge(items, progress=progress)
+    try:
+        given = list(answer)
+    except TypeError:
+        raise HarnessError(f"{who} answered {type(answer).__name__}; expected an iterable of "
+                           "harness.judge.model.Judgment, one per item") from None
+    slots: dict[tuple[str, ...], list[int]] = {}  # an item's key -> its places (a plug-in bank may repeat a key)
+    for index, item in enumerate(items):
+        slots.setdefault(item.key, []).append(index)
+    found: list[Judgment | None] = [None] * len(items)
+    for judgment in given:
+        if not isinstance(judgment, Judgment):
+            text = repr(judgment)
+            raise HarnessError(f"{who} answered {text if len(text) <= 60 else type(judgment).__name__} among its "
+                               "judgments; expected a harness.judge.model.Judgment per item")
+        key = judgment.item_key
+        try:
+            free = slots.get(key)
+        except TypeError:  # an unhashable key (a list) names no item
+            free = None
+        if free is None:
+            raise HarnessError(f"{who} answered a judgment for item_key {key!r}, which names no item it was given")
+        if not free:
+            raise HarnessError(f"{who} answered item {key!r} twice; expected one judgment per item")
+        _check_judgment(judge, judgment, who)
+        found[free.pop(0)] = judgment
+    unanswered = [items[index].key for index, judgment in enumerate(found) if judgment is None]
+    if unanswered:
+        raise HarnessError(f"{who} answered {len(given)} judgments for {len(items)} items: none for item "
+                           f"{unanswered[0]!r}" + (f" (and {len(unanswered) - 1} more)" if len(unanswered) > 1 else "")
+                           + "; expected one judgment per item, its item_key the item's key")
+    return found  # type: ignore[return-value]  # every place filled
+
+
+def _check_judgment(judge: Judge, judgment: Judgment, who: str) -> None:
+    """A status of STATUSES, and a label on the judge's scale with status ok, None with another
+    (a label beside "failed" would be scored as a judged one)."""
+    if judgment.status not in STATUSES:
+        raise HarnessError(f"{who} answered status {judgment.status!r} for item {judgment.item_key!r}; expected "
+                           f"one of {', '.join(STATUSES)}")
+    if judgment.status == "ok":
+        judge.scale.check(judgment.label, who)
+    elif judgment.label is not None:
+        raise HarnessError(f"{who} answered label {judgment.label!r} with status {judgment.status!r} for item "
+                           f"{judgment.item_key!r}; a label goes with status ok alone (else None)")
+
+
+def provenance_of(judge: Judge) -> dict:
+    """What the judge's labels are recorded with: its provenance(), with its name where that
+    gives none. One that is not a dict a JSON sidecar can hold is an error naming the judge and
+    the key, before anything is written."""
+    who = judge_named(judge)
+    record = judge.provenance()
+    if not isinstance(record, dict):
+        raise HarnessError(f"{who}: provenance() answered {type(record).__name__}; expected a dict")
+    for key, value in record.items():
+        try:
+            json.dumps({key: value}, ensure_ascii=False)
+        except (TypeError, ValueError) as error:
+            raise HarnessError(f"{who}: provenance() holds {key!r}: {value!r}, which JSON cannot hold ({error}); "
+                               "expected strings, numbers, booleans, None, and lists and dicts of them") from None
+    return {"judge": judge.name, **record}
 
 
 def quoting(provenance: dict, example: str | None) -> dict:
@@ -136,19 +207,21 @@ def sidecar(qrels: str | Path) -> Path:
 
 def write_qrels(path: str | Path, judgments: Iterable[Judgment], provenance: dict) -> int:
     """The labelled (status ok) (qid, docid) judgments as a qrels file, then its provenance
-    sidecar, each atomically. Returns the number of qrels lines."""
-    written = 0
+    sidecar, each atomically, both made before either is written: a sidecar that cannot be
+    made leaves no qrels without one. Returns the number of qrels lines."""
+    import hashlib
+
+    lines = [f"{qid} 0 {docid} {judgment.label}\n" for judgment in judgments if judgment.status == "ok"
+             for qid, docid in [judgment.item_key]]
+    text = "".join(lines)
+    record = {**provenance, "qrels": str(path), "qrels_sha256": hashlib.sha256(text.encode("utf-8")).hexdigest(),
+              "labels_written": len(lines)}
+    sidecar_text = json.dumps(record, indent=2, ensure_ascii=False) + "\n"
     with atomic_write(path) as out:
-        for judgment in judgments:
-            if judgment.status == "ok":
-                qid, docid = judgment.item_key
-                out.write(f"{qid} 0 {docid} {judgment.label}\n")
-                written += 1
-    record = {**provenance, "qrels": str(path), "qrels_sha256": file_sha256(path), "labels_written": written}
+        out.write(text)
     with atomic_write(sidecar(path)) as out:
-        json.dump(record, out, indent=2, ensure_ascii=False)
-        out.write("\n")
-    return written
+        out.write(sidecar_text)
+    return len(lines)
 
 
 def read_provenance(qrels: str | Path, sha256_key: str = "qrels_sha256", sha256: str | None = None) -> dict | None:

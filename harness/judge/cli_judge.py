@@ -13,8 +13,8 @@ from typing import Any
 from harness.cli import add_output, add_runs, number_in, runs
 from harness.errors import HarnessError, InputError, counted, verb
 from harness.judge import make
-from harness.judge.base import (JUDGES, Judge, check_parsed, checked, counts, failed_why, quoting, read_provenance,
-                                 sidecar, write_qrels)
+from harness.judge.base import (JUDGES, Judge, answered, check_parsed, counts, failed_why, provenance_of, quoting,
+                                 read_provenance, sidecar, write_qrels)
 from harness.judge.llm import CONCURRENCY, RETRIES, default_prompt
 from harness.judge.make import LlmOptions, Syntax, llm_params, no_llm_argument
 from harness.judge.pairs import QUERY_FIELDS, relevance_items, sample_item, unjudged_pairs
@@ -232,9 +232,9 @@ def run(args: argparse.Namespace) -> int:
     items, sources = relevance_items(pairs, benchmark, list(corpora.values()), args.query_field)
     if not args.corpus and len(corpora) > 1:  # before any answer is paid for
         other_splits_note(args.topics, list(corpora), sources)
-    judgments = checked(judge, judge.judge(items, progress=True))
+    judgments = answered(judge, items, progress=True)
     example = check_parsed(judgments, judge.scale, "check --prompt (does it ask for one label?), --scale and --model")
-    provenance = quoting({"counts": counts(judgments), **judge.provenance()}, example)  # a plug-in's may lack counts
+    provenance = quoting({"counts": counts(judgments), **provenance_of(judge)}, example)  # a plug-in's may lack counts
     provenance["inputs"] = {
         "runs": {path: file_sha256(path) for path in files}, "depth": args.depth, "topics": args.topics,
         "corpus": list(corpora) or None, "query_field": args.query_field,

@@ -33,7 +33,7 @@ class Scale:
     def check(self, label: object, who: str = "the judge") -> None:
         """Refuses a label a judge (a plug-in's, say) gave off its own scale: counted, never
         written or scored as if it were a grade."""
-        if label not in self.labels:
+        if isinstance(label, bool) or not isinstance(label, int) or label not in self.labels:  # 1.0, True: not 1
             raise HarnessError(f"{who} gave label {label!r}, which is not on its scale {self.span()}")
 
     def span(self) -> str:

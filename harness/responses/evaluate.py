@@ -49,7 +49,7 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from harness.errors import HarnessError, InputError, counted, verb
-from harness.judge.base import Judge, check_parsed, counts, quoting
+from harness.judge.base import Judge, answered, check_parsed, counts, provenance_of, quoting
 from harness.judge.model import Item, Judgment
 from harness.responses import assign
 from harness.responses.model import Nugget, NuggetBank, Response, ResponseRun, first_few
@@ -264,9 +264,9 @@ def evaluate_runs(
                                  isinstance(judge, assign.RecordedAssignments)))
     if cite_unjudged:
         notes.append(_unlabelled("citation", cite_judgments, "no support", cite_example))
-    provenance = _asking(quoting(judge.provenance(), example), judge, questions, evaluated)
+    provenance = _asking(quoting(provenance_of(judge), example), judge, questions, evaluated)
     if citation_judge is not None:
-        provenance = {"nuggets": provenance, "citations": _asking(quoting(citation_judge.provenance(), cite_example),
+        provenance = {"nuggets": provenance, "citations": _asking(quoting(provenance_of(citation_judge), cite_example),
                                                                   citation_judge, questions, evaluated)}
     if _reads_question(judge) or citation_judge is not None and _reads_question(citation_judge):
         notes += questions.notes(evaluated)
@@ -293,8 +293,9 @@ def _asking(provenance: dict, judge: Judge, questions: Questions, turns: Sequenc
 def _judge_groups(judge: Judge, groups: Mapping[tuple[str, str], Sequence[Item]],
                   progress: bool) -> dict[tuple[str, str], list[Judgment]]:
     """Every group's items judged in one judge() call (its concurrency and progress span them
-    all), the judgments given back by group."""
-    judgments = judge.judge([item for items in groups.values() for item in items], progress=progress)
+    all), the judgments given back by group, each its item's by key (`answered` puts them in
+    the items' order, whatever order the judge answered in)."""
+    judgments = answered(judge, [item for items in groups.values() for item in items], progress=progress)
     found, start = {}, 0
     for key, items in groups.items():
         found[key] = judgments[start:start + len(items)]
