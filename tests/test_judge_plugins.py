@@ -12,9 +12,10 @@ import pytest
 
 from harness.cli import main
 from harness.errors import HarnessError
-from harness.judge.base import read_provenance
+from harness.judge.base import read_provenance, sidecar
 from harness.judge.model import Judgment
-from harness.judge.scales import RELEVANCE_0_4, SUPPORT_0_2
+from harness.judge.scales import RELEVANCE_0_4, SUPPORT_0_2, YES_NO, Scale
+from harness.paths import file_sha256
 from harness.responses.evaluate import evaluate_runs
 from harness.responses.model import Nugget, NuggetBank, Response, ResponseRun, Sentence
 
@@ -47,12 +48,12 @@ class NoProvenance:
         return []
 
 
-def _judge(tmp_path: Path, spec: str) -> int:
+def _judge(tmp_path: Path, spec: str, *more: str) -> int:
     run, corpus = tmp_path / "a.run", tmp_path / "corpus.jsonl"
     run.write_text("".join(f"{q} Q0 d{q} 1 1.0 mine\n" for q in QIDS))
     corpus.write_text("".join(json.dumps({"id": f"d{q}", "contents": "text"}) + "\n" for q in QIDS))
     return main(["judge", str(run), "--topics", "ikat2024", "--corpus", str(corpus),
-                 "--output", str(tmp_path / "out.qrels"), "--judge", spec])
+                 "--output", str(tmp_path / "out.qrels"), "--judge", spec, *more])
 
 
 def test_a_plugin_lacking_a_judge_member_is_one_line_naming_it_and_the_member(tmp_path, capsys):
@@ -201,3 +202,69 @@ def test_responses_eval_refuses_a_judge_answering_fewer_judgments_in_one_line_na
     assert str(raised.value) == ("judge 'overlap' (class tests.test_judge_plugins.Overlap) answered 5 judgments for 6 "
                                  "items: none for item ('1_2', 'poor', 'c'); expected one judgment per item, its "
                                  "item_key the item's key")
+
+
+class YesNo(Lengths):
+    """answers yes (1) for every passage, on the yes-no scale; says nothing of its scale in its provenance"""
+
+    scale = YES_NO
+
+    def __init__(self) -> None:
+        super().__init__(1)
+
+    def provenance(self):
+        return {"judge": self.name}
+
+
+class Scaled(Lengths):
+    """labels on the scale it is given (a declared `scale` parameter): its top grade"""
+
+    def __init__(self, scale: Scale = RELEVANCE_0_4) -> None:
+        self.scale = scale
+        self.label = max(scale.labels)
+
+
+def test_a_plugins_sidecar_records_its_scale_and_identity_as_a_runs_json_records_a_plugin(tmp_path):
+    assert _judge(tmp_path, "python:tests.test_judge_plugins:YesNo") == 0
+    record = read_provenance(tmp_path / "out.qrels")
+    assert record["scale"] == "yes-no"
+    assert record["plugin"] == {"spec": "python:tests.test_judge_plugins:YesNo",
+                                "python": "tests.test_judge_plugins:YesNo", "module": "tests.test_judge_plugins",
+                                "sha256": file_sha256(__file__)}
+
+
+def test_a_plugins_labels_on_another_top_grade_are_filled_with_the_scale_warning(tmp_path, capsys):
+    assert _judge(tmp_path, "python:tests.test_judge_plugins:YesNo") == 0
+    (tmp_path / "human.qrels").write_text("0_1 0 other 4\n0_2 0 other 0\n")
+    capsys.readouterr()
+    assert main(["eval", str(tmp_path / "a.run"), "--qrels", str(tmp_path / "human.qrels"), "--fill",
+                 str(tmp_path / "out.qrels"), "--measures", "nDCG@3"]) == 0
+    assert (f"warning: {tmp_path / 'out.qrels'}: its provenance sidecar puts its labels on the scale yes-no (0 to 1), "
+            f"but the top grade of {tmp_path / 'human.qrels'} is 4: each filled label is scored as the human grade "
+            "of the same number, mixing the two scales; they are the labels of the plug-in judge "
+            "python:tests.test_judge_plugins:YesNo, on the scale it names itself: judge with one on the scale "
+            "relevance-0-4") in capsys.readouterr().err.splitlines()
+
+
+def test_a_plugins_labels_are_filed_again_on_their_scale_by_the_file_judge(tmp_path):
+    assert _judge(tmp_path, "python:tests.test_judge_plugins:YesNo") == 0
+    (tmp_path / "labels.qrels").write_bytes((tmp_path / "out.qrels").read_bytes())
+    sidecar(tmp_path / "labels.qrels").write_bytes(sidecar(tmp_path / "out.qrels").read_bytes())
+    assert main(["judge", str(tmp_path / "a.run"), "--topics", "ikat2024", "--output", str(tmp_path / "out.qrels"),
+                 "--judge", "file", "--labels", str(tmp_path / "labels.qrels")]) == 0
+    assert read_provenance(tmp_path / "out.qrels")["scale"] == "yes-no"
+
+
+def test_scale_given_to_a_plugin_judge_without_a_scale_parameter_is_an_error(tmp_path, capsys):
+    assert _judge(tmp_path, "python:tests.test_judge_plugins:YesNo", "--scale", "relevance-0-4") == 2
+    assert capsys.readouterr().err.splitlines()[-1] == (
+        "harness judge: error: --scale is an option of --judge llm, --judge file and a plug-in judge declaring a "
+        "scale parameter, not of --judge python:tests.test_judge_plugins:YesNo: its labels are on the scale it "
+        "names itself (`harness judge --help` lists the options)")
+    assert not (tmp_path / "out.qrels").exists()
+
+
+def test_scale_given_to_a_plugin_judge_declaring_a_scale_parameter_is_passed_to_it(tmp_path):
+    assert _judge(tmp_path, "python:tests.test_judge_plugins:Scaled", "--scale", "yes-no") == 0
+    assert (tmp_path / "out.qrels").read_text() == "".join(f"{q} 0 d{q} 1\n" for q in QIDS)
+    assert read_provenance(tmp_path / "out.qrels")["scale"] == "yes-no"

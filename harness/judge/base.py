@@ -125,8 +125,9 @@ def _check_judgment(judge: Judge, judgment: Judgment, who: str) -> None:
 
 def provenance_of(judge: Judge) -> dict:
     """What the judge's labels are recorded with: its provenance(), with its name where that
-    gives none. One that is not a dict a JSON sidecar can hold is an error naming the judge and
-    the key, before anything is written."""
+    gives none and, whatever it says, the scale the harness checked its labels on (a plug-in's
+    may give neither: --fill's scale warning and --judge file read it). One that is not a dict
+    a JSON sidecar can hold is an error naming the judge and the key, before anything is written."""
     who = judge_named(judge)
     record = judge.provenance()
     if not isinstance(record, dict):
@@ -137,7 +138,7 @@ def provenance_of(judge: Judge) -> dict:
         except (TypeError, ValueError) as error:
             raise HarnessError(f"{who}: provenance() holds {key!r}: {value!r}, which JSON cannot hold ({error}); "
                                "expected strings, numbers, booleans, None, and lists and dicts of them") from None
-    return {"judge": judge.name, **record}
+    return {"judge": judge.name, **record, "scale": judge.scale.name}
 
 
 def quoting(provenance: dict, example: str | None) -> dict:

@@ -20,6 +20,7 @@ from harness.judge.make import LlmOptions, Syntax, llm_params, no_llm_argument
 from harness.judge.pairs import QUERY_FIELDS, relevance_items, sample_item, unjudged_pairs
 from harness.judge.scales import SCALES
 from harness.paths import file_sha256, refuse_overwriting
+from harness.registry import UnknownName, split_spec
 from harness.trec import Qrels
 
 DEFAULT_SCALE = "relevance-0-4"
@@ -115,7 +116,24 @@ def make_judge(args: argparse.Namespace) -> Judge:
     syntaxes: dict[str, Syntax] = {name: support for name in JUDGES.built_ins() if name not in ("file", "llm")}
     syntaxes["file"] = lambda argument, settings: _labels(args, argument)
     syntaxes["llm"] = lambda argument, settings: _llm(args, argument)
-    return make.make_judge(args.judge, syntaxes, names=("llm", "file", "python:MODULE:ATTR[:ARG]"))
+    return make.make_judge(args.judge, syntaxes, names=("llm", "file", "python:MODULE:ATTR[:ARG]"),
+                           settings=_plugin_scale(args))
+
+
+def _plugin_scale(args: argparse.Namespace) -> dict[str, Any]:
+    """--scale for a plug-in judge: its `scale` parameter where it declares one (as llm and file
+    do), else an error: its labels are on the scale it names itself, and --scale was ignored."""
+    typed = split_spec(args.judge)[0]
+    if args.scale is None or typed in JUDGES.built_ins():
+        return {}
+    try:
+        declaration = JUDGES.declaration(typed)
+    except UnknownName:  # said by make_judge, with the judges it takes
+        return {}
+    if declaration.param("scale") is None:
+        raise HarnessError(f"--scale is an option of --judge llm, --judge file and a plug-in judge declaring a "
+                           f"scale parameter, not of --judge {args.judge}: its labels are on the scale it names itself")
+    return {"scale": SCALES.get(args.scale)}
 
 
 def _labels(args: argparse.Namespace, argument: str | None) -> dict[str, Any]:
@@ -235,6 +253,9 @@ def run(args: argparse.Namespace) -> int:
     judgments = answered(judge, items, progress=True)
     example = check_parsed(judgments, judge.scale, "check --prompt (does it ask for one label?), --scale and --model")
     provenance = quoting({"counts": counts(judgments), **provenance_of(judge)}, example)  # a plug-in's may lack counts
+    plugin = make.plugin_identity(args.judge)
+    if plugin is not None:
+        provenance["plugin"] = plugin
     provenance["inputs"] = {
         "runs": {path: file_sha256(path) for path in files}, "depth": args.depth, "topics": args.topics,
         "corpus": list(corpora) or None, "query_field": args.query_field,

@@ -124,8 +124,15 @@ def scale_warning(reference: Qrels, path: str | Path, record: dict | None, use: 
                if other in SCALES and SCALES.get(other) is not SUPPORT_0_2 and max(SCALES.get(other).labels) == top]
     scales = f"--scale {' or '.join(fitting)}" if fitting else f"a --scale whose top grade is {top}"
     maker = first_maker(record)  # the file judge keeps the scale of labels a judge made: ask that one
-    cure = (f"judge with {scales}" if maker is record else
-            f"the file judge keeps the scale of the labels it recorded: rerun the judge that made them (judge "
-            f"{maker.get('judge')}" + (f", model {maker['model']}" if maker.get("model") else "") + f") with {scales}")
+    if isinstance(maker.get("plugin"), dict):  # a plug-in judge names its own scale: --scale is not its to take
+        cure = (f"they are the labels of the plug-in judge {maker['plugin'].get('spec')}, on the scale it names "
+                "itself: judge with one on " + (f"the scale {' or '.join(fitting)}" if fitting else
+                                                f"a scale whose top grade is {top}"))
+    elif maker is record:
+        cure = f"judge with {scales}"
+    else:
+        cure = (f"the file judge keeps the scale of the labels it recorded: rerun the judge that made them (judge "
+                f"{maker.get('judge')}" + (f", model {maker['model']}" if maker.get("model") else "")
+                + f") with {scales}")
     return (f"{path}: its provenance sidecar puts its labels on the scale {scale.span()}, but the top grade "
             f"of {reference.path or reference.name} is {top}: {use}, mixing the two scales; {cure}")

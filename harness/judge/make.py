@@ -53,6 +53,17 @@ def make_judge(spec: str, syntaxes: Mapping[str, Syntax], *, aliases: Mapping[st
     return judge
 
 
+def plugin_identity(spec: str, aliases: Mapping[str, str] | None = None) -> dict[str, Any] | None:
+    """What the plug-in judge `spec` names is, as a run's JSON records a plug-in retriever
+    (`hashes.plugins`): the spec as given, and the registry's origin of it (its entry point or
+    `python:` spec, distribution, version, module, code sha256); None for a built-in judge.
+    Two configurations of one plug-in, or two versions of its code, are told apart in the
+    sidecar of their labels, where its own provenance() may say neither."""
+    typed = split_spec(spec)[0]
+    origin = JUDGES.origin((aliases or {}).get(typed, typed))
+    return None if origin is None else {"spec": spec, **origin}
+
+
 @dataclass(frozen=True)
 class LlmOptions:
     """The llm judge's options as a command line (add_llm_arguments) or the API gives them,
