@@ -268,3 +268,33 @@ def test_scale_given_to_a_plugin_judge_declaring_a_scale_parameter_is_passed_to_
     assert _judge(tmp_path, "python:tests.test_judge_plugins:Scaled", "--scale", "yes-no") == 0
     assert (tmp_path / "out.qrels").read_text() == "".join(f"{q} 0 d{q} 1\n" for q in QIDS)
     assert read_provenance(tmp_path / "out.qrels")["scale"] == "yes-no"
+
+
+def _on_unknown_scale(tmp_path: Path) -> Path:
+    """Labels whose sidecar records a plug-in's scale, lab-0-1, which no installed package registers."""
+    labels = tmp_path / "labels.qrels"
+    labels.write_text("".join(f"{q} 0 d{q} 1\n" for q in QIDS))
+    sidecar(labels).write_text(json.dumps({"judge": "lab", "scale": "lab-0-1", "qrels_sha256": file_sha256(labels)}))
+    return labels
+
+
+def test_labels_on_a_scale_no_installed_package_registers_are_filled_with_a_warning_saying_so(tmp_path, capsys):
+    labels = _on_unknown_scale(tmp_path)
+    _judge(tmp_path, "python:tests.test_judge_plugins:Lengths")  # the run
+    (tmp_path / "human.qrels").write_text("0_1 0 other 4\n0_2 0 other 0\n")
+    capsys.readouterr()
+    assert main(["eval", str(tmp_path / "a.run"), "--qrels", str(tmp_path / "human.qrels"), "--fill", str(labels),
+                 "--measures", "nDCG@3"]) == 0
+    assert (f"warning: {labels}: its provenance sidecar puts its labels on the scale 'lab-0-1', which no installed "
+            "package registers (install the package whose scale it is); whether it fits the top grade 4 of "
+            f"{tmp_path / 'human.qrels'} is not checked") in capsys.readouterr().err.splitlines()
+
+
+@pytest.mark.parametrize("scale", [[], ["--scale", "relevance-0-4"]])
+def test_labels_on_a_scale_no_installed_package_registers_are_not_filed_again_on_another(tmp_path, capsys, scale):
+    labels = _on_unknown_scale(tmp_path)
+    assert _judge(tmp_path, "file", "--labels", str(labels), *scale) == 2
+    assert capsys.readouterr().err.splitlines()[-1] == (
+        f"harness judge: error: {labels}: its provenance sidecar records its labels on the scale 'lab-0-1', which no "
+        "installed package registers (install the package whose scale it is)")
+    assert not (tmp_path / "out.qrels").exists()

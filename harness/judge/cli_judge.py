@@ -145,7 +145,7 @@ def _labels(args: argparse.Namespace, argument: str | None) -> dict[str, Any]:
         raise HarnessError("--judge file needs --labels FILE (a qrels file of recorded labels)")
     from harness.judge.file import recorded_scale
 
-    scale = args.scale or recorded_scale(read_provenance(args.labels)) or DEFAULT_SCALE
+    scale = args.scale or recorded_scale(args.labels, read_provenance(args.labels)) or DEFAULT_SCALE
     return {"path": args.labels, "scale": SCALES.get(scale)}
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from harness.judge.base import JUDGES, SCALE, counts, now, read_provenance
 from harness.judge.model import Item, Judgment
-from harness.judge.scales import SCALES, Scale
+from harness.judge.scales import SCALES, Scale, not_found
 from harness.paths import file_sha256
 from harness.registry import Param
 from harness.errors import InputError
@@ -25,7 +25,7 @@ class FileJudge:
         self.scale = scale
         self.labels = read_qrels(self.path).judgments
         self.source = read_provenance(self.path)
-        recorded = recorded_scale(self.source)
+        recorded = recorded_scale(self.path, self.source)
         if recorded is not None and recorded != scale.name:
             # worded for the Python API (or a config) and the command line alike: each builds this judge
             raise InputError(self.path, f"its provenance sidecar records its labels on the scale "
@@ -70,12 +70,19 @@ class FileJudge:
         return record
 
 
-def recorded_scale(source: dict | None) -> str | None:
-    """The scale a labels file's provenance sidecar (read_provenance's `source`) records, if it
-    is one known here; None without a sidecar, or with one written for another version of the
-    file (its scale is not this file's: the provenance line warns of it)."""
+def recorded_scale(path: str | Path, source: dict | None) -> str | None:
+    """The scale labels file `path`'s provenance sidecar (read_provenance's `source`) records;
+    None without a sidecar, one recording no scale, or one written for another version of the
+    file (its scale is not this file's: the provenance line warns of it). A scale not found
+    here (a plug-in's, its package not installed) is an error naming it: the labels' scale is
+    known, and filing them on another would take a 'yes' (1) for iKAT's 1."""
     name = source.get("scale") if source and source["matches_file"] else None
-    return name if name in SCALES.names() else None
+    if name is None:
+        return None
+    why = not_found(name)
+    if why is not None:
+        raise InputError(path, f"its provenance sidecar records its labels on the scale {name!r}, {why}")
+    return name
 
 
 JUDGES.add("file", FileJudge, "labels recorded earlier (a qrels file), answered by (qid, docid); "

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from harness.errors import InputError
 from harness.judge.base import describe_provenance, first_maker, read_provenance
-from harness.judge.scales import SCALES, SUPPORT_0_2
+from harness.judge.scales import SCALES, SUPPORT_0_2, not_found
 from harness.trec import Qrels, file_stem, read_qrels
 
 FILLED = "each filled label is scored as the human grade of the same number"  # what a scale mismatch does here
@@ -110,12 +110,17 @@ def scale_warning(reference: Qrels, path: str | Path, record: dict | None, use: 
     as iKAT's 'related' (1), below every rel=2 measure. The top grades alone are compared: qrels
     listing only relevant documents (OpenDialKG's all 1, PragmatiCQA's 1 and 2) have no 0 for a
     scale's 0 to match. None when they agree, or the file has no sidecar, one written for another
-    version of the file (its scale is not this file's: the provenance line warns of it) or a scale
-    unknown here."""
+    version of the file (its scale is not this file's: the provenance line warns of it). A scale
+    not found here (a plug-in's, its package not installed) is said to be, as the grades are not
+    checked: a warning too."""
     name = record.get("scale") if record and record["matches_file"] else None
     grades = {grade for docs in reference.judgments.values() for grade in docs.values()}
-    if name not in SCALES or not grades:  # (a plug-in scale that cannot be loaded: unknown here)
+    if name is None or not grades:
         return None
+    why = not_found(name)
+    if why is not None:
+        return (f"{path}: its provenance sidecar puts its labels on the scale {name!r}, {why}; whether it fits "
+                f"the top grade {max(grades)} of {reference.path or reference.name} is not checked")
     scale, top = SCALES.get(name), max(grades)
     if max(scale.labels) == top:
         return None

@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass
 
 from harness.errors import HarnessError
-from harness.registry import Registry, instances_of
+from harness.registry import Registry, UnknownName, instances_of
 
 _LABEL = re.compile(r"\s*([0-9]+)\.?\s*")  # ASCII digits: "\d" would take "３" or "٣" for 3
 
@@ -56,6 +56,23 @@ def _plugin_scale(name: str, obj: object) -> Scale:
     if scale.name != name:
         raise HarnessError(f"scale {name!r} is named {scale.name!r}: a scale's name is the one it is registered by")
     return scale
+
+
+def not_found(name: object) -> str | None:
+    """Why the scale `name`, as a labels file's sidecar records it, is not found here, to follow
+    its name in a message (`which no installed package registers: ...`, or why its package's
+    cannot be loaded: a name registered twice, a broken entry point); None where it is found.
+    Labels on a plug-in's scale read where its package is not installed were taken for
+    labels of no recorded scale: filed again as relevance-0-4, filled with no word."""
+    if not isinstance(name, str):
+        return "which is not a scale's name"
+    try:
+        SCALES.get(name)
+    except UnknownName:
+        return "which no installed package registers (install the package whose scale it is)"
+    except HarnessError as error:
+        return f"which cannot be loaded here ({error})"
+    return None
 
 
 def _scale(name: str, summary: str, meaning: tuple[str, ...]) -> Scale:
