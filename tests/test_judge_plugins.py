@@ -204,6 +204,18 @@ def test_responses_eval_refuses_a_judge_answering_fewer_judgments_in_one_line_na
                                  "item_key the item's key")
 
 
+def test_responses_eval_records_what_a_plugin_judge_is_in_its_assignments_sidecar(tmp_path):
+    (tmp_path / "bank.json").write_text(json.dumps({"1_1": {"1": {"text": "paris capital", "relevance": "3"}}}))
+    (tmp_path / "r.json").write_text(json.dumps({"1_1": {"one": "paris capital", "two": "rome"}}))
+    assert main(["responses", "eval", str(tmp_path / "r.json"), "--nuggets", str(tmp_path / "bank.json"), "--judge",
+                 "python:tests.test_judge_plugins:Overlap:reversed", "--assignments-out", str(tmp_path / "a.jsonl"),
+                 "--output", str(tmp_path / "report.json")]) == 0
+    record = read_provenance(tmp_path / "a.jsonl", "assignments_sha256")
+    assert record["scale"] == "support-0-2"
+    assert record["plugin"]["spec"] == "python:tests.test_judge_plugins:Overlap:reversed"
+    assert record["plugin"]["sha256"] == file_sha256(__file__)
+
+
 class YesNo(Lengths):
     """answers yes (1) for every passage, on the yes-no scale; says nothing of its scale in its provenance"""
 
