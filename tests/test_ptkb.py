@@ -6,6 +6,8 @@ from __future__ import annotations
 import dataclasses
 import enum
 import sys
+import zlib
+from pathlib import Path
 
 import pytest
 
@@ -14,9 +16,10 @@ from harness.errors import HarnessError
 from harness.evaluate import parse_measures
 from harness.evaluate.presets import PRESETS
 from harness.ikat.ptkb import METHODS, rank_ptkb, turn_query
-from harness.queries import get
+from harness.queries import check, get
+from harness.topics import Benchmark
 from harness.topics.ikat import ptkb_qrels
-from harness.topics.model import Conversation, Turn
+from harness.topics.model import Conversation, Turn, asked
 from harness.trec import Run
 
 
@@ -181,3 +184,191 @@ def test_turn_without_ptkb_gets_the_utterance_alone():
     conversation = Conversation("c", (Turn("c_1", "hello"),))
     strategy, arg = get("ptkb_topk:3:gold")
     assert strategy(conversation, 0, arg).text == "hello"
+
+
+def _greedy(conversations):
+    """A PTKB method scoring each statement by everything it is handed, when built and at each
+    turn: any turn, answer or assessed field it could read changes its scores."""
+    built = repr(conversations)
+
+    class Ranker:
+        def rank(self, turns):
+            return Run.of({c.turns[i].qid: [(s.id, float(zlib.crc32(f"{built}{c!r}{i}{s.id}".encode())))
+                                             for s in c.personal] for c, i in turns})
+
+    return Ranker()
+
+
+def _poisoned(turn):
+    return dataclasses.replace(turn, utterance="LEAK vegetarian", manual_rewrite="LEAK", response="LEAK",
+                               provenance=("LEAK",), ptkb_provenance=("1", "2"))
+
+
+@pytest.mark.parametrize("method", [pytest.param("bm25", marks=pytest.mark.java),
+                                    pytest.param("dense", marks=[pytest.mark.model, pytest.mark.slow]), "greedy"])
+def test_no_ptkb_method_reads_a_later_turn_or_its_own_turn_s_answer(ikat_cache, ikat2023, method):
+    """Every method but the gold oracle, in the ptkb task and in ptkb_topk, ranks a turn's statements
+    with the conversation so far, the turn as the user asked it (its response and assessed PTKB
+    provenance blank), as a query strategy builds a query."""
+    conversation = ikat2023.conversations[1]
+    with METHODS.using({"greedy": _greedy}):
+        strategy, arg = get(f"ptkb_topk:2:{method}")
+        ranked = rank_ptkb(Benchmark("one", (conversation,)), method)
+        for index, turn in enumerate(conversation.turns):
+            query = strategy(conversation, index, arg)
+            kept = conversation.turns[: index + 1]
+            otherwise = dataclasses.replace(turn, response="LEAK", provenance=("LEAK",), ptkb_provenance=("1", "2"))
+            later = tuple(_poisoned(t) for t in conversation.turns[index + 1:])
+            for seen in (dataclasses.replace(conversation, turns=kept),
+                         dataclasses.replace(conversation, turns=kept + later),
+                         dataclasses.replace(conversation, turns=(*kept[:-1], asked(turn))),
+                         dataclasses.replace(conversation, turns=(*kept[:-1], otherwise))):
+                again = rank_ptkb(Benchmark("one", (seen,)), method)[turn.qid]  # dense: batched otherwise
+                assert [(hit.docid, pytest.approx(hit.score, abs=1e-5)) for hit in again] == list(ranked.pairs(turn.qid))
+                assert strategy(seen, index, arg) == query
+
+
+def _spy(seen: list):
+    def method(conversations):
+        seen.append(conversations)
+
+        class Ranker:
+            def rank(self, turns):
+                seen.extend(turns)
+                return Run.of({c.turns[i].qid: [] for c, i in turns})
+
+        return Ranker()
+
+    return method
+
+
+def test_a_ptkb_method_is_built_with_the_statements_alone_and_handed_each_turn_as_asked(ikat2023):
+    """What a plug-in method sees, in the task and in ptkb_topk: no turn when it is built, then each
+    turn without its answer after the turns before it whole, never a later one."""
+    seen: list = []
+    conversation = ikat2023.conversations[1]
+    with METHODS.using({"spy": _spy(seen)}):
+        rank_ptkb(Benchmark("one", (conversation,)), "spy")
+        strategy, arg = get("ptkb_topk:2:spy")
+        strategy(conversation, 2, arg)
+    (built, *handed), (built_topk, topk) = seen[:-2], seen[-2:]
+    assert [c.turns for c in built + built_topk] == [(), ()]
+    assert [c.personal for c in built + built_topk] == [conversation.personal] * 2
+    assert len(handed) == len(conversation.turns)
+    for c, index in [*handed, topk]:
+        given = conversation.turns[index]
+        assert given.response and given.ptkb_provenance or index != 2  # what the benchmark holds
+        assert c.turns == (*conversation.turns[:index], asked(given))
+        assert (c.turns[index].response, c.turns[index].ptkb_provenance) == (None, ())
+
+
+def _peeking(conversations):
+    """A plug-in reading the turn's assessed PTKB provenance, as gold does."""
+    class Ranker:
+        def rank(self, turns):
+            return Run.of({c.turns[i].qid: [(pid, 1.0) for pid in c.turns[i].ptkb_provenance] for c, i in turns})
+
+    return Ranker()
+
+
+def test_gold_alone_is_handed_the_turn_s_assessed_ptkb_provenance(ikat2023):
+    """The built-in gold is the oracle by design (a manual run); a plug-in is never handed the
+    answer, not even one answering to gold's name."""
+    assert sum(map(len, rank_ptkb(ikat2023, "gold").values())) > 0
+    with METHODS.using({"gold": _peeking, "peeking": _peeking}):
+        assert sum(map(len, rank_ptkb(ikat2023, "gold").values())) == 0
+        assert sum(map(len, rank_ptkb(ikat2023, "peeking").values())) == 0
+
+
+def _foreign(conversations):
+    class Ranker:
+        def rank(self, turns):
+            return Run.of({c.turns[i].qid: [("1", 2.0), ("99", 1.0)] for c, i in turns})
+
+    return Ranker()
+
+
+def _unasked(conversations):
+    class Ranker:
+        def rank(self, turns):
+            return Run.of({"nope_1": [("1", 1.0)], **{c.turns[i].qid: [("1", 1.0)] for c, i in turns}})
+
+    return Ranker()
+
+
+def test_a_method_ranking_a_statement_its_user_has_not_is_one_line_naming_it(ikat2023):
+    """Scored as an unjudged statement in the task, a KeyError in ptkb_topk: an error naming the
+    method, the turn and the id."""
+    expected = (r"^PTKB ranking method 'foreign' ranked statement '99' for turn 9-1_1, which is none of its user's "
+                r"\(their ids: 1, 2, 3, 4, 5, \.\.\.\)")
+    with METHODS.using({"foreign": _foreign}):
+        with pytest.raises(HarnessError, match=expected):
+            rank_ptkb(ikat2023, "foreign")
+        strategy, arg = get("ptkb_topk:2:foreign")
+        with pytest.raises(HarnessError, match=expected):
+            strategy(ikat2023.conversations[0], 0, arg)
+
+
+def test_a_method_ranking_a_turn_not_asked_is_one_line_naming_it(ikat2023):
+    """As a retriever's answer for a query not asked is: its ranking would be dropped without a word."""
+    with METHODS.using({"unasked": _unasked}):
+        with pytest.raises(HarnessError, match=r"^PTKB ranking method 'unasked' ranked turn 'nope_1', which it was "
+                                               r"not asked \(asked: 9-1_1, 9-1_2, 9-1_3, \.\.\.\)$"):
+            rank_ptkb(ikat2023, "unasked")
+
+
+def _boosted(conversations, words: Path, boost: float = 2.0):
+    """Statements holding a word of the file `words` first."""
+    listed = set(Path(words).read_text(encoding="utf-8").split())
+
+    class Ranker:
+        def rank(self, turns):
+            return Run.of({c.turns[i].qid: [(s.id, boost * len(listed & set(s.text.lower().split())))
+                                            for s in c.personal] for c, i in turns})
+
+    return Ranker()
+
+
+def test_a_method_parameter_without_a_default_is_the_config_s_to_give(ikat2023, tmp_path):
+    """As a retriever's is: declared required, and taken as given."""
+    words = tmp_path / "words.txt"
+    words.write_text("water\n", encoding="utf-8")
+    with METHODS.using({"boosted": _boosted}):
+        assert METHODS.declaration("boosted").param("words").required
+        ranked = rank_ptkb(ikat2023, "boosted", words=str(words), boost=3)
+    texts = {s.id: s.text for s in ikat2023.conversations[0].personal}
+    assert {texts[hit.docid] for hit in ranked["9-1_1"] if hit.score == 3.0} == \
+        {text for text in texts.values() if "water" in text.lower().split()} != set()
+
+
+def test_ptkb_topk_refuses_a_method_that_needs_a_parameter(ikat2023):
+    """A strategy's arguments give a method none: said when the config is read, and before a query is built."""
+    expected = "ptkb_topk's METHOD 'boosted' needs words, and a strategy's arguments give a method no parameters"
+    with METHODS.using({"boosted": _boosted}):
+        with pytest.raises(HarnessError, match=expected):
+            check("ptkb_topk:1:boosted")
+        strategy, arg = get("ptkb_topk:1:boosted")
+        with pytest.raises(HarnessError, match=expected):
+            strategy(ikat2023.conversations[0], 0, arg)
+
+
+def _first(statement: str):
+    def method(conversations):
+        class Ranker:
+            def rank(self, turns):
+                return Run.of({c.turns[i].qid: [(statement, 1.0)] for c, i in turns})
+
+        return Ranker()
+
+    return method
+
+
+def test_ptkb_topk_ranks_with_the_method_a_name_now_gives(ikat2023):
+    """Its rankers are kept per conversation: another object under the same name (a plug-in module
+    edited between two harness.run calls of one process) is built anew, not the first one's reused."""
+    conversation = ikat2023.conversations[0]
+    texts = {s.id: s.text for s in conversation.personal}
+    for statement in ("1", "2"):
+        with METHODS.using({"first": _first(statement)}):
+            strategy, arg = get("ptkb_topk:1:first")
+            assert strategy(conversation, 0, arg).context[1:] == (texts[statement],)

@@ -548,7 +548,7 @@ def _nan_method(conversations=()):
     """A PTKB ranking method that scores every turn's statement nan."""
     class Ranker:
         def rank(self, turns):
-            return Run.of({conversation.turns[index].qid: [("s1", math.nan)] for conversation, index in turns})
+            return Run.of({conversation.turns[index].qid: [("1", math.nan)] for conversation, index in turns})
 
     return Ranker()
 
@@ -563,7 +563,7 @@ def test_a_score_that_is_not_finite_is_one_line_naming_the_ranker_and_leaves_no_
     with METHODS.using({"nan": _nan_method}):
         assert main(["run", str(config)]) == 2
     assert capsys.readouterr().err == (
-        "harness run: error: run ikat2023-test.ptkb.nan: PTKB ranking method nan gave query 9-1_1, document s1, "
+        "harness run: error: run ikat2023-test.ptkb.nan: PTKB ranking method nan gave query 9-1_1, document 1, "
         "the score nan, which is not finite; no run file is written\n")
     assert not list((tmp_path / "runs").glob("*.run")) and not list((tmp_path / "runs").glob("*.json"))
 

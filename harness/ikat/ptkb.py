@@ -1,20 +1,25 @@
 """The iKAT PTKB statement ranking task: for each turn, rank the user's PTKB statements.
 
 A turn's statements are ranked with the conversation so far only (the turn and the turns
-before it), never a later turn. Methods, registered by name in `METHODS`:
+before it), never a later turn, nor the turn's own answer (its response, its assessed PTKB
+provenance): a method is built with the users' statements alone and handed each turn as a query
+strategy is (`handed`). Methods, registered by name in `METHODS`:
 
 - `bm25`: the Lucene BM25 retriever over the statements (harness.retrieve `bm25`);
 - `dense`: the bi-encoder retriever over the statements (harness.retrieve `dense`);
-- `gold`: the turn's PTKB provenance from the topics file, for manual runs.
+- `gold`: the turn's PTKB provenance from the topics file, for manual runs: an oracle by design,
+  the only method handed the turn's assessed fields.
 
-The statements of every conversation given form one corpus (ids `<conversation>/<statement
-id>`), and a turn's results are filtered to its own conversation's statements. Runs are
+`bm25` and `dense` search the statements of every conversation as one corpus (ids
+`<conversation>/<statement id>` there), a turn's results filtered to its own conversation's
+statements; every method answers a turn's ranking by the statements' own ids. Runs are
 evaluated against the NIST PTKB qrels (qrels/ikat/ptkb_rel_nist, 2023 test turns) with the
 `ptkb` measure preset (harness.evaluate.presets).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import inspect
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -24,7 +29,7 @@ from harness.corpus import Corpus, Document
 from harness.errors import HarnessError
 from harness.registry import Param, Registry, as_declared, declared
 from harness.topics import Benchmark
-from harness.topics.model import Conversation
+from harness.topics.model import Conversation, so_far
 from harness.trec import Run
 
 QUERY_FIELDS = ("utterance", "manual_rewrite", "automatic_rewrite")
@@ -42,7 +47,8 @@ def require_ptkb(conversations: Sequence[Conversation], needs: str, topics: str 
 
 class PTKBRanker(Protocol):
     def rank(self, turns: Sequence[tuple[Conversation, int]]) -> Run:
-        """A run {turn qid: best-first [(statement id, score)]} for (conversation, turn index) pairs."""
+        """A run {turn qid: best-first [(statement id, score)]} for (conversation, turn index) pairs,
+        each conversation as `handed` gives it, the statement ids those of `Conversation.personal`."""
         ...
 
 
@@ -57,7 +63,7 @@ def _plugin_method(name: str, obj: Any) -> Callable[..., PTKBRanker]:
     expected = "a function or class f(conversations, **params) making an object with rank(turns) -> Run"
     try:
         signature = inspect.signature(obj)
-        signature.bind(None)
+        signature.bind_partial(None)  # its other parameters, required ones too, are a config's
     except (TypeError, ValueError):
         raise HarnessError(f"PTKB ranking method {name!r}: {getattr(obj, '__qualname__', type(obj).__name__)} "
                            f"cannot be called as f(conversations); expected {expected}") from None
@@ -84,7 +90,24 @@ class _CheckedRanker:
         if not isinstance(found, Run):
             raise HarnessError(f"PTKB ranking method {self.name!r} answered {type(found).__name__}; expected a "
                                "harness.trec.Run (Run.of({turn qid: [(statement id, score), ...]}))")
+        self._refuse_strays(found, turns)
         return found
+
+    def _refuse_strays(self, found: Run, turns: Sequence[tuple[Conversation, int]]) -> None:
+        """A ranking for a turn not asked, or of a statement its user has not, is an error naming
+        it: it would be dropped without a word, or scored as an unjudged statement."""
+        own = {c.turns[i].qid: [s.id for s in c.personal] for c, i in turns}
+        for qid in found:
+            if qid not in own:
+                asked = list(own)
+                raise HarnessError(f"PTKB ranking method {self.name!r} ranked turn {qid!r}, which it was not asked "
+                                   f"(asked: {', '.join(asked[:3])}{', ...' if len(asked) > 3 else ''})")
+            stray = next((hit.docid for hit in found[qid] if hit.docid not in own[qid]), None)
+            if stray is not None:
+                ids = ", ".join(own[qid][:5]) + (", ..." if len(own[qid]) > 5 else "") or "none"
+                raise HarnessError(f"PTKB ranking method {self.name!r} ranked statement {stray!r} for turn {qid}, "
+                                   f"which is none of its user's (their ids: {ids}); expected the ids of the "
+                                   "statements in the conversation's personal")
 
 
 def rank_ptkb(benchmark: Benchmark, method: str, **params) -> Run:
@@ -93,10 +116,21 @@ def rank_ptkb(benchmark: Benchmark, method: str, **params) -> Run:
     read) and taking them as declared, as `harness.retrieve.build` hands a retriever its own
     (`order: reversed` a method's Order.REVERSED)."""
     factory = METHODS.get(method)
-    ranker = factory(benchmark.conversations, **as_declared(METHODS.declaration(method), params))
-    ranked = ranker.rank([(c, i) for c in benchmark.conversations for i in range(len(c.turns))])
+    statements = [Conversation(c.id, (), personal=c.personal) for c in benchmark.conversations]
+    ranker = factory(statements, **as_declared(METHODS.declaration(method), params))
+    ranked = ranker.rank([(handed(method, c, i), i) for c in benchmark.conversations for i in range(len(c.turns))])
     ranked.name = method
     return ranked
+
+
+def handed(method: str, conversation: Conversation, index: int) -> Conversation:
+    """What `method` ranks the statements of the turn `index` with: the conversation so far, that
+    turn as the user asked it (`so_far`), as a query strategy is handed it. The built-in `gold`
+    alone, an oracle by design, gets the turn as the benchmark has it: its assessed PTKB
+    provenance is what it ranks (a plug-in taking its name is not it)."""
+    if METHODS.get(method) is gold:
+        return dataclasses.replace(conversation, turns=conversation.turns[: index + 1])
+    return so_far(conversation, index)
 
 
 def turn_query(conversation: Conversation, index: int, field: str = "utterance", history: int | None = None) -> str:

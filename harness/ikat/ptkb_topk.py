@@ -3,7 +3,8 @@ the turn (default 3, method bm25; see harness.ikat.ptkb), as the iKAT 2023 basel
 their queries with the top PTKB statements.
 
 The statements are ranked against the conversation so far (the turn and the utterances
-before it); no later turn is read. METHOD `gold` ranks none: it takes the turn's assessed PTKB
+before it), the turn as the user asked it; no later turn is read, nor the turn's answer (see
+harness.ikat.ptkb's `handed`). METHOD `gold` ranks none: it takes the turn's assessed PTKB
 provenance, the answer, so its runs are oracle (manual) runs, which only their tag tells apart.
 One ranker is built per conversation, over that user's own statements, and kept for the
 conversation's next turns. (A strategy sees one conversation, so BM25's statistics here are
@@ -16,33 +17,46 @@ as a plug-in (harness.queries names it): queries sit below retrieval and import 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import lru_cache
 
-from harness.ikat.ptkb import METHODS, require_ptkb
+from harness.errors import HarnessError
+from harness.ikat.ptkb import METHODS, handed, require_ptkb
 from harness.queries import Strategy, add
 from harness.registry import AtLeast, Param
 from harness.topics.model import Conversation, PersonalStatement, Query
 
 
+def _buildable(method: str) -> None:
+    """The method is built here with no parameters, as a strategy's arguments give it none: one
+    that needs some is an error saying so (a config's check, and before its first query)."""
+    needs = [param.name for param in METHODS.declaration(method).params if param.required]
+    if needs:
+        raise HarnessError(f"ptkb_topk's METHOD {method!r} needs {', '.join(needs)}, and a strategy's arguments give "
+                           "a method no parameters: give each a default, or rank with it in a task: ptkb "
+                           "experiment, whose retrievers: take params")
+
+
 @lru_cache(maxsize=64)
-def _ranker(method: str, conversation_id: str, personal: tuple[PersonalStatement, ...]):
-    # Only the statements go in: the ranker cannot see any turn.
-    return METHODS.get(method)([Conversation(conversation_id, (), personal=personal)])
+def _ranker(factory: Callable, conversation_id: str, personal: tuple[PersonalStatement, ...]):
+    # Keyed by the method's object, not its name: another object under that name (a plug-in
+    # reloaded, `METHODS.using`) builds its own. Only the statements go in: it sees no turn.
+    return factory([Conversation(conversation_id, (), personal=personal)])
 
 
 class PtkbTopK(Strategy):
     def query(self, conversation: Conversation, turn_index: int, k: int, method: str) -> Query:
         turn = conversation.turns[turn_index]
-        so_far = Conversation(conversation.id, conversation.turns[: turn_index + 1], personal=conversation.personal)
-        ranker = _ranker(method, conversation.id, conversation.personal)
-        ranking = ranker.rank([(so_far, turn_index)])[turn.qid][:k] if k else []
+        _buildable(method)
+        ranker = _ranker(METHODS.get(method), conversation.id, conversation.personal)
+        ranking = ranker.rank([(handed(method, conversation, turn_index), turn_index)])[turn.qid][:k] if k else []
         texts = {statement.id: statement.text for statement in conversation.personal}
         chosen = [texts[pid] for pid, _ in ranking]
         return Query(turn.qid, " ".join([turn.utterance, *chosen]), conversation.id, turn_index,
                      (turn.utterance, *chosen))
 
     def check(self, k: int, method: str) -> None:
-        METHODS.get(method)
+        _buildable(method)
 
     def check_topics(self, conversations, k: int, method: str) -> None:
         require_ptkb(conversations, self.name)

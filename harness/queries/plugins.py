@@ -4,7 +4,7 @@ A plug-in strategy is either an instance of a `harness.queries.Strategy` subclas
 `check`, `check_topics`, `check_stream`, `inputs` and `notes` are used as a built-in strategy's are, or
 a function `f(conversation, turn_index, *arguments)` returning the query text (a `str`) or a
 `Query`. Either is handed the conversation up to and including the turn, that turn without its
-answer (`asked`: its response and gold passages blank), so that it cannot read a later turn nor
+answer (`so_far`: its response and gold passages blank), so that it cannot read a later turn nor
 what it is judged on. Its arguments (`python:m:f:ARG`, `NAME:ARG`) are its declared parameters
 (`harness.declare`), else those of its signature after the first two (`f(conversation,
 turn_index, arg=None)` takes one, any text), read and checked as a built-in strategy's are.
@@ -12,7 +12,6 @@ turn_index, arg=None)` takes one, any text), read and checked as a built-in stra
 
 from __future__ import annotations
 
-import dataclasses
 import inspect
 from collections.abc import Sequence
 from typing import Any
@@ -20,7 +19,7 @@ from typing import Any
 from harness.errors import HarnessError
 from harness.queries import STRATEGIES, Strategy
 from harness.registry import Declaration, declared, summary_of
-from harness.topics.model import Conversation, Query, asked
+from harness.topics.model import Conversation, Query, so_far
 
 _EXPECTED = "a function f(conversation, turn_index, arg=None) -> str or Query, or a harness.queries.Strategy"
 
@@ -50,8 +49,7 @@ class PluginStrategy(Strategy):
         self.target = target
 
     def query(self, conversation: Conversation, turn_index: int, *args: Any) -> Query:
-        seen = dataclasses.replace(conversation, turns=(*conversation.turns[:turn_index],
-                                                        asked(conversation.turns[turn_index])))
+        seen = so_far(conversation, turn_index)
         own = self.target.query if isinstance(self.target, Strategy) else self.target
         turn = conversation.turns[turn_index]
         try:

@@ -80,6 +80,14 @@ class Conversation:
         return tuple(last[d] for d in sorted(last))
 
 
+def so_far(conversation: Conversation, turn_index: int) -> Conversation:
+    """The conversation as a system sees it at the turn: the turns before it as the benchmark
+    gives them, then the turn as the user asked it (`asked`), no later turn. What a plug-in
+    strategy and every PTKB method but the `gold` oracle are handed."""
+    return dataclasses.replace(conversation, turns=(*conversation.turns[:turn_index],
+                                                    asked(conversation.turns[turn_index])))
+
+
 def declared_fields(*classes: type, **descs: str) -> tuple[Param, ...]:
     """The fields the subclasses `classes` of Turn (or of Conversation) add to it, as Params
     (type and default from the dataclass, desc from `descs`), in order of first appearance.
