@@ -1,5 +1,6 @@
 """`harness run` writes the qrels it scores with where no file holds them (derived from the
-data, or restricted to the corpus), so that `harness compare --qrels` can take them."""
+data, or restricted to the corpus), and copies a qrels file into its output, so that `harness
+compare --qrels` can take them from the output folder alone."""
 
 from __future__ import annotations
 
@@ -87,14 +88,57 @@ def test_derived_qrels_are_written_once_as_sorted_trec_qrels_and_left_alone_whil
     assert read_qrels(written).judgments == load("pragmaticqa:val").qrels().judgments
 
 
-def test_qrels_read_from_a_file_are_not_written_and_the_board_and_the_runs_json_name_that_file(tmp_path, capsys):
+def test_a_qrels_file_of_ones_own_is_copied_into_the_output_and_named_by_the_board_and_the_runs_json(tmp_path,
+                                                                                                      capsys):
+    """runs/ handed on alone carries it: the copy, named by its content, gives `harness compare` the
+    board's numbers once the original is gone."""
+    import hashlib
+
     qrels = tmp_path / "mine.txt"
     qrels.write_text("1_1 0 d2 1\n", encoding="utf-8")
     assert _run(_config(tmp_path, {"qrels": str(qrels)})) == 0
-    assert not (tmp_path / "runs" / "qrels").exists()
-    record = json.loads((tmp_path / "runs" / "pragmaticqa-val.raw.ranked.json").read_text(encoding="utf-8"))
-    assert record["scores"]["qrels_file"] == str(qrels)
-    assert f"Qrels `mine` ({qrels}): 1 judged queries" in capsys.readouterr().out
+    copy = tmp_path / "runs" / "qrels" / f"mine-{hashlib.sha256(qrels.read_bytes()).hexdigest()[:12]}.txt"
+    assert copy.read_bytes() == qrels.read_bytes()
+    scores = json.loads((tmp_path / "runs" / "pragmaticqa-val.raw.ranked.json").read_text(encoding="utf-8"))["scores"]
+    assert (scores["qrels_file"], scores["qrels_copied_from"]) == (str(copy), str(qrels))
+    assert f"Qrels `mine` ({copy}, a copy of {qrels}): 1 judged queries" in capsys.readouterr().out
+    qrels.unlink()
+    compared = tmp_path / "compared.json"
+    assert main(["compare", "--qrels", str(copy), str(tmp_path / "runs" / "pragmaticqa-val.raw.ranked.run"),
+                 "--measures", "RR", "--output", str(compared)]) == 0
+    assert json.loads(compared.read_text())["runs"]["pragmaticqa-val.raw.ranked"]["RR"]["mean"] == \
+        scores["evaluation"]["means"]["RR"]
+
+
+def test_two_qrels_files_of_one_name_keep_a_copy_each_and_an_edited_one_replaces_neither(tmp_path, capsys):
+    files = []
+    for name, docid in (("a", "d1"), ("b", "d2")):
+        (tmp_path / name).mkdir()
+        files.append(tmp_path / name / "mine.txt")
+        files[-1].write_text(f"1_1 0 {docid} 1\n", encoding="utf-8")
+    config = tmp_path / "c.yaml"
+    config.write_text(yaml.safe_dump({"k": 10, "output": str(tmp_path / "runs"), "experiments": [
+        {"name": name, "tag": name, "topics": "pragmaticqa:val", "strategies": ["raw"], "measures": ["RR"],
+         "retrievers": ["ranked"], "qrels": str(file)} for name, file in zip("ab", files)]}), encoding="utf-8")
+    assert _run(config) == 0
+    copies = [Path(json.loads((tmp_path / "runs" / f"{tag}.json").read_text())["scores"]["qrels_file"]) for tag in "ab"]
+    assert [read_qrels(copy).judgments for copy in copies] == [{"1_1": {"d1": 1}}, {"1_1": {"d2": 1}}]
+    files[0].write_text("1_1 0 d1 1\n1_1 0 d2 1\n", encoding="utf-8")  # (another config's runs may name the copy)
+    assert _run(config) == 0
+    edited = Path(json.loads((tmp_path / "runs" / "a.json").read_text())["scores"]["qrels_file"])
+    assert read_qrels(edited).judgments == {"1_1": {"d1": 1, "d2": 1}}
+    assert read_qrels(copies[0]).judgments == {"1_1": {"d1": 1}}
+
+
+def test_a_qrels_file_already_in_the_outputs_qrels_folder_is_its_own_copy(tmp_path, capsys):
+    """A colleague scoring on the copy they were sent gets no copy of the copy."""
+    folder = tmp_path / "runs" / "qrels"
+    folder.mkdir(parents=True)
+    qrels = folder / "mine-0123456789ab.txt"
+    qrels.write_text("1_1 0 d2 1\n", encoding="utf-8")
+    assert _run(_config(tmp_path, {"qrels": str(qrels)})) == 0
+    assert list(folder.iterdir()) == [qrels]
+    assert f"Qrels `mine-0123456789ab` ({qrels}): 1 judged" in capsys.readouterr().out
 
 
 def test_a_qrels_files_sha256_is_recorded_beside_the_judgments_hash_to_check_a_copy_against(tmp_path):
@@ -181,3 +225,31 @@ def test_the_leaderboard_and_report_note_queries_the_restricted_qrels_leave_with
     assert board in capsys.readouterr().out
     report = (tmp_path / "runs" / "report.html").read_text(encoding="utf-8")
     assert report.count(f"<p class='legend'>{escape(said)}</p>") == 1
+
+
+def test_report_without_the_configs_inputs_says_how_to_score_the_runs_from_the_output_folder_alone(tmp_path,
+                                                                                                   monkeypatch, capsys):
+    """runs/ handed on with its config, not its qrels file: --report cannot check the runs against
+    the inputs, and says the `harness compare` line that gives the board's numbers from runs/."""
+    import shlex
+
+    monkeypatch.chdir(tmp_path)
+    Path("my").mkdir()
+    Path("my/pq.qrels").write_text("1_1 0 d2 1\n1_2 0 d1 1\n", encoding="utf-8")
+    config = Path("c.yaml")
+    config.write_text(yaml.safe_dump({"k": 10, "output": "runs/repro", "experiments": [
+        {"topics": "pragmaticqa:val", "strategies": ["raw"], "measures": ["RR", "R@10"], "retrievers": ["ranked"],
+         "qrels": "my/pq.qrels"}]}), encoding="utf-8")
+    assert _run(config) == 0
+    capsys.readouterr()
+    Path("my/pq.qrels").rename("elsewhere.qrels")
+    assert _run(config, "--report") == 2
+    said = capsys.readouterr().err.splitlines()
+    assert said[0] == "harness run: error: c.yaml: experiments[0].qrels: no such file: my/pq.qrels"
+    assert said[1].startswith("--report checks each run against the config's inputs")
+    assert said[2].startswith("harness compare --qrels runs/repro/qrels/pq-") and len(said) == 3
+    compared = Path("compared.json")
+    assert main([*shlex.split(said[2])[1:], "--output", str(compared)]) == 0
+    means = json.loads(compared.read_text(encoding="utf-8"))["runs"]["pragmaticqa-val.raw.ranked"]
+    recorded = json.loads(Path("runs/repro/pragmaticqa-val.raw.ranked.json").read_text())["scores"]["evaluation"]
+    assert {measure: means[measure]["mean"] for measure in ("RR", "R@10")} == recorded["means"]

@@ -7,13 +7,16 @@ import atexit
 import dataclasses
 import functools
 import gc
+import json
 import os
+import shlex
 import sys
 from pathlib import Path
 
 from harness.atomic import OutputError, check_outputs
 from harness.cli import add_output
-from harness.runner.config import ConfigError, load_config
+from harness.errors import InputError
+from harness.runner.config import DEFAULT_OUTPUT, ConfigError, config_file, load_config, read_yaml
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -40,7 +43,12 @@ def run(args: argparse.Namespace) -> int:
     from harness.runner.runner import plan, run_config
 
     _left_to_the_system_at_exit()
-    config = load_config(args.config)
+    try:
+        config = load_config(args.config)
+    except InputError as error:
+        if not args.report or args.dry_run or "no such" not in error.problem:
+            raise
+        raise InputError(error.path, error.problem + from_recorded_runs(args.config, args.output)) from None
     if args.output is not None:
         config = dataclasses.replace(config, output=args.output)
     try:  # the folder it will write: before --dry-run says all is well
@@ -70,6 +78,42 @@ def run(args: argparse.Namespace) -> int:
         path = write_html(outcomes, config.output / "report.html", title=f"Report: {args.config}")
         print(f"report written to {path.resolve()}")
     return 0
+
+
+def from_recorded_runs(config: str, output: Path | None) -> str:
+    """What `--report` says where the config's inputs are missing (runs/ handed on with its config
+    alone): it checks each run against them, so it cannot rebuild the board, but the runs' JSONs
+    record what `harness compare` needs to, from the output folder alone: per set of runs scored
+    alike, their qrels file (copied or written into OUTPUT/qrels/), measures, depth and separator."""
+    if output is None:
+        try:
+            document = read_yaml(config_file(config))
+        except InputError:
+            return ""
+        given = document.get("output", DEFAULT_OUTPUT) if isinstance(document, dict) else None
+        if not isinstance(given, str):
+            return ""
+        output = Path(given)
+    sections: dict[tuple, list[str]] = {}
+    for path in sorted(output.glob("*.json")):
+        try:
+            record = json.loads(path.read_text(encoding="utf-8"))
+            scored, run = record["scores"]["for"], output / record["run"]
+            key = (record["scores"]["qrels_file"], tuple(scored["measures"]), scored["depth"],
+                   scored["passage_separator"])
+        except (OSError, ValueError, KeyError, TypeError):  # not a run's JSON, or one not scored
+            continue
+        if key[0] is not None and run.is_file():
+            sections.setdefault(key, []).append(shlex.quote(str(run)))
+    if not sections:
+        return ""
+    lines = [f"harness compare --qrels {shlex.quote(qrels)} {' '.join(runs)} --measures "
+             f"{' '.join(shlex.quote(m) for m in measures)} --depth {depth}"
+             + (f" --passage-separator {shlex.quote(separator)}" if separator else "")
+             for (qrels, measures, depth, separator), runs in sections.items()]
+    return ("\n--report checks each run against the config's inputs, so it needs them; without them, the runs' "
+            f"JSONs in {output} say how to score them from {output} alone, a leaderboard section a line "
+            "(--baseline RUN: the board's first run; --format html --output FILE: a report):\n" + "\n".join(lines))
 
 
 def destination(output: Path) -> str:

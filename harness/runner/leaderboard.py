@@ -72,7 +72,9 @@ def write(outcomes: Sequence["Outcome"], output: Path, title: str) -> tuple[str,
 def _section(heading: str, rows: list["Outcome"]) -> Section:
     first = rows[0]
     notes = family_notes(rows)
-    written = f" ({first.qrels_file})" if first.qrels_file is not None else ""  # for `harness compare --qrels`
+    given = first.run.experiment.qrels  # a `qrels:` file, copied into the output folder: both named
+    copied = f", a copy of {given}" if isinstance(given, Path) and first.qrels_file != given else ""
+    written = f" ({first.qrels_file}{copied})" if first.qrels_file is not None else ""  # for `harness compare --qrels`
     qrels = [f"Qrels `{first.qrels.name}`{written}: {len(first.qrels.judgments)} judged queries; evaluated to depth "
              f"{first.evaluation.depth}; a judged query missing from a run scores 0."]
     board = tested(rows) if len(rows) > 1 else None

@@ -8,7 +8,8 @@ describes the complete run beside it) -> evaluate -> write it again with the sco
 A skipped run reuses the scores its JSON records, unless the measures, depth or qrels changed.
 A run killed half-way leaves only a dot-named temp file, removed when the run is redone.
 Qrels no file holds (derived from the data, or restricted to the corpus) are written to
-OUTPUT/qrels/, and each run's JSON names the qrels file it was scored on, for `harness compare`.
+OUTPUT/qrels/, a qrels file is copied there, and each run's JSON names the qrels file it was
+scored on, for `harness compare` on the output folder alone.
 One `harness run` at a time writes to an output folder (a lock on the folder); another
 waits for it, says so in one line, and then skips the runs it finished.
 """
@@ -21,6 +22,7 @@ import json
 import math
 import os
 import re
+import shutil
 import sys
 import threading
 import time
@@ -46,7 +48,7 @@ from harness.runner import provenance
 from harness.runner.config import Config, ConfigError, Experiment, RunSpec, shallow_measures
 from harness.runner.tasks import TASKS, Ranker
 from harness.topics import Benchmark, load
-from harness.trec import Qrels, Run, qrels_text, write_run
+from harness.trec import Qrels, Run, file_stem, qrels_text, write_run
 
 BATCH = 64  # queries per retriever call; the progress display moves once per batch
 _UNSAFE_IN_FILE_NAME = re.compile(r"[^A-Za-z0-9_.+=@-]+")  # a written qrels file's name has '-' for each stretch
@@ -154,14 +156,17 @@ class Workspace:
         return self._qrels[key]
 
     def qrels_file(self, qrels: Qrels, digest: str) -> Path | None:
-        """Where `harness compare --qrels` finds the judgments the leaderboard scored with, when no
-        file holds them (derived from the data, or restricted to the corpus: `qrels.path` None):
-        OUTPUT/qrels/<their name>.qrels, written once per invocation, and only when its bytes
-        change (a rerun touches nothing). Named by the qrels' own name, as the leaderboard names
-        them (another set of the same name in this invocation adds its hash's first 8 digits).
-        None for qrels read from a file, and in a dry run."""
-        if qrels.path is not None or self.output is None:
+        """Where `harness compare --qrels` finds the judgments the leaderboard scored with, inside
+        OUTPUT, so that runs/ handed on alone carries them. When no file holds them (derived from
+        the data, or restricted to the corpus: `qrels.path` None): OUTPUT/qrels/<their name>.qrels,
+        written once per invocation, and only when its bytes change (a rerun touches nothing),
+        named by the qrels' own name, as the leaderboard names them (another set of the same name
+        in this invocation adds its hash's first 8 digits). Qrels read from a file: its copy
+        (`qrels_copy`). None in a dry run."""
+        if self.output is None:
             return None
+        if qrels.path is not None:
+            return qrels_copy(qrels.path, self.output / "qrels")
         if digest not in self._qrels_files:
             name = _UNSAFE_IN_FILE_NAME.sub("-", qrels.name).strip("-.") or "qrels"
             if any(path.name == f"{name}.qrels" for path in self._qrels_files.values()):
@@ -180,6 +185,25 @@ class Workspace:
         if experiment.corpus.index is not None:
             params["index"] = experiment.corpus.index
         return build(run.retriever.name, corpus=self.corpus(experiment), **params)
+
+
+def qrels_copy(path: Path, folder: Path) -> Path:
+    """The qrels file `path` copied into `folder` (a `qrels:` file of one's own, or a shipped one:
+    the path a run's JSON would name is the first clone's, and a colleague's clone may ship other
+    bytes), named by its content: `pq.qrels` as `pq-<its sha256's first 12 digits>.qrels`, so that
+    two files of one name never replace each other's copy, nor does an edited file replace the copy
+    older runs were scored on. Written once (atomically); a file already in `folder` is its own copy."""
+    if path.resolve().parent == folder.resolve():
+        return path
+    stem = file_stem(path)
+    rest = path.name[len(stem):]  # its suffixes, a compressed file's both (.qrels.gz), as the readers take them
+    safe = _UNSAFE_IN_FILE_NAME.sub("-", stem).strip("-.") or "qrels"
+    name = f"{safe}-{file_sha256(path)[:12]}{_UNSAFE_IN_FILE_NAME.sub('-', rest)}"
+    copy = file_in(folder, name)
+    if not copy.is_file():
+        with open(path, "rb") as source, atomic_write(copy, "wb") as handle:
+            shutil.copyfileobj(source, handle)
+    return copy
 
 
 def concatenate(corpora: list[Corpus]) -> Corpus:
@@ -492,12 +516,14 @@ def _scores_record(prepared: Prepared, scored: Scored) -> dict[str, Any]:
 
 
 def _qrels_file(prepared: Prepared) -> dict[str, str | None]:
-    """The file holding the qrels the run is scored with, for `harness compare --qrels`: the
-    one written for them, else the file they were read from; and its sha256, to check a copy
-    sent with the runs against (`scores.for.qrels` hashes the judgments, not the file's bytes)."""
-    path = prepared.qrels_file or (prepared.qrels.path if prepared.qrels is not None else None)
+    """The file in the output folder holding the qrels the run is scored with, for `harness
+    compare --qrels`: the one written for them, or the copy of the file they were read from (named
+    too, `qrels_copied_from`); and its sha256, to check a copy sent with the runs against
+    (`scores.for.qrels` hashes the judgments, not the file's bytes)."""
+    path, source = prepared.qrels_file, prepared.qrels.path if prepared.qrels is not None else None
     return {"qrels_file": str(path) if path is not None else None,
-            "qrels_file_sha256": file_sha256(path) if path is not None else None}
+            "qrels_file_sha256": file_sha256(path) if path is not None else None,
+            **({"qrels_copied_from": str(source)} if source is not None and source != path else {})}
 
 
 def finished_scores(prepared: Prepared, output: Path, metadata: dict[str, Any]) -> Scored | None:
@@ -620,18 +646,16 @@ class Outcome:
     evaluation: Evaluation | None
     judged: float | None
     benchmark: Benchmark  # the topics the run answered (the report's turn depths)
-    qrels_file: Path | None = None  # the qrels written for `harness compare`, or the `qrels:` file (None: none)
+    qrels_file: Path | None = None  # the qrels written, or copied, into OUTPUT for `harness compare` (None: none)
     code: str = "code not recorded"  # the harness code that made the run (provenance.code_name), for the leaderboard
     code_sha256: str | None = None  # that code's hash: runs of one code, under two commits, are one code
 
     @classmethod
     def of(cls, prepared: Prepared, output: Path, skipped: bool, scored: Scored | None, code: Any) -> "Outcome":
         """`code`: what the run's JSON records as the code that made it (None: nothing)."""
-        given = prepared.run.experiment.qrels  # a `qrels:` file is named too; a benchmark's shipped one by its name
         return cls(prepared.run, run_path(output, prepared.run), skipped, prepared.qrels,
                    scored.evaluation if scored else None, scored.judged if scored else None, prepared.benchmark,
-                   prepared.qrels_file or (given if isinstance(given, Path) else None),
-                   provenance.code_name(code), _code_sha256(code))
+                   prepared.qrels_file, provenance.code_name(code), _code_sha256(code))
 
 
 def _code_sha256(recorded: Any) -> str | None:
