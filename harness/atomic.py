@@ -1,11 +1,13 @@
 """Atomic output: a file appears under its final name complete, or not at all.
 
 Temporary files carry the writer's pid (`.NAME.PID.RANDOM.tmp`), so that a later writer
-removes what a killed process left and never what a live one is still writing (a process
-id reused by an unrelated live process keeps its leftover until that process ends). Build
-folders (`.NAME.building.PID.RANDOM`) are made under a lock on their target (`temp_folder`):
-one whose lock nobody holds and whose process is gone is dead, so one left by a kill is removed
-by the next build beside it (a live process's is kept: a harness from before build locks holds none).
+removes what a killed process left and never what a live one is still writing. A process id
+taken by a process that started after the leftover last changed (a folder copied mid-run to
+another place or machine, its pid now an unrelated process's) is not its writer's: the leftover
+is removed as a dead process's (`_may_write`). Build folders (`.NAME.building.PID.RANDOM`) are
+made under a lock on their target (`temp_folder`): one whose lock nobody holds and whose process
+is gone is dead, so one left by a kill is removed by the next build beside it (a live process's
+is kept: a harness from before build locks holds none).
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import fcntl
+import functools
 import os
 import re
 import secrets
@@ -218,7 +221,7 @@ def _remove_dead_builds(parent: Path, held: str) -> None:
     with os.scandir(parent) as entries:
         for entry in entries:
             match = _BUILDING.fullmatch(entry.name)
-            if match and entry.is_dir(follow_symlinks=False) and not _alive(int(match.group(2))):
+            if match and entry.is_dir(follow_symlinks=False) and not _may_write(int(match.group(2)), entry):
                 dead.setdefault(match.group(1), []).append(entry.path)
     for name, paths in dead.items():
         with contextlib.ExitStack() as stack:
@@ -232,7 +235,7 @@ def _remove_dead_builds(parent: Path, held: str) -> None:
 
 
 def remove_leftovers(folder: Path, stem: str, suffix: str = "") -> None:
-    """Remove `STEM.PID.*SUFFIX` entries of `folder` whose process PID is no longer alive."""
+    """Remove `STEM.PID.*SUFFIX` entries of `folder` whose process PID no longer writes them (`_may_write`)."""
     if not folder.is_dir():
         return
     with os.scandir(folder) as entries:  # every atomic write looks: names only, no Path per entry
@@ -241,11 +244,51 @@ def remove_leftovers(folder: Path, stem: str, suffix: str = "") -> None:
             if not (name.startswith(stem + ".") and name.endswith(suffix)):
                 continue
             pid = name[len(stem) + 1:].split(".", 1)[0]
-            if pid.isdigit() and not _alive(int(pid)):
+            if pid.isdigit() and not _may_write(int(pid), entry):
                 if entry.is_dir(follow_symlinks=False):
                     shutil.rmtree(entry.path, ignore_errors=True)
                 else:
                     Path(entry.path).unlink(missing_ok=True)
+
+
+# How far a file system's clock (a network one's server) may be behind this machine's, so that a
+# live writer's file never looks older than its process
+_CLOCK_SLACK = 60.0
+
+
+def _may_write(pid: int, entry: os.DirEntry) -> bool:
+    """Whether process `pid` may still be writing (or building) `entry`: it is alive, and did not
+    start after `entry` last changed (where the system says when it started: Linux's /proc), as
+    the process that took a copied leftover's pid did."""
+    if not _alive(pid):
+        return False
+    started = _started(pid)
+    if started is None:
+        return True
+    try:
+        return entry.stat(follow_symlinks=False).st_mtime >= started - _CLOCK_SLACK
+    except OSError:  # gone meanwhile
+        return True
+
+
+def _started(pid: int) -> float | None:
+    """When process `pid` started, in seconds since the epoch; None where /proc does not say."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="utf-8", errors="replace") as handle:
+            ticks = int(handle.read().rsplit(")", 1)[1].split()[19])  # field 22, after '(name)'
+        return _boot_time() + ticks / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+@functools.cache
+def _boot_time() -> float:
+    """When this machine booted (Linux's /proc/stat btime); OSError where it does not say."""
+    with open("/proc/stat", encoding="ascii") as handle:
+        for line in handle:
+            if line.startswith("btime "):
+                return float(line.split()[1])
+    raise OSError("/proc/stat names no boot time")
 
 
 def _alive(pid: int) -> bool:

@@ -340,15 +340,32 @@ def test_a_writer_removes_temp_files_of_dead_processes_only(tmp_path):
     assert target.read_text() == "whole\n"
 
 
+def test_a_temp_file_older_than_the_live_process_of_its_pid_is_a_copied_leftover_and_removed(tmp_path):
+    """A folder copied mid-run elsewhere: its leftover's pid is now an unrelated process's, which
+    started after the leftover last changed (cp -a keeps its time), so cannot be writing it."""
+    alive = os.getppid()  # pytest's parent: a live process, started before the files below are made
+    copied = tmp_path / f".x.run.{alive}.abcdefgh.tmp"
+    writing = tmp_path / f".x.run.{alive}.01234567.tmp"
+    for path in (copied, writing):
+        path.write_text("half\n")
+    os.utime(copied, (0, 0))  # last changed in 1970
+    with atomic_write(tmp_path / "x.run") as handle:
+        handle.write("whole\n")
+    assert not copied.exists() and writing.exists()
+
+
 def test_a_build_removes_the_build_folders_beside_it_that_no_lock_holds_and_no_live_process_made(tmp_path):
     """Left by a kill, of its own target or another's; one a live process holds is kept even
-    without a lock: a harness from before build locks, sharing the cache, builds without one."""
+    without a lock: a harness from before build locks, sharing the cache, builds without one;
+    unless it last changed before that process started (copied, its pid now another's)."""
     alive = os.getppid()  # pytest's parent: a live process
     own = tmp_path / f".idx.building.{_dead_pid()}.0123abcd"
     other = tmp_path / f".other.building.{_dead_pid()}.89abcdef"  # another target's (fingerprint's)
     older = tmp_path / f".older.building.{alive}.4567ef01"  # a live build of a harness without locks
-    for folder in (own, other, older):
+    copied = tmp_path / f".copied.building.{alive}.23456789"  # changed before its pid's process started
+    for folder in (own, other, older, copied):
         (folder / "jsonl").mkdir(parents=True)
+    os.utime(copied, (0, 0))
     with temp_folder(tmp_path / "idx", "building idx") as new:
         assert new.name.startswith(f".idx.building.{os.getpid()}.") and new.is_dir()
         assert {p.name for p in tmp_path.iterdir()} == {".idx.lock", new.name, older.name}
