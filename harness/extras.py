@@ -29,8 +29,12 @@ EXTRA_OF: dict[str, str] = {
 def needs_extra(module: str) -> str:
     """The one line that names the extra bringing `module` (one of EXTRA_OF's)."""
     extra = EXTRA_OF[module]
-    return (f"this needs {module}, from the [{extra}] extra: pip install '{DISTRIBUTION}[{extra}]' "
-            f"(or '{DISTRIBUTION}[all]')")
+    return f"this needs {module}, from the [{extra}] extra: {install([extra])}"
+
+
+def install(extras: Iterable[str]) -> str:
+    """The pip command installing `extras` in one go."""
+    return f"pip install '{DISTRIBUTION}[{','.join(extras)}]' (or '{DISTRIBUTION}[all]')"
 
 
 def first_missing(modules: Iterable[str]) -> str | None:

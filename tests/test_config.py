@@ -983,6 +983,35 @@ def test_a_retriever_whose_extra_is_not_installed_is_refused_when_the_config_is_
         f"the [{extra}] extra: pip install 'convsearch-harness[{extra}]' (or 'convsearch-harness[all]')\n")
 
 
+def test_every_missing_extra_is_said_at_once_with_the_command_installing_them_all(tmp_path, monkeypatch, capsys):
+    """Each at the first key needing it, where the first alone was said, one per try."""
+    for module in ("pyserini", "torch"):
+        monkeypatch.setitem(sys.modules, module, None)  # as if not installed
+    rrf = {"name": "rrf", "params": {"retrievers": ["bm25", "dense"]}}
+    config = _write(tmp_path, {"output": str(tmp_path / "runs"), "experiments": [
+        _experiment(name="a", topics="ikat2023:test", retrievers=["bm25", "dense", rrf]),
+        _experiment(name="b", topics="ikat2023:test", retrievers=["dense"], tag="b.{retriever}")]})
+    assert main(["run", str(config), "--dry-run"]) == 2
+    assert capsys.readouterr() == ("", (
+        f"harness run: error: {config}: experiments[0].retrievers[0]: retriever 'bm25': this needs pyserini, from the "
+        "[lucene] extra: pip install 'convsearch-harness[lucene]' (or 'convsearch-harness[all]')\n"
+        f"{config}: experiments[0].retrievers[1]: retriever 'dense': this needs torch, {_DENSE_EXTRA}\n"
+        f"{config}: to install them all: pip install 'convsearch-harness[dense,lucene]' (or 'convsearch-harness[all]')\n"))
+
+
+@pytest.mark.parametrize("dry_run", [["--dry-run"], []])
+def test_an_extra_is_asked_for_only_by_the_runs_only_selects(tmp_path, monkeypatch, capsys, dry_run):
+    """A [lucene]-only install runs a BM25 run of a config whose other runs are dense."""
+    monkeypatch.setitem(sys.modules, "torch", None)  # as if not installed
+    config = _write(tmp_path, {"output": str(tmp_path / "runs"), "experiments": [
+        _experiment(name="a", topics="ikat2023:test", strategies=["manual"], retrievers=["bm25", "dense"],
+                    measures=["RR"], k=5)]})
+    assert main(["run", str(config), "--only", "ikat2023-test.manual.dense", "--dry-run"]) == 2
+    assert "retriever 'dense': this needs torch" in capsys.readouterr().err
+    assert main(["run", str(config), "--only", "ikat2023-test.manual.bm25", *dry_run]) == 0
+    assert "ikat2023-test.manual.bm25" in capsys.readouterr().out
+
+
 @pytest.mark.parametrize("param, value", [("approx", "hnsw"), ("approx", "ivfpq"), ("backend", "faiss")])
 def test_a_dense_search_needing_faiss_without_it_is_refused_when_the_config_is_read(
         tmp_path, monkeypatch, capsys, param, value):

@@ -138,6 +138,10 @@ class Experiment:
     # why its runs are written and not scored (topics without qrels, and no measures named);
     # None: they are scored
     unscored: str | None = None
+    # per retriever (in `retrievers` order), each optional extra it needs that is not installed:
+    # (the error at its key, the missing module), said for the runs selected (`Config.selected`), not
+    # for a run --only leaves out
+    missing: tuple[tuple[tuple[ConfigError, str], ...], ...] = field(default=(), compare=False, repr=False)
 
 
 @dataclass(frozen=True)
@@ -195,6 +199,27 @@ class Config:
         if unknown:
             raise HarnessError(self._unknown_only(unknown[0], runs, known))
         return [run for run in runs if run.experiment.name in wanted or run.tag in wanted]
+
+    def selected(self, only: Iterable[str] = ()) -> list[RunSpec]:
+        """`runs(only)`, refused where one needs an optional extra that is not installed: every
+        missing one said at once, a line each (at the first key needing it), with the one pip
+        command installing them all, where the first alone was said, one per try, for runs
+        --only left out too (dense's [dense] refusing a [lucene]-only `--only ...bm25`)."""
+        from harness.extras import EXTRA_OF, install
+
+        runs = self.runs(only)
+        found: dict[str, tuple[ConfigError, str]] = {}  # by what is said, at the first key saying it
+        for run in runs:
+            missing = run.experiment.missing
+            for error, module in missing[run.experiment.retrievers.index(run.retriever)] if missing else ():
+                found.setdefault(error.problem.removeprefix(f"{error.key}: "), (error, module))
+        if not found:
+            return runs
+        problems = Problems(self.path)
+        problems.found = [error for error, _ in found.values()]
+        if len(extras := sorted({EXTRA_OF[module] for _, module in found.values()})) > 1:
+            problems.found.append(ConfigError(self.path, "", f"to install them all: {install(extras)}"))
+        raise problems.error()
 
     def _unknown_only(self, name: str, runs: list[RunSpec], known: set[str]) -> str:
         """What --only NAME missed: the nearest tag or experiment, and where the tags are listed."""
@@ -569,8 +594,8 @@ def _experiment(node: Node, defaults: dict[str, Any], problems: Problems,
         raise keys["topics"].error(f"{benchmark.name} brings no corpus; give 'corpus:' (a file or spec, "
                                    "or {index: NAME})")
     count = _counting(corpus, benchmark)  # one count for every retriever of the experiment
+    missing = tuple(_missing(item, retriever, task.retrievers(), count) for item, retriever in zip(items, retrievers))
     for item, retriever in zip(items, retrievers):
-        _installed(item, retriever, task.retrievers(), count)
         if corpus is not None and corpus.index is not None:
             _takes_index(item, retriever, task.retrievers(), corpus.index)
         else:  # (corpus: {index} replaces the retriever's own)
@@ -625,6 +650,7 @@ def _experiment(node: Node, defaults: dict[str, Any], problems: Problems,
         note=note,
         given_qrels=qrels,
         unscored=unscored,
+        missing=missing,
     )
 
 
@@ -688,20 +714,23 @@ def _retriever(node: Node, task, problems: Problems) -> RetrieverSpec:
     return RetrieverSpec(name, params, label)
 
 
-def _installed(node: Node, retriever: RetrieverSpec, registry: Registry,
-               count: Callable[[int], int | None]) -> None:
-    """The modules the retriever (and those nested in its params) imports when built, with its
-    params over the documents `count` counts, are installed (found, not imported: torch takes
-    seconds); one missing is the line naming its extra, at this key, as a strategy's is (hqe's
-    spaCy), not an error once the run starts (dense's default model, its faiss search of a big corpus)."""
+def _missing(node: Node, retriever: RetrieverSpec, registry: Registry,
+             count: Callable[[int], int | None]) -> tuple[tuple[ConfigError, str], ...]:
+    """The modules the retriever (and each nested in its params) imports when built, with its
+    params over the documents `count` counts, that are not installed (found, not imported: torch
+    takes seconds), the first of each: the error naming its extra, at this key, with the module.
+    Said before its run starts (`Config.selected`), not once it has (dense's default model, its
+    faiss search of a big corpus), after the runs before it."""
     from harness.extras import first_missing, needs_extra
     from harness.retrieve import RETRIEVERS
     from harness.retrieve.specs import retriever_specs
 
     name, params = retriever.name, retriever.params
+    found = []
     for named, own in retriever_specs(name, params) if registry is RETRIEVERS else [(name, params)]:
         if missing := first_missing(registry.declaration(named).needs_for(own, count)):
-            raise node.error(f"{registry.kind} {named!r}: {needs_extra(missing)}")
+            found.append((node.error(f"{registry.kind} {named!r}: {needs_extra(missing)}"), missing))
+    return tuple(found)
 
 
 def _takes_index(node: Node, retriever: RetrieverSpec, registry: Registry, index: str) -> None:

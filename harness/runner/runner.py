@@ -692,7 +692,7 @@ def run_config(
     output = config.output  # folder_lock makes it, or says in one line why it cannot
     workspace = Workspace(output)
     outcomes = []
-    selected_runs = config.runs(only)
+    selected_runs = config.selected(only)
     warn_shallow(selected_runs, say)
     warn_never_resumed(selected_runs, say)
     selected = {run.tag for run in selected_runs}
@@ -816,7 +816,7 @@ def plan(config: Config, *, only: Iterable[str] = (),
     """Dry run: every selected run with its inputs loaded and hashed, and whether it is finished
     (`finished`: and why not, when only its run file was edited)."""
     workspace, say = Workspace(), saying(log or sys.stderr)
-    runs = config.runs(only)
+    runs = config.selected(only)
     warn_shallow(runs, say)
     warn_never_resumed(runs, say)
     with shared_retrievers(), llm_endpoints(config.llm):
