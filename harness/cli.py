@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import NoReturn
 
 from harness.errors import HarnessError, InputError, open_input
-from harness.registry import UnknownName, number_problem
+from harness.registry import Registry, UnknownName, number_problem
 
 DESCRIPTION = ("A TREC-style evaluation harness for conversational search and recommendation: run benchmark "
                "configs, score and compare runs as trec_eval does, and write, check and host TREC iKAT submissions.")
@@ -132,20 +132,41 @@ def add_format(parser: argparse.ArgumentParser, names: Sequence[str], help: str,
 
 def add_preset(parser: argparse.ArgumentParser) -> None:
     """`--preset NAME` (eval, compare, qrels rank-agree): a measure preset, built in or a plug-in's."""
-    parser.add_argument("--preset", action=_PresetOption, metavar="NAME")
+    def presets() -> Registry:
+        from harness.evaluate.presets import PRESETS
 
+        return PRESETS
 
-class _PresetOption(argparse.Action):
-    """--preset: its name is looked up as it is read (a `python:` spec's too), and its help, listing
-    them all, is made where help is shown, not as the parser is built: both scan the presets'
-    entry points (8-25 ms at each start of eval or compare), which a command given no --preset
-    never needs."""
-
-    @property  # type: ignore[override]
-    def help(self) -> str:
+    def described() -> str:
         from harness.evaluate.presets import preset_help
 
         return preset_help()
+
+    add_named(parser, "--preset", presets, described)
+
+
+def add_named(parser: argparse.ArgumentParser, flag: str, registry: Callable[[], Registry],
+              help: Callable[[], str]) -> None:
+    """`flag NAME`: a name `registry()` gives, a plug-in's too (an entry point's, a `python:`
+    spec's, as a config takes one); an unknown one is argparse's 'invalid choice', listing the
+    names. `help()` is its help text."""
+    parser.add_argument(flag, action=_NamedOption, registry=registry, described=help, metavar="NAME")
+
+
+class _NamedOption(argparse.Action):
+    """An option naming a registered component: the name is looked up as it is read, and the
+    help, listing them all, is made where help is shown, not as the parser is built: both scan
+    the kind's entry points (8-25 ms at each start), which a command not given the option never
+    needs, and argparse's `choices` would refuse a `python:` spec."""
+
+    def __init__(self, *args: object, registry: Callable[[], Registry], described: Callable[[], str],
+                 **kwargs: object) -> None:
+        self.registry, self.described = registry, described
+        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+
+    @property  # type: ignore[override]
+    def help(self) -> str:
+        return self.described()
 
     @help.setter
     def help(self, _: object) -> None:  # (argparse.Action's __init__ sets what this property makes)
@@ -153,12 +174,11 @@ class _PresetOption(argparse.Action):
 
     def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: str,
                  option_string: str | None = None) -> None:
-        from harness.evaluate.presets import PRESETS
-
+        registry = self.registry()
         try:
-            PRESETS.get(values)  # a plug-in's too, a `python:` spec's as a config's `preset:` takes one
+            registry.get(values)
         except UnknownName:
-            listed = ", ".join(map(repr, PRESETS.names()))
+            listed = ", ".join(map(repr, registry.names()))
             raise argparse.ArgumentError(self, f"invalid choice: {values!r} (choose from {listed})") from None
         except HarnessError as error:  # a plug-in that cannot be loaded, or a name two claim
             raise argparse.ArgumentError(self, str(error)) from None

@@ -159,15 +159,34 @@ def test_a_python_spec_names_a_ptkb_method_as_it_names_a_retriever(installed):
     assert "ikat2023-test.ptkb.python-lab_plugin-ListedFirst\t332 queries" in done.stdout
 
 
-def test_a_plugin_response_format_and_nugget_bank_format_are_read_by_name(installed):
-    (installed / "answers.tsv").write_text("1_1\tmine\tParis is the capital.\n")
-    (installed / "nuggets.tsv").write_text("1_1\tthe capital is Paris\n")
-    (installed / "assigned.jsonl").write_text(json.dumps({"qid": "1_1", "run_id": "mine",
-                                                          "nuggets": [{"assignment": "support"}]}) + "\n")
-    done = _harness("responses", "eval", "answers.tsv", "--response-format", "lab-tsv", "--nuggets", "nuggets.tsv",
-                    "--nuggets-format", "lab-tsv", "--judge", "assignments:assigned.jsonl", "--format", "json")
+def _lab_responses(folder: Path) -> None:
+    """answers.tsv and nuggets.tsv in the lab's formats, and the assignments judging them."""
+    (folder / "answers.tsv").write_text("1_1\tmine\tParis is the capital.\n")
+    (folder / "nuggets.tsv").write_text("1_1\tthe capital is Paris\n")
+    (folder / "assigned.jsonl").write_text(json.dumps({"qid": "1_1", "run_id": "mine",
+                                                       "nuggets": [{"assignment": "support"}]}) + "\n")
+
+
+@pytest.mark.parametrize("responses, nuggets", [("lab-tsv", "lab-tsv"),  # their entry points' names, or none
+                                                ("python:lab_plugin:read_tsv", "python:lab_plugin:read_bank")])
+def test_a_plugin_response_format_and_nugget_bank_format_are_read_by_name(installed, responses, nuggets):
+    _lab_responses(installed)
+    done = _harness("responses", "eval", "answers.tsv", "--response-format", responses, "--nuggets", "nuggets.tsv",
+                    "--nuggets-format", nuggets, "--judge", "assignments:assigned.jsonl", "--format", "json")
     assert done.returncode == 0, done.stderr
     assert "mine" in done.stdout and "every nugget vital" in done.stdout
+
+
+@pytest.mark.parametrize("responses, nuggets", [("lab-tsv", "lab-tsv"),
+                                                ("python:lab_plugin:read_tsv", "python:lab_plugin:read_bank")])
+def test_the_python_api_reads_responses_and_nuggets_in_a_plugin_format_it_names(installed, responses, nuggets):
+    """As --response-format and --nuggets-format: response_format= and nuggets_format= (serve's key's name)."""
+    _lab_responses(installed)
+    probe = ("from harness.responses import evaluate; "
+             f"_, aggregate = evaluate('answers.tsv', 'nuggets.tsv', 'assignments:assigned.jsonl', "
+             f"response_format={responses!r}, nuggets_format={nuggets!r}); print(list(aggregate['run']))")
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
+    assert done.stdout == "['mine']\n", done.stderr
 
 
 def test_a_plugin_ptkb_method_ranks_by_name_with_its_parameters_and_keys_its_runs(installed):

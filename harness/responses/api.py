@@ -5,7 +5,9 @@
     board = compare(["a.jsonl", "b.jsonl"], "nuggets.json", judge="minilm")   # paired t, Holm
 
 Responses are files (any format harness.responses.readers reads) or `ResponseRun`s; the bank
-a file or a `NuggetBank`; the judge a name (`minilm`, `assignments:PATH` or `file:PATH`, `llm` with `model` and
+a file or a `NuggetBank`; a file's format is told from its content, or named by `response_format=` and
+`nuggets_format=` as --response-format and --nuggets-format name it (a plug-in's registered name or
+`python:MODULE:ATTR` spec); the judge a name (`minilm`, `assignments:PATH` or `file:PATH`, `llm` with `model` and
 `base_url`, and optionally `prompt` for nuggets and `citation_prompt` for citations) or a judge object.
 `topics=` is `--topics`: a benchmark name (`NAME[:SPLIT]`), a `harness.topics.Benchmark` or its
 conversations, whose turns are the ones evaluated and whose utterances fill `{question}` where the
@@ -49,11 +51,13 @@ def _topics(topics: str | Benchmark | Sequence[Conversation] | None) -> dict[str
 
 def _evaluation(responses: Any, nuggets: Any, judge: Any, *, citations: bool, passages: Mapping | str | Path | None,
                 vital_grade: int, topics: str | Benchmark | Sequence[Conversation] | None,
-                baselines: Sequence[str] = (),
+                baselines: Sequence[str] = (), formats: tuple[str | None, str | None] = (None, None),
                 citation_prompt: str | Path | None = None, **judge_settings: Any) -> ResponseEvaluation:
     """`prompt` is the nugget judge's template, `citation_prompt` the citation judge's (the shipped
     citation_support.txt without it), as --prompt and --citation-prompt are: one prompt= for both
-    asked a citation for {nugget}, an error before any request."""
+    asked a citation for {nugget}, an error before any request. `formats`: the response files' and
+    the nugget file's formats (response_format=, nuggets_format=), as --response-format and
+    --nuggets-format name them; None: told from the content."""
     from harness.errors import HarnessError
     from harness.report.compare import check_baselines
     from harness.responses.evaluate import evaluate_runs
@@ -69,9 +73,16 @@ def _evaluation(responses: Any, nuggets: Any, judge: Any, *, citations: bool, pa
     if citation_prompt is not None and judge != "llm":
         raise HarnessError(f"citation_prompt= is a template of judge='llm', not of judge={judge!r}")
     given: Sequence = [responses] if isinstance(responses, (str, Path, ResponseRun)) else responses
-    runs = [item for x in given for item in ([x] if isinstance(x, ResponseRun) else read_responses(x))]
+    response_format, nuggets_format = formats
+    if response_format is not None and all(isinstance(x, ResponseRun) for x in given):
+        raise HarnessError("response_format= says how to read response files, and none is given (ResponseRuns are "
+                           "read already): leave it out")
+    if nuggets_format is not None and isinstance(nuggets, NuggetBank):
+        raise HarnessError("nuggets_format= says how to read a nugget file, and nuggets= is a NuggetBank (read "
+                           "already): leave it out")
+    runs = [item for x in given for item in ([x] if isinstance(x, ResponseRun) else read_responses(x, response_format))]
     check_baselines(baselines, [run.name for run in runs])  # before the judging, which may cost an LLM's calls
-    bank = nuggets if isinstance(nuggets, NuggetBank) else read_bank(nuggets, vital_grade=vital_grade)
+    bank = nuggets if isinstance(nuggets, NuggetBank) else read_bank(nuggets, nuggets_format, vital_grade=vital_grade)
     questions = _topics(topics)  # before the judging, as the CLI reads --topics
     turns = set(questions) if questions is not None else None
     unreachable = bank.unreachable_vital_grade(ARGUMENTS)
@@ -94,15 +105,16 @@ def _evaluation(responses: Any, nuggets: Any, judge: Any, *, citations: bool, pa
 def evaluate(responses: str | Path | ResponseRun | Sequence[str | Path | ResponseRun], nuggets: str | Path | NuggetBank,
              judge: Any = "minilm", *, citations: bool = False, passages: Mapping[str, str] | str | Path | None = None,
              citation_prompt: str | Path | None = None, vital_grade: int = 3,
-             topics: str | Benchmark | Sequence[Conversation] | None = None,
-             **judge_settings: Any) -> tuple[pd.DataFrame, pd.DataFrame]:
+             topics: str | Benchmark | Sequence[Conversation] | None = None, response_format: str | None = None,
+             nuggets_format: str | None = None, **judge_settings: Any) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(per turn: one row per run and evaluated turn; aggregate: one row per run, with the judge).
     `passages`: the cited passages' texts, {id: text} or a corpus file or spec (as --passages).
     `topics`: as --topics (the module docstring): every turn of them with nuggets is evaluated, a
     run missing one scoring 0 there, as on a hosted board.
     The CLI's notes (empty answers, turns a run misses, ...) are warnings, and `aggregate.attrs["notes"]`."""
     evaluation = _evaluation(responses, nuggets, judge, citations=citations, passages=passages,
-                             vital_grade=vital_grade, topics=topics, citation_prompt=citation_prompt, **judge_settings)
+                             vital_grade=vital_grade, topics=topics, citation_prompt=citation_prompt,
+                             formats=(response_format, nuggets_format), **judge_settings)
     from harness.responses.report import judge_label
 
     aggregate = evaluation.aggregate()
@@ -114,7 +126,8 @@ def evaluate(responses: str | Path | ResponseRun | Sequence[str | Path | Respons
 def compare(responses: Sequence[str | Path | ResponseRun], nuggets: str | Path | NuggetBank, judge: Any = "minilm",
             *, baseline: str | Sequence[str] | None = None, test: str = "paired-t", correction: str = "holm",
             alpha: float = 0.05, resamples: int | None = None, vital_grade: int = 3,
-            topics: str | Benchmark | Sequence[Conversation] | None = None, **judge_settings: Any) -> pd.DataFrame:
+            topics: str | Benchmark | Sequence[Conversation] | None = None, response_format: str | None = None,
+            nuggets_format: str | None = None, **judge_settings: Any) -> pd.DataFrame:
     """The leaderboard on per-turn scores, as `harness.compare` gives it for rankings (resamples=:
     the bootstrap and permutation tests', as there). It ranks the runs on their nugget scores only:
     a citation setting is refused in its own words (passed on, citation_prompt= advised
@@ -132,7 +145,8 @@ def compare(responses: Sequence[str | Path | ResponseRun], nuggets: str | Path |
     baselines = [baseline] if isinstance(baseline, str) else list(baseline or [])
     resampling = Resampling.of(resamples)  # checked before the judge's work
     evaluation = _evaluation(responses, nuggets, judge, citations=False, passages=None, vital_grade=vital_grade,
-                             topics=topics, baselines=baselines, **judge_settings)
+                             topics=topics, baselines=baselines, formats=(response_format, nuggets_format),
+                             **judge_settings)
     board = build_report(evaluation, baselines, test=test, correction=correction, alpha=alpha,
                          resampling=resampling).leaderboard
     board.warn()  # as `harness responses eval` warns on stderr: one turn, too few resamples

@@ -8,9 +8,10 @@ import argparse
 import math
 import sys
 
-from harness.cli import add_format, add_output, number_in
+from harness.cli import add_format, add_named, add_output, number_in
 from harness.errors import HarnessError, counted
 from harness.paths import refuse_overwriting
+from harness.registry import Registry
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -18,20 +19,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     from harness.report.formats import FORMAT_HELP, FORMATS
     from harness.report.cli_options import add_paired_tests
     from harness.responses.judges import JUDGE_NAMES
-    from harness.responses.nuggets import BANKS
-    from harness.responses.readers import FORMATS as RESPONSE_FORMATS
 
     sub = parser.add_subparsers(dest="responses_command", required=True, metavar="ACTION")
     ev = sub.add_parser("eval", help="score response runs against nuggets, with a leaderboard and paired tests")
     ev.add_argument("responses", nargs="+", metavar="RESPONSES",
                     help="response files: iKAT 2023/2024 JSON, iKAT 2025 JSONL, TREC RAG 2024/2025 JSONL, "
                          "CONE-RAG {turn: {run: response}} JSON (several runs)")
-    ev.add_argument("--response-format", choices=RESPONSE_FORMATS.names(),
-                    help="the responses' format (default: told from the content)")
+    add_named(ev, "--response-format", _response_formats, lambda: _format_help("the responses'", _response_formats()))
     ev.add_argument("--nuggets", required=True, metavar="BANK",
                     help="nugget bank: CONE-RAG gold nuggets JSON (grades 1-4) or nuggetizer nuggets JSONL")
-    ev.add_argument("--nuggets-format", choices=BANKS.names(),
-                    help="the nugget bank's format (default: told from the content)")
+    add_named(ev, "--nuggets-format", _banks, lambda: _format_help("the nugget bank's", _banks()))
     ev.add_argument("--vital-grade", type=number_in(0, math.inf, whole=True), default=3,
                     help="graded nuggets at or above this grade are vital (default 3)")
     ev.add_argument("--judge", required=True, metavar="NAME",
@@ -57,6 +54,23 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     ev.add_argument("--per-turn", action="store_true", help="add every (run, turn) row to JSON output (json only)")
     add_output(ev, stdout=True, help="write the report here (atomically) instead of stdout")
     ev.set_defaults(responses_run=_eval)
+
+
+def _response_formats() -> Registry:
+    from harness.responses.readers import FORMATS
+
+    return FORMATS
+
+
+def _banks() -> Registry:
+    from harness.responses.nuggets import BANKS
+
+    return BANKS
+
+
+def _format_help(whose: str, registry: Registry) -> str:
+    return (f"{whose} format (default: told from the content): {', '.join(registry.names())}, or a plug-in's "
+            "python:MODULE:ATTR")
 
 
 def run(args: argparse.Namespace) -> int:
