@@ -9,6 +9,8 @@ import sys
 from enum import Enum
 from pathlib import Path
 
+import pytest
+
 from harness.cli import main
 from harness.queries import STRATEGIES
 from harness.registry import Param, declare
@@ -183,6 +185,19 @@ def test_a_python_spec_is_shown_with_the_declaration_its_signature_gives(tmp_pat
     assert main(["components", "retriever", "python:components_shown:search", "--format", "json"]) == 0
     [shown] = json.loads(capsys.readouterr().out)["retriever"]
     assert shown["parameters"] == [{"name": "boost", "type": "a number", "required": False, "default": 1.0, "desc": ""}]
+
+
+@pytest.mark.parametrize("kind, named, where", [
+    ("scale", "scale", "--scale, a labels file's sidecar"),
+    ("corpus-format", "corpus format", "a corpus spec's NAME:"),
+])
+def test_a_python_spec_of_a_kind_named_by_registered_name_alone_is_refused(capsys, kind, named, where):
+    """No place takes one (it listed the object, as though `--scale python:...` would work)."""
+    spec = "python:harness.judge.scales:SUPPORT_0_2"
+    assert main(["components", kind, spec]) == 2
+    assert capsys.readouterr().err == (f"harness components: error: {named} {spec!r}: a {named} is named by its "
+                                       f"registered name alone ({where}), not by a python: spec: give yours an "
+                                       "entry point\n")
 
 
 def test_one_named_component_is_shown_alone_and_an_unknown_one_is_an_error(capsys):

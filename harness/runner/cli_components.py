@@ -1,7 +1,8 @@
 """`harness components [KIND [NAME]]`: every registered component (built-in or plug-in) by kind, as it
 declares itself (`Registry.declaration`): its summary, the parameters a config may give (type,
 default, description), a benchmark's splits and typed fields, and where a plug-in comes from.
-NAME shows one, a `python:module:attr` spec too (such a plug-in is registered under no name).
+NAME shows one, a `python:module:attr` spec too (such a plug-in is registered under no name), of
+every kind but those named by registered name alone (a scale, a corpus format).
 
 `--format md` writes the tables of the README's "Pieces you can name" section, and
 `--update README.md` rewrites them there, between `<!-- components:KIND -->` and
@@ -22,7 +23,7 @@ from typing import Any
 from harness.atomic import atomic_write
 from harness.cli import add_format
 from harness.errors import COMPRESSED, HarnessError, InputError, counted, read_input
-from harness.registry import Declaration, Param, Registry, describe_type
+from harness.registry import PYTHON, Declaration, Param, Registry, describe_type
 
 # kind -> (module, registry): imported when listed
 REGISTRIES = {
@@ -45,6 +46,12 @@ REGISTRIES = {
     "scale": ("harness.judge.scales", "SCALES"),
     "response-format": ("harness.responses.readers", "FORMATS"),
     "nugget-bank": ("harness.responses.nuggets", "BANKS"),
+}
+# kind -> where it is named: a kind taking entry points whose places of use take a registered name
+# alone, no `python:` spec (README, "Plug-ins")
+BY_NAME_ONLY = {
+    "scale": "--scale, a labels file's sidecar",
+    "corpus-format": "a corpus spec's NAME:",
 }
 FORMATS = ("table", "json", "md")
 TABLE = re.compile(r"(<!-- components:(?P<kind>[\w-]+) -->\n).*?(<!-- /components -->)", re.S)
@@ -125,8 +132,12 @@ def listed(kind: str, name: str) -> dict[str, Any]:
 
 def describe(kind: str, name: str) -> dict[str, Any]:
     """One component as its declaration says: name, summary, parameters (and, for benchmarks,
-    splits, turn fields and conversation fields), and where a plug-in comes from."""
+    splits, turn fields and conversation fields), and where a plug-in comes from. A `python:`
+    spec of a kind named by registered name alone is refused, as no place would take it."""
     components = registry(kind)
+    if name.startswith(PYTHON) and kind in BY_NAME_ONLY:
+        raise HarnessError(f"{components.kind} {name!r}: a {components.kind} is named by its registered name alone "
+                           f"({BY_NAME_ONLY[kind]}), not by a python: spec: give yours an entry point")
     declaration = components.declaration(name)
     origin = components.origin(name)
     plugin = None
