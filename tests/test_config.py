@@ -985,29 +985,35 @@ def test_a_retriever_whose_extra_is_not_installed_is_refused_when_the_config_is_
 
 def test_every_missing_extra_is_said_at_once_with_the_command_installing_them_all(tmp_path, monkeypatch, capsys):
     """Each at the first key needing it, where the first alone was said, one per try."""
-    for module in ("pyserini", "torch"):
+    for module in ("pyserini", "torch", "spacy"):
         monkeypatch.setitem(sys.modules, module, None)  # as if not installed
     rrf = {"name": "rrf", "params": {"retrievers": ["bm25", "dense"]}}
     config = _write(tmp_path, {"output": str(tmp_path / "runs"), "experiments": [
-        _experiment(name="a", topics="ikat2023:test", retrievers=["bm25", "dense", rrf]),
+        _experiment(name="a", topics="ikat2023:test", strategies=["raw", "hqe"], retrievers=["bm25", "dense", rrf]),
         _experiment(name="b", topics="ikat2023:test", retrievers=["dense"], tag="b.{retriever}")]})
     assert main(["run", str(config), "--dry-run"]) == 2
     assert capsys.readouterr() == ("", (
         f"harness run: error: {config}: experiments[0].retrievers[0]: retriever 'bm25': this needs pyserini, from the "
         "[lucene] extra: pip install 'convsearch-harness[lucene]' (or 'convsearch-harness[all]')\n"
+        f"{config}: experiments[0].strategies[1]: query strategy 'hqe': this needs spacy, from the [segment] extra: "
+        "pip install 'convsearch-harness[segment]' (or 'convsearch-harness[all]')\n"
         f"{config}: experiments[0].retrievers[1]: retriever 'dense': this needs torch, {_DENSE_EXTRA}\n"
-        f"{config}: to install them all: pip install 'convsearch-harness[dense,lucene]' (or 'convsearch-harness[all]')\n"))
+        f"{config}: to install them all: pip install 'convsearch-harness[dense,lucene,segment]' "
+        "(or 'convsearch-harness[all]')\n"))
 
 
 @pytest.mark.parametrize("dry_run", [["--dry-run"], []])
 def test_an_extra_is_asked_for_only_by_the_runs_only_selects(tmp_path, monkeypatch, capsys, dry_run):
-    """A [lucene]-only install runs a BM25 run of a config whose other runs are dense."""
-    monkeypatch.setitem(sys.modules, "torch", None)  # as if not installed
+    """A [lucene]-only install runs a BM25 run of a config whose other runs are dense, or hqe's."""
+    for module in ("torch", "spacy"):
+        monkeypatch.setitem(sys.modules, module, None)  # as if not installed
     config = _write(tmp_path, {"output": str(tmp_path / "runs"), "experiments": [
-        _experiment(name="a", topics="ikat2023:test", strategies=["manual"], retrievers=["bm25", "dense"],
+        _experiment(name="a", topics="ikat2023:test", strategies=["manual", "hqe"], retrievers=["bm25", "dense"],
                     measures=["RR"], k=5)]})
     assert main(["run", str(config), "--only", "ikat2023-test.manual.dense", "--dry-run"]) == 2
     assert "retriever 'dense': this needs torch" in capsys.readouterr().err
+    assert main(["run", str(config), "--only", "ikat2023-test.hqe.bm25", "--dry-run"]) == 2
+    assert "experiments[0].strategies[1]: query strategy 'hqe': this needs spacy" in capsys.readouterr().err
     assert main(["run", str(config), "--only", "ikat2023-test.manual.bm25", *dry_run]) == 0
     assert "ikat2023-test.manual.bm25" in capsys.readouterr().out
 

@@ -38,9 +38,9 @@ class Strategy:
     that can give a turn an empty query says why in `empty` (a plug-in's are counted in one
     warning). As defined here they do nothing."""
 
-    def __init__(self, name: str, summary: str = "", params: Sequence[Param] = ()) -> None:
+    def __init__(self, name: str, summary: str = "", params: Sequence[Param] = (), needs: Sequence[str] = ()) -> None:
         self.name = name
-        self.declaration = Declaration(name, summary, tuple(params))
+        self.declaration = Declaration(name, summary, tuple(params), needs=tuple(needs))
 
     def __call__(self, conversation: Conversation, turn_index: int, arg: str | None = None) -> Query:
         return self.query(conversation, turn_index, *self.arguments(arg))
@@ -87,8 +87,8 @@ class Function(Strategy):
                  topics: Callable[[Sequence[Conversation]], None] | None = None,
                  arguments_check: Callable[..., None] | None = None,
                  said: Callable[[Sequence[Conversation]], list[str]] | None = None,
-                 empty: Callable[[str], str] | None = None) -> None:
-        super().__init__(name, summary, params)
+                 empty: Callable[[str], str] | None = None, needs: Sequence[str] = ()) -> None:
+        super().__init__(name, summary, params, needs)
         self.function, self.topics, self.arguments_check, self.said = function, topics, arguments_check, said
         self.empty_note = empty
 
@@ -134,14 +134,15 @@ def register(name: str, summary: str, params: Sequence[Param] = (),
              topics: Callable[[Sequence[Conversation]], None] | None = None,
              check: Callable[..., None] | None = None,
              notes: Callable[[Sequence[Conversation]], list[str]] | None = None,
-             empty: Callable[[str], str] | None = None) -> Callable[[F], F]:
+             empty: Callable[[str], str] | None = None, needs: Sequence[str] = ()) -> Callable[[F], F]:
     """Decorator: the function `(conversation, turn_index, *arguments) -> Query` is the strategy
     `name`, declared by `summary` and `params` (its arguments after `NAME:`); when a config names
     it, `topics` checks that a benchmark's conversations hold what it reads, and `check(*arguments)`
     that what its arguments name can be read; `notes(conversations)` is what its stream says, and
-    `empty(qid)` why a turn's query is empty."""
+    `empty(qid)` why a turn's query is empty; `needs`, the modules of an optional extra it imports
+    (harness.extras), are looked for when a config names it."""
     def decorator(function: F) -> F:
-        add(Function(name, summary, params, function, topics, check, notes, empty))
+        add(Function(name, summary, params, function, topics, check, notes, empty, needs))
         return function
 
     return decorator
@@ -150,7 +151,7 @@ def register(name: str, summary: str, params: Sequence[Param] = (),
 def add(strategy: Strategy) -> None:
     """Register a strategy object under its name, as it declares itself."""
     declared = strategy.declaration
-    STRATEGIES.add(declared.name, strategy, declared.summary, declared.params)
+    STRATEGIES.add(declared.name, strategy, declared.summary, declared.params, needs=declared.needs)
 
 
 def get(name: str) -> tuple[Strategy, str | None]:

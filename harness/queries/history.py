@@ -210,7 +210,7 @@ def _check_benchmark(benchmark: str | None) -> None:
 
 @register("hqe", "history query expansion (Lin et al., 2020): salient earlier words, then the utterance", [
     Param("BENCHMARK", str | None, None, "the benchmark whose utterances are the IDF background (default: "
-          "this conversation so far)")], check=_check_benchmark)
+          "this conversation so far)")], check=_check_benchmark, needs=("spacy",))
 def hqe(conversation: Conversation, turn_index: int, benchmark: str | None = None) -> Query:
     """History query expansion (Lin et al., 2020, "Query Reformulation using Query History for
     Passage Retrieval in Conversational Search"), with IDF in place of BM25 term scores.

@@ -78,6 +78,11 @@ class ConfigError(InputError):
         super().__init__(path, f"{key}: {problem}" if key else problem)
 
 
+# each optional extra a strategy or retriever needs that is not installed: the error naming it at
+# the strategy's or retriever's key, and the missing module
+Missing = tuple[tuple[ConfigError, str], ...]
+
+
 @dataclass(frozen=True)
 class RetrieverSpec:
     name: str  # registered retriever (task `retrieval`) or method (task `ptkb`)
@@ -138,10 +143,11 @@ class Experiment:
     # why its runs are written and not scored (topics without qrels, and no measures named);
     # None: they are scored
     unscored: str | None = None
-    # per retriever (in `retrievers` order), each optional extra it needs that is not installed:
-    # (the error at its key, the missing module), said for the runs selected (`Config.selected`), not
-    # for a run --only leaves out
-    missing: tuple[tuple[tuple[ConfigError, str], ...], ...] = field(default=(), compare=False, repr=False)
+    # per strategy and per retriever (in their orders), each optional extra it needs that is not
+    # installed: (the error at its key, the missing module), said for the runs selected
+    # (`Config.selected`), not for a run --only leaves out
+    strategies_missing: tuple[Missing, ...] = field(default=(), compare=False, repr=False)
+    retrievers_missing: tuple[Missing, ...] = field(default=(), compare=False, repr=False)
 
 
 @dataclass(frozen=True)
@@ -210,8 +216,12 @@ class Config:
         runs = self.runs(only)
         found: dict[str, tuple[ConfigError, str]] = {}  # by what is said, at the first key saying it
         for run in runs:
-            missing = run.experiment.missing
-            for error, module in missing[run.experiment.retrievers.index(run.retriever)] if missing else ():
+            experiment = run.experiment
+            strategy = (experiment.strategies_missing[experiment.strategies.index(run.strategy)]
+                        if run.strategy is not None and experiment.strategies_missing else ())
+            retriever = (experiment.retrievers_missing[experiment.retrievers.index(run.retriever)]
+                         if experiment.retrievers_missing else ())
+            for error, module in (*strategy, *retriever):
                 found.setdefault(error.problem.removeprefix(f"{error.key}: "), (error, module))
         if not found:
             return runs
@@ -594,7 +604,8 @@ def _experiment(node: Node, defaults: dict[str, Any], problems: Problems,
         raise keys["topics"].error(f"{benchmark.name} brings no corpus; give 'corpus:' (a file or spec, "
                                    "or {index: NAME})")
     count = _counting(corpus, benchmark)  # one count for every retriever of the experiment
-    missing = tuple(_missing(item, retriever, task.retrievers(), count) for item, retriever in zip(items, retrievers))
+    retrievers_missing = tuple(_missing(item, retriever, task.retrievers(), count)
+                               for item, retriever in zip(items, retrievers))
     for item, retriever in zip(items, retrievers):
         if corpus is not None and corpus.index is not None:
             _takes_index(item, retriever, task.retrievers(), corpus.index)
@@ -650,7 +661,8 @@ def _experiment(node: Node, defaults: dict[str, Any], problems: Problems,
         note=note,
         given_qrels=qrels,
         unscored=unscored,
-        missing=missing,
+        strategies_missing=_strategies_missing(keys.get("strategies"), strategies),
+        retrievers_missing=retrievers_missing,
     )
 
 
@@ -689,6 +701,20 @@ def _strategy(node: Node, name: str, benchmark) -> None:
         lookup(node, lambda: queries.check_topics(name, benchmark.conversations))
 
 
+def _strategies_missing(node: Node | None, names: tuple[str, ...]) -> tuple[Missing, ...]:
+    """For each strategy, the first module of an optional extra it imports (hqe's spaCy) that is
+    not installed, with the error naming its extra at its key (none: checked as a retriever's is)."""
+    from harness import queries
+    from harness.extras import first_missing, needs_extra
+
+    found = []
+    for item, name in zip(node.items() if node is not None else (), names):
+        strategy, _ = queries.get(name)
+        module = first_missing(strategy.declaration.needs)
+        found.append(((item.error(f"query strategy {name!r}: {needs_extra(module)}"), module),) if module else ())
+    return tuple(found)
+
+
 def _retriever(node: Node, task, problems: Problems) -> RetrieverSpec:
     """The spec, its params checked against the declaration and every local file or folder
     they name looked for (a missing one kept in `problems`)."""
@@ -715,7 +741,7 @@ def _retriever(node: Node, task, problems: Problems) -> RetrieverSpec:
 
 
 def _missing(node: Node, retriever: RetrieverSpec, registry: Registry,
-             count: Callable[[int], int | None]) -> tuple[tuple[ConfigError, str], ...]:
+             count: Callable[[int], int | None]) -> Missing:
     """The modules the retriever (and each nested in its params) imports when built, with its
     params over the documents `count` counts, that are not installed (found, not imported: torch
     takes seconds), the first of each: the error naming its extra, at this key, with the module.
