@@ -13,11 +13,16 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 import harness
+from harness.errors import HarnessError
+from harness.responses.model import Nugget, NuggetBank, Response, ResponseRun, Sentence
+from harness.responses.nuggets import BANKS, read_bank
+from harness.responses.readers import FORMATS, read_responses
 
 MODULE = '''
 """Our lab's own protocol, scale and file formats."""
@@ -84,6 +89,10 @@ def not_a_reader():
 
 def by_turn(path):
     return {"1_1": "Paris"}
+
+
+def graded_as_text(path, vital_grade):
+    return NuggetBank(path.name, {"1_1": (Nugget("1", "the capital is Paris", "3", True),)}, "as written")
 '''
 
 ENTRY_POINTS = """[harness.presets]
@@ -97,6 +106,7 @@ wrong = lab_plugin:not_a_reader
 by-turn = lab_plugin:by_turn
 [harness.nugget_banks]
 lab-tsv = lab_plugin:read_bank
+graded-as-text = lab_plugin:graded_as_text
 [harness.ptkb_methods]
 listed-first = lab_plugin:ListedFirst
 [harness.corpus_formats]
@@ -270,8 +280,21 @@ def test_a_plugin_of_the_wrong_shape_is_broken_naming_what_it_should_be_and_its_
     done = _harness("responses", "eval", "answers.json", "--response-format", "by-turn", "--nuggets", "n.json",
                     "--judge", "minilm")
     assert done.returncode == 2 and "Traceback" not in done.stderr
-    assert done.stderr.splitlines()[-1] == ("harness responses eval: error: response format 'by-turn' answered dict; "
-                                            "expected a list of harness.responses.model.ResponseRun")
+    assert done.stderr.splitlines()[-1] == ("harness responses eval: error: response format 'by-turn' (package "
+                                            "lab-plugin 0.3) answered dict; expected a list of "
+                                            "harness.responses.model.ResponseRun")
+
+
+def test_a_plugin_bank_answering_a_record_off_the_model_is_one_line_naming_its_package_and_the_record(installed):
+    """A grade "3", as a JSON or TSV reader leaves it, was a TypeError from the harness's code comparing it."""
+    (installed / "answers.tsv").write_text("1_1\tmine\tParis is the capital.\n")
+    (installed / "nuggets.tsv").write_text("anything")
+    done = _harness("responses", "eval", "answers.tsv", "--response-format", "lab-tsv", "--nuggets", "nuggets.tsv",
+                    "--nuggets-format", "graded-as-text", "--judge", "minilm")
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+    assert done.stderr.splitlines()[-1] == ("harness responses eval: error: nugget bank format 'graded-as-text' "
+                                            "(package lab-plugin 0.3) answered turn '1_1', nuggets[0]: grade '3' "
+                                            "(str); expected a whole number of 0 or more")
 
 
 def test_a_scale_plugin_that_cannot_be_loaded_is_broken_where_listed_and_no_error_in_a_warning_about_scales(
@@ -286,3 +309,46 @@ def test_a_scale_plugin_that_cannot_be_loaded_is_broken_where_listed_and_no_erro
              "print(scale_warning(Qrels('h', {'1': {'d': 4}}), 'x', {'scale': 'yes-no', 'matches_file': True}, 'u'))")
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
     assert done.stdout.endswith("judge with --scale relevance-0-4\n"), done.stderr
+
+
+def _answering(response: object) -> Callable[[Path], list[ResponseRun]]:
+    return lambda path: [ResponseRun("r", path, "mine", {"1_1": response})]
+
+
+@pytest.mark.parametrize("response, said", [
+    ("Paris", "turn '1_1': the response 'Paris' (str); expected a harness.responses.model.Response"),
+    (Response("1_1", None), "turn '1_1': text None (NoneType); expected a string"),
+    (Response("1_2", "Paris"), "turn '1_1': turn '1_2' (str); expected its key '1_1'"),  # was scored under 1_1
+    (Response("1_1", "Paris", ("Paris",)), "turn '1_1': sentences ('Paris',) (tuple); expected a tuple of "
+                                           "harness.responses.model.Sentence"),
+    (Response("1_1", "Paris", (Sentence("Paris", "p1"),)), "turn '1_1', sentences[0]: citations 'p1' (str); "
+                                                          "expected a tuple of passage ids (strings)"),
+    (Response("1_1", "Paris", dropped=-1), "turn '1_1': dropped -1 (int); expected a count (0 or more)"),
+])
+def test_a_plugin_response_format_answering_a_record_off_the_model_is_one_line_naming_the_record(
+        tmp_path, response, said):
+    """Each was a traceback from the harness's code reading it (AttributeError: 'str' object has no attribute ...)."""
+    (tmp_path / "answers").write_text("")
+    with FORMATS.using({"mine": _answering(response)}), pytest.raises(HarnessError) as raised:
+        read_responses(tmp_path / "answers", "mine")
+    assert str(raised.value) == f"response format 'mine' answered run 'r', {said}"
+
+
+def _bank(*nuggets: object) -> Callable[[Path, int], NuggetBank]:
+    return lambda path, vital_grade: NuggetBank("b", {"1_1": nuggets}, "as given", vital_grade)
+
+
+@pytest.mark.parametrize("nuggets, said", [
+    ((Nugget("1", "Paris", "3", True),), ", nuggets[0]: grade '3' (str); expected a whole number of 0 or more"),
+    ((Nugget("1", "Paris", 2, True), Nugget("1", "Lyon", 1, False)),  # its judgment is keyed by the id
+     ", nuggets[1]: id '1' (str); expected an id given once in the turn (it keys the judgment)"),
+    ((Nugget(1, "Paris", 2, True),), ", nuggets[0]: id 1 (int); expected a string"),
+    ((Nugget("1", None, 2, True),), ", nuggets[0]: text None (NoneType); expected a non-blank string"),
+    ((Nugget("1", "Paris", 2, "yes"),), ", nuggets[0]: vital 'yes' (str); expected True or False"),
+    (("Paris",), ": nuggets ('Paris',) (tuple); expected a tuple of harness.responses.model.Nugget"),
+])
+def test_a_plugin_bank_answering_a_record_off_the_model_is_one_line_naming_the_record(tmp_path, nuggets, said):
+    (tmp_path / "nuggets").write_text("")
+    with BANKS.using({"mine": _bank(*nuggets)}), pytest.raises(HarnessError) as raised:
+        read_bank(tmp_path / "nuggets", "mine")
+    assert str(raised.value) == f"nugget bank format 'mine' answered turn '1_1'{said}"

@@ -479,6 +479,19 @@ def test_the_api_refuses_a_format_for_what_is_read_already(given, error):
         evaluate([run_of("one", {"1_1": "a"})], small_bank(), CountingJudge(), **given)
 
 
+@pytest.mark.parametrize("responses, nuggets, error", [
+    (ResponseRun("r", Path("r"), "mine", {"1_1": Response("1_1", None)}), small_bank(),
+     "responses= holds run 'r', turn '1_1': text None (NoneType); expected a string"),
+    (run_of("r", {"1_1": "a"}), NuggetBank("b", {"1_1": (Nugget("1", "a", "3", True),)}, "rule"),
+     "nuggets= holds turn '1_1', nuggets[0]: grade '3' (str); expected a whole number of 0 or more"),
+])
+def test_the_api_refuses_runs_and_banks_it_is_handed_holding_a_record_off_the_model_naming_it(responses, nuggets,
+                                                                                              error):
+    """As a plug-in reader's answer is refused: each was a traceback from the harness's code (AttributeError)."""
+    with pytest.raises(HarnessError, match=f"^{re.escape(error)}$"):
+        evaluate(responses, nuggets, CountingJudge())
+
+
 def test_the_api_s_unknown_response_format_lists_the_known_ones(tmp_path):
     (tmp_path / "r.json").write_text("{}")
     with pytest.raises(HarnessError, match=r"^unknown response format 'ikat'; nearest: ikat-json; known: "):

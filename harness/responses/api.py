@@ -63,9 +63,9 @@ def _evaluation(responses: Any, nuggets: Any, judge: Any, *, citations: bool, pa
     from harness.responses.evaluate import evaluate_runs
     from harness.responses.judges import make_judge
     from harness.responses.model import NuggetBank, ResponseRun
-    from harness.responses.nuggets import read_bank
+    from harness.responses.nuggets import bank_problem, read_bank
     from harness.responses.questions import turn_questions
-    from harness.responses.readers import cited_passages, read_responses
+    from harness.responses.readers import cited_passages, read_responses, run_problem
 
     if citation_prompt is not None and not citations:  # as the CLI's --citation-prompt: not ignored
         raise HarnessError("citation_prompt= serves citations=True (citation support), which is not given: pass "
@@ -80,6 +80,10 @@ def _evaluation(responses: Any, nuggets: Any, judge: Any, *, citations: bool, pa
     if nuggets_format is not None and isinstance(nuggets, NuggetBank):
         raise HarnessError("nuggets_format= says how to read a nugget file, and nuggets= is a NuggetBank (read "
                            "already): leave it out")
+    for setting, wrong in (("responses", run_problem([x for x in given if isinstance(x, ResponseRun)])),
+                           ("nuggets", bank_problem(nuggets) if isinstance(nuggets, NuggetBank) else None)):
+        if wrong is not None:  # checked as a plug-in reader's answer is
+            raise HarnessError(f"{setting}= holds {wrong}")
     runs = [item for x in given for item in ([x] if isinstance(x, ResponseRun) else read_responses(x, response_format))]
     check_baselines(baselines, [run.name for run in runs])  # before the judging, which may cost an LLM's calls
     bank = nuggets if isinstance(nuggets, NuggetBank) else read_bank(nuggets, nuggets_format, vital_grade=vital_grade)

@@ -24,9 +24,10 @@ from pathlib import Path
 
 from harness import jsonl
 from harness.errors import InputError, open_input
-from harness.registry import Registry, answering, summary_of
+from harness.registry import Registry, summary_of
 from harness.responses.model import Nugget, NuggetBank
-from harness.responses.readers import NUGGETIZER_KEYS, json_object, once
+from harness.responses.readers import (NUGGETIZER_KEYS, checking, first_off, is_map_of_str, is_str, is_tuple_of,
+                                       is_whole, json_object, once)
 from harness.trec import looks_like_qrels_line, looks_like_run_line
 
 VITAL_GRADE = 3
@@ -36,8 +37,40 @@ IMPORTANCE_RULE = ("graded nuggets: vital when grade >= {vital_grade}, weight = 
 
 BankReader = Callable[[Path, int], NuggetBank]
 BANKS: Registry[BankReader] = Registry("nugget bank format", group="harness.nugget_banks", summary=summary_of)
-BANKS.adapter(answering(BANKS.kind, "f(path, vital_grade)", "a harness.responses.model.NuggetBank",
-                        lambda bank: isinstance(bank, NuggetBank)))
+
+
+def bank_problem(bank: NuggetBank) -> str | None:
+    """The first field of `bank` off the types of harness.responses.model, as a built-in reader
+    checks its file: a grade an int of 0 or more (a grade "3" failed comparing to vital_grade),
+    a nugget's text not blank, and its id once in its turn (the id keys its judgment)."""
+    wrong = first_off(f"bank {bank.name!r}", [
+        ("name", bank.name, is_str, "a string"),
+        ("nuggets", bank.nuggets, lambda v: isinstance(v, dict) and all(map(is_str, v)),
+         "a dict {turn id (a string): tuple of harness.responses.model.Nugget}"),
+        ("rule", bank.rule, is_str, "the importance rule in words (a string)"),
+        ("vital_grade", bank.vital_grade, lambda v: v is None or is_whole(v), "None or a whole number"),
+        ("questions", bank.questions, is_map_of_str, "a dict {turn id: question} of strings")])
+    for turn, nuggets in bank.nuggets.items() if wrong is None else ():
+        wrong = first_off(f"turn {turn!r}", [
+            ("nuggets", nuggets, is_tuple_of(Nugget), "a tuple of harness.responses.model.Nugget")])
+        seen: set[str] = set()
+        for index, nugget in enumerate(nuggets if wrong is None else ()):
+            wrong = first_off(f"turn {turn!r}, nuggets[{index}]", [
+                ("id", nugget.id, is_str, "a string"),
+                ("text", nugget.text, lambda v: is_str(v) and v.strip() != "", "a non-blank string"),
+                ("grade", nugget.grade, lambda v: is_whole(v) and v >= 0, "a whole number of 0 or more"),
+                ("vital", nugget.vital, lambda v: isinstance(v, bool), "True or False"),
+                ("id", nugget.id, lambda v: v not in seen, "an id given once in the turn (it keys the judgment)")])
+            if wrong is not None:
+                break
+            seen.add(nugget.id)
+        if wrong is not None:
+            break
+    return wrong
+
+
+BANKS.adapter(checking(BANKS, "f(path, vital_grade)", "a harness.responses.model.NuggetBank",
+                       lambda bank: isinstance(bank, NuggetBank), bank_problem))
 
 
 def read_bank(path: str | Path, format: str | None = None, vital_grade: int = VITAL_GRADE) -> NuggetBank:

@@ -30,13 +30,14 @@ the field.
 
 from __future__ import annotations
 
+import functools
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from harness import jsonl
-from harness.errors import InputError
+from harness.errors import HarnessError, InputError
 from harness.registry import Registry, answering, summary_of
 from harness.responses.model import Response, ResponseRun, Sentence
 from harness.trec import canonical_order, file_stem, looks_like_run_line
@@ -46,8 +47,109 @@ if TYPE_CHECKING:
 
 Reader = Callable[[Path], list[ResponseRun]]
 FORMATS: Registry[Reader] = Registry("response format", group="harness.response_formats", summary=summary_of)
-FORMATS.adapter(answering(FORMATS.kind, "f(path)", "a list of harness.responses.model.ResponseRun",
-                          lambda runs: isinstance(runs, list) and all(isinstance(run, ResponseRun) for run in runs)))
+
+# a record's field: its name, its value, whether the value fits, what was expected (`first_off`)
+Field = tuple[str, Any, Callable[[Any], bool], str]
+
+
+def is_str(value: Any) -> bool:
+    return isinstance(value, str)
+
+
+def is_whole(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def is_tuple_of(kind: type | tuple[type, ...]) -> Callable[[Any], bool]:
+    return lambda value: isinstance(value, (tuple, list)) and all(isinstance(item, kind) for item in value)
+
+
+def is_map_of_str(value: Any) -> bool:
+    return isinstance(value, Mapping) and all(isinstance(k, str) and isinstance(v, str) for k, v in value.items())
+
+
+def first_off(where: str, fields: Iterable[Field]) -> str | None:
+    """`where`'s first field whose value does not fit, with the value and what was expected, in
+    words (`run 'r', turn '0_2': text None (NoneType); expected a string`); None where all fit."""
+    for name, value, fits, expected in fields:
+        if not fits(value):
+            shown = repr(value)
+            shown = shown if len(shown) <= 60 else shown[:57] + "..."
+            return f"{where}: {name} {shown} ({type(value).__name__}); expected {expected}"
+    return None
+
+
+def plugin_named(registry: Registry, name: str) -> str:
+    """The plug-in `name` of `registry` as its errors name it: its kind and name (a `python:`
+    spec names its module) and, for an entry point, the package it comes from."""
+    origin = registry.origin(name) or {}
+    package = f" (package {origin['distribution']} {origin['version']})" if origin.get("distribution") else ""
+    return f"{registry.kind} {name!r}{package}"
+
+
+def checking(registry: Registry, call: str, answer: str, right: Callable[[Any], bool],
+             problem: Callable[[Any], str | None]) -> Callable[[str, Any], Callable]:
+    """The adapter of a reader kind: a plug-in's signature checked as `answering` checks it, and
+    its answer, where not `right` or where `problem` finds a record in it off the model (a str
+    where a Response goes, a grade "3"), one line naming the plug-in, its package and that
+    record, where it was a traceback from the harness's code that reads it. Built-in readers
+    check their files instead, and are not adapted."""
+    def adapt(name: str, obj: Any) -> Callable:
+        read = answering(registry.kind, call, answer, lambda found: True)(name, obj)  # its answer checked below
+
+        @functools.wraps(read)
+        def checked(*args: Any) -> Any:
+            found = read(*args)
+            wrong = problem(found) if right(found) else f"{type(found).__name__}; expected {answer}"
+            if wrong is not None:
+                raise HarnessError(f"{plugin_named(registry, name)} answered {wrong}")
+            return found
+
+        return checked
+
+    return adapt
+
+
+def run_problem(runs: list[ResponseRun]) -> str | None:
+    """The first field of `runs` off the types of harness.responses.model, which the harness
+    reads as a built-in reader leaves them; a response is keyed by its own turn (a Response
+    under another turn's key was scored there silently)."""
+    for run in runs:
+        where = f"run {run.name!r}"
+        wrong = first_off(where, [
+            ("name", run.name, lambda v: is_str(v) and v != "", "a non-empty string"),
+            ("path", run.path, lambda v: isinstance(v, Path), "the pathlib.Path read"),
+            ("format", run.format, is_str, "a string"),
+            ("responses", run.responses, lambda v: isinstance(v, dict) and all(map(is_str, v)),
+             "a dict {turn id (a string): harness.responses.model.Response}")])
+        if wrong is not None:
+            return wrong
+        for turn, response in run.responses.items():
+            wrong = first_off(f"{where}, turn {turn!r}", [
+                ("the response", response, lambda v: isinstance(v, Response), "a harness.responses.model.Response")])
+            wrong = wrong or first_off(f"{where}, turn {turn!r}", [
+                ("turn", response.turn, lambda v: v == turn, f"its key {turn!r}"),
+                ("text", response.text, is_str, "a string"),
+                ("sentences", response.sentences, is_tuple_of(Sentence),
+                 "a tuple of harness.responses.model.Sentence"),
+                ("passages", response.passages, is_map_of_str, "a mapping {passage id: text} of strings"),
+                ("line", response.line, lambda v: v is None or is_whole(v) and v > 0, "None or a line number"),
+                ("cites_top", response.cites_top, lambda v: isinstance(v, bool), "True or False"),
+                ("dropped", response.dropped, lambda v: is_whole(v) and v >= 0, "a count (0 or more)"),
+                ("question", response.question, lambda v: v is None or is_str(v), "None or a string")])
+            if wrong is None:  # its sentences are Sentences
+                wrong = next(filter(None, (first_off(f"{where}, turn {turn!r}, sentences[{index}]", [
+                    ("text", sentence.text, is_str, "a string"),
+                    ("citations", sentence.citations, is_tuple_of(str), "a tuple of passage ids (strings)")])
+                    for index, sentence in enumerate(response.sentences))), None)
+            if wrong is not None:
+                return wrong
+    return None
+
+
+FORMATS.adapter(checking(FORMATS, "f(path)", "a list of harness.responses.model.ResponseRun",
+                         lambda runs: isinstance(runs, list) and all(isinstance(run, ResponseRun) for run in runs),
+                         run_problem))
 
 
 def _text(path: Path) -> str:
