@@ -10,6 +10,7 @@ tests/test_plugins.py installs its broken ones; nothing is installed into the sh
 from __future__ import annotations
 
 import json
+import re
 import os
 import subprocess
 import sys
@@ -352,3 +353,22 @@ def test_a_plugin_bank_answering_a_record_off_the_model_is_one_line_naming_the_r
     with BANKS.using({"mine": _bank(*nuggets)}), pytest.raises(HarnessError) as raised:
         read_bank(tmp_path / "nuggets", "mine")
     assert str(raised.value) == f"nugget bank format 'mine' answered turn '1_1'{said}"
+
+
+def _slug(heading: str) -> str:
+    """A heading's anchor as GitHub makes it: lower case, punctuation but - and _ dropped, spaces made -."""
+    return "".join(c for c in heading.strip().lower() if c.isalnum() or c in " -_").replace(" ", "-")
+
+
+def test_the_readme_says_for_each_newly_opened_plugin_kind_what_it_is_handed_and_answers_and_where_more_is_said():
+    """One row per entry-point group beyond retrievers, strategies and benchmarks, each linking to a heading."""
+    readme = (Path(harness.__file__).parents[1] / "README.md").read_text()
+    groups = set(re.findall(r"^\| `(harness\.\w+)` \|", readme, re.M))  # the table of entry-point groups
+    table = readme.split("### Plug-in kinds: what each is handed and answers\n", 1)[1].split("\n\n#", 1)[0]
+    rows = [line for line in table.splitlines() if line.startswith("| ") and "(`harness." in line]
+    assert {re.search(r"\(`(harness\.\w+)`\)", row)[1] for row in rows} == groups - {
+        "harness.retrievers", "harness.strategies", "harness.benchmarks"}
+    headings = {_slug(line.lstrip("#")) for line in readme.splitlines() if re.match(r"#+ ", line)}
+    for row in rows:
+        assert all(anchor in headings for anchor in re.findall(r"\]\(#([\w-]+)\)", row)), row
+        assert re.findall(r"\]\(#([\w-]+)\)", row), row
