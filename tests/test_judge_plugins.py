@@ -138,6 +138,21 @@ def test_a_plugin_answering_a_generator_keeps_every_label(tmp_path):
     assert (tmp_path / "out.qrels").read_text() == "".join(f"{q} 0 d{q} 2\n" for q in QIDS)
 
 
+class Argmax(Lengths):
+    """labels by numpy's argmax, as a model's classifier head does: numpy integers"""
+
+    def judge(self, items, progress=False):
+        import numpy as np
+
+        return [Judgment(item.key, np.argmax([0.1, 0.2, 0.9]), "ok", "", False) for item in items]
+
+
+def test_a_plugin_labelling_with_numpy_integers_is_taken_and_written_as_whole_numbers(tmp_path):
+    assert _judge(tmp_path, "python:tests.test_judge_plugins:Argmax") == 0
+    assert (tmp_path / "out.qrels").read_text() == "".join(f"{q} 0 d{q} 2\n" for q in QIDS)
+    assert read_provenance(tmp_path / "out.qrels")["counts"]["ok"] == len(QIDS)
+
+
 @pytest.mark.parametrize("name, problem", [
     ("Fewer", "answered 1 judgments for 2 items: none for item ('0_2', 'd0_2'); expected one judgment per item, "
               "its item_key the item's key"),

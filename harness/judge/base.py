@@ -11,6 +11,7 @@ from __future__ import annotations
 import datetime
 import json
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Protocol
 
@@ -101,6 +102,8 @@ def answered(judge: Judge, items: Sequence[Item], progress: bool = False) -> lis
         if not free:
             raise HarnessError(f"{who} answered item {key!r} twice; expected one judgment per item")
         _check_judgment(judge, judgment, who)
+        if judgment.label is not None and type(judgment.label) is not int:  # numpy's: written and cached as int
+            judgment = replace(judgment, label=int(judgment.label))
         found[free.pop(0)] = judgment
     unanswered = [items[index].key for index, judgment in enumerate(found) if judgment is None]
     if unanswered:

@@ -7,6 +7,8 @@ unparseable, never mapped to 0 or clipped to the scale.
 
 from __future__ import annotations
 
+import numbers
+
 import re
 from dataclasses import dataclass
 
@@ -33,7 +35,8 @@ class Scale:
     def check(self, label: object, who: str = "the judge") -> None:
         """Refuses a label a judge (a plug-in's, say) gave off its own scale: counted, never
         written or scored as if it were a grade."""
-        if isinstance(label, bool) or not isinstance(label, int) or label not in self.labels:  # 1.0, True: not 1
+        if isinstance(label, bool) or not isinstance(label, numbers.Integral) or label not in self.labels:
+            # 1.0, True: not 1; numpy's integers (an argmax) are whole numbers
             raise HarnessError(f"{who} gave label {label!r}, which is not on its scale {self.span()}")
 
     def span(self) -> str:
