@@ -253,3 +253,22 @@ def test_report_without_the_configs_inputs_says_how_to_score_the_runs_from_the_o
     means = json.loads(compared.read_text(encoding="utf-8"))["runs"]["pragmaticqa-val.raw.ranked"]
     recorded = json.loads(Path("runs/repro/pragmaticqa-val.raw.ranked.json").read_text())["scores"]["evaluation"]
     assert {measure: means[measure]["mean"] for measure in ("RR", "R@10")} == recorded["means"]
+
+
+def test_the_report_hint_names_the_qrels_copy_in_the_folder_handed_on_not_where_the_runs_were_made(tmp_path,
+                                                                                                   monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    Path("pq.qrels").write_text("1_1 0 d2 1\n1_2 0 d1 1\n", encoding="utf-8")
+    config = Path("c.yaml")
+    config.write_text(yaml.safe_dump({"k": 10, "output": "runs/repro", "experiments": [
+        {"topics": "pragmaticqa:val", "strategies": ["raw"], "measures": ["RR"], "retrievers": ["ranked"],
+         "qrels": "pq.qrels"}]}), encoding="utf-8")
+    assert _run(config) == 0
+    Path("pq.qrels").unlink()
+    Path("got").mkdir()
+    Path("runs/repro").rename("got/repro")
+    capsys.readouterr()
+    assert _run(config, "--report", "--output", "got/repro") == 2
+    line = capsys.readouterr().err.splitlines()[2]
+    assert line.startswith("harness compare --qrels got/repro/qrels/pq-")
+    assert main(line.split()[1:]) == 0

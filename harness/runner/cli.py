@@ -105,6 +105,8 @@ def from_recorded_runs(config: str, output: Path | None) -> str:
         except (OSError, ValueError, KeyError, TypeError):  # not a run's JSON, or one not scored
             continue
         if key[0] is not None and run.is_file():
+            here = output / "qrels" / Path(key[0]).name  # the copy in the folder handed on, not where it was made
+            key = (str(here), *key[1:]) if here.is_file() else key
             sections.setdefault(key, []).append(shlex.quote(str(run)))
     if not sections:
         return ""
