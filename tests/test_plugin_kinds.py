@@ -237,6 +237,24 @@ def test_a_plugin_corpus_formats_code_keys_its_corpus_as_its_file_does(installed
     assert len(before.stdout) == 65 and after.stdout not in ("", before.stdout), before.stderr + after.stderr
 
 
+def test_a_plugin_corpus_format_capturing_a_compiled_pattern_keys_its_corpus_alike_in_every_process(installed):
+    """A value its code captures (a compiled pattern) is no plain one: keyed by it, the corpus had a
+    new fingerprint in every process, its index and embeddings made again at every run."""
+    (installed / "passages.tsv").write_text("p1\tParis is the capital.\n")
+    module = installed / "site" / "lab_plugin.py"
+    text = module.read_text()
+    made = "lab_corpus = CorpusFormat(open=open_tsv, claims=lambda spec: False)"
+    assert made in text
+    module.write_text(text.replace(made, "import re\n\n\ndef _made():\n    tab = re.compile('\\t')\n\n"
+                                         "    def open_split(spec):\n        assert tab.pattern\n"
+                                         "        return open_tsv(spec)\n\n"
+                                         "    return CorpusFormat(open=open_split, claims=lambda spec: False)\n\n\n"
+                                         "lab_corpus = _made()"))
+    probe = "from harness.corpus.readers import open_corpus; print(open_corpus('labtsv:passages.tsv').fingerprint)"
+    made = [subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120) for _ in "ab"]
+    assert len(made[0].stdout) == 65 and made[0].stdout == made[1].stdout, made[0].stderr + made[1].stderr
+
+
 def test_a_plugin_corpus_format_raising_shows_its_own_frames_and_a_line_naming_it(installed):
     """Its entry point names a CorpusFormat, a harness class: the module it is loaded from is the plug-in's."""
     done = _harness("index", "labtsv:missing.tsv", "--output", "idx")

@@ -89,10 +89,21 @@ def _reader(name: str) -> str | None:
     if origin is None:
         return None
     corpus_format = CORPUS_FORMATS.get(name)
-    code = {part: object_origin(inspect.unwrap(getattr(corpus_format, part)), by_name=True)
+    code = {part: _code_only(object_origin(inspect.unwrap(getattr(corpus_format, part)), by_name=True))
             for part in ("open", "claims")}  # (`open` unwrapped from the check of its answer: _plugin_format)
     package = {key: origin[key] for key in ("entry_point", "distribution", "version", "python") if key in origin}
     return json.dumps({**package, "code": code}, sort_keys=True, default=str)
+
+
+def _code_only(origin: dict) -> dict:
+    """A reader's code as its corpus's fingerprint holds it: its module's sha256 and helpers', not
+    the values its functions capture (a compiled pattern is no plain value: keyed by one, its
+    corpus had a new fingerprint in every process, indexed again at each run); what the reader
+    reads besides its code is its `known_fingerprint`'s to cover. Code with no source to read
+    keeps its never-resumed token: a changed version is not told apart."""
+    if "sha256" not in origin:
+        return origin
+    return {key: origin[key] for key in ("module", "sha256", "helpers") if key in origin}
 
 
 def open_documents(spec: str) -> Corpus:
