@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from harness.cli import main
+from harness.errors import InputError
 from harness.paths import REPO_ROOT, shipped_configs
 from harness.runner.config import config_file
 
@@ -63,6 +64,21 @@ def test_a_file_of_that_name_in_the_folder_wins_over_a_shipped_config(tmp_path, 
     (tmp_path / "quick.yaml").write_text("experiments: []\n")
     assert config_file("quick.yaml") == Path("quick.yaml")
     assert config_file("configs/quick.yaml") == Path("configs/quick.yaml")  # a path is never a shipped name
+
+
+def test_a_folder_of_that_name_does_not_hide_the_shipped_config(tmp_path, monkeypatch):
+    """`harness serve leaderboard` makes ./leaderboard/ for its database: it started once, then
+    said 'leaderboard: is a folder'."""
+    monkeypatch.chdir(tmp_path)
+    Path("leaderboard").mkdir()
+    assert config_file("leaderboard") == shipped_configs()["leaderboard"]
+
+
+def test_a_bare_name_beside_the_users_own_file_of_that_name_is_refused_naming_it(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    Path("quick.yaml").write_text("experiments: []\n")
+    with pytest.raises(InputError, match="quick.yaml is here: give quick.yaml for it"):
+        config_file("quick")
 
 
 def test_an_unknown_bare_name_lists_the_shipped_configs(tmp_path, monkeypatch, capsys):

@@ -468,9 +468,19 @@ def config_file(spec: str | Path) -> Path:
     bare name (`default`, `quick.yaml`) names a shipped config, which an installed harness has
     no clone's configs/ to name by path."""
     path = Path(spec)
-    if path.exists() or path.parent != Path("."):
+    if path.is_file() or path.parent != Path("."):
         return path
-    return shipped_configs().get(path.stem if path.suffix in (".yaml", ".yml") else path.name, path)
+    name = path.stem if path.suffix in (".yaml", ".yml") else path.name
+    shipped = shipped_configs().get(name)
+    if shipped is None:
+        return path
+    if path.exists():  # a folder (`harness serve leaderboard` makes ./leaderboard/ for its database) is no config
+        return shipped
+    here = [f"{name}{suffix}" for suffix in (".yaml", ".yml") if Path(f"{name}{suffix}").is_file()]
+    if here:  # the user's own file, named without its suffix, is not silently passed over for a shipped one
+        raise InputError(path, f"no such config file; {here[0]} is here: give {here[0]} for it (a bare name "
+                               f"gives the config harness ships as {name} where no {name}.yaml is beside it)")
+    return shipped
 
 
 def _shipped_hint(path: Path) -> str:
