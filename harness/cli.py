@@ -131,7 +131,9 @@ def add_format(parser: argparse.ArgumentParser, names: Sequence[str], help: str,
 
 
 def add_preset(parser: argparse.ArgumentParser) -> None:
-    """`--preset NAME` (eval, compare, qrels rank-agree): a measure preset, built in or a plug-in's."""
+    """`--preset NAME` (eval, compare, qrels rank-agree): a measure preset, built in or a plug-in's.
+    Here, importing harness.evaluate only when the name or the help is read: any module of it
+    imports numpy (70 ms), which `harness qrels stats` and the other qrels commands never need."""
     def presets() -> Registry:
         from harness.evaluate.presets import PRESETS
 
