@@ -161,6 +161,74 @@ def test_a_plugin_preset_scores_by_name_in_eval_and_in_a_config(installed, name)
     assert done.returncode == 0, done.stderr
 
 
+BAD_LAB = '''
+"""Another lab's presets, one off its type, one naming a name lab-plugin has."""
+from harness.evaluate.presets import Preset
+
+negative = Preset(measures=("nDCG@3",), depth=-5, source="Scored to a negative depth.")
+deep = Preset(measures=("nDCG@3",), depth=1000, source="Our shallow, made deep.")
+'''
+
+
+@pytest.fixture
+def bad_lab(installed) -> Path:
+    """bad-lab 0.1 installed beside lab-plugin: its presets `negative` (depth -5), `gone` (no such attribute)
+    and `shallow` (lab-plugin's name too)."""
+    site = installed / "site"
+    (site / "bad_lab-0.1.dist-info").mkdir()
+    (site / "bad_lab-0.1.dist-info" / "METADATA").write_text("Metadata-Version: 2.1\nName: bad-lab\nVersion: 0.1\n")
+    (site / "bad_lab-0.1.dist-info" / "entry_points.txt").write_text(
+        "[harness.presets]\nnegative = bad_lab:negative\ngone = bad_lab:MISSING\nshallow = bad_lab:deep\n")
+    (site / "bad_lab.py").write_text(BAD_LAB)
+    (installed / "qrels").write_text("1 0 d1 1\n1 0 d2 0\n2 0 d3 1\n")
+    (installed / "a.run").write_text("1 Q0 d2 1 2.0 a\n1 Q0 d1 2 1.0 a\n2 Q0 d3 1 1.0 a\n")
+    (installed / "b.run").write_text("1 Q0 d1 1 2.0 b\n2 Q0 d3 1 1.0 b\n")
+    return installed
+
+
+@pytest.mark.parametrize("fields, problem", [
+    ({"depth": -5}, "depth must be a positive number of documents, not -5"),
+    ({"depth": 0}, "depth must be a positive number of documents, not 0"),
+    ({"depth": "100"}, "depth must be a positive number of documents, not '100'"),
+    ({"measures": "nDCG@3"}, "measures must be a non-empty tuple of measure names such as ('nDCG@10', 'RR'), "
+                             "not 'nDCG@3'"),
+    ({"measures": ()}, "measures must be a non-empty tuple of measure names such as ('nDCG@10', 'RR'), not ()"),
+    ({"measures": ("nDGC@5",)}, "measures: cannot read measure 'nDGC@5': no such measure; nearest valid name: nDCG@5"),
+    ({"source": None}, "source must be text saying where the convention comes from, not None"),
+    ({"passage_separator": " "}, "passage_separator must be the character(s) between a document id and its passage "
+                                 "number, such as '-' or ':', not ' '"),
+], ids=["depth -5", "depth 0", "depth '100'", "measures a str", "no measures", "a misspelt measure", "no source",
+        "a blank separator"])
+def test_a_plugin_presets_field_off_its_type_is_refused_when_named_saying_which(tmp_path, monkeypatch, fields,
+                                                                                   problem):
+    """As the flag standing for it would be: a depth of -5 scored every run 0 (and blamed the qrels), "100" was
+    a traceback, measures "nDCG@3" were read letter by letter and none made an empty board."""
+    module = f"lab_{tmp_path.name}"
+    given = {"measures": ("nDCG@3",), "depth": 100, "source": "Ours.", **fields}
+    (tmp_path / f"{module}.py").write_text(f"from harness.evaluate.presets import Preset\nours = Preset(**{given!r})\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    with pytest.raises(HarnessError) as raised:
+        harness.evaluate("a.run", "qrels", preset=f"python:{module}:ours")
+    assert str(raised.value) == f"measure preset 'python:{module}:ours': {problem}"
+
+
+def test_a_plugin_presets_bad_field_is_one_line_naming_it_its_package_and_the_field_wherever_it_is_named(bad_lab):
+    said = ("measure preset 'negative': depth must be a positive number of documents, not -5 (entry point "
+            "bad_lab:negative of bad-lab 0.1)")
+    for command in (["eval", "a.run"], ["compare", "a.run", "b.run"]):
+        done = _harness(*command, "--qrels", "qrels", "--preset", "negative")
+        assert done.returncode == 2 and done.stderr == (f"harness {command[0]}: error: argument --preset: {said} "
+                                                        f"(`harness {command[0]} --help` lists the options)\n")
+    (bad_lab / "c.yaml").write_text("output: runs\nexperiments:\n  - topics: ikat2023:test\n    strategies: [raw]\n"
+                                    "    retrievers: [bm25]\n    preset: negative\n")
+    done = _harness("run", "c.yaml", "--dry-run")
+    assert done.returncode == 2 and done.stderr.endswith(f"c.yaml: experiments[0].preset: {said}\n"), done.stderr
+    done = _harness("components", "preset", "negative")
+    assert done.returncode == 2 and done.stderr == f"harness components: error: {said}\n"
+    done = _harness("components", "preset")
+    assert done.returncode == 1 and f"  {'negative':<20} BROKEN: {said.partition(': ')[2]}" in done.stdout.splitlines()
+
+
 def test_a_python_spec_names_a_ptkb_method_as_it_names_a_retriever(installed):
     """`python:module:attr`, no entry point, in a ptkb experiment's retrievers: (a preset's: above)."""
     (installed / "c.yaml").write_text("output: runs\nexperiments:\n  - task: ptkb\n    topics: ikat2023:test\n"

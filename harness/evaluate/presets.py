@@ -11,7 +11,7 @@ from numbers import Integral
 from dataclasses import dataclass
 
 from harness.errors import HarnessError, Spelling
-from harness.evaluate.measures import reads_deeper
+from harness.evaluate.measures import parse_measures, reads_deeper
 from harness.registry import Registry, first_sentence, instances_of
 
 DEFAULT_MEASURES = ["nDCG@10", "P@10", "AP", "RR", "R@1000"]
@@ -32,7 +32,36 @@ class Preset:
 # a plug-in's preset is a Preset too, declared as a built-in is, by its source's first sentence
 PRESETS: Registry[Preset] = Registry("measure preset", group="harness.presets",
                                      summary=lambda preset: first_sentence(preset.source))
-PRESETS.adapter(instances_of(PRESETS.kind, Preset))
+
+
+@PRESETS.adapter
+def _plugin_preset(name: str, obj: object) -> Preset:
+    """A plug-in's preset is a Preset whose fields hold what a built-in's do, checked as the flags
+    that stand for them are: a dataclass checks no type, and a depth of -5 scored every run 0, a
+    depth "100" was a traceback, measures "nDCG@3" were read letter by letter, none an empty board."""
+    preset = instances_of(PRESETS.kind, Preset)(name, obj)
+    if problem := _field_problem(preset):
+        raise HarnessError(f"{PRESETS.kind} {name!r}: {problem}")
+    return preset
+
+
+def _field_problem(preset: Preset) -> str | None:
+    """The first field of `preset` off its type, worded as the flag that stands for it is
+    refused (--measures' parser, --depth's and --passage-separator's words); None where all fit."""
+    measures = preset.measures
+    if not isinstance(measures, (tuple, list)) or not measures:
+        return f"measures must be a non-empty tuple of measure names such as ('nDCG@10', 'RR'), not {measures!r}"
+    try:
+        parse_measures(list(measures), announce=False)
+    except HarnessError as error:
+        return f"measures: {error}"
+    if preset.depth is not None and (problem := depth_problem(preset.depth)):
+        return f"depth {problem}"
+    if not isinstance(preset.source, str) or not preset.source.strip():
+        return f"source must be text saying where the convention comes from, not {preset.source!r}"
+    if preset.passage_separator is not None and (problem := separator_problem(preset.passage_separator)):
+        return f"passage_separator {problem}"
+    return None
 
 
 def _add(name: str, preset: Preset) -> None:
@@ -118,12 +147,20 @@ def measure_settings(measures: str | Sequence[str] | None, preset: str | None, d
         measures = [measures]  # one measure, not its characters (anything else is refused by name below)
     measures = list(measures) if measures else (list(chosen.measures) if chosen else DEFAULT_MEASURES)
     depth = depth if depth is not None else (chosen.depth if chosen else None)
-    if depth is not None and (not isinstance(depth, Integral) or isinstance(depth, bool) or depth < 1):
-        raise HarnessError(f"{spelling.name('depth')} must be a positive number of documents, not {depth!r}")
+    if depth is not None and (problem := depth_problem(depth)):
+        raise HarnessError(f"{spelling.name('depth')} {problem}")
     if passage_separator is not None and (problem := separator_problem(passage_separator)):
         raise HarnessError(f"{spelling.name('passage_separator')} {problem}")
     separator = passage_separator or (chosen.passage_separator if chosen else None)
     return measures, depth, separator
+
+
+def depth_problem(depth: object) -> str | None:
+    """Why `depth` cannot be trec_eval's -M, worded to follow the setting's name (--depth, depth=,
+    a preset's depth); None when it can."""
+    if isinstance(depth, Integral) and not isinstance(depth, bool) and depth >= 1:
+        return None
+    return f"must be a positive number of documents, not {depth!r}"
 
 
 def separator_problem(separator: object) -> str | None:
