@@ -229,6 +229,39 @@ def test_a_plugin_presets_bad_field_is_one_line_naming_it_its_package_and_the_fi
     assert done.returncode == 1 and f"  {'negative':<20} BROKEN: {said.partition(': ')[2]}" in done.stdout.splitlines()
 
 
+@pytest.mark.parametrize("command, scored", [(["eval"], ["a.run", "--qrels", "qrels"]),
+                                             (["compare"], ["a.run", "b.run", "--qrels", "qrels"]),
+                                             (["qrels", "rank-agree"], ["qrels", "qrels", "a.run", "b.run"])])
+def test_a_preset_entry_point_that_cannot_be_loaded_or_is_claimed_twice_is_broken_for_its_name_alone(bad_lab, command,
+                                                                                                     scored):
+    """README, entry points: "listed as BROKEN: ..., the others listed still". --help, which lists every preset with
+    its measures, was a traceback with one such package installed, whatever preset (or none) was asked."""
+    done = _harness(*command, "--help")
+    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
+    text = " ".join(done.stdout.split())
+    assert "gone: BROKEN: cannot load the entry point bad_lab:MISSING of bad-lab 0.1 (AttributeError: module " \
+           "'bad_lab' has no attribute 'MISSING');" in text
+    assert "shallow: BROKEN: measure preset 'shallow' is registered twice, by the entry points of " in text
+    assert "negative: BROKEN: depth must be a positive number of documents, not -5 " in text
+    assert "ptkb: nDCG@3 P@3 R@3 RR;" in text
+    done = _harness(*command, *scored, "--preset", "gone")
+    assert done.returncode == 2 and done.stderr.startswith(
+        f"harness {' '.join(command)}: error: argument --preset: measure preset 'gone': cannot load ") \
+        and len(done.stderr.splitlines()) == 1, done.stderr
+    done = _harness(*command, *scored, "--preset", "ptkb")
+    assert done.returncode == 0, done.stderr
+
+
+def test_a_broken_preset_entry_point_leaves_the_passage_id_advice_naming_the_presets_that_load(bad_lab):
+    """The advice for passage ids names the presets reading them so; it looked every preset up, a broken one's
+    error taking the place of the scores."""
+    (bad_lab / "p.run").write_text("1 Q0 d1-1 1 2.0 p\n1 Q0 d2-1 2 1.0 p\n2 Q0 d3-1 1 1.0 p\n")
+    done = _harness("eval", "p.run", "--qrels", "qrels", "--measures", "nDCG@3")
+    assert done.returncode == 0, done.stderr
+    assert "judge documents by their best passage with --passage-separator '-' (the preset cast2021 sets it)" \
+           in done.stderr
+
+
 def test_a_python_spec_names_a_ptkb_method_as_it_names_a_retriever(installed):
     """`python:module:attr`, no entry point, in a ptkb experiment's retrievers: (a preset's: above)."""
     (installed / "c.yaml").write_text("output: runs\nexperiments:\n  - task: ptkb\n    topics: ikat2023:test\n"

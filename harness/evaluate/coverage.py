@@ -130,7 +130,9 @@ def _why(top: Mapping[str, list[str]], judgments: Mapping[str, Mapping[str, int]
                default=(0, ""))
     if best[0] > max(judged, RARELY * shown):
         separator = best[1]
-        presets = [name for name in PRESETS.names() if PRESETS.get(name).passage_separator == separator]
+        # (a plug-in's that cannot be loaded is no advice)
+        presets = [name for name in PRESETS.names()
+                   if name in PRESETS and PRESETS.get(name).passage_separator == separator]
         example = next(d for docids in top.values() for d in docids if passage_document(d, separator) != d)
         looks = (f"; its ids look like passage ids of judged documents ({example!r} is passage "
                  f"{example.rpartition(separator)[2]} of {passage_document(example, separator)!r})")

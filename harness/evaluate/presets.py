@@ -129,10 +129,20 @@ _add("recommendation", Preset(
 
 def preset_help() -> str:
     """--preset's help (eval, compare, qrels rank-agree): every preset with what it computes, so
-    that one is chosen knowing its measures, not by reading this file."""
-    listed = [f"{name}: {' '.join(preset.measures)}" + (f", depth {preset.depth}" if preset.depth else "")
-              + (f", passages by document (separator {preset.passage_separator!r})" if preset.passage_separator else "")
-              for name in PRESETS.names() for preset in [PRESETS.get(name)]]
+    that one is chosen knowing its measures, not by reading this file; a plug-in's that cannot be
+    loaded, or whose name two packages claim, marked BROKEN and why, the others listed still (it
+    was a traceback for --help, whatever preset was asked)."""
+    listed = []
+    for name in PRESETS.names():
+        try:
+            preset = PRESETS.get(name)
+        except HarnessError as error:
+            why = str(error).removeprefix(f"{PRESETS.kind} {name!r}: ")  # as `harness components` says it
+            listed.append(f"{name}: BROKEN: {why}".replace("%", "%%"))  # (argparse formats help with %)
+            continue
+        listed.append(f"{name}: {' '.join(preset.measures)}" + (f", depth {preset.depth}" if preset.depth else "")
+                      + (f", passages by document (separator {preset.passage_separator!r})"
+                         if preset.passage_separator else ""))
     return ("a benchmark's official measures, with its depth and passage separator (--measures, --depth and "
             f"--passage-separator, where given, take their place): {'; '.join(listed)}")
 
