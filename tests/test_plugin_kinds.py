@@ -21,6 +21,7 @@ import pytest
 
 import harness
 from harness.errors import HarnessError
+from harness.evaluate.presets import Preset
 from harness.responses.model import Nugget, NuggetBank, Response, ResponseRun, Sentence
 from harness.responses.nuggets import BANKS, read_bank
 from harness.responses.readers import FORMATS, read_responses
@@ -210,6 +211,13 @@ def test_a_plugin_presets_field_off_its_type_is_refused_when_named_saying_which(
     with pytest.raises(HarnessError) as raised:
         harness.evaluate("a.run", "qrels", preset=f"python:{module}:ours")
     assert str(raised.value) == f"measure preset 'python:{module}:ours': {problem}"
+
+
+def test_a_preset_object_handed_to_the_python_api_is_one_line_saying_how_to_name_it():
+    """preset= takes names, as --preset and a config's preset: do; a Preset itself was an AttributeError."""
+    with pytest.raises(HarnessError, match=r"^preset takes a preset's name \(a built-in's, an entry point's or a "
+                                           r"python:module:attr spec\), not a Preset: name your Preset by its module"):
+        harness.evaluate("a.run", "qrels", preset=Preset(("nDCG@3",), 10, "Ours."))
 
 
 def test_a_plugin_presets_bad_field_is_one_line_naming_it_its_package_and_the_field_wherever_it_is_named(bad_lab):

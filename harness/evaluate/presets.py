@@ -152,6 +152,10 @@ def measure_settings(measures: str | Sequence[str] | None, preset: str | None, d
     """Measures, depth and passage separator as `harness eval` / `compare` / the Python API
     take them: explicit values win over the preset's, the preset's over the defaults. A bad
     depth or separator is named as `spelling` (the caller's flags or arguments) names it."""
+    if preset is not None and not isinstance(preset, str):  # a Preset object was an AttributeError traceback
+        raise HarnessError(f"{spelling.name('preset')} takes a preset's name (a built-in's, an entry point's or a "
+                           f"python:module:attr spec), not a {type(preset).__name__}: name your Preset by its module "
+                           "and attribute, python:module:attr")
     chosen = PRESETS.get(preset) if preset else None
     if isinstance(measures, str) or (measures is not None and not isinstance(measures, Iterable)):
         measures = [measures]  # one measure, not its characters (anything else is refused by name below)
