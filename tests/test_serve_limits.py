@@ -284,6 +284,28 @@ def closed_without_an_answer(connection: socket.socket, within: float) -> bool:
     return False
 
 
+def _listening_on(port: int) -> list[str]:
+    """The local addresses (hex, as /proc/net/tcp{,6} writes them) of the sockets listening on `port`."""
+    found = []
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        with open(table) as lines:
+            for line in list(lines)[1:]:
+                local, state = line.split()[1], line.split()[3]
+                if state == "0A" and int(local.rsplit(":", 1)[1], 16) == port:  # 0A: LISTEN
+                    found.append(local.rsplit(":", 1)[0])
+    return found
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not os.path.exists("/proc/net/tcp"), reason="reads the listening sockets from Linux's /proc/net/tcp")
+def test_the_server_listens_on_loopback_alone_unless_told_a_host(tmp_path):
+    """A board's hidden qrels stay off the network by default: `harness serve` without --host
+    listens on 127.0.0.1 alone, and says so."""
+    with ServerProcess(write_config(tmp_path)) as server:
+        assert _listening_on(server.port) == ["0100007F"]  # 127.0.0.1, little-endian; no 0.0.0.0, no ::
+    assert f"on http://127.0.0.1:{server.port}/" in server.log.read_text()
+
+
 @pytest.mark.slow
 def test_slow_clients_are_timed_out(tmp_path):
     with ServerProcess(write_config(tmp_path, client_timeout_s=1)) as server:
