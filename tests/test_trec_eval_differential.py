@@ -54,12 +54,16 @@ MEASURES: dict[str, tuple[str, int, int | None]] = {
     "Success@5": ("success_5", 1, None), "Success(rel=2)@5": ("success_5", 2, None),
     "HR@3": ("success_3", 1, None), "Hit(rel=2)@3": ("success_3", 2, None),  # a recommender's hit ratio
     "infAP": ("infAP", 1, None), "infAP(rel=2)": ("infAP", 2, None),
+    "SetP": ("set_P", 1, None), "SetP(rel=2)": ("set_P", 2, None),
+    "SetR": ("set_recall", 1, None), "SetR(rel=2)": ("set_recall", 2, None),
+    "SetAP": ("set_map", 1, None), "SetAP(rel=2)": ("set_map", 2, None),
     "NumQ": ("num_q", 1, None), "NumRel": ("num_rel", 1, None), "NumRet": ("num_ret", 1, None),
     "NumRelRet": ("num_rel_ret", 1, None), "NumRet(rel=2)": ("num_rel_ret", 2, None),
 }
 TREC_EVAL_ARGS = [
     "-m", "ndcg", "-m", "ndcg_cut.3,10", "-m", "P.5", "-m", "recall.10", "-m", "map", "-m", "map_cut.10",
     "-m", "recip_rank", "-m", "Rprec", "-m", "bpref", "-m", "success.3,5", "-m", "infAP",
+    "-m", "set_P", "-m", "set_recall", "-m", "set_map",
     "-m", "num_q", "-m", "num_rel", "-m", "num_ret", "-m", "num_rel_ret",
 ]
 SCORE_FORMATS = ("{:d}", "{:.1f}", "{:.3e}", "{:.2E}", "{:+.2f}")
