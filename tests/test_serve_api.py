@@ -308,6 +308,27 @@ def test_a_run_whose_scoring_again_fails_keeps_its_scores_off_the_board_until_a_
         assert [row["run_name"] for row in client.get(f"/api/tasks/{TASK}/leaderboard").json()["rows"]] == ["trec-2"]
 
 
+def test_the_exact_file_of_a_run_stale_for_want_of_its_stored_copy_restores_it_and_is_scored(tmp_path):
+    """Answered `duplicate` and dropped, the bytes the server lacked left the run stale at every
+    start; the only way out was a changed file, charged to a quota perhaps spent."""
+    run = trec_run(tmp_path / "run.trec", seed=2)
+    client, service = open_client(tmp_path)
+    with client:
+        ident = post(client, run).json()["id"]
+        before = scored(client, ident)
+    service.store.file(before["sha256"]).unlink()  # as after a restore that missed the storage folder
+    task = {"name": TASK, "topics": "ikat2023", "qrels": str(changed_qrels(tmp_path)), "preset": "ikat2023",
+            "main_measure": "nDCG@5", "formats": ["trec"]}
+    client, service = open_client(tmp_path, tasks=[task], quota=1)
+    with client:
+        assert scored(client, ident)["status"] == "stale"
+        assert post(client, run).json() == {"id": ident, "status": "restored"}  # not charged: quota 1 is spent
+        assert service.store.file(before["sha256"]).read_bytes() == run.read_bytes()
+        body = scored(client, ident)
+        assert (body["status"], body["error"]) == ("scored", None) and body["measures"] != before["measures"]
+        assert post(client, run).json() == {"id": ident, "status": "duplicate"}  # its file there: nothing to do
+
+
 def stale_row(tmp_path: Path) -> str:
     """A scored submission whose scoring again has failed (status stale, its note set), scored
     with other qrels than its task's now: the next start queues it again. No worker runs."""

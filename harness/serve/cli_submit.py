@@ -55,6 +55,9 @@ def run(args: argparse.Namespace) -> int:
             if body.get("status") == "duplicate":
                 print(f"already submitted: submission {ident}, the same file (not a new submission; its description "
                       "is kept as first given)", file=sys.stderr)
+            elif body.get("status") == "restored":
+                print(f"restored: submission {ident}, the same file, whose stored copy the server had lost: stored "
+                      "again (and queued for scoring where its scoring had failed for the want of it)", file=sys.stderr)
             else:
                 print(f"accepted: submission {ident}", file=sys.stderr)
             print(ident)

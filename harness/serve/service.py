@@ -51,11 +51,13 @@ class Outcome:
     id: str | None = None
     detail: str = ""
     messages: list[dict] = field(default_factory=list)
-    duplicate: bool = False  # 202 for a file this team gave this task before: no new submission
+    # of a 202: accepted (new), duplicate (a file this team gave this task before: no new submission)
+    # or restored (that, whose stored copy was gone: stored again, and queued where it was stale or failed)
+    answer: str = "accepted"
 
     def body(self) -> dict[str, Any]:
         if self.status == 202:
-            return {"id": self.id, "status": "duplicate" if self.duplicate else "accepted"}
+            return {"id": self.id, "status": self.answer}
         body: dict[str, Any] = {"detail": self.detail}
         if self.messages:
             body["errors"] = self.messages
@@ -151,10 +153,13 @@ class Service:
         task, sha256 = runtime.config.name, received.sha256
         ident = st.submission_id(task, team, sha256)
         with self.store.session() as session:
-            if session.get(st.Submission, ident) is not None:
+            known = session.get(st.Submission, ident)
+            if known is not None and self.store.lost(sha256):
+                return self._restore(session, known, received)
+            if known is not None:
                 self.store.audit(session, team=team, task=task, sha256=sha256, event="duplicate", detail=ident)
                 session.commit()
-                return Outcome(202, id=ident, duplicate=True)
+                return Outcome(202, id=ident, answer="duplicate")
             over = self._over_quota(session, team, task, sha256)  # before spending time on validation
             if over is not None:
                 return over
@@ -184,6 +189,22 @@ class Service:
         log.info("accepted submission %s of team %s for task %s", ident, team, task)
         self._wake.set()
         return Outcome(202, id=ident)
+
+    def _restore(self, session: Session, row: st.Submission, received: st.Received) -> Outcome:
+        """The exact bytes of a submission whose stored file is gone (a restore that missed the
+        storage folder): stored again, and one whose scoring failed for the want of them (stale,
+        failed) queued to be scored, where a `duplicate` dropped them and left it stale for good.
+        Not charged: it is the same submission, and its bytes are those accepted."""
+        self.store.keep(received)
+        requeued = row.status in (st.STALE, st.FAILED)
+        if requeued:
+            row.status, row.error = st.QUEUED, None
+        self.store.audit(session, team=row.team, task=row.task, sha256=row.sha256, event="restored", detail=row.id)
+        session.commit()
+        log.info("stored again the lost file of submission %s of team %s for task %s%s", row.id, row.team, row.task,
+                 "; queued for scoring" if requeued else "")
+        self._wake.set()
+        return Outcome(202, id=row.id, answer="restored")
 
     def _refuse(self, team: str, task: str, sha256: str, verdict: Verdict, display: str) -> Outcome:
         """422 with the validator's messages. A refusal `verdict.charged` is counted against the

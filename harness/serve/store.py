@@ -86,7 +86,7 @@ class Audit(Base):
     team: Mapped[str] = mapped_column(String(64))
     task: Mapped[str] = mapped_column(String(64))
     sha256: Mapped[str] = mapped_column(String(64), default="")
-    event: Mapped[str] = mapped_column(String(16))  # accepted, duplicate, rejected, charged, quota
+    event: Mapped[str] = mapped_column(String(16))  # accepted, duplicate, restored, rejected, charged, quota
     detail: Mapped[str] = mapped_column(Text, default="")
 
 
@@ -246,6 +246,14 @@ class Store:
         if not stat.S_ISREG(os.lstat(path).st_mode):
             raise OSError(f"{path.name} is not a plain file")
         return path
+
+    def lost(self, sha256: str) -> bool:
+        """Whether a submission's file is not in storage as a plain file (deleted, or missed by a
+        restore): an upload of the same bytes stores it again (`keep` replaces whatever is there)."""
+        try:
+            return not stat.S_ISREG(os.lstat(self.file(sha256)).st_mode)
+        except FileNotFoundError:
+            return True
 
     # --- rows ----------------------------------------------------------------------------
 
