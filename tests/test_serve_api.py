@@ -553,6 +553,20 @@ def test_quota_over_is_429(tmp_path):
         assert post(client, tmp_path / "r2.trec", team="team1").status_code == 202  # quotas are per team
 
 
+def test_a_quota_429_says_in_retry_after_when_the_utc_day_frees_the_quota(tmp_path):
+    """The README promises Retry-After with every 429; a client honouring it could not tell when
+    the day's quota is spent until."""
+    from datetime import datetime, timedelta, timezone
+    client, service = open_client(tmp_path, quota=1)
+    with client:
+        assert post(client, trec_run(tmp_path / "r0.trec", seed=10)).status_code == 202
+        over = post(client, trec_run(tmp_path / "r1.trec", seed=11))
+    now = datetime.now(timezone.utc)
+    tomorrow = datetime.combine(now.date() + timedelta(days=1), datetime.min.time(), timezone.utc)
+    assert over.status_code == 429
+    assert abs(int(over.headers["retry-after"]) - (tomorrow - now).total_seconds()) < 60
+
+
 def test_upload_over_the_size_limit_is_413_and_stores_nothing(tmp_path):
     client, service = open_client(tmp_path, max_upload_mb=1)
     with client:

@@ -47,7 +47,7 @@ def api_router(service: Service, guard: Guard) -> APIRouter:
             guard.count_rejection(request, team, refused.status_code)
             raise
         guard.count_rejection(request, team, outcome.status)
-        return JSONResponse(outcome.body(), status_code=outcome.status)
+        return JSONResponse(outcome.body(), status_code=outcome.status, headers=outcome.headers)
 
     @router.get("/api/submissions/{ident}", response_model=None)
     def api_submission(ident: str, request: Request) -> dict[str, Any]:

@@ -7,12 +7,14 @@ checks in the same order: task and quota, size, validation, duplicate, durable s
 from __future__ import annotations
 
 import contextlib
+import math
 import logging
 import re
 import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from datetime import timedelta
 from typing import IO, Any
 
 from sqlalchemy import select
@@ -51,6 +53,7 @@ class Outcome:
     id: str | None = None
     detail: str = ""
     messages: list[dict] = field(default_factory=list)
+    headers: dict[str, str] = field(default_factory=dict)  # a 429's Retry-After
     # of a 202: accepted (new), duplicate (a file this team gave this task before: no new submission)
     # or restored (that, whose stored copy was gone: stored again, and queued where it was stale or failed)
     answer: str = "accepted"
@@ -244,7 +247,9 @@ class Service:
             return None
         self.store.audit(session, team=team, task=task, sha256=sha256, event="quota")
         session.commit()
-        return Outcome(429, detail=f"team {team} has used its {self.config.quota} submissions for today (UTC)")
+        frees = (st.midnight() + timedelta(days=1) - st.now()).total_seconds()  # the day's count starts again
+        return Outcome(429, detail=f"team {team} has used its {self.config.quota} submissions for today (UTC)",
+                       headers={"Retry-After": str(max(1, math.ceil(frees)))})
 
     # --- scoring -------------------------------------------------------------------------
 

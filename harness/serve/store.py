@@ -44,6 +44,11 @@ def now() -> datetime:
     return datetime.now(timezone.utc).replace(tzinfo=None)  # naive UTC: the same on SQLite and PostgreSQL
 
 
+def midnight() -> datetime:
+    """When today (UTC) began: a team's daily quota counts from it, and frees at the next."""
+    return now().replace(hour=0, minute=0, second=0, microsecond=0)
+
+
 def sha256_hex(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
@@ -275,12 +280,12 @@ class Store:
     def charged_today(self, session: Session, team: str) -> int:
         """What the team's quota has spent today (UTC): its submissions, and its refusals charged
         as one (CHARGED: a refusal that tells what a task hides, Service._refuse)."""
-        midnight = now().replace(hour=0, minute=0, second=0, microsecond=0)
+        since = midnight()
         submitted = select(func.count()).select_from(Submission).where(
-            Submission.team == team, Submission.created_at >= midnight
+            Submission.team == team, Submission.created_at >= since
         )
         charged = select(func.count()).select_from(Audit).where(
-            Audit.team == team, Audit.event == CHARGED, Audit.at >= midnight
+            Audit.team == team, Audit.event == CHARGED, Audit.at >= since
         )
         return int(session.scalar(submitted) or 0) + int(session.scalar(charged) or 0)
 

@@ -102,8 +102,10 @@ def pages_router(service: Service, guard: Guard) -> APIRouter:
         guard.count_rejection(request, team, outcome.status)
         if outcome.status == 202:
             return RedirectResponse(f"/team?accepted={outcome.id}", status_code=303)
-        return submit_form(request, outcome.status, detail=outcome.detail, messages=outcome.messages,
-                           chosen=task, description=description if isinstance(description, str) else "")
+        shown = submit_form(request, outcome.status, detail=outcome.detail, messages=outcome.messages,
+                            chosen=task, description=description if isinstance(description, str) else "")
+        shown.headers.update(outcome.headers)
+        return shown
 
     @router.get("/team", response_class=HTMLResponse, response_model=None)
     def team_page(request: Request, accepted: str | None = None) -> HTMLResponse | RedirectResponse:
