@@ -567,6 +567,20 @@ def test_a_quota_429_says_in_retry_after_when_the_utc_day_frees_the_quota(tmp_pa
     assert abs(int(over.headers["retry-after"]) - (tomorrow - now).total_seconds()) < 60
 
 
+def test_the_daily_quota_is_one_pool_across_a_board_s_tasks_and_its_429_says_so(tmp_path):
+    """An organiser reads a run quota as per task, as tracks set them: a ranking run charged to
+    another task's quota must say it is the board's."""
+    tasks = [{"name": name, "topics": "ikat2023", "qrels": str(QRELS), "preset": "ikat2023", "main_measure": "nDCG@5",
+              "formats": ["trec"]} for name in (TASK, "other")]
+    client, service = open_client(tmp_path, quota=1, tasks=tasks)
+    with client:
+        assert post(client, trec_run(tmp_path / "r0.trec", seed=10)).status_code == 202
+        with trec_run(tmp_path / "r1.trec", seed=11).open("rb") as handle:
+            over = client.post("/api/tasks/other/submissions", headers=auth(), files={"file": ("r1.trec", handle)})
+    assert (over.status_code, over.json()["detail"]) == (429, "team team0 has used its 1 uploads today (UTC) across "
+                                                              "all tasks")
+
+
 def test_upload_over_the_size_limit_is_413_and_stores_nothing(tmp_path):
     client, service = open_client(tmp_path, max_upload_mb=1)
     with client:

@@ -305,8 +305,8 @@ def test_a_file_judge_task_hiding_per_turn_scores_charges_a_refused_answer_to_th
                 "submissions for today (UTC), as a submission is: that an upload is refused tells what this task "
                 "keeps hidden")
         valid = submit(client, rag_run(folder / "good.jsonl", "good", {"0_1": "answer 0_1"}), "team0")
-        assert (valid.status_code, valid.json()["detail"]) == (429, "team team0 has used its 2 submissions for today "
-                                                                    "(UTC)")
+        assert (valid.status_code, valid.json()["detail"]) == (429, "team team0 has used its 2 uploads today (UTC) "
+                                                                    "across all tasks")
         assert submit(client, folder / "good.jsonl", "team1").status_code == 202  # charged to its own team alone
 
 

@@ -2,7 +2,7 @@
 
     database: sqlite:///leaderboard/leaderboard.db   # or postgresql://user@host/db
     storage: leaderboard/files        # uploaded files, named by their SHA-256
-    quota: 5                          # accepted submissions per team per UTC day (and refusals charged as one)
+    quota: 5                          # accepted uploads per team per UTC day, all tasks together (refusals count)
     max_upload_mb: 64                 # larger uploads get 413
     rejects_per_hour: 20              # refused uploads (422, 413) per team; twice that per address
     client_timeout_s: 20              # a request head, or a gap in a body, longer than this: closed

@@ -71,7 +71,7 @@ one query: no spread to test a difference against){% endif %}. Test: {{ board.le
 <label for="file">Run file</label><input id="file" name="file" type="file">
 <label for="description">Description</label><textarea id="description" name="description" rows="3" cols="60">{{ description }}</textarea>
 <p><button type="submit">Submit</button></p></form>
-<p class="legend">{{ quota }} accepted submissions per team per day (UTC); the same file again is the same submission.
+<p class="legend">{{ quota }} accepted submissions per team per day (UTC), across all tasks; the same file again is the same submission.
 On a task that hides per-turn scores, an upload refused for its answers counts too (its refusal says so).</p>
 {% endblock %}""",
     "team.html": """{% extends "layout.html" %}{% block content %}

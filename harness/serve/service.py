@@ -248,7 +248,7 @@ class Service:
         self.store.audit(session, team=team, task=task, sha256=sha256, event="quota")
         session.commit()
         frees = (st.midnight() + timedelta(days=1) - st.now()).total_seconds()  # the day's count starts again
-        return Outcome(429, detail=f"team {team} has used its {self.config.quota} submissions for today (UTC)",
+        return Outcome(429, detail=f"team {team} has used its {self.config.quota} uploads today (UTC) across all tasks",
                        headers={"Retry-After": str(max(1, math.ceil(frees)))})
 
     # --- scoring -------------------------------------------------------------------------
