@@ -286,6 +286,19 @@ def test_a_bank_is_told_by_content_so_nuggetizer_lines_in_a_json_file_read_as_nu
     assert read_bank(path).nuggets == {"q1": (Nugget("[1]", "a", 3, True),)}
 
 
+def test_a_bank_a_given_format_does_not_read_is_an_error_naming_that_format_and_the_one_it_reads_as(tmp_path):
+    """A CONE-RAG bank read as nuggetizer's was `nuggets.json:1: invalid JSON`, naming neither
+    format: its owner was sent to fix a file that is fine."""
+    path = tmp_path / "nuggets.json"
+    path.write_text(json.dumps({"q1": {"[1]": {"text": "a", "relevance": "3"}}}, indent=2))
+    with pytest.raises(InputError) as raised:
+        read_bank(path, "nuggetizer-jsonl")
+    assert str(raised.value) == (
+        f"{path}:1: invalid JSON: Expecting property name enclosed in double quotes (column 2) (read as "
+        "nuggetizer-jsonl, the format given; it reads as cone-rag-json: give that, or leave the format out to have it "
+        "told from the content)")
+
+
 def test_a_cone_rag_bank_named_jsonl_reads_as_cone_rags(tmp_path):
     """One JSON object over many lines, named `.jsonl`: it was read as nuggetizer's lines ('line 1: invalid JSON')."""
     path = tmp_path / "gold.jsonl"

@@ -647,6 +647,19 @@ def test_a_response_task_s_unknown_nuggets_format_is_a_config_error_naming_its_k
         load_serve_config(tmp_path / "c.yaml")
 
 
+def test_a_bank_its_task_s_nuggets_format_does_not_read_is_an_error_at_that_key(tmp_path):
+    """It named the bank's file alone (`nuggets.json:1: invalid JSON`): the organiser fixed a
+    file that was fine, not the key that was wrong."""
+    bank = tmp_path / "hidden" / "nuggets.json"
+    bank.parent.mkdir()
+    bank.write_text(json.dumps({t: {"[1]": {"text": f"answer {t}", "relevance": "3"}} for t in TURNS}, indent=2))
+    task = {"name": "r", "topics": "ikat2024", "nuggets": str(bank), "nuggets_format": "nuggetizer-jsonl",
+            "judge": "minilm", "formats": ["trec-rag-jsonl"]}
+    with pytest.raises(InputError, match=r"tasks\[0\]\.nuggets_format: .*nuggets\.json:1: invalid JSON.*\(read as "
+                                         r"nuggetizer-jsonl, the format given; it reads as cone-rag-json"):
+        Service(load_serve_config(_config(tmp_path, task)))  # a start reads each task's bank
+
+
 def test_a_response_task_reads_its_bank_in_the_nuggets_format_it_names_a_plug_in_s_too(tmp_path):
     """As `harness responses eval --nuggets-format` names one: a format the content would not tell."""
     from harness.responses.model import Nugget, NuggetBank

@@ -23,7 +23,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from harness import jsonl
-from harness.errors import InputError, open_input
+from harness.errors import HarnessError, InputError, open_input
 from harness.registry import Registry, summary_of
 from harness.responses.model import Nugget, NuggetBank
 from harness.responses.readers import (NUGGETIZER_KEYS, checking, first_off, is_map_of_str, is_str, is_tuple_of,
@@ -74,8 +74,28 @@ BANKS.adapter(checking(BANKS, "f(path, vital_grade)", "a harness.responses.model
 
 
 def read_bank(path: str | Path, format: str | None = None, vital_grade: int = VITAL_GRADE) -> NuggetBank:
+    """A format given (`--nuggets-format`, a task's `nuggets_format`) that does not read the
+    file is said in its error, with the format the content reads as: a CONE-RAG bank read as
+    nuggetizer's was `invalid JSON` at line 1, sending its owner to fix a file that is fine."""
     path = Path(path)
-    return BANKS.get(format or bank_format(path))(path, vital_grade)
+    if format is None:
+        return BANKS.get(bank_format(path))(path, vital_grade)
+    try:
+        return BANKS.get(format)(path, vital_grade)
+    except InputError as error:
+        raise InputError(error.path, f"{error.problem} (read as {format}, the format given{_reads_as(path, format)})",
+                         line=error.line, record=error.record) from None
+
+
+def _reads_as(path: Path, given: str) -> str:
+    """'; it reads as F: ...' where the format told from the content is another, F, that reads it."""
+    try:
+        told = bank_format(path)
+        BANKS.get(told)(path, VITAL_GRADE)
+    except HarnessError:
+        return ""
+    return "" if told == given else \
+        f"; it reads as {told}: give that, or leave the format out to have it told from the content"
 
 
 def bank_format(path: Path) -> str:

@@ -134,7 +134,14 @@ class ResponseTaskRuntime(TaskRuntime):
         any turn of the topics (another year's: every upload would be accepted, then fail), as a
         run task's qrels are; a board ranked by `weighted` over a bank with no graded nugget, or
         by `vital` or `strict_vital` over one whose grades never reach the vital grade, which
-        could never be drawn (undefined on every turn)."""
+        could never be drawn (undefined on every turn). A bank its `nuggets_format` does not read
+        is an error at that key."""
+        try:
+            _ = self.bank
+        except InputError as error:
+            if self.config.nuggets_format is None:
+                raise
+            raise at.child("nuggets_format", None).error(str(error)) from None
         _ = self.turn_ids, self.depths, self.evaluated_turns, self.scored_with
         if not self.evaluated_turns:
             first = next((f"its first turn {turn!r}" for turn, nuggets in self.bank.nuggets.items() if nuggets),
