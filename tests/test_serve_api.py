@@ -592,6 +592,17 @@ def test_upload_over_the_size_limit_is_413_and_stores_nothing(tmp_path):
         assert [p for p in service.store.storage.rglob("*") if p.is_file()] == []
 
 
+def test_a_413_for_a_body_over_the_limit_names_the_file_s_limit_that_applies(tmp_path):
+    """It said '2 MiB allowed here' (the file's 1 MiB and the form's slack), and a team that then
+    sent 1.5 MiB was refused as over 1 MiB."""
+    client, service = open_client(tmp_path, max_upload_mb=1)
+    with client:
+        big = tmp_path / "big.trec"
+        big.write_bytes(b"x" * (3 << 20))
+        assert post(client, big).json()["detail"] == (
+            "the request body is larger than the 2 MiB allowed here (a file of at most 1 MiB, and its form)")
+
+
 def test_a_team_sees_only_its_own_submissions_details(server, tmp_path):
     client, _ = server
     mine = post(client, trec_run(tmp_path / "a.trec", seed=30), team="team0").json()["id"]

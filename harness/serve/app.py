@@ -23,7 +23,7 @@ from starlette.requests import ClientDisconnect
 
 from harness.serve.api import api_router
 from harness.serve.guard import Guard
-from harness.serve.limits import BodyLimit
+from harness.serve.limits import BodyLimit, size
 from harness.serve.service import Service
 from harness.serve.web import pages_router
 
@@ -50,9 +50,13 @@ def create_app(service: Service) -> FastAPI:
     app = FastAPI(title="harness leaderboard", lifespan=lifespan, docs_url=None, redoc_url=None, openapi_url=None)
     config = service.config
 
-    def body_limit(method: str, path: str) -> int:
-        upload = method == "POST" and path.startswith(UPLOAD_ROUTES)
-        return config.max_upload_bytes + MULTIPART_SLACK if upload else FORM_LIMIT
+    def body_limit(method: str, path: str) -> tuple[int, str]:
+        """An upload's limit names the file's, which the team is held to (the form's slack is
+        ours): '2 MiB allowed here' alone sent a team a 1.5 MiB file refused as over 1 MiB."""
+        if method == "POST" and path.startswith(UPLOAD_ROUTES):
+            file = size(config.max_upload_bytes)
+            return config.max_upload_bytes + MULTIPART_SLACK, f" (a file of at most {file}, and its form)"
+        return FORM_LIMIT, ""
 
     app.add_middleware(BodyLimit, limit_of=body_limit, timeout=lambda: config.client_timeout_s)
 

@@ -32,20 +32,21 @@ HOUR = 3600.0
 
 
 class BodyLimit:
-    """ASGI middleware: `limit_of(method, path)` bytes of body at most, each chunk within
-    `timeout()` seconds of the last. Raised as HTTPException from the app's own read, so the
+    """ASGI middleware: `limit_of(method, path)` (bytes, and what they are for, said in the 413)
+    of body at most, each chunk within `timeout()` seconds of the last. Raised as HTTPException from the app's own read, so the
     route answers it (413, 408) as it answers every other refusal."""
 
-    def __init__(self, app, limit_of: Callable[[str, str], int], timeout: Callable[[], float]) -> None:
+    def __init__(self, app, limit_of: Callable[[str, str], tuple[int, str]], timeout: Callable[[], float]) -> None:
         self.app, self.limit_of, self.timeout = app, limit_of, timeout
 
     async def __call__(self, scope, receive, send) -> None:
         if scope["type"] != "http":
             return await self.app(scope, receive, send)
-        limit = self.limit_of(scope["method"], scope["path"])
+        limit, purpose = self.limit_of(scope["method"], scope["path"])
+        over = f"the request body is larger than the {size(limit)} allowed here{purpose}"
         length = dict(scope["headers"]).get(b"content-length", b"")
         if length.isdigit() and int(length) > limit:
-            await _answer(send, 413, f"the request body is larger than the {_size(limit)} allowed here")
+            await _answer(send, 413, over)
             return
         read, done = 0, False
 
@@ -61,7 +62,7 @@ class BodyLimit:
                 read += len(message.get("body", b""))
                 done = not message.get("more_body", False)
                 if read > limit:
-                    raise HTTPException(413, f"the request body is larger than the {_size(limit)} allowed here")
+                    raise HTTPException(413, over)
             return message
 
         await self.app(scope, limited, send)
@@ -75,7 +76,7 @@ async def _answer(send, status: int, detail: str) -> None:
     await send({"type": "http.response.body", "body": body})
 
 
-def _size(limit: int) -> str:
+def size(limit: int) -> str:
     return f"{limit >> 20} MiB" if limit >= 1 << 20 else f"{limit >> 10} KiB"
 
 
