@@ -751,6 +751,20 @@ def test_submit_page_shows_validation_errors_inline(server, tmp_path):
     assert 'id="errors"' in answer.text and "broken.trec:1 [trec]:" in answer.text
 
 
+def test_the_same_file_again_through_the_submit_page_is_said_to_be_already_received(server, tmp_path):
+    """The API said `duplicate`; the page said it was stored and queued for scoring."""
+    client, _ = server
+    csrf = login(client)
+    run = trec_run(tmp_path / "run.trec", seed=71)
+    pages = []
+    for _ in range(2):
+        with run.open("rb") as handle:
+            pages.append(client.post("/submit", data={"task": TASK, "csrf": csrf}, files={"file": (run.name, handle)}))
+    assert "is stored and queued for scoring" in pages[0].text
+    assert "was already received" in pages[1].text
+    assert "queued for scoring" not in pages[1].text
+
+
 # --- configuration -------------------------------------------------------------------------
 
 

@@ -75,7 +75,9 @@ one query: no spread to test a difference against){% endif %}. Test: {{ board.le
 On a task that hides per-turn scores, an upload refused for its answers counts too (its refusal says so).</p>
 {% endblock %}""",
     "team.html": """{% extends "layout.html" %}{% block content %}
-{% if accepted %}<div class="ok" id="accepted">Submission {{ accepted }} is stored and queued for scoring.</div>{% endif %}
+{% if accepted %}<div class="ok" id="accepted">Submission {{ accepted }} {% if answer == "duplicate" %}was already received: the same
+file again is the same submission (its first description is kept).{% elif answer == "restored" %}was already received; its file,
+which the server had lost, is stored again (and scored, where it had failed for want of it).{% else %}is stored and queued for scoring.{% endif %}</div>{% endif %}
 <table id="submissions"><thead><tr><th class="l">id</th><th class="l">task</th><th class="l">run</th><th class="l">description</th>
 <th class="l">status</th><th class="l">scores</th><th>warnings</th><th class="l">submitted</th></tr></thead><tbody>
 {% for s in submissions %}<tr><td class="l">{{ s.id }}</td><td class="l"><a href="/tasks/{{ s.task }}">{{ s.task }}</a></td>

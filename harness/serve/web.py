@@ -101,19 +101,22 @@ def pages_router(service: Service, guard: Guard) -> APIRouter:
             return submit_form(request, 413, detail=refused.detail)
         guard.count_rejection(request, team, outcome.status)
         if outcome.status == 202:
-            return RedirectResponse(f"/team?accepted={outcome.id}", status_code=303)
+            return RedirectResponse(f"/team?accepted={outcome.id}&answer={outcome.answer}", status_code=303)
         shown = submit_form(request, outcome.status, detail=outcome.detail, messages=outcome.messages,
                             chosen=task, description=description if isinstance(description, str) else "")
         shown.headers.update(outcome.headers)
         return shown
 
     @router.get("/team", response_class=HTMLResponse, response_model=None)
-    def team_page(request: Request, accepted: str | None = None) -> HTMLResponse | RedirectResponse:
+    def team_page(request: Request, accepted: str | None = None,
+                  answer: str = "accepted") -> HTMLResponse | RedirectResponse:
+        """`answer`, the upload's (Outcome.answer): a duplicate is not said to be stored and queued."""
         who = guard.session_of(request)
         if who is None:
             return RedirectResponse("/login", status_code=303)
         submissions = service.team_submissions(who[0])
         shown = accepted if accepted in {s.id for s in submissions} else None
-        return page(request, "team.html", title=f"Team {who[0]}", submissions=submissions, accepted=shown)
+        return page(request, "team.html", title=f"Team {who[0]}", submissions=submissions, accepted=shown,
+                    answer=answer)
 
     return router
