@@ -182,7 +182,8 @@ class ServerProcess:
         env = {**os.environ, "PYTHONPATH": str(self.tree)}
         with self.log.open("a") as log:
             self.process = subprocess.Popen(
-                [sys.executable, "-m", "harness.cli", "serve", str(self.config), "--port", str(self.port)],
+                [sys.executable, "-m", "harness.cli", "serve", str(self.config), "--host", "127.0.0.1",
+                 "--port", str(self.port)],
                 cwd=self.config.parent, env=env, stdout=log, stderr=subprocess.STDOUT,
             )
         self.starts += 1
