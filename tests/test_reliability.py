@@ -403,6 +403,7 @@ from harness.corpus.readers import open_corpus
 from harness.retrieve.lucene import cached_index
 corpus = open_corpus(sys.argv[1])
 corpus.fingerprint
+Path(sys.argv[3]).touch()  # imported: now polling
 while not Path(sys.argv[2]).exists():  # both start building at once
     time.sleep(0.01)
 print(cached_index(corpus))
@@ -415,10 +416,13 @@ def test_two_processes_sharing_a_cache_build_its_index_once_the_second_waits_the
     corpus, go = tmp_path / "corpus.jsonl", tmp_path / "go"
     corpus.write_text("".join(json.dumps({"id": f"d{i}", "contents": f"passage {i} about topic {i % 7}"}) + "\n"
                               for i in range(300)), encoding="utf-8")
-    builders = [subprocess.Popen([sys.executable, "-c", _CACHED_INDEX, str(corpus), str(go)], stdout=subprocess.PIPE,
-                                 stderr=subprocess.PIPE, text=True, env=_env(tmp_path / "cache"))
-                for _ in range(2)]
-    time.sleep(3)  # both imported and polling
+    ready = [tmp_path / f"ready{i}" for i in range(2)]
+    builders = [subprocess.Popen([sys.executable, "-c", _CACHED_INDEX, str(corpus), str(go), str(flag)],
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_env(tmp_path / "cache"))
+                for flag in ready]
+    deadline = time.monotonic() + 120  # both imported and polling, however loaded the machine
+    while not all(flag.exists() for flag in ready) and time.monotonic() < deadline:
+        time.sleep(0.05)
     go.touch()
     results = [_finish(builder) for builder in builders]
     assert [code for code, _, _ in results] == [0, 0], [err for _, _, err in results]
