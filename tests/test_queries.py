@@ -145,7 +145,7 @@ EXTRA_ARGS = {"with_responses": ["3"], "hqe": ["{benchmark}"], "variant": ["1"],
 def external(tmp_path_factory, llm_server):
     """Inputs of the strategies that read outside the topics: a rewrites file per benchmark
     (made from its turns) and the test LLM endpoint `leaktest` (answers echo the prompt)."""
-    from harness.queries.llm import Endpoint, configure
+    from harness.queries.llm import ENDPOINTS, Endpoint
 
     folder = tmp_path_factory.mktemp("external")
     files = {}
@@ -155,8 +155,8 @@ def external(tmp_path_factory, llm_server):
         files[benchmark].write_text("".join(f"{q}\t{text}\n" for q, text in rewrites.items()), encoding="utf-8")
     prompt = folder / "prompt.txt"
     prompt.write_text("Rewrite the last question.\n{history}\nPTKB: {ptkb}\nQuestion: {utterance}\n", encoding="utf-8")
-    configure("leaktest", Endpoint("test-model", llm_server.base_url, prompt))
-    with pytest.MonkeyPatch.context() as patch:
+    with pytest.MonkeyPatch.context() as patch:  # the endpoint is gone after the module, as its server is
+        patch.setitem(ENDPOINTS, "leaktest", Endpoint("test-model", llm_server.base_url, prompt))
         patch.setenv("HARNESS_CACHE", str(folder / "cache"))
         yield lambda arg, benchmark: arg.format(benchmark=benchmark, rewrites=files[benchmark])
 
