@@ -172,12 +172,11 @@ def _cases():
     for name in STRATEGIES.names():
         for arg in [None, *EXTRA_ARGS.get(name, [])]:
             for benchmark in SAMPLES:
-                yield pytest.param(name, arg, benchmark, id=f"{name}:{arg or ''}@{benchmark}")
+                jvm = [pytest.mark.java, pytest.mark.slow] if name == "ptkb_topk" else []  # BM25 over the PTKB
+                yield pytest.param(name, arg, benchmark, id=f"{name}:{arg or ''}@{benchmark}", marks=jvm)
 
 
 @pytest.mark.parametrize("name, arg, benchmark", list(_cases()))
-@pytest.mark.java
-@pytest.mark.slow
 def test_no_strategy_reads_a_later_turn(name, arg, benchmark, external):
     conversation = load(benchmark).conversations[SAMPLES[benchmark]]
     strategy = STRATEGIES.get(name)
