@@ -19,8 +19,6 @@ from harness.retrieve import SearchQuery, build
 from harness.topics.ikat import topics_path
 from harness.trec import Run, canonical_order, read_run, write_run
 
-pytestmark = [pytest.mark.java, pytest.mark.slow]
-
 SAMPLE_2023 = data_root() / "ikat" / "2023" / "scripts" / "run_validation" / "tests" / "data" / "sample_run.json"
 
 
@@ -51,6 +49,8 @@ def submission(ikat2023, bm25_rankings, ptkb_rankings):
     )
 
 
+@pytest.mark.java
+@pytest.mark.slow  # the BM25 rankings of all 2023 turns
 def test_response_is_the_top_passage_capped_at_250_words(submission, ikat2023):
     texts = {d.id: d.contents for d in ikat2023.corpus.documents()}
     for turn in submission.turns:
@@ -62,6 +62,8 @@ def test_response_is_the_top_passage_capped_at_250_words(submission, ikat2023):
     assert any(word_count(texts[t.responses[0].passage_provenance[0].id]) > 250 for t in submission.turns if t.responses[0].passage_provenance)
 
 
+@pytest.mark.java
+@pytest.mark.slow  # the BM25 rankings of all 2023 turns
 def test_ptkb_provenance_carries_the_topics_statement_texts(submission, ikat2023):
     statements = {t.qid: {s.id: s.text for s in c.personal} for c in ikat2023.conversations for t in c.turns}
     provenance = [(turn.turn_id, p) for turn in submission.turns for p in turn.responses[0].ptkb_provenance]
@@ -69,6 +71,8 @@ def test_ptkb_provenance_carries_the_topics_statement_texts(submission, ikat2023
     assert all(p.text == statements[qid][p.id] for qid, p in provenance)
 
 
+@pytest.mark.java
+@pytest.mark.slow  # the BM25 rankings of all 2023 turns
 @pytest.mark.parametrize("year", [2023, 2025])
 def test_round_trip_rankings_submission_validates_and_converts_back(tmp_path, ikat2023, submission, bm25_rankings, year):
     path = tmp_path / ("run.jsonl" if year == 2025 else "run.json")
@@ -95,6 +99,8 @@ def test_round_trip_rankings_submission_validates_and_converts_back(tmp_path, ik
     assert evaluate(qrels, after, ["nDCG@5"]).means == pytest.approx(evaluate(qrels, before, ["nDCG@5"]).means, abs=1e-3)
 
 
+@pytest.mark.java
+@pytest.mark.slow  # the BM25 rankings of all 2023 turns
 def test_ptkb_provenance_converts_to_a_ptkb_run(tmp_path, submission, ptkb_rankings):
     path = tmp_path / "run.json"
     write_submission(path, submission, 2023)
@@ -102,6 +108,8 @@ def test_ptkb_provenance_converts_to_a_ptkb_run(tmp_path, submission, ptkb_ranki
     assert dict(runs.ptkb) == {qid: ranking[:3] for qid, ranking in ptkb_rankings.items() if ranking}
 
 
+@pytest.mark.java
+@pytest.mark.slow  # the BM25 rankings of all 2023 turns
 def test_2024_writes_ptkb_statement_numbers(tmp_path, submission):
     path = tmp_path / "run.json"
     write_submission(path, submission, 2024)
@@ -111,6 +119,8 @@ def test_2024_writes_ptkb_statement_numbers(tmp_path, submission):
     assert numbers and all(isinstance(n, int) for n in numbers)
 
 
+@pytest.mark.java
+@pytest.mark.slow  # the BM25 rankings of all 2023 turns
 def test_2025_lines_cite_the_used_passages_among_the_references(tmp_path, submission):
     path = tmp_path / "run.jsonl"
     write_submission(path, submission, 2025)
@@ -141,6 +151,8 @@ def test_cap_words_counts_as_the_2025_validator():
     assert word_count("a  b\u00a0c d") == 4
 
 
+@pytest.mark.java
+@pytest.mark.slow  # the BM25 rankings of all 2023 turns
 def test_2024_file_converts_back_to_the_same_ranking(tmp_path, submission, bm25_rankings):
     path = tmp_path / "run.json"
     write_submission(path, submission, 2024)
@@ -151,6 +163,8 @@ def test_2024_file_converts_back_to_the_same_ranking(tmp_path, submission, bm25_
     assert all(ranking for ranking in runs.ptkb.values())
 
 
+@pytest.mark.java
+@pytest.mark.slow  # the BM25 rankings of all 2023 turns
 def test_cli_writes_the_ptkb_run(tmp_path, submission, ptkb_rankings):
     path = tmp_path / "run.json"
     write_submission(path, submission, 2023)
@@ -280,6 +294,8 @@ def test_a_turn_given_twice_keeps_no_ptkb_ranking_of_the_occurrence_it_drops(tmp
     assert again["turn_id"] not in read_rankings(path).ptkb
 
 
+@pytest.mark.java
+@pytest.mark.slow  # the BM25 rankings of all 2023 turns
 def test_cli_from_trec_writes_a_valid_submission(tmp_path, ikat2023, bm25_rankings, ptkb_rankings):
     passages, ptkb = tmp_path / "bm25.run", tmp_path / "ptkb.run"
     write_run(passages, bm25_rankings.items(), "bm25")
@@ -292,6 +308,8 @@ def test_cli_from_trec_writes_a_valid_submission(tmp_path, ikat2023, bm25_rankin
     assert [t["turn_id"] for t in json.loads(out.read_text())["turns"]] == [t.qid for t in ikat2023.turns]
 
 
+@pytest.mark.java
+@pytest.mark.slow  # the BM25 rankings of all 2023 turns
 def test_from_trec_keeps_the_top_statements_of_a_ptkb_run_its_help_says(tmp_path, capsys, bm25_rankings,
                                                                           ptkb_rankings):
     """A longer PTKB ranking is cut to its top PTKB_DEPTH per turn; the help says so (it did not)."""
