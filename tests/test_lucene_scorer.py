@@ -177,6 +177,7 @@ def test_postings_are_exported_once_beside_the_index_and_again_for_a_new_commit(
 
 
 @pytest.mark.java
+@pytest.mark.slow  # exports the index again: 25 s alone
 def test_an_export_that_cannot_be_written_beside_the_index_goes_under_the_cache(index, turns, tmp_path, monkeypatch):
     monkeypatch.setenv("HARNESS_CACHE", str(tmp_path / "cache"))
     copy = tmp_path / "ikat"

@@ -165,7 +165,7 @@ def test_empty_document_has_no_passages(senter):
     assert next(segment_documents([Document("empty", " \n ")], senter)) == []
 
 
-@pytest.mark.parametrize("name", ["sentencizer", "fast"])
+@pytest.mark.parametrize("name", [pytest.param("sentencizer", marks=pytest.mark.slow), "fast"])  # spaCy: 9 s
 def test_faster_splitters_same_interface(name, pragmaticqa_pages):
     if name == "fast":
         pytest.importorskip("blingfire", reason="the fast splitter is BlingFire")
