@@ -175,3 +175,14 @@ def test_a_mean_adds_the_queries_one_by_one_as_trec_eval_does():
     compensated sum() give 0.29375, printed 0.2938."""
     values = np.array([0, .25, .15, .3, .35, .1, .4, .8])
     assert f"{stats.running_mean(values):.4f}" == "0.2937"
+
+
+@pytest.mark.parametrize("method", ["holm", "bonferroni"])
+def test_corrections_equal_statsmodels_multipletests(method):
+    from statsmodels.stats.multitest import multipletests
+
+    rng = np.random.default_rng(7)
+    for size in (1, 2, 5, 24):
+        for family in (rng.uniform(size=size), rng.choice([0.01, 0.2, 0.2, 0.9, 1.0], size=size)):  # ties, p near 1
+            expected = multipletests(family, method=method)[1]
+            assert stats.CORRECTIONS.get(method)(list(family)) == pytest.approx(list(expected), abs=1e-12)
