@@ -26,7 +26,7 @@ import time
 from pathlib import Path
 
 from harness.responses.baseline import MiniLMJudge
-from harness.responses.evaluate import evaluate_runs
+from harness.responses.evaluation import evaluate_runs
 from harness.responses.nuggets import read_bank
 from harness.responses.readers import read_responses
 

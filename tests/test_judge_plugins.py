@@ -16,7 +16,7 @@ from harness.judge.base import read_provenance, sidecar
 from harness.judge.model import Judgment
 from harness.judge.scales import RELEVANCE_0_4, SUPPORT_0_2, YES_NO, Scale
 from harness.paths import file_sha256
-from harness.responses.evaluate import evaluate_runs
+from harness.responses.evaluation import evaluate_runs
 from harness.responses.model import Nugget, NuggetBank, Response, ResponseRun, Sentence
 
 QIDS = ("0_1", "0_2")  # iKAT 2024 turns (the topics ship with the harness)

@@ -352,3 +352,29 @@ print(len(registries), [registry.kind for registry in registries
                             check=True)
     count, _, changed = result.stdout.strip().partition(" ")
     assert int(count) > 20 and changed == "[]"
+
+
+def test_no_package_s_exported_name_is_taken_over_by_a_submodule_of_that_name():
+    """harness.responses exported the function evaluate and held a module evaluate.py: the first
+    call imported that module, which Python then set as the package's `evaluate`, so a second
+    `harness.responses.evaluate(...)` (or a later `from harness.responses import evaluate`) was
+    "'module' object is not callable". Every package's exports stay what they are once all of
+    its modules are imported."""
+    import importlib
+    import pkgutil
+    import types
+
+    import harness
+
+    packages = [harness] + [importlib.import_module(info.name) for info in
+                            pkgutil.walk_packages(harness.__path__, "harness.") if info.ispkg]
+    for package in packages:
+        exported = {name: getattr(package, name) for name in getattr(package, "__all__", ())}
+        for info in pkgutil.iter_modules(package.__path__, package.__name__ + "."):
+            try:
+                importlib.import_module(info.name)
+            except ImportError:  # an optional extra's module
+                continue
+        for name, value in exported.items():
+            if not isinstance(value, types.ModuleType):
+                assert getattr(package, name) is value, f"{package.__name__}.{name} is now {getattr(package, name)!r}"

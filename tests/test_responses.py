@@ -25,7 +25,7 @@ from harness.judge.scales import SUPPORT_0_2
 from harness.queries.llm import Endpoint
 from harness.responses import compare, evaluate
 from harness.responses.assign import RecordedAssignments
-from harness.responses.evaluate import MEASURES, NUGGET_SCORES, TurnResult, evaluate_runs
+from harness.responses.evaluation import MEASURES, NUGGET_SCORES, TurnResult, evaluate_runs
 from harness.responses.judges import TEMPLATES
 from harness.responses.model import Nugget, NuggetBank, Response, ResponseRun, Sentence
 from harness.responses.nuggets import read_bank

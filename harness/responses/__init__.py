@@ -4,7 +4,7 @@
     per_turn, aggregate = evaluate(["run.jsonl"], "nuggets.json", judge="minilm")
 
 Readers (readers.py), nugget banks (nuggets.py), scores (scores.py), assignment through the
-judge layer (assign.py, judges.py, baseline.py), evaluation rules (evaluate.py) and reports
+judge layer (assign.py, judges.py, baseline.py), evaluation rules (evaluation.py) and reports
 (report.py); `harness responses eval` is cli.py.
 """
 

@@ -26,7 +26,7 @@ from harness.errors import ARGUMENTS
 if TYPE_CHECKING:
     import pandas as pd
 
-    from harness.responses.evaluate import ResponseEvaluation
+    from harness.responses.evaluation import ResponseEvaluation
     from harness.responses.model import NuggetBank, ResponseRun
     from harness.topics import Benchmark
     from harness.topics.model import Conversation
@@ -60,7 +60,7 @@ def _evaluation(responses: Any, nuggets: Any, judge: Any, *, citations: bool, pa
     --nuggets-format name them; None: told from the content."""
     from harness.errors import HarnessError
     from harness.report.compare import check_baselines
-    from harness.responses.evaluate import evaluate_runs
+    from harness.responses.evaluation import evaluate_runs
     from harness.responses.judges import make_judge
     from harness.responses.model import NuggetBank, ResponseRun
     from harness.responses.nuggets import bank_problem, read_bank

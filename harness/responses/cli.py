@@ -101,7 +101,7 @@ def _eval(args: argparse.Namespace) -> int:
     from harness.report.cli_options import baselines
     from harness.report.stats import Resampling
     from harness.responses.assign import write_assignments
-    from harness.responses.evaluate import evaluate_runs
+    from harness.responses.evaluation import evaluate_runs
     from harness.responses.nuggets import read_bank
     from harness.responses.questions import topic_questions, turn_questions
     from harness.responses.readers import cited_passages, read_responses

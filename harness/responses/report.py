@@ -14,7 +14,7 @@ from harness.report import breakdown as bd
 from harness.report.compare import leaderboard
 from harness.report.model import Report
 from harness.report.stats import Resampling
-from harness.responses.evaluate import ResponseEvaluation, run_scores
+from harness.responses.evaluation import ResponseEvaluation, run_scores
 from harness.responses.scores import mean
 
 if TYPE_CHECKING:

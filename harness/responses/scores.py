@@ -40,7 +40,7 @@ CITATION_SCORES = ("support_precision", "support_recall")
 @dataclass(frozen=True)
 class NuggetScores:
     """A response's five nugget scores, in the one order the per-turn rows and NUGGET_SCORES
-    follow (TurnResult inherits them; the leaderboard's order is responses.evaluate.MEASURES)."""
+    follow (TurnResult inherits them; the leaderboard's order is responses.evaluation.MEASURES)."""
 
     strict_vital: float
     strict_all: float

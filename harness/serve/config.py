@@ -248,7 +248,7 @@ def _team(node: Node) -> TeamConfig:
 
 def _response_task(node: Node) -> TaskConfig:
     """A task scoring generated responses against hidden nuggets (harness.serve.responses)."""
-    from harness.responses.evaluate import MEASURES
+    from harness.responses.evaluation import MEASURES
 
     keys = node.mapping(("name", "title", "topics", "nuggets", "nuggets_format", "vital_grade", "judge", "llm",
                          "main_measure", "formats", "per_query_scores"),

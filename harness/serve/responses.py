@@ -270,7 +270,7 @@ class ResponseTaskRuntime(TaskRuntime):
         return warnings
 
     def score(self, path: Path, fmt: str) -> ScoredResponses:
-        from harness.responses.evaluate import MEASURES, evaluate_runs
+        from harness.responses.evaluation import MEASURES, evaluate_runs
         from harness.responses.readers import read_responses
         from harness.responses.scores import mean
 
