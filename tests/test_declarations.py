@@ -362,7 +362,7 @@ def test_a_python_judge_is_made_with_its_declared_arguments(modules):
 
     from harness.judge.cli_judge import make_judge as relevance_judge  # `harness judge --judge`
 
-    made = relevance_judge(Namespace(judge="python:my_judge:Strict:0.8", llm_options_given=[], labels=None))
+    made = relevance_judge(Namespace(judge="python:my_judge:Strict:0.8", llm_options_given=[], labels=None, scale=None))
     assert made.threshold == 0.8
     with pytest.raises(HarnessError, match="minilm judges support"):
-        relevance_judge(Namespace(judge="minilm", llm_options_given=[], labels=None))
+        relevance_judge(Namespace(judge="minilm", llm_options_given=[], labels=None, scale=None))
