@@ -256,8 +256,15 @@ def test_interrupted_build_leaves_no_finished_index(tmp_path):
     while not (list(tmp_path.glob(".index.building.*")) and anserini_running(harness.pid)):
         assert harness.poll() is None and time.monotonic() < deadline
         time.sleep(0.02)
-    harness.send_signal(signal.SIGINT)
-    _, err = harness.communicate(timeout=60)
+    # Again each second until it ends: a SIGINT landing in Python's at-fork hooks (Popen forking
+    # under load) is printed as "Exception ignored" and lost, as a user's first Ctrl-C would be
+    while True:
+        harness.send_signal(signal.SIGINT)
+        try:
+            _, err = harness.communicate(timeout=1)
+            break
+        except subprocess.TimeoutExpired:
+            assert time.monotonic() < deadline + 60
     assert harness.returncode == 130, err
     assert list(tmp_path.iterdir()) == []
 
