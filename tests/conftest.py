@@ -170,15 +170,18 @@ def shared_root() -> Path | None:
     return root if root.is_dir() else None
 
 
+def shared_path(relative: str) -> Path:
+    """A file or folder of ../shared, or skip the test with the one wording every such skip uses."""
+    root = shared_root()
+    if root is None or not (root / relative).exists():
+        pytest.skip(f"reference comparison skipped: ../shared/{relative} is absent (set HARNESS_SHARED to the "
+                    "shared folder)")
+    return root / relative
+
+
 def reference_dir(*parts: str) -> Path:
     """A folder of ../shared/reference, or skip the test with one clear line."""
-    root = shared_root()
-    if root is None:
-        pytest.skip("reference comparison skipped: ../shared is absent (set HARNESS_SHARED to the shared folder)")
-    folder = root / "reference" / Path(*parts)
-    if not folder.is_dir():
-        pytest.skip(f"reference comparison skipped: no {folder}")
-    return folder
+    return shared_path("/".join(["reference", *parts]))
 
 
 @pytest.fixture(scope="session")

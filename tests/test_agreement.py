@@ -29,7 +29,7 @@ from harness.judge import base
 from harness.judge.agree import kendall_tau, ranks, tau_ap
 from harness.paths import qrels_root
 from harness.trec import read_qrels
-from tests.conftest import shared_root
+from tests.conftest import shared_path
 
 PTKB_NIST = qrels_root() / "ikat" / "ptkb_rel_nist"
 PTKB_ORG = qrels_root() / "ikat" / "ptkb_rel_org"
@@ -37,11 +37,9 @@ THRESHOLDS = ["1", "2", "3", "4"]
 
 
 def ikat_2024_pair() -> tuple[str, str]:
-    root = shared_root()
-    if root is None or not (root / "data/ikat/qrels/2024-qrels.txt").is_file():
-        pytest.skip("iKAT 2024 comparison skipped: ../shared/data/ikat is absent (HARNESS_SHARED)")
-    pool = root / "data/ikat/2024/cone-rag/resources/automatic_resources/llm-gpt4-pool-depth-30.txt"
-    return str(root / "data/ikat/qrels/2024-qrels.txt"), str(pool)
+    """The NIST 2024 qrels (shipped) and the GPT-4 pool of CONE-RAG (../shared)."""
+    pool = shared_path("data/ikat/2024/cone-rag") / "resources/automatic_resources/llm-gpt4-pool-depth-30.txt"
+    return str(qrels_root() / "ikat" / "2024-qrels.txt"), str(pool)
 
 
 def agree_json(a: str, b: str, capsys) -> dict:
@@ -467,12 +465,13 @@ def test_an_agree_output_suffix_naming_no_format_is_an_error_before_any_work(tmp
     assert not out.exists()
 
 
+@pytest.mark.reference
 def test_a_run_neither_qrels_judges_is_a_warning_naming_it_under_each_as_eval_gives(tmp_path, capsys):
     """A PTKB run a `runs/*.run` glob took beside the passage runs (`ikat to-trec --ptkb-out`):
     scored 0 under both qrels, it sits last in both orderings and inflates tau. rank-agree says
     so in eval's words, once per qrels (on the queries both judge); the passage runs draw none."""
     a, b = ikat_2024_pair()
-    sample = shared_root() / "data/ikat/2024/scripts/run_validation/tests/data/sample_run.json"
+    sample = shared_path("data/ikat/2024/scripts/run_validation/tests/data/sample_run.json")
     passages, ptkb, again = tmp_path / "s.run", tmp_path / "s.ptkb.run", tmp_path / "again.run"
     assert main(["ikat", "to-trec", str(sample), "--output", str(passages), "--ptkb-out", str(ptkb)]) == 0
     again.write_text(passages.read_text())
@@ -503,13 +502,14 @@ def test_a_measure_under_which_every_run_ties_says_why_tau_is_na_not_moves(tmp_p
     assert capsys.readouterr().out.splitlines()[-1].endswith("n/a: every run ties under A and B")
 
 
+@pytest.mark.reference
 def test_qrels_sharing_no_judged_pair_are_a_warning_that_tau_measures_no_agreement_and_why(tmp_path, capsys):
     """`harness judge --qrels HUMAN` labels only the pairs HUMAN lacks: rank-agree of HUMAN and its
     qrels compares an ordering by people's labels with one by labels of other documents alone
     (README's recipe once printed tau -1.0000 so, without a word). Said as agree says it, with
     the reason where B's sidecar records it; a copy without the sidecar gets the warning alone."""
     a, pool = ikat_2024_pair()
-    sample = shared_root() / "data/ikat/2024/scripts/run_validation/tests/data/sample_run.json"
+    sample = shared_path("data/ikat/2024/scripts/run_validation/tests/data/sample_run.json")
     run, holes, copy = tmp_path / "s.run", tmp_path / "llm.qrels", tmp_path / "copy.qrels"
     assert main(["ikat", "to-trec", str(sample), "--output", str(run)]) == 0
     assert main(["judge", str(run), "--topics", "ikat2024", "--qrels", a, "--judge", "file", "--labels", pool,
@@ -533,12 +533,13 @@ def test_qrels_sharing_no_judged_pair_are_a_warning_that_tau_measures_no_agreeme
     assert "pair in common" not in capsys.readouterr().err  # the GPT-4 pool shares 8,103 pairs with NIST's
 
 
+@pytest.mark.reference
 def test_judged_queries_only_qrels_sharing_no_pair_are_warned_of_with_that_reason(tmp_path, capsys):
     """`harness judge --qrels A --judged-queries-only` labels A's own pairs too: when it still shares
     none with A, the runs' top k held none of the documents people judged, and the warning says so,
     not that judging without --qrels would help."""
     _, pool = ikat_2024_pair()
-    sample = shared_root() / "data/ikat/2024/scripts/run_validation/tests/data/sample_run.json"
+    sample = shared_path("data/ikat/2024/scripts/run_validation/tests/data/sample_run.json")
     run, a, out = tmp_path / "s.run", tmp_path / "a.qrels", tmp_path / "llm.qrels"
     assert main(["ikat", "to-trec", str(sample), "--output", str(run)]) == 0
     qid = run.read_text().split(None, 1)[0]
@@ -552,12 +553,13 @@ def test_judged_queries_only_qrels_sharing_no_pair_are_warned_of_with_that_reaso
     assert "without --qrels" not in err
 
 
+@pytest.mark.reference
 @pytest.mark.parametrize("form", ["table", "json"])
 def test_agree_hashes_each_qrels_file_once_for_its_notes_and_header(tmp_path, capsys, monkeypatch, form):
     """The warning's reason and the header (or JSON provenance) both read the sidecars, which say whether
     their file changed: each file is read for its digest once."""
     _, pool = ikat_2024_pair()
-    sample = shared_root() / "data/ikat/2024/scripts/run_validation/tests/data/sample_run.json"
+    sample = shared_path("data/ikat/2024/scripts/run_validation/tests/data/sample_run.json")
     run, a, out = tmp_path / "s.run", tmp_path / "a.qrels", tmp_path / "llm.qrels"
     assert main(["ikat", "to-trec", str(sample), "--output", str(run)]) == 0
     a.write_text(f"{run.read_text().split(None, 1)[0]} 0 no-such-passage 1\n")

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import child_env, interruptible, shared_root, start_llm_server
+from tests.conftest import child_env, interruptible, shared_path, start_llm_server
 from tests.llm_server import TOO_LONG
 from tests.test_progress import Terminal
 from harness.cli import main
@@ -42,11 +42,7 @@ SHALLOW = 10  # the fault tests judge the top 10 (120 pairs)
 
 
 def pool_file() -> Path:
-    root = shared_root()
-    path = root / "data/ikat/2024/cone-rag/resources/automatic_resources/llm-gpt4-pool-depth-30.txt" if root else None
-    if path is None or not path.is_file():
-        pytest.skip("GPT-4 pool comparison skipped: ../shared/data/ikat/2024/cone-rag is absent (HARNESS_SHARED)")
-    return path
+    return shared_path("data/ikat/2024/cone-rag") / "resources/automatic_resources/llm-gpt4-pool-depth-30.txt"
 
 
 def nist_2024() -> Path:

@@ -33,17 +33,13 @@ from harness.responses.questions import turn_questions
 from harness.responses.readers import read_responses
 from harness.responses.report import build_report, render
 from harness.responses.scores import citation_scores, mean, nugget_scores
-from tests.conftest import shared_root, start_llm_server
+from tests.conftest import shared_path, start_llm_server
 
 SCORES = ("strict_vital", "strict_all", "vital", "all")
 
 
 def cone_rag(*parts: str) -> Path:
-    root = shared_root()
-    path = root / "data/ikat/2024/cone-rag/resources" / Path(*parts) if root else None
-    if path is None or not path.exists():
-        pytest.skip("CONE-RAG comparison skipped: ../shared/data/ikat/2024/cone-rag is absent (HARNESS_SHARED)")
-    return path
+    return shared_path("data/ikat/2024/cone-rag") / "resources" / Path(*parts)
 
 
 @pytest.fixture(scope="module")
@@ -1168,6 +1164,7 @@ def test_the_api_s_topics_asks_the_questions_and_evaluates_the_turns_the_cli_s_t
 
 
 @pytest.mark.server
+@pytest.mark.reference
 def test_ikat_turns_with_topics_and_a_cone_rag_bank_are_asked_their_utterance_as_before(tmp_path):
     """A CONE-RAG bank states no `query`: with --topics ikat2024 every prompt asks the turn's
     utterance, as before the bank's query came first, so those prompts (the judge's cache keys) are
