@@ -10,6 +10,7 @@ import io
 import lzma
 import os
 import random
+import re
 import shutil
 import signal
 import socket
@@ -18,7 +19,7 @@ import sys
 import tempfile
 import time
 import zipfile
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
@@ -162,7 +163,7 @@ class ServerProcess:
     """`harness serve CONFIG` in a subprocess on 127.0.0.1, its log in a file."""
 
     config: Path
-    port: int = field(default_factory=free_port)
+    port: int = 0  # 0: the server binds a free port at its first start (no port picked, released, then taken)
     process: subprocess.Popen | None = None
     starts: int = 0
     log_name: str = "server.log"
@@ -180,6 +181,7 @@ class ServerProcess:
         import httpx
 
         env = {**os.environ, "PYTHONPATH": str(self.tree)}
+        logged = self.log.stat().st_size if self.log.exists() else 0
         with self.log.open("a") as log:
             self.process = subprocess.Popen(
                 [sys.executable, "-m", "harness.cli", "serve", str(self.config), "--host", "127.0.0.1",
@@ -187,10 +189,17 @@ class ServerProcess:
                 cwd=self.config.parent, env=env, stdout=log, stderr=subprocess.STDOUT,
             )
         self.starts += 1
-        deadline = time.monotonic() + timeout
+        deadline, started = time.monotonic() + timeout, None
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
                 raise RuntimeError(f"server exited with {self.process.returncode}:\n{self.log.read_text()[-3000:]}")
+            if not started:  # its own startup line first: a /health answer before it is another server's
+                started = re.search(r"^harness serve: .* on http://127\.0\.0\.1:(\d+)/$",
+                                    self.log.read_bytes()[logged:].decode(errors="replace"), re.MULTILINE)
+                if started:
+                    self.port = int(started[1])  # a restart asks for the same port again
+                time.sleep(0.05)
+                continue
             try:
                 if httpx.get(f"{self.url}/health", timeout=1).status_code == 200:
                     return self
