@@ -9,7 +9,7 @@ import pytest
 from harness.errors import HarnessError
 from harness.retrieve import Hit, SearchQuery, build, shared_retrievers
 from harness.retrieve.fusion import linear, linear_fusion, min_max, reciprocal_rank_fusion, rrf
-from tests.conftest import SMALL, SMALL_QUERIES as QUERIES, ikat_corpus, shared_cache
+from tests.conftest import CAST2021_PASSAGE_RUNS, SMALL, SMALL_QUERIES as QUERIES, ikat_corpus, shared_cache
 
 
 def hits(*pairs: tuple[str, float]) -> list[Hit]:
@@ -268,3 +268,26 @@ def test_a_numpy_type_given_as_a_setting_is_an_error_at_its_key_not_a_traceback(
 
     with pytest.raises(HarnessError, match=r"linear\.weights: expected .*, got <class 'numpy\.float64'>"):
         linear(None, retrievers=["bm25", "dense"], weights=np.float64)
+
+
+def test_rrf_equals_pyserini_fusion_on_the_cast_2021_organiser_runs():
+    """pyserini.fusion is the reference: the same documents, order (score, then docid ascending) and scores.
+    Its rank is the file's rank column, ours the position in the ranking: these files list each topic by rank."""
+    from pyserini.fusion import reciprocal_rank_fusion as pyserini_rrf
+    from pyserini.trectools import TrecRun
+
+    files = CAST2021_PASSAGE_RUNS[:3]
+    theirs = pyserini_rrf([TrecRun(str(path)) for path in files], rrf_k=60, depth=100, k=50).run_data
+    rankings: dict[str, list[list[tuple[str, float]]]] = {}
+    for number, path in enumerate(files):
+        for line in path.read_text().splitlines():
+            qid, _, docid, rank, score, _ = line.split()
+            ranking = rankings.setdefault(qid, [[] for _ in files])[number]
+            assert int(rank) == len(ranking) + 1  # the premise: ranks are positions
+            ranking.append((docid, float(score)))
+    assert set(theirs["topic"].astype(str)) == set(rankings)
+    for qid, lists in rankings.items():
+        ours = reciprocal_rank_fusion([ranking[:100] for ranking in lists], k=60, limit=50)
+        topic = theirs[theirs["topic"].astype(str) == qid]
+        assert [hit.docid for hit in ours] == list(topic["docid"]), qid
+        assert [hit.score for hit in ours] == pytest.approx(list(topic["score"]), abs=1e-9)
