@@ -417,8 +417,9 @@ def test_two_processes_sharing_a_cache_build_its_index_once_the_second_waits_the
     corpus.write_text("".join(json.dumps({"id": f"d{i}", "contents": f"passage {i} about topic {i % 7}"}) + "\n"
                               for i in range(300)), encoding="utf-8")
     ready = [tmp_path / f"ready{i}" for i in range(2)]
+    env = _env(tmp_path / "cache")
     builders = [subprocess.Popen([sys.executable, "-c", _CACHED_INDEX, str(corpus), str(go), str(flag)],
-                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_env(tmp_path / "cache"))
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
                 for flag in ready]
     deadline = time.monotonic() + 120  # both imported and polling, however loaded the machine
     while not all(flag.exists() for flag in ready) and time.monotonic() < deadline:

@@ -297,7 +297,7 @@ def _listening_on(port: int) -> list[str]:
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(not os.path.exists("/proc/net/tcp"), reason="reads the listening sockets from Linux's /proc/net/tcp")
+@pytest.mark.skipif(not os.path.exists("/proc/net/tcp"), reason="reads listening sockets from Linux's /proc/net/tcp")
 def test_the_server_listens_on_loopback_alone_unless_told_a_host(tmp_path):
     """A board's hidden qrels stay off the network by default: `harness serve` without --host
     listens on 127.0.0.1 alone, and says so."""

@@ -33,8 +33,8 @@ HOUR = 3600.0
 
 class BodyLimit:
     """ASGI middleware: `limit_of(method, path)` (bytes, and what they are for, said in the 413)
-    of body at most, each chunk within `timeout()` seconds of the last. Raised as HTTPException from the app's own read, so the
-    route answers it (413, 408) as it answers every other refusal."""
+    of body at most, each chunk within `timeout()` seconds of the last. Raised as HTTPException
+    from the app's own read, so the route answers it (413, 408) as it answers every other refusal."""
 
     def __init__(self, app, limit_of: Callable[[str, str], tuple[int, str]], timeout: Callable[[], float]) -> None:
         self.app, self.limit_of, self.timeout = app, limit_of, timeout
