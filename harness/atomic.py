@@ -200,7 +200,7 @@ def temp_folder(target: Path, doing: str, log=None) -> Iterator[Path]:
     with contextlib.ExitStack() as lock:  # a folder where no file can be made: an OutputError naming it
         _opened(parent, lambda: lock.enter_context(
             _locked_file(parent / f".{target.name}.lock", f"another harness process is {doing}", log)), folder=True)
-        _remove_dead_builds(parent, target.name)
+        _opened(parent, lambda: _remove_dead_builds(parent, target.name), folder=True)
         folder = _temp_name(parent, f".{target.name}.building")
         try:
             _opened(parent, folder.mkdir, folder=True)

@@ -658,3 +658,18 @@ def test_a_cache_entry_that_cannot_be_written_costs_only_a_rehash(tmp_path, monk
     memo = tmp_path / "cache" / "digests" / f"{paths.hashlib.sha256(os.fsencode(corpus.resolve())).hexdigest()[:32]}.json"
     memo.mkdir(parents=True)  # a folder where the memo file should go
     assert paths.file_sha256(corpus) == paths.hashlib.sha256(corpus.read_bytes()).hexdigest()
+
+
+def test_a_build_folder_whose_leftovers_cannot_be_listed_is_an_error_naming_the_folder(tmp_path, monkeypatch):
+    """The sweep of a killed build's leftovers beside the target fails as the rest of temp_folder does:
+    an OutputError naming the folder, not the system's bare OSError."""
+    import harness.atomic
+    from harness.atomic import OutputError
+
+    def unreadable(parent, held):
+        raise PermissionError(13, "Permission denied", str(parent))
+
+    monkeypatch.setattr(harness.atomic, "_remove_dead_builds", unreadable)
+    with pytest.raises(OutputError, match=f"^cannot write {tmp_path}: "):
+        with temp_folder(tmp_path / "index", "building the index"):
+            pass
