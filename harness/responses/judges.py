@@ -22,7 +22,8 @@ TEMPLATES = {"nuggets": default_prompt("nugget_support"), "citations": default_p
 JUDGE_NAMES = ("minilm[:SUPPORT,PARTIAL]", "assignments:PATH (or file:PATH)", "llm", "python:MODULE:ATTR[:ARG]")
 # the recorded assignments' judge, and its alias: `harness responses` named it `file:PATH` before it was registered
 # (`file` itself is `harness judge`'s judge of recorded qrels labels)
-RECORDED = ("assignments", "file")
+ALIASES = {"file": "assignments"}
+RECORDED = ("assignments", *ALIASES)
 
 
 def make_judge(spec: str, *, task: str = "nuggets", **settings: Any) -> Judge:
@@ -38,7 +39,7 @@ def make_judge(spec: str, *, task: str = "nuggets", **settings: Any) -> Judge:
         "assignments": lambda argument, given: {**given, "path": _recorded(typed, argument, task)},
         "llm": lambda argument, given: _llm(argument, given, task),
     }
-    return make.make_judge(spec, syntaxes, aliases={"file": "assignments"}, names=JUDGE_NAMES,
+    return make.make_judge(spec, syntaxes, aliases=ALIASES, names=JUDGE_NAMES,
                            settings={key: value for key, value in settings.items() if value is not None})
 
 
