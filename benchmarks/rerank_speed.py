@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import os
 import shutil
 import tempfile
 import time
@@ -34,6 +33,7 @@ from pathlib import Path
 import numpy as np
 
 from harness import topics
+from harness.compute.engines import usable_cores
 from harness.retrieve import SearchQuery, build
 from harness.retrieve.embeddings import default_model_path
 from harness.retrieve.rerank import RerankRetriever, load_cross_encoder
@@ -99,7 +99,7 @@ def main() -> None:
         first = build("dense", corpus=benchmark.corpus, cache_dir=str(Path(folder) / "vectors")).search(queries, args.depth)
         few = queries[:args.cpu_turns]
         # the stage sets torch's threads while it scores, and back after: torch.get_num_threads() here is not its count
-        threads = len(os.sched_getaffinity(0))  # (the stage's own default: the cores this process may use)
+        threads = usable_cores()  # (the stage's own default: the cores this process may use)
         stage = reranker(benchmark, first, model, "cpu", 32, args.depth, threads)
         cpu_run, seconds = timed_search(stage, few, args.depth)
         cpu = len(few) * args.depth / seconds
