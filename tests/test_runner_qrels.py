@@ -272,3 +272,19 @@ def test_the_report_hint_names_the_qrels_copy_in_the_folder_handed_on_not_where_
     line = capsys.readouterr().err.splitlines()[2]
     assert line.startswith("harness compare --qrels got/repro/qrels/pq-")
     assert main(line.split()[1:]) == 0
+
+
+def test_the_report_hint_reads_the_output_key_as_a_run_does_its_placeholders_filled(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("HARNESS_CACHE", str(tmp_path / "cache"))
+    Path("pq.qrels").write_text("1_1 0 d2 1\n1_2 0 d1 1\n", encoding="utf-8")
+    config = Path("c.yaml")
+    config.write_text(yaml.safe_dump({"k": 10, "output": "{cache}/runs", "experiments": [
+        {"topics": "pragmaticqa:val", "strategies": ["raw"], "measures": ["RR"], "retrievers": ["ranked"],
+         "qrels": "pq.qrels"}]}), encoding="utf-8")
+    assert _run(config) == 0
+    Path("pq.qrels").unlink()
+    capsys.readouterr()
+    assert _run(config, "--report") == 2
+    said = capsys.readouterr().err.splitlines()
+    assert len(said) == 3 and said[2].startswith(f"harness compare --qrels {tmp_path / 'cache' / 'runs' / 'qrels'}/pq-")

@@ -16,7 +16,7 @@ from pathlib import Path
 from harness.atomic import OutputError, check_outputs
 from harness.cli import add_output
 from harness.errors import InputError
-from harness.runner.config import DEFAULT_OUTPUT, ConfigError, config_file, load_config, read_yaml
+from harness.runner.config import DEFAULT_OUTPUT, ConfigError, Node, config_file, load_config, read_yaml
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -88,13 +88,14 @@ def from_recorded_runs(config: str, output: Path | None) -> str:
     alike, their qrels file (copied or written into OUTPUT/qrels/), measures, depth and separator."""
     if output is None:
         try:
-            document = read_yaml(config_file(config))
-        except InputError:
+            path = config_file(config)
+            document = read_yaml(path)
+            given = document.get("output", DEFAULT_OUTPUT) if isinstance(document, dict) else None
+            if not isinstance(given, str):
+                return ""
+            output = Node(path, "output", given).path()  # its {data}, {qrels}, {cache} filled, as a run reads it
+        except InputError:  # a ConfigError too: a bad placeholder
             return ""
-        given = document.get("output", DEFAULT_OUTPUT) if isinstance(document, dict) else None
-        if not isinstance(given, str):
-            return ""
-        output = Path(given)
     sections: dict[tuple, list[str]] = {}
     for path in sorted(output.glob("*.json")):
         try:
