@@ -255,16 +255,22 @@ def test_report_without_the_configs_inputs_says_how_to_score_the_runs_from_the_o
     assert {measure: means[measure]["mean"] for measure in ("RR", "R@10")} == recorded["means"]
 
 
-def test_the_report_hint_names_the_qrels_copy_in_the_folder_handed_on_not_where_the_runs_were_made(tmp_path,
-                                                                                                   monkeypatch, capsys):
-    monkeypatch.chdir(tmp_path)
+def _runs_without_their_qrels(output: str) -> Path:
+    """A config scoring one run on its own pq.qrels into `output`, run, then its qrels file gone."""
     Path("pq.qrels").write_text("1_1 0 d2 1\n1_2 0 d1 1\n", encoding="utf-8")
     config = Path("c.yaml")
-    config.write_text(yaml.safe_dump({"k": 10, "output": "runs/repro", "experiments": [
+    config.write_text(yaml.safe_dump({"k": 10, "output": output, "experiments": [
         {"topics": "pragmaticqa:val", "strategies": ["raw"], "measures": ["RR"], "retrievers": ["ranked"],
          "qrels": "pq.qrels"}]}), encoding="utf-8")
     assert _run(config) == 0
     Path("pq.qrels").unlink()
+    return config
+
+
+def test_the_report_hint_names_the_qrels_copy_in_the_folder_handed_on_not_where_the_runs_were_made(tmp_path,
+                                                                                                   monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    config = _runs_without_their_qrels("runs/repro")
     Path("got").mkdir()
     Path("runs/repro").rename("got/repro")
     capsys.readouterr()
@@ -277,13 +283,7 @@ def test_the_report_hint_names_the_qrels_copy_in_the_folder_handed_on_not_where_
 def test_the_report_hint_reads_the_output_key_as_a_run_does_its_placeholders_filled(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("HARNESS_CACHE", str(tmp_path / "cache"))
-    Path("pq.qrels").write_text("1_1 0 d2 1\n1_2 0 d1 1\n", encoding="utf-8")
-    config = Path("c.yaml")
-    config.write_text(yaml.safe_dump({"k": 10, "output": "{cache}/runs", "experiments": [
-        {"topics": "pragmaticqa:val", "strategies": ["raw"], "measures": ["RR"], "retrievers": ["ranked"],
-         "qrels": "pq.qrels"}]}), encoding="utf-8")
-    assert _run(config) == 0
-    Path("pq.qrels").unlink()
+    config = _runs_without_their_qrels("{cache}/runs")
     capsys.readouterr()
     assert _run(config, "--report") == 2
     said = capsys.readouterr().err.splitlines()
