@@ -6,17 +6,20 @@ of the `Judge` protocol the harness uses are checked when the plug-in is made, a
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import pytest
 
 from harness.cli import main
 from harness.errors import HarnessError
-from harness.judge.base import read_provenance, sidecar
+from harness.judge.base import provenance_of, read_provenance, sidecar, write_qrels
 from harness.judge.model import Judgment
 from harness.judge.scales import RELEVANCE_0_4, SUPPORT_0_2, YES_NO, Scale
 from harness.paths import file_sha256
+from harness.responses import compare, evaluate
 from harness.responses.evaluation import evaluate_runs
+from harness.responses.judges import make_judge
 from harness.responses.model import Nugget, NuggetBank, Response, ResponseRun, Sentence
 
 QIDS = ("0_1", "0_2")  # iKAT 2024 turns (the topics ship with the harness)
@@ -195,13 +198,19 @@ class Overlap:
         return {"judge": self.name}
 
 
-def _nugget_scores(order: str) -> dict[str, float]:
+def _nugget_inputs() -> tuple[list[ResponseRun], NuggetBank]:
+    """Two runs answering two turns, and a bank of three nuggets on them."""
     bank = NuggetBank("bank", {"1_1": (Nugget("a", "paris capital", 1, True), Nugget("b", "seine river", 1, True)),
                                "1_2": (Nugget("c", "louvre", 1, True),)}, "rule")
     runs = [ResponseRun(name, Path(f"{name}.jsonl"), "test", {turn: Response(turn, text, (Sentence(text),))
                                                               for turn, text in texts.items()})
             for name, texts in (("good", {"1_1": "paris capital on the seine river", "1_2": "the louvre"}),
                                 ("poor", {"1_1": "paris capital", "1_2": "no idea"}))]
+    return runs, bank
+
+
+def _nugget_scores(order: str) -> dict[str, float]:
+    runs, bank = _nugget_inputs()
     return evaluate_runs(runs, bank, Overlap(order)).aggregate().set_index("run")["all"].to_dict()
 
 
@@ -325,3 +334,76 @@ def test_labels_on_a_scale_no_installed_package_registers_are_not_filed_again_on
         f"harness judge: error: {labels}: its provenance sidecar records its labels on the scale 'lab-0-1', which no "
         "installed package registers (install the package whose scale it is)")
     assert not (tmp_path / "out.qrels").exists()
+
+
+OVERLAP = "python:tests.test_judge_plugins:Overlap:reversed"
+
+
+def test_the_python_api_records_what_a_plugin_judge_it_is_given_by_name_is():
+    """As `harness responses eval`'s report records it: the spec, and what the registry loaded for it."""
+    runs, bank = _nugget_inputs()
+    _, aggregate = evaluate(runs, bank, judge=OVERLAP)
+    assert aggregate.attrs["judge"]["plugin"] == {"spec": OVERLAP, "python": "tests.test_judge_plugins:Overlap",
+                                                  "module": "tests.test_judge_plugins", "sha256": file_sha256(__file__)}
+    assert compare(runs, bank, judge=OVERLAP).attrs["judge"]["plugin"] == aggregate.attrs["judge"]["plugin"]
+
+
+def test_a_plugin_judge_carries_what_it_is_from_the_factory_to_wherever_it_is_handed():
+    runs, bank = _nugget_inputs()
+    judge = make_judge(OVERLAP)
+    assert evaluate_runs(runs, bank, judge).judge["plugin"]["spec"] == OVERLAP
+
+
+def test_a_judge_object_its_user_built_records_its_class_and_the_sha256_of_its_module():
+    """No spec names it: its class does, and its module's file tells two versions of its code apart."""
+    runs, bank = _nugget_inputs()
+    assert evaluate_runs(runs, bank, Overlap()).judge["plugin"] == {
+        "class": "tests.test_judge_plugins.Overlap", "module": "tests.test_judge_plugins",
+        "sha256": file_sha256(__file__)}
+
+
+JUDGE_MODULE = '''
+from harness.judge.model import Judgment
+from harness.judge.scales import SUPPORT_0_2
+
+
+class Strict:
+    name = "strict"
+    scale = SUPPORT_0_2
+
+    def judge(self, items, progress=False):
+        return [Judgment(item.key, 0, "ok", "", False) for item in items]
+
+    def provenance(self):
+        return {}
+'''
+
+
+def test_a_judge_object_of_an_installed_package_records_its_distribution_and_version(tmp_path, monkeypatch):
+    site = tmp_path / "site"
+    (site / "lab_judges_j22-0.3.dist-info").mkdir(parents=True)
+    (site / "lab_judges_j22-0.3.dist-info" / "METADATA").write_text("Metadata-Version: 2.1\nName: lab-judges-j22\n"
+                                                                    "Version: 0.3\n")
+    (site / "lab_judges_j22-0.3.dist-info" / "top_level.txt").write_text("lab_judges_j22\n")
+    (site / "lab_judges_j22.py").write_text(JUDGE_MODULE)
+    monkeypatch.syspath_prepend(str(site))
+    monkeypatch.delitem(sys.modules, "lab_judges_j22", raising=False)  # put back as it was (absent) after the test
+    from lab_judges_j22 import Strict
+
+    runs, bank = _nugget_inputs()
+    assert evaluate_runs(runs, bank, Strict()).judge["plugin"] == {
+        "class": "lab_judges_j22.Strict", "distribution": "lab-judges-j22", "version": "0.3",
+        "module": "lab_judges_j22", "sha256": file_sha256(site / "lab_judges_j22.py")}
+
+
+def test_a_user_built_judges_labels_on_another_top_grade_name_its_class_in_the_scale_warning(tmp_path, capsys):
+    _judge(tmp_path, "python:tests.test_judge_plugins:Lengths")  # the run
+    judge, labels = YesNo(), tmp_path / "labels.qrels"
+    write_qrels(labels, [Judgment((q, f"d{q}"), 1, "ok", "", False) for q in QIDS], provenance_of(judge))
+    (tmp_path / "human.qrels").write_text("0_1 0 other 4\n0_2 0 other 0\n")
+    capsys.readouterr()
+    assert main(["eval", str(tmp_path / "a.run"), "--qrels", str(tmp_path / "human.qrels"), "--fill", str(labels),
+                 "--measures", "nDCG@3"]) == 0
+    assert ("they are the labels of the plug-in judge tests.test_judge_plugins.YesNo, on the scale it names itself"
+            in capsys.readouterr().err)
+

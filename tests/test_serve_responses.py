@@ -441,6 +441,21 @@ def test_only_a_file_judge_s_identity_holds_the_number_of_its_task_s_rules(tmp_p
     assert set(judges[2]) == {"judge", "model", "prompt"}
 
 
+def test_a_plugin_judge_s_identity_is_recorded_with_the_scores_and_another_version_scores_again(tmp_path):
+    """Recorded by its spec alone, a plug-in judge whose code changed kept the scores its old code gave."""
+    spec = "python:tests.test_judge_plugins:Overlap"
+    task = {"name": "r", "topics": "ikat2024", "nuggets": str(write_nuggets(tmp_path)), "formats": ["trec-rag-jsonl"],
+            "judge": spec}
+    row = _scored_row(tmp_path, task)
+    module = Path(__file__).with_name("test_judge_plugins.py")
+    assert row.scored_with["judge"] == {"judge": spec, "plugin": {
+        "spec": spec, "python": "tests.test_judge_plugins:Overlap", "module": "tests.test_judge_plugins",
+        "sha256": file_sha256(module)}}
+    row.scored_with = {**row.scored_with, "judge": {"judge": spec, "plugin": {
+        **row.scored_with["judge"]["plugin"], "sha256": "the sha256 of its code before an edit"}}}
+    assert _stale(row, _runtime(tmp_path, task)) == "the task's judge changed"
+
+
 def test_only_an_llm_judge_whose_prompt_reads_the_question_records_the_questions_it_is_asked(tmp_path):
     """Recorded where they change its labels alone: a `file:` or minilm judge, or a prompt
     without {question}, reads none."""

@@ -1,15 +1,16 @@
 """The judge protocol, the registry of judges, and qrels written with their provenance.
 
 Provenance rule: a qrels file a judge writes gets a sidecar `QRELS.provenance.json` (judge,
-model, endpoint, the endpoints that answered and when, prompt sha256, scale, date, counts, and
-the qrels file's own sha256); a score or report that uses those labels quotes it
-(`describe_provenance`).
+model, endpoint, the endpoints that answered and when, prompt sha256, scale, date, counts, a
+plug-in judge's identity, and the qrels file's own sha256); a score or report that uses those
+labels quotes it (`describe_provenance`).
 """
 
 from __future__ import annotations
 
 import datetime
 import json
+import weakref
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -21,7 +22,7 @@ from harness.judge.model import STATUSES, Item, Judgment
 from harness.judge.scales import Scale
 from harness.paths import file_sha256
 from harness.queries.llm import NO_TEXT
-from harness.registry import Param, Registry
+from harness.registry import Param, Registry, object_origin
 
 SIDECAR_SUFFIX = ".provenance.json"
 UNRECORDED = "not recorded"  # answered_by's key for answers cached before cache lines named their endpoint
@@ -64,9 +65,15 @@ def check_judge(judge: object, spec: str) -> None:
 def judge_named(judge: Judge) -> str:
     """The judge as an error names it: its name, and where it is not the harness's own, its class
     (the plug-in's module: `judge 'mine' (class lab.judges.Mine)`)."""
+    kind = _plugin_class(judge)
+    return f"judge {judge.name!r}" + ("" if kind is None else f" (class {kind})")
+
+
+def _plugin_class(judge: Judge) -> str | None:
+    """`module.qualname` of the judge's class, None where it is the harness's own."""
     kind = type(judge)
     own = kind.__module__ == "harness" or kind.__module__.startswith("harness.")
-    return f"judge {judge.name!r}" + ("" if own else f" (class {kind.__module__}.{kind.__qualname__})")
+    return None if own else f"{kind.__module__}.{kind.__qualname__}"
 
 
 def answered(judge: Judge, items: Sequence[Item], progress: bool = False) -> list[Judgment]:
@@ -129,8 +136,9 @@ def _check_judgment(judge: Judge, judgment: Judgment, who: str) -> None:
 def provenance_of(judge: Judge) -> dict:
     """What the judge's labels are recorded with: its provenance(), with its name where that
     gives none and, whatever it says, the scale the harness checked its labels on (a plug-in's
-    may give neither: --fill's scale warning and --judge file read it). One that is not a dict
-    a JSON sidecar can hold is an error naming the judge and the key, before anything is written."""
+    may give neither: --fill's scale warning and --judge file read it) and, a plug-in's, what it
+    is (`plugin_of`: two versions of its code are told apart). One that is not a dict a JSON
+    sidecar can hold is an error naming the judge and the key, before anything is written."""
     who = judge_named(judge)
     record = judge.provenance()
     if not isinstance(record, dict):
@@ -141,7 +149,52 @@ def provenance_of(judge: Judge) -> dict:
         except (TypeError, ValueError) as error:
             raise HarnessError(f"{who}: provenance() holds {key!r}: {value!r}, which JSON cannot hold ({error}); "
                                "expected strings, numbers, booleans, None, and lists and dicts of them") from None
-    return {"judge": judge.name, **record, "scale": judge.scale.name}
+    plugin = plugin_of(judge)
+    return {"judge": judge.name, **record, "scale": judge.scale.name, **({"plugin": plugin} if plugin else {})}
+
+
+# a judge the factory made (harness.judge.make) -> what it was made of (its spec and the registry's origin), by
+# the judge's id, with a weak reference to it where it takes one (forgotten with it): a record of what was made,
+# as the registry's of what it loaded, so that its provenance says it wherever the judge goes (`plugin_of`)
+_MADE: dict[int, tuple[Callable[[], object], dict]] = {}
+
+
+def made_of(judge: Judge, identity: dict) -> None:
+    """Record with the plug-in judge `judge` what the factory made it of (`identity`: its spec and
+    the registry's origin of it): provenance_of reads it, whichever command, Python API call or
+    hosted board the judge goes to."""
+    key = id(judge)
+    try:
+        held: Callable[[], object] = weakref.ref(judge, lambda _: _MADE.pop(key, None))
+    except TypeError:  # a class with __slots__ and no __weakref__: held while the process lives
+        held = lambda: judge  # noqa: E731
+    _MADE[key] = (held, identity)
+
+
+def plugin_of(judge: Judge) -> dict | None:
+    """What a plug-in judge is, for its provenance's `plugin`, as a run's JSON records a plug-in
+    retriever: one the factory made, its spec as given and the registry's origin of it (entry
+    point or `python:` spec, distribution, version, module, code sha256); one built by its user
+    and handed over (the Python API), what its class tells: `class` (module.qualname), the
+    distribution that installed its top-level package and its version where exactly one did, and
+    its code's origin as a plug-in handed to the Python API is keyed (module, sha256 of its file,
+    its own helper modules'). None for the harness's own judges."""
+    made = _MADE.get(id(judge))
+    if made is not None and made[0]() is judge:
+        return made[1]
+    kind = _plugin_class(judge)
+    if kind is None:
+        return None
+    return {"class": kind, **_installed_by(type(judge).__module__), **object_origin(type(judge))}
+
+
+def _installed_by(module: str) -> dict:
+    """The distribution (and its version) whose files hold the top-level package of `module`,
+    where exactly one does; {} for a module no distribution installed (a script's, a notebook's)."""
+    from importlib.metadata import packages_distributions, version
+
+    names = packages_distributions().get(module.partition(".")[0], [])
+    return {"distribution": names[0], "version": version(names[0])} if len(names) == 1 else {}
 
 
 def quoting(provenance: dict, example: str | None) -> dict:

@@ -253,9 +253,6 @@ def run(args: argparse.Namespace) -> int:
     judgments = answered(judge, items, progress=True)
     example = check_parsed(judgments, judge.scale, "check --prompt (does it ask for one label?), --scale and --model")
     provenance = quoting({"counts": counts(judgments), **provenance_of(judge)}, example)  # a plug-in's may lack counts
-    plugin = make.plugin_identity(args.judge)
-    if plugin is not None:
-        provenance["plugin"] = plugin
     provenance["inputs"] = {
         "runs": {path: file_sha256(path) for path in files}, "depth": args.depth, "topics": args.topics,
         "corpus": list(corpora) or None, "query_field": args.query_field,

@@ -130,7 +130,8 @@ def scale_warning(reference: Qrels, path: str | Path, record: dict | None, use: 
     scales = f"--scale {' or '.join(fitting)}" if fitting else f"a --scale whose top grade is {top}"
     maker = first_maker(record)  # the file judge keeps the scale of labels a judge made: ask that one
     if isinstance(maker.get("plugin"), dict):  # a plug-in judge names its own scale: --scale is not its to take
-        cure = (f"they are the labels of the plug-in judge {maker['plugin'].get('spec')}, on the scale it names "
+        named = maker["plugin"].get("spec") or maker["plugin"].get("class")  # a judge object has no spec (plugin_of)
+        cure = (f"they are the labels of the plug-in judge {named}, on the scale it names "
                 "itself: judge with one on " + (f"the scale {' or '.join(fitting)}" if fitting else
                                                 f"a scale whose top grade is {top}"))
     elif maker is record:

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.errors import HarnessError, nearest
-from harness.judge.base import JUDGES, Judge, check_judge
+from harness.judge.base import JUDGES, Judge, check_judge, made_of
 from harness.judge.llm import CONCURRENCY, RETRIES, check_prompt
 from harness.judge.model import Item
 from harness.judge.scales import Scale
@@ -50,18 +50,13 @@ def make_judge(spec: str, syntaxes: Mapping[str, Syntax], *, aliases: Mapping[st
     check_params(declaration, params, key=f"judge {typed}", kind="judge")
     judge = JUDGES.get(name)(**params)
     check_judge(judge, spec)
+    origin = JUDGES.origin(name)
+    if origin is not None:  # a plug-in: what it is goes with it, into each provenance of it (provenance_of),
+        # as a run's JSON records a plug-in retriever: the spec as given, and the registry's origin of it (entry
+        # point or `python:` spec, distribution, version, module, code sha256), so that two configurations of one
+        # plug-in, or two versions of its code, are told apart where its own provenance() may say neither
+        made_of(judge, {"spec": spec, **origin})
     return judge
-
-
-def plugin_identity(spec: str, aliases: Mapping[str, str] | None = None) -> dict[str, Any] | None:
-    """What the plug-in judge `spec` names is, as a run's JSON records a plug-in retriever
-    (`hashes.plugins`): the spec as given, and the registry's origin of it (its entry point or
-    `python:` spec, distribution, version, module, code sha256); None for a built-in judge.
-    Two configurations of one plug-in, or two versions of its code, are told apart in the
-    sidecar of their labels, where its own provenance() may say neither."""
-    typed = split_spec(spec)[0]
-    origin = JUDGES.origin((aliases or {}).get(typed, typed))
-    return None if origin is None else {"spec": spec, **origin}
 
 
 @dataclass(frozen=True)

@@ -115,7 +115,9 @@ def evaluate(responses: str | Path | ResponseRun | Sequence[str | Path | Respons
     `passages`: the cited passages' texts, {id: text} or a corpus file or spec (as --passages).
     `topics`: as --topics (the module docstring): every turn of them with nuggets is evaluated, a
     run missing one scoring 0 there, as on a hosted board.
-    The CLI's notes (empty answers, turns a run misses, ...) are warnings, and `aggregate.attrs["notes"]`."""
+    The CLI's notes (empty answers, turns a run misses, ...) are warnings, and `aggregate.attrs["notes"]`;
+    the judge's provenance, as the CLI's JSON report records it (a plug-in's `plugin` too: what it is,
+    however it was given), is `aggregate.attrs["judge"]`."""
     evaluation = _evaluation(responses, nuggets, judge, citations=citations, passages=passages,
                              vital_grade=vital_grade, topics=topics, citation_prompt=citation_prompt,
                              formats=(response_format, nuggets_format), **judge_settings)
@@ -124,6 +126,7 @@ def evaluate(responses: str | Path | ResponseRun | Sequence[str | Path | Respons
     aggregate = evaluation.aggregate()
     aggregate["judge"] = judge_label(evaluation)
     aggregate.attrs["notes"] = list(evaluation.notes)
+    aggregate.attrs["judge"] = evaluation.judge
     return evaluation.per_turn(), aggregate
 
 
@@ -135,7 +138,7 @@ def compare(responses: Sequence[str | Path | ResponseRun], nuggets: str | Path |
     """The leaderboard on per-turn scores, as `harness.compare` gives it for rankings (resamples=:
     the bootstrap and permutation tests', as there). It ranks the runs on their nugget scores only:
     a citation setting is refused in its own words (passed on, citation_prompt= advised
-    citations=True, which was then a TypeError)."""
+    citations=True, which was then a TypeError). The judge's provenance is `attrs["judge"]`, as evaluate's."""
     import pandas as pd
 
     from harness.errors import HarnessError
@@ -154,4 +157,6 @@ def compare(responses: Sequence[str | Path | ResponseRun], nuggets: str | Path |
     board = build_report(evaluation, baselines, test=test, correction=correction, alpha=alpha,
                          resampling=resampling).leaderboard
     board.warn()  # as `harness responses eval` warns on stderr: one turn, too few resamples
-    return pd.DataFrame(board.rows())
+    table = pd.DataFrame(board.rows())
+    table.attrs["judge"] = evaluation.judge
+    return table

@@ -96,7 +96,6 @@ def _judge(args: argparse.Namespace, task: str):
 def _eval(args: argparse.Namespace) -> int:
     from harness.judge.base import sidecar
     from harness.judge.cli_judge import check_llm_options
-    from harness.judge.make import plugin_identity
     from harness.report.formats import report_format
     from harness.report.cli_options import baselines
     from harness.report.stats import Resampling
@@ -140,11 +139,6 @@ def _eval(args: argparse.Namespace) -> int:
     evaluation = evaluate_runs(runs, bank, judge, citation_judge=citation_judge, passages=passages,
                                questions=turn_questions(runs, bank, topics), turns=turns, evaluated_turns=turns,
                                progress=True)
-    plugin = plugin_identity(args.judge)
-    if plugin is not None:  # what the plug-in judge is, as harness judge's sidecar records it
-        for record in ([evaluation.judge["nuggets"], evaluation.judge["citations"]] if evaluation.citations
-                       else [evaluation.judge]):
-            record["plugin"] = plugin
     for note in evaluation.notes:
         print(f"note: {note}", file=sys.stderr)
     if args.assignments_out:

@@ -95,12 +95,15 @@ class ResponseTaskRuntime(TaskRuntime):
         file's content is the hash the judge took of it as it read it: hashed once a start,
         and the hash of what scores, should the file change later. A `file:` judge's holds the
         number of its task's rules (FILE_JUDGE_RULES) too; `assignments:PATH` is keyed as `file:PATH`
-        (one judge, two names). Where an `llm` judge's prompt reads {question}, the questions the
-        evaluated turns are asked with, by their hash: responses judged before the board asked any
-        (every prompt's question was empty), or under other questions (other topics, or the topics'
-        utterance asked before the bank's query), are judged again. A `nuggets_format` the task
+        (one judge, two names); a plug-in judge's, what it is (its code's sha256, version, ...:
+        harness.judge.base.plugin_of), so that another version of its code scores again. Where an
+        `llm` judge's prompt reads {question}, the questions the evaluated turns are asked with, by
+        their hash: responses judged before the board asked any (every prompt's question was
+        empty), or under other questions (other topics, or the topics' utterance asked before the
+        bank's query), are judged again. A `nuggets_format` the task
         names is recorded too (another format may read the same file otherwise); none named, the
         format is the content's, which the file's hash holds."""
+        from harness.judge.base import plugin_of
         from harness.paths import file_sha256
         from harness.registry import split_spec
         from harness.responses.judges import RECORDED
@@ -112,7 +115,7 @@ class ResponseTaskRuntime(TaskRuntime):
         judge = {"judge": "file" if recorded else self.config.judge, "model": settings.get("model"),
                  "prompt": self.judge.template.sha256 if name == "llm" else None,
                  "assignments": self.judge.sha256 if recorded else None,
-                 "rules": FILE_JUDGE_RULES if recorded else None}
+                 "rules": FILE_JUDGE_RULES if recorded else None, "plugin": plugin_of(self.judge)}
         scored = {"nuggets": file_sha256(self.config.nuggets), "vital_grade": self.config.vital_grade,
                   "judge": {key: value for key, value in judge.items() if value is not None}}
         if self.config.nuggets_format is not None:
