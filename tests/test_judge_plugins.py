@@ -6,11 +6,14 @@ of the `Judge` protocol the harness uses are checked when the plug-in is made, a
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+import harness
 from harness.cli import main
 from harness.errors import HarnessError
 from harness.judge.base import provenance_of, read_provenance, sidecar, write_qrels
@@ -407,3 +410,69 @@ def test_a_user_built_judges_labels_on_another_top_grade_name_its_class_in_the_s
     assert ("they are the labels of the plug-in judge tests.test_judge_plugins.YesNo, on the scale it names itself"
             in capsys.readouterr().err)
 
+
+EXPECTED_SCALE = ("expected Scale(name, labels, meaning): a name (a str), labels (a tuple of distinct whole numbers) "
+                  "and their meaning (a tuple of str, one for each label, in their order)")
+
+
+class Uneven(Lengths):
+    """a scale of three labels and two meanings"""
+
+    scale = Scale("lab-uneven", (0, 1, 2), ("no", "yes"))
+
+
+class Twice(Lengths):
+    """a scale listing a label twice"""
+
+    scale = Scale("lab-twice", (0, 1, 1), ("no", "yes", "yes"))
+
+
+class Worded(Lengths):
+    """a scale whose labels are words"""
+
+    scale = Scale("lab-worded", ("no", "yes"), ("not relevant", "relevant"))
+
+
+@pytest.mark.parametrize("judge, problem", [
+    ("Uneven", "'lab-uneven' has 3 labels and 2 meanings"),
+    ("Twice", "'lab-twice' lists label 1 twice"),
+    ("Worded", "'lab-worded' has label 'no', not a whole number"),
+])
+def test_a_plugin_judge_on_a_malformed_scale_of_its_own_is_refused_when_made_in_one_line(tmp_path, capsys, judge,
+                                                                                          problem):
+    assert _judge(tmp_path, f"python:tests.test_judge_plugins:{judge}") == 2
+    error = capsys.readouterr().err.strip()
+    assert "\n" not in error and "Traceback" not in error
+    assert f"judge 'python:tests.test_judge_plugins:{judge}' ({judge}): its scale {problem}; {EXPECTED_SCALE}" in error
+    assert not (tmp_path / "out.qrels").exists()
+
+
+class ShortSupport(Overlap):
+    """its own copy of support-0-2, a meaning short"""
+
+    scale = Scale("support-0-2", (0, 1, 2), ("no support", "support"))
+
+
+def test_a_judge_object_on_a_malformed_scale_is_refused_before_it_is_asked_anything():
+    runs, bank = _nugget_inputs()
+    with pytest.raises(HarnessError) as raised:
+        evaluate_runs(runs, bank, ShortSupport())
+    assert str(raised.value) == ("judge 'overlap' (class tests.test_judge_plugins.ShortSupport): its scale "
+                                 f"'support-0-2' has 3 labels and 2 meanings; {EXPECTED_SCALE}")
+
+
+def test_a_registered_plugin_scale_that_is_malformed_is_one_line_naming_its_entry_point(tmp_path):
+    site = tmp_path / "site"
+    (site / "lab_scales_j22-0.1.dist-info").mkdir(parents=True)
+    (site / "lab_scales_j22-0.1.dist-info" / "METADATA").write_text("Metadata-Version: 2.1\nName: lab-scales-j22\n"
+                                                                    "Version: 0.1\n")
+    (site / "lab_scales_j22-0.1.dist-info" / "entry_points.txt").write_text(
+        "[harness.scales]\nlab-uneven = lab_scales_j22:uneven\n")
+    (site / "lab_scales_j22.py").write_text('from harness.judge.scales import Scale\n\n'
+                                            'uneven = Scale("lab-uneven", (0, 1, 2), ("no", "yes"))\n')
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(Path(harness.__file__).parents[1]), str(site)])}
+    probe = "from harness.judge.scales import SCALES; SCALES.get('lab-uneven')"
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, env=env)
+    assert done.stderr.splitlines()[-1] == (
+        f"harness.errors.HarnessError: scale 'lab-uneven' has 3 labels and 2 meanings; {EXPECTED_SCALE} "
+        "(entry point lab_scales_j22:uneven of lab-scales-j22 0.1)")

@@ -60,6 +60,17 @@ def check_judge(judge: object, spec: str) -> None:
         raise HarnessError(f"judge {spec!r} ({type(judge).__name__}) has no {', '.join(lacking)}: a judge needs "
                            "name (a str), scale (a harness.judge.scales.Scale), judge(items, progress) and "
                            "provenance() (README: Your own system)")
+    check_scale(judge, f"judge {spec!r} ({type(judge).__name__})")
+
+
+def check_scale(judge: Judge, who: str) -> None:
+    """A judge's scale (a plug-in's own `Scale(...)`: SCALES checks a registered one as it is
+    looked up) is refused, in one line naming the judge, where its labels and meanings are not
+    well formed (Scale.problem): every label it gave was refused as off its scale, or stated
+    beside another label's meaning."""
+    problem = judge.scale.problem()
+    if problem is not None:
+        raise HarnessError(f"{who}: its scale {judge.scale.name!r} {problem}")
 
 
 def judge_named(judge: Judge) -> str:
@@ -84,6 +95,7 @@ def answered(judge: Judge, items: Sequence[Item], progress: bool = False) -> lis
     offending item, before anything is written or scored: fewer judgments were silently fewer
     labels, and judgments paired by position scored a reordered answer against the wrong nuggets."""
     who = judge_named(judge)
+    check_scale(judge, who)  # a judge object not made by the factory (the Python API's) is checked here
     answer = judge.judge(items, progress=progress)
     try:
         given = list(answer)

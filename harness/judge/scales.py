@@ -12,7 +12,7 @@ import numbers
 import re
 from dataclasses import dataclass
 
-from harness.errors import HarnessError
+from harness.errors import HarnessError, counted
 from harness.registry import Registry, UnknownName, instances_of
 
 _LABEL = re.compile(r"\s*([0-9]+)\.?\s*")  # ASCII digits: "\d" would take "３" or "٣" for 3
@@ -39,6 +39,30 @@ class Scale:
             # 1.0, True: not 1; numpy's integers (an argmax) are whole numbers
             raise HarnessError(f"{who} gave label {label!r}, which is not on its scale {self.span()}")
 
+    def problem(self) -> str | None:
+        """What is wrong with a scale a plug-in declared, in words following its name (`has label
+        'yes', not a whole number; expected ...`); None where it is well formed. A label that is
+        not a whole number could never be given (`check` refused each), a label listed twice, or
+        meanings not one per label, put each label beside another's meaning in a prompt."""
+        labels, meaning = self.labels, self.meaning
+        if not isinstance(self.name, str) or not self.name.strip():
+            wrong = "has a name that is not a non-empty str"
+        elif not isinstance(labels, (tuple, list)) or not labels:
+            wrong = f"has labels {_shown(labels)}"
+        elif any(isinstance(label, bool) or not isinstance(label, numbers.Integral) for label in labels):
+            label = next(x for x in labels if isinstance(x, bool) or not isinstance(x, numbers.Integral))
+            wrong = f"has label {_shown(label)}, not a whole number"
+        elif len(set(labels)) < len(labels):
+            wrong = f"lists label {next(x for i, x in enumerate(labels) if x in labels[:i])} twice"
+        elif not isinstance(meaning, (tuple, list)) or not all(isinstance(line, str) for line in meaning):
+            wrong = f"has meaning {_shown(meaning)}"
+        elif len(meaning) != len(labels):
+            wrong = f"has {counted(len(labels), 'label')} and {counted(len(meaning), 'meaning')}"
+        else:
+            return None
+        return (f"{wrong}; expected Scale(name, labels, meaning): a name (a str), labels (a tuple of distinct "
+                "whole numbers) and their meaning (a tuple of str, one for each label, in their order)")
+
     def span(self) -> str:
         """'relevance-0-4 (0 to 4)': the scale's name and its labels, as an error names them."""
         return f"{self.name} ({min(self.labels)} to {max(self.labels)})"
@@ -48,14 +72,23 @@ class Scale:
         return "\n".join(f"{label} = {text}" for label, text in zip(self.labels, self.meaning))
 
 
+def _shown(value: object) -> str:
+    """A value as an error quotes it: its repr, or its type where that is long."""
+    text = repr(value)
+    return text if len(text) <= 60 else f"a {type(value).__name__} of {len(text)} characters"
+
+
 SCALES: Registry[Scale] = Registry("scale", group="harness.scales", summary=lambda scale: scale.span())
 
 
 @SCALES.adapter
 def _plugin_scale(name: str, obj: object) -> Scale:
-    """A plug-in's scale is a Scale named as its entry point is: a labels file records the scale by its
-    name, which must find it again."""
+    """A plug-in's scale is a well-formed Scale (Scale.problem) named as its entry point is: a labels
+    file records the scale by its name, which must find it again."""
     scale = instances_of(SCALES.kind, Scale)(name, obj)
+    problem = scale.problem()
+    if problem is not None:
+        raise HarnessError(f"scale {name!r} {problem}")
     if scale.name != name:
         raise HarnessError(f"scale {name!r} is named {scale.name!r}: a scale's name is the one it is registered by")
     return scale
