@@ -780,9 +780,9 @@ def _other(path: Path) -> str:
     ("file", lambda task, files: task.update(judge=f"file:{_other(files['assignments'])}"), "judge"),
     ("file", lambda task, files: task.update(judge=f"file:{_moved(files['assignments'])}"), None),
     ("file", lambda task, files: task.update(judge=f"assignments:{files['assignments']}"), None),  # file:'s name
-    ("file", lambda task, _: task.update(nuggets_format="nuggetizer-jsonl"), "nuggets_format"),
+    ("file", lambda task, _: task.update(nuggets_format="nuggetizer-jsonl"), None),  # the content's own format
 ], ids=["vital_grade", "model", "prompt", "prompt-moved", "base_url", "assignments", "assignments-moved",
-        "assignments-named", "nuggets_format"])
+        "assignments-named", "nuggets_format-the-content-s"])
 def test_responses_are_scored_again_when_what_scores_them_changes_not_where_it_lies(tmp_path, judge, edit, reason):
     """A start scores again responses scored otherwise (service._stale): by another vital grade,
     llm model or prompt, or other recorded assignments; not after a file moved with the same
@@ -796,6 +796,26 @@ def test_responses_are_scored_again_when_what_scores_them_changes_not_where_it_l
     row = _scored_row(tmp_path, task)
     edit(task, files)
     assert _stale(row, _runtime(tmp_path, task)) == (f"the task's {reason} changed" if reason else None)
+
+
+def test_naming_the_bank_s_own_format_or_no_longer_naming_it_scores_no_response_again(tmp_path):
+    """Dropping `nuggets_format: cone-rag-json` from a CONE-RAG bank's task, and putting it back,
+    each scored every response again ('the task's nuggets_format changed'), the bank read alike;
+    a format the content is not told as (a plug-in's reading the same file) still does."""
+    from harness.responses.nuggets import BANKS
+
+    (tmp_path / "assignments.jsonl").write_text(json.dumps({"qid": "0_1", "run_id": "r", "nuggets": []}) + "\n")
+    task = {"name": "r", "topics": "ikat2024", "nuggets": str(write_nuggets(tmp_path)), "formats": ["trec-rag-jsonl"],
+            "judge": f"file:{tmp_path / 'assignments.jsonl'}", "nuggets_format": "nuggetizer-jsonl"}
+    named = _scored_row(tmp_path, task)
+    del task["nuggets_format"]
+    assert _stale(named, _runtime(tmp_path, task)) is None
+    told = _scored_row(tmp_path, task)
+    task["nuggets_format"] = "nuggetizer-jsonl"
+    assert _stale(told, _runtime(tmp_path, task)) is None
+    with BANKS.using({"same-reading": BANKS.get("nuggetizer-jsonl")}):
+        task["nuggets_format"] = "same-reading"
+        assert _stale(told, _runtime(tmp_path, task)) == "the task's nuggets_format changed"
 
 
 def test_responses_judged_with_the_shipped_prompt_are_scored_again_when_a_newer_harness_rewords_it(tmp_path,

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from harness import jsonl
-from harness.errors import InputError, counted, verb
+from harness.errors import HarnessError, InputError, counted, verb
 from harness.serve.config import RESPONSE_FORMATS
 from harness.serve.tasks import MAX_MESSAGES, Message, Refused, TaskRuntime, Verdict, refused_if_not_text
 
@@ -100,9 +100,10 @@ class ResponseTaskRuntime(TaskRuntime):
         `llm` judge's prompt reads {question}, the questions the evaluated turns are asked with, by
         their hash: responses judged before the board asked any (every prompt's question was
         empty), or under other questions (other topics, or the topics' utterance asked before the
-        bank's query), are judged again. A `nuggets_format` the task
-        names is recorded too (another format may read the same file otherwise); none named, the
-        format is the content's, which the file's hash holds."""
+        bank's query), are judged again. A `nuggets_format` the task names is recorded too where it
+        is not the one the content is told as (another format may read the same file otherwise);
+        none named, or the content's, the format is the content's, which the file's hash holds:
+        naming it, or no longer, scores nothing again."""
         from harness.judge.base import plugin_of
         from harness.paths import file_sha256
         from harness.registry import split_spec
@@ -118,7 +119,7 @@ class ResponseTaskRuntime(TaskRuntime):
                  "rules": FILE_JUDGE_RULES if recorded else None, "plugin": plugin_of(self.judge)}
         scored = {"nuggets": file_sha256(self.config.nuggets), "vital_grade": self.config.vital_grade,
                   "judge": {key: value for key, value in judge.items() if value is not None}}
-        if self.config.nuggets_format is not None:
+        if self.config.nuggets_format not in (None, _told_format(self.config.nuggets)):
             scored["nuggets_format"] = self.config.nuggets_format
         if name == "llm" and "question" in self.judge.template.names:
             scored["questions"] = canonical_hash({turn: self.questions.text.get(turn, "")
@@ -302,3 +303,14 @@ def _holds_no_response(path: Path, reader: str) -> bool:
         return not any(run.responses for run in FORMATS.get(reader)(path))
     except InputError:
         return False
+
+
+def _told_format(path: Path) -> str | None:
+    """The bank format the file's content is told as; None where it is told as none (a plug-in
+    format's file)."""
+    from harness.responses.nuggets import bank_format
+
+    try:
+        return bank_format(path)
+    except HarnessError:
+        return None
