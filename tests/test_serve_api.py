@@ -704,7 +704,8 @@ def test_a_team_s_pages_need_a_login(server, tmp_path):
         assert (answer.status_code, answer.headers["location"]) == (303, "/login"), path
     with trec_run(tmp_path / "run.trec", seed=71).open("rb") as handle:
         answer = client.post("/submit", data={"task": TASK}, files={"file": handle})
-    assert (answer.status_code, answer.json()) == (401, {"detail": "log in first"})
+    assert answer.status_code == 401 and 'id="errors">log in first<' in answer.text  # a page: the form's browser
+    assert '<a href="/login">Back to the login form</a>' in answer.text
 
 
 def test_logout_needs_the_page_s_csrf_token_and_ends_the_session_for_good(server):
@@ -910,6 +911,9 @@ def test_requeue_failed_says_a_task_named_twice_once(tmp_path, capsys):
     (["--requeue-failed", "--task", "ikat2099"], "--task ikat2099: {config} has no such task; its tasks: ikat2023"),
     (["--task", TASK], "--task goes with --requeue-failed"),
     (["--new-token", "--task", TASK], "--task goes with --requeue-failed"),
+    (["--reason", "a bug"], "--reason goes with --withdraw or --withdraw-team"),
+    (["--requeue-failed", "--withdraw", "0123abcd"], "--requeue-failed and --withdraw are two runs of harness serve: "
+                                                     "give one"),
 ])
 def test_requeue_failed_s_task_is_one_of_the_config_s_else_one_line(tmp_path, capsys, options, message):
     config = write_config(tmp_path)

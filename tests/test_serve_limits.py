@@ -75,7 +75,7 @@ def test_login_body_is_limited_chunked_or_not(server):
     assert client.post("/login", data=big).status_code == 413
     chunks = (b"token=" + b"x" * (32 << 10) for _ in range(4))
     answer = client.post("/login", content=chunks, headers={"Content-Type": "application/x-www-form-urlencoded"})
-    assert answer.status_code == 413 and "64 KiB" in answer.json()["detail"]
+    assert answer.status_code == 413 and 'id="errors">the request body is larger than the 64 KiB' in answer.text
 
 
 @pytest.mark.parametrize(("payload", "message"), [

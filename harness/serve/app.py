@@ -18,14 +18,16 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 
 from fastapi import FastAPI, Request
-from fastapi.responses import Response
+from fastapi.concurrency import run_in_threadpool
+from fastapi.responses import JSONResponse, Response
+from starlette.exceptions import HTTPException
 from starlette.requests import ClientDisconnect
 
 from harness.serve.api import api_router
-from harness.serve.guard import Guard
+from harness.serve.guard import Guard, address
 from harness.serve.limits import BodyLimit, size
 from harness.serve.service import Service
-from harness.serve.web import pages_router
+from harness.serve.web import error_page, pages_router, wants_page
 
 log = logging.getLogger("harness.serve")
 
@@ -58,7 +60,26 @@ def create_app(service: Service) -> FastAPI:
             return config.max_upload_bytes + MULTIPART_SLACK, f" (a file of at most {file}, and its form)"
         return FORM_LIMIT, ""
 
-    app.add_middleware(BodyLimit, limit_of=body_limit, timeout=lambda: config.client_timeout_s)
+    guard = Guard(service)
+
+    async def refusal(request: Request, status: int, detail: str, headers: dict[str, str] | None) -> Response:
+        """A page for a browser (a form's 403, 413 or 429 was a bare JSON page), JSON for a script."""
+        if wants_page(request):  # the page's log-in state is read from the database: off the event loop
+            return await run_in_threadpool(error_page, guard, request, status, detail, headers)
+        return JSONResponse({"detail": detail}, status_code=status, headers=headers)
+
+    async def body_refusal(scope, status: int, detail: str) -> Response:
+        """BodyLimit's answer before the body is read (no team known yet: the log names the
+        address); the connection closes after it."""
+        request = Request(scope)
+        log.info("%s %s from %s refused (%d): %s", request.method, request.url.path, address(request), status, detail)
+        return await refusal(request, status, detail, {"Connection": "close"})
+
+    app.add_middleware(BodyLimit, limit_of=body_limit, timeout=lambda: config.client_timeout_s, refuse=body_refusal)
+
+    @app.exception_handler(HTTPException)
+    async def refused(request: Request, problem: HTTPException) -> Response:
+        return await refusal(request, problem.status_code, problem.detail, problem.headers)
 
     @app.exception_handler(ClientDisconnect)
     async def client_gone(request: Request, _problem: ClientDisconnect) -> Response:
@@ -71,7 +92,6 @@ def create_app(service: Service) -> FastAPI:
         response.headers.update(SECURITY_HEADERS)
         return response
 
-    guard = Guard(service)
     app.include_router(api_router(service, guard))
     app.include_router(pages_router(service, guard))
     return app

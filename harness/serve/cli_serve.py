@@ -1,5 +1,5 @@
-"""`harness serve CONFIG`: run the leaderboard server (uvicorn), print a new team token, or queue failed
-submissions again (--requeue-failed)."""
+"""`harness serve CONFIG`: run the leaderboard server (uvicorn), print a new team token, queue failed
+submissions again (--requeue-failed), or withdraw submissions from the board (--withdraw, --withdraw-team)."""
 
 from __future__ import annotations
 
@@ -27,11 +27,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "(SQLite: with the server stopped)")
     parser.add_argument("--task", action="append", default=[],
                         help="with --requeue-failed: only this task's (repeatable; default: every task of the config)")
+    parser.add_argument("--withdraw", action="append", default=[], metavar="ID",
+                        help="withdraw this submission (repeatable): kept in the database, off the board, its team "
+                             "told; then exit (SQLite: with the server stopped)")
+    parser.add_argument("--withdraw-team", action="append", default=[], metavar="TEAM",
+                        help="withdraw every submission of this team (repeatable; one taken off teams: too)")
+    parser.add_argument("--reason", default="",
+                        help="with --withdraw or --withdraw-team: why, shown to the team and kept in the audit table")
 
 
 def run(args: argparse.Namespace) -> int:
     if args.task and not args.requeue_failed:
         raise HarnessError("--task goes with --requeue-failed")
+    withdrawing = bool(args.withdraw or args.withdraw_team)
+    if args.reason and not withdrawing:
+        raise HarnessError("--reason goes with --withdraw or --withdraw-team")
     if args.new_token:
         from harness.serve.store import sha256_hex
 
@@ -41,8 +51,12 @@ def run(args: argparse.Namespace) -> int:
         return 0
     if not args.config:
         raise HarnessError("give the leaderboard config (e.g. configs/leaderboard.yaml), or --new-token")
+    if args.requeue_failed and withdrawing:
+        raise HarnessError("--requeue-failed and --withdraw are two runs of harness serve: give one")
     if args.requeue_failed:
         return _requeue_failed(args.config, args.task)
+    if withdrawing:
+        return _withdraw(args.config, args.withdraw, args.withdraw_team, " ".join(args.reason.split()))
     import logging
 
     import uvicorn
@@ -106,6 +120,27 @@ def _requeue_failed(config_path: str, tasks: list[str]) -> int:
         store.discard()
     for task in tasks:
         print(f"task {task}: {counted(queued.get(task, 0), 'failed submission')} queued again")
+    return 0
+
+
+def _withdraw(config_path: str, idents: list[str], teams: list[str], reason: str) -> int:
+    """Submissions withdrawn in the config's database, each said on stdout (and kept in its audit
+    table): a running server's board drops them at its next build (PostgreSQL), or the next start's
+    does (SQLite, one process at a time). Nothing but the rows changes."""
+    from harness.serve.config import load_serve_config
+    from harness.serve.store import Store
+
+    config = load_serve_config(config_path)
+    store = Store(config.database, config.storage)
+    try:
+        withdrawn = store.withdraw(idents, teams, reason)
+    finally:
+        store.discard()
+    for row in withdrawn:
+        print(f"withdrew submission {row.id} of team {row.team} for task {row.task} ({row.run_name})"
+              + (f": {reason}" if reason else ""))
+    if not withdrawn:
+        print("nothing withdrawn: every submission named was withdrawn already")
     return 0
 
 

@@ -112,6 +112,8 @@ def _wait(client, ident: str, timeout: float) -> int:
             return 0
         if body.get("status") == "failed":
             raise HarnessError(f"submission {ident} could not be scored: {body.get('error')}")
+        if body.get("status") == "withdrawn":  # by the organisers: never scored again
+            raise HarnessError(f"submission {ident} is not on the board: {body.get('error')}")
         time.sleep(0.5)
     raise HarnessError(f"submission {ident} was not scored within {timeout:g} s; it stays queued on the server")
 

@@ -2,12 +2,17 @@
 says what it guards against, and how).
 
 Its counts (wrong tokens per address, refused uploads per team and per address) live as long
-as the app that built it, in its process (harness/serve/limits.py).
+as the app that built it, in its process (harness/serve/limits.py). What it refuses, and each
+login, is a line of the organisers' log (`harness.serve`): the team where known, the task, the
+address and why, never a token, so that a team's "my uploads are refused" or "I am locked out"
+can be checked there.
 """
 
 from __future__ import annotations
 
 import hmac
+import logging
+import math
 import secrets
 from datetime import timedelta
 from urllib.parse import urlsplit
@@ -21,6 +26,7 @@ from harness.serve.config import TeamConfig
 from harness.serve.limits import Backoff, Window, too_many
 from harness.serve.service import Service
 
+log = logging.getLogger("harness.serve")
 SESSION_COOKIE = "harness_session"
 LOGIN_COOKIE = "harness_login"
 SESSION_HOURS = 12
@@ -39,12 +45,22 @@ class Guard:
     def check_token(self, request: Request, token: object) -> TeamConfig | None:
         """The token's team, or None; after a few wrong tokens from one address, 429 until
         the address's wait is over (wrong tokens are not even looked up meanwhile)."""
-        wait = self.wrong_tokens.wait(address(request))
+        where = address(request)
+        wait = self.wrong_tokens.wait(where)
         if wait > 0:
+            log.warning("%s %s from %s refused (429): locked out for wrong tokens for %d s more", request.method,
+                        request.url.path, where, math.ceil(wait))
             raise too_many(wait, f"too many wrong tokens from your address; try again in {wait:.0f} s")
-        team = self.config.team_by_hash(st.sha256_hex(token)) if isinstance(token, str) and token else None
-        (self.wrong_tokens.failed if team is None else self.wrong_tokens.succeeded)(address(request))
-        return team
+        given = isinstance(token, str) and bool(token)
+        team = self.config.team_by_hash(st.sha256_hex(token)) if given else None
+        if team is not None:
+            self.wrong_tokens.succeeded(where)
+            return team
+        failures = self.wrong_tokens.failed(where)
+        log.warning("%s %s from %s: %s token (%d in a row from this address; after %d it must wait, longer after "
+                    "each)", request.method, request.url.path, where, "a wrong" if given else "no", failures,
+                    self.wrong_tokens.free)
+        return None
 
     def bearer_team(self, request: Request) -> str:
         """The name of the team whose token the Authorization header carries; else 401."""
@@ -64,7 +80,11 @@ class Guard:
                 raise too_many(wait, f"{who} had {window.per_hour} uploads refused in the last hour; "
                                      f"try again in {wait / 60:.0f} min")
 
-    def count_rejection(self, request: Request, team: str, status: int) -> None:
+    def refused(self, request: Request, team: str, task: str, status: int, why: str) -> None:
+        """Log an upload's refusal (any answer but a 202), and count it towards `check_rejections`
+        where the upload was at fault (422, 413)."""
+        log.info("upload of team %s for task %r from %s refused (%d): %s", team, task, address(request), status,
+                 " ".join(why.split()))
         if status in (413, 422):
             self.rejected_by_team.add(team)
             self.rejected_by_address.add(address(request))
@@ -80,8 +100,9 @@ class Guard:
             return None
         return row.team, csrf_token(cookie)
 
-    def open_session(self, team: str) -> str:
+    def open_session(self, request: Request, team: str) -> str:
         """A new session's cookie (its hash stored), sessions past their time cleared first."""
+        log.info("team %s logged in from %s", team, address(request))
         cookie = secrets.token_urlsafe(32)
         with self.service.store.session() as session:
             session.execute(delete(st.WebSession).where(st.WebSession.expires_at < st.now()))
@@ -90,7 +111,8 @@ class Guard:
             session.commit()
         return cookie
 
-    def close_session(self, cookie: str) -> None:
+    def close_session(self, request: Request, team: str, cookie: str) -> None:
+        log.info("team %s logged out from %s", team, address(request))
         with self.service.store.session() as session:
             session.execute(delete(st.WebSession).where(st.WebSession.token_sha256 == st.sha256_hex(cookie)))
             session.commit()

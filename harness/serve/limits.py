@@ -22,7 +22,7 @@ import re
 import threading
 import time
 from collections import OrderedDict, deque
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
 from fastapi import HTTPException
 from uvicorn.protocols.http.h11_impl import H11Protocol
@@ -34,10 +34,13 @@ HOUR = 3600.0
 class BodyLimit:
     """ASGI middleware: `limit_of(method, path)` (bytes, and what they are for, said in the 413)
     of body at most, each chunk within `timeout()` seconds of the last. Raised as HTTPException
-    from the app's own read, so the route answers it (413, 408) as it answers every other refusal."""
+    from the app's own read, so the route answers it (413, 408) as it answers every other refusal;
+    a body its Content-Length says is over the limit is answered at once, unread, by
+    `refuse(scope, status, detail)` (the app's refusal: a page to a browser, JSON to a script)."""
 
-    def __init__(self, app, limit_of: Callable[[str, str], tuple[int, str]], timeout: Callable[[], float]) -> None:
-        self.app, self.limit_of, self.timeout = app, limit_of, timeout
+    def __init__(self, app, limit_of: Callable[[str, str], tuple[int, str]], timeout: Callable[[], float],
+                 refuse: Callable[[dict, int, str], Awaitable[Callable]]) -> None:
+        self.app, self.limit_of, self.timeout, self.refuse = app, limit_of, timeout, refuse
 
     async def __call__(self, scope, receive, send) -> None:
         if scope["type"] != "http":
@@ -46,7 +49,8 @@ class BodyLimit:
         over = f"the request body is larger than the {size(limit)} allowed here{purpose}"
         length = dict(scope["headers"]).get(b"content-length", b"")
         if length.isdigit() and int(length) > limit:
-            await _answer(send, 413, over)
+            answer = await self.refuse(scope, 413, over)
+            await answer(scope, receive, send)
             return
         read, done = 0, False
 
@@ -66,14 +70,6 @@ class BodyLimit:
             return message
 
         await self.app(scope, limited, send)
-
-
-async def _answer(send, status: int, detail: str) -> None:
-    body = ('{"detail": "%s"}' % detail).encode()
-    await send({"type": "http.response.start", "status": status,
-                "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
-                            (b"connection", b"close")]})
-    await send({"type": "http.response.body", "body": body})
 
 
 def size(limit: int) -> str:
@@ -147,13 +143,15 @@ class Backoff:
             return 0.0
         return max(0.0, last + min(2.0 ** (count - self.free), self.longest) - time.monotonic())
 
-    def failed(self, address: str) -> None:
+    def failed(self, address: str) -> int:
+        """Count a failure; the address's failures in a row, this one included."""
         with self._lock:
             count, last = self._failures.pop(address, (0, 0.0))
             if time.monotonic() - last > HOUR:  # an hour without failures starts afresh
                 count = 0
             self._failures[address] = (count + 1, time.monotonic())
             _forget_oldest(self._failures)
+            return count + 1
 
     def succeeded(self, address: str) -> None:
         with self._lock:

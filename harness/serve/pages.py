@@ -39,7 +39,9 @@ TEMPLATES = {
 <td class="l">{{ task.main_measure }}</td><td class="l">{{ task.formats|join(", ") }}</td></tr>{% endfor %}
 </table>{% endblock %}""",
     "leaderboard.html": """{% extends "layout.html" %}{% block content %}
-{% if not board.rows %}<p>No scored runs yet.</p>{% else %}
+{% set note = board.unranked|unranked %}{% if not board.rows %}<p>No scored runs yet.</p>{% endif %}
+{% if note %}<p id="unranked">{{ note }}</p>{% endif %}
+{% if board.rows %}
 <div class="wide"><table id="leaderboard"><thead><tr><th>#</th><th class="l">team</th><th class="l">run</th><th class="l">description</th>
 {% for m in board.measures %}<th{% if m == board.main_measure %} class="main"{% endif %}>{{ m|breakable }}</th>{% endfor %}
 <th class="l">vs. top ({{ board.main_measure }})</th><th>p (Holm)</th><th class="l">submitted (UTC)</th></tr></thead><tbody>
@@ -74,6 +76,9 @@ one query: no spread to test a difference against){% endif %}. Test: {{ board.le
 <p class="legend">{{ quota }} accepted submissions per team per day (UTC), across all tasks; the same file again is the same submission.
 On a task that hides per-turn scores, an upload refused for its answers counts too (its refusal says so).</p>
 {% endblock %}""",
+    "error.html": """{% extends "layout.html" %}{% block content %}
+<div class="errors" id="errors">{{ detail }}</div>
+<p><a href="{{ back }}">Back to {{ back_to }}</a></p>{% endblock %}""",
     "team.html": """{% extends "layout.html" %}{% block content %}
 {% if accepted %}<div class="ok" id="accepted">Submission {{ accepted }} {% if answer == "duplicate" %}was already received: the same
 file again is the same submission (its first description is kept).{% elif answer == "restored" %}was already received; its file,
@@ -86,6 +91,23 @@ which the server had lost, is stored again (and scored, where it had failed for 
 <td>{{ s.warnings|length }}{% if s.warnings|length >= max_messages %}+{% endif %}</td><td class="l">{{ s.created_at.isoformat(timespec="seconds") }}Z</td></tr>{% endfor %}
 </tbody></table>{% endblock %}""",
 }
+
+# a board's unranked submissions by status (Service.board), as its page says them
+UNRANKED = {
+    "queued": "waiting to be scored",
+    "stale": "held off the board until scored again with the task's current settings",
+    "failed": "whose scoring failed",
+    "withdrawn": "withdrawn by the organisers",
+}
+
+
+def unranked(counts: dict[str, int]) -> str:
+    """'Not ranked: 1 run waiting to be scored; 2 runs held off the board ...'; '' when none."""
+    from harness.errors import counted
+
+    said = [f"{counted(counts[status], 'run')} {words}" for status, words in UNRANKED.items() if counts.get(status)]
+    return f"Not ranked: {'; '.join(said)}." if said else ""
+
 
 TIERS = {
     "top": "top run",
@@ -105,6 +127,7 @@ def environment():
     environment = Environment(loader=DictLoader(TEMPLATES), autoescape=True)
     # a long measure name (AP(rel=2)@1000) may break before its cutoff, so its column can be narrow
     environment.filters["breakable"] = lambda name: Markup(str(escape(name)).replace("@", "<wbr>@"))
+    environment.filters["unranked"] = unranked
     return environment
 
 

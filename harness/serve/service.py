@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import IO, Any
 
-from sqlalchemy import select
+from sqlalchemy import func, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, defer
 
@@ -34,6 +34,9 @@ VALIDATIONS = 2  # uploads checked at once; the others wait (each may hold ~200 
 VALIDATION_WAIT_S = 120  # longer than this in the queue: 503, try again
 SCORING = "scoring: "  # opens a warning its scoring found, replaced when the row is scored again
 _DISPLAY = re.compile(r"[^A-Za-z0-9_.+-]")
+# C0 and C1 control characters but tab and line breaks: what a description not in UTF-8 (UTF-16,
+# Windows-1252's quotes) holds once the form parser has read it as Latin-1, as it reads such text
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
 
 
 def kept_warnings(warnings: list) -> list[str]:
@@ -58,6 +61,15 @@ class Outcome:
     # or restored (that, whose stored copy was gone: stored again, and queued where it was stale or failed)
     answer: str = "accepted"
 
+    def why(self) -> str:
+        """A refusal's detail and its first message, for the organisers' log."""
+        if not self.messages:
+            return self.detail
+        first = self.messages[0]
+        where = ":".join(str(first[key]) for key in ("file", "line") if first.get(key) is not None)
+        turn = f" turn {first['turn']}" if first.get("turn") else ""
+        return f"{self.detail}; first: {where}{turn} [{first['check']}]: {first['message']}"
+
     def body(self) -> dict[str, Any]:
         if self.status == 202:
             return {"id": self.id, "status": self.answer}
@@ -65,6 +77,16 @@ class Outcome:
         if self.messages:
             body["errors"] = self.messages
         return body
+
+
+def garbled(field: str, text: str) -> str | None:
+    """Why a form's text field is refused: a control character, shown on the public board as
+    garbage (a UTF-16 description read as Latin-1 was 'ÿþ' and NULs); None where it is text."""
+    found = _CONTROL.search(text)
+    if found is None:
+        return None
+    return (f"{field}: holds the control character U+{ord(found[0]):04X} (character {found.start() + 1}), which is "
+            "no text: send it as UTF-8 (text in another encoding, such as UTF-16 or Windows-1252, is read as Latin-1)")
 
 
 def display_name(filename: str | None) -> str:
@@ -144,6 +166,9 @@ class Service:
         runtime = self.tasks.get(task)
         if runtime is None:
             return Outcome(404, detail=f"no task {task!r}")
+        problem = garbled("description", description)
+        if problem is not None:
+            return Outcome(422, detail=problem)
         received = self.store.receive(source, self.config.max_upload_bytes)
         if received is None:
             return Outcome(413, detail=f"the file is larger than the {self.config.max_upload_bytes >> 20} MiB allowed")
@@ -315,7 +340,9 @@ class Service:
         """Ranked rows (means only: per-query scores never leave the server) and the
         significance tier of each run against the top run on the main measure. Built once
         per set of scored runs, under the task's lock: visitors arriving meanwhile wait for
-        that one build; `draw(board)`, once per build too, becomes board["depth_plot"]."""
+        that one build; `draw(board)`, once per build too, becomes board["depth_plot"].
+        `unranked` counts the task's other submissions by status, so that a board whose runs
+        are all queued or held off it (stale) does not read as one nobody submitted to."""
         scored = (st.Submission.task == task, st.Submission.status == st.SCORED)
         with self._board_locks[task]:
             with self.store.session() as session:
@@ -325,9 +352,13 @@ class Service:
                     rows = list(session.scalars(select(st.Submission).where(*scored).order_by(st.Submission.created_at)))
                     cached = (key, _board(self.tasks[task], rows))
                     self._boards[task] = cached
+                counts = dict(session.execute(
+                    select(st.Submission.status, func.count()).where(st.Submission.task == task,
+                                                                     st.Submission.status.in_(st.UNRANKED))
+                    .group_by(st.Submission.status)).all())
             if draw is not None and "depth_plot" not in cached[1]:
                 cached[1]["depth_plot"] = draw(cached[1])
-            return cached[1]
+            return {**cached[1], "unranked": {status: counts.get(status, 0) for status in st.UNRANKED}}
 
 
 def _failed(row: st.Submission, problem: Exception) -> None:

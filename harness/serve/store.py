@@ -36,6 +36,9 @@ QUEUED, SCORED, FAILED = "queued", "scored", "failed"
 # scored, then its task changed, and scoring it again failed: its earlier scores, off the board; or
 # refused by its task's checks as it was scored (they changed since it was accepted): no scores
 STALE = "stale"
+WITHDRAWN = "withdrawn"  # by the organisers (harness serve --withdraw): kept, off the board, never scored again
+# what a board counts of its task's submissions that it does not rank, in the order it says them
+UNRANKED = (QUEUED, STALE, FAILED, WITHDRAWN)
 CHARGED = "charged"  # an audit event: a refused upload counted against the day's quota, as a submission is
 CHUNK = 1 << 20
 
@@ -91,7 +94,8 @@ class Audit(Base):
     team: Mapped[str] = mapped_column(String(64))
     task: Mapped[str] = mapped_column(String(64))
     sha256: Mapped[str] = mapped_column(String(64), default="")
-    event: Mapped[str] = mapped_column(String(16))  # accepted, duplicate, restored, rejected, charged, quota
+    # accepted, duplicate, restored, rejected, charged, quota, withdrawn
+    event: Mapped[str] = mapped_column(String(16))
     detail: Mapped[str] = mapped_column(Text, default="")
 
 
@@ -305,6 +309,35 @@ class Store:
                 queued[row.task] = queued.get(row.task, 0) + 1
             session.commit()
         return queued
+
+    def withdraw(self, idents: Iterable[str], teams: Iterable[str], reason: str) -> list[Submission]:
+        """Withdraw the submissions `idents` and every submission of `teams` (a team taken off
+        the config keeps its rows): kept with their scores, off the board, never scored again,
+        their teams told why, an audit row each. Those withdrawn now, in the order of `idents`
+        and then of submission; an id no row has, or a team none has, is an error, and nothing
+        is withdrawn."""
+        idents, teams = list(dict.fromkeys(idents)), list(dict.fromkeys(teams))
+        note = "withdrawn by the organisers" + (f": {reason}" if reason else "")
+        with self.session() as session:
+            rows = {row.id: row for row in session.scalars(select(Submission).where(Submission.id.in_(idents)))}
+            missing = [ident for ident in idents if ident not in rows]
+            if missing:
+                raise HarnessError(f"no submission has the id {missing[0]!r} (a submission's id is the one its "
+                                   "upload's 202 and the log's 'accepted submission' line give)")
+            chosen = [rows[ident] for ident in idents]
+            for team in teams:
+                owned = list(session.scalars(select(Submission).where(Submission.team == team)
+                                             .order_by(Submission.created_at, Submission.id)))
+                if not owned:
+                    raise HarnessError(f"team {team!r} has no submission")
+                chosen += [row for row in owned if row.id not in idents]
+            withdrawn = [row for row in chosen if row.status != WITHDRAWN]
+            for row in withdrawn:
+                row.status, row.error = WITHDRAWN, note
+                self.audit(session, team=row.team, task=row.task, sha256=row.sha256, event=WITHDRAWN,
+                           detail=f"{row.id}: {reason}"[:2000] if reason else row.id)
+            session.commit()
+        return withdrawn
 
 
 @dataclass
