@@ -71,6 +71,13 @@ def open_tsv(spec):
 lab_corpus = CorpusFormat(open=open_tsv, claims=lambda spec: False)
 
 
+def lab_bench(split=None):
+    """Our lab's topics, searched in our passages."""
+    from harness.topics import Benchmark, Conversation, Turn
+
+    return Benchmark("lab-bench", (Conversation("c", (Turn("c_1", "capital"),)),), corpus=open_tsv("passages.tsv"))
+
+
 class ListedFirst:
     """Each turn's PTKB statements in the order the user gave them."""
 
@@ -113,6 +120,8 @@ graded-as-text = lab_plugin:graded_as_text
 listed-first = lab_plugin:ListedFirst
 [harness.corpus_formats]
 labtsv = lab_plugin:lab_corpus
+[harness.benchmarks]
+lab-bench = lab_plugin:lab_bench
 """
 
 
@@ -334,16 +343,44 @@ def test_a_plugin_corpus_format_and_scale_are_found_by_name(installed):
     assert done.stdout == "['p1'] (0, 1, 2)\n", done.stderr
 
 
-def test_a_plugin_corpus_formats_code_keys_its_corpus_as_its_file_does(installed):
-    """The fingerprint keys the corpus's index, embeddings and runs: a reader changed (each passage cut
-    short) makes them anew, though its known_fingerprint, the file's sha256, is the same."""
+def _fingerprints_around_a_reader_change(installed: Path, corpus: str) -> tuple[str, str]:
+    """The fingerprint of the corpus the expression `corpus` gives, printed by a fresh process before
+    and after lab_plugin's reader is changed to cut each passage short (the passages file the same)."""
     (installed / "passages.tsv").write_text("p1\tParis is the capital.\n")
-    probe = "from harness.corpus.readers import open_corpus; print(open_corpus('labtsv:passages.tsv').fingerprint)"
+    probe = ("from harness.corpus.readers import open_corpus; from harness.topics import load; "
+             f"print({corpus}.fingerprint)")
     before = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
     module = installed / "site" / "lab_plugin.py"
     module.write_text(module.read_text().replace("yield Document(docid, text)", "yield Document(docid, text[:5])"))
     after = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
-    assert len(before.stdout) == 65 and after.stdout not in ("", before.stdout), before.stderr + after.stderr
+    assert len(before.stdout) == 65 and after.stdout, before.stderr + after.stderr
+    return before.stdout, after.stdout
+
+
+def test_a_plugin_corpus_formats_code_keys_its_corpus_as_its_file_does(installed):
+    """The fingerprint keys the corpus's index, embeddings and runs: a reader changed (each passage cut
+    short) makes them anew, though its known_fingerprint, the file's sha256, is the same."""
+    before, after = _fingerprints_around_a_reader_change(installed, "open_corpus('labtsv:passages.tsv')")
+    assert after != before
+
+
+@pytest.mark.parametrize("spec", ["lab-bench", "python:lab_plugin:lab_bench"])
+def test_a_plugin_benchmarks_code_keys_the_corpus_it_brings_as_its_file_does(installed, spec):
+    """As a corpus format's: its reader changed makes the corpus's index and runs anew, though the
+    corpus's known_fingerprint, the file's sha256, is the same."""
+    before, after = _fingerprints_around_a_reader_change(installed, f"load({spec!r}).corpus")
+    assert after != before
+
+
+def test_a_plugin_benchmark_whose_corpus_a_plugin_format_reads_is_keyed_by_both(installed):
+    """Our topics in our own module, our passages read by our lab package's format: that format's
+    code still keys the corpus, though the benchmark's own code is another's."""
+    (installed / "our_topics.py").write_text(
+        "from harness.corpus.readers import open_corpus\nfrom harness.topics import Benchmark, Conversation, Turn\n\n\n"
+        "def topics(split=None):\n    return Benchmark('ours', (Conversation('c', (Turn('c_1', 'capital'),)),), "
+        "corpus=open_corpus('labtsv:passages.tsv'))\n")
+    before, after = _fingerprints_around_a_reader_change(installed, "load('python:our_topics:topics').corpus")
+    assert after != before
 
 
 def test_a_plugin_corpus_format_capturing_a_compiled_pattern_keys_its_corpus_alike_in_every_process(installed):

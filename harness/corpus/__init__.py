@@ -38,8 +38,8 @@ class Corpus:
     # the documents with where each starts, (file, line) or None; unset: nowhere (Corpus.located)
     read_located: Callable[[], Iterator[tuple[Document, tuple[Path, int] | None]]] | None = field(
         default=None, compare=False)
-    # What read the documents where a plug-in's corpus format did (its package, version and code:
-    # readers.open_corpus); None for a built-in format, whose code is the harness's.
+    # What read the documents where a plug-in did, a corpus format or a benchmark bringing its corpus (its
+    # package, version and code: readers.keyed_by_reader); None for a built-in's, whose code is the harness's.
     reader: str | None = None
 
     @property

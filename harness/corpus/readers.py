@@ -74,25 +74,27 @@ def open_corpus(spec: str) -> Corpus:
 
 
 def _opened(name: str, spec: str) -> Corpus:
-    """The corpus format `name`'s corpus of `spec`, a plug-in's keyed by its code too (`Corpus.reader`)."""
-    corpus = CORPUS_FORMATS.get(name).open(spec)
-    reader = _reader(name)
-    return corpus if reader is None else replace(corpus, reader=reader)
-
-
-def _reader(name: str) -> str | None:
-    """A plug-in format's identity, as a retriever's is keyed: the package registering it (its
-    name and version: Registry.origin) and the code of its `open` and `claims`, with the modules
-    they import (object_origin: the entry point's own object is a CorpusFormat, whose class is
-    the harness's, not the plug-in's code); None for a built-in."""
-    origin = CORPUS_FORMATS.origin(name)
-    if origin is None:
-        return None
+    """The corpus format `name`'s corpus of `spec`, a plug-in's keyed by its code too (`keyed_by_reader`):
+    the package registering it and the code of its `open` and `claims`, with the modules they import
+    (object_origin: the entry point's own object is a CorpusFormat, whose class is the harness's, not the
+    plug-in's code; `open` unwrapped from the check of its answer: _plugin_format)."""
     corpus_format = CORPUS_FORMATS.get(name)
-    code = {part: _code_only(object_origin(inspect.unwrap(getattr(corpus_format, part)), by_name=True))
-            for part in ("open", "claims")}  # (`open` unwrapped from the check of its answer: _plugin_format)
+    return keyed_by_reader(corpus_format.open(spec), CORPUS_FORMATS.origin(name), lambda: {
+        part: object_origin(inspect.unwrap(getattr(corpus_format, part)), by_name=True) for part in ("open", "claims")})
+
+
+def keyed_by_reader(corpus: Corpus, origin: dict | None, code: Callable[[], dict[str, dict]]) -> Corpus:
+    """`corpus` keyed by the plug-in that read it (`Corpus.reader`), as a retriever's runs are keyed:
+    `origin` is the plug-in's (Registry.origin: its package's name and version; None for a built-in,
+    whose corpus is left as it is), `code` the origins of the code that read the documents, by part
+    (a corpus format's `open` and `claims`, a benchmark's adapter). A reader the corpus already names
+    (a plug-in format the plug-in opened it with) is kept beside it."""
+    if origin is None:
+        return corpus
     package = {key: origin[key] for key in ("entry_point", "distribution", "version", "python") if key in origin}
-    return json.dumps({**package, "code": code}, sort_keys=True, default=str)
+    within = {"within": corpus.reader} if corpus.reader is not None else {}
+    reader = {**package, "code": {part: _code_only(each) for part, each in code().items()}, **within}
+    return replace(corpus, reader=json.dumps(reader, sort_keys=True, default=str))
 
 
 def _code_only(origin: dict) -> dict:

@@ -11,11 +11,11 @@ harness.corpus.readers.open_corpus (whose registry names this module as a plugin
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Set
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from harness.corpus import Corpus
-from harness.corpus.readers import CORPUS_FORMATS, CorpusFormat, irds_id, irds_qrels
+from harness.corpus.readers import CORPUS_FORMATS, CorpusFormat, irds_id, irds_qrels, keyed_by_reader
 from harness.errors import HarnessError, InputError
 from harness.registry import Param, Registry, UnknownName, split_spec
 from harness.trec import Qrels, read_qrels
@@ -57,7 +57,13 @@ def load(name: str) -> Benchmark:
         raise HarnessError(f"{name}: topics are a benchmark name (`harness topics list`), not a file: give your own "
                            "queries as a benchmark plug-in, python:MODULE:ATTR, a function returning a "
                            "harness.topics.Benchmark of them (README: Your own topics)") from None
-    return adapter(split)
+    benchmark = adapter(split)
+    if benchmark.corpus is None:
+        return benchmark
+    # a plug-in's corpus keyed by its code too: with a `known_fingerprint` (its file's sha256) alone, a reader
+    # since changed kept the runs and the index of what it read before
+    origin = ADAPTERS.origin(base)
+    return replace(benchmark, corpus=keyed_by_reader(benchmark.corpus, origin, lambda: {"benchmark": origin}))
 
 
 def _as_benchmark(dataset_id: str) -> str:
