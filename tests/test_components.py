@@ -98,6 +98,19 @@ def test_components_json_gives_a_benchmarks_splits_and_fields(capsys):
     assert ikat["fields"][0]["desc"]
 
 
+def test_a_preset_is_shown_with_its_measures_depth_passage_separator_and_source(capsys):
+    """Its summary, its source's first sentence, need not say what it computes."""
+    assert main(["components", "preset", "cast2021"]) == 0
+    assert capsys.readouterr().out.splitlines()[2] == (
+        f"  {'':<22}computes: nDCG@3 nDCG@5 nDCG@500 AP(rel=2)@500 RR(rel=2) R(rel=2)@500, depth 500, passages by "
+        "document (separator '-')")
+    assert main(["components", "preset", "recommendation", "--format", "json"]) == 0
+    [shown] = json.loads(capsys.readouterr().out)["preset"]
+    assert (shown["measures"], shown["depth"], shown["passage_separator"]) == (["R@1", "R@10", "R@50", "nDCG@10"],
+                                                                              None, None)
+    assert shown["source"].endswith("is HR@k, Success@k.") and not shown["summary"].endswith("Success@k.")
+
+
 def test_components_text_lists_every_kind_from_its_registry(capsys):
     assert main(["components"]) == 0
     out = capsys.readouterr().out

@@ -335,6 +335,12 @@ def test_a_plugin_ptkb_method_ranks_by_name_with_its_parameters_and_keys_its_run
     assert done.returncode == 2 and "depth" in done.stderr.splitlines()[-1], done.stderr
 
 
+def test_an_installed_preset_is_shown_with_what_it_computes_and_its_whole_source(installed):
+    done = _harness("components", "preset", "shallow")
+    assert done.returncode == 0 and done.stdout.splitlines()[2:] == [
+        f"  {'':<22}computes: P@1 RR", f"  {'':<22}source: Our lab's shallow protocol: the top passage. Notes."]
+
+
 def test_a_plugin_corpus_format_and_scale_are_found_by_name(installed):
     (installed / "passages.tsv").write_text("p1\tParis is the capital.\n")
     probe = ("from harness.corpus.readers import open_corpus; from harness.judge.scales import SCALES; "

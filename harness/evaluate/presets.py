@@ -140,11 +140,16 @@ def preset_help() -> str:
             why = str(error).removeprefix(f"{PRESETS.kind} {name!r}: ")  # as `harness components` says it
             listed.append(f"{name}: BROKEN: {why}".replace("%", "%%"))  # (argparse formats help with %)
             continue
-        listed.append(f"{name}: {' '.join(preset.measures)}" + (f", depth {preset.depth}" if preset.depth else "")
-                      + (f", passages by document (separator {preset.passage_separator!r})"
-                         if preset.passage_separator else ""))
+        listed.append(f"{name}: {settings_text(preset.measures, preset.depth, preset.passage_separator)}")
     return ("a benchmark's official measures, with its depth and passage separator (--measures, --depth and "
             f"--passage-separator, where given, take their place): {'; '.join(listed)}")
+
+
+def settings_text(measures: Sequence[str], depth: int | None, passage_separator: str | None) -> str:
+    """What a preset computes in one line, as --preset's help and `harness components preset` say it:
+    `nDCG@3 RR, depth 1000, passages by document (separator '-')`."""
+    return (" ".join(measures) + (f", depth {depth}" if depth else "")
+            + (f", passages by document (separator {passage_separator!r})" if passage_separator else ""))
 
 
 def measure_settings(measures: str | Sequence[str] | None, preset: str | None, depth: int | None,

@@ -132,7 +132,8 @@ def listed(kind: str, name: str) -> dict[str, Any]:
 
 def describe(kind: str, name: str) -> dict[str, Any]:
     """One component as its declaration says: name, summary, parameters (and, for benchmarks,
-    splits, turn fields and conversation fields), and where a plug-in comes from. A `python:`
+    splits, turn fields and conversation fields; for presets, measures, depth, passage separator
+    and source), and where a plug-in comes from. A `python:`
     spec of a kind named by registered name alone is refused, as no place would take it."""
     components = registry(kind)
     if name.startswith(PYTHON) and kind in BY_NAME_ONLY:
@@ -149,6 +150,10 @@ def describe(kind: str, name: str) -> dict[str, Any]:
     if kind == "benchmark":
         record.update(splits=list(declaration.splits), fields=[_field(f) for f in declaration.fields],
                       conversation_fields=[_field(f) for f in declaration.conversation_fields])
+    if kind == "preset":  # what it computes: its summary is its source's first sentence alone
+        preset = components.get(name)
+        record.update(measures=list(preset.measures), depth=preset.depth,
+                      passage_separator=preset.passage_separator, source=preset.source)
     return record
 
 
@@ -190,6 +195,13 @@ def as_text(listing: dict[str, list[dict[str, Any]]]) -> str:
             lines.append(f"  {component['name']:<20} {component['summary']}{origin}".rstrip())
             if component.get("splits"):
                 lines.append(f"  {'':<22}splits: {_splits(component['splits'])}")
+            if "measures" in component:  # a preset's
+                from harness.evaluate.presets import settings_text
+
+                computes = settings_text(component["measures"], component["depth"], component["passage_separator"])
+                lines.append(f"  {'':<22}computes: {computes}")
+                if component["source"].strip() != component["summary"]:
+                    lines.append(f"  {'':<22}source: {' '.join(component['source'].split())}")
             for heading, key in (("", "parameters"), ("turn field ", "fields"),
                                  ("conversation field ", "conversation_fields")):
                 for param in component.get(key, []):
