@@ -1030,8 +1030,20 @@ def test_a_dense_search_needing_faiss_without_it_is_refused_when_the_config_is_r
          "measures": ["RR"]}]}))
     assert main(["run", str(config), "--dry-run"]) == 2
     assert capsys.readouterr().err == (
-        f"harness run: error: {config}: experiments[0].retrievers[0].params.{param}: this needs faiss, from the "
+        f"harness run: error: {config}: experiments[0].retrievers[0]: retriever 'dense': this needs faiss, from the "
         "[dense] extra: pip install 'convsearch-harness[dense]' (or 'convsearch-harness[all]')\n")
+
+
+@pytest.mark.parametrize("param, value", [("approx", "hnsw"), ("backend", "faiss")])
+def test_a_dense_search_needing_faiss_without_it_is_asked_for_only_by_the_runs_only_selects(
+        tmp_path, monkeypatch, capsys, param, value):
+    """As any other extra: a config's BM25 run is made without faiss beside its dense run naming it."""
+    monkeypatch.setitem(sys.modules, "faiss", None)  # as if not installed
+    config = _write(tmp_path, {"output": str(tmp_path / "runs"), "experiments": [
+        _experiment(name="a", topics="ikat2023:test", strategies=["manual"],
+                    retrievers=["bm25", {"name": "dense", "params": {param: value}}], measures=["RR"], k=5)]})
+    assert main(["run", str(config), "--only", "ikat2023-test.manual.bm25", "--dry-run"]) == 0
+    assert "ikat2023-test.manual.bm25" in capsys.readouterr().out
 
 
 def _dense_config(tmp_path: Path, params: dict, passages: int = 3) -> Path:

@@ -299,6 +299,14 @@ def test_dense_called_directly_checks_its_search_names_as_a_config_does_before_l
         dense(ikat_corpus(), model="no-such-model", **params)
 
 
+@pytest.mark.parametrize("param, value", [("approx", "hnsw"), ("backend", "faiss")])
+def test_dense_called_directly_asks_for_the_faiss_its_search_needs_before_loading_a_model(monkeypatch, param, value):
+    """A config asks for it for the runs it will make; code calling dense is asked where it calls."""
+    monkeypatch.setitem(sys.modules, "faiss", None)  # as if not installed
+    with pytest.raises(HarnessError, match=f"^dense.{param}: this needs faiss, from the \\[dense\\] extra"):
+        dense(ikat_corpus(), model="no-such-model", **{param: value})
+
+
 @pytest.mark.parametrize("name, encode", [
     ("passage_vectors", lambda: passage_vectors(ikat_corpus(), None, dtype="float64")),
     ("encode_sharded", lambda: encode_sharded(ikat_corpus(), None, Path("vectors"), None, dtype="float64")),

@@ -161,8 +161,12 @@ class Declaration:
         return self.preload
 
     def needs_for(self, params: Mapping[str, Any], count: Callable[[int], int | None]) -> tuple[str, ...]:
-        """The modules a component with these params, searching documents counted by `count`, imports when built."""
-        return self.needs + (self.needs_with(params, count) if self.needs_with is not None else ())
+        """The modules a component with these params, searching documents counted by `count`, imports when
+        built: its own, those its params' values name (`ParamType.needs`: `approx: hnsw`'s faiss), and
+        `needs_with`'s."""
+        named = tuple(module for param in self.params if isinstance(param.type, ParamType)
+                      and params.get(param.name) is not None for module in param.type.needs(params[param.name]))
+        return self.needs + named + (self.needs_with(params, count) if self.needs_with is not None else ())
 
 
 class ParamError(HarnessError):
@@ -204,7 +208,14 @@ def check_given(what: str, params: Sequence[Param], **values: Any) -> None:
     is checked as the list or number it holds, as Python code hands them (`weights=np.array(...)`)."""
     values = {name: value.tolist() if hasattr(value, "tolist") and not isinstance(value, type) else value
               for name, value in values.items()}  # a numpy type itself (dtype=np.float16) is no value to list
-    check_params(Declaration(what, "", tuple(param for param in params if param.name in values)), values, what)
+    given = tuple(param for param in params if param.name in values)
+    check_params(Declaration(what, "", given), values, what)
+    from harness.extras import first_missing, needs_extra
+
+    for param in given:  # (a config's runs are checked for these where they will be made: Declaration.needs_for)
+        if isinstance(param.type, ParamType) and values[param.name] is not None and (
+                missing := first_missing(param.type.needs(values[param.name]))):
+            raise ParamError(f"{what}.{param.name}", needs_extra(missing))
 
 
 class ParamType:
@@ -218,6 +229,11 @@ class ParamType:
     def describe(self) -> str:
         """How an error or a listing says the type: `an integer of 1 or more`."""
         raise NotImplementedError
+
+    def needs(self, value: Any) -> tuple[str, ...]:
+        """The modules `value` (checked) makes its component import when built: said for the runs a
+        config will make (Declaration.needs_for), not wherever the value is read."""
+        return ()
 
     def check_beside(self, key: str, value: Any, params: Mapping[str, Any]) -> None:
         """Raise ParamError at `key` unless `value` fits the other parameters given beside it
@@ -382,10 +398,10 @@ class OnePer(ParamType):
 @dataclass(frozen=True)
 class Named(ParamType):
     """The type of a name one of a registry's entries goes by (dense's `backend`, `approx`),
-    or null with `or_none`: a misspelt one, or one whose declared `needs` are not installed
-    (`approx: hnsw` without faiss), is an error at its key when a config is read, not when the
-    component is built, after the runs before it. `registry` is called on first use, so that
-    declaring the parameter imports nothing."""
+    or null with `or_none`: a misspelt one is an error at its key when a config is read, and one
+    whose declared `needs` are not installed (`approx: hnsw` without faiss) for the runs that
+    will be made (`needs`), not when the component is built, after the runs before it. `registry`
+    is called on first use, so that declaring the parameter imports nothing."""
 
     registry: Callable[[], Any]  # gives the Registry (table.py, which imports this module)
     or_none: bool = True
@@ -395,10 +411,9 @@ class Named(ParamType):
             return
         if not isinstance(value, str) or value not in self.registry().names():
             raise ParamError(key, f"expected {self.describe()}, got {value!r}")
-        from harness.extras import first_missing, needs_extra
 
-        if missing := first_missing(self.registry().declaration(value).needs):
-            raise ParamError(key, needs_extra(missing))
+    def needs(self, value: Any) -> tuple[str, ...]:
+        return self.registry().declaration(value).needs if isinstance(value, str) else ()
 
     def describe(self) -> str:
         return f"one of {', '.join(map(repr, self.registry().names()))}{' or null' if self.or_none else ''}"
