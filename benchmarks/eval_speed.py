@@ -18,7 +18,10 @@ order within a tie), and leaves 1% of the judged queries out and answers 1% unju
 
 Each tool runs as its own process, the tools interleaved, --repeat times (default 3); the
 table gives the medians of wall time and peak memory (max RSS of the process and its
-children; for 100 trec_eval processes, the largest). pytrec_eval parses the files with its
+children; for 100 trec_eval processes, the largest). Each is started by a small C launcher
+built here (`maxrss`), which forks it: a process this script starts directly (vfork) counts
+this script's own peak in its max RSS, which Linux keeps across exec (35 MB: every tool
+under it read so). pytrec_eval parses the files with its
 own `parse_qrel` / `parse_run`; it has no -M, so on the deep run it is handed each query's
 top 1,000 in trec_eval's order. Values are compared as trec_eval prints them (4 decimals),
 every run. The last line is the verdict:
@@ -47,6 +50,7 @@ CAST_QRELS = [REPO / "qrels" / "cast" / name for name in
 HARNESS_MEASURES = ["nDCG@10", "AP", "RR", "R@1000"]
 TREC_EVAL_MEASURES = {"ndcg_cut_10": "nDCG@10", "map": "AP", "recip_rank": "RR", "recall_1000": "R@1000"}
 DEPTH = 1000
+MAXRSS = Path("maxrss")  # the launcher, built by main()
 
 
 @dataclass
@@ -136,19 +140,46 @@ def built_trec_eval(folder: Path) -> Path:
     return build / "trec_eval"
 
 
+LAUNCHER = r"""
+#include <stdio.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+int main(int argc, char **argv) {  /* maxrss FILE COMMAND...: runs COMMAND, writes its max RSS (KiB) to FILE */
+    pid_t child = fork();
+    if (child == 0) { execvp(argv[2], argv + 2); _exit(127); }
+    int status;
+    struct rusage usage;
+    if (child < 0 || wait4(child, &status, 0, &usage) < 0) return 126;
+    FILE *out = fopen(argv[1], "w");
+    if (!out) return 126;
+    fprintf(out, "%ld\n", usage.ru_maxrss);
+    fclose(out);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+"""
+
+
+def built_launcher(folder: Path) -> Path:
+    """The launcher that measures a command's own peak memory (see the module's docstring)."""
+    (folder / "maxrss.c").write_text(LAUNCHER)
+    subprocess.run(["cc", "-O2", "-o", str(folder / "maxrss"), str(folder / "maxrss.c")], check=True)
+    return folder / "maxrss"
+
+
 def timed(command: list[str]) -> tuple[float, float, str]:
     """Wall seconds, peak memory (MB: max RSS of the process and the children it waited for) and stdout."""
-    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+    with tempfile.TemporaryDirectory() as folder, tempfile.TemporaryFile() as out, \
+            tempfile.TemporaryFile() as err:
+        peak = Path(folder) / "maxrss"
         start = time.perf_counter()
-        child = subprocess.Popen(command, stdout=out, stderr=err)
-        _, status, usage = os.wait4(child.pid, 0)
+        done = subprocess.run([str(MAXRSS), str(peak), *command], stdout=out, stderr=err)
         seconds = time.perf_counter() - start
-        child.returncode = os.waitstatus_to_exitcode(status)
-        if child.returncode != 0:
+        if done.returncode != 0:
             err.seek(0)
             raise SystemExit(f"{' '.join(command[:3])} ... failed: {err.read().decode()[-800:]}")
         out.seek(0)
-        return seconds, usage.ru_maxrss / 1024, out.read().decode()
+        return seconds, int(peak.read_text()) / 1024, out.read().decode()
 
 
 def harness_tool(load: Workload) -> tuple[float, float, list[dict[str, str]]]:
@@ -208,7 +239,9 @@ def main() -> None:
     parser.add_argument("--data", type=Path, help="keep the generated files here and reuse them (default: a temp dir)")
     parser.add_argument("--only", nargs="+", choices=["big", "many", "deep"], help="run only these workloads")
     args = parser.parse_args()
+    global MAXRSS
     with tempfile.TemporaryDirectory() as scratch:
+        MAXRSS = built_launcher(Path(scratch))
         data = args.data or Path(scratch) / "data"
         binary = args.trec_eval or built_trec_eval(Path(scratch))
         judged = cast_judgments()

@@ -18,7 +18,6 @@ import fcntl
 import functools
 import os
 import re
-import secrets
 import shutil
 import stat
 import sys
@@ -105,7 +104,7 @@ def _clear_leftovers(parent: Path, stem: str, suffix: str = "") -> None:
 def _temp_name(parent: Path, stem: str, suffix: str = "") -> Path:
     """`parent/STEM.PID.RANDOM SUFFIX`, not yet made: the caller holds the name before the file
     or folder exists, so the cleanup that follows an interrupt always knows what to remove."""
-    return parent / f"{stem}.{os.getpid()}.{secrets.token_hex(8)}{suffix}"
+    return parent / f"{stem}.{os.getpid()}.{os.urandom(8).hex()}{suffix}"
 
 
 T = TypeVar("T")

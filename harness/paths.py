@@ -9,7 +9,6 @@ setup.py); a clone or an editable install reads the repo's own `data/` and `qrel
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import os
 import sys
@@ -124,7 +123,7 @@ def folder_version(path: str | Path) -> str:
     if any(root.glob("segments_*")):
         return commit_key(root)  # bytes, not stat: vouches for the commit at once
     for waited in (False, True):
-        digest, newest = hashlib.sha256(), 0
+        digest, newest = _sha256(), 0
         for name, stat in sorted(_files_below(root, (), _real_folders_up(root)), key=lambda found: found[0]):
             digest.update(f"{'/'.join(name)}\0{stat.st_size}\0{stat.st_mtime_ns}\n".encode())
             newest = max(newest, stat.st_mtime_ns, stat.st_ctime_ns)
@@ -177,7 +176,7 @@ def _identity(stat: os.stat_result) -> tuple[int, int]:
 def commit_key(folder: Path) -> str:
     """The sha256 of a Lucene index's commit files (`segments_N`): Lucene writes random
     segment ids into them, so a rebuilt or changed index never has the key of the old one."""
-    digest = hashlib.sha256()
+    digest = _sha256()
     for path in sorted(Path(folder).glob("segments_*")):
         digest.update(path.name.encode() + b"\0" + path.read_bytes())
     return digest.hexdigest()
@@ -196,15 +195,15 @@ def file_sha256(path: str | Path) -> str:
     path = Path(path).resolve()
     version = file_version(path)
     if version[0] < MEMO_BYTES:
-        return feed_file(hashlib.sha256(), path).hexdigest()
-    memo = cache_root() / "digests" / f"{hashlib.sha256(os.fsencode(path)).hexdigest()[:32]}.json"
+        return feed_file(_sha256(), path).hexdigest()
+    memo = cache_root() / "digests" / f"{_sha256(os.fsencode(path)).hexdigest()[:32]}.json"
     try:
         known = json.loads(memo.read_text(encoding="utf-8"))
         if known["path"] == str(path) and known["version"] == version:
             return known["sha256"]
     except (OSError, ValueError, KeyError, TypeError):
         pass
-    digest = feed_file(hashlib.sha256(), path).hexdigest()  # the version was taken before reading
+    digest = feed_file(_sha256(), path).hexdigest()  # the version was taken before reading
     if settled(version):
         _remember(memo, {"path": str(path), "version": version, "sha256": digest})
     return digest
@@ -261,3 +260,11 @@ def refuse_overwriting(inputs: Iterable[str | Path | None], outputs: Iterable[tu
             raise HarnessError(f"{option} {path} would overwrite {seen[real]}: choose another file")
         seen[real] = f"the {option} file"
     check_outputs(*(path for _, path in outputs))
+
+
+def _sha256(data: bytes = b""):
+    """hashlib's sha256, imported on first use: hashlib loads OpenSSL (5 MB), which `harness
+    eval` on the compiled route does not need."""
+    import hashlib
+
+    return hashlib.sha256(data)

@@ -244,6 +244,10 @@ class Qrels:
     judgments: dict[str, dict[str, int]] = field(default_factory=dict)
     path: Path | None = None
 
+    def grades_by_query(self) -> dict[str, list[int]]:
+        """Each judged query's grades, the queries sorted (trec_eval's order)."""
+        return {qid: list(self.judgments[qid].values()) for qid in sorted(self.judgments)}
+
 
 def _fields(line: str) -> list[str]:
     """A line's fields, split at ASCII whitespace only, C's isspace (str.split also splits at

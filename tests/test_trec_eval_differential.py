@@ -132,6 +132,34 @@ def trec_eval_values(binary: Path, qrels: Path, run: Path, level: int, depth: in
     return values
 
 
+def mismatches_with_trec_eval(binary: Path, ours, measures: list[str], qrels_path: Path, qrels: Qrels,
+                              deduplicated: Path, depth: int | None, compared: dict[str, int],
+                              worst: dict[str, float]) -> list[tuple]:
+    """Where an evaluation of `measures` (names of MEASURES) differs from trec_eval's on the run
+    without its duplicates, per query and `all`: (measure, qid, ours, theirs); each family's
+    count of values compared and largest difference added to `compared` and `worst`."""
+    canonical = dict(zip(measures, ours.measures, strict=True))  # NumRelRet is NumRet(rel=1)
+    reference: dict[tuple[int, int | None], dict] = {}
+    mismatches = []
+    for measure in measures:
+        trec_name, level, cut = MEASURES[measure]
+        effective = min(filter(None, (depth, cut)), default=None)
+        if (level, effective) not in reference:
+            reference[level, effective] = trec_eval_values(binary, qrels_path, deduplicated, level, effective)
+        rows = {qid: value for (m, qid), value in reference[level, effective].items() if m == trec_name}
+        # trec_eval prints num_q on the `all` line only
+        assert set(rows) == ({"all"} if trec_name == "num_q" else set(qrels.judgments) | {"all"}), measure
+        for qid, value in rows.items():
+            mine = ours.means[canonical[measure]] if qid == "all" else ours.per_query[canonical[measure]][qid]
+            difference = abs(mine - value)
+            family = measure.split("(")[0].split("@")[0]
+            compared[family] += 1
+            worst[family] = max(worst[family], difference)
+            if difference > 5e-5 + 1e-9:
+                mismatches.append((measure, qid, mine, value))
+    return mismatches
+
+
 def test_every_accepted_measure_equals_trec_eval_per_query_and_all(trec_eval, tmp_path):
     compared: dict[str, int] = defaultdict(int)
     worst: dict[str, float] = defaultdict(float)
@@ -142,29 +170,57 @@ def test_every_accepted_measure_equals_trec_eval_per_query_and_all(trec_eval, tm
         assert run.duplicates > 0
         for depth in DEPTHS:
             ours = evaluate(qrels, run, list(MEASURES), depth=depth)
-            canonical = dict(zip(MEASURES, ours.measures, strict=True))  # NumRelRet is NumRet(rel=1)
-            reference: dict[tuple[int, int | None], dict] = {}
-            for measure, (trec_name, level, cut) in MEASURES.items():
-                effective = min(filter(None, (depth, cut)), default=None)
-                key = (level, effective)
-                if key not in reference:
-                    reference[key] = trec_eval_values(trec_eval, qrels_path, deduplicated, level, effective)
-                theirs = reference[key]
-                rows = {qid: value for (m, qid), value in theirs.items() if m == trec_name}
-                # trec_eval prints num_q on the `all` line only
-                assert set(rows) == ({"all"} if trec_name == "num_q" else set(qrels.judgments) | {"all"}), measure
-                for qid, value in rows.items():
-                    mine = ours.means[canonical[measure]] if qid == "all" else ours.per_query[canonical[measure]][qid]
-                    difference = abs(mine - value)
-                    family = measure.split("(")[0].split("@")[0]
-                    compared[family] += 1
-                    worst[family] = max(worst[family], difference)
-                    if difference > 5e-5 + 1e-9:
-                        mismatches.append((name, depth, measure, qid, mine, value))
+            mismatches += [(name, depth, *mismatch) for mismatch in mismatches_with_trec_eval(
+                trec_eval, ours, list(MEASURES), qrels_path, qrels, deduplicated, depth, compared, worst)]
     print("\nfamily      values compared  max difference")
     for family in compared:
         print(f"{family:<11} {compared[family]:>15}  {worst[family]:.2g}")
     assert not mismatches, mismatches[:20]
+
+
+def computed_by_the_compiled_route(measures) -> list[str]:
+    """The measures `harness eval`'s compiled route computes (harness.evaluate.lean)."""
+    from harness.evaluate.lean import computes
+    from harness.evaluate.measures import parse_measures
+
+    return [name for name, measure in zip(measures, parse_measures(list(measures), announce=False))
+            if computes(measure)]
+
+
+def compiled_route():
+    """harness.evaluate.lean.lean_scores, or skip where the route is not built."""
+    from harness.evaluate import lean
+
+    if lean.compiled() is None:
+        pytest.skip("harness eval's compiled route is not built here (`pip install -e .` builds "
+                    "harness/evaluate/_lean.c)")
+    return lean.lean_scores
+
+
+def test_the_compiled_route_equals_trec_eval_per_query_and_all(trec_eval, tmp_path):
+    """`harness eval`'s route without numpy, on the runs above and on the same lines shuffled
+    (every query written in many places: the run is read whole)."""
+    lean_scores = compiled_route()
+    measures = computed_by_the_compiled_route(MEASURES)
+    assert {m.split("(")[0].split("@")[0] for m in measures} >= {"nDCG", "P", "R", "AP", "RR", "Rprec", "Success",
+                                                                "NumQ", "NumRel", "NumRet"}
+    compared: dict[str, int] = defaultdict(int)
+    worst: dict[str, float] = defaultdict(float)
+    mismatches = []
+    for seed, name in enumerate(QRELS):
+        qrels_path, qrels, full, deduplicated = seeded_inputs(name, seed, tmp_path / name)
+        lines = full.read_text().splitlines(keepends=True)
+        random.Random(seed).shuffle(lines)
+        shuffled = tmp_path / name / "shuffled.txt"
+        shuffled.write_text("".join(lines))
+        for depth in DEPTHS:
+            scored = lean_scores(str(qrels_path), [str(full), str(shuffled)], measures, depth, False)
+            assert scored is not None, (name, depth)
+            for ours in scored.evaluations:
+                assert ours.duplicates == read_run(full).duplicates > 0
+                mismatches += [(name, depth, ours.run_name, *mismatch) for mismatch in mismatches_with_trec_eval(
+                    trec_eval, ours, measures, qrels_path, qrels, deduplicated, depth, compared, worst)]
+    assert sum(compared.values()) > 10_000 and not mismatches, mismatches[:20]
 
 
 # Real CAsT 2019 judgments of query 31_1 (grades 0-3) and a run over their documents; each
@@ -297,15 +353,22 @@ def big_files(folder: Path, rng: random.Random, queries: int = 510, depth: int =
     return qrels, run, duplicated
 
 
+@pytest.fixture(scope="module")
+def big(tmp_path_factory) -> tuple[Path, Path, Path]:
+    """big_files, made once for the tests of this module that read them."""
+    return big_files(tmp_path_factory.mktemp("big"), random.Random(26))
+
+
 def test_every_accepted_measure_equals_trec_eval_on_a_million_line_run_read_as_harness_eval_reads_it(
-        trec_eval, tmp_path):
-    """The fast route of `harness eval` (pyarrow reader; with only the vectorised families, the
-    run put into trec_eval's order chunk by chunk while read, keeping no docid), at depth
-    1000, on 1M lines: per query and `all`; the same values from the file with duplicates."""
+        trec_eval, big):
+    """The fast routes of `harness eval`, at depth 1000, on 1M lines: per query and `all`; the same
+    values from the file with duplicates. The numpy route (pyarrow reader; with only the
+    vectorised families, the run put into trec_eval's order chunk by chunk while read, keeping
+    no docid), and the compiled route (harness.evaluate.lean) where it is built."""
     from harness.evaluate import Evaluator, RunFileOptions, evaluate_file
     from harness.evaluate.tables import read_qrels_table
 
-    qrels_path, run_path, duplicated_path = big_files(tmp_path, random.Random(26))
+    qrels_path, run_path, duplicated_path = big
     assert sum(1 for _ in run_path.open()) >= 1_000_000
     qrels = read_qrels_table(qrels_path)
     everything = Evaluator(qrels, list(BIG_MEASURES))
@@ -314,6 +377,13 @@ def test_every_accepted_measure_equals_trec_eval_on_a_million_line_run_read_as_h
     evaluations = [evaluate_file(everything, run_path, options), evaluate_file(vectorised, run_path, options),
                    evaluate_file(vectorised, duplicated_path, options)]
     assert evaluations[2].duplicates > 0
+    from harness.evaluate.lean import compiled
+
+    if compiled() is not None:  # and by the compiled route, which `harness eval` takes on these files
+        scored = compiled_route()(str(qrels_path), [str(run_path), str(duplicated_path)],
+                                  computed_by_the_compiled_route(BIG_MEASURES), 1000, False)
+        assert scored is not None and scored.evaluations[1].duplicates == evaluations[2].duplicates
+        evaluations += scored.evaluations
     theirs = {level: trec_eval_values(trec_eval, qrels_path, run_path, level, 1000) for level in (1, 2)}
     mismatches, compared = [], 0
     for ours in evaluations:
@@ -329,3 +399,25 @@ def test_every_accepted_measure_equals_trec_eval_on_a_million_line_run_read_as_h
                 if abs(mine - value) > 5e-5 + 1e-9:
                     mismatches.append((measure, qid, mine, value))
     assert compared > 30_000 and not mismatches, mismatches[:20]
+
+
+def test_a_large_run_read_in_parts_on_all_cores_scores_as_read_on_one(big, tmp_path):
+    """The compiled route cuts a large run where a query ends and reads the parts at once; a run
+    writing a query in two places (here, its first line moved to the end) is read again whole."""
+    from harness.evaluate.coverage import RARELY
+    from harness.evaluate.lean import compiled
+
+    module = compiled()
+    if module is None:
+        compiled_route()  # skips, saying why
+    qrels_path, run_path, _ = big
+    lines = run_path.read_text().splitlines(keepends=True)
+    moved = tmp_path / "moved.run"
+    moved.write_text("".join([*lines[1:], lines[0]]))
+    qrels = module.Qrels(str(qrels_path))
+    specs = [(module.nDCG, 10, -1), (module.AP, -1, -1), (module.R, 1000, 2), (module.Judged, 10, -1)]
+    for path in (run_path, moved):
+        one, parts = (module.evaluate(qrels, str(path), 1000, specs, False, RARELY, threads) for threads in (1, 4))
+        assert parts == one
+    assert module.evaluate(qrels, str(moved), 1000, specs, False, RARELY, 4) == module.evaluate(
+        qrels, str(run_path), 1000, specs, False, RARELY, 4)

@@ -69,6 +69,14 @@ def test_installed_wheel_scores_a_shipped_cast_run_as_the_repo_does(installed, t
     assert light == repo and b"org_manual_bm25" in light
 
 
+def test_installed_wheel_holds_harness_evals_compiled_route(installed, tmp_path):
+    """The wheel carries harness/evaluate/_lean.c built (the route without numpy), not its source alone."""
+    python, _ = installed
+    code = "from harness.evaluate.lean import compiled; print(compiled() is not None)"
+    found = subprocess.run([str(python), "-c", code], env=_env(tmp_path), capture_output=True, text=True, check=True)
+    assert found.stdout.strip() == "True"
+
+
 def test_installed_wheel_exports_ikat2023_as_the_repo_does(installed, tmp_path):
     python, _ = installed
     light = _harness(python, ["topics", "export", "ikat2023"], tmp_path)

@@ -34,16 +34,15 @@ import warnings
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TextIO
-
-import numpy as np
+from typing import TYPE_CHECKING, Protocol, TextIO
 
 from harness.evaluate.coverage import RARELY, TOP, docid_warning, may_be_in_other_case, may_warn
 from harness.evaluate.measures import family, parse_measures
-from harness.evaluate.ranked import rank, values, vectorised
-from harness.evaluate.tables import QrelsTable, RunTable, read_run_table, spare_memory
 from harness.errors import ARGUMENTS, FLAGS, HarnessError, InputError, Spelling, verb
 from harness.trec import Qrels, Run, read_run
+
+if TYPE_CHECKING:  # numpy and pyarrow are imported where runs are scored by them, not by `harness eval`'s
+    from harness.evaluate.tables import QrelsTable, RunTable  # compiled route (harness.evaluate.lean)
 
 __all__ = ["JUDGED", "Evaluation", "Evaluator", "RunFileOptions", "evaluate", "evaluate_files", "keep_measures",
            "parse_measures", "reading_lines", "report_reading", "with_judged"]
@@ -145,7 +144,19 @@ def csv_statistic(value: float) -> str:
     return "" if math.isnan(value) else csv_value(value, count=False)
 
 
-def qrels_name(qrels: Qrels | QrelsTable) -> str:
+class JudgedQueries(Protocol):
+    """Qrels as the checks and notes on them read them: every form the harness holds them in
+    (Qrels, QrelsTable, the compiled route's LeanQrels) gives its grades query by query."""
+
+    name: str
+    path: Path | None
+
+    def grades_by_query(self) -> dict[str, list[int]]:
+        """Each judged query's grades, the queries sorted (trec_eval's order)."""
+        ...
+
+
+def qrels_name(qrels: JudgedQueries) -> str:
     """The qrels as a warning names them: their file, else the benchmark's name for them."""
     return str(qrels.path) if qrels.path is not None else f"the qrels {qrels.name}"
 
@@ -204,7 +215,7 @@ def keep_measures(evaluation: Evaluation, measures: Sequence[str]) -> Evaluation
 def check_scorable(qrels: Qrels) -> None:
     """`_check_scorable` on a Qrels, for a run config's check: its `qrels:` file is refused when
     the config is read, not after its runs are ranked."""
-    _check_scorable(QrelsTable.from_qrels(qrels))
+    _check_scorable(qrels)
 
 
 def judges_none(qrels: Qrels, turns: Sequence[str], topics: str) -> str | None:
@@ -218,34 +229,30 @@ def judges_none(qrels: Qrels, turns: Sequence[str], topics: str) -> str | None:
             f"{turns[0]!r}): give the topics' own qrels")
 
 
-def _check_scorable(qrels: QrelsTable) -> None:
+def _check_scorable(qrels: JudgedQueries) -> None:
     """trec_eval sizes its relevance levels by a query's highest grade: with none at 0 or
     above it stops with "Can't calculate measure" or reads out of bounds, and pytrec_eval,
     the same C code, would take this process down with it."""
-    query = qrels.query
-    if not len(query):
-        return
-    firsts = np.flatnonzero(np.concatenate([[True], query[1:] != query[:-1]]))
-    for number in np.flatnonzero(np.maximum.reduceat(qrels.grades, firsts) < 0):
-        qid = qrels.qids[query[firsts[number]]]
-        grades = qrels.grades[query == query[firsts[number]]]
-        message = (f"query {qid!r} has only negative grades ({', '.join(map(str, sorted(set(grades.tolist()))))}): "
+    for qid, grades in qrels.grades_by_query().items():
+        if not grades or max(grades) >= 0:
+            continue
+        message = (f"query {qid!r} has only negative grades ({', '.join(map(str, sorted(set(grades))))}): "
                    "trec_eval cannot score such a query (it stops or crashes); grade one of its documents "
                    "0 or above, or leave the query out")
         raise InputError(qrels.path, message) if qrels.path else HarnessError(f"qrels {qrels.name}: {message}")
 
 
-def _warn_unreachable(parsed: Sequence, names: Sequence[str], qrels: QrelsTable, say: Callable[[str], None]) -> None:
+def warn_unreachable(parsed: Sequence, names: Sequence[str], qrels: JudgedQueries, say: Callable[[str], None]) -> None:
     """A measure whose relevance level (rel=) no judgment reaches is 0 on every query, which
     trec_eval prints without a word: said once, naming the highest grade."""
-    top = int(qrels.grades.max()) if len(qrels.grades) else None
+    top = max((max(grades) for grades in qrels.grades_by_query().values() if grades), default=None)
     for measure, name in zip(parsed, names):
         level = measure.params.get("rel")
         if level is not None and (top is None or level > top):
             say(f"{unreachable(name, qrels_name(qrels), level, top)}, so it is 0 on every query")
 
 
-def _on_stderr(warning: str) -> None:
+def on_stderr(warning: str) -> None:
     print(f"warning: {warning}", file=sys.stderr)
 
 
@@ -258,24 +265,23 @@ def unreachable(what: str, qrels: str, level: int, top: int | None, judged: str 
     return f"{what}: no {judged} {qrels} reaches grade {level} ({highest})"
 
 
-def ceiling_notes(qrels: Qrels | QrelsTable, measures: Sequence[str], depth: int | None) -> list[str]:
+def ceiling_notes(qrels: JudgedQueries, measures: Sequence[str], depth: int | None) -> list[str]:
     """One note per relevance level that some judged queries, not all, never reach: trec_eval -c
     scores every qrels query, so the level's measures are 0 there for every run and their means
     have a ceiling below 1, which it prints without a word. The level is a measure's rel= (1
     by default) or, for nDCG, a positive grade; counts (NumRel, NumRet) are left out. The
     ceiling is named only for the measures a perfect run scores 1 on every other query
     (`_reaches_one`), where it is exact: the share of queries that reach the level."""
-    table = qrels if isinstance(qrels, QrelsTable) else QrelsTable.from_qrels(qrels)
     by_level: dict[int, list[tuple[str, object]]] = {}
     for measure, name in zip(parse_measures(list(measures), announce=False), measures):
         kind = family(measure)
         if not kind.summed and (kind.rel or measure.NAME == "nDCG"):
             by_level.setdefault(measure.params.get("rel") or 1, []).append((name, measure))
-    notes = []
+    notes, graded = [], list(qrels.grades_by_query().values()) if by_level else []
     for level, named in sorted(by_level.items()):
-        counts = np.bincount(table.query[table.grades >= level], minlength=len(table.qids))
-        reached = counts[counts > 0]
-        if not len(reached) or len(reached) == len(counts):  # none reach it: _warn_unreachable says so
+        counts = [sum(map(level.__le__, grades)) for grades in graded]  # grades >= level, counted in C
+        reached = [count for count in counts if count > 0]
+        if not reached or len(reached) == len(counts):  # none reach it: warn_unreachable says so
             continue
         missing = len(counts) - len(reached)
         names = [name for name, _ in named]
@@ -286,7 +292,7 @@ def ceiling_notes(qrels: Qrels | QrelsTable, measures: Sequence[str], depth: int
     return notes
 
 
-def _reaches_one(measure, relevant: np.ndarray, depth: int | None) -> bool:
+def _reaches_one(measure, relevant: list[int], depth: int | None) -> bool:
     """Whether a run ranking the judgments by grade scores 1 on every query with `relevant`
     (> 0) documents at the measure's level, evaluated to `depth`: trec_eval's RR and Success
     at any depth; R, AP and Rprec where the depth and cutoff leave room for every relevant
@@ -297,11 +303,11 @@ def _reaches_one(measure, relevant: np.ndarray, depth: int | None) -> bool:
     if measure.NAME in ("RR", "Success"):
         return True
     if measure.NAME in ("R", "AP", "Rprec"):
-        return room >= relevant.max()
+        return room >= max(relevant)
     if measure.NAME == "P":
-        return room >= cutoff and relevant.min() >= cutoff
+        return room >= cutoff and min(relevant) >= cutoff
     if measure.NAME == "nDCG":
-        return (depth or math.inf) >= min(cutoff or math.inf, relevant.max())
+        return (depth or math.inf) >= min(cutoff or math.inf, max(relevant))
     return False
 
 
@@ -318,10 +324,13 @@ class Evaluator:
     strictly decreasing scores n, n-1, ..., 1."""
 
     def __init__(self, qrels: Qrels | QrelsTable, measures: Sequence[str], *, announce: bool = True,
-                 spelling: Spelling = FLAGS, warn: Callable[[str], None] = _on_stderr) -> None:
+                 spelling: Spelling = FLAGS, warn: Callable[[str], None] = on_stderr) -> None:
         """`measures` in ir-measures or trec_eval syntax; results are keyed by the names as given.
         `spelling`: how warnings name a setting (the command line's flags, the API's arguments);
         `warn`: where a warning goes when `announce` (stderr; the API's, to Python warnings)."""
+        from harness.evaluate.ranked import vectorised
+        from harness.evaluate.tables import QrelsTable
+
         names = [measures] if isinstance(measures, str) else list(measures)
         parsed = parse_measures(names, announce=announce)
         self.table = qrels if isinstance(qrels, QrelsTable) else QrelsTable.from_qrels(qrels)
@@ -334,7 +343,7 @@ class Evaluator:
         self._scorer = None
         self._spelling = spelling
         if announce:
-            _warn_unreachable(parsed, names, self.table, warn)
+            warn_unreachable(parsed, names, self.table, warn)
 
     @property
     def qrels(self) -> Qrels:
@@ -346,6 +355,9 @@ class Evaluator:
         return bool(self._others)
 
     def __call__(self, run: Run | RunTable, depth: int | None = None) -> Evaluation:
+        from harness.evaluate.ranked import rank, values
+        from harness.evaluate.tables import RunTable
+
         table = run if isinstance(run, RunTable) else RunTable.from_run(run)
         qrels = self.table
         ranked = rank(table, qrels, depth, keep_rows=bool(self._others))
@@ -377,7 +389,7 @@ class Evaluator:
         more than half the top 10s judged): the top 10s' docids are read only then. Where enough
         are judged that only ids judged in another case could be warned of, the look query by
         query waits for one top document to match some judged id only so."""
-        judged, shown = int(ranked.count_in_top(0, TOP).sum()), int(np.minimum(ranked.lengths, TOP).sum())
+        judged, shown = int(ranked.count_in_top(0, TOP).sum()), int(ranked.lengths.clip(max=TOP).sum())
         if not may_warn(judged, shown):
             return None
         if judged >= RARELY * shown and not may_be_in_other_case(run.top_docids(), *self.table.folded_docids()):
@@ -455,6 +467,8 @@ _worker_state: tuple[Evaluator, RunFileOptions] | None = None
 
 
 def _start_worker(qrels: QrelsTable, measures: list[str], options: RunFileOptions) -> None:
+    from harness.evaluate.tables import spare_memory
+
     global _worker_state
     spare_memory()
     _worker_state = (Evaluator(qrels, measures, announce=False), options)  # the parent announced
@@ -472,6 +486,8 @@ def evaluate_file(evaluator: Evaluator, path: str | Path, options: RunFileOption
     if options.passage_separator:
         run = read_run(path, strict=options.strict).to_documents(options.passage_separator)
         return evaluator(run, options.depth)
+    from harness.evaluate.tables import read_run_table
+
     run = read_run_table(path, strict=options.strict, depth=options.depth, qrels=evaluator.table,
                          all_docids=evaluator.needs_docids)
     return evaluator(run, options.depth)

@@ -13,14 +13,19 @@ from pathlib import Path
 from harness.atomic import atomic_write
 from harness.cli import add_format, add_output, add_preset, add_runs, distinct_runs, swallowed
 from harness.errors import FLAGS, HarnessError
+from typing import TYPE_CHECKING
+
 from harness.evaluate import (JUDGED, Evaluation, Evaluator, RunFileOptions, ceiling_notes, csv_value, evaluate_files,
-                              keep_measures, printed, report_reading, with_judged)
+                              keep_measures, on_stderr, printed, report_reading, warn_unreachable, with_judged)
 from harness.evaluate import presets
-from harness.evaluate.moved import FillMoves, fill_moves
-from harness.evaluate.names import CASE_RULE
-from harness.evaluate.tables import QrelsTable, read_qrels_table, spare_memory
+from harness.evaluate.lean import LeanScores, lean_scores
+from harness.evaluate.names import CASE_RULE, announce
 from harness.paths import output_format, refuse_overwriting
 from harness.trec import Qrels
+
+if TYPE_CHECKING:  # numpy's and pyarrow's: imported where the numpy route scores (lean_scores answers None)
+    from harness.evaluate.moved import FillMoves
+    from harness.evaluate.tables import QrelsTable
 
 
 
@@ -57,6 +62,8 @@ def scoring_qrels(args: argparse.Namespace) -> tuple[Qrels | QrelsTable, list[st
     """--qrels, with its holes filled from --fill if given, and the notes saying so (what filled
     them and who made those labels: a score must never hide that some labels are a model's), and
     --qrels alone (the human labels, for `unfilled`)."""
+    from harness.evaluate.tables import read_qrels_table
+
     human = read_qrels_table(args.qrels)
     if not args.fill:
         return human, [], human
@@ -89,27 +96,17 @@ def run(args: argparse.Namespace) -> int:
     # as `harness compare` and `qrels agree` choose it: an --output suffix naming no format is said before any work
     args.format = output_format(args.format, args.out, list(FORMATTERS), "table", {"txt": "table"})
     measures, depth, separator = measure_settings(args)
-    spare_memory()
-    qrels, notes, human = scoring_qrels(args)
-    # with --fill, Judged@10 comes out of the same pass (the notes give it with and without the fill)
-    scored, judged = with_judged(measures) if args.fill else (measures, JUDGED)
-    options = RunFileOptions(strict=args.strict, passage_separator=separator, depth=depth)
-    evaluator = Evaluator(qrels, scored)
-    for note in ceiling_notes(evaluator.table, measures, depth):  # said once, as the unreachable rel= warning is
-        print(f"note: {note}", file=sys.stderr)
-    filled = evaluate_files(evaluator, files, options)
-    evaluations = [keep_measures(evaluation, measures) for evaluation in filled]
+    lean = None if args.fill or separator else lean_scores(args.qrels, files, measures, depth, args.strict)
+    if lean is not None:
+        evaluations, notes, moves = _said(lean, measures, depth), [], None
+    else:
+        evaluations, notes, moves = _numpy_route(args, files, measures, depth, separator)
     names = [e.run_name for e in evaluations]
     if notes and args.format == "json" and (taken := next((n for n in names if n in RESERVED), None)):
         raise HarnessError(f"{files[names.index(taken)]}: a run named {taken!r} would share its key with "
                            f"the {RESERVED[taken]} that JSON output with --fill carries; rename the file")
     for evaluation in evaluations:
         _report_coverage(evaluation, qrels_path=args.qrels)
-    moves = None
-    if args.fill:
-        before = unfilled(human, filled, files, options)
-        notes += judged_notes(before, filled, judged)
-        moves = fill_moves(before, evaluations)  # the cells of `evaluations`' measures
     if notes_on_stderr(args.format, args.out):
         for note in notes + (moves.lines() if moves else []):
             print(f"note: {note}", file=sys.stderr)
@@ -121,6 +118,39 @@ def run(args: argparse.Namespace) -> int:
         handle.write(output)
     print(f"scores written to {args.out}", file=sys.stderr)  # as `harness compare --output` says it
     return 0
+
+
+def _said(lean: LeanScores, measures: list[str], depth: int | None) -> list[Evaluation]:
+    """The compiled route's evaluations, after what the numpy route says before it scores, in
+    its order: the measures' translated names, a rel= no grade reaches, the ceilings."""
+    announce([(name, str(measure)) for name, measure in zip(measures, lean.parsed)])
+    warn_unreachable(lean.parsed, measures, lean.qrels, on_stderr)
+    for note in ceiling_notes(lean.qrels, measures, depth):
+        print(f"note: {note}", file=sys.stderr)
+    return lean.evaluations
+
+
+def _numpy_route(args: argparse.Namespace, files: list[str], measures: list[str], depth: int | None,
+                 separator: str | None) -> tuple[list[Evaluation], list[str], FillMoves | None]:
+    """The runs scored by numpy (harness.evaluate.tables and ranked), with --fill's notes and
+    moved cells where it is given."""
+    from harness.evaluate.moved import fill_moves
+    from harness.evaluate.tables import spare_memory
+
+    spare_memory()
+    qrels, notes, human = scoring_qrels(args)
+    # with --fill, Judged@10 comes out of the same pass (the notes give it with and without the fill)
+    scored, judged = with_judged(measures) if args.fill else (measures, JUDGED)
+    options = RunFileOptions(strict=args.strict, passage_separator=separator, depth=depth)
+    evaluator = Evaluator(qrels, scored)
+    for note in ceiling_notes(evaluator.table, measures, depth):  # said once, as the unreachable rel= warning is
+        print(f"note: {note}", file=sys.stderr)
+    filled = evaluate_files(evaluator, files, options)
+    evaluations = [keep_measures(evaluation, measures) for evaluation in filled]
+    if not args.fill:
+        return evaluations, notes, None
+    before = unfilled(human, filled, files, options)
+    return evaluations, notes + judged_notes(before, filled, judged), fill_moves(before, evaluations)
 
 
 def notes_on_stderr(fmt: str, out: str | None) -> bool:

@@ -83,6 +83,14 @@ class QrelsTable:
             self._qrels = Qrels(self.name, judgments, self.path)
         return self._qrels
 
+    def grades_by_query(self) -> dict[str, list[int]]:
+        """Each judged query's grades, in qids' order (built once per qrels)."""
+        if "by_query" not in self._cache:
+            starts = np.searchsorted(self.query, np.arange(len(self.qids) + 1)).tolist()
+            grades = self.grades.tolist()
+            self._cache["by_query"] = {qid: grades[start:end] for qid, start, end in zip(self.qids, starts, starts[1:])}
+        return self._cache["by_query"]
+
     def folded_docids(self) -> tuple[set[str], set[str]]:
         """The judged documents' ids as written and case-folded (built once per qrels)."""
         if "folded" not in self._cache:

@@ -1,0 +1,169 @@
+"""`harness eval`'s compiled route: runs and qrels in the common form scored by
+harness/evaluate/_lean.c, without numpy, pyarrow or pytrec_eval in the process.
+
+Scoring 100 runs this way takes a fifth of the memory the numpy route takes (most of which is
+those libraries' own code) and is faster. The numbers are the same: each family is computed
+as harness.evaluate.ranked computes it, and both routes are held to the trec_eval binary
+(tests/test_trec_eval_differential.py). The route is taken only where it gives exactly what the
+numpy route gives; `lean_scores` answers None, and the numpy route scores the whole command,
+where the module was not compiled (no C compiler at install), a file is outside the common
+form (a comment, a tab, a compressed file, an error to name), a measure is one it does not
+compute, or a run's top 10s hold ids judged only in another case, which the numpy route's docid
+warning looks for among every query's top rows.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from functools import cached_property
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from types import ModuleType
+
+from harness.compute.engines import usable_cores
+from harness.errors import FLAGS, HarnessError
+from harness.evaluate import Evaluation, _check_scorable, added_in_order, qrels_name
+from harness.evaluate.coverage import RARELY, docid_warning, may_warn
+from harness.evaluate.measures import family, parse_measures
+from harness.trec import file_stem
+
+# what each family may be given: the parameters the compiled code reads, as ranked.py reads them
+PARAMS = {"nDCG": {"cutoff"}, "P": {"cutoff", "rel"}, "R": {"cutoff", "rel"}, "AP": {"cutoff", "rel"},
+          "RR": {"cutoff", "rel"}, "Rprec": {"rel"}, "Success": {"cutoff", "rel"}, "Judged": {"cutoff"},
+          "NumQ": set(), "NumRel": set(), "NumRet": {"rel"}}
+
+
+@dataclass
+class LeanQrels:
+    """A qrels file read by the compiled route."""
+
+    name: str
+    path: Path
+    compiled: object  # _lean.Qrels
+    qids: list[str]  # sorted (trec_eval's order)
+    grades: dict[str, list[int]]
+
+    def grades_by_query(self) -> dict[str, list[int]]:
+        return self.grades
+
+    @cached_property
+    def judgments(self) -> dict[str, dict[str, int]]:
+        """{qid: {docid: grade}}, each query's documents in the order the file first names them
+        (for any query), as the numpy route's qrels hold them: built for the docid warning alone."""
+        lines = self.compiled.lines()
+        first: dict[str, int] = {}
+        for _, docid, _ in lines:
+            first.setdefault(docid, len(first))
+        by_query: dict[str, list[tuple[int, str, int]]] = {qid: [] for qid in self.qids}
+        for qid, docid, grade in lines:
+            by_query[qid].append((first[docid], docid, grade))
+        return {qid: {docid: grade for _, docid, grade in sorted(judged)} for qid, judged in by_query.items()}
+
+
+@dataclass
+class LeanScores:
+    """What the compiled route made of a command's inputs: the qrels (for their checks and notes),
+    the measures as parsed, and each run's evaluation."""
+
+    qrels: LeanQrels
+    parsed: list
+    evaluations: list[Evaluation]
+
+
+def compiled() -> ModuleType | None:
+    """The compiled module, None where it was not built (the numpy route scores everything)."""
+    try:
+        from harness.evaluate import _lean
+    except ImportError:
+        return None
+    return _lean
+
+
+def lean_scores(qrels: str, files: Sequence[str], measures: Sequence[str], depth: int | None,
+                strict: bool) -> LeanScores | None:
+    """The runs in `files` scored on `qrels` as `harness eval` scores them, by the compiled
+    route; None where the numpy route must (see the module's docstring). Nothing is said here:
+    the caller says the notes once it knows which route scored."""
+    module = compiled()
+    if module is None or not Path(qrels).is_file():
+        return None
+    try:
+        parsed = parse_measures(list(measures), announce=False)
+    except HarnessError:
+        return None  # the numpy route says why, in its order
+    specs = _specs(module, parsed)
+    if specs is None:
+        return None
+    try:
+        table = module.Qrels(qrels)
+    except module.NotFast:
+        return None
+    judged = LeanQrels(file_stem(qrels), Path(qrels), table, table.qids, dict(zip(table.qids, table.grades)))
+    try:
+        _check_scorable(judged)
+    except HarnessError:
+        return None  # refused by the numpy route, after what it says first
+
+    cores = usable_cores()
+    workers = max(1, min(len(files), cores))
+    threads = max(1, cores // workers)  # a large run is read in parts at once where cores outnumber the runs
+
+    def scored(path: str) -> tuple | None:
+        try:
+            return module.evaluate(table, path, -1 if depth is None else depth, specs, strict, RARELY, threads)
+        except module.NotFast:
+            return None
+
+    with ThreadPoolExecutor(workers) as pool:  # the module lets go of the GIL while it reads and scores
+        results = list(pool.map(scored, [str(path) for path in files]))
+    if any(result is None or _other_case(*result[4:7]) for result in results):
+        return None
+    counts = [name for name, measure in zip(measures, parsed) if family(measure).summed]
+    return LeanScores(judged, parsed, [_evaluation(judged, path, list(measures), counts, depth, result)
+                                       for path, result in zip(files, results)])
+
+
+def _other_case(judged: int, shown: int, other_case: int) -> bool:
+    """Whether the numpy route must say if the docid warning fires, for a run whose top 10s hold
+    `shown` documents, `judged` of them judged and `other_case` judged for their query only in
+    another case: judged often enough, it warns only of ids in another case, which it looks for
+    among every query's top rows (Evaluator._docid_warning); where none is so judged, it is silent."""
+    return may_warn(judged, shown) and judged >= RARELY * shown and other_case > 0
+
+
+def _docid_warning(qrels: LeanQrels, name: str, judged: int, shown: int, tops: dict | None) -> str | None:
+    """coverage.docid_warning, on the judged queries' top 10s, where they are so rarely judged
+    that it may warn of another collection's ids (the rest: _other_case)."""
+    if not may_warn(judged, shown) or judged >= RARELY * shown:
+        return None
+    return docid_warning(name, tops, qrels.judgments, qrels_name(qrels), FLAGS)
+
+
+def computes(measure) -> bool:
+    """Whether the compiled code computes this (parsed) measure."""
+    return measure.NAME in PARAMS and not set(measure.params) - PARAMS[measure.NAME]
+
+
+def _specs(module: ModuleType, parsed: list) -> list[tuple[int, int, int]] | None:
+    """(family, cutoff, level) per measure for the compiled code, -1 for a parameter not given;
+    None where a measure is outside what it computes."""
+    specs = []
+    for measure in parsed:
+        if not computes(measure):
+            return None
+        cutoff, level = measure.params.get("cutoff"), measure.params.get("rel")
+        specs.append((getattr(module, measure.NAME), -1 if cutoff is None else cutoff, -1 if level is None else level))
+    return specs
+
+
+def _evaluation(qrels: LeanQrels, path: str, measures: list[str], counts: list[str], depth: int | None,
+                result: tuple) -> Evaluation:
+    values, evaluated, unjudged, duplicates, judged, shown, _, tops = result
+    per_query = {name: dict(zip(qrels.qids, column)) for name, column in zip(measures, values)}
+    means = {name: added_in_order(column) / (1 if name in counts else len(column))
+             for name, column in zip(measures, values)}
+    return Evaluation(run_name=file_stem(path), measures=measures, per_query=per_query, means=means,
+                      missing_queries=[qid for qid, present in zip(qrels.qids, evaluated) if not present],
+                      unjudged_queries=unjudged, duplicates=duplicates, depth=depth, counts=counts,
+                      docid_warning=_docid_warning(qrels, file_stem(path), judged, shown, tops))
