@@ -22,7 +22,7 @@ setup: $(STAMP)
 # pip's cache); Python compiles the modules a command imports, once, when it first imports them.
 # The demo needs only the extras its config uses (BM25, dense, the hqe strategy's spaCy
 # stopwords); `make setup` adds the rest (LLM, serve, Ray, the test tools) on top.
-$(DEMO_STAMP): pyproject.toml harness/evaluate/_lean.c
+$(DEMO_STAMP): pyproject.toml setup.py harness/evaluate/_lean.c
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet --no-compile torch==2.13.0 $(if $(TORCH_INDEX),--index-url $(TORCH_INDEX))
