@@ -30,7 +30,8 @@ from harness.errors import HarnessError
 
 
 @contextmanager
-def atomic_write(path: str | Path, mode: str = "w", encoding: str | None = "utf-8") -> Iterator[IO]:
+def atomic_write(path: str | Path, mode: str = "w", encoding: str | None = "utf-8",
+                 before_replace: Callable[[], object] | None = None) -> Iterator[IO]:
     """Write to a temp file in the target's folder, fsync, then rename over the target.
 
     An exception (or a kill) leaves the previous file, if any, untouched; the temp file
@@ -38,7 +39,8 @@ def atomic_write(path: str | Path, mode: str = "w", encoding: str | None = "utf-
     name starts with '.' and ends with '.tmp'. A symlink's target is written (the link
     stays); a device or a pipe (`/dev/null`, `/dev/stdout`) is written to as it is, never
     replaced. A target that cannot be written (a folder, a read-only folder, a file where
-    a folder should be) is a HarnessError naming it.
+    a folder should be) is a HarnessError naming it. `before_replace` is called once the new
+    file is complete, just before it replaces the target (a run's old JSON removed: `harness run`).
     """
     path = Path(path)
     binary = "b" in mode
@@ -63,6 +65,8 @@ def atomic_write(path: str | Path, mode: str = "w", encoding: str | None = "utf-
             yield handle
             handle.flush()
             os.fsync(handle.fileno())
+        if before_replace is not None:
+            before_replace()
         _opened(path, lambda: os.replace(tmp_name, target))
     except BaseException:
         Path(tmp_name).unlink(missing_ok=True)

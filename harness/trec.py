@@ -556,6 +556,7 @@ def write_run(
     tag: str,
     printed: Callable[[float], str] | None = None,
     digest: Any = None,
+    before_replace: Callable[[], object] | None = None,
 ) -> int:
     """Stream (qid, best-first [(docid, score), ...]) into a TREC run file, atomically.
 
@@ -565,12 +566,13 @@ def write_run(
     `printed`, each score is printed by it unchanged, ties kept: the rankings must then
     already be in canonical order (`canonical_order`). `digest` (a hashlib object) is updated
     with the bytes written, so that a caller recording the file's hash need not read it back.
+    `before_replace` is called once the run is complete, before it replaces the file (atomic_write).
     Returns the number of lines written.
     """
     if not field_ok(tag):
         raise HarnessError(f"run tag {tag!r} must be non-empty and contain no whitespace or NUL byte")
     written = 0
-    with atomic_write(path, "wb") as out:
+    with atomic_write(path, "wb", before_replace=before_replace) as out:
         for qid, ranking in rankings:
             if not field_ok(qid):
                 raise HarnessError(f"cannot write {path}: query id {qid!r} is empty or holds whitespace or a "

@@ -704,6 +704,36 @@ def test_a_run_interrupted_between_its_run_file_and_its_json_is_not_taken_for_th
     assert max(map(len, read_run(run_file).scores.values())) == 5
 
 
+def test_a_rerun_that_fails_while_ranking_leaves_the_finished_run_and_its_json_as_they_were(tmp_path, capsys):
+    """An edited plug-in that raises half-way: the finished run and its JSON stay as they were, so the edit
+    reverted finds the run finished, not hours of ranking lost to one typo."""
+    from harness.retrieve import RETRIEVERS
+
+    def edited(typo: bool):
+        def ranked(query, k):
+            if typo:
+                raise ValueError("oops")
+            return [(f"d{rank}", float(k - rank)) for rank in range(k)]
+
+        return ranked
+
+    config = tmp_path / "x.yaml"
+    config.write_text(yaml.safe_dump({"k": 5, "output": str(tmp_path / "runs"), "experiments": [
+        {"name": "pqa", "topics": "pragmaticqa:val", "strategies": ["raw"], "measures": ["RR"],
+         "retrievers": ["ranked"]}]}), encoding="utf-8")
+    files = [tmp_path / "runs" / f"pragmaticqa-val.raw.ranked.{suffix}" for suffix in ("run", "json")]
+    with RETRIEVERS.using({"ranked": edited(False)}):
+        assert main(["run", str(config)]) == 0
+    finished = [path.read_bytes() for path in files]
+    with RETRIEVERS.using({"ranked": edited(True)}), pytest.raises(ValueError, match="oops"):
+        main(["run", str(config)])
+    assert [path.read_bytes() for path in files] == finished
+    capsys.readouterr()
+    with RETRIEVERS.using({"ranked": edited(False)}):
+        assert main(["run", str(config)]) == 0
+    assert "pragmaticqa-val.raw.ranked: finished with the same inputs, skipped" in capsys.readouterr().err
+
+
 def test_the_leaderboard_prints_counts_as_whole_numbers_as_trec_eval_does(tmp_path, capsys):
     """NumRet and the other counts are summed over the judged queries: 1480, not 1480.0000."""
     from harness.retrieve import RETRIEVERS

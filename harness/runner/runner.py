@@ -2,8 +2,8 @@
 
 Per run: load the topics -> build the query stream -> hash queries, corpus and config ->
 skip if `<tag>.run` and a `<tag>.json` with that hash exist -> rank (a batch of queries at a
-time, with progress) -> stream into `<tag>.run` (atomic; the old `<tag>.json` removed before it
-replaces the old run) -> write `<tag>.json` (atomic, after the run file, so a JSON always
+time, with progress) -> stream into `<tag>.run` (atomic; the old `<tag>.json` removed once the new
+run is complete, before it replaces the old one) -> write `<tag>.json` (atomic, after the run file, so a JSON always
 describes the complete run beside it) -> evaluate -> write it again with the scores.
 A skipped run reuses the scores its JSON records, unless the measures, depth or qrels changed.
 A run killed half-way leaves only a dot-named temp file, removed when the run is redone.
@@ -372,20 +372,23 @@ def execute(prepared: Prepared, workspace: Workspace, output: Path, config: Conf
                        lambda: workspace.retriever(run))
     set_up = time.perf_counter() - started
     started = time.perf_counter()
-    # the JSON of the file about to be replaced goes first: a kill between the new run file and
-    # its JSON would otherwise leave the old inputs' hash beside the new file, and a rerun of the
-    # old config would take the new file (and the old scores) as its finished run
-    if json_path(output, run).is_file():  # (a folder in its way is said when the JSON is written)
-        if (replacing := _made_by_another(json_path(output, run), run_path(output, run), config)) is not None:
-            say(replacing)
-        json_path(output, run).unlink()
+    def replacing() -> None:
+        """The JSON of the file about to be replaced goes first, once the new run is complete (a ranking that
+        fails or is interrupted leaves the finished run and its JSON as they were): a kill between the new run
+        file and its JSON would otherwise leave the old inputs' hash beside the new file, and a rerun of the
+        old config would take the new file (and the old scores) as its finished run."""
+        if json_path(output, run).is_file():  # (a folder in its way is said when the JSON is written)
+            if (maker := _made_by_another(json_path(output, run), run_path(output, run), config)) is not None:
+                say(maker)
+            json_path(output, run).unlink()
+
     # a bar on a terminal; on a log or a pipe one line when the run is written
     with progress_bar(run.tag, "turn", total=len(prepared.queries), file=log, mininterval=0.5) as progress:
         bar = not progress.disable  # (closing a bar disables it)
         repeats = Repeats()
         rankings = _rankings(prepared, rank, progress.update, repeats)
         written = hashlib.sha256()  # of the bytes as they are written: the file is not read back to hash it
-        lines = write_run(run_path(output, run), rankings, run.tag, digest=written)
+        lines = write_run(run_path(output, run), rankings, run.tag, digest=written, before_replace=replacing)
     seconds = time.perf_counter() - started
     if not bar:  # the ranking's time alone: an index built on first use (31.9 s where ranking took 0.3 s) said apart
         after = f" after {set_up:.1f} s of set-up" if round(set_up, 1) else ""
