@@ -53,6 +53,64 @@ def _still_held(module_name: str, attr: str | None, obj: Any, what: str) -> None
                            "the module now holds (retrievers={'mine': module.attr})")
 
 
+def _imported_elsewhere(module_name: str, what: str, module: types.ModuleType | None = None) -> None:
+    """Raise a HarnessError where the top-level module of `module_name` (before `module` is imported), or a
+    top-level helper of `module` (a module it, or a helper of it, imports, found now in the folder that
+    `module` was found in), was imported earlier in this process from another file than the one the import
+    system finds on sys.path now, with other bytes: a process imports a name once, so the earlier file's code
+    would run, keyed as the plug-in found now (a grading loop calling harness.run in each student's folder,
+    each with its `mine.py`, or each `mine_NAME.py` with its own `utils.py`). The same bytes elsewhere (a
+    copy) run the same code, so no error."""
+    found = _elsewhere(module_name.partition(".")[0])
+    if found is not None:
+        raise HarnessError(f"{what}: module {module_name.partition('.')[0]} {found}")
+    if module is None:
+        return
+    file = getattr(sys.modules.get(module.__name__.partition(".")[0]), "__file__", None)
+    if not file:
+        return
+    top = os.path.abspath(file)
+    folder = os.path.dirname(os.path.dirname(top) if os.path.basename(top) == "__init__.py" else top)
+    importers, seen = [module], {module.__name__}
+    while importers:
+        importer = importers.pop()
+        for name in sorted(_imports(importer.__name__, getattr(importer, "__file__", None),
+                                    importer.__package__ or "", vars(importer))):
+            if "." in name or name in seen or name not in sys.modules:
+                continue
+            seen.add(name)
+            found = _elsewhere(name, folder)
+            if found is not None:
+                raise HarnessError(f"{what}: module {importer.__name__} imports {name}, which {found}")
+            helper = getattr(sys.modules[name], "__file__", None)
+            if helper and _inside(os.path.abspath(helper), folder):
+                importers.append(sys.modules[name])
+
+
+def _elsewhere(name: str, folder: str | None = None) -> str | None:
+    """What to say where top-level module `name` is loaded from another file than the one the import system
+    finds on sys.path now (in `folder`, where given), with other bytes; None where it is not, or either has
+    no file."""
+    import importlib.machinery
+
+    from harness.paths import file_sha256
+
+    loaded = getattr(sys.modules.get(name), "__file__", None)
+    try:
+        spec = importlib.machinery.PathFinder.find_spec(name) if loaded else None
+    except (ImportError, ValueError):
+        return None
+    now = spec.origin if spec is not None and spec.has_location else None
+    if not (now and os.path.isfile(now) and os.path.isfile(loaded)) or os.path.samefile(now, loaded) \
+            or folder is not None and not _inside(os.path.abspath(now), folder) \
+            or file_sha256(now) == file_sha256(loaded):
+        return None
+    return (f"is {os.path.abspath(loaded)}, imported earlier in this process, but from here (the folder harness runs "
+            f"in, {os.getcwd()}, and sys.path) it is {os.path.abspath(now)}, another file: a process imports a "
+            "module name once, so the earlier file's code would run: run each in a process of its own (`harness "
+            "run` in each folder), or give the modules names of their own")
+
+
 def object_origin(obj: Any, by_name: bool = False, own: bool | None = None) -> Origin:
     """The module an object's code comes from (`_code`) and the sha256 of its source: the
     module's file when there is one, else the code's own source text (a notebook cell). Code

@@ -159,4 +159,55 @@ def _plugin_owner(error: BaseException) -> tuple[str | None, int]:
 
 def _distribution(point: Any) -> str:
     dist = getattr(point, "dist", None)
-    return f"{dist.name} {dist.version}" if dist is not None else f"the entry point {point.value}"
+    return _distribution_name(dist) if dist is not None else f"the entry point {point.value}"
+
+
+def _of_another_package(point: Any) -> str | None:
+    """Where the file of an entry point's module is not the one its distribution installed (its
+    RECORD's sha256 is another) but is another distribution's of the same folder (its RECORD's matches):
+    two packages with a module of one name installed into one folder (`pip install --target DIR`,
+    which leaves the first's file, the second's not written): the entry point would run the other's
+    code, recorded as its own package. What to say; None otherwise (an editable install, a package
+    whose RECORD does not list the file, a file edited in place)."""
+    from importlib.metadata import distributions
+
+    dist = getattr(point, "dist", None)
+    file = getattr(sys.modules.get(point.module), "__file__", None)
+    if dist is None or not file or not os.path.isfile(file):
+        return None
+    own = _recorded_sha256(dist, file)
+    if own is None:
+        return None
+    actual = _record_sha256(file)
+    if own == actual:
+        return None
+    for other in distributions(path=[str(dist.locate_file(""))]):
+        if other.name != dist.name and _recorded_sha256(other, file) == actual:
+            return (f"the entry point {point.value} of {_distribution(point)} would run {file}, which is "
+                    f"{_distribution_name(other)}'s, not the file {_distribution(point)} installed (their RECORDs "
+                    "say so): two packages with a module of one name were installed into one folder (pip "
+                    "install --target): install each into a folder of its own")
+    return None
+
+
+def _recorded_sha256(dist: Any, file: str) -> str | None:
+    """The sha256 that distribution `dist`'s RECORD gives `file` (as RECORD writes it); None where it lists none."""
+    for listed in dist.files or ():
+        if listed.hash is not None and listed.hash.mode == "sha256" and listed.suffix == os.path.splitext(file)[1] \
+                and os.path.realpath(dist.locate_file(listed)) == os.path.realpath(file):
+            return listed.hash.value
+    return None
+
+
+def _record_sha256(file: str) -> str:
+    """A file's sha256 as a RECORD writes it: urlsafe base64, no padding."""
+    import base64
+    import hashlib
+
+    with open(file, "rb") as handle:
+        digest = hashlib.file_digest(handle, "sha256").digest()
+    return base64.urlsafe_b64encode(digest).rstrip(b"=").decode()
+
+
+def _distribution_name(dist: Any) -> str:
+    return f"{dist.name} {dist.version}"

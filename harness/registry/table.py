@@ -19,9 +19,12 @@ an error when a config names it, not half-way through a run:
 
 - an entry point of the registry's `group` (`harness.retrievers`, ...) in any installed
   distribution, listed on the first look-up and imported when its name is first looked up (a
-  name two entry points, or an entry point and a built-in, claim is an error for that name only);
+  name two entry points, or an entry point and a built-in, claim is an error for that name only,
+  and so is one whose module's file another distribution installed: plugins.py's `_of_another_package`);
 - `python:package.module:attr`, imported from sys.path (the current folder included), in a
-  registry that has an entry-point group;
+  registry that has an entry-point group (a module of that name, or a helper of it, imported
+  earlier in the process from another file is an error, identity.py's `_imported_elsewhere`:
+  a name is imported once a process);
 - objects handed to `using({name: object})` for the duration of a `with` block (the Python
   API's `harness.run(..., retrievers={"mine": my_search})`), seen by nothing outside it.
 
@@ -41,10 +44,11 @@ from enum import Enum
 from typing import Any, Generic, TypeVar
 
 from harness.errors import HarnessError, nearest
-from harness.registry.identity import NOT_RESUMED, Origin, _built_in, _never_resumed, _still_held, object_origin
+from harness.registry.identity import (NOT_RESUMED, Origin, _built_in, _imported_elsewhere, _never_resumed, _still_held,
+                                       object_origin)
 from harness.registry.params import (Declaration, Params, _check_takes, _defaults, _names_itself, _same, as_declared,
                                      declared, summary_of)
-from harness.registry.plugins import _distribution, _failure, _note_plugin_package
+from harness.registry.plugins import _distribution, _failure, _note_plugin_package, _of_another_package
 
 T = TypeVar("T")
 PYTHON = "python:"  # `python:package.module:attr`
@@ -119,6 +123,7 @@ class Registry(Generic[T]):
         self._checked: dict[str, int] = {}
         self._call = 0
         self._python: dict[str, tuple[T, Origin, Declaration]] = {}
+        self._placed: dict[str, int] = {}  # a `python:` name -> the call that last found its module where it is
         self._using: ContextVar[Mapping[str, tuple[T, Origin, Declaration]]] = ContextVar(f"using {kind}", default={})
 
     def _load(self) -> None:
@@ -225,6 +230,11 @@ class Registry(Generic[T]):
         if name.startswith(PYTHON) and self._pluggable:
             if name not in self._python:
                 self._python[name] = self._from_python(name)
+            elif self._placed[name] != self._call:  # another call of the Python API, maybe from another folder
+                with _here_on_path():
+                    module_name = name[len(PYTHON):].partition(":")[0]
+                    _imported_elsewhere(module_name, f"{self.kind} {name!r}", sys.modules.get(module_name))
+            self._placed[name] = self._call
             return self._python[name][0]
         known = ", ".join(self.names()) or "none"
         raise UnknownName(f"unknown {self.kind} {name!r}{nearest(name, self.names())}; known: {known}", name)
@@ -297,6 +307,8 @@ class Registry(Generic[T]):
         except Exception as error:  # a plug-in's own import error, in one line
             raise HarnessError(f"{self.kind} {name!r}: cannot load the entry point {point.value} of "
                                f"{_distribution(point)} ({_failure(error)})") from None
+        if (other := _of_another_package(point)) is not None:
+            raise HarnessError(f"{self.kind} {name!r}: {other}")
         where = f"entry point {point.value} of {_distribution(point)}"
         try:  # a wrong signature or declaration: said with the package it is in, for the user to find
             item = self._adopt(name, obj)
@@ -322,21 +334,17 @@ class Registry(Generic[T]):
         module_name, _, attr = name[len(PYTHON):].partition(":")
         if not module_name or not attr:
             raise HarnessError(f"{self.kind} {name!r}: expected python:package.module:attr")
-        here = os.getcwd()
-        added = here not in sys.path and "" not in sys.path
-        if added:  # the current folder, as `python -m` has it; not left on the path
-            sys.path.insert(0, here)
-        try:
-            module = importlib.import_module(module_name)
-        except Exception as error:
-            message = f"{self.kind} {name!r}: cannot import {module_name} ({_failure(error)})"
-            top = module_name.partition(".")[0]
-            if isinstance(error, ModuleNotFoundError) and error.name == top:
-                raise PluginNotFound(message, top) from None
-            raise HarnessError(message) from None
-        finally:
-            if added:
-                sys.path.remove(here)
+        with _here_on_path():
+            _imported_elsewhere(module_name, f"{self.kind} {name!r}")
+            try:
+                module = importlib.import_module(module_name)
+            except Exception as error:
+                message = f"{self.kind} {name!r}: cannot import {module_name} ({_failure(error)})"
+                top = module_name.partition(".")[0]
+                if isinstance(error, ModuleNotFoundError) and error.name == top:
+                    raise PluginNotFound(message, top) from None
+                raise HarnessError(message) from None
+            _imported_elsewhere(module_name, f"{self.kind} {name!r}", module)
         obj = module
         for part in attr.split("."):
             if not hasattr(obj, part):
@@ -374,6 +382,21 @@ class Registry(Generic[T]):
         """The harness's own names, sorted; no plug-in is listed, or imported to find out."""
         self._load()
         return sorted(name for name in self._items if name not in self._origins)
+
+
+@contextmanager
+def _here_on_path() -> Iterator[None]:
+    """The current folder on sys.path, as `python -m` has it, for a `python:` spec's module to be
+    imported, and looked for, from; not left on the path."""
+    here = os.getcwd()
+    added = here not in sys.path and "" not in sys.path
+    if added:
+        sys.path.insert(0, here)
+    try:
+        yield
+    finally:
+        if added:
+            sys.path.remove(here)
 
 
 def _defined_at(obj: Any) -> str:

@@ -57,8 +57,9 @@ import yaml
 
 from harness.atomic import in_the_way
 from harness.errors import CONFIG, HarnessError, InputError, nearest, read_input, shown
-from harness.paths import cache_root, data_root, name_problem, qrels_root, shipped_configs
-from harness.registry import INT_LIMIT, Declaration, LocalPath, ParamError, PluginNotFound, Registry, check_params
+from harness.paths import cache_root, data_root, file_sha256, name_problem, qrels_root, shipped_configs
+from harness.registry import (INT_LIMIT, PYTHON, Declaration, LocalPath, ParamError, PluginNotFound, Registry,
+                              check_params, split_spec)
 from harness.runner.tasks import TASKS
 from harness.trec import Qrels
 
@@ -458,6 +459,25 @@ def _beside_config(node: Node, error: HarnessError) -> str:
     return ""
 
 
+def _python_beside_config(node: Node, spec: str) -> None:
+    """A `python:` plug-in's module is imported from the folder harness runs in and PYTHONPATH: where
+    the config's folder, another, holds a module of that name with other bytes (a student's config run
+    from the TA's folder, which has a module of its own of that name), which one was meant is not known,
+    so it is an error naming both."""
+    if not spec.startswith(PYTHON):
+        return
+    top = spec[len(PYTHON):].partition(":")[0].partition(".")[0]
+    imported = getattr(sys.modules.get(top), "__file__", None)
+    folder = node.file.resolve().parent
+    beside = next((path for path in (folder / f"{top}.py", folder / top / "__init__.py") if path.is_file()), None)
+    if not imported or beside is None or not os.path.isfile(imported) or os.path.samefile(imported, beside) \
+            or file_sha256(imported) == file_sha256(beside):
+        return
+    raise node.error(f"{split_spec(spec)[0]}: module {top} is {os.path.abspath(imported)} (found from the folder "
+                     f"harness runs in, {Path.cwd()}, or PYTHONPATH), and another {top} is beside the config, "
+                     f"{beside}: run harness in the config's folder to use that one, or rename one of them")
+
+
 def load_config(path: str | Path) -> Config:
     path = config_file(path)
     return parse_config(path, read_yaml(path))
@@ -707,6 +727,7 @@ def _strategy(node: Node, name: str, benchmark) -> None:
     from harness import queries
 
     lookup(node, lambda: queries.check(name))
+    _python_beside_config(node, name)
     if benchmark is not None:
         lookup(node, lambda: queries.check_topics(name, benchmark.conversations))
 
@@ -728,7 +749,8 @@ def _strategies_missing(node: Node | None, names: tuple[str, ...]) -> tuple[Miss
 def _retriever(node: Node, task, problems: Problems) -> RetrieverSpec:
     """The spec, its params checked against the declaration and every local file or folder
     they name looked for (a missing one kept in `problems`)."""
-    from harness.retrieve.specs import named_paths
+    from harness.retrieve import RETRIEVERS
+    from harness.retrieve.specs import named_paths, retriever_names
 
     if isinstance(node.value, str):
         name, params, label = node.text(), {}, node.value
@@ -745,6 +767,8 @@ def _retriever(node: Node, task, problems: Problems) -> RetrieverSpec:
         raise node.child(error.key, None).error(error.problem) from None
     except HarnessError as error:  # unknown, or a `python:` plug-in that cannot be imported or is no retriever
         raise node.error(str(error) + _beside_config(node, error)) from None
+    for named in retriever_names(name, params) if registry is RETRIEVERS else [name]:
+        _python_beside_config(node, named)
     for key, value, kind in named_paths(declaration, params):
         problems.keep(_look_for, node.child(key, value), kind)
     return RetrieverSpec(name, params, label)
@@ -955,6 +979,7 @@ def measures_of(
     elif "preset" in keys:
         node = keys["preset"]
         preset = lookup(node, lambda: PRESETS.get(node.text()))
+        _python_beside_config(node, node.text())
         names, depth, separator = list(preset.measures), preset.depth, preset.passage_separator
     elif task is not None and task.default_measures() is not None:
         node, names = parent, task.default_measures()
