@@ -648,6 +648,8 @@ def test_an_output_to_dev_stdout_redirected_to_a_file_keeps_what_the_shell_wrote
 
 def test_a_cache_entry_that_cannot_be_written_costs_only_a_rehash(tmp_path, monkeypatch):
     """An unwritable output is an OSError too, which a cache writer may ignore."""
+    import hashlib
+
     from harness import paths
 
     monkeypatch.setattr("harness.paths.MEMO_BYTES", 0)
@@ -655,9 +657,9 @@ def test_a_cache_entry_that_cannot_be_written_costs_only_a_rehash(tmp_path, monk
     monkeypatch.setenv("HARNESS_CACHE", str(tmp_path / "cache"))
     corpus = tmp_path / "c.jsonl"
     corpus.write_text('{"id": "d1", "contents": "x"}\n')
-    memo = tmp_path / "cache" / "digests" / f"{paths.hashlib.sha256(os.fsencode(corpus.resolve())).hexdigest()[:32]}.json"
+    memo = tmp_path / "cache" / "digests" / f"{hashlib.sha256(os.fsencode(corpus.resolve())).hexdigest()[:32]}.json"
     memo.mkdir(parents=True)  # a folder where the memo file should go
-    assert paths.file_sha256(corpus) == paths.hashlib.sha256(corpus.read_bytes()).hexdigest()
+    assert paths.file_sha256(corpus) == hashlib.sha256(corpus.read_bytes()).hexdigest()
 
 
 def test_a_build_folder_whose_leftovers_cannot_be_listed_is_an_error_naming_the_folder(tmp_path, monkeypatch):
