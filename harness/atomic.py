@@ -41,19 +41,23 @@ def atomic_write(path: str | Path, mode: str = "w", encoding: str | None = "utf-
     replaced. A target that cannot be written (a folder, a read-only folder, a file where
     a folder should be) is a HarnessError naming it. `before_replace` is called once the new
     file is complete, just before it replaces the target (a run's old JSON removed: `harness run`).
+    Text is written with `errors="backslashreplace"`: the only str UTF-8 cannot encode holds lone
+    surrogates, a path's bytes that are not UTF-8 (a Latin-1 folder name, any non-ASCII name under
+    an ASCII locale), each then written as its `\\udcXX` escape, JSON's own (json.loads reads back
+    the same str), where it raised after the work was done and left the output unwritten.
     """
     path = Path(path)
-    binary = "b" in mode
+    text = {} if "b" in mode else {"encoding": encoding, "errors": "backslashreplace"}
     descriptor = _standard_stream(path)
     if descriptor is not None:  # /dev/stdout redirected to a file: write where the shell writes, as `>` does
-        with os.fdopen(os.dup(descriptor), mode, encoding=None if binary else encoding) as handle:
+        with os.fdopen(os.dup(descriptor), mode, **text) as handle:
             yield handle
         return
     kind = _kind(path)  # through symlinks
     if kind == "folder":
         raise OutputError(f"cannot write {path}: it is a folder")
     if kind == "special":
-        with _opened(path, lambda: open(path, mode, encoding=None if binary else encoding)) as handle:
+        with _opened(path, lambda: open(path, mode, **text)) as handle:
             yield handle
         return
     target = Path(os.path.realpath(path))  # a symlink's file is replaced, not the link
@@ -61,16 +65,23 @@ def atomic_write(path: str | Path, mode: str = "w", encoding: str | None = "utf-
     tmp_name = _temp_name(target.parent, f".{target.name}", ".tmp")
     try:  # named before it exists: an interrupt arriving just after its creation still removes it
         fd = _opened(path, lambda: os.open(tmp_name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o666))
-        with os.fdopen(fd, mode, encoding=None if binary else encoding) as handle:
+        with os.fdopen(fd, mode, **text) as handle:
             yield handle
             handle.flush()
             os.fsync(handle.fileno())
         if before_replace is not None:
             before_replace()
         _opened(path, lambda: os.replace(tmp_name, target))
-    except BaseException:
+    except BaseException as error:
         Path(tmp_name).unlink(missing_ok=True)
+        if isinstance(error, OSError) and error.errno in FULL:  # (closing the file raised it again: one line)
+            raise OutputError(f"cannot write {path}: {error.strerror} ({FULL_MEANS})") from None
         raise
+
+
+# what a full disk, a quota and `ulimit -f` answer a write with, and what it means
+FULL = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
+FULL_MEANS = "the disk is full, or a quota or a file-size limit (`ulimit -f`) is reached"
 
 
 class OutputError(HarnessError, OSError):
@@ -152,9 +163,13 @@ def make_folder(folder: str | Path) -> Path:
 
 def in_the_way(path: str | Path, folder: bool = False) -> str | None:
     """What is in the way of `path` being written (as a file, or as a `folder`), seen without
-    writing anything: itself, or an entry on its way that is a file. None if nothing is (it
-    may still be unwritable: `output_problem` tries)."""
+    writing anything: itself, or an entry on its way that is a file, or a folder on its way that
+    is a symlink to nothing (mkdir answered 'File exists'). None if nothing is (it may still be
+    unwritable: `output_problem` tries)."""
     path = Path(path)
+    for link in (*([path] if folder else []), *path.parents):  # a runs disk not mounted, a scratch folder moved
+        if os.path.islink(link) and not os.path.exists(link):
+            return f"{link} is a symlink to {os.readlink(link)}, which does not exist"
     kind = _kind(path)
     if folder and kind in ("file", "special"):
         return "it is a file, expected a folder" if kind == "file" else "it is not a folder"

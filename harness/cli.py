@@ -8,7 +8,9 @@ is `--output` (`--out` is kept as an alias). The helpers below declare both."""
 from __future__ import annotations
 
 import argparse
+import codecs
 import importlib
+import io
 import os
 import re
 import signal
@@ -356,11 +358,34 @@ def main(argv: list[str] | None = None) -> int:
     traceback from an exit handler or, once Python has restored SIGINT's default action, ended
     the process by the signal (status -2) though its outputs were written."""
     program = argv is None
+    if program:
+        _console()
     try:
         return _command(sys.argv[1:] if program else argv)
     finally:
         if program:
             signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def _console() -> None:
+    """Standard streams that never fail on encoding. A closed one (`>&-`, as some job wrappers
+    start a command) is /dev/null, on its own descriptor: where Python leaves it None, the board
+    printed after the runs raised, and the next file opened took descriptor 1, which a child
+    process (Anserini's) would write into. Where stdout is not UTF-8 (an ASCII or Latin-1 locale):
+    a file or pipe gets UTF-8, as --output writes and every harness input is read (`topics export
+    > x.tsv` stopped at its first curly quote), and a terminal an escape for what it cannot show
+    (the leaderboard's em dash raised after the runs were done)."""
+    for number, name in ((1, "stdout"), (2, "stderr")):
+        stream = getattr(sys, name)
+        if stream is None:
+            opened = os.open(os.devnull, os.O_WRONLY)  # the lowest free one: `number`, unless stdin is closed too
+            if opened != number:
+                os.dup2(opened, number)
+                os.close(opened)
+            setattr(sys, name, open(number, "w", encoding="utf-8", errors="backslashreplace", closefd=False))
+        elif isinstance(stream, io.TextIOWrapper) and codecs.lookup(stream.encoding).name != "utf-8":
+            stream.reconfigure(errors="backslashreplace",
+                               **({} if stream.isatty() else {"encoding": "utf-8"}))
 
 
 def _command(argv: list[str]) -> int:
@@ -388,7 +413,10 @@ def _command(argv: list[str]) -> int:
         from harness.registry import plugin_failure
 
         found = plugin_failure(error)
-        if found is None:
+        if found is None:  # the system's refusal (a file not this user's, a full disk): one line where it says why
+            if isinstance(error, OSError) and (problem := _system_problem(error)) is not None:
+                print(f"{command}: error: {problem}", file=sys.stderr)
+                return 2
             raise
         print(f"{found[0]}{command}: error: {found[1]}", file=sys.stderr)
         return 2
@@ -396,6 +424,20 @@ def _command(argv: list[str]) -> int:
         print(f"{command}: interrupted" + (f": {interrupt}" if str(interrupt) else
                                            "; finished outputs are kept"), file=sys.stderr)
         return 130
+
+
+def _system_problem(error: OSError) -> str | None:
+    """One line for an OSError the user can act on: a file this user may not read or write (a
+    colleague's, made under umask 077 in a shared folder), named; a full disk or file-size
+    limit. None for any other (a traceback: the harness's own fault)."""
+    from harness.atomic import FULL, FULL_MEANS
+
+    where = os.fsdecode(error.filename) if error.filename is not None else None
+    if isinstance(error, PermissionError) and where is not None:
+        return f"{where}: {error.strerror}: this user may not read or change it (another user's, or read-only)"
+    if error.errno in FULL:
+        return f"{where or 'writing a file'}: {error.strerror} ({FULL_MEANS})"
+    return None
 
 
 def print_lines(lines: Iterable[object]) -> None:

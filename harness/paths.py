@@ -62,8 +62,20 @@ def cache_root() -> Path:
     if os.environ.get("HARNESS_CACHE"):
         return Path(os.environ["HARNESS_CACHE"])
     if PACKAGED.is_dir():
-        return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "harness"
+        if os.environ.get("XDG_CACHE_HOME"):
+            return Path(os.environ["XDG_CACHE_HOME"]) / "harness"
+        try:
+            return Path.home() / ".cache" / "harness"
+        except RuntimeError:  # no HOME, and a uid with no passwd entry (`docker run --user 12345`)
+            from harness.errors import HarnessError
+
+            raise HarnessError(f"no cache folder: HOME is not set and this user has no home folder; {CACHE_HINT}") \
+                from None
     return REPO_ROOT / ".cache"
+
+
+# the way out where the cache folder cannot be found or written
+CACHE_HINT = "set HARNESS_CACHE to a writable folder to keep the caches (indexes, embeddings) there"
 
 
 def name_problem(name: str) -> str | None:

@@ -77,7 +77,7 @@ def _read(path: Path, stamp: tuple[int, int]) -> RewritesFile:
 
 
 def load(file: str) -> RewritesFile:
-    path = Path(file)
+    path = Path(file).expanduser()  # `rewrites:~/x.tsv`, as a config's paths read `~`
     try:
         stat = os.stat(path)
     except OSError:

@@ -25,12 +25,12 @@ from collections import deque
 from pathlib import Path
 
 from harness import jsonl
-from harness.atomic import check_outputs, temp_folder
+from harness.atomic import OutputError, check_outputs, output_problem, temp_folder
 from harness.corpus import Corpus, unique_ids
 from harness.corpus.readers import FileCorpus
 from harness.corpus.segment import Textless, document_text
 from harness.errors import HarnessError
-from harness.paths import cache_root
+from harness.paths import CACHE_HINT, cache_root
 from harness.progress import progress_bar, say_made, written
 from harness.retrieve.java import anserini_jar, die_with_parent, ensure_jvm, java_command, java_home
 
@@ -124,6 +124,8 @@ def cached_index(corpus: Corpus, threads: int | None = None) -> Path:
     out = cache_root() / "indexes" / corpus.fingerprint
     if (out / MANIFEST).is_file():
         return out
+    if (problem := output_problem(out, folder=True)) is not None:  # a read-only clone's .cache, say
+        raise OutputError(f"cannot write {out}: {problem}; {CACHE_HINT}")
     with temp_folder(out, f"building the index of {corpus.name} in {out}") as building:
         if (out / MANIFEST).is_file():  # built by the process this one waited for
             return out

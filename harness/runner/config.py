@@ -365,7 +365,7 @@ class Node:
     def path(self) -> Path:
         roots = {"data": data_root(), "qrels": qrels_root(), "cache": cache_root()}
         try:
-            return Path(self.text().format(**roots))
+            return Path(self.text().format(**roots)).expanduser()  # `~/x`: in the home folder, as a shell reads it
         except (KeyError, ValueError, IndexError) as error:
             raise self.error(f"bad placeholder in path ({error}); known: {{data}}, {{qrels}}, {{cache}}") from None
 
