@@ -414,10 +414,14 @@ def _command(argv: list[str]) -> int:
 
         found = plugin_failure(error)
         if found is None:  # the system's refusal (a file not this user's, a full disk): one line where it says why
-            if isinstance(error, OSError) and (problem := _system_problem(error)) is not None:
-                print(f"{command}: error: {problem}", file=sys.stderr)
-                return 2
-            raise
+            if isinstance(error, OSError):
+                problem = _system_problem(error)
+            else:
+                problem = _unnameable(error) if isinstance(error, UnicodeEncodeError) else None
+            if problem is None:
+                raise
+            print(f"{command}: error: {problem}", file=sys.stderr)
+            return 2
         print(f"{found[0]}{command}: error: {found[1]}", file=sys.stderr)
         return 2
     except KeyboardInterrupt as interrupt:  # an Interrupted says what it kept
@@ -438,6 +442,16 @@ def _system_problem(error: OSError) -> str | None:
     if error.errno in FULL:
         return f"{where or 'writing a file'}: {error.strerror} ({FULL_MEANS})"
     return None
+
+
+def _unnameable(error: UnicodeEncodeError) -> str | None:
+    """One line for a file name this locale cannot hold (an ASCII Python, `LC_ALL=C PYTHONUTF8=0`,
+    given `output: runs/café`): the system's encoding of file names failed, not the harness."""
+    names = codecs.lookup(sys.getfilesystemencoding()).name
+    if names == "utf-8" or codecs.lookup(error.encoding).name != names or not isinstance(error.object, str):
+        return None
+    return (f"{error.object!r}: file names in this locale are {names}, which cannot hold "
+            f"{error.object[error.start:error.end]!r}: run harness under a UTF-8 locale (e.g. LC_ALL=C.UTF-8)")
 
 
 def print_lines(lines: Iterable[object]) -> None:

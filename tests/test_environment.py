@@ -197,3 +197,54 @@ def test_an_output_through_a_symlink_to_nothing_names_the_link_and_its_target(tm
                                        f"{tmp_path}/runs is a symlink to {tmp_path}/missing/runs, which does not "
                                        "exist\n")
     assert not (tmp_path / "missing").exists()
+
+
+def _passages(folder: Path) -> Path:
+    """A two-passage corpus (JSON lines) in `folder`."""
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / "p.jsonl"
+    path.write_text('{"id": "d1", "contents": "café au lait"}\n{"id": "d2", "contents": "tea with milk"}\n',
+                    encoding="utf-8")
+    return path
+
+
+def _locale(**changes: str) -> dict[str, str]:
+    """This environment with the locale variables `changes` alone (none of the caller's)."""
+    env = child_env()
+    for name in ("LANG", "LC_ALL", "LC_CTYPE", "PYTHONUTF8", "PYTHONCOERCECLOCALE"):
+        env.pop(name, None)
+    return {**env, **changes}
+
+
+def test_a_non_ascii_index_folder_under_an_ascii_locale_is_one_line_naming_the_locale(tmp_path):
+    """`LC_ALL=C`, as job scripts export it: Python opens the name (UTF-8 mode), Java cannot;
+    said before Java starts, with the way out."""
+    corpus = _passages(tmp_path)
+    done = _harness(tmp_path, "index", str(corpus), "--output", "idx é", env=_locale(LC_ALL="C"))
+    assert done.returncode == 2
+    assert done.stderr.decode() == (
+        f"harness index: error: Java cannot open {tmp_path}/idx é: its name is not ASCII, and this locale's character "
+        "set is ANSI_X3.4-1968 (LC_ALL, LC_CTYPE or LANG names no UTF-8 locale): run harness under a UTF-8 one, e.g. "
+        "LC_ALL=C.UTF-8\n")
+
+
+@pytest.mark.java
+@pytest.mark.slow
+def test_a_lang_naming_a_locale_the_machine_lacks_still_indexes_into_a_non_ascii_folder(tmp_path):
+    """A laptop's LANG forwarded by ssh: Python falls back to C.UTF-8, and so does its Java child."""
+    corpus = _passages(tmp_path)
+    done = _harness(tmp_path, "index", str(corpus), "--output", "idx é", "--threads", "1",
+                    env=_locale(LANG="xx_XX.UTF-8"))
+    assert done.returncode == 0, done.stderr.decode()[-2000:]
+    assert "index of 2 documents written to idx é" in done.stderr.decode()
+
+
+def test_a_name_an_ascii_locale_cannot_hold_is_one_line_saying_so(tmp_path):
+    """A real ASCII Python (`LC_ALL=C PYTHONUTF8=0`) given `output: runs/out é`: no file of that
+    name can be made there, said before any run."""
+    config = _project(tmp_path, output="runs/out é")
+    done = _harness(tmp_path, "run", config.name, env=_locale(LC_ALL="C", PYTHONUTF8="0"))
+    assert done.returncode == 2
+    assert done.stderr.decode("utf-8") == ("harness run: error: 'runs/out é': file names in this locale are ascii, "
+                                           "which cannot hold 'é': run harness under a UTF-8 locale (e.g. "
+                                           "LC_ALL=C.UTF-8)\n")

@@ -12,8 +12,10 @@ for: 512 MiB plus twice the index's size, at most 4g (4g when no index is named)
 
 from __future__ import annotations
 
+import codecs
 import glob
 import importlib.util
+import locale
 import os
 import re
 from pathlib import Path
@@ -86,6 +88,25 @@ def quiet_options(home: Path) -> list[str]:
     return options
 
 
+def path_problem(path: str | Path) -> str | None:
+    """Why Java cannot open `path` here; None if it can. Java decodes file names by the C
+    library's locale (`sun.jnu.encoding`), which `LC_ALL=C` makes ASCII even where Python, in
+    UTF-8 mode, opens every name: a non-ASCII one was a 30-line InvalidPathException."""
+    whole = os.path.abspath(path)
+    charset = locale.nl_langinfo(locale.CODESET)
+    if whole.isascii() or codecs.lookup(charset).name == "utf-8":
+        return None
+    return (f"Java cannot open {whole}: its name is not ASCII, and this locale's character set is {charset} "
+            "(LC_ALL, LC_CTYPE or LANG names no UTF-8 locale): run harness under a UTF-8 one, e.g. LC_ALL=C.UTF-8")
+
+
+def java_env() -> dict[str, str]:
+    """The environment of a Java child: this process's, its locale that of Python's own file
+    names (a `LANG` naming a locale the machine lacks, forwarded by ssh, left the child ASCII
+    while Python, falling back to C.UTF-8, read every non-ASCII name)."""
+    return {**os.environ, "LC_ALL": locale.setlocale(locale.LC_CTYPE)}
+
+
 def java_command(main_class: str) -> list[str]:
     """argv that runs an Anserini main class in a child JVM (used by `harness index`)."""
     home = java_home()
@@ -113,6 +134,8 @@ def ensure_jvm(index: Path | None = None) -> None:
 
     if jnius_config.vm_running:
         return
+    if index is not None and (problem := path_problem(index)) is not None:
+        raise HarnessError(problem)
     home = java_home()
     os.environ["JAVA_HOME"] = str(home)
     os.environ.setdefault("OPENAI_API_KEY", "unused-by-harness")

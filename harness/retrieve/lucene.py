@@ -32,7 +32,8 @@ from harness.corpus.segment import Textless, document_text
 from harness.errors import HarnessError
 from harness.paths import CACHE_HINT, cache_root
 from harness.progress import progress_bar, say_made, written
-from harness.retrieve.java import anserini_jar, die_with_parent, ensure_jvm, java_command, java_home
+from harness.retrieve.java import (anserini_jar, die_with_parent, ensure_jvm, java_command, java_env, java_home,
+                                   path_problem)
 
 # Anserini indexes one file per thread: shards keep every thread busy on large corpora.
 SHARD_DOCS = 50_000
@@ -59,6 +60,8 @@ def build_index(
     A second process building the same `out` waits for the first (atomic.temp_folder), then finds it there."""
     out = Path(out)
     check_outputs(out, folder=True)  # a file in the way, or nowhere to build: said before Java starts
+    if (problem := path_problem(out)) is not None:
+        raise HarnessError(problem)
     target = out.resolve()  # `.` has no name to build beside
     with temp_folder(target, f"building {out}") as building:
         _check_replaceable(out, corpus, force)
@@ -122,6 +125,8 @@ def cached_index(corpus: Corpus, threads: int | None = None) -> Path:
     of a second or more says on stderr, as `harness index` does, where it went and how long it
     took (progress.say_made)."""
     out = cache_root() / "indexes" / corpus.fingerprint
+    if (problem := path_problem(out)) is not None:  # Java builds and reads it
+        raise HarnessError(problem)
     if (out / MANIFEST).is_file():
         return out
     if (problem := output_problem(out, folder=True)) is not None:  # a read-only clone's .cache, say
@@ -235,7 +240,7 @@ def _run_java(command: list[str], total: int) -> int:
     indexed = 0
     with subprocess.Popen(
         command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, errors="replace",
-        preexec_fn=die_with_parent,
+        preexec_fn=die_with_parent, env=java_env(),
     ) as java, progress_bar("index", " docs", total=total) as progress:
         try:
             for line in java.stdout:
