@@ -248,3 +248,20 @@ def test_a_name_an_ascii_locale_cannot_hold_is_one_line_saying_so(tmp_path):
     assert done.stderr.decode("utf-8") == ("harness run: error: 'runs/out é': file names in this locale are ascii, "
                                            "which cannot hold 'é': run harness under a UTF-8 locale (e.g. "
                                            "LC_ALL=C.UTF-8)\n")
+
+
+def test_a_non_ascii_index_folder_under_an_ascii_locale_is_said_by_the_config_check(tmp_path):
+    """--dry-run says it at the retriever's key, as it says any index it cannot search."""
+    index = tmp_path / "idx é"
+    index.mkdir()
+    (index / "segments_1").write_bytes(b"")  # what tells a Lucene index (is_index), never opened here
+    config = _project(tmp_path)
+    document = yaml.safe_load(config.read_text(encoding="utf-8"))
+    document["experiments"][0]["retrievers"] = [{"name": "bm25", "params": {"index": str(index)}}]
+    config.write_text(yaml.safe_dump(document, allow_unicode=True), encoding="utf-8")
+    done = _harness(tmp_path, "run", config.name, "--dry-run", env=_locale(LC_ALL="C"))
+    assert done.returncode == 2
+    assert done.stderr.decode() == (f"harness run: error: mine.yaml: experiments[0].retrievers[0].params.index: Java "
+                                    f"cannot open {index}: its name is not ASCII, and this locale's character set is "
+                                    "ANSI_X3.4-1968 (LC_ALL, LC_CTYPE or LANG names no UTF-8 locale): run harness "
+                                    "under a UTF-8 one, e.g. LC_ALL=C.UTF-8\n")

@@ -31,7 +31,7 @@ from harness.errors import HarnessError
 from harness.paths import commit_key
 from harness.registry import INT_LIMIT, AtLeast, Between, LocalPath, Param, ParamError, check_given
 from harness.retrieve import RETRIEVERS, THREADS, SearchQuery
-from harness.retrieve.java import ensure_jvm
+from harness.retrieve.java import ensure_jvm, path_problem
 from harness.retrieve.lucene import cached_index, is_index
 from harness.retrieve.lucene_scorer import (
     LuceneIndex, LuceneScorer, analyze, bag_of_words, feedback_query, read_index,
@@ -73,7 +73,7 @@ class LuceneFolder(LocalPath):
         if os.path.isdir(folder) and not is_index(folder):  # (a name too long for a path is no folder)
             return (f"{str(value)!r} is not a Lucene index (no segments_N file in it): expected a folder "
                     "`harness index` wrote (or another Lucene index) or a pyserini prebuilt index name")
-        return None
+        return path_problem(folder) if os.path.isdir(folder) else None  # a non-ASCII name under LC_ALL=C
 
 
 INDEX = Param("index", LuceneFolder(folder=True, or_name=True, or_none=True), None, "a Lucene index folder or "
