@@ -51,7 +51,9 @@ from harness.atomic import atomic_write
 from harness.errors import COMPRESSED, HarnessError, InputError, TextInput, open_input, read_input
 
 
-SCORE = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
+# one way to split each string (the digits before a point, then the point and those after it), so a
+# refused score costs time linear in its length: `[0-9]+\.?[0-9]*` tried every split of a digit run
+SCORE = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
 INTEGER = re.compile(r"[+-]?[0-9]+")
 GRADE_LIMIT = 2**31  # grades are C ints in trec_eval and pytrec_eval
 _ASCII_FIELDS = re.compile(r"[^ \t\n\r\f\v]+")  # split at C's isspace, as trec_eval splits

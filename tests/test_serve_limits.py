@@ -321,6 +321,25 @@ def test_slow_clients_are_timed_out(tmp_path):
         assert httpx.get(f"{server.url}/health", timeout=5).text == "ok"
 
 
+def test_a_score_that_is_no_number_is_refused_at_once_however_long_and_the_board_keeps_answering(tmp_path):
+    """Checking a score takes time linear in its length: a line as long as a board takes, its score
+    a run of digits ending in a letter (a minute or more of backtracking for the score pattern that
+    tried every split of the digits, the event loop held), gets its 422 well within the timeout,
+    and the board answers others meanwhile."""
+    import httpx
+
+    from harness.serve.tasks import MAX_TREC_LINE
+
+    head, tail = b"10-1_1 Q0 clueweb22-en0000-00-00000:0 1 ", b"x tag\n"
+    line = head + b"9" * (MAX_TREC_LINE - len(head) - len(tail)) + tail
+    with ServerProcess(write_config(tmp_path)) as server, ThreadPoolExecutor(1) as pool:
+        upload = pool.submit(httpx.post, f"{server.url}{SUBMIT}", headers=auth(), timeout=30,
+                             files={"file": ("long.trec", line)})
+        assert httpx.get(f"{server.url}/health", timeout=30).text == "ok"
+        answer = upload.result()
+    assert answer.status_code == 422 and "is not a number" in answer.json()["errors"][0]["message"]
+
+
 @pytest.mark.slow
 def test_logs_are_clean_no_traceback_on_a_client_drop_and_tokens_redacted(tmp_path):
     run = trec_run(tmp_path / "r.trec", seed=6, depth=200).read_bytes()

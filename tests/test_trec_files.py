@@ -194,3 +194,19 @@ def test_a_compressed_run_is_named_by_its_file_name_without_both_suffixes(tmp_pa
     assert main(["compare", "--qrels", str(CAST2021_QRELS), str(packed), str(CAST2021_DOC_RUNS[1]),
                  "--measures", "RR", "--baseline", str(packed), "--format", "json"]) == 0
     assert json.loads(capsys.readouterr().out)["baselines"] == ["org_convdr"]
+
+
+def test_a_score_that_is_no_number_is_refused_in_time_linear_in_its_length(tmp_path):
+    """A megabyte of digits ending in a letter is one bad score, refused at once: the score pattern
+    that tried every split of a digit run took hours on it (bounded here by the timeout, not timed)."""
+    import subprocess
+
+    from harness.paths import REPO_ROOT
+
+    run = tmp_path / "long.run"
+    run.write_text("q1 Q0 d1 1 " + "9" * 1_000_000 + "x tag\n", encoding="utf-8")
+    read = ("import sys\nfrom harness.errors import InputError\nfrom harness.trec import read_run\n"
+            "try:\n    read_run(sys.argv[1])\nexcept InputError as error:\n    print(error.problem[:40])")
+    done = subprocess.run([sys.executable, "-c", read, str(run)], capture_output=True, text=True, timeout=60,
+                          env={"PYTHONPATH": str(REPO_ROOT)})
+    assert done.stdout == "score '" + "9" * 33 + "\n"

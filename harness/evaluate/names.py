@@ -127,8 +127,8 @@ def canonical(name: str, computed: Collection[str]) -> str:
     if entry is not None:  # a cutoff missing, or given where trec_eval takes none
         wanted = f"{entry.name}_10" if entry.cutoff else entry.name
         raise MeasureNameError(f"trec_eval writes it {wanted} (the harness's {entry.measure.format(k=10)})")
-    written, number = re.fullmatch(r"(.*?)([0-9]*)", match.group(1)).groups()  # P5: P and 5
-    number = cutoff or number
+    written = match.group(1).rstrip("0123456789")  # P5: P and 5 (not a regex: `(.*?)([0-9]*)` is n² on digits)
+    number = cutoff or match.group(1)[len(written):]
     close = difflib.get_close_matches(written.lower(), list(TREC_EVAL), n=1, cutoff=0.6)
     if close and TREC_EVAL[close[0]].cutoff:
         suggestion = f"; nearest valid name: {TREC_EVAL[close[0]].name}_{number or 10}"
