@@ -1134,6 +1134,19 @@ def test_a_server_url_that_is_not_one_is_said_before_anything_is_sent(tmp_path, 
            "server's URL" in capsys.readouterr().err  # the upload went to no route, which answered 413
 
 
+def test_a_token_a_header_cannot_carry_is_said_before_anything_is_sent(tmp_path, capsys):
+    """A token pasted from an e-mail with a curly quote, or with a line break, is one line naming
+    --token and the character; nothing needs to listen at --server."""
+    run = trec_run(tmp_path / "run.trec", seed=1)
+    for token, said in (("tok\u2019", "'\u2019' (U+2019)"), ("t\u00e9", "'\u00e9' (U+00E9)"),
+                        ("a\nb", "'\\n' (U+000A)")):
+        assert main(["submit", "--server", "http://127.0.0.1:1", "--token", token, "--task", TASK, str(run)]) == 2
+        assert capsys.readouterr().err == (
+            f"harness submit: error: --token: holds {said}, which an HTTP header cannot carry: give the token as the "
+            "organisers sent it (harness serve --new-token makes tokens of ASCII letters, digits, - and _) "
+            "(`harness submit --help` lists the options)\n")
+
+
 def test_warnings_past_the_200_kept_are_counted_by_the_last_and_by_submit():
     """A run without PTKB provenance draws a warning a turn: 332 are 200 kept and one saying so,
     and `submit --wait` says 327 more, not 195."""

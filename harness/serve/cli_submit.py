@@ -30,7 +30,7 @@ def run(args: argparse.Namespace) -> int:
 
     open_input(args.file).close()  # a missing file or a folder is the one-line error every command gives
     base = server_url(args.server)
-    headers = {"Authorization": f"Bearer {args.token}"}
+    headers = {"Authorization": f"Bearer {header_token(args.token)}"}
     try:
         with httpx.Client(base_url=base, headers=headers, timeout=120) as client, args.file.open("rb") as handle:
             try:  # Ctrl-C here: the upload may have gone in, and a file given again is no new submission
@@ -90,6 +90,18 @@ def server_url(given: str) -> str:
     if problem:
         raise HarnessError(f"--server {given!r}: {problem}: give the server's URL, such as http://127.0.0.1:8000")
     return given.rstrip("/")
+
+
+def header_token(token: str) -> str:
+    """--token as the Authorization header carries it: a character a header cannot (a curly quote
+    pasted from an e-mail, a line break) is said as such before anything is sent; httpx raised
+    UnicodeEncodeError for the one, and called the other the server's problem ("cannot reach")."""
+    bad = next((character for character in token if not " " <= character <= "~"), None)
+    if bad is not None:
+        raise HarnessError(f"--token: holds {bad!r} (U+{ord(bad):04X}), which an HTTP header cannot carry: give the "
+                           "token as the organisers sent it (harness serve --new-token makes tokens of ASCII letters, "
+                           "digits, - and _)")
+    return token
 
 
 def _tasks(client) -> str:
