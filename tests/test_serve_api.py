@@ -258,6 +258,29 @@ def test_a_run_of_ids_the_task_never_judged_is_warned_of_to_its_team_without_the
                                 f"qrels, so nearly every measure is 0{why}"]
 
 
+@pytest.mark.parametrize("ids", [str.lower, lambda docid: "other-" + docid], ids=["another case", "another collection"])
+def test_where_teams_see_means_only_the_warning_of_unjudged_ids_gives_no_count_and_no_id(tmp_path, ids):
+    """With `per_query_scores: false` the warning says what to check, not how many of the run's top
+    documents are judged (in another case) nor which: that told the hidden qrels' judged ids."""
+    from tests.conftest import CAST2021_DOC_RUNS, CAST2021_QRELS
+
+    run = tmp_path / "run.trec"
+    run.write_text("".join(f"{qid} Q0 {ids(docid)} {rest}" for qid, _, docid, rest in
+                           (line.split(" ", 3) for line in CAST2021_DOC_RUNS[0].read_text().splitlines(True))))
+    task = {"name": "cast2021", "topics": "cast2021", "qrels": str(CAST2021_QRELS), "measures": ["nDCG@3"],
+            "main_measure": "nDCG@3", "formats": ["trec"], "per_query_scores": False}
+    client, _ = open_client(tmp_path, tasks=[task])
+    with client, run.open("rb") as handle:
+        answer = client.post("/api/tasks/cast2021/submissions", headers=auth(), files={"file": (run.name, handle)})
+        body = scored(client, answer.json()["id"])
+    assert body["warnings"] == ["scoring: many documents in the run's top 10s are not judged in the task's qrels as "
+                                "they are written (which documents are judged is hidden on this task: no count or id "
+                                "is given): check that the run's ids are the document ids of the task's collection, "
+                                "written as it writes them, case included (ids are compared exactly, as trec_eval "
+                                "compares them); where they are passage ids, ask the organisers whether the task "
+                                "judges documents by their best passage"]
+
+
 @pytest.mark.slow
 def test_a_run_whose_scoring_again_fails_keeps_its_scores_off_the_board_until_a_start_scores_it(tmp_path, caplog,
                                                                                                   capsys):
@@ -1021,6 +1044,21 @@ def test_leaderboard_legend_explains_the_tiers_and_p_values_it_shows_not_compare
     assert "p-values holm-corrected over the family of 7 comparisons" in legend  # 1 run x the preset's 7 measures
     api = client.get(f"/api/tasks/{TASK}/leaderboard").json()
     assert "▲" not in api["legend"]
+
+
+def test_equal_means_share_a_rank_and_the_next_run_counts_them(server, tmp_path):
+    """Two teams' copies of one run (the same scores, other tags) are ranked alike, not 1 and 2 by
+    upload time; a third run is 3rd below them, or 1st above them (then they are both 2nd)."""
+    client, _ = server
+    for seed, tag, team in ((70, "copy-a", "team0"), (70, "copy-b", "team1"), (71, "other", "team0")):
+        run = trec_run(tmp_path / f"{tag}.trec", seed=seed, tag=tag)
+        assert scored(client, post(client, run, team=team).json()["id"], team=team)["status"] == "scored"
+    rows = client.get(f"/api/tasks/{TASK}/leaderboard").json()["rows"]
+    ranks = {row["run_name"]: row["rank"] for row in rows}
+    assert ranks["copy-a"] == ranks["copy-b"] and sorted(ranks.values()) in ([1, 1, 3], [1, 2, 2])
+    assert [row["rank"] for row in rows] == sorted(ranks.values())
+    page = client.get(f"/tasks/{TASK}").text
+    assert [int(rank) for rank in re.findall(r'<tr class="tier-[a-z]+"><td>(\d+)</td>', page)] == sorted(ranks.values())
 
 
 def test_the_board_notes_judged_turns_without_a_grade_2_passage_under_its_legend(server, tmp_path):

@@ -426,8 +426,12 @@ def _board(runtime: TaskRuntime, rows: list[st.Submission]) -> dict[str, Any]:
     by_label = {label[row.id]: row for row in rows}
     board = ranked_board([RunScores(label[row.id], measures, row.per_query) for row in rows], **runtime.board_terms())
     top = board.baselines[0]
-    for rank, name in enumerate(board.ranked_runs, start=1):
+    rank, above = 0, None
+    for place, name in enumerate(board.ranked_runs, start=1):
         row = by_label[name]
+        mean = board.summaries[name, main].mean
+        if mean != above:  # equal means share a rank, the next run's the place after them (1, 1, 3)
+            rank, above = place, mean
         comparison = next(iter(board.comparisons_of(name, main)), None)
         if comparison is None:
             tier, p = "top", None

@@ -330,8 +330,20 @@ class TaskRuntime:
     def scoring_warnings(self, evaluation) -> list[str]:
         """What scoring found that the scores do not show, for the team: the run's documents
         almost never judged (`harness eval`'s docid warning: passage ids against a task judging
-        documents, ids in another case), which is otherwise a board row of zeros, unexplained."""
-        return [evaluation.docid_warning] if evaluation.docid_warning else []
+        documents, ids in another case), which is otherwise a board row of zeros, unexplained.
+        Where teams see their means only, without the count and the id it gives: how many of a
+        set the team chose (its top 10s) are judged, and a judged id, tell what the qrels judge."""
+        if not evaluation.docid_warning:
+            return []
+        return [evaluation.docid_warning if self.config.per_query_scores else UNJUDGED_IDS]
+
+
+# the docid warning where the qrels are hidden (`per_query_scores: false`): what to check, not what was found
+UNJUDGED_IDS = ("many documents in the run's top 10s are not judged in the task's qrels as they are written (which "
+                "documents are judged is hidden on this task: no count or id is given): check that the run's ids are "
+                "the document ids of the task's collection, written as it writes them, case included (ids are "
+                "compared exactly, as trec_eval compares them); where they are passage ids, ask the organisers "
+                "whether the task judges documents by their best passage")
 
 
 def refused_if_not_text(data: bytes, display: str) -> Verdict | None:
