@@ -4,6 +4,7 @@ of the issue. Runs are built from the shipped iKAT 2023 topics and qrels."""
 from __future__ import annotations
 
 import contextlib
+from collections import Counter
 import io
 import json
 import logging
@@ -1059,6 +1060,34 @@ def test_equal_means_share_a_rank_and_the_next_run_counts_them(server, tmp_path)
     assert [row["rank"] for row in rows] == sorted(ranks.values())
     page = client.get(f"/tasks/{TASK}").text
     assert [int(rank) for rank in re.findall(r'<tr class="tier-[a-z]+"><td>(\d+)</td>', page)] == sorted(ranks.values())
+
+
+@pytest.mark.parametrize("per_query_scores", [True, False])
+def test_the_public_depth_plot_pools_depths_of_few_judged_turns_and_counts_them_only_where_scores_are_shown(
+        tmp_path, per_query_scores):
+    """A point of the public by-depth plot holds 10 judged turns or more (iKAT 2023 judges one turn
+    at depths 18, 19 and 20: each such point was that turn's score for every listed run), deeper
+    depths pooled with shallower ones; where teams see their means only, no depth's count is drawn."""
+    from harness.report import breakdown as bd
+    from harness.report.html import FEW_QUERIES
+    from harness.serve.service import Depths
+    from harness.trec import read_qrels as _read_qrels
+
+    client, service = open_client(tmp_path, tasks=[{
+        "name": TASK, "topics": "ikat2023", "qrels": str(QRELS), "measures": ["nDCG@5"], "main_measure": "nDCG@5",
+        "formats": ["trec"], "per_query_scores": per_query_scores}])
+    with client:
+        ident = post(client, trec_run(tmp_path / "run.trec", seed=3)).json()["id"]
+        assert scored(client, ident)["status"] == "scored"
+        board = service.board(TASK)
+    depth = board["depth"]
+    judged = bd.depths_from_topics(service.tasks[TASK].conversations)
+    by_depth = Counter(judged[qid] for qid in _read_qrels(QRELS).judgments)
+    assert min(by_depth.values()) == 1  # what the plot pooled
+    assert all(count >= FEW_QUERIES for count in depth.counts.values())
+    assert sum(depth.counts.values()) == sum(by_depth.values()) and all(isinstance(g, Depths) for g in depth.groups)
+    assert [g.first for g in depth.groups] == sorted(g.first for g in depth.groups)
+    assert str(depth.groups[-1]).endswith(f"-{max(by_depth)}") and board["depth_counts"] is per_query_scores
 
 
 def test_the_board_notes_judged_turns_without_a_grade_2_passage_under_its_legend(server, tmp_path):

@@ -95,9 +95,11 @@ def mean_bars(board: Leaderboard) -> str:
     return _png(figure, "mean of each run per measure, with confidence intervals")
 
 
-def depth_curves(items: Sequence[Breakdown], colours: dict[str, str], baselines: Sequence[str] = ()) -> str:
+def depth_curves(items: Sequence[Breakdown], colours: dict[str, str], baselines: Sequence[str] = (),
+                 counted: bool = True) -> str:
     """Mean per turn depth, a line per run in its report colour; depths with fewer than
-    FEW_QUERIES queries are hollow points on dotted lines, and every depth shows its count."""
+    FEW_QUERIES queries are hollow points on dotted lines, and every depth shows its count
+    unless not `counted` (a hosted board whose qrels are hidden: it told which turns are judged)."""
     from matplotlib.lines import Line2D
 
     columns = min(3, len(items))
@@ -118,10 +120,11 @@ def depth_curves(items: Sequence[Breakdown], colours: dict[str, str], baselines:
                           markerfacecolor="white" if hollow else colours[run])
         axes.set_xticks(list(positions), [str(g) for g in b.groups], fontsize=7)
         axes.set_xlabel("turn depth", fontsize=8)
-        counts = axes.secondary_xaxis("top")  # queries per depth, above the plot
-        counts.set_xticks(list(positions), [str(b.counts[g]) for g in b.groups], fontsize=6,
-                          rotation=90 if len(b.groups) > 12 else 0)
-        counts.set_xlabel("queries", fontsize=7)
+        if counted:
+            counts = axes.secondary_xaxis("top")  # queries per depth, above the plot
+            counts.set_xticks(list(positions), [str(b.counts[g]) for g in b.groups], fontsize=6,
+                              rotation=90 if len(b.groups) > 12 else 0)
+            counts.set_xlabel("queries", fontsize=7)
         axes.set_title(b.measure, fontsize=9)
     handles = [Line2D([], [], color=colour, marker="o", label=f"{run} (baseline)" if run in baselines else run)
                for run, colour in colours.items()]

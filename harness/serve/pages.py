@@ -147,4 +147,4 @@ def depth_plot(board: dict) -> str:
         return Markup("")
     runs = board["depth"].means  # ranked; a hosted board has no baseline, so none is grey
     colours = {run: RUN_COLOURS[i % len(RUN_COLOURS)] for i, run in enumerate(runs)}
-    return Markup(depth_curves([board["depth"]], colours))
+    return Markup(depth_curves([board["depth"]], colours, counted=board["depth_counts"]))

@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import IO, Any
+from typing import IO, Any, NamedTuple
 
 from sqlalchemy import func, select
 from sqlalchemy.exc import IntegrityError
@@ -415,6 +415,7 @@ def _stale(row: st.Submission, runtime: TaskRuntime) -> str | None:
 def _board(runtime: TaskRuntime, rows: list[st.Submission]) -> dict[str, Any]:
     from harness.report import breakdown as bd
     from harness.report.compare import RunScores
+    from harness.report.html import FEW_QUERIES
 
     measures = list(runtime.config.measures)
     main = runtime.config.main_measure
@@ -450,8 +451,37 @@ def _board(runtime: TaskRuntime, rows: list[st.Submission]) -> dict[str, Any]:
     result["top"] = by_label[top].run_name
     # the page and the API show tiers and p-values, not compare's marks
     result["legend"] = f"{board.test_note()} {board.missing_note()}"
-    depth = bd.breakdown(board.scores, main, runtime.depths, bd.DEPTH, runtime.board_terms().get("mean"))
+    mean = runtime.board_terms().get("mean")
+    pooled = pooled_depths(bd.breakdown(board.scores, main, runtime.depths, bd.DEPTH, mean).counts, FEW_QUERIES)
+    depth = bd.breakdown(board.scores, main, {qid: pooled[d] for qid, d in runtime.depths.items() if d in pooled},
+                         bd.DEPTH, mean)
     ranked = board.ranked_runs[:10]
     result["depth"] = bd.Breakdown(depth.name, depth.measure, depth.groups, depth.counts,
                                    {run: depth.means[run] for run in ranked}, depth.unassigned)
+    result["depth_counts"] = runtime.config.per_query_scores  # how many turns each depth judges: hidden with them
     return result
+
+
+class Depths(NamedTuple):
+    """Turn depths `first` to `last` as one point of the public by-depth plot: `2-3`, or `7`."""
+
+    first: int
+    last: int
+
+    def __str__(self) -> str:
+        return str(self.first) if self.first == self.last else f"{self.first}-{self.last}"
+
+
+def pooled_depths(counts: dict[int, int], least: int) -> dict[int, Depths]:
+    """Each turn depth's point on the public plot: deeper depths pooled with shallower ones until
+    a point holds `least` judged turns (a leftover deepest few join the point before), for a point
+    of one judged turn was that turn's score for every team's run, and a deep turn is one of few."""
+    points: list[list[int]] = [[]]
+    for depth in sorted(counts):
+        if sum(counts[d] for d in points[-1]) >= least:
+            points.append([])
+        points[-1].append(depth)
+    if len(points) > 1 and sum(counts[d] for d in points[-1]) < least:
+        deepest = points.pop()
+        points[-1] += deepest
+    return {depth: Depths(point[0], point[-1]) for point in points for depth in point}
