@@ -106,8 +106,10 @@ def team_token(name: str) -> str:
 
 
 def write_config(folder: Path, teams: int = 2, quota: int = 5, max_upload_mb: int = 64,
-                 database: str | None = None, formats: tuple[str, ...] = ("ikat-2023-json", "trec"), **settings) -> Path:
-    """A config with `teams` teams (team0, team1, ...); `settings` are more top-level keys."""
+                 database: str | None = None, formats: tuple[str, ...] = ("ikat-2023-json", "trec"),
+                 roster: dict[str, str] | None = None, **settings) -> Path:
+    """A config with `teams` teams (team0, team1, ...), or the `roster`'s (name -> the name its
+    team_token is made from); `settings` are more top-level keys."""
     from harness.serve.store import sha256_hex
 
     config = {
@@ -117,7 +119,8 @@ def write_config(folder: Path, teams: int = 2, quota: int = 5, max_upload_mb: in
         "max_upload_mb": max_upload_mb,
         "tasks": [{"name": TASK, "title": "iKAT 2023 test", "topics": "ikat2023", "qrels": str(QRELS),
                    "preset": "ikat2023", "main_measure": "nDCG@5", "formats": list(formats)}],
-        "teams": [{"name": f"team{i}", "token_sha256": sha256_hex(team_token(f"team{i}"))} for i in range(teams)],
+        "teams": [{"name": name, "token_sha256": sha256_hex(team_token(holder))}
+                  for name, holder in (roster or {f"team{i}": f"team{i}" for i in range(teams)}).items()],
         **settings,
     }
     path = folder / "leaderboard.yaml"

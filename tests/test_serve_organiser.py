@@ -218,6 +218,62 @@ def test_a_description_that_is_not_text_is_422_naming_the_field_and_latin1_is_re
     service.store.close()
 
 
+# --- the roster through a season --------------------------------------------------------------
+
+
+def test_a_team_is_its_token_renamed_it_keeps_its_runs_and_a_new_team_of_its_old_name_starts_empty(tmp_path, caplog):
+    """Renaming a team in `teams:` left its runs under the old name, out of its token's reach, and
+    a new team given the old name owned them, their per-query scores and its quota."""
+    caplog.set_level(logging.INFO, logger="harness.serve")
+    client, _ = open_client(tmp_path, quota=1)
+    run = trec_run(tmp_path / "run.trec", seed=2)
+    with client:
+        ident = post(client, run, team="team1").json()["id"]
+        assert scored(client, ident, team="team1")["status"] == "scored"
+    client, _ = open_client(tmp_path, quota=1, roster={"team0": "team0", "team1-smith": "team1", "team1": "newcomer"})
+    with client:
+        body = client.get(f"/api/submissions/{ident}", headers=auth("team1")).json()
+        assert body["team"] == "team1-smith" and body["per_query"]
+        assert client.get(f"/api/submissions/{ident}", headers=auth("newcomer")).status_code == 404
+        assert [row["team"] for row in client.get(BOARD).json()["rows"]] == ["team1-smith"]
+        assert post(client, run, team="team1").json() == {"id": ident, "status": "duplicate"}
+        assert post(client, trec_run(tmp_path / "new.trec", seed=3), team="newcomer").status_code == 202  # its quota
+    assert "team team1 is now team1-smith (teams: gives its token that name): its submissions, scores and quota are " \
+           "team1-smith's" in serve_log(caplog)
+    assert not any("another token" in line for line in serve_log(caplog))  # the new team1 is no team1 of before
+
+
+def test_a_team_given_a_new_token_keeps_its_runs_and_the_old_token_s_browser_sessions_end(tmp_path, caplog):
+    """A lost token replaced under the same name: its runs stay its own; a browser logged in with
+    the old token (whoever holds it) is logged in no more."""
+    caplog.set_level(logging.INFO, logger="harness.serve")
+    client, _ = open_client(tmp_path)
+    with client:
+        login(client, "team1")
+        ident = post(client, trec_run(tmp_path / "run.trec", seed=2), team="team1").json()["id"]
+        assert client.get("/team", follow_redirects=False).status_code == 200
+        cookies = dict(client.cookies)
+    client, _ = open_client(tmp_path, roster={"team0": "team0", "team1": "team1-again"})
+    client.cookies.update(cookies)
+    with client:
+        assert client.get(f"/api/submissions/{ident}", headers=auth("team1-again")).json()["team"] == "team1"
+        assert client.get("/team", follow_redirects=False).status_code == 303  # to /login
+    assert any(line.startswith("team team1 has another token than at the last start") for line in serve_log(caplog))
+
+
+def test_a_start_whose_teams_give_one_team_s_token_to_another_with_runs_is_refused(tmp_path):
+    client, _ = open_client(tmp_path)
+    with client:
+        for seed, team in ((2, "team0"), (3, "team1")):
+            assert post(client, trec_run(tmp_path / f"r{seed}.trec", seed=seed), team=team).status_code == 202
+    client, _ = open_client(tmp_path, roster={"team0": "team1", "team1": "team0"})  # the tokens swapped
+    with pytest.raises(HarnessError, match=r"^teams: team1 has the token team team0 had at the last start, but team1 "
+                                           r"is a team of its own \(with submissions, or renamed too\): a team is its "
+                                           "token"):
+        with client:
+            pass
+
+
 # --- withdrawing runs ----------------------------------------------------------------------
 
 

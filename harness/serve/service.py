@@ -116,7 +116,13 @@ class Service:
     # --- lifecycle -----------------------------------------------------------------------
 
     def start(self) -> None:
-        self.store.add_teams(self.config.teams)
+        changes = self.store.add_teams({team.name: team.token_sha256 for team in self.config.teams.values()})
+        for old, new in changes.renamed:
+            log.warning("team %s is now %s (teams: gives its token that name): its submissions, scores and quota "
+                        "are %s's", old, new, new)
+        for name in changes.new_token:
+            log.warning("team %s has another token than at the last start: its submissions stay its own (a lost "
+                        "token replaced); browser sessions opened with the old token are ended", name)
         removed = self.store.discard_incomplete()
         if removed:
             log.info("removed %d incomplete uploads", removed)
@@ -181,13 +187,15 @@ class Service:
         task, sha256 = runtime.config.name, received.sha256
         ident = st.submission_id(task, team, sha256)
         with self.store.session() as session:
-            known = session.get(st.Submission, ident)
+            # by its team, not its id: a renamed team's submissions keep the ids made from its name then
+            known = session.scalars(select(st.Submission).where(
+                st.Submission.task == task, st.Submission.team == team, st.Submission.sha256 == sha256)).first()
             if known is not None and self.store.lost(sha256):
                 return self._restore(session, known, received)
             if known is not None:
-                self.store.audit(session, team=team, task=task, sha256=sha256, event="duplicate", detail=ident)
+                self.store.audit(session, team=team, task=task, sha256=sha256, event="duplicate", detail=known.id)
                 session.commit()
-                return Outcome(202, id=ident, answer="duplicate")
+                return Outcome(202, id=known.id, answer="duplicate")
             over = self._over_quota(session, team, task, sha256)  # before spending time on validation
             if over is not None:
                 return over

@@ -18,14 +18,14 @@ import hashlib
 import os
 import secrets
 import stat
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import IO, Any
 
-from sqlalchemy import (JSON, DateTime, Integer, String, Text, UniqueConstraint, create_engine, event, func, inspect,
-                        select, text)
+from sqlalchemy import (JSON, DateTime, Integer, String, Text, UniqueConstraint, create_engine, delete, event, func,
+                        inspect, select, text, update)
 from sqlalchemy.engine import URL, Engine, make_url
 from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column, sessionmaker
@@ -116,11 +116,21 @@ def submission_id(task: str, team: str, sha256: str) -> str:
 
 class TeamLock(Base):
     """One row per team, locked (SELECT ... FOR UPDATE) while its quota is counted and a
-    submission added: with PostgreSQL, several server processes count the same quota."""
+    submission added: with PostgreSQL, several server processes count the same quota. It
+    records the team's token's hash at the last start, which tells a renamed team (Store.add_teams)."""
 
     __tablename__ = "team_locks"
 
     team: Mapped[str] = mapped_column(String(64), primary_key=True)
+    token_sha256: Mapped[str | None] = mapped_column(String(64), nullable=True)  # None: recorded before it was
+
+
+@dataclass(frozen=True)
+class TeamChanges:
+    """What a start's `teams:` changed of the recorded teams (Store.add_teams)."""
+
+    renamed: list[tuple[str, str]]  # (name, new name): its token under another name
+    new_token: list[str]  # a name given another token
 
 
 DATABASES = ("sqlite", "postgresql")  # the backends the server is tested on
@@ -266,16 +276,47 @@ class Store:
 
     # --- rows ----------------------------------------------------------------------------
 
-    def add_teams(self, teams: Iterable[str]) -> None:
-        """A TeamLock row per team (another process may be adding the same)."""
-        for team in teams:
-            with self.session() as session:
-                if session.get(TeamLock, team) is None:
-                    session.add(TeamLock(team=team))
-                    try:
-                        session.commit()
-                    except IntegrityError:
-                        session.rollback()
+    def add_teams(self, teams: Mapping[str, str]) -> TeamChanges:
+        """A TeamLock row per team (name -> its token's hash), the hash recorded. A team is its
+        token: one recorded under a name the config now gives its token another name is renamed,
+        its submissions, audit rows (its quota) and browser sessions with it, so that neither are
+        its runs orphaned nor does a new team given the old name own them; a name given another
+        token (a lost one replaced) keeps its submissions, its browser sessions ended."""
+        by_hash = {digest: name for name, digest in teams.items()}
+        with self.session() as session:
+            recorded = {row.team: row for row in session.scalars(select(TeamLock).with_for_update())}
+            renamed = {old: by_hash[row.token_sha256] for old, row in recorded.items()
+                       if by_hash.get(row.token_sha256, old) != old}
+            for old, new in renamed.items():
+                if new in renamed or (new in recorded and session.scalar(
+                        select(func.count()).select_from(Submission).where(Submission.team == new))):
+                    raise HarnessError(f"teams: {new} has the token team {old} had at the last start, but {new} is a "
+                                       f"team of its own (with submissions, or renamed too): a team is its token, its "
+                                       f"name what the board shows; give {new} its own token, or rename {old} to a "
+                                       "name no team with submissions has (tokens swapped or renamed in a chain are "
+                                       "refused)")
+            new_token = [name for name, digest in teams.items() if name in recorded and name not in renamed
+                         and name not in renamed.values() and recorded[name].token_sha256 not in (None, digest)]
+            for name in [*renamed.values(), *new_token]:  # logged in with a token that is not the name's now
+                session.execute(delete(WebSession).where(WebSession.team == name))
+            for old, new in renamed.items():
+                for table in (Submission, Audit, WebSession):
+                    session.execute(update(table).where(table.team == old).values(team=new))
+                session.delete(recorded.pop(old))
+                if new in recorded:  # a name that had no submissions
+                    session.delete(recorded.pop(new))
+            session.flush()
+            for name, digest in teams.items():
+                if name in recorded:
+                    recorded[name].token_sha256 = digest
+                else:
+                    session.add(TeamLock(team=name, token_sha256=digest))
+            try:
+                session.commit()
+            except IntegrityError:  # another process starting recorded the same first
+                session.rollback()
+                return TeamChanges([], [])
+        return TeamChanges(list(renamed.items()), new_token)
 
     def lock_team(self, session: Session, team: str) -> None:
         """Hold the team's row until the session commits (PostgreSQL; SQLite has one process)."""
