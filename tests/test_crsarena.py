@@ -70,3 +70,14 @@ def test_a_dialogue_file_that_is_not_json_is_worded_as_every_json_reader_words_i
     with pytest.raises(InputError) as error:
         read_dialogues(bad)
     assert str(error.value) == f"{bad}:3: invalid JSON: Expecting property name enclosed in double quotes (column 1)"
+
+
+def test_a_sentiment_other_than_satisfied_or_frustrated_is_refused(tmp_path):
+    """'Satisfied' once counted as frustrated: every system 0% satisfied, correlations nan, without a word."""
+    bad = tmp_path / "crs_arena_dial_open.json"
+    bad.write_text(json.dumps([{"conversation ID": "x_1", "agent": {"id": "x"}, "user": {"id": "1"},
+                                "conversation": [], "metadata": {"sentiment": "Satisfied"}}]))
+    with pytest.raises(InputError) as error:
+        read_dialogues(bad)
+    assert str(error.value) == (f"{bad} (record 0 (x_1)): sentiment 'Satisfied' is neither 'satisfied' nor "
+                                "'frustrated'")

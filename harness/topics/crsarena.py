@@ -18,13 +18,15 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness import jsonl
-from harness.errors import InputError
+from harness.errors import InputError, shown
 from harness.paths import data_root
 from harness.topics import ADAPTERS, Benchmark
 from harness.topics._common import choose_split
 from harness.topics.model import Conversation, Turn, declared_fields
 
 SETTINGS = ("open", "closed")
+# How a dialogue's user can leave: satisfaction counts the first; any other spelling would count as the second.
+SENTIMENTS = ("satisfied", "frustrated")
 
 
 @dataclass(frozen=True)
@@ -61,6 +63,9 @@ def _conversation(record: dict, path: Path, index: int, setting: str) -> ArenaCo
     system = _field(_field(record, "agent", path, where, dict), "id", path, where)
     user = _field(_field(record, "user", path, where, dict), "id", path, where)
     sentiment = _field(_field(record, "metadata", path, where, dict), "sentiment", path, where)
+    if sentiment not in SENTIMENTS:
+        raise InputError(path, f"sentiment {shown(sentiment)} is neither {' nor '.join(map(repr, SENTIMENTS))}",
+                         record=where)
     turns: list[tuple[dict, list[str]]] = []  # (user utterance, agent replies)
     opening: list[str] = []
     for utterance in _field(record, "conversation", path, where, list):
