@@ -326,3 +326,23 @@ def test_a_format_flag_takes_a_registered_name_or_a_python_spec_and_refuses_othe
     bank = "python:harness.responses.nuggets:read_cone_rag_bank"
     assert main([*tiny, "--format", "json", "--nuggets-format", bank]) == 0
 
+
+
+@pytest.mark.parametrize("judge", ["file", "assignments"])
+def test_assignments_out_naming_the_recorded_assignments_read_is_refused(tiny, tmp_path, capsys, judge):
+    """Written in place, the recorded assignments kept the evaluated runs' lines alone: the others' were lost."""
+    recorded = tmp_path / "assigned.jsonl"
+    with recorded.open("a") as handle:  # a run the responses do not hold
+        handle.write(json.dumps({"qid": "1_1", "run_id": "three", "nuggets": [{"assignment": "support"}]}) + "\n")
+    before = recorded.read_text()
+    assert main([*tiny[:-1], f"{judge}:{recorded}", "--assignments-out", str(recorded)]) == 2
+    assert f"--assignments-out {recorded} would overwrite an input: choose another file" in capsys.readouterr().err
+    assert recorded.read_text() == before
+
+
+def test_assignments_out_naming_the_prompt_read_is_refused(tiny, tmp_path, capsys):
+    prompt = tmp_path / "prompt.txt"
+    prompt.write_text("Does {response} state {nugget}? Reply 0, 1 or 2.\n")
+    assert main([*tiny[:-1], "llm", "--model", "m", "--base-url", "http://127.0.0.1:1/v1", "--prompt", str(prompt),
+                 "--assignments-out", str(prompt)]) == 2
+    assert f"--assignments-out {prompt} would overwrite an input: choose another file" in capsys.readouterr().err

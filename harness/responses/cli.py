@@ -11,7 +11,7 @@ import sys
 from harness.cli import add_format, add_named, add_output, number_in
 from harness.errors import HarnessError, counted
 from harness.paths import refuse_overwriting
-from harness.registry import Registry
+from harness.registry import Registry, split_spec
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -101,6 +101,7 @@ def _eval(args: argparse.Namespace) -> int:
     from harness.report.stats import Resampling
     from harness.responses.assign import write_assignments
     from harness.responses.evaluation import evaluate_runs
+    from harness.responses.judges import RECORDED
     from harness.responses.nuggets import read_bank
     from harness.responses.questions import topic_questions, turn_questions
     from harness.responses.readers import cited_passages, read_responses
@@ -111,7 +112,9 @@ def _eval(args: argparse.Namespace) -> int:
         if value is not None and not args.citations:  # was ignored without a word, the file never opened
             raise HarnessError(f"{option} serves --citations (citation support), which is not given: add "
                                f"--citations, or leave {option} out")
-    refuse_overwriting([*args.responses, args.nuggets, args.passages],
+    typed, argument = split_spec(args.judge)
+    recorded = argument if typed in RECORDED else None  # the judge's own input: runs not evaluated are in it too
+    refuse_overwriting([*args.responses, args.nuggets, args.passages, recorded, args.prompt, args.citation_prompt],
                        [("--output", args.out), ("--assignments-out", args.assignments_out),
                         ("--assignments-out", args.assignments_out and sidecar(args.assignments_out))])
     fmt = report_format(args.format, args.out)
