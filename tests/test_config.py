@@ -375,6 +375,26 @@ def test_key_given_twice_is_an_error(tmp_path):
     assert "given twice" in _error(tmp_path, "k: 10\nk: 20\nexperiments: []\n")
 
 
+@pytest.mark.parametrize("text, found", [("? [a, b]\n: 1\nexperiments: []\n", "a list"),
+                                         ("{? {a: 1}: 2}\n", "a mapping")])
+def test_a_key_that_is_a_list_or_mapping_is_an_error_at_its_line(tmp_path, text, found):
+    """It was a TypeError traceback (unhashable type), from the check for keys given twice."""
+    assert f":1: not valid YAML: a key must be a plain value, found {found}" in _error(tmp_path, text)
+
+
+def test_a_merge_key_brings_the_keys_of_the_mapping_it_names_and_the_keys_beside_it_win(tmp_path):
+    """`<<: *base` was refused naming PyYAML's tag for it ('could not determine a constructor')."""
+    base = "".join(f"    {line}\n" for line in yaml.safe_dump(_experiment()).splitlines())
+    text = f"tag: '{{name}}.{{retriever}}'\nexperiments:\n  - &base\n{base}  - <<: *base\n    name: other\n    k: 5\n"
+    first, second = load_config(_write(tmp_path, text)).experiments
+    assert (second.name, second.k, second.topics, second.measures) == ("other", 5, first.topics, first.measures)
+
+
+def test_a_key_given_twice_beside_a_merge_key_is_an_error(tmp_path):
+    text = "experiments:\n  - &base {name: a, topics: pragmaticqa:val}\n  - <<: *base\n    k: 5\n    k: 6\n"
+    assert ":5: not valid YAML: key 'k' is given twice" in _error(tmp_path, text)
+
+
 def test_run_tags_must_differ_and_the_error_names_the_tag_field_that_tells_them_apart(tmp_path):
     message = _error(tmp_path, {"tag": "{benchmark}", "experiments": [_experiment(strategies=["raw", "all_history"])]})
     assert message.endswith("experiments[0].tag: run tag 'pragmaticqa-val' is also produced by "

@@ -283,12 +283,22 @@ class _UniqueKeyLoader(yaml.SafeLoader):
 
 
 def _construct_mapping(loader: _UniqueKeyLoader, node: yaml.MappingNode, deep: bool = False) -> dict:
+    """The mapping, each of its own keys given once and a plain value. A merge key (`<<: *base`) is
+    left to SafeLoader, which merges it: the keys it brings may be given again here, which is what it is for."""
     seen: set = set()
     for key_node, _ in node.value:
+        if key_node.tag == "tag:yaml.org,2002:merge":
+            continue
         key = loader.construct_object(key_node, deep=deep)
-        if key in seen:
+        try:
+            again = key in seen
+        except TypeError:  # a `? [a, b]` or `{[a]: 1}` key: a list or mapping
+            kind = "mapping" if isinstance(key, dict) else type(key).__name__
             raise yaml.constructor.ConstructorError(
-                None, None, f"key {key!r} is given twice", key_node.start_mark
+                None, None, f"a key must be a plain value, found a {kind}", key_node.start_mark) from None
+        if again:
+            raise yaml.constructor.ConstructorError(
+                None, None, f"key {shown(key)} is given twice", key_node.start_mark
             )
         seen.add(key)
     return yaml.SafeLoader.construct_mapping(loader, node, deep)
