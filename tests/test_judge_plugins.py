@@ -26,6 +26,7 @@ from harness.responses.judges import make_judge
 from harness.responses.model import Nugget, NuggetBank, Response, ResponseRun, Sentence
 
 QIDS = ("0_1", "0_2")  # iKAT 2024 turns (the topics ship with the harness)
+NOT_A_JUDGE = 3  # what a `python:` spec names by mistake: a constant
 
 
 class Lengths:
@@ -68,6 +69,14 @@ def test_a_plugin_lacking_a_judge_member_is_one_line_naming_it_and_the_member(tm
     assert "\n" not in error and "Traceback" not in error
     assert "'python:tests.test_judge_plugins:NoProvenance' (NoProvenance) has no provenance()" in error
     assert not (tmp_path / "out.qrels").exists()
+
+
+def test_a_plugin_that_cannot_be_called_is_one_line_naming_it_and_what_was_expected(tmp_path, capsys):
+    """It was a TypeError traceback ('int' object is not callable) from the harness's own code."""
+    assert _judge(tmp_path, "python:tests.test_judge_plugins:NOT_A_JUDGE") == 2
+    assert capsys.readouterr().err == ("harness judge: error: judge 'python:tests.test_judge_plugins:NOT_A_JUDGE': "
+                                       "got int; expected a judge class or a function that returns a judge "
+                                       "(README: Your own system)\n")
 
 
 def test_a_plugin_label_off_its_scale_is_refused_before_the_qrels_is_written(tmp_path, capsys):

@@ -260,3 +260,19 @@ def test_an_endpoint_answering_no_chat_completion_is_one_line_naming_it(tmp_path
         with pytest.raises(HarnessError, match=rf"^the LLM endpoint at {server.base_url} did not answer with a chat "
                                                rf"completion \({why}\); is it an OpenAI-compatible base URL"):
             _ask(Endpoint("m", server.base_url, Path("prompt.txt")), "rewrite [passage d]", "1_1")
+
+
+@pytest.mark.parametrize("field", ["{utterance:d}", "{utterance!z}", "{utterance:>99999999999}"])
+@pytest.mark.parametrize("door", ["llm strategy", "llm judge"])
+def test_a_prompt_field_with_a_format_spec_or_conversion_is_an_error_naming_the_file_and_field(tmp_path, field, door):
+    """Filled with text, it was a ValueError (or MemoryError) traceback when the first prompt was made."""
+    from harness.errors import InputError
+    from harness.judge.llm import Template
+    from harness.queries.llm import Endpoint
+
+    prompt = tmp_path / "prompt.txt"
+    prompt.write_text(f"Rewrite {field}\n", encoding="utf-8")
+    with pytest.raises(InputError) as error:
+        Endpoint("m", "http://127.0.0.1:9/v1", prompt).template() if door == "llm strategy" else Template.load(prompt)
+    assert str(error.value) == (f"{prompt}: field {field!r} in the prompt template: a field takes no format spec or "
+                                "conversion; write {utterance}")

@@ -825,6 +825,37 @@ def test_changed_qrels_rescore_a_finished_run_without_ranking_its_turns_again(tm
     assert "| pragmaticqa-val.raw.ranked | raw | ranked | 1.0000 |" in captured.out  # d1 at rank 1: RR 1, was 0.5
 
 
+@pytest.mark.parametrize("key", ["per_query", "means"])
+def test_a_finished_runs_json_whose_scores_are_not_mappings_is_scored_again_not_a_traceback(tmp_path, capsys, key):
+    """An edited JSON (by hand, a merge) with `per_query: 'x'` was an AttributeError on every later run of
+    the config."""
+    from harness.retrieve import RETRIEVERS
+
+    asked = []
+
+    def ranked(query: str, k: int):
+        asked.append(query)
+        return [("d1", 2.0)]
+
+    qrels, config = tmp_path / "qrels.txt", tmp_path / "q.yaml"
+    qrels.write_text("1_1 0 d1 1\n", encoding="utf-8")
+    config.write_text(yaml.safe_dump({"k": 10, "output": str(tmp_path / "runs"), "experiments": [
+        {"topics": "pragmaticqa:val", "strategies": ["raw"], "measures": ["RR"], "retrievers": ["ranked"],
+         "qrels": str(qrels)}]}), encoding="utf-8")
+    record = tmp_path / "runs" / "pragmaticqa-val.raw.ranked.json"
+    with RETRIEVERS.using({"ranked": ranked}):
+        assert main(["run", str(config)]) == 0
+        made = json.loads(record.read_text())
+        edited = json.loads(record.read_text())
+        edited["scores"]["evaluation"][key] = "x"
+        record.write_text(json.dumps(edited))
+        asked.clear()
+        assert main(["run", str(config)]) == 0
+    assert asked == []  # not ranked again
+    assert json.loads(record.read_text())["scores"] == made["scores"]
+    assert "| pragmaticqa-val.raw.ranked | raw | ranked | 1.0000 |" in capsys.readouterr().out
+
+
 def test_a_run_replacing_one_another_config_made_is_a_warning_naming_both(tmp_path, capsys):
     """Two configs writing one output folder under one tag replace each other's runs in turn, and
     the other config's leaderboard keeps the replaced run's scores; the same config rerunning its

@@ -14,7 +14,7 @@ import weakref
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 from harness.atomic import atomic_write
 from harness.errors import HarnessError, InputError, counted
@@ -44,6 +44,18 @@ class Judge(Protocol):
 # name -> factory(**options) -> Judge; higher rooms register theirs too (harness/_assembly.py)
 JUDGES: Registry[Callable[..., Judge]] = Registry("judge", ("harness.judge.file", "harness.judge.llm"),
                                                   group="harness.judges")
+
+
+@JUDGES.adapter
+def _maker(name: str, obj: Any) -> Callable[..., Judge]:
+    """A plug-in judge is what makes the judge from its parameters (a class, a function): anything
+    else (a constant, a string) is a one-line error when it is looked up, not a TypeError when called."""
+    if not callable(obj):
+        raise HarnessError(f"judge {name!r}: got {type(obj).__name__}; expected a judge class or a function that "
+                           "returns a judge (README: Your own system)")
+    return obj
+
+
 SCALE = Param("scale", Scale, desc="the label scale answers are read on (harness.judge.scales)")
 CACHE_DIR = Param("cache_dir", Path | None, None, "answer cache folder (default: the harness cache's judge/)")
 

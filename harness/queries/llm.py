@@ -36,7 +36,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from harness.atomic import atomic_write
-from harness.errors import HarnessError, InputError
+from harness.errors import HarnessError, InputError, shown
 from harness.paths import cache_root, file_sha256
 from harness.queries import Strategy, add
 from harness.queries.history import build, current
@@ -84,9 +84,16 @@ def template_fields(text: str, source: Path | str, none: str | None) -> frozense
     same answer back: an InputError saying `none` (None: the caller says it, once it knows the
     fields its items carry), as is a brace left unpaired."""
     try:
-        names = frozenset(name for _, name, _, _ in string.Formatter().parse(text) if name is not None)
+        fields = [(name, spec, conversion) for _, name, spec, conversion in string.Formatter().parse(text)
+                  if name is not None]
     except ValueError as error:
         raise InputError(source, f"bad prompt template ({error}); a literal brace is {{{{ or }}}}") from None
+    for name, spec, conversion in fields:  # filled with text, a spec or conversion fails (or exhausts memory)
+        if spec or conversion:
+            written = "{" + name + (f"!{conversion}" if conversion else "") + (f":{spec}" if spec else "") + "}"
+            raise InputError(source, f"field {shown(written)} in the prompt template: a field takes no format spec "
+                                     f"or conversion; write {{{name}}}")
+    names = frozenset(name for name, _, _ in fields)
     if not names and none is not None:
         raise InputError(source, none)
     return names

@@ -548,7 +548,7 @@ def finished_scores(prepared: Prepared, output: Path, metadata: dict[str, Any]) 
     if isinstance(recorded, dict) and recorded.get("for") == _scoring(prepared) and "not_scored" not in metadata:
         try:
             scored = Scored(Evaluation(**recorded["evaluation"]).whole_counts(), float(recorded["judged"]))
-        except (TypeError, KeyError, ValueError):  # not the layout this version writes: score again
+        except (TypeError, KeyError, ValueError, AttributeError):  # not the layout this version writes: score again
             pass
         else:
             # (recorded before qrels files were named, or their sha256; or the same judgments in other bytes)
