@@ -27,6 +27,12 @@ def shown(value: object, limit: int = 80) -> str:
     return text if len(text) <= limit else f"{text[:limit - 3]}... ({len(text)} characters)"
 
 
+def shown_id(value: object) -> str:
+    """An id (a document's, a query's) as `shown` quotes it, whole to 240 characters: real ids run past 80 (a
+    derived qrels' 84), and a message comparing a run's ids with the qrels' must show them whole."""
+    return shown(value, 240)
+
+
 def nearest(name: str, names: Iterable[str]) -> str:
     """'; nearest: X' for the one of `names` closest to a misspelt `name`, '' when none is close:
     every unknown name (a registered component, a config key, a run, a tag) is answered alike."""

@@ -48,7 +48,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from harness.atomic import atomic_write
-from harness.errors import COMPRESSED, HarnessError, InputError, TextInput, open_input, read_input
+from harness.errors import COMPRESSED, HarnessError, InputError, TextInput, open_input, read_input, shown, shown_id
 
 
 # one way to split each string (the digits before a point, then the point and those after it), so a
@@ -334,7 +334,7 @@ def _looks_like(path: Path, number: int, fields: list[str], kind: str) -> str:
         return (f": the line is comma-separated (a CSV file?); TREC {kind} files separate fields by spaces or tabs, "
                 "with no header: write it with sep=' ', e.g. pandas' to_csv(path, sep=' ', header=False, index=False)")
     if number == 1 and looks_like_header(fields):
-        return f": line 1 looks like a header row ({line!r}); TREC {kind} files have none: delete it"
+        return f": line 1 looks like a header row ({shown(line)}); TREC {kind} files have none: delete it"
     if kind == "qrels" and len(fields) == 3 and INTEGER.fullmatch(fields[2]):
         return (": this looks like 'qid docid grade' without the iteration column trec_eval requires; add 0 as the "
                 "second field, e.g. awk '{print $1, 0, $2, $3}'")
@@ -363,8 +363,8 @@ def _whitespace_problem(fields: list[str]) -> str:
     """Why a run line of more than 6 fields whose rank is no integer was refused: said before the
     rank, which is only a word of a document id that holds whitespace."""
     spaced = _spaced_docid(fields)
-    read_as = (f"{spaced!r} is read as docid {fields[2]!r} and rank {fields[3]!r}, which is not an integer" if spaced
-               else f"rank {fields[3]!r} is not an integer")
+    read_as = (f"{shown_id(spaced)} is read as docid {shown_id(fields[2])} and rank {shown(fields[3])}, which is "
+               "not an integer" if spaced else f"rank {shown(fields[3])} is not an integer")
     return (f"{len(fields)} fields where a run line has 6 (qid Q0 docid rank score tag): a document id cannot hold "
             f"whitespace ({read_as}); give each document by its id as the corpus and the qrels write it (one word)")
 
@@ -380,11 +380,12 @@ def _parse_run_fields(path: Path, number: int, fields: list[str]) -> tuple[str, 
         hint = _looks_like(path, number, fields, "run")
         if len(fields) > 6 and (not hint or _spaced_docid(fields)):
             raise InputError(path, _whitespace_problem(fields), line=number)
-        raise InputError(path, f"rank {rank!r} is not an integer" + hint, line=number)
+        raise InputError(path, f"rank {shown(rank)} is not an integer" + hint, line=number)
     if not SCORE.fullmatch(score) or not math.isfinite(float(score)):
         problem = "is not finite" if _is_float(score) and not math.isfinite(float(score)) else "is not a number"
         raise InputError(
-            path, f"score {score!r} {problem}: expected a plain decimal or scientific number such as 12.5 or 1e-3",
+            path,
+            f"score {shown(score)} {problem}: expected a plain decimal or scientific number such as 12.5 or 1e-3",
             line=number,
         )
     return qid, docid, int(rank), float(score), tag
@@ -463,7 +464,8 @@ def _read_scores(path: Path, depth: int | None, strict: bool) -> tuple[dict[str,
             if depth is None:
                 if docid in ranking:
                     if strict:
-                        raise InputError(path, f"document {docid!r} appears twice for query {qid!r}", line=number)
+                        raise InputError(path, f"document {shown_id(docid)} appears twice for query {shown_id(qid)}",
+                                         line=number)
                     duplicates += 1
                     keep_highest(ranking, docid, value)
                 else:
@@ -494,8 +496,8 @@ def read_qrels(path: str | Path, *, name: str | None = None) -> Qrels:
                                    + _looks_like(path, number, fields, "qrels"), line=number)
         qid, _, docid, grade = fields
         if not INTEGER.fullmatch(grade):
-            raise InputError(path, f"grade {grade!r} is not an integer" + _looks_like(path, number, fields, "qrels"),
-                             line=number)
+            raise InputError(path, f"grade {shown(grade)} is not an integer"
+                             + _looks_like(path, number, fields, "qrels"), line=number)
         key = (qid, docid)
         first = f" (first on line {seen_at[key]})" if key in seen_at else ""
         if problem := add_judgment(judgments, qid, docid, int(grade), first=first):
@@ -512,13 +514,13 @@ def add_judgment(judgments: dict[str, dict[str, int]], qid: str, docid: str, gra
     range, each document judged once a query; `first` says where it was): one check for each
     source of judgments, a file or an ir_datasets dataset."""
     if not isinstance(grade, int) or isinstance(grade, bool):
-        return f"grade {grade!r} is not an integer"
+        return f"grade {shown(grade)} is not an integer"
     if not -GRADE_LIMIT <= grade < GRADE_LIMIT:
         return (f"grade {grade} is out of range ({-GRADE_LIMIT} to {GRADE_LIMIT - 1}): "
                 "pytrec_eval would wrap it around, scoring the query 0, or fail")
     judged = judgments.setdefault(qid, {})
     if docid in judged:
-        return f"document {docid!r} judged twice for query {qid!r}{first}"
+        return f"document {shown_id(docid)} judged twice for query {shown_id(qid)}{first}"
     judged[docid] = grade
     return None
 
@@ -531,8 +533,8 @@ def qrels_text(qrels: Qrels) -> str:
     for qid in sorted(qrels.judgments):
         for docid, grade in sorted(qrels.judgments[qid].items()):
             if not (field_ok(qid) and field_ok(docid)):
-                raise HarnessError(f"qrels {qrels.name}: query {qid!r}, document {docid!r}: an id is empty or holds "
-                                   "whitespace or a NUL byte, which would break a qrels line")
+                raise HarnessError(f"qrels {qrels.name}: query {shown_id(qid)}, document {shown_id(docid)}: an id "
+                                   "is empty or holds whitespace or a NUL byte, which would break a qrels line")
             lines.append(f"{qid} 0 {docid} {grade}\n")
     return "".join(lines)
 
@@ -577,14 +579,14 @@ def write_run(
     with atomic_write(path, "wb", before_replace=before_replace) as out:
         for qid, ranking in rankings:
             if not field_ok(qid):
-                raise HarnessError(f"cannot write {path}: query id {qid!r} is empty or holds whitespace or a "
+                raise HarnessError(f"cannot write {path}: query id {shown_id(qid)} is empty or holds whitespace or a "
                                    "NUL byte, which would break a TREC run line")
             lines = []
             previous: float | None = None
             for rank, (docid, score) in enumerate(ranking, start=1):
                 if not field_ok(docid):
-                    raise HarnessError(f"cannot write {path}: query {qid!r}: document id {docid!r} is empty or "
-                                       "holds whitespace or a NUL byte, which would break a TREC run line")
+                    raise HarnessError(f"cannot write {path}: query {shown_id(qid)}: document id {shown_id(docid)} is "
+                                       "empty or holds whitespace or a NUL byte, which would break a TREC run line")
                 if printed is not None:
                     lines.append(f"{qid} Q0 {docid} {rank} {printed(score)} {tag}\n")
                     continue

@@ -266,3 +266,28 @@ def test_a_compressed_run_is_said_as_such_with_how_to_read_it(tmp_path, capsys, 
     code, _, err = _run(READERS["run"].command(path, tmp_path), capsys)
     assert_one_line_error(code, err, path, 1)
     assert f"{path}:1: {said}" in err
+
+
+@pytest.mark.parametrize("qrels, run", [("q1 0 d1 1\n", "q1 Q0 d1 {long} 3 r\n"),  # a rank
+                                        ("q1 0 d1 1\n", "q1 Q0 d1 1 {long} r\n"),  # a score
+                                        ("q1 0 d1 {long}\n", "q1 Q0 d1 1 3 r\n"),  # a grade
+                                        ("q1 0 d1 1\n", "q1 Q0 {long} 1 3 r\n")],  # a run of unjudged documents
+                         ids=["rank", "score", "grade", "unjudged docid"])
+def test_a_message_quotes_a_long_field_cut_not_whole(tmp_path, capsys, qrels, run):
+    """A field of a million characters made a message of a million characters (50 MB to the terminal)."""
+    long = "x" * 100_000
+    (tmp_path / "q.txt").write_text(qrels.format(long=long))
+    (tmp_path / "r.run").write_text(run.format(long=long))
+    main(["eval", "--qrels", str(tmp_path / "q.txt"), str(tmp_path / "r.run")])
+    err = capsys.readouterr().err
+    assert "'xxxxxxxx" in err and "... (100002 characters)" in err and len(err) < 1000, err[:300]
+
+
+def test_a_message_quotes_an_id_of_a_real_length_whole(tmp_path, capsys):
+    """Real ids run past 80 characters (a derived qrels' 84): a warning comparing the run's ids with the
+    qrels' cut at 80 would hide what tells them apart."""
+    docid = "c12ccee1-0998-4bca-b5a7-991a4e51752d:" * 2 + "passage-2"
+    (tmp_path / "q.txt").write_text("q1 0 d1 1\n")
+    (tmp_path / "r.run").write_text(f"q1 Q0 {docid} 1 3 r\n")
+    assert main(["eval", "--qrels", str(tmp_path / "q.txt"), str(tmp_path / "r.run")]) == 0
+    assert f"the run ranks {docid!r} first; the qrels judge 'd1'" in capsys.readouterr().err

@@ -26,7 +26,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from itertools import islice
 
-from harness.errors import Spelling
+from harness.errors import Spelling, shown_id
 from harness.trec import passage_document
 
 TOP = 10
@@ -116,10 +116,10 @@ def _case_advice(case: tuple[int, str, str], spelling: Spelling) -> str:
     """What to do about ids judged only in another case: a team, which never sees the qrels,
     is shown its own id alone and pointed to the task's collection."""
     if spelling.team:
-        return (f" (e.g. {case[1]!r}; ids are compared exactly, as trec_eval compares them): write the run's ids as "
-                "the task's collection writes them")
-    return (f" ({case[1]!r} is judged as {case[2]!r}; ids are compared exactly, as trec_eval compares them): write "
-            "the run's ids as the qrels write them")
+        return (f" (e.g. {shown_id(case[1])}; ids are compared exactly, as trec_eval compares them): write the "
+                "run's ids as the task's collection writes them")
+    return (f" ({shown_id(case[1])} is judged as {shown_id(case[2])}; ids are compared exactly, as trec_eval compares "
+            "them): write the run's ids as the qrels write them")
 
 
 def _why(top: Mapping[str, list[str]], judgments: Mapping[str, Mapping[str, int]], judged: int, shown: int,
@@ -134,8 +134,8 @@ def _why(top: Mapping[str, list[str]], judgments: Mapping[str, Mapping[str, int]
         presets = [name for name in PRESETS.names()
                    if name in PRESETS and PRESETS.get(name).passage_separator == separator]
         example = next(d for docids in top.values() for d in docids if passage_document(d, separator) != d)
-        looks = (f"; its ids look like passage ids of judged documents ({example!r} is passage "
-                 f"{example.rpartition(separator)[2]} of {passage_document(example, separator)!r})")
+        looks = (f"; its ids look like passage ids of judged documents ({shown_id(example)} is passage "
+                 f"{example.rpartition(separator)[2]} of {shown_id(passage_document(example, separator))})")
         if spelling.team:
             return (f"{looks}, and the task judges documents: ask its organisers to judge each document by "
                     f"its best passage ({spelling.given('passage_separator', separator)} on the task)")
@@ -155,7 +155,8 @@ def _examples(top: Mapping[str, list[str]], judgments: Mapping[str, Mapping[str,
     for qid, docids in top.items():
         if judged := judgments[qid]:
             best = max(judged, key=judged.get)
-            return f" (query {qid!r}: the run ranks {docids[0]!r} first; the qrels judge {best!r})"
+            return (f" (query {shown_id(qid)}: the run ranks {shown_id(docids[0])} first; the qrels judge "
+                    f"{shown_id(best)})")
     return ""
 
 
