@@ -825,3 +825,13 @@ def test_the_report_notes_queries_no_judgment_of_a_measures_level_reaches_once(c
     assert main([*args, "--format", "md"]) == 0
     markdown = capsys.readouterr().out
     assert [markdown.count(f"\n{note}\n") for note in notes] == [1, 1]
+
+
+def test_a_group_file_s_group_holding_no_compared_query_is_a_warning_naming_it_and_a_qid(tmp_path, capsys):
+    """Its qids mistyped (106-2 for 106_2), the group was left out of the breakdown without a word."""
+    groups = tmp_path / "intent.tsv"
+    groups.write_text("106_1 search\n106-2 recommendation\n106-3 recommendation\n")
+    assert main(["compare", "--qrels", str(CAST2021_QRELS), *map(str, CAST2021_DOC_RUNS[:2]), "--measures", "RR",
+                 "--groups", str(groups), "--output", str(tmp_path / "board.md")]) == 0
+    assert (f"warning: --groups {groups}: 1 group 'recommendation' (first qid '106-2') holds none of the 158 "
+            "compared queries: it is left out; check the qids against the runs'\n") in capsys.readouterr().err

@@ -684,6 +684,24 @@ def test_an_object_plugin_answering_a_query_it_was_not_asked_is_refused():
             build("mine").search([SearchQuery("1", "a")], k=10)
 
 
+def test_an_object_plugin_consuming_the_list_of_queries_it_is_handed_has_its_answers_taken():
+    """It emptied the harness's own list (`queries.pop()`), and was told it answered queries it was not asked
+    (asked: )."""
+    from harness.retrieve import RETRIEVERS, SearchQuery, build
+
+    class Stack:
+        def search(self, queries, k):
+            answer = {}
+            while queries:
+                query = queries.pop()
+                answer[query.qid] = [("d1", 1.0)]
+            return answer
+
+    with RETRIEVERS.using({"stack": Stack()}):
+        run = build("stack").search([SearchQuery("1", "a"), SearchQuery("2", "b")], k=10)
+    assert sorted(run) == ["1", "2"]
+
+
 @pytest.mark.parametrize("qids, shown", [(lambda qid: qid.replace("_", "-"), "'9-1-1'"),
                                          (lambda qid: 0, "0")])
 def test_a_pyterrier_plugin_answering_a_query_it_was_not_asked_is_refused_as_an_objects_is(qids, shown):

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
-from harness.errors import FLAGS, HarnessError, InputError, Spelling, read_input
+from harness.errors import FLAGS, HarnessError, InputError, Spelling, counted, read_input, shown, verb
 from harness.registry import describe_type
 from harness.report.compare import Leaderboard, Scores, group_boards
 from harness.report.stats import running_mean
@@ -32,6 +32,7 @@ DEPTH = "turn depth"  # breakdown names the report draws specially (curves, heat
 CONVERSATION = "conversation"
 # md and html leave out a conversation table where this share of its conversations or more hold one query each
 ONE_QUERY_SHARE = 0.9
+LISTED = 3  # groups a warning names before 'and N more'
 
 _LAST_INT = re.compile(r"^(?P<prefix>.*)[_-](?P<depth>\d+)$")
 _TREE_NODE = re.compile(r"^\d+_\d+-\d+$")  # CAsT 2022 <topic>_<branch>-<node>
@@ -151,6 +152,25 @@ def read_groups(path: str | Path) -> dict[str, str]:
     if not groups:
         raise InputError(path, "empty group file: no 'qid group' lines")
     return groups
+
+
+def empty_groups(groups: Mapping[str, Hashable], qids: Sequence[str]) -> str | None:
+    """What a group file's groups holding none of the compared queries (`qids`) are, each with
+    its first qid, where others hold some (none at all is an error, `breakdown`'s): a group whose
+    qids are all mistyped (9-2-2 for 9-2_2) was left out of the breakdown without a word. None: no such group."""
+    compared = set(qids)
+    held = {group for qid, group in groups.items() if qid in compared}
+    empty: dict[Hashable, str] = {}
+    for qid, group in groups.items():
+        if group not in held:
+            empty.setdefault(group, qid)
+    if not held or not empty:
+        return None
+    named = [f"{shown(str(group))} (first qid {shown(qid)})" for group, qid in list(empty.items())[:LISTED]]
+    more = f" and {len(empty) - LISTED} more" if len(empty) > LISTED else ""
+    return (f"{counted(len(empty), 'group')} {', '.join(named)}{more} {verb(len(empty), 'holds', 'hold')} none of "
+            f"the {len(qids)} compared queries: {verb(len(empty), 'it is', 'they are')} left out; check the qids "
+            "against the runs'")
 
 
 @dataclass(frozen=True)

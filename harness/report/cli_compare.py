@@ -148,6 +148,8 @@ def add_breakdowns(report: Report, args: argparse.Namespace) -> None:
         groupings.append((args.group_field, bd.groups_from_topics(benchmark, args.group_field)))
     if args.groups:
         groupings.append((file_stem(args.groups), bd.read_groups(args.groups)))
+        if empty := bd.empty_groups(groupings[-1][1], scores.qids):
+            print(f"warning: --groups {args.groups}: {empty}", file=sys.stderr)
     for name, groups in groupings:
         # the breakdowns first: they say a mapping covers none of the compared queries (no group to test)
         breakdowns = [bd.breakdown(scores, m, groups, name) for m in board.measures]

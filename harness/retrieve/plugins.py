@@ -163,8 +163,8 @@ class _Searcher:
         self.name, self.searcher = name, searcher
 
     def search(self, queries: Sequence[SearchQuery], k: int) -> Run:
-        with _answering(queries):
-            answer = self.searcher.search(queries, k)
+        with _answering(queries):  # a copy: a plug-in emptying it (`queries.pop()`) leaves the harness's list whole
+            answer = self.searcher.search(list(queries), k)
         if not isinstance(answer, Mapping):
             raise HarnessError(f"retriever {self.name!r}: search(queries, k) answered {type(answer).__name__}; "
                                "expected {qid: [(docid, score), ...]}")
