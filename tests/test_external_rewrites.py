@@ -314,6 +314,8 @@ def test_a_rewrites_file_missing_a_turn_or_with_a_header_is_refused_at_its_key_w
         parse_config(tmp_path / "x.yaml", {"experiments": [experiment]})
 
 
+@pytest.mark.java  # its BM25 starts the JVM
+@pytest.mark.slow
 def test_an_edited_rewrites_file_redoes_its_run_naming_the_strategys_inputs(tmp_path, capsys):
     rewrites, out = tmp_path / "ikat.tsv", tmp_path / "runs"
     pairs = _manual_pairs("ikat2023:test", "raw")

@@ -126,6 +126,7 @@ def test_a_subfolder_that_cannot_be_listed_is_left_out(tmp_path, settled_at_once
 
 
 @pytest.mark.java
+@pytest.mark.slow
 def test_a_lucene_index_is_keyed_by_its_commit_until_it_is_rebuilt(tmp_path, monkeypatch):
     """Its segments_N names every file a search reads: one small file read, no walk, no wait
     (its bytes vouch for it at once), a file beside it ignored; a rebuild writes a new commit."""

@@ -130,6 +130,8 @@ def test_linear_from_config_uses_the_given_weights(sub_configs):
         assert results[query.qid] == linear_fusion(subs, [0.2, 0.8])[:10]
 
 
+@pytest.mark.java  # its BM25 starts the JVM
+@pytest.mark.slow
 def test_a_sub_retriever_given_by_its_name_alone_is_that_retriever_with_its_defaults():
     """`retrievers: [bm25, ...]` inside a fusion, as a config's own `retrievers:` take it."""
     corpus = ikat_corpus(SMALL)
@@ -253,6 +255,8 @@ def test_a_fusion_called_from_python_checks_its_settings_as_a_config_is_checked(
     assert str(caught.value) == message
 
 
+@pytest.mark.java  # its BM25 starts the JVM
+@pytest.mark.slow
 def test_a_fusion_called_from_python_takes_numpy_settings_as_the_numbers_they_hold():
     import numpy as np
 

@@ -284,6 +284,7 @@ def filled_line(pool: dict, fill: Path, capsys) -> str:
     return next(line for line in capsys.readouterr().out.splitlines() if line.startswith("# filled labels: "))
 
 
+@pytest.mark.slow  # two test servers, a second between their answers
 def test_shown_provenance_names_the_endpoints_that_answered_and_when_not_the_last_invocation(pool, tmp_path, capsys):
     """A qrels judged half by one server and finished by another names both, with their counts; judged
     again from the cache at an address where nothing listens it still names them, and the answers'
@@ -599,6 +600,7 @@ def judge_process(args: list[str], **popen) -> subprocess.Popen:
     return subprocess.Popen([sys.executable, "-m", "harness.cli", *args], env=child_env(), **popen)
 
 
+@pytest.mark.slow  # a test server and a harness process
 def test_a_kill_mid_run_resumes_without_asking_again(pool, tmp_path):
     with start_llm_server(tmp_path, {**pool["config"], "delay_s": 0.01}) as server:
         out = tmp_path / "llm.qrels"
@@ -619,6 +621,7 @@ def test_a_kill_mid_run_resumes_without_asking_again(pool, tmp_path):
     assert written(out) == pool["labels"]
 
 
+@pytest.mark.slow  # a test server and a harness process
 def test_ctrl_c_stops_at_once_keeps_the_answers_and_says_how_many_were_judged(pool, tmp_path):
     """Ctrl-C while every request in flight stalls (a slow endpoint): the process ends, not after
     the requests' 60 s timeout and retries (bounded at 20 s, a third of one timeout, not a speed

@@ -31,6 +31,7 @@ CORPORA = ("ikat2023:test", "ikat2023:train")  # the 894 passages the demo's iKA
 
 @pytest.fixture(scope="module")
 def index(tmp_path_factory):
+    """Built by Lucene in the JVM (seconds): the tests that take it are marked java and slow."""
     documents = ikat_passages()
     corpus = Corpus("ikat2023-passages", lambda: iter(documents))
     return str(build_index(corpus, tmp_path_factory.mktemp("lucene") / "ikat2023", threads=2))
@@ -87,6 +88,7 @@ def test_pruning_window_by_window_changes_no_hit(index, turns):
 
 
 @pytest.mark.java
+@pytest.mark.slow  # builds the module's index (a JVM) and compiles the kernels
 def test_bm25s_preload_compiles_every_kernel_a_search_runs(index, turns):
     """After the preload (run on one posting), searching a real export compiles nothing more:
     the types the preload passes are the search's, read-only memory maps included."""
@@ -191,6 +193,7 @@ def test_an_export_that_cannot_be_written_beside_the_index_goes_under_the_cache(
 
 
 @pytest.mark.java
+@pytest.mark.slow
 def test_an_export_made_on_first_use_says_where_and_how_long_once(index, tmp_path, monkeypatch, capsys):
     """As a corpus's own index does: on a log a big index's export is no ranking time (from SAID_FROM_S, a
     second; here none, so that the test's export is one)."""
@@ -210,6 +213,7 @@ def test_an_export_made_on_first_use_says_where_and_how_long_once(index, tmp_pat
 
 
 @pytest.mark.java
+@pytest.mark.slow
 def test_a_cut_short_export_file_is_named_and_the_search_goes_through_pyserini(index, turns, tmp_path, capsys):
     copy = tmp_path / "ikat"
     shutil.copytree(index, copy)
@@ -225,6 +229,7 @@ def test_a_cut_short_export_file_is_named_and_the_search_goes_through_pyserini(i
 
 
 @pytest.mark.java
+@pytest.mark.slow
 def test_term_frequencies_over_65535_score_exactly(tmp_path):
     """Frequencies are exported as 16 bits, the rare larger ones beside them, exactly."""
     documents = [Document("long", "aardvark " * 70_000 + "badger"), Document("short", "aardvark badger"),
@@ -239,6 +244,7 @@ def test_term_frequencies_over_65535_score_exactly(tmp_path):
 
 
 @pytest.mark.java
+@pytest.mark.slow
 def test_an_index_with_deleted_documents_is_searched_by_pyserini(index, turns, tmp_path, capsys):
     """A real deletion (Lucene's IndexWriter.deleteDocuments, committed as a live-docs file):
     the numpy route would score the deleted passage, so pyserini searches instead."""
@@ -287,6 +293,7 @@ def test_near_ties_one_rounding_step_apart_count_as_ties():
 
 
 @pytest.mark.java
+@pytest.mark.slow
 def test_an_id_the_index_repeats_keeps_its_first_hit_and_is_counted(index):
     """As a run file's repeat is read (`Run.of`): the second document under the same external
     id drops out of the ranking, is counted in `duplicates` and named in `repeated`."""
@@ -301,6 +308,8 @@ def test_an_id_the_index_repeats_keeps_its_first_hit_and_is_counted(index):
     assert twins.repeated == ("q", first)  # named in `harness run`'s warning
 
 
+@pytest.mark.java
+@pytest.mark.slow
 def test_a_depth_beyond_the_index_size_searches_without_allocating_for_it(index, turns):
     # the scorer kept a heap of k scores: a MemoryError at k = 10**10
     retriever = build("bm25", corpus=None, index=index)

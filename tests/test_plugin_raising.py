@@ -13,7 +13,7 @@ import yaml
 
 import harness
 from harness.cli import main
-from tests.conftest import child_env
+from tests.conftest import child_env, extra
 
 
 # what the plug-in was answering when it raised, on the error's line
@@ -89,7 +89,7 @@ def test_a_plugin_that_is_not_a_plain_function_gets_its_own_frames_too(tmp_path,
     its code's module: a partial's function's, an object's class's, PyTerrier's (a library
     between the harness and the plug-in's function is the plug-in's)."""
     if module == "buggy_pyterrier":
-        pytest.importorskip("pyterrier")
+        extra("pyterrier", "test")
     code = _CALLABLES[module] + "\n\ndef _inner():\n    raise ValueError('my bug')\n"
     assert _run_failing(tmp_path, monkeypatch, module, code) == 2
     err = capsys.readouterr().err

@@ -29,7 +29,7 @@ import harness
 from harness.cli import main
 from harness.queries import history
 from harness.runner.config import ConfigError, parse_config
-from tests.conftest import child_env
+from tests.conftest import child_env, extra
 
 PLUGIN = Path(__file__).parent / "plugin_example"
 MODULE = "harness_plugin_example"
@@ -1275,7 +1275,7 @@ def _ranked_frame(first):
 
 def test_a_pyterrier_apply_transformer_is_keyed_by_the_function_it_wraps(tmp_path):
     """pt.apply.generic(fn) is keyed by pyterrier's file and its repr `pt.apply.generic()`: a changed fn was reused."""
-    pt = pytest.importorskip("pyterrier")
+    pt = extra("pyterrier", "test")
     config = {"k": 20, "output": str(tmp_path / "runs"), "experiments": [_experiment(["raw"], ["mine"])]}
     for first in ("a", "b"):
         harness.run(config, retrievers={"mine": pt.apply.generic(_ranked_frame(first))}, quiet=True)
@@ -1493,8 +1493,7 @@ def test_a_plugin_module_ipythons_autoreload_reloaded_is_keyed_by_the_file_as_it
     imported before (`from m import search`), into which it put the new code, and IPython 9's default, which puts
     a changed function's code, a global's value, into the module's objects without running it again: neither is
     told apart from an object the edit left as it was."""
-    interactiveshell = pytest.importorskip("IPython.core.interactiveshell",
-                                           reason="IPython is not installed: %autoreload cannot be tried")
+    interactiveshell = extra("IPython.core.interactiveshell", "test")  # %autoreload
     from traitlets.config import Config
 
     if mode.endswith("--full") and pytest.importorskip("IPython").version_info < (9,):

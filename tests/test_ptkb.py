@@ -204,7 +204,7 @@ def _poisoned(turn):
                                provenance=("LEAK",), ptkb_provenance=("1", "2"))
 
 
-@pytest.mark.parametrize("method", [pytest.param("bm25", marks=pytest.mark.java),
+@pytest.mark.parametrize("method", [pytest.param("bm25", marks=[pytest.mark.java, pytest.mark.slow]),
                                     pytest.param("dense", marks=[pytest.mark.model, pytest.mark.slow]), "greedy"])
 def test_no_ptkb_method_reads_a_later_turn_or_its_own_turn_s_answer(ikat_cache, ikat2023, method):
     """Every method but the gold oracle, in the ptkb task and in ptkb_topk, ranks a turn's statements

@@ -15,9 +15,10 @@ import harness
 from harness.queries import stream
 from harness.topics import load
 from harness.trec import read_run
+from tests.conftest import extra
 
-pt = pytest.importorskip("pyterrier")
-bm25s = pytest.importorskip("bm25s")
+pt = extra("pyterrier", "test")
+bm25s = extra("bm25s", "test")
 pd = pytest.importorskip("pandas")
 
 BENCHMARK = "ikat2023:test"

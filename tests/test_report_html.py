@@ -21,9 +21,8 @@ from harness.report.compare import leaderboard
 from harness.report.formats import write_report
 from harness.report.model import Report
 from harness.trec import read_qrels, read_run
-from tests.conftest import CAST2021_DOC_RUNS, CAST2021_QRELS
+from tests.conftest import CAST2021_DOC_RUNS, CAST2021_QRELS, CHROMIUM, extra, needs_chromium
 
-CHROMIUM = Path("/usr/bin/chromium")
 BAR_BLUE = np.array([0x1F, 0x77, 0xB4]) / 255  # matplotlib C0: the best run's bars
 
 
@@ -80,8 +79,7 @@ def test_heat_map_keeps_room_for_long_run_names_beside_few_conversations():
     assert image.shape[1] > 2 * image.shape[0]
 
 
-@pytest.mark.skipif(not CHROMIUM.exists(), reason="needs Debian's chromium at /usr/bin/chromium "
-                    "(apt-get install -y chromium) to render the report headless")
+@needs_chromium
 @pytest.mark.browser
 @pytest.mark.slow
 def test_report_renders_in_headless_chromium(report_file, tmp_path):
@@ -166,8 +164,7 @@ def test_depth_plot_is_wide_and_its_legend_is_never_cut_off():
     assert np.all(edges > 0.99), "something is drawn up to the image's edge (a cut-off legend)"
 
 
-@pytest.mark.skipif(not CHROMIUM.exists(), reason="needs Debian's chromium at /usr/bin/chromium "
-                    "(apt-get install -y chromium) to render the report headless")
+@needs_chromium
 @pytest.mark.browser
 @pytest.mark.slow
 @pytest.mark.parametrize("width", [1400, 1024])
@@ -186,7 +183,7 @@ def test_report_fits_the_window_and_no_number_wraps(tmp_path, width):
     report.breakdowns = [bd.breakdown(board.scores, m, bd.depths(board.scores.qids), bd.DEPTH) for m in board.measures]
     report_file = tmp_path / "report.html"
     write_report(report, "html", report_file)
-    sync_api = pytest.importorskip("playwright.sync_api", reason="needs Playwright for Python (the test extra)")
+    sync_api = extra("playwright.sync_api", "test")
     with sync_api.sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=["--headless", "--no-sandbox"])
         try:

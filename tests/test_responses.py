@@ -822,6 +822,7 @@ def cone_rag_0_11(tmp_path: Path, runs: dict[str, list]) -> tuple[Path, list[str
 
 @pytest.mark.reference
 @pytest.mark.model
+@pytest.mark.slow
 def test_an_ikat_2025_answer_scores_the_same_in_one_piece_and_in_three(tmp_path, capsys):
     """An answer stating both of turn 0_11's nuggets after "Here is what I found for you.": in
     three pieces, its first alone was scored, 0 where the same answer in one piece scored 1."""
@@ -837,6 +838,7 @@ def test_an_ikat_2025_answer_scores_the_same_in_one_piece_and_in_three(tmp_path,
 
 @pytest.mark.reference
 @pytest.mark.model
+@pytest.mark.slow
 def test_the_citations_of_an_ikat_2025_answer_s_second_piece_count_for_support(tmp_path, capsys):
     bank, nuggets, [run] = cone_rag_0_11(tmp_path, {
         "r": lambda nuggets: [("Here is what I found for you.", []), (nuggets[0], [P0])]})
@@ -850,6 +852,7 @@ def test_the_citations_of_an_ikat_2025_answer_s_second_piece_count_for_support(t
 
 @pytest.mark.reference
 @pytest.mark.model
+@pytest.mark.slow
 def test_an_ikat_2025_answer_over_the_word_limit_scores_as_its_kept_pieces_and_is_said(tmp_path, capsys):
     """The nuggets stated in a 250-word last piece the official validator drops support nothing;
     the note names the turn and how many pieces went."""

@@ -20,9 +20,9 @@ from harness.evaluate import evaluate
 from harness.report.compare import leaderboard
 from harness.topics import load
 from harness.trec import read_run
+from tests.conftest import CHROMIUM, needs_chromium
 
 pytestmark = [pytest.mark.slow, pytest.mark.java]
-CHROMIUM = Path("/usr/bin/chromium")
 TAGS = ["pragmaticqa-val.raw.bm25", "pragmaticqa-val.all_history.bm25"]
 
 
@@ -103,8 +103,7 @@ def test_report_holds_tests_judged_and_depths_in_one_file(report):
 
 
 @pytest.mark.browser
-@pytest.mark.skipif(not CHROMIUM.exists(), reason="needs Debian's chromium at /usr/bin/chromium "
-                    "(apt-get install -y chromium) to render the report headless")
+@needs_chromium
 def test_report_renders_in_headless_chromium(report, tmp_path):
     screenshot = tmp_path / "report.png"
     subprocess.run([str(CHROMIUM), "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",

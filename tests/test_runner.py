@@ -1262,6 +1262,8 @@ def test_topics_without_qrels_are_run_and_written_not_scored_and_said_so(tmp_pat
     assert list(aggregate["run"]) == [PTKB_TAG]
 
 
+@pytest.mark.java  # its BM25 starts the JVM
+@pytest.mark.slow
 def test_a_finished_run_scored_or_not_by_another_config_has_a_json_saying_which_this_config_made_of_it(
         tmp_path, capsys):
     """Qrels and measures are not in the resume key: the run is not ranked again when they

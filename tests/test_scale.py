@@ -42,6 +42,8 @@ def search(matrix: np.ndarray, queries: np.ndarray, k: int, backend: str = "nump
     return exact_search(matrix, queries, k, SEARCH_BACKENDS.get(backend)(matrix), longest=longest_norm(matrix))
 
 
+@pytest.mark.model  # the torch backend imports torch (5 s)
+@pytest.mark.slow
 def test_exact_scores_do_not_depend_on_sharding_or_backend(matrix):
     queries = matrix[[5, 105, 305]] + np.float32(1e-3)
     whole_scores, whole_rows = search(matrix, queries, 50)
@@ -112,6 +114,7 @@ def test_local_shards_give_the_same_passages_and_resume(tmp_path, capsys):
     assert out.read_bytes() == reference.read_bytes()
 
 
+@pytest.mark.slow  # the sentencizer is spaCy's: imports spaCy (5 s)
 def test_changing_the_splitter_redoes_every_shard(tmp_path, capsys):
     out = tmp_path / "p.jsonl"
     base = ["segment", "benchmark:ikat2023:test", "--out", str(out), "--shard-docs", "400", "--processes", "1"]
@@ -456,9 +459,9 @@ def test_a_driver_told_to_send_a_token_it_does_not_have_is_ray_s_one_line(tmp_pa
     import subprocess
     import sys
 
-    from tests.conftest import child_env
+    from tests.conftest import child_env, extra
 
-    pytest.importorskip("ray")
+    extra("ray", "scale")
     env = {name: value for name, value in child_env(RAY_AUTH_MODE="token", HOME=str(tmp_path)).items()
            if name not in ("RAY_AUTH_TOKEN", "RAY_AUTH_TOKEN_PATH")}  # no token but in ~/.ray, here empty
     with socket.socket() as listening:  # answers, so the driver gets as far as ray.init

@@ -26,11 +26,11 @@ from harness.retrieve import SearchQuery, build
 from harness.paths import file_sha256
 from harness.scale.shards import MANIFEST, outputs
 from harness.trec import write_run
-from tests.conftest import (child_env, clueweb22_txt_with_a_repeated_id, clueweb22_txt_with_an_id_in_two_files, ikat_passages,
-                            interruptible, write_clueweb22_txt)
+from tests.conftest import (child_env, clueweb22_txt_with_a_repeated_id, clueweb22_txt_with_an_id_in_two_files, extra,
+                            ikat_passages, interruptible, write_clueweb22_txt)
 
 pytestmark = [pytest.mark.ray, pytest.mark.slow]
-ray = pytest.importorskip("ray")
+ray = extra("ray", "scale")
 REPO = Path(__file__).resolve().parents[1]
 NODE = {"num_cpus": 1, "object_store_memory": 100 * 1024 * 1024}
 # (benchmark corpus, splitter, documents per shard): the reference splitter on iKAT, the fast

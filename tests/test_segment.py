@@ -32,7 +32,9 @@ from harness.corpus.segment import (
     segment_documents,
 )
 from harness.ikat.passages import RebuiltDocument, agreement, rebuilt_documents
-from tests.conftest import interruptible, write_clueweb22_txt
+from tests.conftest import extra, interruptible, write_clueweb22_txt
+
+extra("blingfire", "segment")  # the default splitter, `fast`; spaCy, the reference, is of the same extra
 
 
 @pytest.fixture(scope="module")
@@ -167,17 +169,15 @@ def test_empty_document_has_no_passages(senter):
 
 @pytest.mark.parametrize("name", [pytest.param("sentencizer", marks=pytest.mark.slow), "fast"])  # spaCy: 9 s
 def test_faster_splitters_same_interface(name, pragmaticqa_pages):
-    if name == "fast":
-        pytest.importorskip("blingfire", reason="the fast splitter is BlingFire")
     passages = next(segment_documents(pragmaticqa_pages[:1], get_splitter(name)))
     assert len(passages) > 1 and passages[0].id == f"{pragmaticqa_pages[0].id}:0"
 
 
+@pytest.mark.slow  # the sentencizer is spaCy's: each process imports it (5 s)
 @pytest.mark.parametrize("processes", [1, 2])
 def test_two_passage_streams_alive_at_once_each_split_with_their_own_splitter(processes):
     """A notebook or a program segmenting two corpora at once: the stream started last does not
     change how the other splits (the sentencizer splits at each '.', BlingFire not inside brackets)."""
-    pytest.importorskip("blingfire", reason="the fast splitter is BlingFire")
     documents = [Document(f"d{i}", "One two (three. four) five. six " * 12) for i in range(2 * BATCH_DOCS)]
     streams = {name: iter_passages(iter(documents), name, processes) for name in ("sentencizer", "fast")}
     got: dict[str, list] = {name: [] for name in streams}
@@ -200,6 +200,7 @@ def test_model_folder_as_splitter(senter, pragmaticqa_pages):
     assert list(by_folder) == list(segment_documents(pages, senter))
 
 
+@pytest.mark.slow  # imports spaCy (5 s) to look for the model
 def test_unknown_splitter_fails_before_any_work(tmp_path, pragmaticqa_pages):
     corpus = Corpus("pages", lambda: iter(pragmaticqa_pages))
     with pytest.raises(HarnessError, match="unknown sentence splitter 'nope'"):

@@ -19,7 +19,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-pytest.importorskip("fastapi", reason="the serve extra is not installed (pip install -e '.[serve]')")
+from tests.conftest import extra
+
+extra("fastapi", "serve")
 
 from fastapi.testclient import TestClient  # noqa: E402
 

@@ -5,24 +5,21 @@ the board fill. Screenshots go to /tmp/harness-serve-*.png for a person to look 
 from __future__ import annotations
 
 import time
-from pathlib import Path
 
 import pytest
 
-pytest.importorskip("fastapi", reason="the serve extra is not installed (pip install -e '.[serve]')")
-sync_api = pytest.importorskip("playwright.sync_api", reason="needs Playwright for Python (the test extra)")
+from tests.conftest import CHROMIUM, extra, needs_chromium
+
+extra("fastapi", "serve")
+sync_api = extra("playwright.sync_api", "test")
 
 from tests.serve_support import (  # noqa: E402
     TASK, ServerProcess, ikat_run, submit_concurrently, team_token, trec_run, Upload, write_config,
 )
 
-CHROMIUM = Path("/usr/bin/chromium")
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
         "--disable-component-update", "--disable-sync"]
-pytestmark = [
-    pytest.mark.browser, pytest.mark.server, pytest.mark.slow,
-    pytest.mark.skipif(not CHROMIUM.exists(), reason="needs Debian's chromium at /usr/bin/chromium (apt-get install -y chromium)"),
-]
+pytestmark = [pytest.mark.browser, pytest.mark.server, pytest.mark.slow, needs_chromium]
 
 
 def test_a_team_logs_in_submits_sees_errors_inline_and_the_board_update(tmp_path):

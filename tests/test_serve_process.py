@@ -16,7 +16,9 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-pytest.importorskip("fastapi", reason="the serve extra is not installed (pip install -e '.[serve]')")
+from tests.conftest import extra
+
+extra("fastapi", "serve")
 
 from sqlalchemy import create_engine, func, select  # noqa: E402
 
