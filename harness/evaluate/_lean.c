@@ -815,7 +815,7 @@ static int read_run(scoring *s, const char *path, off_t start, off_t end_at, int
         finish_group(s, s->entries, s->used);
     } else {  /* whole: every query's documents, grouped */
         sort_ids = s->ids;
-        qsort(s->entries, s->used, sizeof(entry), rank_order);
+        if (s->used) qsort(s->entries, s->used, sizeof(entry), rank_order);
         size_t start = 0;
         for (size_t k = 1; k <= s->used && !s->failed; k++)
             if (k == s->used || s->entries[k].group != s->entries[start].group) {
@@ -971,8 +971,10 @@ static int merged(scoring *into, scoring *from) {
         into->top_first[n] = (int64_t)into->top_entries;
         into->top_at[n] = (int64_t)into->top_used;
         into->top_count[n] = from->top_count[n];
-        memcpy(into->top_ids + into->top_used, from->top_ids + from->top_at[n], bytes);
-        memcpy(into->top_lengths + into->top_entries, from->top_lengths + first, from->top_count[n] * sizeof(uint32_t));
+        if (bytes) memcpy(into->top_ids + into->top_used, from->top_ids + from->top_at[n], bytes);
+        if (from->top_count[n])
+            memcpy(into->top_lengths + into->top_entries, from->top_lengths + first,
+                   from->top_count[n] * sizeof(uint32_t));
         into->top_used += bytes;
         into->top_entries += from->top_count[n];
     }
@@ -1026,7 +1028,7 @@ static void score_run(scoring *s, const char *path, int threads) {
         read_run(s, path, 0, -1, 0);
     }
     if (!s->lines && !s->failed) s->failed = 1;  /* empty: the exact reader says so */
-    if (!s->failed) qsort(s->unjudged, s->unjudged_count, sizeof(span), unjudged_order);
+    if (!s->failed && s->unjudged_count) qsort(s->unjudged, s->unjudged_count, sizeof(span), unjudged_order);
 }
 
 static PyObject *evaluate(PyObject *module, PyObject *args) {
