@@ -987,6 +987,34 @@ def test_a_function_with_no_source_to_read_is_never_resumed(tmp_path):
            "read" in done.stderr
 
 
+def test_two_objects_of_one_script_handed_over_in_turn_under_one_name_are_each_run(tmp_path):
+    """The script's file keys both, so which object it is keys it too: two functions, two lambdas, two methods of one
+    object, two classes' objects of one repr: each second one reused the first's run."""
+    (tmp_path / "two.py").write_text(
+        "import harness\n"
+        f"config = {{'k': 20, 'output': {str(tmp_path / 'runs')!r}, "
+        f"'experiments': [{_experiment(['raw'], ['mine'])!r}]}}\n"
+        "def first(query, k):\n    return [('a', 2.0), ('b', 1.0)]\n"
+        "def second(query, k):\n    return [('b', 2.0), ('a', 1.0)]\n"
+        "class Ranker:\n"
+        "    def first(self, query, k):\n        return [('a', 2.0), ('b', 1.0)]\n"
+        "    def second(self, query, k):\n        return [('b', 2.0), ('a', 1.0)]\n"
+        "class First:\n    def __repr__(self):\n        return 'Ranker()'\n"
+        "    def __call__(self, query, k):\n        return [('a', 2.0), ('b', 1.0)]\n"
+        "class Second(First):\n    def __call__(self, query, k):\n        return [('b', 2.0), ('a', 1.0)]\n"
+        "def first_of():\n    return open('runs/ikat2023-test.raw.mine.run').readline().split()[2]\n"
+        "for pair in ((first, second), (lambda query, k: [('a', 2.0), ('b', 1.0)],\n"
+        "                               lambda query, k: [('b', 2.0), ('a', 1.0)]),\n"
+        "             (Ranker().first, Ranker().second), (First(), Second())):\n"
+        "    for search in pair:\n"
+        "        harness.run(config, retrievers={'mine': search}, quiet=True)\n"
+        "        print(first_of())\n", encoding="utf-8")
+    done = subprocess.run([sys.executable, "two.py"], cwd=tmp_path, env=child_env(), capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["a", "b"] * 4
+
+
 def test_a_bound_methods_origin_is_its_objects_attributes_too():
     """`Mine(reverse=True).search` handed as a search function keys as its object does."""
     from harness.registry import object_origin

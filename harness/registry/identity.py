@@ -149,6 +149,23 @@ def object_origin(obj: Any, by_name: bool = False, own: bool | None = None) -> O
             **settings}
 
 
+def which_object(obj: Any) -> Origin:
+    """Which object of its module a plug-in handed to the Python API is, which its module's file
+    (`object_origin`) does not say: the qualified name of its code (a function, a class, a bound
+    method's `Searcher.search`, a partial's function, an object's class) and, for a function of
+    a module with a file, its first line (two lambdas of one file are both `<lambda>`; the line
+    moves only with an edit of the file, which keys it already). Without them, two functions of
+    one script handed over in turn under one name keyed alike, and the second reused the first's
+    runs. One loaded by name needs none: its spec or entry point names it."""
+    target = _code(obj)
+    function = target.__func__ if inspect.ismethod(target) else target
+    found: Origin = {"qualname": getattr(function, "__qualname__", None)}
+    file = getattr(inspect.getmodule(function), "__file__", None)
+    if inspect.isfunction(function) and file and Path(file).is_file():
+        found["line"] = function.__code__.co_firstlineno
+    return found
+
+
 def _built_in(module: types.ModuleType, obj: Any) -> Origin:
     """The module a `python:` spec names, where it built the object (an instance, a partial, a
     bound method's instance) from code another module holds: `engine = Engine(model="x")` in

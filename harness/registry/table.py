@@ -45,7 +45,7 @@ from typing import Any, Generic, TypeVar
 
 from harness.errors import HarnessError, nearest
 from harness.registry.identity import (NOT_RESUMED, Origin, _built_in, _imported_elsewhere, _never_resumed, _still_held,
-                                       object_origin)
+                                       object_origin, which_object)
 from harness.registry.params import (Declaration, Params, _check_takes, _defaults, _names_itself, _same, as_declared,
                                      declared, summary_of)
 from harness.registry.plugins import _distribution, _failure, _note_plugin_package, _of_another_package
@@ -266,14 +266,15 @@ class Registry(Generic[T]):
     @contextmanager
     def using(self, objects: Mapping[str, Any]) -> Iterator[None]:
         """Within the block, these objects answer to their names (before any registered item),
-        each adapted and checked as a plug-in; nothing outside the block sees them. Each call of
-        the Python API enters one (a new `_call`, see `origin`)."""
+        each adapted and checked as a plug-in, and keyed by which object of its module it is too
+        (`which_object`); nothing outside the block sees them. Each call of the Python API enters
+        one (a new `_call`, see `origin`)."""
         self._load()
         self._call += 1
         adopted = {}
         for name, obj in objects.items():
             item = self._adopt(name, obj)
-            adopted[name] = (item, object_origin(obj), self._declared(name, obj, item))
+            adopted[name] = (item, {**object_origin(obj), **which_object(obj)}, self._declared(name, obj, item))
         token = self._using.set({**self._using.get(), **adopted})
         try:
             yield
