@@ -8,6 +8,8 @@ import itertools
 import json
 import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -18,7 +20,7 @@ from harness.corpus import Corpus, Document, find_texts, unique_ids
 from harness.corpus.readers import CORPUS_FORMATS, open_corpus
 from harness.errors import HarnessError, InputError
 from harness.paths import data_root
-from tests.conftest import write_clueweb22_txt
+from tests.conftest import child_env, write_clueweb22_txt
 
 IKAT_PASSAGES = data_root() / "ikat" / "2023" / "data" / "2023_test_topics_psg_text.jsonl"
 
@@ -182,6 +184,27 @@ def test_trec_unclosed_doc_names_line(tmp_path, ikat_documents):
     start = text[: text.rindex("<DOC>")].count("\n") + 1
     with pytest.raises(InputError, match=rf"cut\.trecweb:{start}: <DOC> is never closed"):
         list(open_corpus(str(path)).documents())
+
+
+@pytest.mark.parametrize("body, read", [
+    ("<TEXT>\n" + "a <script x " * 60_000 + "\n</TEXT>", "d1 'a'"),
+    ("a < b " * 150_000, "d1 " + repr(" ".join(("a < b " * 150_000).split()))),
+    ("x <TITLE> <DOCHDR> " * 60_000, "d1 " + repr(" ".join(["x"] * 60_000))),
+    ("<DOCNO>" + " " * 20_000 + "d2\n", "d1 'd2'"),  # an unclosed <DOCNO> is text, then spaces
+], ids=["unclosed script openers", "tag openers never closed", "unclosed title and header", "unclosed docno"])
+def test_a_trec_document_of_broken_markup_is_read_in_linear_time(tmp_path, body, read):
+    """Each opener with no closer (a truncated page, a script writing `<script`) was looked for one up to the end
+    of the document: a 240 KB document took a minute, these (up to 900 KB) many minutes; read in a child, which
+    fails the test if not done in a time no linear reading comes near."""
+    path = tmp_path / "broken.trec"
+    path.write_text(f"<DOC>\n<DOCNO>d1</DOCNO>\n{body}\n</DOC>\n", encoding="utf-8")
+    code = ("import sys\nfrom harness.corpus.readers import open_corpus\nfrom harness.errors import HarnessError\n"
+            "try:\n    print(*(f'{d.id} {d.contents!r}' for d in open_corpus(sys.argv[1]).documents()))\n"
+            "except HarnessError as error:\n    print(error)\n")
+    done = subprocess.run([sys.executable, "-c", code, f"trec:{path}"], env=child_env(), capture_output=True,
+                          text=True, timeout=30)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.rstrip("\n").endswith(read)
 
 
 def test_ir_datasets_corpus_offline():

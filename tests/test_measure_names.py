@@ -9,12 +9,13 @@ from __future__ import annotations
 import json
 import random
 import subprocess
+import sys
 
 import pytest
 
 from harness.cli import main
 from harness.trec import qrels_text
-from tests.conftest import CAST2021_DOC_RUNS, CAST2021_QRELS
+from tests.conftest import CAST2021_DOC_RUNS, CAST2021_QRELS, child_env
 
 RUN = str(CAST2021_DOC_RUNS[0])
 
@@ -85,6 +86,19 @@ def test_a_comma_separated_list_of_measures_is_told_one_measure_per_argument(cap
     assert main(["eval", "--qrels", str(CAST2021_QRELS), RUN, "--measures", written]) == 2
     assert capsys.readouterr().err == (f"harness eval: error: cannot read measure {written!r}: one measure per "
                                        f"argument, not a comma-separated list: give {give}\n")
+
+
+@pytest.mark.parametrize("written, parts", [
+    ("'nDCG@3,RR' + ' ' * 400_000 + 'x'", "['nDCG@3', 'RR' + ' ' * 400_000 + 'x']"),
+    ("'nDCG@3' + ',' * 200_000", "['nDCG@3']"),
+], ids=["spaces", "commas"])
+def test_a_measure_list_is_cut_in_linear_time(written, parts):
+    """A long run of spaces, or of commas, each looked at from each of its characters to the end, took minutes;
+    cut in a child, which fails the test if not done in a time no linear cutting comes near."""
+    code = f"from harness.evaluate.names import listed_measures\nprint(listed_measures({written}) == {parts})\n"
+    done = subprocess.run([sys.executable, "-c", code], env=child_env(), capture_output=True, text=True, timeout=30)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "True\n"
 
 
 def test_parameters_inside_parentheses_are_not_a_list(capsys):

@@ -240,32 +240,68 @@ CORPUS_FORMATS.add(
 
 # -- TREC text / TREC web ------------------------------------------------------------------
 
-_DOCNO = re.compile(r"<DOCNO>\s*(.*?)\s*</DOCNO>", re.S | re.I)
-_DOCHDR = re.compile(r"<DOCHDR>.*?</DOCHDR>", re.S | re.I)
-_TITLE = re.compile(r"<TITLE>(.*?)</TITLE>", re.S | re.I)
-_INVISIBLE = re.compile(r"<(script|style)\b.*?</\1\s*>", re.S | re.I)
+# Each element is found by its opener, then the first closer after it, as `OPENER.*?CLOSER` (re.S | re.I) finds
+# it, but in linear time (`_elements`): the pattern scans to the document's end for each opener with no closer.
+_DOCNO = re.compile(r"<(DOCNO)>", re.I), {"docno": re.compile(r"</DOCNO>", re.I)}
+_DOCHDR = re.compile(r"<(DOCHDR)>", re.I), {"dochdr": re.compile(r"</DOCHDR>", re.I)}
+_TITLE = re.compile(r"<(TITLE)>", re.I), {"title": re.compile(r"</TITLE>", re.I)}
+_INVISIBLE = re.compile(r"<(script|style)\b", re.I), {name: re.compile(rf"</{name}\s*>", re.I)
+                                                      for name in ("script", "style")}
 _TAG = re.compile(r"<[^>]*>")
 _SPACE = re.compile(r"\s+")
 
 
+def _elements(text: str, opener: re.Pattern[str], closers: dict[str, re.Pattern[str]]
+              ) -> Iterator[tuple[int, int, int, int]]:
+    """The start and end of each element of `text`, and of the text inside it: an `opener`, then the first
+    closer after it of the name its group matched (lower-cased), each after the one before. An opener with no
+    closer after it is left as text, and so is every later one of its name (no closer follows them either),
+    which a pattern's `.*?` scanned to the end of the text for again, each: a 240 KB document of unclosed
+    `<script` openers took a minute."""
+    unclosed: set[str] = set()
+    position = 0
+    while (opened := opener.search(text, position)) is not None:
+        name = opened.group(1).lower()
+        closed = None if name in unclosed else closers[name].search(text, opened.end())
+        if closed is None:
+            unclosed.add(name)
+            position = opened.start() + 1
+            continue
+        yield opened.start(), closed.end(), opened.end(), closed.start()
+        position = closed.end()
+
+
+def _without(text: str, element: tuple[re.Pattern[str], dict[str, re.Pattern[str]]]) -> str:
+    """`text` with each `element` (`_elements`) replaced by a space."""
+    parts, kept = [], 0
+    for start, end, _, _ in _elements(text, *element):
+        parts += [text[kept:start], " "]
+        kept = end
+    return "".join(parts) + text[kept:]
+
+
 def _visible_text(markup: str) -> str:
-    """Text of a TREC/HTML fragment: tags and scripts dropped, entities decoded."""
-    text = _TAG.sub(" ", _INVISIBLE.sub(" ", markup))
+    """Text of a TREC/HTML fragment: tags and scripts dropped, entities decoded. Tags end by the
+    text's last `>`: after it, each `<` would scan to the end again for one (quadratic)."""
+    text = _without(markup, _INVISIBLE)
+    last = text.rfind(">") + 1
+    text = _TAG.sub(" ", text[:last]) + text[last:]
     return _SPACE.sub(" ", html.unescape(text)).strip()
 
 
 def _trec_document(path: Path, start_line: int, block: str) -> Document:
-    docnos = _DOCNO.findall(block)
+    docnos = [block[start:end].strip() for _, _, start, end in _elements(block, *_DOCNO)]
     if len(docnos) != 1 or not docnos[0]:
         raise InputError(path, f"expected one non-empty <DOCNO> in the <DOC>, found {len(docnos)}", line=start_line)
-    body = _DOCHDR.sub(" ", _DOCNO.sub(" ", block))
-    title = _TITLE.search(body)
-    if title:
-        body = body[: title.start()] + " " + body[title.end() :]
+    body = _without(_without(block, _DOCNO), _DOCHDR)
+    found = next(_elements(body, *_TITLE), None)  # the first
+    title = None if found is None else body[found[2]:found[3]]
+    if found is not None:
+        body = body[: found[0]] + " " + body[found[1] :]
     return Document(
         id=docnos[0],
         contents=_visible_text(body),
-        title=_visible_text(title.group(1)) or None if title else None,
+        title=_visible_text(title) or None if title is not None else None,
     )
 
 
