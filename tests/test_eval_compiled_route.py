@@ -6,6 +6,7 @@ in tests/test_trec_eval_differential.py."""
 from __future__ import annotations
 
 import gzip
+import os
 import random
 import subprocess
 import sys
@@ -35,12 +36,12 @@ def qrels_lines() -> list[str]:
     return lines
 
 
-def run_lines(seed: int = 7) -> list[str]:
+def run_lines(seed: int = 7, queries: list[str] = QUERIES[:3]) -> list[str]:
     """A run over them: judged and unjudged documents, scores of one decimal (many ties, in no
     order), a repeated document lower down, three of the four queries and one the qrels lack."""
     rng = random.Random(seed)
     lines = []
-    for qid in [*QUERIES[:3], "99_1"]:
+    for qid in [*queries, "99_1"]:
         judged = sorted(CAST2019.get(qid, {}))
         docids = rng.sample(judged, min(len(judged), 25)) + [f"MARCO_{rng.randrange(10**6)}" for _ in range(25)]
         rng.shuffle(docids)
@@ -111,6 +112,8 @@ CASES = {
                                                               "compiled"),
     "some top ids judged only in another case, which the numpy route's warning looks for in every query's top "
     "rows: numpy": (qrels_lines(), other_case(run_lines(), every=3), [], "numpy"),
+    "queries written out of qid order, the docid warning's examples the run's first query's: compiled": (
+        qrels_lines(), other_collection(run_lines(queries=QUERIES[::-1])), [], "compiled"),
 }
 
 
@@ -152,6 +155,34 @@ def test_a_compressed_run_is_left_to_the_numpy_route(tmp_path):
     path = tmp_path / "r.txt.gz"
     path.write_bytes(gzip.compress("".join(run_lines()).encode()))
     assert lean.lean_scores(written(tmp_path, "q.txt", qrels_lines()), [str(path)], DEFAULT_MEASURES, None,
+                            False) is None
+
+
+def test_plain_text_named_as_compressed_is_left_to_the_numpy_route_which_refuses_it(tmp_path, capsys, monkeypatch):
+    argv = ["eval", "--qrels", written(tmp_path, "q.txt", qrels_lines()), "--run",
+            written(tmp_path, "r.txt.gz", run_lines())]
+    assert lean.lean_scores(argv[2], [argv[4]], DEFAULT_MEASURES, None, False) is None
+    compiled = outputs(argv, capsys)
+    monkeypatch.setattr(lean, "compiled", lambda: None)
+    assert compiled == outputs(argv, capsys) and compiled[0] == 2
+
+
+def test_a_depth_no_c_long_holds_is_one_line_before_either_route(tmp_path, capsys, monkeypatch):
+    argv = ["eval", "--qrels", written(tmp_path, "q.txt", qrels_lines()), "--run",
+            written(tmp_path, "r.txt", run_lines()), "--depth", str(2**63)]
+    compiled = outputs(argv, capsys)
+    monkeypatch.setattr(lean, "compiled", lambda: None)
+    assert compiled == outputs(argv, capsys)
+    assert compiled[0] == 2 and compiled[2].startswith(
+        f"harness eval: error: --depth must be at most {2**63 - 1} documents (trec_eval reads -M as a C long), "
+        f"not {2**63} ")
+
+
+def test_a_run_from_a_pipe_is_left_to_the_numpy_route(tmp_path):
+    """A pipe is read once: a run writing a query in two places could not be read again, whole."""
+    fifo = tmp_path / "run.fifo"
+    os.mkfifo(fifo)
+    assert lean.lean_scores(written(tmp_path, "q.txt", qrels_lines()), [str(fifo)], DEFAULT_MEASURES, None,
                             False) is None
 
 

@@ -501,6 +501,9 @@ typedef struct {
     char *seen;         /* per judged query: its documents came already */
     long duplicates, judged_top, shown_top, other_case;
     size_t lines;
+    /* the judged queries in the order the run first writes them (the numpy route's order of its rankings,
+     * which the docid warning's examples follow) */
+    int32_t *order; size_t ordered; char *appeared;
     /* each scored query's top 10 ids, for the docid warning (coverage.docid_warning), by query number: its
      * first in `top_lengths`, its first byte in `top_ids`, how many (0: not scored) */
     int64_t *top_first, *top_at; uint8_t *top_count;
@@ -790,6 +793,10 @@ static int read_run(scoring *s, const char *path, off_t start, off_t end_at, int
                     if (again) { free(block); free(unjudged_seen); close(fd); return 0; }
                 }
                 current = group;
+                if (group >= 0 && !s->appeared[group]) {
+                    s->appeared[group] = 1;
+                    s->order[s->ordered++] = group;
+                }
             }
             if (!grow((void **)&s->entries, &s->capacity, s->used + 1, sizeof(entry))
                 || !grow((void **)&s->ids, &s->ids_capacity, s->ids_used + f[2].n, 1)) { s->failed = 2; break; }
@@ -834,6 +841,8 @@ static void reset(scoring *s) {
     s->used = s->ids_used = 0;
     s->duplicates = s->judged_top = s->shown_top = s->other_case = 0;
     s->lines = 0;
+    s->ordered = 0;
+    memset(s->appeared, 0, (size_t)s->qrels->queries);
     s->top_used = s->top_entries = 0;
     memset(s->top_count, 0, (size_t)s->qrels->queries);
     for (size_t k = 0; k < s->unjudged_count; k++) free((void *)s->unjudged[k].s);
@@ -855,15 +864,18 @@ static void release(scoring *s) {
     free(s->ranks);
     free(s->top_first);
     free(s->top_at);
+    free(s->order);
+    free(s->appeared);
     free(s->top_count);
     free(s->top_ids);
     free(s->top_lengths);
 }
 
-/* {qid: its top 10 ids in trec_eval's order} of the scored queries, in qid order */
+/* {qid: its top 10 ids in trec_eval's order} of the scored queries, in the order the run first writes them */
 static PyObject *top_ids(const scoring *s) {
     PyObject *tops = PyDict_New();
-    for (Py_ssize_t n = 0; tops && n < s->qrels->queries; n++) {
+    for (size_t k = 0; tops && k < s->ordered; k++) {
+        int32_t n = s->order[k];
         if (!s->top_count[n]) continue;
         size_t at = (size_t)s->top_at[n], first = (size_t)s->top_first[n];
         PyObject *ids = PyList_New(s->top_count[n]);
@@ -895,7 +907,10 @@ static int start_scoring(scoring *s, const Qrels *qrels, const measure *measures
     s->top_first = calloc(queries + 1, sizeof(int64_t));
     s->top_at = calloc(queries + 1, sizeof(int64_t));
     s->top_count = calloc(queries + 1, 1);
-    return s->values && s->evaluated && s->seen && s->top_first && s->top_at && s->top_count;
+    s->order = calloc(queries + 1, sizeof(int32_t));
+    s->appeared = calloc(queries + 1, 1);
+    return s->values && s->evaluated && s->seen && s->top_first && s->top_at && s->top_count && s->order
+           && s->appeared;
 }
 
 /* ---- one run on all cores: parts of the file, each a whole number of queries ----------------- */
@@ -978,6 +993,11 @@ static int merged(scoring *into, scoring *from) {
         into->top_used += bytes;
         into->top_entries += from->top_count[n];
     }
+    for (size_t k = 0; k < from->ordered; k++)  /* the parts in file order: a part's queries after the one's before */
+        if (!into->appeared[from->order[k]]) {
+            into->appeared[from->order[k]] = 1;
+            into->order[into->ordered++] = from->order[k];
+        }
     into->duplicates += from->duplicates;
     into->judged_top += from->judged_top;
     into->shown_top += from->shown_top;

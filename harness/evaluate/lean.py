@@ -6,10 +6,10 @@ those libraries' own code) and is faster. The numbers are the same: each family 
 as harness.evaluate.ranked computes it, and both routes are held to the trec_eval binary
 (tests/test_trec_eval_differential.py). The route is taken only where it gives exactly what the
 numpy route gives; `lean_scores` answers None, and the numpy route scores the whole command,
-where the module was not compiled (no C compiler at install), a file is outside the common
-form (a comment, a tab, a compressed file, an error to name), a measure is one it does not
-compute, or a run's top 10s hold ids judged only in another case, which the numpy route's docid
-warning looks for among every query's top rows.
+where the module was not compiled (no C compiler at install), a file is not a regular file (a
+pipe) or is outside the common form (a comment, a tab, a compressed file, an error to name), a
+measure is one it does not compute, or a run's top 10s hold ids judged only in another case,
+which the numpy route's docid warning looks for among every query's top rows.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from pathlib import Path
 from types import ModuleType
 
 from harness.compute.engines import usable_cores
-from harness.errors import FLAGS, HarnessError
+from harness.errors import COMPRESSED, FLAGS, HarnessError
 from harness.evaluate import Evaluation, _check_scorable, added_in_order, qrels_name
 from harness.evaluate.coverage import RARELY, docid_warning, may_warn
 from harness.evaluate.measures import family, parse_measures
@@ -86,7 +86,7 @@ def lean_scores(qrels: str, files: Sequence[str], measures: Sequence[str], depth
     route; None where the numpy route must (see the module's docstring). Nothing is said here:
     the caller says the notes once it knows which route scored."""
     module = compiled()
-    if module is None or not Path(qrels).is_file():
+    if module is None or not all(_plain_file(path) for path in [qrels, *files]):
         return None
     try:
         parsed = parse_measures(list(measures), announce=False)
@@ -138,6 +138,13 @@ def _docid_warning(qrels: LeanQrels, name: str, judged: int, shown: int, tops: d
     if not may_warn(judged, shown) or judged >= RARELY * shown:
         return None
     return docid_warning(name, tops, qrels.judgments, qrels_name(qrels), FLAGS)
+
+
+def _plain_file(path: str | Path) -> bool:
+    """Whether the compiled route may read `path`: a regular file (a pipe, read once, could not be read
+    again when a run writes a query in two places), not named as compressed (the numpy route reads
+    or refuses a `.gz` by its suffix)."""
+    return Path(path).is_file() and not str(path).endswith(COMPRESSED)
 
 
 def computes(measure) -> bool:

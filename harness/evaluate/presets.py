@@ -174,9 +174,14 @@ def measure_settings(measures: str | Sequence[str] | None, preset: str | None, d
     return measures, depth, separator
 
 
+DEPTH_LIMIT = 2**63 - 1  # a C long, as trec_eval reads -M: numpy and the compiled route count in 64 bits
+
+
 def depth_problem(depth: object) -> str | None:
     """Why `depth` cannot be trec_eval's -M, worded to follow the setting's name (--depth, depth=,
     a preset's depth); None when it can."""
+    if isinstance(depth, Integral) and not isinstance(depth, bool) and depth > DEPTH_LIMIT:
+        return f"must be at most {DEPTH_LIMIT} documents (trec_eval reads -M as a C long), not {depth!r}"
     if isinstance(depth, Integral) and not isinstance(depth, bool) and depth >= 1:
         return None
     return f"must be a positive number of documents, not {depth!r}"
