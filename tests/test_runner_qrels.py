@@ -159,6 +159,38 @@ def test_a_qrels_files_sha256_is_recorded_beside_the_judgments_hash_to_check_a_c
     assert judged["qrels_file_sha256"] != scores["qrels_file_sha256"] == hashlib.sha256(qrels.read_bytes()).hexdigest()
 
 
+def test_a_qrels_file_is_read_once_per_version_however_many_runs_score_on_it(tmp_path, monkeypatch):
+    """Each run's preparation named the copy by the file's sha256, and each run's JSON recorded
+    the copy's: the same bytes read twice a run. Once per process now, until the file is edited."""
+    import hashlib
+
+    from harness import paths
+    from harness.runner import runner
+
+    monkeypatch.setattr(paths, "SETTLED_NS", 0)  # a file just written is trusted by its version at once
+    read = []
+
+    def counted(path):
+        if Path(path).suffix != ".run":  # (a finished run's file is hashed to know it unedited)
+            read.append(Path(path).name)
+        return paths.file_sha256(path)
+
+    monkeypatch.setattr(runner, "file_sha256", counted)
+    qrels = tmp_path / "mine.txt"
+    config = _config(tmp_path, {"qrels": str(qrels), "strategies": ["raw", "hqe"]})
+    for text, edited in (("1_1 0 d2 1\n", True), ("1_1 0 d2 1\n", False), ("1_1 0 d1 1\n1_1 0 d2 1\n", True)):
+        if edited:
+            qrels.write_text(text, encoding="utf-8")
+        read.clear()
+        assert _run(config) == 0
+        digest = hashlib.sha256(text.encode()).hexdigest()
+        copy = f"mine-{digest[:12]}.txt"
+        assert read == (["mine.txt", copy] if edited else [])
+        for tag in ("pragmaticqa-val.raw.ranked", "pragmaticqa-val.hqe.ranked"):
+            scores = json.loads((tmp_path / "runs" / f"{tag}.json").read_text(encoding="utf-8"))["scores"]
+            assert (Path(scores["qrels_file"]).name, scores["qrels_file_sha256"]) == (copy, digest)
+
+
 def test_a_dry_run_writes_no_qrels(tmp_path, capsys):
     assert _run(_config(tmp_path, {}), "--dry-run") == 0
     assert not (tmp_path / "runs" / "qrels").exists()

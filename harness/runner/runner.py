@@ -16,6 +16,7 @@ waits for it, says so in one line, and then skips the runs it finished.
 
 from __future__ import annotations
 
+import functools
 import gc
 import hashlib
 import json
@@ -42,7 +43,7 @@ from harness.queries import inputs as strategy_inputs
 from harness.queries.llm import endpoints as llm_endpoints
 from harness.retrieve import RETRIEVERS, Retriever, SearchQuery, build, shared_retrievers
 from harness.retrieve.specs import retriever_specs
-from harness.paths import file_in, file_sha256, folder_version
+from harness.paths import file_in, file_sha256, file_version, folder_version, settled
 from harness.progress import progress_bar
 from harness.runner import provenance
 from harness.runner.config import Config, ConfigError, Experiment, RunSpec, shallow_measures
@@ -198,12 +199,27 @@ def qrels_copy(path: Path, folder: Path) -> Path:
     stem = file_stem(path)
     rest = path.name[len(stem):]  # its suffixes, a compressed file's both (.qrels.gz), as the readers take them
     safe = _UNSAFE_IN_FILE_NAME.sub("-", stem).strip("-.") or "qrels"
-    name = f"{safe}-{file_sha256(path)[:12]}{_UNSAFE_IN_FILE_NAME.sub('-', rest)}"
+    name = f"{safe}-{_qrels_sha256(path)[:12]}{_UNSAFE_IN_FILE_NAME.sub('-', rest)}"
     copy = file_in(folder, name)
     if not copy.is_file():
         with open(path, "rb") as source, atomic_write(copy, "wb") as handle:
             shutil.copyfileobj(source, handle)
     return copy
+
+
+def _qrels_sha256(path: Path) -> str:
+    """A qrels file's sha256 (file_sha256), read once per process per version of the file
+    (paths.file_version: an edited or replaced file is read again): each run's preparation
+    named its copy by it and each run's JSON recorded its copy's, two or three reads of the same
+    bytes a run. A file changed too recently for its version to vouch for its bytes
+    (paths.settled) is read each time."""
+    version = file_version(path)
+    return _settled_sha256(str(path), tuple(version)) if settled(version) else file_sha256(path)
+
+
+@functools.lru_cache(maxsize=64)
+def _settled_sha256(path: str, version: tuple[int, ...]) -> str:
+    return file_sha256(path)
 
 
 def concatenate(corpora: list[Corpus]) -> Corpus:
@@ -525,7 +541,7 @@ def _qrels_file(prepared: Prepared) -> dict[str, str | None]:
     (`scores.for.qrels` hashes the judgments, not the file's bytes)."""
     path, source = prepared.qrels_file, prepared.qrels.path if prepared.qrels is not None else None
     return {"qrels_file": str(path) if path is not None else None,
-            "qrels_file_sha256": file_sha256(path) if path is not None else None,
+            "qrels_file_sha256": _qrels_sha256(path) if path is not None else None,
             **({"qrels_copied_from": str(source)} if source is not None and source != path else {})}
 
 
