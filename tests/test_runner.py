@@ -434,6 +434,22 @@ def test_a_dry_run_with_force_lists_the_finished_runs_force_would_redo(tmp_path,
     assert [line.rsplit("\t", 1)[1] for line in capsys.readouterr().out.splitlines()[1:]] == ["finished"] * 2
 
 
+def test_a_dry_run_selects_the_runs_once(tmp_path, monkeypatch, capsys):
+    """Its errors said before where the runs go, the runs it lists are the ones that selection took."""
+    from harness.retrieve import RETRIEVERS
+    from harness.runner.config import Config
+
+    selections, select = [], Config.selected
+    monkeypatch.setattr(Config, "selected", lambda config, only=(): selections.append(list(only)) or
+                        select(config, only))
+    answer = lambda query, k: [("d1", 2.0)]  # noqa: E731
+    with RETRIEVERS.using({"ranked": answer, "other": answer}):
+        config = _raw_pragmaticqa(tmp_path, ["ranked", "other"])
+        assert main(["run", str(config), "--dry-run", "--only", "pragmaticqa-val.raw.other"]) == 0
+    assert selections == [["pragmaticqa-val.raw.other"]]
+    assert capsys.readouterr().out.splitlines()[1:] == ["pragmaticqa-val.raw.other\t1526 queries\t1480 judged\tto run"]
+
+
 def test_default_ikat_pool_is_the_894_shipped_provenance_passages():
     """The small-scale iKAT 2023 experiment searches both topic splits' provenance passages."""
     from harness.paths import REPO_ROOT

@@ -58,9 +58,9 @@ def run(args: argparse.Namespace) -> int:
             raise
         raise ConfigError(args.config, "output", str(error)) from None
     if args.dry_run:
-        config.selected(args.only)  # (an unknown --only, or an extra missing: said before where the runs go)
+        runs = config.selected(args.only)  # (an unknown --only, or an extra missing: said before where the runs go)
         print(destination(config.output))
-        for prepared, (finished, why) in plan(config, only=args.only):
+        for prepared, (finished, why) in plan(config, runs):
             state = ("finished, forced: to run" if args.force else "finished") if finished else (
                 f"to run ({why})" if why else "to run")
             judged = f"{prepared.judged()} judged" if prepared.qrels is not None else "not scored"

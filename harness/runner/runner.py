@@ -830,12 +830,12 @@ def _whose(reasons: Mapping[str, str]) -> str:
     return "; ".join(f"{what}: {why}" for what, why in reasons.items())
 
 
-def plan(config: Config, *, only: Iterable[str] = (),
+def plan(config: Config, runs: list[RunSpec], *,
          log: TextIO | None = None) -> list[tuple[Prepared, tuple[bool, str | None]]]:
-    """Dry run: every selected run with its inputs loaded and hashed, and whether it is finished
-    (`finished`: and why not, when only its run file was edited)."""
+    """Dry run: each of `runs` (Config.selected's, taken by the caller: its errors are said before
+    the rest) with its inputs loaded and hashed, and whether it is finished (`finished`: and why
+    not, when only its run file was edited)."""
     workspace, say = Workspace(), saying(log or sys.stderr)
-    runs = config.selected(only)
     warn_shallow(runs, say)
     warn_never_resumed(runs, say)
     with shared_retrievers(), llm_endpoints(config.llm):
