@@ -21,6 +21,7 @@ import re
 import shutil
 import stat
 import sys
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -225,6 +226,29 @@ def temp_folder(target: Path, doing: str, log=None) -> Iterator[Path]:
             yield folder
         finally:
             shutil.rmtree(folder, ignore_errors=True)
+
+
+def build_once(target: Path, doing: str, finished: Callable[[], T | None],
+               build: Callable[[Path], tuple[Path | None, T]]) -> tuple[T, float | None]:
+    """A folder (an index, an export, a cache entry) built once however many processes want it:
+    what `finished()` finds at `target`, else, holding its lock (temp_folder: a second process
+    says 'another harness process is {doing}' and waits), what it finds once the build it waited
+    for is done, else what `build(folder)` makes in a new build folder, and the folder it names
+    (that one or one inside it; None: nothing to keep) renamed to `target`, an old one (an index
+    --force rebuilds, another commit's export, a partial entry of an earlier version) removed only
+    then. With it, when the build began, its wait over (progress.say_made); None where found."""
+    if (found := finished()) is not None:
+        return found, None
+    with temp_folder(target, doing) as folder:
+        if (found := finished()) is not None:  # built by the process this one waited for
+            return found, None
+        started = time.perf_counter()
+        made, result = build(folder)
+        if made is not None:
+            if target.exists():
+                shutil.rmtree(target)
+            os.replace(made, target)
+    return result, started
 
 
 _BUILDING = re.compile(r"\.(.+)\.building\.(\d+)\.\w+")

@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from harness.atomic import atomic_write, temp_folder
+from harness.atomic import atomic_write, build_once, temp_folder
 from harness.cli import main
 from harness.errors import HarnessError
 from harness.paths import file_in
@@ -370,6 +370,33 @@ def test_a_build_removes_the_build_folders_beside_it_that_no_lock_holds_and_no_l
         assert new.name.startswith(f".idx.building.{os.getpid()}.") and new.is_dir()
         assert {p.name for p in tmp_path.iterdir()} == {".idx.lock", new.name, older.name}
     assert [p.name for p in tmp_path.iterdir()] == [older.name]  # the build folder and the lock file go
+
+
+def test_build_once_builds_nothing_found_before_or_once_its_lock_is_held(tmp_path):
+    """A run's index, BM25 export and passage vectors: found, or built by the process this one
+    waited for (found once the lock is held), they are not built again; no build folder is left."""
+    for answers in (["found"], [None, "found"]):
+        found = iter(answers)
+        assert build_once(tmp_path / "idx", "building idx", lambda: next(found),
+                          lambda folder: pytest.fail("built again")) == ("found", None)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_build_once_replaces_the_old_target_with_what_the_build_names_and_keeps_it_where_it_names_none(tmp_path):
+    target = tmp_path / "idx"
+    target.mkdir()
+    (target / "old").touch()
+
+    def build(folder):
+        (folder / "index").mkdir()
+        (folder / "index" / "new").touch()
+        (folder / "dump").touch()
+        return folder / "index", "built"
+
+    made, started = build_once(target, "building idx", lambda: None, lambda folder: (None, "cannot"))
+    assert made == "cannot" and isinstance(started, float) and [p.name for p in target.iterdir()] == ["old"]
+    assert build_once(target, "building idx", lambda: None, build)[0] == "built"
+    assert [p.name for p in target.iterdir()] == ["new"] and list(tmp_path.iterdir()) == [target]
 
 
 _HOLD_BUILD = """

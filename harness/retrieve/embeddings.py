@@ -15,9 +15,7 @@ import hashlib
 import json
 import os
 import re
-import shutil
 import threading
-import time
 from collections import OrderedDict, deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -29,7 +27,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
-from harness.atomic import atomic_write, temp_folder
+from harness.atomic import atomic_write, build_once
 from harness.corpus import Corpus, Document, unique_ids
 from harness.errors import HarnessError
 from harness.paths import cache_root, feed_file
@@ -553,22 +551,18 @@ def passage_vectors(
     check_given("passage_vectors", (DTYPE,), dtype=dtype)
     key = cache_key(corpus.fingerprint, encoder, dtype)
     folder = cache_folder(Path(cache_dir) if cache_dir else cache_root() / "embeddings", corpus.name, key)
-    cached = _read_cache(folder, key)
-    if cached is not None:
-        return PassageVectors(cached[0], cached[1].astype(np.float32, copy=False), folder, from_cache=True)
-    with temp_folder(folder, f"encoding the vectors of {corpus.name} into {folder}") as building:
-        cached = _read_cache(folder, key)  # encoded by the process this one waited for
-        if cached is not None:
-            return PassageVectors(cached[0], cached[1].astype(np.float32, copy=False), folder, from_cache=True)
-        started = time.perf_counter()
+
+    def encode(building: Path) -> tuple[Path, tuple[list[str], np.ndarray]]:
         ids, vectors = _encode_corpus(corpus, encoder)
         stored = vectors.astype(dtype, copy=False)
         _write_cache(building, key, ids, stored, model_path=encoder.path)
-        if folder.exists():  # a partial entry (a kill between its files, by an earlier version)
-            shutil.rmtree(folder)
-        os.replace(building, folder)
-    say_made(f"vectors of {len(ids)} passages of {corpus.name}", folder, started)
-    return PassageVectors(ids, stored.astype(np.float32, copy=False), folder, from_cache=False)
+        return building, (ids, stored)
+
+    (ids, stored), started = build_once(folder, f"encoding the vectors of {corpus.name} into {folder}",
+                                        lambda: _read_cache(folder, key), encode)
+    if started is not None:
+        say_made(f"vectors of {len(ids)} passages of {corpus.name}", folder, started)
+    return PassageVectors(ids, stored.astype(np.float32, copy=False), folder, from_cache=started is None)
 
 
 def _encode_corpus(corpus: Corpus, encoder: Encoder) -> tuple[list[str], np.ndarray]:

@@ -18,14 +18,13 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import subprocess
-import time
 from collections import deque
+from collections.abc import Callable
 from pathlib import Path
 
 from harness import jsonl
-from harness.atomic import OutputError, check_outputs, output_problem, temp_folder
+from harness.atomic import OutputError, build_once, check_outputs, output_problem
 from harness.corpus import Corpus, unique_ids
 from harness.corpus.readers import FileCorpus
 from harness.corpus.segment import Textless, document_text
@@ -62,11 +61,19 @@ def build_index(
     check_outputs(out, folder=True)  # a file in the way, or nowhere to build: said before Java starts
     if (problem := path_problem(out)) is not None:
         raise HarnessError(problem)
-    target = out.resolve()  # `.` has no name to build beside
-    with temp_folder(target, f"building {out}") as building:
-        _check_replaceable(out, corpus, force)
-        _build(corpus, building, target, threads, in_process, textless)
+    _index(corpus, out, f"building {out}", lambda: None, threads, force, in_process, textless)
     return out
+
+
+def _index(corpus: Corpus, out: Path, doing: str, finished: Callable[[], Path | None], threads: int | None,
+           force: bool, in_process: bool | None, textless: Textless | None) -> float | None:
+    """build_index's and cached_index's steps (atomic.build_once: `finished()` an index found at
+    `out`): when the build began, None where the index was found."""
+    def build(building: Path) -> tuple[Path, None]:
+        _check_replaceable(out, corpus, force)
+        return _build(corpus, building, threads, in_process, textless), None
+
+    return build_once(out.resolve(), doing, finished, build)[1]  # resolved: `.` has no name to build beside
 
 
 def _check_replaceable(out: Path, corpus: Corpus, force: bool) -> None:
@@ -77,10 +84,9 @@ def _check_replaceable(out: Path, corpus: Corpus, force: bool) -> None:
             raise HarnessError(f"{out} already exists; pass --force to rebuild it")
 
 
-def _build(corpus: Corpus, building: Path, target: Path, threads: int | None, in_process: bool | None,
-           textless: Textless | None) -> None:
-    """Index `corpus` in the build folder `building`, then rename it to `target` (replacing an
-    index there only once the new one is complete)."""
+def _build(corpus: Corpus, building: Path, threads: int | None, in_process: bool | None,
+           textless: Textless | None) -> Path:
+    """Index `corpus` in the build folder `building`: the index folder in it, to rename into place."""
     threads = threads or default_threads()
     java_home(), anserini_jar()  # finds Java and Anserini before any work is done
     dump = building / "jsonl"  # next to the index, not in a possibly small /tmp
@@ -97,9 +103,7 @@ def _build(corpus: Corpus, building: Path, target: Path, threads: int | None, in
         indexed = _run_java(java_command(INDEX_COLLECTION) + arguments, count)
     manifest = {"corpus": corpus.name, "fingerprint": corpus.fingerprint, "documents": indexed}
     (building / "index" / MANIFEST).write_text(json.dumps(manifest, indent=1) + "\n", encoding="utf-8")
-    if target.exists():  # --force: the old index goes only once the new one is complete
-        shutil.rmtree(target)
-    os.replace(building / "index", target)
+    return building / "index"
 
 
 def _irreplaceable(out: Path, corpus: Corpus) -> str | None:
@@ -131,14 +135,11 @@ def cached_index(corpus: Corpus, threads: int | None = None) -> Path:
         return out
     if (problem := output_problem(out, folder=True)) is not None:  # a read-only clone's .cache, say
         raise OutputError(f"cannot write {out}: {problem}; {CACHE_HINT}")
-    with temp_folder(out, f"building the index of {corpus.name} in {out}") as building:
-        if (out / MANIFEST).is_file():  # built by the process this one waited for
-            return out
-        started = time.perf_counter()
-        textless = Textless(corpus)
-        _check_replaceable(out, corpus, force=False)
-        _build(corpus, building, out, threads, None, textless)
-    say_made(f"{indexed(out)} of {corpus.name}", out, started, textless.note())
+    textless = Textless(corpus)
+    started = _index(corpus, out, f"building the index of {corpus.name} in {out}",
+                     lambda: out if (out / MANIFEST).is_file() else None, threads, False, None, textless)
+    if started is not None:
+        say_made(f"{indexed(out)} of {corpus.name}", out, started, textless.note())
     return out
 
 

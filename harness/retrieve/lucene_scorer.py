@@ -39,9 +39,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import shutil
-import time
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -50,7 +47,7 @@ from pathlib import Path
 
 import numpy as np
 
-from harness.atomic import temp_folder
+from harness.atomic import build_once
 from harness.errors import HarnessError
 from harness.paths import cache_root, commit_key
 from harness.progress import say_made
@@ -196,33 +193,33 @@ def _manifest(target: Path) -> dict | None:
 def _export(reader, target: Path, key: dict) -> Path | str:
     """Lucene's exporter into a hidden folder beside `target`, checked, then renamed into place
     (a big index's export takes a while: said as its index is); or the export another process
-    wrote meanwhile."""
+    wrote meanwhile (atomic.build_once); or why it cannot be written."""
     from jnius import JavaException, autoclass
 
     try:
         exporter = autoclass(EXPORTER)
     except JavaException:  # a JVM started by someone else before harness (ensure_jvm) could
         return f"{EXPORTER} is not on the running JVM's class path"
-    with temp_folder(target, f"writing the BM25 export {target}") as building:
-        if _manifest(target) == key:  # written by the process this one waited for
-            return target
-        started = time.perf_counter()
+
+    def write(building: Path) -> tuple[Path | None, Path | str]:
         why = exporter.export(reader, FIELD, ID_FIELD, str(building))
         if why:
-            return why
+            return None, why
         freqs = np.memmap(building / "freqs.u16", dtype=np.uint16, mode="r")
         big = np.fromfile(building / "big_freqs.i64", dtype=np.int64).reshape(-1, 2)
         total = int(freqs.sum(dtype=np.int64)) + int((big[:, 1] - 0xFFFF).sum())
         del freqs
         if total != reader.getSumTotalTermFreq(FIELD):
-            return "the exported term frequencies do not add up to the index's statistics"
+            return None, "the exported term frequencies do not add up to the index's statistics"
         write_block_bounds(building)
         (building / EXPORT_MANIFEST).write_text(json.dumps(key, indent=1) + "\n", encoding="utf-8")
-        if target.exists():  # another commit's export
-            shutil.rmtree(target)
-        os.replace(building, target)
-    say_made(f"BM25 export of {reader.maxDoc()} documents", target, started)
-    return target
+        return building, target  # (replacing another commit's export)
+
+    export, started = build_once(target, f"writing the BM25 export {target}",
+                                 lambda: target if _manifest(target) == key else None, write)
+    if started is not None and export == target:
+        say_made(f"BM25 export of {reader.maxDoc()} documents", target, started)
+    return export
 
 
 def _strings(blob: Path, ends: Path) -> list[str]:
