@@ -586,12 +586,17 @@ def instances_of(kind: str, cls: type) -> Callable[[str, Any], Any]:
     return adapt
 
 
-def answering(kind: str, call: str, answer: str, right: Callable[[Any], bool]) -> Callable[[str, Any], Callable]:
+def answering(kind: str, call: str, answer: str, right: Callable[[Any], bool],
+              problem: Callable[[Any], str | None] = lambda found: None,
+              named: Callable[[str], str] | None = None) -> Callable[[str, Any], Callable]:
     """An adapter (`Registry.adapter`) for a kind whose items are functions the harness calls
     with the positional arguments `call` shows (`f(path)`): a plug-in's object that cannot be
-    called so is a one-line error when it is looked up, and its answer, where not `right`, one
-    naming it and the `answer` expected, not a traceback from the harness's code that reads it."""
+    called so is a one-line error when it is looked up, and its answer, where not `right` or
+    where `problem` finds a part of it off what the harness reads (a reader's record: a grade
+    "3"), one naming the plug-in (`named(name)`; its kind and name by default) and the `answer`
+    expected or that part, not a traceback from the harness's code that reads it."""
     arguments = call.count(",") + 1
+    naming = named or (lambda name: f"{kind} {name!r}")
 
     def adapt(name: str, obj: Any) -> Callable:
         try:
@@ -603,8 +608,9 @@ def answering(kind: str, call: str, answer: str, right: Callable[[Any], bool]) -
         @functools.wraps(obj)
         def checked(*args: Any) -> Any:
             found = obj(*args)
-            if not right(found):
-                raise HarnessError(f"{kind} {name!r} answered {type(found).__name__}; expected {answer}")
+            wrong = problem(found) if right(found) else f"{type(found).__name__}; expected {answer}"
+            if wrong is not None:
+                raise HarnessError(f"{naming(name)} answered {wrong}")
             return found
 
         return checked

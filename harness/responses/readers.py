@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from harness import jsonl
-from harness.errors import HarnessError, InputError
+from harness.errors import InputError
 from harness.registry import Registry, answering, summary_of
 from harness.responses.model import Response, ResponseRun, Sentence
 from harness.trec import canonical_order, file_stem, looks_like_run_line
@@ -89,25 +89,11 @@ def plugin_named(registry: Registry, name: str) -> str:
 
 def checking(registry: Registry, call: str, answer: str, right: Callable[[Any], bool],
              problem: Callable[[Any], str | None]) -> Callable[[str, Any], Callable]:
-    """The adapter of a reader kind: a plug-in's signature checked as `answering` checks it, and
-    its answer, where not `right` or where `problem` finds a record in it off the model (a str
-    where a Response goes, a grade "3"), one line naming the plug-in, its package and that
-    record, where it was a traceback from the harness's code that reads it. Built-in readers
-    check their files instead, and are not adapted."""
-    def adapt(name: str, obj: Any) -> Callable:
-        read = answering(registry.kind, call, answer, lambda found: True)(name, obj)  # its answer checked below
-
-        @functools.wraps(read)
-        def checked(*args: Any) -> Any:
-            found = read(*args)
-            wrong = problem(found) if right(found) else f"{type(found).__name__}; expected {answer}"
-            if wrong is not None:
-                raise HarnessError(f"{plugin_named(registry, name)} answered {wrong}")
-            return found
-
-        return checked
-
-    return adapt
+    """The adapter of a reader kind (`answering`): its answer, where not `right` or where
+    `problem` finds a record in it off the model (a str where a Response goes, a grade "3"), one
+    line naming the plug-in, its package and that record, where it was a traceback from the
+    harness's code that reads it. Built-in readers check their files instead, and are not adapted."""
+    return answering(registry.kind, call, answer, right, problem, functools.partial(plugin_named, registry))
 
 
 def run_problem(runs: list[ResponseRun]) -> str | None:
