@@ -23,7 +23,6 @@ import yaml
 from harness import paths, topics
 from harness.atomic import OutputError
 from harness.cli import main
-from harness.errors import HarnessError
 from harness.retrieve.lucene import cached_index
 from tests.conftest import child_env
 
