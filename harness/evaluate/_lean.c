@@ -894,7 +894,6 @@ static PyObject *top_ids(const scoring *s) {
     return tops;
 }
 
-static int unjudged_order(const void *a, const void *b) { return span_order(a, b); }
 
 /* A scoring of `measures` on `qrels`, its per-query arrays made; 0 where memory ran out. */
 static int start_scoring(scoring *s, const Qrels *qrels, const measure *measures, int count, long depth,
@@ -1048,7 +1047,7 @@ static void score_run(scoring *s, const char *path, int threads) {
         read_run(s, path, 0, -1, 0);
     }
     if (!s->lines && !s->failed) s->failed = 1;  /* empty: the exact reader says so */
-    if (!s->failed && s->unjudged_count) qsort(s->unjudged, s->unjudged_count, sizeof(span), unjudged_order);
+    if (!s->failed && s->unjudged_count) qsort(s->unjudged, s->unjudged_count, sizeof(span), span_order);
 }
 
 static PyObject *evaluate(PyObject *module, PyObject *args) {

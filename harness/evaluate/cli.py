@@ -9,14 +9,14 @@ import json
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from harness.atomic import atomic_write
 from harness.cli import add_format, add_output, add_preset, add_runs, distinct_runs, swallowed
 from harness.errors import FLAGS, HarnessError
-from typing import TYPE_CHECKING
-
-from harness.evaluate import (JUDGED, Evaluation, Evaluator, RunFileOptions, ceiling_notes, csv_value, evaluate_files,
-                              keep_measures, on_stderr, printed, report_reading, warn_unreachable, with_judged)
+from harness.evaluate import (JUDGED, Evaluation, Evaluator, JudgedQueries, RunFileOptions, ceiling_notes, csv_value,
+                              evaluate_files, keep_measures, on_stderr, printed, report_reading, warn_unreachable,
+                              with_judged)
 from harness.evaluate import presets
 from harness.evaluate.lean import LeanScores, lean_scores
 from harness.evaluate.names import CASE_RULE, announce
@@ -125,9 +125,14 @@ def _said(lean: LeanScores, measures: list[str], depth: int | None) -> list[Eval
     its order: the measures' translated names, a rel= no grade reaches, the ceilings."""
     announce([(name, str(measure)) for name, measure in zip(measures, lean.parsed)])
     warn_unreachable(lean.parsed, measures, lean.qrels, on_stderr)
-    for note in ceiling_notes(lean.qrels, measures, depth):
-        print(f"note: {note}", file=sys.stderr)
+    _say_ceilings(lean.qrels, measures, depth)
     return lean.evaluations
+
+
+def _say_ceilings(qrels: JudgedQueries, measures: list[str], depth: int | None) -> None:
+    """ceiling_notes on stderr, said once (as the unreachable rel= warning is), by either route."""
+    for note in ceiling_notes(qrels, measures, depth):
+        print(f"note: {note}", file=sys.stderr)
 
 
 def _numpy_route(args: argparse.Namespace, files: list[str], measures: list[str], depth: int | None,
@@ -143,8 +148,7 @@ def _numpy_route(args: argparse.Namespace, files: list[str], measures: list[str]
     scored, judged = with_judged(measures) if args.fill else (measures, JUDGED)
     options = RunFileOptions(strict=args.strict, passage_separator=separator, depth=depth)
     evaluator = Evaluator(qrels, scored)
-    for note in ceiling_notes(evaluator.table, measures, depth):  # said once, as the unreachable rel= warning is
-        print(f"note: {note}", file=sys.stderr)
+    _say_ceilings(evaluator.table, measures, depth)
     filled = evaluate_files(evaluator, files, options)
     evaluations = [keep_measures(evaluation, measures) for evaluation in filled]
     if not args.fill:
