@@ -36,7 +36,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, TextIO
 
-from harness.evaluate.coverage import RARELY, TOP, docid_warning, may_be_in_other_case, may_warn
+from harness.evaluate.coverage import TOP, docid_warning, may_be_in_other_case, must_look
 from harness.evaluate.measures import family, parse_measures
 from harness.errors import ARGUMENTS, FLAGS, HarnessError, InputError, Spelling, verb
 from harness.trec import Qrels, Run, read_run
@@ -385,14 +385,11 @@ class Evaluator:
         )
 
     def _docid_warning(self, run: RunTable, ranked, depth: int | None) -> str | None:
-        """coverage.docid_warning, asked only when the grades leave it something to warn of (no
-        more than half the top 10s judged): the top 10s' docids are read only then. Where enough
-        are judged that only ids judged in another case could be warned of, the look query by
-        query waits for one top document to match some judged id only so."""
+        """coverage.docid_warning, asked only where coverage.must_look says so: the top 10s' docids
+        are read only then. Where enough are judged that only ids judged in another case could be
+        warned of, the look query by query waits for one top document to match some judged id only so."""
         judged, shown = int(ranked.count_in_top(0, TOP).sum()), int(ranked.lengths.clip(max=TOP).sum())
-        if not may_warn(judged, shown):
-            return None
-        if judged >= RARELY * shown and not may_be_in_other_case(run.top_docids(), *self.table.folded_docids()):
+        if not must_look(judged, shown, lambda: may_be_in_other_case(run.top_docids(), *self.table.folded_docids())):
             return None
         tops = run.top_ranked(min(TOP, depth or TOP))
         rankings = {self.table.qids[number]: tops[self.table.qids[number]] for number in ranked.query.tolist()}

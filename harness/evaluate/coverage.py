@@ -23,7 +23,7 @@ other, and the run as a whole looks fine.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from itertools import islice
 
 from harness.errors import Spelling, shown_id
@@ -45,6 +45,23 @@ def may_warn(judged: int, shown: int) -> bool:
     are judged: documents judged only in another case must be at least as many as those judged
     as written, so with more than half judged there is nothing to warn of (and no docid to read)."""
     return 0 < shown and 2 * judged <= shown
+
+
+def _rarely_judged(judged: int, shown: int) -> bool:
+    """Whether top 10s of which `judged` of the `shown` documents are judged are judged so rarely
+    (under `RARELY`) that their ids may be another collection's."""
+    return judged < RARELY * shown
+
+
+def must_look(judged: int, shown: int, in_other_case: Callable[[], bool]) -> bool:
+    """Whether `docid_warning` must read a run's top 10s, `judged` of their `shown` documents
+    judged: where it can warn (`may_warn`) and they are judged so rarely that their ids may be
+    another collection's, or, judged more often, where ids judged only in another case (the one
+    warning left) may be among them (`in_other_case`, asked only then). Both of harness eval's
+    routes decide so: the numpy route (Evaluator._docid_warning) screens by the run's top documents
+    against every judged id, the compiled route (lean.py) by its count of those judged for their
+    query only in another case."""
+    return may_warn(judged, shown) and (_rarely_judged(judged, shown) or in_other_case())
 
 
 def may_be_in_other_case(docids: Iterable[str], written: set[str], folded: set[str]) -> bool:
@@ -85,7 +102,7 @@ def _mismatched(top: Mapping[str, list[str]], judgments: Mapping[str, Mapping[st
                 shown: int) -> bool:
     """Whether the top 10s read another id space than the qrels': few of their documents
     judged, few queries finding any, and few of their ids judged for any query at all."""
-    if judged >= RARELY * shown:
+    if not _rarely_judged(judged, shown):
         return False
     if sum(any(docid in judgments[qid] for docid in docids) for qid, docids in top.items()) >= FOUND * len(top):
         return False

@@ -25,7 +25,7 @@ from types import ModuleType
 from harness.compute.engines import usable_cores
 from harness.errors import COMPRESSED, FLAGS, HarnessError
 from harness.evaluate import Evaluation, _check_scorable, added_in_order, qrels_name
-from harness.evaluate.coverage import RARELY, docid_warning, may_warn
+from harness.evaluate.coverage import RARELY, docid_warning, must_look
 from harness.evaluate.measures import family, parse_measures
 from harness.trec import file_stem
 
@@ -118,27 +118,20 @@ def lean_scores(qrels: str, files: Sequence[str], measures: Sequence[str], depth
 
     with ThreadPoolExecutor(workers) as pool:  # the module lets go of the GIL while it reads and scores
         results = list(pool.map(scored, [str(path) for path in files]))
-    if any(result is None or _other_case(*result[4:7]) for result in results):
-        return None
+    if any(result is None or _must_look(result) and result[7] is None for result in results):
+        return None  # the top 10s' ids must be read, and the compiled code gave none
     counts = [name for name, measure in zip(measures, parsed) if family(measure).summed]
     return LeanScores(judged, parsed, [_evaluation(judged, path, list(measures), counts, depth, result)
                                        for path, result in zip(files, results)])
 
 
-def _other_case(judged: int, shown: int, other_case: int) -> bool:
-    """Whether the numpy route must say if the docid warning fires, for a run whose top 10s hold
-    `shown` documents, `judged` of them judged and `other_case` judged for their query only in
-    another case: judged often enough, it warns only of ids in another case, which it looks for
-    among every query's top rows (Evaluator._docid_warning); where none is so judged, it is silent."""
-    return may_warn(judged, shown) and judged >= RARELY * shown and other_case > 0
-
-
-def _docid_warning(qrels: LeanQrels, name: str, judged: int, shown: int, tops: dict | None) -> str | None:
-    """coverage.docid_warning, on the judged queries' top 10s, where they are so rarely judged
-    that it may warn of another collection's ids (the rest: _other_case)."""
-    if not may_warn(judged, shown) or judged >= RARELY * shown:
-        return None
-    return docid_warning(name, tops, qrels.judgments, qrels_name(qrels), FLAGS)
+def _must_look(result: tuple) -> bool:
+    """coverage.must_look on the compiled code's counts of a run's top 10s: documents shown, judged,
+    and judged for their query only in another case. It gives their ids only where they are so rarely
+    judged that another collection's ids may be warned of (`RARELY`); where only ids in another case
+    could be, the numpy route looks for them among every query's top rows (Evaluator._docid_warning)."""
+    judged, shown, other_case = result[4:7]
+    return must_look(judged, shown, lambda: other_case > 0)
 
 
 def _plain_file(path: str | Path) -> bool:
@@ -167,11 +160,12 @@ def _specs(module: ModuleType, parsed: list) -> list[tuple[int, int, int]] | Non
 
 def _evaluation(qrels: LeanQrels, path: str, measures: list[str], counts: list[str], depth: int | None,
                 result: tuple) -> Evaluation:
-    values, evaluated, unjudged, duplicates, judged, shown, _, tops = result
+    values, evaluated, unjudged, duplicates, *_, tops = result
     per_query = {name: dict(zip(qrels.qids, column)) for name, column in zip(measures, values)}
     means = {name: added_in_order(column) / (1 if name in counts else len(column))
              for name, column in zip(measures, values)}
     return Evaluation(run_name=file_stem(path), measures=measures, per_query=per_query, means=means,
                       missing_queries=[qid for qid, present in zip(qrels.qids, evaluated) if not present],
                       unjudged_queries=unjudged, duplicates=duplicates, depth=depth, counts=counts,
-                      docid_warning=_docid_warning(qrels, file_stem(path), judged, shown, tops))
+                      docid_warning=docid_warning(file_stem(path), tops, qrels.judgments, qrels_name(qrels), FLAGS)
+                      if _must_look(result) else None)
