@@ -191,6 +191,40 @@ def test_a_qrels_file_is_read_once_per_version_however_many_runs_score_on_it(tmp
             assert (Path(scores["qrels_file"]).name, scores["qrels_file_sha256"]) == (copy, digest)
 
 
+def test_a_finished_run_file_is_read_once_per_version_however_often_its_config_is_resumed(tmp_path, monkeypatch,
+                                                                                           capsys):
+    """Each check that a finished run's file is unedited hashed it: harness.run called again in one
+    process (a notebook cell run again) read every run file again. Once per process now, until the
+    file is written again (the same bytes: a new version, read again, still finished)."""
+    from harness import paths
+    from harness.runner import runner
+
+    monkeypatch.setattr(paths, "SETTLED_NS", 0)  # a file just written is trusted by its version at once
+    read = []
+
+    def counted(path):
+        if Path(path).suffix == ".run":
+            read.append(Path(path).name)
+        return paths.file_sha256(path)
+
+    monkeypatch.setattr(runner, "file_sha256", counted)
+    config = _config(tmp_path, {"strategies": ["raw", "hqe"]})
+    files = ["pragmaticqa-val.hqe.ranked.run", "pragmaticqa-val.raw.ranked.run"]
+    assert _run(config) == 0
+    assert read == []  # hashed as it was written, not read back
+    for _ in range(3):
+        assert _run(config) == 0
+    assert sorted(read) == files
+    run_file = tmp_path / "runs" / files[0]
+    run_file.write_bytes(run_file.read_bytes())
+    read.clear()
+    capsys.readouterr()
+    assert _run(config, "--dry-run") == 0
+    assert read == [files[0]]
+    assert [line.rsplit("\t", 1)[1] for line in capsys.readouterr().out.splitlines() if "\t" in line] == [
+        "finished", "finished"]
+
+
 def test_a_dry_run_writes_no_qrels(tmp_path, capsys):
     assert _run(_config(tmp_path, {}), "--dry-run") == 0
     assert not (tmp_path / "runs" / "qrels").exists()
