@@ -180,6 +180,17 @@ def in_the_way(path: str | Path, folder: bool = False) -> str | None:
     return f"{here} is a file, expected a folder" if not here.is_dir() else None
 
 
+def not_writable(path: str | Path, folder: bool = False) -> str | None:
+    """Why `path` could not be written (`in_the_way`, or no right to make entries in the nearest
+    existing folder), seen without writing anything, for a check that must only read (a dry run
+    on a read-only folder); None if it looks writable (`output_problem` is the sure test)."""
+    path = Path(path)
+    if (problem := in_the_way(path, folder)) is not None:
+        return problem
+    here = _nearest_existing(path, _kind(path))
+    return None if os.access(here, os.W_OK | os.X_OK) else f"{here} is not writable"
+
+
 def _nearest_existing(path: Path, kind: str) -> Path:
     """The nearest existing entry on the way to `path` (its folder if it is one), symlinks followed."""
     real = Path(os.path.realpath(path))  # the folders the kernel walks

@@ -224,9 +224,10 @@ def test_an_output_folder_that_cannot_be_made_is_a_one_line_error_naming_it(tmp_
 
 @pytest.mark.skipif(not Path("/proc/self").is_dir(), reason="needs Linux's /proc")
 def test_a_config_output_folder_that_cannot_be_made_names_the_config_and_its_output_key(tmp_path, capsys):
-    """A read-only place as a file in the way is: the config's `output:` is what to fix."""
+    """A read-only place as a file in the way is: the config's `output:` is what to fix (before any
+    work; a dry run only reads, and says it: test_runner's read-only runs folder)."""
     config = _config(tmp_path / "c", output=str(NOWHERE))
-    assert main(["run", str(config), "--dry-run"]) == 2
+    assert main(["run", str(config)]) == 2
     assert (f"harness run: error: {config}: output: cannot write {NOWHERE}: /proc takes no new files or folders"
             in _one_line(capsys))
 

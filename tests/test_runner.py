@@ -12,6 +12,7 @@ import json
 import math
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -33,6 +34,7 @@ from harness.ikat.ptkb import METHODS
 from harness.runner.runner import concatenate, restrict_to_corpus
 from harness.topics import load
 from harness.trec import Run, read_qrels, read_run
+from tests.conftest import child_env
 
 PQA_TAG = "pragmaticqa-val.raw.bm25"
 PTKB_TAG = "ikat2023-test.ptkb.bm25"
@@ -403,6 +405,33 @@ def test_a_dry_run_says_first_where_the_runs_go_read_from_the_folder_harness_run
     assert main(["run", "quick.yaml", "--dry-run"]) == 0
     assert capsys.readouterr().out.splitlines()[0] == (f"runs go to {config.parent / 'runs' / 'quick'} (output: "
                                                        "runs/quick, relative to the folder harness runs in)")
+
+
+def test_a_dry_run_of_a_read_only_runs_folder_reads_only_and_says_a_run_would_stop(tmp_path):
+    """A colleague's config checked on a shared runs folder this user may not write (W15 #7): the
+    check of where the runs go made a folder in it, so the dry run stopped; it writes nothing."""
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    config = _raw_pragmaticqa(shared, ["bm25"])
+    (shared / "runs").mkdir()
+    for folder in (shared / "runs", shared):
+        folder.chmod(0o555)
+    as_user = []
+    if os.geteuid() == 0:  # root writes any folder: run without the capability that lets it
+        if shutil.which("setpriv") is None:
+            pytest.skip("needs setpriv to run as root without writing every folder")
+        as_user = ["setpriv", "--bounding-set=-dac_override"]
+    try:
+        done = subprocess.run([*as_user, sys.executable, "-m", "harness.cli", "run", config.name, "--dry-run"],
+                              cwd=shared, env=child_env(HARNESS_CACHE=str(shared / "cache")), capture_output=True,
+                              text=True, timeout=120)
+    finally:
+        for folder in (shared, shared / "runs"):
+            folder.chmod(0o755)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == [f"runs go to {shared / 'runs'} ({shared / 'runs'} is not writable: a run "
+                                        "would stop, a dry run only reads)", f"{PQA_TAG}\t1526 queries\t1480 judged\tto run"]
+    assert sorted(path.name for path in shared.rglob("*")) == ["preload.yaml", "runs"]
 
 
 def test_a_dry_run_counts_the_judged_queries_among_the_run_s_own(tmp_path, capsys):

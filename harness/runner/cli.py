@@ -13,7 +13,7 @@ import shlex
 import sys
 from pathlib import Path
 
-from harness.atomic import OutputError, check_outputs
+from harness.atomic import OutputError, check_outputs, in_the_way, not_writable
 from harness.cli import add_output
 from harness.errors import InputError
 from harness.runner.config import DEFAULT_OUTPUT, ConfigError, Node, config_file, load_config, read_yaml
@@ -51,8 +51,11 @@ def run(args: argparse.Namespace) -> int:
         raise InputError(error.path, error.problem + from_recorded_runs(args.config, args.output)) from None
     if args.output is not None:
         config = dataclasses.replace(config, output=args.output)
-    try:  # the folder it will write: before --dry-run says all is well
-        check_outputs(config.output, folder=True)
+    try:  # the folder it will write: before --dry-run says all is well (which only reads: `destination`)
+        if args.dry_run and (problem := in_the_way(config.output, folder=True)):
+            raise OutputError(f"cannot write {config.output}: {problem}")
+        if not args.dry_run:
+            check_outputs(config.output, folder=True)
     except OutputError as error:  # the config's `output:` is what to fix, as a file in its way says
         if args.output is not None:
             raise
@@ -123,9 +126,12 @@ def from_recorded_runs(config: str, output: Path | None) -> str:
 def destination(output: Path) -> str:
     """Where the runs go, as a dry run says first: a relative `output` is read from the folder
     harness runs in, not the config's, so from another folder the runs listed 'to run' may be
-    finished ones elsewhere."""
-    where = f"runs go to {os.path.abspath(output)}"
-    return where if output.is_absolute() else f"{where} (output: {output}, relative to the folder harness runs in)"
+    finished ones elsewhere. A folder this user cannot write (a colleague's runs, shared read-only)
+    is said, not tried: a dry run only reads."""
+    notes = [] if output.is_absolute() else [f"output: {output}, relative to the folder harness runs in"]
+    if problem := not_writable(output, folder=True):
+        notes.append(f"{problem}: a run would stop, a dry run only reads")
+    return f"runs go to {os.path.abspath(output)}" + (f" ({'; '.join(notes)})" if notes else "")
 
 
 @functools.cache
