@@ -404,6 +404,18 @@ def test_run_tags_must_differ_and_the_error_names_the_tag_field_that_tells_them_
                             "experiments[0].retrievers[0]; add {name} to the tag pattern")
 
 
+def test_run_tags_that_differ_only_in_case_are_refused_naming_both_before_a_dry_run_lists_them(tmp_path, capsys):
+    """`ikat.BM25` and `ikat.bm25` are one file on macOS and Windows: each run overwrote the other's
+    run file and JSON, silently (W15 #11)."""
+    path = _write(tmp_path, {"tag": "ikat.{retriever}", "experiments": [
+        _experiment(retrievers=[{"name": "bm25", "label": "BM25"}]), _experiment(name="other")]})
+    assert main(["run", str(path), "--dry-run"]) == 2
+    assert capsys.readouterr() == ("", f"harness run: error: {path}: experiments[1].retrievers[0]: run tag 'ikat.bm25' "
+                                   "and run tag 'ikat.BM25' of experiments[0].retrievers[0] differ only in case: on a "
+                                   "case-insensitive file system (macOS, Windows) their run files are one file; make "
+                                   "them differ in more than case\n")
+
+
 def test_one_retriever_twice_with_other_params_and_no_labels_is_told_to_label_them(tmp_path):
     """A parameter sweep's first mistake: both runs would be written to one file."""
     sweep = ["bm25", {"name": "bm25", "params": {"k1": 1.2}}]

@@ -1051,7 +1051,9 @@ def _tag_pattern(node: Node) -> str:
 
 def _check_unique(path: Path, experiments: tuple[Experiment, ...]) -> None:
     names: dict[str, str] = {}
-    tags: dict[str, tuple[str, RunSpec]] = {}  # tag -> the retriever whose run made it first, and the run
+    # a tag (case folded: a case-insensitive file system's file, macOS's and Windows') -> the
+    # retriever whose run made it first, and the run
+    tags: dict[str, tuple[str, RunSpec]] = {}
     for experiment in experiments:
         if experiment.name in names:
             raise ConfigError(path, f"{experiment.key}.name", f"experiment name {experiment.name!r} is also "
@@ -1063,17 +1065,22 @@ def _check_unique(path: Path, experiments: tuple[Experiment, ...]) -> None:
             problem = name_problem(run.tag)
             if problem:  # tags name the run files: never a path out of `output`
                 raise ConfigError(path, f"{experiment.key}.tag", f"run tag {run.tag!r} {problem}")
-            if run.tag in tags:
-                first_where, first = tags[run.tag]
+            if run.tag.casefold() in tags:
+                first_where, first = tags[run.tag.casefold()]
                 raise _same_tag(path, run, where, first, first_where)
-            tags[run.tag] = (where, run)
+            tags[run.tag.casefold()] = (where, run)
 
 
 def _same_tag(path: Path, run: RunSpec, where: str, first: RunSpec, first_where: str) -> ConfigError:
     """Two runs writing one run file, with what tells them apart: the tag fields in which they
     differ and that the pattern leaves out, else their retrievers' labels (bm25 twice, with
-    other params), else the characters a tag replaces."""
+    other params), else the characters a tag replaces; or, tags that differ in case alone (one file
+    on macOS and Windows, each run overwriting the other's), both."""
     experiment = run.experiment
+    if run.tag != first.tag:
+        return ConfigError(path, where, f"run tag {run.tag!r} and run tag {first.tag!r} of {first_where} differ only "
+                           "in case: on a case-insensitive file system (macOS, Windows) their run files are one "
+                           "file; make them differ in more than case")
     ours, theirs = (_tag_fields(r.experiment, r.strategy, r.retriever) for r in (run, first))
     missing = [f"{{{name}}}" for name in TAG_FIELDS
                if ours[name] != theirs[name] and f"{{{name}}}" not in experiment.tag]
