@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import difflib
 import io
+import shlex
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,6 +32,12 @@ def shown_id(value: object) -> str:
     """An id (a document's, a query's) as `shown` quotes it, whole to 240 characters: real ids run past 80 (a
     derived qrels' 84), and a message comparing a run's ids with the qrels' must show them whole."""
     return shown(value, 240)
+
+
+def command(*words: object) -> str:
+    """A command a message tells the user to run, each word quoted as a POSIX shell reads it
+    (shlex): a config path holding a space or a quote pastes as one word, where it split."""
+    return shlex.join(str(word) for word in words)
 
 
 def nearest(name: str, names: Iterable[str]) -> str:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import re
+import shlex
 import shutil
 import sys
 from pathlib import Path
@@ -543,6 +544,18 @@ def test_an_unknown_only_names_the_nearest_run_tag_and_how_to_list_them(tmp_path
                                f"{config.path} --dry-run` lists the run tags)")
     with pytest.raises(HarnessError, match=r"--only takes one name: repeat it \(--only A --only B\)"):
         config.runs(["pragmaticqa-val.raw.bm25,pragmaticqa-val.hqe.bm25"])
+
+
+def test_the_only_hint_s_command_pastes_with_a_config_path_holding_a_space_and_a_quote(tmp_path, capsys):
+    """The hint quotes the path as a shell reads it (W15 #14): unquoted, `my configs/bob's.yaml` split in two
+    and opened a quote, so the command printed could not be pasted."""
+    folder = tmp_path / "my configs"
+    folder.mkdir()
+    path = folder / "bob's.yaml"
+    path.write_text(yaml.safe_dump({"experiments": [_experiment()]}), encoding="utf-8")
+    assert main(["run", str(path), "--only", "pqa.raw.bm52", "--dry-run"]) == 2
+    hint = capsys.readouterr().err.split("`")[1]
+    assert shlex.split(hint) == ["harness", "run", str(path), "--dry-run"]
 
 
 @pytest.mark.parametrize("path", SHIPPED, ids=[path.name for path in SHIPPED])

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 from harness.atomic import OutputError, output_problem
 from harness.cli import add_output, number_in, print_lines
-from harness.errors import HarnessError, InputError, counted, open_input, verb
+from harness.errors import HarnessError, InputError, command, counted, open_input, verb
 from harness.ikat.submission import PROVENANCE_LIMIT, PTKB_DEPTH, YEARS, score_precision
 from harness.paths import in_package, refuse_overwriting
 
@@ -304,8 +304,8 @@ def _other_year(path: Path, benchmark: Benchmark, name: str, own: int, year: int
         message += (f", nor the iKAT {year} validator the turn ids of {len(refused)} of its "
                     f"{counted(report.turns, 'turn')} ({refused[0].message})")
     else:
-        message += (f" (a harness leaderboard may: `harness ikat validate {path} --topics {name} --year {year}` "
-                    "checks it)")
+        validate = command("harness", "ikat", "validate", path, "--topics", name, "--year", year)
+        message += f" (a harness leaderboard may: `{validate}` checks it)"
     print(f"{message}: leave --year out to write the {own} format", file=sys.stderr)
 
 

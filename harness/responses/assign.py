@@ -16,7 +16,7 @@ from pathlib import Path
 
 from harness import jsonl
 from harness.atomic import atomic_write
-from harness.errors import HarnessError, InputError, open_input
+from harness.errors import HarnessError, InputError, command, open_input
 from harness.judge.base import JUDGES, counts, first_maker, read_provenance
 from harness.judge.model import Item, Judgment
 from harness.judge.scales import SUPPORT_0_2, YES_NO, Scale
@@ -279,8 +279,8 @@ def finish_failed(record: dict) -> str:
     unlabelled = [f"{tally[status]} {status}" for status in ("failed", "unparseable", "missing")
                   if isinstance(tally, dict) and tally.get(status)]
     said = f" (its sidecar: {', '.join(unlabelled)})" if unlabelled else ""
-    how = (f"`harness responses eval --judge llm --model {maker.get('model')}` with --assignments-out, whose cache "
-           "answers the others," if maker.get("judge") == "llm" else "it")
+    rerun = command("harness", "responses", "eval", "--judge", "llm", "--model", maker.get("model"))
+    how = f"`{rerun}` with --assignments-out, whose cache answers the others," if maker.get("judge") == "llm" else "it"
     return f"the {maker.get('judge')} judge that made {name} gave them no label{said}: rerun {how} to finish them"
 
 

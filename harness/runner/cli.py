@@ -9,13 +9,12 @@ import functools
 import gc
 import json
 import os
-import shlex
 import sys
 from pathlib import Path
 
 from harness.atomic import OutputError, check_outputs, in_the_way, not_writable
 from harness.cli import add_output
-from harness.errors import InputError
+from harness.errors import InputError, command
 from harness.runner.config import DEFAULT_OUTPUT, ConfigError, Node, config_file, load_config, read_yaml
 
 
@@ -111,12 +110,11 @@ def from_recorded_runs(config: str, output: Path | None) -> str:
         if key[0] is not None and run.is_file():
             here = output / "qrels" / Path(key[0]).name  # the copy in the folder handed on, not where it was made
             key = (str(here), *key[1:]) if here.is_file() else key
-            sections.setdefault(key, []).append(shlex.quote(str(run)))
+            sections.setdefault(key, []).append(str(run))
     if not sections:
         return ""
-    lines = [f"harness compare --qrels {shlex.quote(qrels)} {' '.join(runs)} --measures "
-             f"{' '.join(shlex.quote(m) for m in measures)} --depth {depth}"
-             + (f" --passage-separator {shlex.quote(separator)}" if separator else "")
+    lines = [command("harness", "compare", "--qrels", qrels, *runs, "--measures", *measures, "--depth", depth,
+                     *(["--passage-separator", separator] if separator else []))
              for (qrels, measures, depth, separator), runs in sections.items()]
     return ("\n--report checks each run against the config's inputs, so it needs them; without them, the runs' "
             f"JSONs in {output} say how to score them from {output} alone, a leaderboard section a line "

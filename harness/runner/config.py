@@ -56,7 +56,7 @@ from typing import Any, TypeVar
 import yaml
 
 from harness.atomic import in_the_way
-from harness.errors import CONFIG, HarnessError, InputError, nearest, read_input, shown
+from harness.errors import CONFIG, HarnessError, InputError, command, nearest, read_input, shown
 from harness.paths import cache_root, data_root, file_sha256, name_problem, qrels_root, shipped_configs
 from harness.registry import (INT_LIMIT, PYTHON, Declaration, LocalPath, ParamError, PluginNotFound, Registry,
                               check_params, split_spec)
@@ -240,7 +240,7 @@ class Config:
         else:
             hint = nearest(name, sorted(known))
         return (f"{self.path}: --only {name!r} is neither an experiment nor a run tag{hint} (experiments: {names}; "
-                f"`harness run {self.path} --dry-run` lists the run tags)")
+                f"`{command('harness', 'run', self.path, '--dry-run')}` lists the run tags)")
 
 
 def expand(experiment: Experiment) -> list[RunSpec]:

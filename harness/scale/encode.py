@@ -20,7 +20,7 @@ import numpy as np
 
 from harness.compute.engines import Engine
 from harness.corpus import Corpus, HashSet
-from harness.errors import HarnessError
+from harness.errors import HarnessError, command
 from harness.registry import check_given
 from harness.retrieve.embeddings import (DTYPE, Encoder, cache_folder, cache_key, chunk_size, encode_all,
                                           load_encoder)
@@ -93,7 +93,8 @@ def encoded_manifest(folder: Path, corpus: Corpus | None, encoder: Encoder, dtyp
     encoder would make from `corpus` (None: searched as they are). Else an error naming the dense
     parameter and both values: searched, they would rank by other vectors than the run's
     parameters say. Nothing is encoded again (a mismatch is the user's to resolve)."""
-    again = f"encode it again (harness encode CORPUS --output {folder}: only missing or changed shards are redone)"
+    again = (f"encode it again ({command('harness', 'encode', 'CORPUS', '--output', folder)}: only missing or changed "
+             "shards are redone)")
     manifest = read_manifest(folder)
     if manifest is None or manifest.get("job") != "encode" or not intact(folder, manifest, "encode"):
         raise HarnessError(f"dense.index: {folder} holds no finished `harness encode` output ({MANIFEST} of "
