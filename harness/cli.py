@@ -397,37 +397,49 @@ def _command(argv: list[str]) -> int:
     except BrokenPipeError:  # `| head`: the reader has all it wants; what is left unwritten goes nowhere
         _stdout_to_nowhere()
         return 0
-    except HarnessError as error:
-        print(f"{command}: error: {error}{usage_tail(parser, error)}", file=sys.stderr)
-        return 2
-    except ModuleNotFoundError as error:  # a plug-in's own import, or an optional extra not installed: say which
-        from harness.extras import missing_extra
-        from harness.registry import plugin_import_failure
-
-        message = plugin_import_failure(error) or missing_extra(error)
-        if message is None:
+    except Exception as error:
+        said = said_error(error)
+        if said is None:
             raise
-        print(f"{command}: error: {message}", file=sys.stderr)
-        return 2
-    except Exception as error:  # a plug-in's own code raising: its frames and one line, not the harness's
-        from harness.registry import plugin_failure
-
-        found = plugin_failure(error)
-        if found is None:  # the system's refusal (a file not this user's, a full disk): one line where it says why
-            if isinstance(error, OSError):
-                problem = _system_problem(error)
-            else:
-                problem = _unnameable(error) if isinstance(error, UnicodeEncodeError) else None
-            if problem is None:
-                raise
-            print(f"{command}: error: {problem}", file=sys.stderr)
-            return 2
-        print(f"{found[0]}{command}: error: {found[1]}", file=sys.stderr)
+        tail = usage_tail(parser, error) if isinstance(error, HarnessError) else ""
+        print(f"{said.frames}{command}: error: {said.line}{tail}", file=sys.stderr)
         return 2
     except KeyboardInterrupt as interrupt:  # an Interrupted says what it kept
         print(f"{command}: interrupted" + (f": {interrupt}" if str(interrupt) else
                                            "; finished outputs are kept"), file=sys.stderr)
         return 130
+
+
+@dataclass(frozen=True)
+class Said:
+    """An error as the CLI says it: the plug-in's frames of its traceback (or ''), then one line."""
+    frames: str
+    line: str
+
+
+def said_error(error: Exception) -> Said | None:
+    """What the CLI says of an error the user can act on (None: the harness's own fault, whose
+    traceback is shown): a HarnessError's sentence; a plug-in's own import failing, or an optional
+    extra not installed, named; a plug-in's own code raising, its frames and one line, not the
+    harness's; the system's refusal (a file not this user's, a full disk), one line saying why.
+    `harness run --keep-going` says a run's error by it too."""
+    if isinstance(error, HarnessError):
+        return Said("", str(error))
+    if isinstance(error, ModuleNotFoundError):
+        from harness.extras import missing_extra
+        from harness.registry import plugin_import_failure
+
+        message = plugin_import_failure(error) or missing_extra(error)
+        return None if message is None else Said("", message)
+    from harness.registry import plugin_failure
+
+    if (found := plugin_failure(error)) is not None:
+        return Said(*found)
+    if isinstance(error, OSError):
+        problem = _system_problem(error)
+    else:
+        problem = _unnameable(error) if isinstance(error, UnicodeEncodeError) else None
+    return None if problem is None else Said("", problem)
 
 
 def _system_problem(error: OSError) -> str | None:

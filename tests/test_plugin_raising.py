@@ -129,3 +129,42 @@ def test_a_plugins_exception_in_the_python_api_is_noted_with_the_query_too():
         with pytest.raises(ValueError, match="my bug") as raised:
             build("mine").search([SearchQuery("q1", "a"), SearchQuery("q2", "a longer query " * 5)], k=10)
     assert raised.value.__notes__ == ["answering query q1 ('a')"]
+
+
+def _three_students(tmp_path, monkeypatch) -> Path:
+    """A config of three students' retrievers on ikat2023:test, the second's plug-in raising."""
+    (tmp_path / "student_ok.py").write_text("def search(query, k):\n    return [('clueweb22-en0000-00-00000:0', 1.0)]\n")
+    (tmp_path / "student_bug.py").write_text("def search(query, k):\n    raise ValueError('my bug')\n")
+    config = tmp_path / "class.yaml"
+    config.write_text(yaml.safe_dump({"output": "runs", "tag": "{retriever}", "experiments": [
+        {"topics": "ikat2023:test", "strategies": ["raw"], "measures": ["nDCG@3"], "retrievers": [
+            {"name": "python:student_ok:search", "label": "ann"}, {"name": "python:student_bug:search", "label": "bob"},
+            {"name": "python:student_ok:search", "label": "cy"}]}]}), encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    return config
+
+
+def test_keep_going_says_a_failed_run_in_one_line_makes_the_others_and_exits_1(tmp_path, monkeypatch, capsys):
+    """One student's plug-in with a bug stopped the config: the others' runs were not made (W16 #12)."""
+    config = _three_students(tmp_path, monkeypatch)
+    assert main(["run", str(config), "--keep-going"]) == 1
+    out, err = capsys.readouterr()
+    said = [line for line in err.splitlines() if "bob" in line or "Traceback" in line]
+    assert said == [f"harness run: error: bob: retriever 'python:student_bug:search' (module student_bug) raised "
+                    f"ValueError: my bug{ASKED}",
+                    "harness run: 1 run failed, said above (bob); the leaderboard lists the finished ones; the same "
+                    "command again redoes the failed runs alone"]
+    assert [line.split(" |")[0] for line in out.splitlines() if line.startswith(("| ann", "| bob", "| cy"))] == [
+        "| ann (a)", "| cy"]
+    assert sorted(path.name for path in (tmp_path / "runs").glob("*.run")) == ["ann.run", "cy.run"]
+
+
+def test_keep_going_again_redoes_the_failed_runs_alone(tmp_path, monkeypatch, capsys):
+    config = _three_students(tmp_path, monkeypatch)
+    assert main(["run", str(config), "--keep-going"]) == 1
+    capsys.readouterr()
+    assert main(["run", str(config), "--keep-going"]) == 1
+    err = capsys.readouterr().err.splitlines()
+    assert [line.split(":")[0] for line in err if line.startswith(("ann:", "cy:"))] == ["ann", "cy"]
+    assert all("finished" in line for line in err if line.startswith(("ann:", "cy:")))
+    assert sum(line.startswith("harness run: error: bob: ") for line in err) == 1

@@ -13,9 +13,9 @@ import sys
 from pathlib import Path
 
 from harness.atomic import OutputError, check_outputs, in_the_way, not_writable
-from harness.cli import add_output
-from harness.errors import InputError, command
-from harness.runner.config import DEFAULT_OUTPUT, ConfigError, Node, config_file, load_config, read_yaml
+from harness.cli import add_output, said_error
+from harness.errors import InputError, command, counted
+from harness.runner.config import DEFAULT_OUTPUT, ConfigError, Node, RunSpec, config_file, load_config, read_yaml
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -26,6 +26,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="run only this experiment (its name) or run (its tag); repeatable. The leaderboard still lists every finished run",
     )
     parser.add_argument("--force", action="store_true", help="redo runs even when finished with the same inputs")
+    parser.add_argument("--keep-going", action="store_true",
+                        help="a run that fails (a plug-in raising, an input missing) is said in one line, its tag "
+                        "and the error, and the other runs go on: the leaderboard lists the finished ones and the "
+                        "exit status is 1; the same command again redoes the failed runs alone (a failed run writes "
+                        "no file). Without it, the first failure ends the command")
     parser.add_argument("--dry-run", action="store_true",
                         help="check the config and list its runs with their queries and judged queries, and what "
                         "the command would do with each (with --force: 'finished, forced: to run'; a run file edited "
@@ -71,7 +76,9 @@ def run(args: argparse.Namespace) -> int:
     from harness.runner import leaderboard  # not for a dry run: it brings scipy (2 s)
 
     # the leaderboard and report show every finished run of the config, not only those run now
-    outcomes = run_config(config, only=args.only, force=args.force, with_finished=True)
+    failures: list[str] = []
+    outcomes = run_config(config, only=args.only, force=args.force, with_finished=True,
+                          failed=functools.partial(_failed, failures) if args.keep_going else None)
     board, path = leaderboard.write(outcomes, config.output, title=f"Leaderboard: {args.config}")
     sys.stdout.write(board)
     print(f"leaderboard written to {path}", file=sys.stderr)
@@ -80,7 +87,23 @@ def run(args: argparse.Namespace) -> int:
 
         path = write_html(outcomes, config.output / "report.html", title=f"Report: {args.config}")
         print(f"report written to {path.resolve()}")
+    if failures:
+        print(f"harness run: {counted(len(failures), 'run')} failed, said above ({', '.join(failures)}); the "
+              "leaderboard lists the finished ones; the same command again redoes the failed runs alone",
+              file=sys.stderr)
+        return 1
     return 0
+
+
+def _failed(failures: list[str], run: RunSpec, error: Exception) -> None:
+    """--keep-going's word on a run that raised: its tag and the error in one line, as the CLI
+    says the error (a plug-in's frames left out: `--only TAG` alone shows them); the harness's own
+    fault (no such line) still ends the command with its traceback."""
+    said = said_error(error)
+    if said is None:
+        raise error
+    print(f"harness run: error: {run.tag}: {said.line}", file=sys.stderr)
+    failures.append(run.tag)
 
 
 def from_recorded_runs(config: str, output: Path | None) -> str:

@@ -699,14 +699,15 @@ def run_file_options(experiment: Experiment) -> RunFileOptions:
 
 def run_config(
     config: Config, *, only: Iterable[str] = (), force: bool = False, log: TextIO | None = None,
-    with_finished: bool = False, say: Say | None = None,
+    with_finished: bool = False, say: Say | None = None, failed: Callable[[RunSpec, Exception], None] | None = None,
 ) -> list[Outcome]:
     """Produce (or reuse) every selected run of the config and score it; progress goes to `log`
     (stderr by default), and so do the notes (warnings, a run ranked again or left out, what
     scoring found), each one line, unless `say` takes them (the Python API warns them). With
     `with_finished`, the outcomes also hold every other run of the config already finished
     with the current inputs (a leaderboard after `--only X` shows all runs, not X alone), in
-    config order."""
+    config order. A run that raises ends the config, unless `failed` takes its error (`harness
+    run --keep-going`): then it has no outcome, leaves no file, and the other runs go on."""
     log = log or sys.stderr
     say = say or saying(log)
     output = config.output  # folder_lock makes it, or says in one line why it cannot
@@ -724,17 +725,12 @@ def run_config(
                 if with_finished and (outcome := _finished_outcome(run, workspace, output, say)) is not None:
                     outcomes.append(outcome)
                 continue
-            prepared = prepare(run, workspace)
-            record = None if force else _record(run, output)  # read once: whether finished, and what it records
-            skipped, why = _finished(prepared, output, record)
-            if skipped:  # (record is the JSON read)
-                print(f"{run.tag}: {_skipped(prepared, output, record)}", file=log)
-                scored, code = finished_scores(prepared, output, record), record.get("code")
-            else:
-                if why:
-                    say(f"{run.tag}: {why}, so its recorded scores are not its: ranked again")
-                scored, code = execute(prepared, workspace, output, config, log, say), provenance.code()
-            outcomes.append(Outcome.of(prepared, output, skipped, scored, code))
+            try:
+                outcomes.append(_produce(run, workspace, config, force, log, say))
+            except Exception as error:
+                if failed is None:
+                    raise
+                failed(run, error)
     for experiment in {id(run.experiment): run.experiment for run in selected_runs}.values():
         if experiment.unscored:
             say(f"{experiment.file}: {experiment.key}: {experiment.unscored}: its runs are written to {output}, "
@@ -747,6 +743,22 @@ def run_config(
         if outcome.evaluation.missing_queries:  # (listed in the run's JSON)
             say(f"{outcome.run.tag}: {outcome.evaluation.judged_note()}")
     return outcomes
+
+
+def _produce(run: RunSpec, workspace: Workspace, config: Config, force: bool, log: TextIO, say: Say) -> Outcome:
+    """The outcome of one selected run: reused where finished with the same inputs, else made."""
+    output = config.output
+    prepared = prepare(run, workspace)
+    record = None if force else _record(run, output)  # read once: whether finished, and what it records
+    skipped, why = _finished(prepared, output, record)
+    if skipped:  # (record is the JSON read)
+        print(f"{run.tag}: {_skipped(prepared, output, record)}", file=log)
+        scored, code = finished_scores(prepared, output, record), record.get("code")
+    else:
+        if why:
+            say(f"{run.tag}: {why}, so its recorded scores are not its: ranked again")
+        scored, code = execute(prepared, workspace, output, config, log, say), provenance.code()
+    return Outcome.of(prepared, output, skipped, scored, code)
 
 
 def warn_shallow(runs: Iterable[RunSpec], say: Say) -> None:
