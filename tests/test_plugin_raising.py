@@ -133,7 +133,7 @@ def test_a_plugins_exception_in_the_python_api_is_noted_with_the_query_too():
 
 def _three_students(tmp_path, monkeypatch) -> Path:
     """A config of three students' retrievers on ikat2023:test, the second's plug-in raising."""
-    (tmp_path / "student_ok.py").write_text("def search(query, k):\n    return [('clueweb22-en0000-00-00000:0', 1.0)]\n")
+    (tmp_path / "student_ok.py").write_text("def search(query, k):\n    return [('d1', 1.0)]\n")
     (tmp_path / "student_bug.py").write_text("def search(query, k):\n    raise ValueError('my bug')\n")
     config = tmp_path / "class.yaml"
     config.write_text(yaml.safe_dump({"output": "runs", "tag": "{retriever}", "experiments": [

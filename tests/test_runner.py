@@ -429,8 +429,9 @@ def test_a_dry_run_of_a_read_only_runs_folder_reads_only_and_says_a_run_would_st
         for folder in (shared, shared / "runs"):
             folder.chmod(0o755)
     assert done.returncode == 0, done.stderr
-    assert done.stdout.splitlines() == [f"runs go to {shared / 'runs'} ({shared / 'runs'} is not writable: a run "
-                                        "would stop, a dry run only reads)", f"{PQA_TAG}\t1526 queries\t1480 judged\tto run"]
+    assert done.stdout.splitlines() == [
+        f"runs go to {shared / 'runs'} ({shared / 'runs'} is not writable: a run would stop, a dry run only reads)",
+        f"{PQA_TAG}\t1526 queries\t1480 judged\tto run"]
     assert sorted(path.name for path in shared.rglob("*")) == ["preload.yaml", "runs"]
 
 

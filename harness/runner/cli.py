@@ -29,8 +29,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--keep-going", action="store_true",
                         help="a run that fails (a plug-in raising, an input missing) is said in one line, its tag "
                         "and the error, and the other runs go on: the leaderboard lists the finished ones and the "
-                        "exit status is 1; the same command again redoes the failed runs alone (a failed run writes "
-                        "no file). Without it, the first failure ends the command")
+                        "exit status is 1; the same command again redoes the failed runs alone (a failed run is never "
+                        "taken for finished). Without it, the first failure ends the command")
     parser.add_argument("--dry-run", action="store_true",
                         help="check the config and list its runs with their queries and judged queries, and what "
                         "the command would do with each (with --force: 'finished, forced: to run'; a run file edited "
@@ -55,11 +55,11 @@ def run(args: argparse.Namespace) -> int:
         raise InputError(error.path, error.problem + from_recorded_runs(args.config, args.output)) from None
     if args.output is not None:
         config = dataclasses.replace(config, output=args.output)
-    try:  # the folder it will write: before --dry-run says all is well (which only reads: `destination`)
-        if args.dry_run and (problem := in_the_way(config.output, folder=True)):
-            raise OutputError(f"cannot write {config.output}: {problem}")
+    try:  # the folder it will write: before --dry-run says all is well
         if not args.dry_run:
             check_outputs(config.output, folder=True)
+        elif problem := in_the_way(config.output, folder=True):  # seen without writing: a dry run only reads
+            raise OutputError(f"cannot write {config.output}: {problem}")
     except OutputError as error:  # the config's `output:` is what to fix, as a file in its way says
         if args.output is not None:
             raise
@@ -88,9 +88,9 @@ def run(args: argparse.Namespace) -> int:
         path = write_html(outcomes, config.output / "report.html", title=f"Report: {args.config}")
         print(f"report written to {path.resolve()}")
     if failures:
+        again = "the command without --force" if args.force else "the same command"
         print(f"harness run: {counted(len(failures), 'run')} failed, said above ({', '.join(failures)}); the "
-              "leaderboard lists the finished ones; the same command again redoes the failed runs alone",
-              file=sys.stderr)
+              f"leaderboard lists the finished ones; {again} again redoes the failed runs alone", file=sys.stderr)
         return 1
     return 0
 
