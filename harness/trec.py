@@ -48,7 +48,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from harness.atomic import atomic_write
-from harness.errors import COMPRESSED, HarnessError, InputError, TextInput, open_input, read_input, shown, shown_id
+from harness.errors import COMPRESSED, HarnessError, InputError, TextInput, open_input, shown, shown_id
 
 
 # one way to split each string (the digits before a point, then the point and those after it), so a
@@ -304,15 +304,41 @@ def looks_like_header(fields: list[str]) -> bool:
     return sum(field.lower() in _HEADER_WORDS for field in fields) >= 2
 
 
+# `harness run`'s record of a run is some KB (its per-query scores included): a larger JSON file,
+# an iKAT submission of hundreds of MB, is not parsed to learn that it is none
+RECORD_MAX_BYTES = 64 << 20
+
+
+def recorded_run(data: bytes) -> str | None:
+    """The run file (<tag>.run) that `harness run`'s record of it (<tag>.json, written beside it:
+    provenance and scores) names, when `data` is such a record; None for any other bytes (an
+    iKAT submission, a TREC run)."""
+    if len(data) > RECORD_MAX_BYTES or b'"hashes"' not in data:  # the key, written as JSON writes it
+        return None
+    try:
+        record = json.loads(data)
+    except ValueError:  # UnicodeDecodeError too
+        return None
+    if isinstance(record, dict) and {"tag", "run", "hashes"} <= record.keys() and isinstance(record["run"], str):
+        return record["run"]
+    return None
+
+
+def recorded_run_of(path: Path) -> str | None:
+    """recorded_run of a file's bytes (None where it cannot be read, or is too large to be a record)."""
+    try:
+        if path.stat().st_size > RECORD_MAX_BYTES:
+            return None
+        return recorded_run(path.read_bytes())
+    except OSError:
+        return None
+
+
 def _run_record_cure(path: Path) -> str:
     """'' unless `path` is `harness run`'s record of a run (a glob such as runs/mine/* takes it
     with the run, and it shares the run's name): then what to give instead, its .run files."""
-    try:
-        record = json.loads(read_input(path))
-    except (HarnessError, ValueError):
-        record = None
-    if isinstance(record, dict) and {"tag", "run", "hashes"} <= record.keys() and isinstance(record["run"], str):
-        return f": this is `harness run`'s record of {record['run']}: give the .run files ({path.parent / '*.run'})"
+    if (run := recorded_run_of(path)) is not None:
+        return f": this is `harness run`'s record of {run}: give the .run files ({path.parent / '*.run'})"
     return ""
 
 

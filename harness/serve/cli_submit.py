@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 
 from harness.cli import number_in
-from harness.errors import HarnessError, Interrupted, open_input
+from harness.errors import HarnessError, InputError, Interrupted, open_input
 from harness.serve import NOT_KEPT
 
 
@@ -29,6 +29,7 @@ def run(args: argparse.Namespace) -> int:
     import httpx
 
     open_input(args.file).close()  # a missing file or a folder is the one-line error every command gives
+    refuse_run_record(args.file)
     base = server_url(args.server)
     headers = {"Authorization": f"Bearer {header_token(args.token)}"}
     try:
@@ -71,6 +72,19 @@ def run(args: argparse.Namespace) -> int:
     except httpx.HTTPError as problem:
         raise HarnessError(f"cannot reach {base}: {problem}") from None
     return 0
+
+
+def refuse_run_record(path: Path) -> None:
+    """`harness run`'s record of a run (runs/<tag>.json beside runs/<tag>.run), refused before it
+    is uploaded: teams sent it for their run, and a board answered it with 22 errors of the iKAT schema."""
+    from harness.trec import recorded_run_of
+
+    run = recorded_run_of(path)
+    if run is None:
+        return
+    beside = path.parent / run
+    cure = f"submit {beside} instead" if beside.is_file() else f"submit the run it names, {run} (not beside it)"
+    raise InputError(path, f"this is `harness run`'s record of a run (its provenance and scores), not a run: {cure}")
 
 
 def server_url(given: str) -> str:

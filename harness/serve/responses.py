@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 from harness import jsonl
 from harness.errors import HarnessError, InputError, counted, verb
 from harness.serve.config import RESPONSE_FORMATS
-from harness.serve.tasks import MAX_MESSAGES, Message, Refused, TaskRuntime, Verdict, refused_if_not_text
+from harness.serve.tasks import MAX_MESSAGES, Message, Refused, TaskRuntime, Verdict, refused_on_sight
 
 if TYPE_CHECKING:
     from harness.responses.model import ResponseRun
@@ -180,7 +180,7 @@ class ResponseTaskRuntime(TaskRuntime):
         from harness.responses.readers import detect_format, read_responses
 
         data = path.read_bytes()
-        refused = refused_if_not_text(data, display)  # not as the reader says it: it names the stored file
+        refused = refused_on_sight(data, display)  # not as the reader says it: it names the stored file
         if refused is not None:
             return refused
         over = self.budget.exceeded(data)  # the same bound as a run's, before decoding

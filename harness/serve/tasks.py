@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from harness.errors import TEAM, HarnessError, InputError, bad_byte, counted, not_text, verb
 from harness.ikat.submission import file_format
 from harness.serve.config import FORMAT_YEARS, TaskConfig
+from harness.trec import recorded_run
 
 if TYPE_CHECKING:
     from harness.report.compare import RunScores
@@ -199,7 +200,7 @@ class TaskRuntime:
         to what the task's topics could need (`Budget`), so no upload costs more memory than
         a small multiple of a real run of the task."""
         data = path.read_bytes()
-        refused = refused_if_not_text(data, display)
+        refused = refused_on_sight(data, display)
         if refused is not None:
             return refused
         if not data.removeprefix(UTF8_BOM).lstrip().startswith((b"{", b"[")):
@@ -346,15 +347,19 @@ UNJUDGED_IDS = ("many documents in the run's top 10s are not judged in the task'
                 "whether the task judges documents by their best passage")
 
 
-def refused_if_not_text(data: bytes, display: str) -> Verdict | None:
+def refused_on_sight(data: bytes, display: str) -> Verdict | None:
     """An upload that starts as a compressed file or UTF-16/UTF-32 text refused, named as the harness's
-    readers name it (harness.errors.not_text); None for any other. Read on, a compressed file's
-    bytes made one garbage query id a line, and UTF-16 text NUL bytes in every field."""
+    readers name it (harness.errors.not_text), and `harness run`'s record of a run, naming the run to
+    upload; None for any other. Read on, a compressed file's bytes made one garbage query id a line,
+    UTF-16 text NUL bytes in every field, and a run's record some twenty errors of the iKAT schema."""
     found = not_text(data)
-    if found is None:
-        return None
-    return Verdict(None, "", [Message("error", "format" if found.compressed else "encoding",
-                                      found.problem("upload the run itself, uncompressed"), display)])
+    if found is not None:
+        return Verdict(None, "", [Message("error", "format" if found.compressed else "encoding",
+                                          found.problem("upload the run itself, uncompressed"), display)])
+    if (run := recorded_run(data)) is not None:
+        return Verdict(None, "", [Message("error", "format", f"this is `harness run`'s record of {run} (its "
+                                          f"provenance and scores), not a run: upload {run} instead", display)])
+    return None
 
 
 def _not_utf8(data: bytes, problem: UnicodeDecodeError, display: str) -> Message:
