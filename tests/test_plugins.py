@@ -138,6 +138,30 @@ def test_a_plugin_module_beside_the_config_but_not_on_the_path_is_said_to_be_the
         parse_config(project / "x.yaml", {"experiments": [_experiment(["raw"], ["python:beside:overlap"])]})
 
 
+@pytest.mark.parametrize("dry", [["--dry-run"], []], ids=["dry run", "run"])
+def test_a_plugin_module_missing_everywhere_names_the_key_the_module_the_folders_searched_and_the_missing_file(
+        tmp_path, monkeypatch, capsys, dry):
+    """A config handed in without its module: one line saying so, where it was looked for (from the
+    config's folder, then from another), not only Python's 'No module named'. (A module name that no
+    other test imports: `mine` stays in sys.modules.)"""
+    project, elsewhere = tmp_path / "proj", tmp_path / "elsewhere"
+    elsewhere.mkdir(parents=True)
+    project.mkdir()
+    config = _config(project, ["raw"], ["python:handed_in:search"])
+    head = ("harness run: error: {}: experiments[0].retrievers[0]: retriever 'python:handed_in:search': cannot import "
+            "handed_in (ModuleNotFoundError: No module named 'handed_in'); the module's file is missing: no "
+            "handed_in.py or handed_in/ {}, and no module handed_in importable from the environment (PYTHONPATH, "
+            "installed packages)\n")
+    monkeypatch.chdir(project)
+    assert main(["run", "mine.yaml", *dry]) == 2
+    assert capsys.readouterr().err == head.format("mine.yaml",
+                                                  f"in the config's folder, where harness runs ({project})")
+    monkeypatch.chdir(elsewhere)
+    assert main(["run", str(config), *dry]) == 2
+    assert capsys.readouterr().err == head.format(
+        config, f"beside the config ({project}) or in the folder harness runs in ({elsewhere})")
+
+
 def test_a_plugin_parameter_is_checked_against_its_signature(in_folder):
     experiment = _experiment(["raw"], [{"name": "python:mine:overlap", "params": {"boost": "fast"}}])
     with pytest.raises(ConfigError, match=r"experiments\[0\].retrievers\[0\].params.boost: expected a number, got 'fast'"):

@@ -457,7 +457,8 @@ def _beside_config(node: Node, error: HarnessError) -> str:
     """Where a file a strategy reads (`rewrites:my/rw.tsv`) is missing but sits beside the config,
     the hint a missing corpus or qrels file gets (Node.beside_config); where a `python:` plug-in's
     module is not found but sits there, that it is imported from the folder harness runs in and
-    PYTHONPATH, not the config's; '' otherwise."""
+    PYTHONPATH, not the config's, and where it is not there either, that its file is missing and
+    where it was looked for (a config handed in without its module); '' otherwise."""
     if isinstance(error, InputError) and error.problem.startswith("no such"):
         return node.beside_config(Path(error.path))
     if not isinstance(error, PluginNotFound):
@@ -466,7 +467,11 @@ def _beside_config(node: Node, error: HarnessError) -> str:
     for entry in (f"{error.module}.py", error.module):
         if (folder / entry).exists():
             return f"; {entry} is beside the config ({folder}): run harness from there or add it to PYTHONPATH"
-    return ""
+    here = Path.cwd()
+    where = (f"in the config's folder, where harness runs ({folder})" if here == folder
+             else f"beside the config ({folder}) or in the folder harness runs in ({here})")
+    return (f"; the module's file is missing: no {error.module}.py or {error.module}/ {where}, and no module "
+            f"{error.module} importable from the environment (PYTHONPATH, installed packages)")
 
 
 def _python_beside_config(node: Node, spec: str) -> None:
