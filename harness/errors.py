@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import difflib
 import io
+import os
 import shlex
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -247,6 +248,33 @@ def _bad_byte(path: Path, error: UnicodeDecodeError) -> InputError:
     return InputError(path, f"not UTF-8 text ({error.reason})")
 
 
+def other_form(path: str | Path) -> str:
+    """For a path not found: '; did you mean X (the same name in another Unicode form)?' where
+    exactly one path on disk is the same once each part is NFC-normalised, else ''. Archives made
+    on macOS keep decomposed (NFD) names, which Linux does not normalise, so a `café.run` typed
+    (NFC) does not find its file. Said, not silently used: the name given is the one a run's
+    record and resume key keep and a report shows, and no other tool (trec_eval, a shell script)
+    would find the file by it either; renaming the file mends them all. X is ascii() of the path,
+    where the two forms differ (cafe\\u0301 against caf\\xe9), which print alike."""
+    from unicodedata import normalize
+
+    given = Path(path)
+    if str(given).isascii():  # an ASCII name has no other form
+        return ""
+    found, changed = Path(given.anchor), False
+    for part in given.parts[1 if given.anchor else 0:]:
+        if not os.path.lexists(found / part):
+            try:
+                same = [name for name in os.listdir(found) if normalize("NFC", name) == normalize("NFC", part)]
+            except OSError:  # not a folder, or one that cannot be listed
+                return ""
+            if len(same) != 1:
+                return ""
+            part, changed = same[0], True
+        found /= part
+    return f"; did you mean {ascii(str(found))} (the same name in another Unicode form)?" if changed else ""
+
+
 def open_input(path: str | Path, *, newline: str | None = None, encoding: str = "utf-8-sig") -> TextInput:
     """Open a user's text input (.gz/.bz2 decompressed): a missing file or a folder is an
     InputError naming it; see TextInput for the BOM (`encoding="utf-8"` keeps it) and bad bytes."""
@@ -254,7 +282,7 @@ def open_input(path: str | Path, *, newline: str | None = None, encoding: str = 
     try:
         raw = _raw(path)
     except FileNotFoundError:
-        raise InputError(path, "no such file") from None
+        raise InputError(path, f"no such file{other_form(path)}") from None
     except IsADirectoryError:
         raise InputError(path, "is a folder, expected a file") from None
     except PermissionError:

@@ -25,7 +25,7 @@ from urllib.parse import urlsplit
 
 from harness import jsonl
 from harness.corpus import Corpus, Document
-from harness.errors import HarnessError, InputError, open_input
+from harness.errors import HarnessError, InputError, open_input, other_form
 from harness.paths import file_sha256
 from harness.registry import Param, Registry, answering, instances_of, object_origin, summary_of
 from harness.trec import Qrels, add_judgment
@@ -68,7 +68,9 @@ def open_corpus(spec: str) -> Corpus:
             return _opened(name, spec)
     known = ", ".join(f"{name}:" for name in CORPUS_FORMATS)
     if not Path(spec).exists():
-        raise HarnessError(f"corpus {spec!r} is neither an existing file nor a spec starting with {known}")
+        close = other_form(spec)
+        raise HarnessError(f"corpus file {spec} does not exist{close}" if close
+                           else f"corpus {spec!r} is neither an existing file nor a spec starting with {known}")
     kind = "folder" if Path(spec).is_dir() else "file"
     raise HarnessError(f"cannot tell the format of corpus {kind} {spec}; prefix it with one of {known}")
 
@@ -148,7 +150,7 @@ class FileCorpus(Corpus):
 def _existing(spec: str) -> Path:
     path = Path(spec)
     if not path.is_file():
-        raise HarnessError(f"corpus file {spec} does not exist")
+        raise HarnessError(f"corpus file {spec} does not exist{other_form(path)}")
     return path
 
 

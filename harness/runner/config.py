@@ -56,7 +56,7 @@ from typing import Any, TypeVar
 import yaml
 
 from harness.atomic import in_the_way
-from harness.errors import CONFIG, HarnessError, InputError, command, nearest, read_input, shown
+from harness.errors import CONFIG, HarnessError, InputError, command, nearest, other_form, read_input, shown
 from harness.paths import cache_root, data_root, file_sha256, name_problem, qrels_root, shipped_configs
 from harness.registry import (INT_LIMIT, PYTHON, Declaration, LocalPath, ParamError, PluginNotFound, Registry,
                               check_params, split_spec)
@@ -390,7 +390,7 @@ class Node:
         if folder:
             raise self.error(f"{path} is a folder, expected a file")
         if not path.exists():
-            raise self.error(f"no such file: {path}{hint or self.beside_config(path)}")
+            raise self.error(f"no such file: {path}{hint or other_form(path) or self.beside_config(path)}")
         return path
 
     def beside_config(self, path: Path) -> str:
@@ -536,6 +536,8 @@ def read_yaml(path: Path) -> Any:
             beside = [entry.name for entry in path.parent.iterdir() if entry.suffix in (".yaml", ".yml")]
         except OSError:  # no such folder either
             beside = []
+        if close := other_form(path):  # not 'nearest: café.yaml', which reads as the name given
+            raise InputError(path, f"no such config file{close}")
         raise InputError(path, f"no such config file{nearest(path.name, beside)}{_shipped_hint(path)}")
     text = read_input(path)
     try:

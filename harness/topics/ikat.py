@@ -24,7 +24,7 @@ from pathlib import Path
 
 from harness import jsonl
 from harness.corpus import Corpus, Document
-from harness.errors import HarnessError, InputError
+from harness.errors import HarnessError, InputError, other_form
 from harness.paths import data_root, qrels_root
 from harness.topics import ADAPTERS, Benchmark, load
 from harness.topics._common import QidSet, choose_split, shipped_qrels
@@ -62,7 +62,8 @@ def load_topics(spec: str, flag: str = "") -> tuple[Conversation, ...]:
     path = Path(spec)
     if not path.exists() and (path.suffix or len(path.parts) > 1):  # a file name, not a benchmark name
         given = f"{flag} {spec}" if flag else spec
-        raise HarnessError(f"{given}: no such file (give a topics file or a benchmark name such as ikat2023)")
+        hint = other_form(path) or " (give a topics file or a benchmark name such as ikat2023)"
+        raise HarnessError(f"{given}: no such file{hint}")
     return read_topics(path) if path.exists() else load(spec).conversations
 
 
