@@ -22,7 +22,7 @@ from harness.judge.model import STATUSES, Item, Judgment
 from harness.judge.scales import Scale
 from harness.paths import file_sha256
 from harness.queries.llm import NO_TEXT
-from harness.registry import Param, Registry, object_origin
+from harness.registry import Param, Registry, installed_by, object_origin
 
 SIDECAR_SUFFIX = ".provenance.json"
 UNRECORDED = "not recorded"  # answered_by's key for answers cached before cache lines named their endpoint
@@ -209,16 +209,7 @@ def plugin_of(judge: Judge) -> dict | None:
     kind = _plugin_class(judge)
     if kind is None:
         return None
-    return {"class": kind, **_installed_by(type(judge).__module__), **object_origin(type(judge))}
-
-
-def _installed_by(module: str) -> dict:
-    """The distribution (and its version) whose files hold the top-level package of `module`,
-    where exactly one does; {} for a module no distribution installed (a script's, a notebook's)."""
-    from importlib.metadata import packages_distributions, version
-
-    names = packages_distributions().get(module.partition(".")[0], [])
-    return {"distribution": names[0], "version": version(names[0])} if len(names) == 1 else {}
+    return {"class": kind, **installed_by(type(judge).__module__), **object_origin(type(judge))}
 
 
 def quoting(provenance: dict, example: str | None) -> dict:

@@ -5,7 +5,8 @@ author's to fix, not a harness bug: each plug-in the registry loads (an entry po
 `python:` spec) records where its top-level package lies (`_note_plugin_package`), so that the
 front end (harness/cli.py) names the plug-in in one line and shows the plug-in's frames only
 (`plugin_import_failure`, `plugin_failure`). The same notion of whose code is whose (`_code`,
-`_installed`, `_pythons_own`) tells identity.py which modules are a plug-in's own helpers.
+`_installed`, `_pythons_own`) tells identity.py which modules are a plug-in's own helpers, and
+`installed_by` which distribution installed a plug-in judge handed over as an object.
 
 A module of its own because it is about a plug-in's code and where it lies, not its name
 (table.py) or its resume key (identity.py): a record of what was loaded, as sys.modules is.
@@ -211,3 +212,36 @@ def _record_sha256(file: str) -> str:
 
 def _distribution_name(dist: Any) -> str:
     return f"{dist.name} {dist.version}"
+
+
+def installed_by(module: str) -> dict[str, str]:
+    """The distribution (and its version) whose files hold the top-level package of `module`,
+    where exactly one does, as importlib.metadata's packages_distributions() tells; {} for a
+    module no distribution installed (a script's, a notebook's). packages_distributions() reads
+    every installed distribution's files, 0.1 to 1 s at each plug-in judge's provenance: its answer
+    is kept while the folders it reads are unchanged (`_path_state`), so a package installed since
+    (`pip install --target` into a folder on sys.path, a folder added to sys.path) is found."""
+    from importlib.metadata import version
+
+    names = _packages_distributions(_path_state()).get(module.partition(".")[0], [])
+    return {"distribution": names[0], "version": version(names[0])} if len(names) == 1 else {}
+
+
+def _path_state() -> tuple[object, ...]:
+    """What packages_distributions() answers from: the folder harness runs in (an entry '' is it) and
+    each sys.path entry with its mtime, which installing or removing a package changes (its metadata
+    folder is added to or removed from one of them)."""
+    state: list[object] = [os.getcwd()]
+    for entry in sys.path:
+        try:
+            state.append((entry, os.stat(entry or ".").st_mtime_ns))
+        except OSError:  # not there (yet): its appearing changes the state
+            state.append((entry, None))
+    return tuple(state)
+
+
+@functools.lru_cache(maxsize=1)
+def _packages_distributions(state: tuple[object, ...]) -> dict[str, list[str]]:
+    from importlib.metadata import packages_distributions
+
+    return dict(packages_distributions())
