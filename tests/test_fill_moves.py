@@ -11,22 +11,16 @@ import pytest
 from scipy import stats as scipy_stats
 
 from harness.cli import main
-from harness.trec import read_qrels, read_run
-from tests.conftest import CAST2021_DOC_RUNS, CAST2021_QRELS
+from harness.trec import read_qrels
+from tests.conftest import CAST2021_DOC_RUNS, CAST2021_QRELS, cast2021_holes
 
 MEASURES = ["nDCG@3", "P@3", "map"]
 
 
 @pytest.fixture
 def holes(tmp_path) -> Path:
-    """Grade 2 for each unjudged passage in the top 10 of the first run's first 20 queries, as a
-    judge asked for the holes would write them: they move org_convdr's scores and break a tie."""
-    human = read_qrels(CAST2021_QRELS).judgments
-    ranked = read_run(CAST2021_DOC_RUNS[0]).scores
-    path = tmp_path / "holes.qrels"
-    path.write_text("".join(f"{qid} 0 {docid} 2\n" for qid in list(ranked)[:20] if qid in human
-                            for docid in list(ranked[qid])[:10] if docid not in human[qid]))
-    return path
+    """cast2021_holes: they move org_convdr's scores and break a tie."""
+    return cast2021_holes(tmp_path)
 
 
 def scores(capsys, *extra: str) -> dict:

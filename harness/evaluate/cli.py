@@ -15,11 +15,10 @@ from harness.atomic import atomic_write
 from harness.cli import add_format, add_output, add_preset, add_runs, distinct_runs, swallowed
 from harness.errors import FLAGS, HarnessError
 from harness.evaluate import (JUDGED, Evaluation, Evaluator, JudgedQueries, RunFileOptions, ceiling_notes, csv_value,
-                              evaluate_files, keep_measures, on_stderr, printed, report_reading, warn_unreachable,
-                              with_judged)
+                              evaluate_files, keep_measures, printed, report_reading, with_judged)
 from harness.evaluate import presets
-from harness.evaluate.lean import LeanScores, lean_scores
-from harness.evaluate.names import CASE_RULE, announce
+from harness.evaluate.lean import LeanScores, lean_scores, said
+from harness.evaluate.names import CASE_RULE
 from harness.paths import output_format, refuse_overwriting
 from harness.trec import Qrels
 
@@ -123,10 +122,9 @@ def run(args: argparse.Namespace) -> int:
 def _said(lean: LeanScores, measures: list[str], depth: int | None) -> list[Evaluation]:
     """The compiled route's evaluations, after what the numpy route says before it scores, in
     its order: the measures' translated names, a rel= no grade reaches, the ceilings."""
-    announce([(name, str(measure)) for name, measure in zip(measures, lean.parsed)])
-    warn_unreachable(lean.parsed, measures, lean.qrels, on_stderr)
+    evaluations = said(lean, measures)
     _say_ceilings(lean.qrels, measures, depth)
-    return lean.evaluations
+    return evaluations
 
 
 def _say_ceilings(qrels: JudgedQueries, measures: list[str], depth: int | None) -> None:

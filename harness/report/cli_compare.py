@@ -11,9 +11,10 @@ from pathlib import Path
 
 from harness.cli import add_format, add_output, add_preset, add_runs, distinct_runs, number_in
 from harness.errors import HarnessError
-from harness.evaluate import (JUDGED, Evaluator, RunFileOptions, ceiling_notes, evaluate_file, keep_measures,
+from harness.evaluate import (JUDGED, Evaluator, RunFileOptions, ceiling_notes, evaluate_files, keep_measures,
                               report_reading, with_judged)
 from harness.evaluate.cli import add_fill, measure_settings, scoring_qrels, unfilled
+from harness.evaluate.lean import lean_scores, said
 from harness.evaluate.moved import fill_moves
 from harness.evaluate.presets import DEFAULT_HELP
 from harness.report import breakdown as bd
@@ -23,7 +24,6 @@ from harness.report.model import Report
 from harness.report.cli_options import add_paired_tests, baselines
 from harness.report.stats import Resampling
 from harness.paths import refuse_overwriting
-from harness.progress import progress_bar
 from harness.trec import file_stem
 
 
@@ -72,13 +72,17 @@ def run(args: argparse.Namespace) -> int:
     inputs = [args.qrels, args.fill, *files, args.groups, *(args.arena_votes or []), *(args.dialogues or [])]
     refuse_overwriting(inputs, [("--output", args.out)])
     fmt = report_format(args.format, args.out)
-    qrels, notes, human = scoring_qrels(args)
     # Judged@10 comes out of the same pass and is shown beside the measures, outside the test family
     scored_measures, judged = with_judged(measures)
-    evaluator = Evaluator(qrels, scored_measures)
     options = RunFileOptions(passage_separator=separator, depth=depth)  # as `harness eval` reads them
-    scored = [evaluate_file(evaluator, path, options)
-              for path in progress_bar("evaluating runs", "run", iterable=files, shown=len(files) >= 3)]
+    # all runs at once, as `harness eval` scores them: by the compiled route where it gives what numpy gives
+    lean = None if args.fill or separator else lean_scores(args.qrels, files, scored_measures, depth, strict=False)
+    if lean is not None:
+        scored, judgments, notes = said(lean, scored_measures), lean.qrels, []
+    else:
+        qrels, notes, human = scoring_qrels(args)
+        evaluator = Evaluator(qrels, scored_measures)
+        scored, judgments = evaluate_files(evaluator, files, options), evaluator.table
     evaluations = [keep_measures(evaluation, measures) for evaluation in scored]
     for evaluation in evaluations:
         report_reading(evaluation, args.qrels)
@@ -94,7 +98,7 @@ def run(args: argparse.Namespace) -> int:
     for warning in board.warnings():
         print(f"warning: {warning}", file=sys.stderr)
     # a level some judged queries never reach caps the board's means: said in the report, as the fill is
-    notes += ceiling_notes(evaluator.table, measures, depth)
+    notes += ceiling_notes(judgments, measures, depth)
     report = Report(board, title=f"Run comparison against {Path(args.qrels).name}", notes=notes)
     if args.fill:
         report.title += f", holes filled from {Path(args.fill).name}"
