@@ -6,7 +6,7 @@ import difflib
 import io
 import os
 import shlex
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
@@ -20,6 +20,11 @@ def counted(number: int, noun: str, plural: str | None = None) -> str:
 def verb(number: int, singular: str = "has", plural: str = "have") -> str:
     """The verb agreeing with a count's noun: '1 turn has', '2 turns have'."""
     return singular if number == 1 else plural
+
+
+def listed(names: Sequence[str]) -> str:
+    """'A', 'A and B', 'A, B and C': names in a message."""
+    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
 
 
 def shown(value: object, limit: int = 80) -> str:

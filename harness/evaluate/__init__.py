@@ -37,8 +37,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, TextIO
 
 from harness.evaluate.coverage import TOP, docid_warning, may_be_in_other_case, must_look
+from harness.evaluate.depths import unequal_depths
 from harness.evaluate.measures import family, parse_measures
-from harness.errors import ARGUMENTS, FLAGS, HarnessError, InputError, Spelling, verb
+from harness.errors import ARGUMENTS, FLAGS, HarnessError, InputError, Spelling, listed, verb
 from harness.trec import Qrels, Run, read_run
 
 if TYPE_CHECKING:  # numpy and pyarrow are imported where runs are scored by them, not by `harness eval`'s
@@ -60,6 +61,8 @@ class Evaluation:
     unjudged_queries: list[str] = field(default_factory=list)  # in the run, not judged
     duplicates: int = 0
     depth: int | None = None
+    # the most documents ranked for one judged query, after `depth`: how deep its measures see (depths.py)
+    deepest: int = 0
     counts: list[str] = field(default_factory=list)  # measures summed, not averaged, on `all`
     trailing: int = 0  # run lines with text after the sixth field (ignored, as trec_eval does)
     docid_warning: str | None = None  # top documents almost never judged, or only in another case (coverage.py)
@@ -286,9 +289,9 @@ def ceiling_notes(qrels: JudgedQueries, measures: Sequence[str], depth: int | No
         missing = len(counts) - len(reached)
         names = [name for name, _ in named]
         capped = [name for name, measure in named if _reaches_one(measure, reached, depth)]
-        ceiling = f" ({_listed(capped)} can reach at most {len(reached) / len(counts):.4f})" if capped else ""
+        ceiling = f" ({listed(capped)} can reach at most {len(reached) / len(counts):.4f})" if capped else ""
         notes.append(f"{missing} of {len(counts)} judged queries {verb(missing)} no judgment of grade >= {level}: "
-                     f"{_listed(names)} {verb(len(names), 'scores', 'score')} 0 there for every run{ceiling}")
+                     f"{listed(names)} {verb(len(names), 'scores', 'score')} 0 there for every run{ceiling}")
     return notes
 
 
@@ -309,11 +312,6 @@ def _reaches_one(measure, relevant: list[int], depth: int | None) -> bool:
     if measure.NAME == "nDCG":
         return (depth or math.inf) >= min(cutoff or math.inf, max(relevant))
     return False
-
-
-def _listed(names: Sequence[str]) -> str:
-    """'A', 'A and B', 'A, B and C'."""
-    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
 
 
 class Evaluator:
@@ -379,6 +377,7 @@ class Evaluator:
             unjudged_queries=sorted(set(table.qids) - judged),
             duplicates=table.duplicates,
             depth=depth,
+            deepest=int(ranked.lengths.max(initial=0)),
             counts=list(self._counts),
             trailing=table.trailing,
             docid_warning=self._docid_warning(table, ranked, depth),
@@ -511,4 +510,6 @@ def score_runs(runs, qrels, measures: str | Sequence[str] | None = None, *, pres
     for evaluation in evaluations:  # what `harness eval` says on stderr
         for warning in api_warnings(evaluation, qrels_name(judged)):
             warnings.warn(warning, stacklevel=3)
+    if (shallower := unequal_depths(evaluations, ARGUMENTS)) is not None:
+        warnings.warn(shallower, stacklevel=3)
     return evaluations

@@ -97,6 +97,7 @@ def lean_scores(qrels: str, files: Sequence[str], measures: Sequence[str], depth
     specs = _specs(module, parsed)
     if specs is None:
         return None
+    specs.append((module.NumRet, -1, -1))  # each query's documents, for Evaluation.deepest: not shown
     try:
         table = module.Qrels(qrels)
     except module.NotFast:
@@ -170,12 +171,13 @@ def _specs(module: ModuleType, parsed: list) -> list[tuple[int, int, int]] | Non
 
 def _evaluation(qrels: LeanQrels, path: str, measures: list[str], counts: list[str], depth: int | None,
                 result: tuple) -> Evaluation:
-    values, evaluated, unjudged, duplicates, *_, tops = result
+    (*values, retrieved), evaluated, unjudged, duplicates, *_, tops = result
     per_query = {name: dict(zip(qrels.qids, column)) for name, column in zip(measures, values)}
     means = {name: added_in_order(column) / (1 if name in counts else len(column))
              for name, column in zip(measures, values)}
     return Evaluation(run_name=file_stem(path), measures=measures, per_query=per_query, means=means,
                       missing_queries=[qid for qid, present in zip(qrels.qids, evaluated) if not present],
-                      unjudged_queries=unjudged, duplicates=duplicates, depth=depth, counts=counts,
+                      unjudged_queries=unjudged, duplicates=duplicates, depth=depth,
+                      deepest=int(max(retrieved, default=0)), counts=counts,
                       docid_warning=docid_warning(file_stem(path), tops, qrels.judgments, qrels_name(qrels), FLAGS)
                       if _must_look(result) else None)

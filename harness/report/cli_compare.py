@@ -10,10 +10,11 @@ from dataclasses import replace
 from pathlib import Path
 
 from harness.cli import add_format, add_output, add_preset, add_runs, distinct_runs, number_in
-from harness.errors import HarnessError
+from harness.errors import FLAGS, HarnessError
 from harness.evaluate import (JUDGED, Evaluator, RunFileOptions, ceiling_notes, evaluate_files, keep_measures,
                               report_reading, with_judged)
 from harness.evaluate.cli import add_fill, measure_settings, scoring_qrels, unfilled
+from harness.evaluate.depths import unequal_depths
 from harness.evaluate.lean import lean_scores, said
 from harness.evaluate.moved import fill_moves
 from harness.evaluate.presets import DEFAULT_HELP
@@ -89,6 +90,9 @@ def run(args: argparse.Namespace) -> int:
         # the tests pair their 0s with the other runs' scores: said, as eval says it (all missing: warned of above)
         if 0 < len(evaluation.missing_queries) < evaluation.num_queries:
             print(f"note: {evaluation.run_name}: {evaluation.judged_note()}", file=sys.stderr)
+    if (shallower := unequal_depths(evaluations, FLAGS)) is not None:  # said in the report too, as a note
+        print(f"warning: {shallower}", file=sys.stderr)
+        notes.append(f"Warning: {shallower}.")
     board = leaderboard(
         evaluations,
         chosen,

@@ -1,0 +1,52 @@
+"""Runs ranked to different depths, compared on a measure that reads past the shallowest.
+
+R@1000 or AP of a run that stops at 100 documents a query against one that ranks 1000 is lower
+because the run is shallower, not because it ranks worse: trec_eval prints both without a word.
+`harness eval` and `harness compare` say it in one line (and compare's report in a note), naming
+the measures, the runs and how deep each goes: the most documents it ranks for a judged query,
+after --depth (Evaluation.deepest).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol
+
+from harness.errors import Spelling, listed
+from harness.evaluate.measures import parse_measures
+
+# a run at least this share of another's depth is taken as deep as it: runs made from passage runs by
+# keeping each document's best passage rank a few fewer documents than they were cut to (CAsT 2021's
+# organiser runs, cut at 100 passages, rank 91 to 100 documents of a judged query)
+SAME_DEPTH = 0.8
+RUN_BLIND = ("NumQ", "NumRel")  # counted from the qrels: no run's depth changes them
+
+
+class Deep(Protocol):
+    """What the check reads of an Evaluation."""
+
+    run_name: str
+    measures: list[str]
+    deepest: int
+
+
+def unequal_depths(evaluations: Sequence[Deep], spelling: Spelling) -> str | None:
+    """One line naming the measures that read past the shallowest run's depth into what a deeper
+    run ranks, each run's depth and what to do; None where the runs are as deep (SAME_DEPTH) or
+    no measure reads that far. A run ranking no judged query is left out: it is warned of itself."""
+    depths = {e.run_name: e.deepest for e in evaluations if e.deepest > 0}
+    if len(depths) < 2:
+        return None
+    shallowest, deepest = min(depths.values()), max(depths.values())
+    measures = list(evaluations[0].measures)
+    seeing = [name for name, measure in zip(measures, parse_measures(measures, announce=False))
+              if measure.NAME not in RUN_BLIND
+              and shallowest < SAME_DEPTH * min(measure.params.get("cutoff") or deepest, deepest)]
+    if not seeing:
+        return None
+    shallow = listed([run for run, depth in depths.items() if depth == shallowest])
+    deeper = sorted(((depth, run) for run, depth in depths.items() if depth > shallowest), key=lambda d: -d[0])
+    ranks = listed([f"{run} ranks {depth}" if i == 0 else f"{run} {depth}" for i, (depth, run) in enumerate(deeper)])
+    return (f"{listed(seeing)} {'reaches' if len(seeing) == 1 else 'reach'} past the depth of {shallow} "
+            f"({shallowest} documents a query at most) while {ranks}: these compare depths, not systems; cut every "
+            f"run to {shallowest} ({spelling.given('depth', shallowest)}) or rerun {shallow} deeper")
