@@ -7,6 +7,7 @@ import csv
 import gzip
 import io
 import json
+import re
 
 import numpy as np
 import pytest
@@ -19,7 +20,7 @@ from harness.evaluate.presets import PRESETS
 from harness.paths import data_root
 from harness.report import breakdown as bd
 from harness.report import stats
-from harness.report.compare import align, comparison_pairs, leaderboard
+from harness.report.compare import RunScores, align, comparison_pairs, leaderboard
 from harness.topics import load
 from harness.trec import read_qrels, read_run
 from tests.conftest import CAST2021_DOC_RUNS, CAST2021_QRELS
@@ -262,6 +263,51 @@ def test_a_single_run_gets_a_leaderboard_without_tests(evaluations):
     assert board.comparisons == [] and board.marks("org_convdr", "nDCG@3") == ""
 
 
+def copied_run(tmp_path, name: str):
+    """org_convdr under another name: a run whose means equal another's."""
+    path = tmp_path / f"{name}.run"
+    path.write_bytes(next(p for p in CAST2021_DOC_RUNS if p.stem == "org_convdr").read_bytes())
+    return path
+
+
+@pytest.mark.parametrize("fmt", ["md", "html", "csv", "json"])
+def test_equal_means_share_a_rank_and_the_next_run_counts_them_in_every_format(tmp_path, capsys, fmt):
+    """org_convdr and its copy tie on RR (0.6719): ranked 3 and 4 by input order before, now both 3rd
+    (1, 2, 3, 3), as the hosted board ranks them; a run after them would be 5th."""
+    runs = [p for p in CAST2021_DOC_RUNS if p.stem in ("org_manual_bm25", "org_convdr", "org_manual_ance")]
+    args = ["compare", "--qrels", str(CAST2021_QRELS), *map(str, runs), str(copied_run(tmp_path, "convdr_copy")),
+            "--measures", "RR", "AP", "--format", fmt]
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    expected = {"org_manual_ance": 1, "org_manual_bm25": 2, "org_convdr": 3, "convdr_copy": 3}
+    if fmt == "md":
+        rows = [line.split(" | ") for line in out.splitlines() if re.match(r"\| \d+ \| ", line)][:4]
+        assert {cells[1].removesuffix(" (a)"): int(cells[0][2:]) for cells in rows} == expected
+    elif fmt == "html":
+        cells = re.findall(r"<tr><td class=l>(\d+)</td><td class=l>([^<(]+?)(?: \(a\))?</td>", out)
+        assert {run: int(rank) for rank, run in cells[:4]} == expected
+    elif fmt == "csv":
+        rows = [r for r in csv.DictReader(io.StringIO(out)) if r["kind"] == "mean"]
+        assert {r["run"]: int(r["rank"]) for r in rows if r["measure"] == "RR"} == expected
+        assert {r["rank"] for r in rows if r["measure"] == "AP"} == {""}  # the first measure ranks
+    else:
+        assert json.loads(out)["ranks"] == expected
+
+
+def test_means_equal_as_printed_but_not_as_floats_are_ranked_apart_as_the_hosted_board_ranks_them(evaluations):
+    """The board ranks by the floats the means sort by: 1e-9 more on one query is a higher mean, though
+    both print alike (and the tie they print as is broken by no input order)."""
+    convdr = next(e for e in evaluations if e.run_name == "org_convdr")
+    first = next(iter(convdr.per_query["nDCG@3"]))
+    nudged = RunScores("nudged", convdr.measures, {m: {**values, first: values[first] + 1e-9} if m == "nDCG@3"
+                                                    else values for m, values in convdr.per_query.items()})
+    copy = RunScores("copy", convdr.measures, convdr.per_query)
+    board = leaderboard([convdr, copy, nudged])
+    means = {run: f"{board.summaries[run, 'nDCG@3'].mean:.4f}" for run in board.ranked_runs}
+    assert len(set(means.values())) == 1
+    assert board.ranks() == {"nudged": 1, "org_convdr": 2, "copy": 2}
+
+
 def test_cli_csv_and_json_agree_to_the_last_bit(tmp_path, capsys):
     """The CSV is for programs: its numbers were rounded (6 decimals, p to 6 digits, d to 4), so
     what a reader recomputed from them drifted from the harness's; now each is the JSON's float."""
@@ -295,7 +341,7 @@ def test_cli_csv_holds_every_table_below_the_leaderboard_as_json_has_it(tmp_path
     assert main(args + ["--format", "csv"]) == 0
     out = capsys.readouterr().out
     assert out.split("\n", 1)[0] == ("kind,run,measure,baseline,value,ci_low,ci_high,effect_size,p_value,p_adjusted,"
-                                     "significant,wins,ties,losses,group,queries")
+                                     "significant,wins,ties,losses,group,queries,rank")
     rows = list(csv.DictReader(io.StringIO(out)))
     assert main(args + ["--format", "json"]) == 0
     document = json.loads(capsys.readouterr().out)

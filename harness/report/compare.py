@@ -174,6 +174,20 @@ class Leaderboard:
         first = self.measures[0]
         return sorted(self.scores.runs, key=lambda run: -self.summaries[run, first].mean)
 
+    def ranks(self) -> dict[str, int]:
+        """Each run's rank, in `ranked_runs` order: equal means on the first measure share a rank and the
+        next run's is its place after them (1, 1, 3), so that input order, which breaks the tie in
+        `ranked_runs`, ranks no run above its equal. Equal as floats, not as printed (0.35424 ranks above
+        0.35421, both 0.3542): the order the means sort in. The hosted board's and every report's ranks."""
+        first, ranks = self.measures[0], {}
+        rank, above = 0, None
+        for place, run in enumerate(self.ranked_runs, start=1):
+            mean = self.summaries[run, first].mean
+            if mean != above:
+                rank, above = place, mean
+            ranks[run] = rank
+        return ranks
+
     def letter(self, baseline: str) -> str:
         return BASELINE_LETTERS[self.baselines.index(baseline)]
 

@@ -52,7 +52,7 @@ def write_report(report: Report, fmt: str, path: str | Path | None) -> bytes:
 
 # compare's CSV columns: a row leaves those that are not its kind's empty
 _CSV_COLUMNS = ("kind", "run", "measure", "baseline", "value", "ci_low", "ci_high", "effect_size", "p_value",
-                "p_adjusted", "significant", "wins", "ties", "losses", "group", "queries")
+                "p_adjusted", "significant", "wins", "ties", "losses", "group", "queries", "rank")
 
 
 @FORMATS.register("csv", "CSV: a row per run and measure, per comparison and per group of a breakdown")
@@ -63,9 +63,11 @@ def as_csv(report: Report) -> bytes:
     conversations') and a breakdown's mean per group (kind 'by <name>': 'by turn depth', 'by
     type', with its `group` and `queries`), and where the groups are tested (Breakdown.tests) their
     comparisons (kind 'vs baseline by <name>'); after the report's notes (and what --fill moved)
-    as '#' lines. The breakdown's columns come last, so the leaderboard's keep their places.
+    as '#' lines. The breakdown's columns come after the leaderboard's, so theirs keep their places, and
+    `rank` last: the run's rank (Leaderboard.ranks), on its mean of the first measure, which ranks.
     Arena ratings have columns of their own: `harness arena --format csv`."""
     board = report.leaderboard
+    ranks = board.ranks()
     out = io.StringIO()
     out.writelines(f"# {note}\n" for note in report.notes + (report.fill_moves.lines() if report.fill_moves else []))
     writer = csv.DictWriter(out, _CSV_COLUMNS, restval="", lineterminator="\n")  # a cell not given is empty
@@ -75,7 +77,8 @@ def as_csv(report: Report) -> bytes:
             s = board.summaries[run, measure]
             count = measure in board.scores.counts
             writer.writerow({"kind": "mean", "run": run, "measure": measure, "value": csv_value(s.mean, count),
-                             "ci_low": csv_statistic(s.ci_low), "ci_high": csv_statistic(s.ci_high)})
+                             "ci_low": csv_statistic(s.ci_low), "ci_high": csv_statistic(s.ci_high),
+                             "rank": ranks[run] if measure == board.measures[0] else ""})
             writer.writerows({"kind": "vs baseline", **_comparison_cells(board, c)}
                              for c in board.comparisons_of(run, measure))
     for measure, means in report.untested.items():
@@ -156,6 +159,7 @@ def as_json(report: Report) -> bytes:
         "queries": len(board.scores.qids),
         "queries_per_measure": {**{m: board.queries(m) for m in board.measures}, **dict.fromkeys(board.undefined, 0)},
         "baselines": board.baselines,
+        "ranks": board.ranks(),  # by the first measure, equal means sharing a rank (1, 1, 3)
         "runs": {
             run: {m: {"mean": json_value(s.mean, m in board.scores.counts), "ci_low": json_number(s.ci_low),
                       "ci_high": json_number(s.ci_high), "marks": board.marks(run, m)}

@@ -76,15 +76,16 @@ def _section(section: Section, header: Sequence[str]) -> str:
 
 def leaderboard_rows(board: Leaderboard, untested: dict[str, dict[str, float]] | None = None
                      ) -> tuple[list[str], list[list[str]]]:
-    """Rank, run (baselines lettered), then 'mean marks' per measure, then any untested measure."""
+    """Rank (equal means share one: Leaderboard.ranks), run (baselines lettered), then 'mean marks' per
+    measure, then any untested measure."""
     untested = untested or {}
     header = ["rank", "run", *board.measures, *untested]
-    rows = []
-    for rank, run in enumerate(board.ranked_runs, start=1):
+    rows, ranks = [], board.ranks()
+    for run in board.ranked_runs:
         name = f"{run} ({board.letter(run)})" if run in board.baselines else run
         means = [printed(board.summaries[run, m].mean, m in board.scores.counts) + board.marks(run, m)
                  for m in board.measures]
-        rows.append([str(rank), name, *means,
+        rows.append([str(ranks[run]), name, *means,
                      *[f"{values[run]:.4f}" for values in untested.values()]])
     return header, rows
 

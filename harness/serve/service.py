@@ -435,12 +435,9 @@ def _board(runtime: TaskRuntime, rows: list[st.Submission]) -> dict[str, Any]:
     by_label = {label[row.id]: row for row in rows}
     board = ranked_board([RunScores(label[row.id], measures, row.per_query) for row in rows], **runtime.board_terms())
     top = board.baselines[0]
-    rank, above = 0, None
-    for place, name in enumerate(board.ranked_runs, start=1):
+    ranks = board.ranks()  # equal means share a rank, the next run's the place after them (1, 1, 3)
+    for name in board.ranked_runs:
         row = by_label[name]
-        mean = board.summaries[name, main].mean
-        if mean != above:  # equal means share a rank, the next run's the place after them (1, 1, 3)
-            rank, above = place, mean
         comparison = next(iter(board.comparisons_of(name, main)), None)
         if comparison is None:
             tier, p = "top", None
@@ -450,7 +447,7 @@ def _board(runtime: TaskRuntime, rows: list[st.Submission]) -> dict[str, Any]:
             tier = ("below" if comparison.difference < 0 else "above") if board.significant(comparison) else "tied"
             p = comparison.p_adjusted
         result["rows"].append({
-            "rank": rank, "team": row.team, "run_name": row.run_name, "description": row.description,
+            "rank": ranks[name], "team": row.team, "run_name": row.run_name, "description": row.description,
             "submitted": row.created_at.isoformat(timespec="seconds") + "Z",
             "measures": {m: board.summaries[name, m].mean if m in board.measures else None  # None: undefined
                          for m in measures},
