@@ -21,10 +21,15 @@ the documents that the other terms could lift to that score.
 
 from __future__ import annotations
 
+import contextlib
 import math
+from collections.abc import Callable
 
 import numpy as np
 from numba import njit
+
+from harness.errors import HarnessError
+from harness.paths import cache_root
 
 BLOCK = 128  # postings per block of the export's score bounds (Lucene's block size too)
 WINDOW = 8192  # documents scored together: a window's sums stay in the CPU cache
@@ -36,7 +41,53 @@ _UNTOUCHED = -0.0
 _UNTOUCHED_BITS = np.int64(-(2**63))  # its bits, as an int64
 
 
-@njit(nogil=True, cache=True, error_model="numpy")
+try:  # numba's cache classes (numba.core.caching, not a public API: checked on 0.68.1)
+    from numba.core.caching import (CompileResultCacheImpl, FunctionCache, UserProvidedCacheLocator, _CacheLocator,
+                                    _SourceFileBackedLocatorMixin)
+except ImportError:  # moved in a later numba: the kernels are compiled in memory, as with no writable cache
+    _KernelCache = None
+else:
+    class _HarnessCacheLocator(_SourceFileBackedLocatorMixin, _CacheLocator):
+        """The compiled kernels kept in the harness's cache folder (<cache>/numba), where its other
+        caches live, rather than beside this file (numba's default: site-packages in a wheel)."""
+
+        def __init__(self, py_func: Callable, py_file: str) -> None:
+            self._py_file = py_file
+            self._lineno = py_func.__code__.co_firstlineno
+            self._cache_path = str(cache_root() / "numba" / self.get_suitable_cache_subpath(py_file))
+
+        def get_cache_path(self) -> str:
+            return self._cache_path
+
+        @classmethod
+        def from_function(cls, py_func: Callable, py_file: str) -> _HarnessCacheLocator | None:
+            """None (no cache) where the cache folder cannot be found or written."""
+            try:
+                return super().from_function(py_func, py_file)
+            except HarnessError:  # no HOME to put the cache folder in
+                return None
+
+    class _KernelCacheImpl(CompileResultCacheImpl):
+        _locator_classes = [UserProvidedCacheLocator, _HarnessCacheLocator]  # NUMBA_CACHE_DIR if set, else ours
+
+    class _KernelCache(FunctionCache):
+        _impl_class = _KernelCacheImpl
+
+
+def _kernel(function: Callable) -> Callable:
+    """`function` compiled (numba, nogil), its machine code cached in NUMBA_CACHE_DIR if set, else in
+    the harness's cache folder: for this module's kernels alone, numba's settings left as they are
+    for other code. Where neither can be written (a read-only HOME and cache), it is compiled in
+    memory, once a process, without a word: the same scores, a few seconds later, where a note would
+    repeat in every process (each command, each worker) that imports the kernels."""
+    kernel = njit(nogil=True, error_model="numpy")(function)
+    if _KernelCache is not None:
+        with contextlib.suppress(RuntimeError):  # numba's "no locator available": no cache
+            kernel._cache = _KernelCache(function)  # what njit(cache=True) sets, with our locators
+    return kernel
+
+
+@_kernel
 def _frequency(freqs, big_freqs, p):
     """Posting p's frequency: 16 bits, or (65535) looked up among the rare larger ones."""
     tf = np.int64(freqs[p])
@@ -47,12 +98,12 @@ def _frequency(freqs, big_freqs, p):
     return tf
 
 
-@njit(nogil=True, cache=True, error_model="numpy")
+@_kernel
 def _score(weight, tf, norm_inverse):
     return weight - weight / (_F32(1) + _F32(tf) * norm_inverse)
 
 
-@njit(nogil=True, cache=True, error_model="numpy")
+@_kernel
 def block_bounds(starts, first_blocks, postings, freqs, big_freqs, norms):
     """Each term's blocks of BLOCK postings (term t's are first_blocks[t]:first_blocks[t+1],
     `lucene_scorer.block_starts`): their largest frequency and smallest norm byte."""
@@ -71,7 +122,7 @@ def block_bounds(starts, first_blocks, postings, freqs, big_freqs, norms):
     return max_tf, min_norm
 
 
-@njit(nogil=True, cache=True, error_model="numpy")
+@_kernel
 def _reaching(sums, touched, count, rest, threshold):
     """Keeps (in order) the documents of touched[:count] that `rest` more could lift to the
     threshold, marks the others untouched; returns how many are kept."""
@@ -85,7 +136,7 @@ def _reaching(sums, touched, count, rest, threshold):
     return kept
 
 
-@njit(nogil=True, cache=True, error_model="numpy")
+@_kernel
 def _first_at_least(postings, low, high, doc, step):
     """The first position in postings[low:high] (sorted) holding doc or more: galloping from
     low by `step` (1: a cursor moving forward), then binary search."""
@@ -102,7 +153,7 @@ def _first_at_least(postings, low, high, doc, step):
     return low
 
 
-@njit(nogil=True, cache=True, error_model="numpy")
+@_kernel
 def top_candidates(terms, weights, k, window, starts, postings, freqs, big_freqs, norms, norm_inverse,
                    block_starts, block_max_tf, block_min_norm, best_norm_inverse):
     """The documents (int32) and float32 scores of every document scoring at least the k-th
@@ -223,7 +274,7 @@ def top_candidates(terms, weights, k, window, starts, postings, freqs, big_freqs
     return docs[:found][keep], scores[:found][keep]
 
 
-@njit(nogil=True, cache=True, error_model="numpy")
+@_kernel
 def adjust_ties(scores):
     """Anserini's ScoreTiesAdjusterReranker on one best-first float32 score list: round to
     1e-4 (in double, half up), then lower the n-th of a run of near-ties (a gap to the
