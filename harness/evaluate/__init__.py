@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, TextIO
 
 from harness.evaluate.coverage import TOP, docid_warning, may_be_in_other_case, must_look
-from harness.evaluate.depths import unequal_depths
+from harness.evaluate.depths import unequal_depths, usual_depth
 from harness.evaluate.measures import family, parse_measures
 from harness.errors import ARGUMENTS, FLAGS, HarnessError, InputError, Spelling, listed, verb
 from harness.trec import Qrels, Run, read_run
@@ -61,8 +61,8 @@ class Evaluation:
     unjudged_queries: list[str] = field(default_factory=list)  # in the run, not judged
     duplicates: int = 0
     depth: int | None = None
-    # the most documents ranked for one judged query, after `depth`: how deep its measures see (depths.py)
-    deepest: int = 0
+    # documents ranked for 9 in 10 judged queries at most, after `depth`: how deep its measures see (depths.py)
+    usual_depth: int = 0
     counts: list[str] = field(default_factory=list)  # measures summed, not averaged, on `all`
     trailing: int = 0  # run lines with text after the sixth field (ignored, as trec_eval does)
     docid_warning: str | None = None  # top documents almost never judged, or only in another case (coverage.py)
@@ -377,7 +377,7 @@ class Evaluator:
             unjudged_queries=sorted(set(table.qids) - judged),
             duplicates=table.duplicates,
             depth=depth,
-            deepest=int(ranked.lengths.max(initial=0)),
+            usual_depth=usual_depth(ranked.lengths.tolist()),
             counts=list(self._counts),
             trailing=table.trailing,
             docid_warning=self._docid_warning(table, ranked, depth),

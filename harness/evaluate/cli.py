@@ -107,7 +107,7 @@ def run(args: argparse.Namespace) -> int:
                            f"the {RESERVED[taken]} that JSON output with --fill carries; rename the file")
     for evaluation in evaluations:
         _report_coverage(evaluation, qrels_path=args.qrels)
-    if (shallower := unequal_depths(evaluations, FLAGS)) is not None:  # either route: each run's deepest
+    if (shallower := unequal_depths(evaluations, FLAGS)) is not None:  # either route: each run's usual depth
         print(f"warning: {shallower}", file=sys.stderr)
     if notes_on_stderr(args.format, args.out):
         for note in notes + (moves.lines() if moves else []):

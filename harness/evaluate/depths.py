@@ -3,16 +3,17 @@
 R@1000 or AP of a run that stops at 100 documents a query against one that ranks 1000 is lower
 because the run is shallower, not because it ranks worse: trec_eval prints both without a word.
 `harness eval` and `harness compare` say it in one line (and compare's report in a note), naming
-the measures, the runs and how deep each goes: the most documents it ranks for a judged query,
-after --depth (Evaluation.deepest).
+the measures, the runs and how deep each goes: the documents it ranks for 9 in 10 of its judged queries
+at most, after --depth (Evaluation.usual_depth, `usual_depth`): one query ranked deeper changes no run's
+depth.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Protocol
 
-from harness.errors import Spelling, listed
+from harness.errors import Spelling, counted, listed
 from harness.evaluate.measures import parse_measures
 
 # a run at least this share of another's depth is taken as deep as it: runs made from passage runs by
@@ -27,14 +28,22 @@ class Deep(Protocol):
 
     run_name: str
     measures: list[str]
-    deepest: int
+    usual_depth: int
+
+
+def usual_depth(lengths: Iterable[int]) -> int:
+    """How deep a run ranks its judged queries: the documents it ranks for 9 in 10 of the judged queries
+    it answers at most (their 90th percentile); 0 where it answers none. Not the most for any one query:
+    a run of k=20 that ranks one query 300 deep is a run of depth 20."""
+    ranked = sorted(length for length in lengths if length > 0)
+    return ranked[(9 * len(ranked) + 9) // 10 - 1] if ranked else 0
 
 
 def unequal_depths(evaluations: Sequence[Deep], spelling: Spelling) -> str | None:
     """One line naming the measures that read past the shallowest run's depth into what a deeper
     run ranks, each run's depth and what to do; None where the runs are as deep (SAME_DEPTH) or
     no measure reads that far. A run ranking no judged query is left out: it is warned of itself."""
-    depths = {e.run_name: e.deepest for e in evaluations if e.deepest > 0}
+    depths = {e.run_name: e.usual_depth for e in evaluations if e.usual_depth > 0}
     if len(depths) < 2:
         return None
     shallowest, deepest = min(depths.values()), max(depths.values())
@@ -48,5 +57,6 @@ def unequal_depths(evaluations: Sequence[Deep], spelling: Spelling) -> str | Non
     deeper = sorted(((depth, run) for run, depth in depths.items() if depth > shallowest), key=lambda d: -d[0])
     ranks = listed([f"{run} ranks {depth}" if i == 0 else f"{run} {depth}" for i, (depth, run) in enumerate(deeper)])
     return (f"{listed(seeing)} {'reaches' if len(seeing) == 1 else 'reach'} past the depth of {shallow} "
-            f"({shallowest} documents a query at most) while {ranks}: these compare depths, not systems; cut every "
-            f"run to {shallowest} ({spelling.given('depth', shallowest)}) or rerun {shallow} deeper")
+            f"(at most {counted(shallowest, 'document')} for 9 in 10 of its judged queries) while {ranks}: "
+            f"these compare depths, not systems; cut every run to {shallowest} "
+            f"({spelling.given('depth', shallowest)}) or rerun {shallow} deeper")

@@ -26,6 +26,7 @@ from harness.compute.engines import usable_cores
 from harness.errors import COMPRESSED, FLAGS, HarnessError
 from harness.evaluate import Evaluation, _check_scorable, added_in_order, on_stderr, qrels_name, warn_unreachable
 from harness.evaluate.coverage import RARELY, docid_warning, must_look
+from harness.evaluate.depths import usual_depth
 from harness.evaluate.measures import family, parse_measures
 from harness.evaluate.names import announce
 from harness.trec import file_stem
@@ -97,7 +98,7 @@ def lean_scores(qrels: str, files: Sequence[str], measures: Sequence[str], depth
     specs = _specs(module, parsed)
     if specs is None:
         return None
-    specs.append((module.NumRet, -1, -1))  # each query's documents, for Evaluation.deepest: not shown
+    specs.append((module.NumRet, -1, -1))  # each query's documents, for Evaluation.usual_depth: not shown
     try:
         table = module.Qrels(qrels)
     except module.NotFast:
@@ -178,6 +179,6 @@ def _evaluation(qrels: LeanQrels, path: str, measures: list[str], counts: list[s
     return Evaluation(run_name=file_stem(path), measures=measures, per_query=per_query, means=means,
                       missing_queries=[qid for qid, present in zip(qrels.qids, evaluated) if not present],
                       unjudged_queries=unjudged, duplicates=duplicates, depth=depth,
-                      deepest=int(max(retrieved, default=0)), counts=counts,
+                      usual_depth=usual_depth(int(n) for n in retrieved), counts=counts,
                       docid_warning=docid_warning(file_stem(path), tops, qrels.judgments, qrels_name(qrels), FLAGS)
                       if _must_look(result) else None)
