@@ -153,7 +153,8 @@ def test_keep_going_says_a_failed_run_in_one_line_makes_the_others_and_exits_1(t
     assert said == [f"harness run: error: bob: retriever 'python:student_bug:search' (module student_bug) raised "
                     f"ValueError: my bug{ASKED}",
                     "harness run: 1 run failed, said above (bob); the leaderboard lists the finished ones; the same "
-                    "command again redoes the failed runs alone"]
+                    f"command again redoes the failed runs alone, and `harness run {config} --only bob` shows a "
+                    "plug-in's traceback"]
     assert [line.split(" |")[0] for line in out.splitlines() if line.startswith(("| ann", "| bob", "| cy"))] == [
         "| ann (a)", "| cy"]
     assert sorted(path.name for path in (tmp_path / "runs").glob("*.run")) == ["ann.run", "cy.run"]
@@ -168,3 +169,11 @@ def test_keep_going_again_redoes_the_failed_runs_alone(tmp_path, monkeypatch, ca
     assert [line.split(":")[0] for line in err if line.startswith(("ann:", "cy:"))] == ["ann", "cy"]
     assert all("finished" in line for line in err if line.startswith(("ann:", "cy:")))
     assert sum(line.startswith("harness run: error: bob: ") for line in err) == 1
+
+
+def test_keep_going_with_every_run_failing_says_none_is_finished(tmp_path, monkeypatch, capsys):
+    config = _three_students(tmp_path, monkeypatch)
+    config.write_text(config.read_text().replace("student_ok", "student_bug"), encoding="utf-8")
+    assert main(["run", str(config), "--keep-going"]) == 1
+    last = capsys.readouterr().err.splitlines()[-1]
+    assert "failed, said above (ann, bob, cy); no run is finished: the leaderboard is empty;" in last

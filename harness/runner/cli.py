@@ -89,8 +89,12 @@ def run(args: argparse.Namespace) -> int:
         print(f"report written to {path.resolve()}")
     if failures:
         again = "the command without --force" if args.force else "the same command"
-        print(f"harness run: {counted(len(failures), 'run')} failed, said above ({', '.join(failures)}); the "
-              f"leaderboard lists the finished ones; {again} again redoes the failed runs alone", file=sys.stderr)
+        listing = ("the leaderboard lists the finished ones" if outcomes
+                   else "no run is finished: the leaderboard is empty")
+        alone = command("harness", "run", args.config, "--only", failures[0])
+        print(f"harness run: {counted(len(failures), 'run')} failed, said above ({', '.join(failures)}); {listing}; "
+              f"{again} again redoes the failed runs alone, and `{alone}` shows a plug-in's traceback",
+              file=sys.stderr)
         return 1
     return 0
 
