@@ -57,3 +57,12 @@ def test_a_second_lookup_reads_no_distribution_again_while_the_folders_on_sys_pa
     monkeypatch.setattr(importlib.metadata, "packages_distributions", lambda: calls.append(1) or real())
     assert installed_by("pandas") == {"distribution": "pandas", "version": importlib.metadata.version("pandas")}
     assert calls == []
+
+
+def test_a_lookup_from_a_removed_folder_answers(tmp_path, monkeypatch):
+    """A notebook's temporary folder removed under it: packages_distributions() still answers there."""
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    monkeypatch.chdir(gone)
+    gone.rmdir()
+    assert installed_by("pandas") == {"distribution": "pandas", "version": importlib.metadata.version("pandas")}

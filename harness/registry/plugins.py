@@ -231,7 +231,10 @@ def _path_state() -> tuple[object, ...]:
     """What packages_distributions() answers from: the folder harness runs in (an entry '' is it) and
     each sys.path entry with its mtime, which installing or removing a package changes (its metadata
     folder is added to or removed from one of them)."""
-    state: list[object] = [os.getcwd()]
+    try:
+        state: list[object] = [os.getcwd()]
+    except OSError:  # the folder harness runs in was removed: '' names none
+        state = [None]
     for entry in sys.path:
         try:
             state.append((entry, os.stat(entry or ".").st_mtime_ns))
