@@ -176,8 +176,8 @@ class TextInput:
             return self._handle.read()
 
 
-def _raw(path: Path) -> IO[bytes]:
-    """The file's bytes, decompressed by suffix (.gz, .bz2)."""
+def decompressed(path: Path) -> IO[bytes]:
+    """The file's bytes, decompressed by suffix (.gz, .bz2), as every reader takes a file."""
     if path.suffix == ".gz":
         import gzip
 
@@ -240,7 +240,7 @@ def _bad_byte(path: Path, error: UnicodeDecodeError) -> InputError:
     UTF-16/UTF-32 text is said as such at line 1, wherever that byte is (a bzip2 or zip header
     can hold a newline before its first byte that is not UTF-8: no signature holds one)."""
     try:
-        with _raw(path) as raw:
+        with decompressed(path) as raw:
             for number, line in enumerate(raw, start=1):
                 if number == 1 and (what := not_text(line)) is not None:
                     return InputError(path, what.problem(_cure(path, what)), line=1)
@@ -285,7 +285,7 @@ def open_input(path: str | Path, *, newline: str | None = None, encoding: str = 
     InputError naming it; see TextInput for the BOM (`encoding="utf-8"` keeps it) and bad bytes."""
     path = Path(path)
     try:
-        raw = _raw(path)
+        raw = decompressed(path)
     except FileNotFoundError:
         raise InputError(path, f"no such file{other_form(path)}") from None
     except IsADirectoryError:

@@ -39,6 +39,7 @@ import heapq
 import json
 import math
 import re
+import zlib
 from array import array
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -48,7 +49,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from harness.atomic import atomic_write
-from harness.errors import COMPRESSED, HarnessError, InputError, TextInput, open_input, shown, shown_id
+from harness.errors import COMPRESSED, HarnessError, InputError, TextInput, decompressed, open_input, shown, shown_id
 
 
 # one way to split each string (the digits before a point, then the point and those after it), so a
@@ -325,12 +326,14 @@ def recorded_run(data: bytes) -> str | None:
 
 
 def recorded_run_of(path: Path) -> str | None:
-    """recorded_run of a file's bytes (None where it cannot be read, or is too large to be a record)."""
+    """recorded_run of a file's bytes, decompressed as every reader takes them (a record gzipped to
+    send it is one too); None where it cannot be read, or is too large to be a record."""
     try:
         if path.stat().st_size > RECORD_MAX_BYTES:
             return None
-        return recorded_run(path.read_bytes())
-    except OSError:
+        with decompressed(path) as handle:
+            return recorded_run(handle.read(RECORD_MAX_BYTES + 1))
+    except (OSError, EOFError, zlib.error):  # EOFError, zlib.error: a damaged compressed stream
         return None
 
 

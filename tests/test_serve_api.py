@@ -4,6 +4,7 @@ of the issue. Runs are built from the shipped iKAT 2023 topics and qrels."""
 from __future__ import annotations
 
 import contextlib
+import gzip
 from collections import Counter
 import io
 import json
@@ -582,6 +583,17 @@ def test_submit_refuses_a_harness_run_record_before_any_upload_naming_the_run_be
     assert main([*argv, str(alone)]) == 2
     assert capsys.readouterr().err == (f"harness submit: error: {alone}: {said} the run it names, "
                                        "pragmaticqa-val.raw.bm25.run (not beside it)\n")
+
+
+def test_submit_refuses_a_gzipped_harness_run_record_before_any_upload(run_record, capsys):
+    """Gzipped to send it, a record was uploaded, refused by the board as compressed, and refused as a record
+    only once unzipped: two round trips (R27 F5)."""
+    zipped = run_record.with_name(run_record.name + ".gz")
+    zipped.write_bytes(gzip.compress(run_record.read_bytes()))
+    assert main(["submit", "--server", "http://127.0.0.1:9", "--token", "t", "--task", TASK, str(zipped)]) == 2
+    assert capsys.readouterr().err == (f"harness submit: error: {zipped}: this is `harness run`'s record of a run (its "
+                                       f"provenance and scores), not a run: submit {run_record.with_suffix('.run')} "
+                                       "instead\n")
 
 
 def test_trec_run_with_an_unknown_query_is_422_naming_it(server, tmp_path):
