@@ -310,22 +310,35 @@ def looks_like_header(fields: list[str]) -> bool:
 RECORD_MAX_BYTES = 64 << 20
 
 
-def recorded_run(data: bytes) -> str | None:
-    """The run file (<tag>.run) that `harness run`'s record of it (<tag>.json, written beside it:
-    provenance and scores) names, when `data` is such a record; None for any other bytes (an
-    iKAT submission, a TREC run)."""
+@dataclass(frozen=True)
+class RunRecord:
+    """What `harness run`'s record of a run (<tag>.json, written beside <tag>.run: provenance and
+    scores) tells one who gave it for the run: the run's file name, tag, topics and task."""
+
+    run: str  # the run's file name, as written beside the record
+    tag: str
+    topics: str | None  # the config's topics spec (ikat2023:test); None where the record has none
+    task: str | None
+
+
+def recorded_run(data: bytes) -> RunRecord | None:
+    """`data` as `harness run`'s record of a run, recognised by its keys (tag, run, hashes); None
+    for any other bytes (an iKAT submission, a TREC run)."""
     if len(data) > RECORD_MAX_BYTES or b'"hashes"' not in data:  # the key, written as JSON writes it
         return None
     try:
         record = json.loads(data)
     except ValueError:  # UnicodeDecodeError too
         return None
-    if isinstance(record, dict) and {"tag", "run", "hashes"} <= record.keys() and isinstance(record["run"], str):
-        return record["run"]
-    return None
+    if not (isinstance(record, dict) and {"tag", "run", "hashes"} <= record.keys() and isinstance(record["run"], str)):
+        return None
+    config = record.get("config") if isinstance(record.get("config"), dict) else {}
+    topics, task = config.get("topics"), config.get("task")
+    return RunRecord(record["run"], str(record["tag"]), topics if isinstance(topics, str) else None,
+                     task if isinstance(task, str) else None)
 
 
-def recorded_run_of(path: Path) -> str | None:
+def recorded_run_of(path: Path) -> RunRecord | None:
     """recorded_run of a file's bytes, decompressed as every reader takes them (a record gzipped to
     send it is one too); None where it cannot be read, or is too large to be a record."""
     try:
@@ -337,18 +350,23 @@ def recorded_run_of(path: Path) -> str | None:
         return None
 
 
-def _run_record_cure(path: Path) -> str:
-    """'' unless `path` is `harness run`'s record of a run (a glob such as runs/mine/* takes it
-    with the run, and it shares the run's name): then what to give instead, its .run files."""
-    if (run := recorded_run_of(path)) is not None:
-        return f": this is `harness run`'s record of {run}: give the .run files ({path.parent / '*.run'})"
-    return ""
+def record_beside(record: RunRecord, given: Path) -> Path | None:
+    """The run that a record given as `given` names, where it is beside it (as `harness run` writes it)."""
+    beside = given.parent / record.run
+    return beside if beside.is_file() else None
 
 
-def _json_run_cure(path: Path) -> str:
-    """What to do with a JSON file given as a run: `harness run`'s record names its .run file;
-    any other is taken for an iKAT submission."""
-    return _run_record_cure(path) or ": `harness ikat to-trec` writes a TREC run of an iKAT submission"
+def not_a_run(record: RunRecord, given: Path | None, verb: str | None = "give", instead_of: str = "a run") -> str:
+    """The one sentence said wherever `harness run`'s record is given for a run (or for `instead_of`): what
+    it is, and the run to `verb` instead (verb None: the caller says what to do), by its path where it is
+    beside `given`; `given` None for an upload, of which the server cannot see the submitter's disk."""
+    said = f"this is `harness run`'s record of {record.run} (its provenance and scores), not {instead_of}"
+    if verb is None:
+        return said
+    beside = record_beside(record, given) if given is not None else None
+    if beside is not None:
+        return f"{said}: {verb} {beside} instead"
+    return f"{said}: {verb} that run instead" + (" (it is not beside this record)" if given is not None else "")
 
 
 def _looks_like(path: Path, number: int, fields: list[str], kind: str) -> str:
@@ -357,7 +375,7 @@ def _looks_like(path: Path, number: int, fields: list[str], kind: str) -> str:
     given as qrels or the other way round). '' when it looks like none of them."""
     line = " ".join(fields)
     if number == 1 and fields[:1] and fields[0][:1] in ("{", "["):
-        cure = _json_run_cure(path) if kind == "run" else ""
+        cure = ": `harness ikat to-trec` writes a TREC run of an iKAT submission" if kind == "run" else ""
         return f": the file looks like JSON, not TREC {kind} lines{cure}"
     if "," in line:
         return (f": the line is comma-separated (a CSV file?); TREC {kind} files separate fields by spaces or tabs, "
@@ -401,6 +419,8 @@ def _whitespace_problem(fields: list[str]) -> str:
 def _parse_run_fields(path: Path, number: int, fields: list[str]) -> tuple[str, str, int, float, str]:
     _bom_check(path, number, fields)
     _nul_check(path, number, " ".join(fields))
+    if number == 1 and fields[0][:1] == "{" and (record := recorded_run_of(path)) is not None:
+        raise InputError(path, not_a_run(record, path))  # the file, not its line 1, is the mistake
     if len(fields) < 6:
         raise InputError(path, f"expected 6 fields 'qid Q0 docid rank score tag', found {len(fields)}"
                                + _looks_like(path, number, fields, "run"), line=number)
@@ -647,7 +667,8 @@ def refuse_shared_names(names: Sequence[str], files: Sequence[str] | None = None
         else:
             for path in (files[seen[name]], files[index]):
                 # `harness run`'s record beside its run (runs/*): its advice, not 'rename one', which would score it
-                if path.endswith(".json") and (cure := _run_record_cure(Path(path))):
-                    raise InputError(path, "the file looks like JSON, not TREC run lines" + cure)
+                if path.endswith((".json", ".json.gz")) and (record := recorded_run_of(Path(path))) is not None:
+                    raise InputError(path, not_a_run(record, Path(path)) + " (of a folder of runs and their "
+                                     f"records, give the .run files: {Path(path).parent / '*.run'})")
             raise HarnessError(f"two runs share the name {name}: {files[seen[name]]} and {files[index]}; rename one "
                                "run file (its name, less the suffix, names the run)")

@@ -95,6 +95,25 @@ def ikat2023():
     return load("ikat2023")
 
 
+@pytest.fixture(scope="session")
+def run_records(tmp_path_factory) -> Path:
+    """The folder where `harness run` wrote three real runs, each beside its record (<tag>.run,
+    <tag>.json): BM25 on PragmaticQA val, on iKAT 2023 test (the shipped pools) and its PTKB."""
+    import yaml
+
+    from harness.cli import main
+
+    folder = tmp_path_factory.mktemp("records")
+    config = folder / "small.yaml"
+    config.write_text(yaml.safe_dump({"k": 10, "output": str(folder / "runs"), "experiments": [
+        {"topics": "pragmaticqa:val", "strategies": ["raw"], "retrievers": ["bm25"], "measures": ["RR"]},
+        {"topics": "ikat2023:test", "strategies": ["raw"], "retrievers": ["bm25"], "preset": "ikat2023",
+         "corpus": ["benchmark:ikat2023:test", "benchmark:ikat2023:train"], "qrels_restrict_to_corpus": True},
+        {"task": "ptkb", "topics": "ikat2023:test", "retrievers": ["bm25"], "preset": "ptkb"}]}), encoding="utf-8")
+    assert main(["run", str(config)]) == 0
+    return folder / "runs"
+
+
 def saturated_ikat2024_run(path: Path, turns: int = 12) -> Path:
     """A TREC run of 20 judged passages for each of the first `turns` iKAT 2024 turns with 4
     relevant and 16 non-relevant ones judged (real qrels): its 4 best and 4 non-relevant ones

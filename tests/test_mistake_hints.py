@@ -3,9 +3,8 @@ what to do (harness.trec's readers, `harness eval`'s options), on the CAsT 2021 
 
 from __future__ import annotations
 
-import json
+import gzip
 import re
-from pathlib import Path
 
 import pytest
 
@@ -176,30 +175,31 @@ def test_an_ikat_submission_given_as_a_run_is_named_json_with_to_trec_as_the_cur
         "`harness ikat to-trec` writes a TREC run of an iKAT submission")
 
 
-def test_a_harness_run_record_given_as_a_run_names_its_run_file_and_the_glob_to_give(tmp_path, capsys):
-    """`runs/mine/*` takes each run's JSON record with it: the cure is the .run files, not ikat to-trec."""
-    record = tmp_path / "mine" / "cast2021.raw.bm25.json"
-    record.parent.mkdir()
-    record.write_text(json.dumps({"tag": "cast2021.raw.bm25", "run": "cast2021.raw.bm25.run", "config_file": "x.yaml",
-                                  "hash": "0" * 64, "hashes": {"queries": "1" * 64}}, indent=2), encoding="utf-8")
-    assert error_of(capsys, "--qrels", QRELS, str(record)).endswith(
-        "cast2021.raw.bm25.json:1: expected 6 fields 'qid Q0 docid rank score tag', found 1: the file looks like JSON, "
-        "not TREC run lines: this is `harness run`'s record of cast2021.raw.bm25.run: give the .run files "
-        f"({tmp_path / 'mine' / '*.run'})")
+def test_a_harness_run_record_given_as_a_run_is_refused_naming_the_run_beside_it(run_records, capsys):
+    """The record is named for what it is, not by its line 1 ('expected 6 fields ..., found 1')."""
+    record = run_records / "ikat2023-test.raw.bm25.json"
+    assert main(["eval", "--qrels", QRELS, str(record)]) == 2
+    assert capsys.readouterr().err == (
+        f"harness eval: error: {record}: this is `harness run`'s record of ikat2023-test.raw.bm25.run (its provenance "
+        f"and scores), not a run: give {record.with_suffix('.run')} instead\n")
 
 
 @pytest.mark.parametrize("command", ["eval", "compare"])
-def test_a_harness_run_record_beside_its_run_gets_the_records_advice_not_rename_one(tmp_path, capsys, command):
+@pytest.mark.parametrize("suffix", [".json", ".json.gz"])
+def test_a_harness_run_record_beside_its_run_gets_the_records_advice_not_rename_one(run_records, tmp_path, capsys,
+                                                                                    command, suffix):
     """`compare runs/*` on a `harness run` folder said 'two runs share the name X: X.json and X.run; rename one
-    run file', which would have scored the record as a run."""
-    record = tmp_path / "cast2021.raw.bm25.json"
-    record.write_text(json.dumps({"tag": "cast2021.raw.bm25", "run": "cast2021.raw.bm25.run", "config_file": "x.yaml",
-                                  "hash": "0" * 64, "hashes": {"queries": "1" * 64}}), encoding="utf-8")
-    (tmp_path / "cast2021.raw.bm25.run").write_bytes(Path(RUN).read_bytes())
-    assert main([command, "--qrels", QRELS, str(record), str(tmp_path / "cast2021.raw.bm25.run")]) == 2
-    assert capsys.readouterr().err.strip() == (
-        f"harness {command}: error: {record}: the file looks like JSON, not TREC run lines: this is `harness run`'s "
-        f"record of cast2021.raw.bm25.run: give the .run files ({tmp_path / '*.run'})")
+    run file', which would have scored the record as a run (a gzipped record too)."""
+    record = tmp_path / f"ikat2023-test.raw.bm25{suffix}"
+    data = (run_records / "ikat2023-test.raw.bm25.json").read_bytes()
+    record.write_bytes(gzip.compress(data) if suffix.endswith(".gz") else data)
+    run = tmp_path / "ikat2023-test.raw.bm25.run"
+    run.write_bytes((run_records / run.name).read_bytes())
+    assert main([command, "--qrels", QRELS, str(record), str(run)]) == 2
+    assert capsys.readouterr().err == (
+        f"harness {command}: error: {record}: this is `harness run`'s record of ikat2023-test.raw.bm25.run (its "
+        f"provenance and scores), not a run: give {run} instead (of a folder of runs and their records, give the .run "
+        f"files: {tmp_path / '*.run'})\n")
 
 
 @pytest.mark.parametrize("habit, hint", [

@@ -548,52 +548,47 @@ def test_a_compressed_or_utf16_upload_is_422_saying_so(server, tmp_path, encodin
     assert [(e["check"], e["message"]) for e in answer.json()["errors"]] == [(check, message)]
 
 
-@pytest.fixture(scope="module")
-def run_record(tmp_path_factory) -> Path:
-    """`harness run`'s record of a real run (PragmaticQA val, BM25), written beside the run."""
-    folder = tmp_path_factory.mktemp("record")
-    config = folder / "small.yaml"
-    config.write_text(yaml.safe_dump({"k": 10, "output": str(folder / "runs"), "experiments": [
-        {"topics": "pragmaticqa:val", "strategies": ["raw"], "retrievers": ["bm25"], "measures": ["RR"]}]}),
-        encoding="utf-8")
-    assert main(["run", str(config)]) == 0
-    return folder / "runs" / "pragmaticqa-val.raw.bm25.json"
+@pytest.fixture
+def run_record(run_records) -> Path:
+    """`harness run`'s record of a real run (PragmaticQA val, BM25), beside the run."""
+    return run_records / "pragmaticqa-val.raw.bm25.json"
 
 
 def test_a_harness_run_record_uploaded_is_422_naming_the_run_to_upload(server, run_record):
-    """Uploaded for its run (from a browser too), a record drew 22 errors of the iKAT schema."""
+    """Uploaded for its run (from a browser too), a record drew 22 errors of the iKAT schema. The server cannot see
+    the submitter's disk: it names the run, not where it is."""
     client, _ = server
     answer = post(client, run_record)
     assert answer.status_code == 422
     assert [(e["check"], e["message"]) for e in answer.json()["errors"]] == [(
         "format", "this is `harness run`'s record of pragmaticqa-val.raw.bm25.run (its provenance and scores), not a "
-                  "run: upload pragmaticqa-val.raw.bm25.run instead")]
+                  "run: upload that run instead")]
 
 
 def test_submit_refuses_a_harness_run_record_before_any_upload_naming_the_run_beside_it(run_record, tmp_path,
                                                                                        capsys):
     """Nothing listens at --server: the error comes before any request."""
     argv = ["submit", "--server", "http://127.0.0.1:9", "--token", "t", "--task", TASK]
-    said = "this is `harness run`'s record of a run (its provenance and scores), not a run: submit"
+    said = ("this is `harness run`'s record of pragmaticqa-val.raw.bm25.run (its provenance and scores), not a run: "
+            "submit")
     assert main([*argv, str(run_record)]) == 2
     assert capsys.readouterr().err == (f"harness submit: error: {run_record}: {said} "
                                        f"{run_record.with_suffix('.run')} instead\n")
     alone = tmp_path / run_record.name
     alone.write_bytes(run_record.read_bytes())
     assert main([*argv, str(alone)]) == 2
-    assert capsys.readouterr().err == (f"harness submit: error: {alone}: {said} the run it names, "
-                                       "pragmaticqa-val.raw.bm25.run (not beside it)\n")
+    assert capsys.readouterr().err == (f"harness submit: error: {alone}: {said} that run instead (it is not beside "
+                                       "this record)\n")
 
 
-def test_submit_refuses_a_gzipped_harness_run_record_before_any_upload(run_record, capsys):
+def test_submit_refuses_a_gzipped_harness_run_record_before_any_upload(run_record, tmp_path, capsys):
     """Gzipped to send it, a record was uploaded, refused by the board as compressed, and refused as a record
     only once unzipped: two round trips (R27 F5)."""
-    zipped = run_record.with_name(run_record.name + ".gz")
+    zipped = tmp_path / (run_record.name + ".gz")
     zipped.write_bytes(gzip.compress(run_record.read_bytes()))
     assert main(["submit", "--server", "http://127.0.0.1:9", "--token", "t", "--task", TASK, str(zipped)]) == 2
-    assert capsys.readouterr().err == (f"harness submit: error: {zipped}: this is `harness run`'s record of a run (its "
-                                       f"provenance and scores), not a run: submit {run_record.with_suffix('.run')} "
-                                       "instead\n")
+    assert capsys.readouterr().err.startswith(f"harness submit: error: {zipped}: this is `harness run`'s record of "
+                                              "pragmaticqa-val.raw.bm25.run (its provenance and scores), not a run")
 
 
 def test_trec_run_with_an_unknown_query_is_422_naming_it(server, tmp_path):

@@ -77,14 +77,10 @@ def run(args: argparse.Namespace) -> int:
 def refuse_run_record(path: Path) -> None:
     """`harness run`'s record of a run (runs/<tag>.json beside runs/<tag>.run), refused before it
     is uploaded: teams sent it for their run, and a board answered it with 22 errors of the iKAT schema."""
-    from harness.trec import recorded_run_of
+    from harness.trec import not_a_run, recorded_run_of
 
-    run = recorded_run_of(path)
-    if run is None:
-        return
-    beside = path.parent / run
-    cure = f"submit {beside} instead" if beside.is_file() else f"submit the run it names, {run} (not beside it)"
-    raise InputError(path, f"this is `harness run`'s record of a run (its provenance and scores), not a run: {cure}")
+    if (record := recorded_run_of(path)) is not None:
+        raise InputError(path, not_a_run(record, path, "submit"))
 
 
 def server_url(given: str) -> str:

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 from harness.errors import TEAM, HarnessError, InputError, bad_byte, counted, not_text, verb
 from harness.ikat.submission import file_format
 from harness.serve.config import FORMAT_YEARS, TaskConfig
-from harness.trec import recorded_run
+from harness.trec import not_a_run, recorded_run
 
 if TYPE_CHECKING:
     from harness.report.compare import RunScores
@@ -356,9 +356,8 @@ def refused_on_sight(data: bytes, display: str) -> Verdict | None:
     if found is not None:
         return Verdict(None, "", [Message("error", "format" if found.compressed else "encoding",
                                           found.problem("upload the run itself, uncompressed"), display)])
-    if (run := recorded_run(data)) is not None:
-        return Verdict(None, "", [Message("error", "format", f"this is `harness run`'s record of {run} (its "
-                                          f"provenance and scores), not a run: upload {run} instead", display)])
+    if (record := recorded_run(data)) is not None:
+        return Verdict(None, "", [Message("error", "format", not_a_run(record, None, "upload"), display)])
     return None
 
 
