@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import gzip
 import json
 import re
 import sys
@@ -873,3 +874,58 @@ def test_ikat_years_are_one_table():
         assert entry.format in WRITERS
         assert any(year in CHECKS.get(name).years for name in CHECKS), year
     assert [y for y, e in YEARS.items() if e.json_lines] == [2025]
+
+
+@pytest.mark.parametrize("action", [["validate", "--topics", "ikat2023"], ["to-trec"]])
+@pytest.mark.parametrize("suffix", [".json", ".json.gz"])
+def test_a_harness_run_record_given_for_a_submission_is_one_line_naming_the_from_trec_command(
+        run_records, tmp_path, capsys, action, suffix):
+    """`harness run`'s record of an iKAT run (runs/<tag>.json, gzipped to send it too) drew 22 errors of the iKAT
+    schema: it is named for what it is, with the command that makes a submission of its run."""
+    record = tmp_path / f"ikat2023-test.raw.bm25{suffix}"
+    data = (run_records / "ikat2023-test.raw.bm25.json").read_bytes()
+    record.write_bytes(gzip.compress(data) if suffix.endswith(".gz") else data)
+    run = tmp_path / "ikat2023-test.raw.bm25.run"
+    run.write_bytes((run_records / run.name).read_bytes())
+    assert main(["ikat", action[0], str(record), *action[1:]]) == 2
+    assert capsys.readouterr().err == (
+        f"harness ikat {action[0]}: error: {record}: this is `harness run`'s record of ikat2023-test.raw.bm25.run (its "
+        f"provenance and scores), not an iKAT submission: make a submission of {run} instead: `harness ikat from-trec "
+        f"{run} --benchmark ikat2023:test --run-name ikat2023-test.raw.bm25 --output "
+        "ikat2023-test.raw.bm25.ikat.json`\n")
+
+
+def test_a_harness_run_record_of_ptkb_statements_names_from_trec_s_ptkb_run(run_records, capsys):
+    record = run_records / "ikat2023-test.ptkb.bm25.json"
+    assert main(["ikat", "validate", str(record), "--topics", "ikat2023"]) == 2
+    assert capsys.readouterr().err == (
+        f"harness ikat validate: error: {record}: this is `harness run`'s record of ikat2023-test.ptkb.bm25.run (its "
+        "provenance and scores), not an iKAT submission: make the PTKB provenance of a submission of "
+        f"{record.with_suffix('.run')} instead: `harness ikat from-trec PASSAGE_RUN --ptkb-run "
+        f"{record.with_suffix('.run')} --benchmark ikat2023:test --run-name ikat2023-test.ptkb.bm25 --output "
+        "ikat2023-test.ptkb.bm25.ikat.json`\n")
+
+
+def test_a_harness_run_record_of_an_ikat_2025_run_names_the_team_and_a_json_lines_output(run_records, tmp_path,
+                                                                                          capsys):
+    """The 2025 format is JSON Lines naming the team: from-trec refuses to write it without --team-id. (The
+    iKAT 2023 run's record, its topics made iKAT 2025's: a 2025 run needs ClueWeb22.)"""
+    record = json.loads((run_records / "ikat2023-test.raw.bm25.json").read_text(encoding="utf-8"))
+    record["config"]["topics"] = "ikat2025:test"
+    path = tmp_path / "ikat2023-test.raw.bm25.json"
+    path.write_text(json.dumps(record), encoding="utf-8")
+    assert main(["ikat", "validate", str(path), "--topics", "ikat2025"]) == 2
+    assert capsys.readouterr().err.endswith(
+        "make a submission of that run instead (it is not beside this record): `harness ikat from-trec "
+        "ikat2023-test.raw.bm25.run --benchmark ikat2025:test --run-name ikat2023-test.raw.bm25 --team-id TEAM "
+        "--output ikat2023-test.raw.bm25.ikat.jsonl`\n")
+
+
+def test_a_harness_run_record_of_other_topics_given_for_a_submission_says_from_trec_does_not_take_them(
+        run_records, capsys):
+    record = run_records / "pragmaticqa-val.raw.bm25.json"
+    assert main(["ikat", "validate", str(record), "--topics", "ikat2023"]) == 2
+    assert capsys.readouterr().err == (
+        f"harness ikat validate: error: {record}: this is `harness run`'s record of pragmaticqa-val.raw.bm25.run (its "
+        "provenance and scores), not an iKAT submission, and its run ranks the queries of pragmaticqa:val, which "
+        "`harness ikat from-trec` does not take (it takes ikat2023, ikat2024, ikat2025)\n")

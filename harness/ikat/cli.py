@@ -93,6 +93,7 @@ def _validate(args: argparse.Namespace) -> int:
     from harness.topics import held_by
     from harness.topics.ikat import load_topics
 
+    refuse_run_record(args.run)
     passages = frozenset().union(*map(read_passage_ids, args.passages)) if args.passages else None
     topics = load_topics(args.topics, flag="--topics")
     year = topics_year(topics)
@@ -181,6 +182,7 @@ def _splits_holding(specs: list[str], unknown: set[str]) -> dict[str, int]:
 def _to_trec(args: argparse.Namespace) -> int:
     from harness.ikat.convert import to_trec
 
+    refuse_run_record(args.run)
     out = args.out or args.run.with_suffix(".run")
     if args.out is None:  # beside RUN: a read-only folder, or a shipped sample run's in an install's package
         problem = output_problem(out) or ("it is inside the installed harness package" if in_package(out) else None)
@@ -200,6 +202,29 @@ def _to_trec(args: argparse.Namespace) -> int:
     if args.ptkb_out is not None:
         print(f"{args.ptkb_out}: PTKB provenance of {counted(len(runs.ptkb), 'turn')}", file=sys.stderr)
     return 0
+
+
+def refuse_run_record(path: Path) -> None:
+    """`harness run`'s record of a run (runs/<tag>.json, gzipped too) given for a submission, refused
+    in one line naming the from-trec command that makes one of its run: checked, it drew 22 schema errors."""
+    from harness.trec import not_a_run, record_beside, recorded_run_of
+
+    record = recorded_run_of(path)
+    if record is None:
+        return
+    benchmarks = ikat_benchmarks()
+    topics = record.topics or "topics it does not name"
+    if topics.partition(":")[0] not in benchmarks:
+        raise InputError(path, not_a_run(record, path, None, "an iKAT submission") + f", and its run ranks the "
+                         f"queries of {topics}, which `harness ikat from-trec` does not take (it takes "
+                         f"{', '.join(benchmarks)})")
+    run = record_beside(record, path) or record.run
+    lines = YEARS[benchmark_year(topics)].json_lines
+    ranked = ["PASSAGE_RUN", "--ptkb-run", run] if record.task == "ptkb" else [run]
+    make = command("harness", "ikat", "from-trec", *ranked, "--benchmark", topics, "--run-name", record.tag,
+                   *(["--team-id", "TEAM"] if lines else []), "--output", f"{record.tag}.ikat.json{'l' * lines}")
+    made_of = "make the PTKB provenance of a submission of" if record.task == "ptkb" else "make a submission of"
+    raise InputError(path, not_a_run(record, path, made_of, "an iKAT submission") + f": `{make}`")
 
 
 def ikat_benchmarks() -> list[str]:
