@@ -146,7 +146,7 @@ def _check_per_query(per_query: "pd.DataFrame", measures: list[str]) -> None:
 def run(config: str | Path | Mapping[str, Any], *, retrievers: Mapping[str, Any] | None = None,
         strategies: Mapping[str, Any] | None = None, only: Iterable[str] = (), force: bool = False,
         output: str | Path | None = None, quiet: bool = False, leaderboard: bool = False,
-        report: bool = False) -> Frames:
+        report: bool = False, keep_going: bool = False) -> Frames:
     """Run (or reuse the finished runs of) a benchmark config as `harness run` does; the
     frames carry experiment, tag, strategy and retriever columns in front.
 
@@ -159,7 +159,12 @@ def run(config: str | Path | Mapping[str, Any], *, retrievers: Mapping[str, Any]
     OUTPUT/report.html as `harness run [--report]` does (over every finished run of the config).
     Runs that are not scored (topics without qrels, `measures: []`) are written, not in the frames.
     The command's notes (warnings, a run ranked again or left out, ...) are warnings, and
-    `aggregate.attrs["notes"]`; `quiet` leaves out the progress on stderr only."""
+    `aggregate.attrs["notes"]`; `quiet` leaves out the progress on stderr only.
+    `keep_going`, as `harness run --keep-going`: a run that fails (a plug-in raising, an input
+    missing) does not end the call; the others are made and returned, and each failed run is a
+    warning (its tag and error in one line), then one saying how many failed; `aggregate.attrs["failed"]`
+    holds {tag: that line} ({} when none failed). The same call again redoes the failed runs alone;
+    `only=[tag]` without it raises a failed run's error, traceback and all."""
     import dataclasses
     import io
     import warnings
@@ -168,6 +173,7 @@ def run(config: str | Path | Mapping[str, Any], *, retrievers: Mapping[str, Any]
     from harness.queries import STRATEGIES
     from harness.retrieve import RETRIEVERS
     from harness.runner.config import load_config, parse_config
+    from harness.runner.cli import Failures
     from harness.runner.provenance import canonical_hash
     from harness.runner.runner import run_config
 
@@ -191,13 +197,19 @@ def run(config: str | Path | Mapping[str, Any], *, retrievers: Mapping[str, Any]
             loaded = dataclasses.replace(loaded, output=Path(output))
         log = io.StringIO() if quiet else None
         said: list[str] = []
+        failures = Failures(said.append)
         try:
             outcomes = run_config(loaded, only=only, force=force, log=log, with_finished=leaderboard or report,
-                                  say=said.append)
+                                  say=said.append, failed=failures if keep_going else None)
         except BaseException as error:  # its notes ride on the error, which a warning (-W error) would hide
             for note in said:
                 error.add_note(note)
             raise
+        if failures.lines:
+            said.append(failures.summary(
+                "the frames hold the finished ones" if outcomes else "no run is finished: the frames are empty",
+                "the call without force=True" if force else "the same call",
+                f"harness.run(config, only=[{next(iter(failures.lines))!r}])"))
         notes = [note.removeprefix("warning: ") for note in said]  # the command's prefix: a warning says it
         for note in notes:
             warnings.warn(note, stacklevel=2)
@@ -217,6 +229,7 @@ def run(config: str | Path | Mapping[str, Any], *, retrievers: Mapping[str, Any]
     }
     per_query, aggregate = frames((o.evaluation for o in outcomes), **labels)
     aggregate.attrs["notes"] = notes
+    aggregate.attrs["failed"] = dict(failures.lines)
     return Frames(per_query, aggregate)
 
 

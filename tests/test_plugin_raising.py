@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 
 import pytest
@@ -131,15 +132,18 @@ def test_a_plugins_exception_in_the_python_api_is_noted_with_the_query_too():
     assert raised.value.__notes__ == ["answering query q1 ('a')"]
 
 
-def _three_students(tmp_path, monkeypatch) -> Path:
-    """A config of three students' retrievers on ikat2023:test, the second's plug-in raising."""
-    (tmp_path / "student_ok.py").write_text("def search(query, k):\n    return [('d1', 1.0)]\n")
-    (tmp_path / "student_bug.py").write_text("def search(query, k):\n    raise ValueError('my bug')\n")
+def _three_students(tmp_path, monkeypatch, student: str = "student") -> Path:
+    """A config of three students' retrievers on ikat2023:test, the second's plug-in raising;
+    their modules `{student}_ok` and `{student}_bug` (a module imported from another test's folder
+    is not read again: its runs are never resumed)."""
+    (tmp_path / f"{student}_ok.py").write_text("def search(query, k):\n    return [('d1', 1.0)]\n")
+    (tmp_path / f"{student}_bug.py").write_text("def search(query, k):\n    raise ValueError('my bug')\n")
     config = tmp_path / "class.yaml"
     config.write_text(yaml.safe_dump({"output": "runs", "tag": "{retriever}", "experiments": [
         {"topics": "ikat2023:test", "strategies": ["raw"], "measures": ["nDCG@3"], "retrievers": [
-            {"name": "python:student_ok:search", "label": "ann"}, {"name": "python:student_bug:search", "label": "bob"},
-            {"name": "python:student_ok:search", "label": "cy"}]}]}), encoding="utf-8")
+            {"name": f"python:{student}_ok:search", "label": "ann"},
+            {"name": f"python:{student}_bug:search", "label": "bob"},
+            {"name": f"python:{student}_ok:search", "label": "cy"}]}]}), encoding="utf-8")
     monkeypatch.chdir(tmp_path)
     return config
 
@@ -177,3 +181,39 @@ def test_keep_going_with_every_run_failing_says_none_is_finished(tmp_path, monke
     assert main(["run", str(config), "--keep-going"]) == 1
     last = capsys.readouterr().err.splitlines()[-1]
     assert "failed, said above (ann, bob, cy); no run is finished: the leaderboard is empty;" in last
+
+
+def _api_run_keep_going(config, **objects) -> tuple[harness.Frames, list[str]]:
+    """harness.run(config, keep_going=True), and the warnings it gave."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        frames = harness.run(config, keep_going=True, quiet=True, **objects)
+    return frames, [str(warning.message) for warning in caught]
+
+
+def test_run_keep_going_returns_the_finished_runs_and_warns_the_failed_one(tmp_path, monkeypatch):
+    """The notebook API lost the whole call, the finished runs' frames too, to one student's bug."""
+    config = _three_students(tmp_path, monkeypatch, "api_student")
+    (per_query, aggregate), said = _api_run_keep_going(config)
+    line = f"retriever 'python:api_student_bug:search' (module api_student_bug) raised ValueError: my bug{ASKED}"
+    assert list(aggregate["run"]) == ["ann", "cy"] and set(per_query["run"]) == {"ann", "cy"}
+    assert aggregate.attrs["failed"] == {"bob": line}
+    assert said[0] == f"bob: {line}"
+    assert said[-1] == ("1 run failed, said above (bob); the frames hold the finished ones; the same call again "
+                        "redoes the failed runs alone, and `harness.run(config, only=['bob'])` shows a plug-in's "
+                        "traceback")
+    assert aggregate.attrs["notes"] == said
+    assert sorted(path.name for path in (tmp_path / "runs").glob("*.run")) == ["ann.run", "cy.run"]
+
+
+def test_run_keep_going_again_redoes_the_failed_runs_alone(tmp_path, monkeypatch, capsys):
+    config = _three_students(tmp_path, monkeypatch, "api_again")
+    _api_run_keep_going(config)
+    with warnings.catch_warnings(record=True):
+        warnings.simplefilter("always")
+        per_query, aggregate = harness.run(config, keep_going=True)  # its progress on stderr
+    err = capsys.readouterr().err.splitlines()
+    assert [line.split(":")[0] for line in err if line.startswith(("ann:", "cy:"))] == ["ann", "cy"]
+    assert all("finished" in line for line in err if line.startswith(("ann:", "cy:")))
+    assert list(aggregate["run"]) == ["ann", "cy"] and list(aggregate.attrs["failed"]) == ["bob"]
+

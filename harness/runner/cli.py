@@ -10,6 +10,8 @@ import gc
 import json
 import os
 import sys
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 from harness.atomic import OutputError, check_outputs, in_the_way, not_writable
@@ -76,9 +78,9 @@ def run(args: argparse.Namespace) -> int:
     from harness.runner import leaderboard  # not for a dry run: it brings scipy (2 s)
 
     # the leaderboard and report show every finished run of the config, not only those run now
-    failures: list[str] = []
+    failures = Failures(lambda line: print(f"harness run: error: {line}", file=sys.stderr))
     outcomes = run_config(config, only=args.only, force=args.force, with_finished=True,
-                          failed=functools.partial(_failed, failures) if args.keep_going else None)
+                          failed=failures if args.keep_going else None)
     board, path = leaderboard.write(outcomes, config.output, title=f"Leaderboard: {args.config}")
     sys.stdout.write(board)
     print(f"leaderboard written to {path}", file=sys.stderr)
@@ -87,27 +89,38 @@ def run(args: argparse.Namespace) -> int:
 
         path = write_html(outcomes, config.output / "report.html", title=f"Report: {args.config}")
         print(f"report written to {path.resolve()}")
-    if failures:
-        again = "the command without --force" if args.force else "the same command"
+    if failures.lines:
         listing = ("the leaderboard lists the finished ones" if outcomes
                    else "no run is finished: the leaderboard is empty")
-        alone = command("harness", "run", args.config, "--only", failures[0])
-        print(f"harness run: {counted(len(failures), 'run')} failed, said above ({', '.join(failures)}); {listing}; "
-              f"{again} again redoes the failed runs alone, and `{alone}` shows a plug-in's traceback",
-              file=sys.stderr)
+        print("harness run: " + failures.summary(
+            listing, "the command without --force" if args.force else "the same command",
+            command("harness", "run", args.config, "--only", next(iter(failures.lines)))), file=sys.stderr)
         return 1
     return 0
 
 
-def _failed(failures: list[str], run: RunSpec, error: Exception) -> None:
-    """--keep-going's word on a run that raised: its tag and the error in one line, as the CLI
-    says the error (a plug-in's frames left out: `--only TAG` alone shows them); the harness's own
-    fault (no such line) still ends the command with its traceback."""
-    said = said_error(error)
-    if said is None:
-        raise error
-    print(f"harness run: error: {run.tag}: {said.line}", file=sys.stderr)
-    failures.append(run.tag)
+@dataclass
+class Failures:
+    """Keep-going's word on the runs that raised (`harness run --keep-going`, `harness.run(...,
+    keep_going=True)`), run_config's `failed`: each run's tag and its error in one line, said as it
+    fails, as the CLI says the error (a plug-in's frames left out: the run alone shows them); the
+    harness's own fault (no such line) still ends the command with its traceback."""
+
+    say: Callable[[str], None]
+    lines: dict[str, str] = dataclasses.field(default_factory=dict)  # tag -> its error's line
+
+    def __call__(self, run: RunSpec, error: Exception) -> None:
+        said = said_error(error)
+        if said is None:
+            raise error
+        self.lines[run.tag] = said.line
+        self.say(f"{run.tag}: {said.line}")
+
+    def summary(self, listing: str, again: str, alone: str) -> str:
+        """The last word: which runs failed, what `listing` holds, and that `again` redoes them
+        alone (a failed run leaves no file, so it is never taken for finished)."""
+        return (f"{counted(len(self.lines), 'run')} failed, said above ({', '.join(self.lines)}); {listing}; "
+                f"{again} again redoes the failed runs alone, and `{alone}` shows a plug-in's traceback")
 
 
 def from_recorded_runs(config: str, output: Path | None) -> str:
