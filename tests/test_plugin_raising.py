@@ -217,3 +217,23 @@ def test_run_keep_going_again_redoes_the_failed_runs_alone(tmp_path, monkeypatch
     assert all("finished" in line for line in err if line.startswith(("ann:", "cy:")))
     assert list(aggregate["run"]) == ["ann", "cy"] and list(aggregate.attrs["failed"]) == ["bob"]
 
+
+def test_run_keep_going_says_a_failing_function_handed_over_in_one_line(tmp_path, monkeypatch):
+    """A notebook's own search function raising was taken for the harness's fault: keep_going
+    raised it and lost the other runs."""
+    monkeypatch.chdir(tmp_path)
+
+    def fine(query, k):
+        return [("d1", 1.0)]
+
+    def buggy(query, k):
+        raise ValueError("my bug")
+
+    config = {"output": "runs", "tag": "{retriever}", "experiments": [
+        {"topics": "ikat2023:test", "strategies": ["raw"], "measures": ["nDCG@3"], "retrievers": [
+            {"name": "fine", "label": "ann"}, {"name": "buggy", "label": "bob"}]}]}
+    (_, aggregate), said = _api_run_keep_going(config, retrievers={"fine": fine, "buggy": buggy})
+    assert list(aggregate["run"]) == ["ann"]
+    assert said[0] == f"bob: code handed to the Python API (module tests) raised ValueError: my bug{ASKED}"
+    with pytest.raises(ValueError, match="my bug"):  # without keep_going: raised, as before
+        harness.run(config, retrievers={"fine": fine, "buggy": buggy}, quiet=True)

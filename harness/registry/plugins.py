@@ -20,6 +20,8 @@ import importlib
 import inspect
 import os
 import sys
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from harness.registry.params import _names_itself
@@ -54,6 +56,13 @@ def _note_plugin_package(obj: Any, what: str) -> None:
     harness dataclass, the functions it holds: a CorpusFormat's `open` and `claims`): the
     objects it builds may live in its other modules. Python's own modules are never a
     plug-in's (an lru_cache'd function's class is functools')."""
+    for record, key, _ in _plugin_places(obj):
+        record[key] = what
+
+
+def _plugin_places(obj: Any) -> Iterator[tuple[dict[str, str], str, str]]:
+    """Where `obj`'s code lies, as `_note_plugin_package` records it: each record, its key (a
+    folder or file; a fileless module's name) and the top-level package's name."""
     for code in [obj, *_functions_of_harness_dataclass(obj)]:
         name = (getattr(_code(code), "__module__", None) or "").split(".")[0]
         top = sys.modules.get(name)
@@ -61,10 +70,31 @@ def _note_plugin_package(obj: Any, what: str) -> None:
         # a package's folders (a namespace package has several, and no __file__), a module's file
         places = list(getattr(top, "__path__", None) or ([file] if file else []))
         if not places and name and name not in sys.stdlib_module_names:  # a notebook's; Python's are built in
-            _FILELESS_PLUGINS[name] = what
+            yield _FILELESS_PLUGINS, name, name
         for place in map(os.path.abspath, places):
             if not (_inside(place, _HARNESS) or _pythons_own(place)):
-                _PLUGIN_PACKAGES[place] = what
+                yield _PLUGIN_PACKAGES, place, name
+
+
+@contextmanager
+def handed_over(objects: Iterable[Any]) -> Iterator[None]:
+    """Within the block, the code of objects handed to the Python API (harness.run's retrievers=)
+    is a plug-in's, as a `python:` spec's is, so that `keep_going` says its error in one line, not
+    as the harness's own fault. Named by its module, not by the name it was handed under (a
+    notebook's functions share one module); the records are as before once the call is over."""
+    before: dict[tuple[int, str], tuple[dict[str, str], str, str | None]] = {}
+    for obj in objects:
+        for record, key, name in _plugin_places(obj):
+            before.setdefault((id(record), key), (record, key, record.get(key)))
+            record[key] = f"code handed to the Python API (module {name})"
+    try:
+        yield
+    finally:
+        for record, key, was in before.values():
+            if was is None:
+                record.pop(key, None)
+            else:
+                record[key] = was
 
 
 def _functions_of_harness_dataclass(obj: Any) -> list[Any]:

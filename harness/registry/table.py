@@ -48,7 +48,7 @@ from harness.registry.identity import (NOT_RESUMED, Origin, _built_in, _imported
                                        object_origin, which_object)
 from harness.registry.params import (Declaration, Params, _check_takes, _defaults, _names_itself, _same, as_declared,
                                      declared, summary_of)
-from harness.registry.plugins import _distribution, _failure, _note_plugin_package, _of_another_package
+from harness.registry.plugins import _distribution, _failure, _note_plugin_package, _of_another_package, handed_over
 
 T = TypeVar("T")
 PYTHON = "python:"  # `python:package.module:attr`
@@ -277,7 +277,8 @@ class Registry(Generic[T]):
             adopted[name] = (item, {**object_origin(obj), **which_object(obj)}, self._declared(name, obj, item))
         token = self._using.set({**self._using.get(), **adopted})
         try:
-            yield
+            with handed_over(objects.values()):
+                yield
         finally:
             self._using.reset(token)
 
