@@ -40,6 +40,13 @@ def test_jsonl_id_contents_round_trip(tmp_path, ikat_documents):
     assert list(open_corpus(str(path)).documents()) == ikat_documents
 
 
+def test_a_format_prefixed_corpus_path_reads_a_tilde_as_the_home_folder(tmp_path, monkeypatch, ikat_documents):
+    """`jsonl:~/x.jsonl`: the shell expands `~` at a word's start only; it was a missing file '~/x.jsonl'."""
+    write_jsonl(tmp_path / "ikat.jsonl", [{"id": d.id, "contents": d.contents} for d in ikat_documents])
+    monkeypatch.setenv("HOME", str(tmp_path))
+    assert list(open_corpus("jsonl:~/ikat.jsonl").documents()) == ikat_documents
+
+
 def test_jsonl_accepts_title_body_and_docid_text(tmp_path):
     spans = list(topics.load("pragmaticqa:val").corpus.documents())[:50]
     title_body = write_jsonl(tmp_path / "a.jsonl", [{"id": d.id, "title": d.title, "body": d.contents} for d in spans])

@@ -410,7 +410,7 @@ def test_a_plugin_strategy_argument_typed_with_an_enum_is_passed_the_member(writ
 
 
 def _prefixed(conversation, turn_index, path: Path):
-    return path.read_text() + conversation.turns[turn_index].utterance
+    return Path(path).read_text() + conversation.turns[turn_index].utterance
 
 
 def test_a_plugin_strategy_argument_typed_a_path_is_looked_for_when_the_config_is_read(tmp_path):
@@ -423,6 +423,19 @@ def test_a_plugin_strategy_argument_typed_a_path_is_looked_for_when_the_config_i
                 "(prefixed:path)")):
             parse_config(Path("x.yaml"), {"experiments": [_experiment([f"prefixed:{tmp_path / 'nope.txt'}"],
                                                                       ["bm25"])]})
+
+
+def test_a_plugin_strategy_argument_typed_a_path_reads_a_tilde_as_the_home_folder(tmp_path, monkeypatch):
+    """`prefixed:~/x`: the shell expands `~` at a word's start only; the check found the file, the plug-in
+    was handed '~/there.txt'."""
+    from harness.queries import stream
+    from harness.topics import load
+
+    (tmp_path / "there.txt").write_text("x ")
+    monkeypatch.setenv("HOME", str(tmp_path))
+    with harness.queries.STRATEGIES.using({"prefixed": _prefixed}):
+        queries = list(stream(load("ikat2023:test").conversations[:1], "prefixed:~/there.txt"))
+    assert all(query.text.startswith("x ") for query in queries)
 
 
 def test_a_partials_origin_is_its_functions_source_and_its_arguments():

@@ -26,6 +26,14 @@ def tiny(tmp_path):
             "--judge", f"file:{tmp_path / 'assigned.jsonl'}"]
 
 
+
+@pytest.mark.parametrize("prefix", ["file", "assignments"])
+def test_a_recorded_assignments_path_reads_a_tilde_as_the_home_folder(tiny, tmp_path, monkeypatch, prefix):
+    """`--judge file:~/x`: the shell expands `~` at a word's start only; it was a missing file '~/x'."""
+    monkeypatch.setenv("HOME", str(tmp_path))
+    assert main([*tiny[:-1], f"{prefix}:~/assigned.jsonl", "--format", "json"]) == 0
+
+
 @pytest.mark.parametrize("name, starts", [("report.html", "<!DOCTYPE html>"), ("report.json", "{"),
                                           ("report.csv", "# "), ("report.txt", "# Response evaluation")])
 def test_without_format_the_report_is_written_as_its_output_suffix_says(tiny, tmp_path, name, starts, capsys):

@@ -721,6 +721,17 @@ def test_a_recorded_assignments_judge_s_missing_file_is_a_config_error_naming_it
         load_serve_config(tmp_path / "c.yaml")
 
 
+def test_a_recorded_assignments_judge_s_file_reads_a_tilde_as_the_home_folder(tmp_path, monkeypatch):
+    """`judge: file:~/a.jsonl`, as `harness responses eval --judge file:~/a.jsonl` reads it."""
+    (tmp_path / "a.jsonl").write_text("")
+    monkeypatch.setenv("HOME", str(tmp_path))
+    config = {"tasks": [{"name": "r", "topics": "ikat2024", "nuggets": __file__, "judge": "file:~/a.jsonl",
+                         "formats": ["trec-rag-jsonl"]}],
+              "teams": [{"name": "team0", "token_sha256": sha256_hex(team_token("team0"))}]}
+    (tmp_path / "c.yaml").write_text(yaml.safe_dump(config))
+    assert load_serve_config(tmp_path / "c.yaml").tasks["r"].judge == "file:~/a.jsonl"
+
+
 def _llm_task(tmp_path: Path, prompt: str) -> dict:
     """A task judged by an llm (nothing listens at its address) with `prompt` as its prompt file."""
     (tmp_path / "prompt.txt").write_text(prompt)

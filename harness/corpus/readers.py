@@ -15,6 +15,7 @@ import html
 import inspect
 import json
 import logging
+import os
 import re
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -57,7 +58,7 @@ def open_corpus(spec: str) -> Corpus:
     is not asked: it is an error only where its `FORMAT:` is given, not for a path no other claims)."""
     prefix, sep, rest = spec.partition(":")
     if sep and prefix in CORPUS_FORMATS.names():  # a plug-in that cannot be loaded says why
-        return _opened(prefix, rest)
+        return _opened(prefix, os.path.expanduser(rest))  # `jsonl:~/x`: the shell expands `~` at a word's start only
     built_ins = CORPUS_FORMATS.built_ins()
     for name in [*built_ins, *(name for name in CORPUS_FORMATS.names() if name not in built_ins)]:
         try:

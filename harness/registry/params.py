@@ -524,6 +524,8 @@ def arguments(declaration: Declaration, arg: str | None) -> dict[str, Any]:
             raise HarnessError(f"{name} takes {forms} ({usage(declaration)}), not {arg!r}: {param.name} must be "
                                f"{describe_type(param.type)}") from None
         kind = local_path(param.type)  # a `pathlib.Path` argument is looked for, as a retriever's parameter is
+        if kind is not None and isinstance(value, str):  # `~`: the home folder, left by the shell in `NAME:~/x`
+            value = values[param.name] = os.path.expanduser(value)
         if kind is not None and (problem := kind.problem(value)) is not None:
             raise HarnessError(f"{name}'s {param.name}: {problem} ({usage(declaration)})")
     return as_declared(declaration, values)

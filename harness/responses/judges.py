@@ -55,12 +55,13 @@ def _thresholds(spec: str, argument: str | None) -> dict[str, float]:
 
 
 def _recorded(name: str, argument: str | None, task: str) -> str:
-    """`assignments:PATH`'s (or `file:PATH`'s) path."""
+    """`assignments:PATH`'s (or `file:PATH`'s) path, `~` the home folder (the shell leaves it in
+    `file:~/x`: it expands `~` only at a word's start)."""
     if not argument:
         raise HarnessError(f"--judge {name}:PATH names the recorded assignments (nuggetizer's assignment output)")
     if task != "nuggets":
         raise HarnessError(f"recorded assignments ({name}:PATH) judge nuggets, not citations")
-    return argument
+    return os.path.expanduser(argument)
 
 
 def _llm(argument: str | None, settings: Mapping[str, Any], task: str) -> dict[str, Any]:

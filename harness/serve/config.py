@@ -274,7 +274,7 @@ def _response_task(node: Node) -> TaskConfig:
 
         prompt = llm["prompt"].existing_path()
         lookup(llm["prompt"], lambda: check_prompt(prompt, sample_item("nuggets"), SUPPORT_0_2))
-    if judge.startswith(("file:", "assignments:")) and not Path(judge.partition(":")[2]).is_file():
+    if judge.startswith(("file:", "assignments:")) and not Path(judge.partition(":")[2]).expanduser().is_file():
         raise keys["judge"].error(f"no file {judge.partition(':')[2]}")
     topics = keys["topics"].text()
     lookup(keys["topics"], lambda: _check_topics(topics))
