@@ -40,7 +40,7 @@ from harness import jsonl
 from harness.errors import InputError
 from harness.registry import Registry, answering, summary_of
 from harness.responses.model import Response, ResponseRun, Sentence
-from harness.trec import canonical_order, file_stem, looks_like_run_line
+from harness.trec import canonical_order, file_stem, looks_like_run_line, not_a_run, recorded_run
 
 if TYPE_CHECKING:
     from harness.ikat.submission import PassageProvenance
@@ -190,6 +190,9 @@ def detect_format(path: Path) -> str:
     if not text.strip():
         raise InputError(path, "empty file: no responses")
     document = jsonl.document(text, path)
+    if isinstance(document, dict) and (record := recorded_run(text.encode("utf-8"))) is not None:
+        raise InputError(path, not_a_run(record, path, None, "responses") + ": responses eval scores what a system "
+                               "answers (`harness eval` scores its run)")
     # a one-line JSON Lines file is one JSON document too: these keys say it is a response line
     if isinstance(document, dict) and not (IKAT_2025_KEYS | TREC_RAG_KEYS) & set(document) \
             and not NUGGETIZER_KEYS <= set(document):
