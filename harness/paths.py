@@ -9,6 +9,7 @@ setup.py); a clone or an editable install reads the repo's own `data/` and `qrel
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
 import sys
@@ -18,8 +19,8 @@ from collections.abc import Iterable, Iterator, Sequence
 from stat import S_ISDIR, S_ISREG
 from typing import Any
 
-# Files this large are hashed once per version (file_sha256): a 100 GB corpus is not read
-# again each time a run opens it.
+# Files this large are hashed once per version across processes too (file_sha256): a 100 GB
+# corpus is not read again each time a run opens it.
 MEMO_BYTES = 64 << 20
 # A file changed this recently may change again within its mtime's resolution: not memoised.
 SETTLED_NS = 2_000_000_000
@@ -201,11 +202,29 @@ def settled(version: list[int]) -> bool:
 
 
 def file_sha256(path: str | Path) -> str:
-    """The sha256 of a file's bytes. A file of MEMO_BYTES or more is read once per version: its
-    digest is kept under cache_root()/digests/ and trusted while file_version() stays the same,
-    as git and make trust a file's stat."""
+    """The sha256 of a file's bytes, read once per process per version of the file (file_version:
+    an edited or replaced file is read again), as git and make trust a file's stat: a qrels file
+    each run of a config names its copy by, a finished run's file checked unedited on each resume.
+    A file of MEMO_BYTES or more is read once per version across processes too: its digest is
+    kept under cache_root()/digests/. A file changed too recently for its version to vouch for
+    its bytes (settled) is read each time."""
     path = Path(path).resolve()
     version = file_version(path)
+    if settled(version):
+        return _settled_sha256(str(path), tuple(version))
+    return _read_sha256(path, version)
+
+
+# Bounded: a long-lived process (harness serve, a notebook) may hash many files over its life, most
+# of them long gone. An entry (a path, a version, a digest) takes under 1 KB: a full memo, 3 MB at most,
+# holds a large config's run files and qrels.
+@functools.lru_cache(maxsize=4096)
+def _settled_sha256(path: str, version: tuple[int, ...]) -> str:
+    return _read_sha256(Path(path), list(version))
+
+
+def _read_sha256(path: Path, version: list[int]) -> str:
+    """The sha256 of the file's bytes, through the on-disk memo for a file of MEMO_BYTES or more."""
     if version[0] < MEMO_BYTES:
         return feed_file(_sha256(), path).hexdigest()
     memo = cache_root() / "digests" / f"{_sha256(os.fsencode(path)).hexdigest()[:32]}.json"

@@ -165,17 +165,16 @@ def test_a_qrels_file_is_read_once_per_version_however_many_runs_score_on_it(tmp
     import hashlib
 
     from harness import paths
-    from harness.runner import runner
 
     monkeypatch.setattr(paths, "SETTLED_NS", 0)  # a file just written is trusted by its version at once
-    read = []
+    read, feed = [], paths.feed_file
 
-    def counted(path):
-        if Path(path).suffix != ".run":  # (a finished run's file is hashed to know it unedited)
-            read.append(Path(path).name)
-        return paths.file_sha256(path)
+    def counted(digest, path):
+        if Path(path).is_relative_to(tmp_path) and Path(path).suffix != ".run":  # (not the plug-in's module,
+            read.append(Path(path).name)  # nor a finished run's file, hashed to know it unedited)
+        return feed(digest, path)
 
-    monkeypatch.setattr(runner, "file_sha256", counted)
+    monkeypatch.setattr(paths, "feed_file", counted)
     qrels = tmp_path / "mine.txt"
     config = _config(tmp_path, {"qrels": str(qrels), "strategies": ["raw", "hqe"]})
     for text, edited in (("1_1 0 d2 1\n", True), ("1_1 0 d2 1\n", False), ("1_1 0 d1 1\n1_1 0 d2 1\n", True)):
@@ -197,17 +196,16 @@ def test_a_finished_run_file_is_read_once_per_version_however_often_its_config_i
     process (a notebook cell run again) read every run file again. Once per process now, until the
     file is written again (the same bytes: a new version, read again, still finished)."""
     from harness import paths
-    from harness.runner import runner
 
     monkeypatch.setattr(paths, "SETTLED_NS", 0)  # a file just written is trusted by its version at once
-    read = []
+    read, feed = [], paths.feed_file
 
-    def counted(path):
+    def counted(digest, path):
         if Path(path).suffix == ".run":
             read.append(Path(path).name)
-        return paths.file_sha256(path)
+        return feed(digest, path)
 
-    monkeypatch.setattr(runner, "file_sha256", counted)
+    monkeypatch.setattr(paths, "feed_file", counted)
     config = _config(tmp_path, {"strategies": ["raw", "hqe"]})
     files = ["pragmaticqa-val.hqe.ranked.run", "pragmaticqa-val.raw.ranked.run"]
     assert _run(config) == 0

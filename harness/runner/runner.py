@@ -16,7 +16,6 @@ waits for it, says so in one line, and then skips the runs it finished.
 
 from __future__ import annotations
 
-import functools
 import gc
 import hashlib
 import json
@@ -43,7 +42,7 @@ from harness.queries import inputs as strategy_inputs
 from harness.queries.llm import endpoints as llm_endpoints
 from harness.retrieve import RETRIEVERS, Retriever, SearchQuery, build, shared_retrievers
 from harness.retrieve.specs import retriever_specs
-from harness.paths import file_in, file_sha256, file_version, folder_version, settled
+from harness.paths import file_in, file_sha256, folder_version
 from harness.progress import progress_bar
 from harness.runner import provenance
 from harness.runner.config import Config, ConfigError, Experiment, RunSpec, shallow_measures
@@ -199,28 +198,12 @@ def qrels_copy(path: Path, folder: Path) -> Path:
     stem = file_stem(path)
     rest = path.name[len(stem):]  # its suffixes, a compressed file's both (.qrels.gz), as the readers take them
     safe = _UNSAFE_IN_FILE_NAME.sub("-", stem).strip("-.") or "qrels"
-    name = f"{safe}-{_sha256_once(path)[:12]}{_UNSAFE_IN_FILE_NAME.sub('-', rest)}"
+    name = f"{safe}-{file_sha256(path)[:12]}{_UNSAFE_IN_FILE_NAME.sub('-', rest)}"
     copy = file_in(folder, name)
     if not copy.is_file():
         with open(path, "rb") as source, atomic_write(copy, "wb") as handle:
             shutil.copyfileobj(source, handle)
     return copy
-
-
-def _sha256_once(path: Path) -> str:
-    """A file's sha256 (file_sha256), read once per process per version of the file
-    (paths.file_version: an edited or replaced file is read again): a qrels file, by which each
-    run's preparation named its copy and whose copy each run's JSON recorded (two or three reads
-    of the same bytes a run), and a finished run's file, hashed by each check that it is unedited
-    (harness.run called again in a notebook). A file changed too recently for its version to vouch
-    for its bytes (paths.settled) is read each time."""
-    version = file_version(path)
-    return _settled_sha256(str(path), tuple(version)) if settled(version) else file_sha256(path)
-
-
-@functools.lru_cache(maxsize=1024)  # a config's runs and qrels, a few hundred bytes each
-def _settled_sha256(path: str, version: tuple[int, ...]) -> str:
-    return file_sha256(path)
 
 
 def concatenate(corpora: list[Corpus]) -> Corpus:
@@ -367,9 +350,9 @@ def _queries(prepared: Prepared, record: dict[str, Any]) -> str:
 
 def _edited(path: Path, record: dict[str, Any]) -> str | None:
     """How the run file differs from the one its JSON records: its sha256 (recorded since this
-    version: read once per version, _sha256_once), else its line count (older JSONs' alone)."""
+    version: read once per version, paths.file_sha256), else its line count (older JSONs' alone)."""
     sha256, written = record.get("run_sha256"), record.get("lines")
-    if isinstance(sha256, str) and _sha256_once(path) == sha256:
+    if isinstance(sha256, str) and file_sha256(path) == sha256:
         return None
     with open(path, "rb") as handle:
         lines = sum(chunk.count(b"\n") for chunk in iter(lambda: handle.read(1 << 20), b""))
@@ -542,7 +525,7 @@ def _qrels_file(prepared: Prepared) -> dict[str, str | None]:
     (`scores.for.qrels` hashes the judgments, not the file's bytes)."""
     path, source = prepared.qrels_file, prepared.qrels.path if prepared.qrels is not None else None
     return {"qrels_file": str(path) if path is not None else None,
-            "qrels_file_sha256": _sha256_once(path) if path is not None else None,
+            "qrels_file_sha256": file_sha256(path) if path is not None else None,
             **({"qrels_copied_from": str(source)} if source is not None and source != path else {})}
 
 
