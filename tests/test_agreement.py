@@ -566,14 +566,8 @@ def test_agree_hashes_each_qrels_file_once_for_its_notes_and_header(tmp_path, ca
                  "--depth", "10", "--output", str(out)]) == 0
     base.sidecar(a).write_text(base.sidecar(out).read_text())  # A's too (said to be of another file)
     hashed: list[str] = []
-    digest = paths.file_sha256
-
-    def counting(path):
-        hashed.append(str(path))
-        return digest(path)
-
-    monkeypatch.setattr(paths, "file_sha256", counting)
-    monkeypatch.setattr(base, "file_sha256", counting)
+    feed = paths.feed_file
+    monkeypatch.setattr(paths, "feed_file", lambda digest, path: hashed.append(str(path)) or feed(digest, path))
     capsys.readouterr()
     assert main(["qrels", "agree", str(a), str(out), "--format", form]) == 0
     assert "pair in common" in capsys.readouterr().err
