@@ -275,9 +275,10 @@ def test_evaluate_warns_when_the_run_has_no_query_in_common_with_the_qrels():
 
 @pytest.mark.parametrize("preset, depth, warning", [
     (None, 10, "depth=10 keeps 10 documents per query, fewer than nDCG@500 (500) reads: scored on the top 10 alone; "
-               "give depth=500 for what the names say"),
+               "ask for nDCG@10, which reads no deeper, or give depth=500 where every run ranks that deep"),
     ("cast2021", None, "the cast2021 preset's depth 500 keeps 500 documents per query, fewer than R@1000 (1000) "
-                       "reads: scored on the top 500 alone; give depth=1000 for what the names say")])
+                       "reads: scored on the top 500 alone; ask for R@500, which reads no deeper, or give depth=1000 "
+                       "where every run ranks that deep")])
 def test_a_depth_shallower_than_a_measure_reads_is_a_warning_as_harness_eval_gives(preset, depth, warning):
     """nDCG@500 at depth=10 is nDCG@10 under nDCG@500's name: said as `harness eval` says it of
     --depth, the depth named as the caller set it."""

@@ -118,3 +118,15 @@ def test_a_run_s_depth_is_that_of_9_in_10_of_its_judged_queries_not_of_its_deepe
     one_deep.write_text(bm25_k20.read_text() + "".join(line + "\n" for line in deeper))
     _, said = compare(capsys, str(one_deep), str(CONVDR), "--measures", "nDCG@10", "R@1000", "AP")
     assert said == [f"warning: {WARNING}"]
+
+
+def test_a_depth_cut_to_the_shallowest_run_is_not_told_to_go_deeper_than_the_runs_rank(bm25_k20, capsys):
+    """After the warning's --depth 20, the older one said 'give --depth 1000 for what the names say' of R@1000: that
+    brings back the depth warning, bm25_k20 ranking 20. It names the measure reading no deeper instead, and the
+    deeper --depth where every run ranks that deep."""
+    assert main(["eval", "--qrels", str(CAST2021_QRELS), "--run", str(bm25_k20), str(CONVDR), "--measures", "nDCG@10",
+                 "R@1000", "AP", "P@100", "--depth", "20"]) == 0
+    said = [line for line in capsys.readouterr().err.splitlines() if line.startswith("warning:")]
+    assert said == ["warning: --depth 20 keeps 20 documents per query, fewer than R@1000 (1000), P@100 (100) reads: "
+                    "scored on the top 20 alone; ask for R@20 and P@20, which read no deeper, or give --depth 1000 "
+                    "where every run ranks that deep"]

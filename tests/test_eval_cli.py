@@ -68,8 +68,9 @@ def test_a_depth_shallower_than_a_measure_reads_is_a_warning_as_harness_run_give
     assert main([*command, *qrels, *runs, "--preset", "cast2021", "--depth", "10", "--format", "json"]) == 0
     warnings = [line for line in capsys.readouterr().err.splitlines() if line.startswith("warning:")]
     assert warnings == ["warning: --depth 10 keeps 10 documents per query, fewer than nDCG@500 (500), "
-                        "AP(rel=2)@500 (500), R(rel=2)@500 (500) reads: scored on the top 10 alone; give --depth 500 "
-                        "for what the names say"]
+                        "AP(rel=2)@500 (500), R(rel=2)@500 (500) reads: scored on the top 10 alone; ask for nDCG@10, "
+                        "AP(rel=2)@10 and R(rel=2)@10, which read no deeper, or give --depth 500 where every run "
+                        "ranks that deep"]
 
 
 def test_compare_counts_the_judged_column_it_adds_in_the_depth_warning(capsys):
@@ -79,14 +80,15 @@ def test_compare_counts_the_judged_column_it_adds_in_the_depth_warning(capsys):
                  "--format", "json"]) == 0
     warnings = [line for line in capsys.readouterr().err.splitlines() if line.startswith("warning:")]
     assert warnings == ["warning: --depth 5 keeps 5 documents per query, fewer than Judged@10 (10) reads: scored on "
-                        "the top 5 alone; give --depth 10 for what the names say"]
+                        "the top 5 alone; give --depth 10 where every run ranks that deep"]
 
 
 def test_a_presets_depth_shallower_than_a_measure_given_is_named_as_the_presets(capsys):
     assert main(["eval", "--qrels", str(CAST2021_QRELS), str(CAST2021_DOC_RUNS[0]), "--preset", "cast2021",
                  "--measures", "R@1000", "nDCG@3", "--format", "json"]) == 0
     assert ("warning: the cast2021 preset's depth 500 keeps 500 documents per query, fewer than R@1000 (1000) reads: "
-            "scored on the top 500 alone; give --depth 1000 for what the names say\n") in capsys.readouterr().err
+            "scored on the top 500 alone; ask for R@500, which reads no deeper, or give --depth 1000 where every run "
+            "ranks that deep\n") in capsys.readouterr().err
 
 
 def test_a_depth_as_deep_as_every_measure_reads_draws_no_warning(capsys):

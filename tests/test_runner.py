@@ -836,10 +836,12 @@ def test_measures_reading_deeper_than_the_runs_go_draw_a_warning_naming_the_expe
     warnings = [line for line in capsys.readouterr().err.splitlines() if "hits per turn" in line]
     assert warnings == [
         f"warning: {config}: experiments[0]: its runs hold 10 hits per turn (k), fewer than R@100 (100), AP@1000 "
-        "(1000) reads: scored on the top 10 alone; give k: 1000 for what the names say",
+        "(1000) reads: scored on the top 10 alone; ask for R@10 and AP@10, which read no deeper, or give k: 1000 for "
+        "what the names say",
         f"warning: {config}: experiments[2]: its runs hold 100 hits per turn (k), fewer than nDCG@1000 (1000), "
         "AP(rel=2)@1000 (1000), R(rel=2)@1000 (1000), the preset's depth (1000) reads: scored on the top 100 alone; "
-        "give k: 1000 for what the names say"]
+        "ask for nDCG@100, AP(rel=2)@100 and R(rel=2)@100, which read no deeper, or give k: 1000 for what the "
+        "names say"]
 
 
 def test_changed_qrels_rescore_a_finished_run_without_ranking_its_turns_again(tmp_path, capsys):

@@ -15,7 +15,7 @@ from harness.atomic import atomic_write
 from harness.cli import add_format, add_output, add_preset, add_runs, distinct_runs, swallowed
 from harness.errors import FLAGS, HarnessError
 from harness.evaluate import (JUDGED, Evaluation, Evaluator, JudgedQueries, RunFileOptions, ceiling_notes, csv_value,
-                              evaluate_files, keep_measures, printed, report_reading, with_judged)
+                              evaluate_files, keep_measures, parse_measures, printed, report_reading, with_judged)
 from harness.evaluate import presets
 from harness.evaluate.depths import unequal_depths
 from harness.evaluate.lean import LeanScores, lean_scores, said
@@ -192,8 +192,11 @@ def measure_settings(args: argparse.Namespace, judged_too: bool = False) -> tupl
         raise HarnessError(swallowed("--measures", files, "RUN..."))
     measures, depth, separator = presets.measure_settings(args.measures, args.preset, args.depth,
                                                           args.passage_separator, spelling=FLAGS)
-    shown = with_judged(measures)[0] if judged_too and depth is not None else measures
-    if (warning := presets.depth_warning(shown, depth, args.depth, args.preset, spelling=FLAGS)) is not None:
+    # compare's column, read as deep as the measures but not asked for: not one to ask for shorter
+    added = with_judged(measures)[0][len(measures):] if judged_too else []
+    column = {name: measure.params["cutoff"] for name, measure in zip(added, parse_measures(added, announce=False))}
+    if (warning := presets.depth_warning(measures, depth, args.depth, args.preset, spelling=FLAGS,
+                                         others=column)) is not None:
         print(f"warning: {warning}", file=sys.stderr)
     return measures, depth, separator
 

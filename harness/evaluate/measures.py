@@ -16,7 +16,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from harness.errors import HarnessError, Spelling
+from harness.errors import HarnessError, Spelling, listed, verb
 from harness.evaluate.names import EXAMPLES
 from harness.registry import Registry
 
@@ -193,21 +193,29 @@ def parse_measures(names: Sequence[str], *, announce: bool = True) -> list:
 
 
 def reads_deeper(names: Sequence[str], depth: int, key: str, spelling: Spelling,
-                 others: dict[str, int] | None = None) -> str | None:
+                 others: dict[str, int] | None = None, *, ranks: bool = False) -> str | None:
     """What reads deeper than the `depth` documents scored, in the words `harness run` (k) and
     `eval`/`compare` (--depth) warn with: 'fewer than R@100 (100) reads: scored on the top 10 alone;
-    give --depth 100 ...', the setting `key` as the caller spells it; `others`, further depths by
-    what sets them; None when nothing does.
-    R@100 over 10 documents is R@10 under R@100's name: right for the run, not for the name."""
+    ask for R@10, which reads no deeper, or give --depth 100 ...', the setting `key` as the caller
+    spells it; `others`, further depths by what sets them; None when nothing does.
+    R@100 over 10 documents is R@10 under R@100's name: right for the run, not for the name. The
+    measures cut at the depth read what is scored; more of the setting reads deeper where it
+    `ranks` the runs deeper (a config's k), and where it only cuts them (--depth), in runs that
+    rank that deep alone: a depth cut to the shallowest run's (the depth warning's advice, depths.py)
+    is not undone."""
     parsed = parse_measures(list(names), announce=False)
-    deeper = {name: measure.params["cutoff"] for name, measure in zip(names, parsed)
-              if measure.params.get("cutoff", 0) > depth}
+    cut = {name: measure for name, measure in zip(names, parsed) if measure.params.get("cutoff", 0) > depth}
+    deeper = {name: measure.params["cutoff"] for name, measure in cut.items()}
     deeper.update({what: value for what, value in (others or {}).items() if value > depth})
     if not deeper:
         return None
-    listed = ", ".join(f"{name} ({value})" for name, value in deeper.items())
+    listing = ", ".join(f"{name} ({value})" for name, value in deeper.items())
+    shorter = list(dict.fromkeys(str(measure(cutoff=depth)) for measure in cut.values()))  # R@100, R@1000: R@10
+    reads = verb(len(shorter), "reads", "read")
+    instead = f"ask for {listed(shorter)}, which {reads} no deeper, or " if shorter else ""
     give = spelling.given(key, max(deeper.values()))
-    return f"fewer than {listed} reads: scored on the top {depth} alone; give {give} for what the names say"
+    return (f"fewer than {listing} reads: scored on the top {depth} alone; {instead}give {give} "
+            f"{'for what the names say' if ranks else 'where every run ranks that deep'}")
 
 
 def family(measure) -> Family:

@@ -198,14 +198,15 @@ def separator_problem(separator: object) -> str | None:
 
 
 def depth_warning(measures: Sequence[str], depth: int | None, given: int | None, preset: str | None, *,
-                  spelling: Spelling) -> str | None:
+                  spelling: Spelling, others: dict[str, int] | None = None) -> str | None:
     """What a `depth` shallower than a measure reads does to its number (measure_settings' depth:
     `given` by the caller, else the preset's), in one line for `harness eval` / `compare` /
     `qrels rank-agree` (stderr) and the Python API (warnings.warn) alike, the depth named as
-    the caller set it; None when every measure is read whole."""
+    the caller set it; None when every measure is read whole. `others`: columns shown beside the
+    measures, by how deep they read (compare's Judged@10)."""
     if depth is None:
         return None
-    problem = reads_deeper(measures, depth, "depth", spelling)
+    problem = reads_deeper(measures, depth, "depth", spelling, others)
     if problem is None:
         return None
     source = spelling.given("depth", depth) if given is not None else f"the {preset} preset's depth {depth}"

@@ -1038,7 +1038,7 @@ def shallow_measures(experiment: Experiment) -> str | None:
     from harness.evaluate.measures import reads_deeper
 
     preset = {"the preset's depth": experiment.depth} if experiment.depth is not None else None
-    problem = reads_deeper(experiment.measures, experiment.k, "k", CONFIG, preset)
+    problem = reads_deeper(experiment.measures, experiment.k, "k", CONFIG, preset, ranks=True)
     if problem is None:
         return None
     return f"{experiment.file}: {experiment.key}: its runs hold {experiment.k} hits per turn (k), {problem}"
