@@ -210,6 +210,9 @@ def run(config: str | Path | Mapping[str, Any], *, retrievers: Mapping[str, Any]
                 "the frames hold the finished ones" if outcomes else "no run is finished: the frames are empty",
                 "the call without force=True" if force else "the same call",
                 f"harness.run(config, only=[{next(iter(failures.lines))!r}])"))
+        from harness.runner.report import depth_warnings
+
+        said += [f"warning: {line}" for line in depth_warnings(outcomes).values()]  # as harness run says it
         notes = [note.removeprefix("warning: ") for note in said]  # the command's prefix: a warning says it
         for note in notes:
             warnings.warn(note, stacklevel=2)

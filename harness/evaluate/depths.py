@@ -2,10 +2,10 @@
 
 R@1000 or AP of a run that stops at 100 documents a query against one that ranks 1000 is lower
 because the run is shallower, not because it ranks worse: trec_eval prints both without a word.
-`harness eval` and `harness compare` say it in one line (and compare's report in a note), naming
-the measures, the runs and how deep each goes: the documents it ranks for 9 in 10 of its judged queries
-at most, after --depth (Evaluation.usual_depth, `usual_depth`): one query ranked deeper changes no run's
-depth.
+`harness eval`, `harness compare` and `harness run` say it in one line (compare's report and run's
+leaderboard too), naming the measures, the runs and how deep each goes: the documents it ranks for
+9 in 10 of its judged queries at most, after --depth (Evaluation.usual_depth, `usual_depth`): one
+query ranked deeper changes no run's depth.
 """
 
 from __future__ import annotations
@@ -39,10 +39,12 @@ def usual_depth(lengths: Iterable[int]) -> int:
     return ranked[(9 * len(ranked) + 9) // 10 - 1] if ranked else 0
 
 
-def unequal_depths(evaluations: Sequence[Deep], spelling: Spelling) -> str | None:
+def unequal_depths(evaluations: Sequence[Deep], spelling: Spelling, key: str = "depth") -> str | None:
     """One line naming the measures that read past the shallowest run's depth into what a deeper
-    run ranks, each run's depth and what to do; None where the runs are as deep (SAME_DEPTH) or
-    no measure reads that far. A run ranking no judged query is left out: it is warned of itself."""
+    run ranks, each run's depth and what to do, cutting every run by the setting `key` as `spelling`
+    writes it (--depth 20, depth=20; a config's k: 20, which ranks its runs that deep); None where
+    the runs are as deep (SAME_DEPTH) or no measure reads that far. A run ranking no judged query
+    is left out: it is warned of itself."""
     depths = {e.run_name: e.usual_depth for e in evaluations if e.usual_depth > 0}
     if len(depths) < 2:
         return None
@@ -59,4 +61,4 @@ def unequal_depths(evaluations: Sequence[Deep], spelling: Spelling) -> str | Non
     return (f"{listed(seeing)} {'reaches' if len(seeing) == 1 else 'reach'} past the depth of {shallow} "
             f"(at most {counted(shallowest, 'document')} for 9 in 10 of its judged queries) while {ranks}: "
             f"these compare depths, not systems; cut every run to {shallowest} "
-            f"({spelling.given('depth', shallowest)}) or rerun {shallow} deeper")
+            f"({spelling.given(key, shallowest)}) or rerun {shallow} deeper")

@@ -76,11 +76,14 @@ def run(args: argparse.Namespace) -> int:
             print(f"{prepared.run.tag}\t{len(prepared.queries)} queries\t{judged}\t{state}")
         return 0
     from harness.runner import leaderboard  # not for a dry run: it brings scipy (2 s)
+    from harness.runner.report import depth_warnings
 
     # the leaderboard and report show every finished run of the config, not only those run now
     failures = Failures(lambda line: print(f"harness run: error: {line}", file=sys.stderr))
     outcomes = run_config(config, only=args.only, force=args.force, with_finished=True,
                           failed=failures if args.keep_going else None)
+    for warning in depth_warnings(outcomes).values():  # runs of other depths side by side on the board
+        print(f"warning: {warning}", file=sys.stderr)
     board, path = leaderboard.write(outcomes, config.output, title=f"Leaderboard: {args.config}")
     sys.stdout.write(board)
     print(f"leaderboard written to {path}", file=sys.stderr)

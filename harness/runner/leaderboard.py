@@ -3,8 +3,9 @@
 the best value of each measure in bold, and ▲a / ▼a where a run is significantly above /
 below the section's first run (a), paired t-test, Holm-corrected, as in report.html; under
 the table, the warnings `harness run` gives on reading a run (no judged document in its top
-10s: why it scores 0). The outcomes are turned into plain sections here;
-harness.report.markdown renders them, as it renders every Markdown leaderboard."""
+10s: why it scores 0) and on runs of other depths side by side (depth_warnings). The outcomes
+are turned into plain sections here; harness.report.markdown renders them, as it renders every
+Markdown leaderboard."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from typing import TYPE_CHECKING
 from harness.atomic import atomic_write
 from harness.evaluate import qrels_name, reading_warnings
 from harness.report.markdown import Row, Section, run_leaderboard
-from harness.runner.report import families, family_name, family_notes, tested, unscored_note
+from harness.runner.report import depth_warnings, families, family_name, family_notes, tested, unscored_note
 
 if TYPE_CHECKING:
     from harness.runner.runner import Outcome
@@ -28,7 +29,10 @@ def render(outcomes: Sequence["Outcome"], title: str) -> str:
     headings = [f"{rows[0].run.experiment.topics} — {rows[0].run.experiment.task}" for rows in grouped]
     # topics and task shared by several families (other qrels or measures): named by experiment too
     headings = [f"{h} ({family_name(rows)})" if headings.count(h) > 1 else h for h, rows in zip(headings, grouped)]
-    board = run_leaderboard(title, [_section(h, rows) for h, rows in zip(headings, grouped)], HEADER)
+    deep = depth_warnings(outcomes)  # under the last table of the runs it names
+    sections = [_section(heading, rows, deep.get(index))
+                for index, (heading, rows) in enumerate(zip(headings, grouped))]
+    board = run_leaderboard(title, sections, HEADER)
     for note in (unscored_note(outcomes), code_note(outcomes)):
         board = board if note is None else f"{board}\n{note}\n"
     return board
@@ -69,7 +73,7 @@ def write(outcomes: Sequence["Outcome"], output: Path, title: str) -> tuple[str,
     return board, path
 
 
-def _section(heading: str, rows: list["Outcome"]) -> Section:
+def _section(heading: str, rows: list["Outcome"], depths: str | None) -> Section:
     first = rows[0]
     notes = family_notes(rows)
     given = first.run.experiment.qrels  # a `qrels:` file, copied into the output folder: both named
@@ -87,4 +91,6 @@ def _section(heading: str, rows: list["Outcome"]) -> Section:
     # what the zeros do not say (ids the qrels never judge), under the table, as the command line warns it
     warnings = [f"Warning: {warning}" for row in rows
                 for warning in reading_warnings(row.evaluation, qrels_name(row.qrels))]
+    if depths is not None:  # runs ranked to other depths in this table or those above it on the same topics
+        warnings.append(f"Warning: {depths}.")
     return Section(heading, notes, qrels, cells, "\n\n".join([*([board.legend()] if board else []), *warnings]))

@@ -10,10 +10,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from html import escape
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from harness.atomic import atomic_write
+from harness.errors import CONFIG
 from harness.evaluate import JUDGED, ceiling_notes
+from harness.evaluate.depths import unequal_depths
 from harness.report import breakdown as bd
 from harness.report.compare import Leaderboard, leaderboard
 from harness.report.model import Report
@@ -23,6 +25,17 @@ if TYPE_CHECKING:
     from harness.runner.runner import Outcome
 
 
+class Family(NamedTuple):
+    """What the runs of a family share (families())."""
+
+    topics: str
+    task: str
+    judgments: str  # the qrels' hash (provenance.qrels_hash)
+    measures: tuple[str, ...]
+    passage_separator: str | None
+    depth: int | None
+
+
 def families(outcomes: Sequence["Outcome"]) -> list[list["Outcome"]]:
     """The runs that can be tested against each other: the same topics and task, scored on the
     same judgments (by content, not file name) with the same measures to the same depth, the
@@ -30,19 +43,43 @@ def families(outcomes: Sequence["Outcome"]) -> list[list["Outcome"]]:
     come from (the paired tests need the same queries and scores of the same thing).
     In config order, families on the same topics and task next to each other. A run that is
     not scored is in none (`unscored_note` names it)."""
+    return [members for _, members in _keyed_families(outcomes)]
+
+
+def _keyed_families(outcomes: Sequence["Outcome"]) -> list[tuple[Family, list["Outcome"]]]:
+    """families(), each with what its runs share."""
     judgments: dict[int, str] = {}  # the runs of an experiment share one Qrels object
-    grouped: dict[tuple, list[Outcome]] = {}
+    grouped: dict[Family, list[Outcome]] = {}
     for outcome in outcomes:
         experiment, qrels = outcome.run.experiment, outcome.qrels
         if outcome.evaluation is None or qrels is None:
             continue
         if id(qrels) not in judgments:
             judgments[id(qrels)] = provenance.qrels_hash(qrels)
-        key = (experiment.topics, experiment.task, judgments[id(qrels)], tuple(outcome.evaluation.measures),
-               outcome.evaluation.depth, experiment.passage_separator)
+        key = Family(experiment.topics, experiment.task, judgments[id(qrels)], tuple(outcome.evaluation.measures),
+                     experiment.passage_separator, outcome.evaluation.depth)
         grouped.setdefault(key, []).append(outcome)
     first_of_topic = {key[:2]: index for index, key in reversed(list(enumerate(grouped)))}
-    return [grouped[key] for key in sorted(grouped, key=lambda key: first_of_topic[key[:2]])]
+    return [(key, grouped[key]) for key in sorted(grouped, key=lambda key: first_of_topic[key[:2]])]
+
+
+def depth_warnings(outcomes: Sequence["Outcome"]) -> dict[int, str]:
+    """The depth warning (harness.evaluate.depths) over each set of families that differ by depth
+    alone (their experiments' k or preset's depth): scored apart, their runs stand side by side on
+    the board, and R@1000 or AP of a run cut at k: 20 is lower than one ranked 1000 deep for its
+    depth; within one family too, where a retriever ranks fewer documents than k. Keyed by the
+    index in families() of the set's last family, under whose table the leaderboard and the
+    report say it, once its runs are all shown."""
+    sets: dict[Family, list[int]] = {}
+    keyed = _keyed_families(outcomes)
+    for index, (key, _) in enumerate(keyed):
+        sets.setdefault(key._replace(depth=None), []).append(index)
+    warnings = {}
+    for indices in sets.values():
+        evaluations = [outcome.evaluation for index in indices for outcome in keyed[index][1]]
+        if (line := unequal_depths(evaluations, CONFIG, "k")) is not None:
+            warnings[indices[-1]] = line
+    return warnings
 
 
 def unscored_note(outcomes: Sequence["Outcome"]) -> str | None:
@@ -87,13 +124,16 @@ def write_html(outcomes: Sequence["Outcome"], path: str | Path, title: str) -> P
     from harness.report.html import page, sections
 
     body = []
-    for members in families(outcomes):
+    deep = depth_warnings(outcomes)  # after the last family of the runs it names, as the leaderboard says it
+    for index, members in enumerate(families(outcomes)):
         experiment = members[0].run.experiment
         report = family_report(members)
         body.append(f"<hr><h2>{escape(report.title)}: {escape(experiment.topics)}, {escape(experiment.task)}</h2>")
         for note in family_notes(members):
             body.append(f"<p class='legend'>{escape(note)}</p>")
         body += sections(report, h="h3")
+        if index in deep:
+            body.append(f"<p class='legend'>Warning: {escape(deep[index])}.</p>")
     if (note := unscored_note(outcomes)) is not None:
         body.append(f"<hr><p class='legend'>{escape(note)}</p>")
     with atomic_write(path, "wb") as handle:

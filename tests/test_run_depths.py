@@ -1,0 +1,95 @@
+"""`harness run` says `harness compare`'s depth warning (harness.evaluate.depths) of the runs its leaderboard
+shows side by side, on stderr, in leaderboard.md and in report.html, the hint in the config's words (k:):
+PragmatiCQA val, BM25 at k: 20 beside BM25 at k: 1000 (681 spans for 9 in 10 judged queries: BM25 ranks the
+spans sharing a term with the query alone), measured with R@1000 and AP."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import warnings
+from html import escape
+from pathlib import Path
+
+import pytest
+import yaml
+
+import harness
+from harness.cli import main
+
+pytestmark = [pytest.mark.slow, pytest.mark.java]
+WARNING = ("R@1000 and AP reach past the depth of pqa-k20 (at most 20 documents for 9 in 10 of its judged queries) "
+           "while pqa-k1000 ranks 681: these compare depths, not systems; cut every run to 20 (k: 20) or rerun "
+           "pqa-k20 deeper")
+
+
+def _config(folder: Path, measures: list[str], k: int = 1000, output: str = "runs") -> Path:
+    """Two experiments alike but for k (pqa-k20's 20, pqa-k1000's `k`): at other k their runs are scored apart
+    (the depth is k), in adjacent sections."""
+    path = folder / f"{output}-{'-'.join(measures)}.yaml"
+    same = {"topics": "pragmaticqa:val", "strategies": ["raw"], "retrievers": ["bm25"], "measures": measures}
+    path.write_text(yaml.safe_dump({"tag": "{name}", "output": str(folder / output), "experiments": [
+        {"name": "pqa-k20", "k": 20, **same}, {"name": "pqa-k1000", "k": k, **same}]}), encoding="utf-8")
+    return path
+
+
+def _run(*argv: str) -> tuple[str, list[str]]:
+    """`harness run` as the command line runs it: its stdout, and the depth warnings of its stderr."""
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        assert main(["run", *argv]) == 0
+    return out.getvalue(), [line for line in err.getvalue().splitlines() if "past the depth" in line]
+
+
+@pytest.fixture(scope="module")
+def made(tmp_path_factory) -> tuple[Path, str, list[str]]:
+    """The config, run once with --report: its folder, the leaderboard printed and the warnings said."""
+    folder = tmp_path_factory.mktemp("run-depths")
+    config = _config(folder, ["nDCG@10", "R@1000", "AP"])
+    board, said = _run(str(config), "--report")
+    return config, board, said
+
+
+def test_harness_run_warns_of_runs_of_other_depths_side_by_side_once_on_stderr(made):
+    """Before: the k: 20 run's R@1000 0.1599 under the k: 1000 run's 0.5950 without a word (R@1000, not AP, drew
+    the k warning)."""
+    _, _, said = made
+    assert said == [f"warning: {WARNING}"]
+
+
+def test_the_leaderboard_says_it_once_under_the_last_table_of_the_runs_it_names(made):
+    config, printed, _ = made
+    board = (config.parent / "runs" / "leaderboard.md").read_text(encoding="utf-8")
+    assert printed.startswith(board)  # (then where the report is written)
+    assert board.count(WARNING) == 1
+    assert board.index("## pragmaticqa:val — retrieval (pqa-k1000)") < board.index(WARNING)
+    assert board.endswith(f"\nWarning: {WARNING}.\n")
+
+
+def test_the_report_says_it_after_the_families_of_the_runs_it_names(made):
+    config, _, _ = made
+    page = (config.parent / "runs" / "report.html").read_text(encoding="utf-8")
+    assert page.count(f"Warning: {escape(WARNING)}.") == 1
+    assert page.index("pqa-k1000: pragmaticqa:val") < page.index(escape(WARNING))
+
+
+def test_the_python_api_warns_of_it(made):
+    config, _, _ = made
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        harness.run(config, quiet=True)  # the finished runs, reused
+    assert [str(w.message) for w in caught if "past the depth" in str(w.message)] == [WARNING]
+
+
+def test_measures_that_stop_at_the_shallowest_depth_say_nothing(made):
+    config, _, _ = made
+    _, said = _run(str(_config(config.parent, ["nDCG@10", "R@20", "P@20"])))  # the same runs, scored again
+    assert said == []
+
+
+def test_following_its_hint_k_20_for_every_run_silences_it(made):
+    """The hint is the config's: every experiment at k: 20 ranks every run 20 deep, and the runs are one family."""
+    config, _, _ = made
+    _, said = _run(str(_config(config.parent, ["nDCG@10", "R@1000", "AP"], k=20, output="cut")))
+    assert said == []
+
