@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import contextlib
 import io
+import json
+import shutil
 import warnings
 from html import escape
 from pathlib import Path
@@ -93,3 +95,17 @@ def test_following_its_hint_k_20_for_every_run_silences_it(made):
     _, said = _run(str(_config(config.parent, ["nDCG@10", "R@1000", "AP"], k=20, output="cut")))
     assert said == []
 
+
+def test_a_run_recorded_before_runs_recorded_their_depth_is_scored_again_not_left_out(made, tmp_path):
+    """A JSON written before `usual_depth` was (2026-11-28): its scores were reused with a depth of 0, a run
+    ranking nothing, which the warning leaves out: the k: 20 run alone against nothing, not a word."""
+    config, _, _ = made
+    out = tmp_path / "runs"
+    shutil.copytree(config.parent / "runs", out)
+    path = out / "pqa-k20.json"
+    record = json.loads(path.read_text(encoding="utf-8"))
+    del record["scores"]["evaluation"]["usual_depth"]
+    path.write_text(json.dumps(record), encoding="utf-8")
+    _, said = _run(str(config), "--output", str(out))
+    assert said == [f"warning: {WARNING}"]
+    assert json.loads(path.read_text(encoding="utf-8"))["scores"]["evaluation"]["usual_depth"] == 20

@@ -28,7 +28,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import closing, contextmanager
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, TextIO
@@ -547,6 +547,9 @@ def finished_scores(prepared: Prepared, output: Path, metadata: dict[str, Any]) 
     recorded = metadata.get("scores")
     if isinstance(recorded, dict) and recorded.get("for") == _scoring(prepared) and "not_scored" not in metadata:
         try:
+            missing = {each.name for each in fields(Evaluation)} - set(recorded["evaluation"])
+            if missing:  # recorded before this version wrote it (usual_depth): not taken as its default
+                raise KeyError(missing.pop())
             scored = Scored(Evaluation(**recorded["evaluation"]).whole_counts(), float(recorded["judged"]))
         except (TypeError, KeyError, ValueError, AttributeError):  # not the layout this version writes: score again
             pass
