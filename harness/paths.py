@@ -79,6 +79,13 @@ def cache_root() -> Path:
 CACHE_HINT = "set HARNESS_CACHE to a writable folder to keep the caches (indexes, embeddings) there"
 
 
+def home_expanded(value: str | os.PathLike[str]) -> Path:
+    """`value` with a leading `~` or `~user` read as a shell reads it (`~/x`: in the home folder). One that
+    names no home folder known here (`~nouser/x`) is left as written, as a shell leaves it, for the caller's
+    'no such file' to name: Path.expanduser raises RuntimeError for it, a traceback."""
+    return Path(os.path.expanduser(value))
+
+
 def name_problem(name: str) -> str | None:
     """Why `name` cannot be a plain file name inside a folder (None if it can): no separator,
     not '.' or '..', not hidden (dot names are the harness's temp files), no whitespace."""

@@ -1241,3 +1241,26 @@ def test_a_measure_the_experiments_translate_is_said_once_each_time_the_config_i
     for _ in range(2):  # a notebook's second harness.run says it again
         load_config(path)
         assert capsys.readouterr().err.count("measures: ndcg_cut_10 = nDCG@10 (") == 1
+
+
+NO_SUCH_USER = "~no-such-user-h5"  # `~user` of a user this machine does not have
+
+
+def test_an_output_under_the_home_folder_of_no_known_user_is_an_error_at_its_key(tmp_path, capsys):
+    """`output: ~nouser/runs` (a typo for `~/runs`): Path.expanduser's RuntimeError was a traceback; left as
+    written, a folder named `~nouser` would be made beside the config."""
+    path = _write(tmp_path, {"output": f"{NO_SUCH_USER}/runs", "experiments": [_experiment()]})
+    assert main(["run", str(path), "--dry-run"]) == 2
+    assert capsys.readouterr().err == (f"harness run: error: {path}: output: {NO_SUCH_USER} names no home folder known "
+                                       "here (no such user, or HOME unset): give the path in full\n")
+
+
+def test_no_module_expands_a_tilde_with_path_expanduser():
+    """Path.expanduser raises RuntimeError for `~nouser` (a traceback for a typo in a config, a plug-in's
+    argument, a judge's file); harness.paths.home_expanded leaves it as a shell does, for 'no such file'."""
+    from harness.paths import PACKAGE_ROOT
+
+    found = [f"{path.relative_to(PACKAGE_ROOT)}:{number}" for path in sorted(PACKAGE_ROOT.rglob("*.py"))
+             for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+             if ".expanduser()" in line]
+    assert found == []

@@ -1711,3 +1711,13 @@ def test_an_object_holding_a_function_that_cannot_be_keyed_is_never_resumed():
                                           "plain")
     assert object_origin(_Wrapping(_notebook(_BY_GLOBAL).search))["functions"]["steps[0]"]["globals"] == {
         "FIRST": "'a'"}
+
+
+def test_a_plugin_strategy_argument_typed_a_path_under_no_known_user_s_home_is_no_such_file():
+    """`prefixed:~nouser/x`: left as a shell leaves it, said as a missing file (was Path.expanduser's
+    RuntimeError, a traceback)."""
+    with harness.queries.STRATEGIES.using({"prefixed": _prefixed}):
+        with pytest.raises(ConfigError, match=re.escape(
+                "experiments[0].strategies[0]: prefixed's path: no such file or folder '~no-such-user-h5/x.txt' "
+                "(prefixed:path)")):
+            parse_config(Path("x.yaml"), {"experiments": [_experiment(["prefixed:~no-such-user-h5/x.txt"], ["bm25"])]})

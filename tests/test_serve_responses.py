@@ -721,6 +721,15 @@ def test_a_recorded_assignments_judge_s_missing_file_is_a_config_error_naming_it
         load_serve_config(tmp_path / "c.yaml")
 
 
+def test_a_recorded_assignments_judge_s_file_under_no_known_user_s_home_is_a_config_error_naming_its_key(tmp_path):
+    """`judge: file:~nouser/a.jsonl`: left as a shell leaves it, a missing file (was Path.expanduser's RuntimeError)."""
+    config = {"tasks": [{"name": "r", "topics": "ikat2024", "nuggets": __file__,
+                         "judge": "file:~no-such-user-h5/a.jsonl", "formats": ["trec-rag-jsonl"]}], "teams": []}
+    (tmp_path / "c.yaml").write_text(yaml.safe_dump(config))
+    with pytest.raises(InputError, match=r"tasks\[0\]\.judge: no file ~no-such-user-h5/a\.jsonl$"):
+        load_serve_config(tmp_path / "c.yaml")
+
+
 def test_a_recorded_assignments_judge_s_file_reads_a_tilde_as_the_home_folder(tmp_path, monkeypatch):
     """`judge: file:~/a.jsonl`, as `harness responses eval --judge file:~/a.jsonl` reads it."""
     (tmp_path / "a.jsonl").write_text("")

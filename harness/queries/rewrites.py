@@ -21,7 +21,7 @@ from pathlib import Path
 
 from harness import jsonl
 from harness.errors import InputError, read_input
-from harness.paths import file_sha256
+from harness.paths import file_sha256, home_expanded
 from harness.queries import Strategy, add
 from harness.queries.history import build, current
 from harness.registry import Param
@@ -77,7 +77,7 @@ def _read(path: Path, stamp: tuple[int, int]) -> RewritesFile:
 
 
 def load(file: str) -> RewritesFile:
-    path = Path(file).expanduser()  # `rewrites:~/x.tsv`, as a config's paths read `~`
+    path = home_expanded(file)  # `rewrites:~/x.tsv`, as a config's paths read `~`
     try:
         stat = os.stat(path)
     except OSError:

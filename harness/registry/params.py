@@ -32,6 +32,7 @@ from pathlib import Path, PurePath
 from typing import Any, Literal, TypeVar, Union
 
 from harness.errors import HarnessError
+from harness.paths import home_expanded
 
 T = TypeVar("T")
 
@@ -448,7 +449,7 @@ class LocalPath(ParamType):
             return None
         if self.or_name and isinstance(value, str) and not looks_like_path(value):
             return None
-        path = Path(value).expanduser()
+        path = home_expanded(value)
         try:
             there = path.exists()
         except OSError as error:  # a name too long for the file system

@@ -32,7 +32,7 @@ from harness.errors import HarnessError, Interrupted
 from harness.judge.base import CACHE_DIR, JUDGES, counts, now
 from harness.judge.model import Item, Judgment
 from harness.judge.scales import SUPPORT_0_2
-from harness.paths import cache_root
+from harness.paths import cache_root, home_expanded
 from harness.registry import Param
 
 SUPPORT_THRESHOLD = 0.7
@@ -109,7 +109,7 @@ class MiniLMJudge:
         from harness.retrieve.embeddings import default_model_path
 
         if self.model:
-            return Path(self.model).expanduser()
+            return home_expanded(self.model)
         return default_model_path(  # the judge's model is a parameter, not an option of `--judge minilm`
             "which the judge needs for sentence-transformers too; from Python, evaluate(..., judge='minilm', "
             "model=FOLDER) names another local sentence-transformers folder")

@@ -28,7 +28,7 @@ from typing import Any, Literal
 
 from harness.corpus import Corpus
 from harness.errors import HarnessError
-from harness.paths import commit_key
+from harness.paths import commit_key, home_expanded
 from harness.registry import INT_LIMIT, AtLeast, Between, LocalPath, Param, ParamError, check_given
 from harness.retrieve import RETRIEVERS, THREADS, SearchQuery
 from harness.retrieve.java import ensure_jvm, path_problem
@@ -69,7 +69,7 @@ class LuceneFolder(LocalPath):
     def problem(self, value: object) -> str | None:
         if (problem := super().problem(value)) is not None or not isinstance(value, (str, PurePath)):
             return problem
-        folder = Path(value).expanduser()
+        folder = home_expanded(value)
         if os.path.isdir(folder) and not is_index(folder):  # (a name too long for a path is no folder)
             return (f"{str(value)!r} is not a Lucene index (no segments_N file in it): expected a folder "
                     "`harness index` wrote (or another Lucene index) or a pyserini prebuilt index name")
@@ -193,8 +193,8 @@ def _read_index(folder: str, commit: str) -> LuceneIndex | str:
 def _index_folder(index: str) -> tuple[str, str | None]:
     """The index folder (`~` expanded, as the config check expands it), and the pyserini prebuilt
     name it was downloaded under (if any)."""
-    if Path(index).expanduser().is_dir():
-        return str(Path(index).expanduser()), None
+    if home_expanded(index).is_dir():
+        return str(home_expanded(index)), None
     ensure_jvm()  # pyserini needs the harness's JVM options before its first import
     from pyserini.util import download_prebuilt_index
 

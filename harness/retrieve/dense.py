@@ -33,6 +33,7 @@ from harness.compute.exact import exact_search, longest_norm
 from harness.corpus import Corpus
 from harness.errors import HarnessError
 from harness.extras import first_missing
+from harness.paths import home_expanded
 from harness.registry import LocalPath, Named, Param, ParamError, Registry, check_given
 from harness.retrieve import BATCH_SIZE, DEVICE, FOLDER, RETRIEVERS, THREADS, Retriever, SearchesAhead, SearchQuery
 from harness.retrieve.embeddings import (
@@ -169,7 +170,7 @@ class EncodedVectors(LocalPath):
     def problem(self, value: object) -> str | None:
         if (problem := super().problem(value)) is not None or value is None:
             return problem
-        if not (Path(str(value)).expanduser() / ENCODE_MANIFEST).is_file():
+        if not (home_expanded(str(value)) / ENCODE_MANIFEST).is_file():
             return (f"{str(value)!r} holds no {ENCODE_MANIFEST} of `harness encode`: dense searches the vectors "
                     "it writes (a Lucene index holds none, nor passage text to encode; bm25 searches it)")
         return None
@@ -246,7 +247,7 @@ def dense(
     if spec is not None:
         return SHARDED_SEARCH.get("sharded")(corpus, encoder, dtype=dtype, engine=spec, shard_docs=shard_docs,
                                              approx=approx, approx_depth=approx_depth, cache_dir=cache,
-                                             encoded=Path(index).expanduser() if index is not None else None)
+                                             encoded=home_expanded(index) if index is not None else None)
     return DenseRetriever(corpus, encoder, dtype=dtype, backend=backend, cache_dir=cache, approx=approx,
                           approx_depth=approx_depth)
 

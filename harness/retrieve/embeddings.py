@@ -30,7 +30,7 @@ import numpy as np
 from harness.atomic import atomic_write, build_once
 from harness.corpus import Corpus, Document, unique_ids
 from harness.errors import HarnessError
-from harness.paths import cache_root, feed_file
+from harness.paths import cache_root, feed_file, home_expanded
 from harness.progress import say_made
 from harness.registry import Param, check_given
 
@@ -404,7 +404,7 @@ def load_encoder(
     threads: int | None = None,
 ) -> Encoder:
     """Load a local bi-encoder; `normalize=None` follows the model's saved similarity function."""
-    path = Path(model).expanduser() if model else default_model_path()
+    path = home_expanded(model) if model else default_model_path()
     if not (path / "modules.json").is_file() and not (path / "config.json").is_file():
         raise HarnessError(
             f"dense model folder {path} not found (or has no modules.json/config.json); models load from "

@@ -18,6 +18,7 @@ from typing import Any, Literal
 
 from harness.corpus import Corpus
 from harness.errors import HarnessError
+from harness.paths import home_expanded
 from harness.registry import REQUIRED, Param
 from harness.retrieve import FOLDER, RETRIEVERS, THREADS, SearchQuery
 from harness.trec import Run
@@ -93,7 +94,7 @@ def pyserini_dense(
 def _index_folder(index: str | None) -> Path:
     if not index:
         raise HarnessError("pyserini-dense needs `index:` a local pyserini faiss index folder")
-    folder = Path(index).expanduser()
+    folder = home_expanded(index)
     missing = [name for name in ("index", "docid") if not (folder / name).is_file()]
     if missing:
         raise HarnessError(
@@ -104,7 +105,7 @@ def _index_folder(index: str | None) -> Path:
 
 
 def _encoder_folder(encoder: str) -> Path:
-    folder = Path(encoder).expanduser()
+    folder = home_expanded(encoder)
     if not (folder / "config.json").is_file():
         raise HarnessError(
             f"pyserini-dense query encoder {folder} not found (or has no config.json); "

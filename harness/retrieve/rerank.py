@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 
 from harness.corpus import Corpus
 from harness.errors import HarnessError
+from harness.paths import home_expanded
 from harness.registry import REQUIRED, AtLeast, Param, check_given
 from harness.retrieve import BATCH_SIZE, DEVICE, FOLDER, RETRIEVERS, THREADS, Retriever, SearchQuery
 from harness.retrieve.embeddings import default_device, import_sentence_transformers, passage_text, torch_threads
@@ -127,7 +128,7 @@ def rerank(
 
 
 def load_cross_encoder(model: str, *, max_length: int | None = None, device: str | None = None) -> CrossEncoder:
-    path = Path(model).expanduser()
+    path = home_expanded(model)
     if not (path / "config.json").is_file():
         raise HarnessError(
             f"rerank model folder {path} not found (or has no config.json); cross-encoders load from "

@@ -57,7 +57,7 @@ import yaml
 
 from harness.atomic import in_the_way
 from harness.errors import CONFIG, HarnessError, InputError, command, nearest, other_form, read_input, shown
-from harness.paths import cache_root, data_root, file_sha256, name_problem, qrels_root, shipped_configs
+from harness.paths import cache_root, data_root, file_sha256, home_expanded, name_problem, qrels_root, shipped_configs
 from harness.registry import (INT_LIMIT, PYTHON, Declaration, LocalPath, ParamError, PluginNotFound, Registry,
                               check_params, split_spec)
 from harness.runner.tasks import TASKS
@@ -375,9 +375,14 @@ class Node:
     def path(self) -> Path:
         roots = {"data": data_root(), "qrels": qrels_root(), "cache": cache_root()}
         try:
-            return Path(self.text().format(**roots)).expanduser()  # `~/x`: in the home folder, as a shell reads it
+            text = self.text().format(**roots)
         except (KeyError, ValueError, IndexError) as error:
             raise self.error(f"bad placeholder in path ({error}); known: {{data}}, {{qrels}}, {{cache}}") from None
+        path = home_expanded(text)  # `~/x`: in the home folder, as a shell reads it
+        if text.startswith("~") and path == Path(text):  # `~nouser/x`: a folder of that name made would hide the typo
+            raise self.error(f"{text.split('/')[0]} names no home folder known here (no such user, or HOME unset): "
+                             "give the path in full")
+        return path
 
     def existing_path(self, hint: str = "") -> Path:
         """A file that exists: a folder, or a path found only beside the config, is an error here
@@ -912,7 +917,7 @@ def _look_for(node: Node, kind: LocalPath) -> Any:
     says so, as a missing file does)."""
     if problem := kind.problem(node.value):
         missing = problem.startswith("no such")
-        raise node.error(problem + (node.beside_config(Path(node.value).expanduser()) if missing else ""))
+        raise node.error(problem + (node.beside_config(home_expanded(node.value)) if missing else ""))
     return node.value
 
 

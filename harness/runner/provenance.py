@@ -125,7 +125,7 @@ def named_files(declaration: Declaration, params: Mapping[str, Any]) -> dict[str
     file changed is run again, not reused. A folder (a model, an index) is named by its
     files' names, sizes and mtimes (paths.folder_version: a rebuilt index is searched again);
     empty where no file or folder is named, so that such runs' resume keys stay as they were."""
-    from harness.paths import file_sha256, folder_version
+    from harness.paths import file_sha256, folder_version, home_expanded
     from harness.registry import looks_like_path
     from harness.retrieve.specs import named_paths
 
@@ -133,7 +133,7 @@ def named_files(declaration: Declaration, params: Mapping[str, Any]) -> dict[str
     for key, value, kind in named_paths(declaration, params):
         if kind.or_name and isinstance(value, str) and not looks_like_path(value):
             continue  # a name the component resolves (a prebuilt index)
-        path = Path(value).expanduser()
+        path = home_expanded(value)
         if path.is_file():
             found[key] = file_sha256(path)
         elif path.is_dir():

@@ -42,7 +42,7 @@ from harness.queries import inputs as strategy_inputs
 from harness.queries.llm import endpoints as llm_endpoints
 from harness.retrieve import RETRIEVERS, Retriever, SearchQuery, build, shared_retrievers
 from harness.retrieve.specs import retriever_specs
-from harness.paths import file_in, file_sha256, folder_version
+from harness.paths import file_in, file_sha256, folder_version, home_expanded
 from harness.progress import progress_bar
 from harness.runner import provenance
 from harness.runner.config import Config, ConfigError, Experiment, RunSpec, shallow_measures
@@ -118,7 +118,7 @@ class Workspace:
             return corpus.fingerprint if corpus is not None else "none"
         key = ("index", spec.index)
         if key not in self._fingerprints:
-            folder = Path(spec.index).expanduser()
+            folder = home_expanded(spec.index)
             self._fingerprints[key] = (f"index:{spec.index}:{folder_version(folder)}" if folder.is_dir()
                                        else f"index:{spec.index}")
         return self._fingerprints[key]

@@ -38,6 +38,7 @@ from typing import Any
 
 from harness.atomic import output_problem
 from harness.ikat.submission import YEARS, file_format
+from harness.paths import home_expanded
 from harness.runner.config import (SERVE_KEYS, Node, config_file, lookup, measures_of, names_qrels, read_yaml,
                                    refuse_other_kind)
 
@@ -274,7 +275,7 @@ def _response_task(node: Node) -> TaskConfig:
 
         prompt = llm["prompt"].existing_path()
         lookup(llm["prompt"], lambda: check_prompt(prompt, sample_item("nuggets"), SUPPORT_0_2))
-    if judge.startswith(("file:", "assignments:")) and not Path(judge.partition(":")[2]).expanduser().is_file():
+    if judge.startswith(("file:", "assignments:")) and not home_expanded(judge.partition(":")[2]).is_file():
         raise keys["judge"].error(f"no file {judge.partition(':')[2]}")
     topics = keys["topics"].text()
     lookup(keys["topics"], lambda: _check_topics(topics))
