@@ -46,6 +46,7 @@ from dataclasses import dataclass, field
 from itertools import islice
 from operator import itemgetter
 from pathlib import Path
+from stat import S_ISREG
 from typing import Any, NamedTuple
 
 from harness.atomic import atomic_write
@@ -340,9 +341,11 @@ def recorded_run(data: bytes) -> RunRecord | None:
 
 def recorded_run_of(path: Path) -> RunRecord | None:
     """recorded_run of a file's bytes, decompressed as every reader takes them (a record gzipped to
-    send it is one too); None where it cannot be read, or is too large to be a record."""
+    send it is one too); None where it cannot be read, or is too large to be a record, and for what is
+    no regular file: a pipe (`/dev/stdin`, `<(...)`) read here would leave its reader nothing to read."""
     try:
-        if path.stat().st_size > RECORD_MAX_BYTES:
+        found = path.stat()
+        if not S_ISREG(found.st_mode) or found.st_size > RECORD_MAX_BYTES:
             return None
         with decompressed(path) as handle:
             return recorded_run(handle.read(RECORD_MAX_BYTES + 1))

@@ -895,6 +895,31 @@ def test_a_harness_run_record_given_for_a_submission_is_one_line_naming_the_from
         "ikat2023-test.raw.bm25.ikat.json`\n")
 
 
+def test_a_submission_read_from_a_pipe_is_validated_not_read_first_for_a_run_record(run_records, tmp_path, capsys):
+    """`cat x.json | harness ikat validate /dev/stdin` (or `<(...)`): the record check read the pipe first and
+    left validate nothing ('not JSON': INVALID). A pipe is no record; its bytes are the validator's."""
+    import os
+    import threading
+
+    submission = tmp_path / "bm25.ikat.json"
+    assert main(["ikat", "from-trec", str(run_records / "ikat2023-test.raw.bm25.run"), "--benchmark", "ikat2023:test",
+                 "--run-name", "bm25", "--output", str(submission)]) == 0
+    read, write = os.pipe()
+
+    def feed() -> None:
+        with os.fdopen(write, "wb") as pipe:
+            pipe.write(submission.read_bytes())
+
+    threading.Thread(target=feed, daemon=True).start()
+    capsys.readouterr()
+    try:
+        assert main(["ikat", "validate", f"/dev/fd/{read}", "--topics", "ikat2023", "--quiet"]) == 0
+    finally:
+        os.close(read)
+    said = capsys.readouterr().err
+    assert re.fullmatch(r"\d+ \(iKAT 2023\): 332 turns, 0 errors, \d+ warnings: valid \(.*\)\n", said), said
+
+
 def test_a_harness_run_record_of_ptkb_statements_names_from_trec_s_ptkb_run(run_records, capsys):
     record = run_records / "ikat2023-test.ptkb.bm25.json"
     assert main(["ikat", "validate", str(record), "--topics", "ikat2023"]) == 2
