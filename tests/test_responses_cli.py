@@ -181,6 +181,20 @@ def test_a_harness_run_record_given_as_responses_is_named_the_record_of_its_run(
         "its run)\n")
 
 
+@pytest.mark.parametrize("response_format", ["cone-rag-json", "ikat-json", "trec-rag-jsonl"])
+def test_a_harness_run_record_given_as_responses_of_a_named_format_is_named_the_record_of_its_run(
+        run_records, capsys, response_format):
+    """--response-format skipped the check (made where the format is detected): the format's reader said
+    'expected an object {run: response}', 'missing top-level field run_name' or 'invalid JSON'."""
+    record = run_records / "ikat2023-test.raw.bm25.json"
+    assert main(["responses", "eval", str(record), "--response-format", response_format, "--nuggets", str(record),
+                 "--judge", "minilm"]) == 2
+    assert capsys.readouterr().err == (
+        f"harness responses eval: error: {record}: this is `harness run`'s record of ikat2023-test.raw.bm25.run (its "
+        "provenance and scores), not responses: responses eval scores what a system answers (`harness eval` scores "
+        "its run)\n")
+
+
 def test_a_format_error_after_blank_lines_names_the_first_line_that_is_not_blank(tmp_path, capsys):
     run = tmp_path / "r.run"
     run.write_text("\n\n1_1 Q0 d1 1 9.5 mine\n")

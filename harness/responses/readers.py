@@ -40,7 +40,7 @@ from harness import jsonl
 from harness.errors import InputError
 from harness.registry import Registry, answering, summary_of
 from harness.responses.model import Response, ResponseRun, Sentence
-from harness.trec import canonical_order, file_stem, looks_like_run_line, not_a_run, recorded_run
+from harness.trec import canonical_order, file_stem, looks_like_run_line, not_a_run, recorded_run_of
 
 if TYPE_CHECKING:
     from harness.ikat.submission import PassageProvenance
@@ -190,9 +190,6 @@ def detect_format(path: Path) -> str:
     if not text.strip():
         raise InputError(path, "empty file: no responses")
     document = jsonl.document(text, path)
-    if isinstance(document, dict) and (record := recorded_run(text.encode("utf-8"))) is not None:
-        raise InputError(path, not_a_run(record, path, None, "responses") + ": responses eval scores what a system "
-                               "answers (`harness eval` scores its run)")
     # a one-line JSON Lines file is one JSON document too: these keys say it is a response line
     if isinstance(document, dict) and not (IKAT_2025_KEYS | TREC_RAG_KEYS) & set(document) \
             and not NUGGETIZER_KEYS <= set(document):
@@ -217,8 +214,12 @@ def detect_format(path: Path) -> str:
 
 
 def read_responses(path: str | Path, format: str | None = None) -> list[ResponseRun]:
-    """The runs in one file (CONE-RAG files hold several)."""
+    """The runs in one file (CONE-RAG files hold several). `harness run`'s record of a run is refused
+    first, in any format: read as one, it drew that format's schema errors about a record."""
     path = Path(path)
+    if (record := recorded_run_of(path)) is not None:
+        raise InputError(path, not_a_run(record, path, None, "responses") + ": responses eval scores what a system "
+                               "answers (`harness eval` scores its run)")
     runs = FORMATS.get(format or detect_format(path))(path)
     if not any(run.responses for run in runs):  # `{}` or `{"turns": []}`: not a run of zeros
         raise InputError(path, "holds no response: nothing to evaluate")
