@@ -946,6 +946,30 @@ def test_a_harness_run_record_of_an_ikat_2025_run_names_the_team_and_a_json_line
         "--output ikat2023-test.raw.bm25.ikat.jsonl`\n")
 
 
+def test_a_harness_run_record_of_a_plugin_ikat_benchmark_naming_no_year_names_from_trec_with_a_year_to_give(
+        run_records, tmp_path, capsys):
+    """It said `--benchmark 'myikat:test' names no iKAT year: give --year`, of a --benchmark not given (validate's
+    --year does not help): the from-trec command holds `--year YEAR`, said what to give."""
+    from harness.registry import declare
+    from harness.topics import ADAPTERS, load
+    from harness.topics.ikat import FIELDS
+
+    record = json.loads((run_records / "ikat2023-test.raw.bm25.json").read_text(encoding="utf-8"))
+    record["config"]["topics"] = "myikat:test"
+    path = tmp_path / "ikat2023-test.raw.bm25.json"
+    path.write_text(json.dumps(record), encoding="utf-8")
+    run = tmp_path / "ikat2023-test.raw.bm25.run"
+    run.write_bytes((run_records / run.name).read_bytes())
+    mine = declare("iKAT 2023's turns by another name", splits=("test",), fields=FIELDS)(lambda split: load("ikat2023"))
+    with ADAPTERS.using({"myikat": mine}):
+        assert main(["ikat", "validate", str(path), "--topics", "ikat2023"]) == 2
+    assert capsys.readouterr().err.endswith(
+        f"make a submission of {run} instead: `harness ikat from-trec {run} --benchmark myikat:test --year YEAR "
+        "--run-name ikat2023-test.raw.bm25 --output ikat2023-test.raw.bm25.ikat.json` (YEAR: the iKAT format to "
+        "write, 2023, 2024, 2025, as myikat:test names no year; 2025's, JSON Lines, also needs --team-id TEAM and a "
+        ".jsonl output)\n")
+
+
 def test_a_harness_run_record_of_other_topics_given_for_a_submission_says_from_trec_does_not_take_them(
         run_records, capsys):
     record = run_records / "pragmaticqa-val.raw.bm25.json"

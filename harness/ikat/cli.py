@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 from harness.atomic import OutputError, output_problem
 from harness.cli import add_output, number_in, print_lines
-from harness.errors import HarnessError, InputError, command, counted, open_input, verb
+from harness.errors import HarnessError, InputError, command, counted, listed, open_input, verb
 from harness.ikat.submission import PROVENANCE_LIMIT, PTKB_DEPTH, YEARS, score_precision
 from harness.paths import in_package, refuse_overwriting
 
@@ -219,12 +219,18 @@ def refuse_run_record(path: Path) -> None:
                          f"queries of {topics}, which `harness ikat from-trec` does not take (it takes "
                          f"{', '.join(benchmarks)})")
     run = record_beside(record, path) or record.run
-    lines = YEARS[benchmark_year(topics)].json_lines
+    year = _named_year(topics)  # None for a plug-in benchmark named without its year: from-trec needs --year
+    lines = year is not None and YEARS[year].json_lines
     ranked = ["PASSAGE_RUN", "--ptkb-run", run] if record.task == "ptkb" else [run]
-    make = command("harness", "ikat", "from-trec", *ranked, "--benchmark", topics, "--run-name", record.tag,
+    make = command("harness", "ikat", "from-trec", *ranked, "--benchmark", topics,
+                   *(["--year", "YEAR"] if year is None else []), "--run-name", record.tag,
                    *(["--team-id", "TEAM"] if lines else []), "--output", f"{record.tag}.ikat.json{'l' * lines}")
     made_of = "make the PTKB provenance of a submission of" if record.task == "ptkb" else "make a submission of"
-    raise InputError(path, not_a_run(record, path, made_of, "an iKAT submission") + f": `{make}`")
+    unnamed = "" if year is not None else (  # not benchmark_year's error: it blames a --benchmark not given here
+        f" (YEAR: the iKAT format to write, {', '.join(map(str, YEARS))}, as {topics} names no year; "
+        f"{listed([str(each) for each in YEARS if YEARS[each].json_lines])}'s, JSON Lines, also needs --team-id TEAM "
+        "and a .jsonl output)")
+    raise InputError(path, not_a_run(record, path, made_of, "an iKAT submission") + f": `{make}`{unnamed}")
 
 
 def ikat_benchmarks() -> list[str]:
