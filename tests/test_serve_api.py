@@ -565,20 +565,37 @@ def test_a_harness_run_record_uploaded_is_422_naming_the_run_to_upload(server, r
                   "run: upload that run instead")]
 
 
-def test_submit_refuses_a_harness_run_record_before_any_upload_naming_the_run_beside_it(run_record, tmp_path,
-                                                                                       capsys):
-    """Nothing listens at --server: the error comes before any request."""
+def test_an_ikat_only_task_refuses_a_harness_run_record_naming_from_trec_not_its_run(run_record, tmp_path):
+    """It said 'upload that run instead', which a task taking `formats: [ikat-2023-json]` refuses ('this is a
+    trec file')."""
+    from harness.serve.config import load_serve_config
+    from harness.serve.tasks import TaskRuntime
+
+    task = TaskRuntime(load_serve_config(write_config(tmp_path, formats=("ikat-2023-json",))).tasks[TASK])
+    verdict = task.check(run_record, "up.json")
+    assert [(m.check, m.message) for m in verdict.errors] == [(
+        "format", "this is `harness run`'s record of pragmaticqa-val.raw.bm25.run (its provenance and scores), not an "
+                  "iKAT submission: this task takes ikat-2023-json: upload the submission `harness ikat from-trec` "
+                  "makes of that run")]
+
+
+def test_submit_refuses_a_harness_run_record_before_any_upload_saying_what_each_kind_of_task_takes(
+        run_record, tmp_path, capsys):
+    """Nothing listens at --server: the error comes before any request, not knowing the task, so it does not
+    say 'submit that run', which a task of iKAT files or of responses refuses."""
     argv = ["submit", "--server", "http://127.0.0.1:9", "--token", "t", "--task", TASK]
-    said = ("this is `harness run`'s record of pragmaticqa-val.raw.bm25.run (its provenance and scores), not a run: "
-            "submit")
+    said = ("this is `harness run`'s record of pragmaticqa-val.raw.bm25.run (its provenance and scores), not a "
+            "submission: to a task that takes TREC runs, submit")
+    takes = ("; to one that takes iKAT files only, the submission `harness ikat from-trec` makes of it; to a response "
+             "task, what the system answered (it takes no run)\n")
     assert main([*argv, str(run_record)]) == 2
     assert capsys.readouterr().err == (f"harness submit: error: {run_record}: {said} "
-                                       f"{run_record.with_suffix('.run')} instead\n")
+                                       f"{run_record.with_suffix('.run')}{takes}")
     alone = tmp_path / run_record.name
     alone.write_bytes(run_record.read_bytes())
     assert main([*argv, str(alone)]) == 2
-    assert capsys.readouterr().err == (f"harness submit: error: {alone}: {said} that run instead (it is not beside "
-                                       "this record)\n")
+    assert capsys.readouterr().err == (f"harness submit: error: {alone}: {said} pragmaticqa-val.raw.bm25.run (not "
+                                       f"beside this record){takes}")
 
 
 def test_submit_refuses_a_gzipped_harness_run_record_before_any_upload(run_record, tmp_path, capsys):
@@ -588,7 +605,8 @@ def test_submit_refuses_a_gzipped_harness_run_record_before_any_upload(run_recor
     zipped.write_bytes(gzip.compress(run_record.read_bytes()))
     assert main(["submit", "--server", "http://127.0.0.1:9", "--token", "t", "--task", TASK, str(zipped)]) == 2
     assert capsys.readouterr().err.startswith(f"harness submit: error: {zipped}: this is `harness run`'s record of "
-                                              "pragmaticqa-val.raw.bm25.run (its provenance and scores), not a run")
+                                              "pragmaticqa-val.raw.bm25.run (its provenance and scores), not a "
+                                              "submission")
 
 
 def test_trec_run_with_an_unknown_query_is_422_naming_it(server, tmp_path):

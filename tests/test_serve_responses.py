@@ -721,6 +721,17 @@ def test_a_recorded_assignments_judge_s_missing_file_is_a_config_error_naming_it
         load_serve_config(tmp_path / "c.yaml")
 
 
+def test_a_response_task_refuses_a_harness_run_record_saying_it_takes_answers_not_the_run(run_records, tmp_path):
+    """It said 'upload that run instead', which the task then refused ('this looks like a TREC run')."""
+    task = {"name": "r", "topics": "ikat2024", "nuggets": str(write_nuggets(tmp_path)), "judge": "minilm",
+            "formats": ["ikat-2024-json", "trec-rag-jsonl"]}
+    verdict = _runtime(tmp_path, task).check(run_records / "ikat2023-test.raw.bm25.json", "up.json")
+    assert [(m.check, m.message) for m in verdict.errors] == [(
+        "format", "this is `harness run`'s record of ikat2023-test.raw.bm25.run (its provenance and scores), not "
+                  "responses: this task scores what a system answers (it takes ikat-2024-json, trec-rag-jsonl), not "
+                  "its ranking")]
+
+
 def test_a_recorded_assignments_judge_s_file_under_no_known_user_s_home_is_a_config_error_naming_its_key(tmp_path):
     """`judge: file:~nouser/a.jsonl`: left as a shell leaves it, a missing file (was Path.expanduser's RuntimeError)."""
     config = {"tasks": [{"name": "r", "topics": "ikat2024", "nuggets": __file__,

@@ -76,11 +76,16 @@ def run(args: argparse.Namespace) -> int:
 
 def refuse_run_record(path: Path) -> None:
     """`harness run`'s record of a run (runs/<tag>.json beside runs/<tag>.run), refused before it
-    is uploaded: teams sent it for their run, and a board answered it with 22 errors of the iKAT schema."""
-    from harness.trec import not_a_run, recorded_run_of
+    is uploaded: teams sent it for their run, and a board answered it with 22 errors of the iKAT schema.
+    Said before any request, not knowing what the task takes: its run is refused by a task that takes
+    iKAT files only, and by a response task, so each is told what to submit."""
+    from harness.trec import not_a_run, record_beside, recorded_run_of
 
     if (record := recorded_run_of(path)) is not None:
-        raise InputError(path, not_a_run(record, path, "submit"))
+        run = record_beside(record, path) or f"{record.run} (not beside this record)"
+        raise InputError(path, not_a_run(record, path, None, "a submission") + f": to a task that takes TREC runs, "
+                         f"submit {run}; to one that takes iKAT files only, the submission `harness ikat from-trec` "
+                         "makes of it; to a response task, what the system answered (it takes no run)")
 
 
 def server_url(given: str) -> str:

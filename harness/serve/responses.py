@@ -33,11 +33,13 @@ from harness import jsonl
 from harness.errors import HarnessError, InputError, counted, verb
 from harness.serve.config import RESPONSE_FORMATS
 from harness.serve.tasks import MAX_MESSAGES, Message, Refused, TaskRuntime, Verdict, refused_on_sight
+from harness.trec import not_a_run
 
 if TYPE_CHECKING:
     from harness.responses.model import ResponseRun
     from harness.responses.questions import Questions
     from harness.runner.config import Node
+    from harness.trec import RunRecord
 
 # Raised when what a `file:` judge's task checks before it scores an answer changes (2: an answer
 # must be the one its recorded line's answer_text holds), so that a start scores again, with the
@@ -176,11 +178,17 @@ class ResponseTaskRuntime(TaskRuntime):
 
         return BOARD
 
+    def record_refused(self, record: RunRecord) -> str:
+        """A response task takes what a system answers: its run is refused too."""
+        return (not_a_run(record, None, None, "responses") + f": this task scores what a system answers (it takes "
+                f"{', '.join(self.config.formats)}), not its ranking")
+
     def check(self, path: Path, display: str) -> Verdict:
         from harness.responses.readers import detect_format, read_responses
 
         data = path.read_bytes()
-        refused = refused_on_sight(data, display)  # not as the reader says it: it names the stored file
+        # not as the reader says it: it names the stored file
+        refused = refused_on_sight(data, display, self.record_refused)
         if refused is not None:
             return refused
         over = self.budget.exceeded(data)  # the same bound as a run's, before decoding

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 from harness.errors import TEAM, HarnessError, InputError, bad_byte, counted, not_text, verb
 from harness.ikat.submission import file_format
 from harness.serve.config import FORMAT_YEARS, TaskConfig
-from harness.trec import not_a_run, recorded_run
+from harness.trec import RunRecord, not_a_run, recorded_run
 
 if TYPE_CHECKING:
     from harness.report.compare import RunScores
@@ -200,7 +200,7 @@ class TaskRuntime:
         to what the task's topics could need (`Budget`), so no upload costs more memory than
         a small multiple of a real run of the task."""
         data = path.read_bytes()
-        refused = refused_on_sight(data, display)
+        refused = refused_on_sight(data, display, self.record_refused)
         if refused is not None:
             return refused
         if not data.removeprefix(UTF8_BOM).lstrip().startswith((b"{", b"[")):
@@ -217,6 +217,14 @@ class TaskRuntime:
 
         decoded = decode_submission(Path("upload"), text)  # the year from the content, not the name
         return self._checked(file_format(decoded.year), self._check_ikat(decoded, display), display)
+
+    def record_refused(self, record: RunRecord) -> str:
+        """What the board says of `harness run`'s record uploaded for a run: the run to upload where
+        the task takes TREC runs; where it takes iKAT files only, that run is refused too: from-trec."""
+        if "trec" in self.config.formats:
+            return not_a_run(record, None, "upload")
+        return (not_a_run(record, None, None, "an iKAT submission") + f": this task takes "
+                f"{', '.join(self.config.formats)}: upload the submission `harness ikat from-trec` makes of that run")
 
     def _checked(self, fmt: str, check: Callable[[], Verdict], display: str) -> Verdict:
         """`check()` of a file of format `fmt`, or only the format error when the task refuses it."""
@@ -347,17 +355,18 @@ UNJUDGED_IDS = ("many documents in the run's top 10s are not judged in the task'
                 "whether the task judges documents by their best passage")
 
 
-def refused_on_sight(data: bytes, display: str) -> Verdict | None:
+def refused_on_sight(data: bytes, display: str, record_refused: Callable[[RunRecord], str]) -> Verdict | None:
     """An upload that starts as a compressed file or UTF-16/UTF-32 text refused, named as the harness's
-    readers name it (harness.errors.not_text), and `harness run`'s record of a run, naming the run to
-    upload; None for any other. Read on, a compressed file's bytes made one garbage query id a line,
-    UTF-16 text NUL bytes in every field, and a run's record some twenty errors of the iKAT schema."""
+    readers name it (harness.errors.not_text), and `harness run`'s record of a run, said as the task
+    says it (`record_refused`: what to upload instead); None for any other. Read on, a compressed file's
+    bytes made one garbage query id a line, UTF-16 text NUL bytes in every field, and a run's record some
+    twenty errors of the iKAT schema."""
     found = not_text(data)
     if found is not None:
         return Verdict(None, "", [Message("error", "format" if found.compressed else "encoding",
                                           found.problem("upload the run itself, uncompressed"), display)])
     if (record := recorded_run(data)) is not None:
-        return Verdict(None, "", [Message("error", "format", not_a_run(record, None, "upload"), display)])
+        return Verdict(None, "", [Message("error", "format", record_refused(record), display)])
     return None
 
 
