@@ -655,6 +655,16 @@ def write_run(
     return written
 
 
+def _record_given_with(record: RunRecord, path: Path, other: str, files: Sequence[str]) -> str:
+    """What is said of a record given with `other` of its name: given with the run beside it (runs/*), the
+    .run files of the folder; else it is only to be dropped (its run may be `other`, from another folder)."""
+    beside = record_beside(record, path)
+    if beside is not None and beside.resolve() in {Path(each).resolve() for each in files}:
+        return (not_a_run(record, path) + f" (of a folder of runs and their records, give the .run files: "
+                f"{path.parent / '*.run'})")
+    return not_a_run(record, path, None) + f", and its name is that of {other}, given too: drop it"
+
+
 def refuse_shared_names(names: Sequence[str], files: Sequence[str] | None = None) -> None:
     """Runs are told apart by name, so two of one name are refused: the command line's run
     files (`files`, each named by its file name less the suffix: one system's runs from two
@@ -668,10 +678,10 @@ def refuse_shared_names(names: Sequence[str], files: Sequence[str] | None = None
         elif Path(files[seen[name]]).resolve() == Path(files[index]).resolve():
             raise HarnessError(f"{files[index]} is given twice")
         else:
-            for path in (files[seen[name]], files[index]):
-                # `harness run`'s record beside its run (runs/*): its advice, not 'rename one', which would score it
+            pair = (files[seen[name]], files[index])
+            for path, other in (pair, pair[::-1]):
+                # `harness run`'s record: its advice, not 'rename one', which would score it
                 if path.endswith((".json", ".json.gz")) and (record := recorded_run_of(Path(path))) is not None:
-                    raise InputError(path, not_a_run(record, Path(path)) + " (of a folder of runs and their "
-                                     f"records, give the .run files: {Path(path).parent / '*.run'})")
+                    raise InputError(path, _record_given_with(record, Path(path), other, files))
             raise HarnessError(f"two runs share the name {name}: {files[seen[name]]} and {files[index]}; rename one "
                                "run file (its name, less the suffix, names the run)")

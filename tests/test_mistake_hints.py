@@ -202,6 +202,21 @@ def test_a_harness_run_record_beside_its_run_gets_the_records_advice_not_rename_
         f"files: {tmp_path / '*.run'})\n")
 
 
+@pytest.mark.parametrize("order", ["record first", "run first"])
+def test_a_harness_run_record_given_with_its_run_from_another_folder_is_to_be_dropped(run_records, tmp_path, capsys,
+                                                                                      order):
+    """`compare alone/x.json runs/x.run` said 'give that run instead (it is not beside this record) (..., give the
+    .run files: alone/*.run)': the run was given, and alone/*.run matches nothing."""
+    record = tmp_path / "ikat2023-test.raw.bm25.json"
+    record.write_bytes((run_records / record.name).read_bytes())
+    run = run_records / "ikat2023-test.raw.bm25.run"
+    files = [str(record), str(run)] if order == "record first" else [str(run), str(record)]
+    assert main(["compare", "--qrels", QRELS, *files]) == 2
+    assert capsys.readouterr().err == (
+        f"harness compare: error: {record}: this is `harness run`'s record of ikat2023-test.raw.bm25.run (its "
+        f"provenance and scores), not a run, and its name is that of {run}, given too: drop it\n")
+
+
 @pytest.mark.parametrize("habit, hint", [
     (["-m", "ndcg_cut.3"], "trec_eval's -m ndcg_cut.3 is --measures ndcg_cut.3 here"),
     (["-q"], "trec_eval's -q is --per-query here"),
