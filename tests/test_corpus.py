@@ -91,10 +91,10 @@ def test_a_big_corpus_file_is_hashed_once_per_version(tmp_path, ikat_documents, 
         return open_corpus(str(path)).fingerprint
 
     assert [in_a_new_process() for _ in range(3)] == [expected] * 3
-    assert memo_everything == [path]
+    assert memo_everything.count(path) == 1  # this file's reads: a thread of an earlier test may hash its own
     path.write_text(path.read_text() + "\n")  # a new version: hashed again
     assert open_corpus(str(path)).fingerprint == hashlib.sha256(path.read_bytes()).hexdigest()
-    assert memo_everything == [path, path]
+    assert memo_everything.count(path) == 2
 
 
 def test_new_bytes_behind_an_old_mtime_are_hashed_again(tmp_path, ikat_documents, memo_everything):
