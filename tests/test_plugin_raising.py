@@ -3,9 +3,11 @@ one line naming the plug-in and the error, not the harness's frames around them.
 
 from __future__ import annotations
 
+import importlib
 import os
 import subprocess
 import sys
+import threading
 import warnings
 from pathlib import Path
 
@@ -218,6 +220,20 @@ def test_run_keep_going_again_redoes_the_failed_runs_alone(tmp_path, monkeypatch
     assert list(aggregate["run"]) == ["ann", "cy"] and list(aggregate.attrs["failed"]) == ["bob"]
 
 
+def _retrievers_config(retrievers: dict[str, str], output: str = "runs", strategy: str = "raw") -> dict:
+    """A config running ikat2023:test with each retriever by its name under its label."""
+    return {"output": output, "tag": "{retriever}", "experiments": [
+        {"topics": "ikat2023:test", "strategies": [strategy], "measures": ["nDCG@3"],
+         "retrievers": [{"name": name, "label": label} for name, label in retrievers.items()]}]}
+
+
+def _module(folder: Path, monkeypatch, name: str, code: str):
+    """The module `name` of `code`, written into `folder` and imported from there."""
+    (folder / f"{name}.py").write_text(code, encoding="utf-8")
+    monkeypatch.syspath_prepend(str(folder))
+    return importlib.import_module(name)
+
+
 def test_run_keep_going_says_a_failing_function_handed_over_in_one_line(tmp_path, monkeypatch):
     """A notebook's own search function raising was taken for the harness's fault: keep_going
     raised it and lost the other runs."""
@@ -229,11 +245,77 @@ def test_run_keep_going_says_a_failing_function_handed_over_in_one_line(tmp_path
     def buggy(query, k):
         raise ValueError("my bug")
 
-    config = {"output": "runs", "tag": "{retriever}", "experiments": [
-        {"topics": "ikat2023:test", "strategies": ["raw"], "measures": ["nDCG@3"], "retrievers": [
-            {"name": "fine", "label": "ann"}, {"name": "buggy", "label": "bob"}]}]}
+    config = _retrievers_config({"fine": "ann", "buggy": "bob"})
     (_, aggregate), said = _api_run_keep_going(config, retrievers={"fine": fine, "buggy": buggy})
     assert list(aggregate["run"]) == ["ann"]
-    assert said[0] == f"bob: code handed to the Python API (module tests) raised ValueError: my bug{ASKED}"
+    assert said[0] == (f"bob: code handed to the Python API (module tests.test_plugin_raising) raised ValueError: "
+                       f"my bug{ASKED}")
     with pytest.raises(ValueError, match="my bug"):  # without keep_going: raised, as before
         harness.run(config, retrievers={"fine": fine, "buggy": buggy}, quiet=True)
+
+
+def test_run_keep_going_names_each_module_of_the_code_handed_over(tmp_path, monkeypatch):
+    """Code handed over from handed_pkg/sub/mod.py was named by its top-level package, `(module
+    handed_pkg)`, and of two modules of one package handed over, the last's alone (R28 F10)."""
+    for name, code in {"__init__": "", "sub/__init__": "", "other": "def fine(query, k):\n    return [('d1', 1.0)]\n",
+                       "sub/mod": "def buggy(query, k):\n    raise ValueError('my bug')\n"}.items():
+        (tmp_path / "handed_pkg" / f"{name}.py").parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / "handed_pkg" / f"{name}.py").write_text(code, encoding="utf-8")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    other, mod = (importlib.import_module(f"handed_pkg.{name}") for name in ("other", "sub.mod"))
+    monkeypatch.chdir(tmp_path)
+    (_, aggregate), _ = _api_run_keep_going(_retrievers_config({"fine": "ann", "buggy": "bob"}),
+                                            retrievers={"fine": other.fine, "buggy": mod.buggy})
+    assert aggregate.attrs["failed"] == {"bob": "code handed to the Python API (modules handed_pkg.other, "
+                                                f"handed_pkg.sub.mod) raised ValueError: my bug{ASKED}"}
+
+
+def test_run_keep_going_says_a_python_plugin_in_one_line_after_a_call_handing_over_its_modules_code(
+        tmp_path, monkeypatch):
+    """A call handing over one function of a module while naming another of it by `python:` forgot,
+    as it ended, the `python:` plug-in it loaded: the next call's failure of that plug-in was the
+    harness's own fault, raised with its traceback (R28 F3)."""
+    module = _module(tmp_path, monkeypatch, "handed_beside", "def search(query, k):\n    raise ValueError('my bug')\n"
+                     "\n\ndef other(query, k):\n    return [('d1', 1.0)]\n")
+    monkeypatch.chdir(tmp_path)
+    _api_run_keep_going(_retrievers_config({"other": "o", "python:handed_beside:search": "s"}),
+                        retrievers={"other": module.other})
+    (_, aggregate), _ = _api_run_keep_going(_retrievers_config({"python:handed_beside:search": "s"}))
+    assert aggregate.attrs["failed"] == {
+        "s": f"retriever 'python:handed_beside:search' (module handed_beside) raised ValueError: my bug{ASKED}"}
+
+
+def test_run_keep_going_says_a_failure_in_one_line_while_another_threads_call_hands_over_the_same_module(
+        tmp_path, monkeypatch):
+    """Two calls in threads handing over code of one module: the first to end took the module's
+    code back from the other, whose failure then was the harness's own fault, raised (R28 F4)."""
+    module = _module(tmp_path, monkeypatch, "handed_threads", (
+        "import threading\n"
+        "a_running, b_running, a_done = threading.Event(), threading.Event(), threading.Event()\n\n\n"
+        "def fine(query, k):\n    a_running.set()\n    b_running.wait(60)\n    return [('d1', 1.0)]\n\n\n"
+        "def buggy(query, k):\n    b_running.set()\n    a_done.wait(60)\n    raise ValueError('my bug')\n"))
+    monkeypatch.chdir(tmp_path)
+    failed: dict[str, object] = {}
+
+    def call(name: str, **options) -> None:
+        try:
+            failed[name] = harness.run(_retrievers_config({name: name}, output=f"runs_{name}"), quiet=True,
+                                       retrievers={name: getattr(module, name)}, **options).aggregate.attrs["failed"]
+        except Exception as error:  # noqa: BLE001 - what the test is about
+            failed[name] = f"raised {type(error).__name__}: {error}"
+        finally:
+            module.a_done.set()  # (its own run over: B's may fail; a timeout otherwise)
+
+    a = threading.Thread(target=call, args=("fine",))
+    b = threading.Thread(target=call, args=("buggy",), kwargs={"keep_going": True})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        a.start()
+        assert module.a_running.wait(60)  # A's objects are handed over first, B's while A still runs
+        b.start()
+        for thread in (a, b):
+            thread.join(120)
+    assert not a.is_alive() and not b.is_alive()
+    assert failed == {"fine": {}, "buggy": {
+        "buggy": f"code handed to the Python API (module handed_threads) raised ValueError: my bug{ASKED}"}}
+

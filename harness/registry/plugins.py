@@ -20,8 +20,9 @@ import importlib
 import inspect
 import os
 import sys
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any
 
 from harness.registry.params import _names_itself
@@ -34,6 +35,11 @@ from harness.registry.params import _names_itself
 # by name only where the module has no file (a notebook's __main__, its cells' code)
 _PLUGIN_PACKAGES: dict[str, str] = {}
 _FILELESS_PLUGINS: dict[str, str] = {}
+# the same, for code handed to the Python API, within its call alone: (places, fileless modules) -> the modules
+# handed over. A ContextVar, as Registry.using's objects are, not written into the records above: a call ending
+# must not take back a `python:` plug-in loaded meanwhile, nor what another thread's call handed over
+_HANDED_OVER: ContextVar[tuple[Mapping[str, tuple[str, ...]], Mapping[str, tuple[str, ...]]]] = ContextVar(
+    "handed over", default=({}, {}))
 _HARNESS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # harness/, above harness/registry/
 
 
@@ -56,45 +62,45 @@ def _note_plugin_package(obj: Any, what: str) -> None:
     harness dataclass, the functions it holds: a CorpusFormat's `open` and `claims`): the
     objects it builds may live in its other modules. Python's own modules are never a
     plug-in's (an lru_cache'd function's class is functools')."""
-    for record, key, _ in _plugin_places(obj):
-        record[key] = what
+    for by_name, key, _ in _plugin_places(obj):
+        (_FILELESS_PLUGINS if by_name else _PLUGIN_PACKAGES)[key] = what
 
 
-def _plugin_places(obj: Any) -> Iterator[tuple[dict[str, str], str, str]]:
-    """Where `obj`'s code lies, as `_note_plugin_package` records it: each record, its key (a
-    folder or file; a fileless module's name) and the top-level package's name."""
+def _plugin_places(obj: Any) -> Iterator[tuple[bool, str, str]]:
+    """Where `obj`'s code lies, as `_note_plugin_package` records it: whether by a fileless
+    module's name, its key (a folder or file of its top-level package; that name) and its module."""
     for code in [obj, *_functions_of_harness_dataclass(obj)]:
-        name = (getattr(_code(code), "__module__", None) or "").split(".")[0]
+        module = getattr(_code(code), "__module__", None) or ""
+        name = module.split(".")[0]
         top = sys.modules.get(name)
         file = getattr(top, "__file__", None)
         # a package's folders (a namespace package has several, and no __file__), a module's file
         places = list(getattr(top, "__path__", None) or ([file] if file else []))
         if not places and name and name not in sys.stdlib_module_names:  # a notebook's; Python's are built in
-            yield _FILELESS_PLUGINS, name, name
+            yield True, name, module
         for place in map(os.path.abspath, places):
             if not (_inside(place, _HARNESS) or _pythons_own(place)):
-                yield _PLUGIN_PACKAGES, place, name
+                yield False, place, module
 
 
 @contextmanager
 def handed_over(objects: Iterable[Any]) -> Iterator[None]:
     """Within the block, the code of objects handed to the Python API (harness.run's retrievers=)
     is a plug-in's, as a `python:` spec's is, so that `keep_going` says its error in one line, not
-    as the harness's own fault. Named by its module, not by the name it was handed under (a
-    notebook's functions share one module); the records are as before once the call is over."""
-    before: dict[tuple[int, str], tuple[dict[str, str], str, str | None]] = {}
+    as the harness's own fault. Named by its module (the modules handed over, where several share
+    a package), not by the name it was handed under (a notebook's functions share one module). In
+    this context alone, as Registry.using's objects: the process-wide records are left as they are."""
+    places, fileless = (dict(handed) for handed in _HANDED_OVER.get())
     for obj in objects:
-        for record, key, name in _plugin_places(obj):
-            before.setdefault((id(record), key), (record, key, record.get(key)))
-            record[key] = f"code handed to the Python API (module {name})"
+        for by_name, key, module in _plugin_places(obj):
+            record = fileless if by_name else places
+            if module not in (modules := record.get(key, ())):
+                record[key] = (*modules, module)
+    token = _HANDED_OVER.set((places, fileless))
     try:
         yield
     finally:
-        for record, key, was in before.values():
-            if was is None:
-                record.pop(key, None)
-            else:
-                record[key] = was
+        _HANDED_OVER.reset(token)
 
 
 def _functions_of_harness_dataclass(obj: Any) -> list[Any]:
@@ -180,12 +186,21 @@ def _plugin_owner(error: BaseException) -> tuple[str | None, int]:
         if _inside(file, _HARNESS):
             owner = None
             continue
-        plugin = next((what for place, what in _PLUGIN_PACKAGES.items() if _inside(file, place)),
-                      _FILELESS_PLUGINS.get(str(frame.f_globals.get("__name__", "")).split(".")[0]))
+        plugin = _whose(file, str(frame.f_globals.get("__name__", "")).split(".")[0])
         if plugin is not None:
             first = number if owner is None else first
             owner = plugin
     return owner, first
+
+
+def _whose(file: str, top: str) -> str | None:
+    """The plug-in whose code a frame's file (or, without one, its top-level module `top`) is:
+    code handed to this call of the Python API first (it is what this call runs), then what was loaded."""
+    places, fileless = _HANDED_OVER.get()
+    modules = next((modules for place, modules in places.items() if _inside(file, place)), fileless.get(top))
+    if modules is not None:
+        return f"code handed to the Python API ({'module' if len(modules) == 1 else 'modules'} {', '.join(modules)})"
+    return next((what for place, what in _PLUGIN_PACKAGES.items() if _inside(file, place)), _FILELESS_PLUGINS.get(top))
 
 
 def _distribution(point: Any) -> str:

@@ -11,7 +11,6 @@ import json
 import os
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 
 from harness.atomic import OutputError, check_outputs, in_the_way, not_writable
@@ -102,7 +101,7 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-@dataclass
+@dataclasses.dataclass
 class Failures:
     """Keep-going's word on the runs that raised (`harness run --keep-going`, `harness.run(...,
     keep_going=True)`), run_config's `failed`: each run's tag and its error in one line, said as it
