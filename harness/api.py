@@ -205,11 +205,14 @@ def run(config: str | Path | Mapping[str, Any], *, retrievers: Mapping[str, Any]
             for note in said:
                 error.add_note(note)
             raise
-        if failures.lines:
+        if failures.lines:  # the call that shows the traceback: without its objects, their names are unknown
+            given = [f"{name}=..., " for name, passed in (("retrievers", bool(retrievers)),
+                                                          ("strategies", bool(strategies)),
+                                                          ("output", output is not None)) if passed]
             said.append(failures.summary(
                 "the frames hold the finished ones" if outcomes else "no run is finished: the frames are empty",
                 "the call without force=True" if force else "the same call",
-                f"harness.run(config, only=[{next(iter(failures.lines))!r}])"))
+                f"harness.run(config, {''.join(given)}only=[{next(iter(failures.lines))!r}])"))
         from harness.runner.report import depth_warnings
 
         said += [f"warning: {line}" for line in depth_warnings(outcomes).values()]  # as harness run says it

@@ -319,3 +319,23 @@ def test_run_keep_going_says_a_failure_in_one_line_while_another_threads_call_ha
     assert failed == {"fine": {}, "buggy": {
         "buggy": f"code handed to the Python API (module handed_threads) raised ValueError: my bug{ASKED}"}}
 
+
+def test_run_keep_going_says_the_call_that_shows_a_traceback_with_the_objects_and_output_it_was_given(
+        tmp_path, monkeypatch):
+    """The hint `harness.run(config, only=['bob'])` left out the retrievers=, strategies= and
+    output= the call was given: that call raised `unknown retriever 'buggy'` (R28 F5)."""
+    monkeypatch.chdir(tmp_path)
+
+    def buggy(query, k):
+        raise ValueError("my bug")
+
+    def plain(conversation, turn_index, arg=None):
+        return "diet"
+
+    config = _retrievers_config({"buggy": "bob"}, strategy="plain")
+    given = {"retrievers": {"buggy": buggy}, "strategies": {"plain": plain}, "output": tmp_path / "elsewhere"}
+    _, said = _api_run_keep_going(config, **given)
+    assert said[-1].endswith("and `harness.run(config, retrievers=..., strategies=..., output=..., only=['bob'])` "
+                             "shows a plug-in's traceback")
+    with pytest.raises(ValueError, match="my bug"):  # the call it names
+        harness.run(config, **given, only=["bob"], quiet=True)
