@@ -28,7 +28,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("harness.errors", "harness.extras"),
     ("harness.atomic",),
     ("harness.paths",),
-    ("harness.registry", "harness.jsonl", "harness.progress"),
+    ("harness.registry", "harness.jsonl", "harness.progress", "harness.workers"),
     ("harness.trec",),
     ("harness.corpus",),
     ("harness.topics",),

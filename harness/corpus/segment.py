@@ -20,7 +20,6 @@ import json
 import math
 import multiprocessing
 import os
-import signal
 import sys
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
@@ -33,6 +32,7 @@ from harness.corpus import Corpus, Document, unique_ids
 from harness.errors import HarnessError, InputError, counted
 from harness.progress import progress_bar
 from harness.registry import Registry
+from harness.workers import process_pool, stopping
 
 MAX_CHARS = 10_000
 WINDOW = 10
@@ -199,17 +199,20 @@ _splitter: SentenceSplitter | None = None
 
 
 def _start_worker(splitter: SentenceSplitter | str) -> None:
-    """A pool worker ignores Ctrl-C, which a terminal sends to the whole process group: the
-    parent's KeyboardInterrupt ends the pool (terminate), so no worker prints a traceback of
-    its own. A spawned worker loads the splitter from its spec; a forked one is handed the
-    parent's (fork passes the initializer's arguments unpickled)."""
+    """A spawned worker loads the splitter from its spec; a forked one is handed the parent's
+    (fork passes the initializer's arguments unpickled)."""
     global _splitter
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
     _splitter = get_splitter(splitter) if isinstance(splitter, str) else splitter
 
 
 def _segment_batch(batch: list[Document]) -> list[list[Passage]]:
-    return list(segment_documents(batch, _splitter))
+    """The batch's passages, document by document; cut short when the pool is left (Ctrl-C)."""
+    passages = []
+    for document in segment_documents(batch, _splitter):
+        if stopping():
+            break
+        passages.append(document)
+    return passages
 
 
 def _batches(documents: Iterator[Document]) -> Iterator[list[Document]]:
@@ -237,7 +240,7 @@ def iter_passages(documents: Iterator[Document], splitter: str = "spacy",
         return
     context = _pool_context()
     spawned = context.get_start_method() == "spawn"
-    with context.Pool(processes, _start_worker, (splitter if spawned else loaded,)) as pool:
+    with process_pool(context, processes, _start_worker, (splitter if spawned else loaded,)) as pool:
         for result in pool.imap(_segment_batch, batches):
             yield from result
 

@@ -452,11 +452,12 @@ def evaluate_files(
             return list(pool.map(lambda path: evaluate_file(evaluator, path, options), paths))
     import multiprocessing
 
+    from harness.workers import process_pool
+
     # spawn, not fork: the caller may hold threads (a JVM, torch) that fork would copy mid-lock
     context = multiprocessing.get_context("spawn")
-    with context.Pool(workers, initializer=_start_worker,
-                      initargs=(evaluator.table, evaluator.measures, options)) as pool:
-        return pool.map(_evaluate_in_worker, [str(path) for path in paths], chunksize=1)
+    with process_pool(context, workers, _start_worker, (evaluator.table, evaluator.measures, options)) as pool:
+        return pool.map(_evaluate_in_worker, [str(path) for path in paths])
 
 
 _worker_state: tuple[Evaluator, RunFileOptions] | None = None
