@@ -142,6 +142,11 @@ def read_document(path: str | Path, object_pairs_hook: Any = None) -> Any:
     path = Path(path)
     with open_input(path) as handle:
         text = handle.read()
+    return parse_document(text, path, object_pairs_hook)
+
+
+def parse_document(text: str, path: str | Path, object_pairs_hook: Any = None) -> Any:
+    """read_document of the text of the file at `path`, read already (a pipe gives its bytes once)."""
     try:
         return loads(text, object_pairs_hook)
     except json.JSONDecodeError as error:

@@ -1,16 +1,23 @@
 """`harness responses eval` as a command: what --output's suffix writes, what the legend calls
 the compared units, and the files given in each other's place (a nugget bank as responses,
-responses as the bank, a TREC run as responses), each named as what it is."""
+responses as the bank, a TREC run as responses), each named as what it is; a responses file given
+as a pipe (`/dev/stdin`, `<(cat file)`) read as the file is."""
 
 from __future__ import annotations
 
 import json
+import os
 import sys
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import pytest
 
 from harness.cli import main
-from tests.test_responses import cone_rag
+from harness.responses.nuggets import read_bank
+from harness.responses.readers import read_responses
+from tests.test_responses import cone_rag, recorded_for
 
 
 @pytest.fixture
@@ -377,3 +384,41 @@ def test_assignments_out_naming_the_prompt_read_is_refused(tiny, tmp_path, capsy
     assert main([*tiny[:-1], "llm", "--model", "m", "--base-url", "http://127.0.0.1:1/v1", "--prompt", str(prompt),
                  "--assignments-out", str(prompt)]) == 2
     assert f"--assignments-out {prompt} would overwrite an input: choose another file" in capsys.readouterr().err
+
+
+@contextmanager
+def piped(data: bytes) -> Iterator[str]:
+    """`/dev/fd/N`, the read end of a pipe a thread writes `data` into, as a shell gives `<(cat file)`."""
+    read, write = os.pipe()
+
+    def feed() -> None:
+        try:
+            with os.fdopen(write, "wb") as pipe:
+                pipe.write(data)
+        except BrokenPipeError:  # the command stopped reading: it said why
+            pass
+
+    feeder = threading.Thread(target=feed, daemon=True)
+    feeder.start()
+    try:
+        yield f"/dev/fd/{read}"
+    finally:
+        os.close(read)
+        feeder.join()
+
+
+@pytest.mark.reference
+def test_responses_eval_reads_a_pipe_as_it_reads_the_file(tmp_path, capsys):
+    """Without --response-format the format was told by reading the pipe, and its reader found it read
+    ('invalid JSON: Expecting value'): the same report and notes as the file's, the pipe read once."""
+    manual = cone_rag("participant_resources", "manual_responses.json")
+    bank = cone_rag("human_resources", "gold_nuggets_human.json")
+    assigned = recorded_for(read_responses(manual), read_bank(bank), tmp_path / "assigned.jsonl", {})
+    args = ["--nuggets", str(bank), "--judge", f"file:{assigned}"]
+    assert main(["responses", "eval", str(manual), *args]) == 0
+    from_file = capsys.readouterr()
+    with piped(manual.read_bytes()) as pipe:
+        assert main(["responses", "eval", pipe, *args]) == 0
+    from_pipe = capsys.readouterr()
+    assert (from_pipe.out, from_pipe.err) == (from_file.out, from_file.err)
+    assert "manual-out-rr" in from_file.out

@@ -129,9 +129,10 @@ _BOM_PROBLEM = ("starts with a byte-order mark (U+FEFF), on which the official i
                 "('Unexpected UTF-8 BOM'): save the file without it")
 
 
-def submission_text(path: Path) -> str:
-    """A submission's text as the official tools read it: UTF-8, a byte-order mark refused."""
-    text = read_input(path, encoding="utf-8")
+def submission_text(path: Path, text: str | None = None) -> str:
+    """A submission's text as the official tools read it: UTF-8, a byte-order mark refused. `text`: the
+    file's text read already, as here (a pipe, `/dev/stdin`, gives its bytes once)."""
+    text = read_input(path, encoding="utf-8") if text is None else text
     if text.startswith("\ufeff"):
         raise InputError(path, _BOM_PROBLEM, line=1)
     return text
@@ -377,11 +378,11 @@ def _file_order(ctx: Context) -> Callable[[Finding], int]:
     return lambda f: f.line if f.line is not None else position.get(f.turn or "", 0)
 
 
-def read_submission(path: str | Path, year: int | None = None) -> tuple[Submission, int]:
+def read_submission(path: str | Path, year: int | None = None, text: str | None = None) -> tuple[Submission, int]:
     """A 2023/2024 run file as a `Submission`; a file that is not well-formed, or JSON Lines
-    (an iKAT 2025 run, TREC RAG answers), is an InputError."""
+    (an iKAT 2025 run, TREC RAG answers), is an InputError. `text`: as submission_text takes it."""
     path = Path(path)
-    text = submission_text(path)
+    text = submission_text(path, text)
     year = year or guess_year(path, text)
     if YEARS[year].json_lines:
         raise InputError(path, "is JSON Lines (one JSON object per line), not the one JSON document of an iKAT "

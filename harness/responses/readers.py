@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from harness import jsonl
-from harness.errors import InputError
+from harness.errors import InputError, read_input
 from harness.registry import Registry, answering, summary_of
 from harness.responses.model import Response, ResponseRun, Sentence
 from harness.trec import canonical_order, file_stem, looks_like_run_line, not_a_run, recorded_run_of
@@ -47,6 +47,20 @@ if TYPE_CHECKING:
 
 Reader = Callable[[Path], list[ResponseRun]]
 FORMATS: Registry[Reader] = Registry("response format", group="harness.response_formats", summary=summary_of)
+# a built-in reader: the file's path and its text, read once by read_responses (None: the reader reads it)
+TextReader = Callable[[Path, str | None], list[ResponseRun]]
+_TEXT_READERS: dict[str, TextReader] = {}
+
+
+def _reads_text(name: str) -> Callable[[TextReader], TextReader]:
+    """Registers the built-in reader `name`, which takes the text read_responses read: a pipe
+    (`/dev/stdin`, `<(...)`) gives its bytes once, and a file is read once."""
+    def register(reader: TextReader) -> TextReader:
+        FORMATS.register(name)(reader)
+        _TEXT_READERS[name] = reader
+        return reader
+
+    return register
 
 # a record's field: its name, its value, whether the value fits, what was expected (`first_off`)
 Field = tuple[str, Any, Callable[[Any], bool], str]
@@ -138,10 +152,10 @@ FORMATS.adapter(checking(FORMATS, "f(path)", "a list of harness.responses.model.
                          run_problem))
 
 
-def _text(path: Path) -> str:
+def _text(path: Path, text: str | None = None) -> str:
     from harness.ikat.validate import submission_text
 
-    return submission_text(path)
+    return submission_text(path, text)
 
 
 class _Object(dict):
@@ -159,10 +173,12 @@ def _object(pairs: list[tuple[str, Any]]) -> _Object:
     return found
 
 
-def json_object(path: Path, shape: str) -> dict:
+def json_object(path: Path, shape: str, text: str | None = None) -> dict:
     """A file holding one JSON object (a syntax error names its line); its objects remember
-    their repeated keys, for `once`."""
-    document = jsonl.read_document(path, object_pairs_hook=_object)
+    their repeated keys, for `once`. `text`: the file's text read already, its byte-order mark
+    kept (read away here, as jsonl.read_document reads the file)."""
+    document = (jsonl.read_document(path, object_pairs_hook=_object) if text is None
+                else jsonl.parse_document(text.removeprefix("\ufeff"), path, object_pairs_hook=_object))
     if not isinstance(document, dict):
         raise InputError(path, f"expected a JSON object {shape}")
     return document
@@ -183,10 +199,11 @@ TREC_RAG_KEYS = {"answer", "topic_id", "metadata"}
 NUGGETIZER_KEYS = {"qid", "nuggets"}  # a nugget bank's line (harness.responses.nuggets), given in the responses' place
 
 
-def detect_format(path: Path) -> str:
+def detect_format(path: Path, text: str | None = None) -> str:
     """The format by content: one JSON document (iKAT `turns`, else CONE-RAG's turn map) or
-    JSON Lines (a `turn_id` line: iKAT 2025; an `answer` line: TREC RAG)."""
-    text = _text(path)
+    JSON Lines (a `turn_id` line: iKAT 2025; an `answer` line: TREC RAG). `text`: the file's,
+    read already."""
+    text = _text(path, text)
     if not text.strip():
         raise InputError(path, "empty file: no responses")
     document = jsonl.document(text, path)
@@ -215,12 +232,18 @@ def detect_format(path: Path) -> str:
 
 def read_responses(path: str | Path, format: str | None = None) -> list[ResponseRun]:
     """The runs in one file (CONE-RAG files hold several). `harness run`'s record of a run is refused
-    first, in any format: read as one, it drew that format's schema errors about a record."""
+    first, in any format: read as one, it drew that format's schema errors about a record. The format's
+    detection and its reader read the file once: a pipe (`/dev/stdin`, `<(...)`) gives its bytes once.
+    A plug-in format's reader reads the file itself."""
     path = Path(path)
     if (record := recorded_run_of(path)) is not None:
         raise InputError(path, not_a_run(record, path, None, "responses") + ": responses eval scores what a system "
                                "answers (`harness eval` scores its run)")
-    runs = FORMATS.get(format or detect_format(path))(path)
+    if format is not None and format not in _TEXT_READERS:
+        runs = FORMATS.get(format)(path)
+    else:
+        text = read_input(path, encoding="utf-8")  # a byte-order mark kept: each reader says what it makes of one
+        runs = _TEXT_READERS[format or detect_format(path, text)](path, text)
     if not any(run.responses for run in runs):  # `{}` or `{"turns": []}`: not a run of zeros
         raise InputError(path, "holds no response: nothing to evaluate")
     return runs
@@ -248,12 +271,12 @@ def _top(provenance: tuple[PassageProvenance, ...]) -> list[PassageProvenance]:
     return [first[pid] for pid, _ in ranked[:TOP_PROVENANCE]]
 
 
-@FORMATS.register("ikat-json")
-def read_ikat_json(path: Path) -> list[ResponseRun]:
+@_reads_text("ikat-json")
+def read_ikat_json(path: Path, text: str | None = None) -> list[ResponseRun]:
     """An iKAT 2023/2024 run: one JSON object, each turn's response of rank 1 scored, citing its used passages."""
     from harness.ikat.validate import read_submission
 
-    submission, year = read_submission(path)
+    submission, year = read_submission(path, text=text)
     responses: dict[str, Response] = {}
     for turn in submission.turns:
         if not turn.responses:
@@ -266,10 +289,10 @@ def read_ikat_json(path: Path) -> list[ResponseRun]:
     return [ResponseRun(submission.run_name or file_stem(path), path, f"ikat-{year}-json", responses)]
 
 
-def _lines(path: Path) -> list[tuple[int, Any]]:
+def _lines(path: Path, text: str | None) -> list[tuple[int, Any]]:
     from harness.ikat.validate import decode_lines
 
-    entries = decode_lines(_text(path))
+    entries = decode_lines(_text(path, text))
     for line, entry in entries:
         if isinstance(entry, json.JSONDecodeError):
             raise jsonl.invalid(path, entry, line)
@@ -286,13 +309,13 @@ def _answer(turn: str, sentences: list[Sentence], line: int, dropped: int = 0, q
                     question=question)
 
 
-@FORMATS.register("ikat-2025-jsonl")
-def read_ikat_2025(path: Path) -> list[ResponseRun]:
+@_reads_text("ikat-2025-jsonl")
+def read_ikat_2025(path: Path, text: str | None = None) -> list[ResponseRun]:
     """An iKAT 2025 run: JSON lines, a turn's answer a line, the pieces the validator keeps within 250 words."""
     from harness.ikat.checks import CHECKS, Context
     from harness.ikat.checks_2025 import is_score_map, kept_responses
 
-    entries = _lines(path)
+    entries = _lines(path, text)
     context = Context(2025, {}, entries=entries)
     for name in ("metadata", "references", "responses", "turn-repeated"):
         finding = next((f for f in CHECKS.get(name).run(context) if f.level == "error"), None)
@@ -319,12 +342,12 @@ def read_ikat_2025(path: Path) -> list[ResponseRun]:
     return [ResponseRun(run_name or file_stem(path), path, "ikat-2025-jsonl", responses)]
 
 
-@FORMATS.register("trec-rag-jsonl")
-def read_trec_rag(path: Path) -> list[ResponseRun]:
+@_reads_text("trec-rag-jsonl")
+def read_trec_rag(path: Path, text: str | None = None) -> list[ResponseRun]:
     """A TREC RAG 2024/2025 run: JSON lines, a topic's answer a line, its sentences citing references."""
     responses: dict[str, Response] = {}
     run_name = None
-    for line, entry in _lines(path):
+    for line, entry in _lines(path, text):
         metadata = entry.get("metadata")
         if isinstance(metadata, dict):  # 2025
             turn, run, question = metadata.get("narrative_id"), metadata.get("run_id"), metadata.get("narrative")
@@ -373,10 +396,10 @@ def read_trec_rag(path: Path) -> list[ResponseRun]:
     return [ResponseRun(run_name or file_stem(path), path, "trec-rag-jsonl", responses)]
 
 
-@FORMATS.register("cone-rag-json")
-def read_cone_rag(path: Path) -> list[ResponseRun]:
+@_reads_text("cone-rag-json")
+def read_cone_rag(path: Path, text: str | None = None) -> list[ResponseRun]:
     """CONE-RAG's participant responses: one JSON object {turn: {run: response}}, several runs."""
-    document = json_object(path, "{turn: {run: response}}")
+    document = json_object(path, "{turn: {run: response}}", text)
     once(document, path, "turn")
     runs: dict[str, dict[str, Response]] = {}
     for turn, answers in document.items():
