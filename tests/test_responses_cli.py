@@ -422,3 +422,35 @@ def test_responses_eval_reads_a_pipe_as_it_reads_the_file(tmp_path, capsys):
     from_pipe = capsys.readouterr()
     assert (from_pipe.out, from_pipe.err) == (from_file.out, from_file.err)
     assert "manual-out-rr" in from_file.out
+
+
+@pytest.mark.parametrize("response_format", [None, "cone-rag-json"])
+def test_a_harness_run_record_given_through_a_pipe_is_named_the_record_of_its_run(
+        run_records, capsys, response_format):
+    """The check read regular files alone (its read would have left a pipe's reader nothing): a record piped in
+    drew 'invalid JSON' or 'expected an object {run: response}'. It reads the text the reader reads."""
+    record = run_records / "ikat2023-test.raw.bm25.json"
+    named = ["--response-format", response_format] if response_format else []
+    with piped(record.read_bytes()) as pipe:
+        assert main(["responses", "eval", pipe, *named, "--nuggets", str(record), "--judge", "minilm"]) == 2
+    assert capsys.readouterr().err == (
+        f"harness responses eval: error: {pipe}: this is `harness run`'s record of ikat2023-test.raw.bm25.run (its "
+        "provenance and scores), not responses: responses eval scores what a system answers (`harness eval` scores "
+        "its run)\n")
+
+
+@pytest.mark.reference
+@pytest.mark.parametrize("response_format", [None, "cone-rag-json"])
+def test_read_responses_reads_a_responses_file_once(monkeypatch, response_format):
+    """The check for `harness run`'s record and the format's detection each read the file (up to 64 MB) again
+    before its reader did: they read the text the reader parses."""
+    import builtins
+
+    manual = cone_rag("participant_resources", "manual_responses.json")
+    opened, real_open = [], builtins.open
+    monkeypatch.setattr(builtins, "open", lambda file, *args, **kwargs: (
+        opened.append(file), real_open(file, *args, **kwargs))[1])
+    runs = read_responses(manual, response_format)
+    monkeypatch.undo()
+    assert [run.name for run in runs] == [run.name for run in read_responses(manual)]
+    assert [file for file in opened if str(file) == str(manual)] == [manual]

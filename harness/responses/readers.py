@@ -40,7 +40,8 @@ from harness import jsonl
 from harness.errors import InputError, read_input
 from harness.registry import Registry, answering, summary_of
 from harness.responses.model import Response, ResponseRun, Sentence
-from harness.trec import canonical_order, file_stem, looks_like_run_line, not_a_run, recorded_run_of
+from harness.trec import (RunRecord, canonical_order, file_stem, looks_like_run_line, not_a_run, recorded_run,
+                          recorded_run_of)
 
 if TYPE_CHECKING:
     from harness.ikat.submission import PassageProvenance
@@ -232,21 +233,27 @@ def detect_format(path: Path, text: str | None = None) -> str:
 
 def read_responses(path: str | Path, format: str | None = None) -> list[ResponseRun]:
     """The runs in one file (CONE-RAG files hold several). `harness run`'s record of a run is refused
-    first, in any format: read as one, it drew that format's schema errors about a record. The format's
-    detection and its reader read the file once: a pipe (`/dev/stdin`, `<(...)`) gives its bytes once.
-    A plug-in format's reader reads the file itself."""
+    first, in any format: read as one, it drew that format's schema errors about a record. The file is
+    read once, for that check, the format's detection and its reader: a pipe (`/dev/stdin`, `<(...)`)
+    gives its bytes once. A plug-in format's reader reads the file itself, after the check has read it."""
     path = Path(path)
-    if (record := recorded_run_of(path)) is not None:
-        raise InputError(path, not_a_run(record, path, None, "responses") + ": responses eval scores what a system "
-                               "answers (`harness eval` scores its run)")
     if format is not None and format not in _TEXT_READERS:
+        _refuse_record(path, recorded_run_of(path))
         runs = FORMATS.get(format)(path)
     else:
         text = read_input(path, encoding="utf-8")  # a byte-order mark kept: each reader says what it makes of one
+        # recorded_run reads bytes: the text encoded only where it may be a record (it holds the key)
+        _refuse_record(path, recorded_run(text.encode()) if '"hashes"' in text else None)
         runs = _TEXT_READERS[format or detect_format(path, text)](path, text)
     if not any(run.responses for run in runs):  # `{}` or `{"turns": []}`: not a run of zeros
         raise InputError(path, "holds no response: nothing to evaluate")
     return runs
+
+
+def _refuse_record(path: Path, record: RunRecord | None) -> None:
+    if record is not None:
+        raise InputError(path, not_a_run(record, path, None, "responses") + ": responses eval scores what a system "
+                               "answers (`harness eval` scores its run)")
 
 
 def _add(responses: dict[str, Response], response: Response, path: Path) -> None:
