@@ -69,7 +69,8 @@ class Sidecars:
         self._digests: dict[str, str] = {}
 
     def digest(self, path: str) -> str:
-        """The file's sha256 (harness.paths.file_sha256)."""
+        """The file's sha256 (harness.paths.file_sha256), kept here too: that memo keeps only files
+        unchanged for 2 s, and qrels `harness judge` has just written are hashed again by it."""
         from harness.paths import file_sha256
 
         if path not in self._digests:
