@@ -657,11 +657,14 @@ def write_run(
 
 def _record_given_with(record: RunRecord, path: Path, other: str, files: Sequence[str]) -> str:
     """What is said of a record given with `other` of its name: given with the run beside it (runs/*), the
-    .run files of the folder; else it is only to be dropped (its run may be `other`, from another folder)."""
+    .run files of the folder; with another record (x.json and x.json.gz), the run to give for both; else it
+    is only to be dropped (its run may be `other`, from another folder)."""
     beside = record_beside(record, path)
     if beside is not None and beside.resolve() in {Path(each).resolve() for each in files}:
         return (not_a_run(record, path) + f" (of a folder of runs and their records, give the .run files: "
                 f"{path.parent / '*.run'})")
+    if other.endswith((".json", ".json.gz")) and recorded_run_of(Path(other)) is not None:
+        return not_a_run(record, path) + f" ({other}, given too, is a record as well)"
     return not_a_run(record, path, None) + f", and its name is that of {other}, given too: drop it"
 
 

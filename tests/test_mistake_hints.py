@@ -217,6 +217,23 @@ def test_a_harness_run_record_given_with_its_run_from_another_folder_is_to_be_dr
         f"provenance and scores), not a run, and its name is that of {run}, given too: drop it\n")
 
 
+@pytest.mark.parametrize("beside", [True, False])
+def test_two_records_of_one_run_given_together_name_the_run_to_give(run_records, tmp_path, capsys, beside):
+    """x.json and x.json.gz given without x.run said 'drop it' of one, and left the run to be guessed."""
+    record, packed = tmp_path / "ikat2023-test.raw.bm25.json", tmp_path / "ikat2023-test.raw.bm25.json.gz"
+    data = (run_records / record.name).read_bytes()
+    record.write_bytes(data)
+    packed.write_bytes(gzip.compress(data))
+    run = tmp_path / "ikat2023-test.raw.bm25.run"
+    if beside:
+        run.write_bytes((run_records / run.name).read_bytes())
+    assert main(["compare", "--qrels", QRELS, str(record), str(packed)]) == 2
+    give = f"give {run} instead" if beside else "give that run instead (it is not beside this record)"
+    assert capsys.readouterr().err == (
+        f"harness compare: error: {record}: this is `harness run`'s record of ikat2023-test.raw.bm25.run (its "
+        f"provenance and scores), not a run: {give} ({packed}, given too, is a record as well)\n")
+
+
 @pytest.mark.parametrize("habit, hint", [
     (["-m", "ndcg_cut.3"], "trec_eval's -m ndcg_cut.3 is --measures ndcg_cut.3 here"),
     (["-q"], "trec_eval's -q is --per-query here"),
