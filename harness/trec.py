@@ -320,6 +320,8 @@ class RunRecord:
     tag: str
     topics: str | None  # the config's topics spec (ikat2023:test); None where the record has none
     task: str | None
+    k: int | None = None  # the documents a query the run was asked for (the config's k); None where not recorded
+    retriever: Mapping[str, Any] = field(default_factory=dict)  # the config's {name, params}: a re-ranker's depth
 
 
 def recorded_run(data: bytes) -> RunRecord | None:
@@ -334,9 +336,10 @@ def recorded_run(data: bytes) -> RunRecord | None:
     if not (isinstance(record, dict) and {"tag", "run", "hashes"} <= record.keys() and isinstance(record["run"], str)):
         return None
     config = record.get("config") if isinstance(record.get("config"), dict) else {}
-    topics, task = config.get("topics"), config.get("task")
+    topics, task, k, retriever = config.get("topics"), config.get("task"), config.get("k"), config.get("retriever")
     return RunRecord(record["run"], str(record["tag"]), topics if isinstance(topics, str) else None,
-                     task if isinstance(task, str) else None)
+                     task if isinstance(task, str) else None, k if type(k) is int and k > 0 else None,
+                     retriever if isinstance(retriever, dict) else {})
 
 
 def recorded_run_of(path: Path) -> RunRecord | None:
@@ -351,6 +354,16 @@ def recorded_run_of(path: Path) -> RunRecord | None:
             return recorded_run(handle.read(RECORD_MAX_BYTES + 1))
     except (OSError, EOFError, zlib.error):  # EOFError, zlib.error: a damaged compressed stream
         return None
+
+
+def record_of_run(run: str | Path) -> RunRecord | None:
+    """`harness run`'s record of a run file given, where it is beside it as `harness run` writes them
+    (<tag>.json beside <tag>.run) and names that file; None for any other run."""
+    path = Path(run)
+    if not path.name.endswith(".run"):
+        return None
+    record = recorded_run_of(path.with_name(path.name.removesuffix(".run") + ".json"))
+    return record if record is not None and record.run == path.name else None
 
 
 def record_beside(record: RunRecord, given: Path) -> Path | None:

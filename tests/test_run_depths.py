@@ -109,3 +109,73 @@ def test_a_run_recorded_before_runs_recorded_their_depth_is_scored_again_not_lef
     _, said = _run(str(config), "--output", str(out))
     assert said == [f"warning: {WARNING}"]
     assert json.loads(path.read_text(encoding="utf-8"))["scores"]["evaluation"]["usual_depth"] == 20
+
+
+MATCHED = ("R@1000 and AP reach past the depth of pqa.raw (at most 681 documents for 9 in 10 of its judged queries) "
+           "while pqa.all_history ranks 1000: pqa.raw was asked for 1000 documents a query and ranks no more because "
+           "nothing more matched, so rerunning it deeper cannot help; to compare one depth, cut every run to 681 ")
+
+
+@pytest.fixture(scope="module")
+def matched(tmp_path_factory) -> tuple[Path, list[str]]:
+    """BM25 at k: 1000 on the raw utterances (681 spans for 9 in 10 judged queries: no more share a term with
+    them) and on all the conversation's utterances (1000): the folder of their runs and records, and the depth
+    warnings `harness run` said making them."""
+    folder = tmp_path_factory.mktemp("matched")
+    config = folder / "matched.yaml"
+    config.write_text(yaml.safe_dump({"tag": "{name}.{strategy}", "output": str(folder / "runs"), "experiments": [
+        {"name": "pqa", "topics": "pragmaticqa:val", "strategies": ["raw", "all_history"], "retrievers": ["bm25"],
+         "k": 1000, "measures": ["nDCG@10", "R@1000", "AP"]}]}), encoding="utf-8")
+    _, said = _run(str(config))
+    return folder / "runs", said
+
+
+def test_a_run_ranking_all_that_matches_is_not_told_to_rerun_deeper(matched):
+    """Before: 'or rerun pqa.raw deeper', which at k: 2000 ranks the same 681."""
+    runs, said = matched
+    assert said == [f"warning: {MATCHED}(k: 681)"]
+    assert (runs / "leaderboard.md").read_text(encoding="utf-8").endswith(f"\nWarning: {MATCHED}(k: 681).\n")
+
+
+def _said_of(capsys, command: str, *runs: Path) -> list[str]:
+    """The depth warnings `harness eval` or `harness compare` says of the runs, scored on their folder's qrels."""
+    assert main([command, "--qrels", str(runs[0].parent / "qrels" / "pragmaticqa-val-derived.qrels"),
+                 *(["--run"] if command == "eval" else []), *map(str, runs),
+                 "--measures", "nDCG@10", "R@1000", "AP"]) == 0
+    return [line for line in capsys.readouterr().err.splitlines() if "past the depth" in line]
+
+
+@pytest.mark.parametrize("command", ["eval", "compare"])
+def test_eval_and_compare_read_what_a_run_was_asked_for_in_harness_run_s_record_beside_it(matched, command, capsys):
+    runs, _ = matched
+    assert _said_of(capsys, command, runs / "pqa.raw.run", runs / "pqa.all_history.run") == [
+        f"warning: {MATCHED}(--depth 681)"]
+
+
+def test_without_its_record_a_depth_that_is_no_round_cut_is_rerun_deeper_only_if_it_was_cut_there(matched, tmp_path,
+                                                                                                  capsys):
+    """Asked for what is not known, a run may have been cut at 681 or rank all that matches its queries."""
+    folder, _ = matched
+    (tmp_path / "qrels").mkdir()
+    shutil.copy(folder / "qrels" / "pragmaticqa-val-derived.qrels", tmp_path / "qrels")
+    runs = [Path(shutil.copy(folder / name, tmp_path)) for name in ("pqa.raw.run", "pqa.all_history.run")]
+    assert _said_of(capsys, "eval", *runs) == [
+        "warning: R@1000 and AP reach past the depth of pqa.raw (at most 681 documents for 9 in 10 of its judged "
+        "queries) while pqa.all_history ranks 1000: these compare depths, not systems; cut every run to 681 "
+        "(--depth 681) or rerun pqa.raw deeper if it was cut there (681 is no usual cut: a run ranking every "
+        "document that matches its queries ranks no deeper)"]
+
+
+def test_a_re_ranker_asked_for_its_depth_alone_is_told_to_rerun_deeper(matched, tmp_path, capsys):
+    """A re-ranker of depth: 681 ranks the first stage's top 681 at k: 1000: a deeper depth ranks more (pqa.raw's
+    record, as a re-ranker's reads)."""
+    shutil.copytree(matched[0], tmp_path / "runs")
+    path = tmp_path / "runs" / "pqa.raw.json"
+    record = json.loads(path.read_text(encoding="utf-8"))
+    record["config"]["retriever"] = {"name": "rerank", "params": {"first_stage": "bm25", "depth": 681}}
+    path.write_text(json.dumps(record), encoding="utf-8")
+    assert _said_of(capsys, "eval", path.with_suffix(".run"), tmp_path / "runs" / "pqa.all_history.run") == [
+        "warning: R@1000 and AP reach past the depth of pqa.raw (at most 681 documents for 9 in 10 of its judged "
+        "queries) while pqa.all_history ranks 1000: these compare depths, not systems; cut every run to 681 "
+        "(--depth 681) or rerun pqa.raw deeper"]
+

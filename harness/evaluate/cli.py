@@ -17,7 +17,7 @@ from harness.errors import FLAGS, HarnessError
 from harness.evaluate import (JUDGED, Evaluation, Evaluator, JudgedQueries, RunFileOptions, ceiling_notes, csv_value,
                               evaluate_files, keep_measures, parse_measures, printed, report_reading, with_judged)
 from harness.evaluate import presets
-from harness.evaluate.depths import unequal_depths
+from harness.evaluate.depths import asked_of, unequal_depths
 from harness.evaluate.lean import LeanScores, lean_scores, said
 from harness.evaluate.names import CASE_RULE
 from harness.paths import output_format, refuse_overwriting
@@ -107,7 +107,8 @@ def run(args: argparse.Namespace) -> int:
                            f"the {RESERVED[taken]} that JSON output with --fill carries; rename the file")
     for evaluation in evaluations:
         _report_coverage(evaluation, qrels_path=args.qrels)
-    if (shallower := unequal_depths(evaluations, FLAGS)) is not None:  # either route: each run's usual depth
+    # either route: each run's usual depth
+    if (shallower := unequal_depths(evaluations, FLAGS, asked=asked_of(files, evaluations))) is not None:
         print(f"warning: {shallower}", file=sys.stderr)
     if notes_on_stderr(args.format, args.out):
         for note in notes + (moves.lines() if moves else []):

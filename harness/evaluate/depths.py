@@ -5,16 +5,19 @@ because the run is shallower, not because it ranks worse: trec_eval prints both 
 `harness eval`, `harness compare` and `harness run` say it in one line (compare's report and run's
 leaderboard too), naming the measures, the runs and how deep each goes: the documents it ranks for
 9 in 10 of its judged queries at most, after --depth (Evaluation.usual_depth, `usual_depth`): one
-query ranked deeper changes no run's depth.
+query ranked deeper changes no run's depth. Its hint tells the shallowest run to be rerun deeper only
+where that can help: not where it was asked for more documents than it ranks (a config's k, or its
+record's beside a run file), for a run ranking every document that matches its queries ranks no more.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
-from typing import Protocol
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, Protocol
 
 from harness.errors import Spelling, counted, listed
 from harness.evaluate.measures import parse_measures
+from harness.trec import record_of_run
 
 # a run at least this share of another's depth is taken as deep as it: runs made from passage runs by
 # keeping each document's best passage rank fewer documents than they were cut to (CAsT 2021's organiser
@@ -28,6 +31,7 @@ class Deep(Protocol):
 
     run_name: str
     measures: list[str]
+    depth: int | None
     usual_depth: int
 
 
@@ -39,12 +43,30 @@ def usual_depth(lengths: Iterable[int]) -> int:
     return ranked[(9 * len(ranked) + 9) // 10 - 1] if ranked else 0
 
 
-def unequal_depths(evaluations: Sequence[Deep], spelling: Spelling, key: str = "depth") -> str | None:
+def hits_asked(k: int, retriever: Mapping[str, Any]) -> int:
+    """The documents a query a run was asked for: its k, or a re-ranker's `depth` where less (it ranks
+    the first stage's top `depth` alone); `retriever` as a config gives it ({name, params})."""
+    params = retriever.get("params")
+    depth = params.get("depth") if retriever.get("name") == "rerank" and isinstance(params, Mapping) else None
+    return min(k, depth) if type(depth) is int and depth > 0 else k
+
+
+def asked_of(files: Sequence[str], evaluations: Sequence[Deep]) -> dict[str, int]:
+    """The documents a query each run file (scored as `evaluations`, in their order) was asked for,
+    where `harness run`'s record beside it says (hits_asked): unequal_depths' `asked`."""
+    records = ((record_of_run(path), evaluation.run_name) for path, evaluation in zip(files, evaluations))
+    return {name: hits_asked(record.k, record.retriever)
+            for record, name in records if record is not None and record.k is not None}
+
+
+def unequal_depths(evaluations: Sequence[Deep], spelling: Spelling, key: str = "depth",
+                   asked: Mapping[str, int] | None = None) -> str | None:
     """One line naming the measures that read past the shallowest run's depth into what a deeper
     run ranks, each run's depth and what to do, cutting every run by the setting `key` as `spelling`
     writes it (--depth 20, depth=20; a config's k: 20, which ranks its runs that deep); None where
     the runs are as deep (SAME_DEPTH) or no measure reads that far. A run ranking no judged query
-    is left out: it is warned of itself."""
+    is left out: it is warned of itself. `asked`: the documents a query some runs were asked for
+    (by run name), which tells a run cut short from one that ranks all that matched (_hint)."""
     depths = {e.run_name: e.usual_depth for e in evaluations if e.usual_depth > 0}
     if len(depths) < 2:
         return None
@@ -55,10 +77,41 @@ def unequal_depths(evaluations: Sequence[Deep], spelling: Spelling, key: str = "
               and shallowest < SAME_DEPTH * min(measure.params.get("cutoff") or deepest, deepest)]
     if not seeing:
         return None
-    shallow = listed([run for run, depth in depths.items() if depth == shallowest])
+    shallow = [e for e in evaluations if e.usual_depth == shallowest]
     deeper = sorted(((depth, run) for run, depth in depths.items() if depth > shallowest), key=lambda d: -d[0])
     ranks = listed([f"{run} ranks {depth}" if i == 0 else f"{run} {depth}" for i, (depth, run) in enumerate(deeper)])
-    return (f"{listed(seeing)} {'reaches' if len(seeing) == 1 else 'reach'} past the depth of {shallow} "
-            f"(at most {counted(shallowest, 'document')} for 9 in 10 of its judged queries) while {ranks}: "
-            f"these compare depths, not systems; cut every run to {shallowest} "
-            f"({spelling.given(key, shallowest)}) or rerun {shallow} deeper")
+    return (f"{listed(seeing)} {'reaches' if len(seeing) == 1 else 'reach'} past the depth of "
+            f"{listed([e.run_name for e in shallow])} (at most {counted(shallowest, 'document')} for 9 in 10 of "
+            f"its judged queries) while {ranks}: "
+            + _hint(shallow, f"{shallowest} ({spelling.given(key, shallowest)})", asked or {}))
+
+
+def _hint(shallow: Sequence[Deep], cut: str, asked: Mapping[str, int]) -> str:
+    """What to do: cut every run to the shallowest depth (`cut`), or rerun the shallowest runs deeper,
+    those alone that may have been cut there. A run asked for more documents than it ranks (and scored
+    deeper) ranks no more because nothing more matched its queries (BM25 ranks only the documents
+    sharing a term with the query): rerunning it cannot help. Where what a run was asked for is not
+    known, a depth that is no round cut (681, not 20 or 1000) may be such a run's: rerunning it is
+    offered as what helps only if it was cut there."""
+    def ranks_all(e: Deep) -> bool:
+        return e.run_name in asked and e.usual_depth < min(asked[e.run_name], e.depth or asked[e.run_name])
+
+    depth, cut_short = shallow[0].usual_depth, [e for e in shallow if not ranks_all(e)]
+    if not cut_short:
+        one = len(shallow) == 1
+        return (f"{listed([e.run_name for e in shallow])} {'was' if one else 'were'} asked for "
+                f"{listed([str(k) for k in sorted({asked[e.run_name] for e in shallow})])} documents a query and "
+                f"{'ranks' if one else 'rank'} no more because nothing more matched, so rerunning "
+                f"{'it' if one else 'them'} deeper cannot help; to compare one depth, cut every run to {cut}")
+    rerun = (f"these compare depths, not systems; cut every run to {cut} or rerun "
+             f"{listed([e.run_name for e in cut_short])} deeper")
+    if _round(depth) or any(e.run_name in asked for e in cut_short):
+        return rerun
+    return (f"{rerun} if {'it was' if len(cut_short) == 1 else 'they were'} cut there ({depth} is no usual cut: a "
+            f"run ranking every document that matches its queries ranks no deeper)")
+
+
+def _round(depth: int) -> bool:
+    """Whether `depth` is a usual cut of a run (10, 20, 25, 100, 1000): one ranking all that matched
+    its queries stops anywhere (681)."""
+    return len(digits := str(depth).rstrip("0")) == 1 or digits in ("15", "25", "75")

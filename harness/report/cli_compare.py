@@ -14,7 +14,7 @@ from harness.errors import FLAGS, HarnessError
 from harness.evaluate import (JUDGED, Evaluator, RunFileOptions, ceiling_notes, evaluate_files, keep_measures,
                               report_reading, with_judged)
 from harness.evaluate.cli import add_fill, measure_settings, scoring_qrels, unfilled
-from harness.evaluate.depths import unequal_depths
+from harness.evaluate.depths import asked_of, unequal_depths
 from harness.evaluate.lean import lean_scores, said
 from harness.evaluate.moved import fill_moves
 from harness.evaluate.presets import DEFAULT_HELP
@@ -90,7 +90,8 @@ def run(args: argparse.Namespace) -> int:
         # the tests pair their 0s with the other runs' scores: said, as eval says it (all missing: warned of above)
         if 0 < len(evaluation.missing_queries) < evaluation.num_queries:
             print(f"note: {evaluation.run_name}: {evaluation.judged_note()}", file=sys.stderr)
-    if (shallower := unequal_depths(evaluations, FLAGS)) is not None:  # said in the report too, as a note
+    # said in the report too, as a note
+    if (shallower := unequal_depths(evaluations, FLAGS, asked=asked_of(files, evaluations))) is not None:
         print(f"warning: {shallower}", file=sys.stderr)
         notes.append(f"Warning: {shallower}.")
     board = leaderboard(

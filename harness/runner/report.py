@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, NamedTuple
 from harness.atomic import atomic_write
 from harness.errors import CONFIG
 from harness.evaluate import JUDGED, ceiling_notes
-from harness.evaluate.depths import unequal_depths
+from harness.evaluate.depths import hits_asked, unequal_depths
 from harness.report import breakdown as bd
 from harness.report.compare import Leaderboard, leaderboard
 from harness.report.model import Report
@@ -67,17 +67,19 @@ def depth_warnings(outcomes: Sequence["Outcome"]) -> dict[int, str]:
     """The depth warning (harness.evaluate.depths) over each set of families that differ by depth
     alone (their experiments' k or preset's depth): scored apart, their runs stand side by side on
     the board, and R@1000 or AP of a run cut at k: 20 is lower than one ranked 1000 deep for its
-    depth; within one family too, where a retriever ranks fewer documents than k. Keyed by the
-    index in families() of the set's last family, under whose table the leaderboard and the
-    report say it, once its runs are all shown."""
+    depth; within one family too, where a retriever ranks fewer documents than k (its hint, knowing
+    each run's k, says so). Keyed by the index in families() of the set's last family, under whose
+    table the leaderboard and the report say it, once its runs are all shown."""
     sets: dict[Family, list[int]] = {}
     keyed = _keyed_families(outcomes)
     for index, (key, _) in enumerate(keyed):
         sets.setdefault(key._replace(depth=None), []).append(index)
     warnings = {}
     for indices in sets.values():
-        evaluations = [outcome.evaluation for index in indices for outcome in keyed[index][1]]
-        if (line := unequal_depths(evaluations, CONFIG, "k")) is not None:
+        runs = [outcome for index in indices for outcome in keyed[index][1]]
+        asked = {outcome.evaluation.run_name: hits_asked(outcome.run.experiment.k, {
+            "name": outcome.run.retriever.name, "params": outcome.run.retriever.params}) for outcome in runs}
+        if (line := unequal_depths([outcome.evaluation for outcome in runs], CONFIG, "k", asked)) is not None:
             warnings[indices[-1]] = line
     return warnings
 
