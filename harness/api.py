@@ -215,18 +215,19 @@ def run(config: str | Path | Mapping[str, Any], *, retrievers: Mapping[str, Any]
                 f"harness.run(config, {''.join(given)}only=[{next(iter(failures.lines))!r}])"))
         from harness.runner.report import depth_warnings
 
-        said += [f"warning: {line}" for line in depth_warnings(outcomes).values()]  # as harness run says it
+        deep = depth_warnings(outcomes)  # as harness run says it, on the board and in the report too
+        said += [f"warning: {line}" for line in deep.values()]
         notes = [note.removeprefix("warning: ") for note in said]  # the command's prefix: a warning says it
         for note in notes:
             warnings.warn(note, stacklevel=2)
         if leaderboard:
             from harness.runner.leaderboard import write
 
-            write(outcomes, loaded.output, title=f"Leaderboard: {loaded.path}")
+            write(outcomes, loaded.output, title=f"Leaderboard: {loaded.path}", deep=deep)
         if report:
             from harness.runner.report import write_html
 
-            write_html(outcomes, loaded.output / "report.html", title=f"Report: {loaded.path}")
+            write_html(outcomes, loaded.output / "report.html", title=f"Report: {loaded.path}", deep=deep)
     outcomes = [o for o in outcomes if o.evaluation is not None]
     labels = {
         "experiment": [o.run.experiment.name for o in outcomes],

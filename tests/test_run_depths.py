@@ -18,6 +18,7 @@ import yaml
 
 import harness
 from harness.cli import main
+from harness.evaluate.depths import unequal_depths
 
 pytestmark = [pytest.mark.slow, pytest.mark.java]
 WARNING = ("R@1000 and AP reach past the depth of pqa-k20 (at most 20 documents for 9 in 10 of its judged queries) "
@@ -179,3 +180,20 @@ def test_a_re_ranker_asked_for_its_depth_alone_is_told_to_rerun_deeper(matched, 
         "queries) while pqa.all_history ranks 1000: these compare depths, not systems; cut every run to 681 "
         "(--depth 681) or rerun pqa.raw deeper"]
 
+
+@pytest.mark.parametrize("api", [False, True])
+def test_harness_run_works_out_the_depth_warning_once_for_stderr_the_leaderboard_and_the_report(made, monkeypatch,
+                                                                                                api):
+    """Each of the three grouped the runs into families, hashing each qrels' judgments, again."""
+    from harness.runner import report
+
+    config, _, _ = made
+    worked: list[str | None] = []
+    monkeypatch.setattr(report, "unequal_depths", lambda *a, **k: worked.append(unequal_depths(*a, **k)) or worked[-1])
+    if api:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            harness.run(config, quiet=True, leaderboard=True, report=True)
+    else:
+        _run(str(config), "--report")
+    assert worked == [WARNING]

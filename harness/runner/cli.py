@@ -81,15 +81,16 @@ def run(args: argparse.Namespace) -> int:
     failures = Failures(lambda line: print(f"harness run: error: {line}", file=sys.stderr))
     outcomes = run_config(config, only=args.only, force=args.force, with_finished=True,
                           failed=failures if args.keep_going else None)
-    for warning in depth_warnings(outcomes).values():  # runs of other depths side by side on the board
+    deep = depth_warnings(outcomes)  # runs of other depths side by side: said here, on the board and in the report
+    for warning in deep.values():
         print(f"warning: {warning}", file=sys.stderr)
-    board, path = leaderboard.write(outcomes, config.output, title=f"Leaderboard: {args.config}")
+    board, path = leaderboard.write(outcomes, config.output, title=f"Leaderboard: {args.config}", deep=deep)
     sys.stdout.write(board)
     print(f"leaderboard written to {path}", file=sys.stderr)
     if args.report:
         from harness.runner.report import write_html
 
-        path = write_html(outcomes, config.output / "report.html", title=f"Report: {args.config}")
+        path = write_html(outcomes, config.output / "report.html", title=f"Report: {args.config}", deep=deep)
         print(f"report written to {path.resolve()}")
     if failures.lines:
         listing = ("the leaderboard lists the finished ones" if outcomes

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 from harness.atomic import atomic_write
 from harness.evaluate import qrels_name, reading_warnings
 from harness.report.markdown import Row, Section, run_leaderboard
-from harness.runner.report import depth_warnings, families, family_name, family_notes, tested, unscored_note
+from harness.runner.report import families, family_name, family_notes, tested, unscored_note
 
 if TYPE_CHECKING:
     from harness.runner.runner import Outcome
@@ -24,12 +24,12 @@ if TYPE_CHECKING:
 HEADER = ("run", "strategy", "retriever")
 
 
-def render(outcomes: Sequence["Outcome"], title: str) -> str:
+def render(outcomes: Sequence["Outcome"], title: str, deep: dict[int, str]) -> str:
+    """The board; `deep`: depth_warnings(outcomes), each under the last table of the runs it names."""
     grouped = families(outcomes)
     headings = [f"{rows[0].run.experiment.topics} — {rows[0].run.experiment.task}" for rows in grouped]
     # topics and task shared by several families (other qrels or measures): named by experiment too
     headings = [f"{h} ({family_name(rows)})" if headings.count(h) > 1 else h for h, rows in zip(headings, grouped)]
-    deep = depth_warnings(outcomes)  # under the last table of the runs it names
     sections = [_section(heading, rows, deep.get(index))
                 for index, (heading, rows) in enumerate(zip(headings, grouped))]
     board = run_leaderboard(title, sections, HEADER)
@@ -63,10 +63,10 @@ def code_note(outcomes: Sequence["Outcome"]) -> str | None:
     return f"Note: {'; '.join(notes)}; `harness run --force` remakes them." if notes else None
 
 
-def write(outcomes: Sequence["Outcome"], output: Path, title: str) -> tuple[str, Path]:
+def write(outcomes: Sequence["Outcome"], output: Path, title: str, deep: dict[int, str]) -> tuple[str, Path]:
     """The leaderboard rendered and written (atomically) to OUTPUT/leaderboard.md, as
-    `harness run` and `harness.run(..., leaderboard=True)` write it."""
-    board = render(outcomes, title)
+    `harness run` and `harness.run(..., leaderboard=True)` write it (`deep`: render's)."""
+    board = render(outcomes, title, deep)
     path = output / "leaderboard.md"
     with atomic_write(path) as handle:
         handle.write(board)

@@ -69,7 +69,8 @@ def depth_warnings(outcomes: Sequence["Outcome"]) -> dict[int, str]:
     the board, and R@1000 or AP of a run cut at k: 20 is lower than one ranked 1000 deep for its
     depth; within one family too, where a retriever ranks fewer documents than k (its hint, knowing
     each run's k, says so). Keyed by the index in families() of the set's last family, under whose
-    table the leaderboard and the report say it, once its runs are all shown."""
+    table the leaderboard and the report say it, once its runs are all shown: worked out once, by
+    `harness run` and harness.run, for stderr, the leaderboard and the report."""
     sets: dict[Family, list[int]] = {}
     keyed = _keyed_families(outcomes)
     for index, (key, _) in enumerate(keyed):
@@ -122,11 +123,12 @@ def family_report(outcomes: Sequence["Outcome"]) -> Report:
     return report
 
 
-def write_html(outcomes: Sequence["Outcome"], path: str | Path, title: str) -> Path:
+def write_html(outcomes: Sequence["Outcome"], path: str | Path, title: str, deep: dict[int, str]) -> Path:
+    """The report; `deep`: depth_warnings(outcomes), each said after the last family of the runs it
+    names, as the leaderboard says it."""
     from harness.report.html import page, sections
 
     body = []
-    deep = depth_warnings(outcomes)  # after the last family of the runs it names, as the leaderboard says it
     for index, members in enumerate(families(outcomes)):
         experiment = members[0].run.experiment
         report = family_report(members)
