@@ -12,7 +12,7 @@ record's beside a run file), for a run ranking every document that matches its q
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Protocol
 
 from harness.errors import Spelling, counted, listed
@@ -51,22 +51,28 @@ def hits_asked(k: int, retriever: Mapping[str, Any]) -> int:
     return min(k, depth) if type(depth) is int and depth > 0 else k
 
 
-def asked_of(files: Sequence[str], evaluations: Sequence[Deep]) -> dict[str, int]:
-    """The documents a query each run file (scored as `evaluations`, in their order) was asked for,
-    where `harness run`'s record beside it says (hits_asked): unequal_depths' `asked`."""
-    records = ((record_of_run(path), evaluation.run_name) for path, evaluation in zip(files, evaluations))
-    return {name: hits_asked(record.k, record.retriever)
-            for record, name in records if record is not None and record.k is not None}
+def asked_of(files: Sequence[str], evaluations: Sequence[Deep]) -> Callable[[str], int | None]:
+    """unequal_depths' `asked` for run files (scored as `evaluations`, in their order): the documents a
+    query a run was asked for, where `harness run`'s record beside it says (hits_asked). A record (some
+    200 KB) is read only for a run a warning names, not for every run scored."""
+    paths = {evaluation.run_name: path for path, evaluation in zip(files, evaluations)}
+
+    def asked(name: str) -> int | None:
+        record = record_of_run(paths[name]) if name in paths else None
+        return None if record is None or record.k is None else hits_asked(record.k, record.retriever)
+
+    return asked
 
 
 def unequal_depths(evaluations: Sequence[Deep], spelling: Spelling, key: str = "depth",
-                   asked: Mapping[str, int] | None = None) -> str | None:
+                   asked: Callable[[str], int | None] | None = None) -> str | None:
     """One line naming the measures that read past the shallowest run's depth into what a deeper
     run ranks, each run's depth and what to do, cutting every run by the setting `key` as `spelling`
     writes it (--depth 20, depth=20; a config's k: 20, which ranks its runs that deep); None where
     the runs are as deep (SAME_DEPTH) or no measure reads that far. A run ranking no judged query
-    is left out: it is warned of itself. `asked`: the documents a query some runs were asked for
-    (by run name), which tells a run cut short from one that ranks all that matched (_hint)."""
+    is left out: it is warned of itself. `asked`: the documents a query a run (by name) was asked
+    for, None where unknown, which tells a run cut short from one that ranks all that matched (_hint);
+    asked only of the shallowest runs."""
     depths = {e.run_name: e.usual_depth for e in evaluations if e.usual_depth > 0}
     if len(depths) < 2:
         return None
@@ -83,7 +89,8 @@ def unequal_depths(evaluations: Sequence[Deep], spelling: Spelling, key: str = "
     return (f"{listed(seeing)} {'reaches' if len(seeing) == 1 else 'reach'} past the depth of "
             f"{listed([e.run_name for e in shallow])} (at most {counted(shallowest, 'document')} for 9 in 10 of "
             f"its judged queries) while {ranks}: "
-            + _hint(shallow, f"{shallowest} ({spelling.given(key, shallowest)})", asked or {}))
+            + _hint(shallow, f"{shallowest} ({spelling.given(key, shallowest)})",
+                    {e.run_name: k for e in shallow if asked is not None and (k := asked(e.run_name)) is not None}))
 
 
 def _hint(shallow: Sequence[Deep], cut: str, asked: Mapping[str, int]) -> str:

@@ -80,7 +80,7 @@ def depth_warnings(outcomes: Sequence["Outcome"]) -> dict[int, str]:
         runs = [outcome for index in indices for outcome in keyed[index][1]]
         asked = {outcome.evaluation.run_name: hits_asked(outcome.run.experiment.k, {
             "name": outcome.run.retriever.name, "params": outcome.run.retriever.params}) for outcome in runs}
-        if (line := unequal_depths([outcome.evaluation for outcome in runs], CONFIG, "k", asked)) is not None:
+        if (line := unequal_depths([outcome.evaluation for outcome in runs], CONFIG, "k", asked.get)) is not None:
             warnings[indices[-1]] = line
     return warnings
 
